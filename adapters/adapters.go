@@ -1,0 +1,190 @@
+// Package adapters defines the Helpdesk interface through which the sync
+// engine mirrors guest requests into a helpdesk and reads the support team's
+// work back, the registry that selects an adapter by name, and the helpers
+// adapters share (status mapping, HTTP answer classification).
+//
+// It is not an adapter itself: each helpdesk lives in a package of its own
+// below this one (files, memory, rt, ...), and every one of them passes the
+// conformance suite in package adaptertest. Adapters never import the engine
+// or the state store; they keep what they must remember (which upstream
+// ticket a helpdesk ticket mirrors, which upstream message a comment came
+// from) in the helpdesk itself, so that the bridge's state file can be lost
+// without creating duplicates.
+package adapters
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// Ref is the helpdesk's own reference of a ticket (an RT ticket number, a
+// Zendesk id, a folder name). The engine stores it and hands it back; only
+// the adapter that made it interprets it.
+type Ref string
+
+// Cursor is an adapter's position in its stream of changes. It is opaque to
+// the engine, which stores it only after every event before it was journaled.
+// The empty cursor means "from the beginning".
+type Cursor string
+
+// Ticket is an upstream guest request as an adapter receives it.
+type Ticket struct {
+	UpstreamID      string
+	Department      string
+	Status          guestapi.Status
+	TaskDescription string
+	Origin          guestapi.Origin
+	Comments        string   // the console card's internal comment, "" when none
+	GuestRating     *float64 // nil while unrated
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Message is an upstream message to mirror into the helpdesk.
+type Message struct {
+	UpstreamID string
+	AuthorType guestapi.AuthorType
+	AuthorName string
+	Body       string
+	Public     bool // visible_to_guest: correspondence when true, an internal note when false
+	CreatedAt  time.Time
+}
+
+// Appended says what an upstream message became in the helpdesk.
+type Appended struct {
+	UpstreamID string // the upstream message id
+	HelpdeskID string // the helpdesk's id of the comment, article or transaction
+	Existed    bool   // true when the helpdesk already held it (no new write was made)
+}
+
+// EventKind is what a helpdesk event asks the bridge to carry upstream.
+type EventKind string
+
+// Event kinds.
+const (
+	EventReply  EventKind = "reply"  // agent correspondence: posted with visible_to_guest true
+	EventNote   EventKind = "note"   // internal note: posted with visible_to_guest false
+	EventStatus EventKind = "status" // status change: Status holds the upstream status it maps to
+)
+
+// Event is one change in the helpdesk made by somebody other than the bridge.
+type Event struct {
+	// ID identifies the event within the adapter, stably across calls and
+	// restarts (a transaction id, a comment id, an outbox file's name). The
+	// engine derives the upstream Idempotency-Key from it.
+	ID               string
+	Ref              Ref
+	UpstreamTicketID string
+	Kind             EventKind
+	Body             string          // reply and note
+	AuthorName       string          // the agent's display name, "" when unknown
+	Status           guestapi.Status // status: already mapped to an upstream status
+	At               time.Time       // when it happened in the helpdesk
+}
+
+// Found is what Lookup finds of an upstream ticket in the helpdesk.
+type Found struct {
+	Ref Ref
+	// Messages holds the ids of the upstream messages the ticket already
+	// holds, mirrored by Append.
+	Messages map[string]string // upstream message id -> helpdesk id
+	// Sent holds what MarkSent recorded: helpdesk event id -> upstream
+	// message id ("" for a status change).
+	Sent map[string]string
+}
+
+// Helpdesk is the interface every adapter implements. Implementations are
+// safe for concurrent use on different tickets; the engine never works on one
+// ticket from two goroutines at once.
+//
+// Error contract: a returned error means the call may have done part of its
+// work and the engine will repeat it; each method is idempotent so that a
+// repeat completes the work without duplicating any of it. Errors wrapping
+// [ErrInvalid] are permanent for that input (the engine records them on the
+// ticket and does not retry them quickly); every other error is treated as
+// temporary. No error contains a credential.
+type Helpdesk interface {
+	// Name is the adapter's registry name, e.g. "rt". It is part of every
+	// Idempotency-Key the engine derives, so it never changes.
+	Name() string
+
+	// EnsureTicket returns the helpdesk ticket that mirrors t.UpstreamID,
+	// creating it (with t's description, department and status) when none
+	// exists. Calling it again for the same upstream id returns the same Ref.
+	EnsureTicket(ctx context.Context, t Ticket) (Ref, error)
+
+	// Append adds msgs, in order, to the ticket: public ones as
+	// correspondence, the others as internal notes, each with its author and
+	// time. A message whose UpstreamID the ticket already holds is not added
+	// again (Existed is set). On success it returns one Appended per message.
+	// On a new message to a closed helpdesk ticket the adapter reopens it
+	// when the helpdesk needs that to show it.
+	Append(ctx context.Context, ref Ref, msgs []Message) ([]Appended, error)
+
+	// SetStatus sets the helpdesk status that s maps to. Setting the status
+	// the ticket already has is not an error. The change is the bridge's own
+	// and never comes back from Changes.
+	SetStatus(ctx context.Context, ref Ref, s guestapi.Status) error
+
+	// Changes returns, oldest first, the events after cursor on tickets that
+	// mirror an upstream ticket, leaving out the bridge's own writes, and the
+	// cursor after the last of them. It may return fewer than all events;
+	// the engine calls it again on the next cycle. The empty cursor means
+	// from the beginning.
+	Changes(ctx context.Context, cursor Cursor) ([]Event, Cursor, error)
+
+	// Lookup finds the helpdesk ticket of an upstream ticket by the upstream
+	// id the adapter stored in the helpdesk, with the upstream messages it
+	// holds and the events MarkSent recorded. ok is false when there is none.
+	Lookup(ctx context.Context, upstreamID string) (f Found, ok bool, err error)
+
+	// MarkSent records in the helpdesk that event eventID of ticket ref was
+	// delivered upstream and became upstreamMessageID ("" for a status
+	// change), so that Lookup can report it after the bridge's state is lost.
+	// Adapters whose helpdesk has nowhere to keep it return nil.
+	MarkSent(ctx context.Context, ref Ref, eventID, upstreamMessageID string) error
+
+	// Close releases what the adapter holds.
+	Close() error
+}
+
+// Checker is implemented by adapters that can check their configuration
+// and reach their helpdesk (credentials accepted, custom field present). The
+// engine calls it at start and `ticketbridge check` prints its verdict.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// ErrInvalid marks an error caused by the input itself (a body the helpdesk
+// refuses, an unknown status): repeating the same call cannot succeed.
+var ErrInvalid = errors.New("invalid input")
+
+// ErrNotFound is returned for a Ref the helpdesk does not know.
+var ErrNotFound = errors.New("helpdesk ticket not found")
+
+// Deps is what an adapter's constructor receives.
+type Deps struct {
+	// Env looks up the adapter's own variables (TICKETBRIDGE_<NAME>_...);
+	// each adapter declares an env-tagged struct and processes it with
+	// go-envconfig against this lookuper.
+	Env envconfig.Lookuper
+	// Logger is the adapter's logger, already carrying adapter=<name>.
+	Logger *slog.Logger
+	// Status overrides the adapter's default status mapping; see
+	// [StatusMap.Override].
+	StatusToHelpdesk   map[guestapi.Status]string
+	StatusFromHelpdesk map[string]guestapi.Status
+}
+
+// Factory builds an adapter from its configuration.
+type Factory func(ctx context.Context, deps Deps) (Helpdesk, error)
+
+// Registry maps adapter names to their factories. cmd builds one with every
+// adapter the binary carries.
+type Registry map[string]Factory

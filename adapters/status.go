@@ -1,0 +1,112 @@
+package adapters
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// StatusMap maps statuses both ways between the API and one helpdesk.
+// ToHelpdesk must name a helpdesk status for each of the seven upstream
+// statuses; FromHelpdesk maps each helpdesk status the adapter reports to a
+// settable upstream status. A helpdesk status absent from FromHelpdesk is not
+// carried upstream.
+type StatusMap struct {
+	ToHelpdesk   map[guestapi.Status]string
+	FromHelpdesk map[string]guestapi.Status
+}
+
+// Override returns a copy of m with the entries of deps' overrides replacing
+// its own.
+func (m StatusMap) Override(deps Deps) StatusMap {
+	out := StatusMap{ToHelpdesk: maps.Clone(m.ToHelpdesk), FromHelpdesk: maps.Clone(m.FromHelpdesk)}
+	if out.ToHelpdesk == nil {
+		out.ToHelpdesk = map[guestapi.Status]string{}
+	}
+	if out.FromHelpdesk == nil {
+		out.FromHelpdesk = map[string]guestapi.Status{}
+	}
+	maps.Copy(out.ToHelpdesk, deps.StatusToHelpdesk)
+	maps.Copy(out.FromHelpdesk, deps.StatusFromHelpdesk)
+	return out
+}
+
+// Down returns the helpdesk status for s. An unknown upstream status maps to
+// the one of "new"'s neighbour "assigned" when present, else to "new"'s: the
+// ticket stays open rather than being closed by a value nobody knows.
+func (m StatusMap) Down(s guestapi.Status) string {
+	if h, ok := m.ToHelpdesk[s]; ok {
+		return h
+	}
+	if h, ok := m.ToHelpdesk[guestapi.StatusAssigned]; ok {
+		return h
+	}
+	return m.ToHelpdesk[guestapi.StatusNew]
+}
+
+// Up returns the upstream status for the helpdesk status h; ok is false
+// when h is not mapped.
+func (m StatusMap) Up(h string) (s guestapi.Status, ok bool) {
+	s, ok = m.FromHelpdesk[h]
+	return s, ok
+}
+
+// ParseStatusPairs parses "upstream=helpdesk,..." (TICKETBRIDGE_STATUS_TO_HELPDESK)
+// into a map, checking that each upstream status is one of the seven.
+func ParseStatusPairs(s string) (map[guestapi.Status]string, error) {
+	out := map[guestapi.Status]string{}
+	for k, v := range pairs(s) {
+		st, err := guestapi.ParseStatus(k)
+		if err != nil {
+			return nil, fmt.Errorf("status mapping %q: %w", k+"="+v, err)
+		}
+		if v == "" {
+			return nil, fmt.Errorf("status mapping %q: empty helpdesk status", k+"=")
+		}
+		out[st] = v
+	}
+	return out, nil
+}
+
+// ParseReverseStatusPairs parses "helpdesk=upstream,..."
+// (TICKETBRIDGE_STATUS_FROM_HELPDESK), checking that each upstream status is
+// settable through the API.
+func ParseReverseStatusPairs(s string) (map[string]guestapi.Status, error) {
+	out := map[string]guestapi.Status{}
+	for k, v := range pairs(s) {
+		st := guestapi.Status(v)
+		if !st.Settable() {
+			return nil, fmt.Errorf("status mapping %q: %q is not a status the API can set (want one of %s)", k+"="+v, v, statusList(guestapi.SettableStatuses()))
+		}
+		if k == "" {
+			return nil, fmt.Errorf("status mapping %q: empty helpdesk status", "="+v)
+		}
+		out[k] = st
+	}
+	return out, nil
+}
+
+func pairs(s string) map[string]string {
+	out := map[string]string{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(item, "=")
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out
+}
+
+func statusList(ss []guestapi.Status) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = string(s)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
