@@ -1,0 +1,175 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Backup writes a consistent copy of the state file to w and returns the
+// number of bytes written. It runs in a read transaction (bbolt's
+// Tx.WriteTo), so Updates go on while it copies and the copy is the state
+// as of its start. Cancelling ctx stops the copy at its next write.
+func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	n, err := backup(ctx, s.db, w)
+	if err != nil {
+		return n, fmt.Errorf("back up state file %s: %w", s.path, err)
+	}
+	return n, nil
+}
+
+// BackupFile writes a consistent copy of the state file to dest, atomically:
+// a temporary file in dest's directory is written, fsync'ed and renamed over
+// dest (mode 0600), and the directory is fsync'ed. dest is replaced when it
+// exists; a failed backup leaves it as it was. Updates go on meanwhile.
+func (s *Store) BackupFile(ctx context.Context, dest string) error {
+	if err := writeBackup(ctx, s.path, dest, func(w io.Writer) error {
+		_, err := backup(ctx, s.db, w)
+		return err
+	}); err != nil {
+		return fmt.Errorf("back up state file %s to %s: %w", s.path, dest, err)
+	}
+	return nil
+}
+
+// BackupFile copies the state file at statePath to dest (as
+// [Store.BackupFile] does) when no daemon holds it: it opens the file
+// read-only, so while a ticketbridge daemon runs on statePath it fails with
+// [ErrLocked]; stop the daemon first, or have the daemon make the copy with
+// Store.BackupFile. It copies files of any schema version, older and newer
+// ones included, so it can save a file before an upgrade.
+func BackupFile(ctx context.Context, statePath, dest string) error {
+	wrap := func(err error) error {
+		return fmt.Errorf("back up state file %s to %s: %w", statePath, dest, err)
+	}
+	if _, err := os.Stat(statePath); err != nil {
+		return wrap(err)
+	}
+	db, err := bolt.Open(statePath, fileMode, &bolt.Options{
+		Timeout:  DefaultLockTimeout,
+		ReadOnly: true,
+	})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return wrap(fmt.Errorf("%w: stop the daemon, or let it make the copy", ErrLocked))
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
+		return wrap(fmt.Errorf("%w: %w", ErrNotStateFile, err))
+	case err != nil:
+		return wrap(err)
+	}
+	defer func() { _ = db.Close() }()
+	err = db.View(func(btx *bolt.Tx) error {
+		_, fresh, err := readSchema(btx)
+		if err == nil && fresh {
+			err = fmt.Errorf("%w: it holds no meta bucket", ErrNotStateFile)
+		}
+		return err
+	})
+	if err != nil {
+		return wrap(err)
+	}
+	if err := writeBackup(ctx, statePath, dest, func(w io.Writer) error {
+		_, err := backup(ctx, db, w)
+		return err
+	}); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
+
+// backup copies db to w in one read transaction.
+func backup(ctx context.Context, db *bolt.DB, w io.Writer) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := db.View(func(btx *bolt.Tx) error {
+		var err error
+		n, err = btx.WriteTo(ctxWriter{ctx: ctx, w: w})
+		return err
+	})
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		// bbolt formats some write errors with %s; say why plainly.
+		return n, cerr
+	}
+	return n, err
+}
+
+// ctxWriter fails its writes once ctx is done.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// writeBackup writes dest atomically with fill: temporary file in the same
+// directory, fsync, rename, fsync of the directory.
+func writeBackup(ctx context.Context, src, dest string, fill func(io.Writer) error) (err error) {
+	if dest == "" {
+		return fmt.Errorf("%w: empty backup path", ErrInvalid)
+	}
+	if fi, err := os.Stat(dest); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%w: %s is a directory; name the backup file", ErrInvalid, dest)
+		}
+		if si, err := os.Stat(src); err == nil && os.SameFile(si, fi) {
+			return fmt.Errorf("%w: the backup would overwrite the state file itself", ErrInvalid)
+		}
+	}
+	dir := filepath.Dir(dest)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(fileMode); err != nil {
+		return err
+	}
+	if err := fill(f); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

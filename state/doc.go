@@ -1,0 +1,84 @@
+// Package state is ticketbridge's persistent memory: one bbolt file that
+// holds everything the sync engine must remember between cycles and across
+// restarts.
+//
+// # What is stored
+//
+// Every value is a JSON object carrying a record version in its "v" field, so
+// the file can be inspected with any bbolt tool and a record of an unknown
+// version is refused instead of misread. Keys are plain strings.
+//
+//	bucket            key                         value
+//	meta              schema_version              decimal schema number (reserved)
+//	                  created_at                  RFC 3339 time the file was made (reserved)
+//	                  any other key               engine value, e.g. the adapter name
+//	tickets           <ticket id>                 [Ticket]: one per upstream ticket
+//	mirrored          <ticket id>/<message id>    [MirroredMessage]: upstream message -> helpdesk id
+//	own               <ticket id>/<message id>    [OwnMessage]: the bridge's own upstream posts
+//	journal           <event id>                  [Entry]: one per helpdesk event carried upstream
+//	journal_pending   <seq>                       event id of each pending entry (index)
+//	journal_unmarked  <seq>                       event id of each sent entry not yet marked in the helpdesk (index)
+//	journal_failed    <seq>                       event id of each failed entry (index)
+//	journal_ticket    <ticket id>/<seq>           event id, for every entry of a ticket (index)
+//	cursors           <adapter cursor name>       the adapter's opaque cursor
+//	cycles            last                        [Cycle]: the last cycle
+//	                  last_success                [Cycle]: the last cycle that succeeded
+//
+// <seq> is the journal sequence number, 16 lower-case hex digits, so that the
+// byte order of the index keys is the order in which entries were journaled.
+// Because "/" separates a ticket id from the rest of a key, ticket ids and
+// message ids may not contain "/" (upstream ids are UUIDs).
+//
+// The index buckets are maintained by [Tx.PutJournal] and [Tx.PruneJournal]
+// only; they make the engine's per-cycle questions ("what is pending?", "is
+// this message known?") cost a handful of page reads, not a scan.
+//
+// # Schema versions
+//
+// meta/schema_version is the layout's version ([SchemaVersion]). Migrations
+// are forward only: each one moves a file from version N to N+1, and all the
+// migrations a file needs run in a single write transaction when [Open] opens
+// it, so a crash leaves either the old or the new layout, never a mix. Before
+// migrating, Open writes a copy of the old file next to it
+// (<path>.schema-<N>.bak) so that an operator can go back to the older
+// binary. A file written by a newer ticketbridge is refused with
+// [ErrNewerSchema]; a read-only open of an older file is refused with
+// [ErrOldSchema] (it cannot migrate). A bbolt file without the meta bucket is
+// not a state file and is refused with [ErrNotStateFile].
+//
+// # Durability
+//
+// Each [Store.Update] is one bbolt commit: the changed pages are written and
+// fdatasync'ed, then the meta page is written and fdatasync'ed. So an Update
+// costs two fsyncs however many records it writes, and after it returns nil
+// its changes survive a crash or power loss; if it returns an error, or its
+// function does, nothing of it was written. The engine groups a cycle's work
+// into a few Updates, so a cycle costs a bounded number of fsyncs. [Store.View]
+// never writes.
+//
+// # Locking
+//
+// bbolt takes an flock on the file: an exclusive one for a read-write open,
+// a shared one for [Options.ReadOnly]. A second read-write open of the same
+// file, by another process or by this one, fails after [Options.LockTimeout]
+// (default 1 s) with [ErrLocked] instead of hanging. A running daemon holds
+// the exclusive lock for as long as it runs, so a read-only open (ticketbridge
+// status) or an offline backup ([BackupFile]) fails with ErrLocked while the
+// daemon runs; a live copy is made by the process that holds the store, with
+// [Store.Backup] or [Store.BackupFile], which do not stop writers.
+//
+// # File mode
+//
+// The file holds guest names and message texts, so it is created with mode
+// 0600. When an existing file is readable or writable by group or others,
+// a read-write Open tightens it to 0600 and logs a warning; a read-only open
+// only logs the warning (it changes nothing on disk).
+//
+// # What this package is not
+//
+// It holds no sync logic and talks to no network: it does not decide when a
+// ticket is due, what a status means or whether an event should be sent. It
+// only stores what the engine tells it, checks that each record is well
+// formed, and answers the engine's lookups. Values it returns are copies; none
+// aliases the memory-mapped file.
+package state

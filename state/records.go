@@ -1,0 +1,421 @@
+package state
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Record versions: the "v" field of each stored JSON object. A record of a
+// higher version than the reader knows is refused as corrupt rather than
+// misread.
+const (
+	ticketVersion   = 1
+	mirroredVersion = 1
+	ownVersion      = 1
+	entryVersion    = 1
+	cursorVersion   = 1
+	cycleVersion    = 1
+)
+
+// Limits on keys.
+const (
+	maxIDLen  = 200  // ticket and message ids (upstream UUIDs are 36 bytes)
+	maxKeyLen = 1024 // event ids, cursor names, meta keys
+)
+
+// Ticket is what the engine remembers of one upstream ticket. Times are
+// stored in UTC; the zero time means "never" or "not set".
+type Ticket struct {
+	// ID is the upstream ticket id, the record's key. Required; no "/".
+	ID string `json:"id"`
+	// Department is the upstream department code.
+	Department string `json:"department,omitempty"`
+	// Ref is the helpdesk's reference of the mirror ticket; empty until the
+	// helpdesk ticket was made.
+	Ref string `json:"ref,omitempty"`
+
+	// UpstreamStatus is the last upstream status read.
+	UpstreamStatus string `json:"upstream_status,omitempty"`
+	// UpstreamUpdatedAt is the last upstream updated_at read.
+	UpstreamUpdatedAt time.Time `json:"upstream_updated_at,omitzero"`
+	// HelpdeskStatus is the helpdesk ticket's last known status, in upstream
+	// terms, and HelpdeskStatusAt when it changed.
+	HelpdeskStatus   string    `json:"helpdesk_status,omitempty"`
+	HelpdeskStatusAt time.Time `json:"helpdesk_status_at,omitzero"`
+
+	// NextDue is when the ticket should be read again and DueReason why
+	// (e.g. "active", "quiet", "closed", "retry").
+	NextDue   time.Time `json:"next_due,omitzero"`
+	DueReason string    `json:"due_reason,omitempty"`
+	// QuietStreak counts the reads in a row that found nothing new.
+	QuietStreak int `json:"quiet_streak,omitempty"`
+	// LastActivity is the time of the last change seen on either side.
+	LastActivity time.Time `json:"last_activity,omitzero"`
+	// ClosedAt is when the ticket was first seen closed; zero while open.
+	ClosedAt time.Time `json:"closed_at,omitzero"`
+	// Retired is set when the ticket is no longer polled.
+	Retired bool `json:"retired,omitempty"`
+
+	// LastError is the last failure syncing this ticket ("" after a success)
+	// and Attempts the number of consecutive failures.
+	LastError string `json:"last_error,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+
+	// CreatedAt is set by PutTicket when the record is first stored (unless
+	// given); UpdatedAt is set by PutTicket on every put.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+func (t *Ticket) normalize() {
+	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
+}
+
+func (t *Ticket) validate() error {
+	if err := checkID("id", t.ID); err != nil {
+		return err
+	}
+	if t.QuietStreak < 0 {
+		return fmt.Errorf("quiet_streak %d is negative", t.QuietStreak)
+	}
+	if t.Attempts < 0 {
+		return fmt.Errorf("attempts %d is negative", t.Attempts)
+	}
+	return nil
+}
+
+// MirroredMessage is an upstream message already copied into the helpdesk.
+type MirroredMessage struct {
+	// HelpdeskID is the helpdesk's id of the comment it became.
+	HelpdeskID string `json:"helpdesk_id,omitempty"`
+	// At is when it was mirrored.
+	At time.Time `json:"at,omitzero"`
+}
+
+// OwnMessage is an upstream message the bridge posted itself (an agent reply
+// or note carried upstream); refresh must not mirror it back.
+type OwnMessage struct {
+	// EventID is the helpdesk event it was posted for.
+	EventID string `json:"event_id,omitempty"`
+	// At is when the upstream post was confirmed.
+	At time.Time `json:"at,omitzero"`
+}
+
+// Journal entry kinds: the values of adapters.EventKind.
+const (
+	KindReply  = "reply"  // agent reply, posted with visible_to_guest true
+	KindNote   = "note"   // internal note, posted with visible_to_guest false
+	KindStatus = "status" // status change
+)
+
+// JournalState is where an outbound journal entry stands.
+type JournalState string
+
+// Journal states.
+const (
+	// Pending: journaled, not yet confirmed upstream. Resent (with the same
+	// Idempotency-Key) until it is sent or failed.
+	Pending JournalState = "pending"
+	// Sent: the API confirmed it. Final.
+	Sent JournalState = "sent"
+	// Failed: the API refused it for good (e.g. 400, 404). It is not resent
+	// unless put back to Pending.
+	Failed JournalState = "failed"
+)
+
+// Payload is what an entry sends upstream; enough to resend it after a crash
+// without asking the helpdesk again.
+type Payload struct {
+	Body       string `json:"body,omitempty"`        // reply and note
+	AuthorName string `json:"author_name,omitempty"` // reply and note; "" for the API's default
+	Visible    bool   `json:"visible,omitempty"`     // visible_to_guest: true for a reply, false for a note
+	Status     string `json:"status,omitempty"`      // status: the upstream status to set
+}
+
+// Hash returns the hex SHA-256 of the payload's canonical encoding. Two
+// payloads have the same hash exactly when their fields are equal.
+func (p Payload) Hash() string {
+	h := sha256.New()
+	// Length-prefixed fields: no two payloads share an encoding.
+	for _, f := range []string{p.Body, p.AuthorName, fmt.Sprint(p.Visible), p.Status} {
+		fmt.Fprintf(h, "%d:%s;", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Entry is one outbound journal entry: a helpdesk event carried upstream.
+// It is written before the request is made, so a crash at any point resends
+// it with the same Idempotency-Key.
+type Entry struct {
+	// EventID is the adapter's event id, the record's key. Required.
+	EventID string `json:"event_id"`
+	// TicketID is the upstream ticket id and Ref the helpdesk ticket the
+	// event came from. TicketID is required and must be in state when the
+	// entry is first put.
+	TicketID string `json:"ticket_id"`
+	Ref      string `json:"ref,omitempty"`
+	// IdempotencyKey is sent with every attempt. Required; never changes.
+	IdempotencyKey string `json:"idempotency_key"`
+	// Kind is KindReply, KindNote or KindStatus.
+	Kind string `json:"kind"`
+	// Payload is what is sent; PayloadHash its [Payload.Hash], set by
+	// PutJournal and checked on every read. Neither changes once journaled.
+	Payload     Payload `json:"payload"`
+	PayloadHash string  `json:"payload_hash"`
+
+	// State is Pending, Sent or Failed; empty means Pending.
+	State JournalState `json:"state"`
+	// UpstreamMessageID is the message_id the API returned ("" for status).
+	UpstreamMessageID string `json:"upstream_message_id,omitempty"`
+	// Attempts counts the requests made, LastError the last failure and
+	// NextAttempt when to try again.
+	Attempts    int       `json:"attempts,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	NextAttempt time.Time `json:"next_attempt,omitzero"`
+
+	// CreatedAt is set when first journaled (unless given), SentAt when the
+	// API confirmed it (required for Sent), MarkedAt when the adapter
+	// recorded the delivery in the helpdesk (MarkSent), UpdatedAt on every
+	// put.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	SentAt    time.Time `json:"sent_at,omitzero"`
+	MarkedAt  time.Time `json:"marked_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+
+	// Seq orders the journal: assigned by PutJournal when the entry is
+	// first put, never changed. Lists are returned in Seq order.
+	Seq uint64 `json:"seq"`
+}
+
+func (e *Entry) normalize() {
+	if e.State == "" {
+		e.State = Pending
+	}
+	utc(&e.NextAttempt, &e.CreatedAt, &e.SentAt, &e.MarkedAt, &e.UpdatedAt)
+}
+
+func (e *Entry) validate() error {
+	if err := checkKey("event_id", e.EventID); err != nil {
+		return err
+	}
+	if err := checkID("ticket_id", e.TicketID); err != nil {
+		return err
+	}
+	if err := checkKey("idempotency_key", e.IdempotencyKey); err != nil {
+		return err
+	}
+	switch e.Kind {
+	case KindReply, KindNote:
+		if e.Payload.Status != "" {
+			return fmt.Errorf("payload.status %q set on a %s entry", e.Payload.Status, e.Kind)
+		}
+		if want := e.Kind == KindReply; e.Payload.Visible != want {
+			return fmt.Errorf("payload.visible is %t on a %s entry (want %t)", e.Payload.Visible, e.Kind, want)
+		}
+	case KindStatus:
+		if e.Payload.Status == "" {
+			return errors.New("payload.status is empty on a status entry")
+		}
+		if e.Payload.Body != "" || e.Payload.AuthorName != "" || e.Payload.Visible {
+			return errors.New("payload carries a body, author or visibility on a status entry")
+		}
+	default:
+		return fmt.Errorf("kind %q is not one of %s, %s, %s", e.Kind, KindReply, KindNote, KindStatus)
+	}
+	switch e.State {
+	case Pending, Failed:
+	case Sent:
+		if e.SentAt.IsZero() {
+			return errors.New("sent_at is zero on a sent entry")
+		}
+	default:
+		return fmt.Errorf("state %q is not one of %s, %s, %s", e.State, Pending, Sent, Failed)
+	}
+	if e.Attempts < 0 {
+		return fmt.Errorf("attempts %d is negative", e.Attempts)
+	}
+	return nil
+}
+
+// Cycle is the bookkeeping of one sync cycle.
+type Cycle struct {
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// Outcome is the engine's word for how it went, e.g. "ok", "partial",
+	// "failed".
+	Outcome string `json:"outcome,omitempty"`
+	// Success marks a cycle the engine counts as successful; PutCycle keeps
+	// the last such cycle apart (see Tx.LastSuccess).
+	Success bool `json:"success,omitempty"`
+	// Report is the engine's report of the cycle, any JSON value.
+	Report json.RawMessage `json:"report,omitempty"`
+}
+
+func (c *Cycle) normalize() { utc(&c.Start, &c.End) }
+
+func (c *Cycle) validate() error {
+	if len(c.Report) > 0 && !json.Valid(c.Report) {
+		return errors.New("report is not valid JSON")
+	}
+	if !c.End.IsZero() && c.End.Before(c.Start) {
+		return fmt.Errorf("end %s is before start %s", c.End.Format(time.RFC3339Nano), c.Start.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// cursorRecord is how an adapter cursor is stored.
+type cursorRecord struct {
+	Cursor string    `json:"cursor"`
+	At     time.Time `json:"at,omitzero"`
+}
+
+func utc(ts ...*time.Time) {
+	for _, t := range ts {
+		if t.IsZero() {
+			*t = time.Time{}
+		} else {
+			*t = t.UTC()
+		}
+	}
+}
+
+// checkID validates a ticket or message id: a key or a key part.
+func checkID(field, v string) error {
+	if err := checkKey(field, v); err != nil {
+		return err
+	}
+	if len(v) > maxIDLen {
+		return fmt.Errorf("%s is %d bytes long (at most %d)", field, len(v), maxIDLen)
+	}
+	if strings.Contains(v, "/") {
+		return fmt.Errorf("%s %q contains a /", field, v)
+	}
+	return nil
+}
+
+// checkKey validates a string used as a key.
+func checkKey(field, v string) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("%s is empty", field)
+	case len(v) > maxKeyLen:
+		return fmt.Errorf("%s is %d bytes long (at most %d)", field, len(v), maxKeyLen)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%s %q is not valid UTF-8", field, v)
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		return fmt.Errorf("%s %q contains a control character", field, v)
+	}
+	return nil
+}
+
+// encode marshals v as a JSON object and puts the record version first.
+func encode(version int, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("encode record: %T is not a JSON object", v)
+	}
+	out := make([]byte, 0, len(body)+8)
+	out = fmt.Appendf(out, `{"v":%d`, version)
+	if !bytes.Equal(body, []byte("{}")) {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
+}
+
+// decode unmarshals a stored record into out after checking its version.
+// Errors are *RecordError naming bucket and key. data may alias the mmap:
+// json.Unmarshal copies every string it keeps.
+func decode(bucket, key string, data []byte, version int, out any) error {
+	var hdr struct {
+		V *int `json:"v"`
+	}
+	if err := json.Unmarshal(data, &hdr); err != nil {
+		return &RecordError{Bucket: bucket, Key: key, Err: err}
+	}
+	switch {
+	case hdr.V == nil:
+		return &RecordError{Bucket: bucket, Key: key, Err: errors.New("record version (v) missing")}
+	case *hdr.V < 1:
+		return &RecordError{Bucket: bucket, Key: key, Err: fmt.Errorf("record version %d is not positive", *hdr.V)}
+	case *hdr.V > version:
+		return &RecordError{Bucket: bucket, Key: key, Err: fmt.Errorf("record version %d is newer than %d, the newest this ticketbridge reads", *hdr.V, version)}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return &RecordError{Bucket: bucket, Key: key, Err: err}
+	}
+	return nil
+}
+
+// The decoders below also check what the record says against its key, so
+// that a record stored under the wrong key reads as corrupt.
+
+func decodeTicket(key string, data []byte) (Ticket, error) {
+	var t Ticket
+	if err := decode(bucketTickets, key, data, ticketVersion, &t); err != nil {
+		return Ticket{}, err
+	}
+	if t.ID != key {
+		return Ticket{}, &RecordError{Bucket: bucketTickets, Key: key, Err: fmt.Errorf("record id %q differs from its key", t.ID)}
+	}
+	if err := t.validate(); err != nil {
+		return Ticket{}, &RecordError{Bucket: bucketTickets, Key: key, Err: err}
+	}
+	return t, nil
+}
+
+func decodeMirrored(key string, data []byte) (MirroredMessage, error) {
+	var m MirroredMessage
+	err := decode(bucketMirrored, key, data, mirroredVersion, &m)
+	return m, err
+}
+
+func decodeOwn(key string, data []byte) (OwnMessage, error) {
+	var m OwnMessage
+	err := decode(bucketOwn, key, data, ownVersion, &m)
+	return m, err
+}
+
+func decodeEntry(key string, data []byte) (Entry, error) {
+	var e Entry
+	if err := decode(bucketJournal, key, data, entryVersion, &e); err != nil {
+		return Entry{}, err
+	}
+	if e.EventID != key {
+		return Entry{}, &RecordError{Bucket: bucketJournal, Key: key, Err: fmt.Errorf("record event_id %q differs from its key", e.EventID)}
+	}
+	if err := e.validate(); err != nil {
+		return Entry{}, &RecordError{Bucket: bucketJournal, Key: key, Err: err}
+	}
+	if h := e.Payload.Hash(); e.PayloadHash != h {
+		return Entry{}, &RecordError{Bucket: bucketJournal, Key: key, Err: fmt.Errorf("payload_hash %q does not match the payload (%s)", e.PayloadHash, h)}
+	}
+	return e, nil
+}
+
+func decodeCursor(key string, data []byte) (cursorRecord, error) {
+	var c cursorRecord
+	err := decode(bucketCursors, key, data, cursorVersion, &c)
+	return c, err
+}
+
+func decodeCycle(key string, data []byte) (Cycle, error) {
+	var c Cycle
+	if err := decode(bucketCycles, key, data, cycleVersion, &c); err != nil {
+		return Cycle{}, err
+	}
+	if err := c.validate(); err != nil {
+		return Cycle{}, &RecordError{Bucket: bucketCycles, Key: key, Err: err}
+	}
+	return c, nil
+}

@@ -1,0 +1,243 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// DefaultLockTimeout is how long Open waits for the file lock when
+// [Options.LockTimeout] is zero.
+const DefaultLockTimeout = time.Second
+
+// fileMode is the mode of the state file and of every backup.
+const fileMode fs.FileMode = 0o600
+
+// Errors returned by Open, Update and the Tx methods. Each is wrapped with
+// the path or record it concerns; match them with errors.Is.
+var (
+	// ErrLocked: another ticketbridge process (or another Store of this
+	// process) holds the state file. A read-only open fails with it while
+	// the daemon runs.
+	ErrLocked = errors.New("in use by another ticketbridge process")
+	// ErrNewerSchema: the file was written by a newer ticketbridge.
+	ErrNewerSchema = errors.New("state file schema is newer than this ticketbridge")
+	// ErrOldSchema: a read-only open found a file that needs migrating.
+	ErrOldSchema = errors.New("state file schema is older than this ticketbridge")
+	// ErrNotStateFile: the file is a bbolt database but not a ticketbridge
+	// state file, or not a bbolt database at all.
+	ErrNotStateFile = errors.New("not a ticketbridge state file")
+	// ErrReadOnly: Update was called on a Store opened read-only.
+	ErrReadOnly = errors.New("state file opened read-only")
+	// ErrInvalid: a record handed to a Tx method is malformed (an empty id,
+	// an unknown kind, a changed Idempotency-Key). Nothing was written.
+	ErrInvalid = errors.New("invalid record")
+	// ErrCorrupt: a stored record cannot be decoded. The error is a
+	// *[RecordError] naming the bucket and key.
+	ErrCorrupt = errors.New("corrupt record")
+)
+
+// RecordError is the error for a stored record that cannot be decoded. It
+// matches [ErrCorrupt].
+type RecordError struct {
+	Bucket string
+	Key    string
+	Err    error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("decode record %s/%q: %v", e.Bucket, e.Key, e.Err)
+}
+
+// Unwrap returns the decoding error.
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrCorrupt].
+func (e *RecordError) Is(target error) bool { return target == ErrCorrupt }
+
+// Options tunes Open. The zero value is a read-write open with the default
+// lock timeout, no logging and the system clock.
+type Options struct {
+	// ReadOnly opens the file with a shared lock and refuses Update. It is
+	// meant for `ticketbridge status`; while a daemon holds the file it fails
+	// with [ErrLocked]. The file must exist.
+	ReadOnly bool
+	// LockTimeout is how long Open waits for the file lock before failing
+	// with ErrLocked; zero means [DefaultLockTimeout]. Open never waits
+	// forever.
+	LockTimeout time.Duration
+	// Logger receives warnings (a tightened file mode, a migration). Nil
+	// discards them.
+	Logger *slog.Logger
+	// Now is the clock used to stamp CreatedAt and UpdatedAt fields. Nil
+	// means time.Now.
+	Now func() time.Time
+}
+
+// Store is an open state file. Its methods are safe for concurrent use:
+// bbolt runs any number of View transactions alongside at most one Update.
+type Store struct {
+	db       *bolt.DB
+	path     string
+	readOnly bool
+	log      *slog.Logger
+	now      func() time.Time
+	schema   int
+}
+
+// Open opens the state file at path, creating it (mode 0600, and its
+// directory, mode 0700) when it does not exist and opts.ReadOnly is false.
+// It fails with [ErrLocked] when another process holds the file, with
+// [ErrNewerSchema] when a newer ticketbridge wrote it, and with
+// [ErrNotStateFile] when it is something else. An older file is migrated
+// to [SchemaVersion] before Open returns (see the package documentation).
+func Open(path string, opts Options) (*Store, error) {
+	return open(path, opts, migrations)
+}
+
+func open(path string, opts Options, migs []migration) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open state file: %w: empty path", ErrInvalid)
+	}
+	s := &Store{path: path, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+
+	if err := s.checkMode(); err != nil {
+		return nil, err
+	}
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("open state file %s: %w", path, err)
+		}
+	}
+
+	db, err := bolt.Open(path, fileMode, &bolt.Options{
+		Timeout:      timeout,
+		ReadOnly:     opts.ReadOnly,
+		FreelistType: bolt.FreelistMapType,
+	})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("open state file %s: %w (no lock within %s)", path, ErrLocked, timeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
+		return nil, fmt.Errorf("open state file %s: %w: %w", path, ErrNotStateFile, err)
+	case err != nil:
+		return nil, fmt.Errorf("open state file %s: %w", path, err)
+	}
+	s.db = db
+
+	if err := s.initSchema(migs); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkMode tightens an existing file readable by others to 0600 (read-write
+// opens) or warns about it (read-only opens).
+func (s *Store) checkMode() error {
+	fi, err := os.Stat(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // bbolt creates it with fileMode, or a read-only open reports it
+	}
+	if err != nil {
+		return fmt.Errorf("open state file %s: %w", s.path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("open state file %s: %w: not a regular file (%s)", s.path, ErrNotStateFile, fi.Mode().Type())
+	}
+	perm := fi.Mode().Perm()
+	if perm&0o077 == 0 {
+		return nil
+	}
+	if s.readOnly {
+		s.log.Warn("state file is accessible to other users; a read-write open will tighten it to 0600",
+			"path", s.path, "mode", perm.String())
+		return nil
+	}
+	if err := os.Chmod(s.path, fileMode); err != nil {
+		return fmt.Errorf("tighten state file mode %s: %w", s.path, err)
+	}
+	s.log.Warn("state file was accessible to other users; tightened to 0600",
+		"path", s.path, "was", perm.String())
+	return nil
+}
+
+// Close releases the file and its lock. It waits for running transactions
+// to end. Calling it again returns nil.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close state file %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Path returns the path the store was opened with.
+func (s *Store) Path() string { return s.path }
+
+// ReadOnly reports whether the store was opened read-only.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// Schema returns the schema version of the open file; after a successful
+// Open it is always [SchemaVersion].
+func (s *Store) Schema() int { return s.schema }
+
+// View runs fn in a read-only transaction. Several Views run at once and
+// alongside an Update; each sees the state as of its start. The Tx must not
+// be used after fn returns. fn's error is returned as is.
+func (s *Store) View(fn func(*Tx) error) error {
+	err := s.db.View(func(btx *bolt.Tx) error {
+		return fn(&Tx{tx: btx, s: s})
+	})
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("read state file %s: %w", s.path, err)
+	}
+	return err
+}
+
+// Update runs fn in a read-write transaction and commits it when fn returns
+// nil; when fn returns an error (or panics) nothing fn did is kept and the
+// error is returned as is. Updates are serialised: one waits for the one
+// before it. A commit costs two fsyncs (see the package documentation), so
+// group a cycle's writes into few Updates.
+func (s *Store) Update(fn func(*Tx) error) error {
+	if s.readOnly {
+		return fmt.Errorf("update state file %s: %w", s.path, ErrReadOnly)
+	}
+	var fnErr error
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		fnErr = fn(&Tx{tx: btx, s: s})
+		return fnErr
+	})
+	if err != nil && fnErr == nil {
+		return fmt.Errorf("commit state file %s: %w", s.path, err)
+	}
+	return err
+}
+
+// Tx is a transaction on the store, handed to the functions of View and
+// Update. Its putters fail with ErrReadOnly-like bbolt errors inside View.
+// A Tx is not safe for concurrent use.
+type Tx struct {
+	tx *bolt.Tx
+	s  *Store
+}
+
+// Writable reports whether the Tx belongs to an Update.
+func (tx *Tx) Writable() bool { return tx.tx.Writable() }

@@ -1,0 +1,446 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// bucket returns a bucket of the current schema; Open guarantees they exist.
+func (tx *Tx) bucket(name string) *bolt.Bucket {
+	b := tx.tx.Bucket([]byte(name))
+	if b == nil {
+		// Only a file changed behind Open's back gets here.
+		panic(fmt.Sprintf("state: bucket %s missing from an opened state file", name))
+	}
+	return b
+}
+
+func invalid(what string, err error) error {
+	return fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)
+}
+
+// put encodes v and stores it, wrapping errors with what.
+func (tx *Tx) put(what, bucket string, key []byte, version int, v any) error {
+	data, err := encode(version, v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := tx.bucket(bucket).Put(key, data); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Ticket returns the ticket with upstream id id; ok is false when state has
+// none.
+func (tx *Tx) Ticket(id string) (t Ticket, ok bool, err error) {
+	data := tx.bucket(bucketTickets).Get([]byte(id))
+	if data == nil {
+		return Ticket{}, false, nil
+	}
+	t, err = decodeTicket(id, data)
+	if err != nil {
+		return Ticket{}, false, err
+	}
+	return t, true, nil
+}
+
+// PutTicket stores t under t.ID, replacing what was there. It sets UpdatedAt
+// to now, and CreatedAt to the stored record's (or now) when t's is zero.
+// Times are stored in UTC.
+func (tx *Tx) PutTicket(t Ticket) error {
+	what := fmt.Sprintf("put ticket %q", t.ID)
+	if err := t.validate(); err != nil {
+		return invalid(what, err)
+	}
+	now := tx.s.now()
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+		if old := tx.bucket(bucketTickets).Get([]byte(t.ID)); old != nil {
+			if prev, err := decodeTicket(t.ID, old); err == nil && !prev.CreatedAt.IsZero() {
+				t.CreatedAt = prev.CreatedAt
+			}
+		}
+	}
+	t.UpdatedAt = now
+	t.normalize()
+	return tx.put(what, bucketTickets, []byte(t.ID), ticketVersion, &t)
+}
+
+// DeleteTicket removes the ticket with id id together with its mirrored and
+// own message records. Its journal entries stay (see PruneJournal). Deleting
+// a ticket that is not in state is not an error; a corrupt record is deleted
+// like any other.
+func (tx *Tx) DeleteTicket(id string) error {
+	what := fmt.Sprintf("delete ticket %q", id)
+	if err := checkID("id", id); err != nil {
+		return invalid(what, err)
+	}
+	if err := tx.bucket(bucketTickets).Delete([]byte(id)); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := tx.deleteMessages(id); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// ForEachTicket calls fn with every ticket, in id order. An error from fn
+// stops the walk and is returned as is. A record that cannot be decoded is
+// skipped, so that one bad record never hides the others; once every other
+// record was visited, the skipped ones are returned together as an error
+// matching ErrCorrupt (each a *RecordError naming its key).
+func (tx *Tx) ForEachTicket(fn func(Ticket) error) error {
+	var corrupt []error
+	c := tx.bucket(bucketTickets).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		t, err := decodeTicket(string(k), v)
+		if err != nil {
+			corrupt = append(corrupt, err)
+			continue
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return errors.Join(corrupt...)
+}
+
+// messageKey is "<ticket id>/<message id>".
+func messageKey(ticketID, msgID string) []byte {
+	k := make([]byte, 0, len(ticketID)+1+len(msgID))
+	k = append(k, ticketID...)
+	k = append(k, '/')
+	return append(k, msgID...)
+}
+
+func checkMessageIDs(ticketID, msgID string) error {
+	if err := checkID("ticket id", ticketID); err != nil {
+		return err
+	}
+	return checkID("message id", msgID)
+}
+
+// requireTicket fails unless the ticket is in state.
+func (tx *Tx) requireTicket(id string) error {
+	if tx.bucket(bucketTickets).Get([]byte(id)) == nil {
+		return fmt.Errorf("ticket %q is not in state (put the ticket first)", id)
+	}
+	return nil
+}
+
+// PutMirrored records that upstream message upstreamMsgID of ticket ticketID
+// was copied into the helpdesk as helpdeskID at time at. The ticket must be
+// in state. Putting the same message again replaces the record.
+func (tx *Tx) PutMirrored(ticketID, upstreamMsgID, helpdeskID string, at time.Time) error {
+	what := fmt.Sprintf("put mirrored message %q of ticket %q", upstreamMsgID, ticketID)
+	if err := checkMessageIDs(ticketID, upstreamMsgID); err != nil {
+		return invalid(what, err)
+	}
+	if err := tx.requireTicket(ticketID); err != nil {
+		return invalid(what, err)
+	}
+	m := MirroredMessage{HelpdeskID: helpdeskID, At: at}
+	utc(&m.At)
+	return tx.put(what, bucketMirrored, messageKey(ticketID, upstreamMsgID), mirroredVersion, &m)
+}
+
+// IsMirrored reports whether upstream message msgID of ticket ticketID was
+// mirrored. It reads one key; it does not decode the record.
+func (tx *Tx) IsMirrored(ticketID, msgID string) (bool, error) {
+	if err := checkMessageIDs(ticketID, msgID); err != nil {
+		return false, invalid(fmt.Sprintf("look up mirrored message %q of ticket %q", msgID, ticketID), err)
+	}
+	return tx.bucket(bucketMirrored).Get(messageKey(ticketID, msgID)) != nil, nil
+}
+
+// Mirrored returns the mirrored messages of a ticket by upstream message id;
+// an empty map when there are none.
+func (tx *Tx) Mirrored(ticketID string) (map[string]MirroredMessage, error) {
+	out := map[string]MirroredMessage{}
+	err := tx.scanMessages(bucketMirrored, ticketID, func(msgID string, key, v []byte) error {
+		m, err := decodeMirrored(string(key), v)
+		if err != nil {
+			return err
+		}
+		out[msgID] = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MarkOwn records that upstream message upstreamMsgID of ticket ticketID is
+// the bridge's own post, made for helpdesk event eventID and confirmed at
+// at, so that refresh never mirrors it back. The ticket must be in state.
+func (tx *Tx) MarkOwn(ticketID, upstreamMsgID, eventID string, at time.Time) error {
+	what := fmt.Sprintf("mark own message %q of ticket %q", upstreamMsgID, ticketID)
+	if err := checkMessageIDs(ticketID, upstreamMsgID); err != nil {
+		return invalid(what, err)
+	}
+	if err := tx.requireTicket(ticketID); err != nil {
+		return invalid(what, err)
+	}
+	m := OwnMessage{EventID: eventID, At: at}
+	utc(&m.At)
+	return tx.put(what, bucketOwn, messageKey(ticketID, upstreamMsgID), ownVersion, &m)
+}
+
+// IsOwn reports whether upstream message msgID of ticket ticketID is one of
+// the bridge's own posts.
+func (tx *Tx) IsOwn(ticketID, msgID string) (bool, error) {
+	if err := checkMessageIDs(ticketID, msgID); err != nil {
+		return false, invalid(fmt.Sprintf("look up own message %q of ticket %q", msgID, ticketID), err)
+	}
+	return tx.bucket(bucketOwn).Get(messageKey(ticketID, msgID)) != nil, nil
+}
+
+// OwnMessages returns the bridge's own posts on a ticket by upstream message
+// id; an empty map when there are none.
+func (tx *Tx) OwnMessages(ticketID string) (map[string]OwnMessage, error) {
+	out := map[string]OwnMessage{}
+	err := tx.scanMessages(bucketOwn, ticketID, func(msgID string, key, v []byte) error {
+		m, err := decodeOwn(string(key), v)
+		if err != nil {
+			return err
+		}
+		out[msgID] = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Known reports whether refresh must skip upstream message msgID of ticket
+// ticketID: it was mirrored already, or it is the bridge's own post.
+func (tx *Tx) Known(ticketID, msgID string) (bool, error) {
+	if ok, err := tx.IsMirrored(ticketID, msgID); ok || err != nil {
+		return ok, err
+	}
+	return tx.IsOwn(ticketID, msgID)
+}
+
+// DeleteMessages forgets the mirrored and own message records of a ticket,
+// keeping the ticket itself (e.g. when it is retired).
+func (tx *Tx) DeleteMessages(ticketID string) error {
+	what := fmt.Sprintf("delete messages of ticket %q", ticketID)
+	if err := checkID("ticket id", ticketID); err != nil {
+		return invalid(what, err)
+	}
+	if err := tx.deleteMessages(ticketID); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func (tx *Tx) deleteMessages(ticketID string) error {
+	prefix := messageKey(ticketID, "")
+	for _, name := range []string{bucketMirrored, bucketOwn} {
+		if err := deletePrefix(tx.bucket(name), prefix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deletePrefix deletes every key of b starting with prefix.
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanMessages calls fn for each key of bucket under "<ticketID>/".
+func (tx *Tx) scanMessages(bucket, ticketID string, fn func(msgID string, key, v []byte) error) error {
+	if err := checkID("ticket id", ticketID); err != nil {
+		return invalid(fmt.Sprintf("list %s messages of ticket %q", bucket, ticketID), err)
+	}
+	prefix := messageKey(ticketID, "")
+	c := tx.bucket(bucket).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := fn(string(k[len(prefix):]), k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Cursor returns the stored cursor of name; "" (from the beginning) when
+// none was stored.
+func (tx *Tx) Cursor(name string) (string, error) {
+	if err := checkKey("cursor name", name); err != nil {
+		return "", invalid("get cursor", err)
+	}
+	data := tx.bucket(bucketCursors).Get([]byte(name))
+	if data == nil {
+		return "", nil
+	}
+	c, err := decodeCursor(name, data)
+	if err != nil {
+		return "", err
+	}
+	return c.Cursor, nil
+}
+
+// SetCursor stores cursor c under name. Store it only once every event
+// before it was journaled.
+func (tx *Tx) SetCursor(name, c string) error {
+	what := fmt.Sprintf("set cursor %q", name)
+	if err := checkKey("cursor name", name); err != nil {
+		return invalid(what, err)
+	}
+	rec := cursorRecord{Cursor: c, At: tx.s.now()}
+	utc(&rec.At)
+	return tx.put(what, bucketCursors, []byte(name), cursorVersion, &rec)
+}
+
+// Cursors returns every stored cursor by name.
+func (tx *Tx) Cursors() (map[string]string, error) {
+	out := map[string]string{}
+	err := tx.bucket(bucketCursors).ForEach(func(k, v []byte) error {
+		c, err := decodeCursor(string(k), v)
+		if err != nil {
+			return err
+		}
+		out[string(k)] = c.Cursor
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func checkMetaKey(key string) error {
+	if err := checkKey("meta key", key); err != nil {
+		return err
+	}
+	if key == metaSchema || key == metaCreated {
+		return fmt.Errorf("meta key %q is reserved", key)
+	}
+	return nil
+}
+
+// Meta returns the engine value stored under key; ok is false when there is
+// none. The reserved keys (schema_version, created_at) can be read too.
+func (tx *Tx) Meta(key string) (val string, ok bool, err error) {
+	if err := checkKey("meta key", key); err != nil {
+		return "", false, invalid("get meta", err)
+	}
+	data := tx.bucket(bucketMeta).Get([]byte(key))
+	if data == nil {
+		return "", false, nil
+	}
+	return string(data), true, nil
+}
+
+// SetMeta stores val under key, e.g. the adapter name the state was made
+// for. The reserved keys schema_version and created_at are refused.
+func (tx *Tx) SetMeta(key, val string) error {
+	what := fmt.Sprintf("set meta %q", key)
+	if err := checkMetaKey(key); err != nil {
+		return invalid(what, err)
+	}
+	if err := tx.bucket(bucketMeta).Put([]byte(key), []byte(val)); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// DeleteMeta removes key; removing an absent key is not an error.
+func (tx *Tx) DeleteMeta(key string) error {
+	what := fmt.Sprintf("delete meta %q", key)
+	if err := checkMetaKey(key); err != nil {
+		return invalid(what, err)
+	}
+	if err := tx.bucket(bucketMeta).Delete([]byte(key)); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Cycle record keys.
+const (
+	cycleLast    = "last"
+	cycleSuccess = "last_success"
+)
+
+// PutCycle records c as the last cycle and, when c.Success, also as the last
+// successful one.
+func (tx *Tx) PutCycle(c Cycle) error {
+	what := "put cycle"
+	if err := c.validate(); err != nil {
+		return invalid(what, err)
+	}
+	c.normalize()
+	if len(c.Report) > 0 {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, c.Report); err != nil {
+			return invalid(what, err)
+		}
+		c.Report = compact.Bytes()
+	}
+	if err := tx.put(what, bucketCycles, []byte(cycleLast), cycleVersion, &c); err != nil {
+		return err
+	}
+	if c.Success {
+		return tx.put(what, bucketCycles, []byte(cycleSuccess), cycleVersion, &c)
+	}
+	return nil
+}
+
+// LastCycle returns the last cycle recorded; ok is false before the first.
+func (tx *Tx) LastCycle() (c Cycle, ok bool, err error) {
+	return tx.cycle(cycleLast)
+}
+
+// LastSuccess returns the last cycle recorded with Success set; ok is false
+// when there was none.
+func (tx *Tx) LastSuccess() (c Cycle, ok bool, err error) {
+	return tx.cycle(cycleSuccess)
+}
+
+func (tx *Tx) cycle(key string) (Cycle, bool, error) {
+	data := tx.bucket(bucketCycles).Get([]byte(key))
+	if data == nil {
+		return Cycle{}, false, nil
+	}
+	c, err := decodeCycle(key, data)
+	if err != nil {
+		return Cycle{}, false, err
+	}
+	return c, true, nil
+}
+
+// CreatedAt returns when the state file was made.
+func (tx *Tx) CreatedAt() (time.Time, error) {
+	data := tx.bucket(bucketMeta).Get([]byte(metaCreated))
+	if data == nil {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(data))
+	if err != nil {
+		return time.Time{}, &RecordError{Bucket: bucketMeta, Key: metaCreated, Err: err}
+	}
+	return t, nil
+}
+
+// schemaOf reads meta/schema_version (for Stats).
+func (tx *Tx) schemaOf() int {
+	v, _ := strconv.Atoi(string(tx.bucket(bucketMeta).Get([]byte(metaSchema))))
+	return v
+}
