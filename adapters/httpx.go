@@ -1,0 +1,560 @@
+package adapters
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// ErrAuth marks an answer of 401 or 403: the helpdesk refused the
+// credentials the adapter was configured with (or they lack a right). The
+// error never contains the credentials themselves. Repeating the request
+// cannot help until the configuration changes.
+var ErrAuth = errors.New("helpdesk refused the credentials")
+
+// HTTPClass is what one HTTP exchange means for the request that made it.
+type HTTPClass int
+
+// The three classes of [ClassifyHTTP].
+const (
+	// HTTPSuccess is a 2xx answer.
+	HTTPSuccess HTTPClass = iota + 1
+	// HTTPRetryable may succeed when repeated: 429, 500, 502, 503, 504 and
+	// connection errors.
+	HTTPRetryable
+	// HTTPPermanent cannot succeed when repeated unchanged: every other
+	// answer, and a cancelled or expired context.
+	HTTPPermanent
+)
+
+func (c HTTPClass) String() string {
+	switch c {
+	case HTTPSuccess:
+		return "success"
+	case HTTPRetryable:
+		return "retryable"
+	case HTTPPermanent:
+		return "permanent"
+	}
+	return fmt.Sprintf("HTTPClass(%d)", int(c))
+}
+
+// ClassifyHTTP classifies one HTTP exchange: status is the answer's status
+// code and err the transport error of http.Client.Do (status is ignored when
+// err is not nil). A cancelled or expired context is permanent (the caller
+// gave up); any other transport error is retryable. Statuses follow
+// [guestapi.RetryableStatus], so the adapters and the API client agree.
+func ClassifyHTTP(status int, err error) HTTPClass {
+	switch {
+	case err != nil:
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return HTTPPermanent
+		}
+		return HTTPRetryable
+	case status >= 200 && status < 300:
+		return HTTPSuccess
+	case guestapi.RetryableStatus(status):
+		return HTTPRetryable
+	}
+	return HTTPPermanent
+}
+
+// httpSentinel is the error an answer with status matches: 400, 413 and 422
+// are [ErrInvalid], 401 and 403 [ErrAuth], 404 and 410 [ErrNotFound].
+func httpSentinel(status int) error {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return ErrInvalid
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return ErrAuth
+	case http.StatusNotFound, http.StatusGone:
+		return ErrNotFound
+	}
+	return nil
+}
+
+// HTTPError is an HTTP exchange with a helpdesk that did not succeed. It
+// holds no credential: the URL has no userinfo and secret query values are
+// replaced, the body snippet and the transport error text are scrubbed of
+// the client's secrets, and no request header is kept.
+//
+// It matches, with errors.Is, [ErrInvalid] (400, 413, 422), [ErrAuth] (401,
+// 403), [ErrNotFound] (404, 410), or the transport error (context.Canceled,
+// a *net.OpError, ...).
+type HTTPError struct {
+	Method     string
+	URL        string        // without userinfo; secret query values read REDACTED
+	StatusCode int           // 0 when no answer arrived
+	Body       string        // a short snippet of the answer's body
+	RetryAfter time.Duration // the wait the helpdesk asked for, when it did
+	Attempts   int           // how many times the request was sent
+	Class      HTTPClass
+	Err        error // the sentinel or transport error; nil for other statuses
+
+	detail string // Err's text, scrubbed
+}
+
+func (e *HTTPError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: ", e.Method, e.URL)
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, "HTTP %d", e.StatusCode)
+		if e.detail != "" {
+			fmt.Fprintf(&b, " (%s)", e.detail)
+		}
+		if e.Body != "" {
+			fmt.Fprintf(&b, ": %q", e.Body)
+		}
+	} else {
+		b.WriteString(e.detail)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, "; retry after %s", e.RetryAfter)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, "; %d attempts", e.Attempts)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel or transport error.
+func (e *HTTPError) Unwrap() error { return e.Err }
+
+// Temporary reports whether repeating the request later may succeed.
+func (e *HTTPError) Temporary() bool { return e.Class == HTTPRetryable }
+
+// HTTPRequest is one request for [HTTPClient.Do]. The body is bytes so that
+// every retry sends it again unchanged.
+type HTTPRequest struct {
+	Method string
+	URL    string
+	Header http.Header // request headers besides the client's own; never copied into errors
+	Body   []byte      // nil: no body
+	// Idempotent says that repeating the request cannot do its work twice
+	// (a POST that searches, or one carrying an idempotency key). GET,
+	// HEAD, OPTIONS, PUT and DELETE are idempotent anyway. A request that
+	// is not is repeated only when it certainly did not take effect: a 429,
+	// or a connection that could not be opened.
+	Idempotent bool
+	// Accept lists statuses besides 2xx that Do returns as an answer rather
+	// than an error, e.g. 404 for a search that found nothing.
+	Accept []int
+	// Op names what the adapter was doing, for the log ("create ticket").
+	Op string
+}
+
+// HTTPResponse is the answer Do returns: the status, the headers and the
+// whole body (at most [HTTPClient.MaxBody] bytes).
+type HTTPResponse struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
+// Defaults of [HTTPClient].
+const (
+	DefaultHTTPAttempts = 4
+	DefaultHTTPMaxWait  = time.Minute
+	DefaultHTTPMaxBody  = 8 << 20
+	DefaultHTTPTimeout  = time.Minute
+)
+
+// HTTPClient sends requests to a helpdesk with the daemon's one retry
+// policy: retryable answers ([ClassifyHTTP]) are repeated after the
+// [guestapi.Backoff] delay, or after the wait the helpdesk asked for with
+// Retry-After on a 429 or 503, or after what the adapter's Wait hook reads
+// from its vendor's rate-limit headers. The context bounds every attempt and
+// every wait.
+//
+// The zero value is usable. An HTTPClient is safe for concurrent use when
+// its hooks are; do not change its fields once it is in use.
+type HTTPClient struct {
+	// HTTP sends the requests; nil means a client with a timeout of
+	// [DefaultHTTPTimeout] per attempt.
+	HTTP *http.Client
+	// Backoff is the wait between attempts; the zero value is the daemon's
+	// default.
+	Backoff guestapi.Backoff
+	// MaxAttempts caps how often one request is sent; 0 means
+	// [DefaultHTTPAttempts], 1 disables retries.
+	MaxAttempts int
+	// MaxWait is the longest wait Do sits out before a retry; 0 means
+	// [DefaultHTTPMaxWait]. When the helpdesk asks for longer, Do returns
+	// a retryable error whose RetryAfter says how long, and the engine
+	// comes back later.
+	MaxWait time.Duration
+	// MaxBody caps how much of an answer's body is read; 0 means
+	// [DefaultHTTPMaxBody]. A longer body is an error.
+	MaxBody int64
+	// Header is sent with every request (User-Agent, Accept); it must not
+	// hold credentials, set those in Authorize.
+	Header http.Header
+	// Authorize adds the credentials to each attempt's request.
+	Authorize func(r *http.Request)
+	// Secrets are strings that must never appear in an error (tokens,
+	// passwords); they are replaced wherever the helpdesk's answer echoes
+	// them. The values Authorize sets are scrubbed without being listed.
+	Secrets []string
+	// SecretParams names query parameters whose values are redacted in
+	// errors and logs, besides every parameter whose name contains token,
+	// secret, pass, key, auth, sig or credential.
+	SecretParams []string
+	// Wait is the adapter's hook for its vendor's rate-limit headers. It is
+	// asked about every retryable answer; when it returns ok, its wait is
+	// used instead of Retry-After and the backoff.
+	Wait func(resp *HTTPResponse, now time.Time) (wait time.Duration, ok bool)
+	// Sleep waits between attempts; nil means [guestapi.SleepContext].
+	// Tests inject one that records the wait and returns at once.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for Retry-After dates; nil means time.Now.
+	Now func() time.Time
+	// Logger gets one warning per retry; nil discards them.
+	Logger *slog.Logger
+}
+
+var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout}
+
+// Do sends req, repeating it while the answer is retryable and attempts
+// are left (see [HTTPRequest.Idempotent] for requests that are not safe to
+// repeat). It returns the answer when its status is 2xx or listed in
+// req.Accept, and an [*HTTPError] otherwise.
+func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, error) {
+	maxAttempts := c.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultHTTPAttempts
+	}
+	for attempt := 1; ; attempt++ {
+		resp, secrets, err := c.once(ctx, req)
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		class := ClassifyHTTP(status, err)
+		var perm *permanentError
+		if errors.As(err, &perm) {
+			class = HTTPPermanent
+		}
+		if err == nil && (class == HTTPSuccess || slices.Contains(req.Accept, status)) {
+			return resp, nil
+		}
+		herr := c.newError(req, resp, err, class, attempt, secrets)
+		if class != HTTPRetryable || attempt >= maxAttempts || !c.mayRepeat(req, status, err) {
+			if class == HTTPRetryable && resp != nil {
+				if d, ok := c.waitFor(resp, attempt); ok {
+					herr.RetryAfter = d
+				}
+			}
+			return nil, herr
+		}
+		wait, asked := c.waitFor(resp, attempt)
+		if asked {
+			herr.RetryAfter = wait
+		}
+		if wait > c.maxWait() {
+			return nil, herr
+		}
+		if c.Logger != nil {
+			c.Logger.LogAttrs(ctx, slog.LevelWarn, "helpdesk request failed, retrying",
+				slog.String("op", req.Op), slog.String("method", herr.Method), slog.String("url", herr.URL),
+				slog.Int("status", status), slog.Int("attempt", attempt), slog.Duration("wait", wait),
+				slog.String("error", herr.Error()))
+		}
+		if err := c.sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("wait to retry %s %s: %w", herr.Method, herr.URL, err)
+		}
+	}
+}
+
+// JSON sends req with in encoded as its JSON body (unless in is nil) and
+// decodes a 2xx answer's body into out (unless out is nil or the body is
+// empty). It sets Content-Type and Accept to application/json.
+func (c *HTTPClient) JSON(ctx context.Context, req HTTPRequest, in, out any) (*HTTPResponse, error) {
+	req.Header = req.Header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encode request of %s %s: %w", req.Method, c.redactURL(req.URL), err)
+		}
+		req.Body = b
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if out != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 && len(bytes.TrimSpace(resp.Body)) > 0 {
+		if err := json.Unmarshal(resp.Body, out); err != nil {
+			return resp, fmt.Errorf("decode answer of %s %s (HTTP %d): %w", req.Method, c.redactURL(req.URL), resp.StatusCode, err)
+		}
+	}
+	return resp, nil
+}
+
+// once sends one attempt. It returns the secrets Authorize put on the
+// request so that the error can be scrubbed of them.
+func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, []string, error) {
+	var body io.Reader
+	if req.Body != nil {
+		body = bytes.NewReader(req.Body)
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	r, err := http.NewRequestWithContext(ctx, method, req.URL, body)
+	if err != nil {
+		return nil, nil, &permanentError{fmt.Errorf("build request: %w", unwrapURLError(err))}
+	}
+	for k, vs := range c.Header {
+		r.Header[k] = slices.Clone(vs)
+	}
+	for k, vs := range req.Header {
+		r.Header[k] = slices.Clone(vs)
+	}
+	if c.Authorize != nil {
+		c.Authorize(r)
+	}
+	secrets := requestSecrets(r)
+	hc := c.HTTP
+	if hc == nil {
+		hc = defaultHTTP
+	}
+	res, err := hc.Do(r)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, secrets, ctxErr
+		}
+		return nil, secrets, unwrapURLError(err)
+	}
+	defer res.Body.Close()
+	limit := c.MaxBody
+	if limit <= 0 {
+		limit = DefaultHTTPMaxBody
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, secrets, ctxErr
+		}
+		return nil, secrets, fmt.Errorf("read answer: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, secrets, &permanentError{fmt.Errorf("answer (HTTP %d) longer than the limit of %d bytes", res.StatusCode, limit)}
+	}
+	return &HTTPResponse{StatusCode: res.StatusCode, Header: res.Header, Body: b}, secrets, nil
+}
+
+// permanentError is a failure of the request itself that no repeat can
+// mend: a URL that does not parse, an answer longer than MaxBody.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// mayRepeat reports whether req may be sent again after this failure.
+func (c *HTTPClient) mayRepeat(req HTTPRequest, status int, err error) bool {
+	if req.Idempotent {
+		return true
+	}
+	switch strings.ToUpper(req.Method) {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	if err == nil {
+		return status == http.StatusTooManyRequests
+	}
+	return notSent(err)
+}
+
+// notSent reports whether a transport error certainly happened before the
+// request reached the helpdesk: it could not resolve or dial the host.
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// waitFor returns the wait before the next attempt and whether the helpdesk
+// asked for it (the hook or Retry-After) rather than the backoff choosing it.
+func (c *HTTPClient) waitFor(resp *HTTPResponse, attempt int) (time.Duration, bool) {
+	now := c.now()
+	if resp != nil {
+		if c.Wait != nil {
+			if d, ok := c.Wait(resp, now); ok {
+				return max(d, 0), true
+			}
+		}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			if d, ok := guestapi.RetryAfter(resp.Header, now); ok {
+				return d, true
+			}
+		}
+	}
+	return c.Backoff.Delay(attempt), false
+}
+
+func (c *HTTPClient) maxWait() time.Duration {
+	if c.MaxWait <= 0 {
+		return DefaultHTTPMaxWait
+	}
+	return c.MaxWait
+}
+
+func (c *HTTPClient) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
+	}
+	return guestapi.SleepContext(ctx, d)
+}
+
+func (c *HTTPClient) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *HTTPClient) newError(req HTTPRequest, resp *HTTPResponse, err error, class HTTPClass, attempts int, secrets []string) *HTTPError {
+	method := strings.ToUpper(req.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	secrets = append(secrets, c.Secrets...)
+	e := &HTTPError{Method: method, URL: c.redactURL(req.URL), Attempts: attempts, Class: class}
+	if err != nil {
+		e.Err = err
+		e.detail = scrub(err.Error(), secrets)
+		return e
+	}
+	e.StatusCode = resp.StatusCode
+	e.Err = httpSentinel(resp.StatusCode)
+	if e.Err != nil {
+		e.detail = e.Err.Error()
+	}
+	e.Body = scrub(snippet(resp.Body), secrets)
+	return e
+}
+
+// requestSecrets collects what Authorize (or the caller) put on r that is a
+// credential: the Authorization header, its token part, a basic-auth
+// password and the URL's password.
+func requestSecrets(r *http.Request) []string {
+	var out []string
+	for _, h := range []string{"Authorization", "Proxy-Authorization"} {
+		for _, v := range r.Header.Values(h) {
+			out = append(out, v)
+			if _, tok, ok := strings.Cut(v, " "); ok {
+				out = append(out, strings.TrimSpace(tok))
+			}
+		}
+	}
+	if _, pass, ok := r.BasicAuth(); ok {
+		out = append(out, pass)
+	}
+	if r.URL != nil && r.URL.User != nil {
+		if pass, ok := r.URL.User.Password(); ok {
+			out = append(out, pass)
+		}
+	}
+	return out
+}
+
+// scrub replaces every secret in s.
+func scrub(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 3 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return s
+}
+
+const snippetRunes = 200
+
+// snippet is the start of an answer's body on one line, at most
+// snippetRunes runes, valid UTF-8.
+func snippet(b []byte) string {
+	if len(b) > 4*snippetRunes {
+		b = b[:4*snippetRunes]
+	}
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
+	if utf8.RuneCountInString(s) > snippetRunes {
+		s = string([]rune(s)[:snippetRunes]) + "…"
+	}
+	return s
+}
+
+// RedactURL returns raw without userinfo and with the values of secret
+// query parameters replaced by REDACTED (see [HTTPClient.SecretParams]).
+// An unparsable URL is reported as such, never echoed.
+func (c *HTTPClient) RedactURL(raw string) string { return c.redactURL(raw) }
+
+func (c *HTTPClient) redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if c.secretParam(k) {
+				for i := range q[k] {
+					q[k][i] = "REDACTED"
+				}
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	u.Fragment = ""
+	return u.String()
+}
+
+var secretParamWords = []string{"token", "secret", "pass", "key", "auth", "sig", "credential"}
+
+func (c *HTTPClient) secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range secretParamWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	for _, p := range c.SecretParams {
+		if strings.EqualFold(p, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// unwrapURLError drops the *url.Error around a transport error: its text
+// carries the full URL, query secrets included.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,447 @@
+package adapters_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// sleeper records the waits Do asks for and returns at once.
+type sleeper struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (s *sleeper) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waits = append(s.waits, d)
+	return ctx.Err()
+}
+
+// script serves the given statuses in turn (the last one repeats) and
+// counts the requests; headers[i] are set on answer i.
+type script struct {
+	mu       sync.Mutex
+	statuses []int
+	headers  []http.Header
+	body     string
+	bodies   [][]byte
+}
+
+func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	i := len(s.bodies)
+	s.bodies = append(s.bodies, b)
+	st := s.statuses[min(i, len(s.statuses)-1)]
+	var h http.Header
+	if i < len(s.headers) {
+		h = s.headers[i]
+	}
+	s.mu.Unlock()
+	for k, vs := range h {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(st)
+	fmt.Fprint(w, s.body)
+}
+
+func (s *script) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bodies)
+}
+
+func serve(t *testing.T, s *script) string {
+	t.Helper()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func half() float64 { return 0.5 }
+
+func newClient(sl *sleeper) *adapters.HTTPClient {
+	return &adapters.HTTPClient{
+		Backoff: guestapi.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Rand: half},
+		Sleep:   sl.sleep,
+	}
+}
+
+func TestClassifyHTTP(t *testing.T) {
+	cases := []struct {
+		status int
+		err    error
+		want   adapters.HTTPClass
+	}{
+		{200, nil, adapters.HTTPSuccess},
+		{201, nil, adapters.HTTPSuccess},
+		{204, nil, adapters.HTTPSuccess},
+		{429, nil, adapters.HTTPRetryable},
+		{500, nil, adapters.HTTPRetryable},
+		{502, nil, adapters.HTTPRetryable},
+		{503, nil, adapters.HTTPRetryable},
+		{504, nil, adapters.HTTPRetryable},
+		{501, nil, adapters.HTTPPermanent},
+		{400, nil, adapters.HTTPPermanent},
+		{401, nil, adapters.HTTPPermanent},
+		{403, nil, adapters.HTTPPermanent},
+		{404, nil, adapters.HTTPPermanent},
+		{409, nil, adapters.HTTPPermanent},
+		{422, nil, adapters.HTTPPermanent},
+		{302, nil, adapters.HTTPPermanent},
+		{0, &net.OpError{Op: "dial", Err: errors.New("connection refused")}, adapters.HTTPRetryable},
+		{0, io.ErrUnexpectedEOF, adapters.HTTPRetryable},
+		{200, context.Canceled, adapters.HTTPPermanent},
+		{0, fmt.Errorf("read: %w", context.DeadlineExceeded), adapters.HTTPPermanent},
+	}
+	for _, c := range cases {
+		if got := adapters.ClassifyHTTP(c.status, c.err); got != c.want {
+			t.Errorf("ClassifyHTTP(%d, %v) = %s, want %s", c.status, c.err, got, c.want)
+		}
+	}
+}
+
+func TestDoRetriesWithTheSharedBackoff(t *testing.T) {
+	s := &script{statuses: []int{503, 500, 502, 200}, body: "ok"}
+	url := serve(t, s)
+	sl := &sleeper{}
+	resp, err := newClient(sl).Do(t.Context(), adapters.HTTPRequest{Method: "GET", URL: url})
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if resp.StatusCode != 200 || string(resp.Body) != "ok" {
+		t.Fatalf("answer %d %q", resp.StatusCode, resp.Body)
+	}
+	if s.count() != 4 {
+		t.Fatalf("%d requests, want 4", s.count())
+	}
+	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+	if !slices.Equal(sl.waits, want) {
+		t.Fatalf("waits %v, want %v (Backoff.Delay of attempts 1..3)", sl.waits, want)
+	}
+}
+
+func TestDoGivesUpAfterMaxAttempts(t *testing.T) {
+	s := &script{statuses: []int{500}, body: "db down"}
+	url := serve(t, s)
+	c := newClient(&sleeper{})
+	c.MaxAttempts = 3
+	_, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url})
+	var he *adapters.HTTPError
+	if !errors.As(err, &he) {
+		t.Fatalf("Do = %v, want an *HTTPError", err)
+	}
+	if s.count() != 3 || he.Attempts != 3 || he.StatusCode != 500 || !he.Temporary() {
+		t.Fatalf("%d requests, error %+v; want 3 attempts of a temporary 500", s.count(), he)
+	}
+	if errors.Is(err, adapters.ErrInvalid) {
+		t.Error("a 500 must not be ErrInvalid")
+	}
+	if !strings.Contains(err.Error(), "db down") || !strings.Contains(err.Error(), "GET "+url) {
+		t.Errorf("error %q lacks the method, URL or body snippet", err)
+	}
+}
+
+func TestDoHonoursRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	s := &script{
+		statuses: []int{429, 429, 503, 200},
+		headers: []http.Header{
+			{"Retry-After": {"7"}},
+			{"Retry-After": {now.Add(12 * time.Second).Format(http.TimeFormat)}},
+			{"Retry-After": {"2"}},
+		},
+	}
+	url := serve(t, s)
+	sl := &sleeper{}
+	c := newClient(sl)
+	c.Now = func() time.Time { return now }
+	if _, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url}); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	want := []time.Duration{7 * time.Second, 12 * time.Second, 2 * time.Second}
+	if !slices.Equal(sl.waits, want) {
+		t.Fatalf("waits %v, want %v", sl.waits, want)
+	}
+}
+
+func TestDoReturnsLongRetryAfterToTheCaller(t *testing.T) {
+	s := &script{statuses: []int{429}, headers: []http.Header{{"Retry-After": {"3600"}}}}
+	url := serve(t, s)
+	sl := &sleeper{}
+	_, err := newClient(sl).Do(t.Context(), adapters.HTTPRequest{URL: url})
+	var he *adapters.HTTPError
+	if !errors.As(err, &he) || he.RetryAfter != time.Hour || !he.Temporary() {
+		t.Fatalf("Do = %v, want a temporary error asking to retry after 1h", err)
+	}
+	if s.count() != 1 || len(sl.waits) != 0 {
+		t.Fatalf("%d requests, waits %v; want one request and no wait", s.count(), sl.waits)
+	}
+}
+
+func TestDoUsesTheAdaptersWaitHook(t *testing.T) {
+	s := &script{statuses: []int{429, 200}, headers: []http.Header{{"Retry-After": {"30"}, "X-Rate-Limit-Reset": {"3"}}}}
+	url := serve(t, s)
+	sl := &sleeper{}
+	c := newClient(sl)
+	var seen int
+	c.Wait = func(resp *adapters.HTTPResponse, _ time.Time) (time.Duration, bool) {
+		seen = resp.StatusCode
+		if v := resp.Header.Get("X-Rate-Limit-Reset"); v == "3" {
+			return 3 * time.Second, true
+		}
+		return 0, false
+	}
+	if _, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url}); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if seen != 429 || !slices.Equal(sl.waits, []time.Duration{3 * time.Second}) {
+		t.Fatalf("hook saw %d, waits %v; want the hook's 3s", seen, sl.waits)
+	}
+}
+
+func TestDoRepeatsUnsafeRequestsOnlyWhenTheyDidNotTakeEffect(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		statuses   []int
+		idempotent bool
+		want       int
+	}{
+		{"502 not repeated", []int{502, 200}, false, 1},
+		{"429 repeated", []int{429, 200}, false, 2},
+		{"idempotent 502 repeated", []int{502, 200}, true, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &script{statuses: c.statuses}
+			url := serve(t, s)
+			body := []byte(`{"comment":"Grüße"}`)
+			_, err := newClient(&sleeper{}).Do(t.Context(), adapters.HTTPRequest{Method: "POST", URL: url, Body: body, Idempotent: c.idempotent})
+			if s.count() != c.want {
+				t.Fatalf("%d requests, want %d (err %v)", s.count(), c.want, err)
+			}
+			if c.want == 1 {
+				var he *adapters.HTTPError
+				if !errors.As(err, &he) || !he.Temporary() {
+					t.Fatalf("Do = %v, want a temporary error for the engine to retry", err)
+				}
+			}
+			for i, b := range s.bodies {
+				if !bytes.Equal(b, body) {
+					t.Errorf("attempt %d sent body %q, want %q", i+1, b, body)
+				}
+			}
+		})
+	}
+}
+
+func TestDoRepeatsAPostThatCouldNotConnect(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	sl := &sleeper{}
+	c := newClient(sl)
+	c.MaxAttempts = 3
+	_, err = c.Do(t.Context(), adapters.HTTPRequest{Method: "POST", URL: "http://" + addr + "/ticket", Body: []byte("x")})
+	var he *adapters.HTTPError
+	if !errors.As(err, &he) || he.StatusCode != 0 || !he.Temporary() || he.Attempts != 3 {
+		t.Fatalf("Do = %#v, want a temporary connection error after 3 attempts", err)
+	}
+	var op *net.OpError
+	if !errors.As(err, &op) {
+		t.Errorf("the transport error is not reachable with errors.As: %v", err)
+	}
+	if len(sl.waits) != 2 {
+		t.Errorf("waits %v, want 2", sl.waits)
+	}
+}
+
+func TestDoPermanentAnswers(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   error
+	}{
+		{400, adapters.ErrInvalid},
+		{422, adapters.ErrInvalid},
+		{413, adapters.ErrInvalid},
+		{401, adapters.ErrAuth},
+		{403, adapters.ErrAuth},
+		{404, adapters.ErrNotFound},
+		{409, nil},
+	} {
+		s := &script{statuses: []int{c.status}, body: `{"error":"nope"}`}
+		url := serve(t, s)
+		_, err := newClient(&sleeper{}).Do(t.Context(), adapters.HTTPRequest{Method: "PUT", URL: url})
+		var he *adapters.HTTPError
+		if !errors.As(err, &he) || he.StatusCode != c.status || he.Temporary() {
+			t.Errorf("%d: Do = %v, want a permanent *HTTPError", c.status, err)
+			continue
+		}
+		if s.count() != 1 {
+			t.Errorf("%d: %d requests, want 1", c.status, s.count())
+		}
+		for _, sentinel := range []error{adapters.ErrInvalid, adapters.ErrAuth, adapters.ErrNotFound} {
+			if errors.Is(err, sentinel) != (sentinel == c.want) {
+				t.Errorf("%d: errors.Is(%v) = %v", c.status, sentinel, !(sentinel == c.want))
+			}
+		}
+	}
+}
+
+func TestDoAcceptsListedStatuses(t *testing.T) {
+	url := serve(t, &script{statuses: []int{404}, body: "[]"})
+	resp, err := newClient(&sleeper{}).Do(t.Context(), adapters.HTTPRequest{URL: url, Accept: []int{404}})
+	if err != nil || resp.StatusCode != 404 {
+		t.Fatalf("Do = %v, %v; want the 404 answer", resp, err)
+	}
+}
+
+func TestErrorsLeakNoCredential(t *testing.T) {
+	const (
+		user     = "bridge@hotel.example"
+		password = "correct-horse-battery"
+		token    = "zd-token-8f7e6d5c"
+	)
+	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "bad credentials: %s / %s / %s / %s", r.Header.Get("Authorization"), password, token, r.URL.RawQuery)
+	})
+	srv := httptest.NewServer(echo)
+	defer srv.Close()
+
+	var logs bytes.Buffer
+	c := newClient(&sleeper{})
+	c.Secrets = []string{token}
+	c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	c.Authorize = func(r *http.Request) { r.SetBasicAuth(user, password) }
+	u := strings.Replace(srv.URL, "http://", "http://"+user+":"+password+"@", 1) + "/api?api_token=" + token + "&page=2"
+	_, err := c.Do(t.Context(), adapters.HTTPRequest{URL: u})
+	if !errors.Is(err, adapters.ErrAuth) {
+		t.Fatalf("Do = %v, want ErrAuth", err)
+	}
+	msg := err.Error()
+	for _, secret := range []string{password, basic, token, "Basic " + basic} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("the error shows %q: %s", secret, msg)
+		}
+	}
+	if !strings.Contains(msg, "page=2") || !strings.Contains(msg, "REDACTED") || !strings.Contains(msg, "refused the credentials") {
+		t.Errorf("the error lost what is not secret: %s", msg)
+	}
+	if strings.Contains(logs.String(), password) {
+		t.Errorf("the log shows the password: %s", logs.String())
+	}
+
+	// The same through a transport error: the URL must not leak either.
+	c.MaxAttempts = 1
+	_, err = c.Do(t.Context(), adapters.HTTPRequest{URL: "http://" + user + ":" + password + "@127.0.0.1:1/x?token=" + token})
+	if err == nil || strings.Contains(err.Error(), password) || strings.Contains(err.Error(), token) {
+		t.Errorf("transport error leaks a secret: %v", err)
+	}
+}
+
+func TestDoCapsTheBody(t *testing.T) {
+	s := &script{statuses: []int{200}, body: strings.Repeat("x", 2048)}
+	url := serve(t, s)
+	c := newClient(&sleeper{})
+	c.MaxBody = 1024
+	_, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url})
+	var he *adapters.HTTPError
+	if !errors.As(err, &he) || he.Temporary() || !strings.Contains(err.Error(), "1024 bytes") {
+		t.Fatalf("Do = %v, want a permanent error naming the limit", err)
+	}
+	if s.count() != 1 {
+		t.Errorf("%d requests, want 1", s.count())
+	}
+	c.MaxBody = 2048
+	if _, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url}); err != nil {
+		t.Errorf("a body of exactly MaxBody: %v", err)
+	}
+}
+
+func TestDoStopsWhenTheContextEnds(t *testing.T) {
+	s := &script{statuses: []int{503}}
+	url := serve(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	c := newClient(&sleeper{})
+	c.Sleep = func(ctx context.Context, d time.Duration) error {
+		cancel()
+		return guestapi.SleepContext(ctx, d)
+	}
+	_, err := c.Do(ctx, adapters.HTTPRequest{URL: url})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do = %v, want context.Canceled", err)
+	}
+	if s.count() != 1 {
+		t.Errorf("%d requests after the context ended, want 1", s.count())
+	}
+	if _, err := c.Do(ctx, adapters.HTTPRequest{URL: url}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Do with an ended context = %v", err)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Accept") != "application/json" || r.Header.Get("User-Agent") != "ticketbridge-test" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, `{"id": 42, "echo": %s}`, b)
+	}))
+	defer srv.Close()
+	c := newClient(&sleeper{})
+	c.Header = http.Header{"User-Agent": {"ticketbridge-test"}}
+	var out struct {
+		ID   int            `json:"id"`
+		Echo map[string]any `json:"echo"`
+	}
+	if _, err := c.JSON(t.Context(), adapters.HTTPRequest{Method: "POST", URL: srv.URL}, map[string]any{"subject": "Towels"}, &out); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if out.ID != 42 || out.Echo["subject"] != "Towels" {
+		t.Fatalf("decoded %+v", out)
+	}
+
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>") }))
+	defer bad.Close()
+	if _, err := c.JSON(t.Context(), adapters.HTTPRequest{URL: bad.URL}, nil, &out); err == nil || !strings.Contains(err.Error(), "decode answer") {
+		t.Fatalf("JSON of a non-JSON answer: %v", err)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	c := &adapters.HTTPClient{SecretParams: []string{"user"}}
+	got := c.RedactURL("https://bob:pw@rt.example/REST/1.0/ticket?user=bob&pass=pw&apikey=k&format=l#frag")
+	for _, bad := range []string{"bob", "pw", "=k", "frag"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("RedactURL kept %q: %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "format=l") || !strings.HasPrefix(got, "https://rt.example/REST/1.0/ticket?") {
+		t.Errorf("RedactURL lost too much: %s", got)
+	}
+	if got := c.RedactURL("http://[::1:bad"); strings.Contains(got, "bad") {
+		t.Errorf("an unparsable URL is echoed: %s", got)
+	}
+}
