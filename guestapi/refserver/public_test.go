@@ -89,7 +89,12 @@ type fixture struct {
 func newFixture(t *testing.T, opts ...refservertest.Option) *fixture {
 	t.Helper()
 	clock := refservertest.NewClock(start)
-	ts := refservertest.New(t, append(opts, refservertest.WithClock(clock))...)
+	ts := refservertest.New(t, append(opts, func(o *refserver.Options) {
+		o.Now = clock.Now
+		if o.Sleep == nil {
+			o.Sleep = clock.Sleep
+		}
+	})...)
 	f := &fixture{ts: ts, clock: clock}
 	tv, err := ts.Server.CreateTicket(ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "Towels to 214"})
 	if err != nil {
