@@ -1,0 +1,306 @@
+package sync
+
+import (
+	"fmt"
+	"log/slog"
+	gosync "sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// collect reads the helpdesk's changes since the stored cursor and journals
+// them. The entries, the tickets they wake and the new cursor are stored in
+// one transaction; the cursor is not moved when an event could not be
+// journaled (it comes again next cycle).
+func (c *cycle) collect() {
+	e := c.e
+	name := e.hd.Name()
+	var cursor string
+	if err := e.st.View(func(tx *state.Tx) error {
+		var err error
+		cursor, err = tx.Cursor(name)
+		return err
+	}); err != nil {
+		c.stop(fmt.Errorf("read cursor: %w", err))
+		return
+	}
+	events, next, err := e.hd.Changes(c.ctx, adapters.Cursor(cursor))
+	if err != nil {
+		if !c.interrupted(err) {
+			c.failure("", "", "read helpdesk changes", err)
+		}
+		return
+	}
+	if len(events) == 0 {
+		if string(next) != cursor {
+			if err := e.st.Update(func(tx *state.Tx) error { return tx.SetCursor(name, string(next)) }); err != nil {
+				c.stop(fmt.Errorf("store cursor: %w", err))
+			}
+		}
+		return
+	}
+
+	// What state holds of the events' tickets and entries.
+	tickets := map[string]*state.Ticket{}
+	journaled := map[string]bool{}
+	err = e.st.View(func(tx *state.Tx) error {
+		for _, ev := range events {
+			if checkEvent(ev) != nil {
+				continue
+			}
+			if _, ok, err := tx.JournalEntry(ev.ID); err != nil {
+				return err
+			} else if ok {
+				journaled[ev.ID] = true
+			}
+			if _, seen := tickets[ev.UpstreamTicketID]; seen {
+				continue
+			}
+			t, ok, err := tx.Ticket(ev.UpstreamTicketID)
+			if err != nil {
+				return err
+			}
+			if ok {
+				tickets[t.ID] = &t
+			} else {
+				tickets[ev.UpstreamTicketID] = nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.stop(fmt.Errorf("read journal: %w", err))
+		return
+	}
+
+	// Tickets state does not hold, or holds without a helpdesk ticket, are
+	// adopted first: the helpdesk says what it already holds and what was
+	// already sent, so nothing is sent twice after a lost state file.
+	var need []string
+	for id, t := range tickets {
+		if t == nil || t.Ref == "" {
+			need = append(need, id)
+		}
+	}
+	adoptions := c.lookupAll(need)
+
+	complete := true
+	changed := map[string]bool{} // tickets to put
+	var entries []state.Entry
+	skipped := 0
+	for _, ev := range events {
+		if err := checkEvent(ev); err != nil {
+			c.failure(ev.UpstreamTicketID, ev.ID, "collect", fmt.Errorf("skip malformed helpdesk event: %w", err))
+			continue
+		}
+		if journaled[ev.ID] {
+			continue
+		}
+		t := tickets[ev.UpstreamTicketID]
+		if t == nil || t.Ref == "" {
+			a, ok := adoptions[ev.UpstreamTicketID]
+			if !ok {
+				complete = false // the lookup failed: the event comes again
+				continue
+			}
+			if t == nil {
+				t = &state.Ticket{ID: ev.UpstreamTicketID}
+				tickets[t.ID] = t
+			}
+			t.Ref = string(a.ref)
+			if t.Ref == "" {
+				t.Ref = string(ev.Ref)
+			}
+			if t.Ref == "" {
+				c.failure(ev.UpstreamTicketID, ev.ID, "collect", fmt.Errorf("skip helpdesk event: the helpdesk holds no ticket for upstream ticket %s", ev.UpstreamTicketID))
+				continue
+			}
+			changed[t.ID] = true
+		}
+		journaled[ev.ID] = true
+		e.pol.wake(t, c.now, DueEvent)
+		t.LastActivity = c.now
+		changed[t.ID] = true
+		if ev.Kind == adapters.EventNote && !e.cfg.NotesUpstream {
+			skipped++
+			continue
+		}
+		ref := ev.Ref
+		if ref == "" {
+			ref = adapters.Ref(t.Ref)
+		}
+		en := state.Entry{
+			EventID:        ev.ID,
+			TicketID:       t.ID,
+			Ref:            string(ref),
+			IdempotencyKey: IdempotencyKey(e.hd.Name(), ref, ev.ID),
+			Kind:           string(ev.Kind),
+			State:          state.Pending,
+			CreatedAt:      ev.At, // the event's time: the newer status change wins
+		}
+		switch ev.Kind {
+		case adapters.EventReply, adapters.EventNote:
+			author := ev.AuthorName
+			if author == "" {
+				author = e.cfg.AuthorName
+			}
+			en.Payload = state.Payload{Body: ev.Body, AuthorName: author, Visible: ev.Kind == adapters.EventReply}
+		case adapters.EventStatus:
+			en.Payload = state.Payload{Status: string(ev.Status)}
+			t.HelpdeskStatus, t.HelpdeskStatusAt = string(ev.Status), ev.At
+		}
+		entries = append(entries, en)
+	}
+
+	err = e.st.Update(func(tx *state.Tx) error {
+		for id := range changed {
+			if err := tx.PutTicket(*tickets[id]); err != nil {
+				return err
+			}
+			if a, ok := adoptions[id]; ok && a.found {
+				if err := putSeeds(tx, e.hd.Name(), id, a.ref, a.f, c.now); err != nil {
+					return err
+				}
+			}
+		}
+		for _, en := range entries {
+			if _, err := tx.PutJournal(en); err != nil {
+				return err
+			}
+		}
+		if complete {
+			return tx.SetCursor(name, string(next))
+		}
+		return nil
+	})
+	if err != nil {
+		c.stop(fmt.Errorf("store journal: %w", err))
+		return
+	}
+	adopted := 0
+	for _, a := range adoptions {
+		if a.found {
+			adopted++
+		}
+	}
+	c.count(func(r *Report) {
+		r.Events += len(entries)
+		r.Skipped += skipped
+		r.Adopted += adopted
+	})
+	for _, en := range entries {
+		e.log.LogAttrs(c.ctx, slog.LevelDebug, "journaled helpdesk event",
+			slog.String("op", "collect"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID), slog.String("kind", en.Kind))
+	}
+}
+
+// checkEvent refuses an event the engine cannot journal.
+func checkEvent(ev adapters.Event) error {
+	switch {
+	case ev.ID == "" || len(ev.ID) > 1024 || !utf8.ValidString(ev.ID):
+		return fmt.Errorf("event id %q: want 1 to 1024 bytes of UTF-8", ev.ID)
+	case containsControl(ev.ID):
+		return fmt.Errorf("event id %q contains a control character", ev.ID)
+	case !validID(ev.UpstreamTicketID):
+		return fmt.Errorf("event %s: upstream ticket id %q is not an upstream id", ev.ID, ev.UpstreamTicketID)
+	}
+	switch ev.Kind {
+	case adapters.EventReply, adapters.EventNote:
+	case adapters.EventStatus:
+		if ev.Status == "" {
+			return fmt.Errorf("event %s: status change without a status", ev.ID)
+		}
+	default:
+		return fmt.Errorf("event %s: kind %q is not reply, note or status", ev.ID, ev.Kind)
+	}
+	return nil
+}
+
+func containsControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// adoption is what Lookup found of one upstream ticket.
+type adoption struct {
+	found bool
+	ref   adapters.Ref
+	f     adapters.Found
+}
+
+// lookupAll looks the tickets up in the helpdesk, a pool at a time. A
+// ticket whose lookup failed is absent from the result.
+func (c *cycle) lookupAll(ids []string) map[string]adoption {
+	out := map[string]adoption{}
+	var mu gosync.Mutex
+	forEach(c.ctx, c.e.cfg.Concurrency, ids, func(id string) {
+		f, ok, err := c.e.hd.Lookup(c.ctx, id)
+		if err != nil {
+			if !c.interrupted(err) {
+				c.failure(id, "", "look up helpdesk ticket", err)
+			}
+			return
+		}
+		mu.Lock()
+		out[id] = adoption{found: ok, ref: f.Ref, f: f}
+		mu.Unlock()
+	})
+	return out
+}
+
+// putSeeds records what Lookup found of ticket id in the helpdesk: the
+// upstream messages it holds (mirrored) and the events it delivered (the
+// ticket's own posts, and a sent journal entry per event, so the event is
+// not sent again when the adapter reports it anew). Events already
+// journaled are left as they are. A status change found delivered leaves
+// no entry: a status event that comes again loses against the newer
+// upstream change it caused (see refresh).
+func putSeeds(tx *state.Tx, adapterName, id string, ref adapters.Ref, f adapters.Found, now time.Time) error {
+	for msgID, hdID := range f.Messages {
+		if !validID(msgID) {
+			continue
+		}
+		if err := tx.PutMirrored(id, msgID, hdID, now); err != nil {
+			return err
+		}
+	}
+	for eventID, msgID := range f.Sent {
+		if msgID == "" || !validID(msgID) || checkEvent(adapters.Event{ID: eventID, UpstreamTicketID: id, Kind: adapters.EventReply}) != nil {
+			continue
+		}
+		if err := tx.MarkOwn(id, msgID, eventID, now); err != nil {
+			return err
+		}
+		if _, ok, err := tx.JournalEntry(eventID); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
+		// Recorded as a reply without a body: the helpdesk keeps which
+		// message the event became, not what it was.
+		if _, err := tx.PutJournal(state.Entry{
+			EventID:           eventID,
+			TicketID:          id,
+			Ref:               string(ref),
+			IdempotencyKey:    IdempotencyKey(adapterName, ref, eventID),
+			Kind:              state.KindReply,
+			Payload:           state.Payload{Visible: true},
+			State:             state.Sent,
+			UpstreamMessageID: msgID,
+			LastError:         "adopted: found delivered in the helpdesk after the state was lost",
+			SentAt:            now,
+			MarkedAt:          now,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package sync
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// Config is the engine's configuration, read from TICKETBRIDGE_* variables
+// with go-envconfig. The zero value is not usable; [DefaultConfig] returns
+// the defaults the tags name, and [Config.Validate] checks a value.
+type Config struct {
+	// Schedule says when a cycle runs: a cron expression of five fields
+	// ("*/2 * * * *") or a descriptor ("@every 30s", "@hourly").
+	Schedule string `env:"TICKETBRIDGE_SCHEDULE, default=@every 30s"`
+	// Backfill lists, comma separated, the statuses besides new whose
+	// tickets are imported on the first start (e.g. "assigned,in_progress").
+	Backfill string `env:"TICKETBRIDGE_BACKFILL"`
+	// Concurrency bounds the tickets worked on at once (reads, appends,
+	// sends).
+	Concurrency int `env:"TICKETBRIDGE_CONCURRENCY, default=4"`
+	// SweepInterval is how often the whole queue is listed without a status
+	// filter, to catch tickets that left new between two polls.
+	SweepInterval time.Duration `env:"TICKETBRIDGE_SWEEP_INTERVAL, default=10m"`
+	// QuietMax caps the interval at which a quiet ticket is read again, and
+	// the backoff of a ticket or an outbound entry whose last try failed.
+	QuietMax time.Duration `env:"TICKETBRIDGE_QUIET_MAX, default=30m"`
+	// ClosedInterval is how often a closed ticket is read again.
+	ClosedInterval time.Duration `env:"TICKETBRIDGE_CLOSED_INTERVAL, default=1h"`
+	// ClosedGrace is how long a closed ticket is read at ClosedInterval
+	// before it is retired.
+	ClosedGrace time.Duration `env:"TICKETBRIDGE_CLOSED_GRACE, default=72h"`
+	// AuthorName is the author_name of replies and notes whose agent name
+	// the helpdesk does not give.
+	AuthorName string `env:"TICKETBRIDGE_AUTHOR_NAME, default=Support team"`
+	// NotesUpstream says whether internal notes made in the helpdesk are
+	// posted upstream (with visible_to_guest false).
+	NotesUpstream bool `env:"TICKETBRIDGE_NOTES_UPSTREAM, default=true"`
+}
+
+// DefaultConfig returns the configuration with every default applied.
+func DefaultConfig() Config {
+	return Config{
+		Schedule:       "@every 30s",
+		Concurrency:    4,
+		SweepInterval:  10 * time.Minute,
+		QuietMax:       30 * time.Minute,
+		ClosedInterval: time.Hour,
+		ClosedGrace:    72 * time.Hour,
+		AuthorName:     "Support team",
+		NotesUpstream:  true,
+	}
+}
+
+// MaxConcurrency bounds TICKETBRIDGE_CONCURRENCY.
+const MaxConcurrency = 64
+
+// ListLimit is the limit sent with every GET /tickets: the spec's maximum.
+const ListLimit = 200
+
+// ParseSchedule parses a cron expression of five fields or a descriptor
+// such as "@every 30s" or "@hourly".
+func ParseSchedule(s string) (cron.Schedule, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, fmt.Errorf("TICKETBRIDGE_SCHEDULE is empty: want a cron expression such as \"*/1 * * * *\" or \"@every 30s\"")
+	}
+	sched, err := cron.ParseStandard(s)
+	if err != nil {
+		return nil, fmt.Errorf("TICKETBRIDGE_SCHEDULE=%q: %v: want a cron expression of five fields (\"*/1 * * * *\") or a descriptor (\"@every 30s\", \"@hourly\")", s, err)
+	}
+	if iv := interval(sched); iv <= 0 {
+		return nil, fmt.Errorf("TICKETBRIDGE_SCHEDULE=%q: the schedule never fires", s)
+	}
+	return sched, nil
+}
+
+// interval estimates the time between two activations of sched: exact for
+// @every, the gap after a fixed reference time for cron expressions.
+func interval(sched cron.Schedule) time.Duration {
+	if c, ok := sched.(cron.ConstantDelaySchedule); ok {
+		return c.Delay
+	}
+	ref := time.Date(2025, 1, 6, 0, 0, 0, 0, time.UTC)
+	a := sched.Next(ref)
+	if a.IsZero() {
+		return 0
+	}
+	b := sched.Next(a)
+	if b.IsZero() {
+		return 0
+	}
+	return b.Sub(a)
+}
+
+// ParseBackfill parses TICKETBRIDGE_BACKFILL: a comma-separated list of
+// statuses. new is always imported and may be named; duplicates are
+// dropped.
+func ParseBackfill(s string) ([]guestapi.Status, error) {
+	var out []guestapi.Status
+	seen := map[guestapi.Status]bool{guestapi.StatusNew: true}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		st, err := guestapi.ParseStatus(item)
+		if err != nil {
+			return nil, fmt.Errorf("TICKETBRIDGE_BACKFILL: %w", err)
+		}
+		if !seen[st] {
+			seen[st] = true
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// Validate checks every field and names the variable of the first one that
+// is wrong.
+func (c Config) Validate() error {
+	_, err := c.parse()
+	return err
+}
+
+// parsed is a validated Config in the form the engine uses.
+type parsed struct {
+	Config
+	schedule cron.Schedule
+	interval time.Duration
+	backfill []guestapi.Status
+}
+
+func (c Config) parse() (parsed, error) {
+	p := parsed{Config: c}
+	var err error
+	if p.schedule, err = ParseSchedule(c.Schedule); err != nil {
+		return p, err
+	}
+	p.interval = interval(p.schedule)
+	if p.backfill, err = ParseBackfill(c.Backfill); err != nil {
+		return p, err
+	}
+	switch {
+	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:
+		return p, fmt.Errorf("TICKETBRIDGE_CONCURRENCY=%d: want 1 to %d", c.Concurrency, MaxConcurrency)
+	case c.SweepInterval <= 0:
+		return p, fmt.Errorf("TICKETBRIDGE_SWEEP_INTERVAL=%s: want a positive duration such as 10m", c.SweepInterval)
+	case c.QuietMax <= 0:
+		return p, fmt.Errorf("TICKETBRIDGE_QUIET_MAX=%s: want a positive duration such as 30m", c.QuietMax)
+	case c.ClosedInterval <= 0:
+		return p, fmt.Errorf("TICKETBRIDGE_CLOSED_INTERVAL=%s: want a positive duration such as 1h", c.ClosedInterval)
+	case c.ClosedGrace < 0:
+		return p, fmt.Errorf("TICKETBRIDGE_CLOSED_GRACE=%s: want a duration of zero or more such as 72h", c.ClosedGrace)
+	case strings.TrimSpace(c.AuthorName) == "":
+		return p, fmt.Errorf("TICKETBRIDGE_AUTHOR_NAME is empty: want the name shown on replies whose agent is unknown")
+	case strings.ContainsAny(c.AuthorName, "\r\n"):
+		return p, fmt.Errorf("TICKETBRIDGE_AUTHOR_NAME contains a line break")
+	}
+	if c.QuietMax < p.interval {
+		p.QuietMax = p.interval
+	}
+	return p, nil
+}

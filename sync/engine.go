@@ -1,0 +1,422 @@
+package sync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	gosync "sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// API is the part of the Guest Requests API the engine uses.
+// *guestapi.Client satisfies it.
+type API interface {
+	ListTickets(ctx context.Context, opt guestapi.ListOptions) ([]guestapi.Ticket, error)
+	GetTicket(ctx context.Context, id string) (*guestapi.Thread, error)
+	PostMessage(ctx context.Context, id string, m guestapi.NewMessage, idempotencyKey string) (guestapi.PostMessageResult, error)
+	SetStatus(ctx context.Context, id string, s guestapi.Status, idempotencyKey string) (guestapi.SetStatusResult, error)
+}
+
+// Deps is what the engine works with. API, Helpdesk and Store are
+// required; the engine closes none of them.
+type Deps struct {
+	API      API
+	Helpdesk adapters.Helpdesk
+	Store    *state.Store
+	// Logger receives the engine's log; nil discards. cmd hands in one that
+	// already carries adapter=<name>.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// AfterCycle, when set, is called by [Engine.Run] after each cycle with
+	// its report and error (metrics, the systemd watchdog).
+	AfterCycle func(Report, error)
+}
+
+// Meta keys the engine keeps in state.
+const (
+	// MetaAdapter is the adapter the state file was made with.
+	MetaAdapter = "adapter"
+	// MetaImportSince is when the first cycle started: tickets created
+	// since are imported whatever their status.
+	MetaImportSince = "import_since"
+	// MetaLastSweep is when the whole queue was last listed.
+	MetaLastSweep = "last_sweep"
+)
+
+// ErrKeyRefused is matched by the error of a cycle the API refused the key
+// for (401). It also matches guestapi.ErrUnauthorized.
+var ErrKeyRefused = errors.New("the API key was refused (401): revoked, expired or mistyped; check TICKETBRIDGE_API_KEY_FILE")
+
+// ErrMissingRight is matched by the error of a cycle stopped by a 403: the
+// key lacks a right, which the error names. It also matches
+// guestapi.ErrForbidden.
+var ErrMissingRight = errors.New("the API key lacks a right (403)")
+
+// ErrAdapterMismatch is returned when the state file was made with another
+// adapter than the configured one.
+var ErrAdapterMismatch = errors.New("state file belongs to another adapter")
+
+// Engine runs sync cycles. Make one with [New]; it is safe for concurrent
+// use, but cycles never overlap: RunCycle waits for the one in flight.
+type Engine struct {
+	cfg   parsed
+	pol   policy
+	api   *countingAPI
+	hd    adapters.Helpdesk
+	st    *state.Store
+	log   *slog.Logger
+	now   func() time.Time
+	after func(Report, error)
+
+	mu      gosync.Mutex // one cycle at a time
+	checked bool
+}
+
+// New checks cfg and deps and returns an engine. It does no I/O; the
+// checks of the state file and the adapter run at the first cycle (or
+// through [Engine.Check]).
+func New(cfg Config, deps Deps) (*Engine, error) {
+	p, err := cfg.parse()
+	if err != nil {
+		return nil, fmt.Errorf("check sync config: %w", err)
+	}
+	switch {
+	case deps.API == nil:
+		return nil, errors.New("check sync deps: API is nil")
+	case deps.Helpdesk == nil:
+		return nil, errors.New("check sync deps: Helpdesk is nil")
+	case deps.Store == nil:
+		return nil, errors.New("check sync deps: Store is nil")
+	}
+	e := &Engine{
+		cfg:   p,
+		pol:   newPolicy(p),
+		api:   &countingAPI{API: deps.API},
+		hd:    deps.Helpdesk,
+		st:    deps.Store,
+		log:   deps.Logger,
+		now:   deps.Now,
+		after: deps.AfterCycle,
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	return e, nil
+}
+
+// Schedule returns the parsed TICKETBRIDGE_SCHEDULE.
+func (e *Engine) Schedule() cron.Schedule { return e.cfg.schedule }
+
+// Interval returns the estimated time between two scheduled cycles.
+func (e *Engine) Interval() time.Duration { return e.cfg.interval }
+
+// Check verifies that the state file belongs to the configured adapter
+// (recording the adapter in a new state file) and, when the adapter
+// implements adapters.Checker, that the helpdesk is reachable and
+// configured. RunCycle calls it before the first cycle.
+func (e *Engine) Check(ctx context.Context) error {
+	name := e.hd.Name()
+	var stored string
+	var ok bool
+	if err := e.st.View(func(tx *state.Tx) error {
+		var err error
+		stored, ok, err = tx.Meta(MetaAdapter)
+		return err
+	}); err != nil {
+		return fmt.Errorf("read state adapter: %w", err)
+	}
+	switch {
+	case ok && stored != name:
+		return fmt.Errorf("check state file %s: %w: it was made with adapter %q, but TICKETBRIDGE_ADAPTER is %q; point TICKETBRIDGE_STATE at another file, or set TICKETBRIDGE_ADAPTER=%s",
+			e.st.Path(), ErrAdapterMismatch, stored, name, stored)
+	case !ok && !e.st.ReadOnly():
+		if err := e.st.Update(func(tx *state.Tx) error { return tx.SetMeta(MetaAdapter, name) }); err != nil {
+			return fmt.Errorf("record state adapter: %w", err)
+		}
+	}
+	if c, ok := e.hd.(adapters.Checker); ok {
+		if err := c.Check(ctx); err != nil {
+			return fmt.Errorf("check adapter %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Run runs a cycle at once and then on every tick of the schedule until ctx
+// ends, never two at once; it returns nil after the cycle in flight has
+// stopped. A failed cycle is logged and the next tick tries again.
+func (e *Engine) Run(ctx context.Context) error {
+	s := &Scheduler{
+		Schedule: e.cfg.schedule,
+		Cycle:    e.RunCycle,
+		AfterCycle: func(r Report, err error) {
+			if e.after != nil {
+				e.after(r, err)
+			}
+		},
+		Logger: e.log,
+		Now:    e.now,
+	}
+	return s.Run(ctx)
+}
+
+// RunCycle runs one cycle synchronously and returns its report. The error
+// is non-nil when the cycle failed as a whole (a refused key, a state file
+// that cannot be written, ctx ending); failures of single tickets or
+// entries are in the report (Errors, Failures) and give a nil error with
+// outcome partial. The report is stored in state and logged.
+func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.newCycle(ctx)
+	defer c.cancel(nil)
+
+	if !e.checked {
+		if err := e.Check(c.ctx); err != nil {
+			c.stop(err)
+			return c.finish()
+		}
+		e.checked = true
+	}
+	c.phase(&c.rep.Phases.Discover, c.discover)
+	c.phase(&c.rep.Phases.Collect, c.collect)
+	c.phase(&c.rep.Phases.Refresh, c.refresh)
+	c.phase(&c.rep.Phases.Send, c.send)
+	return c.finish()
+}
+
+// cycle is the working set of one RunCycle.
+type cycle struct {
+	e      *Engine
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	now    time.Time // the cycle's start on the engine's clock: due times are computed from it
+	began  time.Time // the cycle's start on the wall clock, for durations
+	parent context.Context
+	req0   int64
+
+	mu       gosync.Mutex
+	rep      Report
+	fatal    error
+	readFail map[string]bool // tickets whose refresh failed in this cycle
+
+	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
+}
+
+func (e *Engine) newCycle(ctx context.Context) *cycle {
+	cctx, cancel := context.WithCancelCause(ctx)
+	now := e.now()
+	return &cycle{
+		e: e, ctx: cctx, cancel: cancel, now: now, began: time.Now(), parent: ctx,
+		req0:     e.api.n.Load(),
+		rep:      Report{Start: now},
+		readFail: map[string]bool{},
+	}
+}
+
+// phase runs fn unless the cycle has stopped, timing it into d.
+func (c *cycle) phase(d *time.Duration, fn func()) {
+	if c.stopped() {
+		return
+	}
+	start := time.Now()
+	fn()
+	*d = time.Since(start)
+}
+
+// stopped reports whether the cycle must not start more work.
+func (c *cycle) stopped() bool { return c.ctx.Err() != nil }
+
+// stop ends the cycle with err: no further writes are started. The first
+// error wins; it is logged once.
+func (c *cycle) stop(err error) {
+	c.mu.Lock()
+	first := c.fatal == nil
+	if first {
+		c.fatal = err
+	}
+	c.mu.Unlock()
+	if first {
+		c.e.log.LogAttrs(c.parent, slog.LevelError, err.Error(), slog.String("op", "cycle"))
+		c.cancel(err)
+	}
+}
+
+// interrupted reports whether err is only the cycle's context ending (a
+// stop or a shutdown), which is nobody's fault and is not recorded on a
+// ticket.
+func (c *cycle) interrupted(err error) bool {
+	return c.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(c.ctx)))
+}
+
+// failure records a failure of one ticket or entry in the report and logs
+// it.
+func (c *cycle) failure(ticket, message, op string, err error) {
+	c.mu.Lock()
+	c.rep.Errors++
+	if len(c.rep.Failures) < maxReportedFailures {
+		c.rep.Failures = append(c.rep.Failures, Failure{Ticket: ticket, Message: message, Op: op, Error: err.Error()})
+	}
+	c.mu.Unlock()
+	attrs := []slog.Attr{slog.String("op", op), slog.String("error", err.Error())}
+	if ticket != "" {
+		attrs = append(attrs, slog.String("ticket", ticket))
+	}
+	if message != "" {
+		attrs = append(attrs, slog.String("message", message))
+	}
+	c.e.log.LogAttrs(c.parent, slog.LevelWarn, op+" failed", attrs...)
+}
+
+// count adds to report counters under the lock.
+func (c *cycle) count(fn func(r *Report)) {
+	c.mu.Lock()
+	fn(&c.rep)
+	c.mu.Unlock()
+}
+
+// apiFatal turns a 401 or 403 into the cycle's stop; it reports whether it
+// did.
+func (c *cycle) apiFatal(err error) bool {
+	switch {
+	case errors.Is(err, guestapi.ErrUnauthorized):
+		c.stop(fmt.Errorf("%w: %w", ErrKeyRefused, err))
+		return true
+	case errors.Is(err, guestapi.ErrForbidden):
+		need := "tickets:read or tickets:write"
+		var ae *guestapi.Error
+		if errors.As(err, &ae) && ae.Need != "" {
+			need = ae.Need
+		}
+		c.stop(fmt.Errorf("%w: it needs %s; set the key's ticket rights in the console (Settings, AI and administration, API Keys) to read + replies: %w", ErrMissingRight, need, err))
+		return true
+	}
+	return false
+}
+
+// finish completes the report, stores it and logs it.
+func (c *cycle) finish() (Report, error) {
+	c.mu.Lock()
+	rep := c.rep
+	fatal := c.fatal
+	c.mu.Unlock()
+	if fatal == nil && c.parent.Err() != nil {
+		fatal = fmt.Errorf("run cycle: stopped: %w", c.parent.Err())
+	}
+	rep.APIRequests = int(c.e.api.n.Load() - c.req0)
+	rep.Duration = time.Since(c.began)
+	switch {
+	case fatal != nil:
+		rep.Outcome = OutcomeFailed
+		rep.Fatal = fatal.Error()
+	case rep.Errors > 0:
+		rep.Outcome = OutcomePartial
+	default:
+		rep.Outcome = OutcomeOK
+	}
+	if !c.e.st.ReadOnly() {
+		body, err := json.Marshal(rep)
+		if err == nil {
+			end := c.e.now()
+			if end.Before(rep.Start) {
+				end = rep.Start
+			}
+			err = c.e.st.Update(func(tx *state.Tx) error {
+				return tx.PutCycle(state.Cycle{Start: rep.Start, End: end, Outcome: rep.Outcome,
+					Success: rep.Outcome != OutcomeFailed, Report: body})
+			})
+		}
+		if err != nil {
+			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report: "+err.Error(), slog.String("op", "cycle"))
+			if fatal == nil {
+				fatal = fmt.Errorf("store cycle report: %w", err)
+				rep.Outcome, rep.Fatal = OutcomeFailed, fatal.Error()
+			}
+		}
+	}
+	level := slog.LevelInfo
+	if rep.Outcome != OutcomeOK {
+		level = slog.LevelWarn
+	}
+	c.e.log.LogAttrs(context.WithoutCancel(c.parent), level, rep.String(), slog.String("op", "cycle"))
+	c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelDebug, "cycle details", slog.String("op", "cycle"), slog.Any("report", rep))
+	if fatal != nil {
+		return rep, fmt.Errorf("run cycle: %w", fatal)
+	}
+	return rep, nil
+}
+
+// countingAPI counts the calls made through it.
+type countingAPI struct {
+	API
+	n atomic.Int64
+}
+
+func (a *countingAPI) ListTickets(ctx context.Context, opt guestapi.ListOptions) ([]guestapi.Ticket, error) {
+	a.n.Add(1)
+	return a.API.ListTickets(ctx, opt)
+}
+
+func (a *countingAPI) GetTicket(ctx context.Context, id string) (*guestapi.Thread, error) {
+	a.n.Add(1)
+	return a.API.GetTicket(ctx, id)
+}
+
+func (a *countingAPI) PostMessage(ctx context.Context, id string, m guestapi.NewMessage, key string) (guestapi.PostMessageResult, error) {
+	a.n.Add(1)
+	return a.API.PostMessage(ctx, id, m, key)
+}
+
+func (a *countingAPI) SetStatus(ctx context.Context, id string, s guestapi.Status, key string) (guestapi.SetStatusResult, error) {
+	a.n.Add(1)
+	return a.API.SetStatus(ctx, id, s, key)
+}
+
+// forEach runs fn over items with at most n at once and returns when all
+// started calls have returned. It starts no new call once ctx has ended.
+func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
+	if n < 1 {
+		n = 1
+	}
+	sem := make(chan struct{}, n)
+	var wg gosync.WaitGroup
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(it)
+		}()
+	}
+	wg.Wait()
+}
+
+// validID reports whether id can key a state record (upstream ids are
+// UUIDs; anything else odd is refused before it reaches a transaction).
+func validID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		if r == '/' || r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

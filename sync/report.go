@@ -1,0 +1,163 @@
+package sync
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Outcomes of a cycle, stored in state and shown by `ticketbridge status`.
+const (
+	OutcomeOK      = "ok"      // everything due was done
+	OutcomePartial = "partial" // some tickets or entries failed; the rest went on
+	OutcomeFailed  = "failed"  // the cycle stopped (a refused key, a lost state file, ...)
+)
+
+// Report is what one cycle did. It is logged as one line, printed as a
+// table by `ticketbridge once`, and stored in state after each cycle.
+type Report struct {
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration"`
+	Outcome  string        `json:"outcome"`
+	DryRun   bool          `json:"dry_run,omitempty"`
+	Sweep    bool          `json:"sweep,omitempty"` // the cycle listed the whole queue
+
+	Discovered int `json:"discovered"` // tickets listed that state did not hold
+	Created    int `json:"created"`    // helpdesk tickets created
+	Adopted    int `json:"adopted"`    // helpdesk tickets found by Lookup (state lost)
+	Refreshed  int `json:"refreshed"`  // tickets read with GET /tickets/{id}
+	Mirrored   int `json:"mirrored"`   // upstream messages appended to the helpdesk
+	StatusDown int `json:"status_down"`
+	Events     int `json:"events"`  // helpdesk events journaled (pulled up)
+	Sent       int `json:"sent"`    // journal entries confirmed upstream
+	Skipped    int `json:"skipped"` // events with nothing to send (notes off, status already set, superseded)
+	Failed     int `json:"failed"`  // entries refused for good
+	Errors     int `json:"errors"`  // failures recorded on tickets and entries
+
+	APIRequests int `json:"api_requests"` // calls of the Guest Requests API
+
+	Phases Phases `json:"phases"`
+
+	// Fatal is the error that stopped the cycle, "" when none did.
+	Fatal string `json:"fatal,omitempty"`
+	// Failures lists the tickets and entries that failed, at most
+	// maxReportedFailures of them.
+	Failures []Failure `json:"failures,omitempty"`
+}
+
+// Phases holds the time each phase of a cycle took.
+type Phases struct {
+	Discover time.Duration `json:"discover"`
+	Collect  time.Duration `json:"collect"` // reading helpdesk changes and journaling them
+	Refresh  time.Duration `json:"refresh"`
+	Send     time.Duration `json:"send"`
+}
+
+// Failure is one error of a cycle: the ticket, the message or event it
+// concerns when there is one, the operation and the error text.
+type Failure struct {
+	Ticket  string `json:"ticket"`
+	Message string `json:"message,omitempty"` // upstream message or helpdesk event id
+	Op      string `json:"op"`
+	Error   string `json:"error"`
+}
+
+const maxReportedFailures = 100
+
+// String is the report as one log line.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cycle %s in %s:", r.Outcome, r.Duration.Round(time.Millisecond))
+	if r.DryRun {
+		b.WriteString(" (dry run)")
+	}
+	fmt.Fprintf(&b, " discovered %d, created %d, adopted %d, refreshed %d, mirrored %d, status down %d, events %d, sent %d, skipped %d, failed %d, errors %d, api requests %d",
+		r.Discovered, r.Created, r.Adopted, r.Refreshed, r.Mirrored, r.StatusDown, r.Events, r.Sent, r.Skipped, r.Failed, r.Errors, r.APIRequests)
+	if r.Fatal != "" {
+		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
+	}
+	return b.String()
+}
+
+// LogValue is the report as slog attributes.
+func (r Report) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.String("outcome", r.Outcome),
+		slog.Duration("duration", r.Duration),
+		slog.Int("discovered", r.Discovered),
+		slog.Int("created", r.Created),
+		slog.Int("adopted", r.Adopted),
+		slog.Int("refreshed", r.Refreshed),
+		slog.Int("mirrored", r.Mirrored),
+		slog.Int("status_down", r.StatusDown),
+		slog.Int("events", r.Events),
+		slog.Int("sent", r.Sent),
+		slog.Int("skipped", r.Skipped),
+		slog.Int("failed", r.Failed),
+		slog.Int("errors", r.Errors),
+		slog.Int("api_requests", r.APIRequests),
+		slog.Duration("discover", r.Phases.Discover),
+		slog.Duration("collect", r.Phases.Collect),
+		slog.Duration("refresh", r.Phases.Refresh),
+		slog.Duration("send", r.Phases.Send),
+	}
+	if r.DryRun {
+		attrs = append(attrs, slog.Bool("dry_run", true))
+	}
+	if r.Fatal != "" {
+		attrs = append(attrs, slog.String("fatal", r.Fatal))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// WriteTable prints the report as a table, followed by its failures.
+func (r Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	title := "cycle"
+	if r.DryRun {
+		title = "cycle (dry run: nothing was written)"
+	}
+	rows := [][2]string{
+		{title, r.Outcome},
+		{"started", r.Start.Local().Format(time.DateTime)},
+		{"took", r.Duration.Round(time.Millisecond).String()},
+		{"tickets discovered", fmt.Sprint(r.Discovered)},
+		{"helpdesk tickets created", fmt.Sprint(r.Created)},
+		{"helpdesk tickets adopted", fmt.Sprint(r.Adopted)},
+		{"tickets refreshed", fmt.Sprint(r.Refreshed)},
+		{"messages mirrored down", fmt.Sprint(r.Mirrored)},
+		{"statuses set in the helpdesk", fmt.Sprint(r.StatusDown)},
+		{"helpdesk events pulled up", fmt.Sprint(r.Events)},
+		{"sent upstream", fmt.Sprint(r.Sent)},
+		{"skipped", fmt.Sprint(r.Skipped)},
+		{"refused for good", fmt.Sprint(r.Failed)},
+		{"errors", fmt.Sprint(r.Errors)},
+		{"API requests", fmt.Sprint(r.APIRequests)},
+		{"phases", fmt.Sprintf("discover %s, collect %s, refresh %s, send %s",
+			r.Phases.Discover.Round(time.Millisecond), r.Phases.Collect.Round(time.Millisecond),
+			r.Phases.Refresh.Round(time.Millisecond), r.Phases.Send.Round(time.Millisecond))},
+	}
+	if r.Sweep {
+		rows = append(rows, [2]string{"sweep", "the whole queue was listed"})
+	}
+	if r.Fatal != "" {
+		rows = append(rows, [2]string{"stopped", r.Fatal})
+	}
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+	}
+	if len(r.Failures) > 0 {
+		fmt.Fprintf(tw, "\nTICKET\tMESSAGE\tOP\tERROR\n")
+		for _, f := range r.Failures {
+			msg := f.Message
+			if msg == "" {
+				msg = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Ticket, msg, f.Op, f.Error)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,96 @@
+package sync
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Scheduler runs a cycle at start and then on every activation of a cron
+// schedule, never two at once: a tick that comes while a cycle runs is
+// skipped and logged. It is what `ticketbridge run` drives; tests drive it
+// with a fake timer.
+type Scheduler struct {
+	// Schedule says when cycles run. Required.
+	Schedule cron.Schedule
+	// Cycle runs one cycle. Required. Its context ends when Run's does.
+	Cycle func(ctx context.Context) (Report, error)
+	// AfterCycle, when set, is called after each cycle with its report and
+	// error, from the goroutine that ran it (metrics, the systemd watchdog).
+	AfterCycle func(Report, error)
+	// Logger receives skipped ticks; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// NewTimer returns a channel that receives once d has passed, and a
+	// function that stops it; nil means a time.Timer.
+	NewTimer func(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+// Run runs one cycle at once and then one on every tick until ctx ends.
+// When ctx ends, the cycle in flight sees its context cancelled; Run waits
+// for it to return and then returns nil.
+func (s *Scheduler) Run(ctx context.Context) error {
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	newTimer := s.NewTimer
+	if newTimer == nil {
+		newTimer = func(d time.Duration) (<-chan time.Time, func() bool) {
+			t := time.NewTimer(d)
+			return t.C, t.Stop
+		}
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+
+	done := make(chan struct{})
+	running := false
+	start := func() {
+		running = true
+		go func() {
+			defer func() { done <- struct{}{} }()
+			rep, err := s.Cycle(ctx)
+			if s.AfterCycle != nil {
+				s.AfterCycle(rep, err)
+			}
+		}()
+	}
+	arm := func() (<-chan time.Time, func() bool) {
+		t := now()
+		next := s.Schedule.Next(t)
+		if next.IsZero() {
+			// A schedule that never fires again: wait for the end.
+			return nil, func() bool { return false }
+		}
+		return newTimer(next.Sub(t))
+	}
+
+	start()
+	tick, stop := arm()
+	for {
+		select {
+		case <-ctx.Done():
+			stop()
+			if running {
+				<-done
+			}
+			return nil
+		case <-done:
+			running = false
+		case <-tick:
+			if running {
+				log.LogAttrs(ctx, slog.LevelWarn, "cycle skipped: the previous one is still running",
+					slog.String("op", "schedule"))
+			} else {
+				start()
+			}
+			tick, stop = arm()
+		}
+	}
+}

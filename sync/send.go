@@ -1,0 +1,301 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// sendOutcome is what happened to one journal entry in this cycle.
+type sendOutcome struct {
+	en      state.Entry // updated
+	sent    bool        // confirmed upstream (or nothing to send)
+	request bool        // a request was made and confirmed
+	failed  bool        // refused for good
+}
+
+// send carries pending journal entries upstream, oldest first, in order
+// per ticket, and then records the deliveries in the helpdesk.
+func (c *cycle) send() {
+	e := c.e
+	var order []string
+	byTicket := map[string][]state.Entry{}
+	tickets := map[string]state.Ticket{}
+	err := e.st.View(func(tx *state.Tx) error {
+		ps, err := tx.PendingJournal()
+		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		for _, p := range ps {
+			if _, ok := byTicket[p.TicketID]; !ok {
+				order = append(order, p.TicketID)
+				t, _, err := tx.Ticket(p.TicketID)
+				if err != nil {
+					return err
+				}
+				tickets[p.TicketID] = t
+			}
+			byTicket[p.TicketID] = append(byTicket[p.TicketID], p)
+		}
+		return nil
+	})
+	if err != nil {
+		c.stop(fmt.Errorf("read journal: %w", err))
+		return
+	}
+
+	if len(order) > 0 {
+		out := make([][]sendOutcome, len(order))
+		idx := make([]int, len(order))
+		for i := range idx {
+			idx[i] = i
+		}
+		forEach(c.ctx, e.cfg.Concurrency, idx, func(i int) {
+			id := order[i]
+			out[i] = c.sendTicket(tickets[id], byTicket[id])
+		})
+		c.storeSent(out)
+	}
+	c.markSent()
+}
+
+// sendTicket sends the pending entries of one ticket in order. It stops at
+// the first entry that must wait (a backoff, a temporary failure), so later
+// entries never overtake it.
+func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome {
+	e := c.e
+	var out []sendOutcome
+	upstream := guestapi.Status(t.UpstreamStatus)
+	c.mu.Lock()
+	readFailed := c.readFail[t.ID]
+	c.mu.Unlock()
+	for _, en := range entries {
+		if c.stopped() || en.NextAttempt.After(c.now) {
+			break
+		}
+		if en.Kind == state.KindStatus && readFailed {
+			break // the ticket could not be read: its status might be newer
+		}
+		var (
+			msgID string
+			err   error
+			skip  string // set: nothing to send, for this reason
+			perm  error  // set: refused for good without a request
+		)
+		switch en.Kind {
+		case state.KindReply, state.KindNote:
+			if en.Kind == state.KindNote && !e.cfg.NotesUpstream {
+				perm = errors.New("internal notes are not sent upstream (TICKETBRIDGE_NOTES_UPSTREAM=false)")
+				break
+			}
+			var res guestapi.PostMessageResult
+			res, err = e.api.PostMessage(c.ctx, t.ID, guestapi.NewMessage{
+				Body: en.Payload.Body, VisibleToGuest: en.Payload.Visible, AuthorName: en.Payload.AuthorName,
+			}, en.IdempotencyKey)
+			msgID = res.MessageID
+		case state.KindStatus:
+			s := guestapi.Status(en.Payload.Status)
+			switch {
+			case !s.Settable():
+				perm = fmt.Errorf("status %q cannot be set through the API (settable: %s)", s, settableList())
+			case s == upstream:
+				skip = "the upstream ticket already has this status"
+			default:
+				_, err = e.api.SetStatus(c.ctx, t.ID, s, en.IdempotencyKey)
+			}
+		default:
+			perm = fmt.Errorf("journal entry of unknown kind %q", en.Kind)
+		}
+
+		o := sendOutcome{en: en}
+		switch {
+		case perm != nil:
+			o.en.State, o.en.LastError, o.failed = state.Failed, perm.Error(), true
+			c.failure(t.ID, en.EventID, "send "+en.Kind, perm)
+			out = append(out, o)
+			continue
+		case err != nil:
+			if c.apiFatal(err) || c.interrupted(err) {
+				return out
+			}
+			o.en.Attempts++
+			o.en.LastError = err.Error()
+			c.failure(t.ID, en.EventID, "send "+en.Kind, err)
+			if permanent(err) {
+				o.en.State, o.failed = state.Failed, true
+				out = append(out, o)
+				continue
+			}
+			o.en.NextAttempt = c.now.Add(e.pol.backoff(o.en.Attempts))
+			out = append(out, o)
+			return out // later entries wait behind this one
+		}
+		if skip == "" {
+			o.en.Attempts++
+			o.request = true
+		}
+		o.en.State, o.en.SentAt, o.en.UpstreamMessageID, o.en.LastError, o.en.NextAttempt = state.Sent, e.now(), msgID, skip, time.Time{}
+		o.sent = true
+		if en.Kind == state.KindStatus {
+			upstream = guestapi.Status(en.Payload.Status)
+		}
+		e.log.LogAttrs(c.ctx, slog.LevelInfo, "sent "+en.Kind+" upstream",
+			slog.String("op", "send"), slog.String("ticket", t.ID), slog.String("message", en.EventID), slog.String("upstream_message", msgID))
+		out = append(out, o)
+	}
+	return out
+}
+
+// storeSent records the outcomes in one transaction: the entries, the
+// ticket's own posts and the upstream status the bridge set.
+func (c *cycle) storeSent(out [][]sendOutcome) {
+	e := c.e
+	sent, requests, failed := 0, 0, 0
+	err := e.st.Update(func(tx *state.Tx) error {
+		for _, os := range out {
+			for _, o := range os {
+				if _, err := tx.PutJournal(o.en); err != nil {
+					return err
+				}
+				if !o.sent {
+					continue
+				}
+				if o.en.UpstreamMessageID != "" {
+					if err := tx.MarkOwn(o.en.TicketID, o.en.UpstreamMessageID, o.en.EventID, o.en.SentAt); err != nil {
+						return err
+					}
+				}
+				if o.en.Kind == state.KindStatus {
+					t, ok, err := tx.Ticket(o.en.TicketID)
+					if err != nil {
+						return err
+					}
+					if ok {
+						t.UpstreamStatus = o.en.Payload.Status
+						if err := tx.PutTicket(t); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.stop(fmt.Errorf("store sent entries: %w", err))
+		return
+	}
+	for _, os := range out {
+		for _, o := range os {
+			switch {
+			case o.request:
+				requests++
+			case o.sent:
+				sent++
+			case o.failed:
+				failed++
+			}
+		}
+	}
+	c.count(func(r *Report) {
+		r.Sent += requests
+		r.Skipped += sent
+		r.Failed += failed
+	})
+}
+
+// markSent tells the helpdesk which events were delivered, so that a
+// lookup after a lost state file finds them. Failures are logged and
+// retried next cycle; they never fail the cycle.
+func (c *cycle) markSent() {
+	if c.stopped() {
+		return
+	}
+	e := c.e
+	var unmarked []state.Entry
+	if err := e.st.View(func(tx *state.Tx) error {
+		var err error
+		unmarked, err = tx.UnmarkedJournal()
+		if errors.Is(err, state.ErrCorrupt) {
+			err = nil
+		}
+		return err
+	}); err != nil {
+		c.stop(fmt.Errorf("read journal: %w", err))
+		return
+	}
+	if len(unmarked) == 0 {
+		return
+	}
+	marked := make([]bool, len(unmarked))
+	idx := make([]int, len(unmarked))
+	for i := range idx {
+		idx[i] = i
+	}
+	forEach(c.ctx, e.cfg.Concurrency, idx, func(i int) {
+		en := unmarked[i]
+		err := e.hd.MarkSent(c.ctx, adapters.Ref(en.Ref), en.EventID, en.UpstreamMessageID)
+		if err != nil {
+			if !c.interrupted(err) {
+				e.log.LogAttrs(c.ctx, slog.LevelWarn, "record delivery in the helpdesk failed; retried next cycle: "+err.Error(),
+					slog.String("op", "mark sent"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID))
+			}
+			return
+		}
+		marked[i] = true
+	})
+	n := 0
+	for _, m := range marked {
+		if m {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	now := e.now()
+	err := e.st.Update(func(tx *state.Tx) error {
+		for i, en := range unmarked {
+			if !marked[i] {
+				continue
+			}
+			en.MarkedAt = now
+			if _, err := tx.PutJournal(en); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.stop(fmt.Errorf("store marked entries: %w", err))
+	}
+}
+
+// permanent reports whether an API error cannot go away by repeating the
+// request: a 4xx other than 401, 403, 408 and 429 (400 body_required,
+// invalid_status, 404 not_found, ...).
+func permanent(err error) bool {
+	var ae *guestapi.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.StatusCode {
+	case 401, 403, 408, 429:
+		return false
+	}
+	return ae.StatusCode >= 400 && ae.StatusCode < 500
+}
+
+func settableList() string {
+	var parts []string
+	for _, s := range guestapi.SettableStatuses() {
+		parts = append(parts, string(s))
+	}
+	return strings.Join(parts, ", ")
+}
