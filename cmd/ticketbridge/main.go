@@ -1,0 +1,120 @@
+// Command ticketbridge mirrors a hotel's guest requests from the Guest
+// Requests Public API v1 into its helpdesk and carries the support team's
+// replies and status changes back to the guest.
+//
+// Subcommands: run (the daemon), once (one cycle), status, check, demo,
+// refserver (the reference server), state backup, version. Each takes
+// --help. main only maps the error of run to an exit code; everything else
+// lives in functions that take their context, arguments and writers, so
+// tests call them directly.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitError carries an exit code other than 1 and a message already printed
+// (or none to print).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// errUsage marks a command line the program cannot understand; it exits 2.
+var errUsage = errors.New("usage")
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "ticketbridge:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "ticketbridge:", err)
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run the daemon: a sync cycle on every tick of the schedule", runDaemon},
+		{"once", "run one sync cycle and print its report (--dry-run writes nothing)", runOnce},
+		{"status", "show tracked tickets, the last cycle and errors; status TICKET shows one", runStatus},
+		{"check", "check the configuration, the API, the helpdesk and the state file", runCheck},
+		{"demo", "play the whole loop locally: reference server, engine, files adapter", runDemo},
+		{"refserver", "serve the reference Guest Requests API v1 (tests, local runs)", runRefserver},
+		{"state", "state file tools: state backup FILE", runState},
+		{"version", "print version, commit and Go version", runVersion},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `ticketbridge mirrors guest requests into your helpdesk and carries replies back.
+
+Usage: ticketbridge <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Configuration comes from TICKETBRIDGE_* environment variables (see
+config.example.env) and, with --env-file FILE, from a file of the same form.
+Run "ticketbridge <command> --help" for a command's flags.
+`)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return &exitError{code: 2}
+	}
+	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		usage(stdout)
+		return nil
+	case "-v", "--version":
+		return runVersion(ctx, nil, stdout, stderr)
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	usage(stderr)
+	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+}
