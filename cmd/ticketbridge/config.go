@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,6 +44,12 @@ func (s secret) String() string {
 
 // GoString hides the value from %#v too.
 func (s secret) GoString() string { return s.String() }
+
+// LogValue hides the value from log/slog handlers, which do not call String.
+func (s secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalText hides the value from encoders.
+func (s secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // envFlag is the --env-file flag shared by the commands that read the
 // configuration.

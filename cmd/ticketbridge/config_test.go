@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+func TestParseEnv(t *testing.T) {
+	in := `# comment
+TICKETBRIDGE_API_URL=http://127.0.0.1:8089
+export TICKETBRIDGE_ADAPTER=files   # trailing comment
+
+TICKETBRIDGE_SCHEDULE="@every 1m"
+TICKETBRIDGE_BACKFILL='assigned,in_progress'
+TICKETBRIDGE_RT_QUEUES=housekeeping=Rooms,maintenance=Repairs
+EMPTY=
+`
+	got, err := parseEnv(strings.NewReader(in), "test.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"TICKETBRIDGE_API_URL":   "http://127.0.0.1:8089",
+		"TICKETBRIDGE_ADAPTER":   "files",
+		"TICKETBRIDGE_SCHEDULE":  "@every 1m",
+		"TICKETBRIDGE_BACKFILL":  "assigned,in_progress",
+		"TICKETBRIDGE_RT_QUEUES": "housekeeping=Rooms,maintenance=Repairs",
+		"EMPTY":                  "",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d variables %v, want %d", len(got), got, len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestParseEnvNamesTheBadLine(t *testing.T) {
+	for _, in := range []string{"JUSTAWORD\n", "=value\n", "A B=c\n", "A=\"unterminated\\\"\n"} {
+		_, err := parseEnv(strings.NewReader("# ok\n"+in), "bad.env")
+		if err == nil || !strings.Contains(err.Error(), "bad.env: line 2") {
+			t.Errorf("parseEnv(%q) error = %v, want one naming bad.env line 2", in, err)
+		}
+	}
+}
+
+func TestEnvironmentWinsOverEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.env")
+	if err := os.WriteFile(path, []byte("TICKETBRIDGE_LOG_LEVEL=debug\nTICKETBRIDGE_ADAPTER=rt\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TICKETBRIDGE_LOG_LEVEL", "warn")
+	f := envFlag{path: path}
+	env, err := f.lookuper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadConfig(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogLevel != "warn" || c.Adapter != "rt" {
+		t.Fatalf("LogLevel=%q Adapter=%q, want warn (environment) and rt (file)", c.LogLevel, c.Adapter)
+	}
+}
+
+func TestLoadConfigDefaultsAndErrors(t *testing.T) {
+	ctx := context.Background()
+	c, err := loadConfig(ctx, envconfig.MapLookuper(map[string]string{"STATE_DIRECTORY": "/var/lib/ticketbridge"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != "/var/lib/ticketbridge/state.db" || c.Adapter != "files" || c.LogFormat != "auto" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	for k, v := range map[string]string{"TICKETBRIDGE_LOG_FORMAT": "xml", "TICKETBRIDGE_LOG_LEVEL": "loud"} {
+		_, err := loadConfig(ctx, envconfig.MapLookuper(map[string]string{k: v}))
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: error %v, want one naming the variable", k, v, err)
+		}
+	}
+}
+
+func TestAPIKeySources(t *testing.T) {
+	const key = "rta_0123456789abcdef"
+	dir := t.TempDir()
+	private := filepath.Join(dir, "api-key")
+	if err := os.WriteFile(private, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open-key")
+	if err := os.WriteFile(open, []byte(key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	none := envconfig.MapLookuper(nil)
+	creds := envconfig.MapLookuper(map[string]string{"CREDENTIALS_DIRECTORY": dir})
+
+	cases := []struct {
+		name    string
+		c       Config
+		env     envconfig.Lookuper
+		wantErr string
+	}{
+		{"variable", Config{APIKey: key}, none, ""},
+		{"file", Config{APIKeyFile: private}, none, ""},
+		{"systemd credential", Config{}, creds, ""},
+		{"both", Config{APIKey: key, APIKeyFile: private}, none, "not both"},
+		{"world-readable file", Config{APIKeyFile: open}, none, "chmod 600"},
+		{"empty file", Config{APIKeyFile: empty}, none, "empty"},
+		{"missing file", Config{APIKeyFile: filepath.Join(dir, "nope")}, none, "no such file"},
+		{"nothing", Config{}, none, "TICKETBRIDGE_API_KEY_FILE"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.c.apiKey(tc.env)
+			if tc.wantErr == "" {
+				if err != nil || got != key {
+					t.Fatalf("apiKey = %q, %v", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), key) {
+				t.Fatalf("error %q contains the key", err)
+			}
+		})
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	c := Config{APIKey: "rta_secretvalue"}
+	for _, s := range []string{c.APIKey.String(), c.APIKey.GoString()} {
+		if strings.Contains(s, "secretvalue") {
+			t.Fatalf("secret printed: %q", s)
+		}
+	}
+	var buf bytes.Buffer
+	newLogger(&buf, "json", "debug").Info("config", "key", c.APIKey)
+	if strings.Contains(buf.String(), "secretvalue") {
+		t.Fatalf("secret logged: %s", buf.String())
+	}
+}
+
+func TestRunUsageAndVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "ticketbridge ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("version output %q", out.String())
+	}
+	err := run(context.Background(), []string{"frobnicate"}, &out, &errb)
+	if exitCode(err, &errb) != 2 {
+		t.Fatalf("unknown command: exit %d, want 2", exitCode(err, &errb))
+	}
+	out.Reset()
+	if code := exitCode(run(context.Background(), []string{"version", "--help"}, &out, &errb), &errb); code != 0 || !strings.Contains(out.String(), "Usage: ticketbridge version") {
+		t.Fatalf("version --help: exit %d, output %q", code, out.String())
+	}
+}
