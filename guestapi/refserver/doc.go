@@ -58,8 +58,10 @@
 //     a 4xx may reuse its key. A repeat within the retention returns the
 //     first answer byte for byte (status and body) and changes nothing, also
 //     when it is sent to another ticket, another endpoint or with another
-//     body: the key names the operation, as the spec says. Authentication
-//     and rights are checked before the replay (a revoked key gets 401).
+//     body: the key names the operation, as the spec says. Authentication,
+//     rights and the ticket are checked before the replay: a revoked key
+//     gets 401, and another organisation's or an unknown ticket 404, never
+//     a replayed success.
 //   - body_required: the body field missing, null, not a string that has
 //     something besides white space, or the whole request body empty or the
 //     JSON null. A body of another JSON type is 400 bad_request.
@@ -72,7 +74,7 @@
 //     are ignored on the public API.
 //   - Order of checks: route (404, 400 unsupported_version), method (405),
 //     request body size and JSON type, key (401), right (403), ticket rate
-//     limit (429), Idempotency-Key replay, ticket (404), body (400).
+//     limit (429), ticket (404), Idempotency-Key replay, body (400).
 //   - Filters: status must be one of the seven (else 400 invalid_status
 //     with all seven in allowed; an empty value included); department is
 //     an exact match. limit defaults to 50; above 200 gives at most 200;

@@ -197,14 +197,19 @@ func (s *Server) getTicket(id string, k *apiKey) response {
 	return jsonResponse(http.StatusOK, th)
 }
 
-// modify runs a modifying request with its Idempotency-Key: a key seen
-// within the TTL in the organisation replays the stored answer. Only
+// modify runs a modifying request with its Idempotency-Key: once the
+// ticket is known to be the caller's (else 404), a key seen within the TTL
+// in the organisation replays the stored answer. Only
 // successful answers are stored, so a request corrected after a 4xx may
 // reuse its key. Caller holds mu.
 func (s *Server) modify(r *http.Request, k *apiKey, id string, body []byte, op func(*ticket, []byte) response) response {
 	idem := r.Header.Get("Idempotency-Key")
 	if len(idem) > maxIdemKey {
 		return badRequest("Idempotency-Key is %d characters long; the limit is %d", len(idem), maxIdemKey)
+	}
+	t, nf := s.lookup(id, k)
+	if nf != nil {
+		return *nf
 	}
 	org := s.st.orgs[k.org]
 	now := s.nowUTC()
@@ -215,10 +220,6 @@ func (s *Server) modify(r *http.Request, k *apiKey, id string, body []byte, op f
 			}
 			delete(org.idem, idem)
 		}
-	}
-	t, nf := s.lookup(id, k)
-	if nf != nil {
-		return *nf
 	}
 	resp := op(t, body)
 	if idem != "" && resp.status < 300 {

@@ -548,6 +548,10 @@ func TestIdempotentRepeat(t *testing.T) {
 	if len(v.Messages) != 2 || len(w.Messages) != 0 || v.Ticket.Status != guestapi.StatusNew {
 		t.Errorf("repeats changed something: %d messages, %d on the other ticket, status %s", len(v.Messages), len(w.Messages), v.Ticket.Status)
 	}
+	// A replay never answers success on another organisation's ticket.
+	if foreign := post(f.otherTicket, f.ts.Keys.TicketsWrite, `{"body":"once"}`); foreign.status != 404 {
+		t.Errorf("replay on a foreign ticket: %d %s, want 404", foreign.status, foreign.body)
+	}
 	// The other organisation has its own keys.
 	o := post(f.otherTicket, f.ts.Keys.OtherTicketsWrite, `{"body":"theirs"}`)
 	if o.status != 200 || bytes.Equal(o.body, first.body) {
