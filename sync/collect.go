@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	gosync "sync"
@@ -87,9 +88,27 @@ func (c *cycle) collect() {
 		}
 	}
 	adoptions := c.lookupAll(need)
+	for _, a := range adoptions {
+		for eventID := range a.f.Sent {
+			journaled[eventID] = true // delivered before the state was lost
+		}
+	}
 
 	complete := true
 	changed := map[string]bool{} // tickets to put
+	for id, a := range adoptions {
+		if !a.found {
+			continue
+		}
+		t := tickets[id]
+		if t == nil {
+			t = &state.Ticket{ID: id}
+			tickets[id] = t
+		}
+		t.Ref = string(a.ref)
+		e.pol.wake(t, c.now, DueEvent)
+		changed[id] = true
+	}
 	var entries []state.Entry
 	skipped := 0
 	for _, ev := range events {
@@ -107,12 +126,14 @@ func (c *cycle) collect() {
 				complete = false // the lookup failed: the event comes again
 				continue
 			}
+			// Not found by its upstream id: the event names its ticket.
 			if t == nil {
 				t = &state.Ticket{ID: ev.UpstreamTicketID}
 				tickets[t.ID] = t
 			}
-			t.Ref = string(a.ref)
-			if t.Ref == "" {
+			if a.found {
+				t.Ref = string(a.ref)
+			} else {
 				t.Ref = string(ev.Ref)
 			}
 			if t.Ref == "" {
@@ -168,7 +189,10 @@ func (c *cycle) collect() {
 			}
 		}
 		for _, en := range entries {
-			if _, err := tx.PutJournal(en); err != nil {
+			if _, err := tx.PutJournal(en); errors.Is(err, state.ErrInvalid) {
+				// Refused before anything was written; the others go on.
+				c.failure(en.TicketID, en.EventID, "journal event", err)
+			} else if err != nil {
 				return err
 			}
 		}
