@@ -1,0 +1,214 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// Defaults of [Config].
+const (
+	DefaultListen  = "127.0.0.1:9465"
+	DefaultDir     = "ticketbridge-webhook" // relative to the working directory, or below $STATE_DIRECTORY
+	DefaultTimeout = 30 * time.Second
+	// MinSecretLen is the shortest secret accepted, in bytes.
+	MinSecretLen = 16
+	// MaxInboundBytes limits the body of an inbound event.
+	MaxInboundBytes = 1 << 20
+	// InboundPath is the path of the inbound endpoint.
+	InboundPath = "/events"
+	// ListenOff as TICKETBRIDGE_WEBHOOK_LISTEN serves no inbound endpoint.
+	ListenOff = "off"
+)
+
+// Config is the adapter's configuration, read from TICKETBRIDGE_WEBHOOK_*.
+type Config struct {
+	// URL receives every event as a signed POST; required, http or https.
+	URL string `env:"TICKETBRIDGE_WEBHOOK_URL"`
+	// Secret is the shared HMAC secret of both directions, at least
+	// MinSecretLen bytes. Give it or SecretFile, not both.
+	Secret Secret `env:"TICKETBRIDGE_WEBHOOK_SECRET"`
+	// SecretFile names a file holding the secret (mode 600 or stricter).
+	// Without either, $CREDENTIALS_DIRECTORY/webhook-secret is read when
+	// systemd provides it.
+	SecretFile string `env:"TICKETBRIDGE_WEBHOOK_SECRET_FILE"`
+	// Listen is the address of the inbound endpoint, POST /events; "off"
+	// serves none (events then flow one way). Empty means DefaultListen.
+	Listen string `env:"TICKETBRIDGE_WEBHOOK_LISTEN"`
+	// Dir keeps what was delivered and what came in. Empty means
+	// $STATE_DIRECTORY/webhook under systemd, else DefaultDir.
+	Dir string `env:"TICKETBRIDGE_WEBHOOK_DIR"`
+	// Tolerance is how far an inbound request's timestamp may be from the
+	// daemon's clock.
+	Tolerance time.Duration `env:"TICKETBRIDGE_WEBHOOK_TOLERANCE, default=5m"`
+	// Timeout bounds one delivery attempt.
+	Timeout time.Duration `env:"TICKETBRIDGE_WEBHOOK_TIMEOUT, default=30s"`
+}
+
+// Secret is a string that never prints itself: its String, GoString and
+// MarshalText give "[redacted]" (or "" when it is empty).
+type Secret string
+
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString hides the value from %#v.
+func (s Secret) GoString() string { return s.String() }
+
+// MarshalText hides the value from encoders.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Reveal returns the secret itself, for signing.
+func (s Secret) Reveal() string { return string(s) }
+
+// LoadConfig reads the configuration from env and resolves the secret and
+// the defaults that depend on the environment. It checks every value and
+// names the variable at fault; no error contains the secret.
+func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+	var c Config
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
+		return c, fmt.Errorf("read webhook configuration: %w", err)
+	}
+	if c.Dir == "" {
+		c.Dir = DefaultDir
+		if dir, ok := env.Lookup("STATE_DIRECTORY"); ok && dir != "" {
+			c.Dir = filepath.Join(strings.Split(dir, ":")[0], "webhook")
+		}
+	}
+	if c.Secret == "" && c.SecretFile == "" {
+		if dir, ok := env.Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
+			if p := filepath.Join(dir, "webhook-secret"); fileExists(p) {
+				c.SecretFile = p
+			}
+		}
+	}
+	switch {
+	case c.Secret != "" && c.SecretFile != "":
+		return c, errors.New("read webhook configuration: set TICKETBRIDGE_WEBHOOK_SECRET or TICKETBRIDGE_WEBHOOK_SECRET_FILE, not both")
+	case c.SecretFile != "":
+		s, err := readSecretFile(c.SecretFile)
+		if err != nil {
+			return c, fmt.Errorf("read webhook configuration: TICKETBRIDGE_WEBHOOK_SECRET_FILE: %w", err)
+		}
+		c.Secret = Secret(s)
+	default:
+		c.Secret = Secret(strings.TrimSpace(string(c.Secret)))
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("read webhook configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Validate checks c, filling the defaults of empty fields (Listen,
+// Tolerance, Timeout; not Dir, which New requires).
+func (c *Config) Validate() error {
+	if c.URL == "" {
+		return errors.New("TICKETBRIDGE_WEBHOOK_URL is not set: want the receiver's http(s) URL")
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_URL %q: want an absolute http or https URL", redactURL(c.URL))
+	}
+	switch n := len(c.Secret); {
+	case n == 0:
+		return errors.New("no webhook secret: set TICKETBRIDGE_WEBHOOK_SECRET_FILE (or TICKETBRIDGE_WEBHOOK_SECRET) to the secret shared with the receiver")
+	case n < MinSecretLen:
+		return fmt.Errorf("webhook secret: %d bytes long; want at least %d (e.g. openssl rand -hex 32)", n, MinSecretLen)
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Listen != ListenOff {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			return fmt.Errorf("TICKETBRIDGE_WEBHOOK_LISTEN %q: want host:port (e.g. %s) or %q", c.Listen, DefaultListen, ListenOff)
+		}
+	}
+	if c.Dir == "" {
+		return errors.New("TICKETBRIDGE_WEBHOOK_DIR is empty: want a directory for the delivery records")
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = DefaultTolerance
+	}
+	if c.Tolerance < time.Second {
+		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_TOLERANCE %s: want at least 1s", c.Tolerance)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_TIMEOUT %s: want a positive duration", c.Timeout)
+	}
+	return nil
+}
+
+// redactURL drops userinfo, query and fragment from a URL for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "REDACTED"
+	}
+	u.Fragment = ""
+	return u.String()
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// readSecretFile reads a one-line secret, refusing a file every user may
+// read.
+func readSecretFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("read secret file: %w", err)
+	}
+	if fi.Mode().Perm()&0o004 != 0 {
+		return "", fmt.Errorf("read secret file %s: readable by every user (mode %v); run chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return "", fmt.Errorf("read secret file %s: permission denied for this user", path)
+		}
+		return "", fmt.Errorf("read secret file: %w", err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("read secret file %s: the file is empty", path)
+	}
+	return s, nil
+}
+
+// Factory builds the adapter from deps' environment; register it as
+// "webhook".
+func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
+	cfg, err := LoadConfig(ctx, deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, cfg, Options{
+		Logger: deps.Logger,
+		Status: DefaultStatusMap().Override(deps),
+	})
+}
