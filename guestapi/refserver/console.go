@@ -340,6 +340,26 @@ func (s *Server) console(r *http.Request, body []byte) response {
 			return consoleError(err)
 		}
 		return jsonResponse(http.StatusOK, map[string]any{"revoked": true, "organization": org, "name": segs[1]})
+	case "faults":
+		switch method {
+		case http.MethodGet:
+			return jsonResponse(http.StatusOK, faultsToWire(s.Faults()))
+		case http.MethodPut:
+			var req faultsWire
+			if bad := decodeStrict(body, &req); bad != nil {
+				return *bad
+			}
+			fl, err := req.faults()
+			if err == nil {
+				fl.Hook = s.Faults().Hook
+				err = s.SetFaults(fl)
+			}
+			if err != nil {
+				return badRequest("%s", err.Error())
+			}
+			return jsonResponse(http.StatusOK, faultsToWire(fl))
+		}
+		return methodNotAllowed(method, "GET, PUT")
 	case "stats":
 		if resp, ok := allow(http.MethodGet); !ok {
 			return resp
@@ -394,4 +414,44 @@ func (s *Server) consoleCreateTicket(body []byte) response {
 		return consoleError(err)
 	}
 	return jsonResponse(http.StatusCreated, v)
+}
+
+// faultsWire is the console's form of [Faults]: durations as Go duration
+// strings ("250ms"), the hook left out.
+type faultsWire struct {
+	Seed           uint64  `json:"seed"`
+	Latency        string  `json:"latency"`
+	LatencyRate    float64 `json:"latency_rate"`
+	ErrorRate      float64 `json:"error_rate"`
+	RateLimitRate  float64 `json:"rate_limit_rate"`
+	RetryAfter     string  `json:"retry_after"`
+	DropRate       float64 `json:"drop_rate"`
+	LostAnswerRate float64 `json:"lost_answer_rate"`
+	SlowBodyRate   float64 `json:"slow_body_rate"`
+	SlowBodyDelay  string  `json:"slow_body_delay"`
+}
+
+func faultsToWire(f Faults) faultsWire {
+	return faultsWire{f.Seed, f.Latency.String(), f.LatencyRate, f.ErrorRate, f.RateLimitRate, f.RetryAfter.String(),
+		f.DropRate, f.LostAnswerRate, f.SlowBodyRate, f.SlowBodyDelay.String()}
+}
+
+func (w faultsWire) faults() (Faults, error) {
+	f := Faults{Seed: w.Seed, LatencyRate: w.LatencyRate, ErrorRate: w.ErrorRate, RateLimitRate: w.RateLimitRate,
+		DropRate: w.DropRate, LostAnswerRate: w.LostAnswerRate, SlowBodyRate: w.SlowBodyRate}
+	for _, d := range []struct {
+		name string
+		s    string
+		to   *time.Duration
+	}{{"latency", w.Latency, &f.Latency}, {"retry_after", w.RetryAfter, &f.RetryAfter}, {"slow_body_delay", w.SlowBodyDelay, &f.SlowBodyDelay}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return Faults{}, fmt.Errorf("%s %q is not a duration such as 250ms", d.name, d.s)
+		}
+		*d.to = v
+	}
+	return f, nil
 }

@@ -208,3 +208,28 @@ func TestConsoleStats(t *testing.T) {
 		t.Errorf("request log lacks the post: %+v", f.ts.Server.Requests())
 	}
 }
+
+func TestConsoleFaults(t *testing.T) {
+	f := newFixture(t)
+	a := console(t, f, "PUT", "/faults", `{"seed":3,"error_rate":1,"latency":"250ms","latency_rate":0}`)
+	if a.status != 200 || a.json(t)["error_rate"] != 1.0 || a.json(t)["latency"] != "250ms" {
+		t.Fatalf("put faults: %d %s", a.status, a.body)
+	}
+	if got := do(t, f.ts, req{method: "GET", path: "/ops-public-api/v1/tickets", key: f.ts.Keys.TicketsRead}).status; got != 500 {
+		t.Errorf("after error_rate 1: %d", got)
+	}
+	if a := console(t, f, "GET", "/faults", ""); a.status != 200 || a.json(t)["seed"] != 3.0 {
+		t.Errorf("get faults: %d %s", a.status, a.body)
+	}
+	for _, body := range []string{`{"error_rate":2}`, `{"latency":"soon"}`, `{"error_rate":0.7,"drop_rate":0.7}`, `{"hook":1}`} {
+		if a := console(t, f, "PUT", "/faults", body); a.status != 400 {
+			t.Errorf("%s: %d %s", body, a.status, a.body)
+		}
+	}
+	if a := console(t, f, "PUT", "/faults", `{}`); a.status != 200 {
+		t.Fatalf("clear faults: %d", a.status)
+	}
+	if got := do(t, f.ts, req{method: "GET", path: "/ops-public-api/v1/tickets", key: f.ts.Keys.TicketsRead}).status; got != 200 {
+		t.Errorf("after clearing: %d", got)
+	}
+}

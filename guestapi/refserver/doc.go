@@ -40,6 +40,10 @@
 //	GET    /console/v1/keys?organization=ID     the key table: prefix, rights, validity, last use; never values
 //	DELETE /console/v1/keys/{name}?organization=ID  revoke -> 200
 //	GET    /console/v1/stats                    requests per route and status code, injected faults per kind
+//	GET    /console/v1/faults                   the faults in effect
+//	PUT    /console/v1/faults                   {"seed", "latency": "250ms", "latency_rate", "error_rate", "rate_limit_rate",
+//	                                             "retry_after", "drop_rate", "lost_answer_rate", "slow_body_rate",
+//	                                             "slow_body_delay"}: replace them (the hook stays)
 //
 // A missing or wrong console token gets 401 (compared in constant time).
 // The same operations are Go methods on [Server].

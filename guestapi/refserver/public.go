@@ -223,10 +223,13 @@ func (s *Server) modify(r *http.Request, k *apiKey, id string, body []byte, op f
 	}
 	resp := op(t, body)
 	if idem != "" && resp.status < 300 {
-		for key, e := range org.idem {
-			if !now.Before(e.at.Add(s.opts.IdempotencyTTL)) {
-				delete(org.idem, key)
+		if !now.Before(org.pruneAt) {
+			for key, e := range org.idem {
+				if !now.Before(e.at.Add(s.opts.IdempotencyTTL)) {
+					delete(org.idem, key)
+				}
 			}
+			org.pruneAt = now.Add(min(s.opts.IdempotencyTTL, time.Hour))
 		}
 		org.idem[idem] = idemEntry{resp: resp, at: now}
 	}

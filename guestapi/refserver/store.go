@@ -94,6 +94,7 @@ type organization struct {
 	id          string
 	productType string
 	idem        map[string]idemEntry
+	pruneAt     time.Time // when expired idempotency keys are next swept out
 }
 
 type idemEntry struct {
