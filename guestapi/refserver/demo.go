@@ -18,6 +18,7 @@ const (
 	DemoKeyTicketsWrite  = "demo-tickets-write"
 	DemoKeyTicketsRead   = "demo-tickets-read"
 	DemoKeyPlatformAdmin = "demo-platform-admin"
+	DemoKeyPlatformWrite = "demo-platform-write"
 	DemoKeyPlatformRead  = "demo-platform-read"
 )
 
@@ -45,6 +46,7 @@ func DemoSeed(now time.Time) Seed {
 				key(DemoKeyTicketsWrite, PlatformRead, TicketsWrite),
 				key(DemoKeyTicketsRead, PlatformRead, TicketsRead),
 				key(DemoKeyPlatformAdmin, PlatformAdmin, TicketsNone),
+				key(DemoKeyPlatformWrite, PlatformWrite, TicketsNone),
 				key(DemoKeyPlatformRead, PlatformRead, TicketsNone),
 			},
 			Tickets: []SeedTicket{

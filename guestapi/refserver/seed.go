@@ -33,6 +33,22 @@ type Seed struct {
 	Organizations []SeedOrganization
 }
 
+// KeyValue returns the value of key name of organisation org, and false
+// when the seed has no such key.
+func (s Seed) KeyValue(org, name string) (string, bool) {
+	for _, o := range s.Organizations {
+		if o.ID != org {
+			continue
+		}
+		for _, k := range o.Keys {
+			if k.Name == name {
+				return k.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
 // SeedOrganization is an organisation of a [Seed].
 type SeedOrganization struct {
 	ID          string

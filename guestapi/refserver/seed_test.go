@@ -141,6 +141,12 @@ func TestDemoSeed(t *testing.T) {
 			t.Errorf("demo lacks department %s", d)
 		}
 	}
+	if v, ok := seed.KeyValue(refserver.DemoOrganization, refserver.DemoKeyPlatformWrite); !ok || !strings.HasPrefix(v, "rta_") {
+		t.Errorf("KeyValue: %v", ok)
+	}
+	if _, ok := seed.KeyValue(refserver.DemoOtherOrganization, refserver.DemoKeyPlatformWrite); ok {
+		t.Errorf("KeyValue found a key the other organisation lacks")
+	}
 	// Key values differ between calls; they are never printed by String.
 	again := refserver.DemoSeed(start)
 	k1, k2 := seed.Organizations[0].Keys[0], again.Organizations[0].Keys[0]
