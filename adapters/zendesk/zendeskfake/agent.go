@@ -1,0 +1,208 @@
+package zendeskfake
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrNoTicket is returned by the agent-side methods for an unknown ticket.
+var ErrNoTicket = errors.New("zendeskfake: no such ticket")
+
+// APIUserID returns the id of the API user the credentials belong to.
+func (s *Server) APIUserID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiUser
+}
+
+// AddUser adds a user with role admin, agent or end-user and returns its id.
+func (s *Server) AddUser(name, email, role string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addUserLocked(name, email, role)
+}
+
+func (s *Server) addUserLocked(name, email, role string) int64 {
+	id := s.newID()
+	s.users[id] = &User{ID: id, Name: name, Email: email, Role: role}
+	return id
+}
+
+// AddAgent adds an agent called name and returns its id.
+func (s *Server) AddAgent(name string) int64 {
+	return s.AddUser(name, strings.ToLower(strings.ReplaceAll(name, " ", "."))+"@example.com", "agent")
+}
+
+// AddGroup adds a group and returns its id.
+func (s *Server) AddGroup(name string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.newID()
+	s.groups[id] = name
+	return id
+}
+
+// AgentUpdate is what an agent submits on a ticket in the agent interface:
+// a comment (public reply or private note) and/or a status.
+type AgentUpdate struct {
+	Body   string // "" for none
+	Public bool
+	Status string // "" for none
+}
+
+// Update applies u as agent on ticket id, as one audit, and returns the new
+// comment's id (0 when u has none). Agent updates are not rate limited.
+// Updating a closed ticket fails as it does through the API.
+func (s *Server) Update(id, agent int64, u AgentUpdate) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil {
+		return 0, fmt.Errorf("update ticket %d: %w", id, ErrNoTicket)
+	}
+	up := update{status: u.Status}
+	if u.Body != "" {
+		body, public := u.Body, u.Public
+		up.comment = &commentIn{Body: &body, Public: &public}
+	}
+	a, field, text := s.apply(t, agent, up)
+	if field != "" {
+		return 0, fmt.Errorf("update ticket %d: %s", id, text)
+	}
+	if a != nil {
+		for _, e := range a.Events {
+			if e.Comment != nil {
+				return e.Comment.ID, nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// Reply adds a public comment by agent to ticket id.
+func (s *Server) Reply(id, agent int64, body string) (int64, error) {
+	return s.Update(id, agent, AgentUpdate{Body: body, Public: true})
+}
+
+// Note adds a private comment (an internal note) by agent to ticket id.
+func (s *Server) Note(id, agent int64, body string) (int64, error) {
+	return s.Update(id, agent, AgentUpdate{Body: body})
+}
+
+// SetStatus changes the status of ticket id as agent.
+func (s *Server) SetStatus(id, agent int64, status string) error {
+	_, err := s.Update(id, agent, AgentUpdate{Status: status})
+	return err
+}
+
+// Close closes ticket id as Zendesk's automation does with solved tickets
+// after some days; the change is made by [SystemUserID].
+func (s *Server) Close(id int64) error {
+	return s.SetStatus(id, SystemUserID, "closed")
+}
+
+// Ticket returns a snapshot of ticket id.
+func (s *Server) Ticket(id int64) (Ticket, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil {
+		return Ticket{}, false
+	}
+	return snapshot(t), true
+}
+
+// Tickets returns snapshots of every ticket, by id.
+func (s *Server) Tickets() []Ticket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]int64, 0, len(s.tickets))
+	for id := range s.tickets {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]Ticket, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, snapshot(s.tickets[id]))
+	}
+	return out
+}
+
+func snapshot(t *ticket) Ticket {
+	c := t.Ticket
+	c.Tags = slices.Clone(t.Tags)
+	c.FollowupIDs = slices.Clone(t.FollowupIDs)
+	c.Comments = slices.Clone(t.Comments)
+	return c
+}
+
+// Requests returns the requests received so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// ResetRequests forgets the request log.
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = nil
+}
+
+// Fault is an answer injected instead of the fake's own.
+type Fault struct {
+	Method string // "" matches every method
+	Path   string // a path prefix such as "/api/v2/tickets"; "" matches every path (".json" is ignored)
+	Status int
+	// RetryAfter is sent as the Retry-After header when not "".
+	RetryAfter string
+	// Body is the answer's body; "" means {"error":"InjectedFault"}.
+	Body string
+	// Times is how many matching requests get the fault; 0 means one.
+	Times int
+	// AfterApply makes the fake do the request's work first and then
+	// answer with the fault: the client sees a failure although the
+	// change was made, as when an answer is lost.
+	AfterApply bool
+}
+
+// Inject adds f; faults hit matching requests in the order they were added.
+func (s *Server) Inject(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Times <= 0 {
+		f.Times = 1
+	}
+	s.faults = append(s.faults, &f)
+}
+
+func (s *Server) takeFault(method, path string) *Fault {
+	for i, f := range s.faults {
+		if (f.Method == "" || strings.EqualFold(f.Method, method)) && strings.HasPrefix(path, strings.TrimSuffix(f.Path, ".json")) {
+			f.Times--
+			if f.Times <= 0 {
+				s.faults = slices.Delete(s.faults, i, i+1)
+			}
+			return f
+		}
+	}
+	return nil
+}
+
+func (f *Fault) write(w http.ResponseWriter) {
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	body := f.Body
+	if body == "" {
+		body = `{"error":"InjectedFault","description":"injected by the test (status ` + strconv.Itoa(f.Status) + `)"}`
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(f.Status)
+	_, _ = w.Write([]byte(body))
+}

@@ -1,0 +1,75 @@
+// Package zendeskfake is an in-process fake of the part of the Zendesk
+// Support (Ticketing) API v2 that the zendesk adapter uses: an
+// [http.Handler] that tests serve on loopback with net/http/httptest, plus
+// methods that play the support team (an agent replies, adds a private
+// note, changes a status, an automation closes a ticket) and let a test
+// inspect and disturb the account (fault injection, rate limits, a
+// request log).
+//
+// It is not Zendesk and not a general-purpose Zendesk emulator: it keeps
+// one account in memory, knows only the endpoints below, and leaves out
+// everything the adapter does not touch (attachments, organisations,
+// triggers, search, sideloads other than comment_events, notifications).
+//
+// # Endpoints and the pages they follow
+//
+// Each behaviour is taken from Zendesk's published developer
+// documentation:
+//
+//   - Authentication, "{email}/token:{api_token}" basic auth; 401 with
+//     {"error":"Couldn't authenticate you"} otherwise:
+//     https://developer.zendesk.com/api-reference/introduction/security-and-auth/
+//   - GET /api/v2/users/me, GET /api/v2/users/{id},
+//     GET /api/v2/users/show_many?ids=:
+//     https://developer.zendesk.com/api-reference/ticketing/users/users/
+//   - GET /api/v2/groups/{id}:
+//     https://developer.zendesk.com/api-reference/ticketing/groups/groups/
+//   - POST /api/v2/tickets (the first comment in "comment", external_id,
+//     group_id, tags, via_followup_source_id for a follow-up of a closed
+//     ticket), GET /api/v2/tickets/{id}, GET /api/v2/tickets/show_many,
+//     PUT /api/v2/tickets/{id} (a comment with "public", a status,
+//     safe_update with updated_stamp answered 409 on a collision), and
+//     GET /api/v2/tickets?external_id= (the external id filter of List
+//     Tickets): https://developer.zendesk.com/api-reference/ticketing/tickets/tickets/
+//   - GET /api/v2/tickets/{id}/comments, oldest first, with body, html_body,
+//     plain_body, public and author_id:
+//     https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/
+//   - Paging: cursor pagination with page[size] and page[after], answered
+//     with meta.has_more, meta.after_cursor and links.next; offset
+//     pagination with page and per_page when page[size] is absent:
+//     https://developer.zendesk.com/api-reference/introduction/pagination/
+//   - GET /api/v2/incremental/ticket_events?start_time=&include=comment_events,
+//     time-based: up to 1000 events a page, end_time and next_page to go on,
+//     end_of_stream, events of the last minute left out, admins only,
+//     10 requests a minute:
+//     https://developer.zendesk.com/api-reference/ticketing/ticket-management/incremental_exports/
+//     and https://developer.zendesk.com/documentation/ticketing/managing-tickets/using-the-incremental-export-api/
+//   - Idempotency-Key on ticket creation: a repeat within two hours returns
+//     the first answer with x-idempotency-lookup: hit, a first use says
+//     miss, the same key with another payload is refused:
+//     https://developer.zendesk.com/api-reference/ticketing/introduction/#idempotency
+//   - Errors as JSON objects with error, description and, for 422
+//     RecordInvalid, details keyed by field; a closed ticket cannot be
+//     updated (422); 429 with Retry-After when a rate limit is exceeded,
+//     including the limit of 30 updates per ticket per user in ten minutes:
+//     https://developer.zendesk.com/api-reference/introduction/requests/ and
+//     https://developer.zendesk.com/api-reference/introduction/rate-limits/
+//
+// Where the pages leave a detail open the fake picks one and says so: the
+// body of a 429 (Zendesk documents only the status and Retry-After), the
+// code of a reused Idempotency-Key with another payload (400
+// IdempotentRequestError), the end_time of an empty export page (the
+// start_time asked for), a page that would end inside a second or
+// hold nothing after the second it starts at (it is extended to the end of
+// the first later second, so that the next page, which starts at end_time,
+// always moves on), and the html_body rendering (escaped
+// text in paragraphs). The "body" of a comment is returned as it was written, with
+// line endings normalised to \n and trailing white space trimmed.
+//
+// # Tests
+//
+// [New] takes [Options]; the zero value is usable and follows the
+// documented limits, and tests shrink the page sizes (MaxPageSize,
+// EventsPageSize) to exercise paging and inject a [Clock] to move past the
+// export delay and the rate-limit windows without sleeping.
+package zendeskfake
