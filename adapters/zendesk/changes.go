@@ -1,0 +1,311 @@
+package zendesk
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// cursor is the adapter's position in the incremental ticket event export:
+// the start_time of the next request and the ids of the events at that
+// second already handed out. The export is time-based, and its next page
+// starts at the second of the previous page's last event, so the events of
+// that second come again and are skipped by id.
+type cursor struct {
+	start int64
+	skip  []int64 // sorted
+}
+
+const cursorPrefix = "zd1:"
+
+func (c cursor) String() string {
+	ids := make([]string, len(c.skip))
+	for i, id := range c.skip {
+		ids[i] = idString(id)
+	}
+	return cursorPrefix + strconv.FormatInt(c.start, 10) + ":" + strings.Join(ids, ",")
+}
+
+func parseCursor(s adapters.Cursor, since int64) (cursor, error) {
+	if s == "" {
+		return cursor{start: since}, nil
+	}
+	bad := fmt.Errorf("read zendesk cursor %q: not a cursor this adapter made: %w", s, adapters.ErrInvalid)
+	rest, ok := strings.CutPrefix(string(s), cursorPrefix)
+	if !ok {
+		return cursor{}, bad
+	}
+	startStr, skipStr, ok := strings.Cut(rest, ":")
+	if !ok {
+		return cursor{}, bad
+	}
+	start, err := strconv.ParseInt(startStr, 10, 64)
+	if err != nil || start < 0 {
+		return cursor{}, bad
+	}
+	c := cursor{start: start}
+	if skipStr != "" {
+		for _, part := range strings.Split(skipStr, ",") {
+			id, err := strconv.ParseInt(part, 10, 64)
+			if err != nil {
+				return cursor{}, bad
+			}
+			c.skip = append(c.skip, id)
+		}
+		slices.Sort(c.skip)
+	}
+	return c, nil
+}
+
+// next is the cursor after page p was read from c.
+func (c cursor) next(p zdEventPage) cursor {
+	end := c.start
+	if p.EndTime != nil && *p.EndTime > c.start {
+		end = *p.EndTime
+	}
+	n := cursor{start: end}
+	if end == c.start {
+		n.skip = slices.Clone(c.skip)
+	}
+	for _, te := range p.TicketEvents {
+		if te.Timestamp == end && !slices.Contains(n.skip, te.ID) {
+			n.skip = append(n.skip, te.ID)
+		}
+	}
+	slices.Sort(n.skip)
+	return n
+}
+
+// Changes reads the incremental ticket event export (with the
+// comment_events sideload) from the cursor and reports, oldest first, the
+// public comments (replies), private comments (notes) and status changes
+// made by anyone but the API user on tickets that mirror a guest request.
+// It reads whole pages, at most Options.EventPages of them while they hold
+// nothing for the bridge, and stops at the first that does.
+//
+// Zendesk leaves the last minute out of the export, so an agent's reply
+// reaches the guest a minute or more after it was written.
+func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	if err := a.checkOpen(); err != nil {
+		return nil, cur, err
+	}
+	c, err := parseCursor(cur, a.since)
+	if err != nil {
+		return nil, cur, err
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return nil, cur, err
+	}
+	var out []adapters.Event
+	for range a.maxPages {
+		var p zdEventPage
+		_, err := a.http.JSON(ctx, adapters.HTTPRequest{
+			Method: http.MethodGet,
+			URL:    a.url("/incremental/ticket_events", "start_time", strconv.FormatInt(c.start, 10), "include", "comment_events"),
+			Op:     "read ticket events",
+		}, nil, &p)
+		if err != nil {
+			return nil, cur, fmt.Errorf("read zendesk ticket events since %s: %w", time.Unix(c.start, 0).UTC().Format(time.RFC3339), err)
+		}
+		evs, err := a.events(ctx, p.TicketEvents, c, me.ID)
+		if err != nil {
+			return nil, cur, err
+		}
+		out = append(out, evs...)
+		n := c.next(p)
+		moved := n.String() != c.String()
+		c = n
+		if !moved && !p.EndOfStream {
+			a.log.WarnContext(ctx, "zendesk ticket event export does not move past a second: more events in it than a page holds",
+				"op", "read ticket events", "start_time", c.start)
+		}
+		if p.EndOfStream || len(out) > 0 || !moved {
+			break
+		}
+	}
+	return out, adapters.Cursor(c.String()), nil
+}
+
+// candidate is a child event that may become an Event.
+type candidate struct {
+	te     zdTicketEvent
+	ch     child
+	kind   adapters.EventKind
+	author int64
+}
+
+// events turns one export page into the events the bridge carries up.
+func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me int64) ([]adapters.Event, error) {
+	var cands []candidate
+	for _, te := range page {
+		if te.Timestamp == c.start && slices.Contains(c.skip, te.ID) {
+			continue
+		}
+		var comments, statuses []candidate
+		for _, raw := range te.ChildEvents {
+			ch := parseChild(raw)
+			switch {
+			case ch.EventType == "Comment" && ch.Comment != nil && ch.Comment.AuthorID != me:
+				kind := adapters.EventNote
+				if ch.Comment.Public {
+					kind = adapters.EventReply
+				}
+				comments = append(comments, candidate{te: te, ch: ch, kind: kind, author: ch.Comment.AuthorID})
+			case ch.EventType == "Change" && ch.Field == "status" && te.UpdaterID != me:
+				if _, ok := a.status.Up(ch.Value); ok {
+					statuses = append(statuses, candidate{te: te, ch: ch, kind: adapters.EventStatus, author: te.UpdaterID})
+				}
+			}
+		}
+		cands = append(cands, comments...)
+		cands = append(cands, statuses...)
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	var ticketIDs, userIDs []int64
+	for _, cd := range cands {
+		ticketIDs = append(ticketIDs, cd.te.TicketID)
+		userIDs = append(userIDs, cd.author)
+	}
+	infos, err := a.ticketInfos(ctx, ticketIDs)
+	if err != nil {
+		return nil, err
+	}
+	names, err := a.userNames(ctx, userIDs)
+	if err != nil {
+		return nil, err
+	}
+	var out []adapters.Event
+	for _, cd := range cands {
+		info, ok := infos[cd.te.TicketID]
+		if !ok || info.upstream == "" {
+			continue
+		}
+		ev := adapters.Event{
+			Ref:              refOf(info.root),
+			UpstreamTicketID: info.upstream,
+			Kind:             cd.kind,
+			AuthorName:       names[cd.author],
+			At:               cd.te.CreatedAt,
+		}
+		if cd.kind == adapters.EventStatus {
+			ev.ID = "status-" + idString(cd.ch.ID)
+			ev.Status, _ = a.status.Up(cd.ch.Value)
+		} else {
+			ev.ID = "comment-" + idString(cd.ch.ID)
+			ev.Body = cd.ch.Comment.Body
+			if !cd.ch.Comment.CreatedAt.IsZero() {
+				ev.At = cd.ch.Comment.CreatedAt
+			}
+		}
+		if ev.At.IsZero() {
+			ev.At = time.Unix(cd.te.Timestamp, 0).UTC()
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// showManyLimit is how many ids one show_many request takes.
+const showManyLimit = 100
+
+// ticketInfos returns what each ticket mirrors, asking Zendesk about the
+// tickets the adapter has not met: show_many for their external ids, and
+// the external_id list for the first ticket of each chain. A ticket
+// Zendesk no longer has (deleted) is left out.
+func (a *Adapter) ticketInfos(ctx context.Context, ids []int64) (map[int64]ticketInfo, error) {
+	out := map[int64]ticketInfo{}
+	var unknown []int64
+	a.mu.Lock()
+	for _, id := range ids {
+		if info, ok := a.tickets[id]; ok {
+			out[id] = info
+		} else if !slices.Contains(unknown, id) {
+			unknown = append(unknown, id)
+		}
+	}
+	a.mu.Unlock()
+	for chunk := range slices.Chunk(unknown, showManyLimit) {
+		var page struct {
+			Tickets []zdTicket `json:"tickets"`
+		}
+		q := make([]string, len(chunk))
+		for i, id := range chunk {
+			q[i] = idString(id)
+		}
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/show_many", "ids", strings.Join(q, ",")), Op: "read tickets"}, nil, &page); err != nil {
+			return nil, fmt.Errorf("read zendesk tickets of events: %w", err)
+		}
+		for _, t := range page.Tickets {
+			upstream, ok := strings.CutPrefix(t.externalID(), externalPrefix)
+			if !ok || upstream == "" {
+				out[t.ID] = ticketInfo{}
+				a.remember(t.ID, "", t.ID)
+				continue
+			}
+			root := t.ID
+			chainTs, err := a.byExternalID(ctx, upstream)
+			if err != nil {
+				return nil, fmt.Errorf("read zendesk tickets of events: %w", err)
+			}
+			if len(chainTs) > 0 && chainTs[0].ID < root {
+				root = chainTs[0].ID
+			}
+			for _, x := range chainTs {
+				a.remember(x.ID, upstream, root)
+				if slices.Contains(chunk, x.ID) {
+					out[x.ID] = ticketInfo{upstream: upstream, root: root}
+				}
+			}
+			a.remember(t.ID, upstream, root)
+			out[t.ID] = ticketInfo{upstream: upstream, root: root}
+		}
+	}
+	return out, nil
+}
+
+// userNames returns the names of the users, asking Zendesk about those the
+// adapter has not met. A user Zendesk no longer has gets "".
+func (a *Adapter) userNames(ctx context.Context, ids []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	var unknown []int64
+	a.mu.Lock()
+	for _, id := range ids {
+		switch name, ok := a.names[id]; {
+		case ok:
+			out[id] = name
+		case id <= 0:
+			out[id] = "Zendesk"
+		case !slices.Contains(unknown, id):
+			unknown = append(unknown, id)
+		}
+	}
+	a.mu.Unlock()
+	for chunk := range slices.Chunk(unknown, showManyLimit) {
+		var page struct {
+			Users []zdUser `json:"users"`
+		}
+		q := make([]string, len(chunk))
+		for i, id := range chunk {
+			q[i] = idString(id)
+		}
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/show_many", "ids", strings.Join(q, ",")), Op: "read users"}, nil, &page); err != nil {
+			return nil, fmt.Errorf("read zendesk users of events: %w", err)
+		}
+		a.mu.Lock()
+		for _, u := range page.Users {
+			a.names[u.ID] = u.Name
+			out[u.ID] = u.Name
+		}
+		a.mu.Unlock()
+	}
+	return out, nil
+}

@@ -1,0 +1,266 @@
+package zendesk
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+// EnvPrefix is the prefix of every variable the adapter reads.
+const EnvPrefix = "TICKETBRIDGE_ZENDESK_"
+
+// Defaults of [Config].
+const (
+	DefaultTimeout  = 30 * time.Second
+	DefaultPageSize = 100 // Zendesk's maximum page[size]
+	DefaultTag      = "ticketbridge"
+	// DefaultEventPages is how many pages of the ticket event export one
+	// Changes call reads at most while they hold nothing for the bridge;
+	// the export allows 10 requests a minute.
+	DefaultEventPages = 3
+)
+
+// Config is the adapter's configuration, read from the TICKETBRIDGE_ZENDESK_*
+// variables by [LoadConfig]. Its String, GoString and LogValue never show
+// the token.
+type Config struct {
+	// URL is the Zendesk account's address, e.g. https://hotel.zendesk.com,
+	// without /api/v2.
+	URL string `env:"URL"`
+	// Email is the address of the Zendesk user the bridge acts as (an
+	// admin: the ticket event export needs it).
+	Email string `env:"EMAIL"`
+	// Token is a Zendesk API token, sent as basic auth
+	// "{Email}/token:{Token}".
+	Token string `env:"TOKEN"`
+	// TokenFile names a file holding the token instead (a systemd
+	// credential, a mounted secret); surrounding white space is ignored.
+	TokenFile string `env:"TOKEN_FILE"`
+	// Group is the id of the group that receives tickets of departments
+	// Groups does not map; 0 leaves them to Zendesk's routing.
+	Group int64 `env:"GROUP"`
+	// Groups maps department codes to group ids:
+	// "housekeeping=360001234567,maintenance=360007654321".
+	Groups string `env:"GROUPS"`
+	// Tag is added to every ticket the bridge creates, for views and
+	// triggers; "none" adds no tag.
+	Tag string `env:"TAG,default=ticketbridge"`
+	// EventsSince is where Changes starts when it has no cursor (the first
+	// start, or after the bridge's state was lost): an RFC 3339 time or a
+	// date. Empty means the account's beginning; set it to the day the
+	// bridge went live on an account with a long history.
+	EventsSince string `env:"EVENTS_SINCE"`
+	// Timeout bounds each HTTP request to Zendesk.
+	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+	// PageSize is the page[size] of the lists the adapter reads (tickets
+	// by external id, comments); at most 100.
+	PageSize int `env:"PAGE_SIZE,default=100"`
+}
+
+// LoadConfig reads the TICKETBRIDGE_ZENDESK_* variables from env, fills
+// defaults, reads TokenFile into Token and checks the result (see
+// [Config.Validate]).
+func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	var c Config
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   &c,
+		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
+	}); err != nil {
+		return Config{}, fmt.Errorf("read zendesk configuration: %w", err)
+	}
+	if c.TokenFile != "" {
+		if c.Token != "" {
+			return Config{}, fmt.Errorf("%sTOKEN and %sTOKEN_FILE are both set: use one", EnvPrefix, EnvPrefix)
+		}
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			// The path is configuration, not a secret; the error text of
+			// os.ReadFile holds only the path and the reason.
+			return Config{}, fmt.Errorf("read %sTOKEN_FILE: %w", EnvPrefix, err)
+		}
+		c.Token = strings.TrimSpace(string(b))
+		if c.Token == "" {
+			return Config{}, fmt.Errorf("%sTOKEN_FILE %q is empty", EnvPrefix, c.TokenFile)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.Tag == "" {
+		c.Tag = DefaultTag
+	}
+	return c
+}
+
+// Validate checks the configuration and returns an error naming the
+// variable and what is wrong with its value. It never echoes the token.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if _, err := baseURL(c.URL); err != nil {
+		return err
+	}
+	email := strings.TrimSpace(c.Email)
+	switch {
+	case email == "":
+		return fmt.Errorf("%sEMAIL is not set: give the address of the Zendesk admin the bridge acts as", EnvPrefix)
+	case !strings.Contains(email, "@") || strings.ContainsAny(email, ": \t\r\n/"):
+		return fmt.Errorf("%sEMAIL %q is not an email address", EnvPrefix, email)
+	}
+	switch {
+	case c.Token == "":
+		return fmt.Errorf("%sTOKEN is not set: create an API token in Zendesk (Admin Center > Apps and integrations > APIs > Zendesk API) and give it here or in a file named by %sTOKEN_FILE", EnvPrefix, EnvPrefix)
+	case strings.ContainsAny(c.Token, " \t\r\n:"):
+		return fmt.Errorf("%sTOKEN contains white space or a colon: paste the token Zendesk showed, alone", EnvPrefix)
+	}
+	if c.Group < 0 {
+		return fmt.Errorf("%sGROUP %d is not a group id", EnvPrefix, c.Group)
+	}
+	if _, err := ParseGroups(c.Groups); err != nil {
+		return err
+	}
+	if strings.ContainsAny(c.Tag, " \t\r\n,") {
+		return fmt.Errorf("%sTAG %q: a Zendesk tag may not contain white space or commas", EnvPrefix, c.Tag)
+	}
+	if _, err := parseSince(c.EventsSince); err != nil {
+		return err
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	}
+	if c.PageSize < 1 || c.PageSize > 100 {
+		return fmt.Errorf("%sPAGE_SIZE %d: Zendesk pages hold 1 to 100 items", EnvPrefix, c.PageSize)
+	}
+	return nil
+}
+
+// String shows the configuration without the token.
+func (c Config) String() string {
+	token := "unset"
+	if c.Token != "" {
+		token = "[redacted]"
+	}
+	return fmt.Sprintf("zendesk.Config{URL:%q Email:%q Token:%s TokenFile:%q Group:%d Groups:%q Tag:%q EventsSince:%q Timeout:%s PageSize:%d}",
+		c.URL, c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.EventsSince, c.Timeout, c.PageSize)
+}
+
+// GoString is String, so that %#v does not show the token either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs the configuration without the token.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", c.URL), slog.String("email", c.Email), slog.Bool("token_set", c.Token != ""),
+		slog.String("token_file", c.TokenFile), slog.Int64("group", c.Group), slog.String("groups", c.Groups),
+		slog.String("tag", c.Tag), slog.String("events_since", c.EventsSince),
+		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
+	)
+}
+
+// baseURL checks raw and returns it without a trailing slash or /api/v2.
+// Plain http is accepted only for a loopback host (a local fake or a
+// tunnel): the basic-auth token must not cross a network in clear.
+func baseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", fmt.Errorf("%sURL is not set: give the Zendesk account's address, e.g. https://hotel.zendesk.com", EnvPrefix)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%sURL does not parse as a URL: want e.g. https://hotel.zendesk.com", EnvPrefix)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%sURL carries credentials: put them in %sEMAIL and %sTOKEN", EnvPrefix, EnvPrefix, EnvPrefix)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("%sURL %q has no host: want e.g. https://hotel.zendesk.com", EnvPrefix, u.Redacted())
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopback(u.Hostname()) {
+			return "", fmt.Errorf("%sURL %q: use https; plain http is accepted only for a loopback address", EnvPrefix, u.Redacted())
+		}
+	default:
+		return "", fmt.Errorf("%sURL %q: the scheme must be https", EnvPrefix, u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/api/v2")
+	u.Path = strings.TrimRight(p, "/")
+	u.RawPath = ""
+	return u.String(), nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ParseGroups parses "department=groupid,…" (TICKETBRIDGE_ZENDESK_GROUPS).
+// An empty string is an empty map; a department may appear once.
+func ParseGroups(s string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		dept, idStr, ok := strings.Cut(item, "=")
+		dept, idStr = strings.TrimSpace(dept), strings.TrimSpace(idStr)
+		if !ok || dept == "" {
+			return nil, fmt.Errorf("%sGROUPS item %q: want department=groupid", EnvPrefix, item)
+		}
+		id, err := strconv.ParseInt(idStr, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("%sGROUPS item %q: %q is not a Zendesk group id (a positive number, shown in Admin Center > People > Groups)", EnvPrefix, item, idStr)
+		}
+		if _, dup := out[dept]; dup {
+			return nil, fmt.Errorf("%sGROUPS names department %q twice", EnvPrefix, dept)
+		}
+		out[dept] = id
+	}
+	return out, nil
+}
+
+// parseSince parses EventsSince: empty (0), an RFC 3339 time or a date.
+func parseSince(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			if t.Unix() < 0 {
+				return 0, fmt.Errorf("%sEVENTS_SINCE %q is before 1970", EnvPrefix, s)
+			}
+			return t.Unix(), nil
+		}
+	}
+	return 0, fmt.Errorf("%sEVENTS_SINCE %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", EnvPrefix, s)
+}

@@ -1,0 +1,184 @@
+package zendesk_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
+	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+const (
+	testEmail = "bridge@hotel.example"
+	testToken = "zd-token-9f8e7d6c5b4a39281706"
+)
+
+// env is a fake Zendesk account on loopback and what a test needs to open
+// adapters on it.
+type env struct {
+	t     testing.TB
+	fake  *zendeskfake.Server
+	clock *zendeskfake.Clock
+	srv   *httptest.Server
+	logs  *syncBuffer
+
+	mu     sync.Mutex
+	agents map[string]int64
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t testing.TB, opts zendeskfake.Options) *env {
+	t.Helper()
+	clock := zendeskfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	opts.Email, opts.Token, opts.Now = testEmail, testToken, clock.Now
+	fake := zendeskfake.New(opts)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &syncBuffer{}, agents: map[string]int64{}}
+}
+
+func (e *env) config() zendesk.Config {
+	return zendesk.Config{URL: e.srv.URL, Email: testEmail, Token: testToken}
+}
+
+// options make the adapter wait on the fake's clock: a wait advances it.
+func (e *env) options() zendesk.Options {
+	return zendesk.Options{
+		HTTP:    e.srv.Client(),
+		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			e.clock.Advance(d)
+			return ctx.Err()
+		},
+		Now: e.clock.Now,
+	}
+}
+
+func (e *env) open(t testing.TB, cfg zendesk.Config) *zendesk.Adapter {
+	t.Helper()
+	a, err := zendesk.New(cfg, adapters.Deps{Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, e.options())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return a
+}
+
+// settle moves the clock past the minute the export leaves out.
+func (e *env) settle(testing.TB) { e.clock.Advance(61 * time.Second) }
+
+func (e *env) agent(name string) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id, ok := e.agents[name]; ok {
+		return id
+	}
+	id := e.fake.AddAgent(name)
+	e.agents[name] = id
+	return id
+}
+
+func ticketID(ref adapters.Ref) (int64, error) {
+	id, err := strconv.ParseInt(string(ref), 10, 64)
+	if err != nil {
+		return 0, adapters.ErrNotFound
+	}
+	return id, nil
+}
+
+// agent plays the support team on the fake through its agent methods.
+type agent struct{ e *env }
+
+func (a agent) Reply(_ context.Context, ref adapters.Ref, author, body string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Reply(id, a.e.agent(author), body)
+	return err
+}
+
+func (a agent) Note(_ context.Context, ref adapters.Ref, author, body string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Note(id, a.e.agent(author), body)
+	return err
+}
+
+func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	return a.e.fake.SetStatus(id, a.e.agent(author), status)
+}
+
+func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
+	id, err := ticketID(ref)
+	if err != nil {
+		return adaptertest.Snapshot{}, err
+	}
+	t, ok := a.e.fake.Ticket(id)
+	if !ok {
+		return adaptertest.Snapshot{}, adapters.ErrNotFound
+	}
+	snap := adaptertest.Snapshot{Status: t.Status}
+	for i, c := range t.Comments {
+		if i == 0 {
+			continue // the description
+		}
+		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: c.Body, Public: c.Public})
+	}
+	return snap, nil
+}
+
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts zendeskfake.Options
+	}{
+		{"DocumentedLimits", zendeskfake.Options{}},
+		{"SmallPages", zendeskfake.Options{MaxPageSize: 1, EventsPageSize: 1, ExportRequests: zendeskfake.RateLimit{Requests: 2, Window: time.Minute}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.opts)
+			adaptertest.Run(t, adaptertest.Harness{
+				New:        func(t testing.TB) adapters.Helpdesk { return e.open(t, e.config()) },
+				Agent:      agent{e},
+				Status:     zendesk.DefaultStatusMap(),
+				UnknownRef: "999999",
+				Settle:     e.settle,
+				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true},
+			})
+			if bytes.Contains([]byte(e.logs.String()), []byte(testToken)) {
+				t.Errorf("the token appears in the adapter's log")
+			}
+		})
+	}
+}

@@ -1,0 +1,104 @@
+// Package zendesk is the adapter "zendesk": it mirrors guest requests into
+// a Zendesk Support account through the Zendesk API v2 and reads the
+// support team's replies, internal notes and status changes back.
+//
+// It is not a general Zendesk client, and it keeps nothing outside
+// Zendesk: which guest request a ticket mirrors, which upstream messages a
+// ticket holds and which agent events were delivered are all written into
+// the tickets themselves, so that losing the bridge's state costs a rescan,
+// never a duplicate. Package zendeskfake is its in-process test double.
+//
+// # How a guest request looks in Zendesk
+//
+//   - One ticket per guest request, created by the API user with the
+//     request as its first comment (public when the guest wrote it), the
+//     subject "[department] first line", the department's group
+//     (TICKETBRIDGE_ZENDESK_GROUPS, else TICKETBRIDGE_ZENDESK_GROUP), the
+//     tag TICKETBRIDGE_ZENDESK_TAG, and external_id
+//     "ticketbridge:<upstream ticket id>". EnsureTicket finds it again with
+//     the external_id filter of List Tickets, and the creation carries an
+//     Idempotency-Key derived from its payload, so a retry within Zendesk's
+//     two hours gets the first ticket back.
+//   - One comment per upstream message, written by the API user, public
+//     after visible_to_guest. Its first line shows the author, the author
+//     type and the time ("Ada Guest (guest), 2026-03-14 09:33 UTC"); its
+//     last line is a marker, "[ticketbridge message <upstream id>]". The
+//     bridge writes and reads the plain "body": Zendesk returns it as
+//     written, while "html_body" is re-rendered and sanitised and would not
+//     keep a marker verbatim. Only the last line of the API user's own
+//     comments counts as a marker, so a marker quoted by a guest or an agent
+//     never passes for the bridge's.
+//   - Agent work is read from the incremental ticket event export with the
+//     comment_events sideload: public comments are replies, private ones
+//     notes, status changes are mapped with the status map. Comments and
+//     changes by the API user are the bridge's own and never reported; use
+//     a Zendesk user that nobody else works as. Event ids are
+//     "comment-<comment id>" and "status-<event id>".
+//   - MarkSent writes a private note ending in "[ticketbridge sent <event
+//     id> <upstream message id>]", which Lookup reads back after a state
+//     loss.
+//
+// # Statuses
+//
+// See [DefaultStatusMap]. SetStatus writes nothing when the ticket's
+// status already maps to the upstream one (an agent's pending stays for
+// in_progress). Zendesk cannot set "new" again once a ticket left it; it
+// counts as open. A closed Zendesk ticket cannot be changed at all (Zendesk
+// answers 422), so a new message for a closed ticket goes into a follow-up
+// ticket (via_followup_source_id, same external_id, linked in Zendesk to
+// the closed one), which takes every later message and status too; Refs
+// and events keep naming the first ticket. This is the one exception to
+// "a new message reopens the ticket": Zendesk closes solved tickets by
+// itself after some days, and closed tickets are frozen. A guest's new
+// public message on a solved or pending ticket reopens it (status open, in
+// the same update as the comment).
+//
+// # Limits and their cost
+//
+// Zendesk allows 30 updates of one ticket by one user in ten minutes, and
+// 10 export requests a minute. The adapter spends per ticket: one creation
+// (the first comment included, no update), one update per upstream message
+// appended, one per status change that Zendesk does not already show, and
+// one per agent event delivered upstream (the MarkSent note); reads (the
+// ticket, its comments) cost no update. A busy conversation of more than
+// about 15 guest messages and agent replies in ten minutes meets the limit:
+// Zendesk answers 429 with Retry-After, the call fails temporarily, and the
+// engine tries the ticket again later while the other tickets go on. One
+// Changes call reads one export page (up to 1000 events), and at most
+// three while they hold nothing for the bridge.
+//
+// Every request goes through [adapters.HTTPClient]: reads, status changes
+// and creations (which carry an Idempotency-Key) are repeated on 429 (after
+// Retry-After), 5xx and broken connections; writes that add a comment are
+// sent once, because Zendesk offers no idempotency for updates: when their
+// outcome is unknown the call fails, and the engine's next Append finds the
+// comment by its marker if it was made.
+//
+// # Setup in Zendesk
+//
+// An admin user for the bridge (the ticket event export is for admins
+// only), an API token (Admin Center > Apps and integrations > APIs >
+// Zendesk API, with token access enabled), and optionally one group per
+// department. Tickets are requested by the API user itself (guests have no
+// Zendesk identity), so Zendesk's "notify requester" triggers mail that
+// user: point its address at a mailbox nobody needs or exclude the tag from
+// those triggers. [Adapter.Check] tests the credentials, the admin role and
+// the groups.
+//
+// # Vendor documentation followed
+//
+//   - Tickets (create, show, show_many, update, list with external_id,
+//     follow-ups): https://developer.zendesk.com/api-reference/ticketing/tickets/tickets/
+//   - Ticket comments: https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/
+//   - Incremental exports and ticket events:
+//     https://developer.zendesk.com/api-reference/ticketing/ticket-management/incremental_exports/
+//     and https://developer.zendesk.com/documentation/ticketing/managing-tickets/using-the-incremental-export-api/
+//   - Ticket audit events (Comment and Change):
+//     https://developer.zendesk.com/documentation/ticketing/reference-guides/ticket-audit-events-reference
+//   - Users and groups: https://developer.zendesk.com/api-reference/ticketing/users/users/
+//     and https://developer.zendesk.com/api-reference/ticketing/groups/groups/
+//   - Pagination: https://developer.zendesk.com/api-reference/introduction/pagination/
+//   - Idempotency: https://developer.zendesk.com/api-reference/ticketing/introduction/#idempotency
+//   - Rate limits and Retry-After: https://developer.zendesk.com/api-reference/introduction/rate-limits/
+//   - API token authentication: https://developer.zendesk.com/api-reference/introduction/security-and-auth/
+package zendesk

@@ -1,0 +1,188 @@
+package zendesk
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// The marker is the last line of every comment the bridge writes:
+//
+//	[ticketbridge message 0b6c…]   an upstream message mirrored by Append
+//	[ticketbridge ticket 7e1d…]    the description of a ticket EnsureTicket made
+//	[ticketbridge sent 3600… 5f2a…] MarkSent: a helpdesk event delivered upstream
+//
+// Zendesk returns a comment's plain "body" as it was written (line endings
+// and trailing white space aside), while "html_body" is re-rendered and
+// sanitised; so the bridge writes and reads "body", and only the last
+// non-empty line counts, so that a marker quoted inside a message (a guest
+// pasting one) never passes for the bridge's own.
+const markerPrefix = "[ticketbridge "
+
+// Marker kinds.
+const (
+	markMessage = "message"
+	markTicket  = "ticket"
+	markSent    = "sent"
+)
+
+// noUpstreamMessage stands for an empty upstream message id (a status
+// change) in a sent marker.
+const noUpstreamMessage = "-"
+
+type marker struct {
+	Kind string
+	ID   string // upstream message id, upstream ticket id, or helpdesk event id
+	Arg  string // sent: the upstream message id, "" for a status change
+}
+
+func (m marker) line() string {
+	if m.Kind == markSent {
+		arg := m.Arg
+		if arg == "" {
+			arg = noUpstreamMessage
+		}
+		return markerPrefix + m.Kind + " " + m.ID + " " + arg + "]"
+	}
+	return markerPrefix + m.Kind + " " + m.ID + "]"
+}
+
+// parseMarker reads the marker on the last non-empty line of body.
+func parseMarker(body string) (marker, bool) {
+	body = strings.TrimRight(strings.ReplaceAll(body, "\r\n", "\n"), " \t\n")
+	last := body
+	if i := strings.LastIndexByte(body, '\n'); i >= 0 {
+		last = body[i+1:]
+	}
+	last = strings.TrimSpace(last)
+	inner, ok := strings.CutPrefix(last, markerPrefix)
+	if !ok {
+		return marker{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, "]")
+	if !ok {
+		return marker{}, false
+	}
+	f := strings.Fields(inner)
+	switch {
+	case len(f) == 2 && (f[0] == markMessage || f[0] == markTicket):
+		return marker{Kind: f[0], ID: f[1]}, true
+	case len(f) == 3 && f[0] == markSent:
+		arg := f[2]
+		if arg == noUpstreamMessage {
+			arg = ""
+		}
+		return marker{Kind: markSent, ID: f[1], Arg: arg}, true
+	}
+	return marker{}, false
+}
+
+// validToken reports whether s can stand in a marker: no white space, no
+// bracket, not empty.
+func validToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " \t\r\n[]")
+}
+
+// messageBody is the comment of an upstream message: who wrote it, as
+// what and when on the first line, the text, and the marker.
+func messageBody(m adapters.Message) string {
+	var b strings.Builder
+	b.WriteString(authorLine(m))
+	b.WriteString("\n\n")
+	b.WriteString(m.Body)
+	b.WriteString("\n\n")
+	b.WriteString(marker{Kind: markMessage, ID: m.UpstreamID}.line())
+	return b.String()
+}
+
+func authorLine(m adapters.Message) string {
+	name := strings.TrimSpace(m.AuthorName)
+	if name == "" {
+		name = "Unknown author"
+	}
+	kind := string(m.AuthorType)
+	if kind == "" {
+		kind = "unknown"
+	}
+	line := fmt.Sprintf("%s (%s)", name, kind)
+	if !m.CreatedAt.IsZero() {
+		line += ", " + m.CreatedAt.UTC().Format("2006-01-02 15:04") + " UTC"
+	}
+	if !m.Public {
+		line += ", internal note"
+	}
+	return line
+}
+
+// descriptionBody is the first comment of a ticket: the request, what the
+// console card adds, and the marker.
+func descriptionBody(t adapters.Ticket) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(t.TaskDescription, " \t\r\n"))
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "Department: %s\n", orNone(t.Department))
+	fmt.Fprintf(&b, "Origin: %s\n", orNone(string(t.Origin)))
+	fmt.Fprintf(&b, "Status in the guest request system: %s\n", orNone(string(t.Status)))
+	if !t.CreatedAt.IsZero() {
+		fmt.Fprintf(&b, "Created: %s UTC\n", t.CreatedAt.UTC().Format("2006-01-02 15:04"))
+	}
+	if t.GuestRating != nil {
+		fmt.Fprintf(&b, "Guest rating: %g\n", *t.GuestRating)
+	}
+	if c := strings.TrimSpace(t.Comments); c != "" {
+		fmt.Fprintf(&b, "Console comment: %s\n", c)
+	}
+	b.WriteString("\n")
+	b.WriteString(marker{Kind: markTicket, ID: t.UpstreamID}.line())
+	return b.String()
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "none"
+	}
+	return s
+}
+
+// followUpBody is the first comment of a follow-up ticket made for
+// message m because ticket closed was closed.
+func followUpBody(closed int64, m adapters.Message) string {
+	return fmt.Sprintf("Follow-up of closed ticket #%d: the guest request has a new message.\n\n", closed) + messageBody(m)
+}
+
+// reopenBody is the first comment of a follow-up ticket made because the
+// guest request was reopened while ticket closed was closed.
+func reopenBody(closed int64, upstreamID string, s guestapi.Status) string {
+	return fmt.Sprintf("Follow-up of closed ticket #%d: the guest request was reopened with status %q.\n\n", closed, s) +
+		marker{Kind: markTicket, ID: upstreamID}.line()
+}
+
+// sentBody is the private note MarkSent writes.
+func sentBody(eventID, upstreamMessageID string) string {
+	text := fmt.Sprintf("Delivered to the guest request: %s (the status change).", eventID)
+	if upstreamMessageID != "" {
+		text = fmt.Sprintf("Delivered to the guest request: %s, as message %s.", eventID, upstreamMessageID)
+	}
+	return text + "\n\n" + marker{Kind: markSent, ID: eventID, Arg: upstreamMessageID}.line()
+}
+
+// subject is the ticket's subject: the department and the first line of
+// the request, cut to a readable length.
+func subject(t adapters.Ticket) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(t.TaskDescription), "\n")
+	line = strings.TrimSpace(line)
+	const maxRunes = 100
+	if utf8.RuneCountInString(line) > maxRunes {
+		line = string([]rune(line)[:maxRunes-1]) + "…"
+	}
+	if line == "" {
+		line = "Guest request"
+	}
+	if d := strings.TrimSpace(t.Department); d != "" {
+		return "[" + d + "] " + line
+	}
+	return line
+}

@@ -1,0 +1,511 @@
+package zendesk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// keySpace is the UUIDv5 namespace of the Idempotency-Keys of ticket
+// creations. It never changes: a changed namespace would let a retry
+// within Zendesk's two hours create a second ticket.
+var keySpace = uuid.MustParse("b0a3c1d6-5e2f-4c8a-9f17-2d6e8b4a7c35")
+
+// chain is the tickets that mirror one upstream ticket, oldest first: the
+// ticket EnsureTicket made and the follow-ups made when it was closed.
+type chain struct {
+	upstream string
+	tickets  []zdTicket
+}
+
+func (c chain) root() zdTicket   { return c.tickets[0] }
+func (c chain) active() zdTicket { return c.tickets[len(c.tickets)-1] }
+
+// held is what the bridge's own comments in a chain record.
+type held struct {
+	messages map[string]string // upstream message id -> comment id
+	sent     map[string]string // helpdesk event id -> upstream message id
+}
+
+// EnsureTicket finds the ticket whose external_id names t.UpstreamID, or
+// creates it with the request as its first comment, the department's
+// group, the tag and the mapped status. The creation carries an
+// Idempotency-Key derived from its payload, so a retry after a lost answer
+// gets the first ticket back.
+func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	if err := a.checkOpen(); err != nil {
+		return "", err
+	}
+	if !validToken(t.UpstreamID) {
+		return "", fmt.Errorf("ensure zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
+	}
+	existing, err := a.byExternalID(ctx, t.UpstreamID)
+	if err != nil {
+		return "", fmt.Errorf("ensure zendesk ticket for %s: %w", t.UpstreamID, err)
+	}
+	if len(existing) > 0 {
+		a.remember(existing[0].ID, t.UpstreamID, existing[0].ID)
+		return refOf(existing[0].ID), nil
+	}
+	in := zdTicketIn{
+		Subject:    subject(t),
+		Comment:    &zdCommentIn{Body: descriptionBody(t), Public: t.Origin == guestapi.OriginGuest},
+		ExternalID: externalPrefix + t.UpstreamID,
+		Status:     a.status.Down(t.Status),
+		GroupID:    a.group(t.Department),
+		Tags:       a.tags,
+	}
+	ans, err := a.create(ctx, in, "create ticket")
+	if err != nil {
+		return "", fmt.Errorf("create zendesk ticket for %s: %w", t.UpstreamID, err)
+	}
+	a.remember(ans.Ticket.ID, t.UpstreamID, ans.Ticket.ID)
+	a.log.InfoContext(ctx, "created zendesk ticket", "ticket", t.UpstreamID, "op", "create ticket", "zendesk_ticket", ans.Ticket.ID)
+	return refOf(ans.Ticket.ID), nil
+}
+
+func (a *Adapter) group(dept string) int64 {
+	if id, ok := a.groups[dept]; ok {
+		return id
+	}
+	return a.cfg.Group
+}
+
+// create posts a new ticket with an Idempotency-Key derived from its
+// payload: Zendesk answers a repeat within two hours with the first
+// ticket, and refuses the key with another payload, which a payload-derived
+// key never meets.
+func (a *Adapter) create(ctx context.Context, in zdTicketIn, op string) (zdWriteAnswer, error) {
+	body := map[string]any{"ticket": in}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return zdWriteAnswer{}, fmt.Errorf("encode ticket: %w", err)
+	}
+	var out zdWriteAnswer
+	_, err = a.http.JSON(ctx, adapters.HTTPRequest{
+		Method:     http.MethodPost,
+		URL:        a.url("/tickets"),
+		Header:     http.Header{"Idempotency-Key": {uuid.NewSHA1(keySpace, b).String()}},
+		Idempotent: true,
+		Op:         op,
+	}, body, &out)
+	if err != nil {
+		return zdWriteAnswer{}, err
+	}
+	if out.Ticket.ID == 0 {
+		return zdWriteAnswer{}, errors.New("the answer names no ticket")
+	}
+	return out, nil
+}
+
+// update sends one ticket update through c.
+func (a *Adapter) update(ctx context.Context, c *adapters.HTTPClient, id int64, in zdTicketIn, op string) (zdWriteAnswer, error) {
+	var out zdWriteAnswer
+	_, err := c.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPut, URL: a.url(fmt.Sprintf("/tickets/%d", id)), Op: op}, map[string]any{"ticket": in}, &out)
+	return out, err
+}
+
+// Append adds each message not yet in the ticket as one comment (public
+// after visible_to_guest), each comment one ticket update. A guest's
+// public message reopens a solved or pending ticket in the same update.
+// A closed ticket cannot be changed in Zendesk: the first new message
+// becomes the first comment of a follow-up ticket (same external_id, linked
+// to the closed one), which takes the rest.
+//
+// Comments are sent once, never repeated within the call: Zendesk has no
+// idempotency key for updates, so after a failure whose outcome is unknown
+// the engine calls Append again, which finds the comment by its marker if
+// it was made.
+func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
+	if err := a.checkOpen(); err != nil {
+		return nil, err
+	}
+	for i, m := range msgs {
+		if !validToken(m.UpstreamID) {
+			return nil, fmt.Errorf("append to zendesk ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
+		}
+		if strings.TrimSpace(m.Body) == "" {
+			return nil, fmt.Errorf("append to zendesk ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
+		}
+	}
+	if len(msgs) == 0 {
+		return []adapters.Appended{}, nil
+	}
+	c, err := a.resolve(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("append to zendesk ticket %s: %w", ref, err)
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := a.held(ctx, c, me.ID)
+	if err != nil {
+		return nil, fmt.Errorf("append to zendesk ticket %s: %w", ref, err)
+	}
+	out := make([]adapters.Appended, 0, len(msgs))
+	for _, m := range msgs {
+		if id, ok := h.messages[m.UpstreamID]; ok {
+			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
+			continue
+		}
+		active := c.active()
+		var ans zdWriteAnswer
+		if active.Status == statusClosed {
+			in := zdTicketIn{Comment: &zdCommentIn{Body: followUpBody(active.ID, m), Public: m.Public}, Status: statusOpen}
+			ans, err = a.followUp(ctx, c, in)
+			if err != nil {
+				return nil, fmt.Errorf("append message %s: follow up closed zendesk ticket %d: %w", m.UpstreamID, active.ID, err)
+			}
+			c.tickets = append(c.tickets, ans.Ticket)
+		} else {
+			in := zdTicketIn{Comment: &zdCommentIn{Body: messageBody(m), Public: m.Public}}
+			if m.Public && m.AuthorType == guestapi.AuthorGuest && (active.Status == statusSolved || active.Status == statusPending) {
+				in.Status = statusOpen
+			}
+			ans, err = a.update(ctx, a.once, active.ID, in, "append message")
+			if err != nil {
+				return nil, fmt.Errorf("append message %s to zendesk ticket %d: %w", m.UpstreamID, active.ID, a.closedMeanwhile(ctx, active.ID, err))
+			}
+			c.tickets[len(c.tickets)-1] = ans.Ticket
+		}
+		cid := ans.commentID()
+		if cid == 0 {
+			return nil, fmt.Errorf("append message %s to zendesk ticket %d: the answer names no comment", m.UpstreamID, ans.Ticket.ID)
+		}
+		h.messages[m.UpstreamID] = idString(cid)
+		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(cid)})
+	}
+	return out, nil
+}
+
+// followUp creates a follow-up of the chain's closed last ticket with in's
+// comment and status.
+func (a *Adapter) followUp(ctx context.Context, c chain, in zdTicketIn) (zdWriteAnswer, error) {
+	closed := c.active()
+	in.Subject = closed.Subject
+	in.ExternalID = externalPrefix + c.upstream
+	in.ViaFollowupSourceID = closed.ID
+	in.Tags = a.tags
+	if closed.GroupID != nil {
+		in.GroupID = *closed.GroupID
+	}
+	ans, err := a.create(ctx, in, "create follow-up")
+	if err != nil {
+		return zdWriteAnswer{}, err
+	}
+	a.remember(ans.Ticket.ID, c.upstream, c.root().ID)
+	a.log.InfoContext(ctx, "created zendesk follow-up ticket", "ticket", c.upstream, "op", "create follow-up", "zendesk_ticket", ans.Ticket.ID, "closed_ticket", closed.ID)
+	return ans, nil
+}
+
+// closedMeanwhile turns a refused update of a ticket that Zendesk closed
+// since it was read into a temporary error (the next attempt makes a
+// follow-up); any other error is returned as it is.
+func (a *Adapter) closedMeanwhile(ctx context.Context, id int64, err error) error {
+	if !errors.Is(err, adapters.ErrInvalid) {
+		return err
+	}
+	t, rerr := a.ticket(ctx, id)
+	if rerr == nil && t.Status == statusClosed {
+		return fmt.Errorf("the ticket was closed meanwhile, the next attempt makes a follow-up (%v)", err)
+	}
+	return err
+}
+
+// SetStatus sets the Zendesk status s maps to. Nothing is written when the
+// ticket's status already maps to s (an agent's pending stays pending for
+// in_progress) or is the one s maps to; new cannot be set again once a
+// ticket left it, so it counts as open. A closed ticket stays closed for a
+// closing status; for any other the request was reopened and a follow-up
+// ticket says so.
+func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+	if err := a.checkOpen(); err != nil {
+		return err
+	}
+	if !s.Known() {
+		return fmt.Errorf("set status of zendesk ticket %s: unknown status %q: %w", ref, s, adapters.ErrInvalid)
+	}
+	c, err := a.resolve(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("set status of zendesk ticket %s: %w", ref, err)
+	}
+	active := c.active()
+	target := a.status.Down(s)
+	cur := active.Status
+	if up, ok := a.status.Up(cur); ok && up == s {
+		return nil
+	}
+	if target == statusNew && cur != statusNew {
+		target = statusOpen
+	}
+	if cur == target {
+		return nil
+	}
+	if cur == statusClosed {
+		if target == statusSolved {
+			return nil
+		}
+		in := zdTicketIn{Comment: &zdCommentIn{Body: reopenBody(active.ID, c.upstream, s)}, Status: target}
+		if target == statusNew {
+			in.Status = ""
+		}
+		if _, err := a.followUp(ctx, c, in); err != nil {
+			return fmt.Errorf("set status %s: follow up closed zendesk ticket %d: %w", s, active.ID, err)
+		}
+		return nil
+	}
+	if _, err := a.update(ctx, a.http, active.ID, zdTicketIn{Status: target}, "set status"); err != nil {
+		return fmt.Errorf("set status of zendesk ticket %d to %s: %w", active.ID, target, a.closedMeanwhile(ctx, active.ID, err))
+	}
+	return nil
+}
+
+// MarkSent records the delivery of helpdesk event eventID in a private
+// note on the ticket, unless one records it already. A closed ticket
+// cannot take the note; the delivery then goes unrecorded (the engine's
+// state still holds it) and is logged.
+func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
+	if err := a.checkOpen(); err != nil {
+		return err
+	}
+	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == noUpstreamMessage {
+		return fmt.Errorf("mark event %q sent on zendesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
+	}
+	c, err := a.resolve(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("mark event %s sent on zendesk ticket %s: %w", eventID, ref, err)
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := a.held(ctx, c, me.ID)
+	if err != nil {
+		return fmt.Errorf("mark event %s sent on zendesk ticket %s: %w", eventID, ref, err)
+	}
+	if _, ok := h.sent[eventID]; ok {
+		return nil
+	}
+	active := c.active()
+	if active.Status == statusClosed {
+		a.log.InfoContext(ctx, "zendesk ticket is closed, delivery not recorded in it", "ticket", c.upstream, "op", "mark sent", "zendesk_ticket", active.ID, "event", eventID)
+		return nil
+	}
+	in := zdTicketIn{Comment: &zdCommentIn{Body: sentBody(eventID, upstreamMessageID), Public: false}}
+	if _, err := a.update(ctx, a.once, active.ID, in, "mark sent"); err != nil {
+		err = a.closedMeanwhile(ctx, active.ID, err)
+		return fmt.Errorf("mark event %s sent on zendesk ticket %d: %w", eventID, active.ID, err)
+	}
+	return nil
+}
+
+// Lookup finds the tickets whose external_id names upstreamID and reads
+// the markers of the bridge's comments in them.
+func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
+	if err := a.checkOpen(); err != nil {
+		return adapters.Found{}, false, err
+	}
+	if !validToken(upstreamID) {
+		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
+	}
+	ts, err := a.byExternalID(ctx, upstreamID)
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket for %s: %w", upstreamID, err)
+	}
+	if len(ts) == 0 {
+		return adapters.Found{}, false, nil
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return adapters.Found{}, false, err
+	}
+	c := chain{upstream: upstreamID, tickets: ts}
+	h, err := a.held(ctx, c, me.ID)
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket for %s: %w", upstreamID, err)
+	}
+	for _, t := range ts {
+		a.remember(t.ID, upstreamID, ts[0].ID)
+	}
+	return adapters.Found{Ref: refOf(ts[0].ID), Messages: h.messages, Sent: h.sent}, true, nil
+}
+
+// remember caches what ticket id mirrors.
+func (a *Adapter) remember(id int64, upstream string, root int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tickets[id] = ticketInfo{upstream: upstream, root: root}
+}
+
+// ticket reads one ticket.
+func (a *Adapter) ticket(ctx context.Context, id int64) (zdTicket, error) {
+	var out struct {
+		Ticket zdTicket `json:"ticket"`
+	}
+	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(fmt.Sprintf("/tickets/%d", id)), Op: "read ticket"}, nil, &out); err != nil {
+		return zdTicket{}, err
+	}
+	return out.Ticket, nil
+}
+
+// resolve reads the ticket ref names and, when it is part of a follow-up
+// chain, the whole chain.
+func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (chain, error) {
+	id, err := parseRef(ref)
+	if err != nil {
+		return chain{}, err
+	}
+	t, err := a.ticket(ctx, id)
+	if err != nil {
+		return chain{}, err
+	}
+	upstream, ok := strings.CutPrefix(t.externalID(), externalPrefix)
+	if !ok || upstream == "" {
+		return chain{}, fmt.Errorf("ticket %d mirrors no guest request (its external_id is %q): %w", id, t.externalID(), adapters.ErrNotFound)
+	}
+	if t.Status != statusClosed && len(t.FollowupIDs) == 0 && !t.followUp() {
+		return chain{upstream: upstream, tickets: []zdTicket{t}}, nil
+	}
+	ts, err := a.byExternalID(ctx, upstream)
+	if err != nil {
+		return chain{}, err
+	}
+	if !slices.ContainsFunc(ts, func(x zdTicket) bool { return x.ID == t.ID }) {
+		ts = append(ts, t)
+		slices.SortFunc(ts, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
+	}
+	return chain{upstream: upstream, tickets: ts}, nil
+}
+
+func cmpID(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// byExternalID lists the tickets whose external_id names upstreamID,
+// oldest first, through the external_id filter of List Tickets.
+func (a *Adapter) byExternalID(ctx context.Context, upstreamID string) ([]zdTicket, error) {
+	ext := externalPrefix + upstreamID
+	var out []zdTicket
+	err := a.pages(ctx, "/tickets", []string{"external_id", ext}, "list tickets by external id", func(raw json.RawMessage) error {
+		var page struct {
+			Tickets []zdTicket `json:"tickets"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		for _, t := range page.Tickets {
+			if t.externalID() == ext {
+				out = append(out, t)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
+	return out, nil
+}
+
+// comments lists a ticket's comments, oldest first.
+func (a *Adapter) comments(ctx context.Context, id int64) ([]zdComment, error) {
+	var out []zdComment
+	err := a.pages(ctx, fmt.Sprintf("/tickets/%d/comments", id), nil, "list comments", func(raw json.RawMessage) error {
+		var page struct {
+			Comments []zdComment `json:"comments"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		out = append(out, page.Comments...)
+		return nil
+	})
+	return out, err
+}
+
+// maxListPages bounds a cursor-paged listing, against a server that never
+// says it is done.
+const maxListPages = 1000
+
+// pages reads every page of a cursor-paginated list (page[size] and
+// page[after]), handing each answer to f. The next page is asked for with
+// the after_cursor on the adapter's own address, never by following the
+// links.next the answer holds, so credentials go to the configured host
+// only.
+func (a *Adapter) pages(ctx context.Context, path string, query []string, op string, f func(json.RawMessage) error) error {
+	after := ""
+	for range maxListPages {
+		q := append(slices.Clone(query), "page[size]", idString(int64(a.cfg.PageSize)))
+		if after != "" {
+			q = append(q, "page[after]", after)
+		}
+		var raw json.RawMessage
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(path, q...), Op: op}, nil, &raw); err != nil {
+			return err
+		}
+		if err := f(raw); err != nil {
+			return fmt.Errorf("decode %s: %w", op, err)
+		}
+		var meta struct {
+			Meta zdMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return fmt.Errorf("decode %s: %w", op, err)
+		}
+		if !meta.Meta.HasMore {
+			return nil
+		}
+		if meta.Meta.AfterCursor == "" || meta.Meta.AfterCursor == after {
+			return fmt.Errorf("%s: Zendesk said there is more but gave no new cursor", op)
+		}
+		after = meta.Meta.AfterCursor
+	}
+	return fmt.Errorf("%s: more than %d pages", op, maxListPages)
+}
+
+// held reads the markers of the API user's comments in the chain.
+func (a *Adapter) held(ctx context.Context, c chain, me int64) (held, error) {
+	h := held{messages: map[string]string{}, sent: map[string]string{}}
+	for _, t := range c.tickets {
+		cs, err := a.comments(ctx, t.ID)
+		if err != nil {
+			return held{}, err
+		}
+		for _, cm := range cs {
+			if cm.AuthorID != me {
+				continue
+			}
+			mk, ok := parseMarker(cm.Body)
+			if !ok {
+				continue
+			}
+			switch mk.Kind {
+			case markMessage:
+				if _, dup := h.messages[mk.ID]; !dup {
+					h.messages[mk.ID] = idString(cm.ID)
+				}
+			case markSent:
+				if _, dup := h.sent[mk.ID]; !dup {
+					h.sent[mk.ID] = mk.Arg
+				}
+			}
+		}
+	}
+	return h, nil
+}

@@ -1,0 +1,296 @@
+package zendesk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// Name is the adapter's registry name.
+const Name = "zendesk"
+
+// externalPrefix starts the external_id of every ticket the bridge makes;
+// the upstream ticket id follows.
+const externalPrefix = "ticketbridge:"
+
+// Statuses of Zendesk Support tickets.
+const (
+	statusNew     = "new"
+	statusOpen    = "open"
+	statusPending = "pending"
+	statusHold    = "hold"
+	statusSolved  = "solved"
+	statusClosed  = "closed"
+)
+
+// DefaultStatusMap maps the API's statuses onto Zendesk's and back.
+//
+// Down: new stays new, assigned and in_progress are open, the four closing
+// statuses are solved; the bridge never sets closed (Zendesk's automation
+// closes solved tickets after some days, and a closed ticket can no longer
+// be changed). Up: open, pending and on-hold are all in_progress (the
+// team works on it, or waits for the guest or a third party), solved is
+// done; new and closed are not carried up (only Zendesk itself leaves
+// them: a ticket is new until first changed, and closed follows solved).
+func DefaultStatusMap() adapters.StatusMap {
+	return adapters.StatusMap{
+		ToHelpdesk: map[guestapi.Status]string{
+			guestapi.StatusNew:        statusNew,
+			guestapi.StatusAssigned:   statusOpen,
+			guestapi.StatusInProgress: statusOpen,
+			guestapi.StatusDone:       statusSolved,
+			guestapi.StatusCompleted:  statusSolved,
+			guestapi.StatusConfirmed:  statusSolved,
+			guestapi.StatusCancelled:  statusSolved,
+		},
+		FromHelpdesk: map[string]guestapi.Status{
+			statusOpen:    guestapi.StatusInProgress,
+			statusPending: guestapi.StatusInProgress,
+			statusHold:    guestapi.StatusInProgress,
+			statusSolved:  guestapi.StatusDone,
+		},
+	}
+}
+
+// Options are the adapter's collaborators; the zero value is usable.
+type Options struct {
+	// HTTP sends the requests; nil means a client with Config.Timeout.
+	HTTP *http.Client
+	// Backoff is the wait between attempts; the zero value is the
+	// daemon's default.
+	Backoff guestapi.Backoff
+	// Sleep waits between attempts; nil means a real timer. Tests pass
+	// one that advances a fake clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for Retry-After dates; nil means time.Now.
+	Now func() time.Time
+	// EventPages caps the export pages one Changes call reads; zero means
+	// [DefaultEventPages].
+	EventPages int
+}
+
+// Adapter mirrors guest requests into a Zendesk Support account. It is
+// safe for concurrent use.
+type Adapter struct {
+	base     string // https://hotel.zendesk.com
+	cfg      Config
+	groups   map[string]int64
+	tags     []string
+	since    int64
+	status   adapters.StatusMap
+	log      *slog.Logger
+	http     *adapters.HTTPClient // reads, creations with an Idempotency-Key, status changes
+	once     *adapters.HTTPClient // writes that add a comment: sent once, see Append
+	maxPages int
+
+	mu      sync.Mutex
+	me      *zdUser
+	tickets map[int64]ticketInfo // Zendesk ticket id -> what it mirrors
+	names   map[int64]string     // user id -> name
+	closed  bool
+}
+
+// ticketInfo is what the adapter remembers of a ticket it met in the event
+// export: the upstream id it mirrors ("" for a ticket that mirrors none)
+// and the first ticket of its follow-up chain.
+type ticketInfo struct {
+	upstream string
+	root     int64
+}
+
+var _ adapters.Helpdesk = (*Adapter)(nil)
+var _ adapters.Checker = (*Adapter)(nil)
+
+// Factory builds the adapter from the TICKETBRIDGE_ZENDESK_* variables of
+// deps.Env; see [LoadConfig].
+func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
+	cfg, err := LoadConfig(ctx, deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, deps, Options{})
+}
+
+// New returns an adapter for cfg, checked with [Config.Validate]. It makes
+// no request: [Adapter.Check] does.
+func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	base, _ := baseURL(cfg.URL) // checked by Validate
+	groups, _ := ParseGroups(cfg.Groups)
+	since, _ := parseSince(cfg.EventsSince)
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc := opts.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: cfg.Timeout}
+	}
+	a := &Adapter{
+		base:     base,
+		cfg:      cfg,
+		groups:   groups,
+		since:    since,
+		status:   DefaultStatusMap().Override(deps),
+		log:      log,
+		maxPages: opts.EventPages,
+		tickets:  map[int64]ticketInfo{},
+		names:    map[int64]string{},
+	}
+	if a.maxPages <= 0 {
+		a.maxPages = DefaultEventPages
+	}
+	if cfg.Tag != "none" {
+		a.tags = []string{cfg.Tag}
+	}
+	user, token := cfg.Email+"/token", cfg.Token
+	newClient := func(attempts int) *adapters.HTTPClient {
+		return &adapters.HTTPClient{
+			HTTP:        hc,
+			Backoff:     opts.Backoff,
+			MaxAttempts: attempts,
+			Header:      http.Header{"User-Agent": {"ticketbridge-zendesk"}},
+			Authorize:   func(r *http.Request) { r.SetBasicAuth(user, token) },
+			Secrets:     []string{token},
+			Sleep:       opts.Sleep,
+			Now:         opts.Now,
+			Logger:      log,
+		}
+	}
+	a.http = newClient(0)
+	a.once = newClient(1)
+	return a, nil
+}
+
+// Name returns "zendesk".
+func (a *Adapter) Name() string { return Name }
+
+// Status returns the adapter's status mapping.
+func (a *Adapter) Status() adapters.StatusMap { return a.status }
+
+// String describes the adapter without its token.
+func (a *Adapter) String() string {
+	return fmt.Sprintf("zendesk adapter for %s as %s", a.base, a.cfg.Email)
+}
+
+// Close marks the adapter closed; it holds no connection of its own.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	return nil
+}
+
+var errClosed = errors.New("zendesk adapter is closed")
+
+func (a *Adapter) checkOpen() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errClosed
+	}
+	return nil
+}
+
+// Check asks Zendesk who the credentials belong to and checks that the
+// user is an admin and that every configured group exists.
+func (a *Adapter) Check(ctx context.Context) error {
+	var out struct {
+		User zdUser `json:"user"`
+	}
+	_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/me"), Op: "check credentials"}, nil, &out)
+	if errors.Is(err, adapters.ErrAuth) {
+		return fmt.Errorf("check zendesk credentials: Zendesk refused %s with the API token: check %sEMAIL, the token in %sTOKEN (or %sTOKEN_FILE), and that token access is enabled in Admin Center > Apps and integrations > APIs > Zendesk API: %w",
+			a.cfg.Email, EnvPrefix, EnvPrefix, EnvPrefix, err)
+	}
+	if err != nil {
+		return fmt.Errorf("check zendesk credentials: %w", err)
+	}
+	if out.User.ID == 0 {
+		return fmt.Errorf("check zendesk credentials: Zendesk answered as an anonymous user: check %sEMAIL and the API token", EnvPrefix)
+	}
+	if out.User.Role != "admin" {
+		return fmt.Errorf("check zendesk credentials: %s is a Zendesk %s, but the bridge reads agents' work through the incremental ticket event export, which needs an admin: give the user the admin role or use an admin's address and token", a.cfg.Email, orNone(out.User.Role))
+	}
+	a.mu.Lock()
+	a.me = &out.User
+	a.mu.Unlock()
+	check := map[int64]string{}
+	if a.cfg.Group != 0 {
+		check[a.cfg.Group] = EnvPrefix + "GROUP"
+	}
+	for dept, id := range a.groups {
+		check[id] = fmt.Sprintf("%sGROUPS (department %s)", EnvPrefix, dept)
+	}
+	for id, where := range check {
+		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(fmt.Sprintf("/groups/%d", id)), Op: "check group"}, nil, nil)
+		if errors.Is(err, adapters.ErrNotFound) {
+			return fmt.Errorf("check zendesk group %d named in %s: no such group in the account (see Admin Center > People > Groups)", id, where)
+		}
+		if err != nil {
+			return fmt.Errorf("check zendesk group %d named in %s: %w", id, where, err)
+		}
+	}
+	return nil
+}
+
+// self returns the API user, asking Zendesk once.
+func (a *Adapter) self(ctx context.Context) (zdUser, error) {
+	a.mu.Lock()
+	me := a.me
+	a.mu.Unlock()
+	if me != nil {
+		return *me, nil
+	}
+	var out struct {
+		User zdUser `json:"user"`
+	}
+	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/me"), Op: "read api user"}, nil, &out); err != nil {
+		return zdUser{}, fmt.Errorf("read zendesk api user: %w", err)
+	}
+	if out.User.ID == 0 {
+		return zdUser{}, fmt.Errorf("read zendesk api user: Zendesk answered as an anonymous user: check %sEMAIL and the API token: %w", EnvPrefix, adapters.ErrAuth)
+	}
+	a.mu.Lock()
+	a.me = &out.User
+	a.mu.Unlock()
+	return out.User, nil
+}
+
+// url returns the API address of path (below /api/v2, without .json) with
+// query.
+func (a *Adapter) url(path string, query ...string) string {
+	u := a.base + "/api/v2" + path + ".json"
+	if len(query) > 0 {
+		q := url.Values{}
+		for i := 0; i+1 < len(query); i += 2 {
+			q.Set(query[i], query[i+1])
+		}
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// parseRef reads a Ref: a Zendesk ticket id. Anything else names no
+// ticket the helpdesk can have.
+func parseRef(ref adapters.Ref) (int64, error) {
+	var id int64
+	if _, err := fmt.Sscan(string(ref), &id); err != nil || id <= 0 || idString(id) != strings.TrimSpace(string(ref)) {
+		return 0, fmt.Errorf("zendesk ticket %q: not a ticket number: %w", ref, adapters.ErrNotFound)
+	}
+	return id, nil
+}
+
+func refOf(id int64) adapters.Ref { return adapters.Ref(idString(id)) }
