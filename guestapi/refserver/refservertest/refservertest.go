@@ -72,10 +72,20 @@ func WithClock(c *Clock) Option {
 	}
 }
 
-// WithOptions replaces the options wholesale (the other Options given
-// before it are overwritten, those after it apply on top).
+// WithOptions replaces the options with opts, except that a clock (Now,
+// Sleep) set by an earlier option such as [WithClock] is kept where opts
+// leaves it nil. Options given after it apply on top.
 func WithOptions(opts refserver.Options) Option {
-	return func(o *refserver.Options) { *o = opts }
+	return func(o *refserver.Options) {
+		now, sleep := o.Now, o.Sleep
+		*o = opts
+		if o.Now == nil {
+			o.Now = now
+		}
+		if o.Sleep == nil {
+			o.Sleep = sleep
+		}
+	}
 }
 
 // New starts a server on a loopback port with Org and OtherOrg (both
