@@ -1,0 +1,640 @@
+// Package files is the adapter "files": a helpdesk made of plain folders,
+// the bridge's embedded default. Each guest request becomes a folder a
+// person can open; replies, internal notes and status changes come back
+// from files a person or a script drops into an outbox folder.
+//
+// Layout under the directory (TICKETBRIDGE_FILES_DIR):
+//
+//	tickets/<created date>-<department>-<short id>/
+//	    thread.md     for people: the request, its facts, every message
+//	                  with author, type, time and public/internal, every
+//	                  status change; rewritten on each change
+//	    ticket.json   for programs: the ticket's fields, the thread with
+//	                  upstream and helpdesk ids, what MarkSent recorded
+//	outbox/           drop replies, notes and status changes here
+//	    README.txt    the format, for whoever opens the folder
+//	    processed/    picked-up files, renamed <sequence>-<name>
+//	    failed/       files that could not be used, each next to
+//	                  <name>.error.txt saying what is wrong
+//
+// A folder is found again after the bridge's state is lost by scanning the
+// ticket.json files for the upstream id, so its name may be changed by
+// hand. Every write is atomic (temporary file, fsync, rename, fsync of the
+// directory), and one adapter at a time works on a directory (an advisory
+// lock on <dir>/.lock).
+//
+// # Outbox files
+//
+// A text file: header lines, a blank line, the text.
+//
+//	ticket: 2026-03-14-housekeeping-3f2a9c1b   (the folder name or the upstream id)
+//	kind: reply                                (reply, note or status)
+//	author: Anna (front desk)                  (optional)
+//	status: done                               (kind status only)
+//
+//	Your towels are on their way.
+//
+// Or a file whose name ends in .json holding one object with the fields
+// "ticket", "kind", "author", "body" and "status". A reply is public (the
+// guest sees it), a note is internal; a status is one of the helpdesk
+// statuses the bridge maps upstream (by default new, assigned, in_progress,
+// done, completed, cancelled; case, spaces and dashes do not matter).
+//
+// Only complete files are picked up: write name.tmp, then rename it.
+// Hidden files, names ending in .tmp, .part, .swp or ~, README files and
+// files changed less than TICKETBRIDGE_FILES_SETTLE ago are left alone.
+// Files are taken oldest first (by modification time, then name).
+//
+// Crash safety: Changes moves a picked-up file into processed/ under the
+// next sequence number (the event's id, stable for good) and only then
+// records it in the ticket; it reports every processed file after the
+// cursor, and the cursor is the last sequence number reported. Nothing is
+// deleted, so an event survives until the engine has stored a cursor past
+// it and beyond. A file that cannot be used (unknown ticket, kind or
+// status, no text, not UTF-8, too large) goes to failed/ with its
+// explanation written first: never lost, never half applied.
+//
+// This package is not a mail or chat gateway and does not watch the
+// folder: it looks when the engine asks for changes.
+package files
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// Name is the adapter's registry name.
+const Name = "files"
+
+// Names inside the directory.
+const (
+	ticketsDir   = "tickets"
+	outboxDir    = "outbox"
+	processedDir = "processed"
+	failedDir    = "failed"
+	ticketJSON   = "ticket.json"
+	threadMD     = "thread.md"
+	lockFile     = ".lock"
+	lastSeqFile  = ".last-sequence"
+	errorSuffix  = ".error.txt"
+	newPrefix    = ".new-"
+)
+
+// Defaults of [Config] and [Options].
+const (
+	DefaultDir            = "helpdesk"
+	DefaultMaxOutboxBytes = 256 << 10
+	DefaultSettle         = 2 * time.Second
+	DefaultPageSize       = 100
+	maxMaxOutboxBytes     = 16 << 20
+)
+
+// Config is the adapter's environment.
+type Config struct {
+	// Dir is the helpdesk directory. Empty means $STATE_DIRECTORY/helpdesk
+	// under systemd, else ./helpdesk.
+	Dir string `env:"TICKETBRIDGE_FILES_DIR"`
+	// MaxOutboxBytes is the largest outbox file picked up; larger ones go
+	// to failed/.
+	MaxOutboxBytes int64 `env:"TICKETBRIDGE_FILES_MAX_OUTBOX_BYTES, default=262144"`
+	// Settle is how long an outbox file must be unchanged before it is
+	// picked up, for editors that save in place.
+	Settle time.Duration `env:"TICKETBRIDGE_FILES_SETTLE, default=2s"`
+}
+
+// LoadConfig reads the adapter's variables from env and checks them.
+func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+	var c Config
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
+		return c, fmt.Errorf("read files adapter configuration: %w", nameVariable(err, env))
+	}
+	if c.Dir == "" {
+		c.Dir = DefaultDir
+		if dir, ok := env.Lookup("STATE_DIRECTORY"); ok && dir != "" {
+			c.Dir = filepath.Join(strings.Split(dir, ":")[0], DefaultDir)
+		}
+	}
+	if c.MaxOutboxBytes <= 0 || c.MaxOutboxBytes > maxMaxOutboxBytes {
+		return c, fmt.Errorf("read files adapter configuration: TICKETBRIDGE_FILES_MAX_OUTBOX_BYTES=%d: want 1 to %d", c.MaxOutboxBytes, maxMaxOutboxBytes)
+	}
+	if c.Settle < 0 {
+		return c, fmt.Errorf("read files adapter configuration: TICKETBRIDGE_FILES_SETTLE=%s: must not be negative", c.Settle)
+	}
+	return c, nil
+}
+
+// nameVariable rewrites go-envconfig's error, which names the struct
+// field, to name the variable and its value (none of them is secret).
+func nameVariable(err error, env envconfig.Lookuper) error {
+	rt := reflect.TypeFor[Config]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), f.Name+": ") {
+			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			v, _ := env.Lookup(key)
+			return fmt.Errorf("%s=%q: %w", key, v, inner)
+		}
+	}
+	return err
+}
+
+// DefaultStatusMap maps the API's statuses to the same words: the folder
+// speaks the API's language. confirmed is shown but cannot be set.
+func DefaultStatusMap() adapters.StatusMap {
+	m := adapters.StatusMap{ToHelpdesk: map[guestapi.Status]string{}, FromHelpdesk: map[string]guestapi.Status{}}
+	for _, s := range guestapi.Statuses() {
+		m.ToHelpdesk[s] = string(s)
+	}
+	for _, s := range guestapi.SettableStatuses() {
+		m.FromHelpdesk[string(s)] = s
+	}
+	return m
+}
+
+// Options configure an [Adapter].
+type Options struct {
+	Dir            string             // required
+	Status         adapters.StatusMap // zero: DefaultStatusMap
+	MaxOutboxBytes int64              // 0: DefaultMaxOutboxBytes
+	Settle         time.Duration      // 0: picked up at once
+	PageSize       int                // 0: DefaultPageSize
+	Now            func() time.Time   // nil: time.Now
+	Logger         *slog.Logger       // nil: discard
+}
+
+// Adapter is the files helpdesk. It is safe for concurrent use; its
+// operations take turns.
+type Adapter struct {
+	dir       string
+	status    adapters.StatusMap
+	maxOutbox int64
+	settle    time.Duration
+	page      int
+	now       func() time.Time
+	log       *slog.Logger
+
+	mu      sync.Mutex
+	lock    *os.File
+	closed  bool
+	index   map[string]adapters.Ref // upstream id -> folder
+	scanned map[string]bool         // folders read into index
+}
+
+var (
+	_ adapters.Helpdesk = (*Adapter)(nil)
+	_ adapters.Checker  = (*Adapter)(nil)
+)
+
+// Factory is the registry's factory: it reads [Config] from deps.Env.
+func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
+	c, err := LoadConfig(ctx, deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, Options{
+		Dir:            c.Dir,
+		Status:         DefaultStatusMap().Override(deps),
+		MaxOutboxBytes: c.MaxOutboxBytes,
+		Settle:         c.Settle,
+		Logger:         deps.Logger,
+	})
+}
+
+// New opens the helpdesk directory opts.Dir, creating it and its folders
+// when missing.
+func New(ctx context.Context, opts Options) (*Adapter, error) {
+	if strings.TrimSpace(opts.Dir) == "" {
+		return nil, fmt.Errorf("open files helpdesk: no directory (TICKETBRIDGE_FILES_DIR)")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open files helpdesk %s: %w", opts.Dir, err)
+	}
+	a := &Adapter{
+		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
+		page: opts.PageSize, now: opts.Now, log: opts.Logger,
+		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
+	}
+	if len(a.status.ToHelpdesk) == 0 {
+		a.status = DefaultStatusMap()
+	}
+	if a.maxOutbox <= 0 {
+		a.maxOutbox = DefaultMaxOutboxBytes
+	}
+	if a.page <= 0 {
+		a.page = DefaultPageSize
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
+		if err := os.MkdirAll(d, dirMode); err != nil {
+			return nil, fmt.Errorf("open files helpdesk: create %s: %w", d, err)
+		}
+	}
+	a.lock, err = os.OpenFile(filepath.Join(a.dir, lockFile), os.O_RDWR|os.O_CREATE, fileMode)
+	if err != nil {
+		return nil, fmt.Errorf("open files helpdesk: %w", err)
+	}
+	err = a.do(ctx, func() error {
+		a.cleanStale()
+		readme := filepath.Join(a.outboxDir(), "README.txt")
+		if _, err := os.Stat(readme); errors.Is(err, os.ErrNotExist) {
+			return writeFileAtomic(readme, []byte(outboxReadme(a.statusWords())))
+		}
+		return nil
+	})
+	if err != nil {
+		a.lock.Close()
+		return nil, fmt.Errorf("open files helpdesk: %w", err)
+	}
+	return a, nil
+}
+
+func (a *Adapter) outboxDir() string    { return filepath.Join(a.dir, outboxDir) }
+func (a *Adapter) processedDir() string { return filepath.Join(a.dir, outboxDir, processedDir) }
+func (a *Adapter) failedDir() string    { return filepath.Join(a.dir, outboxDir, failedDir) }
+
+// Dir returns the helpdesk directory, absolute.
+func (a *Adapter) Dir() string { return a.dir }
+
+// cleanStale removes ticket folders a crash left half made (they were
+// never renamed into place, so nothing refers to them).
+func (a *Adapter) cleanStale() {
+	des, err := os.ReadDir(filepath.Join(a.dir, ticketsDir))
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		if !strings.HasPrefix(de.Name(), newPrefix) {
+			continue
+		}
+		if info, err := de.Info(); err == nil && a.now().Sub(info.ModTime()) > time.Hour {
+			_ = os.RemoveAll(filepath.Join(a.dir, ticketsDir, de.Name()))
+		}
+	}
+}
+
+// do runs f holding the adapter's mutex and the directory's lock.
+func (a *Adapter) do(ctx context.Context, f func() error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errors.New("files helpdesk closed")
+	}
+	for {
+		ok, err := tryLock(a.lock)
+		if err != nil {
+			return fmt.Errorf("lock %s: %w", filepath.Join(a.dir, lockFile), err)
+		}
+		if ok {
+			break
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("lock %s: another process holds it: %w", filepath.Join(a.dir, lockFile), ctx.Err())
+		case <-t.C:
+		}
+	}
+	defer func() {
+		if err := unlock(a.lock); err != nil {
+			a.log.Error("unlock helpdesk directory", "error", err)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return f()
+}
+
+// Name returns "files".
+func (a *Adapter) Name() string { return Name }
+
+// Status returns the adapter's status mapping.
+func (a *Adapter) Status() adapters.StatusMap { return a.status }
+
+// Close releases the directory's lock file.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	return a.lock.Close()
+}
+
+// Check makes sure every folder exists and is writable.
+func (a *Adapter) Check(ctx context.Context) error {
+	return a.do(ctx, func() error {
+		for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
+			probe := filepath.Join(d, ".check-"+randomSuffix())
+			if err := writeFileAtomic(probe, []byte("ticketbridge check\n")); err != nil {
+				return fmt.Errorf("check files helpdesk: folder %s is not writable: %w", d, err)
+			}
+			if err := os.Remove(probe); err != nil {
+				return fmt.Errorf("check files helpdesk: folder %s: %w", d, err)
+			}
+		}
+		return nil
+	})
+}
+
+// checkText rejects strings that are not UTF-8.
+func checkText(field, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s is not valid UTF-8: %w", field, adapters.ErrInvalid)
+	}
+	return nil
+}
+
+// EnsureTicket returns the folder mirroring t.UpstreamID, creating it when
+// there is none. A new folder appears complete or not at all: it is built
+// under a hidden name and renamed into place.
+func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	switch {
+	case strings.TrimSpace(t.UpstreamID) == "":
+		return "", fmt.Errorf("ensure ticket: upstream id is empty: %w", adapters.ErrInvalid)
+	case len(t.UpstreamID) > 200 || strings.ContainsFunc(t.UpstreamID, isControl):
+		return "", fmt.Errorf("ensure ticket %q: upstream id is longer than 200 bytes or holds control characters: %w", clip(t.UpstreamID), adapters.ErrInvalid)
+	}
+	for _, fv := range [][2]string{{"upstream id", t.UpstreamID}, {"department", t.Department}, {"task description", t.TaskDescription}, {"comments", t.Comments}} {
+		if err := checkText(fv[0], fv[1]); err != nil {
+			return "", fmt.Errorf("ensure ticket %q: %w", clip(t.UpstreamID), err)
+		}
+	}
+	var ref adapters.Ref
+	err := a.do(ctx, func() error {
+		found, err := a.find(t.UpstreamID)
+		if err != nil {
+			return err
+		}
+		if found != nil {
+			ref = adapters.Ref(found.Folder)
+			return nil
+		}
+		ref, err = a.create(t)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("ensure ticket %s: %w", t.UpstreamID, err)
+	}
+	return ref, nil
+}
+
+func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
+	status := t.Status
+	if status == "" {
+		status = guestapi.StatusNew
+	}
+	tf := &ticketFile{
+		UpstreamID: t.UpstreamID, Department: t.Department, Status: a.status.Down(status),
+		TaskDescription: t.TaskDescription, Origin: string(t.Origin), Comments: t.Comments,
+		GuestRating: t.GuestRating, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(),
+		Thread: []entry{}, Sent: []sentRecord{},
+	}
+	root := filepath.Join(a.dir, ticketsDir)
+	tmp := filepath.Join(root, newPrefix+randomSuffix())
+	if err := os.Mkdir(tmp, dirMode); err != nil {
+		return "", fmt.Errorf("create ticket folder: %w", err)
+	}
+	names := folderNames(t)
+	for i := 0; ; i++ {
+		name := names[min(i, len(names)-1)]
+		if i >= len(names) {
+			name += "-" + strconv.Itoa(i-len(names)+2)
+		}
+		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
+			continue
+		}
+		tf.Folder = name
+		b, err := encodeTicket(tf)
+		if err != nil {
+			return "", err
+		}
+		if err := writeFileAtomic(filepath.Join(tmp, ticketJSON), b); err != nil {
+			return "", err
+		}
+		if err := writeFileAtomic(filepath.Join(tmp, threadMD), renderThread(tf, a.status.FromHelpdesk)); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
+			if _, statErr := os.Lstat(filepath.Join(root, name)); statErr == nil && i < 100 {
+				continue // taken meanwhile: try the next name
+			}
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("create ticket folder %s: %w", name, err)
+		}
+		if err := syncDir(root); err != nil {
+			return "", err
+		}
+		a.index[t.UpstreamID] = adapters.Ref(name)
+		a.scanned[name] = true
+		a.log.Info("created ticket folder", "op", "ensure", "ticket", t.UpstreamID, "folder", name)
+		return adapters.Ref(name), nil
+	}
+}
+
+// Append adds msgs to the ticket's thread, skipping those it holds.
+func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
+	for i, m := range msgs {
+		var err error
+		switch {
+		case strings.TrimSpace(m.UpstreamID) == "":
+			err = fmt.Errorf("message %d: upstream id is empty: %w", i+1, adapters.ErrInvalid)
+		case strings.TrimSpace(m.Body) == "":
+			err = fmt.Errorf("message %d (%s): body is empty: %w", i+1, m.UpstreamID, adapters.ErrInvalid)
+		default:
+			for _, fv := range [][2]string{{"upstream id", m.UpstreamID}, {"body", m.Body}, {"author name", m.AuthorName}, {"author type", string(m.AuthorType)}} {
+				if e := checkText(fv[0], fv[1]); e != nil && err == nil {
+					err = fmt.Errorf("message %d (%s): %w", i+1, clip(m.UpstreamID), e)
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("append to %s: %w", ref, err)
+		}
+	}
+	var out []adapters.Appended
+	err := a.do(ctx, func() error {
+		t, err := a.load(ref)
+		if err != nil {
+			return err
+		}
+		out = make([]adapters.Appended, 0, len(msgs))
+		added := false
+		for _, m := range msgs {
+			if e := t.byUpstream(m.UpstreamID); e != nil {
+				out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: e.ID, Existed: true})
+				continue
+			}
+			e := entry{
+				ID: t.nextID(), Kind: kindMessage, Source: sourceUpstream, UpstreamID: m.UpstreamID,
+				AuthorType: string(m.AuthorType), AuthorName: m.AuthorName, Public: m.Public,
+				Body: m.Body, At: m.CreatedAt.UTC(),
+			}
+			t.Thread = append(t.Thread, e)
+			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: e.ID})
+			added = true
+		}
+		if !added {
+			dir, _ := a.ticketDir(ref)
+			return a.render(dir, t) // mend a thread.md a crash left stale
+		}
+		return a.save(t)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", ref, err)
+	}
+	return out, nil
+}
+
+// SetStatus sets the ticket's status to the word s maps to.
+func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+	if !s.Known() {
+		return fmt.Errorf("set status of %s: unknown status %q (want one of new, assigned, in_progress, done, completed, confirmed, cancelled): %w", ref, s, adapters.ErrInvalid)
+	}
+	err := a.do(ctx, func() error {
+		t, err := a.load(ref)
+		if err != nil {
+			return err
+		}
+		h := a.status.Down(s)
+		if t.Status == h {
+			return nil
+		}
+		t.Status = h
+		t.Thread = append(t.Thread, entry{ID: t.nextID(), Kind: kindStatus, Source: sourceBridge, Status: h, At: a.now().UTC()})
+		return a.save(t)
+	})
+	if err != nil {
+		return fmt.Errorf("set status of %s: %w", ref, err)
+	}
+	return nil
+}
+
+// Changes picks up the outbox and reports the events after cursor (a
+// sequence number of processed/), oldest first.
+func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	var after int64
+	if cursor != "" {
+		n, err := strconv.ParseInt(string(cursor), 10, 64)
+		if err != nil || n < 0 {
+			return nil, cursor, fmt.Errorf("read changes: cursor %q is not a sequence number: %w", cursor, adapters.ErrInvalid)
+		}
+		after = n
+	}
+	var evs []adapters.Event
+	next := after
+	err := a.do(ctx, func() error {
+		if err := a.ingest(ctx, after); err != nil {
+			return err
+		}
+		var err error
+		evs, next, err = a.report(ctx, after)
+		return err
+	})
+	if err != nil {
+		return nil, cursor, fmt.Errorf("read changes: %w", err)
+	}
+	return evs, adapters.Cursor(strconv.FormatInt(next, 10)), nil
+}
+
+// Lookup finds the folder mirroring upstreamID by the ids in ticket.json.
+func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
+	if strings.TrimSpace(upstreamID) == "" {
+		return adapters.Found{}, false, fmt.Errorf("look up ticket: upstream id is empty: %w", adapters.ErrInvalid)
+	}
+	var f adapters.Found
+	var ok bool
+	err := a.do(ctx, func() error {
+		t, err := a.find(upstreamID)
+		if t != nil {
+			f, ok = t.found(), true
+		}
+		return err
+	})
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up ticket %s: %w", upstreamID, err)
+	}
+	return f, ok, nil
+}
+
+// MarkSent records in ticket.json (and shows in thread.md) that an outbox
+// event was delivered upstream.
+func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
+	if eventID == "" {
+		return fmt.Errorf("mark sent on %s: event id is empty: %w", ref, adapters.ErrInvalid)
+	}
+	err := a.do(ctx, func() error {
+		t, err := a.load(ref)
+		if err != nil {
+			return err
+		}
+		for i, s := range t.Sent {
+			if s.EventID == eventID {
+				if s.UpstreamMessageID == upstreamMessageID {
+					return nil
+				}
+				t.Sent[i].UpstreamMessageID = upstreamMessageID
+				return a.save(t)
+			}
+		}
+		t.Sent = append(t.Sent, sentRecord{EventID: eventID, UpstreamMessageID: upstreamMessageID, At: a.now().UTC()})
+		return a.save(t)
+	})
+	if err != nil {
+		return fmt.Errorf("mark sent %s on %s: %w", eventID, ref, err)
+	}
+	return nil
+}
+
+// outboxReadme is outbox/README.txt.
+func outboxReadme(statuses []string) string {
+	return `This is the outbox of the ticketbridge files helpdesk.
+
+To answer a guest request, drop a text file here. It is picked up on the
+next cycle and moved to processed/ (or, when something is wrong with it,
+to failed/ next to a .error.txt that says what). Write the file under a
+name ending in .tmp and rename it when it is complete; hidden files and
+*.tmp files are left alone.
+
+    ticket: 2026-03-14-housekeeping-3f2a9c1b
+    kind: reply
+    author: Anna (front desk)
+
+    Your towels are on their way.
+
+ticket  the ticket's folder name (under tickets/) or its upstream id
+kind    reply  a public answer: the guest sees it
+        note   an internal note: only staff see it
+        status a status change: add "status: <status>" and no text
+author  your name as the guest request shows it (optional)
+status  for kind status: one of ` + strings.Join(statuses, ", ") + `
+
+Or a .json file: {"ticket": "...", "kind": "reply", "author": "...", "body": "..."}
+`
+}

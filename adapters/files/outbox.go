@@ -1,0 +1,589 @@
+package files
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// OutboxItem is one outbox file, parsed: what a person asks the bridge to
+// carry upstream.
+type OutboxItem struct {
+	Ticket string             // a ticket folder's name or an upstream ticket id
+	Kind   adapters.EventKind // reply, note or status
+	Author string             // the person's name as the guest request shows it; may be empty
+	Status string             // kind status: the status word, as written
+	Body   string             // kind reply and note: the text
+}
+
+// maxAuthorRunes caps an author name.
+const maxAuthorRunes = 200
+
+// ParseOutbox parses an outbox file's content. A name ending in .json is
+// read as one JSON object {"ticket", "kind", "author", "body", "status"};
+// anything else as header lines ("key: value": ticket, kind, author,
+// status), a blank line, and the body. It checks the form only (the ticket
+// and the status word are checked against the folder by the adapter), and
+// every error wraps [adapters.ErrInvalid] and says what to fix.
+func ParseOutbox(name string, data []byte) (OutboxItem, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a byte order mark, as some editors write
+	if !utf8.Valid(data) {
+		return OutboxItem{}, invalid("the file is not UTF-8 text; save it as UTF-8")
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return OutboxItem{}, invalid("the file holds NUL bytes; it must be plain text")
+	}
+	text := strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n")
+	var it OutboxItem
+	var err error
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		it, err = parseJSON(text)
+	} else {
+		it, err = parseText(text)
+	}
+	if err != nil {
+		return OutboxItem{}, err
+	}
+	return it, it.check()
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), adapters.ErrInvalid)
+}
+
+var outboxKeys = []string{"ticket", "kind", "author", "status"}
+
+func parseText(text string) (OutboxItem, error) {
+	var it OutboxItem
+	seen := map[string]bool{}
+	lines := strings.Split(text, "\n")
+	i := 0
+	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+		i++ // blank lines before the header
+	}
+	for ; i < len(lines); i++ {
+		line := lines[i]
+		if strings.TrimSpace(line) == "" {
+			i++
+			break
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return it, invalid("line %d %q: want a header line \"key: value\" (ticket, kind, author, status), then a blank line, then the text", i+1, clip(line))
+		}
+		key := strings.ToLower(strings.TrimSpace(k))
+		if !slices.Contains(outboxKeys, key) {
+			return it, invalid("line %d: unknown header %q (want ticket, kind, author or status, then a blank line before the text)", i+1, clip(strings.TrimSpace(k)))
+		}
+		if seen[key] {
+			return it, invalid("line %d: header %q given twice", i+1, key)
+		}
+		seen[key] = true
+		v = strings.TrimSpace(v)
+		switch key {
+		case "ticket":
+			it.Ticket = v
+		case "kind":
+			it.Kind = adapters.EventKind(strings.ToLower(v))
+		case "author":
+			it.Author = v
+		case "status":
+			it.Status = v
+		}
+	}
+	if i < len(lines) {
+		it.Body = strings.Join(lines[i:], "\n")
+	}
+	it.Body = trimBody(it.Body)
+	return it, nil
+}
+
+func parseJSON(text string) (OutboxItem, error) {
+	var w struct {
+		Ticket string `json:"ticket"`
+		Kind   string `json:"kind"`
+		Author string `json:"author"`
+		Body   string `json:"body"`
+		Status string `json:"status"`
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return OutboxItem{}, invalid("not a JSON object {\"ticket\", \"kind\", \"author\", \"body\", \"status\"}: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return OutboxItem{}, invalid("more than one JSON value in the file; put one object per file")
+	}
+	return OutboxItem{
+		Ticket: strings.TrimSpace(w.Ticket),
+		Kind:   adapters.EventKind(strings.ToLower(strings.TrimSpace(w.Kind))),
+		Author: strings.TrimSpace(w.Author),
+		Status: strings.TrimSpace(w.Status),
+		Body:   trimBody(strings.ReplaceAll(strings.ReplaceAll(w.Body, "\r\n", "\n"), "\r", "\n")),
+	}, nil
+}
+
+// trimBody drops blank lines before the text and trailing white space after
+// it, keeping the first line's indentation.
+func trimBody(s string) string {
+	s = strings.TrimRight(s, " \t\n")
+	for {
+		line, rest, ok := strings.Cut(s, "\n")
+		if !ok || strings.TrimSpace(line) != "" {
+			break
+		}
+		s = rest
+	}
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s
+}
+
+// check validates the fields of a parsed item.
+func (it OutboxItem) check() error {
+	if it.Ticket == "" {
+		return invalid("ticket is missing: name the ticket's folder or its upstream id")
+	}
+	if strings.ContainsFunc(it.Ticket, isControl) {
+		return invalid("ticket %q holds control characters", clip(it.Ticket))
+	}
+	if utf8.RuneCountInString(it.Author) > maxAuthorRunes {
+		return invalid("author is longer than %d characters", maxAuthorRunes)
+	}
+	if strings.ContainsFunc(it.Author, isControl) {
+		return invalid("author holds control characters")
+	}
+	if strings.ContainsFunc(it.Status, isControl) || utf8.RuneCountInString(it.Status) > 60 {
+		return invalid("status %q is not a status word", clip(it.Status))
+	}
+	switch it.Kind {
+	case adapters.EventReply, adapters.EventNote:
+		if it.Body == "" {
+			return invalid("kind %s needs a text: write it after a blank line below the header", it.Kind)
+		}
+		if it.Status != "" {
+			return invalid("status is only for kind status; drop a separate status file")
+		}
+	case adapters.EventStatus:
+		if it.Status == "" {
+			return invalid("kind status needs a status line, e.g. \"status: done\"")
+		}
+		if it.Body != "" {
+			return invalid("kind status takes no text; drop a note for the explanation")
+		}
+	case "":
+		return invalid("kind is missing: want reply, note or status")
+	default:
+		return invalid("kind %q is not one of reply, note, status", clip(string(it.Kind)))
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return s
+}
+
+// skipName reports whether an outbox entry is not (yet) for the adapter:
+// hidden files, files being written (*.tmp, *.part, editor backups) and
+// the outbox's own README.
+func skipName(name string) bool {
+	lower := strings.ToLower(name)
+	switch {
+	case strings.HasPrefix(name, "."), strings.HasSuffix(name, "~"),
+		strings.HasPrefix(name, "#"),
+		strings.HasSuffix(lower, ".tmp"), strings.HasSuffix(lower, ".part"),
+		strings.HasSuffix(lower, ".swp"), strings.HasSuffix(lower, ".crdownload"),
+		strings.HasPrefix(lower, "readme"):
+		return true
+	}
+	return false
+}
+
+// seqDigits is the width of the sequence number that prefixes processed
+// names, so that they sort in order.
+const seqDigits = 12
+
+// processedSeq returns the sequence number of a name in processed/.
+func processedSeq(name string) (int64, bool) {
+	digits, _, ok := strings.Cut(name, "-")
+	if !ok || len(digits) < seqDigits {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// processedName returns the name of outbox file name under sequence seq,
+// keeping the original name readable but within file-name limits.
+func processedName(seq int64, name string) string {
+	const maxName = 200
+	if len(name) > maxName {
+		cut := maxName
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut]
+	}
+	return fmt.Sprintf("%0*d-%s", seqDigits, seq, name)
+}
+
+// processed is one file of processed/.
+type processed struct {
+	seq  int64
+	name string
+}
+
+// listProcessed returns processed/'s files in sequence order and the
+// highest sequence number ever given (also from .last-sequence, which
+// survives the pruning of processed/).
+func (a *Adapter) listProcessed() ([]processed, int64, error) {
+	des, err := os.ReadDir(a.processedDir())
+	if err != nil {
+		return nil, 0, fmt.Errorf("list processed outbox files: %w", err)
+	}
+	var out []processed
+	var last int64
+	for _, de := range des {
+		if seq, ok := processedSeq(de.Name()); ok && de.Type().IsRegular() {
+			out = append(out, processed{seq, de.Name()})
+			last = max(last, seq)
+		}
+	}
+	slices.SortFunc(out, func(x, y processed) int { return cmp.Compare(x.seq, y.seq) })
+	if b, err := os.ReadFile(filepath.Join(a.processedDir(), lastSeqFile)); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			last = max(last, n)
+		}
+	}
+	return out, last, nil
+}
+
+// candidate is an outbox file waiting to be picked up.
+type candidate struct {
+	name    string
+	mod     time.Time
+	regular bool
+}
+
+// ingest moves every complete file in the outbox either into processed/,
+// under the next sequence number, applying it to its ticket, or into
+// failed/ with an explanation. floor is the caller's cursor: new numbers
+// are always above it, even when processed/ was emptied.
+//
+// Crash safety: a file is renamed into processed/ before it is applied,
+// and applying is idempotent by its processed name, so a crash in between
+// is mended by the next report (which applies what it reports). An invalid
+// file gets its explanation written before it is moved, so failed/ never
+// holds a file without one.
+func (a *Adapter) ingest(ctx context.Context, floor int64) error {
+	des, err := os.ReadDir(a.outboxDir())
+	if err != nil {
+		return fmt.Errorf("list outbox: %w", err)
+	}
+	now := a.now()
+	var cands []candidate
+	for _, de := range des {
+		name := de.Name()
+		if skipName(name) || de.IsDir() {
+			continue
+		}
+		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read outbox file %s: %w", name, err)
+		}
+		mod := info.ModTime()
+		if age := now.Sub(mod); age < a.settle && age > -time.Minute {
+			continue // maybe still being written; next time
+		}
+		cands = append(cands, candidate{name, mod, de.Type().IsRegular()})
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortFunc(cands, func(x, y candidate) int {
+		if c := x.mod.Compare(y.mod); c != 0 {
+			return c
+		}
+		return strings.Compare(x.name, y.name)
+	})
+	_, last, err := a.listProcessed()
+	if err != nil {
+		return err
+	}
+	next := max(last, floor) + 1
+	for _, c := range cands {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("read outbox: %w", err)
+		}
+		accepted, err := a.take(c, next)
+		if err != nil {
+			return err
+		}
+		if accepted {
+			next++
+		}
+	}
+	return nil
+}
+
+// take handles one outbox file; accepted says whether it used seq.
+func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
+	src := filepath.Join(a.outboxDir(), c.name)
+	if !c.regular {
+		return false, a.reject(c.name, "it is not a regular file (a link, a pipe or a device); drop a plain file")
+	}
+	data, err := readCapped(src, a.maxOutbox)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // taken away meanwhile
+	}
+	if errors.Is(err, errTooBig) {
+		return false, a.reject(c.name, fmt.Sprintf("it is larger than %d bytes (TICKETBRIDGE_FILES_MAX_OUTBOX_BYTES)", a.maxOutbox))
+	}
+	if err != nil {
+		return false, fmt.Errorf("read outbox file %s: %w", c.name, err)
+	}
+	it, err := ParseOutbox(c.name, data)
+	if err != nil {
+		return false, a.reject(c.name, strings.TrimSuffix(err.Error(), ": "+adapters.ErrInvalid.Error()))
+	}
+	t, err := a.resolve(it.Ticket)
+	if err != nil {
+		return false, err
+	}
+	if t == nil {
+		return false, a.reject(c.name, fmt.Sprintf("ticket %q: no ticket folder has that name or upstream id", clip(it.Ticket)))
+	}
+	var hd string
+	if it.Kind == adapters.EventStatus {
+		var ok bool
+		if hd, _, ok = a.matchStatus(it.Status); !ok {
+			return false, a.reject(c.name, fmt.Sprintf("status %q is not one the bridge carries upstream (want one of %s)", clip(it.Status), strings.Join(a.statusWords(), ", ")))
+		}
+	}
+	pname := processedName(seq, c.name)
+	if err := renameDurable(src, filepath.Join(a.processedDir(), pname)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err := writeFileAtomic(filepath.Join(a.processedDir(), lastSeqFile), []byte(strconv.FormatInt(seq, 10)+"\n")); err != nil {
+		return true, err
+	}
+	a.log.Info("picked up outbox file", "op", "outbox", "ticket", t.UpstreamID, "file", c.name, "event", pname, "kind", string(it.Kind))
+	ev := a.event(pname, t, it, hd, c.mod)
+	return true, a.apply(t, ev, hd)
+}
+
+var errTooBig = errors.New("file too big")
+
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errTooBig
+	}
+	return b, nil
+}
+
+// reject moves an outbox file to failed/, next to <name>.error.txt saying
+// what is wrong with it.
+func (a *Adapter) reject(name, reason string) error {
+	failed := a.failedDir()
+	target := name
+	for i := 2; ; i++ {
+		_, err1 := os.Lstat(filepath.Join(failed, target))
+		_, err2 := os.Lstat(filepath.Join(failed, target+errorSuffix))
+		if errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist) {
+			break
+		}
+		target = fmt.Sprintf("%s.%d", name, i)
+	}
+	msg := fmt.Sprintf("The outbox file %q was not sent: %s.\n\n"+
+		"It was set aside at %s. Fix it and move it back into the outbox folder\n"+
+		"(write it under a name ending in .tmp and rename it when complete);\n"+
+		"see outbox/README.txt for the format.\n", name, reason, a.now().UTC().Format(time.RFC3339))
+	if err := writeFileAtomic(filepath.Join(failed, target+errorSuffix), []byte(msg)); err != nil {
+		return err
+	}
+	if err := renameDurable(filepath.Join(a.outboxDir(), name), filepath.Join(failed, target)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	a.log.Warn("outbox file set aside", "op", "outbox", "file", name, "failed", target, "error", reason)
+	return nil
+}
+
+// event builds the event of an accepted outbox file.
+func (a *Adapter) event(id string, t *ticketFile, it OutboxItem, hd string, at time.Time) adapters.Event {
+	ev := adapters.Event{
+		ID: id, Ref: adapters.Ref(t.Folder), UpstreamTicketID: t.UpstreamID,
+		Kind: it.Kind, AuthorName: it.Author, At: at.UTC(),
+	}
+	switch it.Kind {
+	case adapters.EventStatus:
+		ev.Status, _ = a.status.Up(hd)
+	default:
+		ev.Body = it.Body
+	}
+	return ev
+}
+
+// apply records an outbox event in its ticket, once.
+func (a *Adapter) apply(t *ticketFile, ev adapters.Event, hd string) error {
+	if t.byEvent(ev.ID) != nil {
+		return nil
+	}
+	e := entry{ID: t.nextID(), Source: sourceOutbox, EventID: ev.ID, AuthorName: ev.AuthorName, At: ev.At}
+	switch ev.Kind {
+	case adapters.EventReply:
+		e.Kind, e.Public, e.Body = kindReply, true, ev.Body
+	case adapters.EventNote:
+		e.Kind, e.Body = kindNote, ev.Body
+	case adapters.EventStatus:
+		e.Kind, e.Status = kindStatus, hd
+		t.Status = hd
+	}
+	t.Thread = append(t.Thread, e)
+	return a.save(t)
+}
+
+// report returns the events of processed/ after seq, at most a page, each
+// applied to its ticket, and the sequence number to resume after.
+func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, int64, error) {
+	files, _, err := a.listProcessed()
+	if err != nil {
+		return nil, after, err
+	}
+	cursor := after
+	var evs []adapters.Event
+	for _, p := range files {
+		if p.seq <= after {
+			continue
+		}
+		if len(evs) == a.page {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, after, fmt.Errorf("read changes: %w", err)
+		}
+		ev, ok, err := a.reread(p)
+		if err != nil {
+			return nil, after, err
+		}
+		cursor = p.seq
+		if ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs, cursor, nil
+}
+
+// reread rebuilds the event of a processed file and makes sure its ticket
+// holds it. ok is false for a file that no longer makes an event (edited
+// or its ticket removed by hand); it is logged and passed over.
+func (a *Adapter) reread(p processed) (adapters.Event, bool, error) {
+	path := filepath.Join(a.processedDir(), p.name)
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return adapters.Event{}, false, nil
+	}
+	if err != nil {
+		return adapters.Event{}, false, fmt.Errorf("read processed outbox file %s: %w", p.name, err)
+	}
+	data, err := readCapped(path, max(a.maxOutbox, info.Size()))
+	if err != nil {
+		return adapters.Event{}, false, fmt.Errorf("read processed outbox file %s: %w", p.name, err)
+	}
+	original := p.name[strings.IndexByte(p.name, '-')+1:]
+	it, err := ParseOutbox(original, data)
+	if err != nil {
+		a.log.Warn("processed outbox file no longer parses; passing over it", "op", "outbox", "file", p.name, "error", err)
+		return adapters.Event{}, false, nil
+	}
+	t, err := a.resolve(it.Ticket)
+	if err != nil {
+		return adapters.Event{}, false, err
+	}
+	if t == nil {
+		a.log.Warn("the ticket of a processed outbox file is gone; passing over it", "op", "outbox", "file", p.name)
+		return adapters.Event{}, false, nil
+	}
+	var hd string
+	if it.Kind == adapters.EventStatus {
+		var ok bool
+		if hd, _, ok = a.matchStatus(it.Status); !ok {
+			a.log.Warn("the status of a processed outbox file is no longer mapped; passing over it", "op", "outbox", "file", p.name, "status", it.Status)
+			return adapters.Event{}, false, nil
+		}
+	}
+	ev := a.event(p.name, t, it, hd, info.ModTime())
+	if err := a.apply(t, ev, hd); err != nil {
+		return adapters.Event{}, false, err
+	}
+	return ev, true, nil
+}
+
+// matchStatus finds the helpdesk status a person meant: the mapping's own
+// word, compared without regard to case, with spaces and dashes read as
+// underscores ("In progress" is in_progress).
+func (a *Adapter) matchStatus(word string) (helpdesk string, up guestapi.Status, ok bool) {
+	want := normStatus(word)
+	for _, k := range a.statusWords() {
+		if normStatus(k) == want {
+			up, _ := a.status.Up(k)
+			return k, up, true
+		}
+	}
+	return "", "", false
+}
+
+func normStatus(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.NewReplacer(" ", "_", "-", "_").Replace(s)
+}
+
+// statusWords returns the helpdesk statuses the adapter carries upstream,
+// sorted.
+func (a *Adapter) statusWords() []string {
+	out := make([]string, 0, len(a.status.FromHelpdesk))
+	for k := range a.status.FromHelpdesk {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,134 @@
+package files_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/files"
+)
+
+func TestParseOutbox(t *testing.T) {
+	cases := []struct {
+		name, data string
+		want       files.OutboxItem
+	}{
+		{"reply.txt", "ticket: 2026-03-14-housekeeping-3f2a9c1b\nkind: reply\nauthor: Anna (front desk)\n\nYour towels are on their way.\n",
+			files.OutboxItem{Ticket: "2026-03-14-housekeeping-3f2a9c1b", Kind: "reply", Author: "Anna (front desk)", Body: "Your towels are on their way."}},
+		{"crlf-bom.txt", "\ufeffTicket: T1\r\nKIND: Note\r\n\r\n\r\n  indented first line\r\nsecond\r\n\r\n",
+			files.OutboxItem{Ticket: "T1", Kind: "note", Body: "  indented first line\nsecond"}},
+		{"status.txt", "ticket: T1\nkind: status\nstatus: done", files.OutboxItem{Ticket: "T1", Kind: "status", Status: "done"}},
+		{"status-blank.txt", "\n\nticket: T1\nkind: status\nstatus: In progress\n\n\n", files.OutboxItem{Ticket: "T1", Kind: "status", Status: "In progress"}},
+		{"colon.txt", "ticket: T1\nkind: reply\n\nTime: 7:15\nkind: not a header", files.OutboxItem{Ticket: "T1", Kind: "reply", Body: "Time: 7:15\nkind: not a header"}},
+		{"a.JSON", `{"ticket": " T1 ", "kind": "REPLY", "author": "Zoë", "body": "Grüße\r\n**bold**\n"}`,
+			files.OutboxItem{Ticket: "T1", Kind: "reply", Author: "Zoë", Body: "Grüße\n**bold**"}},
+	}
+	for _, c := range cases {
+		got, err := files.ParseOutbox(c.name, []byte(c.data))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestParseOutboxRejects(t *testing.T) {
+	cases := []struct{ name, data, says string }{
+		{"a.txt", "", "ticket is missing"},
+		{"a.txt", "kind: reply\n\nhi", "ticket is missing"},
+		{"a.txt", "ticket: T1\n\nhi", "kind is missing"},
+		{"a.txt", "ticket: T1\nkind: comment\n\nhi", `kind "comment"`},
+		{"a.txt", "ticket: T1\nkind: reply\n", "needs a text"},
+		{"a.txt", "ticket: T1\nkind: reply\nstatus: done\n\nhi", "only for kind status"},
+		{"a.txt", "ticket: T1\nkind: status\n", "needs a status line"},
+		{"a.txt", "ticket: T1\nkind: status\nstatus: done\n\nbecause", "takes no text"},
+		{"a.txt", "ticket: T1\nsubject: towels\nkind: reply\n\nhi", `unknown header "subject"`},
+		{"a.txt", "ticket: T1\nticket: T2\nkind: reply\n\nhi", "given twice"},
+		{"a.txt", "ticket: T1\nkind reply\n\nhi", "line 2"},
+		{"a.txt", "ticket: T1\nkind: reply\n\nGr\xfc\xdfe", "not UTF-8"},
+		{"a.txt", "ticket: T1\nkind: reply\n\nnul\x00byte", "NUL"},
+		{"a.txt", "ticket: T1\nkind: reply\nauthor: " + strings.Repeat("a", 201) + "\n\nhi", "author is longer"},
+		{"a.json", `{"ticket": "T1", "kind": "reply", "body": "hi", "to": "guest"}`, "to"},
+		{"a.json", `{"ticket": "T1", "kind": "reply", "body": "hi"} {}`, "more than one"},
+		{"a.json", `["T1"]`, "not a JSON object"},
+		{"a.json", `{"ticket": "T1\nT2", "kind": "reply", "body": "hi"}`, "control characters"},
+		{"a.json", `{"ticket": "T1", "kind": "status", "status": "done\nkind: reply"}`, "not a status word"},
+	}
+	for _, c := range cases {
+		_, err := files.ParseOutbox(c.name, []byte(c.data))
+		if !errors.Is(err, adapters.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("ParseOutbox(%q) = %v; want ErrInvalid saying %q", c.data, err, c.says)
+		}
+	}
+}
+
+// render writes item in the text format.
+func render(it files.OutboxItem) string {
+	var b strings.Builder
+	b.WriteString("ticket: " + it.Ticket + "\nkind: " + string(it.Kind) + "\n")
+	if it.Author != "" {
+		b.WriteString("author: " + it.Author + "\n")
+	}
+	if it.Status != "" {
+		b.WriteString("status: " + it.Status + "\n")
+	}
+	if it.Body != "" {
+		b.WriteString("\n" + it.Body + "\n")
+	}
+	return b.String()
+}
+
+// FuzzParseOutbox: any input either parses into an item that satisfies the
+// format's rules and survives a round trip through the text format, or is
+// refused with ErrInvalid. It never panics.
+func FuzzParseOutbox(f *testing.F) {
+	f.Add("reply.txt", []byte("ticket: T1\nkind: reply\nauthor: Anna\n\nHello"))
+	f.Add("status.txt", []byte("ticket: T1\nkind: status\nstatus: done\n"))
+	f.Add("note.json", []byte(`{"ticket":"T1","kind":"note","body":"x"}`))
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		it, err := files.ParseOutbox(name, data)
+		if err != nil {
+			if !errors.Is(err, adapters.ErrInvalid) {
+				t.Fatalf("error without ErrInvalid: %v", err)
+			}
+			return
+		}
+		if it.Ticket == "" || it.Ticket != strings.TrimSpace(it.Ticket) {
+			t.Fatalf("ticket %q", it.Ticket)
+		}
+		for _, s := range []string{it.Ticket, it.Author, it.Status, it.Body, string(it.Kind)} {
+			if !utf8.ValidString(s) {
+				t.Fatalf("invalid UTF-8 in %+v", it)
+			}
+		}
+		switch it.Kind {
+		case adapters.EventReply, adapters.EventNote:
+			if strings.TrimSpace(it.Body) == "" || it.Status != "" {
+				t.Fatalf("%s with body %q, status %q", it.Kind, it.Body, it.Status)
+			}
+		case adapters.EventStatus:
+			if it.Status == "" || it.Body != "" {
+				t.Fatalf("status with body %q, status %q", it.Body, it.Status)
+			}
+		default:
+			t.Fatalf("kind %q", it.Kind)
+		}
+		if strings.Contains(it.Body, "\r") {
+			t.Fatalf("body keeps a CR: %q", it.Body)
+		}
+		again, err := files.ParseOutbox("again.txt", []byte(render(it)))
+		if err != nil || again != it {
+			t.Fatalf("round trip through the text format: %+v, %v; want %+v", again, err, it)
+		}
+		b, _ := json.Marshal(map[string]string{"ticket": it.Ticket, "kind": string(it.Kind), "author": it.Author, "status": it.Status, "body": it.Body})
+		if again, err := files.ParseOutbox("again.json", b); err != nil || again != it {
+			t.Fatalf("round trip through JSON: %+v, %v; want %+v", again, err, it)
+		}
+	})
+}

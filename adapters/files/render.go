@@ -1,0 +1,131 @@
+package files
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// renderThread renders thread.md, the page a person reads: the request, its
+// facts, then every message, reply, note and status change in order, each
+// under a heading "### <id> · <who> · <time> · <visibility>".
+func renderThread(t *ticketFile, from map[string]guestapi.Status) []byte {
+	var b strings.Builder
+	title := firstLine(t.TaskDescription, 80)
+	if title == "" {
+		title = "Guest request " + t.UpstreamID
+	}
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	fmt.Fprintf(&b, "- **Status:** %s\n", oneLine(t.Status))
+	fmt.Fprintf(&b, "- **Department:** %s\n", orDash(t.Department))
+	fmt.Fprintf(&b, "- **Origin:** %s\n", orDash(t.Origin))
+	fmt.Fprintf(&b, "- **Created:** %s\n", when(t.CreatedAt))
+	fmt.Fprintf(&b, "- **Updated:** %s\n", when(t.UpdatedAt))
+	if t.GuestRating != nil {
+		fmt.Fprintf(&b, "- **Guest rating:** %s\n", strconv.FormatFloat(*t.GuestRating, 'f', -1, 64))
+	}
+	fmt.Fprintf(&b, "- **Upstream id:** %s\n", oneLine(t.UpstreamID))
+	fmt.Fprintf(&b, "- **Folder:** %s\n", t.Folder)
+	fmt.Fprintf(&b, "\n## Request\n\n%s\n", orDash(strings.TrimSpace(t.TaskDescription)))
+	if c := strings.TrimSpace(t.Comments); c != "" {
+		fmt.Fprintf(&b, "\n## Console comment\n\n%s\n", c)
+	}
+	b.WriteString("\n## Thread\n")
+	if len(t.Thread) == 0 {
+		b.WriteString("\nNo messages yet.\n")
+	}
+	for _, e := range t.Thread {
+		fmt.Fprintf(&b, "\n### %s · %s\n", e.ID, heading(t, e))
+		if e.Kind != kindStatus {
+			fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(e.Body, "\n"))
+		}
+	}
+	statuses := make([]string, 0, len(from))
+	for s := range from {
+		statuses = append(statuses, s)
+	}
+	slices.Sort(statuses)
+	fmt.Fprintf(&b, "\n---\n\nTo answer, drop a file into the outbox folder (see outbox/README.txt):\n\n"+
+		"    ticket: %s\n    kind: reply            (or note, or status)\n    author: Your Name\n    status: done           (kind status only: %s)\n\n"+
+		"    Your text, for reply and note.\n", t.Folder, strings.Join(statuses, ", "))
+	return []byte(b.String())
+}
+
+// heading is the part of an entry's heading after its id.
+func heading(t *ticketFile, e entry) string {
+	switch e.Kind {
+	case kindStatus:
+		by := "by the bridge (from the guest request)"
+		if e.Source == sourceOutbox {
+			by = "by " + orDash(oneLine(e.AuthorName))
+		}
+		s := fmt.Sprintf("Status set to %s %s · %s", oneLine(e.Status), by, when(e.At))
+		if r, ok := t.sentFor(e.EventID); ok && e.EventID != "" {
+			s += " · sent upstream " + when(r.At)
+		}
+		return s
+	case kindMessage:
+		return fmt.Sprintf("%s (%s) · %s · %s", orDash(oneLine(e.AuthorName)), orDash(oneLine(e.AuthorType)), when(e.At), visibility(e.Public))
+	}
+	who := "agent reply"
+	if e.Kind == kindNote {
+		who = "agent note"
+	}
+	s := fmt.Sprintf("%s (%s) · %s · %s", orDash(oneLine(e.AuthorName)), who, when(e.At), visibility(e.Public))
+	if r, ok := t.sentFor(e.EventID); ok && e.EventID != "" {
+		s += " · sent upstream " + when(r.At)
+	}
+	return s
+}
+
+func visibility(public bool) string {
+	if public {
+		return "public"
+	}
+	return "internal note"
+}
+
+// when renders a time for people: minutes, UTC.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "time unknown"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "—"
+	}
+	return s
+}
+
+// oneLine replaces line breaks and other control characters with spaces so
+// that a value cannot break the page's structure.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// firstLine returns the first non-empty line of s, at most n runes.
+func firstLine(s string, n int) string {
+	for line := range strings.SplitSeq(s, "\n") {
+		line = strings.TrimSpace(oneLine(line))
+		if line == "" {
+			continue
+		}
+		if r := []rune(line); len(r) > n {
+			return string(r[:n]) + "…"
+		}
+		return line
+	}
+	return ""
+}

@@ -1,0 +1,356 @@
+package files
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// ticketFormat is the version of ticket.json this package writes.
+const ticketFormat = 1
+
+// ticketFile is ticket.json: everything the adapter knows of one ticket.
+// thread.md is rendered from it.
+type ticketFile struct {
+	Format          int          `json:"format"`
+	Folder          string       `json:"folder"` // the Ref
+	UpstreamID      string       `json:"upstream_id"`
+	Department      string       `json:"department"`
+	Status          string       `json:"status"` // the helpdesk status, as thread.md shows it
+	TaskDescription string       `json:"task_description"`
+	Origin          string       `json:"origin"`
+	Comments        string       `json:"comments,omitempty"`
+	GuestRating     *float64     `json:"guest_rating"`
+	CreatedAt       time.Time    `json:"created_at"`
+	UpdatedAt       time.Time    `json:"updated_at"`
+	Thread          []entry      `json:"thread"`
+	Sent            []sentRecord `json:"sent"`
+}
+
+// Entry kinds and sources of ticket.json.
+const (
+	kindMessage = "message" // an upstream message mirrored by the bridge
+	kindReply   = "reply"   // an agent's public reply from the outbox
+	kindNote    = "note"    // an agent's internal note from the outbox
+	kindStatus  = "status"  // a status change
+
+	sourceUpstream = "upstream" // mirrored from the guest request
+	sourceOutbox   = "outbox"   // dropped into the outbox by a person or script
+	sourceBridge   = "bridge"   // set by the bridge (status only)
+)
+
+// entry is one item of a ticket's thread: a message, a reply, a note or a
+// status change.
+type entry struct {
+	ID         string    `json:"id"` // the helpdesk id: 1, 2, ... within the ticket
+	Kind       string    `json:"kind"`
+	Source     string    `json:"source"`
+	UpstreamID string    `json:"upstream_id,omitempty"` // kind message
+	EventID    string    `json:"event_id,omitempty"`    // source outbox: the processed file's name
+	AuthorType string    `json:"author_type,omitempty"` // kind message
+	AuthorName string    `json:"author_name,omitempty"`
+	Public     bool      `json:"public"`
+	Status     string    `json:"status,omitempty"` // kind status: the helpdesk status
+	Body       string    `json:"body,omitempty"`
+	At         time.Time `json:"at"`
+}
+
+// sentRecord is what MarkSent recorded.
+type sentRecord struct {
+	EventID           string    `json:"event_id"`
+	UpstreamMessageID string    `json:"upstream_message_id"` // "" for a status change
+	At                time.Time `json:"at"`
+}
+
+func (t *ticketFile) nextID() string {
+	n := 0
+	for _, e := range t.Thread {
+		if v, err := strconv.Atoi(e.ID); err == nil && v > n {
+			n = v
+		}
+	}
+	return strconv.Itoa(n + 1)
+}
+
+func (t *ticketFile) byUpstream(id string) *entry {
+	for i := range t.Thread {
+		if t.Thread[i].UpstreamID == id && t.Thread[i].Kind == kindMessage {
+			return &t.Thread[i]
+		}
+	}
+	return nil
+}
+
+func (t *ticketFile) byEvent(id string) *entry {
+	for i := range t.Thread {
+		if t.Thread[i].EventID == id {
+			return &t.Thread[i]
+		}
+	}
+	return nil
+}
+
+func (t *ticketFile) sentFor(eventID string) (sentRecord, bool) {
+	for _, s := range t.Sent {
+		if s.EventID == eventID {
+			return s, true
+		}
+	}
+	return sentRecord{}, false
+}
+
+func (t *ticketFile) found() adapters.Found {
+	f := adapters.Found{Ref: adapters.Ref(t.Folder), Messages: map[string]string{}, Sent: map[string]string{}}
+	for _, e := range t.Thread {
+		if e.Kind == kindMessage && e.UpstreamID != "" {
+			f.Messages[e.UpstreamID] = e.ID
+		}
+	}
+	for _, s := range t.Sent {
+		f.Sent[s.EventID] = s.UpstreamMessageID
+	}
+	return f
+}
+
+// validFolder reports whether name can be a ticket folder's name: one
+// plain path element that the adapter would not skip.
+func validFolder(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.HasPrefix(name, ".") &&
+		!strings.ContainsAny(name, `/\`+"\x00") && filepath.Base(name) == name
+}
+
+// ticketDir returns the folder of ref, or ErrNotFound when ref cannot be
+// one.
+func (a *Adapter) ticketDir(ref adapters.Ref) (string, error) {
+	if !validFolder(string(ref)) {
+		return "", fmt.Errorf("ticket %q: %w", ref, adapters.ErrNotFound)
+	}
+	return filepath.Join(a.dir, ticketsDir, string(ref)), nil
+}
+
+// load reads ticket.json of ref; ErrNotFound when the folder or the file is
+// missing.
+func (a *Adapter) load(ref adapters.Ref) (*ticketFile, error) {
+	dir, err := a.ticketDir(ref)
+	if err != nil {
+		return nil, err
+	}
+	t, err := readTicket(filepath.Join(dir, ticketJSON))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("ticket %q: %w", ref, adapters.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Folder != string(ref) {
+		// The folder was renamed by hand: the name is the truth.
+		t.Folder = string(ref)
+	}
+	return t, nil
+}
+
+func readTicket(path string) (*ticketFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var t ticketFile
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if t.Format > ticketFormat {
+		return nil, fmt.Errorf("read %s: format %d is newer than this version understands (%d)", path, t.Format, ticketFormat)
+	}
+	return &t, nil
+}
+
+// save writes ticket.json, then thread.md, each atomically. ticket.json is
+// the truth; a thread.md left stale by a crash between the two is rewritten
+// by the next save or by [Adapter.render].
+func (a *Adapter) save(t *ticketFile) error {
+	dir, err := a.ticketDir(adapters.Ref(t.Folder))
+	if err != nil {
+		return err
+	}
+	b, err := encodeTicket(t)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, ticketJSON), b); err != nil {
+		return err
+	}
+	return a.render(dir, t)
+}
+
+func encodeTicket(t *ticketFile) ([]byte, error) {
+	t.Format = ticketFormat
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode ticket %s: %w", t.Folder, err)
+	}
+	return append(b, '\n'), nil
+}
+
+// render writes thread.md when its content differs from t's rendering.
+func (a *Adapter) render(dir string, t *ticketFile) error {
+	path := filepath.Join(dir, threadMD)
+	want := renderThread(t, a.status.FromHelpdesk)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, want) {
+		return nil
+	}
+	return writeFileAtomic(path, want)
+}
+
+// slug turns s into a lower-case file-name fragment of letters, digits and
+// single dashes, at most max runes long.
+func slug(s string, max int) string {
+	var b strings.Builder
+	dash := false
+	n := 0
+	for _, r := range strings.ToLower(s) {
+		if n >= max {
+			break
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+				n++
+			}
+			b.WriteRune(r)
+			n++
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+// folderNames returns the names to try, in order, for a new ticket's
+// folder: <created date>-<department>-<first 8 of the id>, then with the
+// whole id.
+func folderNames(t adapters.Ticket) []string {
+	date := "undated"
+	if !t.CreatedAt.IsZero() {
+		date = t.CreatedAt.UTC().Format("2006-01-02")
+	}
+	dept := slug(t.Department, 32)
+	if dept == "" {
+		dept = "general"
+	}
+	id := slug(t.UpstreamID, 80)
+	if id == "" {
+		id = "ticket"
+	}
+	short := id
+	if utf8.RuneCountInString(short) > 8 {
+		short = string([]rune(short)[:8])
+		short = strings.TrimRight(short, "-")
+	}
+	names := []string{date + "-" + dept + "-" + short}
+	if long := date + "-" + dept + "-" + id; long != names[0] {
+		names = append(names, long)
+	}
+	return names
+}
+
+// scan reads every ticket folder not yet in the index into it.
+func (a *Adapter) scan() error {
+	root := filepath.Join(a.dir, ticketsDir)
+	des, err := os.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("scan tickets: %w", err)
+	}
+	for _, de := range des {
+		name := de.Name()
+		if !de.IsDir() || !validFolder(name) || a.scanned[name] {
+			continue
+		}
+		t, err := readTicket(filepath.Join(root, name, ticketJSON))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not a ticket folder (yet)
+		}
+		if err != nil {
+			a.log.Warn("skipping unreadable ticket folder", "op", "scan", "folder", name, "error", err)
+			continue
+		}
+		a.scanned[name] = true
+		if t.UpstreamID != "" {
+			if _, dup := a.index[t.UpstreamID]; !dup {
+				a.index[t.UpstreamID] = adapters.Ref(name)
+			}
+		}
+	}
+	return nil
+}
+
+// find returns the ticket mirroring upstreamID, nil when there is none.
+func (a *Adapter) find(upstreamID string) (*ticketFile, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		if ref, ok := a.index[upstreamID]; ok {
+			t, err := a.load(ref)
+			if err == nil && t.UpstreamID == upstreamID {
+				return t, nil
+			}
+			if err != nil && !errors.Is(err, adapters.ErrNotFound) {
+				return nil, err
+			}
+			// Moved or removed by hand: forget it and look again.
+			delete(a.index, upstreamID)
+			delete(a.scanned, string(ref))
+		}
+		if err := a.scan(); err != nil {
+			return nil, err
+		}
+		if _, ok := a.index[upstreamID]; !ok {
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// resolve finds the ticket an outbox file names: a folder name or an
+// upstream id (compared without regard to case).
+func (a *Adapter) resolve(name string) (*ticketFile, error) {
+	name = strings.TrimSpace(name)
+	name = strings.TrimSuffix(strings.TrimPrefix(strings.ReplaceAll(name, `\`, "/"), ticketsDir+"/"), "/")
+	if validFolder(name) {
+		t, err := a.load(adapters.Ref(name))
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, adapters.ErrNotFound) {
+			return nil, err
+		}
+	}
+	t, err := a.find(name)
+	if err != nil || t != nil {
+		return t, err
+	}
+	if err := a.scan(); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(a.index))
+	for id := range a.index {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if strings.EqualFold(id, name) {
+			return a.load(a.index[id])
+		}
+	}
+	return nil, nil
+}
