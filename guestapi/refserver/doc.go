@@ -77,7 +77,7 @@
 //     application/json (a missing one is accepted). Unknown request fields
 //     are ignored on the public API.
 //   - Order of checks: route (404, 400 unsupported_version), method (405),
-//     request body size and JSON type, key (401), right (403), ticket rate
+//     request body size and Content-Type, key (401), right (403), ticket rate
 //     limit (429), ticket (404), Idempotency-Key replay, body (400).
 //   - Filters: status must be one of the seven (else 400 invalid_status
 //     with all seven in allowed; an empty value included); department is
