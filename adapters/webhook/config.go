@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -82,7 +83,7 @@ func (s Secret) Reveal() string { return string(s) }
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	var c Config
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read webhook configuration: %w", err)
+		return c, fmt.Errorf("read webhook configuration: %s%w", variableOf(err), err)
 	}
 	if c.Dir == "" {
 		c.Dir = DefaultDir
@@ -155,6 +156,20 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_TIMEOUT %s: want a positive duration", c.Timeout)
 	}
 	return nil
+}
+
+// variableOf names the variable behind an envconfig error, which names
+// only the struct field ("Tolerance: time: invalid duration ...").
+func variableOf(err error) string {
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if strings.HasPrefix(err.Error(), f.Name+":") {
+			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			return name + ": "
+		}
+	}
+	return ""
 }
 
 // redactURL drops userinfo, query and fragment from a URL for messages.

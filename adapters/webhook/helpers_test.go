@@ -151,3 +151,12 @@ func (r *rig) answer(h http.HandlerFunc) (restore func()) {
 	r.hook.Store(&hh)
 	return func() { r.hook.Store(nil) }
 }
+
+// newLoopbackServer serves h on a loopback port until the test ends and
+// returns its base URL.
+func newLoopbackServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

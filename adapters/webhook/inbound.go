@@ -49,7 +49,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	now := a.now()
-	body, err := ReadVerified(r, a.secret, now, a.cfg.Tolerance, MaxInboundBytes)
+	body, err := ReadVerified(r, a.key.secret, now, a.cfg.Tolerance, MaxInboundBytes)
 	switch {
 	case errors.Is(err, ErrTooLarge):
 		answer(w, http.StatusRequestEntityTooLarge, InboundAnswer{Error: "too_large", Message: fmt.Sprintf("the body is larger than %d bytes", MaxInboundBytes)})

@@ -76,8 +76,8 @@ func DefaultStatusMap() adapters.StatusMap {
 
 // Adapter is the webhook helpdesk adapter. It is safe for concurrent use.
 type Adapter struct {
-	cfg    Config
-	secret string
+	cfg    Config // Secret cleared: the secret lives in key only
+	key    *key
 	log    *slog.Logger
 	status adapters.StatusMap
 	now    func() time.Time
@@ -93,6 +93,10 @@ type Adapter struct {
 	closeErr  error
 }
 
+// key holds the secret behind a pointer, so that printing an Adapter, even
+// field by field, shows an address rather than the secret.
+type key struct{ secret string }
+
 var (
 	_ adapters.Helpdesk = (*Adapter)(nil)
 	_ adapters.Checker  = (*Adapter)(nil)
@@ -105,7 +109,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("open webhook adapter: %w", err)
 	}
-	a := &Adapter{cfg: cfg, secret: cfg.Secret.Reveal(), log: opts.Logger, status: opts.Status, now: opts.Now, limit: opts.ChangesLimit}
+	a := &Adapter{cfg: cfg, key: &key{cfg.Secret.Reveal()}, log: opts.Logger, status: opts.Status, now: opts.Now, limit: opts.ChangesLimit}
+	a.cfg.Secret = ""
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -130,11 +135,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 		Authorize: func(r *http.Request) {
 			// Each attempt is signed anew, so that a retry is not refused as
 			// stale however long the backoff was.
-			if err := SignRequest(r, a.secret, a.now()); err != nil {
+			if err := SignRequest(r, a.key.secret, a.now()); err != nil {
 				a.log.LogAttrs(r.Context(), slog.LevelError, "cannot sign delivery", slog.String("error", err.Error()))
 			}
 		},
-		Secrets: []string{a.secret},
+		Secrets: []string{a.key.secret},
 		Sleep:   opts.Sleep,
 		Now:     a.now,
 		Logger:  a.log,
@@ -183,6 +188,9 @@ func (a *Adapter) InboundURL() string {
 func (a *Adapter) String() string {
 	return fmt.Sprintf("webhook(url=%s, listen=%s, dir=%s)", redactURL(a.cfg.URL), a.cfg.Listen, a.cfg.Dir)
 }
+
+// GoString describes the adapter without its secret, for %#v.
+func (a *Adapter) GoString() string { return a.String() }
 
 // Close stops the inbound endpoint, waiting up to five seconds for requests
 // in flight. It returns the first error.

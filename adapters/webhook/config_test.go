@@ -1,0 +1,252 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+func TestLoadConfig(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte(testSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loose := filepath.Join(dir, "loose")
+	if err := os.WriteFile(loose, []byte(testSecret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	creds := filepath.Join(dir, "creds")
+	if err := os.Mkdir(creds, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(creds, "webhook-secret"), []byte(testSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	base := map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "https://helpdesk.example/hooks", "TICKETBRIDGE_WEBHOOK_SECRET": testSecret}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == "<unset>" {
+				delete(m, kv[i])
+				continue
+			}
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+
+	c, err := webhook.LoadConfig(ctx, envconfig.MapLookuper(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := webhook.Config{URL: "https://helpdesk.example/hooks", Secret: testSecret, Listen: webhook.DefaultListen, Dir: webhook.DefaultDir,
+		Tolerance: 5 * time.Minute, Timeout: 30 * time.Second}
+	if c != want {
+		t.Errorf("defaults: %+v\nwant %+v", c, want)
+	}
+
+	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("STATE_DIRECTORY", "/var/lib/ticketbridge:/other", "TICKETBRIDGE_WEBHOOK_LISTEN", "off",
+		"TICKETBRIDGE_WEBHOOK_TOLERANCE", "90s", "TICKETBRIDGE_WEBHOOK_TIMEOUT", "5s")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dir != "/var/lib/ticketbridge/webhook" || c.Listen != "off" || c.Tolerance != 90*time.Second || c.Timeout != 5*time.Second {
+		t.Errorf("systemd and overrides: %+v", c)
+	}
+
+	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", secretFile)))
+	if err != nil || c.Secret.Reveal() != testSecret {
+		t.Errorf("secret file: %v (trimmed secret read: %v)", err, c.Secret.Reveal() == testSecret)
+	}
+	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "CREDENTIALS_DIRECTORY", creds)))
+	if err != nil || c.Secret.Reveal() != testSecret {
+		t.Errorf("systemd credential: %v", err)
+	}
+
+	bad := []struct {
+		env  map[string]string
+		want string
+	}{
+		{with("TICKETBRIDGE_WEBHOOK_URL", "<unset>"), "TICKETBRIDGE_WEBHOOK_URL is not set"},
+		{with("TICKETBRIDGE_WEBHOOK_URL", "ftp://x/y"), "TICKETBRIDGE_WEBHOOK_URL"},
+		{with("TICKETBRIDGE_WEBHOOK_URL", "/relative"), "absolute"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>"), "TICKETBRIDGE_WEBHOOK_SECRET_FILE"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", "short"), "at least 16"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET_FILE", secretFile), "not both"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", loose), "chmod 600"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", empty), "empty"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", filepath.Join(dir, "missing")), "no such file"},
+		{with("TICKETBRIDGE_WEBHOOK_LISTEN", "9465"), "TICKETBRIDGE_WEBHOOK_LISTEN"},
+		{with("TICKETBRIDGE_WEBHOOK_TOLERANCE", "10ms"), "TICKETBRIDGE_WEBHOOK_TOLERANCE"},
+		{with("TICKETBRIDGE_WEBHOOK_TOLERANCE", "soon"), "TICKETBRIDGE_WEBHOOK_TOLERANCE"},
+		{with("TICKETBRIDGE_WEBHOOK_TIMEOUT", "-1s"), "TICKETBRIDGE_WEBHOOK_TIMEOUT"},
+	}
+	for _, b := range bad {
+		_, err := webhook.LoadConfig(ctx, envconfig.MapLookuper(b.env))
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("env %v: error %v, want one mentioning %q", b.env, err, b.want)
+		}
+		if err != nil && strings.Contains(err.Error(), testSecret) {
+			t.Errorf("error %q contains the secret", err)
+		}
+	}
+}
+
+func TestFactory(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{statuses: []int{204}}
+	url := newLoopbackServer(t, rec)
+	env := envconfig.MapLookuper(map[string]string{
+		"TICKETBRIDGE_WEBHOOK_URL": url, "TICKETBRIDGE_WEBHOOK_SECRET": testSecret,
+		"TICKETBRIDGE_WEBHOOK_DIR": dir, "TICKETBRIDGE_WEBHOOK_LISTEN": "127.0.0.1:0",
+	})
+	reg := adapters.Registry{webhook.Name: webhook.Factory}
+	hd, err := reg.Open(t.Context(), "webhook", adapters.Deps{Env: env,
+		StatusToHelpdesk: map[guestapi.Status]string{guestapi.StatusDone: "solved"}, StatusFromHelpdesk: map[string]guestapi.Status{"solved": guestapi.StatusDone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd.Close()
+	a := hd.(*webhook.Adapter)
+	if !strings.HasPrefix(a.InboundURL(), "http://127.0.0.1:") || !strings.HasSuffix(a.InboundURL(), "/events") {
+		t.Errorf("InboundURL %q", a.InboundURL())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
+		t.Errorf("the webhook directory was not set up: %v", err)
+	}
+	// The status overrides are in effect both ways.
+	ref, err := a.EnsureTicket(t.Context(), upTicket("t-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.attempts(); len(got) != 2 || !strings.Contains(string(got[1].body), `"status":"solved"`) {
+		t.Errorf("status delivery: %d attempts, last %s; want status solved", len(got), got[len(got)-1].body)
+	}
+	body := mustJSON(t, webhook.InboundEvent{ID: "rx-1", Type: "status", TicketID: "t-1", Status: "solved"})
+	if status, ans := post(t, a.InboundURL(), testSecret, time.Now(), body); status != 200 {
+		t.Fatalf("inbound solved: %d %+v", status, ans)
+	}
+	evs, _, err := a.Changes(t.Context(), "")
+	if err != nil || len(evs) != 1 || evs[0].Status != guestapi.StatusDone {
+		t.Fatalf("Changes = %+v, %v; want status done", evs, err)
+	}
+
+	if _, err := reg.Open(t.Context(), "webhook", adapters.Deps{Env: envconfig.MapLookuper(nil)}); err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_URL") {
+		t.Errorf("Open without configuration: %v", err)
+	}
+}
+
+func TestListenAddressInUse(t *testing.T) {
+	r := newRig(t, false)
+	cfg := webhook.Config{URL: "http://127.0.0.1:1/", Secret: testSecret, Dir: t.TempDir(), Listen: strings.TrimSuffix(strings.TrimPrefix(r.a.InboundURL(), "http://"), "/events")}
+	if _, err := webhook.New(t.Context(), cfg, webhook.Options{}); err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_LISTEN") {
+		t.Fatalf("New on a busy address: %v", err)
+	}
+}
+
+// The secret never shows: not in the configuration's or the adapter's
+// printed forms, not in errors (also when the receiver echoes it), not in
+// the log, not in the webhook directory.
+func TestSecretNeverLeaks(t *testing.T) {
+	r := newRig(t, false)
+	ctx := t.Context()
+	var texts []string
+	for _, v := range []any{r.cfg, &r.cfg, r.a, r.cfg.Secret} {
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			texts = append(texts, fmt.Sprintf(verb, v))
+		}
+	}
+	if b, err := r.cfg.Secret.MarshalText(); err == nil {
+		texts = append(texts, string(b))
+	}
+
+	ref, err := r.a.EnsureTicket(ctx, upTicket("t-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A receiver that echoes everything it got, secret included.
+	r.answer(func(w http.ResponseWriter, req *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, "bad request: secret was %s, headers %v", testSecret, req.Header)
+	})
+	_, err = r.a.Append(ctx, ref, []adapters.Message{guestMsg("m-1", "hi")})
+	if err == nil {
+		t.Fatal("Append against a refusing receiver succeeded")
+	}
+	texts = append(texts, err.Error(), fmt.Sprintf("%+v", err))
+	if err := r.a.Check(ctx); err != nil {
+		texts = append(texts, err.Error())
+	}
+	// Inbound refusals.
+	status, ans := post(t, r.a.InboundURL(), "the-wrong-secret-0123456789", r.clock.Now(), []byte(`{}`))
+	texts = append(texts, fmt.Sprint(status, ans))
+	_, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "https://user:" + testSecret + "@x/", "TICKETBRIDGE_WEBHOOK_SECRET": testSecret[:10]}))
+	texts = append(texts, fmt.Sprint(err))
+	_, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "ht!tp://" + testSecret, "TICKETBRIDGE_WEBHOOK_SECRET": testSecret}))
+	texts = append(texts, fmt.Sprint(err))
+	texts = append(texts, r.logs.String())
+	if !strings.Contains(r.logs.String(), "retry") && !strings.Contains(r.logs.String(), "refused") {
+		t.Log("note: the log holds no failure line")
+	}
+	filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			texts = append(texts, string(b))
+		}
+		return nil
+	})
+	for _, s := range texts {
+		if strings.Contains(s, testSecret) || strings.Contains(s, testSecret[:20]) {
+			t.Errorf("the secret leaked into %q", s)
+		}
+	}
+	if !strings.Contains(r.logs.String(), "inbound event refused") {
+		t.Error("the inbound refusal was not logged; the leak check of the log covers less than it should")
+	}
+}
+
+func TestCloseStopsServing(t *testing.T) {
+	r := newRig(t, false)
+	url := r.a.InboundURL()
+	if err := r.a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the inbound endpoint still answers after Close")
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("the request hung instead of being refused")
+	}
+}
