@@ -41,7 +41,7 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	var h slog.Handler
 	switch format {
 	case "tint":
-		h = tint.NewHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly})
+		h = tint.NewTextHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly})
 	case "text":
 		h = slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})
 	case "journal":
