@@ -65,11 +65,8 @@ func (tx *Tx) PutJournal(e Entry) (Entry, error) {
 	if err := e.validate(); err != nil {
 		return Entry{}, invalid(what, err)
 	}
-	hash := e.Payload.Hash()
-	if e.PayloadHash != "" && e.PayloadHash != hash {
-		return Entry{}, invalid(what, fmt.Errorf("payload_hash %q does not match the payload (%s)", e.PayloadHash, hash))
-	}
-	e.PayloadHash = hash
+	givenHash := e.PayloadHash
+	e.PayloadHash = e.Payload.Hash()
 
 	jb := tx.bucket(bucketJournal)
 	var old *Entry
@@ -78,14 +75,21 @@ func (tx *Tx) PutJournal(e Entry) (Entry, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("%s: %w", what, err)
 		}
-		if err := checkUpdate(&prev, &e); err != nil {
+		old = &prev
+		// Compare with what is stored first: a changed payload is
+		// reported as such, not as a stale hash.
+		if err := checkUpdate(old, &e); err != nil {
 			return Entry{}, invalid(what, err)
 		}
-		e.Seq = prev.Seq
+	}
+	if givenHash != "" && givenHash != e.PayloadHash {
+		return Entry{}, invalid(what, fmt.Errorf("payload_hash %q does not match the payload (%s)", givenHash, e.PayloadHash))
+	}
+	if old != nil {
+		e.Seq = old.Seq
 		if e.CreatedAt.IsZero() {
-			e.CreatedAt = prev.CreatedAt
+			e.CreatedAt = old.CreatedAt
 		}
-		old = &prev
 	} else {
 		if err := tx.requireTicket(e.TicketID); err != nil {
 			return Entry{}, invalid(what, err)
