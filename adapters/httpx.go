@@ -149,6 +149,10 @@ type HTTPRequest struct {
 	// is not is repeated only when it certainly did not take effect: a 429,
 	// or a connection that could not be opened.
 	Idempotent bool
+	// Once marks a request that is not idempotent although its method is
+	// (a PUT that adds a comment): it is repeated only when it certainly
+	// did not take effect, like a POST. It wins over Idempotent.
+	Once bool
 	// Accept lists statuses besides 2xx that Do returns as an answer rather
 	// than an error, e.g. 404 for a search that found nothing.
 	Accept []int
@@ -372,12 +376,14 @@ func (e *permanentError) Unwrap() error { return e.err }
 
 // mayRepeat reports whether req may be sent again after this failure.
 func (c *HTTPClient) mayRepeat(req HTTPRequest, status int, err error) bool {
-	if req.Idempotent {
-		return true
-	}
-	switch strings.ToUpper(req.Method) {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
-		return true
+	if !req.Once {
+		if req.Idempotent {
+			return true
+		}
+		switch strings.ToUpper(req.Method) {
+		case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
+			return true
+		}
 	}
 	if err == nil {
 		return status == http.StatusTooManyRequests

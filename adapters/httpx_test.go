@@ -227,12 +227,18 @@ func TestDoRepeatsUnsafeRequestsOnlyWhenTheyDidNotTakeEffect(t *testing.T) {
 		{"502 not repeated", []int{502, 200}, false, 1},
 		{"429 repeated", []int{429, 200}, false, 2},
 		{"idempotent 502 repeated", []int{502, 200}, true, 2},
+		{"once PUT 502 not repeated", []int{502, 200}, false, 1},
+		{"once PUT 429 repeated", []int{429, 200}, false, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &script{statuses: c.statuses}
 			url := serve(t, s)
 			body := []byte(`{"comment":"Grüße"}`)
-			_, err := newClient(&sleeper{}).Do(t.Context(), adapters.HTTPRequest{Method: "POST", URL: url, Body: body, Idempotent: c.idempotent})
+			req := adapters.HTTPRequest{Method: "POST", URL: url, Body: body, Idempotent: c.idempotent}
+			if strings.HasPrefix(c.name, "once PUT") {
+				req.Method, req.Once = "PUT", true
+			}
+			_, err := newClient(&sleeper{}).Do(t.Context(), req)
 			if s.count() != c.want {
 				t.Fatalf("%d requests, want %d (err %v)", s.count(), c.want, err)
 			}
