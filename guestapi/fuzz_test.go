@@ -130,3 +130,25 @@ func checkUTC(t *testing.T, ts ...time.Time) {
 		}
 	}
 }
+
+// BenchmarkDecodeList measures decoding a full list (200 tickets, the
+// spec's maximum) without the HTTP round trip.
+func BenchmarkDecodeList(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"tickets":[`)
+	for i := range 200 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"id":"0b7f3c2e-5d1a-4c8e-9f00-3a2b1c0d9e8f","department":"housekeeping","status":"new","task_description":"Extra towels","origin":"guest","guest_rating":null,"target_due_at":"2026-03-02T10:00:00.000000+00:00","created_at":"2026-03-01T10:00:00.123456+00:00","updated_at":"2026-03-01T10:05:00.000000+00:00"}`)
+	}
+	sb.WriteString(`]}`)
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeList(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
