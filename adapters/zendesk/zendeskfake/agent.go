@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNoTicket is returned by the agent-side methods for an unknown ticket.
@@ -52,6 +53,29 @@ type AgentUpdate struct {
 	Body   string // "" for none
 	Public bool
 	Status string // "" for none
+}
+
+// CreateTicket makes a ticket as agent would in the agent interface, with
+// body as its first (public) comment and externalID ("" for none); it
+// returns the ticket's id.
+func (s *Server) CreateTicket(agent int64, subject, body, externalID string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	t := &ticket{Ticket: Ticket{
+		ID: s.nextTicket, ExternalID: externalID, Subject: subject, Status: "new",
+		RequesterID: agent, SubmitterID: agent, CreatedAt: now, UpdatedAt: now,
+	}, updates: map[int64][]time.Time{}}
+	s.nextTicket++
+	a := &audit{ID: s.newID(), TicketID: t.ID, AuthorID: agent, CreatedAt: now, Via: "web"}
+	b := normalizeBody(body)
+	c := &Comment{ID: s.newID(), AuditID: a.ID, AuthorID: agent, Body: b, HTMLBody: renderHTML(b), Public: true, CreatedAt: now}
+	t.Comments = append(t.Comments, *c)
+	a.Events = append(a.Events, auditEvent{ID: c.ID, Type: "Comment", Comment: c},
+		auditEvent{ID: s.newID(), Type: "Create", Field: "status", Value: "new"})
+	s.tickets[t.ID] = t
+	s.audits = append(s.audits, a)
+	return t.ID
 }
 
 // Update applies u as agent on ticket id, as one audit, and returns the new
@@ -179,6 +203,13 @@ func (s *Server) Inject(f Fault) {
 		f.Times = 1
 	}
 	s.faults = append(s.faults, &f)
+}
+
+// ClearFaults removes the faults not yet spent.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
 }
 
 func (s *Server) takeFault(method, path string) *Fault {
