@@ -300,7 +300,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if event == webhook.EventMessageAdded && head.Message.AuthorType == string(guestapi.AuthorGuest) && r.opts.AutoReply {
 		ev := webhook.InboundEvent{ID: "reply-" + id, Type: webhook.InboundReply, TicketID: head.TicketID, Body: r.opts.ReplyText, AuthorName: r.opts.ReplyAuthor}
-		if _, err := r.Send(ctx, ev); err != nil {
+		if _, err := r.send(ctx, ev); err != nil {
 			// Not acknowledged: the daemon delivers again, and the reply,
 			// whose id is derived from the delivery's, goes out again.
 			r.log.LogAttrs(ctx, slog.LevelError, "cannot post reply", slog.String("delivery", id), slog.String("error", err.Error()))
@@ -313,6 +313,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.log.LogAttrs(ctx, slog.LevelError, "cannot record delivery", slog.String("delivery", id), slog.String("error", err.Error()))
 		reply(w, http.StatusInternalServerError, ack{Error: "the delivery could not be recorded; deliver again"})
 		return
+	}
+	if d.Reply != "" {
+		// After the message it answers, in the ticket's view.
+		r.applySent(webhook.InboundEvent{ID: d.Reply, Type: webhook.InboundReply, TicketID: d.TicketID, Body: r.opts.ReplyText, AuthorName: r.opts.ReplyAuthor})
 	}
 	r.log.LogAttrs(ctx, slog.LevelInfo, "delivery accepted", slog.String("delivery", id), slog.String("event", event), slog.String("ticket", head.TicketID))
 	reply(w, http.StatusOK, ack{OK: true})
@@ -411,6 +415,14 @@ func (r *Receiver) Ticket(id string) (t Ticket, ok bool) {
 // returns its answer. An answer other than 2xx is an error; the answer is
 // returned with it when it could be read.
 func (r *Receiver) Send(ctx context.Context, ev webhook.InboundEvent) (webhook.InboundAnswer, error) {
+	ans, err := r.send(ctx, ev)
+	if err == nil && !ans.Duplicate {
+		r.applySent(ev)
+	}
+	return ans, err
+}
+
+func (r *Receiver) send(ctx context.Context, ev webhook.InboundEvent) (webhook.InboundAnswer, error) {
 	var ans webhook.InboundAnswer
 	if r.opts.ReplyURL == "" {
 		return ans, errors.New("send event: no inbound URL of the daemon configured")
@@ -436,9 +448,6 @@ func (r *Receiver) Send(ctx context.Context, ev webhook.InboundEvent) (webhook.I
 	}
 	if err := json.Unmarshal(resp.Body, &ans); err != nil {
 		return ans, fmt.Errorf("send %s %s: read answer: %w", ev.Type, ev.ID, err)
-	}
-	if !ans.Duplicate {
-		r.applySent(ev)
 	}
 	return ans, nil
 }
