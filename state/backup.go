@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -45,6 +46,10 @@ func (s *Store) BackupFile(ctx context.Context, dest string) error {
 // Store.BackupFile. It copies files of any schema version, older and newer
 // ones included, so it can save a file before an upgrade.
 func BackupFile(ctx context.Context, statePath, dest string) error {
+	return backupFile(ctx, statePath, dest, DefaultLockTimeout)
+}
+
+func backupFile(ctx context.Context, statePath, dest string, lockTimeout time.Duration) error {
 	wrap := func(err error) error {
 		return fmt.Errorf("back up state file %s to %s: %w", statePath, dest, err)
 	}
@@ -52,7 +57,7 @@ func BackupFile(ctx context.Context, statePath, dest string) error {
 		return wrap(err)
 	}
 	db, err := bolt.Open(statePath, fileMode, &bolt.Options{
-		Timeout:  DefaultLockTimeout,
+		Timeout:  lockTimeout,
 		ReadOnly: true,
 	})
 	switch {
