@@ -20,12 +20,19 @@
 #   - the user agent, a second privileged user the tests act as in RT.
 #
 # Variables: RT_PORT (8080), RT_RUN_DIR (/var/tmp/ticketbridge-rt: pid file
-# and server log), RT_WAIT (120: seconds to wait for REST2 to answer).
+# and server log), RT_WAIT (120: seconds to wait for REST2 to answer),
+# RT_BCRYPT_COST (4). RT checks the password or token of every REST2 request
+# with bcrypt; at RT's default cost of 12 that is about a quarter of a second
+# per request, which would make the tests crawl, so this development RT uses
+# a cost of 4. Set RT_BCRYPT_COST=12 (before the first start, or stop first)
+# to measure with a production RT's cost.
 set -euo pipefail
 
 RT_PORT="${RT_PORT:-8080}"
 RT_RUN_DIR="${RT_RUN_DIR:-/var/tmp/ticketbridge-rt}"
 RT_WAIT="${RT_WAIT:-120}"
+RT_BCRYPT_COST="${RT_BCRYPT_COST:-4}"
+SITE_CONFIG=/etc/request-tracker5/RT_SiteConfig.d/90-ticketbridge-dev.pm
 RT_HOME=/usr/share/request-tracker5
 RT_SERVER="$RT_HOME/libexec/rt-server"
 PID_FILE="$RT_RUN_DIR/rt-$RT_PORT.pid"
@@ -82,6 +89,23 @@ wait_for_rest() {
     fi
     sleep 1
   done
+}
+
+# configure writes this development RT's own settings (read at start).
+configure() {
+  if ! [[ "$RT_BCRYPT_COST" =~ ^[0-9]+$ ]] || [ "$RT_BCRYPT_COST" -lt 4 ] || [ "$RT_BCRYPT_COST" -gt 31 ]; then
+    die "RT_BCRYPT_COST=$RT_BCRYPT_COST: want a number from 4 to 31"
+  fi
+  local want
+  want=$(printf '# Written by ticketbridge deploy/dev/rt.sh: a development RT only.\nSet($BcryptCost, %d);\n' "$RT_BCRYPT_COST")
+  if [ "$(cat "$SITE_CONFIG" 2>/dev/null)" != "$want" ]; then
+    [ -w "$(dirname "$SITE_CONFIG")" ] || die "cannot write $SITE_CONFIG: run as root"
+    printf '%s\n' "$want" >"$SITE_CONFIG"
+    if running_pid >/dev/null; then
+      say "RT's settings changed; restarting it"
+      cmd_stop
+    fi
+  fi
 }
 
 start_server() {
@@ -217,6 +241,7 @@ PERL
 
 cmd_start() {
   install_rt
+  configure
   start_server
   local vars
   if ! vars=$(setup); then

@@ -1,0 +1,337 @@
+package rt
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// changesPages bounds the pages of transactions one Changes call reads;
+// the engine calls again on its next cycle.
+const changesPages = 5
+
+// systemUser is the RT user RT's scrips act as. Their status changes
+// follow from a message (RT reopens a ticket on correspondence) and stay in
+// RT: carried upstream, a mirrored guest message would come back as a
+// status change.
+const systemUser = "RT_System"
+
+// parseCursor reads a cursor: the id of the last RT transaction looked at,
+// or empty for the beginning.
+func parseCursor(c adapters.Cursor) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(c), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("rt cursor %q is not a transaction id: %w", string(c), adapters.ErrInvalid)
+	}
+	return n, nil
+}
+
+// Changes returns the agents' correspondence (replies), comments (notes,
+// unless SendComments is off) and status changes on mirrored tickets after
+// cursor, oldest first. See the package doc for how it finds them and
+// leaves out the bridge's own writes.
+func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	after, err := parseCursor(cursor)
+	if err != nil {
+		return nil, cursor, fmt.Errorf("changes: %w", err)
+	}
+	s, err := a.ready(ctx)
+	if err != nil {
+		return nil, cursor, err
+	}
+	if after == 0 {
+		start, ok, err := a.firstTransaction(ctx)
+		if err != nil {
+			return nil, cursor, fmt.Errorf("changes: %w", err)
+		}
+		if !ok {
+			return nil, cursor, nil // no mirrored ticket yet: nothing can have changed
+		}
+		after = start - 1
+	}
+	next := after
+	var events []adapters.Event
+	for pg := 1; pg <= changesPages; pg++ {
+		txns, more, err := a.transactions(ctx, s, after, pg)
+		if err != nil {
+			return nil, cursor, fmt.Errorf("changes: %w", err)
+		}
+		evs, err := a.events(ctx, s, txns)
+		if err != nil {
+			return nil, cursor, fmt.Errorf("changes: %w", err)
+		}
+		events = append(events, evs...)
+		for _, t := range txns {
+			next = max(next, int64(t.ID))
+		}
+		if !more {
+			break
+		}
+	}
+	return events, adapters.Cursor(strconv.FormatInt(next, 10)), nil
+}
+
+// firstTransaction returns the id of the first transaction of the oldest
+// mirrored ticket: nothing before it can concern the bridge.
+func (a *Adapter) firstTransaction(ctx context.Context) (int64, bool, error) {
+	q := url.Values{
+		"query":    {fmt.Sprintf("'CF.{%s}' IS NOT NULL AND (Status = 'deleted' OR Status != 'deleted')", a.cfg.IDField)},
+		"orderby":  {"id"},
+		"order":    {"ASC"},
+		"per_page": {"1"},
+	}
+	var p page[rtTicket]
+	if _, err := a.c.get(ctx, "changes", "/tickets", q, &p); err != nil {
+		return 0, false, fmt.Errorf("find the first mirrored ticket: %w", err)
+	}
+	if len(p.Items) == 0 {
+		return 0, false, nil
+	}
+	id := int64(p.Items[0].ID)
+	var h page[rtTransaction]
+	hq := url.Values{"orderby": {"id"}, "order": {"ASC"}, "per_page": {"1"}}
+	if _, err := a.c.get(ctx, "changes", fmt.Sprintf("/ticket/%d/history", id), hq, &h); err != nil {
+		return 0, false, fmt.Errorf("read the history of RT ticket %d: %w", id, err)
+	}
+	if len(h.Items) == 0 {
+		return 0, false, nil
+	}
+	return int64(h.Items[0].ID), true, nil
+}
+
+// transactions returns page pg of the candidate transactions after id
+// after: correspondence, comments and status changes on tickets in the
+// configured queues, not the bridge's own. REST2 pages stay put while new
+// transactions arrive, since they sort last.
+func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg int) ([]rtTransaction, bool, error) {
+	types := []string{"Type = 'Correspond'", "Type = 'Status'"}
+	if a.cfg.SendComments {
+		types = append(types, "Type = 'Comment'")
+	}
+	var queues []string
+	for _, id := range s.queueIDs {
+		queues = append(queues, fmt.Sprintf("TicketQueue = %d", id))
+	}
+	slices.Sort(queues)
+	sql := fmt.Sprintf("ObjectType = 'RT::Ticket' AND id > %d AND (%s) AND (%s) AND Creator != %d",
+		after, strings.Join(types, " OR "), strings.Join(queues, " OR "), s.meID)
+	q := url.Values{
+		"query":           {sql},
+		"fields":          {"Type,ObjectId,Creator,Created,OldValue,NewValue"},
+		"fields[Creator]": {"Name,RealName"},
+		"orderby":         {"id"},
+		"order":           {"ASC"},
+		"per_page":        {strconv.Itoa(perPage)},
+		"page":            {strconv.Itoa(pg)},
+	}
+	var p page[rtTransaction]
+	if _, err := a.c.get(ctx, "changes", "/transactions", q, &p); err != nil {
+		return nil, false, fmt.Errorf("search RT transactions after %d: %w", after, err)
+	}
+	return p.Items, p.more() && len(p.Items) > 0, nil
+}
+
+// events turns transactions into events: those on mirrored tickets, with
+// their bodies, without the bridge's own.
+func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction) ([]adapters.Event, error) {
+	var withBody []int64
+	for _, t := range txns {
+		if t.Type == "Correspond" || t.Type == "Comment" {
+			withBody = append(withBody, int64(t.ID))
+		}
+	}
+	bodies, err := a.bodies(ctx, withBody)
+	if err != nil {
+		return nil, err
+	}
+	var out []adapters.Event
+	for _, t := range txns {
+		if strings.EqualFold(t.Creator.name(), s.me.name()) {
+			continue
+		}
+		ticket := int64(t.ObjectID)
+		up, err := a.upstreamID(ctx, s, ticket)
+		if err != nil {
+			return nil, err
+		}
+		if up == "" {
+			continue // not a mirrored ticket
+		}
+		at, err := rtTime(t.Created)
+		if err != nil {
+			return nil, err
+		}
+		ev := adapters.Event{
+			ID:               strconv.FormatInt(int64(t.ID), 10),
+			Ref:              refOf(ticket),
+			UpstreamTicketID: up,
+			AuthorName:       t.Creator.display(),
+			At:               at,
+		}
+		switch t.Type {
+		case "Status":
+			if strings.EqualFold(t.Creator.name(), systemUser) {
+				a.logSkip(ctx, "status change made by RT itself", t)
+				continue
+			}
+			st, ok := a.status.Up(t.NewValue)
+			if !ok {
+				a.logSkip(ctx, "RT status "+t.NewValue+" maps to no upstream status", t)
+				continue
+			}
+			ev.Kind, ev.Status = adapters.EventStatus, st
+		case "Correspond", "Comment":
+			b := bodies[int64(t.ID)]
+			if _, own := parseMarker(b.text); own {
+				a.logSkip(ctx, "the bridge's own message, written as another RT user", t)
+				continue
+			}
+			text := b.text
+			if len(b.files) > 0 {
+				if text != "" {
+					text += "\n\n"
+				}
+				text += "[Attached in RT, not sent: " + strings.Join(b.files, ", ") + "]"
+			}
+			if strings.TrimSpace(text) == "" {
+				continue // nothing to carry (an empty update)
+			}
+			ev.Body = text
+			ev.Kind = adapters.EventReply
+			if t.Type == "Comment" {
+				ev.Kind = adapters.EventNote
+			}
+		default:
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// upstreamID returns the upstream id ticket mirrors, "" for a ticket the
+// bridge did not make. It is read once per ticket and remembered.
+func (a *Adapter) upstreamID(ctx context.Context, s *setup, ticket int64) (string, error) {
+	a.mu.Lock()
+	up, ok := a.tickets[ticket]
+	a.mu.Unlock()
+	if ok {
+		return up, nil
+	}
+	tk, err := a.getTicket(ctx, "changes", ticket)
+	if isNotFound(err) {
+		a.remember(ticket, "")
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the guest request of RT ticket %d: %w", ticket, err)
+	}
+	if vs := tk.values(s.idCF); len(vs) > 0 {
+		up = vs[0]
+	}
+	a.remember(ticket, up)
+	return up, nil
+}
+
+// body is what a transaction says: its text and the names of its files.
+type body struct {
+	text  string
+	files []string
+}
+
+// bodies reads the text of transactions txns: their text/plain part,
+// else their text/html part as plain text, and the names of attached
+// files. Only text parts are fetched, so a photo an agent attached never
+// travels.
+func (a *Adapter) bodies(ctx context.Context, txns []int64) (map[int64]body, error) {
+	out := map[int64]body{}
+	if len(txns) == 0 {
+		return out, nil
+	}
+	conds := make([]searchCond, 0, len(txns)+1)
+	for _, id := range txns {
+		conds = append(conds, searchCond{Field: "TransactionId", Value: id})
+	}
+	names := slices.Clone(conds)
+	conds = append(conds, searchCond{Field: "ContentType", Operator: "STARTSWITH", Value: "text/"})
+	names = append(names, searchCond{Field: "Filename", Operator: "!=", Value: ""})
+
+	type part struct {
+		ctype, text string
+	}
+	parts := map[int64][]part{}
+	err := a.eachAttachment(ctx, conds, "TransactionId,ContentType,Filename,Content", func(at rtAttachment) {
+		if at.Filename != "" {
+			return
+		}
+		parts[int64(at.TransactionID)] = append(parts[int64(at.TransactionID)], part{strings.ToLower(at.ContentType), at.Content})
+	})
+	if err != nil {
+		return nil, err
+	}
+	files := map[int64][]string{}
+	err = a.eachAttachment(ctx, names, "TransactionId,Filename", func(at rtAttachment) {
+		if at.Filename != "" {
+			files[int64(at.TransactionID)] = append(files[int64(at.TransactionID)], at.Filename)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range txns {
+		var b body
+		for _, want := range []string{"text/plain", "text/html"} {
+			for _, p := range parts[id] {
+				if p.ctype == want && b.text == "" {
+					if want == "text/html" {
+						b.text = htmlToText(p.text)
+					} else {
+						b.text = plainBody(p.text)
+					}
+				}
+			}
+		}
+		b.files = files[id]
+		out[id] = b
+	}
+	return out, nil
+}
+
+// eachAttachment runs a JSON attachment search, page by page.
+func (a *Adapter) eachAttachment(ctx context.Context, conds []searchCond, fields string, f func(rtAttachment)) error {
+	for pg := 1; ; pg++ {
+		q := url.Values{
+			"fields":   {fields},
+			"orderby":  {"id"},
+			"order":    {"ASC"},
+			"per_page": {strconv.Itoa(perPage)},
+			"page":     {strconv.Itoa(pg)},
+		}
+		var p page[rtAttachment]
+		if _, err := a.c.call(ctx, "changes", http.MethodPost, "/attachments", q, conds, &p, true); err != nil {
+			return fmt.Errorf("read RT attachments: %w", err)
+		}
+		for _, at := range p.Items {
+			f(at)
+		}
+		if !p.more() || len(p.Items) == 0 {
+			return nil
+		}
+	}
+}
+
+// logSkip notes, at debug level, an event left out.
+func (a *Adapter) logSkip(ctx context.Context, why string, t rtTransaction) {
+	a.log.LogAttrs(ctx, slog.LevelDebug, why, slog.String("op", "changes"),
+		slog.Int64("rt_ticket", int64(t.ObjectID)), slog.Int64("rt_transaction", int64(t.ID)))
+}

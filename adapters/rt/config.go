@@ -1,0 +1,242 @@
+package rt
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+// EnvPrefix is the prefix of every variable the adapter reads.
+const EnvPrefix = "TICKETBRIDGE_RT_"
+
+// Defaults of [Config].
+const (
+	DefaultQueue     = "General"
+	DefaultIDField   = "Guest Request ID"
+	DefaultSentField = "Guest Request Sent"
+	DefaultTimeout   = 30 * time.Second
+)
+
+// SentFieldOff is the value of SentField (TICKETBRIDGE_RT_SENT_FIELD) that
+// turns the delivery record off; see [Adapter.MarkSent].
+const SentFieldOff = "none"
+
+// Config is the adapter's configuration, read from the TICKETBRIDGE_RT_*
+// variables by [LoadConfig]. Its String, GoString and LogValue never show
+// the token or the password.
+//
+// [New] takes a Config as it is, except that empty Queue, IDField,
+// SentField and a zero Timeout get their defaults; SendComments has no
+// such rescue, so code that builds a Config by hand sets it.
+type Config struct {
+	// URL is where RT answers, without /REST/2.0: e.g.
+	// http://127.0.0.1:8080 or https://rt.example.com/rt.
+	URL string `env:"URL"`
+	// Token is an RT auth token of the bridge's own RT user (sent as
+	// "Authorization: token …"). Either Token, or User and Password.
+	Token string `env:"TOKEN"`
+	// User is the bridge's RT user name for basic authentication. With a
+	// Token it only names the token's user, which is needed when the token
+	// is not in RT's usual "1-<user id>-<secret>" form.
+	User string `env:"USER"`
+	// Password is User's RT password.
+	Password string `env:"PASSWORD"`
+	// Queue receives the tickets of departments Queues does not map.
+	Queue string `env:"QUEUE,default=General"`
+	// Queues maps department codes to queues: "housekeeping=Housekeeping,
+	// maintenance=Facilities". See [ParseQueues].
+	Queues string `env:"QUEUES"`
+	// IDField is the ticket custom field holding the upstream ticket id.
+	IDField string `env:"ID_FIELD,default=Guest Request ID"`
+	// SentField is the multi-value ticket custom field recording which
+	// agent replies and status changes were delivered upstream, so that
+	// losing the bridge's state never sends them twice. "none" turns the
+	// record off.
+	SentField string `env:"SENT_FIELD,default=Guest Request Sent"`
+	// SendComments carries RT comments upstream as internal notes; when
+	// false they stay in RT.
+	SendComments bool `env:"SEND_COMMENTS,default=true"`
+	// Timeout bounds each HTTP request to RT.
+	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+}
+
+// LoadConfig reads the TICKETBRIDGE_RT_* variables from env, filling
+// defaults, and checks them (see [Config.Validate]).
+func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	var c Config
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   &c,
+		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
+	}); err != nil {
+		return Config{}, fmt.Errorf("read rt configuration: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// withDefaults fills the defaults of the string and duration settings.
+func (c Config) withDefaults() Config {
+	if strings.TrimSpace(c.Queue) == "" {
+		c.Queue = DefaultQueue
+	}
+	if strings.TrimSpace(c.IDField) == "" {
+		c.IDField = DefaultIDField
+	}
+	if strings.TrimSpace(c.SentField) == "" {
+		c.SentField = DefaultSentField
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	return c
+}
+
+// Validate checks the configuration and returns an error naming the
+// variable and what is wrong with its value. It never echoes a credential.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if _, err := baseURL(c.URL); err != nil {
+		return err
+	}
+	switch {
+	case c.Token != "" && c.Password != "":
+		return fmt.Errorf("%sTOKEN and %sPASSWORD are both set: use either a token, or a user and password", EnvPrefix, EnvPrefix)
+	case c.Token == "" && c.User == "" && c.Password == "":
+		return fmt.Errorf("%sTOKEN is not set: give the bridge's RT auth token, or %sUSER and %sPASSWORD", EnvPrefix, EnvPrefix, EnvPrefix)
+	case c.Token == "" && c.User == "":
+		return fmt.Errorf("%sPASSWORD is set without %sUSER", EnvPrefix, EnvPrefix)
+	case c.Token == "" && c.Password == "":
+		return fmt.Errorf("%sUSER is set without %sPASSWORD (or give %sTOKEN instead)", EnvPrefix, EnvPrefix, EnvPrefix)
+	}
+	if strings.ContainsAny(c.Token, " \t\r\n") {
+		return fmt.Errorf("%sTOKEN contains white space: paste the token RT showed, alone", EnvPrefix)
+	}
+	if strings.ContainsAny(c.User, ":\r\n") {
+		return fmt.Errorf("%sUSER %q contains a colon or a line break, which basic authentication cannot carry", EnvPrefix, c.User)
+	}
+	if _, err := ParseQueues(c.Queues); err != nil {
+		return err
+	}
+	if strings.ContainsAny(c.Queue, "\r\n") {
+		return fmt.Errorf("%sQUEUE %q contains a line break", EnvPrefix, c.Queue)
+	}
+	for name, v := range map[string]string{"ID_FIELD": c.IDField, "SENT_FIELD": c.SentField} {
+		if strings.ContainsAny(v, "{}'\"\\\r\n") {
+			return fmt.Errorf("%s%s %q: a custom field name for the bridge may not contain braces, quotes, backslashes or line breaks", EnvPrefix, name, v)
+		}
+	}
+	if strings.EqualFold(c.IDField, c.SentField) {
+		return fmt.Errorf("%sSENT_FIELD %q is the same field as %sID_FIELD: they must be two custom fields", EnvPrefix, c.SentField, EnvPrefix)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	}
+	return nil
+}
+
+// baseURL checks raw and returns it without a trailing slash or a trailing
+// /REST/2.0.
+func baseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", fmt.Errorf("%sURL is not set: give the address RT answers on, e.g. http://127.0.0.1:8080 or https://rt.example.com/rt", EnvPrefix)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%sURL does not parse as a URL: want e.g. https://rt.example.com/rt", EnvPrefix)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%sURL carries credentials: put them in %sTOKEN, or %sUSER and %sPASSWORD", EnvPrefix, EnvPrefix, EnvPrefix, EnvPrefix)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("%sURL %q: the scheme must be http or https", EnvPrefix, u.Redacted())
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("%sURL %q has no host", EnvPrefix, u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/REST/2.0")
+	u.Path = strings.TrimRight(p, "/")
+	u.RawPath = ""
+	return u.String(), nil
+}
+
+// ParseQueues parses "department=Queue,…" (TICKETBRIDGE_RT_QUEUES). An
+// empty string is an empty map. Each item needs a department code and a
+// queue name; a department may appear once.
+func ParseQueues(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		dept, queue, ok := strings.Cut(item, "=")
+		dept, queue = strings.TrimSpace(dept), strings.TrimSpace(queue)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%sQUEUES item %q has no '=': want department=Queue", EnvPrefix, item)
+		case dept == "":
+			return nil, fmt.Errorf("%sQUEUES item %q has no department before '='", EnvPrefix, item)
+		case queue == "":
+			return nil, fmt.Errorf("%sQUEUES item %q has no queue after '='", EnvPrefix, item)
+		case strings.ContainsAny(queue, "\r\n"):
+			return nil, fmt.Errorf("%sQUEUES item %q: the queue name contains a line break", EnvPrefix, item)
+		}
+		if _, dup := out[dept]; dup {
+			return nil, fmt.Errorf("%sQUEUES names department %q twice", EnvPrefix, dept)
+		}
+		out[dept] = queue
+	}
+	return out, nil
+}
+
+// String describes the configuration without its credentials.
+func (c Config) String() string {
+	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%q IDField:%q SentField:%q SendComments:%v Timeout:%s}",
+		c.URL, c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout)
+}
+
+// GoString hides the credentials from %#v as well.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs the configuration without its credentials.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", c.URL),
+		slog.String("auth", c.authKind()),
+		slog.String("queue", c.Queue),
+		slog.String("queues", c.Queues),
+		slog.String("id_field", c.IDField),
+		slog.String("sent_field", c.SentField),
+		slog.Bool("send_comments", c.SendComments),
+		slog.Duration("timeout", c.Timeout),
+	)
+}
+
+// authKind says how the adapter authenticates, naming the user but never
+// the secret.
+func (c Config) authKind() string {
+	switch {
+	case c.Token != "" && c.User != "":
+		return fmt.Sprintf("token of %s [redacted]", c.User)
+	case c.Token != "":
+		return "token [redacted]"
+	case c.User != "":
+		return fmt.Sprintf("user %s, password [redacted]", c.User)
+	}
+	return "none"
+}

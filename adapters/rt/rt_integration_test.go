@@ -1,0 +1,240 @@
+package rt_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
+	"github.com/ticketbridge/ticketbridge/adapters/rt"
+)
+
+// howToRun is printed when no RT is configured.
+const howToRun = "no Request Tracker configured: run `deploy/dev/rt.sh start` (as root on Debian; it installs RT 5 when missing) " +
+	"and export its TICKETBRIDGE_RT_* lines, e.g. `set -a; . <(deploy/dev/rt.sh start | grep ^TICKETBRIDGE_RT_); set +a`"
+
+// realRT is the RT the integration tests use, from the variables
+// deploy/dev/rt.sh prints.
+type realRT struct {
+	env       map[string]string
+	agentUser string
+	agentPass string
+}
+
+// needRT returns the configured RT, or skips the test; with CI=true a
+// missing RT fails it instead.
+func needRT(t testing.TB) realRT {
+	t.Helper()
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, rt.EnvPrefix) {
+			env[k] = v
+		}
+	}
+	r := realRT{env: env, agentUser: env["TICKETBRIDGE_RT_TEST_AGENT_USER"], agentPass: env["TICKETBRIDGE_RT_TEST_AGENT_PASSWORD"]}
+	if env["TICKETBRIDGE_RT_URL"] == "" || r.agentUser == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but " + howToRun)
+		}
+		t.Skip(howToRun)
+	}
+	return r
+}
+
+// config returns the adapter's configuration from the environment, with
+// the overrides applied.
+func (r realRT) config(t testing.TB, override map[string]string) rt.Config {
+	t.Helper()
+	env := map[string]string{}
+	for k, v := range r.env {
+		env[k] = v
+	}
+	for k, v := range override {
+		env[k] = v
+	}
+	cfg, err := rt.LoadConfig(context.Background(), envconfig.MapLookuper(env))
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	return cfg
+}
+
+func (r realRT) open(t testing.TB, override map[string]string) *rt.Adapter {
+	t.Helper()
+	a, err := rt.New(t.Context(), r.config(t, override), adapters.Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return a
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// agent acts in RT as a member of the support team: the second RT user
+// deploy/dev/rt.sh creates, through REST2 with basic authentication.
+type agent struct {
+	base, user, pass string
+	hc               *http.Client
+}
+
+func (r realRT) agent() *agent {
+	return &agent{
+		base: strings.TrimRight(r.env["TICKETBRIDGE_RT_URL"], "/") + "/REST/2.0",
+		user: r.agentUser, pass: r.agentPass,
+		hc: &http.Client{Timeout: 60 * time.Second},
+	}
+}
+
+func (g *agent) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	u := g.base + path
+	if q != nil {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(g.user, g.pass)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := g.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("agent %s %s: HTTP %d: %s", method, path, res.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("agent %s %s: %w: %s", method, path, err, b)
+		}
+	}
+	return nil
+}
+
+// Reply adds correspondence. RT records it as the agent's user; author is
+// not kept (the harness says so with Caps.AuthorName false).
+func (g *agent) Reply(ctx context.Context, ref adapters.Ref, _, body string) error {
+	return g.do(ctx, http.MethodPost, "/ticket/"+string(ref)+"/correspond", nil,
+		map[string]string{"Content": body, "ContentType": "text/plain"}, nil)
+}
+
+// Note adds a comment.
+func (g *agent) Note(ctx context.Context, ref adapters.Ref, _, body string) error {
+	return g.do(ctx, http.MethodPost, "/ticket/"+string(ref)+"/comment", nil,
+		map[string]string{"Content": body, "ContentType": "text/plain"}, nil)
+}
+
+// SetStatus sets the status and checks that RT took it (REST2 answers a
+// refused change with 200).
+func (g *agent) SetStatus(ctx context.Context, ref adapters.Ref, _, status string) error {
+	var said []string
+	if err := g.do(ctx, http.MethodPut, "/ticket/"+string(ref), nil, map[string]string{"Status": status}, &said); err != nil {
+		return err
+	}
+	var tk struct{ Status string }
+	if err := g.do(ctx, http.MethodGet, "/ticket/"+string(ref), nil, nil, &tk); err != nil {
+		return err
+	}
+	if tk.Status != status {
+		return fmt.Errorf("agent set status %s: ticket is %s; RT said %q", status, tk.Status, said)
+	}
+	return nil
+}
+
+// Read returns the ticket's status and its correspondence and comments,
+// oldest first, as the ticket's history shows them: each transaction's
+// text part.
+func (g *agent) Read(ctx context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
+	var snap adaptertest.Snapshot
+	var tk struct{ Status string }
+	if err := g.do(ctx, http.MethodGet, "/ticket/"+string(ref), nil, nil, &tk); err != nil {
+		return snap, err
+	}
+	snap.Status = tk.Status
+	type item struct {
+		ID   string `json:"id"`
+		Type string `json:"Type"`
+		Kind string `json:"type"` // keeps "type" out of Type
+	}
+	var hist struct{ Items []item }
+	q := url.Values{"fields": {"Type"}, "per_page": {"100"}, "orderby": {"id"}}
+	if err := g.do(ctx, http.MethodGet, "/ticket/"+string(ref)+"/history", q, nil, &hist); err != nil {
+		return snap, err
+	}
+	for _, h := range hist.Items {
+		if h.Type != "Correspond" && h.Type != "Comment" {
+			continue
+		}
+		var atts struct {
+			Items []struct {
+				ContentType string
+				Content     string
+			}
+		}
+		q := url.Values{"fields": {"ContentType,Content"}}
+		if err := g.do(ctx, http.MethodGet, "/transaction/"+h.ID+"/attachments", q, nil, &atts); err != nil {
+			return snap, err
+		}
+		text := ""
+		for _, a := range atts.Items {
+			if strings.HasPrefix(a.ContentType, "text/") && text == "" {
+				text = a.Content
+			}
+		}
+		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: text, Public: h.Type == "Correspond"})
+	}
+	return snap, nil
+}
+
+func TestConformance(t *testing.T) {
+	r := needRT(t)
+	adaptertest.Run(t, adaptertest.Harness{
+		New: func(t testing.TB) adapters.Helpdesk {
+			a := r.open(t, nil)
+			if err := a.Check(t.Context()); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			return a
+		},
+		Agent:      r.agent(),
+		Status:     rt.DefaultStatusMap(),
+		UnknownRef: adapters.Ref(strconv.Itoa(999999999)),
+		Caps:       adaptertest.Caps{MarkSent: true},
+	})
+}
