@@ -36,7 +36,7 @@ func guestMsg(id, body string) adapters.Message {
 	}
 }
 
-func mustRef(t *testing.T, ref adapters.Ref) int64 {
+func mustRef(t testing.TB, ref adapters.Ref) int64 {
 	t.Helper()
 	id, err := strconv.ParseInt(string(ref), 10, 64)
 	if err != nil {
