@@ -17,8 +17,7 @@ type zdUser struct {
 }
 
 type zdVia struct {
-	Channel json.RawMessage `json:"channel"` // a string, sometimes a number in old records
-	Source  struct {
+	Source struct {
 		Rel  *string `json:"rel"`
 		From struct {
 			TicketID int64 `json:"ticket_id"`

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
@@ -286,8 +286,8 @@ func (a *Adapter) url(path string, query ...string) string {
 // parseRef reads a Ref: a Zendesk ticket id. Anything else names no
 // ticket the helpdesk can have.
 func parseRef(ref adapters.Ref) (int64, error) {
-	var id int64
-	if _, err := fmt.Sscan(string(ref), &id); err != nil || id <= 0 || idString(id) != strings.TrimSpace(string(ref)) {
+	id, err := strconv.ParseInt(string(ref), 10, 64)
+	if err != nil || id <= 0 {
 		return 0, fmt.Errorf("zendesk ticket %q: not a ticket number: %w", ref, adapters.ErrNotFound)
 	}
 	return id, nil
