@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,10 +224,9 @@ func TestAppendStopsAtFirstFailureAndResumes(t *testing.T) {
 	ctx := t.Context()
 	ref, _ := r.a.EnsureTicket(ctx, upTicket("t-1"))
 	msgs := []adapters.Message{guestMsg("m-1", "one"), guestMsg("m-2", "two"), guestMsg("m-3", "three")}
-	n := 0
+	var n atomic.Int32
 	restore := r.answer(func(w http.ResponseWriter, req *http.Request) {
-		n++
-		if n == 2 {
+		if n.Add(1) == 2 {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
@@ -348,5 +348,83 @@ func TestCheck(t *testing.T) {
 	}
 	if len(rec.attempts()) != 1 {
 		t.Errorf("Check sent %d pings, want 1", len(rec.attempts()))
+	}
+}
+
+// A receiver may answer ticket.created before acknowledging it (a note, an
+// auto-assignment): the ticket is known to the inbound endpoint already,
+// though not to Lookup until the delivery is acknowledged.
+func TestReceiverMayAnswerTicketCreatedAtOnce(t *testing.T) {
+	r := newRig(t, false)
+	ctx := t.Context()
+	var (
+		mu         sync.Mutex // the handler runs on the server's goroutine
+		inbound    webhook.InboundAnswer
+		sendErr    error
+		foundEarly bool
+	)
+	r.answer(func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get(webhook.HeaderEvent) == webhook.EventTicketCreated {
+			_, found, _ := r.a.Lookup(req.Context(), "t-1")
+			ans, err := r.rc.Send(req.Context(), webhook.InboundEvent{ID: "auto-1", Type: webhook.InboundStatus, TicketID: "t-1", Status: "assigned"})
+			mu.Lock()
+			foundEarly, inbound, sendErr = found, ans, err
+			mu.Unlock()
+		}
+		r.rc.ServeHTTP(w, req)
+	})
+	if _, err := r.a.EnsureTicket(ctx, upTicket("t-1")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if sendErr != nil || !inbound.OK {
+		t.Fatalf("an event sent while ticket.created was in flight: %+v, %v", inbound, sendErr)
+	}
+	if foundEarly {
+		t.Error("Lookup found the ticket before its delivery was acknowledged")
+	}
+	if _, ok, _ := r.a.Lookup(ctx, "t-1"); !ok {
+		t.Fatal("Lookup does not find the delivered ticket")
+	}
+	evs, _, err := r.a.Changes(ctx, "")
+	if err != nil || len(evs) != 1 || evs[0].Status != guestapi.StatusAssigned {
+		t.Fatalf("Changes = %+v, %v", evs, err)
+	}
+	// The receiver's status stands: setting it from upstream is no change.
+	before := len(r.rc.Deliveries())
+	if err := r.a.SetStatus(ctx, "t-1", guestapi.StatusAssigned); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.rc.Deliveries()) != before {
+		t.Error("the receiver's own status was delivered back")
+	}
+}
+
+// A ticket whose delivery failed is not there for any method but
+// EnsureTicket, which delivers it again.
+func TestPendingTicketIsNotThere(t *testing.T) {
+	r := newRig(t, false)
+	ctx := t.Context()
+	rec := &recorder{statuses: []int{400}}
+	restore := r.answer(rec.ServeHTTP)
+	if _, err := r.a.EnsureTicket(ctx, upTicket("t-1")); err == nil {
+		t.Fatal("EnsureTicket succeeded against a refusing receiver")
+	}
+	if _, err := r.a.Append(ctx, "t-1", []adapters.Message{guestMsg("m-1", "x")}); !errors.Is(err, adapters.ErrNotFound) {
+		t.Errorf("Append to an unacknowledged ticket: %v, want ErrNotFound", err)
+	}
+	if err := r.a.SetStatus(ctx, "t-1", guestapi.StatusDone); !errors.Is(err, adapters.ErrNotFound) {
+		t.Errorf("SetStatus of an unacknowledged ticket: %v, want ErrNotFound", err)
+	}
+	if err := r.a.MarkSent(ctx, "t-1", "e", "m"); !errors.Is(err, adapters.ErrNotFound) {
+		t.Errorf("MarkSent on an unacknowledged ticket: %v, want ErrNotFound", err)
+	}
+	restore()
+	if _, err := r.a.EnsureTicket(ctx, upTicket("t-1")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.rc.Deliveries()); n != 1 {
+		t.Errorf("%d deliveries, want the one ticket.created", n)
 	}
 }

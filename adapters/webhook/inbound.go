@@ -101,7 +101,10 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !dup && ev.Type == InboundStatus {
 		// The receiver holds this status now: the upstream change it causes
 		// must not be delivered back as a status.changed.
-		if err := a.update(adapters.Ref(ev.TicketID), func(r *ticketRecord) { r.Status = ev.Status }); err != nil {
+		if _, err := a.modify(adapters.Ref(ev.TicketID), true, func(r *ticketRecord, exists bool) bool {
+			r.Status = ev.Status
+			return exists
+		}); err != nil {
 			a.log.LogAttrs(ctx, slog.LevelWarn, "cannot record the receiver's status", slog.String("ticket", ev.TicketID), slog.String("error", err.Error()))
 		}
 	}

@@ -47,6 +47,11 @@ type ticketRecord struct {
 	Status     string    `json:"status"`     // the receiver's status as far as the bridge knows
 	StatusSeq  int       `json:"status_seq"` // status.changed deliveries made so far
 	CreatedAt  time.Time `json:"created_at"` // when ticket.created was acknowledged
+	// Pending: ticket.created is being delivered and not yet acknowledged.
+	// The inbound endpoint accepts events on the ticket already (a receiver
+	// may answer the delivery before acknowledging it); every other method
+	// treats the ticket as not there.
+	Pending bool `json:"pending,omitempty"`
 	// Messages maps upstream message ids to the delivery ids of their
 	// acknowledged message.added deliveries.
 	Messages map[string]string `json:"messages"`

@@ -331,55 +331,102 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if err := checkTicketID(t.UpstreamID); err != nil {
 		return "", fmt.Errorf("ensure ticket: %w", err)
 	}
-	if _, ok, err := a.st.ticket(t.UpstreamID); err != nil {
+	ref := adapters.Ref(t.UpstreamID)
+	if rec, ok, err := a.st.ticket(t.UpstreamID); err != nil {
 		return "", fmt.Errorf("ensure ticket: %w", err)
-	} else if ok {
-		return adapters.Ref(t.UpstreamID), nil
+	} else if ok && !rec.Pending {
+		return ref, nil
 	}
 	status := a.status.Down(t.Status)
 	ev := newTicketCreated(t, status)
+	// Recorded as pending before the delivery, so that a receiver that
+	// answers the delivery at once (a note, a status) finds the ticket.
+	done, err := a.modify(ref, true, func(rec *ticketRecord, exists bool) bool {
+		if exists && !rec.Pending {
+			return false
+		}
+		*rec = ticketRecord{UpstreamID: t.UpstreamID, Delivery: ev.ID, Status: status, Pending: true, Messages: rec.Messages, Sent: rec.Sent}
+		return true
+	})
+	if err != nil {
+		return "", fmt.Errorf("record ticket to deliver: %w", err)
+	}
+	if done {
+		return ref, nil
+	}
 	if err := a.deliver(ctx, EventTicketCreated, ev.ID, ev); err != nil {
 		return "", err
 	}
-	unlock := a.st.lock(t.UpstreamID)
-	defer unlock()
-	if _, ok, err := a.st.ticket(t.UpstreamID); err != nil {
-		return "", fmt.Errorf("ensure ticket: %w", err)
-	} else if ok {
-		return adapters.Ref(t.UpstreamID), nil
-	}
-	rec := ticketRecord{UpstreamID: t.UpstreamID, Delivery: ev.ID, Status: status, CreatedAt: a.now().UTC(), Messages: map[string]string{}, Sent: map[string]string{}}
-	if err := a.st.putTicket(rec); err != nil {
+	if _, err := a.modify(ref, true, func(rec *ticketRecord, exists bool) bool {
+		if !exists || !rec.Pending {
+			return false
+		}
+		rec.Pending, rec.CreatedAt = false, a.now().UTC()
+		return true
+	}); err != nil {
 		return "", fmt.Errorf("record delivered ticket: %w", err)
 	}
 	a.log.LogAttrs(ctx, slog.LevelInfo, "ticket delivered", slog.String("ticket", t.UpstreamID), slog.String("delivery", ev.ID))
-	return adapters.Ref(t.UpstreamID), nil
+	return ref, nil
 }
 
-// record reads the record behind ref; a ref never delivered gives
-// adapters.ErrNotFound.
+// modify applies f to the record of ref under the ticket's lock, storing
+// it when f returns true. A pending record is given to f only with
+// pending; exists says whether there was a record. It returns whether ref
+// had a delivered record that f left alone, for EnsureTicket.
+func (a *Adapter) modify(ref adapters.Ref, pending bool, f func(rec *ticketRecord, exists bool) bool) (delivered bool, err error) {
+	unlock := a.st.lock(string(ref))
+	defer unlock()
+	rec, ok, err := a.st.ticket(string(ref))
+	if err != nil {
+		return false, err
+	}
+	if ok && rec.Pending && !pending {
+		ok = false
+	}
+	if rec.Messages == nil {
+		rec.Messages = map[string]string{}
+	}
+	if rec.Sent == nil {
+		rec.Sent = map[string]string{}
+	}
+	if !f(&rec, ok) {
+		return ok && !rec.Pending, nil
+	}
+	return false, a.st.putTicket(rec)
+}
+
+// record reads the delivered record behind ref; a ref never delivered (or
+// still pending) gives adapters.ErrNotFound.
 func (a *Adapter) record(ref adapters.Ref) (ticketRecord, error) {
 	rec, ok, err := a.st.ticket(string(ref))
 	if err != nil {
 		return rec, err
 	}
-	if !ok {
+	if !ok || rec.Pending {
 		return rec, fmt.Errorf("ticket %q was never delivered: %w", string(ref), adapters.ErrNotFound)
 	}
 	return rec, nil
 }
 
-// update applies f to the record of ref under the ticket's lock and stores
-// it.
+// update applies f to the delivered record of ref under the ticket's lock
+// and stores it; a ticket not delivered gives adapters.ErrNotFound.
 func (a *Adapter) update(ref adapters.Ref, f func(*ticketRecord)) error {
-	unlock := a.st.lock(string(ref))
-	defer unlock()
-	rec, err := a.record(ref)
-	if err != nil {
+	var missing bool
+	if _, err := a.modify(ref, false, func(rec *ticketRecord, exists bool) bool {
+		if !exists {
+			missing = true
+			return false
+		}
+		f(rec)
+		return true
+	}); err != nil {
 		return err
 	}
-	f(&rec)
-	return a.st.putTicket(rec)
+	if missing {
+		return fmt.Errorf("ticket %q was never delivered: %w", string(ref), adapters.ErrNotFound)
+	}
+	return nil
 }
 
 // Append delivers message.added for each message the receiver has not
@@ -466,11 +513,11 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 		return adapters.Found{}, false, fmt.Errorf("look up ticket: %w", err)
 	}
 	rec, ok, err := a.st.ticket(upstreamID)
-	if err != nil || !ok {
-		if err != nil {
-			err = fmt.Errorf("look up ticket: %w", err)
-		}
-		return adapters.Found{}, false, err
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up ticket: %w", err)
+	}
+	if !ok || rec.Pending {
+		return adapters.Found{}, false, nil
 	}
 	return adapters.Found{Ref: adapters.Ref(rec.UpstreamID), Messages: maps.Clone(rec.Messages), Sent: maps.Clone(rec.Sent)}, true, nil
 }
