@@ -458,26 +458,3 @@ func reply(w http.ResponseWriter, status int, a ack) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// TicketIDs returns the ticket ids of the ticket.created deliveries, in the
-// order they came.
-func (r *Receiver) TicketIDs() []string {
-	var out []string
-	for _, d := range r.Deliveries() {
-		if d.Event == webhook.EventTicketCreated {
-			out = append(out, d.TicketID)
-		}
-	}
-	return out
-}
-
-// Find returns the accepted deliveries of one ticket, oldest first.
-func (r *Receiver) Find(ticketID string) []Delivery {
-	var out []Delivery
-	for _, d := range r.Deliveries() {
-		if d.TicketID == ticketID {
-			out = append(out, d)
-		}
-	}
-	return out
-}
