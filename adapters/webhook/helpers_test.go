@@ -80,7 +80,7 @@ func (l *logBuffer) logger() *slog.Logger {
 // rig is an adapter, an in-process receiver on a loopback port and a fake
 // clock shared by both.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	clock *clock
 	logs  *logBuffer
 	dir   string
@@ -94,7 +94,7 @@ type rig struct {
 
 // newRig starts a receiver and an adapter listening on a free loopback
 // port. autoReply makes the receiver answer guest messages.
-func newRig(t *testing.T, autoReply bool) *rig {
+func newRig(t testing.TB, autoReply bool) *rig {
 	t.Helper()
 	r := &rig{t: t, clock: newClock(), logs: &logBuffer{}, dir: t.TempDir()}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -154,7 +154,7 @@ func (r *rig) answer(h http.HandlerFunc) (restore func()) {
 
 // newLoopbackServer serves h on a loopback port until the test ends and
 // returns its base URL.
-func newLoopbackServer(t *testing.T, h http.Handler) string {
+func newLoopbackServer(t testing.TB, h http.Handler) string {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -20,7 +20,7 @@ import (
 
 // post sends body to the adapter's inbound endpoint signed under secret at
 // at, and returns the status and the decoded answer.
-func post(t *testing.T, url, secret string, at time.Time, body []byte) (int, webhook.InboundAnswer) {
+func post(t testing.TB, url, secret string, at time.Time, body []byte) (int, webhook.InboundAnswer) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -41,7 +41,7 @@ func post(t *testing.T, url, secret string, at time.Time, body []byte) (int, web
 	return resp.StatusCode, ans
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
