@@ -340,7 +340,9 @@ func decode(bucket, key string, data []byte, version int, out any) error {
 	var hdr struct {
 		V *int `json:"v"`
 	}
-	if err := json.Unmarshal(data, &hdr); err != nil {
+	if v, ok := leadingVersion(data); ok {
+		hdr.V = &v // the form encode writes: no need to scan the record twice
+	} else if err := json.Unmarshal(data, &hdr); err != nil {
 		return &RecordError{Bucket: bucket, Key: key, Err: err}
 	}
 	switch {
@@ -355,6 +357,28 @@ func decode(bucket, key string, data []byte, version int, out any) error {
 		return &RecordError{Bucket: bucket, Key: key, Err: err}
 	}
 	return nil
+}
+
+// leadingVersion reads the version of a record that starts the way encode
+// writes it: {"v":N, or {"v":N}. ok is false for any other form.
+func leadingVersion(data []byte) (v int, ok bool) {
+	const prefix = `{"v":`
+	if !bytes.HasPrefix(data, []byte(prefix)) {
+		return 0, false
+	}
+	digits := 0
+	for _, c := range data[len(prefix):] {
+		switch {
+		case c >= '0' && c <= '9' && digits < 6:
+			v = v*10 + int(c-'0')
+			digits++
+		case (c == ',' || c == '}') && digits > 0:
+			return v, true
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // The decoders below also check what the record says against its key, so

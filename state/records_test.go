@@ -471,3 +471,31 @@ func TestStats(t *testing.T) {
 		t.Errorf("Stats:\n got %+v\nwant %+v", st, want)
 	}
 }
+
+func TestLeadingVersion(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		v  int
+		ok bool
+	}{
+		{`{"v":1,"id":"t"}`, 1, true},
+		{`{"v":12}`, 12, true},
+		{`{"v":}`, 0, false},
+		{`{"v":1 ,"id":"t"}`, 0, false},
+		{`{"v":1234567,`, 0, false},
+		{`{"v":-1,`, 0, false},
+		{`{"v":1`, 0, false},
+		{` {"v":1,`, 0, false},
+		{`{"id":"t","v":1}`, 0, false},
+	} {
+		v, ok := leadingVersion([]byte(c.in))
+		if v != c.v || ok != c.ok {
+			t.Errorf("leadingVersion(%s) = %d, %t; want %d, %t", c.in, v, ok, c.v, c.ok)
+		}
+	}
+	// A record in another form still decodes through the full parse.
+	tk, err := decodeTicket("t", []byte(` { "id": "t", "v": 1 }`))
+	if err != nil || tk.ID != "t" {
+		t.Errorf("decodeTicket of a hand-written record = %+v, %v", tk, err)
+	}
+}

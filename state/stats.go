@@ -39,7 +39,7 @@ type Stats struct {
 }
 
 // Stats summarises the state in one read transaction. It decodes every
-// ticket record and counts the other buckets' keys, so it costs a few
+// ticket record and counts the other buckets' keys, so it costs some tens of
 // milliseconds per ten thousand tickets; corrupt ticket records are counted,
 // not returned as an error.
 func (s *Store) Stats() (Stats, error) {

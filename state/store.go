@@ -232,8 +232,9 @@ func (s *Store) Update(fn func(*Tx) error) error {
 }
 
 // Tx is a transaction on the store, handed to the functions of View and
-// Update. Its putters fail with ErrReadOnly-like bbolt errors inside View.
-// A Tx is not safe for concurrent use.
+// Update. Inside View its putters fail (bbolt's ErrTxNotWritable). A Tx is
+// not safe for concurrent use and must not outlive the function it was
+// handed to.
 type Tx struct {
 	tx *bolt.Tx
 	s  *Store
