@@ -56,7 +56,7 @@ type Options struct {
 	// Listener, when set, serves the inbound endpoint instead of a new
 	// listener on the configured address (a socket handed over by the
 	// service manager, or a test's port chosen before the adapter is
-	// made). Close closes it.
+	// made). The adapter owns it: Close, or a failing New, closes it.
 	Listener net.Listener
 }
 
@@ -146,6 +146,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 	}
 	st, err := openStore(cfg.Dir)
 	if err != nil {
+		if opts.Listener != nil {
+			_ = opts.Listener.Close()
+		}
 		return nil, fmt.Errorf("open webhook adapter: %w", err)
 	}
 	a.st = st
