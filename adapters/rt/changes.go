@@ -50,7 +50,7 @@ func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapte
 		return nil, cursor, err
 	}
 	if after == 0 {
-		start, ok, err := a.firstTransaction(ctx)
+		start, ok, err := a.firstTransaction(ctx, s)
 		if err != nil {
 			return nil, cursor, fmt.Errorf("changes: %w", err)
 		}
@@ -82,10 +82,13 @@ func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapte
 }
 
 // firstTransaction returns the id of the first transaction of the oldest
-// mirrored ticket: nothing before it can concern the bridge.
-func (a *Adapter) firstTransaction(ctx context.Context) (int64, bool, error) {
+// mirrored ticket in the adapter's queues: nothing before it can concern
+// the bridge. (Should that ticket be deleted, RT's search skips it and the
+// scan starts at the next one; a deleted ticket's later changes are after
+// the cursor anyway once the bridge has run.)
+func (a *Adapter) firstTransaction(ctx context.Context, s *setup) (int64, bool, error) {
 	q := url.Values{
-		"query":    {fmt.Sprintf("'CF.{%s}' IS NOT NULL AND (Status = 'deleted' OR Status != 'deleted')", a.cfg.IDField)},
+		"query": {fmt.Sprintf("'CF.{%s}' IS NOT NULL AND (%s)", a.cfg.IDField, a.queueSQL(s, "Queue"))},
 		"orderby":  {"id"},
 		"order":    {"ASC"},
 		"per_page": {"1"},
@@ -109,6 +112,16 @@ func (a *Adapter) firstTransaction(ctx context.Context) (int64, bool, error) {
 	return int64(h.Items[0].ID), true, nil
 }
 
+// queueSQL limits a search to the adapter's queues: "field = 1 OR field = 3".
+func (a *Adapter) queueSQL(s *setup, field string) string {
+	var qs []string
+	for _, id := range s.queueIDs {
+		qs = append(qs, fmt.Sprintf("%s = %d", field, id))
+	}
+	slices.Sort(qs)
+	return strings.Join(qs, " OR ")
+}
+
 // transactions returns page pg of the candidate transactions after id
 // after: correspondence, comments and status changes on tickets in the
 // configured queues, not the bridge's own. REST2 pages stay put while new
@@ -118,13 +131,8 @@ func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg in
 	if a.cfg.SendComments {
 		types = append(types, "Type = 'Comment'")
 	}
-	var queues []string
-	for _, id := range s.queueIDs {
-		queues = append(queues, fmt.Sprintf("TicketQueue = %d", id))
-	}
-	slices.Sort(queues)
 	sql := fmt.Sprintf("ObjectType = 'RT::Ticket' AND id > %d AND (%s) AND (%s) AND Creator != %d",
-		after, strings.Join(types, " OR "), strings.Join(queues, " OR "), s.meID)
+		after, strings.Join(types, " OR "), a.queueSQL(s, "TicketQueue"), s.meID)
 	q := url.Values{
 		"query":           {sql},
 		"fields":          {"Type,ObjectId,Creator,Created,OldValue,NewValue"},

@@ -188,13 +188,23 @@ func htmlToText(s string) string {
 	s = tagRE.ReplaceAllString(s, "")
 	s = html.UnescapeString(s)
 	s = strings.ReplaceAll(s, "\u00a0", " ")
+	s = blankRunRE.ReplaceAllString(trimLines(s), "\n\n")
+	// Each list item closed with a blank line; keep a list tight.
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for i, l := range lines {
+		if l == "" && i > 0 && i+1 < len(lines) && strings.HasPrefix(lines[i-1], "- ") && strings.HasPrefix(lines[i+1], "- ") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+func trimLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSpace(l)
 	}
-	s = strings.Join(lines, "\n")
-	s = blankRunRE.ReplaceAllString(s, "\n\n")
-	// A list item closes with a blank line above; keep lists tight.
-	s = strings.ReplaceAll(s, "\n\n- ", "\n- ")
-	return strings.TrimSpace(s)
+	return strings.Join(lines, "\n")
 }

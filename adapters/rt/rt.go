@@ -39,6 +39,10 @@
 //     engine then relies on the API's Idempotency-Key retention alone.
 //   - Tickets are followed in the queues the adapter is configured with; a
 //     ticket an agent moves to another queue is no longer synced.
+//   - RT leaves deleted tickets out of every search. An agent deleting a
+//     ticket is reported (as cancelled, by default), but should the bridge
+//     lose its state afterwards, Lookup cannot find that ticket and the
+//     request gets a new one. Agents should reject rather than delete.
 //
 // Every request goes through [adapters.HTTPClient], which retries RT's
 // errors and slow answers with the same backoff as the API client and
@@ -57,6 +61,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -127,9 +132,27 @@ type setup struct {
 	sentCF   int64 // 0 when the delivery record is off
 }
 
+// Options are the adapter's hooks for tests and benchmarks.
+type Options struct {
+	// HTTP sends the requests; nil means a client with Config.Timeout.
+	HTTP *http.Client
+	// Backoff is the wait between attempts; the zero value is the daemon's
+	// default, shared with the API client.
+	Backoff guestapi.Backoff
+	// Sleep waits between attempts; nil means a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for Retry-After dates; nil means time.Now.
+	Now func() time.Time
+}
+
 // New builds the adapter from cfg (see [Config] for its defaults) without
 // reaching RT. Tests use it; the daemon uses [Factory].
-func New(_ context.Context, cfg Config, deps adapters.Deps) (*Adapter, error) {
+func New(ctx context.Context, cfg Config, deps adapters.Deps) (*Adapter, error) {
+	return NewWithOptions(ctx, cfg, deps, Options{})
+}
+
+// NewWithOptions is [New] with hooks.
+func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -146,17 +169,24 @@ func New(_ context.Context, cfg Config, deps adapters.Deps) (*Adapter, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	hc := &adapters.HTTPClient{
-		HTTP:   &http.Client{Timeout: cfg.Timeout},
-		Header: http.Header{"User-Agent": {"ticketbridge-rt"}},
-		Logger: logger,
+	hc := opts.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: cfg.Timeout}
+	}
+	httpc := &adapters.HTTPClient{
+		HTTP:    hc,
+		Backoff: opts.Backoff,
+		Sleep:   opts.Sleep,
+		Now:     opts.Now,
+		Header:  http.Header{"User-Agent": {"ticketbridge-rt"}},
+		Logger:  logger,
 	}
 	return &Adapter{
 		cfg:     cfg,
 		queues:  queues,
 		status:  DefaultStatusMap().Override(deps),
 		log:     logger,
-		c:       newClient(base, cfg, hc),
+		c:       newClient(base, cfg, httpc),
 		tickets: map[int64]string{},
 	}, nil
 }
@@ -398,12 +428,11 @@ func (a *Adapter) getTicket(ctx context.Context, op string, id int64) (rtTicket,
 }
 
 // findTickets returns the tickets whose ID field holds upstreamID, oldest
-// first, deleted ones included (TicketSQL leaves deleted tickets out unless
-// the query names the status).
+// first. RT leaves deleted tickets out of every search (REST2 gives no way
+// to ask for them), so a deleted ticket is not found.
 func (a *Adapter) findTickets(ctx context.Context, upstreamID string) ([]rtTicket, error) {
 	q := url.Values{
-		"query": {fmt.Sprintf("'CF.{%s}' = %s AND (Status = 'deleted' OR Status != 'deleted')",
-			a.cfg.IDField, ticketSQLQuote(upstreamID))},
+		"query":    {fmt.Sprintf("'CF.{%s}' = %s", a.cfg.IDField, ticketSQLQuote(upstreamID))},
 		"fields":   {"Status,Created,CustomFields"},
 		"orderby":  {"id"},
 		"order":    {"ASC"},

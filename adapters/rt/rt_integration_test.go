@@ -32,6 +32,8 @@ type realRT struct {
 	env       map[string]string
 	agentUser string
 	agentPass string
+	adminUser string
+	adminPass string
 }
 
 // needRT returns the configured RT, or skips the test; with CI=true a
@@ -45,7 +47,11 @@ func needRT(t testing.TB) realRT {
 			env[k] = v
 		}
 	}
-	r := realRT{env: env, agentUser: env["TICKETBRIDGE_RT_TEST_AGENT_USER"], agentPass: env["TICKETBRIDGE_RT_TEST_AGENT_PASSWORD"]}
+	r := realRT{
+		env:       env,
+		agentUser: env["TICKETBRIDGE_RT_TEST_AGENT_USER"], agentPass: env["TICKETBRIDGE_RT_TEST_AGENT_PASSWORD"],
+		adminUser: env["TICKETBRIDGE_RT_TEST_ADMIN_USER"], adminPass: env["TICKETBRIDGE_RT_TEST_ADMIN_PASSWORD"],
+	}
 	if env["TICKETBRIDGE_RT_URL"] == "" || r.agentUser == "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI=true but " + howToRun)
@@ -80,6 +86,26 @@ func (r realRT) open(t testing.TB, override map[string]string) *rt.Adapter {
 		t.Fatalf("New: %v", err)
 	}
 	return a
+}
+
+// queue makes a queue of the test's own in RT as its administrator, so
+// that what the test reads in RT is its own: Changes follows the adapter's
+// queues only. Without administrator credentials it returns the
+// configured default queue.
+func (r realRT) queue(t testing.TB, what string) string {
+	t.Helper()
+	if r.adminUser == "" {
+		if q := r.env["TICKETBRIDGE_RT_QUEUE"]; q != "" {
+			return q
+		}
+		return rt.DefaultQueue
+	}
+	name := fmt.Sprintf("tb-%s-%s", what, strings.ReplaceAll(time.Now().UTC().Format("20060102-150405.000000000"), ".", "-"))
+	admin := &agent{base: r.agent().base, user: r.adminUser, pass: r.adminPass, hc: &http.Client{Timeout: time.Minute}}
+	if err := admin.do(t.Context(), http.MethodPost, "/queue", nil, map[string]string{"Name": name, "Description": "ticketbridge test " + t.Name()}, nil); err != nil {
+		t.Fatalf("make queue %s: %v", name, err)
+	}
+	return name
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -224,9 +250,10 @@ func (g *agent) Read(ctx context.Context, ref adapters.Ref) (adaptertest.Snapsho
 
 func TestConformance(t *testing.T) {
 	r := needRT(t)
+	queue := r.queue(t, "conformance")
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t testing.TB) adapters.Helpdesk {
-			a := r.open(t, nil)
+			a := r.open(t, map[string]string{"TICKETBRIDGE_RT_QUEUE": queue, "TICKETBRIDGE_RT_QUEUES": ""})
 			if err := a.Check(t.Context()); err != nil {
 				t.Fatalf("Check: %v", err)
 			}

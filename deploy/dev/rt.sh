@@ -14,10 +14,11 @@
 # in RT (again only when missing):
 #   - the queue Housekeeping (the department mapping's example) next to General;
 #   - the ticket custom fields "Guest Request ID" (one value) and
-#     "Guest Request Sent" (many values), applied to both queues;
-#   - the user ticketbridge with exactly the rights the adapter needs on both
-#     queues, and an auth token for it;
+#     "Guest Request Sent" (many values), applied to all queues;
+#   - the user ticketbridge with exactly the rights the adapter needs, on all
+#     queues (so that tests can make queues of their own), and an auth token;
 #   - the user agent, a second privileged user the tests act as in RT.
+# The tests also get root's credentials, to make queues of their own.
 #
 # Variables: RT_PORT (8080), RT_RUN_DIR (/var/tmp/ticketbridge-rt: pid file
 # and server log), RT_WAIT (120: seconds to wait for REST2 to answer),
@@ -167,10 +168,11 @@ for my $name (sort keys %cf_spec) {
             LookupType => RT::Ticket->CustomFieldLookupType, Description => $desc);
         check($ok, $msg, "create custom field $name");
     }
-    for my $q (@queues) {
-        next if $cf->IsAdded($q->id) || $cf->IsGlobal;
-        my ($ok, $msg) = $cf->AddToObject($q);
-        check($ok, $msg, "apply custom field $name to queue " . $q->Name);
+    # Applied to all queues, so that the tests can make queues of their
+    # own; a production RT applies them to the bridge's queues only.
+    unless ($cf->IsGlobal) {
+        my ($ok, $msg) = $cf->AddToObject(RT::Queue->new($sys));
+        check($ok, $msg, "apply custom field $name to all queues");
     }
 }
 
@@ -186,14 +188,15 @@ sub user {
     return $u;
 }
 
+# Rights are granted on all queues (RT's global level), so that the tests
+# can make queues of their own; a production RT grants them on the
+# bridge's queues only.
 sub grant {
     my ($u, @rights) = @_;
-    for my $q (@queues) {
-        for my $right (@rights) {
-            next if $u->PrincipalObj->HasRight(Right => $right, Object => $q);
-            my ($ok, $msg) = $u->PrincipalObj->GrantRight(Right => $right, Object => $q);
-            check($ok, $msg, "grant $right on " . $q->Name . " to " . $u->Name);
-        }
+    for my $right (@rights) {
+        next if $u->PrincipalObj->HasRight(Right => $right, Object => RT->System);
+        my ($ok, $msg) = $u->PrincipalObj->GrantRight(Right => $right, Object => RT->System);
+        check($ok, $msg, "grant $right to " . $u->Name);
     }
 }
 
@@ -236,6 +239,8 @@ print "TICKETBRIDGE_RT_TEST_BRIDGE_USER=ticketbridge\n";
 print "TICKETBRIDGE_RT_TEST_BRIDGE_PASSWORD=$bridge_pw\n";
 print "TICKETBRIDGE_RT_TEST_AGENT_USER=agent\n";
 print "TICKETBRIDGE_RT_TEST_AGENT_PASSWORD=$agent_pw\n";
+print "TICKETBRIDGE_RT_TEST_ADMIN_USER=root\n";
+print "TICKETBRIDGE_RT_TEST_ADMIN_PASSWORD=password\n";
 PERL
 }
 
