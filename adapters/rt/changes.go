@@ -88,7 +88,7 @@ func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapte
 // the cursor anyway once the bridge has run.)
 func (a *Adapter) firstTransaction(ctx context.Context, s *setup) (int64, bool, error) {
 	q := url.Values{
-		"query": {fmt.Sprintf("'CF.{%s}' IS NOT NULL AND (%s)", a.cfg.IDField, a.queueSQL(s, "Queue"))},
+		"query":    {fmt.Sprintf("'CF.{%s}' IS NOT NULL AND (%s)", a.cfg.IDField, a.queueSQL(s, "Queue"))},
 		"orderby":  {"id"},
 		"order":    {"ASC"},
 		"per_page": {"1"},
