@@ -499,3 +499,44 @@ func TestLeadingVersion(t *testing.T) {
 		t.Errorf("decodeTicket of a hand-written record = %+v, %v", tk, err)
 	}
 }
+
+// Inside Update, fn may rewrite and delete tickets during the walk.
+func TestForEachTicketMayWrite(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	const n = 300 // several pages' worth, so writes split and merge pages
+	update(t, s, func(tx *Tx) error {
+		for i := range n {
+			if err := tx.PutTicket(Ticket{ID: fmt.Sprintf("t%04d", i), DueReason: strings.Repeat("x", 100)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	visits := map[string]int{}
+	update(t, s, func(tx *Tx) error {
+		return tx.ForEachTicket(func(tk Ticket) error {
+			visits[tk.ID]++
+			if strings.HasSuffix(tk.ID, "0") {
+				return tx.DeleteTicket(tk.ID)
+			}
+			tk.QuietStreak++
+			tk.LastError = strings.Repeat("e", 500) // grow each record
+			if err := tx.PutTicket(tk); err != nil {
+				return err
+			}
+			return tx.PutTicket(Ticket{ID: tk.ID + "-new"}) // insert beside it
+		})
+	})
+	if len(visits) != n {
+		t.Errorf("visited %d tickets, want %d", len(visits), n)
+	}
+	for id, c := range visits {
+		if c != 1 || strings.HasSuffix(id, "-new") {
+			t.Errorf("ticket %s visited %d times", id, c)
+		}
+	}
+	st, err := s.Stats()
+	if err != nil || st.Tickets != 2*(n-n/10) {
+		t.Errorf("after the walk: %d tickets, %v; want %d", st.Tickets, err, 2*(n-n/10))
+	}
+}

@@ -96,8 +96,18 @@ func (tx *Tx) DeleteTicket(id string) error {
 // skipped, so that one bad record never hides the others; once every other
 // record was visited, the skipped ones are returned together as an error
 // matching ErrCorrupt (each a *RecordError naming its key).
+//
+// Inside Update, fn may write to the Tx (put or delete tickets): the walk
+// reads every ticket first and hands fn each one as it was when the walk
+// began. Inside View it streams.
 func (tx *Tx) ForEachTicket(fn func(Ticket) error) error {
 	var corrupt []error
+	visit := fn
+	var all []Ticket
+	if tx.Writable() {
+		// A bbolt cursor is invalidated by writes to its bucket.
+		visit = func(t Ticket) error { all = append(all, t); return nil }
+	}
 	c := tx.bucket(bucketTickets).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		t, err := decodeTicket(string(k), v)
@@ -105,6 +115,11 @@ func (tx *Tx) ForEachTicket(fn func(Ticket) error) error {
 			corrupt = append(corrupt, err)
 			continue
 		}
+		if err := visit(t); err != nil {
+			return err
+		}
+	}
+	for _, t := range all {
 		if err := fn(t); err != nil {
 			return err
 		}
