@@ -50,11 +50,11 @@
 //
 // Each [Store.Update] is one bbolt commit: the changed pages are written and
 // fdatasync'ed, then the meta page is written and fdatasync'ed. So an Update
-// costs two fsyncs however many records it writes, and after it returns nil
-// its changes survive a crash or power loss; if it returns an error, or its
-// function does, nothing of it was written. The engine groups a cycle's work
-// into a few Updates, so a cycle costs a bounded number of fsyncs. [Store.View]
-// never writes.
+// costs two fsyncs however many records it writes (a third when the file
+// grows), and after it returns nil its changes survive a crash or power
+// loss; if it returns an error, or its function does, nothing of it was
+// written. The engine groups a cycle's work into a few Updates, so a cycle
+// costs a bounded number of fsyncs. [Store.View] never writes.
 //
 // # Locking
 //
