@@ -135,8 +135,10 @@ func open(path string, opts Options, migs []migration) (*Store, error) {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("open state file %s: %w (no lock within %s)", path, ErrLocked, timeout)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch):
 		return nil, fmt.Errorf("open state file %s: %w: %w", path, ErrNotStateFile, err)
+	case errors.Is(err, berrors.ErrChecksum):
+		return nil, fmt.Errorf("open state file %s: the file is damaged (%w); restore a backup, or move it aside and let the bridge rescan", path, err)
 	case err != nil:
 		return nil, fmt.Errorf("open state file %s: %w", path, err)
 	}

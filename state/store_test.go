@@ -369,3 +369,31 @@ func TestFailedUpdateChangesNothing(t *testing.T) {
 		t.Errorf("state changed by a failed Update, after reopen:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// A state file whose meta pages fail their checksum is reported as
+// damaged, not as some other file.
+func TestOpenDamagedFile(t *testing.T) {
+	s, path := openTest(t, Options{})
+	seed(t, s)
+	pageSize := os.Getpagesize()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each meta page's checksum sits at bytes 72-79 of the page.
+	for _, off := range []int64{75, int64(pageSize) + 75} {
+		if _, err := f.WriteAt([]byte{0xAA}, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "the file is damaged") || errors.Is(err, ErrNotStateFile) {
+		t.Errorf("err = %v, want a damaged-file error", err)
+	}
+}
