@@ -250,6 +250,10 @@ func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, er
 		var perm *permanentError
 		if errors.As(err, &perm) {
 			class = HTTPPermanent
+		} else if class == HTTPPermanent && ctx.Err() == nil && attemptTimedOut(err) {
+			// http.Client.Timeout ended this attempt, not the caller's
+			// context: a slow answer, as retryable as a 503.
+			class = HTTPRetryable
 		}
 		if err == nil && (class == HTTPSuccess || slices.Contains(req.Accept, status)) {
 			return resp, nil
@@ -389,6 +393,14 @@ func (c *HTTPClient) mayRepeat(req HTTPRequest, status int, err error) bool {
 		return status == http.StatusTooManyRequests
 	}
 	return notSent(err)
+}
+
+// attemptTimedOut reports whether err is a transport timeout, such as
+// http.Client.Timeout expiring (which also matches
+// context.DeadlineExceeded, hence the caller checks its own context first).
+func attemptTimedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // notSent reports whether a transport error certainly happened before the

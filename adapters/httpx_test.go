@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -449,5 +450,29 @@ func TestRedactURL(t *testing.T) {
 	}
 	if got := c.RedactURL("http://[::1:bad"); strings.Contains(got, "bad") {
 		t.Errorf("an unparsable URL is echoed: %s", got)
+	}
+}
+
+// TestDoRetriesAnAttemptThatTimedOut checks that http.Client.Timeout ending
+// one attempt is a slow answer to retry, unlike the caller's context ending.
+func TestDoRetriesAnAttemptThatTimedOut(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			<-r.Context().Done() // too slow: the client gives up first
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	sl := &sleeper{}
+	c := newClient(sl)
+	c.HTTP = &http.Client{Timeout: 100 * time.Millisecond}
+	resp, err := c.Do(t.Context(), adapters.HTTPRequest{Method: "GET", URL: srv.URL})
+	if err != nil {
+		t.Fatalf("Do after one slow answer: %v", err)
+	}
+	if string(resp.Body) != "ok" || n.Load() != 2 || len(sl.waits) != 1 {
+		t.Errorf("answer %q after %d requests and %d waits; want ok after 2 and 1", resp.Body, n.Load(), len(sl.waits))
 	}
 }
