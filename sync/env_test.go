@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	gosync "sync"
 	"testing"
@@ -41,6 +42,7 @@ type env struct {
 	// made after they are set.
 	wrapAPI func(tbsync.API) tbsync.API
 	wrapHD  func(adapters.Helpdesk) adapters.Helpdesk
+	wrapRT  func(http.RoundTripper) http.RoundTripper
 }
 
 type syncBuffer struct {
@@ -90,8 +92,12 @@ func newEnv(t testing.TB, opts ...refservertest.Option) *env {
 // client returns an API client with key on the fake clock; retries do not
 // wait.
 func (e *env) client(key string) *guestapi.Client {
+	hc := e.ts.Client()
+	if e.wrapRT != nil {
+		hc = &http.Client{Transport: e.wrapRT(hc.Transport)}
+	}
 	c, err := guestapi.New(guestapi.Config{
-		BaseURL: e.ts.URL, APIKey: key, HTTPClient: e.ts.Client(), Now: e.clock.Now,
+		BaseURL: e.ts.URL, APIKey: key, HTTPClient: hc, Now: e.clock.Now,
 		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
 	})
 	if err != nil {

@@ -18,7 +18,9 @@ type Scheduler struct {
 	// Cycle runs one cycle. Required. Its context ends when Run's does.
 	Cycle func(ctx context.Context) (Report, error)
 	// AfterCycle, when set, is called after each cycle with its report and
-	// error, from the goroutine that ran it (metrics, the systemd watchdog).
+	// error (metrics, the systemd watchdog), from Run's goroutine, once the
+	// scheduler counts the cycle as finished: a tick after AfterCycle
+	// returned starts the next cycle.
 	AfterCycle func(Report, error)
 	// Logger receives skipped ticks; nil discards.
 	Logger *slog.Logger
@@ -49,17 +51,24 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 
-	done := make(chan struct{})
+	type result struct {
+		rep Report
+		err error
+	}
+	done := make(chan result)
 	running := false
 	start := func() {
 		running = true
 		go func() {
-			defer func() { done <- struct{}{} }()
 			rep, err := s.Cycle(ctx)
-			if s.AfterCycle != nil {
-				s.AfterCycle(rep, err)
-			}
+			done <- result{rep, err}
 		}()
+	}
+	finished := func(r result) {
+		running = false
+		if s.AfterCycle != nil {
+			s.AfterCycle(r.rep, r.err)
+		}
 	}
 	arm := func() (<-chan time.Time, func() bool) {
 		t := now()
@@ -78,11 +87,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			stop()
 			if running {
-				<-done
+				finished(<-done)
 			}
 			return nil
-		case <-done:
-			running = false
+		case r := <-done:
+			finished(r)
 		case <-tick:
 			if running {
 				log.LogAttrs(ctx, slog.LevelWarn, "cycle skipped: the previous one is still running",

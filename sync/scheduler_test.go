@@ -1,0 +1,96 @@
+package sync_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	tbsync "github.com/ticketbridge/ticketbridge/sync"
+)
+
+// fakeTimers hands the scheduler timers the test fires by hand.
+type fakeTimers struct {
+	armed chan chan time.Time // each timer the scheduler arms
+}
+
+func (f *fakeTimers) newTimer(time.Duration) (<-chan time.Time, func() bool) {
+	c := make(chan time.Time, 1)
+	f.armed <- c
+	return c, func() bool { return true }
+}
+
+// TestSchedulerNeverOverlaps runs the first cycle blocked, fires ticks while
+// it runs and checks that no second cycle starts until it ends.
+func TestSchedulerNeverOverlaps(t *testing.T) {
+	timers := &fakeTimers{armed: make(chan chan time.Time, 10)}
+	started := make(chan int, 10)
+	release := make(chan struct{})
+	var running, maxRunning, n atomic.Int32
+	after := make(chan error, 10)
+	s := &tbsync.Scheduler{
+		Schedule: cron.Every(30 * time.Second),
+		Cycle: func(ctx context.Context) (tbsync.Report, error) {
+			r := running.Add(1)
+			defer running.Add(-1)
+			if r > maxRunning.Load() {
+				maxRunning.Store(r)
+			}
+			started <- int(n.Add(1))
+			select {
+			case <-release:
+				return tbsync.Report{Outcome: tbsync.OutcomeOK}, nil
+			case <-ctx.Done():
+				return tbsync.Report{Outcome: tbsync.OutcomeFailed}, ctx.Err()
+			}
+		},
+		AfterCycle: func(_ tbsync.Report, err error) { after <- err },
+		NewTimer:   timers.newTimer,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+
+	if got := <-started; got != 1 {
+		t.Fatalf("first cycle is number %d", got)
+	}
+	// Two ticks while the first cycle is blocked: both skipped.
+	for range 2 {
+		tick := <-timers.armed
+		tick <- time.Now()
+	}
+	next := <-timers.armed // re-armed after the second tick: both were handled
+	select {
+	case k := <-started:
+		t.Fatalf("cycle %d started while the first still ran", k)
+	default:
+	}
+	release <- struct{}{}
+	if err := <-after; err != nil {
+		t.Fatalf("first cycle: %v", err)
+	}
+	// The next tick starts the second cycle.
+	next <- time.Now()
+	if got := <-started; got != 2 {
+		t.Fatalf("second cycle is number %d", got)
+	}
+	if maxRunning.Load() != 1 {
+		t.Fatalf("%d cycles ran at once", maxRunning.Load())
+	}
+
+	// Cancel while the second cycle is blocked: it sees its context end,
+	// Run waits for it and returns nil.
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+	if err := <-after; !errors.Is(err, context.Canceled) {
+		t.Fatalf("second cycle ended with %v, want context.Canceled", err)
+	}
+	if running.Load() != 0 {
+		t.Fatal("a cycle still runs after Run returned")
+	}
+}
