@@ -161,6 +161,16 @@ type Checker interface {
 	Check(ctx context.Context) error
 }
 
+// Peeker is implemented by adapters whose Changes writes to the helpdesk
+// (moving outbox files, recording what it picked up). PeekChanges reports
+// the events Changes would report after cursor without writing anything;
+// events not yet picked up may carry provisional ids, and the cursor it
+// returns is never stored. A dry run (`ticketbridge once --dry-run`) uses
+// it instead of Changes.
+type Peeker interface {
+	PeekChanges(ctx context.Context, cursor Cursor) ([]Event, Cursor, error)
+}
+
 // ErrInvalid marks an error caused by the input itself (a body the helpdesk
 // refuses, an unknown status): repeating the same call cannot succeed.
 var ErrInvalid = errors.New("invalid input")
