@@ -12,6 +12,5 @@ var errNotBuilt = errors.New("not available in this build yet")
 func runDaemon(context.Context, []string, io.Writer, io.Writer) error { return errNotBuilt }
 func runOnce(context.Context, []string, io.Writer, io.Writer) error   { return errNotBuilt }
 func runStatus(context.Context, []string, io.Writer, io.Writer) error { return errNotBuilt }
-func runCheck(context.Context, []string, io.Writer, io.Writer) error  { return errNotBuilt }
 func runDemo(context.Context, []string, io.Writer, io.Writer) error   { return errNotBuilt }
 func runState(context.Context, []string, io.Writer, io.Writer) error  { return errNotBuilt }

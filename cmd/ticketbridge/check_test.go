@@ -1,0 +1,374 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// clearServiceEnv keeps the test process's own systemd variables out of
+// the checks.
+func clearServiceEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE",
+		"TICKETBRIDGE_API_URL", "TICKETBRIDGE_ADAPTER", "TICKETBRIDGE_STATE", "TICKETBRIDGE_SCHEDULE", "TICKETBRIDGE_LISTEN",
+		"TICKETBRIDGE_FILES_DIR"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
+// hotel is a working configuration against a reference server.
+type hotel struct {
+	t    *testing.T
+	ts   *refservertest.TestServer
+	dir  string
+	vars map[string]string
+}
+
+func newHotel(t *testing.T) *hotel {
+	t.Helper()
+	clearServiceEnv(t)
+	ts := refservertest.New(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "api-key")
+	writeFile(t, keyFile, ts.Keys.TicketsWrite+"\n", 0o600)
+	return &hotel{t: t, ts: ts, dir: dir, vars: map[string]string{
+		"TICKETBRIDGE_API_URL":      ts.URL,
+		"TICKETBRIDGE_API_KEY_FILE": keyFile,
+		"TICKETBRIDGE_ADAPTER":      "files",
+		"TICKETBRIDGE_FILES_DIR":    filepath.Join(dir, "helpdesk"),
+		"TICKETBRIDGE_STATE":        filepath.Join(dir, "state", "state.db"),
+		"TICKETBRIDGE_LISTEN":       "127.0.0.1:9464",
+	}}
+}
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// envFile writes the hotel's variables to a file.
+func (h *hotel) envFile() string {
+	h.t.Helper()
+	var b strings.Builder
+	b.WriteString("# test configuration\n")
+	for k, v := range h.vars {
+		b.WriteString(k + "=" + v + "\n")
+	}
+	path := filepath.Join(h.t.TempDir(), "ticketbridge.env")
+	writeFile(h.t, path, b.String(), 0o600)
+	return path
+}
+
+// check runs the checks and returns the output, the exit code and the
+// status of each check by name.
+func (h *hotel) check() (string, int, map[string]string) {
+	h.t.Helper()
+	return runChecks(h.t, h.envFile(), checkOptions{Registry: checkAdapters(), Timeout: 5 * time.Second})
+}
+
+func runChecks(t *testing.T, envFile string, opts checkOptions) (string, int, map[string]string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := checkAll(context.Background(), envFile, &out, opts)
+	code := exitCode(err, &errb)
+	verdicts := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if len(line) < 20 {
+			continue
+		}
+		st := line[:4]
+		if st == checkPass || st == checkFail || st == checkSkip {
+			verdicts[strings.TrimSpace(line[6:20])] = st
+		}
+	}
+	return out.String(), code, verdicts
+}
+
+func TestCheckGoodConfiguration(t *testing.T) {
+	h := newHotel(t)
+	ticket, err := h.ts.Server.CreateTicket(h.ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "Towels to 214"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code, v := h.check()
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	for _, name := range []string{"configuration", "API key", "API", "API write", "helpdesk", "state file"} {
+		if v[name] != checkPass {
+			t.Errorf("%s: %q, want PASS:\n%s", name, v[name], out)
+		}
+	}
+	if !strings.Contains(out, "All 6 checks passed.") || !strings.Contains(out, "organisation "+h.ts.Org) {
+		t.Errorf("output lacks the summary or the organisation:\n%s", out)
+	}
+	if strings.Contains(out, h.ts.Keys.TicketsWrite) {
+		t.Fatalf("output contains the key:\n%s", out)
+	}
+	// The write probe wrote nothing: the ticket is untouched and the probe
+	// was answered 404.
+	view, err := h.ts.Server.Ticket(ticket.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view.Ticket.Status != guestapi.StatusNew || len(view.Operations) != 0 || len(view.Messages) != 0 {
+		t.Fatalf("ticket changed by the check: %+v", view)
+	}
+	if n := len(h.ts.Server.Tickets(h.ts.Org)); n != 1 {
+		t.Fatalf("%d tickets after the check, want 1", n)
+	}
+	if got := h.ts.Server.Stats().Requests["POST "+refserver.BasePath+"/tickets/{id}/status"][404]; got != 1 {
+		t.Fatalf("status probe answered 404 %d times, want 1: %v", got, h.ts.Server.Stats().Requests)
+	}
+	// The state file does not exist yet, and the check did not make it.
+	if _, err := os.Stat(h.vars["TICKETBRIDGE_STATE"]); !os.IsNotExist(err) {
+		t.Fatalf("state file after check: %v", err)
+	}
+}
+
+func TestCheckBrokenConfigurations(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(h *hotel)
+		check  string // the check that must fail
+		want   string // in its line
+	}{
+		{"no key", func(h *hotel) { delete(h.vars, "TICKETBRIDGE_API_KEY_FILE") }, "API key", "none configured"},
+		{"key file open to all", func(h *hotel) {
+			writeFile(t, h.vars["TICKETBRIDGE_API_KEY_FILE"], h.ts.Keys.TicketsWrite, 0o644)
+		}, "API key", "chmod 600"},
+		{"not a key", func(h *hotel) {
+			h.vars["TICKETBRIDGE_API_KEY"] = "hunter2"
+			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
+		}, "API key", "does not look like"},
+		{"wrong key", func(h *hotel) {
+			h.vars["TICKETBRIDGE_API_KEY"] = guestapi.KeyPrefix + "wrongwrongwrongwrong"
+			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
+		}, "API", "revoked, expired or mistyped"},
+		{"revoked key", func(h *hotel) {
+			h.vars["TICKETBRIDGE_API_KEY"] = h.ts.Keys.Revoked
+			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
+		}, "API", "(401)"},
+		{"expired key", func(h *hotel) {
+			h.vars["TICKETBRIDGE_API_KEY"] = h.ts.Keys.Expired
+			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
+		}, "API", "(401)"},
+		{"read-only key", func(h *hotel) {
+			h.vars["TICKETBRIDGE_API_KEY"] = h.ts.Keys.TicketsRead
+			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
+		}, "API write", "needs tickets:write"},
+		{"key without ticket rights", func(h *hotel) {
+			h.vars["TICKETBRIDGE_API_KEY"] = h.ts.Keys.PlatformAdmin
+			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
+		}, "API", "may not read tickets"},
+		{"bad URL", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "ftp://api.example.com" }, "API", "scheme"},
+		{"URL with the API path", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = h.ts.URL + "/wrong" }, "API", "404"},
+		{"no URL", func(h *hotel) { delete(h.vars, "TICKETBRIDGE_API_URL") }, "configuration", "TICKETBRIDGE_API_URL is not set"},
+		{"unreachable API", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "http://" + closedPort(t) }, "API", "cannot reach"},
+		{"unknown adapter", func(h *hotel) { h.vars["TICKETBRIDGE_ADAPTER"] = "jira" }, "helpdesk", "unknown adapter"},
+		{"helpdesk folder not a directory", func(h *hotel) {
+			writeFile(t, filepath.Join(h.dir, "plain"), "x", 0o600)
+			h.vars["TICKETBRIDGE_FILES_DIR"] = filepath.Join(h.dir, "plain", "helpdesk")
+		}, "helpdesk", "not a directory"},
+		{"bad schedule", func(h *hotel) { h.vars["TICKETBRIDGE_SCHEDULE"] = "every now and then" }, "configuration", "TICKETBRIDGE_SCHEDULE"},
+		{"bad listen address", func(h *hotel) { h.vars["TICKETBRIDGE_LISTEN"] = "9464" }, "configuration", "TICKETBRIDGE_LISTEN"},
+		{"bad status mapping", func(h *hotel) { h.vars["TICKETBRIDGE_STATUS_TO_HELPDESK"] = "sleeping=open" }, "configuration", "TICKETBRIDGE_STATUS_TO_HELPDESK"},
+		{"state directory not creatable", func(h *hotel) {
+			writeFile(t, filepath.Join(h.dir, "afile"), "x", 0o600)
+			h.vars["TICKETBRIDGE_STATE"] = filepath.Join(h.dir, "afile", "state.db")
+		}, "state file", "not a directory"},
+		{"state file of another adapter", func(h *hotel) {
+			st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Update(func(tx *state.Tx) error { return tx.SetMeta(sync.MetaAdapter, "zendesk") }); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}, "state file", `made with adapter "zendesk"`},
+		{"not a state file", func(h *hotel) {
+			writeFile(t, h.vars["TICKETBRIDGE_STATE"], strings.Repeat("not bbolt ", 1000), 0o600)
+		}, "state file", "not a ticketbridge state file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHotel(t)
+			tc.change(h)
+			out, code, v := h.check()
+			if code != 1 {
+				t.Fatalf("exit %d, want 1:\n%s", code, out)
+			}
+			if v[tc.check] != checkFail {
+				t.Fatalf("%s: %q, want FAIL:\n%s", tc.check, v[tc.check], out)
+			}
+			var line string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, checkFail+"  "+tc.check+" ") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tc.want) {
+				t.Fatalf("FAIL line %q does not contain %q:\n%s", line, tc.want, out)
+			}
+			if !strings.Contains(out, "fix: ") {
+				t.Fatalf("no fix given:\n%s", out)
+			}
+			for _, k := range []string{h.ts.Keys.TicketsWrite, h.ts.Keys.TicketsRead, h.ts.Keys.Revoked, h.ts.Keys.Expired, h.ts.Keys.PlatformAdmin} {
+				if strings.Contains(out, k) {
+					t.Fatalf("output contains a key:\n%s", out)
+				}
+			}
+			// Only the broken part fails.
+			for name, st := range v {
+				if st == checkFail && name != tc.check {
+					t.Errorf("%s also failed:\n%s", name, out)
+				}
+			}
+		})
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestCheckStateFile(t *testing.T) {
+	t.Run("in use by the daemon", func(t *testing.T) {
+		h := newHotel(t)
+		st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		out, code, v := h.check()
+		if code != 0 || v["state file"] != checkPass || !strings.Contains(out, "in use by the running daemon") {
+			t.Fatalf("exit %d, state %q:\n%s", code, v["state file"], out)
+		}
+	})
+	t.Run("existing", func(t *testing.T) {
+		h := newHotel(t)
+		st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Update(func(tx *state.Tx) error { return tx.SetMeta(sync.MetaAdapter, "files") }); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		out, code, v := h.check()
+		if code != 0 || v["state file"] != checkPass || !strings.Contains(out, "0 tickets tracked") {
+			t.Fatalf("exit %d, state %q:\n%s", code, v["state file"], out)
+		}
+	})
+	t.Run("unwritable directory", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("root writes to any directory")
+		}
+		h := newHotel(t)
+		ro := filepath.Join(h.dir, "ro")
+		if err := os.Mkdir(ro, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		h.vars["TICKETBRIDGE_STATE"] = filepath.Join(ro, "state.db")
+		out, code, v := h.check()
+		if code != 1 || v["state file"] != checkFail || !strings.Contains(out, "not writable") {
+			t.Fatalf("exit %d, state %q:\n%s", code, v["state file"], out)
+		}
+	})
+}
+
+// TestCheckAsTheService checks the packaged env file from a shell: the key
+// comes from the credentials' source directory, a path below the
+// service's runtime credentials is read from there too, and a state
+// directory systemd has not made yet is neither made nor written.
+func TestCheckAsTheService(t *testing.T) {
+	h := newHotel(t)
+	etc := t.TempDir()
+	writeFile(t, filepath.Join(etc, "api-key"), h.ts.Keys.TicketsWrite, 0o600)
+	delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
+	delete(h.vars, "TICKETBRIDGE_STATE")
+	delete(h.vars, "TICKETBRIDGE_FILES_DIR")
+	envFile := h.envFile()
+	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
+	opts := checkOptions{Registry: checkAdapters(), Timeout: 5 * time.Second,
+		ServiceEnvFile: envFile, ServiceCredDir: etc, ServiceStateDir: stateDir}
+
+	out, code, v := runChecks(t, envFile, opts)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if v["API key"] != checkPass || !strings.Contains(out, filepath.Join(etc, "api-key")) || !strings.Contains(out, "scratch directory") {
+		t.Fatalf("key not taken from the credentials' source, or no scratch note:\n%s", out)
+	}
+	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
+		t.Fatalf("the check made the service's state directory: %v", err)
+	}
+
+	// A key file named by its runtime credential path, and a state
+	// directory the service made.
+	h.vars["TICKETBRIDGE_API_KEY_FILE"] = serviceCredRuntime + "/api-key"
+	writeFile(t, envFile, "TICKETBRIDGE_API_URL="+h.ts.URL+"\nTICKETBRIDGE_API_KEY_FILE="+serviceCredRuntime+"/api-key\n", 0o600)
+	if err := os.Mkdir(stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, code, v = runChecks(t, envFile, opts)
+	if code != 0 || v["API"] != checkPass {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, filepath.Join(stateDir, "state.db")) {
+		t.Fatalf("state not looked for in the service's directory:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "helpdesk")); err != nil {
+		t.Fatalf("helpdesk folders not checked in the service's state directory: %v", err)
+	}
+}
+
+func TestCheckFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := exitCode(run(context.Background(), []string{"check", "--help"}, &out, &errb), &errb); code != 0 || !strings.Contains(out.String(), "tickets:write") {
+		t.Fatalf("check --help: exit %d:\n%s", code, out.String())
+	}
+	for _, args := range [][]string{{"check", "extra"}, {"check", "--timeout", "0s"}, {"check", "--nope"}} {
+		if code := exitCode(run(context.Background(), args, &out, &errb), &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	clearServiceEnv(t)
+	out.Reset()
+	err := run(context.Background(), []string{"check", "--env-file", filepath.Join(t.TempDir(), "missing.env")}, &out, &errb)
+	if code := exitCode(err, &errb); code != 1 || !strings.Contains(out.String(), "FAIL  configuration") {
+		t.Fatalf("missing env file: exit %d:\n%s", code, out.String())
+	}
+}
