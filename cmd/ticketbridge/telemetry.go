@@ -1,0 +1,721 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/robfig/cron/v3"
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// This file is what a running daemon shows the world: Prometheus metrics
+// and two health endpoints on TICKETBRIDGE_LISTEN, and systemd's
+// notification protocol (READY, STATUS, STOPPING and the watchdog).
+//
+// # The watchdog
+//
+// Under a unit with WatchdogSec, systemd kills and restarts a service that
+// stops sending WATCHDOG=1. The daemon sends it every WatchdogSec/2, but
+// only while cycles complete: it counts as alive until
+//
+//	the next scheduled start after the last completed cycle + TICKETBRIDGE_CYCLE_MAX
+//
+// (before the first cycle: the start of the daemon + TICKETBRIDGE_CYCLE_MAX).
+// A cycle that hangs, or a scheduler that stops starting cycles, therefore
+// stops the pings TICKETBRIDGE_CYCLE_MAX after the cycle should have
+// started, and systemd restarts the daemon at most WatchdogSec later.
+// Because the bound follows the schedule's own next start, long cron
+// schedules ("@daily", "0 3 * * *") work without tuning: the daemon is not
+// declared stuck during the hours between two cycles. A failed cycle (the
+// API down, a refused key) still completes: restarting would not help, so
+// it keeps the watchdog fed; /readyz and the metrics report it instead.
+//
+// # Readiness
+//
+// /readyz answers 200 while a cycle ended ok or partial (some tickets
+// failed, the rest went on) within the last max(3 schedule intervals,
+// 5 minutes), and 503 with a one-line reason otherwise. /healthz answers
+// 200 while the process serves HTTP at all.
+
+// telemetryConfig is read from the daemon's environment.
+type telemetryConfig struct {
+	// Listen is the host:port of the metrics and health endpoints; empty
+	// serves none.
+	Listen string `env:"TICKETBRIDGE_LISTEN"`
+	// CycleMax is how long a cycle may take past its scheduled start before
+	// the daemon counts as stuck and stops feeding systemd's watchdog.
+	CycleMax time.Duration `env:"TICKETBRIDGE_CYCLE_MAX, default=20m"`
+}
+
+// Bounds of the telemetry's timings.
+const (
+	minCycleMax       = time.Minute
+	readyFloor        = 5 * time.Minute
+	readyIntervals    = 3
+	telemetryBodyMax  = 1 << 10
+	telemetryHeadMax  = 16 << 10
+	scrapeTimeout     = 10 * time.Second
+	shutdownTelemetry = 5 * time.Second
+)
+
+// loadTelemetryConfig reads and checks the telemetry's variables.
+func loadTelemetryConfig(ctx context.Context, env envconfig.Lookuper) (telemetryConfig, error) {
+	var c telemetryConfig
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
+		return c, fmt.Errorf("read configuration: %w", err)
+	}
+	c.Listen = strings.TrimSpace(c.Listen)
+	if c.Listen != "" {
+		host, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return c, fmt.Errorf("read configuration: TICKETBRIDGE_LISTEN=%q: want host:port such as 127.0.0.1:9464", c.Listen)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return c, fmt.Errorf("read configuration: TICKETBRIDGE_LISTEN=%q: port %q: want a number from 0 to 65535", c.Listen, port)
+		}
+		if strings.ContainsAny(host, "/ ") {
+			return c, fmt.Errorf("read configuration: TICKETBRIDGE_LISTEN=%q: want host:port such as 127.0.0.1:9464", c.Listen)
+		}
+	}
+	if c.CycleMax < minCycleMax {
+		return c, fmt.Errorf("read configuration: TICKETBRIDGE_CYCLE_MAX=%s: want %s or more, such as 20m", c.CycleMax, minCycleMax)
+	}
+	return c, nil
+}
+
+// telemetry holds the metrics, the health state and the systemd
+// notifications of one daemon. Make one with newTelemetry before the API
+// client (whose transport it instruments), then call start once the engine
+// exists and stop when the daemon shuts down.
+type telemetry struct {
+	cfg    telemetryConfig
+	log    *slog.Logger
+	now    func() time.Time
+	notify func(state string) error
+	// watchdogEvery is the ping period; 0 asks systemd's environment
+	// (WATCHDOG_USEC), negative disables the watchdog.
+	watchdogEvery time.Duration
+
+	reg *prometheus.Registry
+	m   metrics
+
+	mu          gosync.Mutex
+	sched       cron.Schedule
+	interval    time.Duration
+	stats       func() (state.Stats, error)
+	begun       time.Time // when start ran
+	running     bool      // a cycle reported through cycleStarted is in flight
+	runningFrom time.Time
+	nextDue     time.Time // when the next cycle is due to start at the latest
+	lastEnd     time.Time // when the last cycle ended; zero before the first
+	lastOK      time.Time // when the last ok or partial cycle ended
+	lastOutcome string
+	lastFatal   string
+	starved     bool // the watchdog is not being fed (logged once per episode)
+	notifyErr   bool // a notification failed (logged once)
+
+	srv    *http.Server
+	addr   net.Addr
+	served chan error
+	stopWD context.CancelFunc
+	wdDone chan struct{}
+}
+
+// metrics are the daemon's Prometheus series. Every label takes a bounded
+// set of values: no ticket id, URL, key or free text ever becomes a label.
+type metrics struct {
+	cycles        *prometheus.CounterVec
+	cycleDuration prometheus.Histogram
+	apiRequests   *prometheus.CounterVec
+	apiDuration   *prometheus.HistogramVec
+	mirrored      *prometheus.CounterVec
+	errors        *prometheus.CounterVec
+	tickets       *prometheus.GaugeVec
+	retired       prometheus.Gauge
+	journal       *prometheus.GaugeVec
+	stateBytes    prometheus.Gauge
+	lastSuccess   prometheus.Gauge
+	lastCycle     prometheus.Gauge
+	ready         prometheus.Gauge
+}
+
+// Label values.
+const (
+	dirToHelpdesk = "to_helpdesk"
+	dirToAPI      = "to_api"
+
+	errKindTicket       = "ticket"        // a ticket or journal entry failed; it is retried with backoff
+	errKindRefused      = "refused"       // a journal entry was refused for good
+	errKindKeyRefused   = "key_refused"   // a cycle stopped: the API refused the key (401)
+	errKindMissingRight = "missing_right" // a cycle stopped: the key lacks a right (403)
+	errKindState        = "state"         // a cycle stopped: the state file belongs to another adapter
+	errKindCanceled     = "canceled"      // a cycle was cut short by the daemon stopping
+	errKindCycle        = "cycle"         // a cycle stopped for another reason
+)
+
+var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindState, errKindCanceled, errKindCycle}
+
+func newMetrics(reg prometheus.Registerer) metrics {
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	m := metrics{
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_cycles_total",
+			Help: "Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped).",
+		}, []string{"outcome"}),
+		cycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ticketbridge_cycle_duration_seconds",
+			Help:    "How long sync cycles took.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200},
+		}),
+		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_api_requests_total",
+			Help: "HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came).",
+		}, []string{"endpoint", "method", "code"}),
+		apiDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ticketbridge_api_request_duration_seconds",
+			Help:    "How long requests to the Guest Requests API took until their answer's headers, by endpoint.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}, []string{"endpoint"}),
+		mirrored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_messages_mirrored_total",
+			Help: "Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API.",
+		}, []string{"direction"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_errors_total",
+			Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, state, canceled, cycle (a cycle stopped).",
+		}, []string{"kind"}),
+		tickets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketbridge_tickets",
+			Help: "Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included.",
+		}, []string{"status"}),
+		retired: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_tickets_retired",
+			Help: "Tickets closed long enough to be read no more.",
+		}),
+		journal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketbridge_journal_entries",
+			Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk).",
+		}, []string{"state"}),
+		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_state_file_bytes",
+			Help: "Size of the state file.",
+		}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_last_success_timestamp_seconds",
+			Help: "When the last cycle that ended ok or partial ended, as a Unix time; 0 before the first.",
+		}),
+		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_last_cycle_timestamp_seconds",
+			Help: "When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first.",
+		}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_ready",
+			Help: "1 while /readyz answers 200, else 0.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.apiRequests, m.apiDuration, m.mirrored,
+		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready} {
+		f(c)
+	}
+	v, c, g := buildVersion()
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "ticketbridge_build_info",
+		Help:        "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": v, "commit": c, "goversion": g},
+	})
+	info.Set(1)
+	f(info)
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// Series that exist from the start, so that rate() and alerts see a
+	// zero before the first event.
+	for _, o := range []string{sync.OutcomeOK, sync.OutcomePartial, sync.OutcomeFailed} {
+		m.cycles.WithLabelValues(o)
+	}
+	for _, d := range []string{dirToHelpdesk, dirToAPI} {
+		m.mirrored.WithLabelValues(d)
+	}
+	for _, k := range errorKinds {
+		m.errors.WithLabelValues(k)
+	}
+	for _, s := range []string{"pending", "failed", "unmarked"} {
+		m.journal.WithLabelValues(s)
+	}
+	return m
+}
+
+// newTelemetry returns the daemon's telemetry with its own registry (never
+// Prometheus' global one). A nil logger discards.
+func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CycleMax <= 0 {
+		cfg.CycleMax = 20 * time.Minute
+	}
+	reg := prometheus.NewRegistry()
+	return &telemetry{
+		cfg:    cfg,
+		log:    log,
+		now:    time.Now,
+		notify: sdNotify,
+		reg:    reg,
+		m:      newMetrics(reg),
+	}
+}
+
+// sdNotify sends state to systemd; without NOTIFY_SOCKET it does nothing.
+func sdNotify(state string) error {
+	_, err := daemon.SdNotify(false, state)
+	return err
+}
+
+// start begins serving the endpoints (when TICKETBRIDGE_LISTEN is set),
+// starts feeding the watchdog (when systemd asks for it) and tells systemd
+// that the daemon is ready. sched and interval are the engine's schedule;
+// stats summarises the state file after each cycle (nil: not summarised).
+// A listener that cannot be bound is an error: nothing is started then.
+func (t *telemetry) start(ctx context.Context, sched cron.Schedule, interval time.Duration, stats func() (state.Stats, error)) error {
+	t.mu.Lock()
+	t.sched, t.interval, t.stats = sched, interval, stats
+	t.begun = t.now()
+	t.nextDue = t.begun // the first cycle runs at once
+	t.mu.Unlock()
+	t.m.ready.Set(0)
+
+	if t.cfg.Listen != "" {
+		ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", t.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("start metrics listener: %w", err)
+		}
+		t.addr = ln.Addr()
+		t.srv = &http.Server{
+			Handler:           t.handler(),
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      scrapeTimeout + 5*time.Second,
+			IdleTimeout:       time.Minute,
+			MaxHeaderBytes:    telemetryHeadMax,
+			ErrorLog:          slog.NewLogLogger(t.log.Handler(), slog.LevelDebug),
+		}
+		t.served = make(chan error, 1)
+		go func() { t.served <- t.srv.Serve(ln) }()
+		t.log.Info("metrics and health endpoints listening", "addr", t.addr.String(),
+			"metrics", "http://"+t.addr.String()+"/metrics")
+	}
+
+	every := t.watchdogEvery
+	if every == 0 {
+		d, err := daemon.SdWatchdogEnabled(false)
+		if err != nil {
+			t.log.Warn("systemd watchdog setting unreadable; not feeding it", "error", err)
+		}
+		every = d / 2
+	}
+	if every > 0 {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		t.stopWD, t.wdDone = cancel, make(chan struct{})
+		ticker := time.NewTicker(every)
+		go func() {
+			defer close(t.wdDone)
+			defer ticker.Stop()
+			t.runWatchdog(wctx, ticker.C)
+		}()
+		t.log.Info("feeding the systemd watchdog while cycles complete", "every", every, "cycle_max", t.cfg.CycleMax)
+	}
+	t.send(daemon.SdNotifyReady)
+	t.send("STATUS=started; the first cycle is running")
+	return nil
+}
+
+// Addr returns the address the endpoints listen on, nil when off.
+func (t *telemetry) Addr() net.Addr { return t.addr }
+
+// stop tells systemd the daemon is stopping, stops the watchdog and shuts
+// the endpoints down, waiting at most a few seconds for scrapes in flight.
+func (t *telemetry) stop() error {
+	if t.stopWD != nil {
+		t.stopWD()
+		<-t.wdDone
+		t.stopWD = nil
+	}
+	t.send(daemon.SdNotifyStopping)
+	if t.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTelemetry)
+	defer cancel()
+	var first error
+	if err := t.srv.Shutdown(ctx); err != nil {
+		_ = t.srv.Close()
+		first = fmt.Errorf("shut down metrics listener: %w", err)
+	}
+	if err := <-t.served; err != nil && !errors.Is(err, http.ErrServerClosed) && first == nil {
+		first = fmt.Errorf("serve metrics: %w", err)
+	}
+	t.srv = nil
+	return first
+}
+
+// send passes a notification to systemd, logging the first failure only.
+func (t *telemetry) send(state string) {
+	if err := t.notify(state); err != nil {
+		t.mu.Lock()
+		first := !t.notifyErr
+		t.notifyErr = true
+		t.mu.Unlock()
+		if first {
+			t.log.Warn("notify systemd", "error", err)
+		}
+	}
+}
+
+// cycleStarted marks a cycle as in flight. Calling it is optional: without
+// it the watchdog bound still holds, counted from the scheduled start.
+func (t *telemetry) cycleStarted() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.running = true
+	t.runningFrom = t.now()
+}
+
+// cycleDone records a finished cycle: it is the engine's after-cycle hook.
+func (t *telemetry) cycleDone(r sync.Report, err error) {
+	now := t.now()
+	outcome := r.Outcome
+	if outcome == "" {
+		outcome = sync.OutcomeOK
+		if err != nil {
+			outcome = sync.OutcomeFailed
+		}
+	}
+	if err != nil {
+		outcome = sync.OutcomeFailed
+	}
+	t.m.cycles.WithLabelValues(outcome).Inc()
+	t.m.cycleDuration.Observe(r.Duration.Seconds())
+	t.m.mirrored.WithLabelValues(dirToHelpdesk).Add(float64(r.Mirrored))
+	t.m.mirrored.WithLabelValues(dirToAPI).Add(float64(r.Sent))
+	t.m.errors.WithLabelValues(errKindTicket).Add(float64(r.Errors))
+	t.m.errors.WithLabelValues(errKindRefused).Add(float64(r.Failed))
+	if err != nil {
+		t.m.errors.WithLabelValues(errorKind(err)).Inc()
+	}
+	t.m.lastCycle.Set(float64(now.UnixMilli()) / 1e3)
+	if outcome != sync.OutcomeFailed {
+		t.m.lastSuccess.Set(float64(now.UnixMilli()) / 1e3)
+	}
+
+	t.mu.Lock()
+	t.running = false
+	t.lastEnd = now
+	t.lastOutcome = outcome
+	t.lastFatal = ""
+	if outcome != sync.OutcomeFailed {
+		t.lastOK = now
+	} else {
+		t.lastFatal = r.Fatal
+		if t.lastFatal == "" && err != nil {
+			t.lastFatal = err.Error()
+		}
+	}
+	t.nextDue = now
+	if t.sched != nil {
+		if next := t.sched.Next(now); !next.IsZero() {
+			t.nextDue = next
+		}
+	}
+	stats := t.stats
+	t.mu.Unlock()
+
+	if stats != nil {
+		if st, serr := stats(); serr != nil {
+			t.log.Warn("summarise state for metrics", "error", serr)
+		} else {
+			t.observeStats(st)
+		}
+	}
+	ok, _ := t.ready(now)
+	t.m.ready.Set(boolFloat(ok))
+	t.send(fmt.Sprintf("STATUS=last cycle %s at %s: mirrored %d, sent %d, errors %d",
+		outcome, now.Format(time.TimeOnly), r.Mirrored, r.Sent, r.Errors))
+}
+
+// errorKind names the kind of error that stopped a cycle.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, sync.ErrKeyRefused), errors.Is(err, guestapi.ErrUnauthorized):
+		return errKindKeyRefused
+	case errors.Is(err, sync.ErrMissingRight), errors.Is(err, guestapi.ErrForbidden):
+		return errKindMissingRight
+	case errors.Is(err, sync.ErrAdapterMismatch), errors.Is(err, state.ErrLocked),
+		errors.Is(err, state.ErrReadOnly), errors.Is(err, state.ErrNewerSchema):
+		return errKindState
+	case errors.Is(err, context.Canceled):
+		return errKindCanceled
+	}
+	return errKindCycle
+}
+
+// observeStats sets the gauges taken from the state file.
+func (t *telemetry) observeStats(st state.Stats) {
+	t.m.tickets.Reset()
+	for _, s := range guestapi.Statuses() {
+		t.m.tickets.WithLabelValues(string(s))
+	}
+	known := map[string]bool{}
+	for _, s := range guestapi.Statuses() {
+		known[string(s)] = true
+	}
+	for s, n := range st.ByStatus {
+		label := s
+		switch {
+		case s == "":
+			label = "unknown"
+		case !known[s]:
+			label = "other"
+		}
+		t.m.tickets.WithLabelValues(label).Add(float64(n))
+	}
+	t.m.retired.Set(float64(st.Retired))
+	t.m.journal.WithLabelValues("pending").Set(float64(st.JournalPending))
+	t.m.journal.WithLabelValues("failed").Set(float64(st.JournalFailed))
+	t.m.journal.WithLabelValues("unmarked").Set(float64(st.JournalUnmarked))
+	t.m.stateBytes.Set(float64(st.FileSize))
+}
+
+// aliveUntil is the instant until which the daemon counts as alive for
+// the watchdog (see the file's comment).
+func (t *telemetry) aliveUntil() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.running {
+		return t.runningFrom.Add(t.cfg.CycleMax)
+	}
+	return t.nextDue.Add(t.cfg.CycleMax)
+}
+
+// runWatchdog pings systemd on every tick while the daemon counts as
+// alive, until ctx ends.
+func (t *telemetry) runWatchdog(ctx context.Context, tick <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			t.feedWatchdog()
+		}
+	}
+}
+
+// feedWatchdog sends one WATCHDOG=1 when the daemon counts as alive and
+// reports whether it did.
+func (t *telemetry) feedWatchdog() bool {
+	now := t.now()
+	until := t.aliveUntil()
+	alive := now.Before(until)
+	t.mu.Lock()
+	changed := t.starved == alive
+	t.starved = !alive
+	t.mu.Unlock()
+	if !alive {
+		if changed {
+			t.log.Error("no cycle completed in time: not feeding the systemd watchdog, which will restart the daemon",
+				"due_by", until.Format(time.DateTime), "cycle_max", t.cfg.CycleMax)
+			t.send("STATUS=stuck: no cycle completed since " + t.lastEndText())
+		}
+		return false
+	}
+	if changed {
+		t.log.Info("cycles complete again: feeding the systemd watchdog")
+	}
+	t.send(daemon.SdNotifyWatchdog)
+	return true
+}
+
+func (t *telemetry) lastEndText() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lastEnd.IsZero() {
+		return "the start at " + t.begun.Format(time.DateTime)
+	}
+	return t.lastEnd.Format(time.DateTime)
+}
+
+// readyWindow is how long after a successful cycle the daemon stays ready.
+func (t *telemetry) readyWindow() time.Duration {
+	return max(readyIntervals*t.interval, readyFloor)
+}
+
+// ready reports whether a cycle succeeded recently enough, and why not.
+func (t *telemetry) ready(now time.Time) (bool, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	window := t.readyWindow()
+	switch {
+	case t.begun.IsZero():
+		return false, "not started"
+	case t.lastOK.IsZero() && t.lastEnd.IsZero():
+		return false, "starting: no cycle has finished yet"
+	case t.lastOK.IsZero():
+		return false, "no cycle has succeeded yet; the last one failed: " + oneLine(t.lastFatal)
+	case now.Sub(t.lastOK) > window:
+		reason := fmt.Sprintf("no cycle succeeded in the last %s (last success %s)", window, t.lastOK.Format(time.DateTime))
+		if t.lastOutcome == sync.OutcomeFailed && t.lastFatal != "" {
+			reason += "; the last one failed: " + oneLine(t.lastFatal)
+		}
+		return false, reason
+	}
+	return true, fmt.Sprintf("ok: last cycle %s at %s", t.lastOutcome, t.lastEnd.Format(time.DateTime))
+}
+
+// oneLine keeps the first line of s, at most 300 bytes of it.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	if s == "" {
+		s = "(no reason recorded)"
+	}
+	return s
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// handler serves /metrics, /healthz and /readyz; GET and HEAD only, with
+// request bodies capped.
+func (t *telemetry) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             scrapeTimeout,
+	}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		plain(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, reason := t.ready(t.now())
+		t.m.ready.Set(boolFloat(ok))
+		if !ok {
+			plain(w, http.StatusServiceUnavailable, "not ready: "+reason)
+			return
+		}
+		plain(w, http.StatusOK, reason)
+	})
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
+		plain(w, http.StatusOK, "ticketbridge: /metrics /healthz /readyz")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			plain(w, http.StatusMethodNotAllowed, "method not allowed")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, telemetryBodyMax)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func plain(w http.ResponseWriter, code int, line string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = fmt.Fprintln(w, line)
+}
+
+// instrument returns hc with its transport wrapped so that every request
+// is counted by endpoint template, method and status code. A nil hc gets
+// the timeouts guestapi's default client has.
+func (t *telemetry) instrument(hc *http.Client) *http.Client {
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		tr.TLSHandshakeTimeout = 10 * time.Second
+		tr.ResponseHeaderTimeout = guestapi.DefaultRequestTimeout
+		tr.MaxIdleConnsPerHost = 4
+		hc = &http.Client{Transport: tr, Timeout: guestapi.DefaultRequestTimeout}
+	}
+	c := *hc
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = &countingTransport{base: base, m: &t.m}
+	return &c
+}
+
+// countingTransport counts the requests it carries.
+type countingTransport struct {
+	base http.RoundTripper
+	m    *metrics
+}
+
+func (ct *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ep := endpointOf(req.URL.EscapedPath())
+	method := req.Method
+	if method != http.MethodGet && method != http.MethodPost {
+		method = "other"
+	}
+	start := time.Now()
+	resp, err := ct.base.RoundTrip(req)
+	ct.m.apiDuration.WithLabelValues(ep).Observe(time.Since(start).Seconds())
+	code := "error"
+	if err == nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
+	ct.m.apiRequests.WithLabelValues(ep, method, code).Inc()
+	return resp, err
+}
+
+// endpointOf maps a request path to its template: ids never become labels.
+// The API may sit below a path prefix, so the known parts are found from
+// the right.
+func endpointOf(p string) string {
+	switch {
+	case strings.HasSuffix(p, guestapi.TokenPath):
+		return guestapi.TokenPath
+	case strings.HasSuffix(p, guestapi.VerifyPath):
+		return guestapi.VerifyPath
+	}
+	i := strings.LastIndex(p, guestapi.TicketsPrefix+"/tickets")
+	if i < 0 {
+		return "other"
+	}
+	rest := p[i+len(guestapi.TicketsPrefix+"/tickets"):]
+	if rest == "" || rest == "/" {
+		return "/tickets"
+	}
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	switch {
+	case len(parts) == 1 && parts[0] != "":
+		return "/tickets/{id}"
+	case len(parts) == 2 && parts[0] != "" && (parts[1] == "messages" || parts[1] == "status"):
+		return "/tickets/{id}/" + parts[1]
+	}
+	return "other"
+}

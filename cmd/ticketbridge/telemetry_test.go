@@ -1,0 +1,527 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// testTelemetry returns telemetry on a fake clock whose notifications go
+// to the returned channel.
+func testTelemetry(t *testing.T, cfg telemetryConfig) (*telemetry, *refservertest.Clock, chan string) {
+	t.Helper()
+	clock := refservertest.NewClock(t0)
+	tel := newTelemetry(cfg, nil)
+	tel.now = clock.Now
+	sent := make(chan string, 100)
+	tel.notify = func(s string) error { sent <- s; return nil }
+	tel.watchdogEvery = -1
+	return tel, clock, sent
+}
+
+func drain(ch chan string) []string {
+	var out []string
+	for {
+		select {
+		case s := <-ch:
+			out = append(out, s)
+		default:
+			return out
+		}
+	}
+}
+
+func scrape(t *testing.T, h http.Handler) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
+	rec := &recorder{header: http.Header{}}
+	h.ServeHTTP(rec, req)
+	if rec.code != 0 && rec.code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", rec.code, rec.body.String())
+	}
+	return rec.body.String()
+}
+
+// recorder is a minimal http.ResponseWriter.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(c int) {
+	if r.code == 0 {
+		r.code = c
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+
+// metricValue returns the value of the sample line that starts with
+// series, or -1 when there is none.
+func metricValue(t *testing.T, text, series string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return v
+		}
+	}
+	return -1
+}
+
+func TestEndpointTemplates(t *testing.T) {
+	id := "0d9a7c1e-5b43-4e2f-8a61-7c0b9e1f2a11"
+	for path, want := range map[string]string{
+		"/ops-public-api/v1/tickets":                     "/tickets",
+		"/ops-public-api/v1/tickets/":                    "/tickets",
+		"/ops-public-api/v1/tickets/" + id:               "/tickets/{id}",
+		"/ops-public-api/v1/tickets/" + id + "/messages": "/tickets/{id}/messages",
+		"/ops-public-api/v1/tickets/" + id + "/status":   "/tickets/{id}/status",
+		"/prefix/ops-public-api/v1/tickets/" + id:        "/tickets/{id}",
+		"/ops-public-api/v1/tickets/a%2Fb/status":        "/tickets/{id}/status",
+		"/ops-public-api/v1/tickets/" + id + "/other":    "other",
+		"/ops-public-api/v1/tickets/" + id + "/a/b":      "other",
+		"/api-auth/token":                                "/api-auth/token",
+		"/functions/api-auth/verify":                     "/api-auth/verify",
+		"/" + id:                                         "other",
+		"/":                                              "other",
+	} {
+		if got := endpointOf(path); got != want {
+			t.Errorf("endpointOf(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+// TestAPIRequestsCounted drives the real client through the instrumented
+// transport against the reference server.
+func TestAPIRequestsCounted(t *testing.T) {
+	ts := refservertest.New(t)
+	ticket, err := ts.Server.CreateTicket(ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "Towels"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, _, _ := testTelemetry(t, telemetryConfig{})
+	cl, err := guestapi.New(guestapi.Config{BaseURL: ts.URL, APIKey: ts.Keys.TicketsWrite, HTTPClient: tel.instrument(nil), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := cl.ListTickets(ctx, guestapi.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.GetTicket(ctx, ticket.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.GetTicket(ctx, "00000000-0000-4000-8000-000000000000"); !errors.Is(err, guestapi.ErrNotFound) {
+		t.Fatalf("get unknown ticket: %v", err)
+	}
+	if _, err := cl.PostMessage(ctx, ticket.ID, guestapi.NewMessage{Body: "On the way"}, "key-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SetStatus(ctx, ticket.ID, guestapi.StatusDone, "key-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := guestapi.New(guestapi.Config{BaseURL: "http://" + closedPort(t), APIKey: ts.Keys.TicketsWrite, HTTPClient: tel.instrument(nil), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dead.ListTickets(ctx, guestapi.ListOptions{}); err == nil {
+		t.Fatal("list on a closed port succeeded")
+	}
+
+	text := scrape(t, tel.handler())
+	for series, want := range map[string]float64{
+		`ticketbridge_api_requests_total{code="200",endpoint="/tickets",method="GET"}`:                1,
+		`ticketbridge_api_requests_total{code="200",endpoint="/tickets/{id}",method="GET"}`:           1,
+		`ticketbridge_api_requests_total{code="404",endpoint="/tickets/{id}",method="GET"}`:           1,
+		`ticketbridge_api_requests_total{code="200",endpoint="/tickets/{id}/messages",method="POST"}`: 1,
+		`ticketbridge_api_requests_total{code="200",endpoint="/tickets/{id}/status",method="POST"}`:   1,
+		`ticketbridge_api_requests_total{code="200",endpoint="/api-auth/token",method="POST"}`:        1,
+		`ticketbridge_api_requests_total{code="200",endpoint="/api-auth/verify",method="POST"}`:       1,
+		`ticketbridge_api_requests_total{code="error",endpoint="/tickets",method="GET"}`:              1,
+		`ticketbridge_api_request_duration_seconds_count{endpoint="/tickets/{id}"}`:                   2,
+	} {
+		if got := metricValue(t, text, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	for _, secret := range []string{ticket.ID, ts.Keys.TicketsWrite, "00000000-0000-4000-8000-000000000000", "127.0.0.1"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("metrics contain %q", secret)
+		}
+	}
+}
+
+func TestCycleMetricsAndReadiness(t *testing.T) {
+	tel, clock, sent := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+	h := tel.handler()
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, path, nil)
+		rec := &recorder{header: http.Header{}}
+		h.ServeHTTP(rec, req)
+		return rec.code, rec.body.String()
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "not started") {
+		t.Fatalf("readyz before start: %d %q", code, body)
+	}
+	sched, err := sync.ParseSchedule("@every 30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := state.Stats{ByStatus: map[string]int{"new": 2, "done": 1, "": 1, "frozen": 1}, Retired: 1,
+		JournalPending: 3, JournalFailed: 1, JournalUnmarked: 2, FileSize: 32768}
+	if err := tel.start(context.Background(), sched, 30*time.Second, func() (state.Stats, error) { return stats, nil }); err != nil {
+		t.Fatal(err)
+	}
+	defer tel.stop()
+	if got := drain(sent); len(got) < 1 || got[0] != "READY=1" {
+		t.Fatalf("notifications at start: %q, want READY=1 first", got)
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("healthz: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "no cycle has finished yet") || strings.Count(body, "\n") != 1 {
+		t.Fatalf("readyz before the first cycle: %d %q", code, body)
+	}
+
+	// A failed cycle: not ready, with its reason.
+	clock.Advance(2 * time.Second)
+	fatal := fmt.Errorf("list tickets: %w", sync.ErrKeyRefused)
+	tel.cycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Fatal: fatal.Error()}, fatal)
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "revoked, expired or mistyped") {
+		t.Fatalf("readyz after a failed cycle: %d %q", code, body)
+	}
+
+	// A partial cycle counts as a success.
+	clock.Advance(30 * time.Second)
+	tel.cycleDone(sync.Report{Outcome: sync.OutcomePartial, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1}, nil)
+	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "partial") {
+		t.Fatalf("readyz after a partial cycle: %d %q", code, body)
+	}
+	status := drain(sent)
+	if len(status) == 0 || !strings.HasPrefix(status[len(status)-1], "STATUS=last cycle partial") {
+		t.Fatalf("no STATUS after the cycle: %q", status)
+	}
+
+	text := scrape(t, h)
+	okAt := float64(clock.Now().Unix())
+	for series, want := range map[string]float64{
+		`ticketbridge_cycles_total{outcome="failed"}`:                   1,
+		`ticketbridge_cycles_total{outcome="partial"}`:                  1,
+		`ticketbridge_cycles_total{outcome="ok"}`:                       0,
+		`ticketbridge_cycle_duration_seconds_count`:                     2,
+		`ticketbridge_cycle_duration_seconds_sum`:                       3.5,
+		`ticketbridge_messages_mirrored_total{direction="to_helpdesk"}`: 4,
+		`ticketbridge_messages_mirrored_total{direction="to_api"}`:      2,
+		`ticketbridge_errors_total{kind="key_refused"}`:                 1,
+		`ticketbridge_errors_total{kind="ticket"}`:                      1,
+		`ticketbridge_errors_total{kind="refused"}`:                     1,
+		`ticketbridge_errors_total{kind="cycle"}`:                       0,
+		`ticketbridge_tickets{status="new"}`:                            2,
+		`ticketbridge_tickets{status="done"}`:                           1,
+		`ticketbridge_tickets{status="unknown"}`:                        1,
+		`ticketbridge_tickets{status="other"}`:                          1,
+		`ticketbridge_tickets{status="assigned"}`:                       0,
+		`ticketbridge_tickets_retired`:                                  1,
+		`ticketbridge_journal_entries{state="pending"}`:                 3,
+		`ticketbridge_journal_entries{state="failed"}`:                  1,
+		`ticketbridge_journal_entries{state="unmarked"}`:                2,
+		`ticketbridge_state_file_bytes`:                                 32768,
+		`ticketbridge_last_success_timestamp_seconds`:                   okAt,
+		`ticketbridge_last_cycle_timestamp_seconds`:                     okAt,
+		`ticketbridge_ready`:                                            1,
+	} {
+		if got := metricValue(t, text, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	if !strings.Contains(text, "ticketbridge_build_info{") || !strings.Contains(text, "go_goroutines ") {
+		t.Errorf("build info or Go collector missing")
+	}
+	if strings.Contains(text, "frozen") {
+		t.Errorf("an unknown status became a label value")
+	}
+
+	// Ready for max(3 intervals, 5 minutes) after the success.
+	clock.Advance(readyFloor)
+	if code, _ := get("/readyz"); code != 200 {
+		t.Fatalf("readyz %s after the success: %d, want 200", readyFloor, code)
+	}
+	clock.Advance(time.Second)
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "no cycle succeeded in the last 5m0s") {
+		t.Fatalf("readyz past the window: %d %q", code, body)
+	}
+	if code, _ := get("/metrics"); code != 200 {
+		t.Fatalf("metrics: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "/metrics", strings.NewReader("x"))
+	rec := &recorder{header: http.Header{}}
+	h.ServeHTTP(rec, req)
+	if rec.code != http.StatusMethodNotAllowed || rec.header.Get("Allow") == "" {
+		t.Fatalf("POST /metrics: %d", rec.code)
+	}
+	if code, _ := get("/nothing"); code != 404 {
+		t.Fatalf("unknown path: %d, want 404", code)
+	}
+}
+
+func TestErrorKinds(t *testing.T) {
+	for err, want := range map[error]string{
+		fmt.Errorf("x: %w", sync.ErrKeyRefused):      errKindKeyRefused,
+		fmt.Errorf("x: %w", sync.ErrMissingRight):    errKindMissingRight,
+		fmt.Errorf("x: %w", sync.ErrAdapterMismatch): errKindState,
+		fmt.Errorf("x: %w", context.Canceled):        errKindCanceled,
+		errors.New("disk full"):                      errKindCycle,
+	} {
+		if got := errorKind(err); got != want {
+			t.Errorf("errorKind(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
+
+// TestWatchdogBound checks when the daemon counts as alive, for a short
+// and a daily schedule, with and without cycle starts being reported.
+func TestWatchdogBound(t *testing.T) {
+	t.Run("every 30s", func(t *testing.T) {
+		tel, clock, sent := testTelemetry(t, telemetryConfig{CycleMax: 10 * time.Minute})
+		sched, _ := sync.ParseSchedule("@every 30s")
+		if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+		defer tel.stop()
+		drain(sent)
+		// The first cycle runs at once: alive for CycleMax from the start.
+		clock.Advance(10*time.Minute - time.Second)
+		if !tel.feedWatchdog() {
+			t.Fatal("not fed during the first cycle")
+		}
+		if got := drain(sent); len(got) != 1 || got[0] != "WATCHDOG=1" {
+			t.Fatalf("notifications when fed: %q", got)
+		}
+		clock.Advance(time.Second)
+		if tel.feedWatchdog() {
+			t.Fatal("fed although the first cycle has run for CycleMax")
+		}
+		if got := drain(sent); len(got) != 1 || !strings.HasPrefix(got[0], "STATUS=stuck") {
+			t.Fatalf("notifications when stuck: %q", got)
+		}
+		// A cycle completes: fed again until the next start + CycleMax.
+		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK}, nil)
+		end := clock.Now()
+		if !tel.feedWatchdog() {
+			t.Fatal("not fed after a cycle completed")
+		}
+		if got := drain(sent); got[len(got)-1] != "WATCHDOG=1" {
+			t.Fatalf("notifications: %q", got)
+		}
+		clock.Set(sched.Next(end).Add(10*time.Minute - time.Second))
+		if !tel.feedWatchdog() {
+			t.Fatal("not fed within CycleMax of the next start")
+		}
+		clock.Set(sched.Next(end).Add(10 * time.Minute))
+		if tel.feedWatchdog() {
+			t.Fatal("fed although no cycle completed within CycleMax of the next start")
+		}
+		// A failed cycle still completes.
+		tel.cycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: "API down"}, errors.New("API down"))
+		if !tel.feedWatchdog() {
+			t.Fatal("a failed cycle did not feed the watchdog")
+		}
+		// A reported start bounds the cycle itself.
+		tel.cycleStarted()
+		clock.Advance(10*time.Minute - time.Second)
+		if !tel.feedWatchdog() {
+			t.Fatal("not fed while a cycle runs within CycleMax")
+		}
+		clock.Advance(time.Second)
+		if tel.feedWatchdog() {
+			t.Fatal("fed while a cycle runs past CycleMax")
+		}
+	})
+	t.Run("daily", func(t *testing.T) {
+		tel, clock, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+		sched, _ := sync.ParseSchedule("0 3 * * *")
+		if err := tel.start(context.Background(), sched, 24*time.Hour, nil); err != nil {
+			t.Fatal(err)
+		}
+		defer tel.stop()
+		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK}, nil) // 09:00
+		// Alive through the quiet day, until the next 03:00 + CycleMax.
+		next := sched.Next(t0)
+		clock.Set(next.Add(20*time.Minute - time.Second))
+		if !tel.feedWatchdog() {
+			t.Fatalf("not fed before %s + CycleMax", next)
+		}
+		clock.Set(next.Add(20 * time.Minute))
+		if tel.feedWatchdog() {
+			t.Fatalf("fed although the cycle of %s did not complete", next)
+		}
+		if w := tel.readyWindow(); w != 72*time.Hour {
+			t.Fatalf("ready window %s, want 72h", w)
+		}
+	})
+}
+
+// TestWatchdogLoop feeds the watchdog from ticks until stopped.
+func TestWatchdogLoop(t *testing.T) {
+	tel, _, sent := testTelemetry(t, telemetryConfig{})
+	sched, _ := sync.ParseSchedule("@every 30s")
+	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	drain(sent)
+	tick := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { tel.runWatchdog(ctx, tick); close(done) }()
+	for range 3 {
+		tick <- t0
+		if got := <-sent; got != "WATCHDOG=1" {
+			t.Fatalf("got %q, want WATCHDOG=1", got)
+		}
+	}
+	cancel()
+	<-done
+	tel.stop()
+	if got := drain(sent); len(got) != 1 || got[0] != "STOPPING=1" {
+		t.Fatalf("at stop: %q, want STOPPING=1", got)
+	}
+}
+
+// notifySocket listens where NOTIFY_SOCKET points, as systemd does.
+func notifySocket(t *testing.T) *net.UnixConn {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	t.Setenv("NOTIFY_SOCKET", path)
+	return conn
+}
+
+func readNotification(t *testing.T, conn *net.UnixConn) string {
+	t.Helper()
+	buf := make([]byte, 4096)
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := conn.Read(buf)
+	if err != nil {
+		t.Fatalf("read notification: %v", err)
+	}
+	return string(buf[:n])
+}
+
+// TestSystemdNotifications runs the real sd_notify path: READY, the
+// watchdog systemd asked for through WATCHDOG_USEC, STOPPING; and the
+// endpoints on a real listener.
+func TestSystemdNotifications(t *testing.T) {
+	conn := notifySocket(t)
+	t.Setenv("WATCHDOG_USEC", "40000") // pings every 20ms
+	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
+	tel := newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: time.Hour}, nil)
+	sched, _ := sync.ParseSchedule("@every 30s")
+	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readNotification(t, conn); got != "READY=1" {
+		t.Fatalf("first notification %q, want READY=1", got)
+	}
+	for got := readNotification(t, conn); got != "WATCHDOG=1"; got = readNotification(t, conn) {
+		if !strings.HasPrefix(got, "STATUS=") {
+			t.Fatalf("unexpected notification %q", got)
+		}
+	}
+
+	base := "http://" + tel.Addr().String()
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 503, "/metrics": 200} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d %q, want %d", path, resp.StatusCode, body, want)
+		}
+		if path == "/metrics" && !strings.Contains(string(body), "ticketbridge_cycles_total") {
+			t.Errorf("metrics lack ticketbridge_cycles_total")
+		}
+	}
+	// A second daemon on the same address fails to start.
+	other := newTelemetry(telemetryConfig{Listen: tel.Addr().String()}, nil)
+	other.notify = func(string) error { t.Error("a telemetry that failed to start notified systemd"); return nil }
+	if err := other.start(context.Background(), sched, 30*time.Second, nil); err == nil || !strings.Contains(err.Error(), "start metrics listener") {
+		t.Fatalf("second listener: %v", err)
+	}
+
+	if err := tel.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for got := readNotification(t, conn); got != "STOPPING=1"; got = readNotification(t, conn) {
+		if got != "WATCHDOG=1" && !strings.HasPrefix(got, "STATUS=") {
+			t.Fatalf("unexpected notification %q", got)
+		}
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("endpoints still served after stop")
+	}
+}
+
+func TestTelemetryConfig(t *testing.T) {
+	ctx := context.Background()
+	c, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(nil))
+	if err != nil || c.Listen != "" || c.CycleMax != 20*time.Minute {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	c, err = loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": " [::1]:9464 ", "TICKETBRIDGE_CYCLE_MAX": "45m"}))
+	if err != nil || c.Listen != "[::1]:9464" || c.CycleMax != 45*time.Minute {
+		t.Fatalf("set: %+v, %v", c, err)
+	}
+	for k, v := range map[string]string{
+		"TICKETBRIDGE_LISTEN":    "localhost",
+		"TICKETBRIDGE_CYCLE_MAX": "10s",
+	} {
+		_, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{k: v}))
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v, want an error naming it", k, v, err)
+		}
+	}
+	if _, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": "127.0.0.1:99999"})); err == nil {
+		t.Error("port 99999 accepted")
+	}
+}
