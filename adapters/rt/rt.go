@@ -121,6 +121,11 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	tickets map[int64]string // RT ticket id -> upstream ticket id, "" for other tickets
+
+	// sentLocks serialise MarkSent per ticket: REST2 sets a multi-value
+	// custom field to the whole list it is given, so two concurrent
+	// read-modify-writes would drop each other's value.
+	sentLocks [64]sync.Mutex
 }
 
 // setup is what the adapter learns from RT before its first real call.
@@ -568,11 +573,12 @@ func (a *Adapter) markers(ctx context.Context, id, after int64) (map[string]stri
 // others as comments. A message whose marker the ticket already holds is
 // reported as Existed and not written again.
 //
-// RT's scrip "On Correspond Open Inactive Tickets" reopens a new or closed
-// ticket on correspondence, which is what a new guest message should do.
-// Mirroring the thread of a request that is already closed must not reopen
-// it, though: when every public message appended is older than the RT
-// ticket itself (history being filled in), Append puts the status back.
+// RT's scrip "On Correspond Open Inactive Tickets" opens a new or closed
+// ticket on correspondence. A new guest message on a closed ticket should
+// indeed reopen it; but a new ticket stays new until an agent takes it up,
+// and filling in the thread of a request that is already closed (every
+// public message appended older than the RT ticket) must not reopen it.
+// In those two cases Append puts the status back.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
 	for i, m := range msgs {
 		if err := checkID(fmt.Sprintf("message %d: upstream message id", i+1), m.UpstreamID); err != nil {
@@ -620,7 +626,8 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		if m.Public {
 			kind = "correspond"
 			public = true
-			if created.IsZero() || !m.CreatedAt.Before(created) {
+			// RT's Created has a resolution of a second.
+			if created.IsZero() || !m.CreatedAt.Before(created.Add(time.Second)) {
 				backfill = false
 			}
 		}
@@ -646,12 +653,28 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		}
 		out[i].HelpdeskID = txn
 	}
-	if public && backfill {
+	if public && a.keepsStatus(tk.Status, backfill) {
 		if err := a.keepStatus(ctx, id, tk.Status); err != nil {
 			return nil, fmt.Errorf("append: %w", err)
 		}
 	}
 	return out, nil
+}
+
+// keepsStatus reports whether mirroring guest correspondence leaves a
+// ticket in status was: a new ticket always, a closed one when the
+// messages are history being filled in.
+func (a *Adapter) keepsStatus(was string, backfill bool) bool {
+	up, ok := a.status.Up(was)
+	switch {
+	case !ok:
+		return false
+	case up == guestapi.StatusNew:
+		return true
+	case up.Closed():
+		return backfill
+	}
+	return false
 }
 
 // keepStatus puts the ticket's status back to was when a scrip changed it.
@@ -766,6 +789,8 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 
 // MarkSent records "<event id>=<upstream message id>" in the ticket's
 // SentField (see the package doc). With the record off it does nothing.
+// Calls for one ticket are serialised within the adapter; two bridges
+// writing to one RT ticket are not supported.
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
 	if !a.sentOn() {
 		return nil
@@ -787,6 +812,9 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 		return err
 	}
 	value := eventID + "=" + upstreamMessageID
+	lock := &a.sentLocks[id%int64(len(a.sentLocks))]
+	lock.Lock()
+	defer lock.Unlock()
 	tk, err := a.getTicket(ctx, "mark sent", id)
 	if err != nil {
 		return fmt.Errorf("mark sent: %w", err)

@@ -403,3 +403,44 @@ func TestCursorSurvivesBadInput(t *testing.T) {
 		t.Errorf("Changes with a foreign cursor: %v, want ErrInvalid", err)
 	}
 }
+
+// TestMarkSentConcurrently checks that deliveries recorded at once on one
+// ticket all stay: REST2 replaces a multi-value field with the list it is
+// given.
+func TestMarkSentConcurrently(t *testing.T) {
+	r := needRT(t)
+	queue := r.queue(t, "marksent")
+	a := r.open(t, map[string]string{"TICKETBRIDGE_RT_QUEUE": queue, "TICKETBRIDGE_RT_QUEUES": ""})
+	tk := upTicket("", guestapi.StatusNew)
+	ref, err := a.EnsureTicket(t.Context(), tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		ev, up := strings.Repeat("9", i+1), uuid.NewString()
+		if i == 0 {
+			up = "" // a status change
+		}
+		want[ev] = up
+		wg.Go(func() {
+			if err := a.MarkSent(t.Context(), ref, ev, up); err != nil {
+				t.Errorf("MarkSent(%s): %v", ev, err)
+			}
+		})
+	}
+	wg.Wait()
+	f, ok, err := r.open(t, map[string]string{"TICKETBRIDGE_RT_QUEUE": queue, "TICKETBRIDGE_RT_QUEUES": ""}).Lookup(t.Context(), tk.UpstreamID)
+	if err != nil || !ok {
+		t.Fatalf("Lookup = %v, %v", ok, err)
+	}
+	if len(f.Sent) != len(want) {
+		t.Fatalf("Lookup's Sent = %v, want %v", f.Sent, want)
+	}
+	for ev, up := range want {
+		if got, ok := f.Sent[ev]; !ok || got != up {
+			t.Errorf("Sent[%s] = %q, %v; want %q", ev, got, ok, up)
+		}
+	}
+}
