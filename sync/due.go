@@ -24,13 +24,15 @@ const (
 //
 //   - Activity (new messages, a status change, a helpdesk event) makes a
 //     ticket due on the next cycle.
-//   - A quiet read doubles the wait, starting from the schedule's interval,
-//     up to QuietMax.
+//   - A quiet read doubles the wait, starting from twice the schedule's
+//     interval (a quiet ticket skips a cycle), up to QuietMax. The first
+//     read of a ticket (its import) counts as quiet: what it found is old.
 //   - A closed ticket (done, completed, confirmed, cancelled) is read every
 //     ClosedInterval for ClosedGrace after it was first seen closed, then
 //     retired: it is not read again unless a list shows it updated or the
 //     helpdesk reports an event on it.
-//   - A failure backs off like a quiet ticket, counted by Attempts.
+//   - A failure backs off from one interval, doubling with Attempts, up to
+//     QuietMax.
 type policy struct {
 	interval       time.Duration
 	quietMax       time.Duration
@@ -56,7 +58,8 @@ func (p policy) due(t *state.Ticket, now time.Time) bool {
 	return !t.NextDue.After(now.Add(p.slack()))
 }
 
-// backoff returns base doubled n-1 times, capped at quietMax.
+// backoff returns the schedule's interval doubled n-1 times, capped at
+// quietMax: 1, 2, 4, ... intervals.
 func (p policy) backoff(n int) time.Duration {
 	d := p.interval
 	for i := 1; i < n && d < p.quietMax; i++ {
@@ -91,7 +94,7 @@ func (p policy) afterRead(t *state.Ticket, now time.Time, active bool) {
 		t.NextDue, t.DueReason = now.Add(p.closedInterval), DueClosed
 		return
 	}
-	t.NextDue, t.DueReason = now.Add(p.backoff(t.QuietStreak)), DueQuiet
+	t.NextDue, t.DueReason = now.Add(p.backoff(t.QuietStreak+1)), DueQuiet
 }
 
 // afterError records a failed try at now and backs the ticket off.

@@ -3,7 +3,6 @@ package sync_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -266,5 +265,3 @@ func (e *env) checkExactlyOnce() {
 		}
 	}
 }
-
-func fmtReport(r tbsync.Report) string { return fmt.Sprintf("%+v", r) }

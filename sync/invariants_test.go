@@ -101,6 +101,7 @@ func TestInvariant1NothingLost(t *testing.T) {
 	ref := e.ref(id)
 
 	// Down: the helpdesk refuses the append; the message is not marked.
+	e.clock.Advance(time.Minute)
 	msgID := e.guest(id, "still broken")
 	e.backend.Inject(memory.Fault{Op: memory.OpAppend, Nth: 1})
 	r := e.tick()

@@ -1,10 +1,6 @@
 package sync
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-
 	"github.com/google/uuid"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -22,22 +18,4 @@ var KeyNamespace = uuid.MustParse("6f0c2a57-3b8e-4f7d-9d8a-1b4e5c2f7a90")
 // file, so the API creates its message once.
 func IdempotencyKey(adapterName string, ref adapters.Ref, eventID string) string {
 	return uuid.NewSHA1(KeyNamespace, []byte(adapterName+"\x00"+string(ref)+"\x00"+eventID)).String()
-}
-
-// payload is what an entry sends upstream, in the form that is journaled
-// and hashed.
-type payload struct {
-	Kind           adapters.EventKind `json:"kind"`
-	Body           string             `json:"body,omitempty"`
-	AuthorName     string             `json:"author_name,omitempty"`
-	VisibleToGuest bool               `json:"visible_to_guest,omitempty"`
-	Status         string             `json:"status,omitempty"`
-}
-
-// hash returns the hex SHA-256 of p's JSON form: two journal entries with
-// the same hash send the same thing.
-func (p payload) hash() string {
-	b, _ := json.Marshal(p) // a struct of strings and a bool always encodes
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

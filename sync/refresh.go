@@ -316,8 +316,10 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	r.t.UpstreamStatus = string(st)
 	r.t.UpstreamUpdatedAt = d.UpdatedAt
 
-	active := len(msgs) > 0 || held || len(pend) > 0 || t.DueReason == DueEvent ||
-		(upChanged && t.UpstreamStatus != "")
+	// The first read of a ticket finds old news: it is not activity.
+	first := t.UpstreamStatus == ""
+	active := held || len(pend) > 0 || t.DueReason == DueEvent ||
+		(!first && (len(msgs) > 0 || upChanged))
 	e.pol.afterRead(&r.t, c.now, active)
 	return r
 }

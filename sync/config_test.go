@@ -1,0 +1,76 @@
+package sync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+func TestConfigDefaultsFromEnv(t *testing.T) {
+	var c Config
+	if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: &c, Lookuper: envconfig.MapLookuper(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if c != DefaultConfig() {
+		t.Fatalf("env defaults %+v differ from DefaultConfig %+v", c, DefaultConfig())
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.parse()
+	if p.interval != 30*time.Second {
+		t.Fatalf("interval %s", p.interval)
+	}
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	cases := []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Schedule = "every 30s" }, "TICKETBRIDGE_SCHEDULE=\"every 30s\""},
+		{func(c *Config) { c.Schedule = "" }, "TICKETBRIDGE_SCHEDULE is empty"},
+		{func(c *Config) { c.Schedule = "61 * * * *" }, "TICKETBRIDGE_SCHEDULE"},
+		{func(c *Config) { c.Backfill = "assigned, in-progress" }, `TICKETBRIDGE_BACKFILL: unknown status "in-progress"`},
+		{func(c *Config) { c.Concurrency = 0 }, "TICKETBRIDGE_CONCURRENCY=0: want 1 to 64"},
+		{func(c *Config) { c.SweepInterval = 0 }, "TICKETBRIDGE_SWEEP_INTERVAL"},
+		{func(c *Config) { c.QuietMax = -time.Second }, "TICKETBRIDGE_QUIET_MAX"},
+		{func(c *Config) { c.ClosedInterval = 0 }, "TICKETBRIDGE_CLOSED_INTERVAL"},
+		{func(c *Config) { c.ClosedGrace = -time.Hour }, "TICKETBRIDGE_CLOSED_GRACE"},
+		{func(c *Config) { c.AuthorName = " " }, "TICKETBRIDGE_AUTHOR_NAME is empty"},
+	}
+	for _, tc := range cases {
+		c := DefaultConfig()
+		tc.change(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want it to contain %q", c, err, tc.want)
+		}
+	}
+}
+
+func TestConfigSchedulesAndBackfill(t *testing.T) {
+	for s, want := range map[string]time.Duration{"@every 5m": 5 * time.Minute, "*/2 * * * *": 2 * time.Minute, "@hourly": time.Hour} {
+		c := DefaultConfig()
+		c.Schedule = s
+		p, err := c.parse()
+		if err != nil || p.interval != want {
+			t.Errorf("%q: interval %s, err %v; want %s", s, p.interval, err, want)
+		}
+	}
+	bf, err := ParseBackfill(" assigned,new,in_progress,assigned ")
+	if err != nil || len(bf) != 2 || bf[0] != guestapi.StatusAssigned || bf[1] != guestapi.StatusInProgress {
+		t.Fatalf("backfill %v, %v", bf, err)
+	}
+	c := DefaultConfig()
+	c.Schedule, c.QuietMax = "@hourly", time.Minute
+	p, err := c.parse()
+	if err != nil || p.QuietMax != time.Hour {
+		t.Fatalf("a quiet cap below the interval: %s, %v; want it raised to the interval", p.QuietMax, err)
+	}
+}
