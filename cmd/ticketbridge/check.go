@@ -120,6 +120,7 @@ type checker struct {
 	opts    checkOptions
 	env     envconfig.Lookuper
 	envFile string // the env file read, for the fixes
+	scratch string // the service's state directory stands in here; "" when none
 	results []checkResult
 }
 
@@ -223,7 +224,7 @@ func (c *checker) environment() (func(), error) {
 	}
 	over := map[string]string{"CREDENTIALS_DIRECTORY": c.opts.ServiceCredDir}
 	cleanup := nop
-	note := fmt.Sprintf("As the service: credentials from %s, ", c.opts.ServiceCredDir)
+	note := fmt.Sprintf("Checking as the service runs: credentials from %s; ", c.opts.ServiceCredDir)
 	if fi, err := os.Stat(c.opts.ServiceStateDir); err == nil && fi.IsDir() {
 		over["STATE_DIRECTORY"] = c.opts.ServiceStateDir
 		note += "state in " + c.opts.ServiceStateDir + "."
@@ -236,6 +237,7 @@ func (c *checker) environment() (func(), error) {
 			return nop, fmt.Errorf("make scratch directory: %w", err)
 		}
 		cleanup = func() { _ = os.RemoveAll(scratch) }
+		c.scratch = scratch
 		over["STATE_DIRECTORY"] = scratch
 		note += c.opts.ServiceStateDir + " does not exist yet (systemd makes it at the first start), so the state and helpdesk folders are tried in a scratch directory."
 	}
@@ -522,6 +524,11 @@ func (c *checker) checkState(cfg Config) {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		if err := creatable(path); err != nil {
 			c.report(fail(name, fix, "%s cannot be created: %v", path, err))
+			return
+		}
+		if rel, err := filepath.Rel(c.scratch, path); c.scratch != "" && err == nil && filepath.IsLocal(rel) {
+			c.report(pass(name, "%s does not exist yet; systemd makes its directory and the daemon the file at the first start",
+				filepath.Join(c.opts.ServiceStateDir, rel)))
 			return
 		}
 		c.report(pass(name, "%s does not exist yet; the daemon creates it at its first start", path))

@@ -332,6 +332,9 @@ func TestCheckAsTheService(t *testing.T) {
 	if v["API key"] != checkPass || !strings.Contains(out, filepath.Join(etc, "api-key")) || !strings.Contains(out, "scratch directory") {
 		t.Fatalf("key not taken from the credentials' source, or no scratch note:\n%s", out)
 	}
+	if !strings.Contains(out, filepath.Join(stateDir, "state.db")+" does not exist yet; systemd makes") {
+		t.Fatalf("state line does not name the service's state file:\n%s", out)
+	}
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 		t.Fatalf("the check made the service's state directory: %v", err)
 	}
