@@ -1,0 +1,311 @@
+package zammad
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// overlap is how far before its watermark a Changes call looks again. It
+// covers writes that Zammad committed after a later one (a time stamp is
+// taken before the commit), clock differences between Zammad's web and
+// application servers, and the Date header's whole seconds. Events in the
+// overlap that were already reported are named in the cursor and skipped.
+const overlap = 2 * time.Minute
+
+// maxScanRequests bounds the searches of one Changes call, against a
+// server whose paging does not move.
+const maxScanRequests = 10000
+
+// cursor is the adapter's position in Zammad's changes: every event
+// created at or before w minus the overlap has been reported (or left out
+// as the bridge's own), and of the later ones those in seen.
+type cursor struct {
+	w    time.Time
+	seen []string // event ids, sorted
+}
+
+const cursorPrefix = "zm1:"
+
+func (c cursor) String() string {
+	ms := int64(0)
+	if !c.w.IsZero() {
+		ms = c.w.UnixMilli()
+	}
+	return cursorPrefix + strconv.FormatInt(ms, 10) + ":" + strings.Join(c.seen, ",")
+}
+
+func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
+	if s == "" {
+		return cursor{w: since}, nil
+	}
+	bad := fmt.Errorf("read zammad cursor %q: not a cursor this adapter made: %w", s, adapters.ErrInvalid)
+	rest, ok := strings.CutPrefix(string(s), cursorPrefix)
+	if !ok {
+		return cursor{}, bad
+	}
+	msStr, seenStr, ok := strings.Cut(rest, ":")
+	if !ok {
+		return cursor{}, bad
+	}
+	ms, err := strconv.ParseInt(msStr, 10, 64)
+	if err != nil || ms < 0 {
+		return cursor{}, bad
+	}
+	c := cursor{}
+	if ms > 0 {
+		c.w = time.UnixMilli(ms).UTC()
+	}
+	if seenStr != "" {
+		for _, id := range strings.Split(seenStr, ",") {
+			if !validEventID(id) {
+				return cursor{}, bad
+			}
+			c.seen = append(c.seen, id)
+		}
+		slices.Sort(c.seen)
+	}
+	return c, nil
+}
+
+// Event ids: "article-<article id>" for replies and notes, "state-<history
+// id>" for state changes.
+const (
+	articlePrefix = "article-"
+	statePrefix   = "state-"
+)
+
+func validEventID(id string) bool {
+	rest, ok := strings.CutPrefix(id, articlePrefix)
+	if !ok {
+		rest, ok = strings.CutPrefix(id, statePrefix)
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return ok && err == nil && n > 0
+}
+
+// candidate is an event before the user names are read.
+type candidate struct {
+	ev     adapters.Event
+	rank   int // 0 for an article, 1 for a state change: a reply comes before the close saved with it
+	num    int64
+	author int64
+	from   string
+}
+
+// Changes reports, oldest first, the articles and state changes made by
+// anyone but the API user on tickets whose attribute holds an upstream id:
+// public articles by agents are replies, internal ones notes, and state
+// changes (read from each ticket's history, so that every change counts,
+// not only the last) are mapped with the status map.
+//
+// It finds the tickets changed since the cursor with a ticket search on
+// updated_at (sorted ascending, paged by time), which Zammad answers from
+// its database, so nothing waits for the search index. Each such ticket
+// costs two more requests, its articles and its history. The new
+// watermark is Zammad's time (the Date header) at the start of the search;
+// the cursor carries the ids of the events reported in the overlap.
+func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	if err := a.checkOpen(); err != nil {
+		return nil, cur, err
+	}
+	c, err := parseCursor(cur, a.since)
+	if err != nil {
+		return nil, cur, err
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return nil, cur, err
+	}
+	from := time.Unix(0, 0).UTC()
+	if !c.w.IsZero() && c.w.Add(-overlap).After(from) {
+		from = c.w.Add(-overlap)
+	}
+	tickets, serverNow, err := a.scan(ctx, from)
+	if err != nil {
+		return nil, cur, err
+	}
+	examined := map[string]time.Time{}
+	var cands []candidate
+	for _, t := range tickets {
+		upstream, _ := t.attr(a.cfg.IDField)
+		if upstream == "" {
+			continue
+		}
+		cs, err := a.ticketEvents(ctx, t, upstream, from, me.ID, examined)
+		if err != nil {
+			return nil, cur, err
+		}
+		cands = append(cands, cs...)
+	}
+	cands = slices.DeleteFunc(cands, func(cd candidate) bool {
+		_, done := slices.BinarySearch(c.seen, cd.ev.ID)
+		return done
+	})
+	slices.SortFunc(cands, func(x, y candidate) int {
+		if d := x.ev.At.Compare(y.ev.At); d != 0 {
+			return d
+		}
+		if x.rank != y.rank {
+			return x.rank - y.rank
+		}
+		return cmpInt(x.num, y.num)
+	})
+	w := serverNow
+	if len(cands) > a.maxEvents {
+		cands = cands[:a.maxEvents]
+		if last := cands[len(cands)-1].ev.At; last.Before(w) {
+			w = last
+		}
+	}
+	if w.Before(c.w) {
+		w = c.w
+	}
+	keep := map[string]bool{}
+	for _, id := range c.seen {
+		keep[id] = true
+	}
+	out := make([]adapters.Event, 0, len(cands))
+	for _, cd := range cands {
+		keep[cd.ev.ID] = true
+		ev := cd.ev
+		name, err := a.userName(ctx, cd.author)
+		if err != nil {
+			return nil, cur, err
+		}
+		if name == "" {
+			name = displayFrom(cd.from)
+		}
+		ev.AuthorName = name
+		out = append(out, ev)
+	}
+	next := cursor{w: w}
+	for id := range keep {
+		if at, ok := examined[id]; ok && at.After(w.Add(-overlap)) {
+			next.seen = append(next.seen, id)
+		}
+	}
+	slices.Sort(next.seen)
+	return out, adapters.Cursor(next.String()), nil
+}
+
+// scan returns the tickets updated after from, by id, and Zammad's time at
+// the start of the scan. It pages by time: each request asks for the
+// tickets updated after the last one seen (a millisecond earlier, so that
+// tickets sharing that time are not skipped), and falls back to page
+// numbers while a whole page shares one time.
+func (a *Adapter) scan(ctx context.Context, from time.Time) ([]zmTicket, time.Time, error) {
+	found := map[int64]zmTicket{}
+	var serverNow time.Time
+	after, page := from, 1
+	for n := 0; ; n++ {
+		if n == maxScanRequests {
+			return nil, time.Time{}, fmt.Errorf("read zammad tickets changed since %s: the search did not run dry after %d requests", timeValue(from), n)
+		}
+		ts, resp, err := a.search(ctx, []cond{{attr: "updated_at", op: "after (absolute)", value: timeValue(after)}}, "updated_at", "asc", page, "read changed tickets")
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("read zammad tickets changed since %s: %w", timeValue(from), err)
+		}
+		if serverNow.IsZero() {
+			serverNow = a.now().UTC()
+			if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+				serverNow = d.UTC()
+			}
+		}
+		var last time.Time
+		for _, t := range ts {
+			found[t.ID] = t
+			if t.UpdatedAt.After(last) {
+				last = t.UpdatedAt
+			}
+		}
+		if len(ts) < a.cfg.PageSize {
+			break
+		}
+		if next := last.Add(-time.Millisecond); next.After(after) {
+			after, page = next, 1
+		} else {
+			page++
+		}
+	}
+	out := make([]zmTicket, 0, len(found))
+	for _, t := range found {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(x, y zmTicket) int { return cmpInt(x.ID, y.ID) })
+	return out, serverNow, nil
+}
+
+// ticketEvents reads ticket t's articles and history and returns the
+// events created after from that the bridge carries up. Every article and
+// state change after from is recorded in examined with its time.
+func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string, from time.Time, me int64, examined map[string]time.Time) ([]candidate, error) {
+	arts, err := a.articles(ctx, t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read articles of zammad ticket %d: %w", t.ID, err)
+	}
+	var hist struct {
+		History []zmHistory `json:"history"`
+	}
+	if _, err := a.get(ctx, "/ticket_history/"+idString(t.ID), nil, "read ticket history", &hist); err != nil {
+		return nil, fmt.Errorf("read history of zammad ticket %d: %w", t.ID, err)
+	}
+	base := adapters.Event{Ref: refOf(t.ID), UpstreamTicketID: upstream}
+	var out []candidate
+	for _, art := range arts {
+		if !art.CreatedAt.After(from) {
+			continue
+		}
+		id := articlePrefix + idString(art.ID)
+		examined[id] = art.CreatedAt
+		if art.CreatedByID == me || !art.fromAgent() {
+			continue
+		}
+		body := articleText(art)
+		if strings.TrimSpace(body) == "" {
+			a.log.InfoContext(ctx, "zammad article without text is not carried up", "ticket", upstream, "op", "read changes", "article", art.ID)
+			continue
+		}
+		ev := base
+		ev.ID, ev.At, ev.Body = id, art.CreatedAt, body
+		ev.Kind = adapters.EventReply
+		if art.Internal {
+			ev.Kind = adapters.EventNote
+		}
+		out = append(out, candidate{ev: ev, rank: 0, num: art.ID, author: art.CreatedByID, from: art.From})
+	}
+	for _, h := range hist.History {
+		if h.Object != "Ticket" || h.Type != "updated" || h.Attribute != "state" || !h.CreatedAt.After(from) {
+			continue
+		}
+		id := statePrefix + idString(h.ID)
+		examined[id] = h.CreatedAt
+		if h.CreatedByID == me {
+			continue
+		}
+		up, ok := a.status.Up(h.ValueTo)
+		if !ok {
+			continue
+		}
+		ev := base
+		ev.ID, ev.At, ev.Kind, ev.Status = id, h.CreatedAt, adapters.EventStatus, up
+		out = append(out, candidate{ev: ev, rank: 1, num: h.ID, author: h.CreatedByID})
+	}
+	return out, nil
+}
+
+// displayFrom is the name in an article's from: "Anna Lopez
+// <anna@example.com>" gives "Anna Lopez".
+func displayFrom(from string) string {
+	from = strings.TrimSpace(from)
+	if i := strings.Index(from, "<"); i > 0 {
+		from = strings.TrimSpace(from[:i])
+	}
+	return strings.Trim(from, `"`)
+}

@@ -1,0 +1,276 @@
+package zammad
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+// EnvPrefix is the prefix of every variable the adapter reads.
+const EnvPrefix = "TICKETBRIDGE_ZAMMAD_"
+
+// Defaults of [Config].
+const (
+	DefaultGroup      = "Users" // Zammad's default group
+	DefaultIDField    = "guest_request_id"
+	DefaultPendingFor = 24 * time.Hour
+	DefaultTimeout    = 30 * time.Second
+	DefaultPageSize   = 100
+	// MaxPageSize is Zammad's limit for per_page of a ticket search.
+	MaxPageSize = 200
+)
+
+// Config is the adapter's configuration, read from the
+// TICKETBRIDGE_ZAMMAD_* variables by [LoadConfig]. Its String, GoString and
+// LogValue never show the token.
+type Config struct {
+	// URL is the Zammad system's address, e.g. https://helpdesk.hotel.example,
+	// without /api/v1.
+	URL string `env:"URL"`
+	// Token is an access token of the Zammad user the bridge acts as,
+	// sent as "Authorization: Token token={Token}".
+	Token string `env:"TOKEN"`
+	// TokenFile names a file holding the token instead (a systemd
+	// credential, a mounted secret); surrounding white space is ignored.
+	TokenFile string `env:"TOKEN_FILE"`
+	// Group is the name of the group that receives tickets of departments
+	// Groups does not map.
+	Group string `env:"GROUP,default=Users"`
+	// Groups maps department codes to group names:
+	// "housekeeping=Housekeeping,maintenance=Technical Service".
+	Groups string `env:"GROUPS"`
+	// IDField is the name of the custom ticket attribute (a text field
+	// made in the object manager) that holds the upstream ticket id.
+	IDField string `env:"ID_FIELD,default=guest_request_id"`
+	// Customer is the customer of every ticket the bridge creates (Zammad
+	// needs one; guests have no Zammad identity): an email address, which
+	// Zammad creates as a customer when it does not know it, or the login
+	// of an existing user.
+	Customer string `env:"CUSTOMER"`
+	// EventsSince is where Changes starts when it has no cursor (the first
+	// start, or after the bridge's state was lost): an RFC 3339 time or a
+	// date. Empty means the beginning.
+	EventsSince string `env:"EVENTS_SINCE"`
+	// PendingFor is how far ahead the pending till is set when the bridge
+	// moves a ticket into a pending state (only with a status mapping
+	// that names one).
+	PendingFor time.Duration `env:"PENDING_FOR,default=24h"`
+	// Timeout bounds each HTTP request to Zammad.
+	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+	// PageSize is the per_page of the ticket searches; at most 200.
+	PageSize int `env:"PAGE_SIZE,default=100"`
+}
+
+// LoadConfig reads the TICKETBRIDGE_ZAMMAD_* variables from env, fills
+// defaults, reads TokenFile into Token and checks the result (see
+// [Config.Validate]).
+func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	var c Config
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   &c,
+		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
+	}); err != nil {
+		return Config{}, fmt.Errorf("read zammad configuration: %w", err)
+	}
+	if c.TokenFile != "" {
+		if c.Token != "" {
+			return Config{}, fmt.Errorf("%sTOKEN and %sTOKEN_FILE are both set: use one", EnvPrefix, EnvPrefix)
+		}
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			// The path is configuration, not a secret; the error of
+			// os.ReadFile holds only the path and the reason.
+			return Config{}, fmt.Errorf("read %sTOKEN_FILE: %w", EnvPrefix, err)
+		}
+		c.Token = strings.TrimSpace(string(b))
+		if c.Token == "" {
+			return Config{}, fmt.Errorf("%sTOKEN_FILE %q is empty", EnvPrefix, c.TokenFile)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.IDField == "" {
+		c.IDField = DefaultIDField
+	}
+	if c.PendingFor == 0 {
+		c.PendingFor = DefaultPendingFor
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	return c
+}
+
+// attrName is what Zammad's object manager accepts as an attribute name.
+var attrName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// Validate checks the configuration and returns an error naming the
+// variable and what is wrong with its value. It never echoes the token.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if _, err := baseURL(c.URL); err != nil {
+		return err
+	}
+	switch {
+	case c.Token == "":
+		return fmt.Errorf("%sTOKEN is not set: create an access token in Zammad (avatar > Profile > Token Access, with the permission ticket.agent) and give it here or in a file named by %sTOKEN_FILE", EnvPrefix, EnvPrefix)
+	case strings.ContainsAny(c.Token, " \t\r\n\"'"):
+		return fmt.Errorf("%sTOKEN contains white space or quotes: paste the token Zammad showed, alone", EnvPrefix)
+	}
+	if strings.TrimSpace(c.Group) != c.Group || strings.ContainsAny(c.Group, ",=\r\n") {
+		return fmt.Errorf("%sGROUP %q: a group name without surrounding white space, commas or equals signs", EnvPrefix, c.Group)
+	}
+	if _, err := ParseGroups(c.Groups); err != nil {
+		return err
+	}
+	if !attrName.MatchString(c.IDField) || len(c.IDField) > 64 {
+		return fmt.Errorf("%sID_FIELD %q: the name of a Zammad ticket attribute, lower-case letters, digits and underscores, starting with a letter (e.g. %s)", EnvPrefix, c.IDField, DefaultIDField)
+	}
+	cust := strings.TrimSpace(c.Customer)
+	switch {
+	case cust == "":
+		return fmt.Errorf("%sCUSTOMER is not set: give the email address (or login) of the Zammad customer the bridge's tickets belong to, e.g. guest-requests@hotel.example; Zammad creates a customer for an address it does not know", EnvPrefix)
+	case cust != c.Customer || strings.ContainsAny(cust, " \t\r\n,\"<>"):
+		return fmt.Errorf("%sCUSTOMER %q: one email address or login, without spaces, commas or angle brackets", EnvPrefix, c.Customer)
+	}
+	if _, err := parseSince(c.EventsSince); err != nil {
+		return err
+	}
+	if c.PendingFor < time.Minute {
+		return fmt.Errorf("%sPENDING_FOR %s: want at least a minute", EnvPrefix, c.PendingFor)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	}
+	if c.PageSize < 1 || c.PageSize > MaxPageSize {
+		return fmt.Errorf("%sPAGE_SIZE %d: Zammad's search pages hold 1 to %d tickets", EnvPrefix, c.PageSize, MaxPageSize)
+	}
+	return nil
+}
+
+// String shows the configuration without the token.
+func (c Config) String() string {
+	token := "unset"
+	if c.Token != "" {
+		token = "[redacted]"
+	}
+	return fmt.Sprintf("zammad.Config{URL:%q Token:%s TokenFile:%q Group:%q Groups:%q IDField:%q Customer:%q EventsSince:%q PendingFor:%s Timeout:%s PageSize:%d}",
+		c.URL, token, c.TokenFile, c.Group, c.Groups, c.IDField, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
+}
+
+// GoString is String, so that %#v does not show the token either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs the configuration without the token.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", c.URL), slog.Bool("token_set", c.Token != ""), slog.String("token_file", c.TokenFile),
+		slog.String("group", c.Group), slog.String("groups", c.Groups), slog.String("id_field", c.IDField),
+		slog.String("customer", c.Customer), slog.String("events_since", c.EventsSince),
+		slog.Duration("pending_for", c.PendingFor), slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
+	)
+}
+
+// baseURL checks raw and returns it without a trailing slash or /api/v1.
+// Plain http is accepted only for a loopback host (a local fake or a
+// tunnel): the token must not cross a network in clear.
+func baseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", fmt.Errorf("%sURL is not set: give the Zammad system's address, e.g. https://helpdesk.hotel.example", EnvPrefix)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%sURL does not parse as a URL: want e.g. https://helpdesk.hotel.example", EnvPrefix)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%sURL carries credentials: put the token in %sTOKEN", EnvPrefix, EnvPrefix)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("%sURL %q has no host: want e.g. https://helpdesk.hotel.example", EnvPrefix, u.Redacted())
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopback(u.Hostname()) {
+			return "", fmt.Errorf("%sURL %q: use https; plain http is accepted only for a loopback address", EnvPrefix, u.Redacted())
+		}
+	default:
+		return "", fmt.Errorf("%sURL %q: the scheme must be https", EnvPrefix, u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/api/v1")
+	u.Path = strings.TrimRight(p, "/")
+	u.RawPath = ""
+	return u.String(), nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ParseGroups parses "department=Group name,…" (TICKETBRIDGE_ZAMMAD_GROUPS).
+// An empty string is an empty map; a department may appear once.
+func ParseGroups(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		dept, name, ok := strings.Cut(item, "=")
+		dept, name = strings.TrimSpace(dept), strings.TrimSpace(name)
+		if !ok || dept == "" || name == "" {
+			return nil, fmt.Errorf("%sGROUPS item %q: want department=Group name", EnvPrefix, item)
+		}
+		if _, dup := out[dept]; dup {
+			return nil, fmt.Errorf("%sGROUPS names department %q twice", EnvPrefix, dept)
+		}
+		out[dept] = name
+	}
+	return out, nil
+}
+
+// parseSince parses EventsSince: empty (the zero time), an RFC 3339 time
+// or a date.
+func parseSince(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%sEVENTS_SINCE %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", EnvPrefix, s)
+}

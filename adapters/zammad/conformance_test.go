@@ -1,0 +1,206 @@
+package zammad_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
+	"github.com/ticketbridge/ticketbridge/adapters/zammad"
+	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+const (
+	testToken    = "zm-token-5c1d8e0f7a9b42d6b3e1"
+	testCustomer = "guest-requests@hotel.example"
+	testField    = "guest_request_id"
+)
+
+// env is a fake Zammad on loopback and what a test needs to open adapters
+// on it.
+type env struct {
+	t     testing.TB
+	fake  *zammadfake.Server
+	clock *zammadfake.Clock
+	srv   *httptest.Server
+	logs  *syncBuffer
+
+	mu     sync.Mutex
+	agents map[string]int64
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newEnv starts a fake with the ticket attribute and the groups the
+// tests use; opts may change anything else.
+func newEnv(t testing.TB, opts zammadfake.Options) *env {
+	t.Helper()
+	clock := zammadfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	opts.Token, opts.Now = testToken, clock.Now
+	if opts.Attributes == nil {
+		opts.Attributes = []zammadfake.Attribute{{Name: testField, Display: "Guest request"}}
+	}
+	if opts.Groups == nil {
+		opts.Groups = []string{"Users", "Housekeeping", "Technical Service"}
+	}
+	fake := zammadfake.New(opts)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &syncBuffer{}, agents: map[string]int64{}}
+}
+
+func (e *env) config() zammad.Config {
+	return zammad.Config{URL: e.srv.URL, Token: testToken, Customer: testCustomer, Groups: "housekeeping=Housekeeping"}
+}
+
+// options make the adapter wait on the fake's clock: a wait advances it.
+func (e *env) options() zammad.Options {
+	return zammad.Options{
+		HTTP:    e.srv.Client(),
+		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			e.clock.Advance(d)
+			return ctx.Err()
+		},
+		Now: e.clock.Now,
+	}
+}
+
+func (e *env) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", zammad.Name)
+}
+
+func (e *env) open(t testing.TB, cfg zammad.Config, opts zammad.Options) *zammad.Adapter {
+	t.Helper()
+	a, err := zammad.New(cfg, adapters.Deps{Logger: e.logger()}, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return a
+}
+
+func (e *env) agent(name string) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id, ok := e.agents[name]; ok {
+		return id
+	}
+	id := e.fake.AddAgent(name)
+	e.agents[name] = id
+	return id
+}
+
+func ticketID(ref adapters.Ref) (int64, error) {
+	id, err := strconv.ParseInt(string(ref), 10, 64)
+	if err != nil {
+		return 0, adapters.ErrNotFound
+	}
+	return id, nil
+}
+
+// agent plays the support team on the fake through its agent methods,
+// writing in the editor's HTML as Zammad's web app does.
+type agent struct{ e *env }
+
+func (a agent) Reply(_ context.Context, ref adapters.Ref, author, body string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Reply(id, a.e.agent(author), body)
+	return err
+}
+
+func (a agent) Note(_ context.Context, ref adapters.Ref, author, body string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Note(id, a.e.agent(author), body)
+	return err
+}
+
+func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	return a.e.fake.SetState(id, a.e.agent(author), status)
+}
+
+func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
+	id, err := ticketID(ref)
+	if err != nil {
+		return adaptertest.Snapshot{}, err
+	}
+	t, ok := a.e.fake.Ticket(id)
+	if !ok {
+		return adaptertest.Snapshot{}, adapters.ErrNotFound
+	}
+	snap := adaptertest.Snapshot{Status: t.State}
+	for i, art := range t.Articles {
+		if i == 0 {
+			continue // the request itself
+		}
+		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: art.Body, Public: !art.Internal})
+	}
+	return snap, nil
+}
+
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts zammadfake.Options
+		page int
+		max  int
+	}{
+		{"ZammadLimits", zammadfake.Options{}, 0, 0},
+		// One ticket per search page and two events per Changes call:
+		// paging and the event cap carry every case.
+		{"SmallPages", zammadfake.Options{MaxPerPage: 1}, 1, 2},
+		// The full-text index lags by an hour; nothing the adapter
+		// does waits for it.
+		{"LaggingIndex", zammadfake.Options{SearchLag: time.Hour}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.opts)
+			cfg := e.config()
+			cfg.PageSize = tc.page
+			opts := e.options()
+			opts.MaxEvents = tc.max
+			adaptertest.Run(t, adaptertest.Harness{
+				New:        func(t testing.TB) adapters.Helpdesk { return e.open(t, cfg, opts) },
+				Agent:      agent{e},
+				Status:     zammad.DefaultStatusMap(),
+				UnknownRef: "999999",
+				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true},
+			})
+			if strings.Contains(e.logs.String(), testToken) {
+				t.Errorf("the token appears in the adapter's log")
+			}
+		})
+	}
+}

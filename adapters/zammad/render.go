@@ -1,0 +1,277 @@
+package zammad
+
+import (
+	"fmt"
+	"html"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// The marker is the last line of every article the bridge writes:
+//
+//	[ticketbridge message 0b6c…]    an upstream message mirrored by Append
+//	[ticketbridge ticket 7e1d…]     the first article of a ticket EnsureTicket made
+//	[ticketbridge sent article-36 5f2a…] MarkSent: a helpdesk event delivered upstream
+//
+// The bridge writes its articles as text/plain, whose body Zammad keeps
+// as written (text/html bodies are sanitised and would not keep a marker
+// verbatim). Only the last non-empty line of the API user's own articles
+// counts, so a marker quoted by a guest or an agent never passes for the
+// bridge's own.
+const markerPrefix = "[ticketbridge "
+
+// Marker kinds.
+const (
+	markMessage = "message"
+	markTicket  = "ticket"
+	markSent    = "sent"
+)
+
+// noUpstreamMessage stands for an empty upstream message id (a status
+// change) in a sent marker.
+const noUpstreamMessage = "-"
+
+type marker struct {
+	Kind string
+	ID   string // upstream message id, upstream ticket id, or helpdesk event id
+	Arg  string // sent: the upstream message id, "" for a status change
+}
+
+func (m marker) line() string {
+	if m.Kind == markSent {
+		arg := m.Arg
+		if arg == "" {
+			arg = noUpstreamMessage
+		}
+		return markerPrefix + m.Kind + " " + m.ID + " " + arg + "]"
+	}
+	return markerPrefix + m.Kind + " " + m.ID + "]"
+}
+
+// parseMarker reads the marker on the last non-empty line of body.
+func parseMarker(body string) (marker, bool) {
+	body = strings.TrimRight(strings.ReplaceAll(body, "\r\n", "\n"), " \t\n")
+	last := body
+	if i := strings.LastIndexByte(body, '\n'); i >= 0 {
+		last = body[i+1:]
+	}
+	inner, ok := strings.CutPrefix(strings.TrimSpace(last), markerPrefix)
+	if !ok {
+		return marker{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, "]")
+	if !ok {
+		return marker{}, false
+	}
+	f := strings.Fields(inner)
+	switch {
+	case len(f) == 2 && (f[0] == markMessage || f[0] == markTicket):
+		return marker{Kind: f[0], ID: f[1]}, true
+	case len(f) == 3 && f[0] == markSent:
+		arg := f[2]
+		if arg == noUpstreamMessage {
+			arg = ""
+		}
+		return marker{Kind: markSent, ID: f[1], Arg: arg}, true
+	}
+	return marker{}, false
+}
+
+// validToken reports whether s can stand in a marker: not empty, no white
+// space, no bracket, valid UTF-8.
+func validToken(s string) bool {
+	return s != "" && utf8.ValidString(s) && !strings.ContainsAny(s, " \t\r\n[]")
+}
+
+// messageBody is the article of an upstream message: who wrote it, as
+// what and when on the first line, the text, and the marker.
+func messageBody(m adapters.Message) string {
+	var b strings.Builder
+	b.WriteString(authorLine(m))
+	b.WriteString("\n\n")
+	b.WriteString(strings.TrimRight(m.Body, " \t\r\n"))
+	b.WriteString("\n\n")
+	b.WriteString(marker{Kind: markMessage, ID: m.UpstreamID}.line())
+	return b.String()
+}
+
+func authorLine(m adapters.Message) string {
+	name := strings.TrimSpace(m.AuthorName)
+	if name == "" {
+		name = "Unknown author"
+	}
+	kind := string(m.AuthorType)
+	if kind == "" {
+		kind = "unknown"
+	}
+	line := fmt.Sprintf("%s (%s)", name, kind)
+	if !m.CreatedAt.IsZero() {
+		line += ", " + m.CreatedAt.UTC().Format("2006-01-02 15:04") + " UTC"
+	}
+	if !m.Public {
+		line += ", internal note"
+	}
+	return line
+}
+
+// descriptionBody is the first article of a ticket: the request, what the
+// console card adds, and the marker.
+func descriptionBody(t adapters.Ticket) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(t.TaskDescription, " \t\r\n"))
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "Department: %s\n", orNone(t.Department))
+	fmt.Fprintf(&b, "Origin: %s\n", orNone(string(t.Origin)))
+	fmt.Fprintf(&b, "Status in the guest request system: %s\n", orNone(string(t.Status)))
+	if !t.CreatedAt.IsZero() {
+		fmt.Fprintf(&b, "Created: %s UTC\n", t.CreatedAt.UTC().Format("2006-01-02 15:04"))
+	}
+	if t.GuestRating != nil {
+		fmt.Fprintf(&b, "Guest rating: %g\n", *t.GuestRating)
+	}
+	if c := strings.TrimSpace(t.Comments); c != "" {
+		fmt.Fprintf(&b, "Console comment: %s\n", c)
+	}
+	b.WriteString("\n")
+	b.WriteString(marker{Kind: markTicket, ID: t.UpstreamID}.line())
+	return b.String()
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "none"
+	}
+	return s
+}
+
+// sentBody is the internal note MarkSent writes.
+func sentBody(eventID, upstreamMessageID string) string {
+	text := fmt.Sprintf("Delivered to the guest request: %s (the status change).", eventID)
+	if upstreamMessageID != "" {
+		text = fmt.Sprintf("Delivered to the guest request: %s, as message %s.", eventID, upstreamMessageID)
+	}
+	return text + "\n\n" + marker{Kind: markSent, ID: eventID, Arg: upstreamMessageID}.line()
+}
+
+// title is the ticket's title: the department and the first line of the
+// request, cut to a readable length (Zammad allows 200 characters).
+func title(t adapters.Ticket) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(t.TaskDescription), "\n")
+	line = strings.TrimSpace(line)
+	const maxRunes = 100
+	if utf8.RuneCountInString(line) > maxRunes {
+		line = string([]rune(line)[:maxRunes-1]) + "…"
+	}
+	if line == "" {
+		line = "Guest request"
+	}
+	if d := strings.TrimSpace(t.Department); d != "" {
+		return "[" + d + "] " + line
+	}
+	return line
+}
+
+// articleText is what an article says as plain text: a text/plain body as
+// it is, a text/html one (what Zammad's editor writes) through htmlText.
+func articleText(a zmArticle) string {
+	if strings.HasPrefix(strings.ToLower(a.ContentType), "text/html") {
+		return htmlText(a.Body)
+	}
+	return strings.ReplaceAll(a.Body, "\r\n", "\n")
+}
+
+// blockTags end the line before and after them.
+var blockTags = map[string]bool{
+	"div": true, "p": true, "li": true, "ul": true, "ol": true, "blockquote": true, "pre": true,
+	"table": true, "tr": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true, "hr": true,
+}
+
+// htmlText turns the HTML of an article into the text a reader sees: block
+// elements and <br> become line breaks, list items start with "- ", tags
+// are dropped, entities decoded, non-breaking spaces made plain, and
+// source line breaks (white space in HTML) ignored outside <pre>. It is
+// meant for the HTML Zammad's editor and mail parser store, not as a
+// general HTML renderer.
+func htmlText(s string) string {
+	var b strings.Builder
+	lineEmpty := true
+	newline := func() {
+		b.WriteByte('\n')
+		lineEmpty = true
+	}
+	endLine := func() {
+		if !lineEmpty {
+			newline()
+		}
+	}
+	pre := 0
+	for i := 0; i < len(s); {
+		if s[i] != '<' {
+			j := strings.IndexByte(s[i:], '<')
+			if j < 0 {
+				j = len(s) - i
+			}
+			text := s[i : i+j]
+			i += j
+			if pre == 0 {
+				if strings.TrimSpace(text) == "" && strings.ContainsAny(text, "\r\n") {
+					continue
+				}
+				text = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(text)
+			}
+			text = strings.ReplaceAll(html.UnescapeString(text), "\u00a0", " ")
+			if text == "" {
+				continue
+			}
+			b.WriteString(text)
+			lineEmpty = strings.HasSuffix(text, "\n")
+			continue
+		}
+		if strings.HasPrefix(s[i:], "<!--") {
+			end := strings.Index(s[i+4:], "-->")
+			if end < 0 {
+				break
+			}
+			i += 4 + end + 3
+			continue
+		}
+		end := strings.IndexByte(s[i:], '>')
+		if end < 0 {
+			b.WriteString(html.UnescapeString(s[i:]))
+			break
+		}
+		tag := strings.TrimSpace(s[i+1 : i+end])
+		i += end + 1
+		closing := strings.HasPrefix(tag, "/")
+		tag = strings.TrimPrefix(tag, "/")
+		name := strings.ToLower(strings.TrimRight(strings.Fields(tag + " ")[0], "/"))
+		switch {
+		case name == "br":
+			newline()
+		case name == "script" || name == "style":
+			if !closing {
+				if k := strings.Index(strings.ToLower(s[i:]), "</"+name); k >= 0 {
+					i += k
+				} else {
+					i = len(s)
+				}
+			}
+		case blockTags[name]:
+			endLine()
+			if name == "pre" {
+				if closing {
+					pre = max(pre-1, 0)
+				} else {
+					pre++
+				}
+			}
+			if name == "li" && !closing {
+				b.WriteString("- ")
+				lineEmpty = false
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

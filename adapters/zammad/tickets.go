@@ -1,0 +1,415 @@
+package zammad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// cond is one entry of a ticket search's condition.
+type cond struct {
+	attr, op, value string
+}
+
+// timeValue formats t for a condition, at Zammad's millisecond precision.
+func timeValue(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// search asks GET /tickets/search with a condition and no full-text query,
+// which Zammad answers from its database rather than from its search index
+// (which lags behind writes), expanded to ticket objects.
+func (a *Adapter) search(ctx context.Context, conds []cond, sortBy, orderBy string, page int, op string) ([]zmTicket, *adapters.HTTPResponse, error) {
+	q := url.Values{}
+	for _, c := range conds {
+		q.Set("condition[ticket."+c.attr+"][operator]", c.op)
+		q.Set("condition[ticket."+c.attr+"][value]", c.value)
+	}
+	if sortBy != "" {
+		q.Set("sort_by", sortBy)
+		q.Set("order_by", orderBy)
+	}
+	q.Set("page", strconv.Itoa(page))
+	q.Set("per_page", strconv.Itoa(a.cfg.PageSize))
+	q.Set("limit", strconv.Itoa(a.cfg.PageSize))
+	q.Set("expand", "true")
+	var out []zmTicket
+	resp, err := a.get(ctx, "/tickets/search", q, op, &out)
+	return out, resp, err
+}
+
+// byUpstream returns the tickets whose attribute holds upstreamID, oldest
+// first. It checks the value of every ticket Zammad answers, so that a
+// search that ignored the condition can never adopt a foreign ticket.
+func (a *Adapter) byUpstream(ctx context.Context, upstreamID string) ([]zmTicket, error) {
+	var out []zmTicket
+	for page := 1; ; page++ {
+		ts, _, err := a.search(ctx, []cond{{attr: a.cfg.IDField, op: "is", value: upstreamID}}, "id", "asc", page, "find ticket")
+		if err != nil {
+			if errors.Is(err, adapters.ErrInvalid) {
+				return nil, fmt.Errorf("search tickets by %s (does the ticket attribute exist? %s): %w", a.cfg.IDField, a.attributeHelp(), err)
+			}
+			return nil, fmt.Errorf("search tickets by %s: %w", a.cfg.IDField, err)
+		}
+		for _, t := range ts {
+			if v, _ := t.attr(a.cfg.IDField); v == upstreamID && !slices.ContainsFunc(out, func(x zmTicket) bool { return x.ID == t.ID }) {
+				out = append(out, t)
+			}
+		}
+		// A full page of tickets that do not match means the condition
+		// was not applied; more pages would not help.
+		if len(ts) < a.cfg.PageSize || len(out) == 0 || page >= 10 {
+			break
+		}
+	}
+	slices.SortFunc(out, func(x, y zmTicket) int { return cmpInt(x.ID, y.ID) })
+	return out, nil
+}
+
+func cmpInt(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// ticket reads one ticket with its names (state, group).
+func (a *Adapter) ticket(ctx context.Context, id int64) (zmTicket, error) {
+	var t zmTicket
+	if _, err := a.get(ctx, "/tickets/"+idString(id), url.Values{"expand": {"true"}}, "read ticket", &t); err != nil {
+		return zmTicket{}, err
+	}
+	return t, nil
+}
+
+// resolve reads the ticket ref names and the upstream id it mirrors.
+func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (zmTicket, string, error) {
+	id, err := parseRef(ref)
+	if err != nil {
+		return zmTicket{}, "", err
+	}
+	t, err := a.ticket(ctx, id)
+	if err != nil {
+		return zmTicket{}, "", err
+	}
+	upstream, _ := t.attr(a.cfg.IDField)
+	if upstream == "" {
+		return zmTicket{}, "", fmt.Errorf("ticket %d mirrors no guest request (its %s is empty): %w", id, a.cfg.IDField, adapters.ErrNotFound)
+	}
+	return t, upstream, nil
+}
+
+// articles reads every article of ticket id, oldest first.
+func (a *Adapter) articles(ctx context.Context, id int64) ([]zmArticle, error) {
+	var out []zmArticle
+	if _, err := a.get(ctx, "/ticket_articles/by_ticket/"+idString(id), url.Values{"expand": {"true"}}, "read articles", &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// held is what the bridge's own articles in a ticket record.
+type held struct {
+	messages map[string]string // upstream message id -> article id
+	sent     map[string]string // helpdesk event id -> upstream message id
+}
+
+// heldIn reads the markers of the API user's articles of ticket id.
+func (a *Adapter) heldIn(ctx context.Context, id, me int64) (held, error) {
+	arts, err := a.articles(ctx, id)
+	if err != nil {
+		return held{}, err
+	}
+	h := held{messages: map[string]string{}, sent: map[string]string{}}
+	for _, art := range arts {
+		if art.CreatedByID != me {
+			continue
+		}
+		m, ok := parseMarker(articleText(art))
+		if !ok {
+			continue
+		}
+		switch m.Kind {
+		case markMessage:
+			if _, dup := h.messages[m.ID]; !dup {
+				h.messages[m.ID] = idString(art.ID)
+			}
+		case markSent:
+			h.sent[m.ID] = m.Arg
+		}
+	}
+	return h, nil
+}
+
+// group returns the group of a department.
+func (a *Adapter) group(dept string) string {
+	if g, ok := a.groups[dept]; ok {
+		return g
+	}
+	return a.cfg.Group
+}
+
+// customer returns the fields that name the customer of a new ticket: an
+// email address as "guess:" (Zammad finds or creates the customer), a
+// login by name.
+func (a *Adapter) customer(in map[string]any) {
+	if strings.Contains(a.cfg.Customer, "@") {
+		in["customer_id"] = "guess:" + a.cfg.Customer
+	} else {
+		in["customer"] = a.cfg.Customer
+	}
+}
+
+// EnsureTicket finds the ticket whose attribute holds t.UpstreamID, or
+// creates it in the department's group with the configured customer, the
+// mapped state, and the request as its first article (public when the
+// guest wrote it). Zammad offers no idempotency key, so the creation is
+// sent once: after a failure whose outcome is unknown the engine calls
+// again, and the search (answered from the database, without the search
+// index's lag) finds the ticket if it was made.
+func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	if err := a.checkOpen(); err != nil {
+		return "", err
+	}
+	if !validToken(t.UpstreamID) {
+		return "", fmt.Errorf("ensure zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
+	}
+	if !utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments) {
+		return "", fmt.Errorf("ensure zammad ticket for %s: the description, department or comment is not valid UTF-8: %w", t.UpstreamID, adapters.ErrInvalid)
+	}
+	existing, err := a.byUpstream(ctx, t.UpstreamID)
+	if err != nil {
+		return "", fmt.Errorf("ensure zammad ticket for %s: %w", t.UpstreamID, err)
+	}
+	if len(existing) > 0 {
+		return refOf(existing[0].ID), nil
+	}
+	st := t.Status
+	if st == "" {
+		st = guestapi.StatusNew
+	}
+	state := a.status.Down(st)
+	in := map[string]any{
+		"title":       title(t),
+		"group":       a.group(t.Department),
+		"state":       state,
+		a.cfg.IDField: t.UpstreamID,
+		"article": articleIn{
+			Subject: title(t), Body: descriptionBody(t), ContentType: "text/plain", Type: "note",
+			Internal: t.Origin != guestapi.OriginGuest,
+		},
+	}
+	if isPending(state) {
+		in["pending_time"] = timeValue(a.now().Add(a.cfg.PendingFor))
+	}
+	a.customer(in)
+	var out zmTicket
+	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets", url.Values{"expand": {"true"}}), Op: "create ticket"}, in, &out)
+	if err != nil {
+		return "", fmt.Errorf("create zammad ticket for %s: %w", t.UpstreamID, err)
+	}
+	if out.ID == 0 {
+		return "", fmt.Errorf("create zammad ticket for %s: the answer names no ticket", t.UpstreamID)
+	}
+	if v, _ := out.attr(a.cfg.IDField); v != t.UpstreamID {
+		// Zammad drops attributes it does not have: the ticket exists but
+		// cannot be found again. Say so loudly; the searches of later
+		// calls fail on the missing attribute, so no second ticket is made.
+		a.log.ErrorContext(ctx, "zammad did not store the upstream id in the ticket attribute", "ticket", t.UpstreamID, "op", "create ticket",
+			"zammad_ticket", out.ID, "attribute", a.cfg.IDField)
+		return "", fmt.Errorf("create zammad ticket for %s: Zammad made ticket %d but did not store the upstream id in the attribute %q: %s: %w",
+			t.UpstreamID, out.ID, a.cfg.IDField, a.attributeHelp(), adapters.ErrInvalid)
+	}
+	a.log.InfoContext(ctx, "created zammad ticket", "ticket", t.UpstreamID, "op", "create ticket", "zammad_ticket", out.ID)
+	return refOf(out.ID), nil
+}
+
+// reopenFrom are the states a guest's new public message reopens: the
+// ticket left the team's open views, or waits for something the guest's
+// message may change.
+var reopenFrom = []string{stateClosed, statePendingClose, statePendingReminder}
+
+// Append adds each message not yet in the ticket as one article, written
+// by the API user as text/plain, internal after visible_to_guest. A
+// guest's public message on a closed or pending ticket first reopens it
+// (state open, Zammad's follow-up state).
+//
+// Articles are sent once, never repeated within the call: Zammad has no
+// idempotency key, so after a failure whose outcome is unknown the engine
+// calls Append again, which finds the article by its marker if it was
+// made.
+func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
+	if err := a.checkOpen(); err != nil {
+		return nil, err
+	}
+	for i, m := range msgs {
+		if !validToken(m.UpstreamID) {
+			return nil, fmt.Errorf("append to zammad ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
+		}
+		if strings.TrimSpace(m.Body) == "" {
+			return nil, fmt.Errorf("append to zammad ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
+		}
+		if !utf8.ValidString(m.Body) || !utf8.ValidString(m.AuthorName) {
+			return nil, fmt.Errorf("append to zammad ticket %s: message %s: body or author is not valid UTF-8: %w", ref, m.UpstreamID, adapters.ErrInvalid)
+		}
+	}
+	if len(msgs) == 0 {
+		return []adapters.Appended{}, nil
+	}
+	t, _, err := a.resolve(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("append to zammad ticket %s: %w", ref, err)
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := a.heldIn(ctx, t.ID, me.ID)
+	if err != nil {
+		return nil, fmt.Errorf("append to zammad ticket %s: %w", ref, err)
+	}
+	out := make([]adapters.Appended, 0, len(msgs))
+	state := t.State
+	for _, m := range msgs {
+		if id, ok := h.messages[m.UpstreamID]; ok {
+			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
+			continue
+		}
+		if m.Public && m.AuthorType == guestapi.AuthorGuest && slices.Contains(reopenFrom, state) {
+			if err := a.putState(ctx, t.ID, stateOpen, "reopen ticket"); err != nil {
+				return nil, fmt.Errorf("append message %s: reopen zammad ticket %d: %w", m.UpstreamID, t.ID, err)
+			}
+			state = stateOpen
+		}
+		var art zmArticle
+		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", url.Values{"expand": {"true"}}), Op: "append message"},
+			articleIn{TicketID: t.ID, Body: messageBody(m), ContentType: "text/plain", Type: "note", Internal: !m.Public}, &art)
+		if err != nil {
+			return nil, fmt.Errorf("append message %s to zammad ticket %d: %w", m.UpstreamID, t.ID, err)
+		}
+		if art.ID == 0 {
+			return nil, fmt.Errorf("append message %s to zammad ticket %d: the answer names no article", m.UpstreamID, t.ID)
+		}
+		h.messages[m.UpstreamID] = idString(art.ID)
+		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(art.ID)})
+	}
+	return out, nil
+}
+
+// putState sets a ticket's state, with a pending till for a pending state.
+// Setting a state is idempotent, so the request is repeated on failures.
+func (a *Adapter) putState(ctx context.Context, id int64, state, op string) error {
+	in := map[string]any{"state": state}
+	if isPending(state) {
+		in["pending_time"] = timeValue(a.now().Add(a.cfg.PendingFor))
+	}
+	_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPut, URL: a.url("/tickets/"+idString(id), nil), Op: op}, in, nil)
+	return err
+}
+
+// SetStatus sets the Zammad state s maps to. Nothing is written when the
+// ticket's state already maps to s (an agent's pending reminder stays for
+// in_progress) or is the one s maps to. Agents cannot move a ticket back
+// to new once it left it, and neither can the bridge: new then counts as
+// open.
+func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+	if err := a.checkOpen(); err != nil {
+		return err
+	}
+	if !s.Known() {
+		return fmt.Errorf("set status of zammad ticket %s: unknown status %q: %w", ref, s, adapters.ErrInvalid)
+	}
+	t, _, err := a.resolve(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("set status of zammad ticket %s: %w", ref, err)
+	}
+	if up, ok := a.status.Up(t.State); ok && up == s {
+		return nil
+	}
+	target := a.status.Down(s)
+	if target == stateNew && t.State != stateNew {
+		target = stateOpen
+	}
+	if t.State == target {
+		return nil
+	}
+	if err := a.putState(ctx, t.ID, target, "set status"); err != nil {
+		return fmt.Errorf("set status of zammad ticket %d to %s: %w", t.ID, target, err)
+	}
+	return nil
+}
+
+// MarkSent records the delivery of helpdesk event eventID in an internal
+// note on the ticket, unless one records it already. Zammad lets agents
+// add notes to closed tickets without reopening them.
+func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
+	if err := a.checkOpen(); err != nil {
+		return err
+	}
+	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == noUpstreamMessage {
+		return fmt.Errorf("mark event %q sent on zammad ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
+	}
+	t, _, err := a.resolve(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("mark event %s sent on zammad ticket %s: %w", eventID, ref, err)
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := a.heldIn(ctx, t.ID, me.ID)
+	if err != nil {
+		return fmt.Errorf("mark event %s sent on zammad ticket %s: %w", eventID, ref, err)
+	}
+	if _, ok := h.sent[eventID]; ok {
+		return nil
+	}
+	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", nil), Op: "mark sent"},
+		articleIn{TicketID: t.ID, Body: sentBody(eventID, upstreamMessageID), ContentType: "text/plain", Type: "note", Internal: true}, nil)
+	if err != nil {
+		return fmt.Errorf("mark event %s sent on zammad ticket %d: %w", eventID, t.ID, err)
+	}
+	return nil
+}
+
+// Lookup finds the ticket whose attribute holds upstreamID (the oldest,
+// should there be several) and reads the markers of the bridge's articles
+// in it.
+func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
+	if err := a.checkOpen(); err != nil {
+		return adapters.Found{}, false, err
+	}
+	if !validToken(upstreamID) {
+		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
+	}
+	ts, err := a.byUpstream(ctx, upstreamID)
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket for %s: %w", upstreamID, err)
+	}
+	if len(ts) == 0 {
+		return adapters.Found{}, false, nil
+	}
+	if len(ts) > 1 {
+		a.log.WarnContext(ctx, "several zammad tickets hold the same upstream id; the oldest is used", "ticket", upstreamID, "op", "look up", "zammad_tickets", len(ts))
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return adapters.Found{}, false, err
+	}
+	h, err := a.heldIn(ctx, ts[0].ID, me.ID)
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket for %s: %w", upstreamID, err)
+	}
+	return adapters.Found{Ref: refOf(ts[0].ID), Messages: h.messages, Sent: h.sent}, true, nil
+}

@@ -1,0 +1,383 @@
+package zammad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// Name is the adapter's registry name.
+const Name = "zammad"
+
+// Zammad's default ticket states.
+const (
+	stateNew             = "new"
+	stateOpen            = "open"
+	statePendingReminder = "pending reminder"
+	statePendingClose    = "pending close"
+	stateClosed          = "closed"
+)
+
+// DefaultStatusMap maps the API's statuses onto Zammad's default states and
+// back.
+//
+// Down: new stays new, assigned and in_progress are open, the four closing
+// statuses are closed. Up: open and pending reminder (the team works on it,
+// or waits until a set time) are in_progress, pending close and closed are
+// done. New is not carried up (agents cannot choose it once a ticket left
+// it), nor are merged and removed (a merged ticket lives on in another
+// one; removed tickets are gone).
+func DefaultStatusMap() adapters.StatusMap {
+	return adapters.StatusMap{
+		ToHelpdesk: map[guestapi.Status]string{
+			guestapi.StatusNew:        stateNew,
+			guestapi.StatusAssigned:   stateOpen,
+			guestapi.StatusInProgress: stateOpen,
+			guestapi.StatusDone:       stateClosed,
+			guestapi.StatusCompleted:  stateClosed,
+			guestapi.StatusConfirmed:  stateClosed,
+			guestapi.StatusCancelled:  stateClosed,
+		},
+		FromHelpdesk: map[string]guestapi.Status{
+			stateOpen:            guestapi.StatusInProgress,
+			statePendingReminder: guestapi.StatusInProgress,
+			statePendingClose:    guestapi.StatusDone,
+			stateClosed:          guestapi.StatusDone,
+		},
+	}
+}
+
+// Options are the adapter's collaborators; the zero value is usable.
+type Options struct {
+	// HTTP sends the requests; nil means a client with Config.Timeout.
+	HTTP *http.Client
+	// Backoff is the wait between attempts; the zero value is the
+	// daemon's default.
+	Backoff guestapi.Backoff
+	// Sleep waits between attempts; nil means a real timer. Tests pass
+	// one that advances a fake clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for Retry-After dates, pending times, and the
+	// cursor when Zammad sends no Date header; nil means time.Now.
+	Now func() time.Time
+	// MaxEvents caps the events of one Changes call; 0 means
+	// [DefaultMaxEvents].
+	MaxEvents int
+}
+
+// DefaultMaxEvents is how many events one Changes call returns at most.
+const DefaultMaxEvents = 500
+
+// Adapter mirrors guest requests into a Zammad system. It is safe for
+// concurrent use.
+type Adapter struct {
+	base      string // https://helpdesk.hotel.example
+	cfg       Config
+	groups    map[string]string
+	since     time.Time
+	status    adapters.StatusMap
+	log       *slog.Logger
+	http      *adapters.HTTPClient
+	now       func() time.Time
+	maxEvents int
+
+	mu     sync.Mutex
+	me     *zmUser
+	names  map[int64]string // user id -> display name
+	closed bool
+}
+
+var _ adapters.Helpdesk = (*Adapter)(nil)
+var _ adapters.Checker = (*Adapter)(nil)
+
+// Factory builds the adapter from the TICKETBRIDGE_ZAMMAD_* variables of
+// deps.Env; see [LoadConfig].
+func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
+	cfg, err := LoadConfig(ctx, deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, deps, Options{})
+}
+
+// New returns an adapter for cfg, checked with [Config.Validate]. It makes
+// no request: [Adapter.Check] does.
+func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	base, _ := baseURL(cfg.URL) // checked by Validate
+	groups, _ := ParseGroups(cfg.Groups)
+	since, _ := parseSince(cfg.EventsSince)
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc := opts.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: cfg.Timeout}
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	a := &Adapter{
+		base:      base,
+		cfg:       cfg,
+		groups:    groups,
+		since:     since,
+		status:    DefaultStatusMap().Override(deps),
+		log:       log,
+		now:       now,
+		maxEvents: opts.MaxEvents,
+		names:     map[int64]string{},
+	}
+	if a.maxEvents <= 0 {
+		a.maxEvents = DefaultMaxEvents
+	}
+	token := cfg.Token
+	a.http = &adapters.HTTPClient{
+		HTTP:      hc,
+		Backoff:   opts.Backoff,
+		Header:    http.Header{"User-Agent": {"ticketbridge-zammad"}},
+		Authorize: func(r *http.Request) { r.Header.Set("Authorization", "Token token="+token) },
+		Secrets:   []string{token},
+		Sleep:     opts.Sleep,
+		Now:       opts.Now,
+		Logger:    log,
+	}
+	return a, nil
+}
+
+// Name returns "zammad".
+func (a *Adapter) Name() string { return Name }
+
+// Status returns the adapter's status mapping.
+func (a *Adapter) Status() adapters.StatusMap { return a.status }
+
+// String describes the adapter without its token.
+func (a *Adapter) String() string {
+	return fmt.Sprintf("zammad adapter for %s (attribute %s, customer %s)", a.base, a.cfg.IDField, a.cfg.Customer)
+}
+
+// GoString is String, so that %#v does not show the token.
+func (a *Adapter) GoString() string { return a.String() }
+
+// Close marks the adapter closed; it holds no connection of its own.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	return nil
+}
+
+var errClosed = errors.New("zammad adapter is closed")
+
+func (a *Adapter) checkOpen() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errClosed
+	}
+	return nil
+}
+
+// url returns the API address of path (below /api/v1) with query.
+func (a *Adapter) url(path string, query url.Values) string {
+	u := a.base + "/api/v1" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	return u
+}
+
+// get reads path into out.
+func (a *Adapter) get(ctx context.Context, path string, query url.Values, op string, out any) (*adapters.HTTPResponse, error) {
+	return a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(path, query), Op: op}, nil, out)
+}
+
+// Check asks Zammad who the token belongs to, checks that the user has
+// access to the configured groups, and that the ticket attribute holding
+// the upstream id exists, is a text field and is applied. Each failure
+// says what to change in Zammad or in the configuration.
+func (a *Adapter) Check(ctx context.Context) error {
+	if err := a.checkOpen(); err != nil {
+		return err
+	}
+	var me zmUser
+	_, err := a.get(ctx, "/users/me", url.Values{"expand": {"true"}}, "check token", &me)
+	if errors.Is(err, adapters.ErrAuth) {
+		return fmt.Errorf("check zammad token: Zammad refused the token of %sTOKEN: check that Token Access is enabled (Admin > System > API), and create a token under avatar > Profile > Token Access with the permission ticket.agent: %w", EnvPrefix, err)
+	}
+	if err != nil {
+		return fmt.Errorf("check zammad token: %w", err)
+	}
+	if me.ID == 0 {
+		return fmt.Errorf("check zammad token: Zammad answered without a user: check %sURL", EnvPrefix)
+	}
+	a.mu.Lock()
+	a.me = &me
+	a.mu.Unlock()
+	if err := a.checkGroups(me); err != nil {
+		return err
+	}
+	return a.checkAttribute(ctx)
+}
+
+// checkGroups checks that the API user may create and change tickets in
+// every configured group. A Zammad that does not list the user's groups
+// by name is not checked here; a creation then fails with its own error.
+func (a *Adapter) checkGroups(me zmUser) error {
+	if me.Groups == nil {
+		a.log.Info("zammad did not list the api user's groups; group access is not checked", "op", "check groups")
+		return nil
+	}
+	check := map[string]string{a.cfg.Group: EnvPrefix + "GROUP"}
+	for dept, g := range a.groups {
+		check[g] = fmt.Sprintf("%sGROUPS (department %s)", EnvPrefix, dept)
+	}
+	names := make([]string, 0, len(check))
+	for g := range check {
+		names = append(names, g)
+	}
+	slices.Sort(names)
+	for _, g := range names {
+		access := me.Groups[g]
+		if !slices.Contains(access, "full") && !(slices.Contains(access, "create") && slices.Contains(access, "change")) {
+			return fmt.Errorf("check zammad group %q named in %s: the user %s has no full access to it: create the group (Admin > Manage > Groups) if it does not exist and give the user full access to it (Admin > Manage > Users, or through a role)",
+				g, check[g], me.Login)
+		}
+	}
+	return nil
+}
+
+// attributeHelp says how to create the ticket attribute.
+func (a *Adapter) attributeHelp() string {
+	return fmt.Sprintf("create it in Zammad under Admin > System > Objects > Ticket > New Attribute: Name %q, Display \"Guest request\", Format Text field, Maximal 255 (at least 36), then apply it with Update Database (or set %sID_FIELD to the attribute you use)",
+		a.cfg.IDField, EnvPrefix)
+}
+
+// checkAttribute checks the ticket attribute through the object manager
+// (admin.object); a token without that permission is checked by reading a
+// ticket instead.
+func (a *Adapter) checkAttribute(ctx context.Context) error {
+	var attrs []zmAttribute
+	_, err := a.get(ctx, "/object_manager_attributes", nil, "check ticket attribute", &attrs)
+	if errors.Is(err, adapters.ErrAuth) {
+		return a.checkAttributeByTicket(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("check zammad ticket attribute %s: %w", a.cfg.IDField, err)
+	}
+	i := slices.IndexFunc(attrs, func(x zmAttribute) bool { return x.Object == "Ticket" && x.Name == a.cfg.IDField })
+	if i < 0 {
+		return fmt.Errorf("check zammad ticket attribute %s: Zammad has no ticket attribute %q, where the bridge keeps the id of the guest request: %s", a.cfg.IDField, a.cfg.IDField, a.attributeHelp())
+	}
+	at := attrs[i]
+	switch {
+	case at.ToCreate:
+		return fmt.Errorf("check zammad ticket attribute %s: the attribute is defined but not applied yet: press Update Database in Admin > System > Objects", a.cfg.IDField)
+	case at.DataType != "input":
+		return fmt.Errorf("check zammad ticket attribute %s: its format is %q, want a Text field (input): create a text attribute and point %sID_FIELD at it", a.cfg.IDField, at.DataType, EnvPrefix)
+	case !at.Active:
+		return fmt.Errorf("check zammad ticket attribute %s: the attribute is inactive: activate it in Admin > System > Objects > Ticket", a.cfg.IDField)
+	case at.maxLength() != 0 && at.maxLength() < 36:
+		return fmt.Errorf("check zammad ticket attribute %s: its Maximal length is %d, but upstream ids have 36 characters: raise it to 255", a.cfg.IDField, at.maxLength())
+	}
+	return nil
+}
+
+// checkAttributeByTicket looks for the attribute among the fields of a
+// ticket the token can read. Zammad answers every column of a ticket, so
+// an existing attribute shows up (null when empty).
+func (a *Adapter) checkAttributeByTicket(ctx context.Context) error {
+	var ts []zmTicket
+	if _, err := a.get(ctx, "/tickets", url.Values{"page": {"1"}, "per_page": {"1"}}, "check ticket attribute", &ts); err != nil {
+		return fmt.Errorf("check zammad ticket attribute %s: %w", a.cfg.IDField, err)
+	}
+	if len(ts) == 0 {
+		a.log.Warn("the zammad token may not read the object manager (admin.object) and sees no ticket: the ticket attribute is not checked",
+			"op", "check ticket attribute", "attribute", a.cfg.IDField)
+		return nil
+	}
+	if _, ok := ts[0].attr(a.cfg.IDField); !ok {
+		return fmt.Errorf("check zammad ticket attribute %s: Zammad's tickets have no attribute %q, where the bridge keeps the id of the guest request: %s", a.cfg.IDField, a.cfg.IDField, a.attributeHelp())
+	}
+	return nil
+}
+
+// self returns the API user, asking Zammad once.
+func (a *Adapter) self(ctx context.Context) (zmUser, error) {
+	a.mu.Lock()
+	me := a.me
+	a.mu.Unlock()
+	if me != nil {
+		return *me, nil
+	}
+	var out zmUser
+	if _, err := a.get(ctx, "/users/me", nil, "read api user", &out); err != nil {
+		return zmUser{}, fmt.Errorf("read zammad api user: %w", err)
+	}
+	if out.ID == 0 {
+		return zmUser{}, fmt.Errorf("read zammad api user: Zammad answered without a user: check %sURL", EnvPrefix)
+	}
+	a.mu.Lock()
+	a.me = &out
+	a.mu.Unlock()
+	return out, nil
+}
+
+// userName returns the display name of user id, asking Zammad once. A user
+// the token may not read or Zammad no longer has gets "".
+func (a *Adapter) userName(ctx context.Context, id int64) (string, error) {
+	a.mu.Lock()
+	name, ok := a.names[id]
+	a.mu.Unlock()
+	if ok {
+		return name, nil
+	}
+	var u zmUser
+	_, err := a.get(ctx, "/users/"+idString(id), nil, "read user", &u)
+	switch {
+	case errors.Is(err, adapters.ErrNotFound) || errors.Is(err, adapters.ErrAuth):
+		u = zmUser{}
+	case err != nil:
+		return "", fmt.Errorf("read zammad user %d: %w", id, err)
+	}
+	name = ""
+	if u.ID != 0 {
+		name = u.name()
+	}
+	a.mu.Lock()
+	a.names[id] = name
+	a.mu.Unlock()
+	return name, nil
+}
+
+// parseRef reads a Ref: a Zammad ticket id. Anything else names no ticket
+// the helpdesk can have.
+func parseRef(ref adapters.Ref) (int64, error) {
+	id, err := strconv.ParseInt(string(ref), 10, 64)
+	if err != nil || id <= 0 || idString(id) != string(ref) {
+		return 0, fmt.Errorf("zammad ticket %q: not a ticket id: %w", ref, adapters.ErrNotFound)
+	}
+	return id, nil
+}
+
+func refOf(id int64) adapters.Ref { return adapters.Ref(idString(id)) }
+
+// isPending reports whether a state needs a pending till: Zammad's pending
+// states (pending reminder, pending close, and custom ones named alike).
+func isPending(state string) bool { return strings.HasPrefix(state, "pending") }
