@@ -1,0 +1,374 @@
+package zammadfake_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
+)
+
+const token = "fake-token-0123456789"
+
+type client struct {
+	t     *testing.T
+	srv   *httptest.Server
+	fake  *zammadfake.Server
+	clock *zammadfake.Clock
+}
+
+func start(t *testing.T, opts zammadfake.Options) *client {
+	t.Helper()
+	clock := zammadfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	if opts.Token == "" {
+		opts.Token = token
+	}
+	opts.Now = clock.Now
+	if opts.Attributes == nil {
+		opts.Attributes = []zammadfake.Attribute{{Name: "guest_request_id"}}
+	}
+	fake := zammadfake.New(opts)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return &client{t: t, srv: srv, fake: fake, clock: clock}
+}
+
+// do sends a request with the token and decodes the JSON answer.
+func (c *client) do(method, path string, body any) (int, http.Header, any) {
+	c.t.Helper()
+	return c.doAuth(method, path, body, "Token token="+token)
+}
+
+func (c *client) doAuth(method, path string, body any, auth string) (int, http.Header, any) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.srv.URL+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.srv.Client().Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			c.t.Fatalf("%s %s: answer is not JSON: %q", method, path, raw)
+		}
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+func obj(t *testing.T, v any) map[string]any {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("answer %v is not an object", v)
+	}
+	return m
+}
+
+func list(t *testing.T, v any) []any {
+	t.Helper()
+	l, ok := v.([]any)
+	if !ok {
+		t.Fatalf("answer %v is not a list", v)
+	}
+	return l
+}
+
+func num(v any) int64 {
+	f, _ := v.(float64)
+	return int64(f)
+}
+
+func (c *client) create(title, upstream string) map[string]any {
+	c.t.Helper()
+	status, _, out := c.do("POST", "/api/v1/tickets?expand=true", map[string]any{
+		"title": title, "group": "Users", "customer_id": "guess:guests@hotel.example", "guest_request_id": upstream,
+		"article": map[string]any{"body": "first\n  line two", "type": "note", "internal": false},
+	})
+	if status != http.StatusCreated {
+		c.t.Fatalf("create ticket: %d %v", status, out)
+	}
+	return obj(c.t, out)
+}
+
+func TestAuthentication(t *testing.T) {
+	c := start(t, zammadfake.Options{})
+	for _, tc := range []struct {
+		auth   string
+		status int
+	}{
+		{"", http.StatusUnauthorized},
+		{"Token token=wrong", http.StatusUnauthorized},
+		{"Bearer " + token, http.StatusUnauthorized},
+		{"Token token=" + token, http.StatusOK},
+		{`Token token="` + token + `"`, http.StatusOK},
+		{"Token " + token, http.StatusOK},
+	} {
+		status, h, out := c.doAuth("GET", "/api/v1/users/me", nil, tc.auth)
+		if status != tc.status {
+			t.Errorf("Authorization %q: %d, want %d", tc.auth, status, tc.status)
+			continue
+		}
+		if status == http.StatusUnauthorized {
+			m := obj(t, out)
+			if m["error"] == "" || m["error_human"] == nil || h.Get("X-Failure") == "" {
+				t.Errorf("401 answer %v, X-Failure %q: want Zammad's error form", m, h.Get("X-Failure"))
+			}
+		}
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	c := start(t, zammadfake.Options{Permissions: []string{}})
+	if status, _, _ := c.do("GET", "/api/v1/users/me", nil); status != http.StatusOK {
+		t.Errorf("users/me needs only a valid token, got %d", status)
+	}
+	for _, p := range []string{"/api/v1/tickets", "/api/v1/object_manager_attributes", "/api/v1/ticket_states"} {
+		if status, _, out := c.do("GET", p, nil); status != http.StatusForbidden || obj(t, out)["error"] != "Not authorized" {
+			t.Errorf("%s without permissions: %d %v, want 403 Not authorized", p, status, out)
+		}
+	}
+	c = start(t, zammadfake.Options{Permissions: []string{zammadfake.PermTicketAgent}})
+	if status, _, _ := c.do("GET", "/api/v1/object_manager_attributes", nil); status != http.StatusForbidden {
+		t.Errorf("object manager without admin.object: %d, want 403", status)
+	}
+	if status, _, _ := c.do("GET", "/api/v1/ticket_states", nil); status != http.StatusOK {
+		t.Errorf("ticket states with ticket.agent: %d, want 200", status)
+	}
+}
+
+func TestCreateTicket(t *testing.T) {
+	c := start(t, zammadfake.Options{Attributes: []zammadfake.Attribute{{Name: "guest_request_id"}, {Name: "room", Pending: true}}})
+	status, _, out := c.do("POST", "/api/v1/tickets?expand=true", map[string]any{
+		"title": "Towels", "group": "Users", "customer_id": "guess:Guests@Hotel.example", "state": "open",
+		"guest_request_id": "u-1", "room": "214", "unknown_field": "x",
+		"article": map[string]any{"body": "Two towels\r\n  please ", "internal": true},
+	})
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, out)
+	}
+	tk := obj(t, out)
+	if tk["state"] != "open" || tk["group"] != "Users" || tk["guest_request_id"] != "u-1" || tk["number"] == "" {
+		t.Errorf("created ticket %v", tk)
+	}
+	if _, ok := tk["room"]; ok {
+		t.Errorf("an attribute not yet applied was stored: %v", tk["room"])
+	}
+	if _, ok := tk["unknown_field"]; ok {
+		t.Errorf("an unknown field was stored")
+	}
+	if ids := list(t, tk["article_ids"]); len(ids) != 1 {
+		t.Errorf("article_ids %v, want one", ids)
+	}
+	cust, ok := c.fake.FindUser("guests@hotel.example")
+	if !ok || num(tk["customer_id"]) != cust.ID {
+		t.Errorf("customer %v (found %v), ticket's customer_id %v", cust, ok, tk["customer_id"])
+	}
+	_, _, out = c.do("GET", "/api/v1/ticket_articles/by_ticket/"+jsonID(tk["id"]), nil)
+	arts := list(t, out)
+	a := obj(t, arts[0])
+	if a["body"] != "Two towels\r\n  please " || a["content_type"] != "text/plain" || a["type"] != "note" ||
+		a["internal"] != true || a["sender"] != "Agent" || num(a["created_by_id"]) != c.fake.APIUserID() {
+		t.Errorf("first article %v", a)
+	}
+
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+	}{
+		{"unknown group", map[string]any{"title": "x", "group": "Nope", "customer_id": "guess:a@b.example"}},
+		{"no title", map[string]any{"group": "Users", "customer_id": "guess:a@b.example"}},
+		{"bad email", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:not an email"}},
+		{"unknown customer", map[string]any{"title": "x", "group": "Users", "customer": "nobody"}},
+		{"no customer", map[string]any{"title": "x", "group": "Users"}},
+		{"unknown state", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:a@b.example", "state": "archived"}},
+		{"pending without time", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:a@b.example", "state": "pending reminder"}},
+		{"blank article", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:a@b.example", "article": map[string]any{"body": " "}}},
+		{"too long attribute", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:a@b.example", "guest_request_id": strings.Repeat("x", 256)}},
+	} {
+		status, _, out := c.do("POST", "/api/v1/tickets", tc.body)
+		if status != http.StatusUnprocessableEntity || obj(t, out)["error"] == "" {
+			t.Errorf("%s: %d %v, want 422 with an error", tc.name, status, out)
+		}
+	}
+	if n := len(c.fake.Tickets()); n != 1 {
+		t.Errorf("%d tickets after refused creations, want 1", n)
+	}
+}
+
+func jsonID(v any) string { return strings.TrimSuffix(strings.TrimSuffix(jsonString(v), ".0"), "\n") }
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestUpdateStatesAndHistory(t *testing.T) {
+	c := start(t, zammadfake.Options{})
+	tk := c.create("Noise", "u-1")
+	path := "/api/v1/tickets/" + jsonID(tk["id"])
+	if status, _, out := c.do("PUT", path+"?expand=true", map[string]any{"state": "open"}); status != http.StatusOK || obj(t, out)["state"] != "open" {
+		t.Fatalf("open: %d %v", status, out)
+	}
+	if status, _, _ := c.do("PUT", path, map[string]any{"state": "new"}); status != http.StatusUnprocessableEntity {
+		t.Errorf("back to new: %d, want 422 (the edit screen does not offer it)", status)
+	}
+	if status, _, _ := c.do("PUT", path, map[string]any{"state": "pending close"}); status != http.StatusUnprocessableEntity {
+		t.Errorf("pending close without pending_time: %d, want 422", status)
+	}
+	status, _, out := c.do("PUT", path+"?expand=true", map[string]any{"state": "pending close", "pending_time": "2026-03-15T10:00:00.000Z",
+		"article": map[string]any{"body": "We will close this tomorrow.", "internal": false}})
+	if status != http.StatusOK || obj(t, out)["state"] != "pending close" || obj(t, out)["pending_time"] != "2026-03-15T10:00:00.000Z" {
+		t.Fatalf("pending close: %d %v", status, out)
+	}
+	c.clock.Advance(25 * time.Hour)
+	if n := c.fake.AutoClose(); n != 1 {
+		t.Errorf("AutoClose closed %d tickets, want 1", n)
+	}
+	_, _, out = c.do("GET", "/api/v1/ticket_history/"+jsonID(tk["id"]), nil)
+	var states []string
+	var creators []int64
+	for _, h := range list(t, obj(t, out)["history"]) {
+		e := obj(t, h)
+		if e["attribute"] == "state" {
+			states = append(states, e["value_from"].(string)+">"+e["value_to"].(string))
+			creators = append(creators, num(e["created_by_id"]))
+		}
+	}
+	want := []string{"new>open", "open>pending close", "pending close>closed"}
+	if strings.Join(states, " ") != strings.Join(want, " ") {
+		t.Errorf("state history %v, want %v", states, want)
+	}
+	if len(creators) == 3 && (creators[0] != c.fake.APIUserID() || creators[2] != 1) {
+		t.Errorf("state changes made by %v; want the API user, then the system user (1) for the automatic close", creators)
+	}
+}
+
+func TestSearch(t *testing.T) {
+	c := start(t, zammadfake.Options{SearchLag: time.Minute, MaxPerPage: 2})
+	for _, id := range []string{"u-1", "u-2", "u-3"} {
+		c.create("Request "+id, id)
+	}
+	byCond := func(attr, op, value string, extra string) (int, any) {
+		q := url.Values{}
+		q.Set("condition[ticket."+attr+"][operator]", op)
+		q.Set("condition[ticket."+attr+"][value]", value)
+		status, _, out := c.do("GET", "/api/v1/tickets/search?"+q.Encode()+extra, nil)
+		return status, out
+	}
+	status, out := byCond("guest_request_id", "is", "u-2", "&expand=true")
+	if l := list(t, out); status != http.StatusOK || len(l) != 1 || obj(t, l[0])["guest_request_id"] != "u-2" {
+		t.Fatalf("condition search: %d %v", status, out)
+	}
+	_, _, out = c.do("GET", "/api/v1/tickets/search?query=guest_request_id:u-2", nil)
+	if ids := list(t, obj(t, out)["tickets"]); len(ids) != 0 {
+		t.Errorf("full-text search found a ticket written a moment ago: %v", ids)
+	}
+	c.clock.Advance(time.Minute + time.Second) // the writes' stamps are a few milliseconds apart
+	_, _, out = c.do("GET", "/api/v1/tickets/search?query=guest_request_id:u-2", nil)
+	if m := obj(t, out); len(list(t, m["tickets"])) != 1 || num(m["tickets_count"]) != 1 || m["assets"] == nil {
+		t.Errorf("full-text search after the lag: %v", m)
+	}
+	if status, _ := byCond("no_such_attribute", "is", "x", ""); status != http.StatusUnprocessableEntity {
+		t.Errorf("condition on an unknown attribute: %d, want 422", status)
+	}
+	// Paging: at most two a page, sorted as asked.
+	var got []string
+	for page := 1; page <= 3; page++ {
+		_, out := byCond("updated_at", "after (absolute)", "2026-01-01T00:00:00.000Z", "&expand=true&sort_by=updated_at&order_by=asc&per_page=50&page="+string(rune('0'+page)))
+		for _, tk := range list(t, out) {
+			got = append(got, obj(t, tk)["guest_request_id"].(string))
+		}
+	}
+	if strings.Join(got, ",") != "u-1,u-2,u-3" {
+		t.Errorf("paged search gave %v, want u-1,u-2,u-3 two at a time", got)
+	}
+	_, out = byCond("updated_at", "after (absolute)", "2026-01-01T00:00:00.000Z", "&expand=true&sort_by=updated_at&order_by=desc&per_page=1")
+	if l := list(t, out); len(l) != 1 || obj(t, l[0])["guest_request_id"] != "u-3" {
+		t.Errorf("newest first, one a page: %v", l)
+	}
+}
+
+func TestArticlesAndEditor(t *testing.T) {
+	c := start(t, zammadfake.Options{})
+	tk := c.create("Taxi", "u-1")
+	id := num(tk["id"])
+	agent := c.fake.AddAgent("Anna Lopez")
+	if _, err := c.fake.Reply(id, agent, "Booked for 7:15.\n\n    <b>driver</b> & \"co\""); err != nil {
+		t.Fatal(err)
+	}
+	status, _, out := c.do("POST", "/api/v1/ticket_articles", map[string]any{"ticket_id": id, "body": "plain\n[marker]", "internal": true})
+	if status != http.StatusCreated || obj(t, out)["body"] != "plain\n[marker]" {
+		t.Fatalf("create article: %d %v", status, out)
+	}
+	if status, _, _ := c.do("POST", "/api/v1/ticket_articles", map[string]any{"ticket_id": 999, "body": "x"}); status != http.StatusNotFound {
+		t.Errorf("article on an unknown ticket: %d, want 404", status)
+	}
+	_, _, out = c.do("GET", "/api/v1/ticket_articles/by_ticket/"+jsonID(tk["id"]), nil)
+	arts := list(t, out)
+	if len(arts) != 3 {
+		t.Fatalf("%d articles, want 3", len(arts))
+	}
+	reply := obj(t, arts[1])
+	wantHTML := "<div>Booked for 7:15.</div><div><br></div><div>&nbsp;&nbsp;&nbsp;&nbsp;&lt;b&gt;driver&lt;/b&gt; &amp; &#34;co&#34;</div>"
+	if reply["content_type"] != "text/html" || reply["body"] != wantHTML || reply["from"] != "Anna Lopez" || num(reply["created_by_id"]) != agent {
+		t.Errorf("agent reply %v", reply)
+	}
+	var last time.Time
+	for _, a := range arts {
+		at, err := time.Parse(time.RFC3339Nano, obj(t, a)["created_at"].(string))
+		if err != nil || !at.After(last) {
+			t.Errorf("article times not strictly increasing: %v after %v", at, last)
+		}
+		last = at
+	}
+	if status, _, _ := c.do("GET", "/api/v1/ticket_articles/by_ticket/999", nil); status != http.StatusNotFound {
+		t.Errorf("articles of an unknown ticket: %d, want 404", status)
+	}
+}
+
+func TestFaultsAndDate(t *testing.T) {
+	c := start(t, zammadfake.Options{})
+	c.fake.Inject(zammadfake.Fault{Method: "GET", Path: "/api/v1/users/me", Status: http.StatusTooManyRequests, RetryAfter: 1500 * time.Millisecond})
+	status, h, _ := c.do("GET", "/api/v1/users/me", nil)
+	if status != http.StatusTooManyRequests || h.Get("Retry-After") != "2" {
+		t.Errorf("429 fault: %d, Retry-After %q", status, h.Get("Retry-After"))
+	}
+	if status, h, _ := c.do("GET", "/api/v1/users/me", nil); status != http.StatusOK || h.Get("Date") != "Sat, 14 Mar 2026 10:00:00 GMT" {
+		t.Errorf("after the fault: %d, Date %q (want the fake's clock)", status, h.Get("Date"))
+	}
+	c.fake.Inject(zammadfake.Fault{Method: "POST", Path: "/api/v1/tickets", Status: http.StatusBadGateway, AfterApply: true})
+	status, _, _ = c.do("POST", "/api/v1/tickets", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:a@b.example"})
+	if status != http.StatusBadGateway || len(c.fake.Tickets()) != 1 {
+		t.Errorf("lost answer: %d with %d tickets, want 502 and the ticket made", status, len(c.fake.Tickets()))
+	}
+	reqs := c.fake.Requests()
+	if len(reqs) != 3 || reqs[2].Status != http.StatusBadGateway {
+		t.Errorf("request log %+v", reqs)
+	}
+}
