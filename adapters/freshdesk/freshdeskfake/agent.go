@@ -1,0 +1,240 @@
+package freshdeskfake
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// ErrNoTicket is returned by the agent-side methods for an unknown ticket.
+var ErrNoTicket = errors.New("freshdeskfake: no such ticket")
+
+// ErrNoAgent is returned by the agent-side methods for an unknown agent.
+var ErrNoAgent = errors.New("freshdeskfake: no such agent")
+
+// APIAgentID returns the id of the agent the API key belongs to.
+func (s *Server) APIAgentID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiAgent
+}
+
+// AddAgent adds an agent with global ticket scope called name and returns
+// its id.
+func (s *Server) AddAgent(name string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	email := strings.ToLower(strings.Join(strings.Fields(name), ".")) + "@example.com"
+	return s.addAgentLocked(name, email, ScopeGlobal)
+}
+
+func (s *Server) addAgentLocked(name, email string, scope int) int64 {
+	id := s.newID()
+	s.agents[id] = &Agent{ID: id, Name: name, Email: email, TicketScope: scope}
+	return id
+}
+
+// AddGroup adds a group and returns its id.
+func (s *Server) AddGroup(name string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.newID()
+	s.groups[id] = name
+	return id
+}
+
+// Reply adds a public reply by agent to ticket id, with text typed into
+// the editor; it returns the conversation's id.
+func (s *Server) Reply(id, agent int64, text string) (int64, error) {
+	return s.converse(id, agent, text, SourceReply, false)
+}
+
+// Note adds a note by agent to ticket id, private or public; it returns
+// the conversation's id.
+func (s *Server) Note(id, agent int64, text string, private bool) (int64, error) {
+	return s.converse(id, agent, text, SourceNote, private)
+}
+
+func (s *Server) converse(id, agent int64, text string, source int, private bool) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil || t.Deleted {
+		return 0, fmt.Errorf("add conversation to ticket %d: %w", id, ErrNoTicket)
+	}
+	if s.agents[agent] == nil {
+		return 0, fmt.Errorf("add conversation to ticket %d: agent %d: %w", id, agent, ErrNoAgent)
+	}
+	now := s.now()
+	body := textHTML(text)
+	c := Conversation{
+		ID: s.newID(), UserID: agent, Body: body, BodyText: htmlText(body), Private: private,
+		Source: source, CreatedAt: now, UpdatedAt: now,
+	}
+	t.Conversations = append(t.Conversations, c)
+	t.UpdatedAt = now
+	return c.ID, nil
+}
+
+// SetStatus changes the status of ticket id as agent would.
+func (s *Server) SetStatus(id, agent int64, status int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil || t.Deleted {
+		return fmt.Errorf("set status of ticket %d: %w", id, ErrNoTicket)
+	}
+	if s.agents[agent] == nil {
+		return fmt.Errorf("set status of ticket %d: agent %d: %w", id, agent, ErrNoAgent)
+	}
+	if status < StatusOpen || status > StatusClosed {
+		return fmt.Errorf("set status of ticket %d: %d is not a status", id, status)
+	}
+	t.Status = status
+	t.UpdatedAt = s.now()
+	return nil
+}
+
+// SetField sets custom field name of ticket id as an agent would in the
+// ticket's properties; "" clears it.
+func (s *Server) SetField(id int64, name, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil || t.Deleted {
+		return fmt.Errorf("set field of ticket %d: %w", id, ErrNoTicket)
+	}
+	if _, ok := s.customField(name); !ok {
+		return fmt.Errorf("set field of ticket %d: no custom field %q", id, name)
+	}
+	if value == "" {
+		delete(t.CustomFields, name)
+	} else {
+		t.CustomFields[name] = value
+	}
+	t.UpdatedAt = s.now()
+	return nil
+}
+
+// Delete moves ticket id to the trash: lists leave it out, a view shows
+// "deleted": true, writes answer 404.
+func (s *Server) Delete(id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil {
+		return fmt.Errorf("delete ticket %d: %w", id, ErrNoTicket)
+	}
+	t.Deleted = true
+	t.UpdatedAt = s.now()
+	return nil
+}
+
+// Ticket returns a snapshot of ticket id.
+func (s *Server) Ticket(id int64) (Ticket, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil {
+		return Ticket{}, false
+	}
+	return t.clone(), true
+}
+
+// Tickets returns snapshots of every ticket, by id.
+func (s *Server) Tickets() []Ticket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Ticket, 0, len(s.tickets))
+	for _, t := range s.tickets {
+		out = append(out, t.clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Agent returns agent id.
+func (s *Server) Agent(id int64) (Agent, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.agents[id]
+	if a == nil {
+		return Agent{}, false
+	}
+	return *a, true
+}
+
+// Requests returns the requests received so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// Fault is an answer the fake gives instead of serving a request.
+type Fault struct {
+	Method string // "" matches every method
+	Path   string // a path prefix such as "/api/v2/tickets"; "" matches every path
+	Status int
+	// RetryAfter is sent as the Retry-After header when not "".
+	RetryAfter string
+	// Header holds further headers, e.g. the rate-limit ones.
+	Header http.Header
+	// Body is the answer's body; "" means {"code":"injected_fault",...}.
+	Body string
+	// Times is how many matching requests get the fault; 0 means one.
+	Times int
+	// AfterApply makes the fake do the request's work first and then
+	// answer with the fault, as when an answer is lost.
+	AfterApply bool
+}
+
+// Inject adds f; faults hit matching requests in the order they were added.
+func (s *Server) Inject(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Times <= 0 {
+		f.Times = 1
+	}
+	s.faults = append(s.faults, &f)
+}
+
+// ClearFaults removes the faults not yet spent.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+func (s *Server) takeFault(method, path string) *Fault {
+	for i, f := range s.faults {
+		if (f.Method == "" || strings.EqualFold(f.Method, method)) && strings.HasPrefix(path, f.Path) {
+			f.Times--
+			if f.Times <= 0 {
+				s.faults = slices.Delete(s.faults, i, i+1)
+			}
+			c := *f
+			return &c
+		}
+	}
+	return nil
+}
+
+func (f *Fault) write(w http.ResponseWriter) {
+	for k, vs := range f.Header {
+		w.Header()[k] = slices.Clone(vs)
+	}
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	body := f.Body
+	if body == "" {
+		body = `{"code":"injected_fault","message":"fault injected by the test"}`
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(f.Status)
+	_, _ = w.Write([]byte(body))
+}
