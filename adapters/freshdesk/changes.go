@@ -1,0 +1,221 @@
+package freshdesk
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// cursor is the adapter's position in the stream of the helpdesk's
+// changes: every event up to at has been handed out, except that the
+// events of the last minute before at are named one by one in seen (with
+// their times), because they are listed again.
+type cursor struct {
+	at   time.Time
+	seen map[string]int64 // event id -> unix time of the event
+}
+
+const cursorPrefix = "fd1:"
+
+func (c cursor) String() string {
+	ids := make([]string, 0, len(c.seen))
+	for id := range c.seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		ids[i] = id + "@" + strconv.FormatInt(c.seen[id], 10)
+	}
+	return cursorPrefix + strconv.FormatInt(c.at.Unix(), 10) + ":" + strings.Join(ids, ",")
+}
+
+func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
+	if s == "" {
+		return cursor{at: since, seen: map[string]int64{}}, nil
+	}
+	bad := fmt.Errorf("read freshdesk cursor %q: not a cursor this adapter made: %w", s, adapters.ErrInvalid)
+	rest, ok := strings.CutPrefix(string(s), cursorPrefix)
+	if !ok {
+		return cursor{}, bad
+	}
+	atStr, seenStr, ok := strings.Cut(rest, ":")
+	if !ok {
+		return cursor{}, bad
+	}
+	at, err := strconv.ParseInt(atStr, 10, 64)
+	if err != nil || at < 0 {
+		return cursor{}, bad
+	}
+	c := cursor{at: time.Unix(at, 0).UTC(), seen: map[string]int64{}}
+	if seenStr != "" {
+		for _, part := range strings.Split(seenStr, ",") {
+			id, tStr, ok := strings.Cut(part, "@")
+			t, err := strconv.ParseInt(tStr, 10, 64)
+			if !ok || err != nil || !validToken(id) {
+				return cursor{}, bad
+			}
+			c.seen[id] = t
+		}
+	}
+	return c, nil
+}
+
+// Changes reports, oldest first, what agents did on tickets that mirror a
+// guest request since the cursor: replies (a reply, or a public note) and
+// private notes by anybody but the API agent, and status changes.
+//
+// It lists the tickets updated since the cursor's time less a minute
+// (see [Adapter.scan]), and reads the conversations of each that mirrors a
+// guest request. A status change is the ticket's status differing from the
+// one the status field records as the bridge's, when the two map to
+// different upstream statuses; only the status at the time of the listing
+// is seen, so several changes between two calls come as one. Its event id
+// names the field's generation, which MarkSent and SetStatus move on, so it
+// is stable until the change is delivered and never reused.
+func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	if err := a.checkOpen(); err != nil {
+		return nil, cur, err
+	}
+	c, err := parseCursor(cur, a.since)
+	if err != nil {
+		return nil, cur, err
+	}
+	me, err := a.self(ctx)
+	if err != nil {
+		return nil, cur, err
+	}
+	from := c.at.Add(-overlap)
+	if from.Before(a.since) {
+		from = a.since
+	}
+	convs := map[string]adapters.Event{}
+	statuses := map[int64]adapters.Event{}
+	newest, err := a.scan(ctx, from, "list changed tickets", func(t fdTicket) error {
+		upstream := t.field(a.cfg.IDField)
+		if !validToken(upstream) {
+			return nil
+		}
+		ref := refOf(t.ID)
+		delete(statuses, t.ID) // a newer version of the ticket decides
+		if ev, ok := a.statusEvent(t, upstream); ok {
+			statuses[t.ID] = ev
+		}
+		cs, err := a.conversations(ctx, t.ID)
+		if err != nil {
+			return fmt.Errorf("read conversations of ticket %d: %w", t.ID, err)
+		}
+		for _, cv := range cs {
+			if cv.UserID == me.ID || cv.Incoming || cv.CreatedAt.Before(from) {
+				continue
+			}
+			var kind adapters.EventKind
+			switch {
+			case cv.Source == sourceReply:
+				kind = adapters.EventReply
+			case cv.Source == sourceNote && cv.Private:
+				kind = adapters.EventNote
+			case cv.Source == sourceNote:
+				kind = adapters.EventReply // a public note: the requester sees it
+			default:
+				continue // forwards, e-mails and the like are not agent work for the guest
+			}
+			id := conversationEventID(cv.ID)
+			if _, dup := convs[id]; dup {
+				continue
+			}
+			body := strings.TrimRight(cv.text(), " \t\n")
+			if strings.TrimSpace(body) == "" {
+				a.log.InfoContext(ctx, "freshdesk conversation without text not carried upstream", "ticket", upstream, "op", "read changes", "conversation", cv.ID)
+				continue
+			}
+			name, err := a.agentName(ctx, cv.UserID)
+			if err != nil {
+				return err
+			}
+			convs[id] = adapters.Event{
+				ID: id, Ref: ref, UpstreamTicketID: upstream, Kind: kind, Body: body, AuthorName: name, At: cv.CreatedAt.UTC(),
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, cur, fmt.Errorf("read freshdesk changes since %s: %w", from.Format(time.RFC3339), err)
+	}
+
+	var out []adapters.Event
+	for _, ev := range convs {
+		out = append(out, ev)
+	}
+	for _, ev := range statuses {
+		out = append(out, ev)
+	}
+	out = slices.DeleteFunc(out, func(ev adapters.Event) bool {
+		_, seen := c.seen[ev.ID]
+		return seen || ev.At.Before(from)
+	})
+	slices.SortFunc(out, func(x, y adapters.Event) int {
+		return cmp.Or(x.At.Compare(y.At), cmp.Compare(eventRank(x), eventRank(y)), cmp.Compare(eventSeq(x), eventSeq(y)), cmp.Compare(x.ID, y.ID))
+	})
+
+	next := cursor{at: c.at, seen: map[string]int64{}}
+	if newest.After(next.at) {
+		next.at = newest.UTC().Truncate(time.Second)
+	}
+	keep := next.at.Add(-overlap).Unix()
+	for id, t := range c.seen {
+		if t >= keep {
+			next.seen[id] = t
+		}
+	}
+	for _, ev := range out {
+		if t := ev.At.Unix(); t >= keep {
+			next.seen[ev.ID] = t
+		}
+	}
+	return out, adapters.Cursor(next.String()), nil
+}
+
+// statusEvent reports the status change ticket t shows, if any.
+func (a *Adapter) statusEvent(t fdTicket, upstream string) (adapters.Event, bool) {
+	b := parseBaseline(t.field(a.cfg.StatusField))
+	if !b.ok || t.Status == b.status {
+		return adapters.Event{}, false
+	}
+	to, ok := a.up(t.Status)
+	if !ok {
+		return adapters.Event{}, false
+	}
+	if from, ok := a.up(b.status); ok && from == to {
+		return adapters.Event{}, false
+	}
+	return adapters.Event{
+		ID: statusEventID(t.ID, b.gen, t.Status), Ref: refOf(t.ID), UpstreamTicketID: upstream,
+		Kind: adapters.EventStatus, Status: to, At: t.UpdatedAt.UTC(),
+	}, true
+}
+
+// eventRank orders events of the same second: conversations before status
+// changes.
+func eventRank(ev adapters.Event) int {
+	if ev.Kind == adapters.EventStatus {
+		return 1
+	}
+	return 0
+}
+
+// eventSeq orders events of the same second and rank: conversations by id
+// (Freshdesk numbers them in order), status changes by ticket.
+func eventSeq(ev adapters.Event) int64 {
+	if id, ok := strings.CutPrefix(ev.ID, "conv-"); ok {
+		n, _ := strconv.ParseInt(id, 10, 64)
+		return n
+	}
+	n, _ := strconv.ParseInt(string(ev.Ref), 10, 64)
+	return n
+}

@@ -1,0 +1,309 @@
+package freshdesk
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+// EnvPrefix is the prefix of every variable the adapter reads.
+const EnvPrefix = "TICKETBRIDGE_FRESHDESK_"
+
+// Defaults of [Config].
+const (
+	DefaultIDField     = "cf_guest_request_id"
+	DefaultStatusField = "cf_guest_request_status"
+	// DefaultRequester is the requester of the tickets the bridge creates.
+	// The .invalid domain is reserved (RFC 2606): mail Freshdesk sends to
+	// the requester can never be delivered to anybody.
+	DefaultRequester = "guest-requests@ticketbridge.invalid"
+	DefaultTag       = "ticketbridge"
+	DefaultTimeout   = 30 * time.Second
+	DefaultPageSize  = 100 // Freshdesk's maximum per_page
+)
+
+// Config is the adapter's configuration, read from the
+// TICKETBRIDGE_FRESHDESK_* variables by [LoadConfig]. Its String, GoString
+// and LogValue never show the API key.
+type Config struct {
+	// URL is the helpdesk's address, e.g. https://hotel.freshdesk.com,
+	// without /api/v2.
+	URL string `env:"URL"`
+	// APIKey is the API key of the agent the bridge acts as, sent as basic
+	// auth with the password "X".
+	APIKey string `env:"API_KEY"`
+	// APIKeyFile names a file holding the API key instead (a systemd
+	// credential, a mounted secret); surrounding white space is ignored.
+	APIKeyFile string `env:"API_KEY_FILE"`
+	// IDField is the API name of the custom ticket field (single-line
+	// text) that holds the id of the guest request a ticket mirrors.
+	IDField string `env:"ID_FIELD,default=cf_guest_request_id"`
+	// StatusField is the API name of the custom ticket field (single-line
+	// text) where the bridge records the last status it accounted for, so
+	// that a status an agent sets can be told from one the bridge set.
+	StatusField string `env:"STATUS_FIELD,default=cf_guest_request_status"`
+	// Requester is the e-mail address of the requester of every ticket the
+	// bridge creates (guests have no Freshdesk contact). Freshdesk e-mails
+	// the requester about its tickets, so it should be an address nobody
+	// reads; the default cannot be delivered at all.
+	Requester string `env:"REQUESTER,default=guest-requests@ticketbridge.invalid"`
+	// Group is the id of the group that receives tickets of departments
+	// Groups does not map; 0 leaves them unassigned.
+	Group int64 `env:"GROUP"`
+	// Groups maps department codes to group ids:
+	// "housekeeping=43000012345,maintenance=43000054321".
+	Groups string `env:"GROUPS"`
+	// Tag is added to every ticket the bridge creates, for views and
+	// automations; "none" adds no tag.
+	Tag string `env:"TAG,default=ticketbridge"`
+	// Since is how far back the adapter looks when it has no cursor (the
+	// first start, or after the bridge's state was lost) and on each start
+	// for the tickets it made: an RFC 3339 time or a date. Empty means the
+	// helpdesk's beginning; set it to the day the bridge went live on a
+	// helpdesk with a long history.
+	Since string `env:"SINCE"`
+	// Timeout bounds each HTTP request to Freshdesk.
+	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+	// PageSize is the per_page of the lists the adapter reads; at most 100.
+	PageSize int `env:"PAGE_SIZE,default=100"`
+}
+
+// LoadConfig reads the TICKETBRIDGE_FRESHDESK_* variables from env, fills
+// defaults, reads APIKeyFile into APIKey and checks the result (see
+// [Config.Validate]).
+func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	var c Config
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   &c,
+		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
+	}); err != nil {
+		return Config{}, fmt.Errorf("read freshdesk configuration: %w", err)
+	}
+	if c.APIKeyFile != "" {
+		if c.APIKey != "" {
+			return Config{}, fmt.Errorf("%sAPI_KEY and %sAPI_KEY_FILE are both set: use one", EnvPrefix, EnvPrefix)
+		}
+		b, err := os.ReadFile(c.APIKeyFile)
+		if err != nil {
+			// The path is configuration, not a secret; the error of
+			// os.ReadFile holds only the path and the reason.
+			return Config{}, fmt.Errorf("read %sAPI_KEY_FILE: %w", EnvPrefix, err)
+		}
+		c.APIKey = strings.TrimSpace(string(b))
+		if c.APIKey == "" {
+			return Config{}, fmt.Errorf("%sAPI_KEY_FILE %q is empty", EnvPrefix, c.APIKeyFile)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.IDField == "" {
+		c.IDField = DefaultIDField
+	}
+	if c.StatusField == "" {
+		c.StatusField = DefaultStatusField
+	}
+	if c.Requester == "" {
+		c.Requester = DefaultRequester
+	}
+	if c.Tag == "" {
+		c.Tag = DefaultTag
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	return c
+}
+
+// Validate checks the configuration and returns an error naming the
+// variable and what is wrong with its value. It never echoes the API key.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if _, err := baseURL(c.URL); err != nil {
+		return err
+	}
+	switch {
+	case c.APIKey == "":
+		return fmt.Errorf("%sAPI_KEY is not set: give the API key of the Freshdesk agent the bridge acts as (Profile settings > View API key), or a file holding it in %sAPI_KEY_FILE", EnvPrefix, EnvPrefix)
+	case strings.ContainsAny(c.APIKey, " \t\r\n:"):
+		return fmt.Errorf("%sAPI_KEY contains white space or a colon: paste the API key Freshdesk shows, alone", EnvPrefix)
+	}
+	if err := checkField("ID_FIELD", c.IDField); err != nil {
+		return err
+	}
+	if err := checkField("STATUS_FIELD", c.StatusField); err != nil {
+		return err
+	}
+	if c.IDField == c.StatusField {
+		return fmt.Errorf("%sID_FIELD and %sSTATUS_FIELD both name %q: the bridge needs two fields", EnvPrefix, EnvPrefix, c.IDField)
+	}
+	if !validEmail(c.Requester) {
+		return fmt.Errorf("%sREQUESTER %q is not an e-mail address", EnvPrefix, c.Requester)
+	}
+	if c.Group < 0 {
+		return fmt.Errorf("%sGROUP %d is not a group id", EnvPrefix, c.Group)
+	}
+	if _, err := ParseGroups(c.Groups); err != nil {
+		return err
+	}
+	if strings.ContainsAny(c.Tag, ",\t\r\n") || len([]rune(c.Tag)) > 32 {
+		return fmt.Errorf("%sTAG %q: a Freshdesk tag holds at most 32 characters and no commas or line breaks", EnvPrefix, c.Tag)
+	}
+	if _, err := parseSince(c.Since); err != nil {
+		return err
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	}
+	if c.PageSize < 1 || c.PageSize > 100 {
+		return fmt.Errorf("%sPAGE_SIZE %d: Freshdesk pages hold 1 to 100 items", EnvPrefix, c.PageSize)
+	}
+	return nil
+}
+
+// checkField checks the API name of a custom field: Freshdesk names them
+// cf_ followed by lower-case letters, digits and underscores.
+func checkField(v, name string) error {
+	rest, ok := strings.CutPrefix(name, "cf_")
+	if !ok || rest == "" || strings.TrimLeft(rest, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		return fmt.Errorf("%s%s %q is not the API name of a custom field: Freshdesk names them cf_ and the label in lower case with underscores, e.g. %s", EnvPrefix, v, name, DefaultIDField)
+	}
+	return nil
+}
+
+func validEmail(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	return ok && local != "" && !strings.ContainsAny(s, " \t\r\n,;<>") && !strings.Contains(domain, "@") &&
+		strings.Contains(domain, ".") && !strings.HasPrefix(domain, ".") && !strings.HasSuffix(domain, ".")
+}
+
+// String shows the configuration without the API key.
+func (c Config) String() string {
+	key := "unset"
+	if c.APIKey != "" {
+		key = "[redacted]"
+	}
+	return fmt.Sprintf("freshdesk.Config{URL:%q APIKey:%s APIKeyFile:%q IDField:%q StatusField:%q Requester:%q Group:%d Groups:%q Tag:%q Since:%q Timeout:%s PageSize:%d}",
+		c.URL, key, c.APIKeyFile, c.IDField, c.StatusField, c.Requester, c.Group, c.Groups, c.Tag, c.Since, c.Timeout, c.PageSize)
+}
+
+// GoString is String, so that %#v does not show the API key either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs the configuration without the API key.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", c.URL), slog.Bool("api_key_set", c.APIKey != ""), slog.String("api_key_file", c.APIKeyFile),
+		slog.String("id_field", c.IDField), slog.String("status_field", c.StatusField),
+		slog.String("requester", c.Requester), slog.Int64("group", c.Group), slog.String("groups", c.Groups),
+		slog.String("tag", c.Tag), slog.String("since", c.Since),
+		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
+	)
+}
+
+// baseURL checks raw and returns it without a trailing slash or /api/v2.
+// Plain http is accepted only for a loopback host (a local fake or a
+// tunnel): the API key must not cross a network in clear.
+func baseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", fmt.Errorf("%sURL is not set: give the helpdesk's address, e.g. https://hotel.freshdesk.com", EnvPrefix)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%sURL does not parse as a URL: want e.g. https://hotel.freshdesk.com", EnvPrefix)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%sURL carries credentials: put the API key in %sAPI_KEY", EnvPrefix, EnvPrefix)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("%sURL %q has no host: want e.g. https://hotel.freshdesk.com", EnvPrefix, u.Redacted())
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopback(u.Hostname()) {
+			return "", fmt.Errorf("%sURL %q: use https; plain http is accepted only for a loopback address", EnvPrefix, u.Redacted())
+		}
+	default:
+		return "", fmt.Errorf("%sURL %q: the scheme must be https", EnvPrefix, u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/api/v2")
+	u.Path = strings.TrimRight(p, "/")
+	u.RawPath = ""
+	return u.String(), nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ParseGroups parses "department=groupid,…" (TICKETBRIDGE_FRESHDESK_GROUPS).
+// An empty string is an empty map; a department may appear once.
+func ParseGroups(s string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		dept, idStr, ok := strings.Cut(item, "=")
+		dept, idStr = strings.TrimSpace(dept), strings.TrimSpace(idStr)
+		if !ok || dept == "" {
+			return nil, fmt.Errorf("%sGROUPS item %q: want department=groupid", EnvPrefix, item)
+		}
+		id, err := strconv.ParseInt(idStr, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("%sGROUPS item %q: %q is not a Freshdesk group id (a positive number, shown in the address of the group in Admin > Team > Groups)", EnvPrefix, item, idStr)
+		}
+		if _, dup := out[dept]; dup {
+			return nil, fmt.Errorf("%sGROUPS names department %q twice", EnvPrefix, dept)
+		}
+		out[dept] = id
+	}
+	return out, nil
+}
+
+// parseSince parses Since: empty (the zero time), an RFC 3339 time or a
+// date.
+func parseSince(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			if t.Unix() < 0 {
+				return time.Time{}, fmt.Errorf("%sSINCE %q is before 1970", EnvPrefix, s)
+			}
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%sSINCE %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", EnvPrefix, s)
+}

@@ -1,0 +1,217 @@
+package freshdesk_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
+	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
+	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+const testKey = "fd-key-Zq8mN3vR7tW2xY5a"
+
+// env is a fake Freshdesk on loopback and what a test needs to open
+// adapters on it.
+type env struct {
+	t     testing.TB
+	fake  *freshdeskfake.Server
+	clock *freshdeskfake.Clock
+	srv   *httptest.Server
+	logs  *syncBuffer
+	opts  freshdeskfake.Options
+
+	mu     sync.Mutex
+	agents map[string]int64
+	sleeps []time.Duration
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newTickingEnv is newEnv with a clock that moves by tick before each
+// request the fake serves, as time passes between a client's requests.
+func newTickingEnv(t testing.TB, opts freshdeskfake.Options, tick time.Duration) *env {
+	t.Helper()
+	clock := freshdeskfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	opts.APIKey, opts.Now = testKey, clock.Now
+	fake := freshdeskfake.New(opts)
+	var h http.Handler = fake
+	if tick > 0 {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			clock.Advance(tick)
+			fake.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &syncBuffer{}, opts: opts, agents: map[string]int64{}}
+}
+
+func (e *env) config() freshdesk.Config {
+	return freshdesk.Config{URL: e.srv.URL, APIKey: testKey}
+}
+
+// options make the adapter wait on the fake's clock: a wait advances it
+// and is recorded.
+func (e *env) options() freshdesk.Options {
+	return freshdesk.Options{
+		HTTP:    e.srv.Client(),
+		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			e.mu.Lock()
+			e.sleeps = append(e.sleeps, d)
+			e.mu.Unlock()
+			e.clock.Advance(d)
+			return ctx.Err()
+		},
+		Now:          e.clock.Now,
+		MaxListPages: e.opts.MaxPages,
+	}
+}
+
+func (e *env) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", freshdesk.Name)
+}
+
+func (e *env) open(t testing.TB, cfg freshdesk.Config) *freshdesk.Adapter {
+	t.Helper()
+	a, err := freshdesk.New(cfg, adapters.Deps{Logger: e.logger()}, e.options())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return a
+}
+
+func (e *env) agent(name string) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id, ok := e.agents[name]; ok {
+		return id
+	}
+	id := e.fake.AddAgent(name)
+	e.agents[name] = id
+	return id
+}
+
+func ticketID(ref adapters.Ref) (int64, error) {
+	id, err := strconv.ParseInt(string(ref), 10, 64)
+	if err != nil {
+		return 0, adapters.ErrNotFound
+	}
+	return id, nil
+}
+
+// agent plays the support team on the fake through its agent methods.
+type agent struct{ e *env }
+
+func (a agent) Reply(_ context.Context, ref adapters.Ref, author, body string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Reply(id, a.e.agent(author), body)
+	return err
+}
+
+func (a agent) Note(_ context.Context, ref adapters.Ref, author, body string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Note(id, a.e.agent(author), body, true)
+	return err
+}
+
+func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(status)
+	if err != nil {
+		return err
+	}
+	return a.e.fake.SetStatus(id, a.e.agent(author), n)
+}
+
+// Read shows what an agent sees: the status and each conversation's text
+// (body_text), public unless it is a private note.
+func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
+	id, err := ticketID(ref)
+	if err != nil {
+		return adaptertest.Snapshot{}, err
+	}
+	t, ok := a.e.fake.Ticket(id)
+	if !ok {
+		return adaptertest.Snapshot{}, adapters.ErrNotFound
+	}
+	snap := adaptertest.Snapshot{Status: strconv.Itoa(t.Status)}
+	for _, c := range t.Conversations {
+		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: c.BodyText, Public: !c.Private})
+	}
+	return snap, nil
+}
+
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts freshdeskfake.Options
+		tick time.Duration
+		cfg  func(freshdesk.Config) freshdesk.Config
+	}{
+		{"DocumentedLimits", freshdeskfake.Options{}, 0, nil},
+		// One item a page: every list is paged, and a listing's pages are
+		// capped at three, as Freshdesk caps them at 300. A second passes
+		// with each request, so that tickets differ in updated_at.
+		{"SmallPages", freshdeskfake.Options{MaxPerPage: 1, MaxPages: 3}, time.Second, func(c freshdesk.Config) freshdesk.Config {
+			c.PageSize = 1
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTickingEnv(t, tc.opts, tc.tick)
+			cfg := e.config()
+			if tc.cfg != nil {
+				cfg = tc.cfg(cfg)
+			}
+			adaptertest.Run(t, adaptertest.Harness{
+				New:   func(t testing.TB) adapters.Helpdesk { return e.open(t, cfg) },
+				Agent: agent{e},
+				// Freshdesk keeps no history of statuses the API can read:
+				// polling sees the status a ticket has, so the agent makes
+				// one change (TestStatusChanges covers several polls).
+				Status:        freshdesk.DefaultStatusMap(),
+				AgentStatuses: []string{"4"},
+				UnknownRef:    "999999",
+				Caps:          adaptertest.Caps{MarkSent: true, AuthorName: true},
+			})
+			if bytes.Contains([]byte(e.logs.String()), []byte(testKey)) {
+				t.Errorf("the API key appears in the adapter's log")
+			}
+		})
+	}
+}

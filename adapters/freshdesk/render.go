@@ -1,0 +1,377 @@
+package freshdesk
+
+import (
+	"fmt"
+	"html"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// The marker is the last line of every note the bridge writes:
+//
+//	[ticketbridge message 0b6c…]     an upstream message mirrored by Append
+//	[ticketbridge sent conv-43… 5f2a…] MarkSent: a helpdesk event delivered upstream
+//
+// Freshdesk keeps a note's HTML "body" re-rendered and derives "body_text"
+// from it. The marker is made only of characters that HTML leaves alone
+// (letters, digits, hyphens, brackets, spaces), on a line of its own, so it
+// reads the same in both; the bridge reads body_text, falling back to the
+// text of body. Only the last non-empty line of the API agent's own notes
+// counts, so that a marker quoted inside a message (a guest pasting one)
+// never passes for the bridge's.
+const markerPrefix = "[ticketbridge "
+
+// Marker kinds.
+const (
+	markMessage = "message"
+	markSent    = "sent"
+)
+
+// noUpstreamMessage stands for an empty upstream message id (a status
+// change) in a sent marker.
+const noUpstreamMessage = "-"
+
+type marker struct {
+	Kind string
+	ID   string // upstream message id, or helpdesk event id
+	Arg  string // sent: the upstream message id, "" for a status change
+}
+
+func (m marker) line() string {
+	if m.Kind == markSent {
+		arg := m.Arg
+		if arg == "" {
+			arg = noUpstreamMessage
+		}
+		return markerPrefix + m.Kind + " " + m.ID + " " + arg + "]"
+	}
+	return markerPrefix + m.Kind + " " + m.ID + "]"
+}
+
+// parseMarker reads the marker on the last non-empty line of text.
+func parseMarker(text string) (marker, bool) {
+	text = strings.TrimRight(strings.ReplaceAll(text, "\r\n", "\n"), " \t\n")
+	last := text
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		last = text[i+1:]
+	}
+	inner, ok := strings.CutPrefix(strings.TrimSpace(last), markerPrefix)
+	if !ok {
+		return marker{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, "]")
+	if !ok {
+		return marker{}, false
+	}
+	f := strings.Fields(inner)
+	switch {
+	case len(f) == 2 && f[0] == markMessage:
+		return marker{Kind: markMessage, ID: f[1]}, true
+	case len(f) == 3 && f[0] == markSent:
+		arg := f[2]
+		if arg == noUpstreamMessage {
+			arg = ""
+		}
+		return marker{Kind: markSent, ID: f[1], Arg: arg}, true
+	}
+	return marker{}, false
+}
+
+// validToken reports whether s can stand in a marker or a custom field:
+// no white space, no bracket, not empty, not longer than a Freshdesk
+// single-line text field.
+func validToken(s string) bool {
+	return s != "" && len(s) <= 255 && !strings.ContainsAny(s, " \t\r\n[]")
+}
+
+// messageText is the note of an upstream message as plain text: who wrote
+// it, as what and when on the first line, the text, and the marker.
+func messageText(m adapters.Message) string {
+	var b strings.Builder
+	b.WriteString(authorLine(m))
+	b.WriteString("\n\n")
+	b.WriteString(strings.TrimRight(normalizeNewlines(m.Body), "\n"))
+	b.WriteString("\n\n")
+	b.WriteString(marker{Kind: markMessage, ID: m.UpstreamID}.line())
+	return b.String()
+}
+
+func authorLine(m adapters.Message) string {
+	name := strings.TrimSpace(m.AuthorName)
+	if name == "" {
+		name = "Unknown author"
+	}
+	kind := string(m.AuthorType)
+	if kind == "" {
+		kind = "unknown"
+	}
+	line := fmt.Sprintf("%s (%s)", name, kind)
+	if !m.CreatedAt.IsZero() {
+		line += ", " + m.CreatedAt.UTC().Format("2006-01-02 15:04") + " UTC"
+	}
+	if !m.Public {
+		line += ", internal note"
+	}
+	return line
+}
+
+// descriptionText is the ticket's description as plain text: the request
+// and what the console card adds.
+func descriptionText(t adapters.Ticket) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(normalizeNewlines(t.TaskDescription), " \t\n"))
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "Department: %s\n", orNone(t.Department))
+	fmt.Fprintf(&b, "Origin: %s\n", orNone(string(t.Origin)))
+	fmt.Fprintf(&b, "Status in the guest request system: %s\n", orNone(string(t.Status)))
+	if !t.CreatedAt.IsZero() {
+		fmt.Fprintf(&b, "Created: %s UTC\n", t.CreatedAt.UTC().Format("2006-01-02 15:04"))
+	}
+	if t.GuestRating != nil {
+		fmt.Fprintf(&b, "Guest rating: %g\n", *t.GuestRating)
+	}
+	if c := strings.TrimSpace(t.Comments); c != "" {
+		fmt.Fprintf(&b, "Console comment: %s\n", c)
+	}
+	fmt.Fprintf(&b, "Guest request: %s", t.UpstreamID)
+	return b.String()
+}
+
+// sentText is the private note MarkSent writes.
+func sentText(eventID, upstreamMessageID string) string {
+	text := fmt.Sprintf("Delivered to the guest request: %s (the status change).", eventID)
+	if upstreamMessageID != "" {
+		text = fmt.Sprintf("Delivered to the guest request: %s, as message %s.", eventID, upstreamMessageID)
+	}
+	return text + "\n\n" + marker{Kind: markSent, ID: eventID, Arg: upstreamMessageID}.line()
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "none"
+	}
+	return s
+}
+
+// subject is the ticket's subject: the department and the first line of
+// the request, cut to a readable length.
+func subject(t adapters.Ticket) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(normalizeNewlines(t.TaskDescription)), "\n")
+	line = strings.TrimSpace(line)
+	const maxRunes = 100
+	if utf8.RuneCountInString(line) > maxRunes {
+		line = string([]rune(line)[:maxRunes-1]) + "…"
+	}
+	if line == "" {
+		line = "Guest request"
+	}
+	if d := strings.TrimSpace(t.Department); d != "" {
+		return "[" + d + "] " + line
+	}
+	return line
+}
+
+func normalizeNewlines(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+// textHTML writes plain text as HTML that shows it unchanged: one <div>
+// with the lines separated by <br>, special characters escaped, and every
+// space HTML would fold (at a line's start or end, after another space) and
+// every tab as an entity. Freshdesk's body_text of it is the text again.
+func textHTML(text string) string {
+	lines := strings.Split(normalizeNewlines(text), "\n")
+	var b strings.Builder
+	b.WriteString("<div>")
+	for i, line := range lines {
+		if i > 0 {
+			b.WriteString("<br>")
+		}
+		rs := []rune(line)
+		for j, r := range rs {
+			switch {
+			case r == ' ' && (j == 0 || j == len(rs)-1 || rs[j-1] == ' '):
+				b.WriteString("&nbsp;")
+			case r == '\t':
+				b.WriteString("&#9;")
+			case r == '<':
+				b.WriteString("&lt;")
+			case r == '>':
+				b.WriteString("&gt;")
+			case r == '&':
+				b.WriteString("&amp;")
+			case r == '"':
+				b.WriteString("&quot;")
+			default:
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteString("</div>")
+	return b.String()
+}
+
+// htmlText turns HTML into the text a reader sees, for a conversation
+// whose body_text is missing: <br> and the edges of blocks are line breaks,
+// white space in the markup folds to one space, entities are decoded and a
+// non-breaking space is a plain one.
+func htmlText(s string) string {
+	var lines []string
+	var cur strings.Builder
+	flush := func(force bool) {
+		if force || cur.Len() > 0 {
+			lines = append(lines, strings.TrimRight(cur.String(), " "))
+		}
+		cur.Reset()
+	}
+	skip := ""
+	for len(s) > 0 {
+		i := tagStart(s)
+		end := -1
+		if i >= 0 {
+			end = strings.IndexByte(s[i:], '>')
+		}
+		if i < 0 || end < 0 {
+			i, end = len(s), -1
+		}
+		if skip == "" {
+			text := foldSpace(s[:i])
+			if cur.Len() == 0 {
+				text = strings.TrimLeft(text, " ")
+			}
+			cur.WriteString(html.UnescapeString(text))
+		}
+		if end < 0 {
+			break
+		}
+		tag := strings.ToLower(strings.TrimSpace(s[i+1 : i+end]))
+		s = s[i+end+1:]
+		closing := strings.HasPrefix(tag, "/")
+		name := strings.TrimPrefix(tag, "/")
+		if j := strings.IndexAny(name, " \t\r\n/"); j >= 0 {
+			name = name[:j]
+		}
+		if skip != "" {
+			if closing && name == skip {
+				skip = ""
+			}
+			continue
+		}
+		switch name {
+		case "script", "style":
+			if !closing {
+				skip = name
+			}
+		case "br":
+			flush(true)
+		case "div", "p", "li", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table":
+			flush(false)
+		}
+	}
+	flush(false)
+	out := strings.Trim(strings.Join(lines, "\n"), "\n")
+	return strings.ReplaceAll(out, "\u00a0", " ")
+}
+
+// tagStart returns the index of the first "<" in s that opens a tag (a
+// letter or "/" follows it), or -1.
+func tagStart(s string) int {
+	off := 0
+	for {
+		i := strings.IndexByte(s[off:], '<')
+		if i < 0 {
+			return -1
+		}
+		i += off
+		if i+1 < len(s) && (s[i+1] == '/' || s[i+1] >= 'a' && s[i+1] <= 'z' || s[i+1] >= 'A' && s[i+1] <= 'Z') {
+			return i
+		}
+		off = i + 1
+	}
+}
+
+// foldSpace folds each run of HTML white space into one space.
+func foldSpace(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch r {
+		case ' ', '\t', '\n', '\r', '\f':
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	if space {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// baseline is what the status field records: the Freshdesk status the
+// bridge last accounted for (set itself, or carried upstream) and a
+// generation that grows with every record, written "4/12".
+type baseline struct {
+	status int
+	gen    int64
+	ok     bool
+}
+
+func parseBaseline(s string) baseline {
+	st, gen, found := strings.Cut(strings.TrimSpace(s), "/")
+	if !found {
+		return baseline{}
+	}
+	n, err1 := strconv.Atoi(st)
+	g, err2 := strconv.ParseInt(gen, 10, 64)
+	if err1 != nil || err2 != nil || n < statusOpen || g < 1 {
+		return baseline{}
+	}
+	return baseline{status: n, gen: g, ok: true}
+}
+
+// next is the record of status after b.
+func (b baseline) next(status int) string {
+	return strconv.Itoa(status) + "/" + strconv.FormatInt(b.gen+1, 10)
+}
+
+// statusEventID is the id of the event reporting that a ticket's status
+// moved away from the baseline of generation gen to status.
+func statusEventID(ticket, gen int64, status int) string {
+	return "status-" + idString(ticket) + "-" + strconv.FormatInt(gen, 10) + "-" + strconv.Itoa(status)
+}
+
+// parseStatusEventID reads an id made by statusEventID.
+func parseStatusEventID(id string) (ticket, gen int64, status int, ok bool) {
+	rest, found := strings.CutPrefix(id, "status-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	parts := strings.Split(rest, "-")
+	if len(parts) != 3 {
+		return 0, 0, 0, false
+	}
+	t, err1 := strconv.ParseInt(parts[0], 10, 64)
+	g, err2 := strconv.ParseInt(parts[1], 10, 64)
+	s, err3 := strconv.Atoi(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil || t <= 0 || g < 1 || s < statusOpen {
+		return 0, 0, 0, false
+	}
+	return t, g, s, true
+}
+
+// conversationEventID is the id of the event of a conversation.
+func conversationEventID(id int64) string { return "conv-" + idString(id) }
+
+// guestPublic reports whether m is a guest's message the guest sees.
+func guestPublic(m adapters.Message) bool {
+	return m.Public && m.AuthorType == guestapi.AuthorGuest
+}
