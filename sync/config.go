@@ -1,11 +1,15 @@
 package sync
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
@@ -54,6 +58,37 @@ func DefaultConfig() Config {
 		AuthorName:     "Support team",
 		NotesUpstream:  true,
 	}
+}
+
+// LoadConfig reads the engine's variables from env, applies the defaults
+// and validates the result. Errors name the variable and its value.
+func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+	var c Config
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
+		return c, fmt.Errorf("read sync configuration: %w", nameVariable(err, env))
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("read sync configuration: %w", err)
+	}
+	return c, nil
+}
+
+// nameVariable rewrites go-envconfig's error, which names the struct
+// field, to name the variable and its value (none of them is secret).
+func nameVariable(err error, env envconfig.Lookuper) error {
+	rt := reflect.TypeFor[Config]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), f.Name+": ") {
+			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			v, _ := env.Lookup(key)
+			return fmt.Errorf("%s=%q: %w", key, v, inner)
+		}
+	}
+	return err
 }
 
 // MaxConcurrency bounds TICKETBRIDGE_CONCURRENCY.

@@ -74,3 +74,21 @@ func TestConfigSchedulesAndBackfill(t *testing.T) {
 		t.Fatalf("a quiet cap below the interval: %s, %v; want it raised to the interval", p.QuietMax, err)
 	}
 }
+
+func TestLoadConfigNamesTheVariable(t *testing.T) {
+	for env, want := range map[string]string{
+		"TICKETBRIDGE_CONCURRENCY":    `TICKETBRIDGE_CONCURRENCY="four"`,
+		"TICKETBRIDGE_QUIET_MAX":      `TICKETBRIDGE_QUIET_MAX="four"`,
+		"TICKETBRIDGE_NOTES_UPSTREAM": `TICKETBRIDGE_NOTES_UPSTREAM="four"`,
+		"TICKETBRIDGE_SCHEDULE":       `TICKETBRIDGE_SCHEDULE="four"`,
+	} {
+		_, err := LoadConfig(context.Background(), envconfig.MapLookuper(map[string]string{env: "four"}))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=four: error %v, want it to contain %s", env, err, want)
+		}
+	}
+	c, err := LoadConfig(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_NOTES_UPSTREAM": "false", "TICKETBRIDGE_BACKFILL": "assigned"}))
+	if err != nil || c.NotesUpstream || c.Backfill != "assigned" {
+		t.Fatalf("LoadConfig: %+v, %v", c, err)
+	}
+}

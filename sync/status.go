@@ -1,0 +1,268 @@
+package sync
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// Status is a snapshot of what the engine knows, for `ticketbridge status`:
+// the tracked tickets, the last cycle and what waits or failed in the
+// outbound journal. It holds no message text and no credential.
+type Status struct {
+	At          time.Time `json:"at"` // when the snapshot was taken
+	Adapter     string    `json:"adapter,omitempty"`
+	LastCycle   *Report   `json:"last_cycle,omitempty"` // nil before the first cycle
+	LastSuccess time.Time `json:"last_success,omitzero"`
+
+	Counts  StatusCounts   `json:"counts"`
+	Tickets []TicketStatus `json:"tickets"`
+	Pending []EntryStatus  `json:"pending,omitempty"` // waiting to be sent, oldest first
+	Failed  []EntryStatus  `json:"failed,omitempty"`  // refused for good, oldest first
+}
+
+// StatusCounts sums the tickets up by how the engine treats them.
+type StatusCounts struct {
+	Tickets  int `json:"tickets"`
+	Active   int `json:"active"`  // read every cycle
+	Quiet    int `json:"quiet"`   // read less often
+	Closed   int `json:"closed"`  // closed upstream, read at the closed interval
+	Retired  int `json:"retired"` // not read any more
+	Failing  int `json:"failing"` // the last try failed
+	Pending  int `json:"pending"` // journal entries waiting
+	Failed   int `json:"failed"`  // journal entries refused for good
+	Mirrored int `json:"mirrored"`
+	Own      int `json:"own"`
+}
+
+// TicketStatus is one tracked ticket.
+type TicketStatus struct {
+	ID             string    `json:"id"`
+	Ref            string    `json:"ref,omitempty"`
+	Department     string    `json:"department,omitempty"`
+	UpstreamStatus string    `json:"upstream_status,omitempty"`
+	HelpdeskStatus string    `json:"helpdesk_status,omitempty"`
+	NextDue        time.Time `json:"next_due,omitzero"`
+	DueReason      string    `json:"due_reason,omitempty"`
+	Retired        bool      `json:"retired,omitempty"`
+	LastActivity   time.Time `json:"last_activity,omitzero"`
+	Attempts       int       `json:"attempts,omitempty"`
+	LastError      string    `json:"last_error,omitempty"`
+	Mirrored       int       `json:"mirrored"` // upstream messages in the helpdesk
+	Own            int       `json:"own"`      // the bridge's own upstream posts
+	// Journal holds the ticket's newest journal entries, at most
+	// statusJournalPerTicket of them, oldest first.
+	Journal []EntryStatus `json:"journal,omitempty"`
+}
+
+// EntryStatus is one outbound journal entry.
+type EntryStatus struct {
+	EventID           string    `json:"event_id"`
+	Ticket            string    `json:"ticket"`
+	Kind              string    `json:"kind"`
+	State             string    `json:"state"`
+	Attempts          int       `json:"attempts,omitempty"`
+	LastError         string    `json:"last_error,omitempty"`
+	NextAttempt       time.Time `json:"next_attempt,omitzero"`
+	CreatedAt         time.Time `json:"created_at,omitzero"`
+	SentAt            time.Time `json:"sent_at,omitzero"`
+	UpstreamMessageID string    `json:"upstream_message_id,omitempty"`
+	IdempotencyKey    string    `json:"idempotency_key,omitempty"`
+}
+
+// statusJournalPerTicket bounds the journal entries a snapshot keeps per
+// ticket.
+const statusJournalPerTicket = 10
+
+func entryStatus(e state.Entry) EntryStatus {
+	return EntryStatus{
+		EventID: e.EventID, Ticket: e.TicketID, Kind: e.Kind, State: string(e.State), Attempts: e.Attempts,
+		LastError: e.LastError, NextAttempt: e.NextAttempt, CreatedAt: e.CreatedAt, SentAt: e.SentAt,
+		UpstreamMessageID: e.UpstreamMessageID, IdempotencyKey: e.IdempotencyKey,
+	}
+}
+
+// ReadStatus takes a snapshot of st in one read transaction. now stamps it
+// and decides which tickets count as active.
+func ReadStatus(st *state.Store, now time.Time) (Status, error) {
+	s := Status{At: now, Tickets: []TicketStatus{}}
+	err := st.View(func(tx *state.Tx) error {
+		var err error
+		if s.Adapter, _, err = tx.Meta(MetaAdapter); err != nil {
+			return err
+		}
+		if c, ok, err := tx.LastCycle(); err != nil {
+			return err
+		} else if ok {
+			var r Report
+			if json.Unmarshal(c.Report, &r) == nil {
+				s.LastCycle = &r
+			} else {
+				s.LastCycle = &Report{Start: c.Start, Outcome: c.Outcome}
+			}
+		}
+		if c, ok, err := tx.LastSuccess(); err != nil {
+			return err
+		} else if ok {
+			s.LastSuccess = c.End
+		}
+		err = tx.ForEachTicket(func(t state.Ticket) error {
+			ts := TicketStatus{
+				ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
+				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, LastActivity: t.LastActivity,
+				Attempts: t.Attempts, LastError: t.LastError,
+			}
+			m, err := tx.Mirrored(t.ID)
+			if err != nil {
+				return err
+			}
+			o, err := tx.OwnMessages(t.ID)
+			if err != nil {
+				return err
+			}
+			ts.Mirrored, ts.Own = len(m), len(o)
+			js, err := tx.JournalForTicket(t.ID)
+			if err != nil && !errors.Is(err, state.ErrCorrupt) {
+				return err
+			}
+			if len(js) > statusJournalPerTicket {
+				js = js[len(js)-statusJournalPerTicket:]
+			}
+			for _, e := range js {
+				ts.Journal = append(ts.Journal, entryStatus(e))
+			}
+			s.Tickets = append(s.Tickets, ts)
+			return nil
+		})
+		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		ps, err := tx.PendingJournal()
+		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		for _, e := range ps {
+			s.Pending = append(s.Pending, entryStatus(e))
+		}
+		fs, err := tx.FailedJournal()
+		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		for _, e := range fs {
+			s.Failed = append(s.Failed, entryStatus(e))
+		}
+		return nil
+	})
+	if err != nil {
+		return Status{}, fmt.Errorf("read status: %w", err)
+	}
+	slices.SortFunc(s.Tickets, func(a, b TicketStatus) int {
+		return cmp.Or(b.LastActivity.Compare(a.LastActivity), cmp.Compare(a.ID, b.ID))
+	})
+	s.Counts = countTickets(s)
+	return s, nil
+}
+
+func countTickets(s Status) StatusCounts {
+	c := StatusCounts{Tickets: len(s.Tickets), Pending: len(s.Pending), Failed: len(s.Failed)}
+	for _, t := range s.Tickets {
+		c.Mirrored += t.Mirrored
+		c.Own += t.Own
+		switch {
+		case t.Retired:
+			c.Retired++
+		case t.Attempts > 0:
+			c.Failing++
+		case t.DueReason == DueClosed:
+			c.Closed++
+		case t.DueReason == DueQuiet:
+			c.Quiet++
+		default:
+			c.Active++
+		}
+	}
+	return c
+}
+
+// TicketDetail is everything the state holds of one ticket: its mapping,
+// the messages mirrored and posted, and its whole journal.
+type TicketDetail struct {
+	TicketStatus
+	// MirroredMessages maps upstream message ids to helpdesk ids.
+	MirroredMessages map[string]string `json:"mirrored_messages"`
+	// OwnMessages maps the bridge's upstream posts to the helpdesk events
+	// they were made for.
+	OwnMessages map[string]string `json:"own_messages"`
+}
+
+// ReadTicket returns what st holds of the ticket whose upstream id or
+// helpdesk reference is id, or whose upstream id starts with it (at least
+// 8 characters, and only one ticket may match).
+func ReadTicket(st *state.Store, id string) (TicketDetail, error) {
+	var d TicketDetail
+	err := st.View(func(tx *state.Tx) error {
+		t, ok, err := tx.Ticket(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			var matches []state.Ticket
+			err := tx.ForEachTicket(func(c state.Ticket) error {
+				if c.Ref == id || (len(id) >= 8 && len(c.ID) > len(id) && c.ID[:len(id)] == id) {
+					matches = append(matches, c)
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, state.ErrCorrupt) {
+				return err
+			}
+			switch len(matches) {
+			case 0:
+				return fmt.Errorf("no tracked ticket has the id or helpdesk reference %q", id)
+			case 1:
+				t = matches[0]
+			default:
+				return fmt.Errorf("%d tracked tickets start with %q; give more of the id", len(matches), id)
+			}
+		}
+		d.TicketStatus = TicketStatus{
+			ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
+			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, LastActivity: t.LastActivity,
+			Attempts: t.Attempts, LastError: t.LastError,
+		}
+		m, err := tx.Mirrored(t.ID)
+		if err != nil {
+			return err
+		}
+		d.MirroredMessages = map[string]string{}
+		for k, v := range m {
+			d.MirroredMessages[k] = v.HelpdeskID
+		}
+		o, err := tx.OwnMessages(t.ID)
+		if err != nil {
+			return err
+		}
+		d.OwnMessages = map[string]string{}
+		for k, v := range o {
+			d.OwnMessages[k] = v.EventID
+		}
+		d.Mirrored, d.Own = len(m), len(o)
+		js, err := tx.JournalForTicket(t.ID)
+		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		for _, e := range js {
+			d.Journal = append(d.Journal, entryStatus(e))
+		}
+		return nil
+	})
+	if err != nil {
+		return TicketDetail{}, fmt.Errorf("read ticket %s: %w", id, err)
+	}
+	return d, nil
+}
