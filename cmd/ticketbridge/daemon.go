@@ -1,0 +1,586 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	gosync "sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// Files the daemon keeps next to the state file.
+const (
+	// statusSuffix names the status snapshot the daemon writes after each
+	// cycle, for `ticketbridge status` while the daemon holds the state.
+	statusSuffix = ".status.json"
+	// backupSuffix names the live copy the daemon writes on SIGUSR1.
+	backupSuffix = ".backup"
+)
+
+const runAbout = `Run the daemon: a sync cycle at once and then on every tick of
+TICKETBRIDGE_SCHEDULE, never two at once, until SIGINT or SIGTERM (the cycle
+in flight is stopped cleanly). A failed cycle is logged and the next tick
+tries again.
+
+While it runs the daemon holds the state file. After each cycle it writes
+<state>.status.json (mode 0600), which ` + "`ticketbridge status`" + ` shows meanwhile.
+On SIGUSR1 it writes a consistent copy of the state file to <state>.backup
+(systemctl kill -s USR1 ticketbridge).`
+
+func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", runAbout, stdout)
+	var ef envFlag
+	ef.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: run: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	env, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
+	if err != nil {
+		return err
+	}
+	tc, err := loadTelemetryConfig(ctx, env)
+	if err != nil {
+		return err
+	}
+	tel := newTelemetry(tc, log)
+	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return serve(ctx, w, tel)
+}
+
+// serve runs w's engine on its schedule until ctx ends.
+func serve(ctx context.Context, w *wiring, tel *telemetry) error {
+	log, eng := w.log, w.engine
+	if err := eng.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+		return err
+	} else if err != nil {
+		log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
+	}
+	if err := tel.start(ctx, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.stop(); err != nil {
+			log.Warn("stop telemetry", "error", err)
+		}
+	}()
+	v, _, _ := buildVersion()
+	log.Info("ticketbridge started", "op", "start", "version", v, "adapter", w.cfg.Adapter, "state", w.cfg.State,
+		"schedule", w.syncCfg.Schedule, "api", w.cfg.APIURL)
+
+	// SIGUSR1: a live copy of the state file.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	bctx, stopBackups := context.WithCancel(ctx)
+	var wg gosync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case <-usr1:
+				dest := w.cfg.State + backupSuffix
+				err := w.store.BackupFile(bctx, dest)
+				if err != nil {
+					log.Error("back up state file: "+err.Error(), "op", "backup")
+				} else {
+					log.Info("wrote a copy of the state file", "op", "backup", "path", dest)
+				}
+				if w.afterBackup != nil {
+					w.afterBackup(dest, err)
+				}
+			}
+		}
+	})
+	defer func() {
+		signal.Stop(usr1)
+		stopBackups()
+		wg.Wait()
+	}()
+
+	s := &sync.Scheduler{
+		Schedule: eng.Schedule(),
+		Cycle: func(ctx context.Context) (sync.Report, error) {
+			tel.cycleStarted()
+			return eng.RunCycle(ctx)
+		},
+		AfterCycle: func(r sync.Report, err error) {
+			tel.cycleDone(r, err)
+			writeSnapshot(w.store, w.cfg.State+statusSuffix, log)
+			if w.afterCycle != nil {
+				w.afterCycle(r, err)
+			}
+		},
+		Logger: log,
+	}
+	err := s.Run(ctx)
+	log.Info("ticketbridge stopped", "op", "stop")
+	return err
+}
+
+// writeSnapshot writes the status snapshot of st to path, atomically and
+// readable by the owner only. Failures are logged: the snapshot is a
+// convenience, the state file is the truth.
+func writeSnapshot(st *state.Store, path string, log *slog.Logger) {
+	s, err := sync.ReadStatus(st, time.Now())
+	if err == nil {
+		var b []byte
+		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
+			err = writeFileAtomic(path, append(b, '\n'))
+		}
+	}
+	if err != nil {
+		log.Warn("write status snapshot: "+err.Error(), "op", "status", "path", path)
+	}
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory (mode 0600), synced and renamed over path.
+func writeFileAtomic(path string, data []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = f.Chmod(0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the
+cycle failed (a refused key, a missing right, an unwritable state file);
+tickets that failed while the others went on are listed in the report.
+
+With --dry-run both sides are read and the cycle's writes are printed
+instead of made: nothing is written upstream, in the helpdesk or in the
+state file (the cycle runs against a temporary copy of it, removed after).
+A daemon holding the state file must be stopped first.`
+
+func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("once", onceAbout, stdout)
+	var ef envFlag
+	ef.register(fs)
+	dry := fs.Bool("dry-run", false, "print what the cycle would write; write nothing")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: once: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	env, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
+	if err != nil {
+		return err
+	}
+	w, err := wire(ctx, env, cfg, sc, log, wireOptions{NoState: *dry})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	var rep sync.Report
+	if *dry {
+		if _, err := os.Stat(cfg.State); err == nil {
+			// A running daemon holds it; the copy would fail after the reads.
+			if st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err != nil {
+				return fmt.Errorf("dry run: %w", err)
+			} else {
+				st.Close()
+			}
+		}
+		fmt.Fprintln(stdout, "Dry run: reading both sides; nothing will be written.")
+		rep, err = sync.DryRun(ctx, sc, cfg.State, w.deps, stdout)
+		fmt.Fprintln(stdout)
+	} else {
+		rep, err = w.engine.RunCycle(ctx)
+		writeSnapshot(w.store, cfg.State+statusSuffix, log)
+	}
+	if rep.Outcome != "" {
+		if terr := rep.WriteTable(stdout); terr != nil {
+			return terr
+		}
+	}
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	return nil
+}
+
+const statusAbout = `Show what the bridge knows: the tracked tickets, the last cycle, and the
+replies and status changes waiting to be sent or refused. With a TICKET (its
+upstream id, the first 8 or more characters of it, or its helpdesk
+reference) show that ticket: its mapping, the messages mirrored and posted,
+and its journal.
+
+While the daemon runs it holds the state file; status then shows the
+snapshot the daemon writes after each cycle (<state>.status.json), with
+each ticket's newest journal entries; the lists of messages need the daemon
+stopped.`
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", statusAbout, stdout)
+	var ef envFlag
+	ef.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return fmt.Errorf("%w: status: want at most one TICKET, got %d arguments", errUsage, fs.NArg())
+	}
+	env, err := ef.lookuper()
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(ctx, env)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfg.State); errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
+	}
+	log := newLogger(stderr, cfg.LogFormat, "error")
+	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log})
+	var snap *sync.Status
+	switch {
+	case errors.Is(err, state.ErrLocked):
+		s, serr := readSnapshot(cfg.State + statusSuffix)
+		if serr != nil {
+			return fmt.Errorf("the daemon holds %s and %w", cfg.State, serr)
+		}
+		snap = &s
+	case err != nil:
+		return err
+	default:
+		defer st.Close()
+	}
+
+	ticket := fs.Arg(0)
+	if ticket == "" {
+		s := snap
+		if s == nil {
+			live, err := sync.ReadStatus(st, time.Now())
+			if err != nil {
+				return err
+			}
+			s = &live
+		}
+		if *asJSON {
+			return printJSON(stdout, s)
+		}
+		if snap != nil {
+			fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s.\n\n", snap.At.Local().Format(time.DateTime))
+		}
+		return printStatus(stdout, cfg.State, s)
+	}
+	if snap != nil {
+		t, err := findSnapshotTicket(snap, ticket)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, t)
+		}
+		fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s (newest journal entries only).\n\n", snap.At.Local().Format(time.DateTime))
+		return printTicket(stdout, sync.TicketDetail{TicketStatus: t}, false)
+	}
+	d, err := sync.ReadTicket(st, ticket)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, d)
+	}
+	return printTicket(stdout, d, true)
+}
+
+// readSnapshot reads the daemon's status snapshot.
+func readSnapshot(path string) (sync.Status, error) {
+	var s sync.Status
+	b, err := os.ReadFile(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return s, errors.New("has written no status snapshot yet; wait for its first cycle")
+	}
+	if err != nil {
+		return s, fmt.Errorf("its status snapshot cannot be read: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("its status snapshot %s is damaged: %w", path, err)
+	}
+	return s, nil
+}
+
+func findSnapshotTicket(s *sync.Status, id string) (sync.TicketStatus, error) {
+	var found []sync.TicketStatus
+	for _, t := range s.Tickets {
+		if t.ID == id {
+			return t, nil
+		}
+		if t.Ref == id || (len(id) >= 8 && strings.HasPrefix(t.ID, id)) {
+			found = append(found, t)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return sync.TicketStatus{}, fmt.Errorf("no tracked ticket has the id or helpdesk reference %q", id)
+	case 1:
+		return found[0], nil
+	}
+	return sync.TicketStatus{}, fmt.Errorf("%d tracked tickets start with %q; give more of the id", len(found), id)
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}
+
+// dueText says when a ticket is read next, relative to now.
+func dueText(t sync.TicketStatus, now time.Time) string {
+	switch {
+	case t.Retired:
+		return "never (retired)"
+	case t.NextDue.IsZero() || !t.NextDue.After(now):
+		return "next cycle"
+	}
+	return "in " + t.NextDue.Sub(now).Round(time.Second).String()
+}
+
+func printStatus(out io.Writer, path string, s *sync.Status) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "State file\t%s (adapter %s)\n", path, orDash(s.Adapter))
+	if c := s.LastCycle; c != nil {
+		line := fmt.Sprintf("%s at %s, %s: discovered %d, created %d, mirrored %d, sent %d, errors %d",
+			c.Outcome, when(c.Start), c.Duration.Round(time.Millisecond), c.Discovered, c.Created, c.Mirrored, c.Sent, c.Errors)
+		if c.Fatal != "" {
+			line += "; stopped: " + c.Fatal
+		}
+		fmt.Fprintf(tw, "Last cycle\t%s\n", line)
+	} else {
+		fmt.Fprintf(tw, "Last cycle\tnone yet\n")
+	}
+	fmt.Fprintf(tw, "Last success\t%s\n", when(s.LastSuccess))
+	c := s.Counts
+	fmt.Fprintf(tw, "Tickets\t%d tracked: %d active, %d quiet, %d closed, %d retired, %d failing\n",
+		c.Tickets, c.Active, c.Quiet, c.Closed, c.Retired, c.Failing)
+	fmt.Fprintf(tw, "Messages\t%d mirrored into the helpdesk, %d posted upstream by the bridge\n", c.Mirrored, c.Own)
+	fmt.Fprintf(tw, "Outbound\t%d waiting to be sent, %d refused\n", c.Pending, c.Failed)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.Tickets) > 0 {
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TICKET\tHELPDESK\tDEPARTMENT\tUPSTREAM\tHELPDESK STATUS\tNEXT READ\tWHY\tMSGS\tERROR")
+		for _, t := range s.Tickets {
+			errText := "-"
+			if t.LastError != "" {
+				errText = fmt.Sprintf("%s (%d tries)", t.LastError, t.Attempts)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", short(t.ID), orDash(t.Ref), orDash(t.Department),
+				orDash(t.UpstreamStatus), orDash(t.HelpdeskStatus), dueText(t, s.At), orDash(t.DueReason), t.Mirrored+t.Own, errText)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, list := range []struct {
+		title   string
+		entries []sync.EntryStatus
+	}{{"Waiting to be sent", s.Pending}, {"Refused (not retried)", s.Failed}} {
+		if len(list.entries) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\n%s:\n", list.title)
+		if err := printEntries(out, list.entries, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printEntries(out io.Writer, es []sync.EntryStatus, withTicket bool) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if withTicket {
+		fmt.Fprint(tw, "TICKET\t")
+	}
+	fmt.Fprintln(tw, "EVENT\tKIND\tSTATE\tTRIES\tJOURNALED\tSENT\tUPSTREAM MESSAGE\tNOTE")
+	for _, e := range es {
+		if withTicket {
+			fmt.Fprintf(tw, "%s\t", short(e.Ticket))
+		}
+		note := e.LastError
+		if e.State == string(state.Pending) && !e.NextAttempt.IsZero() {
+			note = strings.TrimSpace("next try " + when(e.NextAttempt) + "; " + note)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.EventID, e.Kind, e.State, e.Attempts,
+			when(e.CreatedAt), when(e.SentAt), orDash(e.UpstreamMessageID), orDash(note))
+	}
+	return tw.Flush()
+}
+
+func printTicket(out io.Writer, d sync.TicketDetail, full bool) error {
+	now := time.Now()
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Ticket\t%s\n", d.ID)
+	fmt.Fprintf(tw, "Helpdesk\t%s\n", orDash(d.Ref))
+	fmt.Fprintf(tw, "Department\t%s\n", orDash(d.Department))
+	fmt.Fprintf(tw, "Status\tupstream %s, helpdesk %s\n", orDash(d.UpstreamStatus), orDash(d.HelpdeskStatus))
+	fmt.Fprintf(tw, "Next read\t%s (%s)\n", dueText(d.TicketStatus, now), orDash(d.DueReason))
+	fmt.Fprintf(tw, "Last activity\t%s\n", when(d.LastActivity))
+	if d.LastError != "" {
+		fmt.Fprintf(tw, "Error\t%s (%d tries in a row)\n", d.LastError, d.Attempts)
+	}
+	fmt.Fprintf(tw, "Messages\t%d mirrored into the helpdesk, %d posted upstream by the bridge\n", d.Mirrored, d.Own)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if full {
+		for _, list := range []struct {
+			title, from, to string
+			m               map[string]string
+		}{{"Mirrored", "UPSTREAM MESSAGE", "HELPDESK ID", d.MirroredMessages}, {"Posted by the bridge", "UPSTREAM MESSAGE", "HELPDESK EVENT", d.OwnMessages}} {
+			if len(list.m) == 0 {
+				continue
+			}
+			fmt.Fprintf(out, "\n%s:\n", list.title)
+			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "%s\t%s\n", list.from, list.to)
+			keys := make([]string, 0, len(list.m))
+			for k := range list.m {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				fmt.Fprintf(tw, "%s\t%s\n", k, orDash(list.m[k]))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(d.Journal) > 0 {
+		fmt.Fprintf(out, "\nJournal (helpdesk events carried upstream):\n")
+		return printEntries(out, d.Journal, false)
+	}
+	return nil
+}
+
+const stateAbout = `State file tools.
+
+  ticketbridge state backup FILE   write a consistent copy of the state file to FILE
+
+The copy is made with the file's own lock: while the daemon runs it holds
+the state file, so either stop it first, or send it SIGUSR1
+(systemctl kill -s USR1 ticketbridge), and it writes <state>.backup itself.`
+
+func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		fs := newFlagSet("state backup FILE", stateAbout, stdout)
+		var ef envFlag
+		ef.register(fs)
+		fs.Usage()
+		if len(args) == 0 {
+			return &exitError{code: 2}
+		}
+		return nil
+	}
+	if args[0] != "backup" {
+		return fmt.Errorf("%w: state: unknown command %q (want backup)", errUsage, args[0])
+	}
+	fs := newFlagSet("state backup FILE", stateAbout, stdout)
+	var ef envFlag
+	ef.register(fs)
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: state backup: want one FILE to write the copy to", errUsage)
+	}
+	dest := fs.Arg(0)
+	env, err := ef.lookuper()
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(ctx, env)
+	if err != nil {
+		return err
+	}
+	if abs, err1 := filepath.Abs(dest); err1 == nil {
+		if src, err2 := filepath.Abs(cfg.State); err2 == nil && abs == src {
+			return fmt.Errorf("%w: state backup: FILE is the state file itself", errUsage)
+		}
+	}
+	if err := state.BackupFile(ctx, cfg.State, dest); err != nil {
+		if errors.Is(err, state.ErrLocked) {
+			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State+backupSuffix)
+		}
+		return err
+	}
+	fi, err := os.Stat(dest)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote a copy of %s to %s (%d bytes)\n", cfg.State, dest, fi.Size())
+	return nil
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/files"
+	"github.com/ticketbridge/ticketbridge/adapters/rt"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// daemonAdapters is every helpdesk adapter the daemon can run, by
+// TICKETBRIDGE_ADAPTER.
+func daemonAdapters() adapters.Registry {
+	return adapters.Registry{
+		files.Name:   files.Factory,
+		rt.Name:      rt.Factory,
+		zendesk.Name: zendesk.Factory,
+		webhook.Name: webhook.Factory,
+	}
+}
+
+// wiring is everything a command that syncs needs, built from the
+// configuration: the logger, the API client, the adapter, the state file
+// and the engine. Close releases what it opened.
+type wiring struct {
+	env     envconfig.Lookuper
+	cfg     Config
+	syncCfg sync.Config
+	log     *slog.Logger
+	client  *guestapi.Client
+	hd      adapters.Helpdesk
+	store   *state.Store // nil for a dry run
+	engine  *sync.Engine // nil for a dry run
+	deps    sync.Deps
+
+	afterCycle  func(sync.Report, error)
+	afterBackup func(path string, err error)
+}
+
+// wireOptions are the parts of the wiring a command or a test replaces.
+type wireOptions struct {
+	// Registry holds the adapters; nil means daemonAdapters.
+	Registry adapters.Registry
+	// HTTPClient makes the API requests; nil means guestapi's default.
+	HTTPClient *http.Client
+	// NoState leaves the state file closed and the engine unmade (a dry
+	// run opens a copy itself).
+	NoState bool
+	// AfterCycle is called after each cycle the daemon runs.
+	AfterCycle func(sync.Report, error)
+	// AfterBackup is called after each backup the daemon makes on SIGUSR1.
+	AfterBackup func(path string, err error)
+}
+
+// loadEnv reads the configuration of the commands that sync: the daemon's
+// own, the engine's, and the logger made from it.
+func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (envconfig.Lookuper, Config, sync.Config, *slog.Logger, error) {
+	env, err := ef.lookuper()
+	if err != nil {
+		return nil, Config{}, sync.Config{}, nil, err
+	}
+	cfg, err := loadConfig(ctx, env)
+	if err != nil {
+		return nil, cfg, sync.Config{}, nil, err
+	}
+	sc, err := sync.LoadConfig(ctx, env)
+	if err != nil {
+		return nil, cfg, sc, nil, fmt.Errorf("read configuration: %w", errors.Unwrap(err))
+	}
+	return env, cfg, sc, newLogger(stderr, cfg.LogFormat, cfg.LogLevel), nil
+}
+
+// wire builds the engine from the configuration. On error everything it
+// opened is closed again.
+func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, opts wireOptions) (_ *wiring, err error) {
+	w := &wiring{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup}
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+	if strings.TrimSpace(cfg.APIURL) == "" {
+		return nil, errors.New("read configuration: TICKETBRIDGE_API_URL is not set: want the API root ({functions_url}), e.g. https://api.example.com")
+	}
+	to, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_TO_HELPDESK: %w", err)
+	}
+	from, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_FROM_HELPDESK: %w", err)
+	}
+	key, err := cfg.apiKey(env)
+	if err != nil {
+		return nil, err
+	}
+	w.client, err = guestapi.New(guestapi.Config{
+		BaseURL:    cfg.APIURL,
+		APIKey:     key,
+		HTTPClient: opts.HTTPClient,
+		Logger:     log.With("op", "api"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
+	}
+	if !opts.NoState {
+		w.store, err = openState(cfg.State, log)
+		if err != nil {
+			return nil, err
+		}
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = daemonAdapters()
+	}
+	alog := log.With("adapter", cfg.Adapter)
+	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
+		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from,
+	})
+	if err != nil {
+		if errors.Is(err, adapters.ErrUnknownAdapter) {
+			return nil, fmt.Errorf("read configuration: TICKETBRIDGE_ADAPTER=%q: %w", cfg.Adapter, err)
+		}
+		return nil, err
+	}
+	w.deps = sync.Deps{API: w.client, Helpdesk: w.hd, Store: w.store, Logger: alog}
+	if w.store != nil {
+		w.engine, err = sync.New(sc, w.deps)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// openState opens the state file for writing, explaining a lock held by a
+// running daemon.
+func openState(path string, log *slog.Logger) (*state.Store, error) {
+	st, err := state.Open(path, state.Options{Logger: log})
+	if errors.Is(err, state.ErrLocked) {
+		return nil, fmt.Errorf("%w\nis the daemon running? `ticketbridge status` works alongside it; stop it (systemctl stop ticketbridge) to run this command", err)
+	}
+	return st, err
+}
+
+// Close closes the adapter and the state file and returns the first error.
+func (w *wiring) Close() error {
+	var errs []error
+	if w.hd != nil {
+		errs = append(errs, w.hd.Close())
+		w.hd = nil
+	}
+	if w.store != nil {
+		errs = append(errs, w.store.Close())
+		w.store = nil
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
