@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		Target:   &c,
 		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
 	}); err != nil {
-		return Config{}, fmt.Errorf("read zammad configuration: %w", err)
+		return Config{}, fmt.Errorf("read zammad configuration: %s: %w", variableOf(err), err)
 	}
 	if c.TokenFile != "" {
 		if c.Token != "" {
@@ -121,6 +122,20 @@ func (c Config) withDefaults() Config {
 		c.PageSize = DefaultPageSize
 	}
 	return c
+}
+
+// variableOf names the variable of a go-envconfig error, which starts
+// with the struct field's name.
+func variableOf(err error) string {
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if strings.HasPrefix(err.Error(), f.Name+":") {
+			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			return EnvPrefix + name
+		}
+	}
+	return "a " + EnvPrefix + "* variable"
 }
 
 // attrName is what Zammad's object manager accepts as an attribute name.

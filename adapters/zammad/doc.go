@@ -33,8 +33,8 @@
 //     minutes. So a ticket is found the moment it exists: a retried
 //     creation after a lost answer, or a rescan after the bridge's state
 //     was lost, never makes a second ticket. Every answer is checked
-//     against the attribute's value, so a search that ignored the
-//     condition could not adopt a foreign ticket.
+//     against the attribute's value: a search that ignored the condition
+//     is an error, so no foreign ticket is adopted and none duplicated.
 //   - Agent work is read from the tickets changed since the cursor (the
 //     same search, with a condition on updated_at, sorted by it and paged
 //     by time), then each mirrored ticket's articles

@@ -47,8 +47,9 @@ func (a *Adapter) search(ctx context.Context, conds []cond, sortBy, orderBy stri
 }
 
 // byUpstream returns the tickets whose attribute holds upstreamID, oldest
-// first. It checks the value of every ticket Zammad answers, so that a
-// search that ignored the condition can never adopt a foreign ticket.
+// first. It checks the value of every ticket Zammad answers: a search that
+// ignored the condition is an error, so that a foreign ticket is never
+// adopted and a missed one never duplicated.
 func (a *Adapter) byUpstream(ctx context.Context, upstreamID string) ([]zmTicket, error) {
 	var out []zmTicket
 	for page := 1; ; page++ {
@@ -60,13 +61,16 @@ func (a *Adapter) byUpstream(ctx context.Context, upstreamID string) ([]zmTicket
 			return nil, fmt.Errorf("search tickets by %s: %w", a.cfg.IDField, err)
 		}
 		for _, t := range ts {
-			if v, _ := t.attr(a.cfg.IDField); v == upstreamID && !slices.ContainsFunc(out, func(x zmTicket) bool { return x.ID == t.ID }) {
+			v, present := t.attr(a.cfg.IDField)
+			if v != upstreamID {
+				return nil, fmt.Errorf("search tickets by %s: Zammad answered ticket %d, whose %s is %q (present: %v), for %q: the search ignored its condition, and this Zammad cannot be used without it: %w",
+					a.cfg.IDField, t.ID, a.cfg.IDField, v, present, upstreamID, adapters.ErrInvalid)
+			}
+			if !slices.ContainsFunc(out, func(x zmTicket) bool { return x.ID == t.ID }) {
 				out = append(out, t)
 			}
 		}
-		// A full page of tickets that do not match means the condition
-		// was not applied; more pages would not help.
-		if len(ts) < a.cfg.PageSize || len(out) == 0 || page >= 10 {
+		if len(ts) < a.cfg.PageSize {
 			break
 		}
 	}

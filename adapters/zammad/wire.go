@@ -20,9 +20,14 @@ type zmUser struct {
 	Groups map[string][]string `json:"groups"`
 }
 
+// name is the user's display name; Zammad's system user (login "-", who
+// runs the scheduler and triggers) is "Zammad".
 func (u zmUser) name() string {
+	if u.Login == "-" {
+		return "Zammad"
+	}
 	n := strings.TrimSpace(u.Firstname + " " + u.Lastname)
-	if n == "" || n == "-" {
+	if n == "" {
 		n = u.Login
 	}
 	return n

@@ -32,6 +32,9 @@ type AgentUpdate struct {
 	HTML bool
 	// Type is the article type; "" means note.
 	Type string
+	// Sender is the article's sender; "" means Agent. Customer stands for
+	// a mail from the customer, System for an automatic article.
+	Sender string
 	// State is the new state's name; "" keeps the state.
 	State string
 	// PendingTime is the pending till of a pending state; zero means a
@@ -61,7 +64,13 @@ func (s *Server) Update(id, agent int64, u AgentUpdate) (int64, error) {
 	}
 	var artID int64
 	if u.Body != "" {
-		a := Article{Body: u.Body, ContentType: "text/plain", Type: u.Type, Internal: u.Internal, Sender: SenderAgent}
+		a := Article{Body: u.Body, ContentType: "text/plain", Type: u.Type, Internal: u.Internal, Sender: u.Sender}
+		if a.Sender == "" {
+			a.Sender = SenderAgent
+		}
+		if _, ok := senderIDs[a.Sender]; !ok {
+			return 0, fmt.Errorf("agent update of ticket %d: unknown sender %q", id, u.Sender)
+		}
 		if u.HTML {
 			a.Body, a.ContentType = EditorHTML(u.Body), "text/html"
 		}

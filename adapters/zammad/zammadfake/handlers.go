@@ -338,6 +338,15 @@ func (s *Server) searchTickets(w http.ResponseWriter, q url.Values, expand bool)
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
+	for _, c := range conds {
+		if _, _, known := s.column(&ticket{}, c.attr); !known {
+			// The database refuses a column it does not have, whatever
+			// the rows; Zammad hides the cause from non-admins behind an
+			// error id.
+			writeError(w, http.StatusUnprocessableEntity, "Error ID f4K3xZ: Please contact your administrator.")
+			return
+		}
+	}
 	query := strings.ReplaceAll(q.Get("query"), "*", "")
 	var list []*ticket
 	for _, id := range s.visibleIDs() {
@@ -347,8 +356,7 @@ func (s *Server) searchTickets(w http.ResponseWriter, q url.Values, expand bool)
 		}
 		ok, err := s.matches(t, conds)
 		if err != nil {
-			// A bad column or value fails in the database; Zammad hides
-			// the cause from non-admins behind an error id.
+			// A bad operator or value fails in the database too.
 			writeError(w, http.StatusUnprocessableEntity, "Error ID f4K3xZ: Please contact your administrator.")
 			return
 		}
