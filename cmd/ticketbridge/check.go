@@ -17,10 +17,6 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
-	"github.com/ticketbridge/ticketbridge/adapters/files"
-	"github.com/ticketbridge/ticketbridge/adapters/rt"
-	"github.com/ticketbridge/ticketbridge/adapters/webhook"
-	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -65,16 +61,6 @@ type checkOptions struct {
 	Logger *slog.Logger
 }
 
-// checkAdapters is every helpdesk adapter the binary carries.
-func checkAdapters() adapters.Registry {
-	return adapters.Registry{
-		files.Name:   files.Factory,
-		rt.Name:      rt.Factory,
-		zendesk.Name: zendesk.Factory,
-		webhook.Name: webhook.Factory,
-	}
-}
-
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("check", checkAbout, stdout)
 	var ef envFlag
@@ -90,7 +76,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
 	}
 	return checkAll(ctx, ef.path, stdout, checkOptions{
-		Registry:        checkAdapters(),
+		Registry:        daemonAdapters(),
 		Timeout:         *timeout,
 		ServiceEnvFile:  serviceEnvFile,
 		ServiceCredDir:  serviceCredDir,
@@ -303,11 +289,9 @@ func (c *checker) checkConfig() (Config, bool) {
 	if err != nil {
 		problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 	}
-	var sc sync.Config
-	if err := envconfig.ProcessWith(c.ctx, &envconfig.Config{Target: &sc, Lookuper: c.env}); err != nil {
-		problems = append(problems, err.Error())
-	} else if err := sc.Validate(); err != nil {
-		problems = append(problems, err.Error())
+	sc, err := sync.LoadConfig(c.ctx, c.env)
+	if err != nil {
+		problems = append(problems, strings.TrimPrefix(err.Error(), "read sync configuration: "))
 	}
 	tc, err := loadTelemetryConfig(c.ctx, c.env)
 	if err != nil {

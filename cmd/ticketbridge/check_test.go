@@ -84,7 +84,7 @@ func (h *hotel) envFile() string {
 // status of each check by name.
 func (h *hotel) check() (string, int, map[string]string) {
 	h.t.Helper()
-	return runChecks(h.t, h.envFile(), checkOptions{Registry: checkAdapters(), Timeout: 5 * time.Second})
+	return runChecks(h.t, h.envFile(), checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second})
 }
 
 func runChecks(t *testing.T, envFile string, opts checkOptions) (string, int, map[string]string) {
@@ -322,7 +322,7 @@ func TestCheckAsTheService(t *testing.T) {
 	delete(h.vars, "TICKETBRIDGE_FILES_DIR")
 	envFile := h.envFile()
 	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
-	opts := checkOptions{Registry: checkAdapters(), Timeout: 5 * time.Second,
+	opts := checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second,
 		ServiceEnvFile: envFile, ServiceCredDir: etc, ServiceStateDir: stateDir}
 
 	out, code, v := runChecks(t, envFile, opts)
