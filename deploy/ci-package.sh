@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# What CI runs to prove the package: build the .deb twice (from two
+# directories) and compare the bytes, install it, verify the installed
+# unit and print its systemd-analyze security score, then run the
+# installed binary for real: the reference server (--demo, plus a seed with
+# known keys), the daemon against it with the files helpdesk, /readyz,
+# /metrics, and `ticketbridge check` on good and broken configurations.
+#
+# Runs as root on a fresh Debian 12 with Go and git; needs nothing else
+# (HTTP goes through bash's /dev/tcp). Everything it starts is stopped at
+# the end. Exit status 0 only when every step passed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf 'ci-package: FAILED: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (it installs the package with dpkg)"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# free_port prints a loopback port nothing listens on.
+free_port() {
+	local p
+	for _ in $(seq 1 200); do
+		p=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+# http_get HOST:PORT PATH prints the status code on the first line, then
+# the body.
+http_get() {
+	local host=${1%:*} port=${1##*:} path=$2 resp
+	resp=$( (exec 3<>"/dev/tcp/$host/$port" &&
+		printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$1" >&3 &&
+		cat <&3) 2>/dev/null) || return 1
+	local status=${resp%%$'\r'*}
+	status=${status#* }
+	printf '%s\n' "${status%% *}"
+	printf '%s\n' "${resp#*$'\r\n\r\n'}"
+}
+
+# wait_for SECONDS COMMAND... polls COMMAND every 0.2 s; it fails when
+# COMMAND did not succeed within SECONDS.
+wait_for() {
+	local limit=$1 i
+	shift
+	for ((i = 0; i < limit * 5; i++)); do
+		if "$@" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+step "build the package twice and compare"
+deb=$(deploy/package.sh)
+sum1=$(sha256sum "$deb" | cut -d' ' -f1)
+version=$(dpkg-deb -f "$deb" Version)
+commit=$(git rev-parse --short=12 HEAD)
+epoch=$(git log -1 --format=%ct)
+copy="$work/elsewhere/src"
+mkdir -p "$copy"
+git ls-files -z -c -o --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$copy"
+deb2=$(cd "$copy" && VERSION=$version COMMIT=$commit SOURCE_DATE_EPOCH=$epoch OUT="$work/second" deploy/package.sh)
+sum2=$(sha256sum "$deb2" | cut -d' ' -f1)
+echo "$deb: $sum1"
+echo "second build, another directory: $sum2"
+[ "$sum1" = "$sum2" ] || die "the package is not reproducible"
+echo "reproducible: yes ($(stat -c %s "$deb") bytes)"
+
+step "install"
+dpkg -i "$deb"
+dpkg -L ticketbridge
+for f in /usr/bin/ticketbridge /lib/systemd/system/ticketbridge.service /etc/ticketbridge/ticketbridge.env \
+	/usr/share/doc/ticketbridge/LICENSE /usr/share/doc/ticketbridge/config.example.env; do
+	[ -e "$f" ] || die "$f is not installed"
+done
+grep -qx /etc/ticketbridge/ticketbridge.env /var/lib/dpkg/info/ticketbridge.conffiles ||
+	die "ticketbridge.env is not a conffile"
+
+step "ticketbridge version"
+/usr/bin/ticketbridge version | tee "$work/version"
+grep -q "^ticketbridge $version\$" "$work/version" || die "version does not show $version"
+grep -q "^commit $commit\$" "$work/version" || die "version does not show commit $commit"
+grep -q "^go1\." "$work/version" || die "version does not show the Go version"
+
+step "systemd-analyze verify"
+systemd-analyze verify /lib/systemd/system/ticketbridge.service
+
+step "systemd-analyze security"
+systemd-analyze security --offline=true /lib/systemd/system/ticketbridge.service >"$work/security" 2>&1 || true
+grep -v '^✓' "$work/security" || true
+score=$(grep -o 'Overall exposure level for ticketbridge.service: [0-9.]*' "$work/security" | grep -o '[0-9.]*$') ||
+	die "no exposure score"
+echo "exposure score: $score"
+awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }' || die "exposure $score is above 2.0"
+
+step "check with the packaged configuration, outside systemd"
+set +e
+# Without TICKETBRIDGE_* variables, check reads the packaged env file.
+unset_vars=()
+for v in $(env | grep -o '^TICKETBRIDGE_[A-Za-z0-9_]*'); do
+	unset_vars+=(-u "$v")
+done
+env "${unset_vars[@]}" /usr/bin/ticketbridge check >"$work/check-packaged" 2>&1
+code=$?
+set -e
+cat "$work/check-packaged"
+[ "$code" = 1 ] || die "check of the unedited configuration: exit $code, want 1"
+grep -q '^FAIL  configuration .*TICKETBRIDGE_API_URL is not set' "$work/check-packaged" || die "no FAIL for the empty API URL"
+grep -q '^FAIL  API key' "$work/check-packaged" || die "no FAIL for the missing /etc/ticketbridge/api-key"
+[ ! -e /var/lib/ticketbridge ] || die "check made /var/lib/ticketbridge, which is systemd's to make"
+
+step "reference server"
+key=rta_ci_bridge_key_0123456789abcdef
+readonly_key=rta_ci_readonly_key_0123456789abcd
+cat >"$work/seed.json" <<EOF
+{
+  "organizations": [
+    {
+      "id": "3b0e4a52-8c1d-4f3e-9a7b-5c6d7e8f9a01",
+      "product_type": "hotel",
+      "keys": [
+        {"name": "bridge", "value": "$key", "platform": "read", "tickets": "write"},
+        {"name": "readonly", "value": "$readonly_key", "platform": "read", "tickets": "read"}
+      ],
+      "tickets": [
+        {
+          "id": "4c1f5b63-9d2e-4a4f-8b8c-6d7e8f9a0b12",
+          "department": "housekeeping",
+          "status": "new",
+          "task_description": "Two extra pillows to room 118",
+          "origin": "guest",
+          "created_at": "2026-03-04T10:00:00.000000+00:00",
+          "messages": [
+            {"id": "5d2a6c74-0e3f-4b5a-9c9d-7e8f9a0b1c23", "author_type": "guest", "author_name": "Ines Ortiz",
+             "body": "Could we have two more pillows, please?", "visible_to_guest": true,
+             "created_at": "2026-03-04T10:00:00.000000+00:00"}
+          ]
+        }
+      ]
+    }
+  ]
+}
+EOF
+api_port=$(free_port)
+/usr/bin/ticketbridge refserver --demo --seed "$work/seed.json" --addr "127.0.0.1:$api_port" \
+	--log-format json >"$work/refserver.out" 2>"$work/refserver.log" &
+pids+=($!)
+wait_for 20 http_get "127.0.0.1:$api_port" / || {
+	cat "$work/refserver.log" >&2
+	die "the reference server did not answer on port $api_port within 20s"
+}
+echo "reference server on 127.0.0.1:$api_port"
+
+step "ticketbridge run"
+listen_port=$(free_port)
+mkdir -p "$work/etc"
+printf '%s\n' "$key" >"$work/etc/api-key"
+chmod 600 "$work/etc/api-key"
+cat >"$work/etc/ticketbridge.env" <<EOF
+TICKETBRIDGE_API_URL=http://127.0.0.1:$api_port
+TICKETBRIDGE_API_KEY_FILE=$work/etc/api-key
+TICKETBRIDGE_ADAPTER=files
+TICKETBRIDGE_FILES_DIR=$work/helpdesk
+TICKETBRIDGE_STATE=$work/state/state.db
+TICKETBRIDGE_LISTEN=127.0.0.1:$listen_port
+TICKETBRIDGE_SCHEDULE=@every 2s
+TICKETBRIDGE_LOG_FORMAT=json
+EOF
+/usr/bin/ticketbridge run --env-file "$work/etc/ticketbridge.env" >"$work/run.out" 2>"$work/run.log" &
+run_pid=$!
+pids+=($run_pid)
+
+ready() {
+	kill -0 "$run_pid" 2>/dev/null || return 0 # it exited: stop waiting
+	[ "$(http_get "127.0.0.1:$listen_port" /readyz | head -n1)" = 200 ]
+}
+wait_for 60 ready || {
+	cat "$work/run.log" >&2
+	http_get "127.0.0.1:$listen_port" /readyz >&2 || true
+	die "/readyz did not answer 200 within 60s"
+}
+kill -0 "$run_pid" 2>/dev/null || {
+	cat "$work/run.out" "$work/run.log" >&2
+	die "ticketbridge run exited"
+}
+http_get "127.0.0.1:$listen_port" /readyz
+[ "$(http_get "127.0.0.1:$listen_port" /healthz | head -n1)" = 200 ] || die "/healthz is not 200"
+
+step "metrics"
+http_get "127.0.0.1:$listen_port" /metrics >"$work/metrics"
+[ "$(head -n1 "$work/metrics")" = 200 ] || die "/metrics answered $(head -n1 "$work/metrics")"
+for name in ticketbridge_cycles_total ticketbridge_cycle_duration_seconds_bucket ticketbridge_api_requests_total \
+	ticketbridge_messages_mirrored_total ticketbridge_tickets ticketbridge_journal_entries \
+	ticketbridge_last_success_timestamp_seconds ticketbridge_errors_total ticketbridge_build_info; do
+	grep -q "^$name" "$work/metrics" || die "/metrics lacks $name"
+done
+grep -q '^ticketbridge_api_requests_total{code="200",endpoint="/tickets",method="GET"}' "$work/metrics" ||
+	die "/metrics has no successful GET /tickets"
+if grep -q '4c1f5b63-9d2e-4a4f-8b8c-6d7e8f9a0b12\|rta_' "$work/metrics"; then
+	die "/metrics contains a ticket id or a key"
+fi
+grep '^ticketbridge_\(cycles_total\|messages_mirrored_total\|tickets{\|ready\)' "$work/metrics"
+ls "$work/helpdesk"
+
+step "check: good configuration (the daemon holds the state file)"
+/usr/bin/ticketbridge check --env-file "$work/etc/ticketbridge.env" || die "check of the good configuration failed"
+
+# expect_fail NAME CHECK PATTERN VAR=VALUE runs check with VAR changed
+# and wants exit 1 and a FAIL line of CHECK matching PATTERN.
+expect_fail() {
+	local name=$1 check=$2 pattern=$3 assignment=$4 code
+	grep -v "^${assignment%%=*}=" "$work/etc/ticketbridge.env" >"$work/broken.env"
+	printf '%s\n' "$assignment" >>"$work/broken.env"
+	set +e
+	/usr/bin/ticketbridge check --env-file "$work/broken.env" --timeout 5s >"$work/broken.out" 2>&1
+	code=$?
+	set -e
+	cat "$work/broken.out"
+	[ "$code" = 1 ] || die "check with $name: exit $code, want 1"
+	grep -q "^FAIL  $check .*$pattern" "$work/broken.out" || die "check with $name: no FAIL line for $check matching '$pattern'"
+	if grep -q "$key\|$readonly_key" "$work/broken.out"; then
+		die "check with $name printed a key"
+	fi
+	echo "ok: $name gives FAIL $check"
+}
+
+step "check: wrong key"
+printf 'rta_not_a_key_the_server_knows_0000\n' >"$work/etc/wrong-key"
+chmod 600 "$work/etc/wrong-key"
+expect_fail "a wrong key" "API" "revoked, expired or mistyped" "TICKETBRIDGE_API_KEY_FILE=$work/etc/wrong-key"
+
+step "check: read-only key"
+printf '%s\n' "$readonly_key" >"$work/etc/readonly-key"
+chmod 600 "$work/etc/readonly-key"
+expect_fail "a read-only key" "API write" "needs tickets:write" "TICKETBRIDGE_API_KEY_FILE=$work/etc/readonly-key"
+
+step "check: unreachable API"
+expect_fail "an unreachable API" "API" "cannot reach" "TICKETBRIDGE_API_URL=http://127.0.0.1:$(free_port)"
+
+step "stop"
+kill -TERM "$run_pid"
+set +e
+wait "$run_pid"
+code=$?
+set -e
+[ "$code" = 0 ] || { cat "$work/run.log" >&2; die "ticketbridge run exited $code after SIGTERM"; }
+echo "ticketbridge run stopped cleanly; its log:"
+head -n 5 "$work/run.log"
+echo "..."
+tail -n 3 "$work/run.log"
+
+step "remove"
+dpkg -r ticketbridge
+[ ! -e /usr/bin/ticketbridge ] || die "/usr/bin/ticketbridge left after dpkg -r"
+dpkg -P ticketbridge
+echo "package checks passed"
