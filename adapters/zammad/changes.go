@@ -2,6 +2,7 @@ package zammad
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -139,6 +140,11 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 			continue
 		}
 		cs, err := a.ticketEvents(ctx, t, upstream, from, me.ID, examined)
+		if errors.Is(err, adapters.ErrNotFound) {
+			// Deleted since the search: it has nothing more to report.
+			a.log.InfoContext(ctx, "zammad ticket vanished while its changes were read", "ticket", upstream, "op", "read changes", "zammad_ticket", t.ID)
+			continue
+		}
 		if err != nil {
 			return nil, cur, err
 		}

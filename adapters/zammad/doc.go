@@ -88,7 +88,10 @@
 // # Setup in Zammad
 //
 //   - Token Access enabled (Admin > System > API), and a user for the
-//     bridge, an agent with full access to the groups it writes to.
+//     bridge: an agent with full access to the groups it writes to, and
+//     read access to every group a mirrored ticket may be moved to (Zammad
+//     hides tickets of other groups from its searches, and a ticket the
+//     bridge cannot see is, after a state loss, created again).
 //   - An access token of that user (avatar > Profile > Token Access) with
 //     the permission ticket.agent; admin.object as well lets [Adapter.Check]
 //     read the object manager (without it the check reads a ticket

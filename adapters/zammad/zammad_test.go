@@ -578,3 +578,30 @@ func TestSearchIgnoringItsConditionIsRefused(t *testing.T) {
 		t.Errorf("%d tickets, want 1", n)
 	}
 }
+
+// TestChangesSkipsADeletedTicket deletes a ticket between the search and
+// the read of its articles: the others are still reported.
+func TestChangesSkipsADeletedTicket(t *testing.T) {
+	e := newEnv(t, zammadfake.Options{})
+	a := e.open(t, e.config(), e.options())
+	_, gone := mustEnsure(t, a, tk("u-1"))
+	_, kept := mustEnsure(t, a, tk("u-2"))
+	_, cur := drain(t, a, "")
+	anna := e.agent("Anna")
+	for _, id := range []int64{gone, kept} {
+		if _, err := e.fake.Reply(id, anna, fmt.Sprintf("Reply on %d", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.fake.Inject(zammadfake.Fault{Method: "GET", Path: fmt.Sprintf("/api/v1/ticket_articles/by_ticket/%d", gone), Status: http.StatusNotFound})
+	evs, next, err := a.Changes(t.Context(), cur)
+	if err != nil || len(evs) != 1 || evs[0].Body != fmt.Sprintf("Reply on %d", kept) {
+		t.Fatalf("Changes = %+v, %v; want only the reply on the ticket still there", evs, err)
+	}
+	// The fake answered 404 once but still has the ticket: within the
+	// cursor's overlap the next call reads it again and loses nothing.
+	evs, _ = drain(t, a, next)
+	if len(evs) != 1 || evs[0].Body != fmt.Sprintf("Reply on %d", gone) {
+		t.Errorf("next calls: %+v, want the other reply once", evs)
+	}
+}
