@@ -80,6 +80,9 @@ func TestDiscoverPartitionsFullLists(t *testing.T) {
 	if r.Discovered != 430 || r.Created != 430 { // 230 + the 200 newest of busy
 		t.Fatalf("report: %s", r)
 	}
+	if !strings.Contains(e.logs.String(), "imported 430/430 tickets") {
+		t.Fatal("no progress line while importing")
+	}
 	if !strings.Contains(e.logs.String(), `department \"busy\" in status new still holds 200 tickets`) {
 		t.Fatalf("no warning about the full department list:\n%s", e.logs)
 	}
