@@ -69,7 +69,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 				next = st.NextID
 			}
 			out = append(out, map[string]any{"id": st.ID, "state_type_id": st.TypeID, "name": st.Name, "next_state_id": next,
-				"default_create": st.Create, "default_follow_up": st.FollowU, "active": st.Active, "note": nil})
+				"default_create": st.Create, "default_follow_up": st.FollowUp, "active": st.Active, "note": nil})
 		}
 		writeJSON(w, http.StatusOK, out)
 	case get && rest == "tickets":

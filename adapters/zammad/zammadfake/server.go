@@ -105,19 +105,19 @@ var articleTypes = map[string]int64{"email": 1, "sms": 2, "chat": 3, "fax": 4, "
 
 // state is a ticket state of ticket_states.
 type state struct {
-	ID      int64
-	TypeID  int64
-	Name    string
-	Active  bool
-	NextID  int64
-	Create  bool // default_create
-	FollowU bool // default_follow_up
+	ID       int64
+	TypeID   int64
+	Name     string
+	Active   bool
+	NextID   int64
+	Create   bool // default_create
+	FollowUp bool // default_follow_up
 }
 
 // Zammad's default states, in its order.
 var defaultStates = []state{
 	{ID: 1, TypeID: 1, Name: "new", Active: true, Create: true},
-	{ID: 2, TypeID: 2, Name: "open", Active: true, FollowU: true},
+	{ID: 2, TypeID: 2, Name: "open", Active: true, FollowUp: true},
 	{ID: 3, TypeID: 3, Name: "pending reminder", Active: true},
 	{ID: 4, TypeID: 5, Name: "closed", Active: true},
 	{ID: 5, TypeID: 6, Name: "merged", Active: true},
