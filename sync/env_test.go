@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/adapters/memory"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -39,6 +40,10 @@ type env struct {
 
 	// wrapAPI and wrapHD, when set, wrap the two sides of every engine
 	// made after they are set.
+	// filesDir, when set, makes open use the files adapter in it instead
+	// of the memory helpdesk.
+	filesDir string
+
 	wrapAPI func(tbsync.API) tbsync.API
 	wrapHD  func(adapters.Helpdesk) adapters.Helpdesk
 	wrapRT  func(http.RoundTripper) http.RoundTripper
@@ -121,6 +126,17 @@ func (e *env) open() *tbsync.Engine {
 		api = e.wrapAPI(api)
 	}
 	var hd adapters.Helpdesk = memory.New(e.backend, memory.Options{})
+	if e.filesDir != "" {
+		if e.hd != nil {
+			e.hd.Close()
+		}
+		fa, err := files.New(context.Background(), files.Options{Dir: e.filesDir, Now: e.clock.Now})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		hd = fa
+		e.t.Cleanup(func() { fa.Close() })
+	}
 	if e.wrapHD != nil {
 		hd = e.wrapHD(hd)
 	}
