@@ -75,9 +75,11 @@ func (f *envFlag) lookuper() (envconfig.Lookuper, error) {
 	return envconfig.MultiLookuper(envconfig.OsLookuper(), envconfig.MapLookuper(m)), nil
 }
 
-// readEnvFile reads KEY=VALUE lines: blank lines and lines starting with #
-// are skipped, an "export " prefix is allowed, and a value may be quoted
-// with single or double quotes (double quotes understand Go escapes).
+// readEnvFile reads KEY=VALUE lines as systemd's EnvironmentFile= does, so
+// that --env-file and the service read a file alike: blank lines and lines
+// starting with # are skipped, a # after a value is part of the value, an
+// "export " prefix is allowed, and a value may be quoted with single or
+// double quotes (double quotes understand Go escapes).
 func readEnvFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -112,11 +114,6 @@ func parseEnv(r io.Reader, name string) (map[string]string, error) {
 			val = uq
 		case len(val) >= 2 && val[0] == '\'' && val[len(val)-1] == '\'':
 			val = val[1 : len(val)-1]
-		default:
-			// An unquoted value ends at a " #" comment.
-			if i := strings.Index(val, " #"); i >= 0 {
-				val = strings.TrimSpace(val[:i])
-			}
 		}
 		m[key] = val
 	}

@@ -14,7 +14,8 @@ import (
 func TestParseEnv(t *testing.T) {
 	in := `# comment
 TICKETBRIDGE_API_URL=http://127.0.0.1:8089
-export TICKETBRIDGE_ADAPTER=files   # trailing comment
+export TICKETBRIDGE_ADAPTER=files
+TICKETBRIDGE_AUTHOR_NAME=Front desk #2
 
 TICKETBRIDGE_SCHEDULE="@every 1m"
 TICKETBRIDGE_BACKFILL='assigned,in_progress'
@@ -26,12 +27,13 @@ EMPTY=
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"TICKETBRIDGE_API_URL":   "http://127.0.0.1:8089",
-		"TICKETBRIDGE_ADAPTER":   "files",
-		"TICKETBRIDGE_SCHEDULE":  "@every 1m",
-		"TICKETBRIDGE_BACKFILL":  "assigned,in_progress",
-		"TICKETBRIDGE_RT_QUEUES": "housekeeping=Rooms,maintenance=Repairs",
-		"EMPTY":                  "",
+		"TICKETBRIDGE_API_URL":     "http://127.0.0.1:8089",
+		"TICKETBRIDGE_ADAPTER":     "files",
+		"TICKETBRIDGE_AUTHOR_NAME": "Front desk #2", // as systemd reads it
+		"TICKETBRIDGE_SCHEDULE":    "@every 1m",
+		"TICKETBRIDGE_BACKFILL":    "assigned,in_progress",
+		"TICKETBRIDGE_RT_QUEUES":   "housekeeping=Rooms,maintenance=Repairs",
+		"EMPTY":                    "",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d variables %v, want %d", len(got), got, len(want))
