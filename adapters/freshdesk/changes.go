@@ -3,6 +3,7 @@ package freshdesk
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -107,6 +108,11 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 			statuses[t.ID] = ev
 		}
 		cs, err := a.conversations(ctx, t.ID)
+		if errors.Is(err, adapters.ErrNotFound) {
+			// Deleted since it was listed: it has nothing more to say.
+			a.log.InfoContext(ctx, "freshdesk ticket gone while reading changes", "ticket", upstream, "op", "read changes", "freshdesk_ticket", t.ID)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("read conversations of ticket %d: %w", t.ID, err)
 		}

@@ -609,6 +609,30 @@ func TestDeletedTicket(t *testing.T) {
 	if _, ok, err := a.Lookup(ctx, up.UpstreamID); ok || err != nil {
 		t.Errorf("Lookup of a deleted ticket: %v, %v", ok, err)
 	}
+
+	// An instance whose index still names the deleted ticket makes a new
+	// one rather than hand out the deleted one.
+	b := e.open(t, e.config())
+	other := upstreamTicket("Gone too")
+	oref, err := b.EnsureTicket(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oid, _ := strconv.ParseInt(string(oref), 10, 64)
+	if err := e.fake.Delete(oid); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.EnsureTicket(ctx, other)
+	if err != nil || again == oref {
+		t.Errorf("EnsureTicket after the deletion = %s, %v; want a new ticket", again, err)
+	}
+
+	// A ticket that vanishes between the listing and the reading of its
+	// conversations does not stop Changes.
+	e.fake.Inject(freshdeskfake.Fault{Path: "/api/v2/tickets/" + string(again) + "/conversations", Status: http.StatusNotFound})
+	if _, _, err := b.Changes(ctx, ""); err != nil {
+		t.Errorf("Changes with a ticket gone meanwhile: %v", err)
+	}
 }
 
 // TestAgentPublicNote: an agent's public note is a reply to the guest;

@@ -47,7 +47,17 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
 	}
 	if id != 0 {
-		return refOf(id), nil
+		// The index may name a ticket an agent deleted since it was
+		// listed: a new one is made then.
+		_, upstream, err := a.resolve(ctx, refOf(id))
+		switch {
+		case err == nil && upstream == t.UpstreamID:
+			return refOf(id), nil
+		case err == nil || errors.Is(err, adapters.ErrNotFound):
+			a.forget(t.UpstreamID, id)
+		default:
+			return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
+		}
 	}
 	status, err := a.down(t.Status)
 	if err != nil {
