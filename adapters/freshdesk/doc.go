@@ -102,8 +102,8 @@
 // # Setup in Freshdesk
 //
 // An agent for the bridge, with global ticket scope (it must see every
-// ticket) and a role that may reply, add notes and edit tickets, whom
-// nobody else works as; its API key (Profile settings > View API key).
+// ticket) and a role that may add notes and edit tickets, whom nobody else
+// works as; its API key (Profile settings > View API key).
 // Two custom ticket fields of type single-line text (Admin > Workflows >
 // Ticket Fields), labelled "Guest request id" and "Guest request status"
 // (Freshdesk names them cf_guest_request_id and cf_guest_request_status);
