@@ -35,9 +35,12 @@ func (c *cycle) send() {
 		for _, p := range ps {
 			if _, ok := byTicket[p.TicketID]; !ok {
 				order = append(order, p.TicketID)
-				t, _, err := tx.Ticket(p.TicketID)
+				t, ok, err := tx.Ticket(p.TicketID)
 				if err != nil {
 					return err
+				}
+				if !ok {
+					t = state.Ticket{ID: p.TicketID}
 				}
 				tickets[p.TicketID] = t
 			}
