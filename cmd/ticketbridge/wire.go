@@ -13,8 +13,10 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
+	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -25,10 +27,12 @@ import (
 // TICKETBRIDGE_ADAPTER.
 func daemonAdapters() adapters.Registry {
 	return adapters.Registry{
-		files.Name:   files.Factory,
-		rt.Name:      rt.Factory,
-		zendesk.Name: zendesk.Factory,
-		webhook.Name: webhook.Factory,
+		files.Name:     files.Factory,
+		rt.Name:        rt.Factory,
+		zendesk.Name:   zendesk.Factory,
+		freshdesk.Name: freshdesk.Factory,
+		zammad.Name:    zammad.Factory,
+		webhook.Name:   webhook.Factory,
 	}
 }
 
