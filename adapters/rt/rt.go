@@ -477,7 +477,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		return "", fmt.Errorf("ensure RT ticket: %w", err)
 	}
 	if len(found) > 0 {
-		return refOf(int64(found[0].ID)), nil
+		id, err := a.oneTicket(ctx, t.UpstreamID, found)
+		return refOf(id), err
 	}
 	queue := a.queueFor(t.Department)
 	st := ""
@@ -491,7 +492,52 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	a.remember(id, t.UpstreamID)
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created RT ticket", slog.String("ticket", t.UpstreamID),
 		slog.String("op", "ensure"), slog.Int64("rt_ticket", id), slog.String("queue", queue))
+	// A bridge killed while RT was creating a ticket leaves that create
+	// running in RT; the restarted bridge may have searched before it
+	// finished and made a second ticket. Look again.
+	if found, err = a.findTickets(ctx, t.UpstreamID); err == nil && len(found) > 1 {
+		id, err = a.oneTicket(ctx, t.UpstreamID, found)
+		if err != nil {
+			return "", err
+		}
+	}
 	return refOf(id), nil
+}
+
+// oneTicket returns the ticket of found that mirrors upstreamID and merges
+// any others into it (RT's way with duplicates): the one holding the most
+// mirrored messages, the oldest of those. Merging keeps every transaction,
+// and RT shows a merged ticket's history in the one it was merged into, so
+// the markers of both count from then on. Duplicates arise only when a
+// bridge is killed while RT creates a ticket (see EnsureTicket).
+func (a *Adapter) oneTicket(ctx context.Context, upstreamID string, found []rtTicket) (int64, error) {
+	if len(found) == 1 {
+		return int64(found[0].ID), nil
+	}
+	best, most := int64(0), -1
+	for _, t := range found { // oldest first
+		held, _, err := a.markers(ctx, int64(t.ID), 0)
+		if err != nil {
+			return 0, fmt.Errorf("choose among the RT tickets of guest request %s: %w", upstreamID, err)
+		}
+		if len(held) > most {
+			best, most = int64(t.ID), len(held)
+		}
+	}
+	for _, t := range found {
+		dup := int64(t.ID)
+		if dup == best {
+			continue
+		}
+		resp, err := a.c.call(ctx, "merge duplicate", http.MethodPut, fmt.Sprintf("/ticket/%d", dup), nil, map[string]any{"MergeInto": best}, nil, true)
+		if err != nil {
+			return 0, fmt.Errorf("merge RT ticket %d into %d, two tickets of guest request %s: %w", dup, best, upstreamID, err)
+		}
+		a.log.LogAttrs(ctx, slog.LevelWarn, "merged a duplicate RT ticket of a guest request (the bridge was stopped while RT created it)",
+			slog.String("ticket", upstreamID), slog.String("op", "merge"), slog.Int64("rt_ticket", best),
+			slog.Int64("duplicate", dup), slog.String("rt_said", strings.Join(messages(resp), "; ")))
+	}
+	return best, nil
 }
 
 // create makes the ticket. RT lets a lifecycle restrict the statuses a new
@@ -607,63 +653,69 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		return nil, fmt.Errorf("append: %w", err)
 	}
 	created, _ := rtTime(tk.Created)
+	cur := tk.Status // as far as the adapter knows; "" once a scrip may have moved it
 	out := make([]adapters.Appended, len(msgs))
-	var pending []int
-	postedNow := map[string]bool{}
-	backfill, public := true, false
+	var unknown []int         // posted, but RT's answer named no transaction
+	first := map[string]int{} // upstream id -> the index that posted it
 	for i, m := range msgs {
 		out[i] = adapters.Appended{UpstreamID: m.UpstreamID}
 		if txn, ok := have[m.UpstreamID]; ok {
 			out[i].HelpdeskID, out[i].Existed = txn, true
 			continue
 		}
-		pending = append(pending, i)
-		if postedNow[m.UpstreamID] {
-			out[i].Existed = true
+		if _, ok := first[m.UpstreamID]; ok {
+			out[i].Existed = true // the same message twice in one call
 			continue
 		}
 		kind := "comment"
+		body := map[string]any{"Content": renderMessage(m), "ContentType": "text/plain"}
 		if m.Public {
 			kind = "correspond"
-			public = true
 			// RT's Created has a resolution of a second.
-			if created.IsZero() || !m.CreatedAt.Before(created.Add(time.Second)) {
-				backfill = false
+			backfill := !created.IsZero() && m.CreatedAt.Before(created.Add(time.Second))
+			if a.keepsStatus(cur, backfill) {
+				body["Status"] = cur // set back in the same request, after RT's scrips ran
+			} else {
+				cur = ""
 			}
 		}
-		body := map[string]any{"Content": renderMessage(m), "ContentType": "text/plain"}
-		if _, err := a.c.call(ctx, "append "+kind, http.MethodPost, fmt.Sprintf("/ticket/%d/%s", id, kind), nil, body, nil, false); err != nil {
+		resp, err := a.c.call(ctx, "append "+kind, http.MethodPost, fmt.Sprintf("/ticket/%d/%s", id, kind), nil, body, nil, false)
+		if err != nil {
 			return nil, fmt.Errorf("append message %s to RT ticket %d: %w", m.UpstreamID, id, err)
 		}
-		postedNow[m.UpstreamID] = true
+		first[m.UpstreamID] = i
+		if txn := locationID(resp, "/transaction/"); txn != "" {
+			out[i].HelpdeskID = txn
+		} else {
+			unknown = append(unknown, i)
+		}
 		a.log.LogAttrs(ctx, slog.LevelDebug, "appended message", slog.String("ticket", a.upstreamOf(id)),
 			slog.String("message", m.UpstreamID), slog.String("op", kind), slog.Int64("rt_ticket", id))
 	}
-	if len(pending) == 0 {
-		return out, nil
-	}
-	got, _, err := a.markers(ctx, id, maxAtt)
-	if err != nil {
-		return nil, fmt.Errorf("append: %w", err)
-	}
-	for _, i := range pending {
-		txn, ok := got[msgs[i].UpstreamID]
-		if !ok {
-			return nil, fmt.Errorf("append message %s to RT ticket %d: RT accepted it but its text lacks the marker line; check that no scrip rewrites correspondence", msgs[i].UpstreamID, id)
-		}
-		out[i].HelpdeskID = txn
-	}
-	if public && a.keepsStatus(tk.Status, backfill) {
-		if err := a.keepStatus(ctx, id, tk.Status); err != nil {
+	if len(unknown) > 0 {
+		got, _, err := a.markers(ctx, id, maxAtt)
+		if err != nil {
 			return nil, fmt.Errorf("append: %w", err)
+		}
+		for _, i := range unknown {
+			txn, ok := got[msgs[i].UpstreamID]
+			if !ok {
+				return nil, fmt.Errorf("append message %s to RT ticket %d: RT accepted it but its text lacks the marker line; check that no scrip rewrites correspondence", msgs[i].UpstreamID, id)
+			}
+			out[i].HelpdeskID = txn
+		}
+	}
+	for i, m := range msgs {
+		if out[i].HelpdeskID == "" {
+			out[i].HelpdeskID = out[first[m.UpstreamID]].HelpdeskID
 		}
 	}
 	return out, nil
 }
 
 // keepsStatus reports whether mirroring guest correspondence leaves a
-// ticket in status was: a new ticket always, a closed one when the
-// messages are history being filled in.
+// ticket in status was: a new ticket always, a closed one when the message
+// is history being filled in.
 func (a *Adapter) keepsStatus(was string, backfill bool) bool {
 	up, ok := a.status.Up(was)
 	switch {
@@ -677,16 +729,23 @@ func (a *Adapter) keepsStatus(was string, backfill bool) bool {
 	return false
 }
 
-// keepStatus puts the ticket's status back to was when a scrip changed it.
-func (a *Adapter) keepStatus(ctx context.Context, id int64, was string) error {
-	now, err := a.getTicket(ctx, "append", id)
-	if err != nil {
-		return err
+// locationID returns the id at the end of a 201's Location header when it
+// names a record of the kind (REST2 answers a reply or comment with the
+// transaction it made: /REST/2.0/transaction/<id>), "" otherwise.
+func locationID(resp *adapters.HTTPResponse, kind string) string {
+	if resp == nil {
+		return ""
 	}
-	if now.Status == was || was == "" {
-		return nil
+	loc := resp.Header.Get("Location")
+	i := strings.LastIndex(loc, kind)
+	if i < 0 {
+		return ""
 	}
-	return a.setStatus(ctx, id, was)
+	id := loc[i+len(kind):]
+	if n, err := strconv.ParseInt(id, 10, 64); err != nil || n <= 0 {
+		return ""
+	}
+	return id
 }
 
 // SetStatus sets the RT status s maps to.
@@ -767,11 +826,16 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if len(found) == 0 {
 		return adapters.Found{}, false, nil
 	}
-	if len(found) > 1 {
-		a.log.LogAttrs(ctx, slog.LevelWarn, "several RT tickets carry the same guest request; using the oldest",
-			slog.String("ticket", upstreamID), slog.String("op", "lookup"), slog.Int("count", len(found)))
+	id, err := a.oneTicket(ctx, upstreamID, found)
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("lookup: %w", err)
 	}
-	tk := found[0]
+	var tk rtTicket
+	for _, t := range found {
+		if int64(t.ID) == id {
+			tk = t
+		}
+	}
 	msgs, _, err := a.markers(ctx, int64(tk.ID), 0)
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("lookup: %w", err)

@@ -444,3 +444,61 @@ func TestMarkSentConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateTicketsAreMerged plays what a bridge killed while RT creates
+// a ticket can leave behind: two tickets of one request. Lookup keeps the
+// one holding the mirrored messages and merges the other into it.
+func TestDuplicateTicketsAreMerged(t *testing.T) {
+	r := needRT(t)
+	queue := r.queue(t, "dup")
+	a := r.open(t, map[string]string{"TICKETBRIDGE_RT_QUEUE": queue, "TICKETBRIDGE_RT_QUEUES": ""})
+	tk := upTicket("", guestapi.StatusNew)
+	g := r.agent()
+	// The orphan: created first, holding nothing but the request.
+	var orphan struct {
+		ID string `json:"id"`
+	}
+	if err := g.do(t.Context(), http.MethodPost, "/ticket", nil, map[string]any{
+		"Queue": queue, "Subject": "orphan", "Content": "Guest request " + tk.UpstreamID, "ContentType": "text/plain",
+		"CustomFields": map[string]string{rt.DefaultIDField: tk.UpstreamID},
+	}, &orphan); err != nil {
+		t.Fatal(err)
+	}
+	// The second ticket, which holds what was mirrored; the adapter would
+	// have made it had its search come before the orphan's create ended.
+	var second struct {
+		ID string `json:"id"`
+	}
+	if err := g.do(t.Context(), http.MethodPost, "/ticket", nil, map[string]any{
+		"Queue": queue, "Subject": "second", "Content": "Guest request " + tk.UpstreamID, "ContentType": "text/plain",
+		"CustomFields": map[string]string{rt.DefaultIDField: tk.UpstreamID},
+	}, &second); err != nil {
+		t.Fatal(err)
+	}
+	m := guestMsg("Hello from the second ticket.", time.Now())
+	if _, err := a.Append(t.Context(), adapters.Ref(second.ID), []adapters.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	f, ok, err := a.Lookup(t.Context(), tk.UpstreamID)
+	if err != nil || !ok {
+		t.Fatalf("Lookup = %v, %v", ok, err)
+	}
+	if string(f.Ref) != second.ID || len(f.Messages) != 1 {
+		t.Errorf("Lookup = %+v; want ticket %s with the one message", f, second.ID)
+	}
+	var found struct{ Items []struct{ ID string } }
+	q := url.Values{"query": {"'CF.{" + rt.DefaultIDField + "}' = '" + tk.UpstreamID + "'"}}
+	if err := g.do(t.Context(), http.MethodGet, "/tickets", q, nil, &found); err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Items) != 1 || found.Items[0].ID != second.ID {
+		t.Errorf("RT shows the tickets %+v of the request, want only %s", found.Items, second.ID)
+	}
+	// The merged ticket's number leads to the kept one.
+	if got, err := a.EnsureTicket(t.Context(), tk); err != nil || string(got) != second.ID {
+		t.Errorf("EnsureTicket after the merge = %q, %v; want %s", got, err, second.ID)
+	}
+	if app, err := a.Append(t.Context(), adapters.Ref(orphan.ID), []adapters.Message{m}); err != nil || !app[0].Existed {
+		t.Errorf("Append through the merged ticket's number = %+v, %v; want the message found", app, err)
+	}
+}
