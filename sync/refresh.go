@@ -276,7 +276,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 		}
 		msgs = append(msgs, adapters.Message{
 			UpstreamID: m.ID, AuthorType: m.AuthorType, AuthorName: m.AuthorName,
-			Body: m.Body, Public: m.VisibleToGuest, CreatedAt: m.CreatedAt,
+			Body: mirrorBody(m.Body), Public: m.VisibleToGuest, CreatedAt: m.CreatedAt,
 		})
 	}
 	if len(msgs) > 0 {
@@ -347,4 +347,17 @@ func toAdapterTicket(d guestapi.TicketDetail) adapters.Ticket {
 		UpstreamID: d.ID, Department: d.Department, Status: d.Status, TaskDescription: d.TaskDescription,
 		Origin: d.Origin, Comments: comments, GuestRating: d.GuestRating, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
+}
+
+// NoTextPlaceholder stands in the helpdesk for an upstream message without
+// text. The API returns no attachments, so a guest who sends only a photo
+// produces one; adapters refuse an empty body, and the ticket would
+// otherwise be stuck on it.
+const NoTextPlaceholder = "(no text: the guest request holds only what the API does not return, such as a photo)"
+
+func mirrorBody(body string) string {
+	if strings.TrimSpace(body) == "" {
+		return NoTextPlaceholder
+	}
+	return body
 }
