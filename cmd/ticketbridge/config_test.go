@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -172,5 +173,64 @@ func TestRunUsageAndVersion(t *testing.T) {
 	out.Reset()
 	if code := exitCode(run(context.Background(), []string{"version", "--help"}, &out, &errb), &errb); code != 0 || !strings.Contains(out.String(), "Usage: ticketbridge version") {
 		t.Fatalf("version --help: exit %d, output %q", code, out.String())
+	}
+}
+
+// TestConfigExample: config.example.env parses as systemd and --env-file
+// read it, and names every TICKETBRIDGE_ variable the code reads, including
+// the adapters' prefixed ones.
+func TestConfigExample(t *testing.T) {
+	example, err := os.ReadFile("../../config.example.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Commented-out defaults must parse too once uncommented.
+	uncommented := regexp.MustCompile(`(?m)^#(TICKETBRIDGE_)`).ReplaceAll(example, []byte("$1"))
+	vars, err := parseEnv(bytes.NewReader(uncommented), "config.example.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(context.Background(), envconfig.MapLookuper(vars)); err != nil {
+		t.Fatalf("the example's defaults do not load: %v", err)
+	}
+	var missing []string
+	literal := regexp.MustCompile(`TICKETBRIDGE_[A-Z0-9_]+`)
+	prefix := regexp.MustCompile(`EnvPrefix\s*=\s*"(TICKETBRIDGE_[A-Z0-9_]+_)"|PrefixLookuper\("(TICKETBRIDGE_[A-Z0-9_]+_)"`)
+	tag := regexp.MustCompile("env:\"([A-Z0-9_]+)")
+	err = filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		names := literal.FindAllString(string(src), -1)
+		if m := prefix.FindStringSubmatch(string(src)); m != nil {
+			p := m[1] + m[2]
+			dir, _ := os.ReadDir(filepath.Dir(path))
+			for _, f := range dir {
+				if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), f.Name())); err == nil && !strings.HasSuffix(f.Name(), "_test.go") {
+					for _, tm := range tag.FindAllStringSubmatch(string(b), -1) {
+						names = append(names, p+tm[1])
+					}
+				}
+			}
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n, "_") {
+				continue // a prefix, completed by the tags above
+			}
+			if _, ok := vars[n]; !ok && !bytes.Contains(example, []byte(n+"=")) {
+				missing = append(missing, n+" ("+path+")")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Fatalf("config.example.env lacks:\n%s", strings.Join(missing, "\n"))
 	}
 }
