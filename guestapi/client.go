@@ -696,6 +696,10 @@ func decodeObject(body []byte, v any) error {
 	if b[0] != '{' {
 		return fmt.Errorf("want a JSON object, got %s", clean(string(b), 40))
 	}
+	if !utf8.Valid(b) {
+		// encoding/json would turn the bad bytes into U+FFFD silently.
+		return errors.New("the answer is not valid UTF-8")
+	}
 	return json.Unmarshal(b, v)
 }
 
@@ -717,10 +721,15 @@ func decodeList(body []byte) ([]Ticket, error) {
 	if ts == nil { // null: a server's empty list
 		ts = []Ticket{}
 	}
+	seen := make(map[string]int, len(ts))
 	for i, t := range ts {
 		if t.ID == "" {
 			return nil, fmt.Errorf("tickets[%d]: id is missing", i)
 		}
+		if j, dup := seen[t.ID]; dup {
+			return nil, fmt.Errorf("tickets[%d]: id %q repeats tickets[%d]", i, clean(t.ID, 80), j)
+		}
+		seen[t.ID] = i
 	}
 	return ts, nil
 }
@@ -740,10 +749,15 @@ func decodeThread(body []byte) (*Thread, error) {
 	if w.Ticket.ID == "" {
 		return nil, errors.New("ticket: id is missing")
 	}
+	seen := make(map[string]int, len(w.Messages))
 	for i, m := range w.Messages {
 		if m.ID == "" {
 			return nil, fmt.Errorf("messages[%d]: id is missing", i)
 		}
+		if j, dup := seen[m.ID]; dup {
+			return nil, fmt.Errorf("messages[%d]: id %q repeats messages[%d]", i, clean(m.ID, 80), j)
+		}
+		seen[m.ID] = i
 	}
 	th := &Thread{Ticket: *w.Ticket, Messages: w.Messages}
 	if th.Messages == nil {
