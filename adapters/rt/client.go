@@ -3,7 +3,6 @@ package rt
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,9 +152,11 @@ type rtTransaction struct {
 	NewValue string  `json:"NewValue"`
 }
 
-// rtAttachment is the part of a REST2 attachment the adapter reads. In a
-// collection, Content is the decoded text; the single-attachment endpoint
-// sends it base64-encoded (see [decodeContent]).
+// rtAttachment is the part of a REST2 attachment the adapter reads. RT
+// stores a text part quoted-printable or base64 as it sees fit; in a
+// collection, Content is that part decoded, as UTF-8 text (RT converts
+// text to UTF-8 when it stores it). Only GET /attachment/:id sends Content
+// base64-encoded, and the adapter never reads attachments one by one.
 type rtAttachment struct {
 	ID            flexID  `json:"id"`
 	TransactionID flexID  `json:"TransactionId"`
@@ -191,16 +192,6 @@ func rtTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("read RT time %q: %w", s, err)
 	}
 	return t.UTC(), nil
-}
-
-// decodeContent returns the text of an attachment's Content as the
-// single-attachment endpoint sends it: base64 of the raw bytes.
-func decodeContent(s string) (string, error) {
-	b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		return "", fmt.Errorf("decode attachment content: %w", err)
-	}
-	return string(b), nil
 }
 
 // searchCond is one condition of a REST2 JSON search.
