@@ -9,9 +9,10 @@
 #   deploy/dev/rt.sh stop     stop the server started by `start`
 #   deploy/dev/rt.sh status   say whether it runs and answers
 #
-# `start` is idempotent: run twice, it finds the server running and only
-# renews the bridge's token and the test agent's password. What it creates
-# in RT (again only when missing):
+# `start` is idempotent: run twice, it finds the server running, creates
+# nothing twice and prints the same credentials (kept, readable by root
+# only, next to the pid file, and renewed only when RT no longer accepts
+# them). What it creates in RT (only when missing):
 #   - the queue Housekeeping (the department mapping's example) next to General;
 #   - the ticket custom fields "Guest Request ID" (one value) and
 #     "Guest Request Sent" (many values), applied to all queues;
@@ -217,22 +218,31 @@ grant($agent, qw(SeeQueue ShowTicket CreateTicket ModifyTicket ReplyToTicket
     CommentOnTicket ShowTicketComments SeeCustomField ModifyCustomField OwnTicket
     DeleteTicket));
 
-# A fresh token for the bridge; older ones from this script are revoked.
-my $tokens = RT::AuthTokens->new($sys);
-$tokens->LimitOwner(VALUE => $bridge->id);
-while (my $t = $tokens->Next) {
-    $t->Delete if ($t->Description // '') eq 'ticketbridge (deploy/dev/rt.sh)';
+# The credentials handed out by an earlier start are kept while RT still
+# accepts them, so that a second start never pulls them from under a test
+# run or a bridge that uses them. (RT keeps only a hash of a token: the
+# value itself lives in the credentials file next to the pid file.)
+my ($auth, $bridge_pw, $agent_pw) = @ENV{qw(RT_SH_TOKEN RT_SH_BRIDGE_PASSWORD RT_SH_AGENT_PASSWORD)};
+my ($token_user) = $auth ? RT::Authen::Token->UserForAuthString($auth) : ();
+unless ($token_user && $token_user->id == $bridge->id) {
+    # A fresh token; older ones of this script are revoked.
+    my $tokens = RT::AuthTokens->new($sys);
+    $tokens->LimitOwner(VALUE => $bridge->id);
+    while (my $t = $tokens->Next) {
+        $t->Delete if ($t->Description // '') eq 'ticketbridge (deploy/dev/rt.sh)';
+    }
+    my $token = RT::AuthToken->new($sys);
+    my ($tid, $tmsg);
+    ($tid, $tmsg, $auth) = $token->Create(Owner => $bridge->id, Description => 'ticketbridge (deploy/dev/rt.sh)');
+    check($tid, $tmsg, 'create auth token');
 }
-my $token = RT::AuthToken->new($sys);
-my ($tid, $tmsg, $auth) = $token->Create(Owner => $bridge->id, Description => 'ticketbridge (deploy/dev/rt.sh)');
-check($tid, $tmsg, 'create auth token');
-
-my $bridge_pw = password();
-my ($ok, $msg) = $bridge->SetPassword($bridge_pw);
-check($ok, $msg, 'set the password of ticketbridge');
-my $agent_pw = password();
-($ok, $msg) = $agent->SetPassword($agent_pw);
-check($ok, $msg, 'set the password of agent');
+for my $who ([$bridge, \$bridge_pw], [$agent, \$agent_pw]) {
+    my ($u, $pw) = @$who;
+    next if $$pw && $u->IsPassword($$pw);
+    $$pw = password();
+    my ($ok, $msg) = $u->SetPassword($$pw);
+    check($ok, $msg, 'set the password of ' . $u->Name);
+}
 
 print "TICKETBRIDGE_RT_TOKEN=$auth\n";
 print "TICKETBRIDGE_RT_TEST_BRIDGE_USER=ticketbridge\n";
@@ -248,12 +258,19 @@ cmd_start() {
   install_rt
   configure
   start_server
-  local vars
-  if ! vars=$(setup); then
+  local vars creds="$RT_RUN_DIR/rt-$RT_PORT.credentials"
+  local RT_SH_TOKEN="" RT_SH_BRIDGE_PASSWORD="" RT_SH_AGENT_PASSWORD=""
+  if [ -f "$creds" ]; then
+    RT_SH_TOKEN=$(sed -n 's/^TICKETBRIDGE_RT_TOKEN=//p' "$creds")
+    RT_SH_BRIDGE_PASSWORD=$(sed -n 's/^TICKETBRIDGE_RT_TEST_BRIDGE_PASSWORD=//p' "$creds")
+    RT_SH_AGENT_PASSWORD=$(sed -n 's/^TICKETBRIDGE_RT_TEST_AGENT_PASSWORD=//p' "$creds")
+  fi
+  if ! vars=$(RT_SH_TOKEN="$RT_SH_TOKEN" RT_SH_BRIDGE_PASSWORD="$RT_SH_BRIDGE_PASSWORD" RT_SH_AGENT_PASSWORD="$RT_SH_AGENT_PASSWORD" setup); then
     say "setting up users, custom fields and rights failed; the end of $LOG_FILE:"
     tail -n 30 "$LOG_FILE" >&2 || true
     exit 1
   fi
+  (umask 077 && printf '%s\n' "$vars" >"$creds")
   cat <<EOF
 # Request Tracker on $BASE (pid $(cat "$PID_FILE")); paste into the env file.
 TICKETBRIDGE_ADAPTER=rt
@@ -263,7 +280,7 @@ TICKETBRIDGE_RT_QUEUE=General
 TICKETBRIDGE_RT_QUEUES=housekeeping=Housekeeping
 # For the adapter's tests only (the agent acts in RT as a person would):
 $(grep '^TICKETBRIDGE_RT_TEST_' <<<"$vars")
-# RT's web UI: $BASE (root / password; agent / the password above)
+# RT's web UI: $BASE/rt/ (root / password; agent / the password above)
 EOF
 }
 
