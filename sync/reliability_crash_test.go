@@ -28,8 +28,9 @@ import (
 // (each an I/O step), or at a random moment after a completed cycle.
 // Between two starts guests write through the console and agents drop
 // replies and notes into the outbox. After every kill the state file must
-// open; after the last start the daemon runs until it is quiet and stops
-// on SIGTERM. Then the helpdesk folder must hold every request once and
+// open and be readable by its owner only, and no log line may hold the API
+// key; after the last start the daemon runs until it is quiet and stops on
+// SIGTERM. Then the helpdesk folder must hold every request once and
 // every guest message once (the bridge's own posts never), and the API
 // every agent reply and note once. 15 restarts by default; 100 with
 // TICKETBRIDGE_RELIABILITY=full.
@@ -130,6 +131,9 @@ func TestReliabilityCrash(t *testing.T) {
 		t.Fatalf("the daemon stopped with %v on SIGTERM, want exit status 0\n%s", d.exit, d.tail())
 	}
 	c.checkStateOpens()
+	if fi, err := os.Stat(c.state + ".status.json"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("status snapshot: %v, want mode 0600", fi)
+	}
 	c.check()
 }
 
@@ -358,6 +362,7 @@ type daemon struct {
 	cmd   *exec.Cmd
 	begin time.Time
 	lines chan daemonLine // closed at EOF
+	key   string          // the API key, which no line may hold
 	exit  error           // Wait's result, once drained
 	last  []string        // the last lines, for failure messages
 
@@ -382,7 +387,7 @@ func (c *crashWorld) start() *daemon {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	d := &daemon{t: c.t, cmd: cmd, lines: make(chan daemonLine, 1<<16), begin: time.Now()}
+	d := &daemon{t: c.t, cmd: cmd, lines: make(chan daemonLine, 1<<16), begin: time.Now(), key: c.ts.Keys.TicketsWrite}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -417,6 +422,9 @@ func (d *daemon) next() (daemonLine, bool) {
 			return l, false
 		}
 		d.seen++
+		if strings.Contains(l.raw, d.key) {
+			d.t.Errorf("the daemon logged the API key")
+		}
 		d.last = append(d.last, l.raw)
 		if len(d.last) > 40 {
 			d.last = d.last[1:]
