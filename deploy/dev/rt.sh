@@ -258,7 +258,7 @@ cmd_start() {
   install_rt
   configure
   start_server
-  local vars creds="$RT_RUN_DIR/rt-$RT_PORT.credentials"
+  local vars creds="$RT_RUN_DIR/credentials"  # one RT database, whatever the port
   local RT_SH_TOKEN="" RT_SH_BRIDGE_PASSWORD="" RT_SH_AGENT_PASSWORD=""
   if [ -f "$creds" ]; then
     RT_SH_TOKEN=$(sed -n 's/^TICKETBRIDGE_RT_TOKEN=//p' "$creds")
