@@ -37,6 +37,16 @@
 //     where a comment would mail every AdminCc for every delivered reply.
 //     Set the variable to "none" to go without: after a state loss the
 //     engine then relies on the API's Idempotency-Key retention alone.
+//   - RT opens a new or closed ticket on correspondence (its scrip "On
+//     Correspond Open Inactive Tickets"). A mirrored guest message leaves a
+//     new ticket new (until an agent takes it up) and a closed one closed
+//     when it is history being filled in; a new guest message on a closed
+//     ticket reopens it.
+//   - A bridge killed while RT creates a ticket leaves that create running
+//     in RT; the restarted bridge may search before it ends and create a
+//     second ticket. EnsureTicket searches again after creating, and
+//     duplicates are merged (RT's way) into the one holding the mirrored
+//     messages.
 //   - Tickets are followed in the queues the adapter is configured with; a
 //     ticket an agent moves to another queue is no longer synced.
 //   - RT leaves deleted tickets out of every search. An agent deleting a
