@@ -151,7 +151,7 @@ func startDemo(ctx context.Context, dir string, log *slog.Logger, out io.Writer)
 	d.served = make(chan error, 1)
 	go func() { d.served <- d.hs.Serve(ln) }()
 
-	if d.client, err = guestapi.New(guestapi.Config{BaseURL: d.url, APIKey: d.key, Logger: log.With("op", "api")}); err != nil {
+	if d.client, err = guestapi.New(guestapi.Config{BaseURL: d.url, APIKey: d.key, Logger: log}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if d.hd, err = files.New(ctx, files.Options{Dir: d.hdDir, Logger: log.With("adapter", files.Name)}); err != nil {

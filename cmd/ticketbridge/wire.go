@@ -115,7 +115,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 		BaseURL:    cfg.APIURL,
 		APIKey:     key,
 		HTTPClient: opts.HTTPClient,
-		Logger:     log.With("op", "api"),
+		Logger:     log, // the client names each request's op itself
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
