@@ -9,6 +9,8 @@ import (
 	gosync "sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 
@@ -407,14 +409,20 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
 	wg.Wait()
 }
 
-// validID reports whether id can key a state record (upstream ids are
-// UUIDs; anything else odd is refused before it reaches a transaction).
+// maxIDLen is the longest ticket or message id state stores.
+const maxIDLen = 200
+
+// validID reports whether id can key a state record: the rule of state's
+// own id check (1 to 200 bytes of UTF-8, no control character, no "/"),
+// so that an id refused here never reaches a transaction and one accepted
+// here is never refused there, which would fail the whole transaction.
+// Upstream ids are UUIDs.
 func validID(id string) bool {
-	if id == "" || len(id) > 200 {
+	if id == "" || len(id) > maxIDLen || !utf8.ValidString(id) {
 		return false
 	}
 	for _, r := range id {
-		if r == '/' || r < ' ' || r == 0x7f {
+		if r == '/' || unicode.IsControl(r) {
 			return false
 		}
 	}
