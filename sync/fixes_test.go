@@ -3,7 +3,9 @@ package sync_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -83,4 +85,46 @@ func TestHelpdeskEventOnIDStateRefusesIsSkipped(t *testing.T) {
 		t.Fatal("the agent's reply was not sent upstream")
 	}
 	e.checkExactlyOnce()
+}
+
+// oddMessageIDs answers every post with a message id state cannot store,
+// counting the posts.
+type oddMessageIDs struct {
+	tbsync.API
+	posts *atomic.Int64
+}
+
+func (a oddMessageIDs) PostMessage(ctx context.Context, id string, m guestapi.NewMessage, key string) (guestapi.PostMessageResult, error) {
+	a.posts.Add(1)
+	res, err := a.API.PostMessage(ctx, id, m, key)
+	if err == nil {
+		res.MessageID += "/odd"
+	}
+	return res, err
+}
+
+// TestOddMessageIDStillStoresTheSend: a message id the API returns that
+// cannot be stored does not undo the cycle's confirmed sends: each reply
+// is posted once, not again every cycle.
+func TestOddMessageIDStillStoresTheSend(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.newTicket("a"), e.newTicket("b")
+	e.cycle()
+	var posts atomic.Int64
+	e.wrapAPI = func(api tbsync.API) tbsync.API { return oddMessageIDs{API: api, posts: &posts} }
+	e.open()
+	for _, id := range []string{a, b} {
+		if _, err := e.backend.Reply(e.ref(id), "Agent", "reply on "+id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 4 {
+		if _, err := e.engine.RunCycle(context.Background()); err != nil {
+			t.Fatalf("cycle: %v", err)
+		}
+		e.clock.Advance(30 * time.Second)
+	}
+	if n := posts.Load(); n != 2 {
+		t.Fatalf("%d posts for 2 replies", n)
+	}
 }

@@ -169,7 +169,16 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 				if !o.sent {
 					continue
 				}
-				if o.en.UpstreamMessageID != "" {
+				switch {
+				case o.en.UpstreamMessageID == "":
+				case !validID(o.en.UpstreamMessageID):
+					// Refusing the whole transaction would lose every
+					// confirmed send of the cycle and post them all again.
+					// The sent mark is stored; the post is only not known
+					// as the bridge's own (refresh skips its odd id).
+					e.log.LogAttrs(c.ctx, slog.LevelWarn, fmt.Sprintf("the API returned a message id that cannot be stored (%q): the post is recorded as sent but not as the bridge's own", o.en.UpstreamMessageID),
+						slog.String("op", "send"), slog.String("ticket", o.en.TicketID), slog.String("message", o.en.EventID))
+				default:
 					if err := tx.MarkOwn(o.en.TicketID, o.en.UpstreamMessageID, o.en.EventID, o.en.SentAt); err != nil {
 						return err
 					}
