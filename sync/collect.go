@@ -284,9 +284,10 @@ func (c *cycle) lookupAll(ids []string) map[string]adoption {
 // upstream messages it holds (mirrored) and the events it delivered (the
 // ticket's own posts, and a sent journal entry per event, so the event is
 // not sent again when the adapter reports it anew). Events already
-// journaled are left as they are. A status change found delivered leaves
-// no entry: a status event that comes again loses against the newer
-// upstream change it caused (see refresh).
+// journaled are left as they are. A delivered status change (recorded
+// without a message id) gets a sent entry too: the adapter may report it
+// again on a later page of Changes, and sent anew it would revert a newer
+// upstream status.
 func putSeeds(tx *state.Tx, adapterName, id string, ref adapters.Ref, f adapters.Found, now time.Time) error {
 	for msgID, hdID := range f.Messages {
 		if !validID(msgID) {
@@ -297,11 +298,16 @@ func putSeeds(tx *state.Tx, adapterName, id string, ref adapters.Ref, f adapters
 		}
 	}
 	for eventID, msgID := range f.Sent {
-		if msgID == "" || !validID(msgID) || checkEvent(adapters.Event{ID: eventID, UpstreamTicketID: id, Kind: adapters.EventReply}) != nil {
+		if checkEvent(adapters.Event{ID: eventID, UpstreamTicketID: id, Kind: adapters.EventReply}) != nil {
 			continue
 		}
-		if err := tx.MarkOwn(id, msgID, eventID, now); err != nil {
-			return err
+		if !validID(msgID) {
+			msgID = "" // a status change, or an id that cannot be stored
+		}
+		if msgID != "" {
+			if err := tx.MarkOwn(id, msgID, eventID, now); err != nil {
+				return err
+			}
 		}
 		if _, ok, err := tx.JournalEntry(eventID); err != nil {
 			return err
@@ -309,7 +315,8 @@ func putSeeds(tx *state.Tx, adapterName, id string, ref adapters.Ref, f adapters
 			continue
 		}
 		// Recorded as a reply without a body: the helpdesk keeps which
-		// message the event became, not what it was.
+		// message the event became (none for a status change), not what
+		// it was.
 		if _, err := tx.PutJournal(state.Entry{
 			EventID:           eventID,
 			TicketID:          id,

@@ -2,12 +2,14 @@ package sync_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/memory"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
@@ -127,4 +129,45 @@ func TestOddMessageIDStillStoresTheSend(t *testing.T) {
 	if n := posts.Load(); n != 2 {
 		t.Fatalf("%d posts for 2 replies", n)
 	}
+}
+
+// TestStateLostDeliveredStatusNotSentAgain: after a state loss, a status
+// change the helpdesk recorded as delivered, reported again on a later
+// page of Changes than the one that adopted its ticket, is not sent again:
+// it would revert the newer upstream status.
+func TestStateLostDeliveredStatusNotSentAgain(t *testing.T) {
+	e := newEnv(t)
+	e.wrapHD = func(adapters.Helpdesk) adapters.Helpdesk {
+		return memory.New(e.backend, memory.Options{PageSize: 1})
+	}
+	id := e.newTicket("a")
+	e.cycle()
+	if _, err := e.backend.Reply(e.ref(id), "Agent", "on it"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.backend.SetStatus(e.ref(id), "Agent", "working"); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusInProgress {
+		t.Fatalf("upstream status %s, want in_progress", got)
+	}
+	e.clock.Advance(time.Minute)
+	if err := e.ts.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+
+	e.store.Close()
+	e.store = nil
+	if err := os.Remove(e.path); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(48 * time.Hour) // the server's idempotency keys have expired
+	e.open()
+	e.quiesce()
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusDone {
+		t.Fatalf("upstream status %s after the state was lost, want done", got)
+	}
+	e.checkExactlyOnce()
 }
