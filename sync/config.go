@@ -38,6 +38,10 @@ type Config struct {
 	// ClosedGrace is how long a closed ticket is read at ClosedInterval
 	// before it is retired.
 	ClosedGrace time.Duration `env:"TICKETBRIDGE_CLOSED_GRACE, default=72h"`
+	// RetiredInterval is how often a retired ticket (closed for longer
+	// than ClosedGrace) is still read, so that a guest message on it is
+	// not lost when no list shows it changed.
+	RetiredInterval time.Duration `env:"TICKETBRIDGE_RETIRED_INTERVAL, default=24h"`
 	// AuthorName is the author_name of replies and notes whose agent name
 	// the helpdesk does not give.
 	AuthorName string `env:"TICKETBRIDGE_AUTHOR_NAME, default=Support team"`
@@ -49,14 +53,15 @@ type Config struct {
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
 	return Config{
-		Schedule:       "@every 30s",
-		Concurrency:    4,
-		SweepInterval:  10 * time.Minute,
-		QuietMax:       30 * time.Minute,
-		ClosedInterval: time.Hour,
-		ClosedGrace:    72 * time.Hour,
-		AuthorName:     "Support team",
-		NotesUpstream:  true,
+		Schedule:        "@every 30s",
+		Concurrency:     4,
+		SweepInterval:   10 * time.Minute,
+		QuietMax:        30 * time.Minute,
+		ClosedInterval:  time.Hour,
+		ClosedGrace:     72 * time.Hour,
+		RetiredInterval: 24 * time.Hour,
+		AuthorName:      "Support team",
+		NotesUpstream:   true,
 	}
 }
 
@@ -191,6 +196,8 @@ func (c Config) parse() (parsed, error) {
 		return p, fmt.Errorf("TICKETBRIDGE_CLOSED_INTERVAL=%s: want a positive duration such as 1h", c.ClosedInterval)
 	case c.ClosedGrace < 0:
 		return p, fmt.Errorf("TICKETBRIDGE_CLOSED_GRACE=%s: want a duration of zero or more such as 72h", c.ClosedGrace)
+	case c.RetiredInterval <= 0:
+		return p, fmt.Errorf("TICKETBRIDGE_RETIRED_INTERVAL=%s: want a positive duration such as 24h", c.RetiredInterval)
 	case strings.TrimSpace(c.AuthorName) == "":
 		return p, fmt.Errorf("TICKETBRIDGE_AUTHOR_NAME is empty: want the name shown on replies whose agent is unknown")
 	case strings.ContainsAny(c.AuthorName, "\r\n"):

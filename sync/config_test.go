@@ -42,6 +42,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{func(c *Config) { c.QuietMax = -time.Second }, "TICKETBRIDGE_QUIET_MAX"},
 		{func(c *Config) { c.ClosedInterval = 0 }, "TICKETBRIDGE_CLOSED_INTERVAL"},
 		{func(c *Config) { c.ClosedGrace = -time.Hour }, "TICKETBRIDGE_CLOSED_GRACE"},
+		{func(c *Config) { c.RetiredInterval = 0 }, "TICKETBRIDGE_RETIRED_INTERVAL"},
 		{func(c *Config) { c.AuthorName = " " }, "TICKETBRIDGE_AUTHOR_NAME is empty"},
 	}
 	for _, tc := range cases {

@@ -17,7 +17,7 @@ const (
 	DueRetry   = "retry"   // the last try failed: read again after a backoff
 	DueUpdated = "updated" // a list showed a newer updated_at
 	DueEvent   = "event"   // the helpdesk reported an event on it
-	DueRetired = "retired" // closed for longer than the grace: not read again
+	DueRetired = "retired" // closed for longer than the grace: read at the retired interval
 )
 
 // policy decides when a tracked ticket is read again.
@@ -29,8 +29,9 @@ const (
 //     read of a ticket (its import) counts as quiet: what it found is old.
 //   - A closed ticket (done, completed, confirmed, cancelled) is read every
 //     ClosedInterval for ClosedGrace after it was first seen closed, then
-//     retired: it is not read again unless a list shows it updated or the
-//     helpdesk reports an event on it.
+//     retired: it is read only every RetiredInterval (a guest may still
+//     write on it without a list showing it updated), or at once when a
+//     list shows it updated or the helpdesk reports an event on it.
 //   - A failure backs off from one interval, doubling with Attempts, up to
 //     QuietMax.
 type policy struct {
@@ -38,10 +39,11 @@ type policy struct {
 	quietMax       time.Duration
 	closedInterval time.Duration
 	closedGrace    time.Duration
+	retired        time.Duration
 }
 
 func newPolicy(p parsed) policy {
-	return policy{interval: p.interval, quietMax: p.QuietMax, closedInterval: p.ClosedInterval, closedGrace: p.ClosedGrace}
+	return policy{interval: p.interval, quietMax: p.QuietMax, closedInterval: p.ClosedInterval, closedGrace: p.ClosedGrace, retired: p.RetiredInterval}
 }
 
 // slack is how early a due time may be and still count at a cycle's start:
@@ -52,9 +54,6 @@ func (p policy) slack() time.Duration {
 
 // due reports whether t should be read in the cycle that started at now.
 func (p policy) due(t *state.Ticket, now time.Time) bool {
-	if t.Retired {
-		return false
-	}
 	return !t.NextDue.After(now.Add(p.slack()))
 }
 
@@ -88,7 +87,7 @@ func (p policy) afterRead(t *state.Ticket, now time.Time, active bool) {
 	t.QuietStreak++
 	if closed {
 		if now.Sub(t.ClosedAt) >= p.closedGrace {
-			t.NextDue, t.DueReason, t.Retired = time.Time{}, DueRetired, true
+			t.NextDue, t.DueReason, t.Retired = now.Add(p.retired), DueRetired, true
 			return
 		}
 		t.NextDue, t.DueReason = now.Add(p.closedInterval), DueClosed

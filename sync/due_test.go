@@ -8,7 +8,7 @@ import (
 )
 
 func testPolicy() policy {
-	return policy{interval: 30 * time.Second, quietMax: 30 * time.Minute, closedInterval: time.Hour, closedGrace: 72 * time.Hour}
+	return policy{interval: 30 * time.Second, quietMax: 30 * time.Minute, closedInterval: time.Hour, closedGrace: 72 * time.Hour, retired: 24 * time.Hour}
 }
 
 func TestDueQuietBacksOffToTheCap(t *testing.T) {
@@ -56,10 +56,18 @@ func TestDueClosedRetiresAfterGrace(t *testing.T) {
 	if reads < 72 || reads > 74 {
 		t.Fatalf("%d reads in the grace period, want about one an hour", reads)
 	}
-	later := now.Add(100 * time.Hour)
-	if p.due(tk, later) {
-		t.Fatal("a retired ticket is due")
+	retiredAt := tk.NextDue.Add(-24 * time.Hour)
+	if p.due(tk, retiredAt.Add(23*time.Hour)) {
+		t.Fatal("a retired ticket is due before the retired interval")
 	}
+	if !p.due(tk, retiredAt.Add(24*time.Hour)) {
+		t.Fatal("a retired ticket is not read again after the retired interval")
+	}
+	p.afterRead(tk, retiredAt.Add(24*time.Hour), false)
+	if !tk.Retired || tk.NextDue != retiredAt.Add(48*time.Hour) {
+		t.Fatalf("a quiet read of a retired ticket: %+v", tk)
+	}
+	later := now.Add(100 * time.Hour)
 	p.wake(tk, later, DueUpdated)
 	if !p.due(tk, later) || tk.Retired {
 		t.Fatal("a list showing it updated does not bring it back")

@@ -171,3 +171,44 @@ func TestStateLostDeliveredStatusNotSentAgain(t *testing.T) {
 	}
 	e.checkExactlyOnce()
 }
+
+// frozenList shows every listed ticket as never updated: an API that does
+// not move updated_at on a new message.
+type frozenList struct{ tbsync.API }
+
+func (a frozenList) ListTickets(ctx context.Context, opt guestapi.ListOptions) ([]guestapi.Ticket, error) {
+	ts, err := a.API.ListTickets(ctx, opt)
+	for i := range ts {
+		ts[i].UpdatedAt = ts[i].CreatedAt
+	}
+	return ts, err
+}
+
+// TestRetiredTicketStillRead: a guest message on a ticket closed long ago
+// (retired) reaches the helpdesk within the retired interval, even when
+// no list shows the ticket updated.
+func TestRetiredTicketStillRead(t *testing.T) {
+	e := newEnv(t)
+	e.wrapAPI = func(a tbsync.API) tbsync.API { return frozenList{a} }
+	id := e.newTicket("a")
+	e.cycle()
+	if err := e.ts.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	for range 80 { // past the closed grace: retired
+		e.clock.Advance(time.Hour)
+		e.cycle()
+	}
+	e.guest(id, "one more thing")
+	for range 25 {
+		e.clock.Advance(time.Hour)
+		e.cycle()
+	}
+	for _, m := range e.backend.Messages(e.ref(id)) {
+		if m.Body == "one more thing" {
+			e.checkExactlyOnce()
+			return
+		}
+	}
+	t.Fatal("the guest's message on the retired ticket was not mirrored")
+}
