@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,4 +212,45 @@ func TestRetiredTicketStillRead(t *testing.T) {
 		}
 	}
 	t.Fatal("the guest's message on the retired ticket was not mirrored")
+}
+
+// failingReads fails every read of the tickets in fail.
+type failingReads struct {
+	tbsync.API
+	fail *gosync.Map
+}
+
+func (a failingReads) GetTicket(ctx context.Context, id string) (*guestapi.Thread, error) {
+	if _, ok := a.fail.Load(id); ok {
+		return nil, &guestapi.Error{StatusCode: 503, Code: "unavailable", Message: "injected"}
+	}
+	return a.API.GetTicket(ctx, id)
+}
+
+// TestStatusWaitsWhileTicketBacksOff: a helpdesk status change is not sent
+// while its ticket backs off after a failed read (it is not read in that
+// cycle): the upstream status may be newer, and it is.
+func TestStatusWaitsWhileTicketBacksOff(t *testing.T) {
+	e := newEnv(t)
+	var fail gosync.Map
+	e.wrapAPI = func(a tbsync.API) tbsync.API { return failingReads{API: a, fail: &fail} }
+	id := e.newTicket("a")
+	e.cycle()
+	fail.Store(id, true)
+	e.clock.Advance(30 * time.Second)
+	if err := e.backend.SetStatus(e.ref(id), "Agent", "working"); err != nil {
+		t.Fatal(err)
+	}
+	e.cycle() // the read fails: the status waits, the ticket backs off
+	e.clock.Advance(5 * time.Second)
+	if err := e.ts.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(5 * time.Second)
+	e.cycle() // the ticket is not due: not read
+	fail.Delete(id)
+	e.quiesce()
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusDone {
+		t.Fatalf("upstream status %s, want the newer done", got)
+	}
 }

@@ -82,8 +82,10 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 		if c.stopped() || en.NextAttempt.After(c.now) {
 			break
 		}
-		if en.Kind == state.KindStatus && readFailed {
-			break // the ticket could not be read: its status might be newer
+		if en.Kind == state.KindStatus && (readFailed || t.Attempts > 0) {
+			// The ticket could not be read, in this cycle or (backing off)
+			// in an earlier one: its upstream status might be newer.
+			break
 		}
 		var (
 			msgID string
