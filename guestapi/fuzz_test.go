@@ -1,6 +1,7 @@
 package guestapi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func BenchmarkDecodeList(b *testing.B) {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString(`{"id":"0b7f3c2e-5d1a-4c8e-9f00-3a2b1c0d9e8f","department":"housekeeping","status":"new","task_description":"Extra towels","origin":"guest","guest_rating":null,"target_due_at":"2026-03-02T10:00:00.000000+00:00","created_at":"2026-03-01T10:00:00.123456+00:00","updated_at":"2026-03-01T10:05:00.000000+00:00"}`)
+		fmt.Fprintf(&sb, `{"id":"0b7f3c2e-5d1a-4c8e-9f00-%012d","department":"housekeeping","status":"new","task_description":"Extra towels","origin":"guest","guest_rating":null,"target_due_at":"2026-03-02T10:00:00.000000+00:00","created_at":"2026-03-01T10:00:00.123456+00:00","updated_at":"2026-03-01T10:05:00.000000+00:00"}`, i)
 	}
 	sb.WriteString(`]}`)
 	body := []byte(sb.String())
