@@ -2,6 +2,8 @@ package sync_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	gosync "sync"
@@ -252,5 +254,72 @@ func TestStatusWaitsWhileTicketBacksOff(t *testing.T) {
 	e.quiesce()
 	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusDone {
 		t.Fatalf("upstream status %s, want the newer done", got)
+	}
+}
+
+// failingMarks fails every MarkSent with err while on is set, counting the
+// calls.
+type failingMarks struct {
+	adapters.Helpdesk
+	err   error
+	on    *atomic.Bool
+	calls *atomic.Int64
+}
+
+func (h failingMarks) MarkSent(ctx context.Context, ref adapters.Ref, eventID, msgID string) error {
+	h.calls.Add(1)
+	if h.on.Load() {
+		return h.err
+	}
+	return h.Helpdesk.MarkSent(ctx, ref, eventID, msgID)
+}
+
+func markSentEnv(t *testing.T, err error) (*env, *atomic.Bool, *atomic.Int64) {
+	e := newEnv(t)
+	var fail atomic.Bool
+	fail.Store(true)
+	var calls atomic.Int64
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk {
+		return failingMarks{Helpdesk: h, err: err, on: &fail, calls: &calls}
+	}
+	id := e.newTicket("a")
+	e.cycle()
+	if _, err := e.backend.Reply(e.ref(id), "Agent", "on it"); err != nil {
+		t.Fatal(err)
+	}
+	return e, &fail, &calls
+}
+
+// TestMarkSentNotFoundGivenUp: a delivery the helpdesk refuses to record
+// for good (its ticket is gone) is given up, not retried every cycle.
+func TestMarkSentNotFoundGivenUp(t *testing.T) {
+	e, _, calls := markSentEnv(t, fmt.Errorf("mark sent: %w", adapters.ErrNotFound))
+	for range 10 {
+		e.tick()
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("MarkSent called %d times, want 1", n)
+	}
+}
+
+// TestMarkSentBacksOff: a delivery the helpdesk fails to record for now is
+// retried with a growing wait, and recorded once the helpdesk is back.
+func TestMarkSentBacksOff(t *testing.T) {
+	e, fail, calls := markSentEnv(t, errors.New("helpdesk unavailable"))
+	for range 30 { // 15 minutes
+		e.tick()
+	}
+	if n := calls.Load(); n < 2 || n > 6 {
+		t.Fatalf("MarkSent called %d times in 30 cycles, want a few", n)
+	}
+	fail.Store(false)
+	e.clock.Advance(time.Hour)
+	e.cycle()
+	n := calls.Load()
+	for range 5 {
+		e.tick()
+	}
+	if calls.Load() != n {
+		t.Fatal("MarkSent still called after it succeeded")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,8 +226,9 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 }
 
 // markSent tells the helpdesk which events were delivered, so that a
-// lookup after a lost state file finds them. Failures are logged and
-// retried next cycle; they never fail the cycle.
+// lookup after a lost state file finds them. A failure never fails the
+// cycle: one the adapter calls permanent (ErrNotFound, ErrInvalid) is
+// logged and given up, any other is retried after a backoff.
 func (c *cycle) markSent() {
 	if c.stopped() {
 		return
@@ -244,10 +246,12 @@ func (c *cycle) markSent() {
 		c.stop(fmt.Errorf("read journal: %w", err))
 		return
 	}
+	unmarked = slices.DeleteFunc(unmarked, func(en state.Entry) bool { return en.NextAttempt.After(c.now) })
 	if len(unmarked) == 0 {
 		return
 	}
-	marked := make([]bool, len(unmarked))
+	errs := make([]error, len(unmarked))
+	done := make([]bool, len(unmarked))
 	idx := make([]int, len(unmarked))
 	for i := range idx {
 		idx[i] = i
@@ -255,31 +259,39 @@ func (c *cycle) markSent() {
 	forEach(c.ctx, e.cfg.Concurrency, idx, func(i int) {
 		en := unmarked[i]
 		err := e.hd.MarkSent(c.ctx, adapters.Ref(en.Ref), en.EventID, en.UpstreamMessageID)
-		if err != nil {
-			if !c.interrupted(err) {
-				e.log.LogAttrs(c.ctx, slog.LevelWarn, "record delivery in the helpdesk failed; retried next cycle: "+err.Error(),
-					slog.String("op", "mark sent"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID))
-			}
+		if err != nil && c.interrupted(err) {
 			return
 		}
-		marked[i] = true
+		done[i], errs[i] = true, err
 	})
-	n := 0
-	for _, m := range marked {
-		if m {
-			n++
-		}
-	}
-	if n == 0 {
+	if !slices.Contains(done, true) {
 		return
 	}
 	now := e.now()
 	err := e.st.Update(func(tx *state.Tx) error {
 		for i, en := range unmarked {
-			if !marked[i] {
+			if !done[i] {
 				continue
 			}
-			en.MarkedAt = now
+			switch err := errs[i]; {
+			case err == nil:
+				en.MarkedAt, en.NextAttempt = now, time.Time{}
+			case errors.Is(err, adapters.ErrNotFound) || errors.Is(err, adapters.ErrInvalid):
+				e.log.LogAttrs(c.ctx, slog.LevelWarn, "record delivery in the helpdesk failed for good; given up: "+err.Error(),
+					slog.String("op", "mark sent"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID))
+				en.MarkedAt, en.NextAttempt = now, time.Time{}
+				en.LastError = "record delivery in the helpdesk given up: " + err.Error()
+			default:
+				var prev time.Duration
+				if !en.NextAttempt.IsZero() {
+					prev = en.NextAttempt.Sub(en.UpdatedAt)
+				}
+				wait := min(max(2*prev, e.pol.interval), e.pol.quietMax)
+				e.log.LogAttrs(c.ctx, slog.LevelWarn, fmt.Sprintf("record delivery in the helpdesk failed; retried in %s: %s", wait, err),
+					slog.String("op", "mark sent"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID))
+				en.NextAttempt = now.Add(wait)
+				en.LastError = "record delivery in the helpdesk: " + err.Error()
+			}
 			if _, err := tx.PutJournal(en); err != nil {
 				return err
 			}
