@@ -1,11 +1,15 @@
 package sync
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters/memory"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -33,5 +37,44 @@ func TestValidIDMatchesState(t *testing.T) {
 		if stored := err == nil; stored != validID(id) {
 			t.Errorf("id %q: validID %v, state stores it: %v (%v)", id, validID(id), stored, err)
 		}
+	}
+}
+
+// commits returns the store's transaction id: it grows by one per commit.
+func commits(t *testing.T, st *state.Store) uint64 {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := st.Backup(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	return binary.LittleEndian.Uint64(b.Bytes()[64:]) // page header, then the meta's txid
+}
+
+type noAPI struct{ API }
+
+// TestStoreSentNothingCommitsNothing: when every pending entry waits, the
+// send phase commits nothing.
+func TestStoreSentNothingCommitsNothing(t *testing.T) {
+	st, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e, err := New(DefaultConfig(), Deps{API: noAPI{}, Helpdesk: memory.New(memory.NewBackend(), memory.Options{}), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.newCycle(context.Background())
+	defer c.cancel(nil)
+	before := commits(t, st)
+	if err := st.Update(func(*state.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if commits(t, st) != before+1 {
+		t.Fatal("the commit count does not count commits")
+	}
+	c.storeSent([][]sendOutcome{{}, {}})
+	if got := commits(t, st); got != before+1 || c.fatal != nil {
+		t.Fatalf("%d commits for nothing to store (%v)", got-before-1, c.fatal)
 	}
 }
