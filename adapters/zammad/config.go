@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -84,21 +83,11 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	}); err != nil {
 		return Config{}, fmt.Errorf("read zammad configuration: %s: %w", variableOf(err), err)
 	}
-	if c.TokenFile != "" {
-		if c.Token != "" {
-			return Config{}, fmt.Errorf("%sTOKEN and %sTOKEN_FILE are both set: use one", EnvPrefix, EnvPrefix)
-		}
-		b, err := os.ReadFile(c.TokenFile)
-		if err != nil {
-			// The path is configuration, not a secret; the error of
-			// os.ReadFile holds only the path and the reason.
-			return Config{}, fmt.Errorf("read %sTOKEN_FILE: %w", EnvPrefix, err)
-		}
-		c.Token = strings.TrimSpace(string(b))
-		if c.Token == "" {
-			return Config{}, fmt.Errorf("%sTOKEN_FILE %q is empty", EnvPrefix, c.TokenFile)
-		}
+	secret, err := adapters.SecretOrFile(EnvPrefix+"TOKEN", c.Token, c.TokenFile)
+	if err != nil {
+		return Config{}, err
 	}
+	c.Token = secret
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -208,71 +197,28 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// baseURL checks raw and returns it without a trailing slash or /api/v1.
-// Plain http is accepted only for a loopback host (a local fake or a
-// tunnel): the token must not cross a network in clear.
+// baseURL checks raw and returns it without a trailing slash or /api/v1
+// (see [adapters.BaseURL.Parse]).
 func baseURL(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", fmt.Errorf("%sURL is not set: give the Zammad system's address, e.g. https://helpdesk.hotel.example", EnvPrefix)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("%sURL does not parse as a URL: want e.g. https://helpdesk.hotel.example", EnvPrefix)
-	}
-	if u.User != nil {
-		return "", fmt.Errorf("%sURL carries credentials: put the token in %sTOKEN", EnvPrefix, EnvPrefix)
-	}
-	if u.Host == "" {
-		return "", fmt.Errorf("%sURL %q has no host: want e.g. https://helpdesk.hotel.example", EnvPrefix, u.Redacted())
-	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !loopback(u.Hostname()) {
-			return "", fmt.Errorf("%sURL %q: use https; plain http is accepted only for a loopback address", EnvPrefix, u.Redacted())
-		}
-	default:
-		return "", fmt.Errorf("%sURL %q: the scheme must be https", EnvPrefix, u.Redacted())
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
-	}
-	p := strings.TrimRight(u.Path, "/")
-	p = strings.TrimSuffix(p, "/api/v1")
-	u.Path = strings.TrimRight(p, "/")
-	u.RawPath = ""
-	return u.String(), nil
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return adapters.BaseURL{
+		Var:         EnvPrefix + "URL",
+		What:        "the Zammad system's address",
+		Example:     "https://helpdesk.hotel.example",
+		Credentials: "put the token in " + EnvPrefix + "TOKEN",
+		APISuffix:   "/api/v1",
+	}.Parse(raw)
 }
 
 // ParseGroups parses "department=Group name,…" (TICKETBRIDGE_ZAMMAD_GROUPS).
 // An empty string is an empty map; a department may appear once.
 func ParseGroups(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
+	const form = "department=Group name"
+	return adapters.ParseDepartments(EnvPrefix+"GROUPS", form, s, func(item, name string) (string, error) {
+		if name == "" {
+			return "", fmt.Errorf("%sGROUPS item %q: want %s", EnvPrefix, item, form)
 		}
-		dept, name, ok := strings.Cut(item, "=")
-		dept, name = strings.TrimSpace(dept), strings.TrimSpace(name)
-		if !ok || dept == "" || name == "" {
-			return nil, fmt.Errorf("%sGROUPS item %q: want department=Group name", EnvPrefix, item)
-		}
-		if _, dup := out[dept]; dup {
-			return nil, fmt.Errorf("%sGROUPS names department %q twice", EnvPrefix, dept)
-		}
-		out[dept] = name
-	}
-	return out, nil
+		return name, nil
+	})
 }
 
 // parseSince parses EventsSince: empty (the zero time), an RFC 3339 time

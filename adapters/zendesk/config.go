@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -79,21 +78,11 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	}); err != nil {
 		return Config{}, fmt.Errorf("read zendesk configuration: %w", err)
 	}
-	if c.TokenFile != "" {
-		if c.Token != "" {
-			return Config{}, fmt.Errorf("%sTOKEN and %sTOKEN_FILE are both set: use one", EnvPrefix, EnvPrefix)
-		}
-		b, err := os.ReadFile(c.TokenFile)
-		if err != nil {
-			// The path is configuration, not a secret; the error text of
-			// os.ReadFile holds only the path and the reason.
-			return Config{}, fmt.Errorf("read %sTOKEN_FILE: %w", EnvPrefix, err)
-		}
-		c.Token = strings.TrimSpace(string(b))
-		if c.Token == "" {
-			return Config{}, fmt.Errorf("%sTOKEN_FILE %q is empty", EnvPrefix, c.TokenFile)
-		}
+	secret, err := adapters.SecretOrFile(EnvPrefix+"TOKEN", c.Token, c.TokenFile)
+	if err != nil {
+		return Config{}, err
 	}
+	c.Token = secret
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -177,75 +166,28 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// baseURL checks raw and returns it without a trailing slash or /api/v2.
-// Plain http is accepted only for a loopback host (a local fake or a
-// tunnel): the basic-auth token must not cross a network in clear.
+// baseURL checks raw and returns it without a trailing slash or /api/v2
+// (see [adapters.BaseURL.Parse]).
 func baseURL(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", fmt.Errorf("%sURL is not set: give the Zendesk account's address, e.g. https://hotel.zendesk.com", EnvPrefix)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("%sURL does not parse as a URL: want e.g. https://hotel.zendesk.com", EnvPrefix)
-	}
-	if u.User != nil {
-		return "", fmt.Errorf("%sURL carries credentials: put them in %sEMAIL and %sTOKEN", EnvPrefix, EnvPrefix, EnvPrefix)
-	}
-	if u.Host == "" {
-		return "", fmt.Errorf("%sURL %q has no host: want e.g. https://hotel.zendesk.com", EnvPrefix, u.Redacted())
-	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !loopback(u.Hostname()) {
-			return "", fmt.Errorf("%sURL %q: use https; plain http is accepted only for a loopback address", EnvPrefix, u.Redacted())
-		}
-	default:
-		return "", fmt.Errorf("%sURL %q: the scheme must be https", EnvPrefix, u.Redacted())
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
-	}
-	p := strings.TrimRight(u.Path, "/")
-	p = strings.TrimSuffix(p, "/api/v2")
-	u.Path = strings.TrimRight(p, "/")
-	u.RawPath = ""
-	return u.String(), nil
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return adapters.BaseURL{
+		Var:         EnvPrefix + "URL",
+		What:        "the Zendesk account's address",
+		Example:     "https://hotel.zendesk.com",
+		Credentials: "put them in " + EnvPrefix + "EMAIL and " + EnvPrefix + "TOKEN",
+		APISuffix:   "/api/v2",
+	}.Parse(raw)
 }
 
 // ParseGroups parses "department=groupid,…" (TICKETBRIDGE_ZENDESK_GROUPS).
 // An empty string is an empty map; a department may appear once.
 func ParseGroups(s string) (map[string]int64, error) {
-	out := map[string]int64{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		dept, idStr, ok := strings.Cut(item, "=")
-		dept, idStr = strings.TrimSpace(dept), strings.TrimSpace(idStr)
-		if !ok || dept == "" {
-			return nil, fmt.Errorf("%sGROUPS item %q: want department=groupid", EnvPrefix, item)
-		}
-		id, err := strconv.ParseInt(idStr, 10, 64)
+	return adapters.ParseDepartments(EnvPrefix+"GROUPS", "department=groupid", s, func(item, text string) (int64, error) {
+		id, err := strconv.ParseInt(text, 10, 64)
 		if err != nil || id <= 0 {
-			return nil, fmt.Errorf("%sGROUPS item %q: %q is not a Zendesk group id (a positive number, shown in Admin Center > People > Groups)", EnvPrefix, item, idStr)
+			return 0, fmt.Errorf("%sGROUPS item %q: %q is not a Zendesk group id (a positive number, shown in Admin Center > People > Groups)", EnvPrefix, item, text)
 		}
-		if _, dup := out[dept]; dup {
-			return nil, fmt.Errorf("%sGROUPS names department %q twice", EnvPrefix, dept)
-		}
-		out[dept] = id
-	}
-	return out, nil
+		return id, nil
+	})
 }
 
 // parseSince parses EventsSince: empty (0), an RFC 3339 time or a date.

@@ -1,0 +1,127 @@
+package adapters_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+var testBase = adapters.BaseURL{
+	Var:         "X_URL",
+	What:        "the helpdesk's address",
+	Example:     "https://desk.example",
+	Credentials: "put the key in X_KEY",
+	APISuffix:   "/api/v2",
+}
+
+func TestBaseURLParse(t *testing.T) {
+	for raw, want := range map[string]string{
+		" https://desk.example/ ":         "https://desk.example",
+		"https://desk.example/api/v2/":    "https://desk.example",
+		"https://desk.example/sub/api/v2": "https://desk.example/sub",
+		"https://desk.example/api/v1":     "https://desk.example/api/v1",
+		"http://127.0.0.1:8080/api/v2":    "http://127.0.0.1:8080",
+		"http://localhost:8080":           "http://localhost:8080",
+		"http://[::1]:8080/":              "http://[::1]:8080",
+	} {
+		got, err := testBase.Parse(raw)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	for raw, want := range map[string]string{
+		"":                              "X_URL is not set: give the helpdesk's address, e.g. https://desk.example",
+		"https://desk.example/%zz":      "X_URL does not parse as a URL: want e.g. https://desk.example",
+		"https://k:secret@desk.example": "X_URL carries credentials: put the key in X_KEY",
+		"desk.example":                  `X_URL "desk.example" has no host: want e.g. https://desk.example`,
+		"http://desk.example":           `X_URL "http://desk.example": use https; plain http is accepted only for a loopback address`,
+		"ftp://desk.example":            `X_URL "ftp://desk.example": the scheme must be https`,
+		"https://desk.example/?a=1":     `X_URL "https://desk.example/?a=1": remove the query or fragment`,
+		"https://desk.example/#top":     `X_URL "https://desk.example/#top": remove the query or fragment`,
+	} {
+		_, err := testBase.Parse(raw)
+		if err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) error %v; want %q", raw, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("Parse(%q) error shows the password: %v", raw, err)
+		}
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true,
+		"desk.example": false, "10.0.0.1": false, "": false, "localhost.example": false,
+	} {
+		if got := adapters.Loopback(host); got != want {
+			t.Errorf("Loopback(%q) = %v", host, got)
+		}
+	}
+}
+
+func TestSecretOrFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte("  s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := adapters.SecretOrFile("X_TOKEN", "direct", ""); err != nil || got != "direct" {
+		t.Errorf("value only: %q, %v", got, err)
+	}
+	if got, err := adapters.SecretOrFile("X_TOKEN", "", ""); err != nil || got != "" {
+		t.Errorf("neither: %q, %v", got, err)
+	}
+	if got, err := adapters.SecretOrFile("X_TOKEN", "", file); err != nil || got != "s3cret" {
+		t.Errorf("file: %q, %v", got, err)
+	}
+	if _, err := adapters.SecretOrFile("X_TOKEN", "direct", file); err == nil || err.Error() != "X_TOKEN and X_TOKEN_FILE are both set: use one" {
+		t.Errorf("both: %v", err)
+	}
+	if _, err := adapters.SecretOrFile("X_TOKEN", "", empty); err == nil || err.Error() != fmt.Sprintf("X_TOKEN_FILE %q is empty", empty) {
+		t.Errorf("empty file: %v", err)
+	}
+	_, err := adapters.SecretOrFile("X_TOKEN", "", filepath.Join(dir, "missing"))
+	if err == nil || !strings.HasPrefix(err.Error(), "read X_TOKEN_FILE: ") || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestParseDepartments(t *testing.T) {
+	id := func(item, text string) (int64, error) {
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("X_GROUPS item %q: %q is not a group id", item, text)
+		}
+		return n, nil
+	}
+	got, err := adapters.ParseDepartments("X_GROUPS", "department=groupid", " housekeeping = 12 , maintenance=7,,", id)
+	if want := map[string]int64{"housekeeping": 12, "maintenance": 7}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseDepartments = %v, %v; want %v", got, err, want)
+	}
+	if got, err := adapters.ParseDepartments("X_GROUPS", "department=groupid", " ", id); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("empty: %v, %v; want an empty map", got, err)
+	}
+	for s, want := range map[string]string{
+		"housekeeping":     `X_GROUPS item "housekeeping": want department=groupid`,
+		"=12":              `X_GROUPS item "=12": want department=groupid`,
+		"housekeeping=abc": `X_GROUPS item "housekeeping=abc": "abc" is not a group id`,
+		"housekeeping=":    `X_GROUPS item "housekeeping=": "" is not a group id`,
+		"a=1, b=2, a=3":    `X_GROUPS names department "a" twice`,
+	} {
+		if _, err := adapters.ParseDepartments("X_GROUPS", "department=groupid", s, id); err == nil || err.Error() != want {
+			t.Errorf("ParseDepartments(%q) error %v; want %q", s, err, want)
+		}
+	}
+}
