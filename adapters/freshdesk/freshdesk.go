@@ -252,7 +252,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 	}
 	if me.TicketScope != scopeGlobal {
 		return fmt.Errorf("check freshdesk agent: %s (agent %d) has ticket scope %s, but the bridge must see every ticket to find the ones it made: give the agent global access (Admin > Team > Agents > the agent > Scope)",
-			orNone(me.Contact.Email), me.ID, scopeName(me.TicketScope))
+			adapters.OrNone(me.Contact.Email), me.ID, scopeName(me.TicketScope))
 	}
 	var fields []fdField
 	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/ticket_fields"), Op: "check ticket fields"}, nil, &fields); err != nil {

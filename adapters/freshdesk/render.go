@@ -5,7 +5,6 @@ import (
 	"html"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -92,31 +91,12 @@ func validToken(s string) bool {
 // it, as what and when on the first line, the text, and the marker.
 func messageText(m adapters.Message) string {
 	var b strings.Builder
-	b.WriteString(authorLine(m))
+	b.WriteString(adapters.AuthorLine(m))
 	b.WriteString("\n\n")
 	b.WriteString(strings.TrimRight(normalizeNewlines(m.Body), "\n"))
 	b.WriteString("\n\n")
 	b.WriteString(marker{Kind: markMessage, ID: m.UpstreamID}.line())
 	return b.String()
-}
-
-func authorLine(m adapters.Message) string {
-	name := strings.TrimSpace(m.AuthorName)
-	if name == "" {
-		name = "Unknown author"
-	}
-	kind := string(m.AuthorType)
-	if kind == "" {
-		kind = "unknown"
-	}
-	line := fmt.Sprintf("%s (%s)", name, kind)
-	if !m.CreatedAt.IsZero() {
-		line += ", " + m.CreatedAt.UTC().Format("2006-01-02 15:04") + " UTC"
-	}
-	if !m.Public {
-		line += ", internal note"
-	}
-	return line
 }
 
 // descriptionText is the ticket's description as plain text: the request
@@ -125,54 +105,21 @@ func descriptionText(t adapters.Ticket) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(normalizeNewlines(t.TaskDescription), " \t\n"))
 	b.WriteString("\n\n")
-	fmt.Fprintf(&b, "Department: %s\n", orNone(t.Department))
-	fmt.Fprintf(&b, "Origin: %s\n", orNone(string(t.Origin)))
-	fmt.Fprintf(&b, "Status in the guest request system: %s\n", orNone(string(t.Status)))
-	if !t.CreatedAt.IsZero() {
-		fmt.Fprintf(&b, "Created: %s UTC\n", t.CreatedAt.UTC().Format("2006-01-02 15:04"))
-	}
-	if t.GuestRating != nil {
-		fmt.Fprintf(&b, "Guest rating: %g\n", *t.GuestRating)
-	}
-	if c := strings.TrimSpace(t.Comments); c != "" {
-		fmt.Fprintf(&b, "Console comment: %s\n", c)
-	}
+	b.WriteString(adapters.TicketFacts(t))
 	fmt.Fprintf(&b, "Guest request: %s", t.UpstreamID)
 	return b.String()
 }
 
 // sentText is the private note MarkSent writes.
 func sentText(eventID, upstreamMessageID string) string {
-	text := fmt.Sprintf("Delivered to the guest request: %s (the status change).", eventID)
-	if upstreamMessageID != "" {
-		text = fmt.Sprintf("Delivered to the guest request: %s, as message %s.", eventID, upstreamMessageID)
-	}
-	return text + "\n\n" + marker{Kind: markSent, ID: eventID, Arg: upstreamMessageID}.line()
+	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + marker{Kind: markSent, ID: eventID, Arg: upstreamMessageID}.line()
 }
 
-func orNone(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "none"
-	}
-	return s
-}
-
-// subject is the ticket's subject: the department and the first line of
-// the request, cut to a readable length.
+// subject is the ticket's subject (see [adapters.Subject]), with any
+// line break ending the first line.
 func subject(t adapters.Ticket) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(normalizeNewlines(t.TaskDescription)), "\n")
-	line = strings.TrimSpace(line)
-	const maxRunes = 100
-	if utf8.RuneCountInString(line) > maxRunes {
-		line = string([]rune(line)[:maxRunes-1]) + "…"
-	}
-	if line == "" {
-		line = "Guest request"
-	}
-	if d := strings.TrimSpace(t.Department); d != "" {
-		return "[" + d + "] " + line
-	}
-	return line
+	t.TaskDescription = normalizeNewlines(t.TaskDescription)
+	return adapters.Subject(t)
 }
 
 func normalizeNewlines(s string) string {

@@ -222,7 +222,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 		return fmt.Errorf("check zendesk credentials: Zendesk answered as an anonymous user: check %sEMAIL and the API token", EnvPrefix)
 	}
 	if out.User.Role != "admin" {
-		return fmt.Errorf("check zendesk credentials: %s is a Zendesk %s, but the bridge reads agents' work through the incremental ticket event export, which needs an admin: give the user the admin role or use an admin's address and token", a.cfg.Email, orNone(out.User.Role))
+		return fmt.Errorf("check zendesk credentials: %s is a Zendesk %s, but the bridge reads agents' work through the incremental ticket event export, which needs an admin: give the user the admin role or use an admin's address and token", a.cfg.Email, adapters.OrNone(out.User.Role))
 	}
 	a.mu.Lock()
 	a.me = &out.User
