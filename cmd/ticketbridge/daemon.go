@@ -42,6 +42,13 @@ On SIGUSR1 it writes a consistent copy of the state file to <state>.backup
 (systemctl kill -s USR1 ticketbridge).`
 
 func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// SIGUSR1 asks for a live copy of the state file. Its default action
+	// ends the process, so it is caught from the start to the return,
+	// also while the daemon wires itself up or closes; serve acts on it.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+
 	fs := newFlagSet("run", runAbout, stdout)
 	var ef envFlag
 	ef.register(fs)
@@ -65,11 +72,12 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer w.Close()
-	return serve(ctx, w, tel)
+	return serve(ctx, w, tel, usr1)
 }
 
-// serve runs w's engine on its schedule until ctx ends.
-func serve(ctx context.Context, w *wiring, tel *telemetry) error {
+// serve runs w's engine on its schedule until ctx ends, writing a copy of
+// the state file on each signal from usr1.
+func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.log, w.engine
 	if err := eng.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
 		return err
@@ -88,9 +96,6 @@ func serve(ctx context.Context, w *wiring, tel *telemetry) error {
 	log.Info("ticketbridge started", "op", "start", "version", v, "adapter", w.cfg.Adapter, "state", w.cfg.State,
 		"schedule", w.syncCfg.Schedule, "api", w.cfg.APIURL)
 
-	// SIGUSR1: a live copy of the state file.
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
 	bctx, stopBackups := context.WithCancel(ctx)
 	var wg gosync.WaitGroup
 	wg.Go(func() {
@@ -113,7 +118,6 @@ func serve(ctx context.Context, w *wiring, tel *telemetry) error {
 		}
 	})
 	defer func() {
-		signal.Stop(usr1)
 		stopBackups()
 		wg.Wait()
 	}()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -299,7 +300,10 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	}
 	defer w.Close()
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, w, newTelemetry(telemetryConfig{}, log)) }()
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() { done <- serve(ctx, w, newTelemetry(telemetryConfig{}, log), usr1) }()
 	if r := <-cycles; r.Created != 1 {
 		t.Fatalf("first cycle: %s", r)
 	}
