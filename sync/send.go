@@ -259,17 +259,17 @@ func (c *cycle) markSent() {
 	}
 	errs := make([]error, len(unmarked))
 	done := make([]bool, len(unmarked))
-	idx := make([]int, len(unmarked))
-	for i := range idx {
-		idx[i] = i
-	}
-	forEach(c.ctx, e.cfg.Concurrency, idx, func(i int) {
-		en := unmarked[i]
-		err := e.hd.MarkSent(c.ctx, adapters.Ref(en.Ref), en.EventID, en.UpstreamMessageID)
-		if err != nil && c.interrupted(err) {
-			return
+	// One ticket's entries go one after the other, in journal order, as
+	// the Helpdesk contract promises; tickets go on in parallel.
+	forEach(c.ctx, e.cfg.Concurrency, byTicket(unmarked), func(idx []int) {
+		for _, i := range idx {
+			en := unmarked[i]
+			err := e.hd.MarkSent(c.ctx, adapters.Ref(en.Ref), en.EventID, en.UpstreamMessageID)
+			if err != nil && c.interrupted(err) {
+				return
+			}
+			done[i], errs[i] = true, err
 		}
-		done[i], errs[i] = true, err
 	})
 	if !slices.Contains(done, true) {
 		return
@@ -331,4 +331,21 @@ func settableList() string {
 		parts = append(parts, string(s))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// byTicket groups the indexes of entries by ticket, keeping their order
+// within each ticket and the order in which tickets first appear.
+func byTicket(entries []state.Entry) [][]int {
+	var groups [][]int
+	at := map[string]int{}
+	for i, en := range entries {
+		g, ok := at[en.TicketID]
+		if !ok {
+			g = len(groups)
+			at[en.TicketID] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
