@@ -248,16 +248,18 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 		r.t.Department = d.Department
 	}
 
-	// Messages: new ones in order. While the ticket has posts of the
-	// bridge not yet confirmed, a staff message nobody can attribute yet
-	// may be one of them: it and what follows wait for the next cycle.
-	posts := 0
+	// Messages: new ones in order. A staff message that matches a post of
+	// the bridge not yet confirmed (a crash, or an answer lost, after the
+	// API stored it) is the bridge's own: it is skipped until the send
+	// confirms it and records its id. Everything else is mirrored, so a
+	// reply stuck in backoff never holds back what the guest writes.
 	var hdStatus []state.Entry
+	ownBodies := map[string]bool{}
 	for _, en := range pend {
 		if en.Kind == state.KindStatus {
 			hdStatus = append(hdStatus, en)
 		} else {
-			posts++
+			ownBodies[postKey(en.Payload.Body, en.Payload.Visible)] = true
 		}
 	}
 	var msgs []adapters.Message
@@ -270,9 +272,9 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 			c.failure(t.ID, m.ID, "refresh", fmt.Errorf("skip message: its id %q cannot be stored", m.ID))
 			continue
 		}
-		if posts > 0 && m.AuthorType != guestapi.AuthorGuest {
+		if m.AuthorType != guestapi.AuthorGuest && ownBodies[postKey(m.Body, m.VisibleToGuest)] {
 			held = true
-			break
+			continue
 		}
 		msgs = append(msgs, adapters.Message{
 			UpstreamID: m.ID, AuthorType: m.AuthorType, AuthorName: m.AuthorName,
@@ -360,4 +362,10 @@ func mirrorBody(body string) string {
 		return NoTextPlaceholder
 	}
 	return body
+}
+
+// postKey identifies a post by what the API keeps of it: its text, spaces
+// around it aside, and its visibility.
+func postKey(body string, visible bool) string {
+	return fmt.Sprintf("%t\x00%s", visible, strings.TrimSpace(body))
 }
