@@ -204,6 +204,30 @@ func TestStatusNewerChangeWins(t *testing.T) {
 	}
 }
 
+// TestStatusGuestMessageDoesNotMakeUpstreamNewer: the console changed the
+// status, then the agent, then the guest wrote (which moves updated_at):
+// the agent's change is the newer and wins.
+func TestStatusGuestMessageDoesNotMakeUpstreamNewer(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("towels")
+	e.cycle()
+	e.clock.Advance(time.Minute)
+	e.ts.Server.SetStatus(id, guestapi.StatusAssigned)
+	e.clock.Advance(time.Second)
+	e.backend.SetStatus(e.ref(id), "Agent", "solved")
+	e.clock.Advance(time.Second)
+	e.guest(id, "thanks!")
+
+	e.tick()
+	e.quiesce()
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusDone {
+		t.Errorf("upstream %s, want done", got)
+	}
+	if snap, _ := e.backend.Ticket(e.ref(id)); snap.Status != "solved" {
+		t.Errorf("helpdesk %s, want solved", snap.Status)
+	}
+}
+
 // TestNotFoundNeverDeletes: a tracked ticket the API answers 404 for is
 // backed off with its error; nothing is deleted or closed.
 func TestNotFoundNeverDeletes(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -302,7 +303,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	setDown := string(st) != r.t.HelpdeskStatus
 	if len(hdStatus) > 0 {
 		last := hdStatus[len(hdStatus)-1]
-		if upChanged && d.UpdatedAt.After(last.CreatedAt) {
+		if upChanged && d.UpdatedAt.After(last.CreatedAt) && !explainedByMessage(th.Messages, d.UpdatedAt, last.CreatedAt) {
 			r.supersede, r.supersBy = hdStatus, st
 		} else {
 			setDown = false // the helpdesk's change is newer: it goes up
@@ -368,4 +369,17 @@ func mirrorBody(body string) string {
 // around it aside, and its visibility.
 func postKey(body string, visible bool) string {
 	return fmt.Sprintf("%t\x00%s", visible, strings.TrimSpace(body))
+}
+
+// explainedByMessage reports whether a message written after the helpdesk
+// change (at) may be what moved updated_at. Then updated_at says nothing of
+// when the upstream status changed, and the helpdesk's change, whose time
+// is known, is taken as the newer.
+func explainedByMessage(msgs []guestapi.Message, updated, at time.Time) bool {
+	for _, m := range msgs {
+		if m.CreatedAt.After(at) && !m.CreatedAt.Before(updated) {
+			return true
+		}
+	}
+	return false
 }
