@@ -4,131 +4,44 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/adaptertest/looptest"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
-	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
-	"github.com/ticketbridge/ticketbridge/state"
-	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
-// loop is the whole bridge on one fake clock: the reference server, the
-// engine with its state file, and the freshdesk adapter on the fake
-// helpdesk.
+// loop is the whole bridge on one fake clock with the freshdesk adapter on
+// the fake helpdesk.
 type loop struct {
-	t      *testing.T
-	clock  *refservertest.Clock
-	ts     *refservertest.TestServer
-	fake   *freshdeskfake.Server
-	fd     *httptest.Server
-	path   string
-	store  *state.Store
-	engine *tbsync.Engine
-	logs   *syncBuffer
+	*looptest.Loop
+	t    *testing.T
+	fake *freshdeskfake.Server
 }
 
 func newLoop(t *testing.T) *loop {
-	clock := refservertest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	clock := looptest.NewClock()
 	fake := freshdeskfake.New(freshdeskfake.Options{APIKey: testKey, Now: clock.Now, MaxPerPage: 2, RateLimit: 6})
 	fd := httptest.NewServer(fake)
 	t.Cleanup(fd.Close)
-	l := &loop{
-		t: t, clock: clock, ts: refservertest.New(t, refservertest.WithClock(clock)), fake: fake, fd: fd,
-		path: filepath.Join(t.TempDir(), "state.db"), logs: &syncBuffer{},
-	}
-	t.Cleanup(func() {
-		if l.store != nil {
-			l.store.Close()
-		}
-	})
-	return l
-}
-
-// open (re)starts the engine on the state file with a fresh adapter.
-func (l *loop) open() {
-	l.t.Helper()
-	if l.store != nil {
-		l.store.Close()
-	}
-	st, err := state.Open(l.path, state.Options{Now: l.clock.Now})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.store = st
-	api, err := guestapi.New(guestapi.Config{
-		BaseURL: l.ts.URL, APIKey: l.ts.Keys.TicketsWrite, HTTPClient: l.ts.Client(), Now: l.clock.Now,
-		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
-	})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", freshdesk.Name)
-	hd, err := freshdesk.New(freshdesk.Config{URL: l.fd.URL, APIKey: testKey, PageSize: 2}, adapters.Deps{Logger: logger}, freshdesk.Options{
-		HTTP: l.fd.Client(),
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			l.clock.Advance(d)
-			return ctx.Err()
-		},
-		Now: l.clock.Now,
-	})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	if err := hd.Check(context.Background()); err != nil {
-		l.t.Fatal(err)
-	}
-	eng, err := tbsync.New(tbsync.DefaultConfig(), tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: l.clock.Now})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.engine = eng
-}
-
-// tick advances the clock by the schedule's interval and runs a cycle.
-func (l *loop) tick() tbsync.Report {
-	l.t.Helper()
-	l.clock.Advance(30 * time.Second)
-	if l.engine == nil {
-		l.open()
-	}
-	rep, err := l.engine.RunCycle(context.Background())
-	if err != nil {
-		l.t.Fatalf("cycle: %v\n%+v", err, rep)
-	}
-	return rep
-}
-
-// settle runs cycles until three in a row do nothing.
-func (l *loop) settle() {
-	l.t.Helper()
-	quiet := 0
-	for range 60 {
-		r := l.tick()
-		if r.Created+r.Adopted+r.Mirrored+r.StatusDown+r.Events+r.Sent+r.Errors == 0 {
-			quiet++
-			if quiet == 3 {
-				return
+	l := looptest.New(t, looptest.Options{
+		Name: freshdesk.Name, Helpdesk: "Freshdesk", Clock: clock,
+		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
+			hd, err := freshdesk.New(freshdesk.Config{URL: fd.URL, APIKey: testKey, PageSize: 2}, adapters.Deps{Logger: logger}, freshdesk.Options{
+				HTTP: fd.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now,
+			})
+			if err != nil {
+				return nil, err
 			}
-		} else {
-			quiet = 0
-		}
-	}
-	l.t.Fatal("no three quiet cycles in 60")
-}
-
-func (l *loop) guest(id, body string) {
-	l.t.Helper()
-	if _, err := l.ts.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Ada Guest", Body: body}); err != nil {
-		l.t.Fatal(err)
-	}
+			return hd, hd.Check(context.Background())
+		},
+	})
+	return &loop{Loop: l, t: t, fake: fake}
 }
 
 // freshdeskTicket returns the one Freshdesk ticket of upstream ticket id.
@@ -151,35 +64,12 @@ func (l *loop) freshdeskTicket(id string) freshdeskfake.Ticket {
 // agent conversation is upstream once.
 func (l *loop) checkExactlyOnce(id string) {
 	l.t.Helper()
-	view, err := l.ts.Server.Ticket(id)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	ft := l.freshdeskTicket(id)
 	me := l.fake.APIAgentID()
-	upBodies := map[string]int{}
-	for _, m := range view.Messages {
-		upBodies[m.Body]++
+	var posts []looptest.Post
+	for _, c := range l.freshdeskTicket(id).Conversations {
+		posts = append(posts, looptest.Post{Body: c.BodyText, Bridge: c.UserID == me})
 	}
-	for _, m := range view.Messages {
-		n := 0
-		for _, c := range ft.Conversations {
-			if c.UserID == me && strings.HasSuffix(c.BodyText, "[ticketbridge message "+m.ID+"]") {
-				n++
-			}
-		}
-		switch {
-		case m.External && n != 0:
-			l.t.Errorf("the bridge's own post %q echoed into Freshdesk %d times", m.Body, n)
-		case !m.External && n != 1:
-			l.t.Errorf("upstream message %q is in Freshdesk %d times, want once", m.Body, n)
-		}
-	}
-	for _, c := range ft.Conversations {
-		if c.UserID != me && upBodies[c.BodyText] != 1 {
-			l.t.Errorf("agent conversation %q is upstream %d times, want once", c.BodyText, upBodies[c.BodyText])
-		}
-	}
+	l.CheckExactlyOnce(id, posts)
 }
 
 // TestEndToEnd plays the whole loop: the reference server, the engine and
@@ -187,14 +77,10 @@ func (l *loop) checkExactlyOnce(id string) {
 // and a budget of six requests a minute, which the loop meets often.
 func TestEndToEnd(t *testing.T) {
 	l := newLoop(t)
-	tv, err := l.ts.Server.CreateTicket(l.ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "Two towels to room 214"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := tv.ID
-	l.guest(id, "Could they be blue?")
+	id := l.Request("housekeeping", "Two towels to room 214")
+	l.Guest(id, "Could they be blue?")
 
-	r := l.tick()
+	r := l.Tick()
 	if r.Created != 1 || r.Mirrored != 1 {
 		t.Fatalf("first cycle: %+v", r)
 	}
@@ -214,8 +100,8 @@ func TestEndToEnd(t *testing.T) {
 	if err := l.fake.SetStatus(ft.ID, maria, freshdeskfake.StatusResolved); err != nil {
 		t.Fatal(err)
 	}
-	l.settle()
-	view, _ := l.ts.Server.Ticket(id)
+	l.Settle()
+	view := l.Upstream(id)
 	var reply, note *refserver.InternalMessage
 	for i, m := range view.Messages {
 		switch m.Body {
@@ -237,22 +123,22 @@ func TestEndToEnd(t *testing.T) {
 
 	// The guest answers, which reopens the Freshdesk ticket; then the
 	// hotel completes the request upstream.
-	l.guest(id, "Thank you!")
-	l.clock.Advance(15 * time.Minute) // the ticket backed off meanwhile
-	l.settle()
+	l.Guest(id, "Thank you!")
+	l.Clock.Advance(15 * time.Minute) // the ticket backed off meanwhile
+	l.Settle()
 	if got := l.freshdeskTicket(id).Status; got != freshdeskfake.StatusOpen {
 		t.Errorf("Freshdesk status %d after the guest wrote, want open", got)
 	}
-	if err := l.ts.Server.SetStatus(id, guestapi.StatusCompleted); err != nil {
+	if err := l.TS.Server.SetStatus(id, guestapi.StatusCompleted); err != nil {
 		t.Fatal(err)
 	}
-	l.clock.Advance(15 * time.Minute)
-	l.settle()
+	l.Clock.Advance(15 * time.Minute)
+	l.Settle()
 	ft = l.freshdeskTicket(id)
 	if ft.Status != freshdeskfake.StatusClosed {
 		t.Errorf("Freshdesk status %d after upstream completed, want closed", ft.Status)
 	}
-	view, _ = l.ts.Server.Ticket(id)
+	view = l.Upstream(id)
 	if view.Ticket.Status != guestapi.StatusCompleted {
 		t.Errorf("upstream status %s, want completed kept", view.Ticket.Status)
 	}
@@ -262,29 +148,24 @@ func TestEndToEnd(t *testing.T) {
 	// Idempotency-Keys): a rescan adopts the ticket and writes nothing
 	// twice, on either side.
 	conversations, upstream := len(ft.Conversations), len(view.Messages)
-	l.clock.Advance(25 * time.Hour)
-	l.store.Close()
-	l.store = nil
-	if err := os.Remove(l.path); err != nil {
-		t.Fatal(err)
-	}
-	l.open()
-	l.settle()
+	l.Clock.Advance(25 * time.Hour)
+	l.LoseState()
+	l.Settle()
 	if got := len(l.freshdeskTicket(id).Conversations); got != conversations {
 		t.Errorf("after the state loss Freshdesk holds %d conversations, had %d", got, conversations)
 	}
-	view, _ = l.ts.Server.Ticket(id)
+	view = l.Upstream(id)
 	if got := len(view.Messages); got != upstream {
 		t.Errorf("after the state loss upstream holds %d messages, had %d", got, upstream)
 	}
 	l.checkExactlyOnce(id)
-	if strings.Contains(l.logs.String(), "level=ERROR") {
-		t.Errorf("errors logged:\n%s", l.logs.String())
+	if strings.Contains(l.Logs(), "level=ERROR") {
+		t.Errorf("errors logged:\n%s", l.Logs())
 	}
-	if strings.Contains(l.logs.String(), testKey) {
+	if strings.Contains(l.Logs(), testKey) {
 		t.Errorf("the API key is in the log")
 	}
-	if !strings.Contains(l.logs.String(), "status=429") {
+	if !strings.Contains(l.Logs(), "status=429") {
 		t.Errorf("the loop never met Freshdesk's request budget, so it did not exercise waiting out a 429")
 	}
 }

@@ -1,0 +1,275 @@
+// Package looptest is the scaffolding of an adapter's end-to-end test: the
+// whole bridge on one fake clock, with the reference guest API in process,
+// the sync engine on a state file in the test's temporary directory, and
+// the adapter under test on whatever backend the test serves it.
+//
+// A test builds a [Loop] with [New], giving it how to open a fresh adapter
+// on its backend, then plays its story: [Loop.Request] and [Loop.Guest]
+// write as the hotel and the guest through the reference server's console,
+// [Loop.Tick] runs one cycle, [Loop.Settle] runs cycles until the loop is
+// quiet, [Loop.LoseState] deletes the state file and restarts the engine,
+// and [Loop.CheckExactlyOnce] checks that nothing was written twice on
+// either side.
+//
+// It is not a fake of any helpdesk and makes no assertion about one: the
+// test keeps its fake, acts as the support team on it, and checks what the
+// helpdesk holds itself, handing the kit only the posts it found. It is not
+// the adapter contract either; that is package adaptertest, which this
+// package lives under but apart from, so that adaptertest never depends on
+// the sync engine.
+package looptest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/state"
+	tbsync "github.com/ticketbridge/ticketbridge/sync"
+)
+
+// Start is where [NewClock] starts: a Monday morning.
+var Start = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// Interval is how far [Loop.Tick] advances the clock before a cycle, the
+// schedule's interval.
+const Interval = 30 * time.Second
+
+// NewClock returns a fake clock at [Start], for the test to share between
+// its fake helpdesk and the [Loop].
+func NewClock() *refservertest.Clock { return refservertest.NewClock(Start) }
+
+// Sleep returns a sleep for an adapter that passes the time on clock at
+// once instead of waiting, as a backoff on a fake helpdesk should.
+func Sleep(clock *refservertest.Clock) func(context.Context, time.Duration) error {
+	return func(ctx context.Context, d time.Duration) error {
+		clock.Advance(d)
+		return ctx.Err()
+	}
+}
+
+// Options says what the loop runs.
+type Options struct {
+	// Name is the adapter's name, logged with every line as "adapter".
+	Name string
+	// Helpdesk is the helpdesk's name in failure messages ("Zendesk").
+	Helpdesk string
+	// Clock is the fake clock of the loop; nil for a new one at [Start].
+	Clock *refservertest.Clock
+	// Open opens a fresh adapter on the test's backend, logging to logger.
+	// The loop calls it each time it (re)starts the engine, so that a
+	// restart keeps nothing in the adapter's memory either.
+	Open func(logger *slog.Logger) (adapters.Helpdesk, error)
+}
+
+// Loop is the whole bridge of one test. Its fields are for the test's own
+// assertions; the engine is restarted by the loop only.
+type Loop struct {
+	Clock *refservertest.Clock
+	TS    *refservertest.TestServer
+
+	t      *testing.T
+	opts   Options
+	path   string
+	store  *state.Store
+	engine *tbsync.Engine
+	logs   *syncBuffer
+}
+
+// New returns the loop of t; the engine starts at the first [Loop.Tick].
+func New(t *testing.T, opts Options) *Loop {
+	t.Helper()
+	if opts.Open == nil {
+		t.Fatal("looptest: Options.Open is nil")
+	}
+	if opts.Clock == nil {
+		opts.Clock = NewClock()
+	}
+	l := &Loop{
+		Clock: opts.Clock, TS: refservertest.New(t, refservertest.WithClock(opts.Clock)),
+		t: t, opts: opts, path: filepath.Join(t.TempDir(), "state.db"), logs: &syncBuffer{},
+	}
+	t.Cleanup(func() {
+		if l.store != nil {
+			l.store.Close()
+		}
+	})
+	return l
+}
+
+// open (re)starts the engine on the state file with a fresh adapter.
+func (l *Loop) open() {
+	l.t.Helper()
+	if l.store != nil {
+		l.store.Close()
+	}
+	st, err := state.Open(l.path, state.Options{Now: l.Clock.Now})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.store = st
+	api, err := guestapi.New(guestapi.Config{
+		BaseURL: l.TS.URL, APIKey: l.TS.Keys.TicketsWrite, HTTPClient: l.TS.Client(), Now: l.Clock.Now,
+		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", l.opts.Name)
+	hd, err := l.opts.Open(logger)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	eng, err := tbsync.New(tbsync.DefaultConfig(), tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: l.Clock.Now})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.engine = eng
+}
+
+// Tick advances the clock by [Interval] and runs a cycle, starting the
+// engine if it is not running. A cycle that fails fails the test.
+func (l *Loop) Tick() tbsync.Report {
+	l.t.Helper()
+	l.Clock.Advance(Interval)
+	if l.engine == nil {
+		l.open()
+	}
+	rep, err := l.engine.RunCycle(context.Background())
+	if err != nil {
+		l.t.Fatalf("cycle: %v\n%+v", err, rep)
+	}
+	return rep
+}
+
+// Settle runs cycles until three in a row do nothing, and fails the test
+// if sixty do not get there.
+func (l *Loop) Settle() {
+	l.t.Helper()
+	quiet := 0
+	for range 60 {
+		r := l.Tick()
+		if r.Created+r.Adopted+r.Mirrored+r.StatusDown+r.Events+r.Sent+r.Errors == 0 {
+			quiet++
+			if quiet == 3 {
+				return
+			}
+		} else {
+			quiet = 0
+		}
+	}
+	l.t.Fatal("no three quiet cycles in 60")
+}
+
+// LoseState deletes the state file and restarts the engine on an empty one
+// with a fresh adapter, as after a lost disk.
+func (l *Loop) LoseState() {
+	l.t.Helper()
+	if l.store != nil {
+		l.store.Close()
+		l.store = nil
+	}
+	if err := os.Remove(l.path); err != nil {
+		l.t.Fatal(err)
+	}
+	l.open()
+}
+
+// Request creates a guest request upstream, as the hotel's console does,
+// and returns its id.
+func (l *Loop) Request(department, description string) string {
+	l.t.Helper()
+	tv, err := l.TS.Server.CreateTicket(l.TS.Org, refserver.NewTicket{Department: department, TaskDescription: description})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return tv.ID
+}
+
+// Guest writes body into request id as the guest.
+func (l *Loop) Guest(id, body string) {
+	l.t.Helper()
+	if _, err := l.TS.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Ada Guest", Body: body}); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// Upstream returns request id as the reference server holds it.
+func (l *Loop) Upstream(id string) refserver.InternalView {
+	l.t.Helper()
+	view, err := l.TS.Server.Ticket(id)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return view
+}
+
+// Logs returns everything the engine and the adapter logged so far.
+func (l *Loop) Logs() string { return l.logs.String() }
+
+// Post is one post of the helpdesk ticket, as the test found it.
+type Post struct {
+	Body string
+	// Bridge is whether the bridge wrote it; otherwise an agent did.
+	Bridge bool
+}
+
+// CheckExactlyOnce checks request id against the posts of its helpdesk
+// ticket: each upstream message not posted by the bridge is among the
+// bridge's posts once (by its "[ticketbridge message ID]" marker), no
+// post of the bridge came back into the helpdesk, and each agent post is
+// upstream once (by its body, which must be the text upstream holds).
+func (l *Loop) CheckExactlyOnce(id string, posts []Post) {
+	l.t.Helper()
+	view := l.Upstream(id)
+	upBodies := map[string]int{}
+	for _, m := range view.Messages {
+		upBodies[m.Body]++
+	}
+	for _, m := range view.Messages {
+		n := 0
+		for _, p := range posts {
+			if p.Bridge && strings.HasSuffix(p.Body, "[ticketbridge message "+m.ID+"]") {
+				n++
+			}
+		}
+		switch {
+		case m.External && n != 0:
+			l.t.Errorf("the bridge's own post %q echoed into %s %d times", m.Body, l.opts.Helpdesk, n)
+		case !m.External && n != 1:
+			l.t.Errorf("upstream message %q is in %s %d times, want once", m.Body, l.opts.Helpdesk, n)
+		}
+	}
+	for _, p := range posts {
+		if !p.Bridge && upBodies[p.Body] != 1 {
+			l.t.Errorf("agent post %q is upstream %d times, want once", p.Body, upBodies[p.Body])
+		}
+	}
+}
+
+// syncBuffer is a log sink safe for the engine's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
