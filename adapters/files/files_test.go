@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -570,5 +571,30 @@ func TestNewRefusesNoDir(t *testing.T) {
 	a.Close()
 	if _, err := a.EnsureTicket(t.Context(), adapters.Ticket{UpstreamID: "x"}); err == nil {
 		t.Fatal("EnsureTicket after Close succeeded")
+	}
+}
+
+// TestBrokenTicketFolderStopsOnlyItsOwnFiles: a hand-broken ticket.json
+// keeps its own outbox file waiting, but another ticket's reply is picked
+// up and reported, and Changes does not fail.
+func TestBrokenTicketFolderStopsOnlyItsOwnFiles(t *testing.T) {
+	f := newFixture(t)
+	other := f.tk
+	other.UpstreamID, other.Department = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d", "Maintenance"
+	ref2, err := f.a.EnsureTicket(t.Context(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "tickets", string(f.ref), "ticket.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.dropAged(t, "a-broken.txt", "ticket: "+string(f.ref)+"\nkind: reply\n\nFor the broken one.", 2*time.Minute)
+	f.dropAged(t, "b-healthy.txt", "ticket: "+string(ref2)+"\nkind: reply\n\nFor the healthy one.", time.Minute)
+	evs, _ := f.changes(t, "")
+	if len(evs) != 1 || evs[0].Ref != ref2 || !strings.Contains(evs[0].Body, "healthy") {
+		t.Fatalf("Changes = %+v, want the healthy ticket's reply alone", evs)
+	}
+	if got := ls(t, filepath.Join(f.dir, "outbox")); !slices.Contains(got, "a-broken.txt") {
+		t.Fatalf("outbox holds %v; the broken ticket's file must wait there", got)
 	}
 }

@@ -344,11 +344,17 @@ func (a *Adapter) ingest(ctx context.Context, floor int64) error {
 			return fmt.Errorf("read outbox: %w", err)
 		}
 		accepted, err := a.take(c, next)
-		if err != nil {
-			return err
-		}
 		if accepted {
 			next++
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			// One file (or its ticket's folder) in trouble stops neither
+			// the others nor the cycle: it stays where it is and is
+			// tried again next time.
+			a.log.Warn("outbox file not taken; tried again next cycle: "+err.Error(), "op", "outbox", "file", c.name)
 		}
 	}
 	return nil
@@ -363,6 +369,13 @@ func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
 	data, err := readCapped(src, a.maxOutbox)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil // taken away meanwhile
+	}
+	if err == nil {
+		// Written to since it was listed (an editor saving in place, a
+		// slow copy): not complete yet; next time.
+		if info, serr := os.Stat(src); serr != nil || !info.ModTime().Equal(c.mod) || info.Size() != int64(len(data)) {
+			return false, nil
+		}
 	}
 	if errors.Is(err, errTooBig) {
 		return false, a.reject(c.name, fmt.Sprintf("it is larger than %d bytes (TICKETBRIDGE_FILES_MAX_OUTBOX_BYTES)", a.maxOutbox))
@@ -503,7 +516,11 @@ func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, in
 		}
 		ev, ok, err := a.reread(p)
 		if err != nil {
-			return nil, after, err
+			// Its ticket's folder cannot be read or written (a broken
+			// ticket.json, a permission): the events up to here are
+			// reported, this one and those after it wait, in order.
+			a.log.Warn("processed outbox file waits until its ticket folder can be read and written: "+err.Error(), "op", "outbox", "file", p.name)
+			break
 		}
 		cursor = p.seq
 		if ok {
