@@ -498,7 +498,8 @@ func (r request) decodeErr(err error) error {
 type attemptError struct {
 	err       error
 	retryable bool
-	wait      time.Duration // > 0: the server asked for this wait (Retry-After)
+	wait      time.Duration // the wait the server asked for, when asked
+	asked     bool          // the answer carried a usable Retry-After
 	rateLimit bool          // a 429: wait is exact, not a backoff
 }
 
@@ -537,7 +538,7 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 		wait := c.backoff.Delay(attempt)
 		if ae.rateLimit {
 			wait = DefaultRateLimitWait
-			if ae.wait > 0 {
+			if ae.asked {
 				wait = ae.wait
 			}
 		}
@@ -618,9 +619,10 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt
 	for i := range ae.Allowed {
 		ae.Allowed[i] = c.redact(ae.Allowed[i])
 	}
+	var asked bool
 	if resp.StatusCode == http.StatusTooManyRequests {
 		if d, ok := RetryAfter(resp.Header, c.now()); ok {
-			ae.RetryAfter = d
+			ae.RetryAfter, asked = d, true
 		}
 	}
 	c.logAttempt(ctx, r, attempt, resp.StatusCode, time.Since(start), nil)
@@ -628,6 +630,7 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt
 		err:       ae,
 		retryable: RetryableStatus(resp.StatusCode),
 		wait:      ae.RetryAfter,
+		asked:     asked,
 		rateLimit: resp.StatusCode == http.StatusTooManyRequests,
 	}
 }

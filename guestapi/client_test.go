@@ -743,6 +743,7 @@ func TestRateLimitWaits(t *testing.T) {
 		{"date", map[string]string{"Retry-After": t0.Add(42 * time.Second).Format(http.TimeFormat)}, 42 * time.Second},
 		{"absent", nil, time.Minute},
 		{"garbage", map[string]string{"Retry-After": "later"}, time.Minute},
+		{"zero: retry at once", map[string]string{"Retry-After": "0"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
