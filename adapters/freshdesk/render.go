@@ -10,7 +10,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
-// The marker is the last line of every note the bridge writes:
+// Every note the bridge writes ends with an [adapters.Marker] line:
 //
 //	[ticketbridge message 0b6c…]     an upstream message mirrored by Append
 //	[ticketbridge sent conv-43… 5f2a…] MarkSent: a helpdesk event delivered upstream
@@ -22,69 +22,12 @@ import (
 // text of body. Only the last non-empty line of the API agent's own notes
 // counts, so that a marker quoted inside a message (a guest pasting one)
 // never passes for the bridge's.
-const markerPrefix = "[ticketbridge "
-
-// Marker kinds.
-const (
-	markMessage = "message"
-	markSent    = "sent"
-)
-
-// noUpstreamMessage stands for an empty upstream message id (a status
-// change) in a sent marker.
-const noUpstreamMessage = "-"
-
-type marker struct {
-	Kind string
-	ID   string // upstream message id, or helpdesk event id
-	Arg  string // sent: the upstream message id, "" for a status change
-}
-
-func (m marker) line() string {
-	if m.Kind == markSent {
-		arg := m.Arg
-		if arg == "" {
-			arg = noUpstreamMessage
-		}
-		return markerPrefix + m.Kind + " " + m.ID + " " + arg + "]"
-	}
-	return markerPrefix + m.Kind + " " + m.ID + "]"
-}
-
-// parseMarker reads the marker on the last non-empty line of text.
-func parseMarker(text string) (marker, bool) {
-	text = strings.TrimRight(strings.ReplaceAll(text, "\r\n", "\n"), " \t\n")
-	last := text
-	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
-		last = text[i+1:]
-	}
-	inner, ok := strings.CutPrefix(strings.TrimSpace(last), markerPrefix)
-	if !ok {
-		return marker{}, false
-	}
-	inner, ok = strings.CutSuffix(inner, "]")
-	if !ok {
-		return marker{}, false
-	}
-	f := strings.Fields(inner)
-	switch {
-	case len(f) == 2 && f[0] == markMessage:
-		return marker{Kind: markMessage, ID: f[1]}, true
-	case len(f) == 3 && f[0] == markSent:
-		arg := f[2]
-		if arg == noUpstreamMessage {
-			arg = ""
-		}
-		return marker{Kind: markSent, ID: f[1], Arg: arg}, true
-	}
-	return marker{}, false
-}
 
 // validToken reports whether s can stand in a marker or a custom field:
 // no white space, no bracket, not empty, not longer than a Freshdesk
 // single-line text field.
 func validToken(s string) bool {
-	return s != "" && len(s) <= 255 && !strings.ContainsAny(s, " \t\r\n[]")
+	return adapters.MarkerToken(s) && len(s) <= 255
 }
 
 // messageText is the note of an upstream message as plain text: who wrote
@@ -95,7 +38,7 @@ func messageText(m adapters.Message) string {
 	b.WriteString("\n\n")
 	b.WriteString(strings.TrimRight(normalizeNewlines(m.Body), "\n"))
 	b.WriteString("\n\n")
-	b.WriteString(marker{Kind: markMessage, ID: m.UpstreamID}.line())
+	b.WriteString(adapters.Marker{Kind: adapters.MarkerMessage, ID: m.UpstreamID}.Line())
 	return b.String()
 }
 
@@ -112,7 +55,7 @@ func descriptionText(t adapters.Ticket) string {
 
 // sentText is the private note MarkSent writes.
 func sentText(eventID, upstreamMessageID string) string {
-	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + marker{Kind: markSent, ID: eventID, Arg: upstreamMessageID}.line()
+	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()
 }
 
 // subject is the ticket's subject (see [adapters.Subject]), with any

@@ -3,28 +3,30 @@ package freshdesk
 import (
 	"strings"
 	"testing"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
 func TestParseMarker(t *testing.T) {
 	for _, tc := range []struct {
 		text string
-		want marker
+		want adapters.Marker
 		ok   bool
 	}{
-		{"Ada (guest)\n\nhi\n\n[ticketbridge message abc-1]", marker{Kind: markMessage, ID: "abc-1"}, true},
-		{"x\r\n[ticketbridge message abc-1]  \n\n", marker{Kind: markMessage, ID: "abc-1"}, true},
-		{"Delivered\n\n[ticketbridge sent conv-5 m-9]", marker{Kind: markSent, ID: "conv-5", Arg: "m-9"}, true},
-		{"Delivered\n\n[ticketbridge sent status-1-2-4 -]", marker{Kind: markSent, ID: "status-1-2-4"}, true},
+		{"Ada (guest)\n\nhi\n\n[ticketbridge message abc-1]", adapters.Marker{Kind: adapters.MarkerMessage, ID: "abc-1"}, true},
+		{"x\r\n[ticketbridge message abc-1]  \n\n", adapters.Marker{Kind: adapters.MarkerMessage, ID: "abc-1"}, true},
+		{"Delivered\n\n[ticketbridge sent conv-5 m-9]", adapters.Marker{Kind: adapters.MarkerSent, ID: "conv-5", Arg: "m-9"}, true},
+		{"Delivered\n\n[ticketbridge sent status-1-2-4 -]", adapters.Marker{Kind: adapters.MarkerSent, ID: "status-1-2-4"}, true},
 		// A marker quoted before the last line is not the bridge's.
-		{"[ticketbridge message abc-1]\nthanks", marker{}, false},
-		{"[ticketbridge message]", marker{}, false},
-		{"[ticketbridge message a b]", marker{}, false},
-		{"[ticketbridge other a]", marker{}, false},
-		{"", marker{}, false},
+		{"[ticketbridge message abc-1]\nthanks", adapters.Marker{}, false},
+		{"[ticketbridge message]", adapters.Marker{}, false},
+		{"[ticketbridge message a b]", adapters.Marker{}, false},
+		{"[ticketbridge other a]", adapters.Marker{}, false},
+		{"", adapters.Marker{}, false},
 	} {
-		got, ok := parseMarker(tc.text)
+		got, ok := adapters.ParseMarker(tc.text)
 		if ok != tc.ok || got != tc.want {
-			t.Errorf("parseMarker(%q) = %+v, %v; want %+v, %v", tc.text, got, ok, tc.want, tc.ok)
+			t.Errorf("adapters.ParseMarker(%q) = %+v, %v; want %+v, %v", tc.text, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -65,7 +67,7 @@ func TestTextHTMLRoundTrip(t *testing.T) {
 		}
 	}
 	c := fdConversation{Body: textHTML("a\n[ticketbridge message m-1]")}
-	if mk, ok := parseMarker(c.text()); !ok || mk.ID != "m-1" {
+	if mk, ok := adapters.ParseMarker(c.text()); !ok || mk.ID != "m-1" {
 		t.Errorf("a conversation without body_text: marker %+v, %v", mk, ok)
 	}
 }

@@ -233,7 +233,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
-	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == noUpstreamMessage {
+	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
 		return fmt.Errorf("mark event %q sent on freshdesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
 	}
 	t, _, err := a.resolve(ctx, ref)
@@ -371,16 +371,16 @@ func (a *Adapter) held(ctx context.Context, id, me int64) (held, error) {
 		if c.UserID != me || c.Incoming {
 			continue
 		}
-		mk, ok := parseMarker(c.text())
+		mk, ok := adapters.ParseMarker(c.text())
 		if !ok {
 			continue
 		}
 		switch mk.Kind {
-		case markMessage:
+		case adapters.MarkerMessage:
 			if _, dup := h.messages[mk.ID]; !dup {
 				h.messages[mk.ID] = idString(c.ID)
 			}
-		case markSent:
+		case adapters.MarkerSent:
 			if _, dup := h.sent[mk.ID]; !dup {
 				h.sent[mk.ID] = mk.Arg
 			}

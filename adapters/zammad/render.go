@@ -3,12 +3,11 @@ package zammad
 import (
 	"html"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
-// The marker is the last line of every article the bridge writes:
+// Every article the bridge writes ends with an [adapters.Marker] line:
 //
 //	[ticketbridge message 0b6c…]    an upstream message mirrored by Append
 //	[ticketbridge ticket 7e1d…]     the first article of a ticket EnsureTicket made
@@ -19,70 +18,6 @@ import (
 // verbatim). Only the last non-empty line of the API user's own articles
 // counts, so a marker quoted by a guest or an agent never passes for the
 // bridge's own.
-const markerPrefix = "[ticketbridge "
-
-// Marker kinds.
-const (
-	markMessage = "message"
-	markTicket  = "ticket"
-	markSent    = "sent"
-)
-
-// noUpstreamMessage stands for an empty upstream message id (a status
-// change) in a sent marker.
-const noUpstreamMessage = "-"
-
-type marker struct {
-	Kind string
-	ID   string // upstream message id, upstream ticket id, or helpdesk event id
-	Arg  string // sent: the upstream message id, "" for a status change
-}
-
-func (m marker) line() string {
-	if m.Kind == markSent {
-		arg := m.Arg
-		if arg == "" {
-			arg = noUpstreamMessage
-		}
-		return markerPrefix + m.Kind + " " + m.ID + " " + arg + "]"
-	}
-	return markerPrefix + m.Kind + " " + m.ID + "]"
-}
-
-// parseMarker reads the marker on the last non-empty line of body.
-func parseMarker(body string) (marker, bool) {
-	body = strings.TrimRight(strings.ReplaceAll(body, "\r\n", "\n"), " \t\n")
-	last := body
-	if i := strings.LastIndexByte(body, '\n'); i >= 0 {
-		last = body[i+1:]
-	}
-	inner, ok := strings.CutPrefix(strings.TrimSpace(last), markerPrefix)
-	if !ok {
-		return marker{}, false
-	}
-	inner, ok = strings.CutSuffix(inner, "]")
-	if !ok {
-		return marker{}, false
-	}
-	f := strings.Fields(inner)
-	switch {
-	case len(f) == 2 && (f[0] == markMessage || f[0] == markTicket):
-		return marker{Kind: f[0], ID: f[1]}, true
-	case len(f) == 3 && f[0] == markSent:
-		arg := f[2]
-		if arg == noUpstreamMessage {
-			arg = ""
-		}
-		return marker{Kind: markSent, ID: f[1], Arg: arg}, true
-	}
-	return marker{}, false
-}
-
-// validToken reports whether s can stand in a marker: not empty, no white
-// space, no bracket, valid UTF-8.
-func validToken(s string) bool {
-	return s != "" && utf8.ValidString(s) && !strings.ContainsAny(s, " \t\r\n[]")
-}
 
 // messageBody is the article of an upstream message: who wrote it, as
 // what and when on the first line, the text, and the marker.
@@ -92,7 +27,7 @@ func messageBody(m adapters.Message) string {
 	b.WriteString("\n\n")
 	b.WriteString(strings.TrimRight(m.Body, " \t\r\n"))
 	b.WriteString("\n\n")
-	b.WriteString(marker{Kind: markMessage, ID: m.UpstreamID}.line())
+	b.WriteString(adapters.Marker{Kind: adapters.MarkerMessage, ID: m.UpstreamID}.Line())
 	return b.String()
 }
 
@@ -104,13 +39,13 @@ func descriptionBody(t adapters.Ticket) string {
 	b.WriteString("\n\n")
 	b.WriteString(adapters.TicketFacts(t))
 	b.WriteString("\n")
-	b.WriteString(marker{Kind: markTicket, ID: t.UpstreamID}.line())
+	b.WriteString(adapters.Marker{Kind: adapters.MarkerTicket, ID: t.UpstreamID}.Line())
 	return b.String()
 }
 
 // sentBody is the internal note MarkSent writes.
 func sentBody(eventID, upstreamMessageID string) string {
-	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + marker{Kind: markSent, ID: eventID, Arg: upstreamMessageID}.line()
+	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()
 }
 
 // title is the ticket's title (see [adapters.Subject]; Zammad allows 200

@@ -45,24 +45,24 @@ func TestMarkers(t *testing.T) {
 	if !strings.HasPrefix(body, "Ada (guest), 2026-03-14 09:33 UTC, internal note\n\n") {
 		t.Errorf("author line: %q", body)
 	}
-	if got, ok := parseMarker(body); !ok || got != (marker{Kind: markMessage, ID: "m-1"}) {
-		t.Errorf("parseMarker(messageBody) = %+v, %v", got, ok)
+	if got, ok := adapters.ParseMarker(body); !ok || got != (adapters.Marker{Kind: adapters.MarkerMessage, ID: "m-1"}) {
+		t.Errorf("adapters.ParseMarker(messageBody) = %+v, %v", got, ok)
 	}
-	if got, ok := parseMarker(strings.ReplaceAll(body, "\n", "\r\n") + "  \r\n"); !ok || got.ID != "m-1" {
+	if got, ok := adapters.ParseMarker(strings.ReplaceAll(body, "\n", "\r\n") + "  \r\n"); !ok || got.ID != "m-1" {
 		t.Errorf("CRLF and trailing space: %+v, %v", got, ok)
 	}
 	for _, b := range []string{"", "text", "[ticketbridge message a b]", "[ticketbridge other x]", "[ticketbridge message x", "x\n[ticketbridge sent e]"} {
-		if got, ok := parseMarker(b); ok {
-			t.Errorf("parseMarker(%q) = %+v, want none", b, got)
+		if got, ok := adapters.ParseMarker(b); ok {
+			t.Errorf("adapters.ParseMarker(%q) = %+v, want none", b, got)
 		}
 	}
 	for _, tc := range []struct{ event, msg string }{{"article-3", "5f2a"}, {"state-9", ""}} {
-		got, ok := parseMarker(sentBody(tc.event, tc.msg))
-		if !ok || got != (marker{Kind: markSent, ID: tc.event, Arg: tc.msg}) {
+		got, ok := adapters.ParseMarker(sentBody(tc.event, tc.msg))
+		if !ok || got != (adapters.Marker{Kind: adapters.MarkerSent, ID: tc.event, Arg: tc.msg}) {
 			t.Errorf("sent marker of %s %q: %+v, %v", tc.event, tc.msg, got, ok)
 		}
 	}
-	if got, ok := parseMarker(descriptionBody(adapters.Ticket{UpstreamID: "u-1", TaskDescription: "x"})); !ok || got != (marker{Kind: markTicket, ID: "u-1"}) {
+	if got, ok := adapters.ParseMarker(descriptionBody(adapters.Ticket{UpstreamID: "u-1", TaskDescription: "x"})); !ok || got != (adapters.Marker{Kind: adapters.MarkerTicket, ID: "u-1"}) {
 		t.Errorf("ticket marker: %+v, %v", got, ok)
 	}
 }

@@ -140,16 +140,16 @@ func (a *Adapter) heldIn(ctx context.Context, id, me int64) (held, error) {
 		if art.CreatedByID != me {
 			continue
 		}
-		m, ok := parseMarker(articleText(art))
+		m, ok := adapters.ParseMarker(articleText(art))
 		if !ok {
 			continue
 		}
 		switch m.Kind {
-		case markMessage:
+		case adapters.MarkerMessage:
 			if _, dup := h.messages[m.ID]; !dup {
 				h.messages[m.ID] = idString(art.ID)
 			}
-		case markSent:
+		case adapters.MarkerSent:
 			h.sent[m.ID] = m.Arg
 		}
 	}
@@ -186,7 +186,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if err := a.checkOpen(); err != nil {
 		return "", err
 	}
-	if !validToken(t.UpstreamID) {
+	if !adapters.MarkerToken(t.UpstreamID) {
 		return "", fmt.Errorf("ensure zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
 	}
 	if !utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments) {
@@ -258,7 +258,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		return nil, err
 	}
 	for i, m := range msgs {
-		if !validToken(m.UpstreamID) {
+		if !adapters.MarkerToken(m.UpstreamID) {
 			return nil, fmt.Errorf("append to zammad ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
 		}
 		if strings.TrimSpace(m.Body) == "" {
@@ -361,7 +361,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
-	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == noUpstreamMessage {
+	if !adapters.MarkerToken(eventID) || (upstreamMessageID != "" && !adapters.MarkerToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
 		return fmt.Errorf("mark event %q sent on zammad ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
 	}
 	t, _, err := a.resolve(ctx, ref)
@@ -394,7 +394,7 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err := a.checkOpen(); err != nil {
 		return adapters.Found{}, false, err
 	}
-	if !validToken(upstreamID) {
+	if !adapters.MarkerToken(upstreamID) {
 		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
 	}
 	ts, err := a.byUpstream(ctx, upstreamID)

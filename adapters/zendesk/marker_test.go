@@ -9,28 +9,28 @@ import (
 func TestParseMarker(t *testing.T) {
 	for _, tc := range []struct {
 		body string
-		want marker
+		want adapters.Marker
 		ok   bool
 	}{
-		{"text\n\n[ticketbridge message m-1]", marker{Kind: markMessage, ID: "m-1"}, true},
-		{"text\r\n\r\n[ticketbridge message m-1]  \r\n\n", marker{Kind: markMessage, ID: "m-1"}, true},
-		{"[ticketbridge ticket t-1]", marker{Kind: markTicket, ID: "t-1"}, true},
-		{"x\n[ticketbridge sent comment-5 u-1]", marker{Kind: markSent, ID: "comment-5", Arg: "u-1"}, true},
-		{"x\n[ticketbridge sent status-6 -]", marker{Kind: markSent, ID: "status-6"}, true},
-		{"[ticketbridge message m-1]\nand then more text", marker{}, false},
-		{"x [ticketbridge message m-1]", marker{}, false},
-		{"[ticketbridge message m-1 extra]", marker{}, false},
-		{"[ticketbridge sent comment-5]", marker{}, false},
-		{"[ticketbridge other m-1]", marker{}, false},
-		{"", marker{}, false},
+		{"text\n\n[ticketbridge message m-1]", adapters.Marker{Kind: adapters.MarkerMessage, ID: "m-1"}, true},
+		{"text\r\n\r\n[ticketbridge message m-1]  \r\n\n", adapters.Marker{Kind: adapters.MarkerMessage, ID: "m-1"}, true},
+		{"[ticketbridge ticket t-1]", adapters.Marker{Kind: adapters.MarkerTicket, ID: "t-1"}, true},
+		{"x\n[ticketbridge sent comment-5 u-1]", adapters.Marker{Kind: adapters.MarkerSent, ID: "comment-5", Arg: "u-1"}, true},
+		{"x\n[ticketbridge sent status-6 -]", adapters.Marker{Kind: adapters.MarkerSent, ID: "status-6"}, true},
+		{"[ticketbridge message m-1]\nand then more text", adapters.Marker{}, false},
+		{"x [ticketbridge message m-1]", adapters.Marker{}, false},
+		{"[ticketbridge message m-1 extra]", adapters.Marker{}, false},
+		{"[ticketbridge sent comment-5]", adapters.Marker{}, false},
+		{"[ticketbridge other m-1]", adapters.Marker{}, false},
+		{"", adapters.Marker{}, false},
 	} {
-		got, ok := parseMarker(tc.body)
+		got, ok := adapters.ParseMarker(tc.body)
 		if ok != tc.ok || got != tc.want {
-			t.Errorf("parseMarker(%q) = %+v, %v; want %+v, %v", tc.body, got, ok, tc.want, tc.ok)
+			t.Errorf("adapters.ParseMarker(%q) = %+v, %v; want %+v, %v", tc.body, got, ok, tc.want, tc.ok)
 		}
 	}
-	for _, m := range []marker{{Kind: markMessage, ID: "a"}, {Kind: markSent, ID: "comment-1", Arg: "b"}, {Kind: markSent, ID: "status-2"}} {
-		if got, ok := parseMarker("body\n\n" + m.line()); !ok || got != m {
+	for _, m := range []adapters.Marker{{Kind: adapters.MarkerMessage, ID: "a"}, {Kind: adapters.MarkerSent, ID: "comment-1", Arg: "b"}, {Kind: adapters.MarkerSent, ID: "status-2"}} {
+		if got, ok := adapters.ParseMarker("body\n\n" + m.Line()); !ok || got != m {
 			t.Errorf("round trip of %+v gave %+v, %v", m, got, ok)
 		}
 	}

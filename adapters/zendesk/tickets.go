@@ -45,7 +45,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if err := a.checkOpen(); err != nil {
 		return "", err
 	}
-	if !validToken(t.UpstreamID) {
+	if !adapters.MarkerToken(t.UpstreamID) {
 		return "", fmt.Errorf("ensure zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
 	}
 	existing, err := a.byExternalID(ctx, t.UpstreamID)
@@ -130,7 +130,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		return nil, err
 	}
 	for i, m := range msgs {
-		if !validToken(m.UpstreamID) {
+		if !adapters.MarkerToken(m.UpstreamID) {
 			return nil, fmt.Errorf("append to zendesk ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
 		}
 		if strings.TrimSpace(m.Body) == "" {
@@ -278,7 +278,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
-	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == noUpstreamMessage {
+	if !adapters.MarkerToken(eventID) || (upstreamMessageID != "" && !adapters.MarkerToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
 		return fmt.Errorf("mark event %q sent on zendesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
 	}
 	c, err := a.resolve(ctx, ref)
@@ -315,7 +315,7 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err := a.checkOpen(); err != nil {
 		return adapters.Found{}, false, err
 	}
-	if !validToken(upstreamID) {
+	if !adapters.MarkerToken(upstreamID) {
 		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
 	}
 	ts, err := a.byExternalID(ctx, upstreamID)
@@ -491,16 +491,16 @@ func (a *Adapter) held(ctx context.Context, c chain, me int64) (held, error) {
 			if cm.AuthorID != me {
 				continue
 			}
-			mk, ok := parseMarker(cm.Body)
+			mk, ok := adapters.ParseMarker(cm.Body)
 			if !ok {
 				continue
 			}
 			switch mk.Kind {
-			case markMessage:
+			case adapters.MarkerMessage:
 				if _, dup := h.messages[mk.ID]; !dup {
 					h.messages[mk.ID] = idString(cm.ID)
 				}
-			case markSent:
+			case adapters.MarkerSent:
 				if _, dup := h.sent[mk.ID]; !dup {
 					h.sent[mk.ID] = mk.Arg
 				}
