@@ -287,6 +287,16 @@ func utc(ts ...*time.Time) {
 	}
 }
 
+// CheckID returns why v cannot be stored as a ticket or message id (1 to
+// 200 bytes of UTF-8, no control character, no "/"), or nil when it can.
+// Callers check ids with it before a transaction, so that one bad id never
+// fails the writes it shares a transaction with.
+func CheckID(v string) error { return checkID("id", v) }
+
+// CheckEventID returns why v cannot be stored as a helpdesk event id (1 to
+// 1024 bytes of UTF-8, no control character), or nil when it can.
+func CheckEventID(v string) error { return checkKey("event id", v) }
+
 // checkID validates a ticket or message id: a key or a key part.
 func checkID(field, v string) error {
 	if err := checkKey(field, v); err != nil {

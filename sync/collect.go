@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	gosync "sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -225,10 +223,8 @@ func (c *cycle) collect() {
 // checkEvent refuses an event the engine cannot journal.
 func checkEvent(ev adapters.Event) error {
 	switch {
-	case ev.ID == "" || len(ev.ID) > 1024 || !utf8.ValidString(ev.ID):
-		return fmt.Errorf("event id %q: want 1 to 1024 bytes of UTF-8", ev.ID)
-	case containsControl(ev.ID):
-		return fmt.Errorf("event id %q contains a control character", ev.ID)
+	case state.CheckEventID(ev.ID) != nil:
+		return state.CheckEventID(ev.ID)
 	case !validID(ev.UpstreamTicketID):
 		return fmt.Errorf("event %s: upstream ticket id %q is not an upstream id", ev.ID, ev.UpstreamTicketID)
 	}
@@ -242,15 +238,6 @@ func checkEvent(ev adapters.Event) error {
 		return fmt.Errorf("event %s: kind %q is not reply, note or status", ev.ID, ev.Kind)
 	}
 	return nil
-}
-
-func containsControl(s string) bool {
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return true
-		}
-	}
-	return false
 }
 
 // adoption is what Lookup found of one upstream ticket.

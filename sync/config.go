@@ -27,9 +27,18 @@ type Config struct {
 	// Concurrency bounds the tickets worked on at once (reads, appends,
 	// sends).
 	Concurrency int `env:"TICKETBRIDGE_CONCURRENCY, default=4"`
-	// SweepInterval is how often the whole queue is listed without a status
-	// filter, to catch tickets that left new between two polls.
-	SweepInterval time.Duration `env:"TICKETBRIDGE_SWEEP_INTERVAL, default=10m"`
+	// FullReadInterval is the longest an open ticket goes without being
+	// read, whatever the lists show: the safety net for a change that does
+	// not move updated_at (the spec does not promise that a message does).
+	// The reads are spread evenly over the cycles. The engine shortens it
+	// by itself, down to a quarter, when a read finds a change no list
+	// signalled.
+	FullReadInterval time.Duration `env:"TICKETBRIDGE_FULL_READ_INTERVAL, default=10m"`
+	// SweepInterval is accepted and ignored: every cycle now lists every
+	// status, which the periodic sweep of the whole queue used to do.
+	//
+	// Deprecated: has no effect.
+	SweepInterval time.Duration `env:"TICKETBRIDGE_SWEEP_INTERVAL"`
 	// QuietMax caps the interval at which a quiet ticket is read again, and
 	// the backoff of a ticket or an outbound entry whose last try failed.
 	QuietMax time.Duration `env:"TICKETBRIDGE_QUIET_MAX, default=30m"`
@@ -53,15 +62,15 @@ type Config struct {
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
 	return Config{
-		Schedule:        "@every 30s",
-		Concurrency:     4,
-		SweepInterval:   10 * time.Minute,
-		QuietMax:        30 * time.Minute,
-		ClosedInterval:  time.Hour,
-		ClosedGrace:     72 * time.Hour,
-		RetiredInterval: 24 * time.Hour,
-		AuthorName:      "Support team",
-		NotesUpstream:   true,
+		Schedule:         "@every 30s",
+		Concurrency:      4,
+		FullReadInterval: 10 * time.Minute,
+		QuietMax:         30 * time.Minute,
+		ClosedInterval:   time.Hour,
+		ClosedGrace:      72 * time.Hour,
+		RetiredInterval:  24 * time.Hour,
+		AuthorName:       "Support team",
+		NotesUpstream:    true,
 	}
 }
 
@@ -188,8 +197,8 @@ func (c Config) parse() (parsed, error) {
 	switch {
 	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:
 		return p, fmt.Errorf("TICKETBRIDGE_CONCURRENCY=%d: want 1 to %d", c.Concurrency, MaxConcurrency)
-	case c.SweepInterval <= 0:
-		return p, fmt.Errorf("TICKETBRIDGE_SWEEP_INTERVAL=%s: want a positive duration such as 10m", c.SweepInterval)
+	case c.FullReadInterval <= 0:
+		return p, fmt.Errorf("TICKETBRIDGE_FULL_READ_INTERVAL=%s: want a positive duration such as 10m", c.FullReadInterval)
 	case c.QuietMax <= 0:
 		return p, fmt.Errorf("TICKETBRIDGE_QUIET_MAX=%s: want a positive duration such as 30m", c.QuietMax)
 	case c.ClosedInterval <= 0:
@@ -205,6 +214,9 @@ func (c Config) parse() (parsed, error) {
 	}
 	if c.QuietMax < p.interval {
 		p.QuietMax = p.interval
+	}
+	if c.FullReadInterval < p.interval {
+		p.FullReadInterval = p.interval
 	}
 	return p, nil
 }

@@ -38,7 +38,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{func(c *Config) { c.Schedule = "61 * * * *" }, "TICKETBRIDGE_SCHEDULE"},
 		{func(c *Config) { c.Backfill = "assigned, in-progress" }, `TICKETBRIDGE_BACKFILL: unknown status "in-progress"`},
 		{func(c *Config) { c.Concurrency = 0 }, "TICKETBRIDGE_CONCURRENCY=0: want 1 to 64"},
-		{func(c *Config) { c.SweepInterval = 0 }, "TICKETBRIDGE_SWEEP_INTERVAL"},
+		{func(c *Config) { c.FullReadInterval = 0 }, "TICKETBRIDGE_FULL_READ_INTERVAL"},
 		{func(c *Config) { c.QuietMax = -time.Second }, "TICKETBRIDGE_QUIET_MAX"},
 		{func(c *Config) { c.ClosedInterval = 0 }, "TICKETBRIDGE_CLOSED_INTERVAL"},
 		{func(c *Config) { c.ClosedGrace = -time.Hour }, "TICKETBRIDGE_CLOSED_GRACE"},

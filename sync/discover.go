@@ -5,25 +5,108 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
-// discover lists the queue and records what is new: unknown tickets (to be
-// imported by refresh) and known ones a list shows updated (due now).
+// discover lists the whole queue (see listQueue) and plans from what it
+// shows (see planDiscover): tickets to import, tracked ones a list shows
+// changed, open ones whose next read lies beyond their full-read slot. The
+// plan is stored in one transaction.
 func (c *cycle) discover() {
 	e := c.e
-	var (
-		tracked     = map[string]state.Ticket{}
-		importSince time.Time
-		lastSweep   time.Time
-		first       bool
-	)
+	in, err := c.readDiscoverState()
+	if err != nil {
+		c.stop(fmt.Errorf("read state: %w", err))
+		return
+	}
+	e.pol.fullRead = in.fullRead.Effective
+	in.listed, in.listOK = c.listQueue(in.departments())
+	if c.stopped() {
+		return
+	}
+	p := e.planDiscover(in)
+	for _, id := range p.refused {
+		c.failure(id, "", "discover", fmt.Errorf("ticket id %q cannot be stored: want a UUID", id))
+	}
+	if len(p.puts) > 0 || !p.importSince.IsZero() || p.fullRead != nil {
+		err = e.st.Update(func(tx *state.Tx) error {
+			for _, t := range p.puts {
+				if err := tx.PutTicket(t); err != nil {
+					return err
+				}
+			}
+			if !p.importSince.IsZero() {
+				if err := tx.SetMeta(MetaImportSince, p.importSince.UTC().Format(time.RFC3339Nano)); err != nil {
+					return err
+				}
+			}
+			if p.fullRead != nil {
+				return putFullRead(tx, *p.fullRead)
+			}
+			return nil
+		})
+		if err != nil {
+			c.stop(fmt.Errorf("store discovered tickets: %w", err))
+			return
+		}
+	}
+	c.count(func(r *Report) {
+		r.Discovered += len(p.imports)
+		r.Listed += len(in.listed)
+		r.Signalled += len(p.woken)
+	})
+	if len(p.imports) > 0 {
+		e.log.LogAttrs(c.ctx, slog.LevelInfo, fmt.Sprintf("discovered %d new tickets: %s", len(p.imports), few(p.imports)), slog.String("op", "discover"))
+	}
+	if len(p.woken) > 0 {
+		e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("lists show %d tickets changed: %s", len(p.woken), few(p.woken)), slog.String("op", "discover"))
+	}
+}
+
+// discoverInput is what discover reads before it plans.
+type discoverInput struct {
+	now         time.Time
+	tracked     map[string]state.Ticket
+	first       bool      // no cycle has listed the queue yet
+	importSince time.Time // when the first cycle started
+	fullRead    FullRead  // the stored full-read interval, already reset to the configured one if that changed
+	fullReadNew bool      // fullRead differs from what is stored
+
+	listed map[string]guestapi.Ticket // every ticket the lists of this cycle showed
+	listOK bool                       // every list request succeeded
+}
+
+// departments returns the departments of the tracked tickets.
+func (in discoverInput) departments() map[string]bool {
+	depts := map[string]bool{}
+	for _, t := range in.tracked {
+		if t.Department != "" {
+			depts[t.Department] = true
+		}
+	}
+	return depts
+}
+
+// discoverPlan is what discover stores.
+type discoverPlan struct {
+	puts        []state.Ticket // new and changed ticket records
+	imports     []string       // ids of the tickets to import, sorted
+	woken       []string       // tracked tickets a list showed changed, sorted
+	refused     []string       // listed ids state cannot store
+	importSince time.Time      // to record as MetaImportSince; zero: leave it
+	fullRead    *FullRead      // to record; nil: leave it
+}
+
+func (c *cycle) readDiscoverState() (discoverInput, error) {
+	e := c.e
+	in := discoverInput{now: c.now, tracked: map[string]state.Ticket{}}
 	err := e.st.View(func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
-			tracked[t.ID] = t
+			in.tracked[t.ID] = t
 			return nil
 		}); err != nil {
 			if !errors.Is(err, state.ErrCorrupt) {
@@ -35,126 +118,128 @@ func (c *cycle) discover() {
 		if err != nil {
 			return err
 		}
-		first = !ok
+		in.first = !ok
 		if ok {
-			importSince, _ = time.Parse(time.RFC3339Nano, v)
+			if in.importSince, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return fmt.Errorf("%w: meta %s=%q is not a time: %w", state.ErrCorrupt, MetaImportSince, v, err)
+			}
 		}
-		if v, ok, err := tx.Meta(MetaLastSweep); err != nil {
-			return err
-		} else if ok {
-			lastSweep, _ = time.Parse(time.RFC3339Nano, v)
-		}
-		return nil
+		in.fullRead, in.fullReadNew, err = readFullRead(tx, e.cfg.FullReadInterval)
+		return err
 	})
-	if err != nil {
-		c.stop(fmt.Errorf("read state: %w", err))
-		return
-	}
+	return in, err
+}
 
-	depts := map[string]bool{}
-	for _, t := range tracked {
-		if t.Department != "" {
-			depts[t.Department] = true
+// planDiscover decides, from the state read and the lists of this cycle,
+// what discover stores. It does no I/O.
+//
+//   - A listed ticket state does not hold is imported when its status is
+//     new or a backfill status, or when it was created since the first
+//     cycle (it may have left new before a list showed it).
+//   - A tracked ticket whose listed status or updated_at differs from what
+//     its last read stored is due now (DueUpdated); a retired one comes
+//     back. Absence from the lists means nothing.
+//   - An open ticket whose next read lies beyond its next full-read slot
+//     (the interval was shortened, or the record predates the slots) is
+//     brought forward to the slot.
+func (e *Engine) planDiscover(in discoverInput) discoverPlan {
+	var p discoverPlan
+	importSince := in.importSince
+	if in.first {
+		importSince = in.now
+		if in.listOK {
+			p.importSince = in.now
 		}
 	}
-	statuses := []guestapi.Status{guestapi.StatusNew}
-	if first {
-		statuses = append(statuses, e.cfg.backfill...)
-		importSince = c.now
+	if in.fullReadNew {
+		fr := in.fullRead
+		p.fullRead = &fr
 	}
-	sweep := !first && c.now.Sub(lastSweep) >= e.cfg.SweepInterval
-
-	listed := map[string]guestapi.Ticket{}
-	listOK := true
-	for _, s := range statuses {
-		if !c.list(s, depts, listed) {
-			listOK = false
-		}
-	}
-	if sweep {
-		if c.list("", depts, listed) {
-			c.count(func(r *Report) { r.Sweep = true })
-		} else {
-			sweep = false
-		}
-	}
-	if c.stopped() {
-		return
-	}
-
 	importable := map[guestapi.Status]bool{guestapi.StatusNew: true}
 	for _, s := range e.cfg.backfill {
 		importable[s] = true
 	}
-	// A ticket created since the first start may have left new before a
-	// poll saw it; one created before is imported only in new or a
-	// backfill status. The slack covers clocks that differ a little.
+	// The slack covers clocks that differ a little.
 	horizon := importSince.Add(-2 * e.cfg.interval)
 
-	var puts []state.Ticket
-	newCount := 0
-	ids := make([]string, 0, len(listed))
-	for id := range listed {
+	ids := make([]string, 0, len(in.listed))
+	for id := range in.listed {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		lt := listed[id]
-		if t, ok := tracked[id]; ok {
-			if lt.UpdatedAt.After(t.UpstreamUpdatedAt) && !e.pol.due(&t, c.now) {
-				before := t
-				e.pol.wake(&t, c.now, DueUpdated)
-				if t.NextDue != before.NextDue || t.Retired != before.Retired {
-					puts = append(puts, t)
-				}
+		lt := in.listed[id]
+		t, ok := in.tracked[id]
+		if !ok {
+			if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
+				continue
 			}
+			if !validID(id) {
+				p.refused = append(p.refused, id)
+				continue
+			}
+			p.puts = append(p.puts, state.Ticket{ID: id, Department: lt.Department, NextDue: in.now, DueReason: DueNew})
+			p.imports = append(p.imports, id)
 			continue
 		}
-		if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
-			continue
+		if t.UpstreamStatus == "" || (string(lt.Status) == t.UpstreamStatus && lt.UpdatedAt.Equal(t.UpstreamUpdatedAt)) {
+			continue // not read yet (an import), or unchanged
 		}
-		if !validID(id) {
-			c.failure(id, "", "discover", fmt.Errorf("ticket id %q cannot be stored: want a UUID", id))
-			continue
+		before := t
+		e.pol.wake(&t, in.now, DueUpdated)
+		if !t.NextDue.Equal(before.NextDue) || t.DueReason != before.DueReason || t.Retired != before.Retired {
+			p.puts = append(p.puts, t)
+			p.woken = append(p.woken, id)
 		}
-		puts = append(puts, state.Ticket{ID: id, Department: lt.Department, NextDue: c.now, DueReason: DueNew})
-		newCount++
 	}
-	if len(puts) == 0 && !first && !sweep {
-		return
+	woken := map[string]bool{}
+	for _, id := range p.woken {
+		woken[id] = true
 	}
-	err = e.st.Update(func(tx *state.Tx) error {
-		for _, t := range puts {
-			if err := tx.PutTicket(t); err != nil {
-				return err
-			}
+	var capped []state.Ticket
+	for id, t := range in.tracked {
+		if !woken[id] && e.pol.capFull(&t, in.now) {
+			capped = append(capped, t)
 		}
-		if first && listOK {
-			if err := tx.SetMeta(MetaImportSince, importSince.UTC().Format(time.RFC3339Nano)); err != nil {
-				return err
-			}
-		}
-		if (first && listOK) || sweep {
-			return tx.SetMeta(MetaLastSweep, c.now.UTC().Format(time.RFC3339Nano))
-		}
-		return nil
-	})
-	if err != nil {
-		c.stop(fmt.Errorf("store discovered tickets: %w", err))
-		return
 	}
-	c.count(func(r *Report) { r.Discovered += newCount })
-	if newCount > 0 {
-		e.log.LogAttrs(c.ctx, slog.LevelInfo, fmt.Sprintf("discovered %d new tickets", newCount), slog.String("op", "discover"))
-	}
+	slices.SortFunc(capped, func(a, b state.Ticket) int { return strings.Compare(a.ID, b.ID) })
+	p.puts = append(p.puts, capped...)
+	return p
 }
 
-// list lists tickets of status s ("" for every status) into out. A list
-// that reaches the limit is asked again per department (those of the list
-// and those known in state), and a department list of every status that
-// still reaches it per status; what still reaches it is logged as a
-// warning. It reports whether every request succeeded.
-func (c *cycle) list(s guestapi.Status, known map[string]bool, out map[string]guestapi.Ticket) bool {
+// listQueue lists every ticket of the queue the API shows: one request
+// without a status filter while the whole queue fits in one list, else a
+// list per status, and a list per department (those known in state and
+// those of the list) for a status whose list reaches the limit. What still
+// reaches the limit is logged as a warning: the full-read safety net then
+// covers the tickets the lists cannot show. It reports whether every
+// request succeeded.
+func (c *cycle) listQueue(known map[string]bool) (map[string]guestapi.Ticket, bool) {
+	out := map[string]guestapi.Ticket{}
+	if c.e.queueFits {
+		ts, ok := c.listOnce(guestapi.ListOptions{Limit: ListLimit})
+		if !ok {
+			return out, false
+		}
+		add(out, ts)
+		if len(ts) < ListLimit {
+			return out, true
+		}
+	}
+	all := true
+	for _, s := range guestapi.Statuses() {
+		if !c.listStatus(s, known, out) {
+			all = false
+		}
+	}
+	c.e.queueFits = all && len(out) < ListLimit
+	return out, all
+}
+
+// listStatus lists the tickets of status s into out; a list that reaches
+// the limit is asked again per department. It reports whether every
+// request succeeded.
+func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, out map[string]guestapi.Ticket) bool {
 	ts, ok := c.listOnce(guestapi.ListOptions{Status: s, Limit: ListLimit})
 	if !ok {
 		return false
@@ -185,23 +270,8 @@ func (c *cycle) list(s guestapi.Status, known map[string]bool, out map[string]gu
 			continue
 		}
 		add(out, dts)
-		if len(dts) < ListLimit {
-			continue
-		}
-		if s != "" {
+		if len(dts) >= ListLimit {
 			c.warnFull(s, d)
-			continue
-		}
-		for _, st := range guestapi.Statuses() {
-			sts, ok := c.listOnce(guestapi.ListOptions{Status: st, Department: d, Limit: ListLimit})
-			if !ok {
-				all = false
-				continue
-			}
-			add(out, sts)
-			if len(sts) >= ListLimit {
-				c.warnFull(st, d)
-			}
 		}
 	}
 	return all
@@ -209,7 +279,7 @@ func (c *cycle) list(s guestapi.Status, known map[string]bool, out map[string]gu
 
 func (c *cycle) warnFull(s guestapi.Status, dept string) {
 	c.e.log.LogAttrs(c.ctx, slog.LevelWarn,
-		fmt.Sprintf("the list of department %q in status %s still holds %d tickets, the API's limit: older ones may be missed until they change", dept, s, ListLimit),
+		fmt.Sprintf("the list of department %q in status %s holds %d tickets, the API's limit: changes of older ones are seen by the full-read safety net only", dept, s, ListLimit),
 		slog.String("op", "discover"))
 }
 
@@ -230,8 +300,22 @@ func (c *cycle) listOnce(opt guestapi.ListOptions) ([]guestapi.Ticket, bool) {
 	return ts, true
 }
 
+// add puts ts into out; of a ticket listed twice (it changed between two
+// requests), the later update is kept.
 func add(out map[string]guestapi.Ticket, ts []guestapi.Ticket) {
 	for _, t := range ts {
+		if o, ok := out[t.ID]; ok && o.UpdatedAt.After(t.UpdatedAt) {
+			continue
+		}
 		out[t.ID] = t
 	}
+}
+
+// few names up to five ids, then how many more.
+func few(ids []string) string {
+	const n = 5
+	if len(ids) <= n {
+		return fmt.Sprint(ids)
+	}
+	return fmt.Sprintf("%v and %d more", ids[:n], len(ids)-n)
 }

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"hash/fnv"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -15,10 +16,38 @@ const (
 	DueQuiet   = "quiet"   // nothing changed: read less and less often
 	DueClosed  = "closed"  // closed upstream: read at the closed interval
 	DueRetry   = "retry"   // the last try failed: read again after a backoff
-	DueUpdated = "updated" // a list showed a newer updated_at
+	DueUpdated = "updated" // a list showed another status or updated_at
+	DueFull    = "full"    // the full-read safety net: read at least every full-read interval
 	DueEvent   = "event"   // the helpdesk reported an event on it
 	DueRetired = "retired" // closed for longer than the grace: read at the retired interval
 )
+
+// DueReasonText says in words why a ticket is read next, for `status`.
+func DueReasonText(reason string) string {
+	switch reason {
+	case DueNew:
+		return "new: to be imported"
+	case DueActive:
+		return "active: something changed lately, read every cycle"
+	case DueQuiet:
+		return "quiet: nothing changed lately, read less and less often; a list showing it changed makes it due at once"
+	case DueClosed:
+		return "closed: read at TICKETBRIDGE_CLOSED_INTERVAL; a list showing it changed makes it due at once"
+	case DueRetry:
+		return "retry: the last try failed, backing off"
+	case DueUpdated:
+		return "changed: a list showed another status or updated_at"
+	case DueFull:
+		return "full read: the safety net reads every open ticket at least every full-read interval; a list showing it changed makes it due at once"
+	case DueEvent:
+		return "event: the helpdesk reported a change on it"
+	case DueRetired:
+		return "retired: closed for longer than TICKETBRIDGE_CLOSED_GRACE, read at TICKETBRIDGE_RETIRED_INTERVAL; a list showing it changed makes it due at once"
+	case "":
+		return "-"
+	}
+	return reason
+}
 
 // policy decides when a tracked ticket is read again.
 //
@@ -27,6 +56,12 @@ const (
 //   - A quiet read doubles the wait, starting from twice the schedule's
 //     interval (a quiet ticket skips a cycle), up to QuietMax. The first
 //     read of a ticket (its import) counts as quiet: what it found is old.
+//   - An open ticket is never left unread for longer than the full-read
+//     interval F: its next read is at the latest at its next full-read
+//     slot, a time the ticket's id places in each period of F (a hash of
+//     the id), so that the tickets' safety reads are spread evenly over
+//     the cycles instead of coming in bursts. Between two slots, the lists
+//     make a changed ticket due (see wake).
 //   - A closed ticket (done, completed, confirmed, cancelled) is read every
 //     ClosedInterval for ClosedGrace after it was first seen closed, then
 //     retired: it is read only every RetiredInterval (a guest may still
@@ -37,13 +72,45 @@ const (
 type policy struct {
 	interval       time.Duration
 	quietMax       time.Duration
+	fullRead       time.Duration // the effective full-read interval (see fullReadState)
 	closedInterval time.Duration
 	closedGrace    time.Duration
 	retired        time.Duration
 }
 
 func newPolicy(p parsed) policy {
-	return policy{interval: p.interval, quietMax: p.QuietMax, closedInterval: p.ClosedInterval, closedGrace: p.ClosedGrace, retired: p.RetiredInterval}
+	return policy{interval: p.interval, quietMax: p.QuietMax, fullRead: p.FullReadInterval,
+		closedInterval: p.ClosedInterval, closedGrace: p.ClosedGrace, retired: p.RetiredInterval}
+}
+
+// fullReadSlot returns the first full-read slot of ticket id after now:
+// the time in each period of fullRead that the id's hash names.
+func (p policy) fullReadSlot(id string, now time.Time) time.Time {
+	f := int64(p.fullRead)
+	if f <= 0 {
+		return now
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	phase := int64(h.Sum64() % uint64(f))
+	n := now.UnixNano()
+	since := ((n-phase)%f + f) % f // time since the last slot
+	return now.Add(time.Duration(f - since))
+}
+
+// capFull brings an open ticket's next read forward to its next full-read
+// slot when it is later; it reports whether it did. Tickets not read since
+// the interval was shortened, or stored before it existed, come in this way.
+func (p policy) capFull(t *state.Ticket, now time.Time) bool {
+	if guestapi.Status(t.UpstreamStatus).Closed() || t.Ref == "" || t.Attempts > 0 {
+		return false
+	}
+	slot := p.fullReadSlot(t.ID, now)
+	if !t.NextDue.After(slot) {
+		return false
+	}
+	t.NextDue, t.DueReason, t.Retired = slot, DueFull, false
+	return true
 }
 
 // slack is how early a due time may be and still count at a cycle's start:
@@ -94,6 +161,7 @@ func (p policy) afterRead(t *state.Ticket, now time.Time, active bool) {
 		return
 	}
 	t.NextDue, t.DueReason = now.Add(p.backoff(t.QuietStreak+1)), DueQuiet
+	p.capFull(t, now)
 }
 
 // afterError records a failed try at now and backs the ticket off.

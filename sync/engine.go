@@ -9,8 +9,6 @@ import (
 	gosync "sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 
@@ -39,9 +37,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// AfterCycle, when set, is called by [Engine.Run] after each cycle with
-	// its report and error (metrics, the systemd watchdog).
-	AfterCycle func(Report, error)
+	// Sleep waits d or until ctx ends; nil means a timer. The engine waits
+	// only where the API asked it to (a 429's Retry-After); tests pass one
+	// that returns at once.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Meta keys the engine keeps in state.
@@ -51,8 +50,6 @@ const (
 	// MetaImportSince is when the first cycle started: tickets created
 	// since are imported whatever their status.
 	MetaImportSince = "import_since"
-	// MetaLastSweep is when the whole queue was last listed.
-	MetaLastSweep = "last_sweep"
 )
 
 // ErrKeyRefused is matched by the error of a cycle the API refused the key
@@ -78,10 +75,13 @@ type Engine struct {
 	st    *state.Store
 	log   *slog.Logger
 	now   func() time.Time
-	after func(Report, error)
+	sleep func(ctx context.Context, d time.Duration) error
 
-	mu      gosync.Mutex // one cycle at a time
+	mu      gosync.Mutex // one cycle at a time; guards what follows and pol's changes
 	checked bool
+	// queueFits says that the last listing found fewer tickets than one
+	// list holds: the next cycle first tries one list without a filter.
+	queueFits bool
 }
 
 // New checks cfg and deps and returns an engine. It does no I/O; the
@@ -108,13 +108,18 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		st:    deps.Store,
 		log:   deps.Logger,
 		now:   deps.Now,
-		after: deps.AfterCycle,
+		sleep: deps.Sleep,
+
+		queueFits: true,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.now == nil {
 		e.now = time.Now
+	}
+	if e.sleep == nil {
+		e.sleep = sleepCtx
 	}
 	return e, nil
 }
@@ -155,24 +160,6 @@ func (e *Engine) Check(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Run runs a cycle at once and then on every tick of the schedule until ctx
-// ends, never two at once; it returns nil after the cycle in flight has
-// stopped. A failed cycle is logged and the next tick tries again.
-func (e *Engine) Run(ctx context.Context) error {
-	s := &Scheduler{
-		Schedule: e.cfg.schedule,
-		Cycle:    e.RunCycle,
-		AfterCycle: func(r Report, err error) {
-			if e.after != nil {
-				e.after(r, err)
-			}
-		},
-		Logger: e.log,
-		Now:    e.now,
-	}
-	return s.Run(ctx)
 }
 
 // RunCycle runs one cycle synchronously and returns its report. The error
@@ -409,22 +396,17 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
 	wg.Wait()
 }
 
-// maxIDLen is the longest ticket or message id state stores.
-const maxIDLen = 200
+// validID reports whether id can key a state record (see state.CheckID).
+func validID(id string) bool { return state.CheckID(id) == nil }
 
-// validID reports whether id can key a state record: the rule of state's
-// own id check (1 to 200 bytes of UTF-8, no control character, no "/"),
-// so that an id refused here never reaches a transaction and one accepted
-// here is never refused there, which would fail the whole transaction.
-// Upstream ids are UUIDs.
-func validID(id string) bool {
-	if id == "" || len(id) > maxIDLen || !utf8.ValidString(id) {
-		return false
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	for _, r := range id {
-		if r == '/' || unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
 }

@@ -25,20 +25,20 @@ type refreshResult struct {
 	supersBy  guestapi.Status
 
 	read, imported, created, adopted, statusDown bool
-	appended                                     int // messages newly written to the helpdesk
+	appended                                     int   // messages newly written to the helpdesk
+	unsignalled                                  bool  // the read found a change no list could show
+	limited                                      error // the read was refused with a 429: the ticket is still due
 }
 
-// refresh reads every due ticket, a pool at a time, and stores the results
-// in batches.
+// refresh reads every due ticket, a pool at a time (see readAll), and
+// stores the results in batches.
 func (c *cycle) refresh() {
 	e := c.e
-	var due []state.Ticket
+	var tracked []state.Ticket
 	pending := map[string][]state.Entry{}
 	err := e.st.View(func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
-			if e.pol.due(&t, c.now) {
-				due = append(due, t)
-			}
+			tracked = append(tracked, t)
 			return nil
 		}); err != nil && !errors.Is(err, state.ErrCorrupt) {
 			return err
@@ -56,19 +56,7 @@ func (c *cycle) refresh() {
 		c.stop(fmt.Errorf("read state: %w", err))
 		return
 	}
-	// Imports first, then the longest waiting.
-	slices.SortFunc(due, func(a, b state.Ticket) int {
-		if (a.Ref == "") != (b.Ref == "") {
-			if a.Ref == "" {
-				return -1
-			}
-			return 1
-		}
-		if c := a.NextDue.Compare(b.NextDue); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	due := planReads(tracked, e.pol, c.now)
 	toImport := 0
 	for _, t := range due {
 		if t.Ref == "" {
@@ -77,15 +65,11 @@ func (c *cycle) refresh() {
 	}
 
 	results := make(chan refreshResult)
-	go func() {
-		forEach(c.ctx, e.cfg.Concurrency, due, func(t state.Ticket) {
-			results <- c.refreshTicket(t, pending[t.ID])
-		})
-		close(results)
-	}()
+	go c.readAll(due, func(t state.Ticket) refreshResult { return c.refreshTicket(t, pending[t.ID]) }, results)
 	var batch []refreshResult
 	imported := 0
 	progressEvery := max(10, toImport/10)
+	var unsignalled []string
 	for r := range results {
 		c.count(func(rep *Report) {
 			if r.read {
@@ -100,14 +84,23 @@ func (c *cycle) refresh() {
 			if r.statusDown {
 				rep.StatusDown++
 			}
+			if r.unsignalled {
+				rep.Unsignalled++
+			}
 			rep.Mirrored += r.appended
 			rep.Skipped += len(r.supersede)
 		})
+		if r.unsignalled {
+			unsignalled = append(unsignalled, r.t.ID)
+		}
 		if r.imported {
 			imported++
 			if toImport >= 20 && (imported%progressEvery == 0 || imported == toImport) {
 				e.log.LogAttrs(c.ctx, slog.LevelInfo, fmt.Sprintf("imported %d/%d tickets", imported, toImport), slog.String("op", "import"))
 			}
+		}
+		if r.limited != nil {
+			continue // nothing changed: the ticket stays due
 		}
 		batch = append(batch, r)
 		if len(batch) >= refreshBatch {
@@ -116,6 +109,129 @@ func (c *cycle) refresh() {
 		}
 	}
 	c.flush(batch)
+	if len(unsignalled) > 0 && !c.storeBroken {
+		c.noteUnsignalled(unsignalled)
+	}
+}
+
+// planReads returns the tracked tickets due at now, imports first, then
+// the longest waiting. It does no I/O.
+func planReads(tracked []state.Ticket, pol policy, now time.Time) []state.Ticket {
+	var due []state.Ticket
+	for _, t := range tracked {
+		if pol.due(&t, now) {
+			due = append(due, t)
+		}
+	}
+	slices.SortFunc(due, func(a, b state.Ticket) int {
+		if (a.Ref == "") != (b.Ref == "") {
+			if a.Ref == "" {
+				return -1
+			}
+			return 1
+		}
+		if c := a.NextDue.Compare(b.NextDue); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return due
+}
+
+// readAll runs read over due with at most Concurrency reads in flight and
+// sends each result to out, which it closes at the end. A read the API
+// refused with a 429 halves that bound (it grows back by one after as many
+// reads in a row went through), and no read starts before the 429's
+// Retry-After has passed. A Retry-After longer than the schedule's interval
+// ends the cycle's reads: the tickets not read stay due for the next cycle.
+// Either way the cycle goes on.
+func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResult, out chan<- refreshResult) {
+	defer close(out)
+	limit := c.e.cfg.Concurrency
+	done := make(chan refreshResult)
+	var (
+		next, inFlight, okRun, limited int
+		pause                          time.Duration // to wait before the next read starts
+		putOff                         bool          // no more reads in this cycle
+	)
+	handle := func(r refreshResult) {
+		inFlight--
+		out <- r
+		if r.limited == nil {
+			if limit < c.e.cfg.Concurrency {
+				if okRun++; okRun >= limit {
+					limit, okRun = limit+1, 0
+				}
+			}
+			return
+		}
+		limited++
+		limit, okRun = max(1, limit/2), 0
+		wait := c.e.cfg.interval / 4 // a 429 without Retry-After
+		var ae *guestapi.Error
+		if errors.As(r.limited, &ae) && ae.RetryAfter > 0 {
+			wait = ae.RetryAfter
+		}
+		if wait > c.e.cfg.interval {
+			putOff = true
+		}
+		pause = max(pause, wait)
+	}
+	for {
+		for !putOff && inFlight < limit && next < len(due) && !c.stopped() {
+			if pause > 0 {
+				if inFlight > 0 {
+					break // let the reads in flight end first
+				}
+				if c.e.sleep(c.ctx, pause) != nil {
+					break
+				}
+				pause = 0
+			}
+			t := due[next]
+			next++
+			inFlight++
+			go func() { done <- read(t) }()
+		}
+		if inFlight == 0 {
+			break
+		}
+		handle(<-done)
+	}
+	if limited > 0 {
+		left := len(due) - next + limited
+		c.count(func(r *Report) { r.Throttled += limited })
+		c.e.log.LogAttrs(c.ctx, slog.LevelWarn,
+			fmt.Sprintf("the API answered %d reads with 429 (too many requests): reads slowed down to %d at once; %d tickets wait for the next cycle", limited, limit, left),
+			slog.String("op", "refresh"))
+	}
+}
+
+// noteUnsignalled records that the reads of ids found changes no list
+// could show, and shortens the full-read interval (see FullRead).
+func (c *cycle) noteUnsignalled(ids []string) {
+	e := c.e
+	slices.Sort(ids)
+	var f FullRead
+	var shortened bool
+	err := e.st.Update(func(tx *state.Tx) error {
+		var err error
+		if f, _, err = readFullRead(tx, e.cfg.FullReadInterval); err != nil {
+			return err
+		}
+		shortened = f.note(len(ids), ids[len(ids)-1], c.now, e.cfg.interval)
+		return putFullRead(tx, f)
+	})
+	if err != nil {
+		c.stop(fmt.Errorf("store full-read interval: %w", err))
+		return
+	}
+	e.pol.fullRead = f.Effective
+	level, msg := slog.LevelDebug, "reads found changes that no list showed"
+	if shortened {
+		level, msg = slog.LevelWarn, "reads found changes that no list showed: the API did not move updated_at for them; "+f.String()
+	}
+	e.log.LogAttrs(c.ctx, level, fmt.Sprintf("%s (tickets %s)", msg, few(ids)), slog.String("op", "refresh"))
 }
 
 // flush stores a batch of results in one transaction. When a record is
@@ -186,6 +302,10 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	r := refreshResult{t: t}
 	th, err := e.api.GetTicket(c.ctx, t.ID)
 	if err != nil {
+		if errors.Is(err, guestapi.ErrRateLimited) && !c.interrupted(err) {
+			r.limited = err // still due: read in a later cycle, not backed off
+			return r
+		}
 		return c.ticketError(r, "get ticket", err)
 	}
 	r.read = true
@@ -193,97 +313,20 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	if d.ID != t.ID {
 		return c.ticketError(r, "get ticket", fmt.Errorf("the API answered with ticket %q", d.ID))
 	}
-
-	ref := adapters.Ref(t.Ref)
-	known := map[string]bool{}
-	if ref == "" {
-		f, ok, err := e.hd.Lookup(c.ctx, t.ID)
-		if err != nil {
-			return c.ticketError(r, "look up helpdesk ticket", err)
-		}
-		if ok && f.Ref != "" {
-			ref = f.Ref
-			r.seed = &adoption{found: true, ref: f.Ref, f: f}
-			r.adopted = true
-			for id := range f.Messages {
-				known[id] = true
-			}
-			for _, id := range f.Sent {
-				known[id] = true
-			}
-		} else {
-			ref, err = e.hd.EnsureTicket(c.ctx, toAdapterTicket(d))
-			if err != nil {
-				return c.ticketError(r, "create helpdesk ticket", err)
-			}
-			if ref == "" {
-				return c.ticketError(r, "create helpdesk ticket", errors.New("the adapter returned an empty reference"))
-			}
-			r.created = true
-			r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(d.Status), c.now
-			e.log.LogAttrs(c.ctx, slog.LevelInfo, "created helpdesk ticket",
-				slog.String("op", "import"), slog.String("ticket", t.ID), slog.String("ref", string(ref)))
-		}
-		r.t.Ref = string(ref)
-		r.imported = true
-	} else {
-		err := e.st.View(func(tx *state.Tx) error {
-			m, err := tx.Mirrored(t.ID)
-			if err != nil {
-				return err
-			}
-			for id := range m {
-				known[id] = true
-			}
-			o, err := tx.OwnMessages(t.ID)
-			for id := range o {
-				known[id] = true
-			}
-			return err
-		})
-		if err != nil {
-			return c.ticketError(r, "read state", err)
-		}
+	ref, known, err := c.helpdeskTicket(&r, d)
+	if err != nil {
+		return r
 	}
 	if r.t.Department == "" || r.t.Department != d.Department {
 		r.t.Department = d.Department
 	}
 
-	// Messages: new ones in order. A staff message that matches a post of
-	// the bridge not yet confirmed (a crash, or an answer lost, after the
-	// API stored it) is the bridge's own: it is skipped until the send
-	// confirms it and records its id. Everything else is mirrored, so a
-	// reply stuck in backoff never holds back what the guest writes.
-	var hdStatus []state.Entry
-	ownBodies := map[string]bool{}
-	for _, en := range pend {
-		if en.Kind == state.KindStatus {
-			hdStatus = append(hdStatus, en)
-		} else {
-			ownBodies[postKey(en.Payload.Body, en.Payload.Visible)] = true
-		}
+	p := planThread(r.t, th, known, pend)
+	for _, id := range p.refused {
+		c.failure(t.ID, id, "refresh", fmt.Errorf("skip message: its id %q cannot be stored", id))
 	}
-	var msgs []adapters.Message
-	held := false
-	for _, m := range th.Messages {
-		if known[m.ID] {
-			continue
-		}
-		if !validID(m.ID) {
-			c.failure(t.ID, m.ID, "refresh", fmt.Errorf("skip message: its id %q cannot be stored", m.ID))
-			continue
-		}
-		if m.AuthorType != guestapi.AuthorGuest && ownBodies[postKey(m.Body, m.VisibleToGuest)] {
-			held = true
-			continue
-		}
-		msgs = append(msgs, adapters.Message{
-			UpstreamID: m.ID, AuthorType: m.AuthorType, AuthorName: m.AuthorName,
-			Body: mirrorBody(m.Body), Public: m.VisibleToGuest, CreatedAt: m.CreatedAt,
-		})
-	}
-	if len(msgs) > 0 {
-		app, err := e.hd.Append(c.ctx, ref, msgs)
+	if len(p.append) > 0 {
+		app, err := e.hd.Append(c.ctx, ref, p.append)
 		for _, a := range app {
 			if validID(a.UpstreamID) {
 				r.mirrored = append(r.mirrored, a)
@@ -296,35 +339,161 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 			return c.ticketError(r, "append messages", err)
 		}
 	}
+	r.supersede, r.supersBy = p.supersede, d.Status
+	if p.setStatus != "" {
+		if err := e.hd.SetStatus(c.ctx, ref, p.setStatus); err != nil {
+			return c.ticketError(r, "set helpdesk status", err)
+		}
+		r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(p.setStatus), c.now
+		r.statusDown = true
+	}
+	r.t.UpstreamStatus = string(d.Status)
+	r.t.UpstreamUpdatedAt = d.UpdatedAt
+	r.unsignalled = p.unsignalled
+	e.pol.afterRead(&r.t, c.now, p.active)
+	return r
+}
 
-	// Status: the newer change wins when both sides changed.
-	st := d.Status
-	upChanged := string(st) != t.UpstreamStatus
-	setDown := string(st) != r.t.HelpdeskStatus
+// helpdeskTicket returns the helpdesk ticket of r's ticket and the upstream
+// messages it already holds or that are the bridge's own. A ticket not yet
+// in the helpdesk is looked up (state may have been lost) and else created.
+// A failure is recorded on r, and returned.
+func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapters.Ref, map[string]bool, error) {
+	e := c.e
+	known := map[string]bool{}
+	ref := adapters.Ref(r.t.Ref)
+	if ref != "" {
+		err := e.st.View(func(tx *state.Tx) error {
+			m, err := tx.Mirrored(r.t.ID)
+			if err != nil {
+				return err
+			}
+			for id := range m {
+				known[id] = true
+			}
+			o, err := tx.OwnMessages(r.t.ID)
+			for id := range o {
+				known[id] = true
+			}
+			return err
+		})
+		if err != nil {
+			*r = c.ticketError(*r, "read state", err)
+		}
+		return ref, known, err
+	}
+	f, ok, err := e.hd.Lookup(c.ctx, r.t.ID)
+	if err != nil {
+		*r = c.ticketError(*r, "look up helpdesk ticket", err)
+		return "", nil, err
+	}
+	if ok && f.Ref != "" {
+		ref = f.Ref
+		r.seed = &adoption{found: true, ref: f.Ref, f: f}
+		r.adopted = true
+		for id := range f.Messages {
+			known[id] = true
+		}
+		for _, id := range f.Sent {
+			known[id] = true
+		}
+	} else {
+		ref, err = e.hd.EnsureTicket(c.ctx, toAdapterTicket(d))
+		if err == nil && ref == "" {
+			err = errors.New("the adapter returned an empty reference")
+		}
+		if err != nil {
+			*r = c.ticketError(*r, "create helpdesk ticket", err)
+			return "", nil, err
+		}
+		r.created = true
+		r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(d.Status), c.now
+		e.log.LogAttrs(c.ctx, slog.LevelInfo, "created helpdesk ticket",
+			slog.String("op", "import"), slog.String("ticket", r.t.ID), slog.String("ref", string(ref)))
+	}
+	r.t.Ref = string(ref)
+	r.imported = true
+	return ref, known, nil
+}
+
+// threadPlan is what refresh does with one ticket, decided from its read.
+type threadPlan struct {
+	append    []adapters.Message // upstream messages to append to the helpdesk, in order
+	refused   []string           // ids of messages state cannot store: skipped
+	held      bool               // a staff message matched a post of the bridge not yet confirmed
+	setStatus guestapi.Status    // the status to set in the helpdesk; "" leaves it
+	supersede []state.Entry      // pending helpdesk status changes the upstream change overrides
+	// active says whether anything changed on either side: the ticket is
+	// read again on the next cycle.
+	active bool
+	// unsignalled says that the read found a change (a new message, a new
+	// status) although updated_at stayed as stored: no list could have
+	// shown it.
+	unsignalled bool
+}
+
+// planThread decides what to do with the thread th of tracked ticket t.
+// known holds the upstream messages the helpdesk already has and the
+// bridge's own posts; pend the ticket's pending journal entries, oldest
+// first. It does no I/O.
+//
+// New messages are appended in order. A staff message that matches a post
+// of the bridge not yet confirmed (a crash, or an answer lost, after the
+// API stored it) is the bridge's own: it is held back until the send
+// confirms it and records its id. Everything else is mirrored, so a reply
+// stuck in backoff never holds back what the guest writes. When both sides
+// changed the status, the newer change wins.
+func planThread(t state.Ticket, th *guestapi.Thread, known map[string]bool, pend []state.Entry) threadPlan {
+	var p threadPlan
+	d := th.Ticket
+	var hdStatus []state.Entry
+	ownBodies := map[string]bool{}
+	for _, en := range pend {
+		if en.Kind == state.KindStatus {
+			hdStatus = append(hdStatus, en)
+		} else {
+			ownBodies[postKey(en.Payload.Body, en.Payload.Visible)] = true
+		}
+	}
+	first := t.UpstreamStatus == "" // the first read finds old news
+	newer := false                  // a new message written after the stored updated_at
+	for _, m := range th.Messages {
+		if known[m.ID] {
+			continue
+		}
+		if !validID(m.ID) {
+			p.refused = append(p.refused, m.ID)
+			continue
+		}
+		if m.AuthorType != guestapi.AuthorGuest && ownBodies[postKey(m.Body, m.VisibleToGuest)] {
+			p.held = true
+			continue
+		}
+		if m.CreatedAt.After(t.UpstreamUpdatedAt) {
+			newer = true
+		}
+		p.append = append(p.append, adapters.Message{
+			UpstreamID: m.ID, AuthorType: m.AuthorType, AuthorName: m.AuthorName,
+			Body: mirrorBody(m.Body), Public: m.VisibleToGuest, CreatedAt: m.CreatedAt,
+		})
+	}
+
+	upChanged := string(d.Status) != t.UpstreamStatus
+	setDown := string(d.Status) != t.HelpdeskStatus
 	if len(hdStatus) > 0 {
 		last := hdStatus[len(hdStatus)-1]
 		if upChanged && d.UpdatedAt.After(last.CreatedAt) && !explainedByMessage(th.Messages, d.UpdatedAt, last.CreatedAt) {
-			r.supersede, r.supersBy = hdStatus, st
+			p.supersede = hdStatus
 		} else {
 			setDown = false // the helpdesk's change is newer: it goes up
 		}
 	}
 	if setDown {
-		if err := e.hd.SetStatus(c.ctx, ref, st); err != nil {
-			return c.ticketError(r, "set helpdesk status", err)
-		}
-		r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(st), c.now
-		r.statusDown = true
+		p.setStatus = d.Status
 	}
-	r.t.UpstreamStatus = string(st)
-	r.t.UpstreamUpdatedAt = d.UpdatedAt
-
-	// The first read of a ticket finds old news: it is not activity.
-	first := t.UpstreamStatus == ""
-	active := held || len(pend) > 0 || t.DueReason == DueEvent ||
-		(!first && (len(msgs) > 0 || upChanged))
-	e.pol.afterRead(&r.t, c.now, active)
-	return r
+	p.active = p.held || len(pend) > 0 || t.DueReason == DueEvent || (!first && (len(p.append) > 0 || upChanged))
+	p.unsignalled = !first && d.UpdatedAt.Equal(t.UpstreamUpdatedAt) && (newer || upChanged)
+	return p
 }
 
 // ticketError records err on the ticket of r and backs it off, unless the

@@ -23,21 +23,24 @@ type Report struct {
 	Duration time.Duration `json:"duration"`
 	Outcome  string        `json:"outcome"`
 	DryRun   bool          `json:"dry_run,omitempty"`
-	Sweep    bool          `json:"sweep,omitempty"` // the cycle listed the whole queue
 
-	Discovered int `json:"discovered"` // tickets listed that state did not hold
-	Created    int `json:"created"`    // helpdesk tickets created
-	Adopted    int `json:"adopted"`    // helpdesk tickets found by Lookup (state lost)
-	Refreshed  int `json:"refreshed"`  // tickets read with GET /tickets/{id}
-	Mirrored   int `json:"mirrored"`   // upstream messages appended to the helpdesk
-	StatusDown int `json:"status_down"`
-	Events     int `json:"events"`  // helpdesk events journaled (pulled up)
-	Sent       int `json:"sent"`    // journal entries confirmed upstream
-	Skipped    int `json:"skipped"` // events with nothing to send (notes off, status already set, superseded)
-	Failed     int `json:"failed"`  // entries refused for good
-	Errors     int `json:"errors"`  // failures recorded on tickets and entries
+	Listed      int `json:"listed"`      // tickets the lists showed
+	Signalled   int `json:"signalled"`   // tracked tickets the lists showed changed (read in this cycle)
+	Unsignalled int `json:"unsignalled"` // reads that found a change no list could show (updated_at did not move)
+	Discovered  int `json:"discovered"`  // tickets listed that state did not hold
+	Created     int `json:"created"`     // helpdesk tickets created
+	Adopted     int `json:"adopted"`     // helpdesk tickets found by Lookup (state lost)
+	Refreshed   int `json:"refreshed"`   // tickets read with GET /tickets/{id}
+	Mirrored    int `json:"mirrored"`    // upstream messages appended to the helpdesk
+	StatusDown  int `json:"status_down"`
+	Events      int `json:"events"`  // helpdesk events journaled (pulled up)
+	Sent        int `json:"sent"`    // journal entries confirmed upstream
+	Skipped     int `json:"skipped"` // events with nothing to send (notes off, status already set, superseded)
+	Failed      int `json:"failed"`  // entries refused for good
+	Errors      int `json:"errors"`  // failures recorded on tickets and entries
 
 	APIRequests int `json:"api_requests"` // calls of the Guest Requests API
+	Throttled   int `json:"throttled"`    // reads the API answered with 429; the cycle slowed down
 
 	Phases Phases `json:"phases"`
 
@@ -74,8 +77,11 @@ func (r Report) String() string {
 	if r.DryRun {
 		b.WriteString(" (dry run)")
 	}
-	fmt.Fprintf(&b, " discovered %d, created %d, adopted %d, refreshed %d, mirrored %d, status down %d, events %d, sent %d, skipped %d, failed %d, errors %d, api requests %d",
-		r.Discovered, r.Created, r.Adopted, r.Refreshed, r.Mirrored, r.StatusDown, r.Events, r.Sent, r.Skipped, r.Failed, r.Errors, r.APIRequests)
+	fmt.Fprintf(&b, " listed %d (changed %d), discovered %d, created %d, adopted %d, refreshed %d, mirrored %d, status down %d, events %d, sent %d, skipped %d, failed %d, errors %d, api requests %d",
+		r.Listed, r.Signalled, r.Discovered, r.Created, r.Adopted, r.Refreshed, r.Mirrored, r.StatusDown, r.Events, r.Sent, r.Skipped, r.Failed, r.Errors, r.APIRequests)
+	if r.Unsignalled > 0 {
+		fmt.Fprintf(&b, ", changes no list showed %d", r.Unsignalled)
+	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
 	}
@@ -87,6 +93,9 @@ func (r Report) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.String("outcome", r.Outcome),
 		slog.Duration("duration", r.Duration),
+		slog.Int("listed", r.Listed),
+		slog.Int("signalled", r.Signalled),
+		slog.Int("unsignalled", r.Unsignalled),
 		slog.Int("discovered", r.Discovered),
 		slog.Int("created", r.Created),
 		slog.Int("adopted", r.Adopted),
@@ -124,6 +133,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		{title, r.Outcome},
 		{"started", r.Start.Local().Format(time.DateTime)},
 		{"took", r.Duration.Round(time.Millisecond).String()},
+		{"tickets listed", fmt.Sprint(r.Listed)},
+		{"tickets the lists showed changed", fmt.Sprint(r.Signalled)},
+		{"changes no list showed", fmt.Sprint(r.Unsignalled)},
 		{"tickets discovered", fmt.Sprint(r.Discovered)},
 		{"helpdesk tickets created", fmt.Sprint(r.Created)},
 		{"helpdesk tickets adopted", fmt.Sprint(r.Adopted)},
@@ -139,9 +151,6 @@ func (r Report) WriteTable(w io.Writer) error {
 		{"phases", fmt.Sprintf("discover %s, collect %s, refresh %s, send %s",
 			r.Phases.Discover.Round(time.Millisecond), r.Phases.Collect.Round(time.Millisecond),
 			r.Phases.Refresh.Round(time.Millisecond), r.Phases.Send.Round(time.Millisecond))},
-	}
-	if r.Sweep {
-		rows = append(rows, [2]string{"sweep", "the whole queue was listed"})
 	}
 	if r.Fatal != "" {
 		rows = append(rows, [2]string{"stopped", r.Fatal})

@@ -19,6 +19,9 @@ type Status struct {
 	Adapter     string    `json:"adapter,omitempty"`
 	LastCycle   *Report   `json:"last_cycle,omitempty"` // nil before the first cycle
 	LastSuccess time.Time `json:"last_success,omitzero"`
+	// FullRead is the full-read interval in force; nil until the engine
+	// stored one (it stores it when it first differs from the configured).
+	FullRead *FullRead `json:"full_read,omitempty"`
 
 	Counts  StatusCounts   `json:"counts"`
 	Tickets []TicketStatus `json:"tickets"`
@@ -104,6 +107,14 @@ func ReadStatus(st *state.Store, now time.Time) (Status, error) {
 				s.LastCycle = &r
 			} else {
 				s.LastCycle = &Report{Start: c.Start, Outcome: c.Outcome}
+			}
+		}
+		if v, ok, err := tx.Meta(MetaFullRead); err != nil {
+			return err
+		} else if ok {
+			var f FullRead
+			if json.Unmarshal([]byte(v), &f) == nil {
+				s.FullRead = &f
 			}
 		}
 		if c, ok, err := tx.LastSuccess(); err != nil {

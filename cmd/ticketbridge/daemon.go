@@ -424,6 +424,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 		fmt.Fprintf(tw, "Last cycle\tnone yet\n")
 	}
 	fmt.Fprintf(tw, "Last success\t%s\n", when(s.LastSuccess))
+	if s.FullRead != nil {
+		fmt.Fprintf(tw, "Full reads\t%s\n", s.FullRead)
+	}
 	c := s.Counts
 	fmt.Fprintf(tw, "Tickets\t%d tracked: %d active, %d quiet, %d closed, %d retired, %d failing\n",
 		c.Tickets, c.Active, c.Quiet, c.Closed, c.Retired, c.Failing)
@@ -490,7 +493,7 @@ func printTicket(out io.Writer, d sync.TicketDetail, full bool) error {
 	fmt.Fprintf(tw, "Helpdesk\t%s\n", orDash(d.Ref))
 	fmt.Fprintf(tw, "Department\t%s\n", orDash(d.Department))
 	fmt.Fprintf(tw, "Status\tupstream %s, helpdesk %s\n", orDash(d.UpstreamStatus), orDash(d.HelpdeskStatus))
-	fmt.Fprintf(tw, "Next read\t%s (%s)\n", dueText(d.TicketStatus, now), orDash(d.DueReason))
+	fmt.Fprintf(tw, "Next read\t%s (%s)\n", dueText(d.TicketStatus, now), sync.DueReasonText(d.DueReason))
 	fmt.Fprintf(tw, "Last activity\t%s\n", when(d.LastActivity))
 	if d.LastError != "" {
 		fmt.Fprintf(tw, "Error\t%s (%d tries in a row)\n", d.LastError, d.Attempts)

@@ -55,7 +55,8 @@
 //     a change). The console may set all seven, confirmed included.
 //   - updated_at: a new message moves it to the message's time; a status
 //     or rating change moves it to the time of the change. Clients must not
-//     rely on it.
+//     rely on it: with [Options.MessagesKeepUpdatedAt] a new message leaves
+//     it as it is, to test that they do not.
 //   - Idempotency-Key: up to 255 characters; remembered 24 h
 //     ([Options.IdempotencyTTL]) per organisation, for every key of it.
 //     Only successful answers are remembered, so a request corrected after

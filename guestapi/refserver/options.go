@@ -58,6 +58,10 @@ type Options struct {
 	// Faults are injected into the public API and the token endpoints from
 	// the start; see [Server.SetFaults].
 	Faults Faults
+	// MessagesKeepUpdatedAt makes a new message leave its ticket's
+	// updated_at as it is. The spec does not promise that a message moves
+	// it; clients that must not rely on it are tested with this set.
+	MessagesKeepUpdatedAt bool
 }
 
 // RateLimit allows Requests requests in any sliding Window. A request over

@@ -50,6 +50,7 @@ func New(opts Options) *Server {
 		panic("refserver: " + err.Error())
 	}
 	s := &Server{opts: o, log: o.Logger, consoleToken: o.ConsoleToken, st: newStore()}
+	s.st.keepUpdated = o.MessagesKeepUpdatedAt
 	if s.consoleToken == "" {
 		s.consoleToken = newSecret("console_")
 	}

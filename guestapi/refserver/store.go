@@ -147,6 +147,8 @@ type store struct {
 	keys     []*apiKey
 	tokens   []*accessToken
 	seq      uint64
+
+	keepUpdated bool // a new message leaves updated_at (Options.MessagesKeepUpdatedAt)
 }
 
 func newStore() store {
@@ -504,7 +506,8 @@ func (s *Server) newMessageID() string {
 }
 
 // appendMessage adds m in time order (a message dated before the last one
-// goes before it) and moves updated_at. Caller holds mu.
+// goes before it) and moves updated_at, unless Options.MessagesKeepUpdatedAt
+// is set. Caller holds mu.
 func (st *store) appendMessage(t *ticket, m InternalMessage) {
 	st.msgIDs[m.ID] = true
 	i := len(t.messages)
@@ -512,7 +515,7 @@ func (st *store) appendMessage(t *ticket, m InternalMessage) {
 		i--
 	}
 	t.messages = slices.Insert(t.messages, i, m)
-	if m.CreatedAt.After(t.updated) {
+	if !st.keepUpdated && m.CreatedAt.After(t.updated) {
 		t.updated = m.CreatedAt
 	}
 }
