@@ -23,7 +23,7 @@ func (c *cycle) discover() {
 		c.stop(fmt.Errorf("read state: %w", err))
 		return
 	}
-	e.pol.fullRead = in.fullRead.Effective
+	e.pol.fullRead, e.pol.listsShowAll = in.fullRead.Effective, in.fullRead.Unsignalled == 0
 	in.listed, in.listOK = c.listQueue(in.departments())
 	if c.stopped() {
 		return

@@ -51,10 +51,14 @@ func DueReasonText(reason string) string {
 
 // policy decides when a tracked ticket is read again.
 //
-//   - Activity (new messages, a status change, a helpdesk event) makes a
-//     ticket due on the next cycle.
-//   - A quiet read doubles the wait, starting from twice the schedule's
-//     interval (a quiet ticket skips a cycle), up to QuietMax. The first
+//   - While the lists show every change (no read has found one they did
+//     not), an open ticket is read when a list shows it changed, when the
+//     helpdesk reports an event on it, and at its full-read slot (below).
+//   - Once a read found a change no list showed (the API did not move
+//     updated_at), recent activity is polled too: activity (new messages,
+//     a status change, a helpdesk event) makes a ticket due on the next
+//     cycle, and a quiet read doubles the wait, starting from twice the
+//     schedule's interval, up to QuietMax or the full-read slot. The first
 //     read of a ticket (its import) counts as quiet: what it found is old.
 //   - An open ticket is never left unread for longer than the full-read
 //     interval F: its next read is at the latest at its next full-read
@@ -70,26 +74,34 @@ func DueReasonText(reason string) string {
 //   - A failure backs off from one interval, doubling with Attempts, up to
 //     QuietMax.
 type policy struct {
-	interval       time.Duration
-	quietMax       time.Duration
-	fullRead       time.Duration // the effective full-read interval (see fullReadState)
+	interval time.Duration
+	quietMax time.Duration
+	fullRead time.Duration // the effective full-read interval (see FullRead)
+	// listsShowAll says that no read has found a change the lists did not
+	// show: a read that finds nothing new waits for its full-read slot, and
+	// a change is left to the lists. Otherwise recent activity is polled:
+	// an active ticket is read every cycle, then less and less often.
+	listsShowAll   bool
 	closedInterval time.Duration
 	closedGrace    time.Duration
 	retired        time.Duration
 }
 
 func newPolicy(p parsed) policy {
-	return policy{interval: p.interval, quietMax: p.QuietMax, fullRead: p.FullReadInterval,
+	return policy{interval: p.interval, quietMax: p.QuietMax, fullRead: p.FullReadInterval, listsShowAll: true,
 		closedInterval: p.ClosedInterval, closedGrace: p.ClosedGrace, retired: p.RetiredInterval}
 }
 
-// fullReadSlot returns the first full-read slot of ticket id after now:
-// the time in each period of fullRead that the id's hash names.
+// fullReadSlot returns the first full-read slot of ticket id after now
+// and its slack (a ticket read a little before its slot is not due again
+// at that slot): the time in each period of fullRead that the id's hash
+// names.
 func (p policy) fullReadSlot(id string, now time.Time) time.Time {
 	f := int64(p.fullRead)
 	if f <= 0 {
 		return now
 	}
+	now = now.Add(p.slack())
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	phase := int64(h.Sum64() % uint64(f))
@@ -148,16 +160,24 @@ func (p policy) afterRead(t *state.Ticket, now time.Time, active bool) {
 	if active {
 		t.QuietStreak = 0
 		t.LastActivity = now
-		t.NextDue, t.DueReason, t.Retired = now, DueActive, false
-		return
+		t.Retired = false
+		if !p.listsShowAll {
+			t.NextDue, t.DueReason = now, DueActive
+			return
+		}
+	} else {
+		t.QuietStreak++
 	}
-	t.QuietStreak++
 	if closed {
 		if now.Sub(t.ClosedAt) >= p.closedGrace {
 			t.NextDue, t.DueReason, t.Retired = now.Add(p.retired), DueRetired, true
 			return
 		}
 		t.NextDue, t.DueReason = now.Add(p.closedInterval), DueClosed
+		return
+	}
+	if p.listsShowAll || t.LastActivity.IsZero() || now.Sub(t.LastActivity) >= p.quietMax {
+		t.NextDue, t.DueReason, t.Retired = p.fullReadSlot(t.ID, now), DueFull, false
 		return
 	}
 	t.NextDue, t.DueReason = now.Add(p.backoff(t.QuietStreak+1)), DueQuiet

@@ -226,7 +226,7 @@ func (c *cycle) noteUnsignalled(ids []string) {
 		c.stop(fmt.Errorf("store full-read interval: %w", err))
 		return
 	}
-	e.pol.fullRead = f.Effective
+	e.pol.fullRead, e.pol.listsShowAll = f.Effective, false
 	level, msg := slog.LevelDebug, "reads found changes that no list showed"
 	if shortened {
 		level, msg = slog.LevelWarn, "reads found changes that no list showed: the API did not move updated_at for them; "+f.String()

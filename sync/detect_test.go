@@ -1,0 +1,293 @@
+package sync_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	tbsync "github.com/ticketbridge/ticketbridge/sync"
+)
+
+// settle runs cycles until every ticket is quiet for longer than
+// TICKETBRIDGE_QUIET_MAX, as after a long run.
+func (e *env) settle() {
+	e.t.Helper()
+	e.quiesce()
+	e.clock.Advance(e.cfg.QuietMax + time.Minute)
+	e.cycle()
+	e.tick()
+}
+
+// helpdeskHas reports whether the helpdesk ticket of id holds a message
+// with body.
+func (e *env) helpdeskHas(id, body string) bool {
+	for _, m := range e.backend.Messages(e.ref(id)) {
+		if m.Body == body {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChangesOnQuietTicketsCrossInOneCycle: a guest message and a console
+// status change on open requests quiet for longer than QUIET_MAX reach the
+// helpdesk in the next cycle, each request in assigned, in_progress or new;
+// and a quiet cycle costs the lists and the full-read share, not a read
+// per ticket.
+func TestChangesOnQuietTicketsCrossInOneCycle(t *testing.T) {
+	e := newEnv(t)
+	const n = 60
+	var ids []string
+	for i := range n {
+		ids = append(ids, e.newTicket(fmt.Sprintf("request %d", i)))
+	}
+	e.cycle()
+	e.clock.Advance(time.Second) // a change moves updated_at past the stored one
+	statuses := []guestapi.Status{guestapi.StatusNew, guestapi.StatusAssigned, guestapi.StatusInProgress}
+	hdStatus := map[guestapi.Status]string{guestapi.StatusNew: "new", guestapi.StatusAssigned: "open", guestapi.StatusInProgress: "working", guestapi.StatusCancelled: "cancelled"}
+	for i, id := range ids {
+		if err := e.ts.Server.SetStatus(id, statuses[i%3]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.settle()
+
+	// Quiet cycles: one list (the queue fits in one), plus the tickets
+	// whose full-read slot came: n * 30 s / 10 min on average.
+	reqs := 0
+	const quiet = 40
+	for range quiet {
+		r := e.tick()
+		if r.Refreshed > 0 && r.Signalled > 0 {
+			t.Fatalf("a quiet cycle read tickets a list showed changed: %s", r)
+		}
+		reqs += r.APIRequests
+	}
+	perCycle := float64(reqs) / quiet
+	limit := 1 + float64(n)*30/600 + 1
+	if perCycle > limit {
+		t.Errorf("a quiet cycle makes %.1f API requests on average, want at most %.1f (one list + the full-read share + 1)", perCycle, limit)
+	}
+
+	for i, id := range ids {
+		e.guest(id, "late message "+id)
+		if i%2 == 0 {
+			if err := e.ts.Server.SetStatus(id, guestapi.StatusCancelled); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := e.tick()
+	if r.Signalled != n {
+		t.Errorf("the lists showed %d tickets changed, want %d: %s", r.Signalled, n, r)
+	}
+	for i, id := range ids {
+		if !e.helpdeskHas(id, "late message "+id) {
+			t.Errorf("ticket %s: the guest's message did not cross in one cycle", id)
+		}
+		want := statuses[i%3]
+		if i%2 == 0 {
+			want = guestapi.StatusCancelled
+		}
+		if snap, _ := e.backend.Ticket(e.ref(id)); snap.Status != hdStatus[want] {
+			got := snap.Status
+			t.Errorf("ticket %s: helpdesk status %s after one cycle, want %s", id, got, hdStatus[want])
+		}
+	}
+	e.checkExactlyOnce()
+}
+
+// TestFullListsStillShowEveryChange: more than 200 requests in one status
+// and department. The lists show the newest 200; a change on any of the
+// others still crosses within the full-read interval, through reads
+// spread over the cycles rather than in one burst.
+func TestFullListsStillShowEveryChange(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Backfill = "assigned"
+	var ids []string
+	for i := range 260 {
+		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{
+			Department: "busy", Status: guestapi.StatusAssigned, TaskDescription: fmt.Sprintf("r%d", i),
+			CreatedAt: start.Add(-time.Duration(260-i) * time.Minute),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tv.ID)
+	}
+	e.cycle() // imports the newest 200: the lists show no more
+	if !strings.Contains(e.logs.String(), `department \"busy\" in status assigned holds 200 tickets`) {
+		t.Fatalf("no warning about the full department list:\n%s", e.logs)
+	}
+	// The 60 oldest are imported by hand, as an earlier, shorter queue did.
+	for _, id := range ids[:60] {
+		if err := e.ts.Server.SetStatus(id, guestapi.StatusNew); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.tick()
+	for _, id := range ids[:60] {
+		if err := e.ts.Server.SetStatus(id, guestapi.StatusAssigned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.settle()
+	if got := len(e.backend.Tickets()); got != 260 {
+		t.Fatalf("%d helpdesk tickets, want 260", got)
+	}
+
+	// Every request gets a message; the oldest 60 are beyond every list.
+	for _, id := range ids {
+		e.guest(id, "late message "+id)
+	}
+	maxReads := 0
+	interval := 10 * time.Minute
+	for elapsed := time.Duration(0); elapsed <= interval; elapsed += 30 * time.Second {
+		r := e.tick()
+		if elapsed > 0 {
+			maxReads = max(maxReads, r.Refreshed)
+		}
+	}
+	for _, id := range ids {
+		if !e.helpdeskHas(id, "late message "+id) {
+			t.Errorf("ticket %s: the guest's message did not cross within the full-read interval", id)
+		}
+	}
+	// 260 tickets over 20 cycles: 13 a cycle on average; slots are a hash,
+	// so allow some unevenness, but no burst.
+	if maxReads > 40 {
+		t.Errorf("a cycle read %d tickets: the full reads come in bursts", maxReads)
+	}
+	e.checkExactlyOnce()
+}
+
+// TestMessagesThatDoNotMoveUpdatedAt: a service that never moves
+// updated_at on a new message. Every message still crosses within the
+// full-read interval; the first read that finds one shortens the interval
+// (logged once, in the report, the status and the metric's source), and
+// later messages cross within the shorter interval.
+func TestMessagesThatDoNotMoveUpdatedAt(t *testing.T) {
+	e := newEnv(t, refservertest.WithOptions(refserver.Options{MessagesKeepUpdatedAt: true}))
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, e.newTicket(fmt.Sprintf("request %d", i)))
+	}
+	e.cycle()
+	e.settle()
+	for _, id := range ids {
+		e.guest(id, "unsignalled "+id)
+	}
+	unsignalled := 0
+	for elapsed := time.Duration(0); elapsed <= 10*time.Minute; elapsed += 30 * time.Second {
+		unsignalled += e.tick().Unsignalled
+	}
+	for _, id := range ids {
+		if !e.helpdeskHas(id, "unsignalled "+id) {
+			t.Errorf("ticket %s: the message did not cross within the full-read interval", id)
+		}
+	}
+	if unsignalled != len(ids) {
+		t.Errorf("%d reads counted as finding an unsignalled change, want %d", unsignalled, len(ids))
+	}
+	st, err := tbsync.ReadStatus(e.store, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.FullRead == nil || !st.FullRead.Shortened() || st.FullRead.Effective != 150*time.Second {
+		t.Fatalf("full-read interval after %d unsignalled changes: %+v, want it shortened to a quarter (2m30s)", unsignalled, st.FullRead)
+	}
+	if !strings.Contains(st.FullRead.String(), "shortened from 10m0s") {
+		t.Errorf("status does not say why: %s", st.FullRead)
+	}
+	if got := strings.Count(e.logs.String(), "the API did not move updated_at"); got != 2 {
+		t.Errorf("%d warnings about the shortened interval, want 2 (10m to 5m to 2m30s; then only counted)", got)
+	}
+
+	// Now messages cross within the shorter interval.
+	for _, id := range ids {
+		e.guest(id, "second "+id)
+	}
+	for elapsed := time.Duration(0); elapsed <= 150*time.Second; elapsed += 30 * time.Second {
+		e.tick()
+	}
+	for _, id := range ids {
+		if !e.helpdeskHas(id, "second "+id) {
+			t.Errorf("ticket %s: the second message did not cross within the shortened interval", id)
+		}
+	}
+
+	// A restart keeps the shortened interval; a new configured value
+	// starts over from it.
+	e.open()
+	e.tick()
+	if st, _ := tbsync.ReadStatus(e.store, e.clock.Now()); st.FullRead == nil || st.FullRead.Effective != 150*time.Second {
+		t.Errorf("after a restart: %+v", st.FullRead)
+	}
+	e.cfg.FullReadInterval = 20 * time.Minute
+	e.open()
+	e.tick()
+	if st, _ := tbsync.ReadStatus(e.store, e.clock.Now()); st.FullRead == nil || st.FullRead.Effective != 20*time.Minute {
+		t.Errorf("after a new TICKETBRIDGE_FULL_READ_INTERVAL: %+v", st.FullRead)
+	}
+	e.checkExactlyOnce()
+}
+
+// TestClosedRequestSeenInOneCycle: a guest writing on a closed request,
+// retired long ago, is seen in the next cycle while the request is among
+// the newest of its status and department.
+func TestClosedRequestSeenInOneCycle(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("closed one")
+	e.cycle()
+	if err := e.ts.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	e.clock.Advance(e.cfg.ClosedGrace + time.Hour)
+	e.cycle()
+	e.clock.Advance(2 * time.Hour)
+	e.cycle()
+	if st, _ := tbsync.ReadTicket(e.store, id); !st.Retired {
+		t.Fatalf("ticket not retired: %+v", st.TicketStatus)
+	}
+	e.guest(id, "I left my charger in the room")
+	e.tick()
+	if !e.helpdeskHas(id, "I left my charger in the room") {
+		t.Fatal("a guest message on a retired request did not cross in one cycle")
+	}
+}
+
+// TestRateLimitedReadsSlowDown: the API answers reads with 429. The cycle
+// does not fail, the tickets not read stay due and are read in later
+// cycles, and every message crosses once.
+func TestRateLimitedReadsSlowDown(t *testing.T) {
+	e := newEnv(t, refservertest.WithOptions(refserver.Options{TicketRateLimit: refserver.RateLimit{Requests: 12, Window: time.Minute}}))
+	var ids []string
+	for i := range 30 {
+		ids = append(ids, e.newTicket(fmt.Sprintf("request %d", i)))
+	}
+	throttled := 0
+	for range 20 {
+		r := e.tick()
+		if r.Outcome == tbsync.OutcomeFailed {
+			t.Fatalf("a rate-limited cycle failed: %s", r)
+		}
+		throttled += r.Throttled
+	}
+	if throttled == 0 {
+		t.Fatal("no read was rate limited: the test does not test")
+	}
+	if !strings.Contains(e.logs.String(), "429 (too many requests): reads slowed down") {
+		t.Errorf("no log line about the slow-down:\n%s", e.logs)
+	}
+	for i, id := range ids {
+		if len(e.backend.Find(id)) != 1 || !e.helpdeskHas(id, fmt.Sprintf("first message of request %d", i)) {
+			t.Errorf("ticket %s not imported with its message", id)
+		}
+	}
+	e.checkExactlyOnce()
+}
