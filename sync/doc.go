@@ -14,14 +14,15 @@
 //
 // [Engine.RunCycle] runs one cycle synchronously, in four phases:
 //
-//  1. Discover: GET /tickets?status=new (limit 200; a full list is asked
-//     again per department). Tickets state does not hold are recorded as
-//     new; a list item with a newer updated_at makes its ticket due. On the
-//     first start the statuses of TICKETBRIDGE_BACKFILL are listed too, and
-//     every TICKETBRIDGE_SWEEP_INTERVAL the whole queue is listed without a
-//     status filter to catch tickets that left new between two polls (only
-//     those created since the first start, or in new or a backfill status,
-//     are imported). Absence from a list never means closed or deleted.
+//  1. Discover and detect: the whole queue is listed (limit 200): one list
+//     without a filter while the queue fits in one, else a list per
+//     status, and a list per department of each status whose list is
+//     full. Tickets state does not hold are recorded as new when they are
+//     in new or a TICKETBRIDGE_BACKFILL status, or were created since the
+//     first start; a tracked ticket whose listed status or updated_at
+//     differs from what its last read stored is due now. A few lists thus
+//     show every change, at a cost that grows with N/200, not N. Absence
+//     from a list never means closed or deleted.
 //  2. Collect: the adapter's Changes since its stored cursor. Each event is
 //     journaled with its Idempotency-Key ([IdempotencyKey]); the entries and
 //     the new cursor are stored in one transaction, so the cursor moves only
@@ -49,13 +50,23 @@
 //
 // # Due-ness
 //
-// A ticket with activity (a new message, a status change, a helpdesk event)
-// is read on the next cycle; a quiet one waits twice the schedule interval,
-// then four times, up to TICKETBRIDGE_QUIET_MAX; a closed one (done,
-// completed, confirmed, cancelled) is read every TICKETBRIDGE_CLOSED_INTERVAL
-// for TICKETBRIDGE_CLOSED_GRACE after it closed and is then retired, until a
-// list shows it updated or the helpdesk reports an event on it. A failing
-// ticket backs off like a quiet one.
+// A tracked ticket is read when a list shows it changed, when the helpdesk
+// reports an event on it, and, if it is open, at least every
+// TICKETBRIDGE_FULL_READ_INTERVAL: the safety net, for the spec does not
+// promise that a message moves updated_at. Each ticket's safety read falls
+// at a slot its id's hash places in each interval, so the reads are spread
+// evenly over the cycles. A read that finds a change no list could show (a
+// new message or status while updated_at stayed) is counted ([FullRead]):
+// the interval is halved, down to a quarter, and recent activity is polled
+// too (an active ticket is read every cycle, then less and less often up to
+// TICKETBRIDGE_QUIET_MAX). A closed ticket (done, completed, confirmed,
+// cancelled) is read every TICKETBRIDGE_CLOSED_INTERVAL for
+// TICKETBRIDGE_CLOSED_GRACE after it closed and is then retired: read every
+// TICKETBRIDGE_RETIRED_INTERVAL, or at once when a list shows it changed or
+// the helpdesk reports an event on it. A failing ticket backs off.
+//
+// A read answered with 429 is not a failure: the reads in flight are
+// halved, the next waits the Retry-After, and the tickets not read stay due.
 //
 // # Errors that stop a cycle
 //

@@ -153,6 +153,7 @@ type metrics struct {
 	lastSuccess   prometheus.Gauge
 	lastCycle     prometheus.Gauge
 	ready         prometheus.Gauge
+	detect        *prometheus.CounterVec
 }
 
 // Label values.
@@ -228,9 +229,13 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "ticketbridge_ready",
 			Help: "1 while /readyz answers 200, else 0.",
 		}),
+		detect: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_ticket_reads_total",
+			Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
+		}, []string{"cause"}),
 	}
 	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.apiRequests, m.apiDuration, m.mirrored,
-		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready} {
+		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect} {
 		f(c)
 	}
 	v, c, g := buildVersion()
@@ -254,6 +259,9 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	for _, k := range errorKinds {
 		m.errors.WithLabelValues(k)
+	}
+	for _, c := range []string{"signalled", "unsignalled", "throttled"} {
+		m.detect.WithLabelValues(c)
 	}
 	for _, s := range []string{"pending", "failed", "unmarked"} {
 		m.journal.WithLabelValues(s)
@@ -415,6 +423,9 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	t.m.mirrored.WithLabelValues(dirToAPI).Add(float64(r.Sent))
 	t.m.errors.WithLabelValues(errKindTicket).Add(float64(r.Errors))
 	t.m.errors.WithLabelValues(errKindRefused).Add(float64(r.Failed))
+	t.m.detect.WithLabelValues("signalled").Add(float64(r.Signalled))
+	t.m.detect.WithLabelValues("unsignalled").Add(float64(r.Unsignalled))
+	t.m.detect.WithLabelValues("throttled").Add(float64(r.Throttled))
 	if err != nil {
 		t.m.errors.WithLabelValues(errorKind(err)).Inc()
 	}

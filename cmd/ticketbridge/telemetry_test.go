@@ -226,7 +226,8 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 
 	// A partial cycle counts as a success.
 	clock.Advance(30 * time.Second)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomePartial, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1}, nil)
+	tel.cycleDone(sync.Report{Outcome: sync.OutcomePartial, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
+		Signalled: 5, Unsignalled: 1, Throttled: 3}, nil)
 	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "partial") {
 		t.Fatalf("readyz after a partial cycle: %d %q", code, body)
 	}
@@ -249,6 +250,9 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		`ticketbridge_errors_total{kind="ticket"}`:                      1,
 		`ticketbridge_errors_total{kind="refused"}`:                     1,
 		`ticketbridge_errors_total{kind="cycle"}`:                       0,
+		`ticketbridge_ticket_reads_total{cause="signalled"}`:            5,
+		`ticketbridge_ticket_reads_total{cause="unsignalled"}`:          1,
+		`ticketbridge_ticket_reads_total{cause="throttled"}`:            3,
 		`ticketbridge_tickets{status="new"}`:                            2,
 		`ticketbridge_tickets{status="done"}`:                           1,
 		`ticketbridge_tickets{status="unknown"}`:                        1,
