@@ -221,7 +221,7 @@ func countFolders(hdDir, id string) int {
 	return n
 }
 
-func dropOutbox(t *testing.T, hdDir, name, content string) {
+func dropOutbox(t testing.TB, hdDir, name, content string) {
 	t.Helper()
 	p := filepath.Join(hdDir, "outbox", name)
 	if err := os.WriteFile(p+".tmp", []byte(content), 0o600); err != nil {
