@@ -157,6 +157,9 @@ func TestParseMarker(t *testing.T) {
 		body string
 		id   string
 	}{
+		// A body as the adapter wrote it before it used the shared
+		// marker of package adapters: tickets in RT still hold these.
+		{"Grace (guest) · 2026-03-14 09:33 UTC\n\nhi\n\n[ticketbridge message 6f1c2a3e-0000-4000-8000-000000000001]\n", "6f1c2a3e-0000-4000-8000-000000000001"},
 		{"x\n\n[ticketbridge message abc-1]\n", "abc-1"},
 		{"x\r\n\r\n[ticketbridge message abc-1]  \r\n\r\n", "abc-1"},
 		{"[ticketbridge message abc-1]", "abc-1"},
@@ -168,6 +171,8 @@ func TestParseMarker(t *testing.T) {
 		{"x\n[ticketbridge message ]", ""},
 		{"x\n[ticketbridge message -abc]", ""},
 		{"x\n[Ticketbridge message abc]", ""},
+		{"x\n[ticketbridge ticket abc]", ""},
+		{"x\n[ticketbridge sent ev-1 abc]", ""},
 		{"", ""},
 		{"x\n[ticketbridge message " + strings.Repeat("a", maxIDLen+1) + "]", ""},
 	}
