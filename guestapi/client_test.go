@@ -19,6 +19,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 const testKey = "rta_t3stK3y-DoNotLeak-0123456789abcdef"
@@ -51,24 +52,7 @@ type harness struct {
 	seen   []seen
 	waits  []time.Duration
 	now    time.Time
-	logs   lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs   testutil.Buffer
 }
 
 func newHarness(t *testing.T, mod ...func(*guestapi.Config)) *harness {
