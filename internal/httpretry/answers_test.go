@@ -16,6 +16,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // backoff makes the first backoff wait 50ms.
@@ -95,30 +96,11 @@ func cancelCaller(_ http.ResponseWriter, r *http.Request, cancel context.CancelF
 	<-r.Context().Done()
 }
 
-// waits records the waits a client asks for and returns at once.
-type waits struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (w *waits) sleep(ctx context.Context, d time.Duration) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.d = append(w.d, d)
-	return ctx.Err()
-}
-
-func (w *waits) got() []time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.d)
-}
-
 // client is one of the daemon's two HTTP clients, set up to make one
 // idempotent call to url.
 type client struct {
 	name string
-	call func(ctx context.Context, url string, hc *http.Client, w *waits) error
+	call func(ctx context.Context, url string, hc *http.Client, clock *testutil.Clock) error
 	// waits and err pick the client's column of an answerKind.
 	waits func(answerKind) []time.Duration
 	err   func(answerKind) error
@@ -127,9 +109,9 @@ type client struct {
 var clients = []client{
 	{
 		name: "API client",
-		call: func(ctx context.Context, url string, hc *http.Client, w *waits) error {
+		call: func(ctx context.Context, url string, hc *http.Client, clock *testutil.Clock) error {
 			c, err := guestapi.New(guestapi.Config{BaseURL: url, APIKey: "rta_answers_test_key", HTTPClient: hc,
-				Backoff: backoff, MaxAttempts: 2, Sleep: w.sleep})
+				Backoff: backoff, MaxAttempts: 2, Sleep: clock.Sleep})
 			if err != nil {
 				return err
 			}
@@ -141,8 +123,8 @@ var clients = []client{
 	},
 	{
 		name: "helpdesk client",
-		call: func(ctx context.Context, url string, hc *http.Client, w *waits) error {
-			c := &adapters.HTTPClient{HTTP: hc, Backoff: backoff, MaxAttempts: 2, Sleep: w.sleep}
+		call: func(ctx context.Context, url string, hc *http.Client, clock *testutil.Clock) error {
+			c := &adapters.HTTPClient{HTTP: hc, Backoff: backoff, MaxAttempts: 2, Sleep: clock.Sleep}
 			_, err := c.Do(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: url + "/api/v2/tickets"})
 			return err
 		},
@@ -190,9 +172,9 @@ func TestEveryAnswerKindMeansTheSameToBothClients(t *testing.T) {
 					timeout = k.short
 				}
 				hc := &http.Client{Timeout: timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
-				w := &waits{}
+				clock := testutil.NewClock(time.Now())
 
-				err := cl.call(ctx, srv.URL, hc, w)
+				err := cl.call(ctx, srv.URL, hc, clock)
 
 				if (err == nil) != k.ok {
 					t.Fatalf("error %v, want success %v", err, k.ok)
@@ -203,8 +185,8 @@ func TestEveryAnswerKindMeansTheSameToBothClients(t *testing.T) {
 				if got != k.requests {
 					t.Errorf("server handled %d requests, want %d", got, k.requests)
 				}
-				if want := cl.waits(k); !slices.Equal(w.got(), want) {
-					t.Errorf("waits %v, want %v", w.got(), want)
+				if want := cl.waits(k); !slices.Equal(clock.Sleeps(), want) {
+					t.Errorf("waits %v, want %v", clock.Sleeps(), want)
 				}
 				if want := cl.err(k); want != nil && !errors.Is(err, want) {
 					t.Errorf("error %v does not match %v", err, want)
