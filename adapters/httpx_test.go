@@ -19,20 +19,14 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
-// sleeper records the waits Do asks for and returns at once.
-type sleeper struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (s *sleeper) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.waits = append(s.waits, d)
-	return ctx.Err()
+// newSleeper returns a fake clock whose Sleep records the waits Do asks
+// for and returns at once.
+func newSleeper() *testutil.Clock {
+	return testutil.NewClock(time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC))
 }
 
 // script serves the given statuses in turn (the last one repeats) and
@@ -78,51 +72,17 @@ func serve(t *testing.T, s *script) string {
 
 func half() float64 { return 0.5 }
 
-func newClient(sl *sleeper) *adapters.HTTPClient {
+func newClient(sl *testutil.Clock) *adapters.HTTPClient {
 	return &adapters.HTTPClient{
-		Backoff: guestapi.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Rand: half},
-		Sleep:   sl.sleep,
-	}
-}
-
-func TestClassifyHTTP(t *testing.T) {
-	cases := []struct {
-		status int
-		err    error
-		want   adapters.HTTPClass
-	}{
-		{200, nil, adapters.HTTPSuccess},
-		{201, nil, adapters.HTTPSuccess},
-		{204, nil, adapters.HTTPSuccess},
-		{429, nil, adapters.HTTPRetryable},
-		{500, nil, adapters.HTTPRetryable},
-		{502, nil, adapters.HTTPRetryable},
-		{503, nil, adapters.HTTPRetryable},
-		{504, nil, adapters.HTTPRetryable},
-		{501, nil, adapters.HTTPPermanent},
-		{400, nil, adapters.HTTPPermanent},
-		{401, nil, adapters.HTTPPermanent},
-		{403, nil, adapters.HTTPPermanent},
-		{404, nil, adapters.HTTPPermanent},
-		{409, nil, adapters.HTTPPermanent},
-		{422, nil, adapters.HTTPPermanent},
-		{302, nil, adapters.HTTPPermanent},
-		{0, &net.OpError{Op: "dial", Err: errors.New("connection refused")}, adapters.HTTPRetryable},
-		{0, io.ErrUnexpectedEOF, adapters.HTTPRetryable},
-		{200, context.Canceled, adapters.HTTPPermanent},
-		{0, fmt.Errorf("read: %w", context.DeadlineExceeded), adapters.HTTPPermanent},
-	}
-	for _, c := range cases {
-		if got := adapters.ClassifyHTTP(c.status, c.err); got != c.want {
-			t.Errorf("ClassifyHTTP(%d, %v) = %s, want %s", c.status, c.err, got, c.want)
-		}
+		Backoff: httpretry.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Rand: half},
+		Sleep:   sl.Sleep,
 	}
 }
 
 func TestDoRetriesWithTheSharedBackoff(t *testing.T) {
 	s := &script{statuses: []int{503, 500, 502, 200}, body: "ok"}
 	url := serve(t, s)
-	sl := &sleeper{}
+	sl := newSleeper()
 	resp, err := newClient(sl).Do(t.Context(), adapters.HTTPRequest{Method: "GET", URL: url})
 	if err != nil {
 		t.Fatalf("Do: %v", err)
@@ -134,22 +94,22 @@ func TestDoRetriesWithTheSharedBackoff(t *testing.T) {
 		t.Fatalf("%d requests, want 4", s.count())
 	}
 	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
-	if !slices.Equal(sl.waits, want) {
-		t.Fatalf("waits %v, want %v (Backoff.Delay of attempts 1..3)", sl.waits, want)
+	if !slices.Equal(sl.Sleeps(), want) {
+		t.Fatalf("waits %v, want %v (Backoff.Delay of attempts 1..3)", sl.Sleeps(), want)
 	}
 }
 
 func TestDoGivesUpAfterMaxAttempts(t *testing.T) {
 	s := &script{statuses: []int{500}, body: "db down"}
 	url := serve(t, s)
-	c := newClient(&sleeper{})
+	c := newClient(newSleeper())
 	c.MaxAttempts = 3
 	_, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url})
 	var he *adapters.HTTPError
 	if !errors.As(err, &he) {
 		t.Fatalf("Do = %v, want an *HTTPError", err)
 	}
-	if s.count() != 3 || he.Attempts != 3 || he.StatusCode != 500 || !he.Temporary() {
+	if s.count() != 3 || he.Attempts != 3 || he.StatusCode != 500 || he.Class != httpretry.Retryable {
 		t.Fatalf("%d requests, error %+v; want 3 attempts of a temporary 500", s.count(), he)
 	}
 	if errors.Is(err, adapters.ErrInvalid) {
@@ -171,36 +131,36 @@ func TestDoHonoursRetryAfter(t *testing.T) {
 		},
 	}
 	url := serve(t, s)
-	sl := &sleeper{}
+	sl := newSleeper()
 	c := newClient(sl)
 	c.Now = func() time.Time { return now }
 	if _, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url}); err != nil {
 		t.Fatalf("Do: %v", err)
 	}
 	want := []time.Duration{7 * time.Second, 12 * time.Second, 2 * time.Second}
-	if !slices.Equal(sl.waits, want) {
-		t.Fatalf("waits %v, want %v", sl.waits, want)
+	if !slices.Equal(sl.Sleeps(), want) {
+		t.Fatalf("waits %v, want %v", sl.Sleeps(), want)
 	}
 }
 
 func TestDoReturnsLongRetryAfterToTheCaller(t *testing.T) {
 	s := &script{statuses: []int{429}, headers: []http.Header{{"Retry-After": {"3600"}}}}
 	url := serve(t, s)
-	sl := &sleeper{}
+	sl := newSleeper()
 	_, err := newClient(sl).Do(t.Context(), adapters.HTTPRequest{URL: url})
 	var he *adapters.HTTPError
-	if !errors.As(err, &he) || he.RetryAfter != time.Hour || !he.Temporary() {
+	if !errors.As(err, &he) || he.RetryAfter != time.Hour || he.Class != httpretry.Retryable {
 		t.Fatalf("Do = %v, want a temporary error asking to retry after 1h", err)
 	}
-	if s.count() != 1 || len(sl.waits) != 0 {
-		t.Fatalf("%d requests, waits %v; want one request and no wait", s.count(), sl.waits)
+	if s.count() != 1 || len(sl.Sleeps()) != 0 {
+		t.Fatalf("%d requests, waits %v; want one request and no wait", s.count(), sl.Sleeps())
 	}
 }
 
 func TestDoUsesTheAdaptersWaitHook(t *testing.T) {
 	s := &script{statuses: []int{429, 200}, headers: []http.Header{{"Retry-After": {"30"}, "X-Rate-Limit-Reset": {"3"}}}}
 	url := serve(t, s)
-	sl := &sleeper{}
+	sl := newSleeper()
 	c := newClient(sl)
 	var seen int
 	c.Wait = func(resp *adapters.HTTPResponse, _ time.Time) (time.Duration, bool) {
@@ -213,8 +173,8 @@ func TestDoUsesTheAdaptersWaitHook(t *testing.T) {
 	if _, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url}); err != nil {
 		t.Fatalf("Do: %v", err)
 	}
-	if seen != 429 || !slices.Equal(sl.waits, []time.Duration{3 * time.Second}) {
-		t.Fatalf("hook saw %d, waits %v; want the hook's 3s", seen, sl.waits)
+	if seen != 429 || !slices.Equal(sl.Sleeps(), []time.Duration{3 * time.Second}) {
+		t.Fatalf("hook saw %d, waits %v; want the hook's 3s", seen, sl.Sleeps())
 	}
 }
 
@@ -239,13 +199,13 @@ func TestDoRepeatsUnsafeRequestsOnlyWhenTheyDidNotTakeEffect(t *testing.T) {
 			if strings.HasPrefix(c.name, "once PUT") {
 				req.Method, req.Once = "PUT", true
 			}
-			_, err := newClient(&sleeper{}).Do(t.Context(), req)
+			_, err := newClient(newSleeper()).Do(t.Context(), req)
 			if s.count() != c.want {
 				t.Fatalf("%d requests, want %d (err %v)", s.count(), c.want, err)
 			}
 			if c.want == 1 {
 				var he *adapters.HTTPError
-				if !errors.As(err, &he) || !he.Temporary() {
+				if !errors.As(err, &he) || he.Class != httpretry.Retryable {
 					t.Fatalf("Do = %v, want a temporary error for the engine to retry", err)
 				}
 			}
@@ -265,20 +225,20 @@ func TestDoRepeatsAPostThatCouldNotConnect(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	sl := &sleeper{}
+	sl := newSleeper()
 	c := newClient(sl)
 	c.MaxAttempts = 3
 	_, err = c.Do(t.Context(), adapters.HTTPRequest{Method: "POST", URL: "http://" + addr + "/ticket", Body: []byte("x")})
 	var he *adapters.HTTPError
-	if !errors.As(err, &he) || he.StatusCode != 0 || !he.Temporary() || he.Attempts != 3 {
+	if !errors.As(err, &he) || he.StatusCode != 0 || he.Class != httpretry.Retryable || he.Attempts != 3 {
 		t.Fatalf("Do = %#v, want a temporary connection error after 3 attempts", err)
 	}
 	var op *net.OpError
 	if !errors.As(err, &op) {
 		t.Errorf("the transport error is not reachable with errors.As: %v", err)
 	}
-	if len(sl.waits) != 2 {
-		t.Errorf("waits %v, want 2", sl.waits)
+	if len(sl.Sleeps()) != 2 {
+		t.Errorf("waits %v, want 2", sl.Sleeps())
 	}
 }
 
@@ -297,9 +257,9 @@ func TestDoPermanentAnswers(t *testing.T) {
 	} {
 		s := &script{statuses: []int{c.status}, body: `{"error":"nope"}`}
 		url := serve(t, s)
-		_, err := newClient(&sleeper{}).Do(t.Context(), adapters.HTTPRequest{Method: "PUT", URL: url})
+		_, err := newClient(newSleeper()).Do(t.Context(), adapters.HTTPRequest{Method: "PUT", URL: url})
 		var he *adapters.HTTPError
-		if !errors.As(err, &he) || he.StatusCode != c.status || he.Temporary() {
+		if !errors.As(err, &he) || he.StatusCode != c.status || he.Class == httpretry.Retryable {
 			t.Errorf("%d: Do = %v, want a permanent *HTTPError", c.status, err)
 			continue
 		}
@@ -316,7 +276,7 @@ func TestDoPermanentAnswers(t *testing.T) {
 
 func TestDoAcceptsListedStatuses(t *testing.T) {
 	url := serve(t, &script{statuses: []int{404}, body: "[]"})
-	resp, err := newClient(&sleeper{}).Do(t.Context(), adapters.HTTPRequest{URL: url, Accept: []int{404}})
+	resp, err := newClient(newSleeper()).Do(t.Context(), adapters.HTTPRequest{URL: url, Accept: []int{404}})
 	if err != nil || resp.StatusCode != 404 {
 		t.Fatalf("Do = %v, %v; want the 404 answer", resp, err)
 	}
@@ -337,7 +297,7 @@ func TestErrorsLeakNoCredential(t *testing.T) {
 	defer srv.Close()
 
 	var logs bytes.Buffer
-	c := newClient(&sleeper{})
+	c := newClient(newSleeper())
 	c.Secrets = []string{token}
 	c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c.Authorize = func(r *http.Request) { r.SetBasicAuth(user, password) }
@@ -370,11 +330,11 @@ func TestErrorsLeakNoCredential(t *testing.T) {
 func TestDoCapsTheBody(t *testing.T) {
 	s := &script{statuses: []int{200}, body: strings.Repeat("x", 2048)}
 	url := serve(t, s)
-	c := newClient(&sleeper{})
+	c := newClient(newSleeper())
 	c.MaxBody = 1024
 	_, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url})
 	var he *adapters.HTTPError
-	if !errors.As(err, &he) || he.Temporary() || !strings.Contains(err.Error(), "1024 bytes") {
+	if !errors.As(err, &he) || he.Class == httpretry.Retryable || !strings.Contains(err.Error(), "1024 bytes") {
 		t.Fatalf("Do = %v, want a permanent error naming the limit", err)
 	}
 	if s.count() != 1 {
@@ -390,10 +350,10 @@ func TestDoStopsWhenTheContextEnds(t *testing.T) {
 	s := &script{statuses: []int{503}}
 	url := serve(t, s)
 	ctx, cancel := context.WithCancel(t.Context())
-	c := newClient(&sleeper{})
+	c := newClient(newSleeper())
 	c.Sleep = func(ctx context.Context, d time.Duration) error {
 		cancel()
-		return guestapi.SleepContext(ctx, d)
+		return httpretry.Sleep(ctx, d)
 	}
 	_, err := c.Do(ctx, adapters.HTTPRequest{URL: url})
 	if !errors.Is(err, context.Canceled) {
@@ -417,7 +377,7 @@ func TestJSON(t *testing.T) {
 		fmt.Fprintf(w, `{"id": 42, "echo": %s}`, b)
 	}))
 	defer srv.Close()
-	c := newClient(&sleeper{})
+	c := newClient(newSleeper())
 	c.Header = http.Header{"User-Agent": {"ticketbridge-test"}}
 	var out struct {
 		ID   int            `json:"id"`
@@ -465,14 +425,14 @@ func TestDoRetriesAnAttemptThatTimedOut(t *testing.T) {
 		fmt.Fprint(w, "ok")
 	}))
 	t.Cleanup(srv.Close)
-	sl := &sleeper{}
+	sl := newSleeper()
 	c := newClient(sl)
 	c.HTTP = &http.Client{Timeout: 100 * time.Millisecond}
 	resp, err := c.Do(t.Context(), adapters.HTTPRequest{Method: "GET", URL: srv.URL})
 	if err != nil {
 		t.Fatalf("Do after one slow answer: %v", err)
 	}
-	if string(resp.Body) != "ok" || n.Load() != 2 || len(sl.waits) != 1 {
-		t.Errorf("answer %q after %d requests and %d waits; want ok after 2 and 1", resp.Body, n.Load(), len(sl.waits))
+	if string(resp.Body) != "ok" || n.Load() != 2 || len(sl.Sleeps()) != 1 {
+		t.Errorf("answer %q after %d requests and %d waits; want ok after 2 and 1", resp.Body, n.Load(), len(sl.Sleeps()))
 	}
 }

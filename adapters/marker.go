@@ -5,9 +5,10 @@ import (
 	"unicode/utf8"
 )
 
-// Marker is the line the Zendesk, Freshdesk and Zammad adapters end every
-// comment, note or article they write with, so that the helpdesk itself
-// remembers what each one mirrors:
+// Marker is the line the Zendesk, Freshdesk, Zammad and Request Tracker
+// adapters end every comment, note or article they write with, so that the
+// helpdesk itself remembers what each one mirrors (Request Tracker writes
+// only message markers):
 //
 //	[ticketbridge message 0b6c…]          an upstream message mirrored by Append
 //	[ticketbridge ticket 7e1d…]           the first comment of a ticket EnsureTicket made

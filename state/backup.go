@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 )
 
 // Backup writes a consistent copy of the state file to w and returns the
@@ -119,9 +120,9 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// writeBackup writes dest atomically with fill: temporary file in the same
-// directory, fsync, rename, fsync of the directory.
-func writeBackup(ctx context.Context, src, dest string, fill func(io.Writer) error) (err error) {
+// writeBackup writes dest atomically with fill (see package atomicfile);
+// a context that ends before the rename leaves dest as it was.
+func writeBackup(ctx context.Context, src, dest string, fill func(io.Writer) error) error {
 	if dest == "" {
 		return fmt.Errorf("%w: empty backup path", ErrInvalid)
 	}
@@ -133,48 +134,10 @@ func writeBackup(ctx context.Context, src, dest string, fill func(io.Writer) err
 			return fmt.Errorf("%w: the backup would overwrite the state file itself", ErrInvalid)
 		}
 	}
-	dir := filepath.Dir(dest)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
+	return atomicfile.Write(dest, fileMode, func(w io.Writer) error {
+		if err := fill(w); err != nil {
+			return err
 		}
-	}()
-	if err := f.Chmod(fileMode); err != nil {
-		return err
-	}
-	if err := fill(f); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dest); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = d.Close() }()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+		return ctx.Err()
+	})
 }

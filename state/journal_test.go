@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 func eventIDs(es []Entry) []string {
@@ -17,8 +19,8 @@ func eventIDs(es []Entry) []string {
 }
 
 func TestJournalRoundTrip(t *testing.T) {
-	clk := &testClock{t: t0}
-	s, _ := openTest(t, Options{Now: clk.now})
+	clk := testutil.NewClock(t0)
+	s, _ := openTest(t, Options{Now: clk.Now})
 	update(t, s, func(tx *Tx) error {
 		for _, id := range []string{"t1", "t10"} {
 			if err := tx.PutTicket(Ticket{ID: id}); err != nil {
@@ -63,7 +65,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	})
 
 	// A status entry and a reply on other tickets, journaled later.
-	clk.t = t0.Add(time.Minute)
+	clk.Set(t0.Add(time.Minute))
 	update(t, s, func(tx *Tx) error {
 		st := Entry{EventID: "rt:txn:4712", TicketID: "t10", IdempotencyKey: "k2", Kind: KindStatus, Payload: Payload{Status: "done"}}
 		if _, err := tx.PutJournal(st); err != nil {
@@ -96,8 +98,8 @@ func TestJournalRoundTrip(t *testing.T) {
 }
 
 func TestJournalLifecycle(t *testing.T) {
-	clk := &testClock{t: t0}
-	s, _ := openTest(t, Options{Now: clk.now})
+	clk := testutil.NewClock(t0)
+	s, _ := openTest(t, Options{Now: clk.Now})
 	update(t, s, func(tx *Tx) error {
 		if err := tx.PutTicket(Ticket{ID: "t1"}); err != nil {
 			return err
@@ -192,7 +194,7 @@ func TestJournalLifecycle(t *testing.T) {
 	if n != 0 {
 		t.Errorf("PruneJournal(t0) removed %d, want 0", n)
 	}
-	clk.t = t0.Add(48 * time.Hour)
+	clk.Set(t0.Add(48 * time.Hour))
 	update(t, s, func(tx *Tx) (err error) { n, err = tx.PruneJournal(t0.Add(time.Hour)); return err })
 	if n != 2 {
 		t.Errorf("PruneJournal removed %d, want 2", n)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // reply returns a pending reply entry.
@@ -72,8 +74,8 @@ func dump(t *testing.T, s *Store) string {
 }
 
 func TestTicketRoundTrip(t *testing.T) {
-	clk := &testClock{t: t0}
-	s, _ := openTest(t, Options{Now: clk.now})
+	clk := testutil.NewClock(t0)
+	s, _ := openTest(t, Options{Now: clk.Now})
 	paris := time.FixedZone("CET", 3600)
 	at := func(min int) time.Time { return time.Date(2026, 2, 1, 10, min, 5, 123456789, paris) }
 	in := Ticket{
@@ -109,19 +111,19 @@ func TestTicketRoundTrip(t *testing.T) {
 	}
 
 	// A put without CreatedAt keeps the stored one; UpdatedAt follows the clock.
-	clk.t = t0.Add(time.Hour)
+	clk.Set(t0.Add(time.Hour))
 	in2 := got
 	in2.CreatedAt, in2.Retired, in2.Attempts = time.Time{}, false, 0
 	update(t, s, func(tx *Tx) error { return tx.PutTicket(in2) })
 	view(t, s, func(tx *Tx) (err error) { got, ok, err = tx.Ticket(in.ID); return err })
-	if !got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(clk.t) || got.Retired || got.Attempts != 0 {
+	if !got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(clk.Now()) || got.Retired || got.Attempts != 0 {
 		t.Errorf("second put: got %+v", got)
 	}
 
 	// A new ticket without CreatedAt gets now; an unknown id reads as absent.
 	update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t2"}) })
 	view(t, s, func(tx *Tx) (err error) { got, ok, err = tx.Ticket("t2"); return err })
-	if !ok || !got.CreatedAt.Equal(clk.t) {
+	if !ok || !got.CreatedAt.Equal(clk.Now()) {
 		t.Errorf("new ticket: got %+v ok=%t", got, ok)
 	}
 	view(t, s, func(tx *Tx) (err error) { got, ok, err = tx.Ticket("nope"); return err })

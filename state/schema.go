@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -179,6 +180,6 @@ func (s *Store) migrate(from, target int, migs []migration) error {
 	if err != nil {
 		return fmt.Errorf("migrate state file %s: %w (the file is unchanged)", s.path, err)
 	}
-	s.log.Warn("state file migrated", "path", s.path, "from", from, "to", target, "backup", bak)
+	s.log.Warn("state file migrated", slog.String("path", s.path), slog.Int("from", from), slog.Int("to", target), slog.String("backup", bak))
 	return nil
 }

@@ -14,21 +14,18 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// testClock is a fake clock: it returns the same instant until moved.
-type testClock struct{ t time.Time }
-
-func (c *testClock) now() time.Time { return c.t }
 
 // openAt opens path with a short lock timeout and a fake clock at t0.
 func openAt(t *testing.T, path string, opts Options) *Store {
 	t.Helper()
 	if opts.Now == nil {
-		clk := &testClock{t: t0}
-		opts.Now = clk.now
+		clk := testutil.NewClock(t0)
+		opts.Now = clk.Now
 	}
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = 20 * time.Millisecond

@@ -1,12 +1,10 @@
 package sync_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	gosync "sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
@@ -36,7 +35,7 @@ type env struct {
 	engine  *tbsync.Engine
 	cfg     tbsync.Config
 	key     string
-	logs    *syncBuffer
+	logs    *testutil.Buffer
 
 	// wrapAPI and wrapHD, when set, wrap the two sides of every engine
 	// made after they are set.
@@ -47,23 +46,6 @@ type env struct {
 	wrapAPI func(tbsync.API) tbsync.API
 	wrapHD  func(adapters.Helpdesk) adapters.Helpdesk
 	wrapRT  func(http.RoundTripper) http.RoundTripper
-}
-
-type syncBuffer struct {
-	mu gosync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func testConfig() tbsync.Config {
@@ -83,7 +65,7 @@ func newEnv(t testing.TB, opts ...refservertest.Option) *env {
 		path: filepath.Join(t.TempDir(), "state.db"),
 		cfg:  testConfig(),
 		key:  ts.Keys.TicketsWrite,
-		logs: &syncBuffer{},
+		logs: &testutil.Buffer{},
 	}
 	t.Cleanup(func() {
 		if e.store != nil {

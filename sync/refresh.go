@@ -504,6 +504,11 @@ func (c *cycle) ticketError(r refreshResult, op string, err error) refreshResult
 	}
 	c.failure(r.t.ID, "", op, err)
 	c.e.pol.afterError(&r.t, c.now, op+": "+err.Error())
+	if errors.Is(err, adapters.ErrInvalid) {
+		// The helpdesk refuses the input itself: the adapter contract
+		// promises no quick retry, so it waits the longest backoff.
+		r.t.NextDue = c.now.Add(c.e.pol.quietMax)
+	}
 	c.mu.Lock()
 	c.readFail[r.t.ID] = true
 	c.mu.Unlock()

@@ -76,6 +76,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 )
 
 // Name is the adapter's registry name.
@@ -448,7 +449,7 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 			os.RemoveAll(tmp)
 			return "", fmt.Errorf("create ticket folder %s: %w", name, err)
 		}
-		if err := syncDir(root); err != nil {
+		if err := atomicfile.SyncDir(root); err != nil {
 			return "", err
 		}
 		a.index[t.UpstreamID] = adapters.Ref(name)

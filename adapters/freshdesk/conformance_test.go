@@ -15,7 +15,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 const testKey = "fd-key-Zq8mN3vR7tW2xY5a"
@@ -27,29 +28,12 @@ type env struct {
 	fake  *freshdeskfake.Server
 	clock *freshdeskfake.Clock
 	srv   *httptest.Server
-	logs  *syncBuffer
+	logs  *testutil.Buffer
 	opts  freshdeskfake.Options
 
 	mu     sync.Mutex
 	agents map[string]int64
 	sleeps []time.Duration
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newTickingEnv is newEnv with a clock that moves by tick before each
@@ -68,7 +52,7 @@ func newTickingEnv(t testing.TB, opts freshdeskfake.Options, tick time.Duration)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &syncBuffer{}, opts: opts, agents: map[string]int64{}}
+	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &testutil.Buffer{}, opts: opts, agents: map[string]int64{}}
 }
 
 func (e *env) config() freshdesk.Config {
@@ -80,7 +64,7 @@ func (e *env) config() freshdesk.Config {
 func (e *env) options() freshdesk.Options {
 	return freshdesk.Options{
 		HTTP:    e.srv.Client(),
-		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			e.mu.Lock()
 			e.sleeps = append(e.sleeps, d)

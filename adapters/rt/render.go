@@ -10,18 +10,16 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
-// markerPrefix starts the last line of every message the bridge writes
-// into RT: "[ticketbridge message <upstream message id>]". RT keeps a
-// text/plain body verbatim (it may store it quoted-printable or base64, and
-// decodes it again when read), so the line survives; it is matched only as
-// the whole last line, so an agent quoting a mirrored message ("> [...]")
-// or mentioning it in a sentence never matches.
-const markerPrefix = "[ticketbridge message "
+// Every message the bridge writes into RT ends with the marker line of
+// package adapters, "[ticketbridge message <upstream message id>]" (see
+// [adapters.Marker]). RT keeps a text/plain body verbatim (it may store it
+// quoted-printable or base64, and decodes it again when read), so the line
+// survives; it is matched only as the whole last line, so an agent quoting
+// a mirrored message ("> [...]") or mentioning it in a sentence never
+// matches.
 
-var (
-	markerRE = regexp.MustCompile(`^\[ticketbridge message ([A-Za-z0-9][A-Za-z0-9._:-]*)\]$`)
-	idRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
-)
+// idRE is what an upstream id stored in RT may look like.
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
 
 // maxIDLen bounds an upstream id: the API's ids are UUIDs, and the id must
 // fit the custom field's 255 characters with room to spare.
@@ -42,21 +40,18 @@ func checkID(what, id string) error {
 }
 
 // marker returns the marker line of an upstream message id.
-func marker(upstreamID string) string { return markerPrefix + upstreamID + "]" }
+func marker(upstreamID string) string {
+	return adapters.Marker{Kind: adapters.MarkerMessage, ID: upstreamID}.Line()
+}
 
 // parseMarker returns the upstream message id of a body whose last
-// non-blank line is a marker.
+// non-blank line is a message marker with an id RT could have stored.
 func parseMarker(body string) (string, bool) {
-	body = strings.TrimRight(body, " \t\r\n")
-	line := body
-	if i := strings.LastIndexByte(body, '\n'); i >= 0 {
-		line = body[i+1:]
-	}
-	m := markerRE.FindStringSubmatch(strings.TrimSpace(line))
-	if m == nil || len(m[1]) > maxIDLen {
+	m, ok := adapters.ParseMarker(body)
+	if !ok || m.Kind != adapters.MarkerMessage || checkID("marker", m.ID) != nil {
 		return "", false
 	}
-	return m[1], true
+	return m.ID, true
 }
 
 // TimeFormat is how the adapter writes times into RT: the date first, so

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // These tests need no RT: configuration, rendering and RT's answers as a
@@ -156,6 +157,9 @@ func TestParseMarker(t *testing.T) {
 		body string
 		id   string
 	}{
+		// A body as the adapter wrote it before it used the shared
+		// marker of package adapters: tickets in RT still hold these.
+		{"Grace (guest) · 2026-03-14 09:33 UTC\n\nhi\n\n[ticketbridge message 6f1c2a3e-0000-4000-8000-000000000001]\n", "6f1c2a3e-0000-4000-8000-000000000001"},
 		{"x\n\n[ticketbridge message abc-1]\n", "abc-1"},
 		{"x\r\n\r\n[ticketbridge message abc-1]  \r\n\r\n", "abc-1"},
 		{"[ticketbridge message abc-1]", "abc-1"},
@@ -167,6 +171,8 @@ func TestParseMarker(t *testing.T) {
 		{"x\n[ticketbridge message ]", ""},
 		{"x\n[ticketbridge message -abc]", ""},
 		{"x\n[Ticketbridge message abc]", ""},
+		{"x\n[ticketbridge ticket abc]", ""},
+		{"x\n[ticketbridge sent ev-1 abc]", ""},
 		{"", ""},
 		{"x\n[ticketbridge message " + strings.Repeat("a", maxIDLen+1) + "]", ""},
 	}
@@ -345,7 +351,7 @@ func openFake(t *testing.T, f *fakeRT, cfg Config) (*Adapter, *[]time.Duration) 
 	waits := &[]time.Duration{}
 	a, err := NewWithOptions(t.Context(), cfg, adapters.Deps{}, Options{
 		HTTP:    &http.Client{Timeout: 2 * time.Second},
-		Backoff: guestapi.Backoff{Base: time.Millisecond, Max: time.Millisecond},
+		Backoff: httpretry.Backoff{Base: time.Millisecond, Max: time.Millisecond},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			mu.Lock()
 			*waits = append(*waits, d)

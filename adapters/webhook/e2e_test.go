@@ -19,13 +19,14 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook/receiver"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // receiverProcess is cmd/webhook-receiver running as a process of its own.
 type receiverProcess struct {
 	url    string // http://127.0.0.1:PORT/
 	record string // its JSON lines of accepted deliveries
-	stderr *logBuffer
+	stderr *testutil.Buffer
 }
 
 // buildReceiver compiles cmd/webhook-receiver into a temporary directory.
@@ -48,7 +49,7 @@ func buildReceiver(t *testing.T) string {
 // ends.
 func startReceiver(t *testing.T, bin, replyURL string) *receiverProcess {
 	t.Helper()
-	p := &receiverProcess{record: filepath.Join(t.TempDir(), "deliveries.jsonl"), stderr: &logBuffer{}}
+	p := &receiverProcess{record: filepath.Join(t.TempDir(), "deliveries.jsonl"), stderr: &testutil.Buffer{}}
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-reply-url", replyURL, "-record", p.record, "-log-level", "debug")
 	cmd.Env = append(os.Environ(), "TICKETBRIDGE_WEBHOOK_SECRET="+testSecret)
 	cmd.Stderr = p.stderr
@@ -151,8 +152,8 @@ func TestEndToEndWithReceiverProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startReceiver(t, bin, "http://"+ln.Addr().String()+webhook.InboundPath)
-	logs := &logBuffer{}
-	a, err := webhook.New(ctx, webhook.Config{URL: p.url + "hooks", Secret: testSecret, Dir: t.TempDir()}, webhook.Options{Listener: ln, Logger: logs.logger()})
+	logs := &testutil.Buffer{}
+	a, err := webhook.New(ctx, webhook.Config{URL: p.url + "hooks", Secret: testSecret, Dir: t.TempDir()}, webhook.Options{Listener: ln, Logger: debugLogger(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,68 +1,39 @@
 package webhook_test
 
 import (
-	"context"
 	"fmt"
+	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/adaptertest/looptest"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook/receiver"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
-	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
-	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
-// loop is the whole bridge: the reference API in process on a fake clock,
-// the engine, the webhook adapter, and the receiver as a process of its
-// own. The adapter and the receiver sign with the real clock, which the
-// fake one does not touch.
+// loop is the whole bridge of package looptest with the webhook adapter,
+// and the receiver as a process of its own. The adapter and the receiver
+// sign with the real clock, which the fake one does not touch.
 type loop struct {
+	*looptest.Loop
 	t      *testing.T
-	clock  *refservertest.Clock
-	ts     *refservertest.TestServer
 	p      *receiverProcess
 	a      *webhook.Adapter
-	st     *state.Store
-	eng    *tbsync.Engine
-	path   string
-	logs   *logBuffer
 	ticket string
 }
 
-func (l *loop) openEngine() {
-	l.t.Helper()
-	if l.st != nil {
-		l.st.Close()
-	}
-	st, err := state.Open(l.path, state.Options{Now: l.clock.Now})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.st = st
-	api, err := guestapi.New(guestapi.Config{BaseURL: l.ts.URL, APIKey: l.ts.Keys.TicketsWrite, HTTPClient: l.ts.Client(), Now: l.clock.Now,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.eng, err = tbsync.New(tbsync.DefaultConfig(), tbsync.Deps{API: api, Helpdesk: l.a, Store: st, Now: l.clock.Now, Logger: l.logs.logger()})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-}
-
+// cycle runs one cycle, which must record no error.
 func (l *loop) cycle() tbsync.Report {
 	l.t.Helper()
-	l.clock.Advance(30 * time.Second)
-	rep, err := l.eng.RunCycle(l.t.Context())
-	if err != nil || rep.Errors != 0 {
-		l.t.Fatalf("cycle: %v\n%+v\nlog:\n%s", err, rep, l.logs)
+	rep := l.Tick()
+	if rep.Errors != 0 {
+		l.t.Fatalf("cycle: %+v\nlog:\n%s", rep, l.Logs())
 	}
 	return rep
 }
@@ -82,10 +53,7 @@ func (l *loop) count(event string) int {
 // how often each is there.
 func (l *loop) upstream() (refserver.InternalView, map[string]int) {
 	l.t.Helper()
-	v, err := l.ts.Server.Ticket(l.ticket)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	v := l.Upstream(l.ticket)
 	n := map[string]int{}
 	for _, m := range v.Messages {
 		n[m.Body]++
@@ -100,42 +68,38 @@ func TestEndToEndLoopWithEngine(t *testing.T) {
 		t.Skip("builds and runs a separate process")
 	}
 	ctx := t.Context()
-	l := &loop{t: t, clock: refservertest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)), logs: &logBuffer{},
-		path: filepath.Join(t.TempDir(), "state.db")}
-	l.ts = refservertest.New(t, refservertest.WithClock(l.clock))
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.p = startReceiver(t, buildReceiver(t), "http://"+ln.Addr().String()+webhook.InboundPath)
-	l.a, err = webhook.New(ctx, webhook.Config{URL: l.p.url + "hooks", Secret: testSecret, Dir: t.TempDir()},
-		webhook.Options{Listener: ln, Logger: l.logs.logger().With("adapter", "webhook")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.a.Close()
-	defer func() {
-		if l.st != nil {
-			l.st.Close()
-		}
-	}()
-
-	tv, err := l.ts.Server.CreateTicket(l.ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "Two towels to room 214"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.ticket = tv.ID
-	guest := func(body string) {
-		if _, err := l.ts.Server.AddMessage(tv.ID, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Ada", Body: body}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l := &loop{t: t, p: startReceiver(t, buildReceiver(t), "http://"+ln.Addr().String()+webhook.InboundPath)}
+	dir := t.TempDir()
+	// The adapter lives as long as the test: its listener is where the
+	// receiver posts. A restart of the engine finds it as it was, as a new
+	// adapter on the same directory would.
+	l.Loop = looptest.New(t, looptest.Options{
+		Name: "webhook", Helpdesk: "the receiver",
+		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
+			if l.a != nil {
+				return l.a, nil
+			}
+			a, err := webhook.New(ctx, webhook.Config{URL: l.p.url + "hooks", Secret: testSecret, Dir: dir},
+				webhook.Options{Listener: ln, Logger: logger})
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { a.Close() })
+			l.a = a
+			return a, nil
+		},
+	})
+	l.ticket = l.Request("housekeeping", "Two towels to room 214")
+	guest := func(body string) { l.Guest(l.ticket, body) }
 	guest("Two more towels, please.")
 
 	// Down: the ticket and the guest's message reach the receiver, which
 	// answers the message at once; the reply goes up on the next cycle.
-	l.openEngine()
 	if r := l.cycle(); r.Created != 1 || r.Mirrored != 1 {
 		t.Fatalf("first cycle: %+v", r)
 	}
@@ -156,7 +120,7 @@ func TestEndToEndLoopWithEngine(t *testing.T) {
 	}
 
 	// The receiver's staff closes the ticket.
-	status := mustJSON(t, webhook.InboundEvent{ID: "rx-status-1", Type: webhook.InboundStatus, TicketID: tv.ID, Status: "done", AuthorName: "Anna"})
+	status := mustJSON(t, webhook.InboundEvent{ID: "rx-status-1", Type: webhook.InboundStatus, TicketID: l.ticket, Status: "done", AuthorName: "Anna"})
 	if code, ans := post(t, l.a.InboundURL(), testSecret, time.Now(), status); code != 200 {
 		t.Fatalf("inbound status: %d %+v", code, ans)
 	}
@@ -187,14 +151,7 @@ func TestEndToEndLoopWithEngine(t *testing.T) {
 
 	// The bridge's state is lost: the adapter's record lets the engine adopt
 	// the ticket without a second ticket.created, message or reply.
-	if err := l.st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l.st = nil
-	if err := os.Remove(l.path); err != nil {
-		t.Fatal(err)
-	}
-	l.openEngine()
+	l.LoseState()
 	for range 4 {
 		l.cycle()
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 )
 
 // The webhook directory:
@@ -31,7 +32,6 @@ const (
 	metaFile   = "meta.json"
 	ticketsDir = "tickets"
 	inboundDir = "inbound"
-	tmpPrefix  = ".tmp-"
 	formatV1   = 1
 )
 
@@ -145,7 +145,7 @@ func removeStaleTemps(dir string, before time.Time) {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), tmpPrefix) {
+		if !atomicfile.IsTemp(e.Name()) {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.ModTime().Before(before) {
@@ -361,68 +361,13 @@ func (s *store) probe() error {
 	return nil
 }
 
-// writeAtomic replaces dir/name with data: temporary file, fsync, rename,
-// fsync of the directory.
+// writeAtomic replaces dir/name with data; see package atomicfile.
 func writeAtomic(dir, name string, data []byte) error {
-	tmp, err := writeTemp(dir, name, data)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("rename %s: %w", name, err)
-	}
-	return syncDir(dir)
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600)
 }
 
-// writeTemp writes data to a new synced temporary file in dir and returns
-// its path.
-func writeTemp(dir, name string, data []byte) (string, error) {
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return "", fmt.Errorf("write %s: %w", name, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("write %s: %w", name, err)
-	}
-	return tmp, nil
-}
-
-// writeNew is writeAtomic for a name that must not exist yet: it links
-// the synced temporary file into place, which fails with fs.ErrExist
-// rather than replace a file.
+// writeNew is writeAtomic for a name that must not exist yet: it fails
+// with fs.ErrExist rather than replace a file.
 func writeNew(dir, name string, data []byte) error {
-	tmp, err := writeTemp(dir, name, data)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, filepath.Join(dir, name)); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("write %s: %w", name, fs.ErrExist)
-		}
-		return fmt.Errorf("link %s: %w", name, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	return nil
+	return atomicfile.Create(filepath.Join(dir, name), data, 0o600)
 }

@@ -1,7 +1,6 @@
 package zammad_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http/httptest"
@@ -15,7 +14,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 const (
@@ -31,27 +31,10 @@ type env struct {
 	fake  *zammadfake.Server
 	clock *zammadfake.Clock
 	srv   *httptest.Server
-	logs  *syncBuffer
+	logs  *testutil.Buffer
 
 	mu     sync.Mutex
 	agents map[string]int64
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newEnv starts a fake with the ticket attribute and the groups the
@@ -69,7 +52,7 @@ func newEnv(t testing.TB, opts zammadfake.Options) *env {
 	fake := zammadfake.New(opts)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &syncBuffer{}, agents: map[string]int64{}}
+	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &testutil.Buffer{}, agents: map[string]int64{}}
 }
 
 func (e *env) config() zammad.Config {
@@ -80,7 +63,7 @@ func (e *env) config() zammad.Config {
 func (e *env) options() zammad.Options {
 	return zammad.Options{
 		HTTP:    e.srv.Client(),
-		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			e.clock.Advance(d)
 			return ctx.Err()

@@ -14,7 +14,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 const (
@@ -29,27 +30,10 @@ type env struct {
 	fake  *zendeskfake.Server
 	clock *zendeskfake.Clock
 	srv   *httptest.Server
-	logs  *syncBuffer
+	logs  *testutil.Buffer
 
 	mu     sync.Mutex
 	agents map[string]int64
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newEnv(t testing.TB, opts zendeskfake.Options) *env {
@@ -59,7 +43,7 @@ func newEnv(t testing.TB, opts zendeskfake.Options) *env {
 	fake := zendeskfake.New(opts)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &syncBuffer{}, agents: map[string]int64{}}
+	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &testutil.Buffer{}, agents: map[string]int64{}}
 }
 
 func (e *env) config() zendesk.Config {
@@ -70,7 +54,7 @@ func (e *env) config() zendesk.Config {
 func (e *env) options() zendesk.Options {
 	return zendesk.Options{
 		HTTP:    e.srv.Client(),
-		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			e.clock.Advance(d)
 			return ctx.Err()

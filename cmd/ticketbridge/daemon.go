@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -150,43 +151,12 @@ func writeSnapshot(st *state.Store, path string, log *slog.Logger) {
 	if err == nil {
 		var b []byte
 		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
-			err = writeFileAtomic(path, append(b, '\n'))
+			err = atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 		}
 	}
 	if err != nil {
 		log.Warn("write status snapshot: "+err.Error(), "op", "status", "path", path)
 	}
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory (mode 0600), synced and renamed over path.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the

@@ -3,6 +3,7 @@ package refserver
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -297,7 +298,7 @@ func (s *Server) postMessage(t *ticket, body []byte) response {
 	m := guestapi.Message{ID: s.newMessageID(), AuthorType: guestapi.AuthorStaff, AuthorName: msg.AuthorName,
 		Body: msg.Body, VisibleToGuest: msg.VisibleToGuest, CreatedAt: s.nowUTC()}
 	s.st.appendMessage(t, InternalMessage{Message: m, Source: SourceAPI, External: true})
-	s.log.Info("message posted", "ticket", t.id, "message", m.ID, "source", SourceAPI)
+	s.log.Info("message posted", slog.String("ticket", t.id), slog.String("message", m.ID), slog.String("source", string(SourceAPI)))
 	return jsonResponse(http.StatusOK, guestapi.PostMessageResult{Success: true, MessageID: m.ID})
 }
 

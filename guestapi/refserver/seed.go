@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -523,6 +524,6 @@ func (s *Server) ApplySeed(seed Seed) error {
 			s.st.insertTicket(t)
 		}
 	}
-	s.log.Info("seed applied", "organizations", len(seed.Organizations))
+	s.log.Info("seed applied", slog.Int("organizations", len(seed.Organizations)))
 	return nil
 }

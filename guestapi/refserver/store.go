@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -386,7 +387,7 @@ func (s *Server) CreateTicket(org string, nt NewTicket) (TicketView, error) {
 		created: nt.CreatedAt.UTC().Truncate(time.Microsecond)}
 	t.updated = t.created
 	s.st.insertTicket(t)
-	s.log.Info("ticket created", "ticket", t.id, "org", org, "source", SourceConsole)
+	s.log.Info("ticket created", slog.String("ticket", t.id), slog.String("org", org), slog.String("source", string(SourceConsole)))
 	return t.view(), nil
 }
 
@@ -491,7 +492,7 @@ func (s *Server) AddMessage(ticketID string, m ConsoleMessage) (guestapi.Message
 	}
 	msg := guestapi.Message{ID: s.newMessageID(), AuthorType: m.AuthorType, AuthorName: m.AuthorName, Body: m.Body, VisibleToGuest: visible, CreatedAt: at}
 	s.st.appendMessage(t, InternalMessage{Message: msg, Source: SourceConsole})
-	s.log.Info("message added", "ticket", t.id, "message", msg.ID, "author_type", msg.AuthorType, "source", SourceConsole)
+	s.log.Info("message added", slog.String("ticket", t.id), slog.String("message", msg.ID), slog.String("author_type", string(msg.AuthorType)), slog.String("source", string(SourceConsole)))
 	return msg, nil
 }
 
@@ -546,7 +547,7 @@ func (s *Server) setStatusLocked(t *ticket, status guestapi.Status, source strin
 			t.updated = now
 		}
 	}
-	s.log.Info("status set", "ticket", t.id, "status", status, "source", source)
+	s.log.Info("status set", slog.String("ticket", t.id), slog.String("status", string(status)), slog.String("source", string(source)))
 }
 
 // RateTicket sets the guest's rating (a number from 0 to 10), or clears it
@@ -658,7 +659,7 @@ func (s *Server) IssueKey(org string, spec KeySpec) (IssuedKey, error) {
 	if err := s.st.addKey(org, spec.Name, value, spec.Platform, spec.Tickets, now, expires); err != nil {
 		return IssuedKey{}, fmt.Errorf("issue key: %w", err)
 	}
-	s.log.Info("key issued", "org", org, "name", spec.Name, "platform", spec.Platform, "tickets", spec.Tickets)
+	s.log.Info("key issued", slog.String("org", org), slog.String("name", spec.Name), slog.String("platform", string(spec.Platform)), slog.String("tickets", string(spec.Tickets)))
 	return IssuedKey{Organization: org, Name: spec.Name, Value: value, Platform: spec.Platform, Tickets: spec.Tickets, ExpiresAt: clonePtr(expires)}, nil
 }
 
@@ -702,7 +703,7 @@ func (s *Server) RevokeKey(org, name string) error {
 		if k.org == org && k.name == name {
 			s.st.keys = slices.Delete(s.st.keys, i, i+1)
 			s.st.tokens = slices.DeleteFunc(s.st.tokens, func(t *accessToken) bool { return t.key == k })
-			s.log.Info("key revoked", "org", org, "name", name)
+			s.log.Info("key revoked", slog.String("org", org), slog.String("name", name))
 			return nil
 		}
 	}

@@ -25,7 +25,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
@@ -82,7 +82,7 @@ type Loop struct {
 	path   string
 	store  *state.Store
 	engine *tbsync.Engine
-	logs   *syncBuffer
+	logs   *testutil.Buffer
 }
 
 // New returns the loop of t; the engine starts at the first [Loop.Tick].
@@ -96,7 +96,7 @@ func New(t *testing.T, opts Options) *Loop {
 	}
 	l := &Loop{
 		Clock: opts.Clock, TS: refservertest.New(t, refservertest.WithClock(opts.Clock)),
-		t: t, opts: opts, path: filepath.Join(t.TempDir(), "state.db"), logs: &syncBuffer{},
+		t: t, opts: opts, path: filepath.Join(t.TempDir(), "state.db"), logs: &testutil.Buffer{},
 	}
 	t.Cleanup(func() {
 		if l.store != nil {
@@ -254,22 +254,4 @@ func (l *Loop) CheckExactlyOnce(id string, posts []Post) {
 			l.t.Errorf("agent post %q is upstream %d times, want once", p.Body, upBodies[p.Body])
 		}
 	}
-}
-
-// syncBuffer is a log sink safe for the engine's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

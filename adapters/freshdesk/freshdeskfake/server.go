@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // Freshdesk's ticket statuses.
@@ -121,28 +123,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Clock is a manual clock for [Options.Now], safe for concurrent use.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// Clock is the fake clock of package testutil, for [Options.Now]: Now,
+// Advance, Set, and a Sleep that passes the time at once.
+type Clock = testutil.Clock
 
 // NewClock returns a clock standing at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func NewClock(t time.Time) *Clock { return testutil.NewClock(t) }
 
 // Agent is an agent of the fake helpdesk.
 type Agent struct {

@@ -9,14 +9,13 @@
 package refservertest
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // Organisations every TestServer holds.
@@ -151,44 +150,9 @@ func (ts *TestServer) Close() { ts.HTTP.Close() }
 // Client returns an HTTP client for the server.
 func (ts *TestServer) Client() *http.Client { return ts.HTTP.Client() }
 
-// Clock is a fake clock: Now returns the time set, Advance moves it, and
-// Sleep moves it by the duration asked and returns at once. It is safe for
-// concurrent use.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// Clock is the fake clock of package testutil, for [WithClock]: Now,
+// Advance, Set, and a Sleep that passes the time at once.
+type Clock = testutil.Clock
 
-// NewClock returns a clock at t.
-func NewClock(t time.Time) *Clock { return &Clock{now: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-// Sleep advances the clock by d and returns at once, or ctx's error when
-// it has ended.
-func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.Advance(d)
-	return nil
-}
+// NewClock returns a clock standing at t.
+func NewClock(t time.Time) *Clock { return testutil.NewClock(t) }

@@ -1,0 +1,126 @@
+// Package atomicfile writes files so that a reader, or a crash at any
+// point, sees either the old content or the new one, never a part: the
+// content goes to a temporary file next to the target, which is synced,
+// renamed (or linked) into place, and the directory synced so that the
+// rename itself survives a power loss.
+//
+// It is the one place the daemon does this (the status snapshot, the files
+// and webhook adapters' folders, state backups). It is not a lock: two
+// writers of one path each win in turn, and the last rename stays.
+package atomicfile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TempPrefix starts the name of every temporary file of this package: the
+// files are hidden, and a directory's owner can tell a leftover of a crash
+// by it (see [IsTemp]).
+const TempPrefix = ".tmp-"
+
+// IsTemp reports whether name (a base name) is a temporary file of this
+// package, left behind when a crash came before its rename.
+func IsTemp(name string) bool { return strings.HasPrefix(name, TempPrefix) }
+
+// WriteFile replaces path with data; see [Write].
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// Write replaces path with what fill writes. The file is created with perm
+// before the umask, like os.WriteFile. When fill or any step fails, path is
+// left as it was and the temporary file removed.
+func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
+	tmp, err := writeTemp(path, perm, fill)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Create writes data to path, which must not exist yet: where a file of
+// that name appeared in the meantime, it fails with an error matching
+// fs.ErrExist and leaves that file alone. It links the synced temporary
+// file into place, so no reader sees a part either.
+func Create(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := writeTemp(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("write %s: %w", path, fs.ErrExist)
+		}
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// writeTemp writes a synced temporary file next to path and returns its
+// name.
+func writeTemp(path string, perm fs.FileMode, fill func(w io.Writer) error) (_ string, err error) {
+	base := filepath.Base(path)
+	if len(base) > 64 { // keep the temporary name within NAME_MAX
+		base = strings.ToValidUTF8(base[:64], "")
+	}
+	tmp := filepath.Join(filepath.Dir(path), TempPrefix+base+"."+randomSuffix())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err := fill(f); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("close %s: %w", path, err)
+	}
+	return tmp, nil
+}
+
+// SyncDir makes a creation, rename or removal in dir durable. A file
+// system that cannot sync a directory is not an error.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
