@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -12,9 +14,10 @@ import (
 )
 
 // collect reads the helpdesk's changes since the stored cursor and journals
-// them. The entries, the tickets they wake and the new cursor are stored in
-// one transaction; the cursor is not moved when an event could not be
-// journaled (it comes again next cycle).
+// them: it reads what state holds of the events, looks up the tickets state
+// lost, plans (planCollect) and stores the plan in one transaction. The
+// cursor is not moved when an event could not be journaled (it comes again
+// next cycle).
 func (c *cycle) collect() {
 	e := c.e
 	name := e.hd.Name()
@@ -43,75 +46,164 @@ func (c *cycle) collect() {
 		return
 	}
 
-	// What state holds of the events' tickets and entries.
-	tickets := map[string]*state.Ticket{}
-	journaled := map[string]bool{}
-	err = e.st.View(func(tx *state.Tx) error {
-		for _, ev := range events {
-			if checkEvent(ev) != nil {
-				continue
-			}
-			if _, ok, err := tx.JournalEntry(ev.ID); err != nil {
+	in := collectInput{now: c.now, events: events, tickets: map[string]*state.Ticket{}, journaled: map[string]bool{}}
+	if err := e.st.View(func(tx *state.Tx) error { return in.read(tx) }); err != nil {
+		c.stop(fmt.Errorf("read journal: %w", err))
+		return
+	}
+	// Tickets state does not hold, or holds without a helpdesk ticket, are
+	// looked up: the helpdesk says what it already holds and what was
+	// already sent, so nothing is sent twice after a lost state file.
+	in.adoptions = c.lookupAll(in.needLookup())
+	p := e.planCollect(in)
+	for _, f := range p.refused {
+		c.failure(f.Ticket, f.Message, f.Op, errors.New(f.Error))
+	}
+
+	err = e.st.Update(func(tx *state.Tx) error {
+		for _, t := range p.puts {
+			if err := tx.PutTicket(t); err != nil {
 				return err
-			} else if ok {
-				journaled[ev.ID] = true
 			}
-			if _, seen := tickets[ev.UpstreamTicketID]; seen {
-				continue
+			if a, ok := in.adoptions[t.ID]; ok && a.found {
+				if err := putSeeds(tx, name, t.ID, a.ref, a.f, c.now); err != nil {
+					return err
+				}
 			}
-			t, ok, err := tx.Ticket(ev.UpstreamTicketID)
-			if err != nil {
+		}
+		for _, en := range p.entries {
+			if _, err := tx.PutJournal(en); errors.Is(err, state.ErrInvalid) {
+				// Refused before anything was written; the others go on.
+				c.failure(en.TicketID, en.EventID, "journal event", err)
+			} else if err != nil {
 				return err
 			}
-			if ok {
-				tickets[t.ID] = &t
-			} else {
-				tickets[ev.UpstreamTicketID] = nil
-			}
+		}
+		if p.complete {
+			return tx.SetCursor(name, string(next))
 		}
 		return nil
 	})
 	if err != nil {
-		c.stop(fmt.Errorf("read journal: %w", err))
+		c.stop(fmt.Errorf("store journal: %w", err))
 		return
 	}
+	c.count(func(r *Report) {
+		r.Events += len(p.entries)
+		r.Skipped += p.skipped
+		r.Adopted += p.adopted
+	})
+	for _, en := range p.entries {
+		e.log.LogAttrs(c.ctx, slog.LevelDebug, "journaled helpdesk event",
+			slog.String("op", "collect"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID), slog.String("kind", en.Kind))
+	}
+}
 
-	// Tickets state does not hold, or holds without a helpdesk ticket, are
-	// adopted first: the helpdesk says what it already holds and what was
-	// already sent, so nothing is sent twice after a lost state file.
+// collectInput is what collect reads before it plans.
+type collectInput struct {
+	now       time.Time
+	events    []adapters.Event
+	tickets   map[string]*state.Ticket // the events' tickets; nil: not in state
+	journaled map[string]bool          // events already journaled
+	adoptions map[string]adoption      // what Lookup found; a failed lookup is absent
+}
+
+// read fills in the events' tickets and journal entries from tx.
+func (in *collectInput) read(tx *state.Tx) error {
+	for _, ev := range in.events {
+		if checkEvent(ev) != nil {
+			continue
+		}
+		if _, ok, err := tx.JournalEntry(ev.ID); err != nil {
+			return err
+		} else if ok {
+			in.journaled[ev.ID] = true
+		}
+		if _, seen := in.tickets[ev.UpstreamTicketID]; seen {
+			continue
+		}
+		t, ok, err := tx.Ticket(ev.UpstreamTicketID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			in.tickets[t.ID] = &t
+		} else {
+			in.tickets[ev.UpstreamTicketID] = nil
+		}
+	}
+	return nil
+}
+
+// needLookup returns the tickets to look up in the helpdesk: those state
+// does not hold or holds without a helpdesk ticket, sorted.
+func (in *collectInput) needLookup() []string {
 	var need []string
-	for id, t := range tickets {
+	for id, t := range in.tickets {
 		if t == nil || t.Ref == "" {
 			need = append(need, id)
 		}
 	}
-	adoptions := c.lookupAll(need)
-	for _, a := range adoptions {
+	slices.Sort(need)
+	return need
+}
+
+// collectPlan is what collect stores.
+type collectPlan struct {
+	puts     []state.Ticket // tickets woken, adopted or given their helpdesk ticket
+	entries  []state.Entry  // journal entries, in the events' order
+	refused  []Failure      // events skipped, with why
+	skipped  int            // events with nothing to send (notes off)
+	adopted  int            // tickets Lookup found
+	complete bool           // every event is journaled or refused: the cursor may move
+}
+
+// planCollect decides from what collect read which journal entries to
+// write and which tickets to wake. It does no I/O.
+//
+//   - An event already journaled (or delivered before a state loss, as the
+//     lookup says) is not journaled again.
+//   - An event on a ticket state lost is journaled on the helpdesk ticket
+//     the lookup found, or else the one the event names; when the lookup
+//     failed, the event waits (the cursor does not move).
+//   - Each event wakes its ticket; a status change records the helpdesk's
+//     status and its time (the newer change wins).
+//   - A note is not sent when TICKETBRIDGE_NOTES_UPSTREAM is off.
+func (e *Engine) planCollect(in collectInput) collectPlan {
+	p := collectPlan{complete: true}
+	tickets := make(map[string]*state.Ticket, len(in.tickets))
+	for id, t := range in.tickets {
+		if t != nil {
+			c := *t
+			t = &c
+		}
+		tickets[id] = t
+	}
+	journaled := maps.Clone(in.journaled)
+	for _, a := range in.adoptions {
 		for eventID := range a.f.Sent {
 			journaled[eventID] = true // delivered before the state was lost
 		}
 	}
-
-	complete := true
-	changed := map[string]bool{} // tickets to put
-	for id, a := range adoptions {
+	changed := map[string]bool{}
+	for _, id := range slices.Sorted(maps.Keys(in.adoptions)) {
+		a := in.adoptions[id]
 		if !a.found {
 			continue
 		}
+		p.adopted++
 		t := tickets[id]
 		if t == nil {
 			t = &state.Ticket{ID: id}
 			tickets[id] = t
 		}
 		t.Ref = string(a.ref)
-		e.pol.wake(t, c.now, DueEvent)
+		e.pol.wake(t, in.now, DueEvent)
 		changed[id] = true
 	}
-	var entries []state.Entry
-	skipped := 0
-	for _, ev := range events {
+	for _, ev := range in.events {
 		if err := checkEvent(ev); err != nil {
-			c.failure(ev.UpstreamTicketID, ev.ID, "collect", fmt.Errorf("skip malformed helpdesk event: %w", err))
+			p.refused = append(p.refused, Failure{Ticket: ev.UpstreamTicketID, Message: ev.ID, Op: "collect", Error: "skip malformed helpdesk event: " + err.Error()})
 			continue
 		}
 		if journaled[ev.ID] {
@@ -119,9 +211,9 @@ func (c *cycle) collect() {
 		}
 		t := tickets[ev.UpstreamTicketID]
 		if t == nil || t.Ref == "" {
-			a, ok := adoptions[ev.UpstreamTicketID]
+			a, ok := in.adoptions[ev.UpstreamTicketID]
 			if !ok {
-				complete = false // the lookup failed: the event comes again
+				p.complete = false // the lookup failed: the event comes again
 				continue
 			}
 			// Not found by its upstream id: the event names its ticket.
@@ -135,17 +227,18 @@ func (c *cycle) collect() {
 				t.Ref = string(ev.Ref)
 			}
 			if t.Ref == "" {
-				c.failure(ev.UpstreamTicketID, ev.ID, "collect", fmt.Errorf("skip helpdesk event: the helpdesk holds no ticket for upstream ticket %s", ev.UpstreamTicketID))
+				p.refused = append(p.refused, Failure{Ticket: ev.UpstreamTicketID, Message: ev.ID, Op: "collect",
+					Error: fmt.Sprintf("skip helpdesk event: the helpdesk holds no ticket for upstream ticket %s", ev.UpstreamTicketID)})
 				continue
 			}
 			changed[t.ID] = true
 		}
 		journaled[ev.ID] = true
-		e.pol.wake(t, c.now, DueEvent)
-		t.LastActivity = c.now
+		e.pol.wake(t, in.now, DueEvent)
+		t.LastActivity = in.now
 		changed[t.ID] = true
 		if ev.Kind == adapters.EventNote && !e.cfg.NotesUpstream {
-			skipped++
+			p.skipped++
 			continue
 		}
 		ref := ev.Ref
@@ -172,52 +265,12 @@ func (c *cycle) collect() {
 			en.Payload = state.Payload{Status: string(ev.Status)}
 			t.HelpdeskStatus, t.HelpdeskStatusAt = string(ev.Status), ev.At
 		}
-		entries = append(entries, en)
+		p.entries = append(p.entries, en)
 	}
-
-	err = e.st.Update(func(tx *state.Tx) error {
-		for id := range changed {
-			if err := tx.PutTicket(*tickets[id]); err != nil {
-				return err
-			}
-			if a, ok := adoptions[id]; ok && a.found {
-				if err := putSeeds(tx, e.hd.Name(), id, a.ref, a.f, c.now); err != nil {
-					return err
-				}
-			}
-		}
-		for _, en := range entries {
-			if _, err := tx.PutJournal(en); errors.Is(err, state.ErrInvalid) {
-				// Refused before anything was written; the others go on.
-				c.failure(en.TicketID, en.EventID, "journal event", err)
-			} else if err != nil {
-				return err
-			}
-		}
-		if complete {
-			return tx.SetCursor(name, string(next))
-		}
-		return nil
-	})
-	if err != nil {
-		c.stop(fmt.Errorf("store journal: %w", err))
-		return
+	for _, id := range slices.Sorted(maps.Keys(changed)) {
+		p.puts = append(p.puts, *tickets[id])
 	}
-	adopted := 0
-	for _, a := range adoptions {
-		if a.found {
-			adopted++
-		}
-	}
-	c.count(func(r *Report) {
-		r.Events += len(entries)
-		r.Skipped += skipped
-		r.Adopted += adopted
-	})
-	for _, en := range entries {
-		e.log.LogAttrs(c.ctx, slog.LevelDebug, "journaled helpdesk event",
-			slog.String("op", "collect"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID), slog.String("kind", en.Kind))
-	}
+	return p
 }
 
 // checkEvent refuses an event the engine cannot journal.
