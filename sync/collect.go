@@ -32,7 +32,7 @@ func (c *cycle) collect() {
 	}
 	events, next, err := e.hd.Changes(c.ctx, adapters.Cursor(cursor))
 	if err != nil {
-		if !c.interrupted(err) {
+		if !c.hdFatal(err) && !c.interrupted(err) {
 			c.failure("", "", "read helpdesk changes", err)
 		}
 		return
@@ -308,7 +308,7 @@ func (c *cycle) lookupAll(ids []string) map[string]adoption {
 	forEach(c.ctx, c.e.cfg.Concurrency, ids, func(id string) {
 		f, ok, err := c.e.hd.Lookup(c.ctx, id)
 		if err != nil {
-			if !c.interrupted(err) {
+			if !c.hdFatal(err) && !c.interrupted(err) {
 				c.failure(id, "", "look up helpdesk ticket", err)
 			}
 			return

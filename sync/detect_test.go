@@ -1,11 +1,15 @@
 package sync_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
@@ -287,6 +291,69 @@ func TestRateLimitedReadsSlowDown(t *testing.T) {
 	for i, id := range ids {
 		if len(e.backend.Find(id)) != 1 || !e.helpdeskHas(id, fmt.Sprintf("first message of request %d", i)) {
 			t.Errorf("ticket %s not imported with its message", id)
+		}
+	}
+	e.checkExactlyOnce()
+}
+
+// refusingHelpdesk refuses the credentials on every write while refuse is
+// set, as a helpdesk does after its token was revoked, and counts the
+// calls.
+type refusingHelpdesk struct {
+	adapters.Helpdesk
+	refuse atomic.Bool
+	calls  atomic.Int64
+}
+
+func (h *refusingHelpdesk) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
+	if h.refuse.Load() {
+		h.calls.Add(1)
+		return nil, fmt.Errorf("POST /tickets/%s/comments: HTTP 401: %w", ref, adapters.ErrAuth)
+	}
+	return h.Helpdesk.Append(ctx, ref, msgs)
+}
+
+// TestHelpdeskRefusedStopsTheCycle: a helpdesk that refuses the
+// credentials stops the cycle with one clear error after its first
+// refusal, instead of failing every ticket in turn; nothing is lost, and
+// the next cycle with good credentials carries everything.
+func TestHelpdeskRefusedStopsTheCycle(t *testing.T) {
+	e := newEnv(t)
+	hd := &refusingHelpdesk{}
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk { hd.Helpdesk = h; return hd }
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, e.newTicket(fmt.Sprintf("request %d", i)))
+	}
+	e.cycle()
+	e.clock.Advance(time.Second)
+	for _, id := range ids {
+		e.guest(id, "while the token was revoked "+id)
+	}
+	hd.refuse.Store(true)
+	e.clock.Advance(30 * time.Second)
+	r, err := e.engine.RunCycle(context.Background())
+	if !errors.Is(err, tbsync.ErrHelpdeskRefused) || !errors.Is(err, adapters.ErrAuth) || r.Outcome != tbsync.OutcomeFailed {
+		t.Fatalf("cycle with refused credentials: %v, %s", err, r)
+	}
+	if n := hd.calls.Load(); n > int64(e.cfg.Concurrency) {
+		t.Errorf("%d appends tried after the first refusal, want at most the %d in flight", n, e.cfg.Concurrency)
+	}
+	if r.Errors > e.cfg.Concurrency {
+		t.Errorf("%d ticket errors: every ticket failed in turn", r.Errors)
+	}
+	st, err := tbsync.ReadTicket(e.store, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attempts != 0 {
+		t.Errorf("a ticket was backed off for the helpdesk's refusal: %+v", st.TicketStatus)
+	}
+	hd.refuse.Store(false)
+	e.tick()
+	for _, id := range ids {
+		if !e.helpdeskHas(id, "while the token was revoked "+id) {
+			t.Errorf("ticket %s: message lost", id)
 		}
 	}
 	e.checkExactlyOnce()

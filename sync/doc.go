@@ -72,7 +72,10 @@
 //
 // A 401 from the API stops every write of the cycle and fails it with
 // [ErrKeyRefused]; a 403 does the same with [ErrMissingRight] naming the
-// right the key lacks. The work completed before is stored.
+// right the key lacks. A helpdesk that refuses the bridge's credentials
+// (adapters.ErrAuth) stops it too, with [ErrHelpdeskRefused], after its
+// first refusal rather than one failure per ticket; no ticket is backed off
+// for it. The work completed before is stored.
 //
 // # Dry run
 //

@@ -61,6 +61,12 @@ var ErrKeyRefused = errors.New("the API key was refused (401): revoked, expired 
 // guestapi.ErrForbidden.
 var ErrMissingRight = errors.New("the API key lacks a right (403)")
 
+// ErrHelpdeskRefused is matched by the error of a cycle stopped because the
+// helpdesk refused the bridge's credentials (401 or 403: adapters.ErrAuth,
+// which it also matches). One refusal stops the cycle, instead of failing
+// every ticket in turn.
+var ErrHelpdeskRefused = errors.New("the helpdesk refused the credentials (401 or 403): revoked, expired, mistyped or lacking a right; check the adapter's token or password settings")
+
 // ErrAdapterMismatch is returned when the state file was made with another
 // adapter than the configured one.
 var ErrAdapterMismatch = errors.New("state file belongs to another adapter")
@@ -294,6 +300,16 @@ func (c *cycle) apiFatal(err error) bool {
 		return true
 	}
 	return false
+}
+
+// hdFatal turns the helpdesk's refusal of the credentials into the cycle's
+// stop; it reports whether it did.
+func (c *cycle) hdFatal(err error) bool {
+	if !errors.Is(err, adapters.ErrAuth) {
+		return false
+	}
+	c.stop(fmt.Errorf("%w: %w", ErrHelpdeskRefused, err))
+	return true
 }
 
 // finish completes the report, stores it and logs it.

@@ -499,7 +499,7 @@ func planThread(t state.Ticket, th *guestapi.Thread, known map[string]bool, pend
 // ticketError records err on the ticket of r and backs it off, unless the
 // error stops the cycle or is only its end.
 func (c *cycle) ticketError(r refreshResult, op string, err error) refreshResult {
-	if c.apiFatal(err) || c.interrupted(err) {
+	if c.apiFatal(err) || c.hdFatal(err) || c.interrupted(err) {
 		return r
 	}
 	c.failure(r.t.ID, "", op, err)

@@ -266,7 +266,7 @@ func (c *cycle) markSent() {
 		for _, i := range idx {
 			en := unmarked[i]
 			err := e.hd.MarkSent(c.ctx, adapters.Ref(en.Ref), en.EventID, en.UpstreamMessageID)
-			if err != nil && c.interrupted(err) {
+			if err != nil && (c.hdFatal(err) || c.interrupted(err)) {
 				return
 			}
 			done[i], errs[i] = true, err

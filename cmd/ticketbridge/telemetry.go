@@ -19,6 +19,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -161,16 +162,17 @@ const (
 	dirToHelpdesk = "to_helpdesk"
 	dirToAPI      = "to_api"
 
-	errKindTicket       = "ticket"        // a ticket or journal entry failed; it is retried with backoff
-	errKindRefused      = "refused"       // a journal entry was refused for good
-	errKindKeyRefused   = "key_refused"   // a cycle stopped: the API refused the key (401)
-	errKindMissingRight = "missing_right" // a cycle stopped: the key lacks a right (403)
-	errKindState        = "state"         // a cycle stopped: the state file belongs to another adapter
-	errKindCanceled     = "canceled"      // a cycle was cut short by the daemon stopping
-	errKindCycle        = "cycle"         // a cycle stopped for another reason
+	errKindTicket       = "ticket"           // a ticket or journal entry failed; it is retried with backoff
+	errKindRefused      = "refused"          // a journal entry was refused for good
+	errKindKeyRefused   = "key_refused"      // a cycle stopped: the API refused the key (401)
+	errKindMissingRight = "missing_right"    // a cycle stopped: the key lacks a right (403)
+	errKindHelpdesk     = "helpdesk_refused" // a cycle stopped: the helpdesk refused the credentials (401/403)
+	errKindState        = "state"            // a cycle stopped: the state file belongs to another adapter
+	errKindCanceled     = "canceled"         // a cycle was cut short by the daemon stopping
+	errKindCycle        = "cycle"            // a cycle stopped for another reason
 )
 
-var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindState, errKindCanceled, errKindCycle}
+var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindHelpdesk, errKindState, errKindCanceled, errKindCycle}
 
 func newMetrics(reg prometheus.Registerer) metrics {
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
@@ -199,7 +201,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		}, []string{"direction"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketbridge_errors_total",
-			Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, state, canceled, cycle (a cycle stopped).",
+			Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped).",
 		}, []string{"kind"}),
 		tickets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketbridge_tickets",
@@ -476,6 +478,8 @@ func errorKind(err error) string {
 		return errKindKeyRefused
 	case errors.Is(err, sync.ErrMissingRight), errors.Is(err, guestapi.ErrForbidden):
 		return errKindMissingRight
+	case errors.Is(err, sync.ErrHelpdeskRefused), errors.Is(err, adapters.ErrAuth):
+		return errKindHelpdesk
 	case errors.Is(err, sync.ErrAdapterMismatch), errors.Is(err, state.ErrLocked),
 		errors.Is(err, state.ErrReadOnly), errors.Is(err, state.ErrNewerSchema):
 		return errKindState
