@@ -27,10 +27,12 @@
 //     author, the author type and the time ("Ada Guest (guest),
 //     2026-03-14 09:33 UTC"); its last line is a marker, "[ticketbridge
 //     message <upstream id>]". The text is sent as HTML that shows it
-//     unchanged (see textHTML) and read back from body_text, with the text
-//     of the HTML body as a fallback; the marker's characters read the same
-//     in both. Only the last line of the API agent's own notes counts as a
-//     marker.
+//     unchanged (see textHTML). Markers are read from the HTML body, parsed
+//     with golang.org/x/net/html, where <br> keeps the marker on a line of
+//     its own; body_text is only a fallback, because the reference promises
+//     no more of it than "content in plain text" and a body_text with its
+//     lines run together has no last line. Only the last line of the API
+//     agent's own notes counts as a marker.
 //   - A guest's new public message on a pending, resolved or closed ticket
 //     reopens it (status open) before the note is added.
 //   - Agents' work is read back by Changes: a reply, or a public note, by

@@ -656,3 +656,45 @@ func TestAgentPublicNote(t *testing.T) {
 		t.Errorf("events %+v", evs)
 	}
 }
+
+// TestMarkersWithFlatBodyText: a Freshdesk whose body_text runs a note's
+// lines together still lets a fresh adapter (the bridge's state lost) find
+// the notes it wrote, by the marker on the last line of the HTML body, so
+// that a retried Append writes nothing twice.
+func TestMarkersWithFlatBodyText(t *testing.T) {
+	e := newEnv(t, freshdeskfake.Options{FlatBodyText: true})
+	a := e.open(t, e.config())
+	up := upstreamTicket("Kettle")
+	ref, err := a.EnsureTicket(ctx, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := guestMessage("It is broken.\nPlease hurry.", true)
+	if _, err := a.Append(ctx, ref, []adapters.Message{msg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.MarkSent(ctx, ref, "conv-77", "m-77"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.ticket(t, ref).Conversations[0].BodyText; strings.Contains(got, "\n") {
+		t.Fatalf("the fake kept the line breaks of body_text: %q", got)
+	}
+	b := e.open(t, e.config())
+	f, ok, err := b.Lookup(ctx, up.UpstreamID)
+	if err != nil || !ok {
+		t.Fatalf("Lookup: %v, %v", ok, err)
+	}
+	if f.Messages[msg.UpstreamID] == "" || f.Sent["conv-77"] != "m-77" {
+		t.Errorf("Lookup found messages %v and sent %v, want the note and the delivery", f.Messages, f.Sent)
+	}
+	got, err := b.Append(ctx, ref, []adapters.Message{msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[0].Existed {
+		t.Errorf("Append again: %+v, want the existing note", got)
+	}
+	if n := len(e.ticket(t, ref).Conversations); n != 2 {
+		t.Errorf("%d conversations, want the note and the delivery record", n)
+	}
+}

@@ -371,7 +371,7 @@ func (a *Adapter) held(ctx context.Context, id, me int64) (held, error) {
 		if c.UserID != me || c.Incoming {
 			continue
 		}
-		mk, ok := adapters.ParseMarker(c.text())
+		mk, ok := c.marker()
 		if !ok {
 			continue
 		}

@@ -71,7 +71,7 @@ func (s *Server) converse(id, agent int64, text string, source int, private bool
 	now := s.now()
 	body := textHTML(text)
 	c := Conversation{
-		ID: s.newID(), UserID: agent, Body: body, BodyText: htmlText(body), Private: private,
+		ID: s.newID(), UserID: agent, Body: body, BodyText: s.bodyText(body), Private: private,
 		Source: source, CreatedAt: now, UpdatedAt: now,
 	}
 	t.Conversations = append(t.Conversations, c)

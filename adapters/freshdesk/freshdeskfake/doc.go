@@ -78,7 +78,10 @@
 //     the markup are one space, entities are decoded and a non-breaking
 //     space becomes a plain space. The agent-side methods turn plain text
 //     into HTML as Freshdesk's editor does: one line per <br>, spaces that
-//     HTML would fold as &nbsp;.
+//     HTML would fold as &nbsp;. [Options.FlatBodyText] gives body_text
+//     the other shape the reference allows ("content in plain text", with
+//     nothing said of line breaks): the lines run together, one space
+//     between them.
 //   - The fake refuses what the list endpoint offers but the fake does not
 //     implement (the parameters filter, requester_id, email, company_id and
 //     include, and order_by=due_by) with a 400, so that a test cannot rely

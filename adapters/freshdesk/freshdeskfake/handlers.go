@@ -675,7 +675,7 @@ func (s *Server) addConversation(w http.ResponseWriter, idStr string, body []byt
 	now := s.now()
 	c.ID = s.newID()
 	c.Body = sanitize(text)
-	c.BodyText = htmlText(c.Body)
+	c.BodyText = s.bodyText(c.Body)
 	c.CreatedAt, c.UpdatedAt = now, now
 	t.Conversations = append(t.Conversations, c)
 	t.UpdatedAt = now

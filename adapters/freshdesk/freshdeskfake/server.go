@@ -85,6 +85,10 @@ type Options struct {
 	// Fields are the custom ticket fields; nil means [DefaultFields], an
 	// empty slice none.
 	Fields []Field
+	// FlatBodyText runs the lines of a conversation's body_text together,
+	// one space between them, the other shape the reference allows (it
+	// says only "content in plain text"); body keeps its <br>.
+	FlatBodyText bool
 }
 
 func (o Options) withDefaults() Options {
@@ -428,4 +432,13 @@ func writeNotFound(w http.ResponseWriter) {
 }
 
 // fdTime writes t as Freshdesk does: UTC, whole seconds, Z.
+// bodyText is the body_text of a conversation whose HTML is body.
+func (s *Server) bodyText(body string) string {
+	text := htmlText(body)
+	if s.opts.FlatBodyText {
+		text = strings.Join(strings.Fields(text), " ")
+	}
+	return text
+}
+
 func fdTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
