@@ -91,6 +91,7 @@ type Adapter struct {
 	http     *adapters.HTTPClient // reads, creations with an Idempotency-Key, status changes
 	once     *adapters.HTTPClient // writes that add a comment: sent once, see Append
 	maxPages int
+	now      func() time.Time
 
 	mu      sync.Mutex
 	me      *zdUser
@@ -138,7 +139,12 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	a := &Adapter{
+		now:      now,
 		base:     base,
 		cfg:      cfg,
 		groups:   groups,

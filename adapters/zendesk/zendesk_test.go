@@ -611,3 +611,32 @@ func TestTicketUpdateLimitIsTemporary(t *testing.T) {
 		t.Errorf("%d comments, want the description and 5 messages", len(tk.Comments))
 	}
 }
+
+// TestChangesWaitsForAMinuteOldStart: Zendesk refuses a start_time less
+// than a minute old (400). With EVENTS_SINCE just now, Changes reads
+// nothing and keeps its cursor until the start is old enough, then
+// reports what happened since.
+func TestChangesWaitsForAMinuteOldStart(t *testing.T) {
+	e := newEnv(t, zendeskfake.Options{})
+	anna := e.agent("Anna")
+	cfg := e.config()
+	a := e.open(t, cfg)
+	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EventsSince = e.clock.Now().Format(time.RFC3339)
+	b := e.open(t, cfg)
+	if _, err := e.fake.Reply(mustRef(t, ref), anna, "just now"); err != nil {
+		t.Fatal(err)
+	}
+	evs, next, err := b.Changes(t.Context(), "")
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("Changes from a start_time of now: %v, %v; want nothing yet", evs, err)
+	}
+	e.settle(t)
+	evs, _, err = b.Changes(t.Context(), next)
+	if err != nil || len(evs) != 1 || evs[0].Body != "just now" {
+		t.Fatalf("Changes a minute later: %+v, %v; want the reply", evs, err)
+	}
+}

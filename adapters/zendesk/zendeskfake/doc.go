@@ -40,10 +40,13 @@
 //     https://developer.zendesk.com/api-reference/introduction/pagination/
 //   - GET /api/v2/incremental/ticket_events?start_time=&include=comment_events,
 //     time-based: up to 1000 events a page, end_time and next_page to go on,
-//     end_of_stream, events of the last minute left out, admins only,
-//     10 requests a minute:
+//     end_of_stream, events of the last minute left out, a start_time
+//     less than a minute old refused with 400 (the one-minute limit
+//     Zendesk announced on 28 October 2024; the message is the fake's),
+//     admins only, 10 requests a minute:
 //     https://developer.zendesk.com/api-reference/ticketing/ticket-management/incremental_exports/
 //     and https://developer.zendesk.com/documentation/ticketing/managing-tickets/using-the-incremental-export-api/
+//     and https://support.zendesk.com/hc/en-us/articles/8143500919322
 //   - Idempotency-Key on ticket creation: a repeat within two hours returns
 //     the first answer with x-idempotency-lookup: hit, a first use says
 //     miss, the same key with another payload is refused:

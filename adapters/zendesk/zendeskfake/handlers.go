@@ -425,6 +425,10 @@ func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request, user int64
 		writeError(w, http.StatusBadRequest, "InvalidValue", "start_time must be a Unix epoch time in seconds", nil)
 		return
 	}
+	if s.opts.ExportDelay > 0 && start > s.now().Add(-s.opts.ExportDelay).Unix() {
+		writeError(w, http.StatusBadRequest, "InvalidValue", "Too recent start_time. Use a start_time older than one minute.", nil)
+		return
+	}
 	if wait, ok := s.allow(&s.exportHits, s.opts.ExportRequests); !ok {
 		writeRateLimited(w, wait, "TooManyRequests")
 		return
