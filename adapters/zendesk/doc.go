@@ -53,6 +53,15 @@
 // public message on a solved or pending ticket reopens it (status open, in
 // the same update as the comment).
 //
+// An account can make ticket fields required on solve; Zendesk then
+// refuses (422 RecordInvalid, "<field>: is required when solving a
+// ticket") to solve a ticket where one is empty. The adapter leaves the
+// ticket as it is, tells the team in an internal comment which fields are
+// missing, and fails SetStatus with an [adapters.HeldError]: not a
+// permanent error, so the engine tries again with its backoff and solves
+// the ticket once the fields are filled in. [Adapter.Held] lists the
+// changes held so.
+//
 // # Limits and their cost
 //
 // Zendesk allows 30 updates of one ticket by one user in ten minutes, and

@@ -57,6 +57,12 @@ func reopenBody(closed int64, upstreamID string, s guestapi.Status) string {
 		adapters.Marker{Kind: adapters.MarkerTicket, ID: upstreamID}.Line()
 }
 
+// heldBody is the internal comment that says the guest request reached
+// status s but Zendesk refuses to solve the ticket for want of need.
+func heldBody(s guestapi.Status, need string) string {
+	return fmt.Sprintf("The guest request is %s, but Zendesk refuses to solve this ticket: %s.\n\nFill in the field, and the bridge solves the ticket on its next attempt.", s, need)
+}
+
 // sentBody is the private note MarkSent writes.
 func sentBody(eventID, upstreamMessageID string) string {
 	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -264,10 +265,93 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 		}
 		return nil
 	}
-	if _, err := a.update(ctx, a.http, active.ID, zdTicketIn{Status: target}, "set status"); err != nil {
+	var out zdWriteAnswer
+	resp, err := a.http.JSON(ctx, adapters.HTTPRequest{
+		Method: http.MethodPut, URL: a.url(fmt.Sprintf("/tickets/%d", active.ID)), Op: "set status",
+		Accept: []int{http.StatusUnprocessableEntity},
+	}, map[string]any{"ticket": zdTicketIn{Status: target}}, &out)
+	if err == nil && resp.StatusCode == http.StatusUnprocessableEntity {
+		if need := requiredOnSolve(resp.Body); need != "" {
+			return a.holdSolve(ctx, ref, c, s, need)
+		}
+		err = fmt.Errorf("HTTP 422 %q: %w", strings.ToValidUTF8(string(resp.Body[:min(len(resp.Body), 300)]), "?"), adapters.ErrInvalid)
+	}
+	if err != nil {
 		return fmt.Errorf("set status of zendesk ticket %d to %s: %w", active.ID, target, a.closedMeanwhile(ctx, active.ID, err))
 	}
+	a.release(ref)
 	return nil
+}
+
+// requiredOnSolve reads a 422 answer to an update to solved: when Zendesk
+// refused it for fields required on solve, it returns their descriptions
+// ("Room number: is required when solving a ticket"), else "".
+func requiredOnSolve(body []byte) string {
+	var ans struct {
+		Error   string `json:"error"`
+		Details struct {
+			Base []struct {
+				Description   string `json:"description"`
+				TicketFieldID int64  `json:"ticket_field_id"`
+			} `json:"base"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(body, &ans) != nil || ans.Error != "RecordInvalid" {
+		return ""
+	}
+	var need []string
+	for _, b := range ans.Details.Base {
+		if b.TicketFieldID != 0 && b.Description != "" {
+			need = append(need, b.Description)
+		}
+	}
+	return strings.Join(need, "; ")
+}
+
+// holdSolve handles Zendesk refusing to solve the chain's active ticket
+// because fields required on solve are empty: the ticket stays as it is,
+// an internal comment tells the team what is missing (once per missing
+// set and adapter instance), and a [adapters.HeldError] makes the engine
+// try again later, which succeeds once the fields are filled in.
+func (a *Adapter) holdSolve(ctx context.Context, ref adapters.Ref, c chain, s guestapi.Status, need string) error {
+	held := &adapters.HeldError{Ref: ref, Op: "set status " + string(s), Need: "Zendesk refuses to solve the ticket: " + need}
+	a.mu.Lock()
+	prev, told := a.holds[ref]
+	a.holds[ref] = *held
+	a.mu.Unlock()
+	if !told || prev.Need != held.Need {
+		in := zdTicketIn{Comment: &zdCommentIn{Body: heldBody(s, need)}}
+		if _, err := a.update(ctx, a.once, c.active().ID, in, "note held status"); err != nil {
+			a.mu.Lock()
+			delete(a.holds, ref) // tell the team on the next attempt
+			a.mu.Unlock()
+			return fmt.Errorf("note on zendesk ticket %d that solving it is held: %w", c.active().ID, err)
+		}
+		a.log.LogAttrs(ctx, slog.LevelWarn, "zendesk refuses to solve the ticket until fields are filled in",
+			slog.String("ticket", c.upstream), slog.String("op", "set status"), slog.String("adapter", Name),
+			slog.String("need", need))
+	}
+	return held
+}
+
+// release forgets that a change of ref was held.
+func (a *Adapter) release(ref adapters.Ref) {
+	a.mu.Lock()
+	delete(a.holds, ref)
+	a.mu.Unlock()
+}
+
+// Held lists the status changes Zendesk holds back (see
+// [adapters.Holder]), oldest ticket first.
+func (a *Adapter) Held(context.Context) []adapters.HeldError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]adapters.HeldError, 0, len(a.holds))
+	for _, h := range a.holds {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(x, y adapters.HeldError) int { return strings.Compare(string(x.Ref), string(y.Ref)) })
+	return out
 }
 
 // MarkSent records the delivery of helpdesk event eventID in a private

@@ -95,8 +95,9 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	me      *zdUser
-	tickets map[int64]ticketInfo // Zendesk ticket id -> what it mirrors
-	names   map[int64]string     // user id -> name
+	tickets map[int64]ticketInfo                // Zendesk ticket id -> what it mirrors
+	names   map[int64]string                    // user id -> name
+	holds   map[adapters.Ref]adapters.HeldError // status changes Zendesk holds back
 	closed  bool
 }
 
@@ -110,6 +111,7 @@ type ticketInfo struct {
 
 var _ adapters.Helpdesk = (*Adapter)(nil)
 var _ adapters.Checker = (*Adapter)(nil)
+var _ adapters.Holder = (*Adapter)(nil)
 
 // Factory builds the adapter from the TICKETBRIDGE_ZENDESK_* variables of
 // deps.Env; see [LoadConfig].
@@ -154,6 +156,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		maxPages: opts.EventPages,
 		tickets:  map[int64]ticketInfo{},
 		names:    map[int64]string{},
+		holds:    map[adapters.Ref]adapters.HeldError{},
 	}
 	if a.maxPages <= 0 {
 		a.maxPages = DefaultEventPages

@@ -640,3 +640,49 @@ func TestChangesWaitsForAMinuteOldStart(t *testing.T) {
 		t.Fatalf("Changes a minute later: %+v, %v; want the reply", evs, err)
 	}
 }
+
+// TestSolveHeldForRequiredFields: an account with a field required on
+// solve refuses status solved (422). The ticket stays open, the team is
+// told once in an internal comment, SetStatus fails with a HeldError (not
+// ErrInvalid, so the engine tries again) and Held lists it; once the
+// field is filled in, the next SetStatus solves the ticket.
+func TestSolveHeldForRequiredFields(t *testing.T) {
+	e := newEnv(t, zendeskfake.Options{RequiredOnSolve: []zendeskfake.Field{{ID: 9001, Title: "Room number"}}})
+	a := e.open(t, e.config())
+	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		err = a.SetStatus(t.Context(), ref, guestapi.StatusDone)
+		var held *adapters.HeldError
+		if !errors.As(err, &held) || errors.Is(err, adapters.ErrInvalid) || !strings.Contains(held.Need, "Room number: is required when solving") {
+			t.Fatalf("SetStatus done: %v, want a HeldError naming the field", err)
+		}
+	}
+	tk, _ := e.fake.Ticket(mustRef(t, ref))
+	notes := 0
+	for _, c := range tk.Comments {
+		if strings.Contains(c.Body, "refuses to solve") && !c.Public {
+			notes++
+		}
+	}
+	if tk.Status == "solved" || notes != 1 {
+		t.Fatalf("ticket %s with %d internal comments about it, want it open with one", tk.Status, notes)
+	}
+	if h := a.Held(t.Context()); len(h) != 1 || h[0].Ref != ref {
+		t.Fatalf("Held: %+v", h)
+	}
+	if err := e.fake.SetField(mustRef(t, ref), 9001, "214"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
+		t.Fatalf("SetStatus once the field is filled: %v", err)
+	}
+	if tk, _ := e.fake.Ticket(mustRef(t, ref)); tk.Status != "solved" {
+		t.Errorf("status %s, want solved", tk.Status)
+	}
+	if h := a.Held(t.Context()); len(h) != 0 {
+		t.Errorf("Held after the change went through: %+v", h)
+	}
+}

@@ -53,7 +53,13 @@
 //     https://developer.zendesk.com/api-reference/ticketing/introduction/#idempotency
 //   - Errors as JSON objects with error, description and, for 422
 //     RecordInvalid, details keyed by field; a closed ticket cannot be
-//     updated (422); 429 with Retry-After when a rate limit is exceeded,
+//     updated (422); an update to solved of a ticket whose fields
+//     required on solve ([Options.RequiredOnSolve]) are empty is refused
+//     with 422 RecordInvalid, one details.base entry per field
+//     ("<title>: is required when solving a ticket", with
+//     ticket_field_id), the shape Zendesk answers with (seen in the
+//     issue trackers of Zendesk API clients, e.g. facetoe/zenpy#114);
+//     429 with Retry-After when a rate limit is exceeded,
 //     including the limit of 30 updates per ticket per user in ten minutes:
 //     https://developer.zendesk.com/api-reference/introduction/requests/ and
 //     https://developer.zendesk.com/api-reference/introduction/rate-limits/

@@ -284,6 +284,18 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, user int64, b
 	if in.Status != nil {
 		u.status = *in.Status
 	}
+	if u.status == "solved" || u.status == "closed" {
+		var missing []Field
+		for _, f := range s.opts.RequiredOnSolve {
+			if strings.TrimSpace(t.Fields[f.ID]) == "" {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) > 0 {
+			writeRequiredOnSolve(w, missing)
+			return
+		}
+	}
 	if in.Comment != nil {
 		u.comment = in.Comment
 	}

@@ -74,6 +74,16 @@ type Options struct {
 	// AccountRequests limits every API request; the zero value means none
 	// (the account-wide limit depends on the plan).
 	AccountRequests RateLimit
+	// RequiredOnSolve are ticket fields an admin made required on solve:
+	// an API update to solved (or closed) of a ticket where one is empty
+	// is refused with 422 RecordInvalid. [Server.SetField] fills one in.
+	RequiredOnSolve []Field
+}
+
+// Field is a custom ticket field.
+type Field struct {
+	ID    int64
+	Title string
 }
 
 func (o Options) withDefaults() Options {
@@ -175,6 +185,7 @@ type Ticket struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	Comments            []Comment
+	Fields              map[int64]string // custom field id -> value
 }
 
 type ticket struct {
@@ -401,6 +412,19 @@ func writeInvalid(w http.ResponseWriter, field, description string) {
 	writeError(w, http.StatusUnprocessableEntity, "RecordInvalid", "Record validation errors", map[string]any{
 		field: []map[string]string{{"description": description, "error": "InvalidValue"}},
 	})
+}
+
+// writeRequiredOnSolve answers an update to solved that leaves required
+// fields empty, in the shape Zendesk gives it.
+func writeRequiredOnSolve(w http.ResponseWriter, missing []Field) {
+	var base []map[string]any
+	for _, f := range missing {
+		base = append(base, map[string]any{
+			"description": f.Title + ": is required when solving a ticket", "error": nil,
+			"ticket_field_id": f.ID, "ticket_field_type": "FieldText",
+		})
+	}
+	writeError(w, http.StatusUnprocessableEntity, "RecordInvalid", "Record validation errors", map[string]any{"base": base})
 }
 
 func writeRateLimited(w http.ResponseWriter, wait time.Duration, code string) {
