@@ -262,7 +262,7 @@ func (a *Adapter) ticketInfos(ctx context.Context, ids []int64) (map[int64]ticke
 				continue
 			}
 			root := t.ID
-			chainTs, err := a.byExternalID(ctx, upstream)
+			chainTs, err := a.chainTickets(ctx, upstream)
 			if err != nil {
 				return nil, fmt.Errorf("read zendesk tickets of events: %w", err)
 			}

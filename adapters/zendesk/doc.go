@@ -16,7 +16,12 @@
 //     (TICKETBRIDGE_ZENDESK_GROUPS, else TICKETBRIDGE_ZENDESK_GROUP), the
 //     tag TICKETBRIDGE_ZENDESK_TAG, and external_id
 //     "ticketbridge:<upstream ticket id>". EnsureTicket finds it again with
-//     the external_id filter of List Tickets, and the creation carries an
+//     the external_id filter of List Tickets, which has no lag but leaves
+//     out archived tickets (Zendesk archives a ticket some 120 days after
+//     it was closed), and with the Search API, which includes them, when
+//     the list has none; Lookup and the follow-up chains read both. A new
+//     message for an archived ticket goes to a follow-up, as for any
+//     closed ticket. The creation carries an
 //     Idempotency-Key derived from its payload, so a retry within Zendesk's
 //     two hours gets the first ticket back.
 //   - One comment per upstream message, written by the API user, public
@@ -99,6 +104,9 @@
 //   - Tickets (create, show, show_many, update, list with external_id,
 //     follow-ups): https://developer.zendesk.com/api-reference/ticketing/tickets/tickets/
 //   - Ticket comments: https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/
+//   - Search (type:ticket external_id:, archived tickets included):
+//     https://developer.zendesk.com/api-reference/ticketing/ticket-management/search/
+//     and archiving: https://support.zendesk.com/hc/en-us/articles/4408887617050
 //   - Incremental exports and ticket events:
 //     https://developer.zendesk.com/api-reference/ticketing/ticket-management/incremental_exports/
 //     and https://developer.zendesk.com/documentation/ticketing/managing-tickets/using-the-incremental-export-api/

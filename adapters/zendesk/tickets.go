@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -50,6 +51,11 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		return "", fmt.Errorf("ensure zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
 	}
 	existing, err := a.byExternalID(ctx, t.UpstreamID)
+	if err == nil && len(existing) == 0 {
+		// An archived ticket is left out of the list; only a search
+		// finds it.
+		existing, err = a.searchExternalID(ctx, t.UpstreamID)
+	}
 	if err != nil {
 		return "", fmt.Errorf("ensure zendesk ticket for %s: %w", t.UpstreamID, err)
 	}
@@ -402,7 +408,7 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if !adapters.MarkerToken(upstreamID) {
 		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
 	}
-	ts, err := a.byExternalID(ctx, upstreamID)
+	ts, err := a.chainTickets(ctx, upstreamID)
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket for %s: %w", upstreamID, err)
 	}
@@ -460,7 +466,7 @@ func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (chain, error) 
 	if t.Status != statusClosed && len(t.FollowupIDs) == 0 && !t.followUp() {
 		return chain{upstream: upstream, tickets: []zdTicket{t}}, nil
 	}
-	ts, err := a.byExternalID(ctx, upstream)
+	ts, err := a.chainTickets(ctx, upstream)
 	if err != nil {
 		return chain{}, err
 	}
@@ -505,6 +511,59 @@ func (a *Adapter) byExternalID(ctx context.Context, upstreamID string) ([]zdTick
 	}
 	slices.SortFunc(out, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
 	return out, nil
+}
+
+// searchExternalID finds the tickets whose external_id names upstreamID
+// through the Search API, which, unlike List Tickets, includes archived
+// tickets (Zendesk archives a ticket some 120 days after it was closed),
+// but lags behind writes by up to a few minutes. It reads offset pages,
+// asking for each on the adapter's own address.
+func (a *Adapter) searchExternalID(ctx context.Context, upstreamID string) ([]zdTicket, error) {
+	ext := externalPrefix + upstreamID
+	var out []zdTicket
+	for page := 1; page <= maxSearchPages; page++ {
+		var ans struct {
+			Results  []zdTicket `json:"results"`
+			NextPage *string    `json:"next_page"`
+		}
+		u := a.url("/search", "query", `type:ticket external_id:"`+ext+`"`, "page", strconv.Itoa(page), "per_page", idString(int64(a.cfg.PageSize)))
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: u, Op: "search tickets by external id"}, nil, &ans); err != nil {
+			return nil, err
+		}
+		for _, t := range ans.Results {
+			if t.externalID() == ext {
+				out = append(out, t)
+			}
+		}
+		if ans.NextPage == nil || *ans.NextPage == "" || len(ans.Results) == 0 {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// maxSearchPages is how many pages the Search API serves: 1000 results.
+const maxSearchPages = 10
+
+// chainTickets lists every ticket whose external_id names upstreamID,
+// archived ones included, oldest first: List Tickets (no lag) and the
+// Search API (archived tickets) together.
+func (a *Adapter) chainTickets(ctx context.Context, upstreamID string) ([]zdTicket, error) {
+	listed, err := a.byExternalID(ctx, upstreamID)
+	if err != nil {
+		return nil, err
+	}
+	found, err := a.searchExternalID(ctx, upstreamID)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range found {
+		if !slices.ContainsFunc(listed, func(x zdTicket) bool { return x.ID == t.ID }) {
+			listed = append(listed, t)
+		}
+	}
+	slices.SortFunc(listed, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
+	return listed, nil
 }
 
 // comments lists a ticket's comments, oldest first.

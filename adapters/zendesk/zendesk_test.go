@@ -686,3 +686,52 @@ func TestSolveHeldForRequiredFields(t *testing.T) {
 		t.Errorf("Held after the change went through: %+v", h)
 	}
 }
+
+// TestArchivedTicketFound: Zendesk archives closed tickets and List
+// Tickets leaves them out. After a state loss the adapter still finds an
+// archived ticket (through the Search API) with the messages it holds, so
+// EnsureTicket makes no second ticket, a repeated message is not written
+// again, and a new guest message goes to a follow-up linked to it.
+func TestArchivedTicketFound(t *testing.T) {
+	e := newEnv(t, zendeskfake.Options{})
+	a := e.open(t, e.config())
+	up := upstreamTicket("up-1")
+	ref, err := a.EnsureTicket(t.Context(), up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := guestMsg("m-1", "first")
+	if _, err := a.Append(t.Context(), ref, []adapters.Message{old}); err != nil {
+		t.Fatal(err)
+	}
+	id := mustRef(t, ref)
+	if err := e.fake.SetStatus(id, e.agent("Anna"), "solved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Close(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Archive(id); err != nil {
+		t.Fatal(err)
+	}
+	b := e.open(t, e.config())
+	f, ok, err := b.Lookup(t.Context(), up.UpstreamID)
+	if err != nil || !ok || f.Ref != ref || f.Messages["m-1"] == "" {
+		t.Fatalf("Lookup of an archived ticket: %+v, %v, %v", f, ok, err)
+	}
+	again, err := b.EnsureTicket(t.Context(), up)
+	if err != nil || again != ref {
+		t.Fatalf("EnsureTicket of an archived ticket: %s, %v; want %s", again, err, ref)
+	}
+	got, err := b.Append(t.Context(), ref, []adapters.Message{old, guestMsg("m-2", "back again")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].Existed || got[1].Existed {
+		t.Errorf("Append: %+v, want the first existing and the second new", got)
+	}
+	tickets := e.fake.Tickets()
+	if len(tickets) != 2 || tickets[1].ViaFollowupSourceID != id || tickets[1].ExternalID != tickets[0].ExternalID {
+		t.Fatalf("tickets %+v, want the archived one and one follow-up of it", tickets)
+	}
+}

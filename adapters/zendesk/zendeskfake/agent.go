@@ -124,6 +124,23 @@ func (s *Server) SetField(id, field int64, value string) error {
 	return nil
 }
 
+// Archive archives closed ticket id, as Zendesk does some 120 days after
+// a ticket was closed: List Tickets leaves it out from then on, while
+// Show Ticket, its comments and the Search API still have it.
+func (s *Server) Archive(id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil {
+		return fmt.Errorf("archive ticket %d: %w", id, ErrNoTicket)
+	}
+	if t.Status != "closed" {
+		return fmt.Errorf("archive ticket %d: only closed tickets are archived, it is %s", id, t.Status)
+	}
+	t.archived = true
+	return nil
+}
+
 // Reply adds a public comment by agent to ticket id.
 func (s *Server) Reply(id, agent int64, body string) (int64, error) {
 	return s.Update(id, agent, AgentUpdate{Body: body, Public: true})

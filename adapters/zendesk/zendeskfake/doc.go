@@ -9,7 +9,7 @@
 // It is not Zendesk and not a general-purpose Zendesk emulator: it keeps
 // one account in memory, knows only the endpoints below, and leaves out
 // everything the adapter does not touch (attachments, organisations,
-// triggers, search, sideloads other than comment_events, notifications).
+// triggers, search other than by external_id, sideloads other than comment_events, notifications).
 //
 // # Endpoints and the pages they follow
 //
@@ -31,6 +31,15 @@
 //     safe_update with updated_stamp answered 409 on a collision), and
 //     GET /api/v2/tickets?external_id= (the external id filter of List
 //     Tickets): https://developer.zendesk.com/api-reference/ticketing/tickets/tickets/
+//   - Archived tickets ([Server.Archive], a closed ticket only): left out
+//     of List Tickets, still answered by Show Ticket, its comments and the
+//     Search API:
+//     https://support.zendesk.com/hc/en-us/articles/4408887617050
+//   - GET /api/v2/search?query=type:ticket external_id:"..." with offset
+//     pages of "results" (result_type "ticket"), archived tickets
+//     included; [Options.SearchLag] delays new tickets as Zendesk's index
+//     does ("up to a few minutes"); any other query is a 400:
+//     https://developer.zendesk.com/api-reference/ticketing/ticket-management/search/
 //   - GET /api/v2/tickets/{id}/comments, oldest first, with body, html_body,
 //     plain_body, public and author_id:
 //     https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/

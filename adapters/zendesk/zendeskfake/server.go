@@ -74,6 +74,9 @@ type Options struct {
 	// AccountRequests limits every API request; the zero value means none
 	// (the account-wide limit depends on the plan).
 	AccountRequests RateLimit
+	// SearchLag is how long a new ticket takes to reach the Search API's
+	// index; zero means none (Zendesk says up to a few minutes).
+	SearchLag time.Duration
 	// RequiredOnSolve are ticket fields an admin made required on solve:
 	// an API update to solved (or closed) of a ticket where one is empty
 	// is refused with 422 RecordInvalid. [Server.SetField] fills one in.
@@ -190,6 +193,7 @@ type Ticket struct {
 
 type ticket struct {
 	Ticket
+	archived bool // closed long ago: left out of List Tickets, still shown and searched
 	updates map[int64][]time.Time // updater -> times of API updates, for the rate limit
 }
 
@@ -328,6 +332,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, body
 		s.showGroup(w, segs[1])
 	case len(segs) == 1 && segs[0] == "tickets" && r.Method == http.MethodGet:
 		s.listTickets(w, r)
+	case len(segs) == 1 && segs[0] == "search" && r.Method == http.MethodGet:
+		s.search(w, r)
 	case len(segs) == 1 && segs[0] == "tickets" && r.Method == http.MethodPost:
 		s.createTicket(w, r, user, body)
 	case len(segs) == 2 && segs[0] == "tickets" && segs[1] == "show_many" && r.Method == http.MethodGet:
