@@ -9,7 +9,8 @@
 // It is not Zendesk and not a general-purpose Zendesk emulator: it keeps
 // one account in memory, knows only the endpoints below, and leaves out
 // everything the adapter does not touch (attachments, organisations,
-// triggers, search other than by external_id, sideloads other than comment_events, notifications).
+// triggers, search other than by external_id, sideloads other than
+// comment_events, notifications).
 //
 // # Endpoints and the pages they follow
 //

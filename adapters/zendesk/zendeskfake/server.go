@@ -193,8 +193,8 @@ type Ticket struct {
 
 type ticket struct {
 	Ticket
-	archived bool // closed long ago: left out of List Tickets, still shown and searched
-	updates map[int64][]time.Time // updater -> times of API updates, for the rate limit
+	archived bool                  // closed long ago: left out of List Tickets, still shown and searched
+	updates  map[int64][]time.Time // updater -> times of API updates, for the rate limit
 }
 
 // auditEvent is one child event of an audit.
