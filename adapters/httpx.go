@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // ErrAuth marks an answer of 401 or 403: the helpdesk refused the
@@ -24,53 +23,6 @@ import (
 // error never contains the credentials themselves. Repeating the request
 // cannot help until the configuration changes.
 var ErrAuth = errors.New("helpdesk refused the credentials")
-
-// HTTPClass is what one HTTP exchange means for the request that made it.
-type HTTPClass int
-
-// The three classes of [ClassifyHTTP].
-const (
-	// HTTPSuccess is a 2xx answer.
-	HTTPSuccess HTTPClass = iota + 1
-	// HTTPRetryable may succeed when repeated: 429, 500, 502, 503, 504 and
-	// connection errors.
-	HTTPRetryable
-	// HTTPPermanent cannot succeed when repeated unchanged: every other
-	// answer, and a cancelled or expired context.
-	HTTPPermanent
-)
-
-func (c HTTPClass) String() string {
-	switch c {
-	case HTTPSuccess:
-		return "success"
-	case HTTPRetryable:
-		return "retryable"
-	case HTTPPermanent:
-		return "permanent"
-	}
-	return fmt.Sprintf("HTTPClass(%d)", int(c))
-}
-
-// ClassifyHTTP classifies one HTTP exchange: status is the answer's status
-// code and err the transport error of http.Client.Do (status is ignored when
-// err is not nil). A cancelled or expired context is permanent (the caller
-// gave up); any other transport error is retryable. Statuses follow
-// [guestapi.RetryableStatus], so the adapters and the API client agree.
-func ClassifyHTTP(status int, err error) HTTPClass {
-	switch {
-	case err != nil:
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return HTTPPermanent
-		}
-		return HTTPRetryable
-	case status >= 200 && status < 300:
-		return HTTPSuccess
-	case guestapi.RetryableStatus(status):
-		return HTTPRetryable
-	}
-	return HTTPPermanent
-}
 
 // httpSentinel is the error an answer with status matches: 400, 413 and 422
 // are [ErrInvalid], 401 and 403 [ErrAuth], 404 and 410 [ErrNotFound].
@@ -101,7 +53,7 @@ type HTTPError struct {
 	Body       string        // a short snippet of the answer's body
 	RetryAfter time.Duration // the wait the helpdesk asked for, when it did
 	Attempts   int           // how many times the request was sent
-	Class      HTTPClass
+	Class      httpretry.Class
 	Err        error // the sentinel or transport error; nil for other statuses
 
 	detail string // Err's text, scrubbed
@@ -132,9 +84,6 @@ func (e *HTTPError) Error() string {
 
 // Unwrap returns the sentinel or transport error.
 func (e *HTTPError) Unwrap() error { return e.Err }
-
-// Temporary reports whether repeating the request later may succeed.
-func (e *HTTPError) Temporary() bool { return e.Class == HTTPRetryable }
 
 // HTTPRequest is one request for [HTTPClient.Do]. The body is bytes so that
 // every retry sends it again unchanged.
@@ -177,11 +126,11 @@ const (
 )
 
 // HTTPClient sends requests to a helpdesk with the daemon's one retry
-// policy: retryable answers ([ClassifyHTTP]) are repeated after the
-// [guestapi.Backoff] delay, or after the wait the helpdesk asked for with
-// Retry-After on a 429 or 503, or after what the adapter's Wait hook reads
-// from its vendor's rate-limit headers. The context bounds every attempt and
-// every wait.
+// policy (package internal/httpretry, shared with the API client):
+// retryable answers are repeated after the backoff delay, or after the wait
+// the helpdesk asked for with Retry-After on a 429 or 503, or after what the
+// adapter's Wait hook reads from its vendor's rate-limit headers. The
+// context bounds every attempt and every wait.
 //
 // The zero value is usable. An HTTPClient is safe for concurrent use when
 // its hooks are; do not change its fields once it is in use.
@@ -191,7 +140,7 @@ type HTTPClient struct {
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default.
-	Backoff guestapi.Backoff
+	Backoff httpretry.Backoff
 	// MaxAttempts caps how often one request is sent; 0 means
 	// [DefaultHTTPAttempts], 1 disables retries.
 	MaxAttempts int
@@ -220,7 +169,7 @@ type HTTPClient struct {
 	// asked about every retryable answer; when it returns ok, its wait is
 	// used instead of Retry-After and the backoff.
 	Wait func(resp *HTTPResponse, now time.Time) (wait time.Duration, ok bool)
-	// Sleep waits between attempts; nil means [guestapi.SleepContext].
+	// Sleep waits between attempts; nil means a real timer.
 	// Tests inject one that records the wait and returns at once.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock for Retry-After dates; nil means time.Now.
@@ -236,54 +185,58 @@ var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout}
 // repeat). It returns the answer when its status is 2xx or listed in
 // req.Accept, and an [*HTTPError] otherwise.
 func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, error) {
-	maxAttempts := c.MaxAttempts
-	if maxAttempts <= 0 {
-		maxAttempts = DefaultHTTPAttempts
+	var (
+		resp    *HTTPResponse // the last attempt's answer
+		secrets []string      // what Authorize put on the last attempt
+	)
+	r := httpretry.Retrier{
+		Backoff:     c.Backoff,
+		MaxAttempts: c.MaxAttempts,
+		MaxWait:     c.maxWait(),
+		Sleep:       c.Sleep,
+		Now:         c.Now,
 	}
-	for attempt := 1; ; attempt++ {
-		resp, secrets, err := c.once(ctx, req)
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		class := ClassifyHTTP(status, err)
-		var perm *permanentError
-		if errors.As(err, &perm) {
-			class = HTTPPermanent
-		} else if class == HTTPPermanent && ctx.Err() == nil && attemptTimedOut(err) {
-			// http.Client.Timeout ended this attempt, not the caller's
-			// context: a slow answer, as retryable as a 503.
-			class = HTTPRetryable
-		}
-		if err == nil && (class == HTTPSuccess || slices.Contains(req.Accept, status)) {
-			return resp, nil
-		}
-		herr := c.newError(req, resp, err, class, attempt, secrets)
-		if class != HTTPRetryable || attempt >= maxAttempts || !c.mayRepeat(req, status, err) {
-			if class == HTTPRetryable && resp != nil {
-				if d, ok := c.waitFor(resp, attempt); ok {
-					herr.RetryAfter = d
-				}
+	if c.Wait != nil {
+		r.RetryWait = func(_ httpretry.Result, now time.Time) (time.Duration, bool) {
+			if resp == nil {
+				return 0, false
 			}
-			return nil, herr
+			return c.Wait(resp, now)
 		}
-		wait, asked := c.waitFor(resp, attempt)
-		if asked {
-			herr.RetryAfter = wait
-		}
-		if wait > c.maxWait() {
-			return nil, herr
-		}
-		if c.Logger != nil {
+	}
+	if c.Logger != nil {
+		r.OnRetry = func(ctx context.Context, _ httpretry.Call, attempt int, res httpretry.Result, wait time.Duration) {
+			herr := c.newError(req, resp, res.Err, attempt, secrets)
 			c.Logger.LogAttrs(ctx, slog.LevelWarn, "helpdesk request failed, retrying",
 				slog.String("op", req.Op), slog.String("method", herr.Method), slog.String("url", herr.URL),
-				slog.Int("status", status), slog.Int("attempt", attempt), slog.Duration("wait", wait),
+				slog.Int("status", res.Status), slog.Int("attempt", attempt), slog.Duration("wait", wait),
 				slog.String("error", herr.Error()))
 		}
-		if err := c.sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("wait to retry %s %s: %w", herr.Method, herr.URL, err)
-		}
 	}
+	idempotent := !req.Once && (req.Idempotent || httpretry.IdempotentMethod(req.Method))
+	out := r.Do(ctx, httpretry.Call{Op: req.Op, Idempotent: idempotent}, func(ctx context.Context, _ int) httpretry.Result {
+		var res httpretry.Result
+		resp, secrets, res = c.once(ctx, req)
+		if res.Err == nil && slices.Contains(req.Accept, res.Status) {
+			res.Class = httpretry.Success
+		}
+		return res
+	})
+	if out.Attempts == 0 {
+		return nil, fmt.Errorf("%s %s: %w", c.method(req), c.redactURL(req.URL), out.Err)
+	}
+	if out.Class == httpretry.Success && out.Err == nil {
+		return resp, nil
+	}
+	herr := c.newError(req, resp, out.Result.Err, out.Attempts, secrets)
+	herr.Class = out.Class
+	if out.Asked {
+		herr.RetryAfter = out.Wait
+	}
+	if out.Err != nil && !errors.Is(out.Err, httpretry.ErrWaitTooLong) {
+		return nil, fmt.Errorf("wait to retry: %w (last error: %w)", out.Err, herr)
+	}
+	return nil, herr
 }
 
 // JSON sends req with in encoded as its JSON body (unless in is nil) and
@@ -319,18 +272,15 @@ func (c *HTTPClient) JSON(ctx context.Context, req HTTPRequest, in, out any) (*H
 
 // once sends one attempt. It returns the secrets Authorize put on the
 // request so that the error can be scrubbed of them.
-func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, []string, error) {
+func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, []string, httpretry.Result) {
 	var body io.Reader
 	if req.Body != nil {
 		body = bytes.NewReader(req.Body)
 	}
-	method := req.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	r, err := http.NewRequestWithContext(ctx, method, req.URL, body)
+	r, err := http.NewRequestWithContext(ctx, c.method(req), req.URL, body)
 	if err != nil {
-		return nil, nil, &permanentError{fmt.Errorf("build request: %w", unwrapURLError(err))}
+		// A URL that does not parse: no repeat can mend it.
+		return nil, nil, httpretry.Result{Err: fmt.Errorf("build request: %w", unwrapURLError(err)), Class: httpretry.Permanent}
 	}
 	for k, vs := range c.Header {
 		r.Header[k] = slices.Clone(vs)
@@ -349,9 +299,9 @@ func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, 
 	res, err := hc.Do(r)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, secrets, ctxErr
+			return nil, secrets, httpretry.Result{Err: ctxErr}
 		}
-		return nil, secrets, unwrapURLError(err)
+		return nil, secrets, httpretry.Result{Err: unwrapURLError(err)}
 	}
 	defer res.Body.Close()
 	limit := c.MaxBody
@@ -361,76 +311,25 @@ func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, 
 	b, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, secrets, ctxErr
+			return nil, secrets, httpretry.Result{Err: ctxErr}
 		}
-		return nil, secrets, fmt.Errorf("read answer: %w", err)
+		return nil, secrets, httpretry.Result{Err: fmt.Errorf("read answer: %w", err)}
 	}
 	if int64(len(b)) > limit {
-		return nil, secrets, &permanentError{fmt.Errorf("answer (HTTP %d) longer than the limit of %d bytes", res.StatusCode, limit)}
+		// An answer over MaxBody will be as long when asked again.
+		err := fmt.Errorf("answer (HTTP %d) longer than the limit of %d bytes", res.StatusCode, limit)
+		return nil, secrets, httpretry.Result{Err: err, Class: httpretry.Permanent}
 	}
-	return &HTTPResponse{StatusCode: res.StatusCode, Header: res.Header, Body: b}, secrets, nil
+	resp := &HTTPResponse{StatusCode: res.StatusCode, Header: res.Header, Body: b}
+	return resp, secrets, httpretry.Result{Status: res.StatusCode, Header: res.Header}
 }
 
-// permanentError is a failure of the request itself that no repeat can
-// mend: a URL that does not parse, an answer longer than MaxBody.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// mayRepeat reports whether req may be sent again after this failure.
-func (c *HTTPClient) mayRepeat(req HTTPRequest, status int, err error) bool {
-	if !req.Once {
-		if req.Idempotent {
-			return true
-		}
-		switch strings.ToUpper(req.Method) {
-		case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
-			return true
-		}
+// method is req's method in upper case; empty means GET.
+func (c *HTTPClient) method(req HTTPRequest) string {
+	if req.Method == "" {
+		return http.MethodGet
 	}
-	if err == nil {
-		return status == http.StatusTooManyRequests
-	}
-	return notSent(err)
-}
-
-// attemptTimedOut reports whether err is a transport timeout, such as
-// http.Client.Timeout expiring (which also matches
-// context.DeadlineExceeded, hence the caller checks its own context first).
-func attemptTimedOut(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// notSent reports whether a transport error certainly happened before the
-// request reached the helpdesk: it could not resolve or dial the host.
-func notSent(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
-}
-
-// waitFor returns the wait before the next attempt and whether the helpdesk
-// asked for it (the hook or Retry-After) rather than the backoff choosing it.
-func (c *HTTPClient) waitFor(resp *HTTPResponse, attempt int) (time.Duration, bool) {
-	now := c.now()
-	if resp != nil {
-		if c.Wait != nil {
-			if d, ok := c.Wait(resp, now); ok {
-				return max(d, 0), true
-			}
-		}
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			if d, ok := guestapi.RetryAfter(resp.Header, now); ok {
-				return d, true
-			}
-		}
-	}
-	return c.Backoff.Delay(attempt), false
+	return strings.ToUpper(req.Method)
 }
 
 func (c *HTTPClient) maxWait() time.Duration {
@@ -440,27 +339,9 @@ func (c *HTTPClient) maxWait() time.Duration {
 	return c.MaxWait
 }
 
-func (c *HTTPClient) sleep(ctx context.Context, d time.Duration) error {
-	if c.Sleep != nil {
-		return c.Sleep(ctx, d)
-	}
-	return guestapi.SleepContext(ctx, d)
-}
-
-func (c *HTTPClient) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
-
-func (c *HTTPClient) newError(req HTTPRequest, resp *HTTPResponse, err error, class HTTPClass, attempts int, secrets []string) *HTTPError {
-	method := strings.ToUpper(req.Method)
-	if method == "" {
-		method = http.MethodGet
-	}
+func (c *HTTPClient) newError(req HTTPRequest, resp *HTTPResponse, err error, attempts int, secrets []string) *HTTPError {
 	secrets = append(secrets, c.Secrets...)
-	e := &HTTPError{Method: method, URL: c.redactURL(req.URL), Attempts: attempts, Class: class}
+	e := &HTTPError{Method: c.method(req), URL: c.redactURL(req.URL), Attempts: attempts}
 	if err != nil {
 		e.Err = err
 		e.detail = scrub(err.Error(), secrets)

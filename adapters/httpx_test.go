@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // sleeper records the waits Do asks for and returns at once.
@@ -80,42 +80,8 @@ func half() float64 { return 0.5 }
 
 func newClient(sl *sleeper) *adapters.HTTPClient {
 	return &adapters.HTTPClient{
-		Backoff: guestapi.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Rand: half},
+		Backoff: httpretry.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Rand: half},
 		Sleep:   sl.sleep,
-	}
-}
-
-func TestClassifyHTTP(t *testing.T) {
-	cases := []struct {
-		status int
-		err    error
-		want   adapters.HTTPClass
-	}{
-		{200, nil, adapters.HTTPSuccess},
-		{201, nil, adapters.HTTPSuccess},
-		{204, nil, adapters.HTTPSuccess},
-		{429, nil, adapters.HTTPRetryable},
-		{500, nil, adapters.HTTPRetryable},
-		{502, nil, adapters.HTTPRetryable},
-		{503, nil, adapters.HTTPRetryable},
-		{504, nil, adapters.HTTPRetryable},
-		{501, nil, adapters.HTTPPermanent},
-		{400, nil, adapters.HTTPPermanent},
-		{401, nil, adapters.HTTPPermanent},
-		{403, nil, adapters.HTTPPermanent},
-		{404, nil, adapters.HTTPPermanent},
-		{409, nil, adapters.HTTPPermanent},
-		{422, nil, adapters.HTTPPermanent},
-		{302, nil, adapters.HTTPPermanent},
-		{0, &net.OpError{Op: "dial", Err: errors.New("connection refused")}, adapters.HTTPRetryable},
-		{0, io.ErrUnexpectedEOF, adapters.HTTPRetryable},
-		{200, context.Canceled, adapters.HTTPPermanent},
-		{0, fmt.Errorf("read: %w", context.DeadlineExceeded), adapters.HTTPPermanent},
-	}
-	for _, c := range cases {
-		if got := adapters.ClassifyHTTP(c.status, c.err); got != c.want {
-			t.Errorf("ClassifyHTTP(%d, %v) = %s, want %s", c.status, c.err, got, c.want)
-		}
 	}
 }
 
@@ -149,7 +115,7 @@ func TestDoGivesUpAfterMaxAttempts(t *testing.T) {
 	if !errors.As(err, &he) {
 		t.Fatalf("Do = %v, want an *HTTPError", err)
 	}
-	if s.count() != 3 || he.Attempts != 3 || he.StatusCode != 500 || !he.Temporary() {
+	if s.count() != 3 || he.Attempts != 3 || he.StatusCode != 500 || he.Class != httpretry.Retryable {
 		t.Fatalf("%d requests, error %+v; want 3 attempts of a temporary 500", s.count(), he)
 	}
 	if errors.Is(err, adapters.ErrInvalid) {
@@ -189,7 +155,7 @@ func TestDoReturnsLongRetryAfterToTheCaller(t *testing.T) {
 	sl := &sleeper{}
 	_, err := newClient(sl).Do(t.Context(), adapters.HTTPRequest{URL: url})
 	var he *adapters.HTTPError
-	if !errors.As(err, &he) || he.RetryAfter != time.Hour || !he.Temporary() {
+	if !errors.As(err, &he) || he.RetryAfter != time.Hour || he.Class != httpretry.Retryable {
 		t.Fatalf("Do = %v, want a temporary error asking to retry after 1h", err)
 	}
 	if s.count() != 1 || len(sl.waits) != 0 {
@@ -245,7 +211,7 @@ func TestDoRepeatsUnsafeRequestsOnlyWhenTheyDidNotTakeEffect(t *testing.T) {
 			}
 			if c.want == 1 {
 				var he *adapters.HTTPError
-				if !errors.As(err, &he) || !he.Temporary() {
+				if !errors.As(err, &he) || he.Class != httpretry.Retryable {
 					t.Fatalf("Do = %v, want a temporary error for the engine to retry", err)
 				}
 			}
@@ -270,7 +236,7 @@ func TestDoRepeatsAPostThatCouldNotConnect(t *testing.T) {
 	c.MaxAttempts = 3
 	_, err = c.Do(t.Context(), adapters.HTTPRequest{Method: "POST", URL: "http://" + addr + "/ticket", Body: []byte("x")})
 	var he *adapters.HTTPError
-	if !errors.As(err, &he) || he.StatusCode != 0 || !he.Temporary() || he.Attempts != 3 {
+	if !errors.As(err, &he) || he.StatusCode != 0 || he.Class != httpretry.Retryable || he.Attempts != 3 {
 		t.Fatalf("Do = %#v, want a temporary connection error after 3 attempts", err)
 	}
 	var op *net.OpError
@@ -299,7 +265,7 @@ func TestDoPermanentAnswers(t *testing.T) {
 		url := serve(t, s)
 		_, err := newClient(&sleeper{}).Do(t.Context(), adapters.HTTPRequest{Method: "PUT", URL: url})
 		var he *adapters.HTTPError
-		if !errors.As(err, &he) || he.StatusCode != c.status || he.Temporary() {
+		if !errors.As(err, &he) || he.StatusCode != c.status || he.Class == httpretry.Retryable {
 			t.Errorf("%d: Do = %v, want a permanent *HTTPError", c.status, err)
 			continue
 		}
@@ -374,7 +340,7 @@ func TestDoCapsTheBody(t *testing.T) {
 	c.MaxBody = 1024
 	_, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url})
 	var he *adapters.HTTPError
-	if !errors.As(err, &he) || he.Temporary() || !strings.Contains(err.Error(), "1024 bytes") {
+	if !errors.As(err, &he) || he.Class == httpretry.Retryable || !strings.Contains(err.Error(), "1024 bytes") {
 		t.Fatalf("Do = %v, want a permanent error naming the limit", err)
 	}
 	if s.count() != 1 {
@@ -393,7 +359,7 @@ func TestDoStopsWhenTheContextEnds(t *testing.T) {
 	c := newClient(&sleeper{})
 	c.Sleep = func(ctx context.Context, d time.Duration) error {
 		cancel()
-		return guestapi.SleepContext(ctx, d)
+		return httpretry.Sleep(ctx, d)
 	}
 	_, err := c.Do(ctx, adapters.HTTPRequest{URL: url})
 	if !errors.Is(err, context.Canceled) {

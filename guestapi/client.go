@@ -3,7 +3,6 @@ package guestapi
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // Paths below Config.BaseURL (the spec's {functions_url}).
@@ -43,6 +44,10 @@ const (
 	MaxBodySize      = 16 << 20
 	MaxErrorBodySize = 64 << 10
 )
+
+// RateLimitWait is how long a 429 without a usable Retry-After header
+// waits: the spec says "retry after one minute".
+const RateLimitWait = time.Minute
 
 // tokenRefreshMargin is how long before its expiry a cached access token is
 // replaced (at most half its lifetime).
@@ -70,9 +75,9 @@ type Config struct {
 	Logger *slog.Logger
 	// UserAgent is sent on every request; empty means "ticketbridge".
 	UserAgent string
-	// Backoff paces retries of temporary failures; the zero value is
-	// [DefaultBackoff].
-	Backoff Backoff
+	// Backoff paces retries of temporary failures; the zero value is the
+	// daemon's default backoff.
+	Backoff httpretry.Backoff
 	// MaxAttempts bounds the attempts per call, the first included; zero
 	// means 4, 1 disables retries.
 	MaxAttempts int
@@ -80,22 +85,20 @@ type Config struct {
 	// time.Now.
 	Now func() time.Time
 	// Sleep waits between attempts and returns early with an error when ctx
-	// ends; nil means [SleepContext].
+	// ends; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Client is a typed client of the Guest Requests API v1 and of the
 // key-for-token exchange. It is safe for concurrent use.
 type Client struct {
-	base        *url.URL
-	key         string
-	hc          *http.Client
-	log         *slog.Logger
-	ua          string
-	backoff     Backoff
-	maxAttempts int
-	now         func() time.Time
-	sleep       func(context.Context, time.Duration) error
+	base    *url.URL
+	key     string
+	hc      *http.Client
+	log     *slog.Logger
+	ua      string
+	now     func() time.Time
+	retrier httpretry.Retrier
 
 	tokMu     sync.Mutex
 	tok       *AccessToken
@@ -138,15 +141,12 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("check config: UserAgent contains a line break")
 	}
 	c := &Client{
-		base:        base,
-		key:         key,
-		hc:          cfg.HTTPClient,
-		log:         cfg.Logger,
-		ua:          cfg.UserAgent,
-		backoff:     cfg.Backoff,
-		maxAttempts: cfg.MaxAttempts,
-		now:         cfg.Now,
-		sleep:       cfg.Sleep,
+		base: base,
+		key:  key,
+		hc:   cfg.HTTPClient,
+		log:  cfg.Logger,
+		ua:   cfg.UserAgent,
+		now:  cfg.Now,
 	}
 	if c.hc == nil {
 		c.hc = defaultHTTPClient()
@@ -157,14 +157,23 @@ func New(cfg Config) (*Client, error) {
 	if c.ua == "" {
 		c.ua = DefaultUserAgent
 	}
-	if c.maxAttempts == 0 {
-		c.maxAttempts = DefaultMaxAttempts
-	}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	if c.sleep == nil {
-		c.sleep = SleepContext
+	attempts := cfg.MaxAttempts
+	if attempts == 0 {
+		attempts = DefaultMaxAttempts
+	}
+	c.retrier = httpretry.Retrier{
+		Backoff:       cfg.Backoff,
+		MaxAttempts:   attempts,
+		RateLimitWait: RateLimitWait,
+		Sleep:         cfg.Sleep,
+		Now:           c.now,
+		OnRetry: func(ctx context.Context, call httpretry.Call, attempt int, _ httpretry.Result, wait time.Duration) {
+			c.log.LogAttrs(ctx, slog.LevelDebug, "api retry wait",
+				slog.String("op", call.Op), slog.Int("attempt", attempt), slog.Duration("wait", wait))
+		},
 	}
 	return c, nil
 }
@@ -494,15 +503,6 @@ func (r request) decodeErr(err error) error {
 	return fmt.Errorf("%s: decode answer of %s %s: %w: %w", r.op, r.method, r.path, ErrBadResponse, err)
 }
 
-// attemptError is the outcome of one failed attempt.
-type attemptError struct {
-	err       error
-	retryable bool
-	wait      time.Duration // the wait the server asked for, when asked
-	asked     bool          // the answer carried a usable Retry-After
-	rateLimit bool          // a 429: wait is exact, not a backoff
-}
-
 // do runs r and returns the body of its 2xx answer.
 func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	var payload []byte
@@ -512,57 +512,45 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 			return nil, fmt.Errorf("%s: encode request body: %w", r.op, err)
 		}
 	}
-	attempts := 1
-	if r.retry || r.method == http.MethodGet {
-		attempts = c.maxAttempts
+	var (
+		body []byte
+		last error // the last attempt's error
+	)
+	call := httpretry.Call{Op: r.op, Idempotent: r.retry || httpretry.IdempotentMethod(r.method)}
+	out := c.retrier.Do(ctx, call, func(ctx context.Context, n int) httpretry.Result {
+		var res httpretry.Result
+		body, res, last = c.attempt(ctx, r, payload, n)
+		return res
+	})
+	if out.Class == httpretry.Success && out.Err == nil {
+		return body, nil
 	}
-	var last error
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			if last != nil {
-				return nil, fmt.Errorf("%s: %w (last error: %w)", r.op, err, last)
-			}
-			return nil, fmt.Errorf("%s: %w", r.op, err)
-		}
-		body, ae := c.attempt(ctx, r, payload, attempt)
-		if ae == nil {
-			return body, nil
-		}
-		last = ae.err
-		if !ae.retryable || attempt >= attempts {
-			if attempt > 1 {
-				return nil, fmt.Errorf("%s (%d attempts): %w", r.op, attempt, ae.err)
-			}
-			return nil, fmt.Errorf("%s: %w", r.op, ae.err)
-		}
-		wait := c.backoff.Delay(attempt)
-		if ae.rateLimit {
-			wait = DefaultRateLimitWait
-			if ae.asked {
-				wait = ae.wait
-			}
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return nil, fmt.Errorf("%s: retry in %s would pass the deadline: %w (last error: %w)",
-				r.op, wait.Round(time.Millisecond), context.DeadlineExceeded, last)
-		}
-		c.log.LogAttrs(ctx, slog.LevelDebug, "api retry wait",
-			slog.String("op", r.op), slog.Int("attempt", attempt), slog.Duration("wait", wait))
-		if err := c.sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("%s: wait to retry: %w (last error: %w)", r.op, err, last)
-		}
+	var ae *Error
+	if out.Asked && errors.As(last, &ae) {
+		ae.RetryAfter = out.Wait
 	}
+	switch {
+	case out.Err != nil && last != nil:
+		return nil, fmt.Errorf("%s: %w (last error: %w)", r.op, out.Err, last)
+	case out.Err != nil:
+		return nil, fmt.Errorf("%s: %w", r.op, out.Err)
+	case out.Attempts > 1:
+		return nil, fmt.Errorf("%s (%d attempts): %w", r.op, out.Attempts, last)
+	}
+	return nil, fmt.Errorf("%s: %w", r.op, last)
 }
 
-// attempt makes one HTTP exchange.
-func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt int) ([]byte, *attemptError) {
+// attempt makes one HTTP exchange. It returns the body of a 2xx answer,
+// what the exchange was for the retry loop, and the error to report when
+// it failed.
+func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt int) ([]byte, httpretry.Result, error) {
 	u := *c.base
 	// r.path is escaped; set both forms so that escaped ids keep their
 	// escapes (an id holding "/" stays one path segment).
 	raw := c.base.EscapedPath() + r.path
 	p, err := url.PathUnescape(raw)
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("build request %s %s: %w", r.method, r.path, err)}
+		return nil, httpretry.Result{Class: httpretry.Permanent}, fmt.Errorf("build request %s %s: %w", r.method, r.path, err)
 	}
 	u.Path, u.RawPath = p, raw
 	if len(r.query) > 0 {
@@ -574,7 +562,7 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), rd)
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("build request %s %s: %w", r.method, r.path, err)}
+		return nil, httpretry.Result{Class: httpretry.Permanent}, fmt.Errorf("build request %s %s: %w", r.method, r.path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.ua)
@@ -592,20 +580,23 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.logAttempt(ctx, r, attempt, 0, time.Since(start), err)
-		return nil, c.transportError(ctx, r, err)
+		return nil, httpretry.Result{Err: err}, transportError(r, err)
 	}
 	defer resp.Body.Close()
+	res := httpretry.Result{Status: resp.StatusCode, Header: resp.Header}
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
 		c.logAttempt(ctx, r, attempt, resp.StatusCode, time.Since(start), err)
 		if err != nil {
-			return nil, c.transportError(ctx, r, fmt.Errorf("read answer: %w", err))
+			err = fmt.Errorf("read answer: %w", err)
+			return nil, httpretry.Result{Err: err}, transportError(r, err)
 		}
 		if len(body) > MaxBodySize {
-			return nil, &attemptError{err: fmt.Errorf("read answer of %s %s: %w: larger than %d bytes", r.method, r.path, ErrBadResponse, MaxBodySize)}
+			res.Class = httpretry.Permanent
+			return nil, res, fmt.Errorf("read answer of %s %s: %w: larger than %d bytes", r.method, r.path, ErrBadResponse, MaxBodySize)
 		}
-		return body, nil
+		return body, res, nil
 	}
 
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBodySize))
@@ -619,41 +610,19 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt
 	for i := range ae.Allowed {
 		ae.Allowed[i] = c.redact(ae.Allowed[i])
 	}
-	var asked bool
-	if resp.StatusCode == http.StatusTooManyRequests {
-		if d, ok := RetryAfter(resp.Header, c.now()); ok {
-			ae.RetryAfter, asked = d, true
-		}
-	}
 	c.logAttempt(ctx, r, attempt, resp.StatusCode, time.Since(start), nil)
-	return nil, &attemptError{
-		err:       ae,
-		retryable: RetryableStatus(resp.StatusCode),
-		wait:      ae.RetryAfter,
-		asked:     asked,
-		rateLimit: resp.StatusCode == http.StatusTooManyRequests,
-	}
+	return nil, res, ae
 }
 
-// transportError classifies an error of the exchange itself: retryable
-// unless the caller's context ended or the failure cannot go away by itself
-// (a certificate the client does not trust).
-func (c *Client) transportError(ctx context.Context, r request, err error) *attemptError {
-	// Errors of net/http quote the URL, which holds no secret; strip it
-	// anyway to keep messages short and uniform.
+// transportError is the error to report for a failure of the exchange
+// itself. Errors of net/http quote the URL, which holds no secret; it is
+// stripped anyway to keep messages short and uniform.
+func transportError(r request, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	e := fmt.Errorf("%s %s: %w", r.method, r.path, err)
-	var cv *tls.CertificateVerificationError
-	switch {
-	case ctx.Err() != nil:
-		return &attemptError{err: e}
-	case errors.As(err, &cv):
-		return &attemptError{err: e}
-	}
-	return &attemptError{err: e, retryable: true}
+	return fmt.Errorf("%s %s: %w", r.method, r.path, err)
 }
 
 func (c *Client) logAttempt(ctx context.Context, r request, attempt, status int, d time.Duration, err error) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 const testKey = "rta_t3stK3y-DoNotLeak-0123456789abcdef"
@@ -79,7 +80,7 @@ func newHarness(t *testing.T, mod ...func(*guestapi.Config)) *harness {
 		BaseURL:     h.srv.URL,
 		APIKey:      testKey,
 		Logger:      slog.New(slog.NewJSONHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Backoff:     guestapi.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Rand: func() float64 { return 0.5 }},
+		Backoff:     httpretry.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Rand: func() float64 { return 0.5 }},
 		MaxAttempts: 4,
 		Now:         h.clock,
 		Sleep:       h.sleep,
@@ -197,7 +198,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"prefix only", guestapi.Config{BaseURL: "http://h", APIKey: "rta_"}, "only the prefix"},
 		{"inner space", guestapi.Config{BaseURL: "http://h", APIKey: "rta_SEC RET"}, "APIKey contains spaces"},
 		{"negative attempts", guestapi.Config{BaseURL: "http://h", APIKey: testKey, MaxAttempts: -1}, "MaxAttempts -1 is negative"},
-		{"negative backoff", guestapi.Config{BaseURL: "http://h", APIKey: testKey, Backoff: guestapi.Backoff{Base: -1}}, "must not be negative"},
+		{"negative backoff", guestapi.Config{BaseURL: "http://h", APIKey: testKey, Backoff: httpretry.Backoff{Base: -1}}, "must not be negative"},
 		{"user agent newline", guestapi.Config{BaseURL: "http://h", APIKey: testKey, UserAgent: "a\r\nX-Evil: 1"}, "UserAgent contains a line break"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -756,14 +757,23 @@ func TestRateLimitWaits(t *testing.T) {
 			}
 		})
 	}
-	// A POST without an idempotency key is not repeated, even after a 429;
-	// the error carries the requested wait for the caller.
+	// A POST without an idempotency key is repeated after a 429, which
+	// certainly did not take effect, but not after a 503, which might have.
 	h := newHarness(t)
-	h.on(msgPath, answer{status: 429, header: map[string]string{"Retry-After": "30"}, body: `{"error":"rate_limited"}`})
+	h.on(msgPath, answer{status: 429, header: map[string]string{"Retry-After": "30"}, body: `{"error":"rate_limited"}`},
+		answer{status: 200, body: `{"success":true,"message_id":"m1"}`})
+	if err := postNoKeyCall(h.c); err != nil {
+		t.Fatalf("POST without key after a 429: %v", err)
+	}
+	if got := h.recordedWaits(); len(h.requests()) != 2 || !slices.Equal(got, []time.Duration{30 * time.Second}) {
+		t.Errorf("server saw %d requests after waits %v, want 2 after [30s]", len(h.requests()), got)
+	}
+	h = newHarness(t)
+	h.on(msgPath, answer{status: 503, header: map[string]string{"Retry-After": "30"}, body: `{"error":"internal_error"}`})
 	err := postNoKeyCall(h.c)
 	var ae *guestapi.Error
-	if !errors.As(err, &ae) || ae.RetryAfter != 30*time.Second || !errors.Is(err, guestapi.ErrRateLimited) {
-		t.Errorf("error %v, want a 429 *Error with RetryAfter 30s", err)
+	if !errors.As(err, &ae) || ae.RetryAfter != 30*time.Second || !errors.Is(err, guestapi.ErrInternal) {
+		t.Errorf("error %v, want a 503 *Error with RetryAfter 30s", err)
 	}
 	if n := len(h.requests()); n != 1 {
 		t.Errorf("server saw %d requests, want 1", n)

@@ -24,6 +24,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 var confStart = time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)
@@ -64,7 +65,7 @@ func (e *confEnv) client(t *testing.T, key string, attempts ...int) *guestapi.Cl
 		MaxAttempts: max,
 		Now:         e.clock.Now,
 		Sleep:       e.clock.Sleep,
-		Backoff:     guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Backoff:     httpretry.Backoff{Rand: func() float64 { return 0.5 }},
 	})
 	if err != nil {
 		t.Fatalf("new client: %v", err)

@@ -1,8 +1,8 @@
 // Package guestapi is a typed client of the Guest Requests Public API v1 (a
 // hotel's guest requests, as tickets with message threads) and of the
 // key-for-token exchange of the service API, together with the wire types,
-// the typed [*Error] and the retry policy ([Backoff]) the rest of the daemon
-// shares.
+// and the typed [*Error]. Its retries follow the daemon's one retry policy
+// (package internal/httpretry), which the helpdesk adapters share.
 //
 // It is not the reference server (see package refserver, which shares only
 // the wire types), and it holds no sync logic: it never decides what to poll,
@@ -30,17 +30,21 @@
 // # Retries and idempotency
 //
 // Temporary failures are repeated, up to Config.MaxAttempts attempts in
-// all: 500, 502, 503 and 504 answers and failures of the exchange itself
+// all: 408, 425 and 5xx answers and failures of the exchange itself
 // (refused or reset connections, EOF, a timeout of one attempt) after a
-// [Backoff] wait (capped exponential, full jitter), and 429 after its
+// backoff wait (capped exponential, full jitter), and 429 after its
 // Retry-After (seconds or an HTTP date; a minute when absent, as the spec
-// says). Whether a request is repeated depends on what it does:
+// says); a 503's Retry-After is honoured too. A certificate the client
+// does not trust is not repeated. Whether a request is repeated depends on
+// what it does:
 //
 //   - GET requests always;
-//   - POST /tickets/{id}/messages and /status only when the caller gives an
+//   - POST /tickets/{id}/messages and /status when the caller gives an
 //     Idempotency-Key: the server answers a repeat with the first call's
 //     result and creates no second message, so a repeat after a lost
-//     answer is safe. Without a key they are sent once;
+//     answer is safe. Without a key they are repeated only when they
+//     certainly did not take effect: after a 429, or when no connection
+//     could be opened;
 //   - the token exchange and verify create nothing and are repeated like a
 //     GET. 429 is the exchange's rate limit (10 a minute per address); the
 //     client waits the Retry-After and tries again while attempts and the

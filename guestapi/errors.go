@@ -120,13 +120,3 @@ func (e *Error) sentinel() error {
 	}
 	return nil
 }
-
-// Temporary reports whether repeating the request may succeed: 429 and
-// 500, 502, 503, 504.
-func (e *Error) Temporary() bool {
-	switch e.StatusCode {
-	case 429, 500, 502, 503, 504:
-		return true
-	}
-	return false
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -311,18 +312,12 @@ func (c *cycle) markSent() {
 }
 
 // permanent reports whether an API error cannot go away by repeating the
-// request: a 4xx other than 401, 403, 408 and 429 (400 body_required,
-// invalid_status, 404 not_found, ...).
+// request: an answer the shared retry policy calls permanent (400
+// body_required, invalid_status, 404 not_found, ...). A 401 or 403 stops
+// the cycle before this is asked.
 func permanent(err error) bool {
 	var ae *guestapi.Error
-	if !errors.As(err, &ae) {
-		return false
-	}
-	switch ae.StatusCode {
-	case 401, 403, 408, 429:
-		return false
-	}
-	return ae.StatusCode >= 400 && ae.StatusCode < 500
+	return errors.As(err, &ae) && httpretry.StatusClass(ae.StatusCode) == httpretry.Permanent
 }
 
 func settableList() string {

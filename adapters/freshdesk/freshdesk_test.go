@@ -19,6 +19,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 func newEnv(t testing.TB, opts freshdeskfake.Options) *env {
@@ -475,7 +476,7 @@ func TestRateLimited(t *testing.T) {
 	e.fake.Inject(freshdeskfake.Fault{Path: "/api/v2/tickets", Status: http.StatusTooManyRequests, RetryAfter: "120"})
 	_, _, err = a.Lookup(ctx, "someone-else")
 	var herr *adapters.HTTPError
-	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter != 120*time.Second || !herr.Temporary() {
+	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter != 120*time.Second || !(herr.Class == httpretry.Retryable) {
 		t.Fatalf("Lookup during a long 429: %v", err)
 	}
 	before := len(e.fake.Requests())

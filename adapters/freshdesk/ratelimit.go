@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // Freshdesk counts API requests per minute and per account, whoever sends
@@ -78,7 +78,7 @@ func (s *rateState) observe(r *http.Request, resp *http.Response) {
 		s.warned = low
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
-		d, ok := guestapi.RetryAfter(h, now)
+		d, ok := httpretry.RetryAfter(h, now)
 		if !ok {
 			d = time.Minute
 		}
@@ -99,7 +99,7 @@ func rateLimitWait(resp *adapters.HTTPResponse, now time.Time) (time.Duration, b
 	if resp.StatusCode != http.StatusTooManyRequests {
 		return 0, false
 	}
-	if d, ok := guestapi.RetryAfter(resp.Header, now); ok {
+	if d, ok := httpretry.RetryAfter(resp.Header, now); ok {
 		return d, true
 	}
 	return time.Minute, true

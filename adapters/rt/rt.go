@@ -75,6 +75,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // Name is the adapter's registry name.
@@ -153,7 +154,7 @@ type Options struct {
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default, shared with the API client.
-	Backoff guestapi.Backoff
+	Backoff httpretry.Backoff
 	// Sleep waits between attempts; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock for Retry-After dates; nil means time.Now.

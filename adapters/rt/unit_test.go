@@ -18,6 +18,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // These tests need no RT: configuration, rendering and RT's answers as a
@@ -345,7 +346,7 @@ func openFake(t *testing.T, f *fakeRT, cfg Config) (*Adapter, *[]time.Duration) 
 	waits := &[]time.Duration{}
 	a, err := NewWithOptions(t.Context(), cfg, adapters.Deps{}, Options{
 		HTTP:    &http.Client{Timeout: 2 * time.Second},
-		Backoff: guestapi.Backoff{Base: time.Millisecond, Max: time.Millisecond},
+		Backoff: httpretry.Backoff{Base: time.Millisecond, Max: time.Millisecond},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			mu.Lock()
 			*waits = append(*waits, d)

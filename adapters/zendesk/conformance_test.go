@@ -14,7 +14,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
-	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 const (
@@ -70,7 +70,7 @@ func (e *env) config() zendesk.Config {
 func (e *env) options() zendesk.Options {
 	return zendesk.Options{
 		HTTP:    e.srv.Client(),
-		Backoff: guestapi.Backoff{Rand: func() float64 { return 0.5 }},
+		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			e.clock.Advance(d)
 			return ctx.Err()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // Name is the adapter's registry name.
@@ -67,7 +68,7 @@ type Options struct {
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the
 	// daemon's default.
-	Backoff guestapi.Backoff
+	Backoff httpretry.Backoff
 	// Sleep waits between attempts; nil means a real timer. Tests pass
 	// one that advances a fake clock.
 	Sleep func(ctx context.Context, d time.Duration) error

@@ -29,6 +29,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // Defaults of [Options].
@@ -67,7 +68,7 @@ type Options struct {
 	// and zero values are the daemon's defaults.
 	HTTP    *http.Client
 	Sleep   func(ctx context.Context, d time.Duration) error
-	Backoff guestapi.Backoff
+	Backoff httpretry.Backoff
 }
 
 // Delivery is one accepted delivery.

@@ -1,4 +1,4 @@
-package guestapi
+package httpretry
 
 import (
 	"context"
@@ -16,14 +16,11 @@ const (
 	DefaultBackoffMax  = 30 * time.Second
 )
 
-// DefaultRateLimitWait is how long a 429 without a usable Retry-After header
-// waits: the spec says "retry after one minute".
-const DefaultRateLimitWait = time.Minute
-
 // Backoff is a capped exponential backoff with full jitter: the wait before
 // retry n is a uniformly random duration in [0, min(Max, Base*2^(n-1))).
-// It is shared by the API client and the helpdesk adapters so that every
-// outbound HTTP call of the daemon backs off the same way.
+// It is shared by the API client and the helpdesk adapters (through
+// [Retrier]) so that every outbound HTTP call of the daemon backs off the
+// same way.
 //
 // The zero value is usable and means [DefaultBackoffBase] and
 // [DefaultBackoffMax]. A Backoff is safe for concurrent use when its Rand is.
@@ -94,18 +91,6 @@ func (b Backoff) Delay(attempt int) time.Duration {
 	return time.Duration(float64(c) * f)
 }
 
-// RetryableStatus reports whether an HTTP answer with this status may succeed
-// when repeated: 429 and 500, 502, 503, 504. Whether a request is repeated
-// also depends on its method and idempotency; see the package doc.
-func RetryableStatus(code int) bool {
-	switch code {
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
 // RetryAfter reads the Retry-After header, in delta-seconds or as an
 // HTTP-date (relative to now). ok is false when the header is absent or
 // unreadable. A date in the past gives 0 with ok true.
@@ -134,9 +119,9 @@ func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	return 0, true
 }
 
-// SleepContext waits for d or until ctx is done, whichever comes first, and
-// returns ctx.Err() in the second case. It is the default Sleep of [Config].
-func SleepContext(ctx context.Context, d time.Duration) error {
+// Sleep waits for d or until ctx is done, whichever comes first, and
+// returns ctx.Err() in the second case. It is the default of [Retrier.Sleep].
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

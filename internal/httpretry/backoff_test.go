@@ -1,4 +1,4 @@
-package guestapi
+package httpretry
 
 import (
 	"context"
@@ -72,11 +72,19 @@ func TestBackoffDelayIsJitteredBelowCeiling(t *testing.T) {
 	}
 }
 
-func TestRetryableStatus(t *testing.T) {
-	retry := map[int]bool{429: true, 500: true, 502: true, 503: true, 504: true}
+func TestStatusClassCoversEveryStatus(t *testing.T) {
 	for code := 100; code < 600; code++ {
-		if got := RetryableStatus(code); got != retry[code] {
-			t.Errorf("RetryableStatus(%d) = %v, want %v", code, got, retry[code])
+		want := Permanent
+		switch {
+		case code/100 == 2:
+			want = Success
+		case code == 401 || code == 403:
+			want = Auth
+		case code == 408 || code == 425 || code == 429 || code/100 == 5:
+			want = Retryable
+		}
+		if got := StatusClass(code); got != want {
+			t.Errorf("StatusClass(%d) = %s, want %s", code, got, want)
 		}
 	}
 }
@@ -112,17 +120,17 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestSleepContext(t *testing.T) {
-	if err := SleepContext(context.Background(), 0); err != nil {
-		t.Errorf("SleepContext(0) = %v, want nil", err)
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), 0); err != nil {
+		t.Errorf("Sleep(0) = %v, want nil", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := SleepContext(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("SleepContext(cancelled, 1h) = %v, want context.Canceled", err)
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep(cancelled, 1h) = %v, want context.Canceled", err)
 	}
-	if err := SleepContext(context.Background(), time.Nanosecond); err != nil {
-		t.Errorf("SleepContext(1ns) = %v, want nil", err)
+	if err := Sleep(context.Background(), time.Nanosecond); err != nil {
+		t.Errorf("Sleep(1ns) = %v, want nil", err)
 	}
 }
 
