@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +111,8 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		cs, err := a.conversations(ctx, t.ID)
 		if errors.Is(err, adapters.ErrNotFound) {
 			// Deleted since it was listed: it has nothing more to say.
-			a.log.InfoContext(ctx, "freshdesk ticket gone while reading changes", "ticket", upstream, "op", "read changes", "freshdesk_ticket", t.ID)
+			a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk ticket gone while reading changes",
+				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("freshdesk_ticket", t.ID))
 			return nil
 		}
 		if err != nil {
@@ -137,7 +139,8 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 			}
 			body := strings.TrimRight(cv.text(), " \t\n")
 			if strings.TrimSpace(body) == "" {
-				a.log.InfoContext(ctx, "freshdesk conversation without text not carried upstream", "ticket", upstream, "op", "read changes", "conversation", cv.ID)
+				a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk conversation without text not carried upstream",
+					slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("conversation", cv.ID))
 				continue
 			}
 			name, err := a.agentName(ctx, cv.UserID)

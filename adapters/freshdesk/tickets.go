@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -85,7 +86,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		return "", fmt.Errorf("create freshdesk ticket for %s: the answer names no ticket", t.UpstreamID)
 	}
 	a.remember(out.ID, t.UpstreamID)
-	a.log.InfoContext(ctx, "created freshdesk ticket", "ticket", t.UpstreamID, "op", "create ticket", "freshdesk_ticket", out.ID)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created freshdesk ticket",
+		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("freshdesk_ticket", out.ID))
 	return refOf(out.ID), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -142,7 +143,8 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		cs, err := a.ticketEvents(ctx, t, upstream, from, me.ID, examined)
 		if errors.Is(err, adapters.ErrNotFound) {
 			// Deleted since the search: it has nothing more to report.
-			a.log.InfoContext(ctx, "zammad ticket vanished while its changes were read", "ticket", upstream, "op", "read changes", "zammad_ticket", t.ID)
+			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad ticket vanished while its changes were read",
+				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("zammad_ticket", t.ID))
 			continue
 		}
 		if err != nil {
@@ -275,7 +277,8 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 		}
 		body := articleText(art)
 		if strings.TrimSpace(body) == "" {
-			a.log.InfoContext(ctx, "zammad article without text is not carried up", "ticket", upstream, "op", "read changes", "article", art.ID)
+			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad article without text is not carried up",
+				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("article", art.ID))
 			continue
 		}
 		ev := base

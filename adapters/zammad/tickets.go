@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -230,12 +231,14 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		// Zammad drops attributes it does not have: the ticket exists but
 		// cannot be found again. Say so loudly; the searches of later
 		// calls fail on the missing attribute, so no second ticket is made.
-		a.log.ErrorContext(ctx, "zammad did not store the upstream id in the ticket attribute", "ticket", t.UpstreamID, "op", "create ticket",
-			"zammad_ticket", out.ID, "attribute", a.cfg.IDField)
+		a.log.LogAttrs(ctx, slog.LevelError, "zammad did not store the upstream id in the ticket attribute",
+			slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"),
+			slog.Int64("zammad_ticket", out.ID), slog.String("attribute", a.cfg.IDField))
 		return "", fmt.Errorf("create zammad ticket for %s: Zammad made ticket %d but did not store the upstream id in the attribute %q: %s: %w",
 			t.UpstreamID, out.ID, a.cfg.IDField, a.attributeHelp(), adapters.ErrInvalid)
 	}
-	a.log.InfoContext(ctx, "created zammad ticket", "ticket", t.UpstreamID, "op", "create ticket", "zammad_ticket", out.ID)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created zammad ticket",
+		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("zammad_ticket", out.ID))
 	return refOf(out.ID), nil
 }
 
@@ -405,7 +408,8 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 		return adapters.Found{}, false, nil
 	}
 	if len(ts) > 1 {
-		a.log.WarnContext(ctx, "several zammad tickets hold the same upstream id; the oldest is used", "ticket", upstreamID, "op", "look up", "zammad_tickets", len(ts))
+		a.log.LogAttrs(ctx, slog.LevelWarn, "several zammad tickets hold the same upstream id; the oldest is used",
+			slog.String("ticket", upstreamID), slog.String("op", "look up"), slog.Int("zammad_tickets", len(ts)))
 	}
 	me, err := a.self(ctx)
 	if err != nil {

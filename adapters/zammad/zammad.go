@@ -242,7 +242,8 @@ func (a *Adapter) Check(ctx context.Context) error {
 // by name is not checked here; a creation then fails with its own error.
 func (a *Adapter) checkGroups(me zmUser) error {
 	if me.Groups == nil {
-		a.log.Info("zammad did not list the api user's groups; group access is not checked", "op", "check groups")
+		a.log.LogAttrs(context.Background(), slog.LevelInfo, "zammad did not list the api user's groups; group access is not checked",
+			slog.String("op", "check groups"))
 		return nil
 	}
 	check := map[string]string{a.cfg.Group: EnvPrefix + "GROUP"}
@@ -309,8 +310,8 @@ func (a *Adapter) checkAttributeByTicket(ctx context.Context) error {
 		return fmt.Errorf("check zammad ticket attribute %s: %w", a.cfg.IDField, err)
 	}
 	if len(ts) == 0 {
-		a.log.Warn("the zammad token may not read the object manager (admin.object) and sees no ticket: the ticket attribute is not checked",
-			"op", "check ticket attribute", "attribute", a.cfg.IDField)
+		a.log.LogAttrs(ctx, slog.LevelWarn, "the zammad token may not read the object manager (admin.object) and sees no ticket: the ticket attribute is not checked",
+			slog.String("op", "check ticket attribute"), slog.String("attribute", a.cfg.IDField))
 		return nil
 	}
 	if _, ok := ts[0].attr(a.cfg.IDField); !ok {

@@ -3,6 +3,7 @@ package zendesk
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -128,8 +129,8 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		moved := n.String() != c.String()
 		c = n
 		if !moved && !p.EndOfStream {
-			a.log.WarnContext(ctx, "zendesk ticket event export does not move past a second: more events in it than a page holds",
-				"op", "read ticket events", "start_time", c.start)
+			a.log.LogAttrs(ctx, slog.LevelWarn, "zendesk ticket event export does not move past a second: more events in it than a page holds",
+				slog.String("op", "read ticket events"), slog.Int64("start_time", c.start))
 		}
 		if p.EndOfStream || len(out) > 0 || !moved {
 			break

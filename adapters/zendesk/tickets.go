@@ -76,7 +76,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		return "", fmt.Errorf("create zendesk ticket for %s: %w", t.UpstreamID, err)
 	}
 	a.remember(ans.Ticket.ID, t.UpstreamID, ans.Ticket.ID)
-	a.log.InfoContext(ctx, "created zendesk ticket", "ticket", t.UpstreamID, "op", "create ticket", "zendesk_ticket", ans.Ticket.ID)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created zendesk ticket",
+		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("zendesk_ticket", ans.Ticket.ID))
 	return refOf(ans.Ticket.ID), nil
 }
 
@@ -211,7 +212,9 @@ func (a *Adapter) followUp(ctx context.Context, c chain, in zdTicketIn) (zdWrite
 		return zdWriteAnswer{}, err
 	}
 	a.remember(ans.Ticket.ID, c.upstream, c.root().ID)
-	a.log.InfoContext(ctx, "created zendesk follow-up ticket", "ticket", c.upstream, "op", "create follow-up", "zendesk_ticket", ans.Ticket.ID, "closed_ticket", closed.ID)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created zendesk follow-up ticket",
+		slog.String("ticket", c.upstream), slog.String("op", "create follow-up"),
+		slog.Int64("zendesk_ticket", ans.Ticket.ID), slog.Int64("closed_ticket", closed.ID))
 	return ans, nil
 }
 
@@ -334,8 +337,7 @@ func (a *Adapter) holdSolve(ctx context.Context, ref adapters.Ref, c chain, s gu
 			return fmt.Errorf("note on zendesk ticket %d that solving it is held: %w", c.active().ID, err)
 		}
 		a.log.LogAttrs(ctx, slog.LevelWarn, "zendesk refuses to solve the ticket until fields are filled in",
-			slog.String("ticket", c.upstream), slog.String("op", "set status"), slog.String("adapter", Name),
-			slog.String("need", need))
+			slog.String("ticket", c.upstream), slog.String("op", "set status"), slog.String("need", need))
 	}
 	return held
 }
@@ -388,7 +390,9 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	}
 	active := c.active()
 	if active.Status == statusClosed {
-		a.log.InfoContext(ctx, "zendesk ticket is closed, delivery not recorded in it", "ticket", c.upstream, "op", "mark sent", "zendesk_ticket", active.ID, "event", eventID)
+		a.log.LogAttrs(ctx, slog.LevelInfo, "zendesk ticket is closed, delivery not recorded in it",
+			slog.String("ticket", c.upstream), slog.String("op", "mark sent"),
+			slog.Int64("zendesk_ticket", active.ID), slog.String("event", eventID))
 		return nil
 	}
 	in := zdTicketIn{Comment: &zdCommentIn{Body: sentBody(eventID, upstreamMessageID), Public: false}}
