@@ -73,8 +73,12 @@
 // a listing cannot make another slip through, and no listing meets
 // Freshdesk's 300-page cap. Lists have no lag. An instance reads the list
 // once from TICKETBRIDGE_FRESHDESK_SINCE (one request per 100 tickets
-// updated since then) and afterwards only what changed since its last
-// listing, less a minute, keeping upstream id to ticket id in memory.
+// updated since then), keeping upstream id to ticket id in memory, and
+// afterwards lists for a lookup only after a creation whose outcome is
+// unknown: it remembers the tickets it makes, and Changes lists what
+// changed anyway. The ticket list has the smallest of Freshdesk's
+// per-endpoint budgets; a lookup after a state loss costs one listing for
+// all tickets.
 //
 // Changes lists the tickets updated since its cursor less a minute and
 // reads the conversations of each one that mirrors a guest request; the
@@ -91,7 +95,9 @@
 // not take them (Freshdesk has no idempotency key: when an outcome is
 // unknown the call fails, and the next call finds the ticket or the note if
 // it was made). While Freshdesk asked to wait, the adapter's other requests
-// are held back without being sent. See [Adapter.RateLimit].
+// of the same endpoint (of every endpoint when the account's budget is
+// spent) are held back without being sent. See [Adapter.RateLimit] and
+// [Adapter.EndpointLimits].
 //
 // Per guest request the adapter spends: one creation, one note per
 // upstream message, one update per status change Freshdesk does not

@@ -118,7 +118,7 @@ type Adapter struct {
 	status   adapters.StatusMap
 	log      *slog.Logger
 	http     *adapters.HTTPClient
-	rate     *rateState
+	rate     *adapters.Budgets
 	maxPages int
 
 	mu      sync.Mutex
@@ -128,6 +128,7 @@ type Adapter struct {
 	index   map[string]int64 // upstream id -> ticket id, the lowest when several
 	mark    time.Time        // the index holds every ticket updated before mark - overlap
 	scanned bool             // mark is set
+	unsure  bool             // a creation's outcome is unknown: list before trusting the index
 
 	scanMu sync.Mutex // one index refresh at a time
 }
@@ -174,13 +175,16 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		hc = &http.Client{Timeout: cfg.Timeout}
 	}
 	a := &Adapter{
-		base:     base,
-		cfg:      cfg,
-		groups:   groups,
-		since:    since,
-		status:   sm,
-		log:      log,
-		rate:     &rateState{now: now, log: log},
+		base:   base,
+		cfg:    cfg,
+		groups: groups,
+		since:  since,
+		status: sm,
+		log:    log,
+		rate: &adapters.Budgets{
+			Endpoint: endpoint, TotalHeader: "X-RateLimit-Total", RemainingHeader: "X-RateLimit-Remaining",
+			Now: now, Log: log, What: "freshdesk",
+		},
 		maxPages: opts.MaxListPages,
 		names:    map[int64]string{},
 		index:    map[string]int64{},
@@ -192,7 +196,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		a.tags = []string{cfg.Tag}
 	}
 	wrapped := *hc
-	wrapped.Transport = &rateTransport{next: hc.Transport, state: a.rate}
+	wrapped.Transport = a.rate.Transport(hc.Transport)
 	key := cfg.APIKey
 	a.http = &adapters.HTTPClient{
 		HTTP:      &wrapped,

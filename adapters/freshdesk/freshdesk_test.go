@@ -471,25 +471,80 @@ func TestRateLimited(t *testing.T) {
 		t.Errorf("no warning when the budget ran low:\n%s", e.logs.String())
 	}
 
-	// A wait longer than the client sits out: the call fails temporarily,
-	// and until the time is up nothing reaches Freshdesk.
-	e.fake.Inject(freshdeskfake.Fault{Path: "/api/v2/tickets", Status: http.StatusTooManyRequests, RetryAfter: "120"})
-	_, _, err = a.Lookup(ctx, "someone-else")
+	// A wait longer than the client sits out, for the ticket list, with
+	// the account's budget left: the listing fails temporarily, until the
+	// time is up no listing reaches Freshdesk, and notes still do.
+	e.clock.Advance(time.Minute)
+	e.fake.Inject(freshdeskfake.Fault{Method: "GET", Path: "/api/v2/tickets", Status: http.StatusTooManyRequests, RetryAfter: "120",
+		Header: http.Header{"X-Ratelimit-Total": {"4"}, "X-Ratelimit-Remaining": {"3"}}})
+	_, _, err = a.Changes(ctx, "")
 	var herr *adapters.HTTPError
 	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter != 120*time.Second || !(herr.Class == httpretry.Retryable) {
-		t.Fatalf("Lookup during a long 429: %v", err)
+		t.Fatalf("Changes during a long 429: %v", err)
 	}
-	before := len(e.fake.Requests())
-	_, _, err = a.Lookup(ctx, "someone-else")
+	before := e.requests("GET", "/api/v2/tickets")
+	_, _, err = a.Changes(ctx, "")
 	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter <= 0 {
-		t.Errorf("second Lookup during the wait: %v", err)
+		t.Errorf("second Changes during the wait: %v", err)
 	}
-	if after := len(e.fake.Requests()); after != before {
-		t.Errorf("%d requests reached Freshdesk while it asked to wait", after-before)
+	if after := e.requests("GET", "/api/v2/tickets"); after != before {
+		t.Errorf("%d listings reached Freshdesk while it asked to wait", after-before)
+	}
+	if _, ok := a.EndpointLimits()[freshdesk.EndpointTicketsList]; !ok {
+		t.Errorf("EndpointLimits() = %v, want the ticket list blocked", a.EndpointLimits())
+	}
+	if _, err := a.Append(ctx, ref, []adapters.Message{guestMessage("while the list waits", true)}); err != nil {
+		t.Errorf("Append while only the ticket list is blocked: %v", err)
 	}
 	e.clock.Advance(2 * time.Minute)
-	if _, _, err := a.Lookup(ctx, "someone-else"); err != nil {
-		t.Errorf("Lookup after the wait: %v", err)
+	if _, _, err := a.Changes(ctx, ""); err != nil {
+		t.Errorf("Changes after the wait: %v", err)
+	}
+}
+
+// TestLookupsSpareTheTicketList: the ticket list has Freshdesk's smallest
+// budget (20 a minute on the Growth plan). An instance lists once for its
+// first lookup and then answers EnsureTicket and Lookup from what it
+// knows, listing again only after a creation whose outcome is unknown;
+// with a budget of one listing a minute, every creation still goes
+// through.
+func TestLookupsSpareTheTicketList(t *testing.T) {
+	e := newEnv(t, freshdeskfake.Options{EndpointLimits: map[string]int{freshdeskfake.EndpointTicketsList: 1}})
+	a := e.open(t, e.config())
+	var ups []adapters.Ticket
+	for i := range 5 {
+		up := upstreamTicket(fmt.Sprintf("Request %d", i))
+		ups = append(ups, up)
+		if _, err := a.EnsureTicket(ctx, up); err != nil {
+			t.Fatalf("EnsureTicket %d: %v", i, err)
+		}
+	}
+	for _, up := range ups {
+		if _, ok, err := a.Lookup(ctx, up.UpstreamID); err != nil || !ok {
+			t.Fatalf("Lookup: %v, %v", ok, err)
+		}
+	}
+	if n := e.requests("GET", "/api/v2/tickets"); n != 1 {
+		t.Errorf("%d listings for 5 creations and 5 lookups, want 1", n)
+	}
+	e.mu.Lock()
+	sleeps := len(e.sleeps)
+	e.mu.Unlock()
+	if sleeps != 0 {
+		t.Errorf("%d waits for the list budget, want none", sleeps)
+	}
+
+	e.clock.Advance(time.Minute)
+	up := upstreamTicket("Lost answer")
+	e.fake.Inject(freshdeskfake.Fault{Method: "POST", Path: "/api/v2/tickets", Status: http.StatusBadGateway, AfterApply: true})
+	if _, err := a.EnsureTicket(ctx, up); err == nil {
+		t.Fatal("EnsureTicket succeeded although the answer was lost")
+	}
+	if _, err := a.EnsureTicket(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Tickets()); n != 6 {
+		t.Errorf("%d tickets, want 6: the retry after a lost answer must find the ticket", n)
 	}
 }
 

@@ -80,6 +80,10 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	var out fdTicket
 	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets"), Op: "create ticket"}, in, &out); err != nil {
+		// Freshdesk may have made the ticket: the next lookup lists.
+		a.mu.Lock()
+		a.unsure = true
+		a.mu.Unlock()
 		return "", fmt.Errorf("create freshdesk ticket for %s: %w", t.UpstreamID, err)
 	}
 	if out.ID == 0 {
@@ -404,11 +408,23 @@ func (a *Adapter) held(ctx context.Context, id, me int64) (held, error) {
 // costs one request per PageSize tickets updated since Config.Since; each
 // later one a request or two.
 
-// find returns the ticket whose id field holds upstreamID, or 0, after
-// bringing the index up to date.
+// find returns the ticket whose id field holds upstreamID, or 0. It lists
+// tickets only when the index cannot answer: on an instance's first call
+// (after a restart, or a state loss: one listing then serves every
+// lookup), and after a creation whose outcome is unknown. Otherwise the
+// index is complete without a listing: only the bridge sets the id field,
+// the one instance serving the helpdesk remembers every ticket it made,
+// and each Changes call lists what changed since the last. This keeps the
+// ticket list, whose budget is the smallest (20 calls a minute on the
+// Growth plan), for the listings that need it.
 func (a *Adapter) find(ctx context.Context, upstreamID string) (int64, error) {
-	if err := a.refresh(ctx); err != nil {
-		return 0, err
+	a.mu.Lock()
+	fresh := a.scanned && !a.unsure
+	a.mu.Unlock()
+	if !fresh {
+		if err := a.refresh(ctx); err != nil {
+			return 0, err
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -439,6 +455,7 @@ func (a *Adapter) refresh(ctx context.Context) error {
 		}
 	}
 	a.scanned = true
+	a.unsure = false
 	a.mu.Unlock()
 	return nil
 }

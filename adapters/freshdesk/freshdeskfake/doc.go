@@ -55,6 +55,10 @@
 //   - Rate limits (#ratelimit): every answer carries X-RateLimit-Total,
 //     X-RateLimit-Remaining and X-RateLimit-Used-CurrentRequest; a request
 //     over the per-minute budget gets 429 with Retry-After in seconds.
+//     Per-minute plans also cap single endpoints (Growth: tickets list 20,
+//     ticket create 80, ticket update 80 of the account's 200; support
+//     article 225439, "What are the rate limits for the API calls to
+//     Freshdesk?"): [Options.EndpointLimits].
 //
 // Statuses are Freshdesk's numbers: 2 open, 3 pending, 4 resolved, 5
 // closed. Timestamps are UTC with whole seconds, as Freshdesk writes them.
@@ -66,6 +70,10 @@
 //     404 to every write.
 //   - updated_since includes tickets updated at exactly that second, and
 //     tickets with the same sort key are ordered by id.
+//   - A request over an endpoint's budget gets 429 with Retry-After, the
+//     account's headers unchanged (the pages do not say which headers
+//     Freshdesk sends then), and spends neither budget; the endpoint's
+//     minute counts from its first request, as the account's does.
 //   - Without a configured budget ([Options.RateLimit] 0) there is no limit
 //     and no rate-limit header. A budget counts whole minutes from the
 //     first request of each minute; Retry-After is the rest of it, rounded

@@ -85,6 +85,10 @@ type Options struct {
 	// Fields are the custom ticket fields; nil means [DefaultFields], an
 	// empty slice none.
 	Fields []Field
+	// EndpointLimits are per-minute budgets of single endpoints besides
+	// RateLimit, by the names EndpointTicketsList, EndpointTicketCreate
+	// and EndpointTicketUpdate; nil means none.
+	EndpointLimits map[string]int
 	// FlatBodyText runs the lines of a conversation's body_text together,
 	// one space between them, the other shape the reference allows (it
 	// says only "content in plain text"); body keeps its <br>.
@@ -223,6 +227,7 @@ type Server struct {
 	contacts   map[string]int64 // email -> contact id
 	groups     map[int64]string
 	tickets    map[int64]*Ticket
+	endpoints  map[string]endpointBudget
 	window     time.Time // start of the current rate-limit minute
 	used       int
 	faults     []*Fault
@@ -240,6 +245,7 @@ func New(opts Options) *Server {
 		contacts:   map[string]int64{},
 		groups:     map[int64]string{},
 		tickets:    map[int64]*Ticket{},
+		endpoints:  map[string]endpointBudget{},
 	}
 	s.apiAgent = s.addAgentLocked(opts.AgentName, opts.AgentEmail, opts.TicketScope)
 	return s
@@ -286,7 +292,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		})
 		return
 	}
-	if !s.spend(w) {
+	if !s.spend(w) || !s.spendEndpoint(w, r) {
 		return
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
@@ -398,6 +404,64 @@ func (s *Server) spend(w http.ResponseWriter) bool {
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(limit-s.used))
 	h.Set("X-RateLimit-Used-CurrentRequest", "1")
 	return true
+}
+
+// Endpoint budgets of [Options.EndpointLimits], named as Freshdesk's
+// support article on rate limits names them.
+const (
+	EndpointTicketsList  = "tickets list"
+	EndpointTicketCreate = "ticket create"
+	EndpointTicketUpdate = "ticket update"
+)
+
+// endpointOf names the endpoint budget r spends, "" for none.
+func endpointOf(r *http.Request) string {
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(r.URL.Path, "/"), "/api/v2/tickets")
+	switch {
+	case !ok:
+		return ""
+	case rest == "" && r.Method == http.MethodGet:
+		return EndpointTicketsList
+	case rest == "" && r.Method == http.MethodPost:
+		return EndpointTicketCreate
+	case r.Method == http.MethodPut && strings.Count(rest, "/") == 1:
+		return EndpointTicketUpdate
+	}
+	return ""
+}
+
+// spendEndpoint takes one request from the minute's budget of r's
+// endpoint; when it is spent it answers 429 with Retry-After (the account's
+// headers as they are) and returns false. A refused request spends
+// nothing.
+func (s *Server) spendEndpoint(w http.ResponseWriter, r *http.Request) bool {
+	name := endpointOf(r)
+	limit := s.opts.EndpointLimits[name]
+	if name == "" || limit <= 0 {
+		return true
+	}
+	now := s.opts.Now().UTC()
+	b := s.endpoints[name]
+	if b.window.IsZero() || now.Sub(b.window) >= time.Minute {
+		b = endpointBudget{window: now}
+	}
+	if b.used >= limit {
+		wait := b.window.Add(time.Minute).Sub(now)
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{
+			"message": "You have exceeded the limit of requests per minute for this endpoint. Please try again after some time.",
+		})
+		return false
+	}
+	b.used++
+	s.endpoints[name] = b
+	return true
+}
+
+type endpointBudget struct {
+	window time.Time
+	used   int
 }
 
 // ---- answers ----
