@@ -108,7 +108,7 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		if ev, ok := a.statusEvent(t, upstream); ok {
 			statuses[t.ID] = ev
 		}
-		cs, err := a.conversations(ctx, t.ID)
+		cs, err := a.conversations(ctx, t)
 		if errors.Is(err, adapters.ErrNotFound) {
 			// Deleted since it was listed: it has nothing more to say.
 			a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk ticket gone while reading changes",

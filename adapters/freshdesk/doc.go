@@ -44,6 +44,14 @@
 //     id> <upstream message id>]", which Lookup reads back after a state
 //     loss.
 //
+// # Archived tickets
+//
+// Freshdesk archives tickets closed and untouched for 120 days; the
+// adapter reads them through /api/v2/tickets/archived/{id} and puts what
+// comes after in a follow-up ticket (see archived.go). An archived ticket
+// without a follow-up is not found after a state loss: Freshdesk offers no
+// search of archived tickets by a custom field.
+//
 // # Statuses
 //
 // See [DefaultStatusMap]; overrides may name Freshdesk statuses by number
@@ -127,6 +135,9 @@
 // https://developers.freshdesk.com/api/, whose sections are:
 //
 //   - Authentication (API key as user name, "X" as password): #authentication
+//   - Archived tickets: #view_an_archived_ticket, and the article on
+//     ticket archiving,
+//     https://support.freshdesk.com/support/solutions/articles/212901
 //   - Create, view, update and list tickets (updated_since, order_by,
 //     order_type, the 300-page cap): #create_ticket, #view_a_ticket,
 //     #update_ticket, #list_all_tickets

@@ -121,14 +121,15 @@ type Adapter struct {
 	rate     *adapters.Budgets
 	maxPages int
 
-	mu      sync.Mutex
-	me      *fdAgent
-	names   map[int64]string // agent id -> name
-	closed  bool
-	index   map[string]int64 // upstream id -> ticket id, the lowest when several
-	mark    time.Time        // the index holds every ticket updated before mark - overlap
-	scanned bool             // mark is set
-	unsure  bool             // a creation's outcome is unknown: list before trusting the index
+	mu        sync.Mutex
+	me        *fdAgent
+	names     map[int64]string // agent id -> name
+	closed    bool
+	index     map[string]int64 // upstream id -> ticket id, the lowest when several
+	followups map[int64]int64  // archived ticket id -> its follow-up
+	mark      time.Time        // the index holds every ticket updated before mark - overlap
+	scanned   bool             // mark is set
+	unsure    bool             // a creation's outcome is unknown: list before trusting the index
 
 	scanMu sync.Mutex // one index refresh at a time
 }
@@ -185,9 +186,10 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 			Endpoint: endpoint, TotalHeader: "X-RateLimit-Total", RemainingHeader: "X-RateLimit-Remaining",
 			Now: now, Log: log, What: "freshdesk",
 		},
-		maxPages: opts.MaxListPages,
-		names:    map[int64]string{},
-		index:    map[string]int64{},
+		maxPages:  opts.MaxListPages,
+		names:     map[int64]string{},
+		index:     map[string]int64{},
+		followups: map[int64]int64{},
 	}
 	if a.maxPages <= 0 {
 		a.maxPages = defaultMaxListPages

@@ -754,3 +754,75 @@ func TestMarkersWithFlatBodyText(t *testing.T) {
 		t.Errorf("%d conversations, want the note and the delivery record", n)
 	}
 }
+
+// TestArchivedTicket: Freshdesk archives a ticket closed for long; the
+// ticket endpoints then answer 404 and only /tickets/archived/{id} shows
+// it. A new guest message for it goes to one follow-up (also from a
+// restarted instance), old messages are not written again, Lookup reports
+// the markers of both, and no second ticket is made by EnsureTicket.
+func TestArchivedTicket(t *testing.T) {
+	e := newEnv(t, freshdeskfake.Options{})
+	a := e.open(t, e.config())
+	up := upstreamTicket("Umbrella")
+	ref, err := a.EnsureTicket(ctx, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := guestMessage("Can I borrow one?", true)
+	if _, err := a.Append(ctx, ref, []adapters.Message{old}); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseInt(string(ref), 10, 64)
+	if err := e.fake.SetStatus(id, e.fake.AddAgent("Anna"), freshdeskfake.StatusClosed); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Archive(id); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := a.EnsureTicket(ctx, up); err != nil || again != ref {
+		t.Fatalf("EnsureTicket of an archived ticket: %s, %v; want %s", again, err, ref)
+	}
+	if err := a.SetStatus(ctx, ref, guestapi.StatusDone); err != nil {
+		t.Fatalf("SetStatus done on an archived ticket: %v", err)
+	}
+	if n := len(e.fake.Tickets()); n != 1 {
+		t.Fatalf("%d tickets after a closing status on an archived one, want 1", n)
+	}
+	msg := guestMessage("It rains again.", true)
+	got, err := a.Append(ctx, ref, []adapters.Message{old, msg})
+	if err != nil {
+		t.Fatalf("Append to an archived ticket: %v", err)
+	}
+	if !got[0].Existed || got[1].Existed {
+		t.Errorf("Append: %+v, want the old message existing and the new one added", got)
+	}
+	tickets := e.fake.Tickets()
+	if len(tickets) != 2 || tickets[1].CustomFields["cf_guest_request_id"] != up.UpstreamID || !strings.Contains(tickets[1].DescriptionText, "archived ticket #"+string(ref)) {
+		t.Fatalf("tickets %+v, want the archived one and its follow-up", tickets)
+	}
+	b := e.open(t, e.config())
+	third := guestMessage("Thanks!", true)
+	if _, err := b.Append(ctx, ref, []adapters.Message{old, msg, third}); err != nil {
+		t.Fatalf("Append from a restarted instance: %v", err)
+	}
+	if n := len(e.fake.Tickets()); n != 2 {
+		t.Errorf("%d tickets after a restart, want the archived one and one follow-up", n)
+	}
+	if n := len(e.ticket(t, refOf(tickets[1].ID)).Conversations); n != 2 {
+		t.Errorf("the follow-up holds %d notes, want 2", n)
+	}
+	f, ok, err := b.Lookup(ctx, up.UpstreamID)
+	if err != nil || !ok || f.Ref != ref {
+		t.Fatalf("Lookup: %+v, %v, %v; want Ref %s", f, ok, err, ref)
+	}
+	if again, err := b.EnsureTicket(ctx, up); err != nil || again != ref {
+		t.Errorf("EnsureTicket after the follow-up: %s, %v; want %s", again, err, ref)
+	}
+	for _, m := range []adapters.Message{old, msg, third} {
+		if f.Messages[m.UpstreamID] == "" {
+			t.Errorf("Lookup misses message %s: %v", m.UpstreamID, f.Messages)
+		}
+	}
+}
+
+func refOf(id int64) adapters.Ref { return adapters.Ref(strconv.FormatInt(id, 10)) }

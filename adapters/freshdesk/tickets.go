@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,9 +51,16 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if id != 0 {
 		// The index may name a ticket an agent deleted since it was
 		// listed: a new one is made then.
-		_, upstream, err := a.resolve(ctx, refOf(id))
+		found, upstream, err := a.resolve(ctx, refOf(id))
 		switch {
 		case err == nil && upstream == t.UpstreamID:
+			// A follow-up of an archived ticket stands for it: Refs
+			// name the archived ticket.
+			if root, ok, err := a.archivedRoot(ctx, found, upstream); err != nil {
+				return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
+			} else if ok {
+				return refOf(root.ID), nil
+			}
 			return refOf(id), nil
 		case err == nil || errors.Is(err, adapters.ErrNotFound):
 			a.forget(t.UpstreamID, id)
@@ -78,21 +86,30 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 			a.cfg.StatusField: baseline{}.next(status),
 		},
 	}
+	out, err := a.create(ctx, in, t.UpstreamID, "create ticket")
+	if err != nil {
+		return "", fmt.Errorf("create freshdesk ticket for %s: %w", t.UpstreamID, err)
+	}
+	return refOf(out.ID), nil
+}
+
+// create posts a new ticket that mirrors upstream. Freshdesk may have made
+// it when the outcome is unknown: the next lookup then lists.
+func (a *Adapter) create(ctx context.Context, in fdTicketIn, upstream, op string) (fdTicket, error) {
 	var out fdTicket
-	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets"), Op: "create ticket"}, in, &out); err != nil {
-		// Freshdesk may have made the ticket: the next lookup lists.
+	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets"), Op: op}, in, &out); err != nil {
 		a.mu.Lock()
 		a.unsure = true
 		a.mu.Unlock()
-		return "", fmt.Errorf("create freshdesk ticket for %s: %w", t.UpstreamID, err)
+		return fdTicket{}, err
 	}
 	if out.ID == 0 {
-		return "", fmt.Errorf("create freshdesk ticket for %s: the answer names no ticket", t.UpstreamID)
+		return fdTicket{}, errors.New("the answer names no ticket")
 	}
-	a.remember(out.ID, t.UpstreamID)
+	a.remember(out.ID, upstream)
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created freshdesk ticket",
-		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("freshdesk_ticket", out.ID))
-	return refOf(out.ID), nil
+		slog.String("ticket", upstream), slog.String("op", op), slog.Int64("freshdesk_ticket", out.ID))
+	return out, nil
 }
 
 func (a *Adapter) group(dept string) int64 {
@@ -136,7 +153,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	if len(msgs) == 0 {
 		return []adapters.Appended{}, nil
 	}
-	t, _, err := a.resolve(ctx, ref)
+	t, upstream, err := a.resolve(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("append to freshdesk ticket %s: %w", ref, err)
 	}
@@ -144,9 +161,29 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	if err != nil {
 		return nil, err
 	}
-	h, err := a.held(ctx, t.ID, me.ID)
+	h, err := a.held(ctx, t, me.ID)
 	if err != nil {
 		return nil, fmt.Errorf("append to freshdesk ticket %d: %w", t.ID, err)
+	}
+	if t.Archived {
+		// An archived ticket cannot change: the messages go to its
+		// follow-up, made for the first one not yet held.
+		f, ok, err := a.liveFollowUp(ctx, t, upstream)
+		if err != nil {
+			return nil, fmt.Errorf("append to archived freshdesk ticket %s: %w", ref, err)
+		}
+		if ok {
+			fh, err := a.held(ctx, f, me.ID)
+			if err != nil {
+				return nil, fmt.Errorf("append to freshdesk ticket %d: %w", f.ID, err)
+			}
+			h.merge(fh)
+		} else if slices.ContainsFunc(msgs, func(m adapters.Message) bool { _, in := h.messages[m.UpstreamID]; return !in }) {
+			if f, err = a.followUp(ctx, t, upstream); err != nil {
+				return nil, fmt.Errorf("append to archived freshdesk ticket %s: %w", ref, err)
+			}
+		}
+		t = f
 	}
 	reopen := false
 	for _, m := range msgs {
@@ -214,9 +251,25 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 	if err != nil {
 		return fmt.Errorf("set status of freshdesk ticket %s: %w: %w", ref, err, adapters.ErrInvalid)
 	}
-	t, _, err := a.resolve(ctx, ref)
+	t, upstream, err := a.resolve(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("set status of freshdesk ticket %s: %w", ref, err)
+	}
+	if t.Archived {
+		// An archived ticket is closed for good: a closing status goes
+		// to its follow-up if it has one, any other makes one.
+		f, ok, err := a.liveFollowUp(ctx, t, upstream)
+		switch {
+		case err != nil:
+			return fmt.Errorf("set status of archived freshdesk ticket %s: %w", ref, err)
+		case !ok && (target == statusResolved || target == statusClosed):
+			return nil
+		case !ok:
+			if f, err = a.followUp(ctx, t, upstream); err != nil {
+				return fmt.Errorf("set status of archived freshdesk ticket %s: %w", ref, err)
+			}
+		}
+		t = f
 	}
 	if up, ok := a.up(t.Status); (ok && up == s) || t.Status == target {
 		return nil
@@ -242,9 +295,19 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
 		return fmt.Errorf("mark event %q sent on freshdesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
 	}
-	t, _, err := a.resolve(ctx, ref)
+	t, upstream, err := a.resolve(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %s: %w", eventID, ref, err)
+	}
+	if t.Archived {
+		// Events come from the follow-up; an archived ticket takes no
+		// record, and without a follow-up the delivery goes unrecorded
+		// (the engine's state still holds it).
+		f, ok, err := a.liveFollowUp(ctx, t, upstream)
+		if err != nil || !ok {
+			return err
+		}
+		t = f
 	}
 	if ticket, gen, status, ok := parseStatusEventID(eventID); ok {
 		if ticket != t.ID {
@@ -267,7 +330,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err != nil {
 		return err
 	}
-	h, err := a.held(ctx, t.ID, me.ID)
+	h, err := a.held(ctx, t, me.ID)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
 	}
@@ -308,9 +371,25 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err != nil {
 		return adapters.Found{}, false, err
 	}
-	h, err := a.held(ctx, t.ID, me.ID)
+	h, err := a.held(ctx, t, me.ID)
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+	}
+	other, ok := fdTicket{}, false
+	if t.Archived {
+		other, ok, err = a.liveFollowUp(ctx, t, upstreamID)
+	} else if other, ok, err = a.archivedRoot(ctx, t, upstreamID); ok {
+		t = other // the Ref names the archived ticket
+	}
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+	}
+	if ok {
+		oh, err := a.held(ctx, other, me.ID)
+		if err != nil {
+			return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+		}
+		h.merge(oh)
 	}
 	return adapters.Found{Ref: refOf(t.ID), Messages: h.messages, Sent: h.sent}, true, nil
 }
@@ -323,7 +402,17 @@ func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (fdTicket, stri
 		return fdTicket{}, "", err
 	}
 	var t fdTicket
-	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/" + idString(id)), Op: "read ticket"}, nil, &t); err != nil {
+	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/" + idString(id)), Op: "read ticket"}, nil, &t)
+	if errors.Is(err, adapters.ErrNotFound) {
+		// The ticket endpoints do not see archived tickets; the
+		// archive's own endpoint does (where the plan has it).
+		var at fdTicket
+		if _, aerr := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/archived/" + idString(id)), Op: "read archived ticket"}, nil, &at); aerr == nil {
+			t, err = at, nil
+			t.Archived = true
+		}
+	}
+	if err != nil {
 		return fdTicket{}, "", err
 	}
 	if t.ID != id {
@@ -346,13 +435,18 @@ const maxListPages = 1000
 // conversations lists a ticket's replies and notes, oldest first, asking
 // for each next page on the adapter's own address while the Link header
 // names one.
-func (a *Adapter) conversations(ctx context.Context, id int64) ([]fdConversation, error) {
+func (a *Adapter) conversations(ctx context.Context, t fdTicket) ([]fdConversation, error) {
+	id := t.ID
+	path := "/tickets/" + idString(id) + "/conversations"
+	if t.Archived {
+		path = "/tickets/archived/" + idString(id) + "/conversations"
+	}
 	var out []fdConversation
 	for page := 1; page <= maxListPages; page++ {
 		var items []fdConversation
 		resp, err := a.http.JSON(ctx, adapters.HTTPRequest{
 			Method: http.MethodGet,
-			URL:    a.url("/tickets/"+idString(id)+"/conversations", "page", strconv.Itoa(page), "per_page", strconv.Itoa(a.cfg.PageSize)),
+			URL:    a.url(path, "page", strconv.Itoa(page), "per_page", strconv.Itoa(a.cfg.PageSize)),
 			Op:     "list conversations",
 		}, nil, &items)
 		if err != nil {
@@ -366,10 +460,10 @@ func (a *Adapter) conversations(ctx context.Context, id int64) ([]fdConversation
 	return nil, fmt.Errorf("list conversations of ticket %d: more than %d pages", id, maxListPages)
 }
 
-// held reads the markers of the API agent's notes in ticket id.
-func (a *Adapter) held(ctx context.Context, id, me int64) (held, error) {
+// held reads the markers of the API agent's notes in ticket t.
+func (a *Adapter) held(ctx context.Context, t fdTicket, me int64) (held, error) {
 	h := held{messages: map[string]string{}, sent: map[string]string{}}
-	cs, err := a.conversations(ctx, id)
+	cs, err := a.conversations(ctx, t)
 	if err != nil {
 		return held{}, err
 	}

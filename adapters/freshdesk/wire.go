@@ -47,6 +47,8 @@ type fdTicket struct {
 	CustomFields map[string]json.RawMessage `json:"custom_fields"`
 	Deleted      bool                       `json:"deleted"`
 	Spam         bool                       `json:"spam"`
+	Archived     bool                       `json:"archived"` // read from /tickets/archived/{id}
+	Description  string                     `json:"description_text"`
 	CreatedAt    time.Time                  `json:"created_at"`
 	UpdatedAt    time.Time                  `json:"updated_at"`
 }

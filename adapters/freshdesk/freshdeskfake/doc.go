@@ -38,6 +38,14 @@
 //     desc by default), page and per_page; without updated_since only the
 //     tickets created in the last 30 days; deleted and spam tickets left
 //     out; no page beyond the 300th.
+//   - Archived tickets ([Server.Archive], a closed ticket only; Freshdesk
+//     archives tickets closed and untouched for 120 days: "Ticket
+//     archiving", https://support.freshdesk.com, article 212901): GET
+//     /api/v2/tickets/archived/{id} (with "archived": true) and GET
+//     /api/v2/tickets/archived/{id}/conversations show them; the list
+//     leaves them out, and the other ticket endpoints answer 404 (the
+//     pages do not say what they answer; 404 is the fake's pick), as do
+//     the agent-side writes.
 //   - GET /api/v2/tickets/{id}/conversations (#list_all_ticket_notes):
 //     replies and notes oldest first, with body (HTML), body_text,
 //     incoming, private, source (0 reply, 2 note), user_id.

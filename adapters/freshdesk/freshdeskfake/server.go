@@ -187,6 +187,7 @@ type Ticket struct {
 	Tags            []string
 	CustomFields    map[string]string // set values only
 	Deleted         bool
+	Archived        bool // see [Server.Archive]
 	Spam            bool
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -336,7 +337,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	case route(http.MethodPut, 2, "tickets", "*"):
 		s.updateTicket(w, segs[1], body)
 	case route(http.MethodGet, 3, "tickets", "*", "conversations"):
-		s.listConversations(w, r, segs[1])
+		s.listConversations(w, r, s.ticket(segs[1]))
+	case route(http.MethodGet, 3, "tickets", "archived", "*"):
+		s.showArchived(w, segs[2])
+	case route(http.MethodGet, 4, "tickets", "archived", "*", "conversations"):
+		s.listConversations(w, r, s.archived(segs[2]))
 	case route(http.MethodPost, 3, "tickets", "*", "notes"):
 		s.addConversation(w, segs[1], body, SourceNote)
 	case route(http.MethodPost, 3, "tickets", "*", "reply"):
