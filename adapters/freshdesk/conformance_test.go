@@ -229,9 +229,9 @@ func TestConformance(t *testing.T) {
 				// No Archive: Freshdesk cannot find an archived ticket by
 				// a custom field, so a fresh instance does not find one
 				// without a follow-up (TestArchivedTicket covers the rest).
-				Faults:        faults{e},
-				Secrets:       []string{testKey},
-				Logs:          e.logs.String,
+				Faults:  faults{e},
+				Secrets: []string{testKey},
+				Logs:    e.logs.String,
 			})
 			if bytes.Contains([]byte(e.logs.String()), []byte(testKey)) {
 				t.Errorf("the API key appears in the adapter's log")
