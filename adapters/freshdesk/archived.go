@@ -139,17 +139,3 @@ func (a *Adapter) followUp(ctx context.Context, root fdTicket, upstream string) 
 	a.mu.Unlock()
 	return f, nil
 }
-
-// merge adds what o holds to h.
-func (h held) merge(o held) {
-	for k, v := range o.messages {
-		if _, dup := h.messages[k]; !dup {
-			h.messages[k] = v
-		}
-	}
-	for k, v := range o.sent {
-		if _, dup := h.sent[k]; !dup {
-			h.sent[k] = v
-		}
-	}
-}

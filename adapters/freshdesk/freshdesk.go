@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
@@ -124,7 +125,7 @@ type Adapter struct {
 	mu        sync.Mutex
 	me        *fdAgent
 	names     map[int64]string // agent id -> name
-	closed    bool
+	life      saas.Life
 	index     map[string]int64 // upstream id -> ticket id, the lowest when several
 	followups map[int64]int64  // archived ticket id -> its follow-up
 	mark      time.Time        // the index holds every ticket updated before mark - overlap
@@ -162,7 +163,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	}
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := parseSince(cfg.Since)
+	since, _ := saas.ParseSince(EnvPrefix+"SINCE", cfg.Since)
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -227,23 +228,9 @@ func (a *Adapter) Status() adapters.StatusMap { return a.status }
 func (a *Adapter) String() string { return "freshdesk adapter for " + a.base }
 
 // Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	return nil
-}
+func (a *Adapter) Close() error { return a.life.Close() }
 
-var errClosed = errors.New("freshdesk adapter is closed")
-
-func (a *Adapter) checkOpen() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errClosed
-	}
-	return nil
-}
+func (a *Adapter) checkOpen() error { return a.life.Check("freshdesk adapter") }
 
 // Check asks Freshdesk whose API key it is, and checks that the agent sees
 // every ticket, that both custom fields exist as single-line text and that

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -31,18 +32,6 @@ func validToken(s string) bool {
 	return adapters.MarkerToken(s) && len(s) <= 255
 }
 
-// messageText is the note of an upstream message as plain text: who wrote
-// it, as what and when on the first line, the text, and the marker.
-func messageText(m adapters.Message) string {
-	var b strings.Builder
-	b.WriteString(adapters.AuthorLine(m))
-	b.WriteString("\n\n")
-	b.WriteString(strings.TrimRight(normalizeNewlines(m.Body), "\n"))
-	b.WriteString("\n\n")
-	b.WriteString(adapters.Marker{Kind: adapters.MarkerMessage, ID: m.UpstreamID}.Line())
-	return b.String()
-}
-
 // descriptionText is the ticket's description as plain text: the request
 // and what the console card adds.
 func descriptionText(t adapters.Ticket) string {
@@ -54,11 +43,6 @@ func descriptionText(t adapters.Ticket) string {
 	return b.String()
 }
 
-// sentText is the private note MarkSent writes.
-func sentText(eventID, upstreamMessageID string) string {
-	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()
-}
-
 // subject is the ticket's subject (see [adapters.Subject]), with any
 // line break ending the first line.
 func subject(t adapters.Ticket) string {
@@ -66,9 +50,7 @@ func subject(t adapters.Ticket) string {
 	return adapters.Subject(t)
 }
 
-func normalizeNewlines(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
-}
+func normalizeNewlines(s string) string { return saas.NormalizeNewlines(s) }
 
 // textHTML writes plain text as HTML that shows it unchanged: one <div>
 // with the lines separated by <br>, special characters escaped, and every

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -25,11 +25,9 @@ const overlap = time.Minute
 // the address is new to it.
 const requesterName = "Guest requests"
 
-// held is what the bridge's own notes in a ticket record.
-type held struct {
-	messages map[string]string // upstream message id -> conversation id
-	sent     map[string]string // helpdesk event id -> upstream message id
-}
+// input checks the input of the Helpdesk methods; an id must also fit a
+// single-line text field.
+var input = saas.Input{Name: Name, Valid: validToken}
 
 // EnsureTicket finds the ticket whose id field holds t.UpstreamID, or
 // creates it: requested by the configured requester, with the request as
@@ -41,8 +39,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if err := a.checkOpen(); err != nil {
 		return "", err
 	}
-	if !validToken(t.UpstreamID) {
-		return "", fmt.Errorf("ensure freshdesk ticket: upstream ticket id %q is empty, too long or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
+	if err := input.UpstreamID("ensure", t.UpstreamID); err != nil {
+		return "", err
 	}
 	id, err := a.find(ctx, t.UpstreamID)
 	if err != nil {
@@ -142,13 +140,8 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	if err := a.checkOpen(); err != nil {
 		return nil, err
 	}
-	for i, m := range msgs {
-		if !validToken(m.UpstreamID) {
-			return nil, fmt.Errorf("append to freshdesk ticket %s: message %d: upstream id %q is empty, too long or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
-		}
-		if strings.TrimSpace(m.Body) == "" {
-			return nil, fmt.Errorf("append to freshdesk ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
-		}
+	if err := input.Messages(ref, msgs); err != nil {
+		return nil, err
 	}
 	if len(msgs) == 0 {
 		return []adapters.Appended{}, nil
@@ -177,8 +170,8 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 			if err != nil {
 				return nil, fmt.Errorf("append to freshdesk ticket %d: %w", f.ID, err)
 			}
-			h.merge(fh)
-		} else if slices.ContainsFunc(msgs, func(m adapters.Message) bool { _, in := h.messages[m.UpstreamID]; return !in }) {
+			h.Merge(fh)
+		} else if slices.ContainsFunc(msgs, func(m adapters.Message) bool { _, in := h.Messages[m.UpstreamID]; return !in }) {
 			if f, err = a.followUp(ctx, t, upstream); err != nil {
 				return nil, fmt.Errorf("append to archived freshdesk ticket %s: %w", ref, err)
 			}
@@ -187,7 +180,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	}
 	reopen := false
 	for _, m := range msgs {
-		if _, ok := h.messages[m.UpstreamID]; !ok && guestPublic(m) {
+		if _, ok := h.Messages[m.UpstreamID]; !ok && guestPublic(m) {
 			reopen = true
 		}
 	}
@@ -200,15 +193,15 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	}
 	out := make([]adapters.Appended, 0, len(msgs))
 	for _, m := range msgs {
-		if id, ok := h.messages[m.UpstreamID]; ok {
+		if id, ok := h.Messages[m.UpstreamID]; ok {
 			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
 			continue
 		}
-		c, err := a.note(ctx, t.ID, messageText(m), !m.Public, "append message")
+		c, err := a.note(ctx, t.ID, saas.MessageText(m), !m.Public, "append message")
 		if err != nil {
 			return out, fmt.Errorf("append message %s to freshdesk ticket %d: %w", m.UpstreamID, t.ID, err)
 		}
-		h.messages[m.UpstreamID] = idString(c.ID)
+		h.Messages[m.UpstreamID] = idString(c.ID)
 		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(c.ID)})
 	}
 	return out, nil
@@ -292,8 +285,8 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
-	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
-		return fmt.Errorf("mark event %q sent on freshdesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
+	if err := input.Sent(ref, eventID, upstreamMessageID); err != nil {
+		return err
 	}
 	t, upstream, err := a.resolve(ctx, ref)
 	if err != nil {
@@ -334,10 +327,10 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
 	}
-	if _, ok := h.sent[eventID]; ok {
+	if _, ok := h.Sent[eventID]; ok {
 		return nil
 	}
-	if _, err := a.note(ctx, t.ID, sentText(eventID, upstreamMessageID), true, "mark sent"); err != nil {
+	if _, err := a.note(ctx, t.ID, saas.SentText(eventID, upstreamMessageID), true, "mark sent"); err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
 	}
 	return nil
@@ -349,8 +342,8 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err := a.checkOpen(); err != nil {
 		return adapters.Found{}, false, err
 	}
-	if !validToken(upstreamID) {
-		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket: upstream ticket id %q is empty, too long or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
+	if err := input.UpstreamID("look up", upstreamID); err != nil {
+		return adapters.Found{}, false, err
 	}
 	id, err := a.find(ctx, upstreamID)
 	if err != nil {
@@ -389,9 +382,9 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 		if err != nil {
 			return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
 		}
-		h.merge(oh)
+		h.Merge(oh)
 	}
-	return adapters.Found{Ref: refOf(t.ID), Messages: h.messages, Sent: h.sent}, true, nil
+	return h.Found(refOf(t.ID)), true, nil
 }
 
 // resolve reads the ticket ref names and the upstream id it mirrors. A
@@ -461,29 +454,18 @@ func (a *Adapter) conversations(ctx context.Context, t fdTicket) ([]fdConversati
 }
 
 // held reads the markers of the API agent's notes in ticket t.
-func (a *Adapter) held(ctx context.Context, t fdTicket, me int64) (held, error) {
-	h := held{messages: map[string]string{}, sent: map[string]string{}}
+func (a *Adapter) held(ctx context.Context, t fdTicket, me int64) (saas.Held, error) {
+	h := saas.NewHeld()
 	cs, err := a.conversations(ctx, t)
 	if err != nil {
-		return held{}, err
+		return saas.Held{}, err
 	}
 	for _, c := range cs {
 		if c.UserID != me || c.Incoming {
 			continue
 		}
-		mk, ok := c.marker()
-		if !ok {
-			continue
-		}
-		switch mk.Kind {
-		case adapters.MarkerMessage:
-			if _, dup := h.messages[mk.ID]; !dup {
-				h.messages[mk.ID] = idString(c.ID)
-			}
-		case adapters.MarkerSent:
-			if _, dup := h.sent[mk.ID]; !dup {
-				h.sent[mk.ID] = mk.Arg
-			}
+		if mk, ok := c.marker(); ok {
+			h.Add(mk, idString(c.ID))
 		}
 	}
 	return h, nil

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -124,34 +125,19 @@ func (a *Adapter) articles(ctx context.Context, id int64) ([]zmArticle, error) {
 	return out, nil
 }
 
-// held is what the bridge's own articles in a ticket record.
-type held struct {
-	messages map[string]string // upstream message id -> article id
-	sent     map[string]string // helpdesk event id -> upstream message id
-}
+// input checks the input of the Helpdesk methods.
+var input = saas.Input{Name: Name}
 
 // heldIn reads the markers of the API user's articles of ticket id.
-func (a *Adapter) heldIn(ctx context.Context, id, me int64) (held, error) {
+func (a *Adapter) heldIn(ctx context.Context, id, me int64) (saas.Held, error) {
 	arts, err := a.articles(ctx, id)
 	if err != nil {
-		return held{}, err
+		return saas.Held{}, err
 	}
-	h := held{messages: map[string]string{}, sent: map[string]string{}}
+	h := saas.NewHeld()
 	for _, art := range arts {
-		if art.CreatedByID != me {
-			continue
-		}
-		m, ok := adapters.ParseMarker(articleText(art))
-		if !ok {
-			continue
-		}
-		switch m.Kind {
-		case adapters.MarkerMessage:
-			if _, dup := h.messages[m.ID]; !dup {
-				h.messages[m.ID] = idString(art.ID)
-			}
-		case adapters.MarkerSent:
-			h.sent[m.ID] = m.Arg
+		if art.CreatedByID == me {
+			h.Text(articleText(art), idString(art.ID))
 		}
 	}
 	return h, nil
@@ -187,8 +173,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if err := a.checkOpen(); err != nil {
 		return "", err
 	}
-	if !adapters.MarkerToken(t.UpstreamID) {
-		return "", fmt.Errorf("ensure zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
+	if err := input.UpstreamID("ensure", t.UpstreamID); err != nil {
+		return "", err
 	}
 	if !utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments) {
 		return "", fmt.Errorf("ensure zammad ticket for %s: the description, department or comment is not valid UTF-8: %w", t.UpstreamID, adapters.ErrInvalid)
@@ -211,7 +197,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		"state":       state,
 		a.cfg.IDField: t.UpstreamID,
 		"article": articleIn{
-			Subject: title(t), Body: descriptionBody(t), ContentType: "text/plain", Type: "note",
+			Subject: title(t), Body: saas.DescriptionText(t), ContentType: "text/plain", Type: "note",
 			Internal: t.Origin != guestapi.OriginGuest,
 		},
 	}
@@ -260,13 +246,10 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	if err := a.checkOpen(); err != nil {
 		return nil, err
 	}
-	for i, m := range msgs {
-		if !adapters.MarkerToken(m.UpstreamID) {
-			return nil, fmt.Errorf("append to zammad ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
-		}
-		if strings.TrimSpace(m.Body) == "" {
-			return nil, fmt.Errorf("append to zammad ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
-		}
+	if err := input.Messages(ref, msgs); err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
 		if !utf8.ValidString(m.Body) || !utf8.ValidString(m.AuthorName) {
 			return nil, fmt.Errorf("append to zammad ticket %s: message %s: body or author is not valid UTF-8: %w", ref, m.UpstreamID, adapters.ErrInvalid)
 		}
@@ -289,7 +272,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	out := make([]adapters.Appended, 0, len(msgs))
 	state := t.State
 	for _, m := range msgs {
-		if id, ok := h.messages[m.UpstreamID]; ok {
+		if id, ok := h.Messages[m.UpstreamID]; ok {
 			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
 			continue
 		}
@@ -301,14 +284,14 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		}
 		var art zmArticle
 		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", url.Values{"expand": {"true"}}), Op: "append message"},
-			articleIn{TicketID: t.ID, Body: messageBody(m), ContentType: "text/plain", Type: "note", Internal: !m.Public}, &art)
+			articleIn{TicketID: t.ID, Body: saas.MessageText(m), ContentType: "text/plain", Type: "note", Internal: !m.Public}, &art)
 		if err != nil {
 			return nil, fmt.Errorf("append message %s to zammad ticket %d: %w", m.UpstreamID, t.ID, err)
 		}
 		if art.ID == 0 {
 			return nil, fmt.Errorf("append message %s to zammad ticket %d: the answer names no article", m.UpstreamID, t.ID)
 		}
-		h.messages[m.UpstreamID] = idString(art.ID)
+		h.Messages[m.UpstreamID] = idString(art.ID)
 		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(art.ID)})
 	}
 	return out, nil
@@ -364,8 +347,8 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
-	if !adapters.MarkerToken(eventID) || (upstreamMessageID != "" && !adapters.MarkerToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
-		return fmt.Errorf("mark event %q sent on zammad ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
+	if err := input.Sent(ref, eventID, upstreamMessageID); err != nil {
+		return err
 	}
 	t, _, err := a.resolve(ctx, ref)
 	if err != nil {
@@ -379,11 +362,11 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on zammad ticket %s: %w", eventID, ref, err)
 	}
-	if _, ok := h.sent[eventID]; ok {
+	if _, ok := h.Sent[eventID]; ok {
 		return nil
 	}
 	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", nil), Op: "mark sent"},
-		articleIn{TicketID: t.ID, Body: sentBody(eventID, upstreamMessageID), ContentType: "text/plain", Type: "note", Internal: true}, nil)
+		articleIn{TicketID: t.ID, Body: saas.SentText(eventID, upstreamMessageID), ContentType: "text/plain", Type: "note", Internal: true}, nil)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on zammad ticket %d: %w", eventID, t.ID, err)
 	}
@@ -397,8 +380,8 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err := a.checkOpen(); err != nil {
 		return adapters.Found{}, false, err
 	}
-	if !adapters.MarkerToken(upstreamID) {
-		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
+	if err := input.UpstreamID("look up", upstreamID); err != nil {
+		return adapters.Found{}, false, err
 	}
 	ts, err := a.byUpstream(ctx, upstreamID)
 	if err != nil {
@@ -419,5 +402,5 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket for %s: %w", upstreamID, err)
 	}
-	return adapters.Found{Ref: refOf(ts[0].ID), Messages: h.messages, Sent: h.sent}, true, nil
+	return h.Found(refOf(ts[0].ID)), true, nil
 }

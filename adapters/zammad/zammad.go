@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
@@ -93,10 +94,10 @@ type Adapter struct {
 	now       func() time.Time
 	maxEvents int
 
-	mu     sync.Mutex
-	me     *zmUser
-	names  map[int64]string // user id -> display name
-	closed bool
+	mu    sync.Mutex
+	me    *zmUser
+	names map[int64]string // user id -> display name
+	life  saas.Life
 }
 
 var _ adapters.Helpdesk = (*Adapter)(nil)
@@ -121,7 +122,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	cfg = cfg.withDefaults()
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := parseSince(cfg.EventsSince)
+	since, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -177,23 +178,9 @@ func (a *Adapter) String() string {
 func (a *Adapter) GoString() string { return a.String() }
 
 // Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	return nil
-}
+func (a *Adapter) Close() error { return a.life.Close() }
 
-var errClosed = errors.New("zammad adapter is closed")
-
-func (a *Adapter) checkOpen() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errClosed
-	}
-	return nil
-}
+func (a *Adapter) checkOpen() error { return a.life.Check("zammad adapter") }
 
 // url returns the API address of path (below /api/v1) with query.
 func (a *Adapter) url(path string, query url.Values) string {

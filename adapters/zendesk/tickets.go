@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -21,6 +22,9 @@ import (
 // creations. It never changes: a changed namespace would let a retry
 // within Zendesk's two hours create a second ticket.
 var keySpace = uuid.MustParse("b0a3c1d6-5e2f-4c8a-9f17-2d6e8b4a7c35")
+
+// input checks the input of the Helpdesk methods.
+var input = saas.Input{Name: Name}
 
 // chain is the tickets that mirror one upstream ticket, oldest first: the
 // ticket EnsureTicket made and the follow-ups made when it was closed.
@@ -32,12 +36,6 @@ type chain struct {
 func (c chain) root() zdTicket   { return c.tickets[0] }
 func (c chain) active() zdTicket { return c.tickets[len(c.tickets)-1] }
 
-// held is what the bridge's own comments in a chain record.
-type held struct {
-	messages map[string]string // upstream message id -> comment id
-	sent     map[string]string // helpdesk event id -> upstream message id
-}
-
 // EnsureTicket finds the ticket whose external_id names t.UpstreamID, or
 // creates it with the request as its first comment, the department's
 // group, the tag and the mapped status. The creation carries an
@@ -47,8 +45,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if err := a.checkOpen(); err != nil {
 		return "", err
 	}
-	if !adapters.MarkerToken(t.UpstreamID) {
-		return "", fmt.Errorf("ensure zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
+	if err := input.UpstreamID("ensure", t.UpstreamID); err != nil {
+		return "", err
 	}
 	existing, err := a.byExternalID(ctx, t.UpstreamID)
 	if err == nil && len(existing) == 0 {
@@ -65,7 +63,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	in := zdTicketIn{
 		Subject:    subject(t),
-		Comment:    &zdCommentIn{Body: descriptionBody(t), Public: t.Origin == guestapi.OriginGuest},
+		Comment:    &zdCommentIn{Body: saas.DescriptionText(t), Public: t.Origin == guestapi.OriginGuest},
 		ExternalID: externalPrefix + t.UpstreamID,
 		Status:     a.status.Down(t.Status),
 		GroupID:    a.group(t.Department),
@@ -137,13 +135,8 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	if err := a.checkOpen(); err != nil {
 		return nil, err
 	}
-	for i, m := range msgs {
-		if !adapters.MarkerToken(m.UpstreamID) {
-			return nil, fmt.Errorf("append to zendesk ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
-		}
-		if strings.TrimSpace(m.Body) == "" {
-			return nil, fmt.Errorf("append to zendesk ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
-		}
+	if err := input.Messages(ref, msgs); err != nil {
+		return nil, err
 	}
 	if len(msgs) == 0 {
 		return []adapters.Appended{}, nil
@@ -162,7 +155,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	}
 	out := make([]adapters.Appended, 0, len(msgs))
 	for _, m := range msgs {
-		if id, ok := h.messages[m.UpstreamID]; ok {
+		if id, ok := h.Messages[m.UpstreamID]; ok {
 			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
 			continue
 		}
@@ -176,7 +169,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 			}
 			c.tickets = append(c.tickets, ans.Ticket)
 		} else {
-			in := zdTicketIn{Comment: &zdCommentIn{Body: messageBody(m), Public: m.Public}}
+			in := zdTicketIn{Comment: &zdCommentIn{Body: saas.MessageText(m), Public: m.Public}}
 			if m.Public && m.AuthorType == guestapi.AuthorGuest && (active.Status == statusSolved || active.Status == statusPending) {
 				in.Status = statusOpen
 			}
@@ -190,7 +183,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		if cid == 0 {
 			return nil, fmt.Errorf("append message %s to zendesk ticket %d: the answer names no comment", m.UpstreamID, ans.Ticket.ID)
 		}
-		h.messages[m.UpstreamID] = idString(cid)
+		h.Messages[m.UpstreamID] = idString(cid)
 		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(cid)})
 	}
 	return out, nil
@@ -370,8 +363,8 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
-	if !adapters.MarkerToken(eventID) || (upstreamMessageID != "" && !adapters.MarkerToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
-		return fmt.Errorf("mark event %q sent on zendesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
+	if err := input.Sent(ref, eventID, upstreamMessageID); err != nil {
+		return err
 	}
 	c, err := a.resolve(ctx, ref)
 	if err != nil {
@@ -385,7 +378,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on zendesk ticket %s: %w", eventID, ref, err)
 	}
-	if _, ok := h.sent[eventID]; ok {
+	if _, ok := h.Sent[eventID]; ok {
 		return nil
 	}
 	active := c.active()
@@ -395,7 +388,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 			slog.Int64("zendesk_ticket", active.ID), slog.String("event", eventID))
 		return nil
 	}
-	in := zdTicketIn{Comment: &zdCommentIn{Body: sentBody(eventID, upstreamMessageID), Public: false}}
+	in := zdTicketIn{Comment: &zdCommentIn{Body: saas.SentText(eventID, upstreamMessageID), Public: false}}
 	if _, err := a.update(ctx, a.once, active.ID, in, "mark sent"); err != nil {
 		err = a.closedMeanwhile(ctx, active.ID, err)
 		return fmt.Errorf("mark event %s sent on zendesk ticket %d: %w", eventID, active.ID, err)
@@ -409,8 +402,8 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err := a.checkOpen(); err != nil {
 		return adapters.Found{}, false, err
 	}
-	if !adapters.MarkerToken(upstreamID) {
-		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
+	if err := input.UpstreamID("look up", upstreamID); err != nil {
+		return adapters.Found{}, false, err
 	}
 	ts, err := a.chainTickets(ctx, upstreamID)
 	if err != nil {
@@ -431,7 +424,7 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	for _, t := range ts {
 		a.remember(t.ID, upstreamID, ts[0].ID)
 	}
-	return adapters.Found{Ref: refOf(ts[0].ID), Messages: h.messages, Sent: h.sent}, true, nil
+	return h.Found(refOf(ts[0].ID)), true, nil
 }
 
 // remember caches what ticket id mirrors.
@@ -627,30 +620,16 @@ func (a *Adapter) pages(ctx context.Context, path string, query []string, op str
 }
 
 // held reads the markers of the API user's comments in the chain.
-func (a *Adapter) held(ctx context.Context, c chain, me int64) (held, error) {
-	h := held{messages: map[string]string{}, sent: map[string]string{}}
+func (a *Adapter) held(ctx context.Context, c chain, me int64) (saas.Held, error) {
+	h := saas.NewHeld()
 	for _, t := range c.tickets {
 		cs, err := a.comments(ctx, t.ID)
 		if err != nil {
-			return held{}, err
+			return saas.Held{}, err
 		}
 		for _, cm := range cs {
-			if cm.AuthorID != me {
-				continue
-			}
-			mk, ok := adapters.ParseMarker(cm.Body)
-			if !ok {
-				continue
-			}
-			switch mk.Kind {
-			case adapters.MarkerMessage:
-				if _, dup := h.messages[mk.ID]; !dup {
-					h.messages[mk.ID] = idString(cm.ID)
-				}
-			case adapters.MarkerSent:
-				if _, dup := h.sent[mk.ID]; !dup {
-					h.sent[mk.ID] = mk.Arg
-				}
+			if cm.AuthorID == me {
+				h.Text(cm.Body, idString(cm.ID))
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
@@ -99,7 +100,7 @@ type Adapter struct {
 	tickets map[int64]ticketInfo                // Zendesk ticket id -> what it mirrors
 	names   map[int64]string                    // user id -> name
 	holds   map[adapters.Ref]adapters.HeldError // status changes Zendesk holds back
-	closed  bool
+	life    saas.Life
 }
 
 // ticketInfo is what the adapter remembers of a ticket it met in the event
@@ -133,7 +134,8 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	cfg = cfg.withDefaults()
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := parseSince(cfg.EventsSince)
+	sinceT, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
+	since := sinceT.Unix()
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -196,23 +198,9 @@ func (a *Adapter) String() string {
 }
 
 // Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	return nil
-}
+func (a *Adapter) Close() error { return a.life.Close() }
 
-var errClosed = errors.New("zendesk adapter is closed")
-
-func (a *Adapter) checkOpen() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errClosed
-	}
-	return nil
-}
+func (a *Adapter) checkOpen() error { return a.life.Check("zendesk adapter") }
 
 // Check asks Zendesk who the credentials belong to and checks that the
 // user is an admin and that every configured group exists.
