@@ -73,19 +73,7 @@ type Config struct {
 // defaults, reads APIKeyFile into APIKey and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	var c Config
-	if err := saas.LoadConfig(ctx, env, EnvPrefix, Name, &c); err != nil {
-		return Config{}, err
-	}
-	secret, err := adapters.SecretOrFile(EnvPrefix+"API_KEY", c.APIKey, c.APIKeyFile)
-	if err != nil {
-		return Config{}, err
-	}
-	c.APIKey = secret
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile })
 }
 
 // withDefaults fills the unset fields with the defaults of their env tags.

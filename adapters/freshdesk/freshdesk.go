@@ -123,8 +123,9 @@ type Adapter struct {
 	maxPages int
 
 	mu        sync.Mutex
-	me        *fdAgent
+	me        saas.Memo[fdAgent]
 	names     map[int64]string // agent id -> name
+	in        saas.Input       // checks the input of the Helpdesk methods, and that the adapter is open
 	life      saas.Life
 	index     map[string]int64 // upstream id -> ticket id, the lowest when several
 	followups map[int64]int64  // archived ticket id -> its follow-up
@@ -164,18 +165,8 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
 	since, _ := saas.ParseSince(EnvPrefix+"SINCE", cfg.Since)
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
+	log := saas.Logger(deps.Logger)
+	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		base:   base,
 		cfg:    cfg,
@@ -198,20 +189,15 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if cfg.Tag != "none" {
 		a.tags = []string{cfg.Tag}
 	}
-	wrapped := *hc
-	wrapped.Transport = a.rate.Transport(hc.Transport)
+	a.in = saas.Input{Name: Name, Valid: validToken, Life: &a.life}
 	key := cfg.APIKey
-	a.http = &adapters.HTTPClient{
-		HTTP:      &wrapped,
-		Backoff:   opts.Backoff,
-		Header:    http.Header{"User-Agent": {"ticketbridge-freshdesk"}},
+	a.http = saas.Client{
+		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout, Transport: a.rate.Transport,
 		Authorize: func(r *http.Request) { r.SetBasicAuth(key, "X") },
 		Secrets:   []string{key},
 		Wait:      rateLimitWait,
-		Sleep:     opts.Sleep,
-		Now:       now,
-		Logger:    log,
-	}
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: now, Log: log,
+	}.New()
 	return a, nil
 }
 
@@ -321,8 +307,8 @@ func (a *Adapter) fetchSelf(ctx context.Context) (fdAgent, error) {
 	if me.ID == 0 {
 		return fdAgent{}, errors.New("the answer names no agent")
 	}
+	a.me.Set(me)
 	a.mu.Lock()
-	a.me = &me
 	a.names[me.ID] = me.Contact.Name
 	a.mu.Unlock()
 	return me, nil
@@ -330,13 +316,7 @@ func (a *Adapter) fetchSelf(ctx context.Context) (fdAgent, error) {
 
 // self returns the API agent, asking Freshdesk once.
 func (a *Adapter) self(ctx context.Context) (fdAgent, error) {
-	a.mu.Lock()
-	me := a.me
-	a.mu.Unlock()
-	if me != nil {
-		return *me, nil
-	}
-	got, err := a.fetchSelf(ctx)
+	got, err := a.me.Get(ctx, a.fetchSelf)
 	if err != nil {
 		return fdAgent{}, fmt.Errorf("read freshdesk api agent: %w", err)
 	}

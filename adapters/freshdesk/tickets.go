@@ -25,10 +25,6 @@ const overlap = time.Minute
 // the address is new to it.
 const requesterName = "Guest requests"
 
-// input checks the input of the Helpdesk methods; an id must also fit a
-// single-line text field.
-var input = saas.Input{Name: Name, Valid: validToken}
-
 // EnsureTicket finds the ticket whose id field holds t.UpstreamID, or
 // creates it: requested by the configured requester, with the request as
 // its description, the department's group, the tag, the mapped status and
@@ -36,10 +32,7 @@ var input = saas.Input{Name: Name, Valid: validToken}
 // once, and when its outcome is unknown the call fails and the engine's
 // next call finds the ticket if it was made.
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.checkOpen(); err != nil {
-		return "", err
-	}
-	if err := input.UpstreamID("ensure", t.UpstreamID); err != nil {
+	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
 		return "", err
 	}
 	id, err := a.find(ctx, t.UpstreamID)
@@ -137,10 +130,7 @@ func (a *Adapter) up(n int) (guestapi.Status, bool) { return a.status.Up(strconv
 // within the call: when an outcome is unknown the engine calls Append
 // again, which finds the note by its marker if it was made.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := input.Messages(ref, msgs); err != nil {
+	if err := a.in.Messages(ref, msgs); err != nil {
 		return nil, err
 	}
 	if len(msgs) == 0 {
@@ -282,10 +272,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 // since the event was read (the bridge set a status meanwhile, or the
 // delivery was recorded already).
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.checkOpen(); err != nil {
-		return err
-	}
-	if err := input.Sent(ref, eventID, upstreamMessageID); err != nil {
+	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
 	}
 	t, upstream, err := a.resolve(ctx, ref)
@@ -339,10 +326,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 // Lookup finds the ticket whose id field holds upstreamID and reads the
 // markers of the bridge's notes in it.
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.checkOpen(); err != nil {
-		return adapters.Found{}, false, err
-	}
-	if err := input.UpstreamID("look up", upstreamID); err != nil {
+	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
 		return adapters.Found{}, false, err
 	}
 	id, err := a.find(ctx, upstreamID)

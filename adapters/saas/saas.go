@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
 // LoadConfig fills target, a pointer to an env-tagged struct, from the
@@ -117,4 +119,27 @@ func (l *Life) Check(name string) error {
 		return fmt.Errorf("%s %w", name, ErrClosed)
 	}
 	return nil
+}
+
+// Load reads a configuration C with [LoadConfig], replaces its secret by
+// the content of the secret's file when one is named (see
+// [adapters.SecretOrFile]; secretVar is the secret's variable, without
+// prefix), and validates it.
+func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(*C) (value *string, file string)) (C, error) {
+	var c C
+	if err := LoadConfig(ctx, env, prefix, what, &c); err != nil {
+		return c, err
+	}
+	value, file := secret(&c)
+	s, err := adapters.SecretOrFile(prefix+secretVar, *value, file)
+	if err != nil {
+		var zero C
+		return zero, err
+	}
+	*value = s
+	if err := c.Validate(); err != nil {
+		var zero C
+		return zero, err
+	}
+	return c, nil
 }

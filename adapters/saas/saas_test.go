@@ -1,6 +1,7 @@
 package saas_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -99,5 +100,48 @@ func TestHeld(t *testing.T) {
 	f := h.Found("7")
 	if f.Ref != "7" || len(f.Messages) != 2 || f.Messages["m1"] != "c1" || f.Messages["m2"] != "c5" || f.Sent["e1"] != "m9" {
 		t.Errorf("Found: %+v", f)
+	}
+}
+
+func TestCursor(t *testing.T) {
+	c := saas.Cursor{Head: 42, Items: []string{"a", "b"}}
+	s := c.Format("x1:")
+	if s != "x1:42:a,b" {
+		t.Fatalf("Format: %q", s)
+	}
+	got, ok, err := saas.ParseCursor(s, "x1:", "x")
+	if err != nil || !ok || got.Head != 42 || strings.Join(got.Items, ",") != "a,b" {
+		t.Errorf("ParseCursor(%q) = %+v, %v, %v", s, got, ok, err)
+	}
+	if _, ok, err := saas.ParseCursor("", "x1:", "x"); ok || err != nil {
+		t.Errorf("the empty cursor: %v, %v", ok, err)
+	}
+	for _, bad := range []adapters.Cursor{"y1:1:", "x1:1", "x1:-1:", "x1:z:"} {
+		if _, _, err := saas.ParseCursor(bad, "x1:", "x"); !errors.Is(err, adapters.ErrInvalid) {
+			t.Errorf("ParseCursor(%q): %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestMemo(t *testing.T) {
+	var m saas.Memo[int]
+	calls := 0
+	fetch := func(context.Context) (int, error) {
+		calls++
+		if calls == 1 {
+			return 0, errors.New("down")
+		}
+		return 7, nil
+	}
+	if _, err := m.Get(t.Context(), fetch); err == nil {
+		t.Fatal("a failed fetch was kept")
+	}
+	for range 2 {
+		if v, err := m.Get(t.Context(), fetch); err != nil || v != 7 {
+			t.Fatalf("Get: %v, %v", v, err)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("%d fetches, want 2", calls)
 	}
 }

@@ -68,19 +68,7 @@ type Config struct {
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	var c Config
-	if err := saas.LoadConfig(ctx, env, EnvPrefix, Name, &c); err != nil {
-		return Config{}, err
-	}
-	secret, err := adapters.SecretOrFile(EnvPrefix+"TOKEN", c.Token, c.TokenFile)
-	if err != nil {
-		return Config{}, err
-	}
-	c.Token = secret
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
 }
 
 // withDefaults fills the unset fields with the defaults of their env tags.

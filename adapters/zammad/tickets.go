@@ -125,9 +125,6 @@ func (a *Adapter) articles(ctx context.Context, id int64) ([]zmArticle, error) {
 	return out, nil
 }
 
-// input checks the input of the Helpdesk methods.
-var input = saas.Input{Name: Name}
-
 // heldIn reads the markers of the API user's articles of ticket id.
 func (a *Adapter) heldIn(ctx context.Context, id, me int64) (saas.Held, error) {
 	arts, err := a.articles(ctx, id)
@@ -170,10 +167,7 @@ func (a *Adapter) customer(in map[string]any) {
 // again, and the search (answered from the database, without the search
 // index's lag) finds the ticket if it was made.
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.checkOpen(); err != nil {
-		return "", err
-	}
-	if err := input.UpstreamID("ensure", t.UpstreamID); err != nil {
+	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
 		return "", err
 	}
 	if !utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments) {
@@ -243,10 +237,7 @@ var reopenFrom = []string{stateClosed, statePendingClose, statePendingReminder}
 // calls Append again, which finds the article by its marker if it was
 // made.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := input.Messages(ref, msgs); err != nil {
+	if err := a.in.Messages(ref, msgs); err != nil {
 		return nil, err
 	}
 	for _, m := range msgs {
@@ -344,10 +335,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 // note on the ticket, unless one records it already. Zammad lets agents
 // add notes to closed tickets without reopening them.
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.checkOpen(); err != nil {
-		return err
-	}
-	if err := input.Sent(ref, eventID, upstreamMessageID); err != nil {
+	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
 	}
 	t, _, err := a.resolve(ctx, ref)
@@ -377,10 +365,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 // should there be several) and reads the markers of the bridge's articles
 // in it.
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.checkOpen(); err != nil {
-		return adapters.Found{}, false, err
-	}
-	if err := input.UpstreamID("look up", upstreamID); err != nil {
+	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
 		return adapters.Found{}, false, err
 	}
 	ts, err := a.byUpstream(ctx, upstreamID)

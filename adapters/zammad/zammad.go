@@ -95,8 +95,9 @@ type Adapter struct {
 	maxEvents int
 
 	mu    sync.Mutex
-	me    *zmUser
+	me    saas.Memo[zmUser]
 	names map[int64]string // user id -> display name
+	in    saas.Input       // checks the input of the Helpdesk methods, and that the adapter is open
 	life  saas.Life
 }
 
@@ -123,18 +124,8 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
 	since, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
+	log := saas.Logger(deps.Logger)
+	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		base:      base,
 		cfg:       cfg,
@@ -149,17 +140,14 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if a.maxEvents <= 0 {
 		a.maxEvents = DefaultMaxEvents
 	}
+	a.in = saas.Input{Name: Name, Life: &a.life}
 	token := cfg.Token
-	a.http = &adapters.HTTPClient{
-		HTTP:      hc,
-		Backoff:   opts.Backoff,
-		Header:    http.Header{"User-Agent": {"ticketbridge-zammad"}},
+	a.http = saas.Client{
+		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,
 		Authorize: func(r *http.Request) { r.Header.Set("Authorization", "Token token="+token) },
 		Secrets:   []string{token},
-		Sleep:     opts.Sleep,
-		Now:       opts.Now,
-		Logger:    log,
-	}
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
+	}.New()
 	return a, nil
 }
 
@@ -215,9 +203,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 	if me.ID == 0 {
 		return fmt.Errorf("check zammad token: Zammad answered without a user: check %sURL", EnvPrefix)
 	}
-	a.mu.Lock()
-	a.me = &me
-	a.mu.Unlock()
+	a.me.Set(me)
 	if err := a.checkGroups(me); err != nil {
 		return err
 	}
@@ -309,23 +295,16 @@ func (a *Adapter) checkAttributeByTicket(ctx context.Context) error {
 
 // self returns the API user, asking Zammad once.
 func (a *Adapter) self(ctx context.Context) (zmUser, error) {
-	a.mu.Lock()
-	me := a.me
-	a.mu.Unlock()
-	if me != nil {
-		return *me, nil
-	}
-	var out zmUser
-	if _, err := a.get(ctx, "/users/me", nil, "read api user", &out); err != nil {
-		return zmUser{}, fmt.Errorf("read zammad api user: %w", err)
-	}
-	if out.ID == 0 {
-		return zmUser{}, fmt.Errorf("read zammad api user: Zammad answered without a user: check %sURL", EnvPrefix)
-	}
-	a.mu.Lock()
-	a.me = &out
-	a.mu.Unlock()
-	return out, nil
+	return a.me.Get(ctx, func(ctx context.Context) (zmUser, error) {
+		var out zmUser
+		if _, err := a.get(ctx, "/users/me", nil, "read api user", &out); err != nil {
+			return zmUser{}, fmt.Errorf("read zammad api user: %w", err)
+		}
+		if out.ID == 0 {
+			return zmUser{}, fmt.Errorf("read zammad api user: Zammad answered without a user: check %sURL", EnvPrefix)
+		}
+		return out, nil
+	})
 }
 
 // userName returns the display name of user id, asking Zammad once. A user

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
 // cursor is the adapter's position in the incremental ticket event export:
@@ -30,37 +31,23 @@ func (c cursor) String() string {
 	for i, id := range c.skip {
 		ids[i] = idString(id)
 	}
-	return cursorPrefix + strconv.FormatInt(c.start, 10) + ":" + strings.Join(ids, ",")
+	return string(saas.Cursor{Head: c.start, Items: ids}.Format(cursorPrefix))
 }
 
 func parseCursor(s adapters.Cursor, since int64) (cursor, error) {
-	if s == "" {
-		return cursor{start: since}, nil
+	sc, ok, err := saas.ParseCursor(s, cursorPrefix, Name)
+	if err != nil || !ok {
+		return cursor{start: since}, err
 	}
-	bad := fmt.Errorf("read zendesk cursor %q: not a cursor this adapter made: %w", s, adapters.ErrInvalid)
-	rest, ok := strings.CutPrefix(string(s), cursorPrefix)
-	if !ok {
-		return cursor{}, bad
-	}
-	startStr, skipStr, ok := strings.Cut(rest, ":")
-	if !ok {
-		return cursor{}, bad
-	}
-	start, err := strconv.ParseInt(startStr, 10, 64)
-	if err != nil || start < 0 {
-		return cursor{}, bad
-	}
-	c := cursor{start: start}
-	if skipStr != "" {
-		for _, part := range strings.Split(skipStr, ",") {
-			id, err := strconv.ParseInt(part, 10, 64)
-			if err != nil {
-				return cursor{}, bad
-			}
-			c.skip = append(c.skip, id)
+	c := cursor{start: sc.Head}
+	for _, part := range sc.Items {
+		id, err := strconv.ParseInt(part, 10, 64)
+		if err != nil {
+			return cursor{}, saas.BadCursor(s, Name)
 		}
-		slices.Sort(c.skip)
+		c.skip = append(c.skip, id)
 	}
+	slices.Sort(c.skip)
 	return c, nil
 }
 

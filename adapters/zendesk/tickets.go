@@ -23,9 +23,6 @@ import (
 // within Zendesk's two hours create a second ticket.
 var keySpace = uuid.MustParse("b0a3c1d6-5e2f-4c8a-9f17-2d6e8b4a7c35")
 
-// input checks the input of the Helpdesk methods.
-var input = saas.Input{Name: Name}
-
 // chain is the tickets that mirror one upstream ticket, oldest first: the
 // ticket EnsureTicket made and the follow-ups made when it was closed.
 type chain struct {
@@ -42,10 +39,7 @@ func (c chain) active() zdTicket { return c.tickets[len(c.tickets)-1] }
 // Idempotency-Key derived from its payload, so a retry after a lost answer
 // gets the first ticket back.
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.checkOpen(); err != nil {
-		return "", err
-	}
-	if err := input.UpstreamID("ensure", t.UpstreamID); err != nil {
+	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
 		return "", err
 	}
 	existing, err := a.byExternalID(ctx, t.UpstreamID)
@@ -132,10 +126,7 @@ func (a *Adapter) update(ctx context.Context, c *adapters.HTTPClient, id int64, 
 // the engine calls Append again, which finds the comment by its marker if
 // it was made.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := input.Messages(ref, msgs); err != nil {
+	if err := a.in.Messages(ref, msgs); err != nil {
 		return nil, err
 	}
 	if len(msgs) == 0 {
@@ -360,10 +351,7 @@ func (a *Adapter) Held(context.Context) []adapters.HeldError {
 // cannot take the note; the delivery then goes unrecorded (the engine's
 // state still holds it) and is logged.
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.checkOpen(); err != nil {
-		return err
-	}
-	if err := input.Sent(ref, eventID, upstreamMessageID); err != nil {
+	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
 	}
 	c, err := a.resolve(ctx, ref)
@@ -399,10 +387,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 // Lookup finds the tickets whose external_id names upstreamID and reads
 // the markers of the bridge's comments in them.
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.checkOpen(); err != nil {
-		return adapters.Found{}, false, err
-	}
-	if err := input.UpstreamID("look up", upstreamID); err != nil {
+	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
 		return adapters.Found{}, false, err
 	}
 	ts, err := a.chainTickets(ctx, upstreamID)

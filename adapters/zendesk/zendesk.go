@@ -96,10 +96,11 @@ type Adapter struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	me      *zdUser
+	me      saas.Memo[zdUser]
 	tickets map[int64]ticketInfo                // Zendesk ticket id -> what it mirrors
 	names   map[int64]string                    // user id -> name
 	holds   map[adapters.Ref]adapters.HeldError // status changes Zendesk holds back
+	in      saas.Input                          // checks the input of the Helpdesk methods, and that the adapter is open
 	life    saas.Life
 }
 
@@ -136,18 +137,8 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	groups, _ := ParseGroups(cfg.Groups)
 	sinceT, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
 	since := sinceT.Unix()
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
+	log := saas.Logger(deps.Logger)
+	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		now:      now,
 		base:     base,
@@ -168,21 +159,16 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		a.tags = []string{cfg.Tag}
 	}
 	user, token := cfg.Email+"/token", cfg.Token
-	newClient := func(attempts int) *adapters.HTTPClient {
-		return &adapters.HTTPClient{
-			HTTP:        hc,
-			Backoff:     opts.Backoff,
-			MaxAttempts: attempts,
-			Header:      http.Header{"User-Agent": {"ticketbridge-zendesk"}},
-			Authorize:   func(r *http.Request) { r.SetBasicAuth(user, token) },
-			Secrets:     []string{token},
-			Sleep:       opts.Sleep,
-			Now:         opts.Now,
-			Logger:      log,
-		}
+	client := saas.Client{
+		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,
+		Authorize: func(r *http.Request) { r.SetBasicAuth(user, token) },
+		Secrets:   []string{token},
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
 	}
-	a.http = newClient(0)
-	a.once = newClient(1)
+	a.in = saas.Input{Name: Name, Life: &a.life}
+	a.http = client.New()
+	client.MaxAttempts = 1
+	a.once = client.New()
 	return a, nil
 }
 
@@ -222,9 +208,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 	if out.User.Role != "admin" {
 		return fmt.Errorf("check zendesk credentials: %s is a Zendesk %s, but the bridge reads agents' work through the incremental ticket event export, which needs an admin: give the user the admin role or use an admin's address and token", a.cfg.Email, adapters.OrNone(out.User.Role))
 	}
-	a.mu.Lock()
-	a.me = &out.User
-	a.mu.Unlock()
+	a.me.Set(out.User)
 	check := map[int64]string{}
 	if a.cfg.Group != 0 {
 		check[a.cfg.Group] = EnvPrefix + "GROUP"
@@ -246,25 +230,18 @@ func (a *Adapter) Check(ctx context.Context) error {
 
 // self returns the API user, asking Zendesk once.
 func (a *Adapter) self(ctx context.Context) (zdUser, error) {
-	a.mu.Lock()
-	me := a.me
-	a.mu.Unlock()
-	if me != nil {
-		return *me, nil
-	}
-	var out struct {
-		User zdUser `json:"user"`
-	}
-	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/me"), Op: "read api user"}, nil, &out); err != nil {
-		return zdUser{}, fmt.Errorf("read zendesk api user: %w", err)
-	}
-	if out.User.ID == 0 {
-		return zdUser{}, fmt.Errorf("read zendesk api user: Zendesk answered as an anonymous user: check %sEMAIL and the API token: %w", EnvPrefix, adapters.ErrAuth)
-	}
-	a.mu.Lock()
-	a.me = &out.User
-	a.mu.Unlock()
-	return out.User, nil
+	return a.me.Get(ctx, func(ctx context.Context) (zdUser, error) {
+		var out struct {
+			User zdUser `json:"user"`
+		}
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/me"), Op: "read api user"}, nil, &out); err != nil {
+			return zdUser{}, fmt.Errorf("read zendesk api user: %w", err)
+		}
+		if out.User.ID == 0 {
+			return zdUser{}, fmt.Errorf("read zendesk api user: Zendesk answered as an anonymous user: check %sEMAIL and the API token: %w", EnvPrefix, adapters.ErrAuth)
+		}
+		return out.User, nil
+	})
 }
 
 // url returns the API address of path (below /api/v2, without .json) with
