@@ -222,10 +222,15 @@ func (a *Adapter) closedMeanwhile(ctx context.Context, id int64, err error) erro
 // ticket left it, so it counts as open. A closed ticket stays closed for a
 // closing status; for any other the request was reopened and a follow-up
 // ticket says so.
-func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) (err error) {
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
+	defer func() {
+		if err == nil {
+			a.release(ref) // whatever was held of ref is settled
+		}
+	}()
 	if !s.Known() {
 		return fmt.Errorf("set status of zendesk ticket %s: unknown status %q: %w", ref, s, adapters.ErrInvalid)
 	}
@@ -272,7 +277,6 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 	if err != nil {
 		return fmt.Errorf("set status of zendesk ticket %d to %s: %w", active.ID, target, a.closedMeanwhile(ctx, active.ID, err))
 	}
-	a.release(ref)
 	return nil
 }
 

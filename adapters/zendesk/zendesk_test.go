@@ -673,6 +673,18 @@ func TestSolveHeldForRequiredFields(t *testing.T) {
 	if h := a.Held(t.Context()); len(h) != 1 || h[0].Ref != ref {
 		t.Fatalf("Held: %+v", h)
 	}
+	// The guest reopens: nothing is held any more, and the next done is
+	// held again.
+	if err := a.SetStatus(t.Context(), ref, guestapi.StatusInProgress); err != nil {
+		t.Fatal(err)
+	}
+	if h := a.Held(t.Context()); len(h) != 0 {
+		t.Fatalf("Held after in_progress: %+v", h)
+	}
+	var held *adapters.HeldError
+	if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); !errors.As(err, &held) {
+		t.Fatalf("SetStatus done again: %v", err)
+	}
 	if err := e.fake.SetField(mustRef(t, ref), 9001, "214"); err != nil {
 		t.Fatal(err)
 	}
