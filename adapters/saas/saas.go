@@ -143,3 +143,19 @@ func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lo
 	}
 	return c, nil
 }
+
+// Build is the body of a SaaS adapter's Factory: it loads the
+// configuration from deps.Env with load and makes the adapter with newA
+// and the zero options.
+func Build[C, O any, A adapters.Helpdesk](ctx context.Context, deps adapters.Deps, load func(context.Context, envconfig.Lookuper) (C, error), newA func(C, adapters.Deps, O) (A, error)) (adapters.Helpdesk, error) {
+	cfg, err := load(ctx, deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	var opts O
+	a, err := newA(cfg, deps, opts)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return a, nil
+}

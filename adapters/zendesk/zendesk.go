@@ -119,11 +119,7 @@ var _ adapters.Holder = (*Adapter)(nil)
 // Factory builds the adapter from the TICKETBRIDGE_ZENDESK_* variables of
 // deps.Env; see [LoadConfig].
 func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
-	cfg, err := LoadConfig(ctx, deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg, deps, Options{})
+	return saas.Build(ctx, deps, LoadConfig, New)
 }
 
 // New returns an adapter for cfg, checked with [Config.Validate]. It makes
