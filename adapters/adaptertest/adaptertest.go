@@ -8,8 +8,11 @@
 // the contract of [adapters.Helpdesk]: idempotent creates and appends, public
 // versus internal messages, author and time in the mirrored text, statuses
 // both ways, cursors, own writes never reported, lookup after the bridge's
-// state is lost, errors for unknown tickets and bad input, and text kept
-// intact.
+// state is lost, errors for unknown tickets and bad input, text kept
+// intact, and, where the harness can make the backend fail, refused
+// credentials as adapters.ErrAuth, outages and rate limits as temporary
+// errors that a repeat completes once, no credential in any error or log,
+// and archived tickets found again.
 //
 // It is not a unit test of any one adapter (each adapter tests its own
 // details, such as its wire format, next to this suite), and it is not a
@@ -99,6 +102,18 @@ type Harness struct {
 	Settle func(t testing.TB)
 	// Caps says what the adapter can do.
 	Caps Caps
+	// Faults, when set, makes the backend fail as a real helpdesk does;
+	// the cases AuthRefused, OutageTemporary and RateLimited need it.
+	Faults Faults
+	// Secrets are the credentials the adapter was given; no error of the
+	// fault cases and nothing in Logs may show one.
+	Secrets []string
+	// Logs, when set, returns what the adapters logged so far.
+	Logs func() string
+	// Archive, when set, archives the ticket as the helpdesk does with
+	// tickets closed long ago (closing it first when it must be); the
+	// case ArchivedTicket needs it.
+	Archive func(t testing.TB, ref adapters.Ref)
 }
 
 // maxPages bounds how many Changes calls draining a cursor may take.
@@ -144,6 +159,10 @@ func Run(t *testing.T, h Harness) {
 		{"TextPreserved", s.testText},
 		{"ClosedTicket", s.testClosed},
 		{"ConcurrentTickets", s.testConcurrent},
+		{"AuthRefused", s.testAuthRefused},
+		{"OutageTemporary", s.testOutageTemporary},
+		{"RateLimited", s.testRateLimited},
+		{"ArchivedTicket", s.testArchived},
 	}
 	for _, c := range cases {
 		t.Run(c.name, c.f)

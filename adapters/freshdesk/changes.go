@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
 // cursor is the adapter's position in the stream of the helpdesk's
@@ -33,36 +35,22 @@ func (c cursor) String() string {
 	for i, id := range ids {
 		ids[i] = id + "@" + strconv.FormatInt(c.seen[id], 10)
 	}
-	return cursorPrefix + strconv.FormatInt(c.at.Unix(), 10) + ":" + strings.Join(ids, ",")
+	return string(saas.Cursor{Head: c.at.Unix(), Items: ids}.Format(cursorPrefix))
 }
 
 func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
-	if s == "" {
-		return cursor{at: since, seen: map[string]int64{}}, nil
+	sc, ok, err := saas.ParseCursor(s, cursorPrefix, Name)
+	if err != nil || !ok {
+		return cursor{at: since, seen: map[string]int64{}}, err
 	}
-	bad := fmt.Errorf("read freshdesk cursor %q: not a cursor this adapter made: %w", s, adapters.ErrInvalid)
-	rest, ok := strings.CutPrefix(string(s), cursorPrefix)
-	if !ok {
-		return cursor{}, bad
-	}
-	atStr, seenStr, ok := strings.Cut(rest, ":")
-	if !ok {
-		return cursor{}, bad
-	}
-	at, err := strconv.ParseInt(atStr, 10, 64)
-	if err != nil || at < 0 {
-		return cursor{}, bad
-	}
-	c := cursor{at: time.Unix(at, 0).UTC(), seen: map[string]int64{}}
-	if seenStr != "" {
-		for _, part := range strings.Split(seenStr, ",") {
-			id, tStr, ok := strings.Cut(part, "@")
-			t, err := strconv.ParseInt(tStr, 10, 64)
-			if !ok || err != nil || !validToken(id) {
-				return cursor{}, bad
-			}
-			c.seen[id] = t
+	c := cursor{at: time.Unix(sc.Head, 0).UTC(), seen: map[string]int64{}}
+	for _, part := range sc.Items {
+		id, tStr, ok := strings.Cut(part, "@")
+		t, err := strconv.ParseInt(tStr, 10, 64)
+		if !ok || err != nil || !validToken(id) {
+			return cursor{}, saas.BadCursor(s, Name)
 		}
+		c.seen[id] = t
 	}
 	return c, nil
 }
@@ -107,10 +95,11 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		if ev, ok := a.statusEvent(t, upstream); ok {
 			statuses[t.ID] = ev
 		}
-		cs, err := a.conversations(ctx, t.ID)
+		cs, err := a.conversations(ctx, t)
 		if errors.Is(err, adapters.ErrNotFound) {
 			// Deleted since it was listed: it has nothing more to say.
-			a.log.InfoContext(ctx, "freshdesk ticket gone while reading changes", "ticket", upstream, "op", "read changes", "freshdesk_ticket", t.ID)
+			a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk ticket gone while reading changes",
+				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("freshdesk_ticket", t.ID))
 			return nil
 		}
 		if err != nil {
@@ -137,7 +126,8 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 			}
 			body := strings.TrimRight(cv.text(), " \t\n")
 			if strings.TrimSpace(body) == "" {
-				a.log.InfoContext(ctx, "freshdesk conversation without text not carried upstream", "ticket", upstream, "op", "read changes", "conversation", cv.ID)
+				a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk conversation without text not carried upstream",
+					slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("conversation", cv.ID))
 				continue
 			}
 			name, err := a.agentName(ctx, cv.UserID)

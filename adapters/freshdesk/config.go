@@ -11,23 +11,17 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
 const EnvPrefix = "TICKETBRIDGE_FRESHDESK_"
 
-// Defaults of [Config].
-const (
-	DefaultIDField     = "cf_guest_request_id"
-	DefaultStatusField = "cf_guest_request_status"
-	// DefaultRequester is the requester of the tickets the bridge creates.
-	// The .invalid domain is reserved (RFC 2606): mail Freshdesk sends to
-	// the requester can never be delivered to anybody.
-	DefaultRequester = "guest-requests@ticketbridge.invalid"
-	DefaultTag       = "ticketbridge"
-	DefaultTimeout   = 30 * time.Second
-	DefaultPageSize  = 100 // Freshdesk's maximum per_page
-)
+// DefaultRequester is the requester of the tickets the bridge creates, the
+// default of Config.Requester. The .invalid domain is reserved (RFC 2606):
+// mail Freshdesk sends to the requester can never be delivered to anybody.
+// The other defaults of [Config] are its env tags'.
+const DefaultRequester = "guest-requests@ticketbridge.invalid"
 
 // Config is the adapter's configuration, read from the
 // TICKETBRIDGE_FRESHDESK_* variables by [LoadConfig]. Its String, GoString
@@ -79,46 +73,12 @@ type Config struct {
 // defaults, reads APIKeyFile into APIKey and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	if env == nil {
-		env = envconfig.MapLookuper(nil)
-	}
-	var c Config
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   &c,
-		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
-	}); err != nil {
-		return Config{}, fmt.Errorf("read freshdesk configuration: %w", err)
-	}
-	secret, err := adapters.SecretOrFile(EnvPrefix+"API_KEY", c.APIKey, c.APIKeyFile)
-	if err != nil {
-		return Config{}, err
-	}
-	c.APIKey = secret
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile })
 }
 
+// withDefaults fills the unset fields with the defaults of their env tags.
 func (c Config) withDefaults() Config {
-	if c.IDField == "" {
-		c.IDField = DefaultIDField
-	}
-	if c.StatusField == "" {
-		c.StatusField = DefaultStatusField
-	}
-	if c.Requester == "" {
-		c.Requester = DefaultRequester
-	}
-	if c.Tag == "" {
-		c.Tag = DefaultTag
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.PageSize == 0 {
-		c.PageSize = DefaultPageSize
-	}
+	saas.Defaults(&c)
 	return c
 }
 
@@ -156,7 +116,7 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.Tag, ",\t\r\n") || len([]rune(c.Tag)) > 32 {
 		return fmt.Errorf("%sTAG %q: a Freshdesk tag holds at most 32 characters and no commas or line breaks", EnvPrefix, c.Tag)
 	}
-	if _, err := parseSince(c.Since); err != nil {
+	if _, err := saas.ParseSince(EnvPrefix+"SINCE", c.Since); err != nil {
 		return err
 	}
 	if c.Timeout < 0 {
@@ -173,7 +133,7 @@ func (c Config) Validate() error {
 func checkField(v, name string) error {
 	rest, ok := strings.CutPrefix(name, "cf_")
 	if !ok || rest == "" || strings.TrimLeft(rest, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
-		return fmt.Errorf("%s%s %q is not the API name of a custom field: Freshdesk names them cf_ and the label in lower case with underscores, e.g. %s", EnvPrefix, v, name, DefaultIDField)
+		return fmt.Errorf("%s%s %q is not the API name of a custom field: Freshdesk names them cf_ and the label in lower case with underscores, e.g. cf_guest_request_id", EnvPrefix, v, name)
 	}
 	return nil
 }
@@ -230,22 +190,4 @@ func ParseGroups(s string) (map[string]int64, error) {
 		}
 		return id, nil
 	})
-}
-
-// parseSince parses Since: empty (the zero time), an RFC 3339 time or a
-// date.
-func parseSince(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			if t.Unix() < 0 {
-				return time.Time{}, fmt.Errorf("%sSINCE %q is before 1970", EnvPrefix, s)
-			}
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%sSINCE %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", EnvPrefix, s)
 }

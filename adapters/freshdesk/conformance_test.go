@@ -160,6 +160,24 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 	return snap, nil
 }
 
+// faults makes the fake fail as Freshdesk does, for the suite's fault
+// cases.
+type faults struct{ e *env }
+
+func (f faults) RefuseCredentials(testing.TB) {
+	f.e.fake.Inject(freshdeskfake.Fault{Status: 401, Times: 1 << 30, Body: `{"code":"invalid_credentials","message":"You have to be logged in to perform this action."}`})
+}
+
+func (f faults) Unavailable(testing.TB) {
+	f.e.fake.Inject(freshdeskfake.Fault{Status: 503, Times: 1 << 30, Body: `{"message":"unavailable","echo":"` + testKey + `:X"}`})
+}
+
+func (f faults) RateLimit(_ testing.TB, n int) {
+	f.e.fake.Inject(freshdeskfake.Fault{Status: 429, RetryAfter: "7", Times: n})
+}
+
+func (f faults) Restore(testing.TB) { f.e.fake.ClearFaults() }
+
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -192,6 +210,12 @@ func TestConformance(t *testing.T) {
 				AgentStatuses: []string{"4"},
 				UnknownRef:    "999999",
 				Caps:          adaptertest.Caps{MarkSent: true, AuthorName: true},
+				// No Archive: Freshdesk cannot find an archived ticket by
+				// a custom field, so a fresh instance does not find one
+				// without a follow-up (TestArchivedTicket covers the rest).
+				Faults:  faults{e},
+				Secrets: []string{testKey},
+				Logs:    e.logs.String,
 			})
 			if bytes.Contains([]byte(e.logs.String()), []byte(testKey)) {
 				t.Errorf("the API key appears in the adapter's log")

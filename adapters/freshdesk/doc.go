@@ -27,10 +27,12 @@
 //     author, the author type and the time ("Ada Guest (guest),
 //     2026-03-14 09:33 UTC"); its last line is a marker, "[ticketbridge
 //     message <upstream id>]". The text is sent as HTML that shows it
-//     unchanged (see textHTML) and read back from body_text, with the text
-//     of the HTML body as a fallback; the marker's characters read the same
-//     in both. Only the last line of the API agent's own notes counts as a
-//     marker.
+//     unchanged (see textHTML). Markers are read from the HTML body, parsed
+//     with golang.org/x/net/html, where <br> keeps the marker on a line of
+//     its own; body_text is only a fallback, because the reference promises
+//     no more of it than "content in plain text" and a body_text with its
+//     lines run together has no last line. Only the last line of the API
+//     agent's own notes counts as a marker.
 //   - A guest's new public message on a pending, resolved or closed ticket
 //     reopens it (status open) before the note is added.
 //   - Agents' work is read back by Changes: a reply, or a public note, by
@@ -41,6 +43,14 @@
 //   - MarkSent writes a private note ending in "[ticketbridge sent <event
 //     id> <upstream message id>]", which Lookup reads back after a state
 //     loss.
+//
+// # Archived tickets
+//
+// Freshdesk archives tickets closed and untouched for 120 days; the
+// adapter reads them through /api/v2/tickets/archived/{id} and puts what
+// comes after in a follow-up ticket (see archived.go). An archived ticket
+// without a follow-up is not found after a state loss: Freshdesk offers no
+// search of archived tickets by a custom field.
 //
 // # Statuses
 //
@@ -71,8 +81,12 @@
 // a listing cannot make another slip through, and no listing meets
 // Freshdesk's 300-page cap. Lists have no lag. An instance reads the list
 // once from TICKETBRIDGE_FRESHDESK_SINCE (one request per 100 tickets
-// updated since then) and afterwards only what changed since its last
-// listing, less a minute, keeping upstream id to ticket id in memory.
+// updated since then), keeping upstream id to ticket id in memory, and
+// afterwards lists for a lookup only after a creation whose outcome is
+// unknown: it remembers the tickets it makes, and Changes lists what
+// changed anyway. The ticket list has the smallest of Freshdesk's
+// per-endpoint budgets; a lookup after a state loss costs one listing for
+// all tickets.
 //
 // Changes lists the tickets updated since its cursor less a minute and
 // reads the conversations of each one that mirrors a guest request; the
@@ -89,7 +103,9 @@
 // not take them (Freshdesk has no idempotency key: when an outcome is
 // unknown the call fails, and the next call finds the ticket or the note if
 // it was made). While Freshdesk asked to wait, the adapter's other requests
-// are held back without being sent. See [Adapter.RateLimit].
+// of the same endpoint (of every endpoint when the account's budget is
+// spent) are held back without being sent. See [Adapter.RateLimit] and
+// [Adapter.EndpointLimits].
 //
 // Per guest request the adapter spends: one creation, one note per
 // upstream message, one update per status change Freshdesk does not
@@ -119,6 +135,9 @@
 // https://developers.freshdesk.com/api/, whose sections are:
 //
 //   - Authentication (API key as user name, "X" as password): #authentication
+//   - Archived tickets: #view_an_archived_ticket, and the article on
+//     ticket archiving,
+//     https://support.freshdesk.com/support/solutions/articles/212901
 //   - Create, view, update and list tickets (updated_since, order_by,
 //     order_type, the 300-page cap): #create_ticket, #view_a_ticket,
 //     #update_ticket, #list_all_tickets

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
@@ -118,16 +119,19 @@ type Adapter struct {
 	status   adapters.StatusMap
 	log      *slog.Logger
 	http     *adapters.HTTPClient
-	rate     *rateState
+	rate     *adapters.Budgets
 	maxPages int
 
-	mu      sync.Mutex
-	me      *fdAgent
-	names   map[int64]string // agent id -> name
-	closed  bool
-	index   map[string]int64 // upstream id -> ticket id, the lowest when several
-	mark    time.Time        // the index holds every ticket updated before mark - overlap
-	scanned bool             // mark is set
+	mu        sync.Mutex
+	me        saas.Memo[fdAgent]
+	names     map[int64]string // agent id -> name
+	in        saas.Input       // checks the input of the Helpdesk methods, and that the adapter is open
+	life      saas.Life
+	index     map[string]int64 // upstream id -> ticket id, the lowest when several
+	followups map[int64]int64  // archived ticket id -> its follow-up
+	mark      time.Time        // the index holds every ticket updated before mark - overlap
+	scanned   bool             // mark is set
+	unsure    bool             // a creation's outcome is unknown: list before trusting the index
 
 	scanMu sync.Mutex // one index refresh at a time
 }
@@ -140,11 +144,7 @@ var (
 // Factory builds the adapter from the TICKETBRIDGE_FRESHDESK_* variables
 // of deps.Env; see [LoadConfig].
 func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
-	cfg, err := LoadConfig(ctx, deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg, deps, Options{})
+	return saas.Build(ctx, deps, LoadConfig, New)
 }
 
 // New returns an adapter for cfg, checked with [Config.Validate], and the
@@ -160,30 +160,24 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	}
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := parseSince(cfg.Since)
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
+	since, _ := saas.ParseSince(EnvPrefix+"SINCE", cfg.Since)
+	log := saas.Logger(deps.Logger)
+	now := saas.Clock(opts.Now)
 	a := &Adapter{
-		base:     base,
-		cfg:      cfg,
-		groups:   groups,
-		since:    since,
-		status:   sm,
-		log:      log,
-		rate:     &rateState{now: now, log: log},
-		maxPages: opts.MaxListPages,
-		names:    map[int64]string{},
-		index:    map[string]int64{},
+		base:   base,
+		cfg:    cfg,
+		groups: groups,
+		since:  since,
+		status: sm,
+		log:    log,
+		rate: &adapters.Budgets{
+			Endpoint: endpoint, TotalHeader: "X-RateLimit-Total", RemainingHeader: "X-RateLimit-Remaining",
+			Now: now, Log: log, What: "freshdesk",
+		},
+		maxPages:  opts.MaxListPages,
+		names:     map[int64]string{},
+		index:     map[string]int64{},
+		followups: map[int64]int64{},
 	}
 	if a.maxPages <= 0 {
 		a.maxPages = defaultMaxListPages
@@ -191,20 +185,15 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if cfg.Tag != "none" {
 		a.tags = []string{cfg.Tag}
 	}
-	wrapped := *hc
-	wrapped.Transport = &rateTransport{next: hc.Transport, state: a.rate}
+	a.in = saas.Input{Name: Name, Valid: validToken, Life: &a.life}
 	key := cfg.APIKey
-	a.http = &adapters.HTTPClient{
-		HTTP:      &wrapped,
-		Backoff:   opts.Backoff,
-		Header:    http.Header{"User-Agent": {"ticketbridge-freshdesk"}},
+	a.http = saas.Client{
+		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout, Transport: a.rate.Transport,
 		Authorize: func(r *http.Request) { r.SetBasicAuth(key, "X") },
 		Secrets:   []string{key},
 		Wait:      rateLimitWait,
-		Sleep:     opts.Sleep,
-		Now:       now,
-		Logger:    log,
-	}
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: now, Log: log,
+	}.New()
 	return a, nil
 }
 
@@ -221,23 +210,9 @@ func (a *Adapter) Status() adapters.StatusMap { return a.status }
 func (a *Adapter) String() string { return "freshdesk adapter for " + a.base }
 
 // Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	return nil
-}
+func (a *Adapter) Close() error { return a.life.Close() }
 
-var errClosed = errors.New("freshdesk adapter is closed")
-
-func (a *Adapter) checkOpen() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errClosed
-	}
-	return nil
-}
+func (a *Adapter) checkOpen() error { return a.life.Check("freshdesk adapter") }
 
 // Check asks Freshdesk whose API key it is, and checks that the agent sees
 // every ticket, that both custom fields exist as single-line text and that
@@ -328,8 +303,8 @@ func (a *Adapter) fetchSelf(ctx context.Context) (fdAgent, error) {
 	if me.ID == 0 {
 		return fdAgent{}, errors.New("the answer names no agent")
 	}
+	a.me.Set(me)
 	a.mu.Lock()
-	a.me = &me
 	a.names[me.ID] = me.Contact.Name
 	a.mu.Unlock()
 	return me, nil
@@ -337,13 +312,7 @@ func (a *Adapter) fetchSelf(ctx context.Context) (fdAgent, error) {
 
 // self returns the API agent, asking Freshdesk once.
 func (a *Adapter) self(ctx context.Context) (fdAgent, error) {
-	a.mu.Lock()
-	me := a.me
-	a.mu.Unlock()
-	if me != nil {
-		return *me, nil
-	}
-	got, err := a.fetchSelf(ctx)
+	got, err := a.me.Get(ctx, a.fetchSelf)
 	if err != nil {
 		return fdAgent{}, fmt.Errorf("read freshdesk api agent: %w", err)
 	}

@@ -471,25 +471,80 @@ func TestRateLimited(t *testing.T) {
 		t.Errorf("no warning when the budget ran low:\n%s", e.logs.String())
 	}
 
-	// A wait longer than the client sits out: the call fails temporarily,
-	// and until the time is up nothing reaches Freshdesk.
-	e.fake.Inject(freshdeskfake.Fault{Path: "/api/v2/tickets", Status: http.StatusTooManyRequests, RetryAfter: "120"})
-	_, _, err = a.Lookup(ctx, "someone-else")
+	// A wait longer than the client sits out, for the ticket list, with
+	// the account's budget left: the listing fails temporarily, until the
+	// time is up no listing reaches Freshdesk, and notes still do.
+	e.clock.Advance(time.Minute)
+	e.fake.Inject(freshdeskfake.Fault{Method: "GET", Path: "/api/v2/tickets", Status: http.StatusTooManyRequests, RetryAfter: "120",
+		Header: http.Header{"X-Ratelimit-Total": {"4"}, "X-Ratelimit-Remaining": {"3"}}})
+	_, _, err = a.Changes(ctx, "")
 	var herr *adapters.HTTPError
 	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter != 120*time.Second || !(herr.Class == httpretry.Retryable) {
-		t.Fatalf("Lookup during a long 429: %v", err)
+		t.Fatalf("Changes during a long 429: %v", err)
 	}
-	before := len(e.fake.Requests())
-	_, _, err = a.Lookup(ctx, "someone-else")
+	before := e.requests("GET", "/api/v2/tickets")
+	_, _, err = a.Changes(ctx, "")
 	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter <= 0 {
-		t.Errorf("second Lookup during the wait: %v", err)
+		t.Errorf("second Changes during the wait: %v", err)
 	}
-	if after := len(e.fake.Requests()); after != before {
-		t.Errorf("%d requests reached Freshdesk while it asked to wait", after-before)
+	if after := e.requests("GET", "/api/v2/tickets"); after != before {
+		t.Errorf("%d listings reached Freshdesk while it asked to wait", after-before)
+	}
+	if _, ok := a.EndpointLimits()[freshdesk.EndpointTicketsList]; !ok {
+		t.Errorf("EndpointLimits() = %v, want the ticket list blocked", a.EndpointLimits())
+	}
+	if _, err := a.Append(ctx, ref, []adapters.Message{guestMessage("while the list waits", true)}); err != nil {
+		t.Errorf("Append while only the ticket list is blocked: %v", err)
 	}
 	e.clock.Advance(2 * time.Minute)
-	if _, _, err := a.Lookup(ctx, "someone-else"); err != nil {
-		t.Errorf("Lookup after the wait: %v", err)
+	if _, _, err := a.Changes(ctx, ""); err != nil {
+		t.Errorf("Changes after the wait: %v", err)
+	}
+}
+
+// TestLookupsSpareTheTicketList: the ticket list has Freshdesk's smallest
+// budget (20 a minute on the Growth plan). An instance lists once for its
+// first lookup and then answers EnsureTicket and Lookup from what it
+// knows, listing again only after a creation whose outcome is unknown;
+// with a budget of one listing a minute, every creation still goes
+// through.
+func TestLookupsSpareTheTicketList(t *testing.T) {
+	e := newEnv(t, freshdeskfake.Options{EndpointLimits: map[string]int{freshdeskfake.EndpointTicketsList: 1}})
+	a := e.open(t, e.config())
+	var ups []adapters.Ticket
+	for i := range 5 {
+		up := upstreamTicket(fmt.Sprintf("Request %d", i))
+		ups = append(ups, up)
+		if _, err := a.EnsureTicket(ctx, up); err != nil {
+			t.Fatalf("EnsureTicket %d: %v", i, err)
+		}
+	}
+	for _, up := range ups {
+		if _, ok, err := a.Lookup(ctx, up.UpstreamID); err != nil || !ok {
+			t.Fatalf("Lookup: %v, %v", ok, err)
+		}
+	}
+	if n := e.requests("GET", "/api/v2/tickets"); n != 1 {
+		t.Errorf("%d listings for 5 creations and 5 lookups, want 1", n)
+	}
+	e.mu.Lock()
+	sleeps := len(e.sleeps)
+	e.mu.Unlock()
+	if sleeps != 0 {
+		t.Errorf("%d waits for the list budget, want none", sleeps)
+	}
+
+	e.clock.Advance(time.Minute)
+	up := upstreamTicket("Lost answer")
+	e.fake.Inject(freshdeskfake.Fault{Method: "POST", Path: "/api/v2/tickets", Status: http.StatusBadGateway, AfterApply: true})
+	if _, err := a.EnsureTicket(ctx, up); err == nil {
+		t.Fatal("EnsureTicket succeeded although the answer was lost")
+	}
+	if _, err := a.EnsureTicket(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Tickets()); n != 6 {
+		t.Errorf("%d tickets, want 6: the retry after a lost answer must find the ticket", n)
 	}
 }
 
@@ -657,3 +712,117 @@ func TestAgentPublicNote(t *testing.T) {
 		t.Errorf("events %+v", evs)
 	}
 }
+
+// TestMarkersWithFlatBodyText: a Freshdesk whose body_text runs a note's
+// lines together still lets a fresh adapter (the bridge's state lost) find
+// the notes it wrote, by the marker on the last line of the HTML body, so
+// that a retried Append writes nothing twice.
+func TestMarkersWithFlatBodyText(t *testing.T) {
+	e := newEnv(t, freshdeskfake.Options{FlatBodyText: true})
+	a := e.open(t, e.config())
+	up := upstreamTicket("Kettle")
+	ref, err := a.EnsureTicket(ctx, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := guestMessage("It is broken.\nPlease hurry.", true)
+	if _, err := a.Append(ctx, ref, []adapters.Message{msg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.MarkSent(ctx, ref, "conv-77", "m-77"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.ticket(t, ref).Conversations[0].BodyText; strings.Contains(got, "\n") {
+		t.Fatalf("the fake kept the line breaks of body_text: %q", got)
+	}
+	b := e.open(t, e.config())
+	f, ok, err := b.Lookup(ctx, up.UpstreamID)
+	if err != nil || !ok {
+		t.Fatalf("Lookup: %v, %v", ok, err)
+	}
+	if f.Messages[msg.UpstreamID] == "" || f.Sent["conv-77"] != "m-77" {
+		t.Errorf("Lookup found messages %v and sent %v, want the note and the delivery", f.Messages, f.Sent)
+	}
+	got, err := b.Append(ctx, ref, []adapters.Message{msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[0].Existed {
+		t.Errorf("Append again: %+v, want the existing note", got)
+	}
+	if n := len(e.ticket(t, ref).Conversations); n != 2 {
+		t.Errorf("%d conversations, want the note and the delivery record", n)
+	}
+}
+
+// TestArchivedTicket: Freshdesk archives a ticket closed for long; the
+// ticket endpoints then answer 404 and only /tickets/archived/{id} shows
+// it. A new guest message for it goes to one follow-up (also from a
+// restarted instance), old messages are not written again, Lookup reports
+// the markers of both, and no second ticket is made by EnsureTicket.
+func TestArchivedTicket(t *testing.T) {
+	e := newEnv(t, freshdeskfake.Options{})
+	a := e.open(t, e.config())
+	up := upstreamTicket("Umbrella")
+	ref, err := a.EnsureTicket(ctx, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := guestMessage("Can I borrow one?", true)
+	if _, err := a.Append(ctx, ref, []adapters.Message{old}); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseInt(string(ref), 10, 64)
+	if err := e.fake.SetStatus(id, e.fake.AddAgent("Anna"), freshdeskfake.StatusClosed); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Archive(id); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := a.EnsureTicket(ctx, up); err != nil || again != ref {
+		t.Fatalf("EnsureTicket of an archived ticket: %s, %v; want %s", again, err, ref)
+	}
+	if err := a.SetStatus(ctx, ref, guestapi.StatusDone); err != nil {
+		t.Fatalf("SetStatus done on an archived ticket: %v", err)
+	}
+	if n := len(e.fake.Tickets()); n != 1 {
+		t.Fatalf("%d tickets after a closing status on an archived one, want 1", n)
+	}
+	msg := guestMessage("It rains again.", true)
+	got, err := a.Append(ctx, ref, []adapters.Message{old, msg})
+	if err != nil {
+		t.Fatalf("Append to an archived ticket: %v", err)
+	}
+	if !got[0].Existed || got[1].Existed {
+		t.Errorf("Append: %+v, want the old message existing and the new one added", got)
+	}
+	tickets := e.fake.Tickets()
+	if len(tickets) != 2 || tickets[1].CustomFields["cf_guest_request_id"] != up.UpstreamID || !strings.Contains(tickets[1].DescriptionText, "archived ticket #"+string(ref)) {
+		t.Fatalf("tickets %+v, want the archived one and its follow-up", tickets)
+	}
+	b := e.open(t, e.config())
+	third := guestMessage("Thanks!", true)
+	if _, err := b.Append(ctx, ref, []adapters.Message{old, msg, third}); err != nil {
+		t.Fatalf("Append from a restarted instance: %v", err)
+	}
+	if n := len(e.fake.Tickets()); n != 2 {
+		t.Errorf("%d tickets after a restart, want the archived one and one follow-up", n)
+	}
+	if n := len(e.ticket(t, refOf(tickets[1].ID)).Conversations); n != 2 {
+		t.Errorf("the follow-up holds %d notes, want 2", n)
+	}
+	f, ok, err := b.Lookup(ctx, up.UpstreamID)
+	if err != nil || !ok || f.Ref != ref {
+		t.Fatalf("Lookup: %+v, %v, %v; want Ref %s", f, ok, err, ref)
+	}
+	if again, err := b.EnsureTicket(ctx, up); err != nil || again != ref {
+		t.Errorf("EnsureTicket after the follow-up: %s, %v; want %s", again, err, ref)
+	}
+	for _, m := range []adapters.Message{old, msg, third} {
+		if f.Messages[m.UpstreamID] == "" {
+			t.Errorf("Lookup misses message %s: %v", m.UpstreamID, f.Messages)
+		}
+	}
+}
+
+func refOf(id int64) adapters.Ref { return adapters.Ref(strconv.FormatInt(id, 10)) }

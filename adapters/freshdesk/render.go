@@ -2,11 +2,13 @@ package freshdesk
 
 import (
 	"fmt"
-	"html"
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/html"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -18,8 +20,8 @@ import (
 // Freshdesk keeps a note's HTML "body" re-rendered and derives "body_text"
 // from it. The marker is made only of characters that HTML leaves alone
 // (letters, digits, hyphens, brackets, spaces), on a line of its own, so it
-// reads the same in both; the bridge reads body_text, falling back to the
-// text of body. Only the last non-empty line of the API agent's own notes
+// reads the same in both; the bridge reads markers from the text of body,
+// falling back to body_text (see fdConversation.marker). Only the last non-empty line of the API agent's own notes
 // counts, so that a marker quoted inside a message (a guest pasting one)
 // never passes for the bridge's.
 
@@ -28,18 +30,6 @@ import (
 // single-line text field.
 func validToken(s string) bool {
 	return adapters.MarkerToken(s) && len(s) <= 255
-}
-
-// messageText is the note of an upstream message as plain text: who wrote
-// it, as what and when on the first line, the text, and the marker.
-func messageText(m adapters.Message) string {
-	var b strings.Builder
-	b.WriteString(adapters.AuthorLine(m))
-	b.WriteString("\n\n")
-	b.WriteString(strings.TrimRight(normalizeNewlines(m.Body), "\n"))
-	b.WriteString("\n\n")
-	b.WriteString(adapters.Marker{Kind: adapters.MarkerMessage, ID: m.UpstreamID}.Line())
-	return b.String()
 }
 
 // descriptionText is the ticket's description as plain text: the request
@@ -53,11 +43,6 @@ func descriptionText(t adapters.Ticket) string {
 	return b.String()
 }
 
-// sentText is the private note MarkSent writes.
-func sentText(eventID, upstreamMessageID string) string {
-	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()
-}
-
 // subject is the ticket's subject (see [adapters.Subject]), with any
 // line break ending the first line.
 func subject(t adapters.Ticket) string {
@@ -65,9 +50,7 @@ func subject(t adapters.Ticket) string {
 	return adapters.Subject(t)
 }
 
-func normalizeNewlines(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
-}
+func normalizeNewlines(s string) string { return saas.NormalizeNewlines(s) }
 
 // textHTML writes plain text as HTML that shows it unchanged: one <div>
 // with the lines separated by <br>, special characters escaped, and every
@@ -105,10 +88,12 @@ func textHTML(text string) string {
 	return b.String()
 }
 
-// htmlText turns HTML into the text a reader sees, for a conversation
-// whose body_text is missing: <br> and the edges of blocks are line breaks,
-// white space in the markup folds to one space, entities are decoded and a
-// non-breaking space is a plain one.
+// htmlText turns HTML into the text a reader sees: <br> and the edges of
+// blocks are line breaks, white space in the markup folds to one space,
+// entities are decoded, a non-breaking space is a plain one, and script and
+// style say nothing. It reads the markup with a real HTML tokenizer, so
+// comments, attributes holding ">" and unclosed tags cannot hide or invent
+// a line.
 func htmlText(s string) string {
 	var lines []string
 	var cur strings.Builder
@@ -118,70 +103,49 @@ func htmlText(s string) string {
 		}
 		cur.Reset()
 	}
+	z := html.NewTokenizer(strings.NewReader(s))
 	skip := ""
-	for len(s) > 0 {
-		i := tagStart(s)
-		end := -1
-		if i >= 0 {
-			end = strings.IndexByte(s[i:], '>')
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break // io.EOF: a string reader fails no other way
 		}
-		if i < 0 || end < 0 {
-			i, end = len(s), -1
-		}
-		if skip == "" {
-			text := foldSpace(s[:i])
+		switch tt {
+		case html.TextToken:
+			if skip != "" {
+				continue
+			}
+			// Fold the markup's white space before decoding, so that
+			// an entity (&nbsp;, &#9;) stays what it stands for.
+			text := foldSpace(string(z.Raw()))
 			if cur.Len() == 0 {
 				text = strings.TrimLeft(text, " ")
 			}
 			cur.WriteString(html.UnescapeString(text))
-		}
-		if end < 0 {
-			break
-		}
-		tag := strings.ToLower(strings.TrimSpace(s[i+1 : i+end]))
-		s = s[i+end+1:]
-		closing := strings.HasPrefix(tag, "/")
-		name := strings.TrimPrefix(tag, "/")
-		if j := strings.IndexAny(name, " \t\r\n/"); j >= 0 {
-			name = name[:j]
-		}
-		if skip != "" {
-			if closing && name == skip {
-				skip = ""
+		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			tag := string(name)
+			if skip != "" {
+				if tt == html.EndTagToken && tag == skip {
+					skip = ""
+				}
+				continue
 			}
-			continue
-		}
-		switch name {
-		case "script", "style":
-			if !closing {
-				skip = name
+			switch tag {
+			case "script", "style":
+				if tt == html.StartTagToken {
+					skip = tag
+				}
+			case "br":
+				flush(true)
+			case "div", "p", "li", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table":
+				flush(false)
 			}
-		case "br":
-			flush(true)
-		case "div", "p", "li", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table":
-			flush(false)
 		}
 	}
 	flush(false)
 	out := strings.Trim(strings.Join(lines, "\n"), "\n")
 	return strings.ReplaceAll(out, "\u00a0", " ")
-}
-
-// tagStart returns the index of the first "<" in s that opens a tag (a
-// letter or "/" follows it), or -1.
-func tagStart(s string) int {
-	off := 0
-	for {
-		i := strings.IndexByte(s[off:], '<')
-		if i < 0 {
-			return -1
-		}
-		i += off
-		if i+1 < len(s) && (s[i+1] == '/' || s[i+1] >= 'a' && s[i+1] <= 'z' || s[i+1] >= 'A' && s[i+1] <= 'Z') {
-			return i
-		}
-		off = i + 1
-	}
 }
 
 // foldSpace folds each run of HTML white space into one space.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -23,12 +25,6 @@ const overlap = time.Minute
 // the address is new to it.
 const requesterName = "Guest requests"
 
-// held is what the bridge's own notes in a ticket record.
-type held struct {
-	messages map[string]string // upstream message id -> conversation id
-	sent     map[string]string // helpdesk event id -> upstream message id
-}
-
 // EnsureTicket finds the ticket whose id field holds t.UpstreamID, or
 // creates it: requested by the configured requester, with the request as
 // its description, the department's group, the tag, the mapped status and
@@ -36,11 +32,8 @@ type held struct {
 // once, and when its outcome is unknown the call fails and the engine's
 // next call finds the ticket if it was made.
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
 		return "", err
-	}
-	if !validToken(t.UpstreamID) {
-		return "", fmt.Errorf("ensure freshdesk ticket: upstream ticket id %q is empty, too long or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
 	}
 	id, err := a.find(ctx, t.UpstreamID)
 	if err != nil {
@@ -49,9 +42,16 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if id != 0 {
 		// The index may name a ticket an agent deleted since it was
 		// listed: a new one is made then.
-		_, upstream, err := a.resolve(ctx, refOf(id))
+		found, upstream, err := a.resolve(ctx, refOf(id))
 		switch {
 		case err == nil && upstream == t.UpstreamID:
+			// A follow-up of an archived ticket stands for it: Refs
+			// name the archived ticket.
+			if root, ok, err := a.archivedRoot(ctx, found, upstream); err != nil {
+				return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
+			} else if ok {
+				return refOf(root.ID), nil
+			}
 			return refOf(id), nil
 		case err == nil || errors.Is(err, adapters.ErrNotFound):
 			a.forget(t.UpstreamID, id)
@@ -77,16 +77,30 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 			a.cfg.StatusField: baseline{}.next(status),
 		},
 	}
-	var out fdTicket
-	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets"), Op: "create ticket"}, in, &out); err != nil {
+	out, err := a.create(ctx, in, t.UpstreamID, "create ticket")
+	if err != nil {
 		return "", fmt.Errorf("create freshdesk ticket for %s: %w", t.UpstreamID, err)
 	}
-	if out.ID == 0 {
-		return "", fmt.Errorf("create freshdesk ticket for %s: the answer names no ticket", t.UpstreamID)
-	}
-	a.remember(out.ID, t.UpstreamID)
-	a.log.InfoContext(ctx, "created freshdesk ticket", "ticket", t.UpstreamID, "op", "create ticket", "freshdesk_ticket", out.ID)
 	return refOf(out.ID), nil
+}
+
+// create posts a new ticket that mirrors upstream. Freshdesk may have made
+// it when the outcome is unknown: the next lookup then lists.
+func (a *Adapter) create(ctx context.Context, in fdTicketIn, upstream, op string) (fdTicket, error) {
+	var out fdTicket
+	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets"), Op: op}, in, &out); err != nil {
+		a.mu.Lock()
+		a.unsure = true
+		a.mu.Unlock()
+		return fdTicket{}, err
+	}
+	if out.ID == 0 {
+		return fdTicket{}, errors.New("the answer names no ticket")
+	}
+	a.remember(out.ID, upstream)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created freshdesk ticket",
+		slog.String("ticket", upstream), slog.String("op", op), slog.Int64("freshdesk_ticket", out.ID))
+	return out, nil
 }
 
 func (a *Adapter) group(dept string) int64 {
@@ -116,21 +130,13 @@ func (a *Adapter) up(n int) (guestapi.Status, bool) { return a.status.Up(strconv
 // within the call: when an outcome is unknown the engine calls Append
 // again, which finds the note by its marker if it was made.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.Messages(ref, msgs); err != nil {
 		return nil, err
-	}
-	for i, m := range msgs {
-		if !validToken(m.UpstreamID) {
-			return nil, fmt.Errorf("append to freshdesk ticket %s: message %d: upstream id %q is empty, too long or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
-		}
-		if strings.TrimSpace(m.Body) == "" {
-			return nil, fmt.Errorf("append to freshdesk ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
-		}
 	}
 	if len(msgs) == 0 {
 		return []adapters.Appended{}, nil
 	}
-	t, _, err := a.resolve(ctx, ref)
+	t, upstream, err := a.resolve(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("append to freshdesk ticket %s: %w", ref, err)
 	}
@@ -138,13 +144,33 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	if err != nil {
 		return nil, err
 	}
-	h, err := a.held(ctx, t.ID, me.ID)
+	h, err := a.held(ctx, t, me.ID)
 	if err != nil {
 		return nil, fmt.Errorf("append to freshdesk ticket %d: %w", t.ID, err)
 	}
+	if t.Archived {
+		// An archived ticket cannot change: the messages go to its
+		// follow-up, made for the first one not yet held.
+		f, ok, err := a.liveFollowUp(ctx, t, upstream)
+		if err != nil {
+			return nil, fmt.Errorf("append to archived freshdesk ticket %s: %w", ref, err)
+		}
+		if ok {
+			fh, err := a.held(ctx, f, me.ID)
+			if err != nil {
+				return nil, fmt.Errorf("append to freshdesk ticket %d: %w", f.ID, err)
+			}
+			h.Merge(fh)
+		} else if slices.ContainsFunc(msgs, func(m adapters.Message) bool { _, in := h.Messages[m.UpstreamID]; return !in }) {
+			if f, err = a.followUp(ctx, t, upstream); err != nil {
+				return nil, fmt.Errorf("append to archived freshdesk ticket %s: %w", ref, err)
+			}
+		}
+		t = f
+	}
 	reopen := false
 	for _, m := range msgs {
-		if _, ok := h.messages[m.UpstreamID]; !ok && guestPublic(m) {
+		if _, ok := h.Messages[m.UpstreamID]; !ok && guestPublic(m) {
 			reopen = true
 		}
 	}
@@ -157,15 +183,15 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	}
 	out := make([]adapters.Appended, 0, len(msgs))
 	for _, m := range msgs {
-		if id, ok := h.messages[m.UpstreamID]; ok {
+		if id, ok := h.Messages[m.UpstreamID]; ok {
 			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
 			continue
 		}
-		c, err := a.note(ctx, t.ID, messageText(m), !m.Public, "append message")
+		c, err := a.note(ctx, t.ID, saas.MessageText(m), !m.Public, "append message")
 		if err != nil {
 			return out, fmt.Errorf("append message %s to freshdesk ticket %d: %w", m.UpstreamID, t.ID, err)
 		}
-		h.messages[m.UpstreamID] = idString(c.ID)
+		h.Messages[m.UpstreamID] = idString(c.ID)
 		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(c.ID)})
 	}
 	return out, nil
@@ -208,9 +234,25 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 	if err != nil {
 		return fmt.Errorf("set status of freshdesk ticket %s: %w: %w", ref, err, adapters.ErrInvalid)
 	}
-	t, _, err := a.resolve(ctx, ref)
+	t, upstream, err := a.resolve(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("set status of freshdesk ticket %s: %w", ref, err)
+	}
+	if t.Archived {
+		// An archived ticket is closed for good: a closing status goes
+		// to its follow-up if it has one, any other makes one.
+		f, ok, err := a.liveFollowUp(ctx, t, upstream)
+		switch {
+		case err != nil:
+			return fmt.Errorf("set status of archived freshdesk ticket %s: %w", ref, err)
+		case !ok && (target == statusResolved || target == statusClosed):
+			return nil
+		case !ok:
+			if f, err = a.followUp(ctx, t, upstream); err != nil {
+				return fmt.Errorf("set status of archived freshdesk ticket %s: %w", ref, err)
+			}
+		}
+		t = f
 	}
 	if up, ok := a.up(t.Status); (ok && up == s) || t.Status == target {
 		return nil
@@ -230,15 +272,22 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 // since the event was read (the bridge set a status meanwhile, or the
 // delivery was recorded already).
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
 	}
-	if !validToken(eventID) || (upstreamMessageID != "" && !validToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
-		return fmt.Errorf("mark event %q sent on freshdesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
-	}
-	t, _, err := a.resolve(ctx, ref)
+	t, upstream, err := a.resolve(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %s: %w", eventID, ref, err)
+	}
+	if t.Archived {
+		// Events come from the follow-up; an archived ticket takes no
+		// record, and without a follow-up the delivery goes unrecorded
+		// (the engine's state still holds it).
+		f, ok, err := a.liveFollowUp(ctx, t, upstream)
+		if err != nil || !ok {
+			return err
+		}
+		t = f
 	}
 	if ticket, gen, status, ok := parseStatusEventID(eventID); ok {
 		if ticket != t.ID {
@@ -261,14 +310,14 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err != nil {
 		return err
 	}
-	h, err := a.held(ctx, t.ID, me.ID)
+	h, err := a.held(ctx, t, me.ID)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
 	}
-	if _, ok := h.sent[eventID]; ok {
+	if _, ok := h.Sent[eventID]; ok {
 		return nil
 	}
-	if _, err := a.note(ctx, t.ID, sentText(eventID, upstreamMessageID), true, "mark sent"); err != nil {
+	if _, err := a.note(ctx, t.ID, saas.SentText(eventID, upstreamMessageID), true, "mark sent"); err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
 	}
 	return nil
@@ -277,11 +326,8 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 // Lookup finds the ticket whose id field holds upstreamID and reads the
 // markers of the bridge's notes in it.
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
 		return adapters.Found{}, false, err
-	}
-	if !validToken(upstreamID) {
-		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket: upstream ticket id %q is empty, too long or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
 	}
 	id, err := a.find(ctx, upstreamID)
 	if err != nil {
@@ -302,11 +348,27 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err != nil {
 		return adapters.Found{}, false, err
 	}
-	h, err := a.held(ctx, t.ID, me.ID)
+	h, err := a.held(ctx, t, me.ID)
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
 	}
-	return adapters.Found{Ref: refOf(t.ID), Messages: h.messages, Sent: h.sent}, true, nil
+	other, ok := fdTicket{}, false
+	if t.Archived {
+		other, ok, err = a.liveFollowUp(ctx, t, upstreamID)
+	} else if other, ok, err = a.archivedRoot(ctx, t, upstreamID); ok {
+		t = other // the Ref names the archived ticket
+	}
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+	}
+	if ok {
+		oh, err := a.held(ctx, other, me.ID)
+		if err != nil {
+			return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+		}
+		h.Merge(oh)
+	}
+	return h.Found(refOf(t.ID)), true, nil
 }
 
 // resolve reads the ticket ref names and the upstream id it mirrors. A
@@ -317,7 +379,17 @@ func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (fdTicket, stri
 		return fdTicket{}, "", err
 	}
 	var t fdTicket
-	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/" + idString(id)), Op: "read ticket"}, nil, &t); err != nil {
+	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/" + idString(id)), Op: "read ticket"}, nil, &t)
+	if errors.Is(err, adapters.ErrNotFound) {
+		// The ticket endpoints do not see archived tickets; the
+		// archive's own endpoint does (where the plan has it).
+		var at fdTicket
+		if _, aerr := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/archived/" + idString(id)), Op: "read archived ticket"}, nil, &at); aerr == nil {
+			t, err = at, nil
+			t.Archived = true
+		}
+	}
+	if err != nil {
 		return fdTicket{}, "", err
 	}
 	if t.ID != id {
@@ -340,13 +412,18 @@ const maxListPages = 1000
 // conversations lists a ticket's replies and notes, oldest first, asking
 // for each next page on the adapter's own address while the Link header
 // names one.
-func (a *Adapter) conversations(ctx context.Context, id int64) ([]fdConversation, error) {
+func (a *Adapter) conversations(ctx context.Context, t fdTicket) ([]fdConversation, error) {
+	id := t.ID
+	path := "/tickets/" + idString(id) + "/conversations"
+	if t.Archived {
+		path = "/tickets/archived/" + idString(id) + "/conversations"
+	}
 	var out []fdConversation
 	for page := 1; page <= maxListPages; page++ {
 		var items []fdConversation
 		resp, err := a.http.JSON(ctx, adapters.HTTPRequest{
 			Method: http.MethodGet,
-			URL:    a.url("/tickets/"+idString(id)+"/conversations", "page", strconv.Itoa(page), "per_page", strconv.Itoa(a.cfg.PageSize)),
+			URL:    a.url(path, "page", strconv.Itoa(page), "per_page", strconv.Itoa(a.cfg.PageSize)),
 			Op:     "list conversations",
 		}, nil, &items)
 		if err != nil {
@@ -360,30 +437,19 @@ func (a *Adapter) conversations(ctx context.Context, id int64) ([]fdConversation
 	return nil, fmt.Errorf("list conversations of ticket %d: more than %d pages", id, maxListPages)
 }
 
-// held reads the markers of the API agent's notes in ticket id.
-func (a *Adapter) held(ctx context.Context, id, me int64) (held, error) {
-	h := held{messages: map[string]string{}, sent: map[string]string{}}
-	cs, err := a.conversations(ctx, id)
+// held reads the markers of the API agent's notes in ticket t.
+func (a *Adapter) held(ctx context.Context, t fdTicket, me int64) (saas.Held, error) {
+	h := saas.NewHeld()
+	cs, err := a.conversations(ctx, t)
 	if err != nil {
-		return held{}, err
+		return saas.Held{}, err
 	}
 	for _, c := range cs {
 		if c.UserID != me || c.Incoming {
 			continue
 		}
-		mk, ok := adapters.ParseMarker(c.text())
-		if !ok {
-			continue
-		}
-		switch mk.Kind {
-		case adapters.MarkerMessage:
-			if _, dup := h.messages[mk.ID]; !dup {
-				h.messages[mk.ID] = idString(c.ID)
-			}
-		case adapters.MarkerSent:
-			if _, dup := h.sent[mk.ID]; !dup {
-				h.sent[mk.ID] = mk.Arg
-			}
+		if mk, ok := c.marker(); ok {
+			h.Add(mk, idString(c.ID))
 		}
 	}
 	return h, nil
@@ -402,11 +468,23 @@ func (a *Adapter) held(ctx context.Context, id, me int64) (held, error) {
 // costs one request per PageSize tickets updated since Config.Since; each
 // later one a request or two.
 
-// find returns the ticket whose id field holds upstreamID, or 0, after
-// bringing the index up to date.
+// find returns the ticket whose id field holds upstreamID, or 0. It lists
+// tickets only when the index cannot answer: on an instance's first call
+// (after a restart, or a state loss: one listing then serves every
+// lookup), and after a creation whose outcome is unknown. Otherwise the
+// index is complete without a listing: only the bridge sets the id field,
+// the one instance serving the helpdesk remembers every ticket it made,
+// and each Changes call lists what changed since the last. This keeps the
+// ticket list, whose budget is the smallest (20 calls a minute on the
+// Growth plan), for the listings that need it.
 func (a *Adapter) find(ctx context.Context, upstreamID string) (int64, error) {
-	if err := a.refresh(ctx); err != nil {
-		return 0, err
+	a.mu.Lock()
+	fresh := a.scanned && !a.unsure
+	a.mu.Unlock()
+	if !fresh {
+		if err := a.refresh(ctx); err != nil {
+			return 0, err
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -437,6 +515,7 @@ func (a *Adapter) refresh(ctx context.Context) error {
 		}
 	}
 	a.scanned = true
+	a.unsure = false
 	a.mu.Unlock()
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
 // The JSON forms of the Freshdesk API v2 the adapter reads and writes. Only
@@ -45,6 +47,8 @@ type fdTicket struct {
 	CustomFields map[string]json.RawMessage `json:"custom_fields"`
 	Deleted      bool                       `json:"deleted"`
 	Spam         bool                       `json:"spam"`
+	Archived     bool                       `json:"archived"` // read from /tickets/archived/{id}
+	Description  string                     `json:"description_text"`
 	CreatedAt    time.Time                  `json:"created_at"`
 	UpdatedAt    time.Time                  `json:"updated_at"`
 }
@@ -77,6 +81,19 @@ func (c fdConversation) text() string {
 		return c.BodyText
 	}
 	return htmlText(c.Body)
+}
+
+// marker reads the bridge's marker of the conversation from the text of
+// its HTML body, where <br> keeps the marker on a line of its own, and
+// from body_text only when the HTML holds none: Freshdesk documents
+// body_text as the content "in plain text" without saying that it keeps
+// line breaks, and a body_text with its lines run together has no last
+// line to hold a marker.
+func (c fdConversation) marker() (adapters.Marker, bool) {
+	if mk, ok := adapters.ParseMarker(htmlText(c.Body)); ok {
+		return mk, true
+	}
+	return adapters.ParseMarker(c.BodyText)
 }
 
 type fdField struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
 // overlap is how far before its watermark a Changes call looks again. It
@@ -39,39 +41,25 @@ func (c cursor) String() string {
 	if !c.w.IsZero() {
 		ms = c.w.UnixMilli()
 	}
-	return cursorPrefix + strconv.FormatInt(ms, 10) + ":" + strings.Join(c.seen, ",")
+	return string(saas.Cursor{Head: ms, Items: c.seen}.Format(cursorPrefix))
 }
 
 func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
-	if s == "" {
-		return cursor{w: since}, nil
-	}
-	bad := fmt.Errorf("read zammad cursor %q: not a cursor this adapter made: %w", s, adapters.ErrInvalid)
-	rest, ok := strings.CutPrefix(string(s), cursorPrefix)
-	if !ok {
-		return cursor{}, bad
-	}
-	msStr, seenStr, ok := strings.Cut(rest, ":")
-	if !ok {
-		return cursor{}, bad
-	}
-	ms, err := strconv.ParseInt(msStr, 10, 64)
-	if err != nil || ms < 0 {
-		return cursor{}, bad
+	sc, ok, err := saas.ParseCursor(s, cursorPrefix, Name)
+	if err != nil || !ok {
+		return cursor{w: since}, err
 	}
 	c := cursor{}
-	if ms > 0 {
-		c.w = time.UnixMilli(ms).UTC()
+	if sc.Head > 0 {
+		c.w = time.UnixMilli(sc.Head).UTC()
 	}
-	if seenStr != "" {
-		for _, id := range strings.Split(seenStr, ",") {
-			if !validEventID(id) {
-				return cursor{}, bad
-			}
-			c.seen = append(c.seen, id)
+	for _, id := range sc.Items {
+		if !validEventID(id) {
+			return cursor{}, saas.BadCursor(s, Name)
 		}
-		slices.Sort(c.seen)
+		c.seen = append(c.seen, id)
 	}
+	slices.Sort(c.seen)
 	return c, nil
 }
 
@@ -142,7 +130,8 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		cs, err := a.ticketEvents(ctx, t, upstream, from, me.ID, examined)
 		if errors.Is(err, adapters.ErrNotFound) {
 			// Deleted since the search: it has nothing more to report.
-			a.log.InfoContext(ctx, "zammad ticket vanished while its changes were read", "ticket", upstream, "op", "read changes", "zammad_ticket", t.ID)
+			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad ticket vanished while its changes were read",
+				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("zammad_ticket", t.ID))
 			continue
 		}
 		if err != nil {
@@ -275,7 +264,8 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 		}
 		body := articleText(art)
 		if strings.TrimSpace(body) == "" {
-			a.log.InfoContext(ctx, "zammad article without text is not carried up", "ticket", upstream, "op", "read changes", "article", art.ID)
+			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad article without text is not carried up",
+				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("article", art.ID))
 			continue
 		}
 		ev := base

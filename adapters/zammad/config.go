@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -12,18 +11,14 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
 const EnvPrefix = "TICKETBRIDGE_ZAMMAD_"
 
-// Defaults of [Config].
+// Limits of [Config]; its defaults are its env tags'.
 const (
-	DefaultGroup      = "Users" // Zammad's default group
-	DefaultIDField    = "guest_request_id"
-	DefaultPendingFor = 24 * time.Hour
-	DefaultTimeout    = 30 * time.Second
-	DefaultPageSize   = 100
 	// MaxPageSize is Zammad's limit for per_page of a ticket search.
 	MaxPageSize = 200
 )
@@ -73,58 +68,13 @@ type Config struct {
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	if env == nil {
-		env = envconfig.MapLookuper(nil)
-	}
-	var c Config
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   &c,
-		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
-	}); err != nil {
-		return Config{}, fmt.Errorf("read zammad configuration: %s: %w", variableOf(err), err)
-	}
-	secret, err := adapters.SecretOrFile(EnvPrefix+"TOKEN", c.Token, c.TokenFile)
-	if err != nil {
-		return Config{}, err
-	}
-	c.Token = secret
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
 }
 
+// withDefaults fills the unset fields with the defaults of their env tags.
 func (c Config) withDefaults() Config {
-	if c.Group == "" {
-		c.Group = DefaultGroup
-	}
-	if c.IDField == "" {
-		c.IDField = DefaultIDField
-	}
-	if c.PendingFor == 0 {
-		c.PendingFor = DefaultPendingFor
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.PageSize == 0 {
-		c.PageSize = DefaultPageSize
-	}
+	saas.Defaults(&c)
 	return c
-}
-
-// variableOf names the variable of a go-envconfig error, which starts
-// with the struct field's name.
-func variableOf(err error) string {
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if strings.HasPrefix(err.Error(), f.Name+":") {
-			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			return EnvPrefix + name
-		}
-	}
-	return "a " + EnvPrefix + "* variable"
 }
 
 // attrName is what Zammad's object manager accepts as an attribute name.
@@ -150,7 +100,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	if !attrName.MatchString(c.IDField) || len(c.IDField) > 64 {
-		return fmt.Errorf("%sID_FIELD %q: the name of a Zammad ticket attribute, lower-case letters, digits and underscores, starting with a letter (e.g. %s)", EnvPrefix, c.IDField, DefaultIDField)
+		return fmt.Errorf("%sID_FIELD %q: the name of a Zammad ticket attribute, lower-case letters, digits and underscores, starting with a letter (e.g. guest_request_id)", EnvPrefix, c.IDField)
 	}
 	cust := strings.TrimSpace(c.Customer)
 	switch {
@@ -159,7 +109,7 @@ func (c Config) Validate() error {
 	case cust != c.Customer || strings.ContainsAny(cust, " \t\r\n,\"<>"):
 		return fmt.Errorf("%sCUSTOMER %q: one email address or login, without spaces, commas or angle brackets", EnvPrefix, c.Customer)
 	}
-	if _, err := parseSince(c.EventsSince); err != nil {
+	if _, err := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", c.EventsSince); err != nil {
 		return err
 	}
 	if c.PendingFor < time.Minute {
@@ -219,19 +169,4 @@ func ParseGroups(s string) (map[string]string, error) {
 		}
 		return name, nil
 	})
-}
-
-// parseSince parses EventsSince: empty (the zero time), an RFC 3339 time
-// or a date.
-func parseSince(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%sEVENTS_SINCE %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", EnvPrefix, s)
 }

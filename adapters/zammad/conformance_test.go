@@ -153,6 +153,25 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 	return snap, nil
 }
 
+// faults makes the fake fail as Zammad does, for the suite's fault cases.
+// Zammad's answers carry no credential; the fake's injected faults have a
+// body of their own.
+type faults struct{ e *env }
+
+func (f faults) RefuseCredentials(testing.TB) {
+	f.e.fake.Inject(zammadfake.Fault{Status: 401, Times: 1 << 30})
+}
+
+func (f faults) Unavailable(testing.TB) {
+	f.e.fake.Inject(zammadfake.Fault{Status: 503, Times: 1 << 30})
+}
+
+func (f faults) RateLimit(_ testing.TB, n int) {
+	f.e.fake.Inject(zammadfake.Fault{Status: 429, RetryAfter: 7 * time.Second, Times: n})
+}
+
+func (f faults) Restore(testing.TB) { f.e.fake.ClearFaults() }
+
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -180,6 +199,9 @@ func TestConformance(t *testing.T) {
 				Status:     zammad.DefaultStatusMap(),
 				UnknownRef: "999999",
 				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true},
+				Faults:     faults{e},
+				Secrets:    []string{testToken},
+				Logs:       e.logs.String,
 			})
 			if strings.Contains(e.logs.String(), testToken) {
 				t.Errorf("the token appears in the adapter's log")

@@ -117,7 +117,9 @@
 //   - Tickets (list, search, show, create with article, update):
 //     https://docs.zammad.org/en/latest/api/ticket/index.html
 //   - Articles (by_ticket, create, content_type, internal):
-//     https://docs.zammad.org/en/latest/api/ticket/articles.html
+//     https://docs.zammad.org/en/latest/api/ticket/articles.html; that
+//     by_ticket answers every article at once, unpaged, is from
+//     index_by_ticket in app/controllers/ticket_articles_controller.rb
 //   - States: https://docs.zammad.org/en/latest/api/ticket/states.html
 //   - Users (me, show): https://docs.zammad.org/en/latest/api/user.html
 //   - Object manager attributes: https://docs.zammad.org/en/latest/api/object.html

@@ -19,35 +19,6 @@ import (
 // counts, so a marker quoted by a guest or an agent never passes for the
 // bridge's own.
 
-// messageBody is the article of an upstream message: who wrote it, as
-// what and when on the first line, the text, and the marker.
-func messageBody(m adapters.Message) string {
-	var b strings.Builder
-	b.WriteString(adapters.AuthorLine(m))
-	b.WriteString("\n\n")
-	b.WriteString(strings.TrimRight(m.Body, " \t\r\n"))
-	b.WriteString("\n\n")
-	b.WriteString(adapters.Marker{Kind: adapters.MarkerMessage, ID: m.UpstreamID}.Line())
-	return b.String()
-}
-
-// descriptionBody is the first article of a ticket: the request, what the
-// console card adds, and the marker.
-func descriptionBody(t adapters.Ticket) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimRight(t.TaskDescription, " \t\r\n"))
-	b.WriteString("\n\n")
-	b.WriteString(adapters.TicketFacts(t))
-	b.WriteString("\n")
-	b.WriteString(adapters.Marker{Kind: adapters.MarkerTicket, ID: t.UpstreamID}.Line())
-	return b.String()
-}
-
-// sentBody is the internal note MarkSent writes.
-func sentBody(eventID, upstreamMessageID string) string {
-	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()
-}
-
 // title is the ticket's title (see [adapters.Subject]; Zammad allows 200
 // characters).
 func title(t adapters.Ticket) string {

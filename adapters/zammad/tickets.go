@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -123,34 +125,16 @@ func (a *Adapter) articles(ctx context.Context, id int64) ([]zmArticle, error) {
 	return out, nil
 }
 
-// held is what the bridge's own articles in a ticket record.
-type held struct {
-	messages map[string]string // upstream message id -> article id
-	sent     map[string]string // helpdesk event id -> upstream message id
-}
-
 // heldIn reads the markers of the API user's articles of ticket id.
-func (a *Adapter) heldIn(ctx context.Context, id, me int64) (held, error) {
+func (a *Adapter) heldIn(ctx context.Context, id, me int64) (saas.Held, error) {
 	arts, err := a.articles(ctx, id)
 	if err != nil {
-		return held{}, err
+		return saas.Held{}, err
 	}
-	h := held{messages: map[string]string{}, sent: map[string]string{}}
+	h := saas.NewHeld()
 	for _, art := range arts {
-		if art.CreatedByID != me {
-			continue
-		}
-		m, ok := adapters.ParseMarker(articleText(art))
-		if !ok {
-			continue
-		}
-		switch m.Kind {
-		case adapters.MarkerMessage:
-			if _, dup := h.messages[m.ID]; !dup {
-				h.messages[m.ID] = idString(art.ID)
-			}
-		case adapters.MarkerSent:
-			h.sent[m.ID] = m.Arg
+		if art.CreatedByID == me {
+			h.Text(articleText(art), idString(art.ID))
 		}
 	}
 	return h, nil
@@ -183,11 +167,8 @@ func (a *Adapter) customer(in map[string]any) {
 // again, and the search (answered from the database, without the search
 // index's lag) finds the ticket if it was made.
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
 		return "", err
-	}
-	if !adapters.MarkerToken(t.UpstreamID) {
-		return "", fmt.Errorf("ensure zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
 	}
 	if !utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments) {
 		return "", fmt.Errorf("ensure zammad ticket for %s: the description, department or comment is not valid UTF-8: %w", t.UpstreamID, adapters.ErrInvalid)
@@ -210,7 +191,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		"state":       state,
 		a.cfg.IDField: t.UpstreamID,
 		"article": articleIn{
-			Subject: title(t), Body: descriptionBody(t), ContentType: "text/plain", Type: "note",
+			Subject: title(t), Body: saas.DescriptionText(t), ContentType: "text/plain", Type: "note",
 			Internal: t.Origin != guestapi.OriginGuest,
 		},
 	}
@@ -230,12 +211,14 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		// Zammad drops attributes it does not have: the ticket exists but
 		// cannot be found again. Say so loudly; the searches of later
 		// calls fail on the missing attribute, so no second ticket is made.
-		a.log.ErrorContext(ctx, "zammad did not store the upstream id in the ticket attribute", "ticket", t.UpstreamID, "op", "create ticket",
-			"zammad_ticket", out.ID, "attribute", a.cfg.IDField)
+		a.log.LogAttrs(ctx, slog.LevelError, "zammad did not store the upstream id in the ticket attribute",
+			slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"),
+			slog.Int64("zammad_ticket", out.ID), slog.String("attribute", a.cfg.IDField))
 		return "", fmt.Errorf("create zammad ticket for %s: Zammad made ticket %d but did not store the upstream id in the attribute %q: %s: %w",
 			t.UpstreamID, out.ID, a.cfg.IDField, a.attributeHelp(), adapters.ErrInvalid)
 	}
-	a.log.InfoContext(ctx, "created zammad ticket", "ticket", t.UpstreamID, "op", "create ticket", "zammad_ticket", out.ID)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created zammad ticket",
+		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("zammad_ticket", out.ID))
 	return refOf(out.ID), nil
 }
 
@@ -254,16 +237,10 @@ var reopenFrom = []string{stateClosed, statePendingClose, statePendingReminder}
 // calls Append again, which finds the article by its marker if it was
 // made.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.Messages(ref, msgs); err != nil {
 		return nil, err
 	}
-	for i, m := range msgs {
-		if !adapters.MarkerToken(m.UpstreamID) {
-			return nil, fmt.Errorf("append to zammad ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
-		}
-		if strings.TrimSpace(m.Body) == "" {
-			return nil, fmt.Errorf("append to zammad ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
-		}
+	for _, m := range msgs {
 		if !utf8.ValidString(m.Body) || !utf8.ValidString(m.AuthorName) {
 			return nil, fmt.Errorf("append to zammad ticket %s: message %s: body or author is not valid UTF-8: %w", ref, m.UpstreamID, adapters.ErrInvalid)
 		}
@@ -286,7 +263,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	out := make([]adapters.Appended, 0, len(msgs))
 	state := t.State
 	for _, m := range msgs {
-		if id, ok := h.messages[m.UpstreamID]; ok {
+		if id, ok := h.Messages[m.UpstreamID]; ok {
 			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
 			continue
 		}
@@ -298,14 +275,14 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		}
 		var art zmArticle
 		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", url.Values{"expand": {"true"}}), Op: "append message"},
-			articleIn{TicketID: t.ID, Body: messageBody(m), ContentType: "text/plain", Type: "note", Internal: !m.Public}, &art)
+			articleIn{TicketID: t.ID, Body: saas.MessageText(m), ContentType: "text/plain", Type: "note", Internal: !m.Public}, &art)
 		if err != nil {
 			return nil, fmt.Errorf("append message %s to zammad ticket %d: %w", m.UpstreamID, t.ID, err)
 		}
 		if art.ID == 0 {
 			return nil, fmt.Errorf("append message %s to zammad ticket %d: the answer names no article", m.UpstreamID, t.ID)
 		}
-		h.messages[m.UpstreamID] = idString(art.ID)
+		h.Messages[m.UpstreamID] = idString(art.ID)
 		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(art.ID)})
 	}
 	return out, nil
@@ -358,11 +335,8 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 // note on the ticket, unless one records it already. Zammad lets agents
 // add notes to closed tickets without reopening them.
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
-	}
-	if !adapters.MarkerToken(eventID) || (upstreamMessageID != "" && !adapters.MarkerToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
-		return fmt.Errorf("mark event %q sent on zammad ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
 	}
 	t, _, err := a.resolve(ctx, ref)
 	if err != nil {
@@ -376,11 +350,11 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on zammad ticket %s: %w", eventID, ref, err)
 	}
-	if _, ok := h.sent[eventID]; ok {
+	if _, ok := h.Sent[eventID]; ok {
 		return nil
 	}
 	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", nil), Op: "mark sent"},
-		articleIn{TicketID: t.ID, Body: sentBody(eventID, upstreamMessageID), ContentType: "text/plain", Type: "note", Internal: true}, nil)
+		articleIn{TicketID: t.ID, Body: saas.SentText(eventID, upstreamMessageID), ContentType: "text/plain", Type: "note", Internal: true}, nil)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on zammad ticket %d: %w", eventID, t.ID, err)
 	}
@@ -391,11 +365,8 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 // should there be several) and reads the markers of the bridge's articles
 // in it.
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
 		return adapters.Found{}, false, err
-	}
-	if !adapters.MarkerToken(upstreamID) {
-		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
 	}
 	ts, err := a.byUpstream(ctx, upstreamID)
 	if err != nil {
@@ -405,7 +376,8 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 		return adapters.Found{}, false, nil
 	}
 	if len(ts) > 1 {
-		a.log.WarnContext(ctx, "several zammad tickets hold the same upstream id; the oldest is used", "ticket", upstreamID, "op", "look up", "zammad_tickets", len(ts))
+		a.log.LogAttrs(ctx, slog.LevelWarn, "several zammad tickets hold the same upstream id; the oldest is used",
+			slog.String("ticket", upstreamID), slog.String("op", "look up"), slog.Int("zammad_tickets", len(ts)))
 	}
 	me, err := a.self(ctx)
 	if err != nil {
@@ -415,5 +387,5 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket for %s: %w", upstreamID, err)
 	}
-	return adapters.Found{Ref: refOf(ts[0].ID), Messages: h.messages, Sent: h.sent}, true, nil
+	return h.Found(refOf(ts[0].ID)), true, nil
 }

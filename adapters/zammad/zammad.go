@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
@@ -93,10 +94,11 @@ type Adapter struct {
 	now       func() time.Time
 	maxEvents int
 
-	mu     sync.Mutex
-	me     *zmUser
-	names  map[int64]string // user id -> display name
-	closed bool
+	mu    sync.Mutex
+	me    saas.Memo[zmUser]
+	names map[int64]string // user id -> display name
+	in    saas.Input       // checks the input of the Helpdesk methods, and that the adapter is open
+	life  saas.Life
 }
 
 var _ adapters.Helpdesk = (*Adapter)(nil)
@@ -105,11 +107,7 @@ var _ adapters.Checker = (*Adapter)(nil)
 // Factory builds the adapter from the TICKETBRIDGE_ZAMMAD_* variables of
 // deps.Env; see [LoadConfig].
 func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
-	cfg, err := LoadConfig(ctx, deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg, deps, Options{})
+	return saas.Build(ctx, deps, LoadConfig, New)
 }
 
 // New returns an adapter for cfg, checked with [Config.Validate]. It makes
@@ -121,19 +119,9 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	cfg = cfg.withDefaults()
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := parseSince(cfg.EventsSince)
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
+	since, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
+	log := saas.Logger(deps.Logger)
+	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		base:      base,
 		cfg:       cfg,
@@ -148,17 +136,14 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if a.maxEvents <= 0 {
 		a.maxEvents = DefaultMaxEvents
 	}
+	a.in = saas.Input{Name: Name, Life: &a.life}
 	token := cfg.Token
-	a.http = &adapters.HTTPClient{
-		HTTP:      hc,
-		Backoff:   opts.Backoff,
-		Header:    http.Header{"User-Agent": {"ticketbridge-zammad"}},
+	a.http = saas.Client{
+		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,
 		Authorize: func(r *http.Request) { r.Header.Set("Authorization", "Token token="+token) },
 		Secrets:   []string{token},
-		Sleep:     opts.Sleep,
-		Now:       opts.Now,
-		Logger:    log,
-	}
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
+	}.New()
 	return a, nil
 }
 
@@ -177,23 +162,9 @@ func (a *Adapter) String() string {
 func (a *Adapter) GoString() string { return a.String() }
 
 // Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	return nil
-}
+func (a *Adapter) Close() error { return a.life.Close() }
 
-var errClosed = errors.New("zammad adapter is closed")
-
-func (a *Adapter) checkOpen() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errClosed
-	}
-	return nil
-}
+func (a *Adapter) checkOpen() error { return a.life.Check("zammad adapter") }
 
 // url returns the API address of path (below /api/v1) with query.
 func (a *Adapter) url(path string, query url.Values) string {
@@ -228,9 +199,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 	if me.ID == 0 {
 		return fmt.Errorf("check zammad token: Zammad answered without a user: check %sURL", EnvPrefix)
 	}
-	a.mu.Lock()
-	a.me = &me
-	a.mu.Unlock()
+	a.me.Set(me)
 	if err := a.checkGroups(me); err != nil {
 		return err
 	}
@@ -242,7 +211,8 @@ func (a *Adapter) Check(ctx context.Context) error {
 // by name is not checked here; a creation then fails with its own error.
 func (a *Adapter) checkGroups(me zmUser) error {
 	if me.Groups == nil {
-		a.log.Info("zammad did not list the api user's groups; group access is not checked", "op", "check groups")
+		a.log.LogAttrs(context.Background(), slog.LevelInfo, "zammad did not list the api user's groups; group access is not checked",
+			slog.String("op", "check groups"))
 		return nil
 	}
 	check := map[string]string{a.cfg.Group: EnvPrefix + "GROUP"}
@@ -309,8 +279,8 @@ func (a *Adapter) checkAttributeByTicket(ctx context.Context) error {
 		return fmt.Errorf("check zammad ticket attribute %s: %w", a.cfg.IDField, err)
 	}
 	if len(ts) == 0 {
-		a.log.Warn("the zammad token may not read the object manager (admin.object) and sees no ticket: the ticket attribute is not checked",
-			"op", "check ticket attribute", "attribute", a.cfg.IDField)
+		a.log.LogAttrs(ctx, slog.LevelWarn, "the zammad token may not read the object manager (admin.object) and sees no ticket: the ticket attribute is not checked",
+			slog.String("op", "check ticket attribute"), slog.String("attribute", a.cfg.IDField))
 		return nil
 	}
 	if _, ok := ts[0].attr(a.cfg.IDField); !ok {
@@ -321,23 +291,16 @@ func (a *Adapter) checkAttributeByTicket(ctx context.Context) error {
 
 // self returns the API user, asking Zammad once.
 func (a *Adapter) self(ctx context.Context) (zmUser, error) {
-	a.mu.Lock()
-	me := a.me
-	a.mu.Unlock()
-	if me != nil {
-		return *me, nil
-	}
-	var out zmUser
-	if _, err := a.get(ctx, "/users/me", nil, "read api user", &out); err != nil {
-		return zmUser{}, fmt.Errorf("read zammad api user: %w", err)
-	}
-	if out.ID == 0 {
-		return zmUser{}, fmt.Errorf("read zammad api user: Zammad answered without a user: check %sURL", EnvPrefix)
-	}
-	a.mu.Lock()
-	a.me = &out
-	a.mu.Unlock()
-	return out, nil
+	return a.me.Get(ctx, func(ctx context.Context) (zmUser, error) {
+		var out zmUser
+		if _, err := a.get(ctx, "/users/me", nil, "read api user", &out); err != nil {
+			return zmUser{}, fmt.Errorf("read zammad api user: %w", err)
+		}
+		if out.ID == 0 {
+			return zmUser{}, fmt.Errorf("read zammad api user: Zammad answered without a user: check %sURL", EnvPrefix)
+		}
+		return out, nil
+	})
 }
 
 // userName returns the display name of user id, asking Zammad once. A user

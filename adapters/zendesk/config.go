@@ -11,21 +11,17 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
 const EnvPrefix = "TICKETBRIDGE_ZENDESK_"
 
-// Defaults of [Config].
-const (
-	DefaultTimeout  = 30 * time.Second
-	DefaultPageSize = 100 // Zendesk's maximum page[size]
-	DefaultTag      = "ticketbridge"
-	// DefaultEventPages is how many pages of the ticket event export one
-	// Changes call reads at most while they hold nothing for the bridge;
-	// the export allows 10 requests a minute.
-	DefaultEventPages = 3
-)
+// DefaultEventPages is how many pages of the ticket event export one
+// Changes call reads at most while they hold nothing for the bridge; the
+// export allows 10 requests a minute. The defaults of [Config] are its
+// env tags'.
+const DefaultEventPages = 3
 
 // Config is the adapter's configuration, read from the TICKETBRIDGE_ZENDESK_*
 // variables by [LoadConfig]. Its String, GoString and LogValue never show
@@ -68,37 +64,12 @@ type Config struct {
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	if env == nil {
-		env = envconfig.MapLookuper(nil)
-	}
-	var c Config
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   &c,
-		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
-	}); err != nil {
-		return Config{}, fmt.Errorf("read zendesk configuration: %w", err)
-	}
-	secret, err := adapters.SecretOrFile(EnvPrefix+"TOKEN", c.Token, c.TokenFile)
-	if err != nil {
-		return Config{}, err
-	}
-	c.Token = secret
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
 }
 
+// withDefaults fills the unset fields with the defaults of their env tags.
 func (c Config) withDefaults() Config {
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.PageSize == 0 {
-		c.PageSize = DefaultPageSize
-	}
-	if c.Tag == "" {
-		c.Tag = DefaultTag
-	}
+	saas.Defaults(&c)
 	return c
 }
 
@@ -131,7 +102,7 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.Tag, " \t\r\n,") {
 		return fmt.Errorf("%sTAG %q: a Zendesk tag may not contain white space or commas", EnvPrefix, c.Tag)
 	}
-	if _, err := parseSince(c.EventsSince); err != nil {
+	if _, err := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", c.EventsSince); err != nil {
 		return err
 	}
 	if c.Timeout < 0 {
@@ -188,21 +159,4 @@ func ParseGroups(s string) (map[string]int64, error) {
 		}
 		return id, nil
 	})
-}
-
-// parseSince parses EventsSince: empty (0), an RFC 3339 time or a date.
-func parseSince(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, nil
-	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			if t.Unix() < 0 {
-				return 0, fmt.Errorf("%sEVENTS_SINCE %q is before 1970", EnvPrefix, s)
-			}
-			return t.Unix(), nil
-		}
-	}
-	return 0, fmt.Errorf("%sEVENTS_SINCE %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", EnvPrefix, s)
 }

@@ -142,6 +142,23 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 	return snap, nil
 }
 
+// faults makes the fake fail as Zendesk does, for the suite's fault cases.
+type faults struct{ e *env }
+
+func (f faults) RefuseCredentials(testing.TB) {
+	f.e.fake.Inject(zendeskfake.Fault{Status: 401, Times: 1 << 30, Body: `{"error":"Couldn't authenticate you"}`})
+}
+
+func (f faults) Unavailable(testing.TB) {
+	f.e.fake.Inject(zendeskfake.Fault{Status: 503, Times: 1 << 30, Body: `{"error":"Unavailable","echo":"` + testEmail + `/token:` + testToken + `"}`})
+}
+
+func (f faults) RateLimit(_ testing.TB, n int) {
+	f.e.fake.Inject(zendeskfake.Fault{Status: 429, RetryAfter: "7", Times: n})
+}
+
+func (f faults) Restore(testing.TB) { f.e.fake.ClearFaults() }
+
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -159,6 +176,20 @@ func TestConformance(t *testing.T) {
 				UnknownRef: "999999",
 				Settle:     e.settle,
 				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true},
+				Faults:     faults{e},
+				Secrets:    []string{testToken},
+				Logs:       e.logs.String,
+				Archive: func(t testing.TB, ref adapters.Ref) {
+					id := mustRef(t, ref)
+					if tk, _ := e.fake.Ticket(id); tk.Status != "closed" {
+						if err := e.fake.Close(id); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := e.fake.Archive(id); err != nil {
+						t.Fatal(err)
+					}
+				},
 			})
 			if bytes.Contains([]byte(e.logs.String()), []byte(testToken)) {
 				t.Errorf("the token appears in the adapter's log")

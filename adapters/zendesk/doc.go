@@ -16,7 +16,12 @@
 //     (TICKETBRIDGE_ZENDESK_GROUPS, else TICKETBRIDGE_ZENDESK_GROUP), the
 //     tag TICKETBRIDGE_ZENDESK_TAG, and external_id
 //     "ticketbridge:<upstream ticket id>". EnsureTicket finds it again with
-//     the external_id filter of List Tickets, and the creation carries an
+//     the external_id filter of List Tickets, which has no lag but leaves
+//     out archived tickets (Zendesk archives a ticket some 120 days after
+//     it was closed), and with the Search API, which includes them, when
+//     the list has none; Lookup and the follow-up chains read both. A new
+//     message for an archived ticket goes to a follow-up, as for any
+//     closed ticket. The creation carries an
 //     Idempotency-Key derived from its payload, so a retry within Zendesk's
 //     two hours gets the first ticket back.
 //   - One comment per upstream message, written by the API user, public
@@ -52,6 +57,15 @@
 // itself after some days, and closed tickets are frozen. A guest's new
 // public message on a solved or pending ticket reopens it (status open, in
 // the same update as the comment).
+//
+// An account can make ticket fields required on solve; Zendesk then
+// refuses (422 RecordInvalid, "<field>: is required when solving a
+// ticket") to solve a ticket where one is empty. The adapter leaves the
+// ticket as it is, tells the team in an internal comment which fields are
+// missing, and fails SetStatus with an [adapters.HeldError]: not a
+// permanent error, so the engine tries again with its backoff and solves
+// the ticket once the fields are filled in. [Adapter.Held] lists the
+// changes held so.
 //
 // # Limits and their cost
 //
@@ -90,6 +104,9 @@
 //   - Tickets (create, show, show_many, update, list with external_id,
 //     follow-ups): https://developer.zendesk.com/api-reference/ticketing/tickets/tickets/
 //   - Ticket comments: https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/
+//   - Search (type:ticket external_id:, archived tickets included):
+//     https://developer.zendesk.com/api-reference/ticketing/ticket-management/search/
+//     and archiving: https://support.zendesk.com/hc/en-us/articles/4408887617050
 //   - Incremental exports and ticket events:
 //     https://developer.zendesk.com/api-reference/ticketing/ticket-management/incremental_exports/
 //     and https://developer.zendesk.com/documentation/ticketing/managing-tickets/using-the-incremental-export-api/

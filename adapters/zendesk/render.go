@@ -2,9 +2,9 @@ package zendesk
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -20,34 +20,10 @@ import (
 // non-empty line counts, so that a marker quoted inside a message (a guest
 // pasting one) never passes for the bridge's own.
 
-// messageBody is the comment of an upstream message: who wrote it, as
-// what and when on the first line, the text, and the marker.
-func messageBody(m adapters.Message) string {
-	var b strings.Builder
-	b.WriteString(adapters.AuthorLine(m))
-	b.WriteString("\n\n")
-	b.WriteString(m.Body)
-	b.WriteString("\n\n")
-	b.WriteString(adapters.Marker{Kind: adapters.MarkerMessage, ID: m.UpstreamID}.Line())
-	return b.String()
-}
-
-// descriptionBody is the first comment of a ticket: the request, what the
-// console card adds, and the marker.
-func descriptionBody(t adapters.Ticket) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimRight(t.TaskDescription, " \t\r\n"))
-	b.WriteString("\n\n")
-	b.WriteString(adapters.TicketFacts(t))
-	b.WriteString("\n")
-	b.WriteString(adapters.Marker{Kind: adapters.MarkerTicket, ID: t.UpstreamID}.Line())
-	return b.String()
-}
-
 // followUpBody is the first comment of a follow-up ticket made for
 // message m because ticket closed was closed.
 func followUpBody(closed int64, m adapters.Message) string {
-	return fmt.Sprintf("Follow-up of closed ticket #%d: the guest request has a new message.\n\n", closed) + messageBody(m)
+	return fmt.Sprintf("Follow-up of closed ticket #%d: the guest request has a new message.\n\n", closed) + saas.MessageText(m)
 }
 
 // reopenBody is the first comment of a follow-up ticket made because the
@@ -57,9 +33,10 @@ func reopenBody(closed int64, upstreamID string, s guestapi.Status) string {
 		adapters.Marker{Kind: adapters.MarkerTicket, ID: upstreamID}.Line()
 }
 
-// sentBody is the private note MarkSent writes.
-func sentBody(eventID, upstreamMessageID string) string {
-	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()
+// heldBody is the internal comment that says the guest request reached
+// status s but Zendesk refuses to solve the ticket for want of need.
+func heldBody(s guestapi.Status, need string) string {
+	return fmt.Sprintf("The guest request is %s, but Zendesk refuses to solve this ticket: %s.\n\nFill in the field, and the bridge solves the ticket on its next attempt.", s, need)
 }
 
 // subject is the ticket's subject (see [adapters.Subject]).

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -30,25 +33,21 @@ type chain struct {
 func (c chain) root() zdTicket   { return c.tickets[0] }
 func (c chain) active() zdTicket { return c.tickets[len(c.tickets)-1] }
 
-// held is what the bridge's own comments in a chain record.
-type held struct {
-	messages map[string]string // upstream message id -> comment id
-	sent     map[string]string // helpdesk event id -> upstream message id
-}
-
 // EnsureTicket finds the ticket whose external_id names t.UpstreamID, or
 // creates it with the request as its first comment, the department's
 // group, the tag and the mapped status. The creation carries an
 // Idempotency-Key derived from its payload, so a retry after a lost answer
 // gets the first ticket back.
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
 		return "", err
 	}
-	if !adapters.MarkerToken(t.UpstreamID) {
-		return "", fmt.Errorf("ensure zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", t.UpstreamID, adapters.ErrInvalid)
-	}
 	existing, err := a.byExternalID(ctx, t.UpstreamID)
+	if err == nil && len(existing) == 0 {
+		// An archived ticket is left out of the list; only a search
+		// finds it.
+		existing, err = a.searchExternalID(ctx, t.UpstreamID)
+	}
 	if err != nil {
 		return "", fmt.Errorf("ensure zendesk ticket for %s: %w", t.UpstreamID, err)
 	}
@@ -58,7 +57,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	in := zdTicketIn{
 		Subject:    subject(t),
-		Comment:    &zdCommentIn{Body: descriptionBody(t), Public: t.Origin == guestapi.OriginGuest},
+		Comment:    &zdCommentIn{Body: saas.DescriptionText(t), Public: t.Origin == guestapi.OriginGuest},
 		ExternalID: externalPrefix + t.UpstreamID,
 		Status:     a.status.Down(t.Status),
 		GroupID:    a.group(t.Department),
@@ -69,7 +68,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		return "", fmt.Errorf("create zendesk ticket for %s: %w", t.UpstreamID, err)
 	}
 	a.remember(ans.Ticket.ID, t.UpstreamID, ans.Ticket.ID)
-	a.log.InfoContext(ctx, "created zendesk ticket", "ticket", t.UpstreamID, "op", "create ticket", "zendesk_ticket", ans.Ticket.ID)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created zendesk ticket",
+		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("zendesk_ticket", ans.Ticket.ID))
 	return refOf(ans.Ticket.ID), nil
 }
 
@@ -126,16 +126,8 @@ func (a *Adapter) update(ctx context.Context, c *adapters.HTTPClient, id int64, 
 // the engine calls Append again, which finds the comment by its marker if
 // it was made.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.Messages(ref, msgs); err != nil {
 		return nil, err
-	}
-	for i, m := range msgs {
-		if !adapters.MarkerToken(m.UpstreamID) {
-			return nil, fmt.Errorf("append to zendesk ticket %s: message %d: upstream id %q is empty or holds white space or brackets: %w", ref, i+1, m.UpstreamID, adapters.ErrInvalid)
-		}
-		if strings.TrimSpace(m.Body) == "" {
-			return nil, fmt.Errorf("append to zendesk ticket %s: message %s has an empty body: %w", ref, m.UpstreamID, adapters.ErrInvalid)
-		}
 	}
 	if len(msgs) == 0 {
 		return []adapters.Appended{}, nil
@@ -154,7 +146,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 	}
 	out := make([]adapters.Appended, 0, len(msgs))
 	for _, m := range msgs {
-		if id, ok := h.messages[m.UpstreamID]; ok {
+		if id, ok := h.Messages[m.UpstreamID]; ok {
 			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
 			continue
 		}
@@ -168,7 +160,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 			}
 			c.tickets = append(c.tickets, ans.Ticket)
 		} else {
-			in := zdTicketIn{Comment: &zdCommentIn{Body: messageBody(m), Public: m.Public}}
+			in := zdTicketIn{Comment: &zdCommentIn{Body: saas.MessageText(m), Public: m.Public}}
 			if m.Public && m.AuthorType == guestapi.AuthorGuest && (active.Status == statusSolved || active.Status == statusPending) {
 				in.Status = statusOpen
 			}
@@ -182,7 +174,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		if cid == 0 {
 			return nil, fmt.Errorf("append message %s to zendesk ticket %d: the answer names no comment", m.UpstreamID, ans.Ticket.ID)
 		}
-		h.messages[m.UpstreamID] = idString(cid)
+		h.Messages[m.UpstreamID] = idString(cid)
 		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(cid)})
 	}
 	return out, nil
@@ -204,7 +196,9 @@ func (a *Adapter) followUp(ctx context.Context, c chain, in zdTicketIn) (zdWrite
 		return zdWriteAnswer{}, err
 	}
 	a.remember(ans.Ticket.ID, c.upstream, c.root().ID)
-	a.log.InfoContext(ctx, "created zendesk follow-up ticket", "ticket", c.upstream, "op", "create follow-up", "zendesk_ticket", ans.Ticket.ID, "closed_ticket", closed.ID)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "created zendesk follow-up ticket",
+		slog.String("ticket", c.upstream), slog.String("op", "create follow-up"),
+		slog.Int64("zendesk_ticket", ans.Ticket.ID), slog.Int64("closed_ticket", closed.ID))
 	return ans, nil
 }
 
@@ -228,10 +222,15 @@ func (a *Adapter) closedMeanwhile(ctx context.Context, id int64, err error) erro
 // ticket left it, so it counts as open. A closed ticket stays closed for a
 // closing status; for any other the request was reopened and a follow-up
 // ticket says so.
-func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) (err error) {
 	if err := a.checkOpen(); err != nil {
 		return err
 	}
+	defer func() {
+		if err == nil {
+			a.release(ref) // whatever was held of ref is settled
+		}
+	}()
 	if !s.Known() {
 		return fmt.Errorf("set status of zendesk ticket %s: unknown status %q: %w", ref, s, adapters.ErrInvalid)
 	}
@@ -264,10 +263,91 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 		}
 		return nil
 	}
-	if _, err := a.update(ctx, a.http, active.ID, zdTicketIn{Status: target}, "set status"); err != nil {
+	var out zdWriteAnswer
+	resp, err := a.http.JSON(ctx, adapters.HTTPRequest{
+		Method: http.MethodPut, URL: a.url(fmt.Sprintf("/tickets/%d", active.ID)), Op: "set status",
+		Accept: []int{http.StatusUnprocessableEntity},
+	}, map[string]any{"ticket": zdTicketIn{Status: target}}, &out)
+	if err == nil && resp.StatusCode == http.StatusUnprocessableEntity {
+		if need := requiredOnSolve(resp.Body); need != "" {
+			return a.holdSolve(ctx, ref, c, s, need)
+		}
+		err = fmt.Errorf("HTTP 422 %q: %w", strings.ToValidUTF8(string(resp.Body[:min(len(resp.Body), 300)]), "?"), adapters.ErrInvalid)
+	}
+	if err != nil {
 		return fmt.Errorf("set status of zendesk ticket %d to %s: %w", active.ID, target, a.closedMeanwhile(ctx, active.ID, err))
 	}
 	return nil
+}
+
+// requiredOnSolve reads a 422 answer to an update to solved: when Zendesk
+// refused it for fields required on solve, it returns their descriptions
+// ("Room number: is required when solving a ticket"), else "".
+func requiredOnSolve(body []byte) string {
+	var ans struct {
+		Error   string `json:"error"`
+		Details struct {
+			Base []struct {
+				Description   string `json:"description"`
+				TicketFieldID int64  `json:"ticket_field_id"`
+			} `json:"base"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(body, &ans) != nil || ans.Error != "RecordInvalid" {
+		return ""
+	}
+	var need []string
+	for _, b := range ans.Details.Base {
+		if b.TicketFieldID != 0 && b.Description != "" {
+			need = append(need, b.Description)
+		}
+	}
+	return strings.Join(need, "; ")
+}
+
+// holdSolve handles Zendesk refusing to solve the chain's active ticket
+// because fields required on solve are empty: the ticket stays as it is,
+// an internal comment tells the team what is missing (once per missing
+// set and adapter instance), and a [adapters.HeldError] makes the engine
+// try again later, which succeeds once the fields are filled in.
+func (a *Adapter) holdSolve(ctx context.Context, ref adapters.Ref, c chain, s guestapi.Status, need string) error {
+	held := &adapters.HeldError{Ref: ref, Op: "set status " + string(s), Need: "Zendesk refuses to solve the ticket: " + need}
+	a.mu.Lock()
+	prev, told := a.holds[ref]
+	a.holds[ref] = *held
+	a.mu.Unlock()
+	if !told || prev.Need != held.Need {
+		in := zdTicketIn{Comment: &zdCommentIn{Body: heldBody(s, need)}}
+		if _, err := a.update(ctx, a.once, c.active().ID, in, "note held status"); err != nil {
+			a.mu.Lock()
+			delete(a.holds, ref) // tell the team on the next attempt
+			a.mu.Unlock()
+			return fmt.Errorf("note on zendesk ticket %d that solving it is held: %w", c.active().ID, err)
+		}
+		a.log.LogAttrs(ctx, slog.LevelWarn, "zendesk refuses to solve the ticket until fields are filled in",
+			slog.String("ticket", c.upstream), slog.String("op", "set status"), slog.String("need", need))
+	}
+	return held
+}
+
+// release forgets that a change of ref was held.
+func (a *Adapter) release(ref adapters.Ref) {
+	a.mu.Lock()
+	delete(a.holds, ref)
+	a.mu.Unlock()
+}
+
+// Held lists the status changes Zendesk holds back (see
+// [adapters.Holder]), oldest ticket first.
+func (a *Adapter) Held(context.Context) []adapters.HeldError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]adapters.HeldError, 0, len(a.holds))
+	for _, h := range a.holds {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(x, y adapters.HeldError) int { return strings.Compare(string(x.Ref), string(y.Ref)) })
+	return out
 }
 
 // MarkSent records the delivery of helpdesk event eventID in a private
@@ -275,11 +355,8 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 // cannot take the note; the delivery then goes unrecorded (the engine's
 // state still holds it) and is logged.
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
-	}
-	if !adapters.MarkerToken(eventID) || (upstreamMessageID != "" && !adapters.MarkerToken(upstreamMessageID)) || upstreamMessageID == adapters.MarkerNoMessage {
-		return fmt.Errorf("mark event %q sent on zendesk ticket %s: the event id or upstream message id %q is empty or holds white space or brackets: %w", eventID, ref, upstreamMessageID, adapters.ErrInvalid)
 	}
 	c, err := a.resolve(ctx, ref)
 	if err != nil {
@@ -293,15 +370,17 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on zendesk ticket %s: %w", eventID, ref, err)
 	}
-	if _, ok := h.sent[eventID]; ok {
+	if _, ok := h.Sent[eventID]; ok {
 		return nil
 	}
 	active := c.active()
 	if active.Status == statusClosed {
-		a.log.InfoContext(ctx, "zendesk ticket is closed, delivery not recorded in it", "ticket", c.upstream, "op", "mark sent", "zendesk_ticket", active.ID, "event", eventID)
+		a.log.LogAttrs(ctx, slog.LevelInfo, "zendesk ticket is closed, delivery not recorded in it",
+			slog.String("ticket", c.upstream), slog.String("op", "mark sent"),
+			slog.Int64("zendesk_ticket", active.ID), slog.String("event", eventID))
 		return nil
 	}
-	in := zdTicketIn{Comment: &zdCommentIn{Body: sentBody(eventID, upstreamMessageID), Public: false}}
+	in := zdTicketIn{Comment: &zdCommentIn{Body: saas.SentText(eventID, upstreamMessageID), Public: false}}
 	if _, err := a.update(ctx, a.once, active.ID, in, "mark sent"); err != nil {
 		err = a.closedMeanwhile(ctx, active.ID, err)
 		return fmt.Errorf("mark event %s sent on zendesk ticket %d: %w", eventID, active.ID, err)
@@ -312,13 +391,10 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 // Lookup finds the tickets whose external_id names upstreamID and reads
 // the markers of the bridge's comments in them.
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.checkOpen(); err != nil {
+	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
 		return adapters.Found{}, false, err
 	}
-	if !adapters.MarkerToken(upstreamID) {
-		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket: upstream ticket id %q is empty or holds white space or brackets: %w", upstreamID, adapters.ErrInvalid)
-	}
-	ts, err := a.byExternalID(ctx, upstreamID)
+	ts, err := a.chainTickets(ctx, upstreamID)
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket for %s: %w", upstreamID, err)
 	}
@@ -337,7 +413,7 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	for _, t := range ts {
 		a.remember(t.ID, upstreamID, ts[0].ID)
 	}
-	return adapters.Found{Ref: refOf(ts[0].ID), Messages: h.messages, Sent: h.sent}, true, nil
+	return h.Found(refOf(ts[0].ID)), true, nil
 }
 
 // remember caches what ticket id mirrors.
@@ -376,7 +452,7 @@ func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (chain, error) 
 	if t.Status != statusClosed && len(t.FollowupIDs) == 0 && !t.followUp() {
 		return chain{upstream: upstream, tickets: []zdTicket{t}}, nil
 	}
-	ts, err := a.byExternalID(ctx, upstream)
+	ts, err := a.chainTickets(ctx, upstream)
 	if err != nil {
 		return chain{}, err
 	}
@@ -421,6 +497,59 @@ func (a *Adapter) byExternalID(ctx context.Context, upstreamID string) ([]zdTick
 	}
 	slices.SortFunc(out, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
 	return out, nil
+}
+
+// searchExternalID finds the tickets whose external_id names upstreamID
+// through the Search API, which, unlike List Tickets, includes archived
+// tickets (Zendesk archives a ticket some 120 days after it was closed),
+// but lags behind writes by up to a few minutes. It reads offset pages,
+// asking for each on the adapter's own address.
+func (a *Adapter) searchExternalID(ctx context.Context, upstreamID string) ([]zdTicket, error) {
+	ext := externalPrefix + upstreamID
+	var out []zdTicket
+	for page := 1; page <= maxSearchPages; page++ {
+		var ans struct {
+			Results  []zdTicket `json:"results"`
+			NextPage *string    `json:"next_page"`
+		}
+		u := a.url("/search", "query", `type:ticket external_id:"`+ext+`"`, "page", strconv.Itoa(page), "per_page", idString(int64(a.cfg.PageSize)))
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: u, Op: "search tickets by external id"}, nil, &ans); err != nil {
+			return nil, err
+		}
+		for _, t := range ans.Results {
+			if t.externalID() == ext {
+				out = append(out, t)
+			}
+		}
+		if ans.NextPage == nil || *ans.NextPage == "" || len(ans.Results) == 0 {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// maxSearchPages is how many pages the Search API serves: 1000 results.
+const maxSearchPages = 10
+
+// chainTickets lists every ticket whose external_id names upstreamID,
+// archived ones included, oldest first: List Tickets (no lag) and the
+// Search API (archived tickets) together.
+func (a *Adapter) chainTickets(ctx context.Context, upstreamID string) ([]zdTicket, error) {
+	listed, err := a.byExternalID(ctx, upstreamID)
+	if err != nil {
+		return nil, err
+	}
+	found, err := a.searchExternalID(ctx, upstreamID)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range found {
+		if !slices.ContainsFunc(listed, func(x zdTicket) bool { return x.ID == t.ID }) {
+			listed = append(listed, t)
+		}
+	}
+	slices.SortFunc(listed, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
+	return listed, nil
 }
 
 // comments lists a ticket's comments, oldest first.
@@ -480,30 +609,16 @@ func (a *Adapter) pages(ctx context.Context, path string, query []string, op str
 }
 
 // held reads the markers of the API user's comments in the chain.
-func (a *Adapter) held(ctx context.Context, c chain, me int64) (held, error) {
-	h := held{messages: map[string]string{}, sent: map[string]string{}}
+func (a *Adapter) held(ctx context.Context, c chain, me int64) (saas.Held, error) {
+	h := saas.NewHeld()
 	for _, t := range c.tickets {
 		cs, err := a.comments(ctx, t.ID)
 		if err != nil {
-			return held{}, err
+			return saas.Held{}, err
 		}
 		for _, cm := range cs {
-			if cm.AuthorID != me {
-				continue
-			}
-			mk, ok := adapters.ParseMarker(cm.Body)
-			if !ok {
-				continue
-			}
-			switch mk.Kind {
-			case adapters.MarkerMessage:
-				if _, dup := h.messages[mk.ID]; !dup {
-					h.messages[mk.ID] = idString(cm.ID)
-				}
-			case adapters.MarkerSent:
-				if _, dup := h.sent[mk.ID]; !dup {
-					h.sent[mk.ID] = mk.Arg
-				}
+			if cm.AuthorID == me {
+				h.Text(cm.Body, idString(cm.ID))
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
@@ -92,12 +93,15 @@ type Adapter struct {
 	http     *adapters.HTTPClient // reads, creations with an Idempotency-Key, status changes
 	once     *adapters.HTTPClient // writes that add a comment: sent once, see Append
 	maxPages int
+	now      func() time.Time
 
 	mu      sync.Mutex
-	me      *zdUser
-	tickets map[int64]ticketInfo // Zendesk ticket id -> what it mirrors
-	names   map[int64]string     // user id -> name
-	closed  bool
+	me      saas.Memo[zdUser]
+	tickets map[int64]ticketInfo                // Zendesk ticket id -> what it mirrors
+	names   map[int64]string                    // user id -> name
+	holds   map[adapters.Ref]adapters.HeldError // status changes Zendesk holds back
+	in      saas.Input                          // checks the input of the Helpdesk methods, and that the adapter is open
+	life    saas.Life
 }
 
 // ticketInfo is what the adapter remembers of a ticket it met in the event
@@ -110,15 +114,12 @@ type ticketInfo struct {
 
 var _ adapters.Helpdesk = (*Adapter)(nil)
 var _ adapters.Checker = (*Adapter)(nil)
+var _ adapters.Holder = (*Adapter)(nil)
 
 // Factory builds the adapter from the TICKETBRIDGE_ZENDESK_* variables of
 // deps.Env; see [LoadConfig].
 func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
-	cfg, err := LoadConfig(ctx, deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg, deps, Options{})
+	return saas.Build(ctx, deps, LoadConfig, New)
 }
 
 // New returns an adapter for cfg, checked with [Config.Validate]. It makes
@@ -130,16 +131,12 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	cfg = cfg.withDefaults()
 	base, _ := baseURL(cfg.URL) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := parseSince(cfg.EventsSince)
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
+	sinceT, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
+	since := sinceT.Unix()
+	log := saas.Logger(deps.Logger)
+	now := saas.Clock(opts.Now)
 	a := &Adapter{
+		now:      now,
 		base:     base,
 		cfg:      cfg,
 		groups:   groups,
@@ -149,6 +146,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		maxPages: opts.EventPages,
 		tickets:  map[int64]ticketInfo{},
 		names:    map[int64]string{},
+		holds:    map[adapters.Ref]adapters.HeldError{},
 	}
 	if a.maxPages <= 0 {
 		a.maxPages = DefaultEventPages
@@ -157,21 +155,16 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		a.tags = []string{cfg.Tag}
 	}
 	user, token := cfg.Email+"/token", cfg.Token
-	newClient := func(attempts int) *adapters.HTTPClient {
-		return &adapters.HTTPClient{
-			HTTP:        hc,
-			Backoff:     opts.Backoff,
-			MaxAttempts: attempts,
-			Header:      http.Header{"User-Agent": {"ticketbridge-zendesk"}},
-			Authorize:   func(r *http.Request) { r.SetBasicAuth(user, token) },
-			Secrets:     []string{token},
-			Sleep:       opts.Sleep,
-			Now:         opts.Now,
-			Logger:      log,
-		}
+	client := saas.Client{
+		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,
+		Authorize: func(r *http.Request) { r.SetBasicAuth(user, token) },
+		Secrets:   []string{token},
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
 	}
-	a.http = newClient(0)
-	a.once = newClient(1)
+	a.in = saas.Input{Name: Name, Life: &a.life}
+	a.http = client.New()
+	client.MaxAttempts = 1
+	a.once = client.New()
 	return a, nil
 }
 
@@ -187,23 +180,9 @@ func (a *Adapter) String() string {
 }
 
 // Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	return nil
-}
+func (a *Adapter) Close() error { return a.life.Close() }
 
-var errClosed = errors.New("zendesk adapter is closed")
-
-func (a *Adapter) checkOpen() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errClosed
-	}
-	return nil
-}
+func (a *Adapter) checkOpen() error { return a.life.Check("zendesk adapter") }
 
 // Check asks Zendesk who the credentials belong to and checks that the
 // user is an admin and that every configured group exists.
@@ -225,9 +204,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 	if out.User.Role != "admin" {
 		return fmt.Errorf("check zendesk credentials: %s is a Zendesk %s, but the bridge reads agents' work through the incremental ticket event export, which needs an admin: give the user the admin role or use an admin's address and token", a.cfg.Email, adapters.OrNone(out.User.Role))
 	}
-	a.mu.Lock()
-	a.me = &out.User
-	a.mu.Unlock()
+	a.me.Set(out.User)
 	check := map[int64]string{}
 	if a.cfg.Group != 0 {
 		check[a.cfg.Group] = EnvPrefix + "GROUP"
@@ -249,25 +226,18 @@ func (a *Adapter) Check(ctx context.Context) error {
 
 // self returns the API user, asking Zendesk once.
 func (a *Adapter) self(ctx context.Context) (zdUser, error) {
-	a.mu.Lock()
-	me := a.me
-	a.mu.Unlock()
-	if me != nil {
-		return *me, nil
-	}
-	var out struct {
-		User zdUser `json:"user"`
-	}
-	if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/me"), Op: "read api user"}, nil, &out); err != nil {
-		return zdUser{}, fmt.Errorf("read zendesk api user: %w", err)
-	}
-	if out.User.ID == 0 {
-		return zdUser{}, fmt.Errorf("read zendesk api user: Zendesk answered as an anonymous user: check %sEMAIL and the API token: %w", EnvPrefix, adapters.ErrAuth)
-	}
-	a.mu.Lock()
-	a.me = &out.User
-	a.mu.Unlock()
-	return out.User, nil
+	return a.me.Get(ctx, func(ctx context.Context) (zdUser, error) {
+		var out struct {
+			User zdUser `json:"user"`
+		}
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/me"), Op: "read api user"}, nil, &out); err != nil {
+			return zdUser{}, fmt.Errorf("read zendesk api user: %w", err)
+		}
+		if out.User.ID == 0 {
+			return zdUser{}, fmt.Errorf("read zendesk api user: Zendesk answered as an anonymous user: check %sEMAIL and the API token: %w", EnvPrefix, adapters.ErrAuth)
+		}
+		return out.User, nil
+	})
 }
 
 // url returns the API address of path (below /api/v2, without .json) with

@@ -611,3 +611,139 @@ func TestTicketUpdateLimitIsTemporary(t *testing.T) {
 		t.Errorf("%d comments, want the description and 5 messages", len(tk.Comments))
 	}
 }
+
+// TestChangesWaitsForAMinuteOldStart: Zendesk refuses a start_time less
+// than a minute old (400). With EVENTS_SINCE just now, Changes reads
+// nothing and keeps its cursor until the start is old enough, then
+// reports what happened since.
+func TestChangesWaitsForAMinuteOldStart(t *testing.T) {
+	e := newEnv(t, zendeskfake.Options{})
+	anna := e.agent("Anna")
+	cfg := e.config()
+	a := e.open(t, cfg)
+	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EventsSince = e.clock.Now().Format(time.RFC3339)
+	b := e.open(t, cfg)
+	if _, err := e.fake.Reply(mustRef(t, ref), anna, "just now"); err != nil {
+		t.Fatal(err)
+	}
+	evs, next, err := b.Changes(t.Context(), "")
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("Changes from a start_time of now: %v, %v; want nothing yet", evs, err)
+	}
+	e.settle(t)
+	evs, _, err = b.Changes(t.Context(), next)
+	if err != nil || len(evs) != 1 || evs[0].Body != "just now" {
+		t.Fatalf("Changes a minute later: %+v, %v; want the reply", evs, err)
+	}
+}
+
+// TestSolveHeldForRequiredFields: an account with a field required on
+// solve refuses status solved (422). The ticket stays open, the team is
+// told once in an internal comment, SetStatus fails with a HeldError (not
+// ErrInvalid, so the engine tries again) and Held lists it; once the
+// field is filled in, the next SetStatus solves the ticket.
+func TestSolveHeldForRequiredFields(t *testing.T) {
+	e := newEnv(t, zendeskfake.Options{RequiredOnSolve: []zendeskfake.Field{{ID: 9001, Title: "Room number"}}})
+	a := e.open(t, e.config())
+	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		err = a.SetStatus(t.Context(), ref, guestapi.StatusDone)
+		var held *adapters.HeldError
+		if !errors.As(err, &held) || errors.Is(err, adapters.ErrInvalid) || !strings.Contains(held.Need, "Room number: is required when solving") {
+			t.Fatalf("SetStatus done: %v, want a HeldError naming the field", err)
+		}
+	}
+	tk, _ := e.fake.Ticket(mustRef(t, ref))
+	notes := 0
+	for _, c := range tk.Comments {
+		if strings.Contains(c.Body, "refuses to solve") && !c.Public {
+			notes++
+		}
+	}
+	if tk.Status == "solved" || notes != 1 {
+		t.Fatalf("ticket %s with %d internal comments about it, want it open with one", tk.Status, notes)
+	}
+	if h := a.Held(t.Context()); len(h) != 1 || h[0].Ref != ref {
+		t.Fatalf("Held: %+v", h)
+	}
+	// The guest reopens: nothing is held any more, and the next done is
+	// held again.
+	if err := a.SetStatus(t.Context(), ref, guestapi.StatusInProgress); err != nil {
+		t.Fatal(err)
+	}
+	if h := a.Held(t.Context()); len(h) != 0 {
+		t.Fatalf("Held after in_progress: %+v", h)
+	}
+	var held *adapters.HeldError
+	if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); !errors.As(err, &held) {
+		t.Fatalf("SetStatus done again: %v", err)
+	}
+	if err := e.fake.SetField(mustRef(t, ref), 9001, "214"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
+		t.Fatalf("SetStatus once the field is filled: %v", err)
+	}
+	if tk, _ := e.fake.Ticket(mustRef(t, ref)); tk.Status != "solved" {
+		t.Errorf("status %s, want solved", tk.Status)
+	}
+	if h := a.Held(t.Context()); len(h) != 0 {
+		t.Errorf("Held after the change went through: %+v", h)
+	}
+}
+
+// TestArchivedTicketFound: Zendesk archives closed tickets and List
+// Tickets leaves them out. After a state loss the adapter still finds an
+// archived ticket (through the Search API) with the messages it holds, so
+// EnsureTicket makes no second ticket, a repeated message is not written
+// again, and a new guest message goes to a follow-up linked to it.
+func TestArchivedTicketFound(t *testing.T) {
+	e := newEnv(t, zendeskfake.Options{})
+	a := e.open(t, e.config())
+	up := upstreamTicket("up-1")
+	ref, err := a.EnsureTicket(t.Context(), up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := guestMsg("m-1", "first")
+	if _, err := a.Append(t.Context(), ref, []adapters.Message{old}); err != nil {
+		t.Fatal(err)
+	}
+	id := mustRef(t, ref)
+	if err := e.fake.SetStatus(id, e.agent("Anna"), "solved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Close(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Archive(id); err != nil {
+		t.Fatal(err)
+	}
+	b := e.open(t, e.config())
+	f, ok, err := b.Lookup(t.Context(), up.UpstreamID)
+	if err != nil || !ok || f.Ref != ref || f.Messages["m-1"] == "" {
+		t.Fatalf("Lookup of an archived ticket: %+v, %v, %v", f, ok, err)
+	}
+	again, err := b.EnsureTicket(t.Context(), up)
+	if err != nil || again != ref {
+		t.Fatalf("EnsureTicket of an archived ticket: %s, %v; want %s", again, err, ref)
+	}
+	got, err := b.Append(t.Context(), ref, []adapters.Message{old, guestMsg("m-2", "back again")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].Existed || got[1].Existed {
+		t.Errorf("Append: %+v, want the first existing and the second new", got)
+	}
+	tickets := e.fake.Tickets()
+	if len(tickets) != 2 || tickets[1].ViaFollowupSourceID != id || tickets[1].ExternalID != tickets[0].ExternalID {
+		t.Fatalf("tickets %+v, want the archived one and one follow-up of it", tickets)
+	}
+}

@@ -62,7 +62,7 @@ func (s *Server) converse(id, agent int64, text string, source int, private bool
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tickets[id]
-	if t == nil || t.Deleted {
+	if t == nil || t.Deleted || t.Archived {
 		return 0, fmt.Errorf("add conversation to ticket %d: %w", id, ErrNoTicket)
 	}
 	if s.agents[agent] == nil {
@@ -71,7 +71,7 @@ func (s *Server) converse(id, agent int64, text string, source int, private bool
 	now := s.now()
 	body := textHTML(text)
 	c := Conversation{
-		ID: s.newID(), UserID: agent, Body: body, BodyText: htmlText(body), Private: private,
+		ID: s.newID(), UserID: agent, Body: body, BodyText: s.bodyText(body), Private: private,
 		Source: source, CreatedAt: now, UpdatedAt: now,
 	}
 	t.Conversations = append(t.Conversations, c)
@@ -84,7 +84,7 @@ func (s *Server) SetStatus(id, agent int64, status int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tickets[id]
-	if t == nil || t.Deleted {
+	if t == nil || t.Deleted || t.Archived {
 		return fmt.Errorf("set status of ticket %d: %w", id, ErrNoTicket)
 	}
 	if s.agents[agent] == nil {
@@ -130,6 +130,24 @@ func (s *Server) Delete(id int64) error {
 	}
 	t.Deleted = true
 	t.UpdatedAt = s.now()
+	return nil
+}
+
+// Archive archives closed ticket id, as Freshdesk does with tickets
+// closed and untouched for 120 days: the ticket endpoints and the list no
+// longer see it (404), GET /tickets/archived/{id} and its conversations
+// do, and nothing can change it.
+func (s *Server) Archive(id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil || t.Deleted {
+		return fmt.Errorf("archive ticket %d: %w", id, ErrNoTicket)
+	}
+	if t.Status != StatusClosed {
+		return fmt.Errorf("archive ticket %d: only closed tickets are archived, its status is %d", id, t.Status)
+	}
+	t.Archived = true
 	return nil
 }
 

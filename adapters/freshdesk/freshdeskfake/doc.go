@@ -38,6 +38,14 @@
 //     desc by default), page and per_page; without updated_since only the
 //     tickets created in the last 30 days; deleted and spam tickets left
 //     out; no page beyond the 300th.
+//   - Archived tickets ([Server.Archive], a closed ticket only; Freshdesk
+//     archives tickets closed and untouched for 120 days: "Ticket
+//     archiving", https://support.freshdesk.com, article 212901): GET
+//     /api/v2/tickets/archived/{id} (with "archived": true) and GET
+//     /api/v2/tickets/archived/{id}/conversations show them; the list
+//     leaves them out, and the other ticket endpoints answer 404 (the
+//     pages do not say what they answer; 404 is the fake's pick), as do
+//     the agent-side writes.
 //   - GET /api/v2/tickets/{id}/conversations (#list_all_ticket_notes):
 //     replies and notes oldest first, with body (HTML), body_text,
 //     incoming, private, source (0 reply, 2 note), user_id.
@@ -55,6 +63,10 @@
 //   - Rate limits (#ratelimit): every answer carries X-RateLimit-Total,
 //     X-RateLimit-Remaining and X-RateLimit-Used-CurrentRequest; a request
 //     over the per-minute budget gets 429 with Retry-After in seconds.
+//     Per-minute plans also cap single endpoints (Growth: tickets list 20,
+//     ticket create 80, ticket update 80 of the account's 200; support
+//     article 225439, "What are the rate limits for the API calls to
+//     Freshdesk?"): [Options.EndpointLimits].
 //
 // Statuses are Freshdesk's numbers: 2 open, 3 pending, 4 resolved, 5
 // closed. Timestamps are UTC with whole seconds, as Freshdesk writes them.
@@ -66,6 +78,10 @@
 //     404 to every write.
 //   - updated_since includes tickets updated at exactly that second, and
 //     tickets with the same sort key are ordered by id.
+//   - A request over an endpoint's budget gets 429 with Retry-After, the
+//     account's headers unchanged (the pages do not say which headers
+//     Freshdesk sends then), and spends neither budget; the endpoint's
+//     minute counts from its first request, as the account's does.
 //   - Without a configured budget ([Options.RateLimit] 0) there is no limit
 //     and no rate-limit header. A budget counts whole minutes from the
 //     first request of each minute; Retry-After is the rest of it, rounded
@@ -78,7 +94,10 @@
 //     the markup are one space, entities are decoded and a non-breaking
 //     space becomes a plain space. The agent-side methods turn plain text
 //     into HTML as Freshdesk's editor does: one line per <br>, spaces that
-//     HTML would fold as &nbsp;.
+//     HTML would fold as &nbsp;. [Options.FlatBodyText] gives body_text
+//     the other shape the reference allows ("content in plain text", with
+//     nothing said of line breaks): the lines run together, one space
+//     between them.
 //   - The fake refuses what the list endpoint offers but the fake does not
 //     implement (the parameters filter, requester_id, email, company_id and
 //     include, and order_by=due_by) with a 400, so that a test cannot rely

@@ -128,12 +128,41 @@ func (s *Server) ticketJSON(t *Ticket, withDescription bool) map[string]any {
 	return m
 }
 
+// ticket returns the ticket idStr names, nil for an unknown or archived
+// one: the ticket endpoints do not see archived tickets.
 func (s *Server) ticket(idStr string) *Ticket {
 	id, err := strconv.ParseInt(idStr, 10, 64)
 	if err != nil {
 		return nil
 	}
-	return s.tickets[id]
+	if t := s.tickets[id]; t != nil && !t.Archived {
+		return t
+	}
+	return nil
+}
+
+// archived returns the archived ticket idStr names, or nil.
+func (s *Server) archived(idStr string) *Ticket {
+	id, err := strconv.ParseInt(idStr, 10, 64)
+	if err != nil {
+		return nil
+	}
+	if t := s.tickets[id]; t != nil && t.Archived {
+		return t
+	}
+	return nil
+}
+
+// showArchived serves GET /tickets/archived/{id}.
+func (s *Server) showArchived(w http.ResponseWriter, idStr string) {
+	t := s.archived(idStr)
+	if t == nil {
+		writeNotFound(w)
+		return
+	}
+	m := s.ticketJSON(t, true)
+	m["archived"] = true
+	writeJSON(w, http.StatusOK, m)
 }
 
 func (s *Server) showTicket(w http.ResponseWriter, r *http.Request, idStr string) {
@@ -202,7 +231,7 @@ func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) {
 
 	var list []*Ticket
 	for _, t := range s.tickets {
-		if t.Deleted || t.Spam {
+		if t.Deleted || t.Spam || t.Archived {
 			continue
 		}
 		if hasSince {
@@ -589,8 +618,7 @@ func conversationJSON(ticketID int64, c Conversation) map[string]any {
 	}
 }
 
-func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, idStr string) {
-	t := s.ticket(idStr)
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, t *Ticket) {
 	if t == nil || t.Deleted {
 		writeNotFound(w)
 		return
@@ -675,7 +703,7 @@ func (s *Server) addConversation(w http.ResponseWriter, idStr string, body []byt
 	now := s.now()
 	c.ID = s.newID()
 	c.Body = sanitize(text)
-	c.BodyText = htmlText(c.Body)
+	c.BodyText = s.bodyText(c.Body)
 	c.CreatedAt, c.UpdatedAt = now, now
 	t.Conversations = append(t.Conversations, c)
 	t.UpdatedAt = now

@@ -87,6 +87,14 @@ type Options struct {
 	// Fields are the custom ticket fields; nil means [DefaultFields], an
 	// empty slice none.
 	Fields []Field
+	// EndpointLimits are per-minute budgets of single endpoints besides
+	// RateLimit, by the names EndpointTicketsList, EndpointTicketCreate
+	// and EndpointTicketUpdate; nil means none.
+	EndpointLimits map[string]int
+	// FlatBodyText runs the lines of a conversation's body_text together,
+	// one space between them, the other shape the reference allows (it
+	// says only "content in plain text"); body keeps its <br>.
+	FlatBodyText bool
 }
 
 func (o Options) withDefaults() Options {
@@ -165,6 +173,7 @@ type Ticket struct {
 	Tags            []string
 	CustomFields    map[string]string // set values only
 	Deleted         bool
+	Archived        bool // see [Server.Archive]
 	Spam            bool
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -205,6 +214,7 @@ type Server struct {
 	contacts   map[string]int64 // email -> contact id
 	groups     map[int64]string
 	tickets    map[int64]*Ticket
+	endpoints  map[string]endpointBudget
 	window     time.Time // start of the current rate-limit minute
 	used       int
 	faults     []*Fault
@@ -222,6 +232,7 @@ func New(opts Options) *Server {
 		contacts:   map[string]int64{},
 		groups:     map[int64]string{},
 		tickets:    map[int64]*Ticket{},
+		endpoints:  map[string]endpointBudget{},
 	}
 	s.apiAgent = s.addAgentLocked(opts.AgentName, opts.AgentEmail, opts.TicketScope)
 	return s
@@ -268,7 +279,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		})
 		return
 	}
-	if !s.spend(w) {
+	if !s.spend(w) || !s.spendEndpoint(w, r) {
 		return
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
@@ -312,7 +323,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	case route(http.MethodPut, 2, "tickets", "*"):
 		s.updateTicket(w, segs[1], body)
 	case route(http.MethodGet, 3, "tickets", "*", "conversations"):
-		s.listConversations(w, r, segs[1])
+		s.listConversations(w, r, s.ticket(segs[1]))
+	case route(http.MethodGet, 3, "tickets", "archived", "*"):
+		s.showArchived(w, segs[2])
+	case route(http.MethodGet, 4, "tickets", "archived", "*", "conversations"):
+		s.listConversations(w, r, s.archived(segs[2]))
 	case route(http.MethodPost, 3, "tickets", "*", "notes"):
 		s.addConversation(w, segs[1], body, SourceNote)
 	case route(http.MethodPost, 3, "tickets", "*", "reply"):
@@ -382,6 +397,64 @@ func (s *Server) spend(w http.ResponseWriter) bool {
 	return true
 }
 
+// Endpoint budgets of [Options.EndpointLimits], named as Freshdesk's
+// support article on rate limits names them.
+const (
+	EndpointTicketsList  = "tickets list"
+	EndpointTicketCreate = "ticket create"
+	EndpointTicketUpdate = "ticket update"
+)
+
+// endpointOf names the endpoint budget r spends, "" for none.
+func endpointOf(r *http.Request) string {
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(r.URL.Path, "/"), "/api/v2/tickets")
+	switch {
+	case !ok:
+		return ""
+	case rest == "" && r.Method == http.MethodGet:
+		return EndpointTicketsList
+	case rest == "" && r.Method == http.MethodPost:
+		return EndpointTicketCreate
+	case r.Method == http.MethodPut && strings.Count(rest, "/") == 1:
+		return EndpointTicketUpdate
+	}
+	return ""
+}
+
+// spendEndpoint takes one request from the minute's budget of r's
+// endpoint; when it is spent it answers 429 with Retry-After (the account's
+// headers as they are) and returns false. A refused request spends
+// nothing.
+func (s *Server) spendEndpoint(w http.ResponseWriter, r *http.Request) bool {
+	name := endpointOf(r)
+	limit := s.opts.EndpointLimits[name]
+	if name == "" || limit <= 0 {
+		return true
+	}
+	now := s.opts.Now().UTC()
+	b := s.endpoints[name]
+	if b.window.IsZero() || now.Sub(b.window) >= time.Minute {
+		b = endpointBudget{window: now}
+	}
+	if b.used >= limit {
+		wait := b.window.Add(time.Minute).Sub(now)
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{
+			"message": "You have exceeded the limit of requests per minute for this endpoint. Please try again after some time.",
+		})
+		return false
+	}
+	b.used++
+	s.endpoints[name] = b
+	return true
+}
+
+type endpointBudget struct {
+	window time.Time
+	used   int
+}
+
 // ---- answers ----
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -414,4 +487,13 @@ func writeNotFound(w http.ResponseWriter) {
 }
 
 // fdTime writes t as Freshdesk does: UTC, whole seconds, Z.
+// bodyText is the body_text of a conversation whose HTML is body.
+func (s *Server) bodyText(body string) string {
+	text := htmlText(body)
+	if s.opts.FlatBodyText {
+		text = strings.Join(strings.Fields(text), " ")
+	}
+	return text
+}
+
 func fdTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

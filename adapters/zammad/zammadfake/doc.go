@@ -47,7 +47,12 @@
 //   - POST /api/v1/ticket_articles, GET /api/v1/ticket_articles/{id},
 //     GET /api/v1/ticket_articles/by_ticket/{id} (oldest first), with body,
 //     content_type, type, internal, sender, from and created_by_id:
-//     https://docs.zammad.org/en/latest/api/ticket/articles.html
+//     https://docs.zammad.org/en/latest/api/ticket/articles.html. by_ticket
+//     is not paged: it answers every article the user may read in one
+//     array and ignores page and per_page, as index_by_ticket in
+//     https://github.com/zammad/zammad/blob/develop/app/controllers/ticket_articles_controller.rb
+//     does in every release read (2014 to 2022: it iterates
+//     ticket.articles and renders the whole list).
 //   - GET /api/v1/ticket_states with the default states new, open, pending
 //     reminder, closed, merged, removed, pending close:
 //     https://docs.zammad.org/en/latest/api/ticket/states.html

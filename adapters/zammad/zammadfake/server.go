@@ -332,6 +332,13 @@ func (s *Server) Inject(f Fault) {
 	s.faults = append(s.faults, f)
 }
 
+// ClearFaults drops every fault not yet spent.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // Requests returns the requests answered so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()

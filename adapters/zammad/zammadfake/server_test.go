@@ -3,6 +3,7 @@ package zammadfake_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -370,5 +371,21 @@ func TestFaultsAndDate(t *testing.T) {
 	reqs := c.fake.Requests()
 	if len(reqs) != 3 || reqs[2].Status != http.StatusBadGateway {
 		t.Errorf("request log %+v", reqs)
+	}
+}
+
+// TestArticlesUnpaged: by_ticket answers every article at once and takes
+// no page or per_page, as Zammad's index_by_ticket does.
+func TestArticlesUnpaged(t *testing.T) {
+	c := start(t, zammadfake.Options{MaxPerPage: 1})
+	tk := c.create("Taxi", "u-1")
+	for i := range 4 {
+		if status, _, out := c.do("POST", "/api/v1/ticket_articles", map[string]any{"ticket_id": num(tk["id"]), "body": fmt.Sprint("note ", i), "internal": true}); status != http.StatusCreated {
+			t.Fatalf("create article: %d %v", status, out)
+		}
+	}
+	_, _, out := c.do("GET", "/api/v1/ticket_articles/by_ticket/"+jsonID(tk["id"])+"?page=2&per_page=1", nil)
+	if arts := list(t, out); len(arts) != 5 {
+		t.Errorf("by_ticket with page=2&per_page=1: %d articles, want all 5", len(arts))
 	}
 }

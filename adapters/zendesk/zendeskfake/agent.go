@@ -3,6 +3,7 @@ package zendeskfake
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -107,6 +108,39 @@ func (s *Server) Update(id, agent int64, u AgentUpdate) (int64, error) {
 	return 0, nil
 }
 
+// SetField sets custom field field of ticket id, as an agent filling it
+// in.
+func (s *Server) SetField(id, field int64, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil {
+		return fmt.Errorf("set field of ticket %d: %w", id, ErrNoTicket)
+	}
+	if t.Fields == nil {
+		t.Fields = map[int64]string{}
+	}
+	t.Fields[field] = value
+	return nil
+}
+
+// Archive archives closed ticket id, as Zendesk does some 120 days after
+// a ticket was closed: List Tickets leaves it out from then on, while
+// Show Ticket, its comments and the Search API still have it.
+func (s *Server) Archive(id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tickets[id]
+	if t == nil {
+		return fmt.Errorf("archive ticket %d: %w", id, ErrNoTicket)
+	}
+	if t.Status != "closed" {
+		return fmt.Errorf("archive ticket %d: only closed tickets are archived, it is %s", id, t.Status)
+	}
+	t.archived = true
+	return nil
+}
+
 // Reply adds a public comment by agent to ticket id.
 func (s *Server) Reply(id, agent int64, body string) (int64, error) {
 	return s.Update(id, agent, AgentUpdate{Body: body, Public: true})
@@ -161,6 +195,7 @@ func snapshot(t *ticket) Ticket {
 	c.Tags = slices.Clone(t.Tags)
 	c.FollowupIDs = slices.Clone(t.FollowupIDs)
 	c.Comments = slices.Clone(t.Comments)
+	c.Fields = maps.Clone(t.Fields)
 	return c
 }
 

@@ -9,7 +9,8 @@
 // It is not Zendesk and not a general-purpose Zendesk emulator: it keeps
 // one account in memory, knows only the endpoints below, and leaves out
 // everything the adapter does not touch (attachments, organisations,
-// triggers, search, sideloads other than comment_events, notifications).
+// triggers, search other than by external_id, sideloads other than
+// comment_events, notifications).
 //
 // # Endpoints and the pages they follow
 //
@@ -31,6 +32,15 @@
 //     safe_update with updated_stamp answered 409 on a collision), and
 //     GET /api/v2/tickets?external_id= (the external id filter of List
 //     Tickets): https://developer.zendesk.com/api-reference/ticketing/tickets/tickets/
+//   - Archived tickets ([Server.Archive], a closed ticket only): left out
+//     of List Tickets, still answered by Show Ticket, its comments and the
+//     Search API:
+//     https://support.zendesk.com/hc/en-us/articles/4408887617050
+//   - GET /api/v2/search?query=type:ticket external_id:"..." with offset
+//     pages of "results" (result_type "ticket"), archived tickets
+//     included; [Options.SearchLag] delays new tickets as Zendesk's index
+//     does ("up to a few minutes"); any other query is a 400:
+//     https://developer.zendesk.com/api-reference/ticketing/ticket-management/search/
 //   - GET /api/v2/tickets/{id}/comments, oldest first, with body, html_body,
 //     plain_body, public and author_id:
 //     https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/
@@ -40,17 +50,26 @@
 //     https://developer.zendesk.com/api-reference/introduction/pagination/
 //   - GET /api/v2/incremental/ticket_events?start_time=&include=comment_events,
 //     time-based: up to 1000 events a page, end_time and next_page to go on,
-//     end_of_stream, events of the last minute left out, admins only,
-//     10 requests a minute:
+//     end_of_stream, events of the last minute left out, a start_time
+//     less than a minute old refused with 400 (the one-minute limit
+//     Zendesk announced on 28 October 2024; the message is the fake's),
+//     admins only, 10 requests a minute:
 //     https://developer.zendesk.com/api-reference/ticketing/ticket-management/incremental_exports/
 //     and https://developer.zendesk.com/documentation/ticketing/managing-tickets/using-the-incremental-export-api/
+//     and https://support.zendesk.com/hc/en-us/articles/8143500919322
 //   - Idempotency-Key on ticket creation: a repeat within two hours returns
 //     the first answer with x-idempotency-lookup: hit, a first use says
 //     miss, the same key with another payload is refused:
 //     https://developer.zendesk.com/api-reference/ticketing/introduction/#idempotency
 //   - Errors as JSON objects with error, description and, for 422
 //     RecordInvalid, details keyed by field; a closed ticket cannot be
-//     updated (422); 429 with Retry-After when a rate limit is exceeded,
+//     updated (422); an update to solved of a ticket whose fields
+//     required on solve ([Options.RequiredOnSolve]) are empty is refused
+//     with 422 RecordInvalid, one details.base entry per field
+//     ("<title>: is required when solving a ticket", with
+//     ticket_field_id), the shape Zendesk answers with (seen in the
+//     issue trackers of Zendesk API clients, e.g. facetoe/zenpy#114);
+//     429 with Retry-After when a rate limit is exceeded,
 //     including the limit of 30 updates per ticket per user in ten minutes:
 //     https://developer.zendesk.com/api-reference/introduction/requests/ and
 //     https://developer.zendesk.com/api-reference/introduction/rate-limits/

@@ -222,12 +222,51 @@ func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) {
 	ext, filter := r.URL.Query()["external_id"]
 	var ids []int64
 	for id, t := range s.tickets {
+		if t.archived {
+			continue // List Tickets leaves archived tickets out
+		}
 		if !filter || t.ExternalID == ext[0] {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	s.page(w, r, "tickets", ids, func(id int64) map[string]any { return s.ticketJSON(s.tickets[id]) })
+}
+
+// search answers the Search API for the one query the adapter asks,
+// "type:ticket external_id:<value>" (the value optionally quoted), with
+// archived tickets included, in offset pages of "results". Any other
+// query is refused with 400, so that a test cannot rely on it by accident.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	var ext string
+	typed, other := false, false
+	for _, term := range strings.Fields(r.URL.Query().Get("query")) {
+		switch k, v, _ := strings.Cut(term, ":"); k {
+		case "type":
+			typed = v == "ticket"
+		case "external_id":
+			ext = strings.Trim(v, `"`)
+		default:
+			other = true
+		}
+	}
+	if !typed || ext == "" || other {
+		writeError(w, http.StatusBadRequest, "InvalidSearch", "this fake searches only type:ticket external_id:<value>", nil)
+		return
+	}
+	cutoff := s.now().Add(-s.opts.SearchLag)
+	var ids []int64
+	for id, t := range s.tickets {
+		if t.ExternalID == ext && !t.CreatedAt.After(cutoff) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	s.page(w, r, "results", ids, func(id int64) map[string]any {
+		m := s.ticketJSON(s.tickets[id])
+		m["result_type"] = "ticket"
+		return m
+	})
 }
 
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request, idStr string) {
@@ -283,6 +322,18 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, user int64, b
 	u := update{}
 	if in.Status != nil {
 		u.status = *in.Status
+	}
+	if u.status == "solved" || u.status == "closed" {
+		var missing []Field
+		for _, f := range s.opts.RequiredOnSolve {
+			if strings.TrimSpace(t.Fields[f.ID]) == "" {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) > 0 {
+			writeRequiredOnSolve(w, missing)
+			return
+		}
 	}
 	if in.Comment != nil {
 		u.comment = in.Comment
@@ -423,6 +474,10 @@ func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request, user int64
 	start, err := strconv.ParseInt(startStr, 10, 64)
 	if startStr == "" || err != nil || start < 0 {
 		writeError(w, http.StatusBadRequest, "InvalidValue", "start_time must be a Unix epoch time in seconds", nil)
+		return
+	}
+	if s.opts.ExportDelay > 0 && start > s.now().Add(-s.opts.ExportDelay).Unix() {
+		writeError(w, http.StatusBadRequest, "InvalidValue", "Too recent start_time. Use a start_time older than one minute.", nil)
 		return
 	}
 	if wait, ok := s.allow(&s.exportHits, s.opts.ExportRequests); !ok {

@@ -76,6 +76,19 @@ type Options struct {
 	// AccountRequests limits every API request; the zero value means none
 	// (the account-wide limit depends on the plan).
 	AccountRequests RateLimit
+	// SearchLag is how long a new ticket takes to reach the Search API's
+	// index; zero means none (Zendesk says up to a few minutes).
+	SearchLag time.Duration
+	// RequiredOnSolve are ticket fields an admin made required on solve:
+	// an API update to solved (or closed) of a ticket where one is empty
+	// is refused with 422 RecordInvalid. [Server.SetField] fills one in.
+	RequiredOnSolve []Field
+}
+
+// Field is a custom ticket field.
+type Field struct {
+	ID    int64
+	Title string
 }
 
 func (o Options) withDefaults() Options {
@@ -161,11 +174,13 @@ type Ticket struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	Comments            []Comment
+	Fields              map[int64]string // custom field id -> value
 }
 
 type ticket struct {
 	Ticket
-	updates map[int64][]time.Time // updater -> times of API updates, for the rate limit
+	archived bool                  // closed long ago: left out of List Tickets, still shown and searched
+	updates  map[int64][]time.Time // updater -> times of API updates, for the rate limit
 }
 
 // auditEvent is one child event of an audit.
@@ -303,6 +318,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, body
 		s.showGroup(w, segs[1])
 	case len(segs) == 1 && segs[0] == "tickets" && r.Method == http.MethodGet:
 		s.listTickets(w, r)
+	case len(segs) == 1 && segs[0] == "search" && r.Method == http.MethodGet:
+		s.search(w, r)
 	case len(segs) == 1 && segs[0] == "tickets" && r.Method == http.MethodPost:
 		s.createTicket(w, r, user, body)
 	case len(segs) == 2 && segs[0] == "tickets" && segs[1] == "show_many" && r.Method == http.MethodGet:
@@ -387,6 +404,19 @@ func writeInvalid(w http.ResponseWriter, field, description string) {
 	writeError(w, http.StatusUnprocessableEntity, "RecordInvalid", "Record validation errors", map[string]any{
 		field: []map[string]string{{"description": description, "error": "InvalidValue"}},
 	})
+}
+
+// writeRequiredOnSolve answers an update to solved that leaves required
+// fields empty, in the shape Zendesk gives it.
+func writeRequiredOnSolve(w http.ResponseWriter, missing []Field) {
+	var base []map[string]any
+	for _, f := range missing {
+		base = append(base, map[string]any{
+			"description": f.Title + ": is required when solving a ticket", "error": nil,
+			"ticket_field_id": f.ID, "ticket_field_type": "FieldText",
+		})
+	}
+	writeError(w, http.StatusUnprocessableEntity, "RecordInvalid", "Record validation errors", map[string]any{"base": base})
 }
 
 func writeRateLimited(w http.ResponseWriter, wait time.Duration, code string) {

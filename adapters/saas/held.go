@@ -1,0 +1,58 @@
+package saas
+
+import "github.com/ticketbridge/ticketbridge/adapters"
+
+// Held is what the bridge's own comments in a ticket record, read from
+// their markers: what Lookup reports after the bridge's state was lost,
+// and what Append and MarkSent check before writing.
+type Held struct {
+	Messages map[string]string // upstream message id -> helpdesk comment id
+	Sent     map[string]string // helpdesk event id -> upstream message id
+}
+
+// NewHeld returns an empty Held.
+func NewHeld() Held {
+	return Held{Messages: map[string]string{}, Sent: map[string]string{}}
+}
+
+// Add records the marker mk of the bridge's comment helpdeskID. Of two
+// comments with the same marker, the first counts.
+func (h Held) Add(mk adapters.Marker, helpdeskID string) {
+	switch mk.Kind {
+	case adapters.MarkerMessage:
+		if _, dup := h.Messages[mk.ID]; !dup {
+			h.Messages[mk.ID] = helpdeskID
+		}
+	case adapters.MarkerSent:
+		if _, dup := h.Sent[mk.ID]; !dup {
+			h.Sent[mk.ID] = mk.Arg
+		}
+	}
+}
+
+// Text records the marker of the bridge's comment helpdeskID whose text is
+// text, if it has one.
+func (h Held) Text(text, helpdeskID string) {
+	if mk, ok := adapters.ParseMarker(text); ok {
+		h.Add(mk, helpdeskID)
+	}
+}
+
+// Merge adds what o holds to h; what h holds already stays.
+func (h Held) Merge(o Held) {
+	for k, v := range o.Messages {
+		if _, dup := h.Messages[k]; !dup {
+			h.Messages[k] = v
+		}
+	}
+	for k, v := range o.Sent {
+		if _, dup := h.Sent[k]; !dup {
+			h.Sent[k] = v
+		}
+	}
+}
+
+// Found is what Lookup reports of ticket ref holding h.
+func (h Held) Found(ref adapters.Ref) adapters.Found {
+	return adapters.Found{Ref: ref, Messages: h.Messages, Sent: h.Sent}
+}

@@ -1,0 +1,161 @@
+// Package saas is the core that the adapters of SaaS helpdesks (zendesk,
+// freshdesk, zammad) share: loading an env-tagged configuration with its
+// defaults declared once, in the tags; the open-or-closed state of an
+// adapter; checking the input of the Helpdesk methods; reading the markers
+// the bridge leaves in its own comments (see [adapters.Marker]) into what
+// Lookup reports; rendering the text of those comments; and the start
+// time of a change stream. Each vendor's package keeps what is really its
+// own: its wire format, how it finds a ticket by its upstream id, how it
+// pages, its change cursor and its rate limits.
+//
+// It is not an adapter and talks to no helpdesk; it imports adapters and
+// nothing of the engine.
+package saas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
+
+// LoadConfig fills target, a pointer to an env-tagged struct, from the
+// variables prefix+NAME that env holds (nil: none), and its other fields
+// from the tags' defaults. what names the configuration in errors, e.g.
+// "zendesk"; an error names the variable at fault.
+func LoadConfig(ctx context.Context, env envconfig.Lookuper, prefix, what string, target any) error {
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   target,
+		Lookuper: envconfig.PrefixLookuper(prefix, env),
+	}); err != nil {
+		return fmt.Errorf("read %s configuration: %s: %w", what, variableOf(err, prefix, target), err)
+	}
+	return nil
+}
+
+// Defaults fills the zero fields of target, a pointer to an env-tagged
+// struct, with the defaults its tags declare; fields already set stay.
+// It is how a configuration built in code gets the defaults LoadConfig
+// gives one read from the environment.
+func Defaults(target any) {
+	// With no variables, only defaults apply, and go-envconfig leaves
+	// non-zero fields alone; a tag's default that does not parse is a
+	// programming error that the package's tests meet.
+	_ = envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: target, Lookuper: envconfig.MapLookuper(nil)})
+}
+
+// variableOf names the variable of a go-envconfig error, which starts
+// with the struct field's name.
+func variableOf(err error, prefix string, target any) string {
+	t := reflect.TypeOf(target)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if strings.HasPrefix(err.Error(), f.Name+":") {
+				name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+				return prefix + name
+			}
+		}
+	}
+	return "a " + prefix + "* variable"
+}
+
+// ParseSince parses the value of variable, where a change stream starts
+// when it has no cursor: an RFC 3339 time or a date; empty means the
+// beginning, 1970-01-01T00:00:00Z. A time before 1970 is refused.
+func ParseSince(variable, s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			if t.Unix() < 0 {
+				return time.Time{}, fmt.Errorf("%s %q is before 1970", variable, s)
+			}
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", variable, s)
+}
+
+// Life is whether an adapter is open. The zero value is open; it is safe
+// for concurrent use.
+type Life struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// Close marks the adapter closed; the SaaS adapters hold no connection of
+// their own.
+func (l *Life) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return nil
+}
+
+// ErrClosed is returned by the methods of a closed adapter.
+var ErrClosed = errors.New("adapter is closed")
+
+// Check returns an error naming the adapter name when it is closed.
+func (l *Life) Check(name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("%s %w", name, ErrClosed)
+	}
+	return nil
+}
+
+// Load reads a configuration C with [LoadConfig], replaces its secret by
+// the content of the secret's file when one is named (see
+// [adapters.SecretOrFile]; secretVar is the secret's variable, without
+// prefix), and validates it.
+func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(*C) (value *string, file string)) (C, error) {
+	var c C
+	if err := LoadConfig(ctx, env, prefix, what, &c); err != nil {
+		return c, err
+	}
+	value, file := secret(&c)
+	s, err := adapters.SecretOrFile(prefix+secretVar, *value, file)
+	if err != nil {
+		var zero C
+		return zero, err
+	}
+	*value = s
+	if err := c.Validate(); err != nil {
+		var zero C
+		return zero, err
+	}
+	return c, nil
+}
+
+// Build is the body of a SaaS adapter's Factory: it loads the
+// configuration from deps.Env with load and makes the adapter with newA
+// and the zero options.
+func Build[C, O any, A adapters.Helpdesk](ctx context.Context, deps adapters.Deps, load func(context.Context, envconfig.Lookuper) (C, error), newA func(C, adapters.Deps, O) (A, error)) (adapters.Helpdesk, error) {
+	cfg, err := load(ctx, deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	var opts O
+	a, err := newA(cfg, deps, opts)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return a, nil
+}
