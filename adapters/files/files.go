@@ -197,6 +197,10 @@ type Adapter struct {
 	closed  bool
 	index   map[string]adapters.Ref // upstream id -> folder
 	scanned map[string]bool         // folders read into index
+	// scanStamp is the tickets folder's modification time when it was last
+	// scanned whole: while it stays, no folder was added, removed or
+	// renamed, so a lookup that misses needs no scan.
+	scanStamp time.Time
 }
 
 var (
@@ -418,6 +422,7 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 		Thread: []entry{}, Sent: []sentRecord{},
 	}
 	root := filepath.Join(a.dir, ticketsDir)
+	fresh := a.scanFresh(root) // nobody else changed the folder since the last scan
 	tmp := filepath.Join(root, newPrefix+randomSuffix())
 	if err := os.Mkdir(tmp, dirMode); err != nil {
 		return "", fmt.Errorf("create ticket folder: %w", err)
@@ -454,6 +459,9 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 		}
 		a.index[t.UpstreamID] = adapters.Ref(name)
 		a.scanned[name] = true
+		if fresh {
+			a.restamp(root) // the change is our own: the scan stays whole
+		}
 		a.log.Info("created ticket folder", "op", "ensure", "ticket", t.UpstreamID, "folder", name)
 		return adapters.Ref(name), nil
 	}

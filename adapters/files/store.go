@@ -269,9 +269,16 @@ func folderNames(t adapters.Ticket) []string {
 // scan reads every ticket folder not yet in the index into it.
 func (a *Adapter) scan() error {
 	root := filepath.Join(a.dir, ticketsDir)
+	if a.scanFresh(root) {
+		return nil
+	}
+	fi, statErr := os.Stat(root) // before reading: a change while reading shows next time
 	des, err := os.ReadDir(root)
 	if err != nil {
 		return fmt.Errorf("scan tickets: %w", err)
+	}
+	if statErr == nil {
+		defer func() { a.scanStamp = fi.ModTime() }()
 	}
 	for _, de := range des {
 		name := de.Name()
@@ -294,6 +301,23 @@ func (a *Adapter) scan() error {
 		}
 	}
 	return nil
+}
+
+// scanFresh reports whether the tickets folder root is as the last whole
+// scan saw it: its modification time did not move.
+func (a *Adapter) scanFresh(root string) bool {
+	if a.scanStamp.IsZero() {
+		return false
+	}
+	fi, err := os.Stat(root)
+	return err == nil && fi.ModTime().Equal(a.scanStamp)
+}
+
+// restamp records root's modification time after the adapter's own change.
+func (a *Adapter) restamp(root string) {
+	if fi, err := os.Stat(root); err == nil {
+		a.scanStamp = fi.ModTime()
+	}
 }
 
 // find returns the ticket mirroring upstreamID, nil when there is none.
