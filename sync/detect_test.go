@@ -161,6 +161,15 @@ func TestFullListsStillShowEveryChange(t *testing.T) {
 			t.Errorf("ticket %s: the guest's message did not cross within the full-read interval", id)
 		}
 	}
+	warned := 0
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "holds 200 tickets") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("the full department list was warned about %d times in %s of cycles, want once an hour", warned, 10*time.Minute+e.cfg.QuietMax)
+	}
 	// 260 tickets over 20 cycles: 13 a cycle on average; slots are a hash,
 	// so allow some unevenness, but no burst.
 	if maxReads > 40 {

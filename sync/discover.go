@@ -277,8 +277,19 @@ func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, out map[str
 	return all
 }
 
+// warnFull says that a department's list of status s is full. It warns
+// once an hour for each such list; the cycles in between say it at debug.
 func (c *cycle) warnFull(s guestapi.Status, dept string) {
-	c.e.log.LogAttrs(c.ctx, slog.LevelWarn,
+	level := slog.LevelDebug
+	key := string(s) + "\x00" + dept
+	if last, ok := c.e.warnedFull[key]; !ok || c.now.Sub(last) >= time.Hour {
+		if c.e.warnedFull == nil {
+			c.e.warnedFull = map[string]time.Time{}
+		}
+		c.e.warnedFull[key] = c.now
+		level = slog.LevelWarn
+	}
+	c.e.log.LogAttrs(c.ctx, level,
 		fmt.Sprintf("the list of department %q in status %s holds %d tickets, the API's limit: changes of older ones are seen by the full-read safety net only", dept, s, ListLimit),
 		slog.String("op", "discover"))
 }

@@ -88,6 +88,9 @@ type Engine struct {
 	// queueFits says that the last listing found fewer tickets than one
 	// list holds: the next cycle first tries one list without a filter.
 	queueFits bool
+	// warnedFull is when each full department list (status, department)
+	// was last warned about.
+	warnedFull map[string]time.Time
 }
 
 // New checks cfg and deps and returns an engine. It does no I/O; the

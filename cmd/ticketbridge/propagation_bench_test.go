@@ -29,8 +29,9 @@ import (
 // as a process of its own at TICKETBRIDGE_SCHEDULE=@every 1s, against the
 // reference server in the benchmark's process, for each size of the open
 // queue (500 and 5,000 tracked open requests, in new, assigned and
-// in_progress over ten departments; TICKETBRIDGE_BENCH_SIZES=500,5000,10000
-// chooses others).
+// in_progress over ten departments, or more so that each status of a
+// department holds fewer than 200: a list shows no more;
+// TICKETBRIDGE_BENCH_SIZES=500,5000,10000 chooses other sizes).
 //
 // It prints the p50 and p95, in seconds, of a guest message reaching the
 // helpdesk (guest-…), a status set in the hotel's console reaching the
@@ -71,12 +72,15 @@ func BenchmarkPropagation(b *testing.B) {
 }
 
 const (
-	benchDepartments = 10
 	benchSamples     = 20
 	benchQuietMax    = 5 * time.Second
 	benchFullRead    = 10 * time.Minute
 	benchWaitMax     = 60 * time.Second
 )
+
+// benchDepartments spreads n requests so that no department holds 200 of
+// one status.
+func benchDepartments(n int) int { return max(10, (n+499)/500) }
 
 func benchPropagation(b *testing.B, bin string, n int) {
 	rnd := rand.New(rand.NewPCG(uint64(n), 11))
@@ -88,7 +92,7 @@ func benchPropagation(b *testing.B, bin string, n int) {
 	created := time.Now().Add(-time.Duration(n) * time.Second)
 	for i := range n {
 		tv, err := ts.Server.CreateTicket(ts.Org, refserver.NewTicket{
-			Department: fmt.Sprintf("dept%02d", i%benchDepartments), Status: open[i%len(open)],
+			Department: fmt.Sprintf("dept%02d", i%benchDepartments(n)), Status: open[i%len(open)],
 			TaskDescription: fmt.Sprintf("request %d: towels for room %d", i, 100+rnd.IntN(900)),
 			CreatedAt:       created.Add(time.Duration(i) * time.Second),
 		})
@@ -259,7 +263,7 @@ func benchListCalls(n int) (c struct{ open, closed int }) {
 	for range 3 {
 		c.open++
 		if perStatus >= 200 {
-			c.open += benchDepartments
+			c.open += benchDepartments(n)
 		}
 	}
 	c.closed = 4
