@@ -23,7 +23,13 @@ type Report struct {
 	Duration time.Duration `json:"duration"`
 	Outcome  string        `json:"outcome"`
 	DryRun   bool          `json:"dry_run,omitempty"`
-	Sweep    bool          `json:"sweep,omitempty"` // the cycle listed the whole queue
+	// Synced says whether the cycle really synced: nothing stopped it and
+	// at least one call of the Guest Requests API succeeded. Only such a
+	// cycle counts as a success (the last-success time, readiness, the
+	// exit status of `ticketbridge once`); a cycle in which every API call
+	// failed has the outcome failed with [ErrNoAPISuccess].
+	Synced bool `json:"synced"`
+	Sweep  bool `json:"sweep,omitempty"` // the cycle listed the whole queue
 
 	Discovered int `json:"discovered"` // tickets listed that state did not hold
 	Created    int `json:"created"`    // helpdesk tickets created
@@ -66,6 +72,20 @@ type Failure struct {
 }
 
 const maxReportedFailures = 100
+
+// noAPISuccess is the error of a cycle in which no API call succeeded,
+// with the first failure's reason when one was recorded.
+func noAPISuccess(r Report) error {
+	if r.APIRequests == 0 {
+		return fmt.Errorf("%w: the cycle made none", ErrNoAPISuccess)
+	}
+	for _, f := range r.Failures {
+		if f.Error != "" {
+			return fmt.Errorf("%w (%d tried): %s: %s", ErrNoAPISuccess, r.APIRequests, f.Op, f.Error)
+		}
+	}
+	return fmt.Errorf("%w (%d tried)", ErrNoAPISuccess, r.APIRequests)
+}
 
 // String is the report as one log line.
 func (r Report) String() string {

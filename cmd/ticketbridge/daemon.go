@@ -190,8 +190,10 @@ func writeFileAtomic(path string, data []byte) (err error) {
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the
-cycle failed (a refused key, a missing right, an unwritable state file);
-tickets that failed while the others went on are listed in the report.
+cycle did not sync: it failed (a refused key, a missing right, an
+unwritable state file) or no call of the API succeeded (the API
+unreachable). Tickets that failed while the others went on are listed in
+the report.
 
 With --dry-run both sides are read and the cycle's writes are printed
 instead of made: nothing is written upstream, in the helpdesk or in the
