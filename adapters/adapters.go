@@ -190,6 +190,11 @@ type Deps struct {
 	// [StatusMap.Override].
 	StatusToHelpdesk   map[guestapi.Status]string
 	StatusFromHelpdesk map[string]guestapi.Status
+	// ReadOnly opens the adapter for a dry run: it creates and changes
+	// nothing, not even its own folders or lock files; only Lookup,
+	// PeekChanges (see [Peeker]) and Close are called. An adapter whose
+	// construction writes must honour it.
+	ReadOnly bool
 }
 
 // Factory builds an adapter from its configuration.

@@ -196,9 +196,10 @@ unreachable). Tickets that failed while the others went on are listed in
 the report.
 
 With --dry-run both sides are read and the cycle's writes are printed
-instead of made: nothing is written upstream, in the helpdesk or in the
-state file (the cycle runs against a temporary copy of it, removed after).
-A daemon holding the state file must be stopped first.`
+("would create", "would post") instead of made: nothing is written
+upstream, in the helpdesk, in the helpdesk's folders or in the state file
+(the cycle runs against a copy of it in a private temporary directory,
+removed after). A daemon holding the state file must be stopped first.`
 
 func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("once", onceAbout, stdout)
@@ -215,24 +216,14 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{NoState: *dry})
+	w, err := wire(ctx, env, cfg, sc, log, wireOptions{DryRun: *dry})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	var rep sync.Report
 	if *dry {
-		if _, err := os.Stat(cfg.State); err == nil {
-			// A running daemon holds it; the copy would fail after the reads.
-			if st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err != nil {
-				return fmt.Errorf("dry run: %w", err)
-			} else {
-				st.Close()
-			}
-		}
-		fmt.Fprintln(stdout, "Dry run: reading both sides; nothing will be written.")
-		rep, err = sync.DryRun(ctx, sc, cfg.State, w.deps, stdout)
-		fmt.Fprintln(stdout)
+		rep, err = w.dryRun(ctx, stdout)
 	} else {
 		rep, err = w.engine.RunCycle(ctx)
 		writeSnapshot(w.store, cfg.State+statusSuffix, log)

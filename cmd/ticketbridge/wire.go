@@ -60,9 +60,9 @@ type wireOptions struct {
 	Registry adapters.Registry
 	// HTTPClient makes the API requests; nil means guestapi's default.
 	HTTPClient *http.Client
-	// NoState leaves the state file closed and the engine unmade (a dry
-	// run opens a copy itself).
-	NoState bool
+	// DryRun leaves the state file closed and the engine unmade (the dry
+	// run opens a copy itself) and opens the adapter read-only.
+	DryRun bool
 	// AfterCycle is called after each cycle the daemon runs.
 	AfterCycle func(sync.Report, error)
 	// AfterBackup is called after each backup the daemon makes on SIGUSR1.
@@ -120,7 +120,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
 	}
-	if !opts.NoState {
+	if !opts.DryRun {
 		w.store, err = openState(cfg.State, log)
 		if err != nil {
 			return nil, err
@@ -132,7 +132,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	}
 	alog := log.With("adapter", cfg.Adapter)
 	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
-		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from,
+		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: opts.DryRun,
 	})
 	if err != nil {
 		if errors.Is(err, adapters.ErrUnknownAdapter) {
