@@ -37,26 +37,15 @@ status: an API that knows the key's rights answers 403 (tickets:write
 missing) or 404 (the right is there; no such ticket). The ticket does not
 exist and the status is not valid, so nothing is created or changed.`
 
-// The service's layout, as deploy/ticketbridge.service sets it up.
-const (
-	serviceEnvFile     = "/etc/ticketbridge/ticketbridge.env"
-	serviceCredDir     = "/etc/ticketbridge"
-	serviceStateDir    = "/var/lib/ticketbridge"
-	serviceCredRuntime = "/run/credentials/ticketbridge.service"
-)
-
 // checkOptions are the parts of a check that tests replace.
 type checkOptions struct {
 	// Registry holds the adapters the check may open.
 	Registry adapters.Registry
 	// Timeout bounds each check that talks to the network.
 	Timeout time.Duration
-	// ServiceEnvFile, ServiceCredDir and ServiceStateDir describe the
-	// packaged service's layout (see checkAbout); ServiceEnvFile "" turns
-	// the service emulation off.
-	ServiceEnvFile  string
-	ServiceCredDir  string
-	ServiceStateDir string
+	// Service is the packaged service's layout (see checkAbout); an
+	// empty EnvFile turns the service emulation off.
+	Service serviceLayout
 	// Logger receives the adapters' and the store's warnings.
 	Logger *slog.Logger
 }
@@ -76,12 +65,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
 	}
 	return checkAll(ctx, ef.path, stdout, checkOptions{
-		Registry:        daemonAdapters(),
-		Timeout:         *timeout,
-		ServiceEnvFile:  serviceEnvFile,
-		ServiceCredDir:  serviceCredDir,
-		ServiceStateDir: serviceStateDir,
-		Logger:          newLogger(stderr, "auto", "warn"),
+		Registry: daemonAdapters(),
+		Timeout:  *timeout,
+		Service:  layoutOf(ctx),
+		Logger:   newLogger(stderr, "auto", "warn"),
 	})
 }
 
@@ -105,6 +92,7 @@ type checker struct {
 	out     io.Writer
 	opts    checkOptions
 	env     envconfig.Lookuper
+	src     configSource
 	envFile string // the env file read, for the fixes
 	scratch string // the service's state directory stands in here; "" when none
 	results []checkResult
@@ -184,36 +172,32 @@ func (c *checker) verdict() error {
 	return &exitError{code: 1}
 }
 
-// environment builds the lookuper: the process environment, the env file,
-// and when the packaged env file is checked outside systemd, the service's
-// directories. It returns a cleanup to run at the end.
+// environment builds the lookuper as every command does (see
+// envFlag.source). When the packaged env file is checked outside systemd
+// before the service ever ran, its state directory is stood in for by a
+// scratch directory, removed by the cleanup it returns.
 func (c *checker) environment() (func(), error) {
 	nop := func() {}
-	if c.envFile == "" && c.opts.ServiceEnvFile != "" && !anyTicketbridgeVar() {
-		if _, err := os.Stat(c.opts.ServiceEnvFile); err == nil {
-			c.envFile = c.opts.ServiceEnvFile
-		}
-	}
 	ef := envFlag{path: c.envFile}
-	env, err := ef.lookuper()
+	src, err := ef.source(withLayout(c.ctx, c.opts.Service))
+	c.envFile = src.file
 	if err != nil {
 		return nop, err
 	}
-	c.env = env
+	c.src, c.env = src, src.env
 	if c.envFile != "" {
 		fmt.Fprintf(c.out, "Checking %s.\n", c.envFile)
 	} else {
 		fmt.Fprintln(c.out, "Checking the TICKETBRIDGE_* variables of the environment.")
 	}
-	if !c.serviceEmulation() {
+	if !src.service {
 		return nop, nil
 	}
-	over := map[string]string{"CREDENTIALS_DIRECTORY": c.opts.ServiceCredDir}
 	cleanup := nop
-	note := fmt.Sprintf("Checking as the service runs: credentials from %s; ", c.opts.ServiceCredDir)
-	if fi, err := os.Stat(c.opts.ServiceStateDir); err == nil && fi.IsDir() {
-		over["STATE_DIRECTORY"] = c.opts.ServiceStateDir
-		note += "state in " + c.opts.ServiceStateDir + "."
+	l := c.opts.Service
+	note := fmt.Sprintf("Checking as the service runs: credentials from %s; ", l.CredDir)
+	if !src.stateDirMissing {
+		note += "state in " + l.StateDir + "."
 	} else {
 		// The service never ran: systemd makes its state directory at the
 		// first start. Try the helpdesk folders in a scratch directory
@@ -224,55 +208,11 @@ func (c *checker) environment() (func(), error) {
 		}
 		cleanup = func() { _ = os.RemoveAll(scratch) }
 		c.scratch = scratch
-		over["STATE_DIRECTORY"] = scratch
-		note += c.opts.ServiceStateDir + " does not exist yet (systemd makes it at the first start), so the state and helpdesk folders are tried in a scratch directory."
+		c.env = envconfig.MultiLookuper(envconfig.MapLookuper(map[string]string{"STATE_DIRECTORY": scratch}), src.env)
+		note += l.StateDir + " does not exist yet (systemd makes it at the first start), so the state and helpdesk folders are tried in a scratch directory."
 	}
 	fmt.Fprintln(c.out, note)
-	c.env = serviceLookuper{base: envconfig.MultiLookuper(envconfig.MapLookuper(over), env), credDir: c.opts.ServiceCredDir}
 	return cleanup, nil
-}
-
-// serviceEmulation reports whether the packaged env file is checked
-// outside the service.
-func (c *checker) serviceEmulation() bool {
-	if c.opts.ServiceEnvFile == "" || c.envFile == "" {
-		return false
-	}
-	a, err1 := filepath.Abs(c.envFile)
-	b, err2 := filepath.Abs(c.opts.ServiceEnvFile)
-	if err1 != nil || err2 != nil || a != b {
-		return false
-	}
-	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY"} {
-		if v, ok := os.LookupEnv(k); ok && v != "" {
-			return false
-		}
-	}
-	return true
-}
-
-// serviceLookuper reads paths of the service's runtime credentials
-// directory from the files they are loaded from.
-type serviceLookuper struct {
-	base    envconfig.Lookuper
-	credDir string
-}
-
-func (l serviceLookuper) Lookup(key string) (string, bool) {
-	v, ok := l.base.Lookup(key)
-	if ok && strings.HasPrefix(v, serviceCredRuntime+"/") {
-		v = filepath.Join(l.credDir, strings.TrimPrefix(v, serviceCredRuntime+"/"))
-	}
-	return v, ok
-}
-
-func anyTicketbridgeVar() bool {
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "TICKETBRIDGE_") {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *checker) fixEnv() string {
@@ -306,6 +246,7 @@ func (c *checker) checkConfig() (Config, bool) {
 	if strings.TrimSpace(cfg.APIURL) == "" {
 		problems = append(problems, "TICKETBRIDGE_API_URL is not set: want the API root ({functions_url}), e.g. https://api.example.com")
 	}
+	problems = append(problems, unknownVariables(c.ctx, c.src)...)
 	if len(problems) > 0 {
 		c.report(fail("configuration", c.fixEnv()+": correct the variables named (config.example.env shows each one's form)",
 			"%s", strings.Join(problems, "; ")))
@@ -350,8 +291,8 @@ func (c *checker) keyPath(cfg Config) string {
 		return cfg.APIKeyFile
 	}
 	if dir, ok := c.env.Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
-		if strings.HasPrefix(dir, serviceCredRuntime) || c.serviceEmulation() {
-			return filepath.Join(c.opts.ServiceCredDir, "api-key")
+		if strings.HasPrefix(dir, serviceCredRuntime) || c.src.service {
+			return filepath.Join(c.opts.Service.CredDir, "api-key")
 		}
 		return filepath.Join(dir, "api-key")
 	}
@@ -512,7 +453,7 @@ func (c *checker) checkState(cfg Config) {
 		}
 		if rel, err := filepath.Rel(c.scratch, path); c.scratch != "" && err == nil && filepath.IsLocal(rel) {
 			c.report(pass(name, "%s does not exist yet; systemd makes its directory and the daemon the file at the first start",
-				filepath.Join(c.opts.ServiceStateDir, rel)))
+				filepath.Join(c.opts.Service.StateDir, rel)))
 			return
 		}
 		c.report(pass(name, "%s does not exist yet; the daemon creates it at its first start", path))

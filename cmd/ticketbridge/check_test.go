@@ -323,7 +323,7 @@ func TestCheckAsTheService(t *testing.T) {
 	envFile := h.envFile()
 	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
 	opts := checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second,
-		ServiceEnvFile: envFile, ServiceCredDir: etc, ServiceStateDir: stateDir}
+		Service: serviceLayout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
 
 	out, code, v := runChecks(t, envFile, opts)
 	if code != 0 {

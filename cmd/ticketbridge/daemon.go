@@ -261,11 +261,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 1 {
 		return fmt.Errorf("%w: status: want at most one TICKET, got %d arguments", errUsage, fs.NArg())
 	}
-	env, err := ef.lookuper()
-	if err != nil {
-		return err
-	}
-	cfg, err := loadConfig(ctx, env)
+	_, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
@@ -555,11 +551,7 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: state backup: want one FILE to write the copy to", errUsage)
 	}
 	dest := fs.Arg(0)
-	env, err := ef.lookuper()
-	if err != nil {
-		return err
-	}
-	cfg, err := loadConfig(ctx, env)
+	_, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}

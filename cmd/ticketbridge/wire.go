@@ -70,21 +70,48 @@ type wireOptions struct {
 }
 
 // loadEnv reads the configuration of the commands that sync: the daemon's
-// own, the engine's, and the logger made from it.
+// own, the engine's, and the logger made from it. It logs a warning for
+// each TICKETBRIDGE_* name that is not a variable.
 func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (envconfig.Lookuper, Config, sync.Config, *slog.Logger, error) {
-	env, err := ef.lookuper()
+	src, err := ef.source(ctx)
 	if err != nil {
 		return nil, Config{}, sync.Config{}, nil, err
 	}
+	env := src.env
 	cfg, err := loadConfig(ctx, env)
 	if err != nil {
-		return nil, cfg, sync.Config{}, nil, err
+		return nil, cfg, sync.Config{}, nil, src.explain(err)
 	}
 	sc, err := sync.LoadConfig(ctx, env)
 	if err != nil {
-		return nil, cfg, sc, nil, fmt.Errorf("read configuration: %w", errors.Unwrap(err))
+		return nil, cfg, sc, nil, src.explain(fmt.Errorf("read configuration: %w", errors.Unwrap(err)))
 	}
-	return env, cfg, sc, newLogger(stderr, cfg.LogFormat, cfg.LogLevel), nil
+	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	if d := src.describe(); d != "" {
+		log.Debug("configuration from "+d, "op", "config")
+	}
+	for _, w := range unknownVariables(ctx, src) {
+		log.Warn(w, "op", "config")
+	}
+	return env, cfg, sc, log, nil
+}
+
+// loadPlain reads the daemon's own configuration for the commands that
+// only read the state file (status, state backup), printing a warning to
+// stderr for each TICKETBRIDGE_* name that is not a variable.
+func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, error) {
+	src, err := ef.source(ctx)
+	if err != nil {
+		return src, Config{}, err
+	}
+	cfg, err := loadConfig(ctx, src.env)
+	if err != nil {
+		return src, cfg, src.explain(err)
+	}
+	for _, w := range unknownVariables(ctx, src) {
+		fmt.Fprintln(stderr, "ticketbridge: warning:", w)
+	}
+	return src, cfg, nil
 }
 
 // wire builds the engine from the configuration. On error everything it
