@@ -28,9 +28,11 @@ readable), the right to write (proven without writing anything), the
 helpdesk and the state file. Exit status 0 only when everything passed.
 
 With the packaged /etc/ticketbridge/ticketbridge.env (the default when it
-exists and no TICKETBRIDGE_* variable is set), the check runs as the service
-would: credentials from /etc/ticketbridge (where the unit's LoadCredential
-reads them), the state below /var/lib/ticketbridge.
+exists and no TICKETBRIDGE_* variable is set, for every command), the check
+runs as the service would: credentials from /etc/ticketbridge (where the
+unit's LoadCredential reads them), the state below /var/lib/ticketbridge.
+A TICKETBRIDGE_* name that is not a variable fails the configuration
+check.
 
 The write right is probed with POST /tickets/<random id>/status and an empty
 status: an API that knows the key's rights answers 403 (tickets:write

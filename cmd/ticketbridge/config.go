@@ -362,3 +362,4 @@ func readSecretFile(path, what string) (string, error) {
 	}
 	return v, nil
 }
+

@@ -58,16 +58,19 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: run: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	env, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
-	tc, err := loadTelemetryConfig(ctx, env)
+	if src.service {
+		return fmt.Errorf("run: on an installed system the daemon runs as the service: systemctl start ticketbridge (the configuration is %s); to run it by hand, name a configuration with --env-file", src.file)
+	}
+	tc, err := loadTelemetryConfig(ctx, src.env)
 	if err != nil {
 		return err
 	}
 	tel := newTelemetry(tc, log)
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
+	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
 	if err != nil {
 		return err
 	}
@@ -212,11 +215,14 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: once: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	env, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{DryRun: *dry})
+	if src.service && src.stateDirMissing && !*dry {
+		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.layout.StateDir)
+	}
+	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{DryRun: *dry})
 	if err != nil {
 		return err
 	}
@@ -227,6 +233,13 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		rep, err = w.engine.RunCycle(ctx)
 		writeSnapshot(w.store, cfg.State+statusSuffix, log)
+		if src.service {
+			// Run by root in a shell: what the cycle made in the service's
+			// state directory must stay the service's.
+			if oerr := giveToOwner(src.layout.StateDir); oerr != nil {
+				log.Warn("give the files made to the state directory's owner: "+oerr.Error(), "op", "once")
+			}
+		}
 	}
 	if rep.Outcome != "" {
 		if terr := rep.WriteTable(stdout); terr != nil {

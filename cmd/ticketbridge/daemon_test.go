@@ -285,13 +285,13 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	ef := envFlag{path: b.envFile()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, cfg, sc, log, err := loadEnv(ctx, &ef, &bytes.Buffer{})
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cycles := make(chan sync.Report, 4)
 	backups := make(chan error, 1)
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{
+	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{
 		AfterCycle:  func(r sync.Report, _ error) { cycles <- r },
 		AfterBackup: func(_ string, err error) { backups <- err },
 	})

@@ -30,13 +30,13 @@ func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
 	t.Helper()
 	ef := envFlag{path: b.envFile()}
 	ctx, cancel := context.WithCancel(context.Background())
-	env, cfg, sc, log, err := loadEnv(ctx, &ef, io.Discard)
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, io.Discard)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	d := &daemonUnderTest{t: t, cycles: make(chan sync.Report, 16), done: make(chan error, 1), cancel: cancel}
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
+	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

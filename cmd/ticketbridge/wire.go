@@ -72,19 +72,18 @@ type wireOptions struct {
 // loadEnv reads the configuration of the commands that sync: the daemon's
 // own, the engine's, and the logger made from it. It logs a warning for
 // each TICKETBRIDGE_* name that is not a variable.
-func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (envconfig.Lookuper, Config, sync.Config, *slog.Logger, error) {
+func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, sync.Config, *slog.Logger, error) {
 	src, err := ef.source(ctx)
 	if err != nil {
-		return nil, Config{}, sync.Config{}, nil, err
+		return src, Config{}, sync.Config{}, nil, err
 	}
-	env := src.env
-	cfg, err := loadConfig(ctx, env)
+	cfg, err := loadConfig(ctx, src.env)
 	if err != nil {
-		return nil, cfg, sync.Config{}, nil, src.explain(err)
+		return src, cfg, sync.Config{}, nil, src.explain(err)
 	}
-	sc, err := sync.LoadConfig(ctx, env)
+	sc, err := sync.LoadConfig(ctx, src.env)
 	if err != nil {
-		return nil, cfg, sc, nil, src.explain(fmt.Errorf("read configuration: %w", errors.Unwrap(err)))
+		return src, cfg, sc, nil, src.explain(fmt.Errorf("read configuration: %w", errors.Unwrap(err)))
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	if d := src.describe(); d != "" {
@@ -93,7 +92,7 @@ func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (envconfig.Look
 	for _, w := range unknownVariables(ctx, src) {
 		log.Warn(w, "op", "config")
 	}
-	return env, cfg, sc, log, nil
+	return src, cfg, sc, log, nil
 }
 
 // loadPlain reads the daemon's own configuration for the commands that
