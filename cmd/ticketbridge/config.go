@@ -362,4 +362,3 @@ func readSecretFile(path, what string) (string, error) {
 	}
 	return v, nil
 }
-
