@@ -161,6 +161,16 @@ type Checker interface {
 	Check(ctx context.Context) error
 }
 
+// Starter is implemented by adapters that serve or work in the background
+// (the webhook adapter's inbound endpoint). Constructing an adapter does no
+// I/O and starts nothing; Start starts the listeners and goroutines, and
+// Close stops them. Only the daemon (`ticketbridge run`) calls Start, once,
+// before its first cycle, so that check, once and a dry run can run beside
+// a running daemon.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
 // Peeker is implemented by adapters whose Changes writes to the helpdesk
 // (moving outbox files, recording what it picked up). PeekChanges reports
 // the events Changes would report after cursor without writing anything;

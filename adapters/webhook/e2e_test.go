@@ -156,6 +156,9 @@ func TestEndToEndWithReceiverProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	defer a.Close()
 
 	if err := a.Check(ctx); err != nil {

@@ -114,6 +114,9 @@ func TestEndToEndLoopWithEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := l.a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	defer l.a.Close()
 	defer func() {
 		if l.st != nil {

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -82,6 +83,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // the state file on each signal from usr1.
 func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.log, w.engine
+	// Only the daemon starts the adapter's listeners and goroutines; the
+	// adapter's Close (in w.Close) stops them.
+	if st, ok := w.hd.(adapters.Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return err
+		}
+	}
 	if err := eng.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
 		return err
 	} else if err != nil {
