@@ -261,7 +261,9 @@ expect_fail "an unreachable API" "API" "cannot reach" "TICKETBRIDGE_API_URL=http
 
 step "once with the API unreachable: exit 1"
 set +e
-TICKETBRIDGE_API_URL=http://127.0.0.1:$(free_port) /usr/bin/ticketbridge once --env-file "$work/etc/ticketbridge.env" \
+# Its own state file: the daemon holds the other.
+TICKETBRIDGE_API_URL=http://127.0.0.1:$(free_port) TICKETBRIDGE_STATE="$work/down/state.db" \
+	/usr/bin/ticketbridge once --env-file "$work/etc/ticketbridge.env" \
 	>"$work/once-down.out" 2>"$work/once-down.log"
 code=$?
 set -e

@@ -245,8 +245,11 @@ func (c *checker) checkConfig() (Config, bool) {
 	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
 		problems = append(problems, "TICKETBRIDGE_STATUS_FROM_HELPDESK: "+err.Error())
 	}
-	if strings.TrimSpace(cfg.APIURL) == "" {
-		problems = append(problems, "TICKETBRIDGE_API_URL is not set: want the API root ({functions_url}), e.g. https://api.example.com")
+	if err := checkAPIURL(cfg.APIURL); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if _, ok := c.opts.Registry[cfg.Adapter]; !ok && c.opts.Registry != nil {
+		problems = append(problems, fmt.Sprintf("TICKETBRIDGE_ADAPTER=%q: not an adapter of this ticketbridge; set it to one of %s", cfg.Adapter, strings.Join(c.opts.Registry.Names(), ", ")))
 	}
 	problems = append(problems, unknownVariables(c.ctx, c.src)...)
 	if len(problems) > 0 {
@@ -266,11 +269,11 @@ func (c *checker) checkConfig() (Config, bool) {
 func (c *checker) checkKey(cfg Config) (string, bool) {
 	key, err := cfg.apiKey(c.env)
 	if err != nil {
-		c.report(fail("API key", keyFix(c.keyPath(cfg)), "%v", err))
+		c.report(fail("API key", keyFileFix(err, c.keyPath(cfg)), "%v", err))
 		return "", false
 	}
 	if !strings.HasPrefix(key, guestapi.KeyPrefix) || len(key) == len(guestapi.KeyPrefix) {
-		c.report(fail("API key", keyFix(c.keyPath(cfg)), "the key does not look like a Guest Requests API key (it starts with %q)", guestapi.KeyPrefix))
+		c.report(fail("API key", "write the hotel's key (it starts with "+guestapi.KeyPrefix+") to "+c.keyPath(cfg), "the key does not look like a Guest Requests API key (it starts with %q)", guestapi.KeyPrefix))
 		return "", false
 	}
 	c.report(pass("API key", "found in %s", c.keySource(cfg)))
@@ -301,6 +304,27 @@ func (c *checker) keyPath(cfg Config) string {
 	return "the file named by TICKETBRIDGE_API_KEY_FILE"
 }
 
+// keyFileFix is the fix of a key that could not be read from path.
+func keyFileFix(err error, path string) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, errKeyFileOpen):
+		return "run chmod 600 " + path
+	case errors.Is(err, fs.ErrPermission) || strings.Contains(msg, "permission denied"):
+		return "run the check as root (sudo ticketbridge check), as the service reads the key"
+	case strings.Contains(msg, "the file is empty"):
+		return "write the hotel's key (it starts with " + guestapi.KeyPrefix + ") to " + path
+	case strings.Contains(msg, "not both"):
+		return "remove TICKETBRIDGE_API_KEY or TICKETBRIDGE_API_KEY_FILE"
+	}
+	return keyFix(path)
+}
+
+// rightFix is the fix of a key that lacks a right.
+func rightFix(need, path string) string {
+	return fmt.Sprintf("give the key the ticket right read + replies (%s) in the platform's console, or create one that has it and write it to %s", need, path)
+}
+
 func keyFix(path string) string {
 	return fmt.Sprintf("create a key with the right tickets:write in the platform's console, write it to %s and run chmod 600 on that file", path)
 }
@@ -318,11 +342,11 @@ func (c *checker) client(cfg Config, key string) (*guestapi.Client, error) {
 // allowed to read tickets.
 func (c *checker) checkAPI(cfg Config, key string) bool {
 	const name = "API"
-	if strings.TrimSpace(cfg.APIURL) == "" {
-		c.report(skip(name, "TICKETBRIDGE_API_URL is not set"))
+	if err := checkAPIURL(cfg.APIURL); err != nil {
+		c.report(skip(name, "TICKETBRIDGE_API_URL is not usable (see configuration)"))
 		return false
 	}
-	urlFix := "set TICKETBRIDGE_API_URL to the API root ({functions_url}) the platform gave, e.g. https://api.example.com, without /ops-public-api/v1"
+	urlFix := "set TICKETBRIDGE_API_URL to " + apiURLExample + ", without /ops-public-api/v1"
 	cl, err := c.client(cfg, key)
 	if err != nil {
 		c.report(fail(name, c.fixEnv()+": "+urlFix, "%s", strings.TrimPrefix(err.Error(), "check config: ")))
@@ -344,7 +368,7 @@ func (c *checker) checkAPI(cfg Config, key string) bool {
 	case errors.Is(err, guestapi.ErrUnauthorized):
 		c.report(fail(name, keyFix(c.keyPath(cfg)), "the API refused the key (401): it is revoked, expired or mistyped"))
 	case errors.Is(err, guestapi.ErrForbidden):
-		c.report(fail(name, keyFix(c.keyPath(cfg)), "the key may not read tickets (403, needs %s)", orRight(err, "tickets:read")))
+		c.report(fail(name, rightFix(orRight(err, "tickets:read"), c.keyPath(cfg)), "the key may not read tickets (403, needs %s)", orRight(err, "tickets:read")))
 	case errors.Is(err, guestapi.ErrNotFound):
 		c.report(fail(name, c.fixEnv()+": "+urlFix, "%s answers 404 to %s/tickets: it is not the root of the Guest Requests API", url, guestapi.TicketsPrefix))
 	case errors.Is(err, guestapi.ErrBadResponse):
@@ -387,7 +411,7 @@ func (c *checker) checkWrite(cfg Config, key string) {
 	case errors.Is(err, guestapi.ErrNotFound):
 		c.report(pass(name, "the key may post replies and set statuses (probed on a ticket that does not exist; nothing was written)"))
 	case errors.Is(err, guestapi.ErrForbidden):
-		c.report(fail(name, keyFix(c.keyPath(cfg)),
+		c.report(fail(name, rightFix(orRight(err, "tickets:write"), c.keyPath(cfg)),
 			"the key may read but not write tickets (403, needs %s): replies and status changes would not reach the guest", orRight(err, "tickets:write")))
 	case errors.Is(err, guestapi.ErrUnauthorized):
 		c.report(fail(name, keyFix(c.keyPath(cfg)), "the API refused the key (401): it is revoked, expired or mistyped"))
@@ -416,6 +440,10 @@ func (c *checker) checkHelpdesk(cfg Config, cfgOK bool) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
+	if _, ok := c.opts.Registry[cfg.Adapter]; !ok {
+		c.report(skip(name, "TICKETBRIDGE_ADAPTER names no adapter (see configuration)"))
+		return
+	}
 	fix := fmt.Sprintf("%s: check TICKETBRIDGE_ADAPTER and the TICKETBRIDGE_%s_* variables (config.example.env)", c.fixEnv(), strings.ToUpper(cfg.Adapter))
 	hd, err := c.opts.Registry.Open(ctx, cfg.Adapter, adapters.Deps{
 		Env:                c.env,

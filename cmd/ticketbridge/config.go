@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -303,10 +304,12 @@ func loadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 			c.State = filepath.Join(strings.Split(dir, ":")[0], "state.db")
 		}
 	}
+	c.Adapter = strings.ToLower(strings.TrimSpace(c.Adapter))
+	c.LogFormat = strings.ToLower(strings.TrimSpace(c.LogFormat))
 	switch c.LogFormat {
-	case "auto", "text", "json":
+	case "auto", "text", "json", "journal", "tint":
 	default:
-		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_FORMAT=%q: want auto, text or json", c.LogFormat)
+		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_FORMAT=%q: want auto, text, json, journal or tint", c.LogFormat)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_LEVEL: %w", err)
@@ -339,6 +342,10 @@ func (c Config) apiKey(env envconfig.Lookuper) (string, error) {
 	return readSecretFile(path, "API key")
 }
 
+// errKeyFileOpen is matched by the error of a secret file that every user
+// may read.
+var errKeyFileOpen = errors.New("readable by every user")
+
 // readSecretFile reads a one-line secret from path, refusing a file that
 // other users may read.
 func readSecretFile(path, what string) (string, error) {
@@ -347,7 +354,7 @@ func readSecretFile(path, what string) (string, error) {
 		return "", fmt.Errorf("read %s file: %w", what, err)
 	}
 	if fi.Mode().Perm()&0o004 != 0 {
-		return "", fmt.Errorf("read %s file %s: readable by every user (mode %v); run chmod 600 %s", what, path, fi.Mode().Perm(), path)
+		return "", fmt.Errorf("read %s file %s: %w (mode %v); run chmod 600 %s", what, path, errKeyFileOpen, fi.Mode().Perm(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -361,4 +368,33 @@ func readSecretFile(path, what string) (string, error) {
 		return "", fmt.Errorf("read %s file %s: the file is empty", what, path)
 	}
 	return v, nil
+}
+
+// apiURLExample is the form of TICKETBRIDGE_API_URL the messages show.
+const apiURLExample = "the API root the platform gave, e.g. https://api.example.com"
+
+// checkAPIURL says what is wrong with TICKETBRIDGE_API_URL, naming the
+// value (never credentials in it).
+func checkAPIURL(raw string) error {
+	v := strings.TrimSpace(raw)
+	if v == "" {
+		return fmt.Errorf("TICKETBRIDGE_API_URL is not set: want %s", apiURLExample)
+	}
+	u, err := url.Parse(v)
+	if err == nil && u.User != nil {
+		return errors.New("TICKETBRIDGE_API_URL carries user information: the API takes the key from TICKETBRIDGE_API_KEY_FILE only")
+	}
+	switch {
+	case strings.ContainsAny(v, " \t"):
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a space: in an env file a # after a value is part of the value; put comments on lines of their own", v)
+	case err != nil:
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q does not parse as a URL: want %s", v, apiURLExample)
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q: want %s (with https:// before the host)", v, apiURLExample)
+	case u.Fragment != "" || strings.Contains(v, "#"):
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a #: in an env file a # after a value is part of the value; put comments on lines of their own", v)
+	case u.RawQuery != "":
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q has a query: want %s", v, apiURLExample)
+	}
+	return nil
 }

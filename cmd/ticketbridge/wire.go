@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/sethvargo/go-envconfig"
 
@@ -122,8 +121,8 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 			w.Close()
 		}
 	}()
-	if strings.TrimSpace(cfg.APIURL) == "" {
-		return nil, errors.New("read configuration: TICKETBRIDGE_API_URL is not set: want the API root ({functions_url}), e.g. https://api.example.com")
+	if err := checkAPIURL(cfg.APIURL); err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
 	}
 	to, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)
 	if err != nil {
