@@ -45,6 +45,13 @@ type Report struct {
 
 	APIRequests int `json:"api_requests"` // calls of the Guest Requests API
 
+	// Touched names the requests (upstream ticket ids) the cycle changed
+	// on either side, in the order touched, at most maxTouched of them;
+	// TouchedCount counts them all.
+	Touched      []string `json:"touched,omitempty"`
+	TouchedCount int      `json:"touched_count,omitempty"`
+	touched      map[string]bool
+
 	Phases Phases `json:"phases"`
 
 	// Fatal is the error that stopped the cycle, "" when none did.
@@ -73,6 +80,49 @@ type Failure struct {
 
 const maxReportedFailures = 100
 
+// maxTouched bounds Report.Touched; logTouched is how many of them the
+// cycle's log line names.
+const (
+	maxTouched = 100
+	logTouched = 5
+)
+
+// touch records that the cycle changed request id; callers hold the
+// cycle's lock.
+func (r *Report) touch(id string) {
+	if r.touched[id] {
+		return
+	}
+	if r.touched == nil {
+		r.touched = map[string]bool{}
+	}
+	r.touched[id] = true
+	r.TouchedCount++
+	if len(r.Touched) < maxTouched {
+		r.Touched = append(r.Touched, id)
+	}
+}
+
+// touchedText names the first requests touched by their first 8
+// characters (what `ticketbridge status ID` takes), then "and N more".
+func (r Report) touchedText() string {
+	if r.TouchedCount == 0 {
+		return ""
+	}
+	var names []string
+	for _, id := range r.Touched[:min(len(r.Touched), logTouched)] {
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		names = append(names, id)
+	}
+	s := strings.Join(names, ", ")
+	if more := r.TouchedCount - len(names); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
+}
+
 // noAPISuccess is the error of a cycle in which no API call succeeded,
 // with the first failure's reason when one was recorded.
 func noAPISuccess(r Report) error {
@@ -96,6 +146,9 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, " discovered %d, created %d, adopted %d, refreshed %d, mirrored %d, status down %d, events %d, sent %d, skipped %d, failed %d, errors %d, api requests %d",
 		r.Discovered, r.Created, r.Adopted, r.Refreshed, r.Mirrored, r.StatusDown, r.Events, r.Sent, r.Skipped, r.Failed, r.Errors, r.APIRequests)
+	if t := r.touchedText(); t != "" {
+		fmt.Fprintf(&b, "; requests %s", t)
+	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
 	}
@@ -156,6 +209,7 @@ func (r Report) WriteTable(w io.Writer) error {
 		{"refused for good", fmt.Sprint(r.Failed)},
 		{"errors", fmt.Sprint(r.Errors)},
 		{"API requests", fmt.Sprint(r.APIRequests)},
+		{"requests changed", orNone(r.touchedText())},
 		{"phases", fmt.Sprintf("discover %s, collect %s, refresh %s, send %s",
 			r.Phases.Discover.Round(time.Millisecond), r.Phases.Collect.Round(time.Millisecond),
 			r.Phases.Refresh.Round(time.Millisecond), r.Phases.Send.Round(time.Millisecond))},
@@ -180,4 +234,11 @@ func (r Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

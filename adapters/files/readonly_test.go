@@ -88,3 +88,39 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 		t.Fatalf("the read-only adapter changed the folder:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// TestThreadInTimeOrder: thread.md lists entries by their time, not by
+// when they reached the folder; entries of one time keep their order.
+func TestThreadInTimeOrder(t *testing.T) {
+	f := newFixture(t)
+	at := func(min int) time.Time { return time.Date(2026, 3, 14, 10, min, 0, 0, time.UTC) }
+	msg := func(id, body string, min int) adapters.Message {
+		return adapters.Message{UpstreamID: id, AuthorType: "guest", AuthorName: "Ines", Body: body, Public: true, CreatedAt: at(min)}
+	}
+	for _, batch := range [][]adapters.Message{
+		{msg("m-late", "the answer, written at 10:10", 10)},
+		{msg("m-early", "the question, written at 10:05", 5)},
+		{msg("m-tie-1", "first of two at 10:07", 7), msg("m-tie-2", "second of two at 10:07", 7)},
+	} {
+		if _, err := f.a.Append(t.Context(), f.ref, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(f.dir, "tickets", string(f.ref), "thread.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pos []int
+	for _, s := range []string{"written at 10:05", "first of two at 10:07", "second of two at 10:07", "written at 10:10"} {
+		i := strings.Index(string(md), s)
+		if i < 0 {
+			t.Fatalf("thread.md lacks %q:\n%s", s, md)
+		}
+		pos = append(pos, i)
+	}
+	for i := 1; i < len(pos); i++ {
+		if pos[i] < pos[i-1] {
+			t.Fatalf("thread.md is not in time order:\n%s", md)
+		}
+	}
+}
