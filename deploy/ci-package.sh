@@ -29,6 +29,8 @@ cleanup() {
 		wait "$p" 2>/dev/null || true
 	done
 	rm -rf "$work"
+	userdel ci-staff 2>/dev/null || true
+	userdel ci-outsider 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -97,6 +99,24 @@ for f in /usr/bin/ticketbridge /lib/systemd/system/ticketbridge.service /etc/tic
 done
 grep -qx /etc/ticketbridge/ticketbridge.env /var/lib/dpkg/info/ticketbridge.conffiles ||
 	die "ticketbridge.env is not a conffile"
+
+step "the staff's helpdesk folder"
+getent group ticketbridge >/dev/null || die "the package made no group ticketbridge"
+getent passwd ticketbridge >/dev/null || die "the package made no user ticketbridge"
+grep -qx 'TICKETBRIDGE_FILES_DIR=/srv/ticketbridge/helpdesk' /etc/ticketbridge/ticketbridge.env ||
+	die "the packaged env file does not name /srv/ticketbridge/helpdesk"
+for d in /srv/ticketbridge/helpdesk /srv/ticketbridge/helpdesk/outbox /srv/ticketbridge/helpdesk/outbox/processed; do
+	[ "$(stat -c '%U:%G %a' "$d")" = "ticketbridge:ticketbridge 2770" ] || die "$d is $(stat -c '%U:%G %a' "$d"), want ticketbridge:ticketbridge 2770"
+done
+[ "$(stat -c '%G %a' /srv/ticketbridge)" = "ticketbridge 2750" ] || die "/srv/ticketbridge is $(stat -c '%G %a' /srv/ticketbridge)"
+useradd --no-create-home --groups ticketbridge ci-staff
+useradd --no-create-home ci-outsider
+runuser -u ci-staff -- sh -c 'echo probe >/srv/ticketbridge/helpdesk/outbox/.ci-probe && rm /srv/ticketbridge/helpdesk/outbox/.ci-probe' ||
+	die "a member of the group ticketbridge cannot drop a file into the outbox"
+if runuser -u ci-outsider -- ls /srv/ticketbridge/helpdesk >/dev/null 2>&1; then
+	die "a user outside the group ticketbridge can read the helpdesk folder"
+fi
+echo "ok: staff in the group ticketbridge write to /srv/ticketbridge/helpdesk/outbox; others cannot look in"
 
 step "ticketbridge version"
 /usr/bin/ticketbridge version | tee "$work/version"
@@ -300,7 +320,10 @@ fi
 mkdir -m 0700 /var/lib/ticketbridge # what systemd does at the first start
 packaged once >"$work/p-once" 2>&1 || { cat "$work/p-once" >&2; die "once with the packaged configuration failed"; }
 [ -f /var/lib/ticketbridge/state.db ] || die "once did not keep its state in /var/lib/ticketbridge"
-[ -d /var/lib/ticketbridge/helpdesk/tickets ] || die "once did not use /var/lib/ticketbridge/helpdesk"
+thread=$(find /srv/ticketbridge/helpdesk/tickets -name thread.md | head -n1)
+[ -n "$thread" ] || die "once did not write into /srv/ticketbridge/helpdesk"
+[ "$(stat -c %U "$thread")" = ticketbridge ] || die "once left $thread owned by $(stat -c %U "$thread"), not by the service's user"
+runuser -u ci-staff -- cat "$thread" >/dev/null || die "staff cannot read $thread"
 packaged status >"$work/p-status" 2>&1 || { cat "$work/p-status" >&2; die "status with the packaged configuration failed"; }
 grep -q "1 tracked" "$work/p-status" || { cat "$work/p-status" >&2; die "status does not show the ticket once mirrored"; }
 packaged state backup "$work/p-backup.db" || die "state backup with the packaged configuration failed"
@@ -308,6 +331,7 @@ packaged state backup "$work/p-backup.db" || die "state backup with the packaged
 echo "ok: check, once --dry-run, once, status and state backup share /etc/ticketbridge/ticketbridge.env"
 cp "$work/packaged.env" /etc/ticketbridge/ticketbridge.env
 rm -rf /var/lib/ticketbridge /etc/ticketbridge/api-key
+find /srv/ticketbridge/helpdesk/tickets /srv/ticketbridge/helpdesk/outbox/processed -mindepth 1 -delete
 
 step "stop"
 kill -TERM "$run_pid"
@@ -325,4 +349,10 @@ step "remove"
 dpkg -r ticketbridge
 [ ! -e /usr/bin/ticketbridge ] || die "/usr/bin/ticketbridge left after dpkg -r"
 dpkg -P ticketbridge
+# Kept by the package for the operator; this machine gets them back clean.
+userdel ci-staff
+userdel ci-outsider
+rm -rf /srv/ticketbridge
+userdel ticketbridge
+getent group ticketbridge >/dev/null && groupdel ticketbridge
 echo "package checks passed"

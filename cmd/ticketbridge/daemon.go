@@ -243,9 +243,16 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		writeSnapshot(w.store, cfg.State+statusSuffix, log)
 		if src.service {
 			// Run by root in a shell: what the cycle made in the service's
-			// state directory must stay the service's.
-			if oerr := giveToOwner(src.layout.StateDir); oerr != nil {
-				log.Warn("give the files made to the state directory's owner: "+oerr.Error(), "op", "once")
+			// state directory, and in the staff's helpdesk folder, must
+			// stay the service's.
+			dirs := []string{src.layout.StateDir}
+			if d, ok := src.env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
+				dirs = append(dirs, strings.TrimSpace(d))
+			}
+			for _, d := range dirs {
+				if oerr := giveToOwner(d); oerr != nil {
+					log.Warn("give the files made to their folder's owner: "+oerr.Error(), "op", "once", "path", d)
+				}
 			}
 		}
 	}
