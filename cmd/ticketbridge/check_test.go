@@ -17,13 +17,18 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// clearServiceEnv keeps the test process's own systemd variables out of
-// the checks.
+// clearServiceEnv keeps the test process's own systemd variables and
+// every TICKETBRIDGE_* variable (CI exports the Request Tracker tests'
+// ones) out of the checks.
 func clearServiceEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE",
-		"TICKETBRIDGE_API_URL", "TICKETBRIDGE_ADAPTER", "TICKETBRIDGE_STATE", "TICKETBRIDGE_SCHEDULE", "TICKETBRIDGE_LISTEN",
-		"TICKETBRIDGE_FILES_DIR"} {
+	keys := []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

@@ -29,12 +29,7 @@ type bridge struct {
 
 func newBridge(t *testing.T) *bridge {
 	t.Helper()
-	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM",
-		"TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE", "TICKETBRIDGE_API_URL", "TICKETBRIDGE_ADAPTER", "TICKETBRIDGE_STATE",
-		"TICKETBRIDGE_SCHEDULE", "TICKETBRIDGE_LISTEN", "TICKETBRIDGE_FILES_DIR", "TICKETBRIDGE_LOG_LEVEL", "TICKETBRIDGE_BACKFILL"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
+	clearServiceEnv(t)
 	ts := refservertest.New(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")

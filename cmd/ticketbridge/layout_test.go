@@ -16,14 +16,7 @@ import (
 // where the unit's LoadCredential= reads it and the state in the unit's
 // StateDirectory, and none writes in the working directory.
 func TestInstalledCommandsShareTheConfiguration(t *testing.T) {
-	clearServiceEnv(t)
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-	}
-	b := newBridge(t)
+	b := newBridge(t) // clears TICKETBRIDGE_* from the environment
 	id := b.ticket("towels")
 	root := t.TempDir()
 	l := serviceLayout{
