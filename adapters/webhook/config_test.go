@@ -279,3 +279,26 @@ func TestCloseStopsServing(t *testing.T) {
 		t.Fatal("the request hung instead of being refused")
 	}
 }
+
+// TestReadOnlyMakesNothing: an adapter opened for a dry run reads a
+// webhook directory that does not exist yet as empty and makes nothing.
+func TestReadOnlyMakesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "webhook")
+	a, err := webhook.New(t.Context(), webhook.Config{URL: "http://127.0.0.1:1/", Secret: testSecret, Dir: dir, Listen: "127.0.0.1:0"}, webhook.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, ok, err := a.Lookup(t.Context(), "t-1"); ok || err != nil {
+		t.Fatalf("Lookup: %t, %v", ok, err)
+	}
+	if evs, cur, err := a.Changes(t.Context(), ""); len(evs) != 0 || cur != "" || err != nil {
+		t.Fatalf("Changes: %v, %q, %v", evs, cur, err)
+	}
+	if err := a.Start(t.Context()); err == nil {
+		t.Fatal("Start of a read-only adapter succeeded")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a read-only adapter made its directory: %v", err)
+	}
+}

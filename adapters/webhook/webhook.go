@@ -10,6 +10,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +55,10 @@ type Options struct {
 	// ChangesLimit caps the events of one Changes call; 0 means
 	// DefaultChangesLimit.
 	ChangesLimit int
+	// ReadOnly opens the adapter for a dry run: a webhook directory that
+	// does not exist yet is not made (Lookup finds nothing, Changes reports
+	// nothing), and Start is refused.
+	ReadOnly bool
 	// Listener, when set, serves the inbound endpoint from Start instead
 	// of a new listener on the configured address (a socket handed over by
 	// the service manager, or a test's port chosen before the adapter is
@@ -92,6 +98,7 @@ type Adapter struct {
 	serveErr chan error
 	started  bool
 	closed   bool
+	readOnly bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -152,8 +159,13 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 		Logger:  a.log,
 	}
 	a.ln = opts.Listener
+	a.readOnly = opts.ReadOnly
 	return a, nil
 }
+
+// errNoDirectory is returned by store for a read-only adapter whose
+// webhook directory does not exist yet: there is nothing to read.
+var errNoDirectory = errors.New("the webhook directory does not exist yet")
 
 // store opens the webhook directory on first use.
 func (a *Adapter) store() (*store, error) {
@@ -161,6 +173,11 @@ func (a *Adapter) store() (*store, error) {
 	defer a.mu.Unlock()
 	if a.st != nil {
 		return a.st, nil
+	}
+	if a.readOnly {
+		if _, err := os.Stat(filepath.Join(a.cfg.Dir, metaFile)); err != nil {
+			return nil, errNoDirectory
+		}
 	}
 	st, err := openStore(a.cfg.Dir)
 	if err != nil {
@@ -174,6 +191,9 @@ func (a *Adapter) store() (*store, error) {
 // is "off", starts serving the inbound endpoint; Close stops it. It may be
 // called once.
 func (a *Adapter) Start(ctx context.Context) error {
+	if a.readOnly {
+		return errors.New("start webhook adapter: opened read-only (dry run)")
+	}
 	if _, err := a.store(); err != nil {
 		return fmt.Errorf("start webhook adapter: %w", err)
 	}
@@ -581,6 +601,9 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 		return adapters.Found{}, false, fmt.Errorf("look up ticket: %w", err)
 	}
 	st, err := a.store()
+	if errors.Is(err, errNoDirectory) {
+		return adapters.Found{}, false, nil
+	}
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up ticket: %w", err)
 	}
@@ -630,6 +653,9 @@ func (a *Adapter) makeCursor(st *store, seq uint64) adapters.Cursor {
 // Changes reports the stored inbound events after cursor, oldest first.
 func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
 	st, err := a.store()
+	if errors.Is(err, errNoDirectory) {
+		return nil, cursor, nil
+	}
 	if err != nil {
 		return nil, cursor, fmt.Errorf("read changes: %w", err)
 	}
