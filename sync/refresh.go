@@ -102,6 +102,9 @@ func (c *cycle) refresh() {
 			}
 			rep.Mirrored += r.appended
 			rep.Skipped += len(r.supersede)
+			if r.created || r.statusDown || r.appended > 0 {
+				rep.touch(r.t.ID)
+			}
 		})
 		if r.imported {
 			imported++

@@ -270,7 +270,7 @@ func folderNames(t adapters.Ticket) []string {
 func (a *Adapter) scan() error {
 	root := filepath.Join(a.dir, ticketsDir)
 	des, err := os.ReadDir(root)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 		return fmt.Errorf("scan tickets: %w", err)
 	}
 	for _, de := range des {
