@@ -161,6 +161,16 @@ type Checker interface {
 	Check(ctx context.Context) error
 }
 
+// Starter is implemented by adapters that serve or work in the background
+// (the webhook adapter's inbound endpoint). Constructing an adapter does no
+// I/O and starts nothing; Start starts the listeners and goroutines, and
+// Close stops them. Only the daemon (`ticketbridge run`) calls Start, once,
+// before its first cycle, so that check, once and a dry run can run beside
+// a running daemon.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
 // Peeker is implemented by adapters whose Changes writes to the helpdesk
 // (moving outbox files, recording what it picked up). PeekChanges reports
 // the events Changes would report after cursor without writing anything;
@@ -190,6 +200,11 @@ type Deps struct {
 	// [StatusMap.Override].
 	StatusToHelpdesk   map[guestapi.Status]string
 	StatusFromHelpdesk map[string]guestapi.Status
+	// ReadOnly opens the adapter for a dry run: it creates and changes
+	// nothing, not even its own folders or lock files; only Lookup,
+	// PeekChanges (see [Peeker]) and Close are called. An adapter whose
+	// construction writes must honour it.
+	ReadOnly bool
 }
 
 // Factory builds an adapter from its configuration.

@@ -4,7 +4,8 @@
 # unit and print its systemd-analyze security score, then run the
 # installed binary for real: the reference server (--demo, plus a seed with
 # known keys), the daemon against it with the files helpdesk, /readyz,
-# /metrics, and `ticketbridge check` on good and broken configurations.
+# /metrics, `ticketbridge check` on good and broken configurations, once
+# with the API unreachable, and every command on the packaged configuration.
 #
 # Runs as root on a fresh Debian 12 with Go and git; needs nothing else
 # (HTTP goes through bash's /dev/tcp). Everything it starts is stopped at
@@ -17,6 +18,13 @@ die() { printf 'ci-package: FAILED: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (it installs the package with dpkg)"
 
+# The package is tested on configurations of its own: the caller's
+# TICKETBRIDGE_* variables (CI exports the Request Tracker tests' ones,
+# which check would rightly call unknown) are dropped.
+for v in $(env | grep -o '^TICKETBRIDGE_[A-Za-z0-9_]*'); do
+	unset "$v"
+done
+
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -28,6 +36,8 @@ cleanup() {
 		wait "$p" 2>/dev/null || true
 	done
 	rm -rf "$work"
+	userdel ci-staff 2>/dev/null || true
+	userdel ci-outsider 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -96,6 +106,24 @@ for f in /usr/bin/ticketbridge /lib/systemd/system/ticketbridge.service /etc/tic
 done
 grep -qx /etc/ticketbridge/ticketbridge.env /var/lib/dpkg/info/ticketbridge.conffiles ||
 	die "ticketbridge.env is not a conffile"
+
+step "the staff's helpdesk folder"
+getent group ticketbridge >/dev/null || die "the package made no group ticketbridge"
+getent passwd ticketbridge >/dev/null || die "the package made no user ticketbridge"
+grep -qx 'TICKETBRIDGE_FILES_DIR=/srv/ticketbridge/helpdesk' /etc/ticketbridge/ticketbridge.env ||
+	die "the packaged env file does not name /srv/ticketbridge/helpdesk"
+for d in /srv/ticketbridge/helpdesk /srv/ticketbridge/helpdesk/outbox /srv/ticketbridge/helpdesk/outbox/processed; do
+	[ "$(stat -c '%U:%G %a' "$d")" = "ticketbridge:ticketbridge 2770" ] || die "$d is $(stat -c '%U:%G %a' "$d"), want ticketbridge:ticketbridge 2770"
+done
+[ "$(stat -c '%G %a' /srv/ticketbridge)" = "ticketbridge 2750" ] || die "/srv/ticketbridge is $(stat -c '%G %a' /srv/ticketbridge)"
+useradd --no-create-home --groups ticketbridge ci-staff
+useradd --no-create-home ci-outsider
+runuser -u ci-staff -- sh -c 'echo probe >/srv/ticketbridge/helpdesk/outbox/.ci-probe && rm /srv/ticketbridge/helpdesk/outbox/.ci-probe' ||
+	die "a member of the group ticketbridge cannot drop a file into the outbox"
+if runuser -u ci-outsider -- ls /srv/ticketbridge/helpdesk >/dev/null 2>&1; then
+	die "a user outside the group ticketbridge can read the helpdesk folder"
+fi
+echo "ok: staff in the group ticketbridge write to /srv/ticketbridge/helpdesk/outbox; others cannot look in"
 
 step "ticketbridge version"
 /usr/bin/ticketbridge version | tee "$work/version"
@@ -258,6 +286,60 @@ expect_fail "a read-only key" "API write" "needs tickets:write" "TICKETBRIDGE_AP
 step "check: unreachable API"
 expect_fail "an unreachable API" "API" "cannot reach" "TICKETBRIDGE_API_URL=http://127.0.0.1:$(free_port)"
 
+step "once with the API unreachable: exit 1"
+set +e
+# Its own state file: the daemon holds the other.
+TICKETBRIDGE_API_URL=http://127.0.0.1:$(free_port) TICKETBRIDGE_STATE="$work/down/state.db" \
+	/usr/bin/ticketbridge once --env-file "$work/etc/ticketbridge.env" \
+	>"$work/once-down.out" 2>"$work/once-down.log"
+code=$?
+set -e
+[ "$code" = 1 ] || { cat "$work/once-down.out" "$work/once-down.log" >&2; die "once with the API unreachable: exit $code, want 1"; }
+grep -q "no call of the Guest Requests API succeeded" "$work/once-down.log" || die "once with the API unreachable does not say why"
+echo "ok: once exits 1 when no API call succeeded"
+
+step "the packaged configuration: every command reads it, as the service does"
+# As a hotel's IT person edits it: the API, the adapter, the key where the
+# unit's LoadCredential= reads it. No --env-file, no TICKETBRIDGE_* variable.
+cp /etc/ticketbridge/ticketbridge.env "$work/packaged.env"
+printf '%s\n' "TICKETBRIDGE_API_URL=http://127.0.0.1:$api_port" TICKETBRIDGE_ADAPTER=files TICKETBRIDGE_FILES_SETTLE=0s \
+	>>/etc/ticketbridge/ticketbridge.env
+printf '%s\n' "$key" >/etc/ticketbridge/api-key
+chmod 600 /etc/ticketbridge/api-key
+mkdir "$work/cwd"
+packaged() { (cd "$work/cwd" && env "${unset_vars[@]}" /usr/bin/ticketbridge "$@"); }
+packaged check >"$work/p-check" 2>&1 || { cat "$work/p-check" >&2; die "check of the packaged configuration failed"; }
+packaged once --dry-run >"$work/p-dry" 2>"$work/p-dry.log" || {
+	cat "$work/p-dry" "$work/p-dry.log" >&2
+	die "once --dry-run with the packaged configuration failed"
+}
+grep -q "would create a helpdesk ticket for 4c1f5b63-9d2e-4a4f-8b8c-6d7e8f9a0b12" "$work/p-dry" ||
+	die "the dry run does not say what it would create"
+[ ! -e /var/lib/ticketbridge ] || die "the dry run made /var/lib/ticketbridge"
+set +e
+packaged once >"$work/p-once0" 2>&1
+code=$?
+set -e
+if [ "$code" != 1 ] || ! grep -q "/var/lib/ticketbridge does not exist yet" "$work/p-once0"; then
+	cat "$work/p-once0" >&2
+	die "once before the service's first start: exit $code, want 1 and the reason"
+fi
+mkdir -m 0700 /var/lib/ticketbridge # what systemd does at the first start
+packaged once >"$work/p-once" 2>&1 || { cat "$work/p-once" >&2; die "once with the packaged configuration failed"; }
+[ -f /var/lib/ticketbridge/state.db ] || die "once did not keep its state in /var/lib/ticketbridge"
+thread=$(find /srv/ticketbridge/helpdesk/tickets -name thread.md | head -n1)
+[ -n "$thread" ] || die "once did not write into /srv/ticketbridge/helpdesk"
+[ "$(stat -c %U "$thread")" = ticketbridge ] || die "once left $thread owned by $(stat -c %U "$thread"), not by the service's user"
+runuser -u ci-staff -- cat "$thread" >/dev/null || die "staff cannot read $thread"
+packaged status >"$work/p-status" 2>&1 || { cat "$work/p-status" >&2; die "status with the packaged configuration failed"; }
+grep -q "1 tracked" "$work/p-status" || { cat "$work/p-status" >&2; die "status does not show the ticket once mirrored"; }
+packaged state backup "$work/p-backup.db" || die "state backup with the packaged configuration failed"
+[ -z "$(ls -A "$work/cwd")" ] || die "the commands wrote in the working directory: $(ls -A "$work/cwd")"
+echo "ok: check, once --dry-run, once, status and state backup share /etc/ticketbridge/ticketbridge.env"
+cp "$work/packaged.env" /etc/ticketbridge/ticketbridge.env
+rm -rf /var/lib/ticketbridge /etc/ticketbridge/api-key
+find /srv/ticketbridge/helpdesk/tickets /srv/ticketbridge/helpdesk/outbox/processed -mindepth 1 -delete
+
 step "stop"
 kill -TERM "$run_pid"
 set +e
@@ -274,4 +356,10 @@ step "remove"
 dpkg -r ticketbridge
 [ ! -e /usr/bin/ticketbridge ] || die "/usr/bin/ticketbridge left after dpkg -r"
 dpkg -P ticketbridge
+# Kept by the package for the operator; this machine gets them back clean.
+userdel ci-staff
+userdel ci-outsider
+rm -rf /srv/ticketbridge
+userdel ticketbridge
+getent group ticketbridge >/dev/null && groupdel ticketbridge
 echo "package checks passed"

@@ -45,7 +45,13 @@ if [ ! -f config.example.env ]; then
 	echo "package: config.example.env is missing" >&2
 	exit 1
 fi
-cp config.example.env "$stage/ticketbridge.env"
+# The packaged env file is the example with the files helpdesk in the
+# staff's folder the package makes (see deploy/postinstall.sh).
+sed 's|^#TICKETBRIDGE_FILES_DIR=$|TICKETBRIDGE_FILES_DIR=/srv/ticketbridge/helpdesk|' config.example.env >"$stage/ticketbridge.env"
+grep -qx 'TICKETBRIDGE_FILES_DIR=/srv/ticketbridge/helpdesk' "$stage/ticketbridge.env" || {
+	echo "package: config.example.env has no #TICKETBRIDGE_FILES_DIR= line to set" >&2
+	exit 1
+}
 for doc in README.md CHANGELOG.md LICENSE config.example.env; do
 	if [ -f "$doc" ]; then
 		cp "$doc" "$stage/doc/"

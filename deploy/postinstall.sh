@@ -1,7 +1,34 @@
 #!/bin/sh
-# postinst of the ticketbridge .deb: make systemd see the unit, restart a
+# postinst of the ticketbridge .deb: make the ticketbridge user and group
+# and the staff's helpdesk folder, make systemd see the unit, restart a
 # running daemon after an upgrade, and tell a first installer what to do.
 set -e
+
+# The service's user and group. The unit keeps DynamicUser=yes (its
+# sandbox), and systemd runs it as this static user because it exists: so
+# the files it makes belong to a group that front-desk staff can join.
+if ! getent group ticketbridge >/dev/null; then
+	groupadd --system ticketbridge
+fi
+if ! getent passwd ticketbridge >/dev/null; then
+	useradd --system --gid ticketbridge --no-create-home --home-dir /nonexistent \
+		--shell /usr/sbin/nologin --comment "ticketbridge service" ticketbridge
+fi
+
+# The files helpdesk's folder (TICKETBRIDGE_FILES_DIR of the packaged env
+# file): the service's, group ticketbridge, setgid so that what staff drop
+# into outbox/ and what the service writes share the group. Staff join with
+# "usermod -aG ticketbridge NAME". Existing folders keep what the operator
+# set.
+helpdesk=/srv/ticketbridge/helpdesk
+if [ ! -d /srv/ticketbridge ]; then
+	install -d -o root -g ticketbridge -m 2750 /srv/ticketbridge
+fi
+for d in "$helpdesk" "$helpdesk/tickets" "$helpdesk/outbox" "$helpdesk/outbox/processed" "$helpdesk/outbox/failed"; do
+	if [ ! -d "$d" ]; then
+		install -d -o ticketbridge -g ticketbridge -m 2770 "$d"
+	fi
+done
 
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null || true
@@ -20,6 +47,8 @@ ticketbridge is installed but not started. Next:
      chmod 600 /etc/ticketbridge/api-key;
   3. run: ticketbridge check
   4. run: systemctl enable --now ticketbridge
+With the files helpdesk (the default), staff read and answer requests in
+/srv/ticketbridge/helpdesk; let them in with: usermod -aG ticketbridge NAME
 MSG
 fi
 exit 0

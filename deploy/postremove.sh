@@ -1,7 +1,8 @@
 #!/bin/sh
 # postrm of the ticketbridge .deb: forget the unit. The state in
-# /var/lib/private/ticketbridge and the key in /etc/ticketbridge/api-key
-# are kept, also on purge: they are the operator's to delete.
+# /var/lib/private/ticketbridge, the key in /etc/ticketbridge/api-key, the
+# helpdesk folder /srv/ticketbridge and the ticketbridge user and group are
+# kept, also on purge: they are the operator's to delete.
 set -e
 
 if [ -d /run/systemd/system ]; then

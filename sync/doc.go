@@ -81,6 +81,7 @@
 //
 // [NewDryRunAPI] and [NewDryRunHelpdesk] wrap the two sides so that reads
 // pass through and every write is printed as a plan line and answered with a
-// synthetic result; run against a copy of the state, a cycle then writes
-// nothing anywhere.
+// synthetic result; [DryRun] runs a cycle so, against a scratch copy of the
+// state that the caller makes (cmd), and the cycle then writes nothing
+// anywhere.
 package sync

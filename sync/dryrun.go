@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"log/slog"
 	"strings"
 	gosync "sync"
 	"unicode/utf8"
@@ -16,42 +14,30 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/state"
 )
 
-// DryRun runs one cycle that writes nothing anywhere: not upstream, not in
-// the helpdesk, not in the state file at statePath. The cycle runs against a
-// copy of the state file in a private temporary directory (an empty state
-// when statePath does not exist yet), removed afterwards, with deps.API and
-// deps.Helpdesk wrapped by [NewDryRunAPI] and [NewDryRunHelpdesk]: reads
-// pass through, and every write is printed to plan as a line starting with
-// "would" and answered with a synthetic result. deps.Store is not used.
+// DryRun runs one cycle that writes nothing upstream or in the helpdesk:
+// deps.API and deps.Helpdesk are wrapped by [NewDryRunAPI] and
+// [NewDryRunHelpdesk], so reads pass through and every write is printed to
+// plan as a line starting with "would" and answered with a synthetic
+// result. The cycle records its work in deps.Store as a real one does, so
+// deps.Store must be a scratch copy the caller throws away (cmd copies the
+// state file into a private temporary directory); this package opens no
+// file. The log says "would create", "would send": the engine's log lines
+// of writes are reworded.
 //
 // The helpdesk's Changes is called only through adapters.Peeker when the
 // adapter implements it; an adapter whose Changes writes must.
-func DryRun(ctx context.Context, cfg Config, statePath string, deps Deps, plan io.Writer) (Report, error) {
-	dir, err := os.MkdirTemp("", "ticketbridge-dry-run-*")
-	if err != nil {
-		return Report{}, fmt.Errorf("dry run: make temporary directory: %w", err)
+func DryRun(ctx context.Context, cfg Config, deps Deps, plan io.Writer) (Report, error) {
+	if deps.Store == nil {
+		return Report{}, errors.New("dry run: no scratch state store")
 	}
-	defer os.RemoveAll(dir)
-	copyPath := filepath.Join(dir, "state.db")
-	if _, err := os.Stat(statePath); err == nil {
-		if err := state.BackupFile(ctx, statePath, copyPath); err != nil {
-			return Report{}, fmt.Errorf("dry run: copy state: %w", err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return Report{}, fmt.Errorf("dry run: %w", err)
-	}
-	st, err := state.Open(copyPath, state.Options{Logger: deps.Logger, Now: deps.Now})
-	if err != nil {
-		return Report{}, fmt.Errorf("dry run: open state copy: %w", err)
-	}
-	defer st.Close()
 	pw := &planWriter{w: plan}
-	deps.Store = st
 	deps.API = NewDryRunAPI(deps.API, pw)
 	deps.Helpdesk = NewDryRunHelpdesk(deps.Helpdesk, pw)
+	if deps.Logger != nil {
+		deps.Logger = slog.New(dryRunHandler{deps.Logger.Handler()})
+	}
 	e, err := New(cfg, deps)
 	if err != nil {
 		return Report{}, err
@@ -62,6 +48,35 @@ func DryRun(ctx context.Context, cfg Config, statePath string, deps Deps, plan i
 		fmt.Fprintln(plan, "nothing to do: both sides are in step")
 	}
 	return rep, err
+}
+
+// dryRunHandler rewords the engine's log lines of writes for a dry run:
+// "created helpdesk ticket" becomes "would create helpdesk ticket", "sent
+// reply upstream" becomes "would send reply upstream".
+type dryRunHandler struct{ slog.Handler }
+
+func (h dryRunHandler) Handle(ctx context.Context, r slog.Record) error {
+	msg := r.Message
+	switch {
+	case strings.HasPrefix(msg, "created "):
+		msg = "would create " + strings.TrimPrefix(msg, "created ")
+	case strings.HasPrefix(msg, "sent "):
+		msg = "would send " + strings.TrimPrefix(msg, "sent ")
+	}
+	if msg != r.Message {
+		nr := slog.NewRecord(r.Time, r.Level, msg, r.PC)
+		r.Attrs(func(a slog.Attr) bool { nr.AddAttrs(a); return true })
+		r = nr
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h dryRunHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return dryRunHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h dryRunHandler) WithGroup(name string) slog.Handler {
+	return dryRunHandler{h.Handler.WithGroup(name)}
 }
 
 // planWriter serialises plan lines from concurrent workers.

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -42,9 +45,20 @@ func TestDryRunWritesNothing(t *testing.T) {
 	sum0, posts0, hd0 := fileSum(), e.posts(), e.backend.Tickets()
 	up0 := e.ts.Server.Tickets(e.ts.Org)
 
-	var plan bytes.Buffer
-	rep, err := tbsync.DryRun(context.Background(), e.cfg, e.path, tbsync.Deps{
-		API: e.client(e.key), Helpdesk: e.hd, Now: e.clock.Now,
+	// The caller copies the state; the dry run records into the copy.
+	scratch := filepath.Join(t.TempDir(), "state.db")
+	if err := state.BackupFile(context.Background(), e.path, scratch); err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Open(scratch, state.Options{Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var plan, logs bytes.Buffer
+	rep, err := tbsync.DryRun(context.Background(), e.cfg, tbsync.Deps{
+		API: e.client(e.key), Helpdesk: e.hd, Store: st, Now: e.clock.Now,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	}, &plan)
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s", err, plan.String())
@@ -63,6 +77,9 @@ func TestDryRunWritesNothing(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
 		}
+	}
+	if !strings.Contains(logs.String(), `msg="would create helpdesk ticket"`) || strings.Contains(logs.String(), `msg="created `) {
+		t.Errorf("the log does not say what would be created:\n%s", logs.String())
 	}
 	if fileSum() != sum0 {
 		t.Error("the dry run changed the state file")

@@ -71,6 +71,11 @@ var ErrHelpdeskRefused = errors.New("the helpdesk refused the credentials (401 o
 // adapter than the configured one.
 var ErrAdapterMismatch = errors.New("state file belongs to another adapter")
 
+// ErrNoAPISuccess is matched by the error of a cycle in which no call of
+// the Guest Requests API succeeded (the API unreachable, or answering only
+// errors): such a cycle has synced nothing and fails.
+var ErrNoAPISuccess = errors.New("no call of the Guest Requests API succeeded")
+
 // Engine runs sync cycles. Make one with [New]; it is safe for concurrent
 // use, but cycles never overlap: RunCycle waits for the one in flight.
 type Engine struct {
@@ -205,6 +210,7 @@ type cycle struct {
 	began  time.Time // the cycle's start on the wall clock, for durations
 	parent context.Context
 	req0   int64
+	ok0    int64
 
 	mu       gosync.Mutex
 	rep      Report
@@ -220,6 +226,7 @@ func (e *Engine) newCycle(ctx context.Context) *cycle {
 	return &cycle{
 		e: e, ctx: cctx, cancel: cancel, now: now, began: time.Now(), parent: ctx,
 		req0:     e.api.n.Load(),
+		ok0:      e.api.ok.Load(),
 		rep:      Report{Start: now},
 		readFail: map[string]bool{},
 	}
@@ -239,7 +246,7 @@ func (c *cycle) phase(d *time.Duration, fn func()) {
 func (c *cycle) stopped() bool { return c.ctx.Err() != nil }
 
 // stop ends the cycle with err: no further writes are started. The first
-// error wins; it is logged once.
+// error wins; finish logs it, once, in the cycle's line.
 func (c *cycle) stop(err error) {
 	c.mu.Lock()
 	first := c.fatal == nil
@@ -248,7 +255,6 @@ func (c *cycle) stop(err error) {
 	}
 	c.mu.Unlock()
 	if first {
-		c.e.log.LogAttrs(c.parent, slog.LevelError, err.Error(), slog.String("op", "cycle"))
 		c.cancel(err)
 	}
 }
@@ -326,6 +332,9 @@ func (c *cycle) finish() (Report, error) {
 	}
 	rep.APIRequests = int(c.e.api.n.Load() - c.req0)
 	rep.Duration = time.Since(c.began)
+	if fatal == nil && c.e.api.ok.Load() == c.ok0 {
+		fatal = noAPISuccess(rep)
+	}
 	switch {
 	case fatal != nil:
 		rep.Outcome = OutcomeFailed
@@ -335,6 +344,7 @@ func (c *cycle) finish() (Report, error) {
 	default:
 		rep.Outcome = OutcomeOK
 	}
+	rep.Synced = fatal == nil
 	if !c.e.st.ReadOnly() {
 		body, err := json.Marshal(rep)
 		if err == nil {
@@ -344,20 +354,23 @@ func (c *cycle) finish() (Report, error) {
 			}
 			err = c.e.st.Update(func(tx *state.Tx) error {
 				return tx.PutCycle(state.Cycle{Start: rep.Start, End: end, Outcome: rep.Outcome,
-					Success: rep.Outcome != OutcomeFailed, Report: body})
+					Success: rep.Synced, Report: body})
 			})
 		}
 		if err != nil {
 			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report: "+err.Error(), slog.String("op", "cycle"))
 			if fatal == nil {
 				fatal = fmt.Errorf("store cycle report: %w", err)
-				rep.Outcome, rep.Fatal = OutcomeFailed, fatal.Error()
+				rep.Outcome, rep.Fatal, rep.Synced = OutcomeFailed, fatal.Error(), false
 			}
 		}
 	}
 	level := slog.LevelInfo
-	if rep.Outcome != OutcomeOK {
+	switch rep.Outcome {
+	case OutcomePartial:
 		level = slog.LevelWarn
+	case OutcomeFailed:
+		level = slog.LevelError
 	}
 	c.e.log.LogAttrs(context.WithoutCancel(c.parent), level, rep.String(), slog.String("op", "cycle"))
 	c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelDebug, "cycle details", slog.String("op", "cycle"), slog.Any("report", rep))
@@ -367,30 +380,46 @@ func (c *cycle) finish() (Report, error) {
 	return rep, nil
 }
 
-// countingAPI counts the calls made through it.
+// countingAPI counts the calls made through it, and those that succeeded.
 type countingAPI struct {
 	API
-	n atomic.Int64
+	n  atomic.Int64
+	ok atomic.Int64
+}
+
+// done counts a call that returned err.
+func (a *countingAPI) done(err error) {
+	if err == nil {
+		a.ok.Add(1)
+	}
 }
 
 func (a *countingAPI) ListTickets(ctx context.Context, opt guestapi.ListOptions) ([]guestapi.Ticket, error) {
 	a.n.Add(1)
-	return a.API.ListTickets(ctx, opt)
+	r, err := a.API.ListTickets(ctx, opt)
+	a.done(err)
+	return r, err
 }
 
 func (a *countingAPI) GetTicket(ctx context.Context, id string) (*guestapi.Thread, error) {
 	a.n.Add(1)
-	return a.API.GetTicket(ctx, id)
+	r, err := a.API.GetTicket(ctx, id)
+	a.done(err)
+	return r, err
 }
 
 func (a *countingAPI) PostMessage(ctx context.Context, id string, m guestapi.NewMessage, key string) (guestapi.PostMessageResult, error) {
 	a.n.Add(1)
-	return a.API.PostMessage(ctx, id, m, key)
+	r, err := a.API.PostMessage(ctx, id, m, key)
+	a.done(err)
+	return r, err
 }
 
 func (a *countingAPI) SetStatus(ctx context.Context, id string, s guestapi.Status, key string) (guestapi.SetStatusResult, error) {
 	a.n.Add(1)
-	return a.API.SetStatus(ctx, id, s, key)
+	r, err := a.API.SetStatus(ctx, id, s, key)
+	a.done(err)
+	return r, err
 }
 
 // forEach runs fn over items with at most n at once and returns when all

@@ -89,6 +89,9 @@ func (c *cycle) refresh() {
 			}
 			rep.Mirrored += r.appended
 			rep.Skipped += len(r.supersede)
+			if r.created || r.statusDown || r.appended > 0 {
+				rep.touch(r.t.ID)
+			}
 		})
 		if r.unsignalled {
 			unsignalled = append(unsignalled, r.t.ID)

@@ -23,6 +23,12 @@ type Report struct {
 	Duration time.Duration `json:"duration"`
 	Outcome  string        `json:"outcome"`
 	DryRun   bool          `json:"dry_run,omitempty"`
+	// Synced says whether the cycle really synced: nothing stopped it and
+	// at least one call of the Guest Requests API succeeded. Only such a
+	// cycle counts as a success (the last-success time, readiness, the
+	// exit status of `ticketbridge once`); a cycle in which every API call
+	// failed has the outcome failed with [ErrNoAPISuccess].
+	Synced bool `json:"synced"`
 
 	Listed      int `json:"listed"`      // tickets the lists showed
 	Signalled   int `json:"signalled"`   // tracked tickets the lists showed changed (read in this cycle)
@@ -41,6 +47,13 @@ type Report struct {
 
 	APIRequests int `json:"api_requests"` // calls of the Guest Requests API
 	Throttled   int `json:"throttled"`    // reads the API answered with 429; the cycle slowed down
+
+	// Touched names the requests (upstream ticket ids) the cycle changed
+	// on either side, in the order touched, at most maxTouched of them;
+	// TouchedCount counts them all.
+	Touched      []string `json:"touched,omitempty"`
+	TouchedCount int      `json:"touched_count,omitempty"`
+	touched      map[string]bool
 
 	Phases Phases `json:"phases"`
 
@@ -70,6 +83,63 @@ type Failure struct {
 
 const maxReportedFailures = 100
 
+// maxTouched bounds Report.Touched; logTouched is how many of them the
+// cycle's log line names.
+const (
+	maxTouched = 100
+	logTouched = 5
+)
+
+// touch records that the cycle changed request id; callers hold the
+// cycle's lock.
+func (r *Report) touch(id string) {
+	if r.touched[id] {
+		return
+	}
+	if r.touched == nil {
+		r.touched = map[string]bool{}
+	}
+	r.touched[id] = true
+	r.TouchedCount++
+	if len(r.Touched) < maxTouched {
+		r.Touched = append(r.Touched, id)
+	}
+}
+
+// touchedText names the first requests touched by their first 8
+// characters (what `ticketbridge status ID` takes), then "and N more".
+func (r Report) touchedText() string {
+	if r.TouchedCount == 0 {
+		return ""
+	}
+	var names []string
+	for _, id := range r.Touched[:min(len(r.Touched), logTouched)] {
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		names = append(names, id)
+	}
+	s := strings.Join(names, ", ")
+	if more := r.TouchedCount - len(names); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
+}
+
+// noAPISuccess is the error of a cycle in which no API call succeeded,
+// with the first failure's reason when one was recorded.
+func noAPISuccess(r Report) error {
+	if r.APIRequests == 0 {
+		return fmt.Errorf("%w: the cycle made none", ErrNoAPISuccess)
+	}
+	for _, f := range r.Failures {
+		if f.Error != "" {
+			return fmt.Errorf("%w (%d tried): %s: %s", ErrNoAPISuccess, r.APIRequests, f.Op, f.Error)
+		}
+	}
+	return fmt.Errorf("%w (%d tried)", ErrNoAPISuccess, r.APIRequests)
+}
+
 // String is the report as one log line.
 func (r Report) String() string {
 	var b strings.Builder
@@ -81,6 +151,9 @@ func (r Report) String() string {
 		r.Listed, r.Signalled, r.Discovered, r.Created, r.Adopted, r.Refreshed, r.Mirrored, r.StatusDown, r.Events, r.Sent, r.Skipped, r.Failed, r.Errors, r.APIRequests)
 	if r.Unsignalled > 0 {
 		fmt.Fprintf(&b, ", changes no list showed %d", r.Unsignalled)
+	}
+	if t := r.touchedText(); t != "" {
+		fmt.Fprintf(&b, "; requests %s", t)
 	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
@@ -148,6 +221,7 @@ func (r Report) WriteTable(w io.Writer) error {
 		{"refused for good", fmt.Sprint(r.Failed)},
 		{"errors", fmt.Sprint(r.Errors)},
 		{"API requests", fmt.Sprint(r.APIRequests)},
+		{"requests changed", orNone(r.touchedText())},
 		{"phases", fmt.Sprintf("discover %s, collect %s, refresh %s, send %s",
 			r.Phases.Discover.Round(time.Millisecond), r.Phases.Collect.Round(time.Millisecond),
 			r.Phases.Refresh.Round(time.Millisecond), r.Phases.Send.Round(time.Millisecond))},
@@ -169,4 +243,11 @@ func (r Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

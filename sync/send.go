@@ -230,6 +230,13 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 		r.Sent += requests
 		r.Skipped += sent
 		r.Failed += failed
+		for _, os := range out {
+			for _, o := range os {
+				if o.request {
+					r.touch(o.en.TicketID)
+				}
+			}
+		}
 	})
 }
 

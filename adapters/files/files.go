@@ -62,6 +62,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -179,7 +180,15 @@ type Options struct {
 	PageSize       int                // 0: DefaultPageSize
 	Now            func() time.Time   // nil: time.Now
 	Logger         *slog.Logger       // nil: discard
+	// ReadOnly opens the folder for a dry run: New creates nothing (a
+	// missing folder reads as empty), only Lookup, PeekChanges and Close
+	// may be called, and the others fail with ErrReadOnly.
+	ReadOnly bool
 }
+
+// ErrReadOnly is returned by the writes of an adapter opened with
+// Options.ReadOnly.
+var ErrReadOnly = errors.New("files helpdesk opened read-only (dry run)")
 
 // Adapter is the files helpdesk. It is safe for concurrent use; its
 // operations take turns.
@@ -191,9 +200,10 @@ type Adapter struct {
 	page      int
 	now       func() time.Time
 	log       *slog.Logger
+	readOnly  bool
 
 	mu      sync.Mutex
-	lock    *os.File
+	lock    *os.File // nil when read-only and the folder has no lock file yet
 	closed  bool
 	index   map[string]adapters.Ref // upstream id -> folder
 	scanned map[string]bool         // folders read into index
@@ -220,11 +230,12 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 		MaxOutboxBytes: c.MaxOutboxBytes,
 		Settle:         c.Settle,
 		Logger:         deps.Logger,
+		ReadOnly:       deps.ReadOnly,
 	})
 }
 
 // New opens the helpdesk directory opts.Dir, creating it and its folders
-// when missing.
+// when missing (unless opts.ReadOnly).
 func New(ctx context.Context, opts Options) (*Adapter, error) {
 	if strings.TrimSpace(opts.Dir) == "" {
 		return nil, fmt.Errorf("open files helpdesk: no directory (TICKETBRIDGE_FILES_DIR)")
@@ -235,7 +246,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
-		page: opts.PageSize, now: opts.Now, log: opts.Logger,
+		page: opts.PageSize, now: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly,
 		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
 	}
 	if len(a.status.ToHelpdesk) == 0 {
@@ -252,6 +263,15 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.readOnly {
+		// flock works on a descriptor opened for reading: a running
+		// daemon's writes are still waited for.
+		a.lock, err = os.Open(filepath.Join(a.dir, lockFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open files helpdesk: %w", err)
+		}
+		return a, nil
 	}
 	for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
 		if err := os.MkdirAll(d, dirMode); err != nil {
@@ -308,7 +328,7 @@ func (a *Adapter) do(ctx context.Context, f func() error) error {
 	if a.closed {
 		return errors.New("files helpdesk closed")
 	}
-	for {
+	for a.lock != nil {
 		ok, err := tryLock(a.lock)
 		if err != nil {
 			return fmt.Errorf("lock %s: %w", filepath.Join(a.dir, lockFile), err)
@@ -325,6 +345,9 @@ func (a *Adapter) do(ctx context.Context, f func() error) error {
 		}
 	}
 	defer func() {
+		if a.lock == nil {
+			return
+		}
 		if err := unlock(a.lock); err != nil {
 			a.log.Error("unlock helpdesk directory", "error", err)
 		}
@@ -349,11 +372,25 @@ func (a *Adapter) Close() error {
 		return nil
 	}
 	a.closed = true
+	if a.lock == nil {
+		return nil
+	}
 	return a.lock.Close()
+}
+
+// writable refuses a write of an adapter opened read-only.
+func (a *Adapter) writable(op string) error {
+	if a.readOnly {
+		return fmt.Errorf("%s: %w", op, ErrReadOnly)
+	}
+	return nil
 }
 
 // Check makes sure every folder exists and is writable.
 func (a *Adapter) Check(ctx context.Context) error {
+	if err := a.writable("check files helpdesk"); err != nil {
+		return err
+	}
 	return a.do(ctx, func() error {
 		for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
 			probe := filepath.Join(d, ".check-"+randomSuffix())
@@ -380,6 +417,9 @@ func checkText(field, s string) error {
 // there is none. A new folder appears complete or not at all: it is built
 // under a hidden name and renamed into place.
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	if err := a.writable("ensure ticket"); err != nil {
+		return "", err
+	}
 	switch {
 	case strings.TrimSpace(t.UpstreamID) == "":
 		return "", fmt.Errorf("ensure ticket: upstream id is empty: %w", adapters.ErrInvalid)
@@ -469,6 +509,9 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 
 // Append adds msgs to the ticket's thread, skipping those it holds.
 func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
+	if err := a.writable("append"); err != nil {
+		return nil, err
+	}
 	for i, m := range msgs {
 		var err error
 		switch {
@@ -523,6 +566,9 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 
 // SetStatus sets the ticket's status to the word s maps to.
 func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+	if err := a.writable("set status"); err != nil {
+		return err
+	}
 	if !s.Known() {
 		return fmt.Errorf("set status of %s: unknown status %q (want one of new, assigned, in_progress, done, completed, confirmed, cancelled): %w", ref, s, adapters.ErrInvalid)
 	}
@@ -548,6 +594,9 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 // Changes picks up the outbox and reports the events after cursor (a
 // sequence number of processed/), oldest first.
 func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	if err := a.writable("changes"); err != nil {
+		return nil, cursor, err
+	}
 	var after int64
 	if cursor != "" {
 		n, err := strconv.ParseInt(string(cursor), 10, 64)
@@ -595,6 +644,9 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 // MarkSent records in ticket.json (and shows in thread.md) that an outbox
 // event was delivered upstream.
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
+	if err := a.writable("mark sent"); err != nil {
+		return err
+	}
 	if eventID == "" {
 		return fmt.Errorf("mark sent on %s: event id is empty: %w", ref, adapters.ErrInvalid)
 	}

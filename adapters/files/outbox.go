@@ -263,7 +263,7 @@ type processed struct {
 // survives the pruning of processed/).
 func (a *Adapter) listProcessed() ([]processed, int64, error) {
 	des, err := os.ReadDir(a.processedDir())
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 		return nil, 0, fmt.Errorf("list processed outbox files: %w", err)
 	}
 	var out []processed

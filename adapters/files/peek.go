@@ -54,7 +54,7 @@ func (a *Adapter) PeekChanges(ctx context.Context, cursor adapters.Cursor) ([]ad
 			}
 		}
 		des, err := os.ReadDir(a.outboxDir())
-		if err != nil {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 			return fmt.Errorf("list outbox: %w", err)
 		}
 		now := a.now()

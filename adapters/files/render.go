@@ -11,8 +11,11 @@ import (
 )
 
 // renderThread renders thread.md, the page a person reads: the request, its
-// facts, then every message, reply, note and status change in order, each
-// under a heading "### <id> · <who> · <time> · <visibility>".
+// facts, then every message, reply, note and status change in the order of
+// their times (entries of the same time keep the order they arrived in),
+// each under a heading "### <id> · <who> · <time> · <visibility>". An agent
+// reply written before the guest message it answers was mirrored thus
+// shows below that message.
 func renderThread(t *ticketFile, from map[string]guestapi.Status) []byte {
 	var b strings.Builder
 	title := firstLine(t.TaskDescription, 80)
@@ -38,7 +41,9 @@ func renderThread(t *ticketFile, from map[string]guestapi.Status) []byte {
 	if len(t.Thread) == 0 {
 		b.WriteString("\nNo messages yet.\n")
 	}
-	for _, e := range t.Thread {
+	thread := slices.Clone(t.Thread)
+	slices.SortStableFunc(thread, func(x, y entry) int { return x.At.Compare(y.At) })
+	for _, e := range thread {
 		fmt.Fprintf(&b, "\n### %s · %s\n", e.ID, heading(t, e))
 		if e.Kind != kindStatus {
 			fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(e.Body, "\n"))

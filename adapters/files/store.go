@@ -274,7 +274,7 @@ func (a *Adapter) scan() error {
 	}
 	fi, statErr := os.Stat(root) // before reading: a change while reading shows next time
 	des, err := os.ReadDir(root)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 		return fmt.Errorf("scan tickets: %w", err)
 	}
 	if statErr == nil {

@@ -223,7 +223,8 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 		return nil, err
 	}
 	return New(ctx, cfg, Options{
-		Logger: deps.Logger,
-		Status: DefaultStatusMap().Override(deps),
+		Logger:   deps.Logger,
+		Status:   DefaultStatusMap().Override(deps),
+		ReadOnly: deps.ReadOnly,
 	})
 }

@@ -131,6 +131,12 @@ func TestFactory(t *testing.T) {
 	}
 	defer hd.Close()
 	a := hd.(*webhook.Adapter)
+	if a.InboundURL() != "" {
+		t.Errorf("the inbound endpoint is served before Start: %s", a.InboundURL())
+	}
+	if err := a.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.HasPrefix(a.InboundURL(), "http://127.0.0.1:") || !strings.HasSuffix(a.InboundURL(), "/events") {
 		t.Errorf("InboundURL %q", a.InboundURL())
 	}
@@ -162,11 +168,34 @@ func TestFactory(t *testing.T) {
 	}
 }
 
-func TestListenAddressInUse(t *testing.T) {
+// TestConstructionDoesNoIO: beside a running daemon's adapter (its port
+// taken), a second adapter on the same address is made, used and closed
+// without binding or touching its directory; only Start listens, and it
+// names the variable when the port is taken.
+func TestConstructionDoesNoIO(t *testing.T) {
 	r := newRig(t, false)
-	cfg := webhook.Config{URL: "http://127.0.0.1:1/", Secret: testSecret, Dir: t.TempDir(), Listen: strings.TrimSuffix(strings.TrimPrefix(r.a.InboundURL(), "http://"), "/events")}
-	if _, err := webhook.New(t.Context(), cfg, webhook.Options{}); err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_LISTEN") {
-		t.Fatalf("New on a busy address: %v", err)
+	dir := filepath.Join(t.TempDir(), "webhook")
+	cfg := webhook.Config{URL: "http://127.0.0.1:1/", Secret: testSecret, Dir: dir, Listen: strings.TrimSuffix(strings.TrimPrefix(r.a.InboundURL(), "http://"), "/events")}
+	a, err := webhook.New(t.Context(), cfg, webhook.Options{})
+	if err != nil {
+		t.Fatalf("New beside a running adapter: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("New touched the webhook directory: %v", err)
+	}
+	if a.InboundURL() != "" {
+		t.Fatalf("New serves %s", a.InboundURL())
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close without Start: %v", err)
+	}
+	b, err := webhook.New(t.Context(), cfg, webhook.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_LISTEN") {
+		t.Fatalf("Start on a busy address: %v", err)
 	}
 }
 
@@ -248,5 +277,28 @@ func TestCloseStopsServing(t *testing.T) {
 		t.Fatal("the inbound endpoint still answers after Close")
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal("the request hung instead of being refused")
+	}
+}
+
+// TestReadOnlyMakesNothing: an adapter opened for a dry run reads a
+// webhook directory that does not exist yet as empty and makes nothing.
+func TestReadOnlyMakesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "webhook")
+	a, err := webhook.New(t.Context(), webhook.Config{URL: "http://127.0.0.1:1/", Secret: testSecret, Dir: dir, Listen: "127.0.0.1:0"}, webhook.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, ok, err := a.Lookup(t.Context(), "t-1"); ok || err != nil {
+		t.Fatalf("Lookup: %t, %v", ok, err)
+	}
+	if evs, cur, err := a.Changes(t.Context(), ""); len(evs) != 0 || cur != "" || err != nil {
+		t.Fatalf("Changes: %v, %q, %v", evs, cur, err)
+	}
+	if err := a.Start(t.Context()); err == nil {
+		t.Fatal("Start of a read-only adapter succeeded")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a read-only adapter made its directory: %v", err)
 	}
 }

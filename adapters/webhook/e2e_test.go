@@ -50,7 +50,8 @@ func buildReceiver(t *testing.T) string {
 func startReceiver(t *testing.T, bin, replyURL string) *receiverProcess {
 	t.Helper()
 	p := &receiverProcess{record: filepath.Join(t.TempDir(), "deliveries.jsonl"), stderr: &testutil.Buffer{}}
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-reply-url", replyURL, "-record", p.record, "-log-level", "debug")
+	// The tests' clocks and messages may lie before the process started.
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-reply-url", replyURL, "-reply-to-past", "-record", p.record, "-log-level", "debug")
 	cmd.Env = append(os.Environ(), "TICKETBRIDGE_WEBHOOK_SECRET="+testSecret)
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
@@ -155,6 +156,9 @@ func TestEndToEndWithReceiverProcess(t *testing.T) {
 	logs := &testutil.Buffer{}
 	a, err := webhook.New(ctx, webhook.Config{URL: p.url + "hooks", Secret: testSecret, Dir: t.TempDir()}, webhook.Options{Listener: ln, Logger: debugLogger(logs)})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()

@@ -84,6 +84,9 @@ func (r *rig) open(opts webhook.Options) *webhook.Adapter {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	if err := a.Start(r.t.Context()); err != nil {
+		r.t.Fatal(err)
+	}
 	r.t.Cleanup(func() {
 		if err := a.Close(); err != nil {
 			r.t.Errorf("Close: %v", err)

@@ -89,6 +89,10 @@ func TestEndToEndLoopWithEngine(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
+			if err := a.Start(ctx); err != nil {
+				a.Close()
+				return nil, err
+			}
 			t.Cleanup(func() { a.Close() })
 			l.a = a
 			return a, nil

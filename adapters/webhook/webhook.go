@@ -10,6 +10,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,10 +56,15 @@ type Options struct {
 	// ChangesLimit caps the events of one Changes call; 0 means
 	// DefaultChangesLimit.
 	ChangesLimit int
-	// Listener, when set, serves the inbound endpoint instead of a new
-	// listener on the configured address (a socket handed over by the
-	// service manager, or a test's port chosen before the adapter is
-	// made). The adapter owns it: Close, or a failing New, closes it.
+	// ReadOnly opens the adapter for a dry run: a webhook directory that
+	// does not exist yet is not made (Lookup finds nothing, Changes reports
+	// nothing), and Start is refused.
+	ReadOnly bool
+	// Listener, when set, serves the inbound endpoint from Start instead
+	// of a new listener on the configured address (a socket handed over by
+	// the service manager, or a test's port chosen before the adapter is
+	// made). The adapter owns it: Close, or a failing New or Start, closes
+	// it.
 	Listener net.Listener
 }
 
@@ -84,11 +91,15 @@ type Adapter struct {
 	now    func() time.Time
 	limit  int
 	client *adapters.HTTPClient
-	st     *store
 
+	mu       sync.Mutex // guards st, ln, srv, started and closed
+	st       *store     // nil until the directory is first used
 	ln       net.Listener
 	srv      *http.Server
 	serveErr chan error
+	started  bool
+	closed   bool
+	readOnly bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -101,11 +112,14 @@ type key struct{ secret string }
 var (
 	_ adapters.Helpdesk = (*Adapter)(nil)
 	_ adapters.Checker  = (*Adapter)(nil)
+	_ adapters.Starter  = (*Adapter)(nil)
 )
 
-// New opens the webhook directory and, unless cfg.Listen is "off", starts
-// serving the inbound endpoint; Close stops it. cfg is checked as
-// [Config.Validate] does.
+// New returns the adapter for cfg, checked as [Config.Validate] does. It
+// does no I/O: the webhook directory is opened when first used, and the
+// inbound endpoint is served from [Adapter.Start], which only the daemon
+// calls, so that `ticketbridge check` or `once` beside a running daemon
+// do not contend for its port. Close stops what Start started.
 func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("open webhook adapter: %w", err)
@@ -145,21 +159,60 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 		Now:     a.now,
 		Logger:  a.log,
 	}
-	st, err := openStore(cfg.Dir)
-	if err != nil {
-		if opts.Listener != nil {
-			_ = opts.Listener.Close()
+	a.ln = opts.Listener
+	a.readOnly = opts.ReadOnly
+	return a, nil
+}
+
+// errNoDirectory is returned by store for a read-only adapter whose
+// webhook directory does not exist yet: there is nothing to read.
+var errNoDirectory = errors.New("the webhook directory does not exist yet")
+
+// store opens the webhook directory on first use.
+func (a *Adapter) store() (*store, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.st != nil {
+		return a.st, nil
+	}
+	if a.readOnly {
+		if _, err := os.Stat(filepath.Join(a.cfg.Dir, metaFile)); err != nil {
+			return nil, errNoDirectory
 		}
-		return nil, fmt.Errorf("open webhook adapter: %w", err)
+	}
+	st, err := openStore(a.cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open webhook directory %s: %w", a.cfg.Dir, err)
 	}
 	a.st = st
-	if ln := opts.Listener; ln != nil || cfg.Listen != ListenOff {
-		if ln == nil {
-			var lc net.ListenConfig
-			if ln, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
-				return nil, fmt.Errorf("open webhook adapter: listen on TICKETBRIDGE_WEBHOOK_LISTEN %s: %w", cfg.Listen, err)
-			}
+	return st, nil
+}
+
+// Start opens the webhook directory and, unless TICKETBRIDGE_WEBHOOK_LISTEN
+// is "off", starts serving the inbound endpoint; Close stops it. It may be
+// called once.
+func (a *Adapter) Start(ctx context.Context) error {
+	if a.readOnly {
+		return errors.New("start webhook adapter: opened read-only (dry run)")
+	}
+	if _, err := a.store(); err != nil {
+		return fmt.Errorf("start webhook adapter: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.closed {
+		return errors.New("start webhook adapter: started before, or closed")
+	}
+	a.started = true
+	ln := a.ln
+	if ln == nil && a.cfg.Listen != ListenOff {
+		var lc net.ListenConfig
+		var err error
+		if ln, err = lc.Listen(ctx, "tcp", a.cfg.Listen); err != nil {
+			return fmt.Errorf("start webhook adapter: listen on TICKETBRIDGE_WEBHOOK_LISTEN %s: %w", a.cfg.Listen, err)
 		}
+	}
+	if ln != nil {
 		a.ln = ln
 		a.srv = &http.Server{
 			Handler:           a,
@@ -170,18 +223,28 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 			ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 		}
 		a.serveErr = make(chan error, 1)
-		go func() { a.serveErr <- a.srv.Serve(ln) }()
-		a.log.LogAttrs(ctx, slog.LevelInfo, "serving webhook inbound endpoint", slog.String("url", a.InboundURL()))
+		srv := a.srv
+		go func() { a.serveErr <- srv.Serve(ln) }()
+		a.log.LogAttrs(ctx, slog.LevelInfo, "serving webhook inbound endpoint", slog.String("url", a.inboundURL()))
 	}
-	return a, nil
+	return nil
 }
 
 // Name returns "webhook".
 func (a *Adapter) Name() string { return Name }
 
 // InboundURL returns the URL of the inbound endpoint as served, "" when
-// there is none.
+// there is none (before Start, or with TICKETBRIDGE_WEBHOOK_LISTEN=off).
 func (a *Adapter) InboundURL() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.srv == nil {
+		return ""
+	}
+	return a.inboundURL()
+}
+
+func (a *Adapter) inboundURL() string {
 	if a.ln == nil {
 		return ""
 	}
@@ -200,7 +263,13 @@ func (a *Adapter) GoString() string { return a.String() }
 // in flight. It returns the first error.
 func (a *Adapter) Close() error {
 	a.closeOnce.Do(func() {
+		a.mu.Lock()
+		a.closed = true
+		a.mu.Unlock()
 		if a.srv == nil {
+			if a.ln != nil { // handed over, never served
+				_ = a.ln.Close()
+			}
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -219,7 +288,11 @@ func (a *Adapter) Close() error {
 // Check proves the configuration: the directory takes a file, and the
 // receiver answers a signed ping with 2xx (one attempt).
 func (a *Adapter) Check(ctx context.Context) error {
-	if err := a.st.probe(); err != nil {
+	st, err := a.store()
+	if err != nil {
+		return fmt.Errorf("check webhook directory %s: %w", a.cfg.Dir, err)
+	}
+	if err := st.probe(); err != nil {
 		return fmt.Errorf("check webhook directory %s: %w", a.cfg.Dir, err)
 	}
 	c := *a.client
@@ -333,7 +406,11 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		return "", fmt.Errorf("ensure ticket: %w", err)
 	}
 	ref := adapters.Ref(t.UpstreamID)
-	if rec, ok, err := a.st.ticket(t.UpstreamID); err != nil {
+	st, err := a.store()
+	if err != nil {
+		return "", fmt.Errorf("ensure ticket: %w", err)
+	}
+	if rec, ok, err := st.ticket(t.UpstreamID); err != nil {
 		return "", fmt.Errorf("ensure ticket: %w", err)
 	} else if ok && !rec.Pending {
 		return ref, nil
@@ -376,9 +453,13 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 // pending; exists says whether there was a record. It returns whether ref
 // had a delivered record that f left alone, for EnsureTicket.
 func (a *Adapter) modify(ref adapters.Ref, pending bool, f func(rec *ticketRecord, exists bool) bool) (delivered bool, err error) {
-	unlock := a.st.lock(string(ref))
+	st, err := a.store()
+	if err != nil {
+		return false, err
+	}
+	unlock := st.lock(string(ref))
 	defer unlock()
-	rec, ok, err := a.st.ticket(string(ref))
+	rec, ok, err := st.ticket(string(ref))
 	if err != nil {
 		return false, err
 	}
@@ -394,13 +475,17 @@ func (a *Adapter) modify(ref adapters.Ref, pending bool, f func(rec *ticketRecor
 	if !f(&rec, ok) {
 		return ok && !rec.Pending, nil
 	}
-	return false, a.st.putTicket(rec)
+	return false, st.putTicket(rec)
 }
 
 // record reads the delivered record behind ref; a ref never delivered (or
 // still pending) gives adapters.ErrNotFound.
 func (a *Adapter) record(ref adapters.Ref) (ticketRecord, error) {
-	rec, ok, err := a.st.ticket(string(ref))
+	st, err := a.store()
+	if err != nil {
+		return ticketRecord{}, err
+	}
+	rec, ok, err := st.ticket(string(ref))
 	if err != nil {
 		return rec, err
 	}
@@ -513,7 +598,14 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err := ctx.Err(); err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up ticket: %w", err)
 	}
-	rec, ok, err := a.st.ticket(upstreamID)
+	st, err := a.store()
+	if errors.Is(err, errNoDirectory) {
+		return adapters.Found{}, false, nil
+	}
+	if err != nil {
+		return adapters.Found{}, false, fmt.Errorf("look up ticket: %w", err)
+	}
+	rec, ok, err := st.ticket(upstreamID)
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("look up ticket: %w", err)
 	}
@@ -536,7 +628,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 
 // cursor is "<epoch>:<seq>": the inbound log's epoch and the last sequence
 // number reported.
-func (a *Adapter) parseCursor(c adapters.Cursor) (uint64, error) {
+func (a *Adapter) parseCursor(st *store, c adapters.Cursor) (uint64, error) {
 	if c == "" {
 		return 0, nil
 	}
@@ -545,27 +637,34 @@ func (a *Adapter) parseCursor(c adapters.Cursor) (uint64, error) {
 	if !ok || err != nil || epoch == "" {
 		return 0, fmt.Errorf("read cursor %q: want <epoch>:<sequence>: %w", string(c), adapters.ErrInvalid)
 	}
-	if epoch != a.st.epoch {
+	if epoch != st.epoch {
 		// The webhook directory is a new one: its events all come after.
 		return 0, nil
 	}
 	return seq, nil
 }
 
-func (a *Adapter) makeCursor(seq uint64) adapters.Cursor {
-	return adapters.Cursor(a.st.epoch + ":" + strconv.FormatUint(seq, 10))
+func (a *Adapter) makeCursor(st *store, seq uint64) adapters.Cursor {
+	return adapters.Cursor(st.epoch + ":" + strconv.FormatUint(seq, 10))
 }
 
 // Changes reports the stored inbound events after cursor, oldest first.
 func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
-	after, err := a.parseCursor(cursor)
+	st, err := a.store()
+	if errors.Is(err, errNoDirectory) {
+		return nil, cursor, nil
+	}
+	if err != nil {
+		return nil, cursor, fmt.Errorf("read changes: %w", err)
+	}
+	after, err := a.parseCursor(st, cursor)
 	if err != nil {
 		return nil, cursor, fmt.Errorf("read changes: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, cursor, fmt.Errorf("read changes: %w", err)
 	}
-	stored, err := a.st.inboundAfter(after, a.limit)
+	stored, err := st.inboundAfter(after, a.limit)
 	if err != nil {
 		return nil, cursor, fmt.Errorf("read changes: %w", err)
 	}
@@ -597,5 +696,5 @@ func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapte
 		}
 		out = append(out, e)
 	}
-	return out, a.makeCursor(last), nil
+	return out, a.makeCursor(st, last), nil
 }

@@ -28,22 +28,16 @@ readable), the right to write (proven without writing anything), the
 helpdesk and the state file. Exit status 0 only when everything passed.
 
 With the packaged /etc/ticketbridge/ticketbridge.env (the default when it
-exists and no TICKETBRIDGE_* variable is set), the check runs as the service
-would: credentials from /etc/ticketbridge (where the unit's LoadCredential
-reads them), the state below /var/lib/ticketbridge.
+exists and no TICKETBRIDGE_* variable is set, for every command), the check
+runs as the service would: credentials from /etc/ticketbridge (where the
+unit's LoadCredential reads them), the state below /var/lib/ticketbridge.
+A TICKETBRIDGE_* name that is not a variable fails the configuration
+check.
 
 The write right is probed with POST /tickets/<random id>/status and an empty
 status: an API that knows the key's rights answers 403 (tickets:write
 missing) or 404 (the right is there; no such ticket). The ticket does not
 exist and the status is not valid, so nothing is created or changed.`
-
-// The service's layout, as deploy/ticketbridge.service sets it up.
-const (
-	serviceEnvFile     = "/etc/ticketbridge/ticketbridge.env"
-	serviceCredDir     = "/etc/ticketbridge"
-	serviceStateDir    = "/var/lib/ticketbridge"
-	serviceCredRuntime = "/run/credentials/ticketbridge.service"
-)
 
 // checkOptions are the parts of a check that tests replace.
 type checkOptions struct {
@@ -51,12 +45,9 @@ type checkOptions struct {
 	Registry adapters.Registry
 	// Timeout bounds each check that talks to the network.
 	Timeout time.Duration
-	// ServiceEnvFile, ServiceCredDir and ServiceStateDir describe the
-	// packaged service's layout (see checkAbout); ServiceEnvFile "" turns
-	// the service emulation off.
-	ServiceEnvFile  string
-	ServiceCredDir  string
-	ServiceStateDir string
+	// Service is the packaged service's layout (see checkAbout); an
+	// empty EnvFile turns the service emulation off.
+	Service serviceLayout
 	// Logger receives the adapters' and the store's warnings.
 	Logger *slog.Logger
 }
@@ -76,12 +67,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
 	}
 	return checkAll(ctx, ef.path, stdout, checkOptions{
-		Registry:        daemonAdapters(),
-		Timeout:         *timeout,
-		ServiceEnvFile:  serviceEnvFile,
-		ServiceCredDir:  serviceCredDir,
-		ServiceStateDir: serviceStateDir,
-		Logger:          newLogger(stderr, "auto", "warn"),
+		Registry: daemonAdapters(),
+		Timeout:  *timeout,
+		Service:  layoutOf(ctx),
+		Logger:   newLogger(stderr, "auto", "warn"),
 	})
 }
 
@@ -105,6 +94,7 @@ type checker struct {
 	out     io.Writer
 	opts    checkOptions
 	env     envconfig.Lookuper
+	src     configSource
 	envFile string // the env file read, for the fixes
 	scratch string // the service's state directory stands in here; "" when none
 	results []checkResult
@@ -184,36 +174,32 @@ func (c *checker) verdict() error {
 	return &exitError{code: 1}
 }
 
-// environment builds the lookuper: the process environment, the env file,
-// and when the packaged env file is checked outside systemd, the service's
-// directories. It returns a cleanup to run at the end.
+// environment builds the lookuper as every command does (see
+// envFlag.source). When the packaged env file is checked outside systemd
+// before the service ever ran, its state directory is stood in for by a
+// scratch directory, removed by the cleanup it returns.
 func (c *checker) environment() (func(), error) {
 	nop := func() {}
-	if c.envFile == "" && c.opts.ServiceEnvFile != "" && !anyTicketbridgeVar() {
-		if _, err := os.Stat(c.opts.ServiceEnvFile); err == nil {
-			c.envFile = c.opts.ServiceEnvFile
-		}
-	}
 	ef := envFlag{path: c.envFile}
-	env, err := ef.lookuper()
+	src, err := ef.source(withLayout(c.ctx, c.opts.Service))
+	c.envFile = src.file
 	if err != nil {
 		return nop, err
 	}
-	c.env = env
+	c.src, c.env = src, src.env
 	if c.envFile != "" {
 		fmt.Fprintf(c.out, "Checking %s.\n", c.envFile)
 	} else {
 		fmt.Fprintln(c.out, "Checking the TICKETBRIDGE_* variables of the environment.")
 	}
-	if !c.serviceEmulation() {
+	if !src.service {
 		return nop, nil
 	}
-	over := map[string]string{"CREDENTIALS_DIRECTORY": c.opts.ServiceCredDir}
 	cleanup := nop
-	note := fmt.Sprintf("Checking as the service runs: credentials from %s; ", c.opts.ServiceCredDir)
-	if fi, err := os.Stat(c.opts.ServiceStateDir); err == nil && fi.IsDir() {
-		over["STATE_DIRECTORY"] = c.opts.ServiceStateDir
-		note += "state in " + c.opts.ServiceStateDir + "."
+	l := c.opts.Service
+	note := fmt.Sprintf("Checking as the service runs: credentials from %s; ", l.CredDir)
+	if !src.stateDirMissing {
+		note += "state in " + l.StateDir + "."
 	} else {
 		// The service never ran: systemd makes its state directory at the
 		// first start. Try the helpdesk folders in a scratch directory
@@ -224,55 +210,11 @@ func (c *checker) environment() (func(), error) {
 		}
 		cleanup = func() { _ = os.RemoveAll(scratch) }
 		c.scratch = scratch
-		over["STATE_DIRECTORY"] = scratch
-		note += c.opts.ServiceStateDir + " does not exist yet (systemd makes it at the first start), so the state and helpdesk folders are tried in a scratch directory."
+		c.env = envconfig.MultiLookuper(envconfig.MapLookuper(map[string]string{"STATE_DIRECTORY": scratch}), src.env)
+		note += l.StateDir + " does not exist yet (systemd makes it at the first start), so the state and helpdesk folders are tried in a scratch directory."
 	}
 	fmt.Fprintln(c.out, note)
-	c.env = serviceLookuper{base: envconfig.MultiLookuper(envconfig.MapLookuper(over), env), credDir: c.opts.ServiceCredDir}
 	return cleanup, nil
-}
-
-// serviceEmulation reports whether the packaged env file is checked
-// outside the service.
-func (c *checker) serviceEmulation() bool {
-	if c.opts.ServiceEnvFile == "" || c.envFile == "" {
-		return false
-	}
-	a, err1 := filepath.Abs(c.envFile)
-	b, err2 := filepath.Abs(c.opts.ServiceEnvFile)
-	if err1 != nil || err2 != nil || a != b {
-		return false
-	}
-	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY"} {
-		if v, ok := os.LookupEnv(k); ok && v != "" {
-			return false
-		}
-	}
-	return true
-}
-
-// serviceLookuper reads paths of the service's runtime credentials
-// directory from the files they are loaded from.
-type serviceLookuper struct {
-	base    envconfig.Lookuper
-	credDir string
-}
-
-func (l serviceLookuper) Lookup(key string) (string, bool) {
-	v, ok := l.base.Lookup(key)
-	if ok && strings.HasPrefix(v, serviceCredRuntime+"/") {
-		v = filepath.Join(l.credDir, strings.TrimPrefix(v, serviceCredRuntime+"/"))
-	}
-	return v, ok
-}
-
-func anyTicketbridgeVar() bool {
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "TICKETBRIDGE_") {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *checker) fixEnv() string {
@@ -303,9 +245,13 @@ func (c *checker) checkConfig() (Config, bool) {
 	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
 		problems = append(problems, "TICKETBRIDGE_STATUS_FROM_HELPDESK: "+err.Error())
 	}
-	if strings.TrimSpace(cfg.APIURL) == "" {
-		problems = append(problems, "TICKETBRIDGE_API_URL is not set: want the API root ({functions_url}), e.g. https://api.example.com")
+	if err := checkAPIURL(cfg.APIURL); err != nil {
+		problems = append(problems, err.Error())
 	}
+	if _, ok := c.opts.Registry[cfg.Adapter]; !ok && c.opts.Registry != nil {
+		problems = append(problems, fmt.Sprintf("TICKETBRIDGE_ADAPTER=%q: not an adapter of this ticketbridge; set it to one of %s", cfg.Adapter, strings.Join(c.opts.Registry.Names(), ", ")))
+	}
+	problems = append(problems, unknownVariables(c.ctx, c.src)...)
 	if len(problems) > 0 {
 		c.report(fail("configuration", c.fixEnv()+": correct the variables named (config.example.env shows each one's form)",
 			"%s", strings.Join(problems, "; ")))
@@ -323,11 +269,11 @@ func (c *checker) checkConfig() (Config, bool) {
 func (c *checker) checkKey(cfg Config) (string, bool) {
 	key, err := cfg.apiKey(c.env)
 	if err != nil {
-		c.report(fail("API key", keyFix(c.keyPath(cfg)), "%v", err))
+		c.report(fail("API key", keyFileFix(err, c.keyPath(cfg)), "%v", err))
 		return "", false
 	}
 	if !strings.HasPrefix(key, guestapi.KeyPrefix) || len(key) == len(guestapi.KeyPrefix) {
-		c.report(fail("API key", keyFix(c.keyPath(cfg)), "the key does not look like a Guest Requests API key (it starts with %q)", guestapi.KeyPrefix))
+		c.report(fail("API key", "write the hotel's key (it starts with "+guestapi.KeyPrefix+") to "+c.keyPath(cfg), "the key does not look like a Guest Requests API key (it starts with %q)", guestapi.KeyPrefix))
 		return "", false
 	}
 	c.report(pass("API key", "found in %s", c.keySource(cfg)))
@@ -350,12 +296,33 @@ func (c *checker) keyPath(cfg Config) string {
 		return cfg.APIKeyFile
 	}
 	if dir, ok := c.env.Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
-		if strings.HasPrefix(dir, serviceCredRuntime) || c.serviceEmulation() {
-			return filepath.Join(c.opts.ServiceCredDir, "api-key")
+		if strings.HasPrefix(dir, serviceCredRuntime) || c.src.service {
+			return filepath.Join(c.opts.Service.CredDir, "api-key")
 		}
 		return filepath.Join(dir, "api-key")
 	}
 	return "the file named by TICKETBRIDGE_API_KEY_FILE"
+}
+
+// keyFileFix is the fix of a key that could not be read from path.
+func keyFileFix(err error, path string) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, errKeyFileOpen):
+		return "run chmod 600 " + path
+	case errors.Is(err, fs.ErrPermission) || strings.Contains(msg, "permission denied"):
+		return "run the check as root (sudo ticketbridge check), as the service reads the key"
+	case strings.Contains(msg, "the file is empty"):
+		return "write the hotel's key (it starts with " + guestapi.KeyPrefix + ") to " + path
+	case strings.Contains(msg, "not both"):
+		return "remove TICKETBRIDGE_API_KEY or TICKETBRIDGE_API_KEY_FILE"
+	}
+	return keyFix(path)
+}
+
+// rightFix is the fix of a key that lacks a right.
+func rightFix(need, path string) string {
+	return fmt.Sprintf("give the key the ticket right read + replies (%s) in the platform's console, or create one that has it and write it to %s", need, path)
 }
 
 func keyFix(path string) string {
@@ -375,11 +342,11 @@ func (c *checker) client(cfg Config, key string) (*guestapi.Client, error) {
 // allowed to read tickets.
 func (c *checker) checkAPI(cfg Config, key string) bool {
 	const name = "API"
-	if strings.TrimSpace(cfg.APIURL) == "" {
-		c.report(skip(name, "TICKETBRIDGE_API_URL is not set"))
+	if err := checkAPIURL(cfg.APIURL); err != nil {
+		c.report(skip(name, "TICKETBRIDGE_API_URL is not usable (see configuration)"))
 		return false
 	}
-	urlFix := "set TICKETBRIDGE_API_URL to the API root ({functions_url}) the platform gave, e.g. https://api.example.com, without /ops-public-api/v1"
+	urlFix := "set TICKETBRIDGE_API_URL to " + apiURLExample + ", without /ops-public-api/v1"
 	cl, err := c.client(cfg, key)
 	if err != nil {
 		c.report(fail(name, c.fixEnv()+": "+urlFix, "%s", strings.TrimPrefix(err.Error(), "check config: ")))
@@ -401,7 +368,7 @@ func (c *checker) checkAPI(cfg Config, key string) bool {
 	case errors.Is(err, guestapi.ErrUnauthorized):
 		c.report(fail(name, keyFix(c.keyPath(cfg)), "the API refused the key (401): it is revoked, expired or mistyped"))
 	case errors.Is(err, guestapi.ErrForbidden):
-		c.report(fail(name, keyFix(c.keyPath(cfg)), "the key may not read tickets (403, needs %s)", orRight(err, "tickets:read")))
+		c.report(fail(name, rightFix(orRight(err, "tickets:read"), c.keyPath(cfg)), "the key may not read tickets (403, needs %s)", orRight(err, "tickets:read")))
 	case errors.Is(err, guestapi.ErrNotFound):
 		c.report(fail(name, c.fixEnv()+": "+urlFix, "%s answers 404 to %s/tickets: it is not the root of the Guest Requests API", url, guestapi.TicketsPrefix))
 	case errors.Is(err, guestapi.ErrBadResponse):
@@ -444,7 +411,7 @@ func (c *checker) checkWrite(cfg Config, key string) {
 	case errors.Is(err, guestapi.ErrNotFound):
 		c.report(pass(name, "the key may post replies and set statuses (probed on a ticket that does not exist; nothing was written)"))
 	case errors.Is(err, guestapi.ErrForbidden):
-		c.report(fail(name, keyFix(c.keyPath(cfg)),
+		c.report(fail(name, rightFix(orRight(err, "tickets:write"), c.keyPath(cfg)),
 			"the key may read but not write tickets (403, needs %s): replies and status changes would not reach the guest", orRight(err, "tickets:write")))
 	case errors.Is(err, guestapi.ErrUnauthorized):
 		c.report(fail(name, keyFix(c.keyPath(cfg)), "the API refused the key (401): it is revoked, expired or mistyped"))
@@ -473,6 +440,10 @@ func (c *checker) checkHelpdesk(cfg Config, cfgOK bool) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
+	if _, ok := c.opts.Registry[cfg.Adapter]; !ok {
+		c.report(skip(name, "TICKETBRIDGE_ADAPTER names no adapter (see configuration)"))
+		return
+	}
 	fix := fmt.Sprintf("%s: check TICKETBRIDGE_ADAPTER and the TICKETBRIDGE_%s_* variables (config.example.env)", c.fixEnv(), strings.ToUpper(cfg.Adapter))
 	hd, err := c.opts.Registry.Open(ctx, cfg.Adapter, adapters.Deps{
 		Env:                c.env,
@@ -512,7 +483,7 @@ func (c *checker) checkState(cfg Config) {
 		}
 		if rel, err := filepath.Rel(c.scratch, path); c.scratch != "" && err == nil && filepath.IsLocal(rel) {
 			c.report(pass(name, "%s does not exist yet; systemd makes its directory and the daemon the file at the first start",
-				filepath.Join(c.opts.ServiceStateDir, rel)))
+				filepath.Join(c.opts.Service.StateDir, rel)))
 			return
 		}
 		c.report(pass(name, "%s does not exist yet; the daemon creates it at its first start", path))

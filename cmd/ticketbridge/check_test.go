@@ -17,13 +17,18 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// clearServiceEnv keeps the test process's own systemd variables out of
-// the checks.
+// clearServiceEnv keeps the test process's own systemd variables and
+// every TICKETBRIDGE_* variable (CI exports the Request Tracker tests'
+// ones) out of the checks.
 func clearServiceEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE",
-		"TICKETBRIDGE_API_URL", "TICKETBRIDGE_ADAPTER", "TICKETBRIDGE_STATE", "TICKETBRIDGE_SCHEDULE", "TICKETBRIDGE_LISTEN",
-		"TICKETBRIDGE_FILES_DIR"} {
+	keys := []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -182,11 +187,13 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 			h.vars["TICKETBRIDGE_API_KEY"] = h.ts.Keys.PlatformAdmin
 			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
 		}, "API", "may not read tickets"},
-		{"bad URL", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "ftp://api.example.com" }, "API", "scheme"},
+		{"bad URL", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "ftp://api.example.com" }, "configuration", `TICKETBRIDGE_API_URL="ftp://api.example.com": want the API root the platform gave`},
+		{"URL with a trailing comment", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "https://api.example.com # production" }, "configuration", `TICKETBRIDGE_API_URL="https://api.example.com # production" holds a space`},
+		{"URL without a scheme", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "api.example.com" }, "configuration", `TICKETBRIDGE_API_URL="api.example.com": want the API root the platform gave, e.g. https://api.example.com (with https:// before the host)`},
 		{"URL with the API path", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = h.ts.URL + "/wrong" }, "API", "404"},
 		{"no URL", func(h *hotel) { delete(h.vars, "TICKETBRIDGE_API_URL") }, "configuration", "TICKETBRIDGE_API_URL is not set"},
 		{"unreachable API", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "http://" + closedPort(t) }, "API", "cannot reach"},
-		{"unknown adapter", func(h *hotel) { h.vars["TICKETBRIDGE_ADAPTER"] = "jira" }, "helpdesk", "unknown adapter"},
+		{"unknown adapter", func(h *hotel) { h.vars["TICKETBRIDGE_ADAPTER"] = "jira" }, "configuration", `TICKETBRIDGE_ADAPTER="jira": not an adapter of this ticketbridge; set it to one of files,`},
 		{"helpdesk folder not a directory", func(h *hotel) {
 			writeFile(t, filepath.Join(h.dir, "plain"), "x", 0o600)
 			h.vars["TICKETBRIDGE_FILES_DIR"] = filepath.Join(h.dir, "plain", "helpdesk")
@@ -323,7 +330,7 @@ func TestCheckAsTheService(t *testing.T) {
 	envFile := h.envFile()
 	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
 	opts := checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second,
-		ServiceEnvFile: envFile, ServiceCredDir: etc, ServiceStateDir: stateDir}
+		Service: serviceLayout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
 
 	out, code, v := runChecks(t, envFile, opts)
 	if code != 0 {
@@ -373,5 +380,35 @@ func TestCheckFlags(t *testing.T) {
 	err := run(context.Background(), []string{"check", "--env-file", filepath.Join(t.TempDir(), "missing.env")}, &out, &errb)
 	if code := exitCode(err, &errb); code != 1 || !strings.Contains(out.String(), "FAIL  configuration") {
 		t.Fatalf("missing env file: exit %d:\n%s", code, out.String())
+	}
+}
+
+// TestCheckFixLines: each failure's fix says what helps: chmod for a key
+// file every user may read (not "create a key"), the list of adapters for
+// an unknown one (not its non-existent variables).
+func TestCheckFixLines(t *testing.T) {
+	h := newHotel(t)
+	if err := os.Chmod(h.vars["TICKETBRIDGE_API_KEY_FILE"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code, _ := h.check()
+	if code != 1 || !strings.Contains(out, "fix: run chmod 600 "+h.vars["TICKETBRIDGE_API_KEY_FILE"]) || strings.Contains(out, "create a key") {
+		t.Fatalf("a world-readable key file: exit %d:\n%s", code, out)
+	}
+
+	h = newHotel(t)
+	h.vars["TICKETBRIDGE_ADAPTER"] = "jira"
+	out, _, _ = h.check()
+	if strings.Contains(out, "TICKETBRIDGE_JIRA_") || !strings.Contains(out, "set it to one of files, freshdesk, rt, webhook, zammad, zendesk") {
+		t.Fatalf("an unknown adapter:\n%s", out)
+	}
+
+	// The adapter's name and the log format are read as the reference
+	// server reads them.
+	h = newHotel(t)
+	h.vars["TICKETBRIDGE_ADAPTER"] = "Files"
+	h.vars["TICKETBRIDGE_LOG_FORMAT"] = "journal"
+	if out, code, _ := h.check(); code != 0 {
+		t.Fatalf("TICKETBRIDGE_ADAPTER=Files, TICKETBRIDGE_LOG_FORMAT=journal: exit %d:\n%s", code, out)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,21 +60,185 @@ type envFlag struct{ path string }
 func (f *envFlag) register(fs interface {
 	StringVar(p *string, name, value, usage string)
 }) {
-	fs.StringVar(&f.path, "env-file", "", "read TICKETBRIDGE_* variables from `FILE` (KEY=VALUE lines, as config.example.env); the process environment wins")
+	fs.StringVar(&f.path, "env-file", "", "read TICKETBRIDGE_* variables from `FILE` (KEY=VALUE lines, as config.example.env); the process environment wins. Default on an installed system: "+serviceEnvFile)
 }
 
-// lookuper returns the environment, backed by the env file when one is
-// named. A variable set in the process environment wins over the file, so
-// one value can be overridden on the command line.
-func (f *envFlag) lookuper() (envconfig.Lookuper, error) {
-	if f.path == "" {
-		return envconfig.OsLookuper(), nil
+// The service's layout, as deploy/ticketbridge.service sets it up.
+const (
+	serviceEnvFile     = "/etc/ticketbridge/ticketbridge.env"
+	serviceCredDir     = "/etc/ticketbridge"
+	serviceStateDir    = "/var/lib/ticketbridge"
+	serviceCredRuntime = "/run/credentials/ticketbridge.service"
+)
+
+// serviceLayout is where the packaged service keeps its configuration,
+// its key and its state. On an installed system every command reads the
+// configuration as the service does (see [envFlag.source]).
+type serviceLayout struct {
+	// EnvFile is the packaged env file; "" turns the emulation off.
+	EnvFile string
+	// CredDir holds the files the unit's LoadCredential= reads (api-key).
+	CredDir string
+	// StateDir is the unit's StateDirectory.
+	StateDir string
+}
+
+// packagedLayout is the layout of the .deb.
+var packagedLayout = serviceLayout{EnvFile: serviceEnvFile, CredDir: serviceCredDir, StateDir: serviceStateDir}
+
+type layoutKey struct{}
+
+// withLayout returns ctx carrying l as the service's layout: tests put the
+// packaged layout in a temporary directory.
+func withLayout(ctx context.Context, l serviceLayout) context.Context {
+	return context.WithValue(ctx, layoutKey{}, l)
+}
+
+// layoutOf returns the service's layout ctx carries, the packaged one by
+// default.
+func layoutOf(ctx context.Context) serviceLayout {
+	if l, ok := ctx.Value(layoutKey{}).(serviceLayout); ok {
+		return l
 	}
-	m, err := readEnvFile(f.path)
-	if err != nil {
-		return nil, err
+	return packagedLayout
+}
+
+// configSource is where a command's configuration comes from.
+type configSource struct {
+	// env looks the variables up.
+	env envconfig.Lookuper
+	// file is the env file read, "" when none.
+	file string
+	// service is set when the packaged env file is read outside systemd:
+	// the key and the state are then looked for where the unit has them.
+	service bool
+	layout  serviceLayout
+	// stateDirMissing is set when service is and the service's state
+	// directory does not exist yet (systemd makes it at the first start).
+	stateDirMissing bool
+	// names are the TICKETBRIDGE_* names set, in the environment or the
+	// file; inFile holds those set in the file only.
+	names  []string
+	inFile map[string]bool
+}
+
+// source finds the configuration, the same way for every command: the
+// process environment, over the file named by --env-file. Without
+// --env-file, outside systemd and with no TICKETBRIDGE_* variable set, the
+// packaged env file is read when it exists, and then the key and the state
+// are where the unit has them: the key in the directory its LoadCredential=
+// reads (a path below /run/credentials/ticketbridge.service/ is read from
+// there too), the state in its StateDirectory.
+func (f *envFlag) source(ctx context.Context) (configSource, error) {
+	l := layoutOf(ctx)
+	src := configSource{file: f.path, layout: l}
+	if src.file == "" && l.EnvFile != "" && !underSystemd() && !anyTicketbridgeVar() {
+		if _, err := os.Stat(l.EnvFile); err == nil {
+			src.file = l.EnvFile
+		}
 	}
-	return envconfig.MultiLookuper(envconfig.OsLookuper(), envconfig.MapLookuper(m)), nil
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
+			src.names = append(src.names, k)
+		}
+	}
+	src.env = envconfig.OsLookuper()
+	if src.file != "" {
+		m, err := readEnvFile(src.file)
+		if err != nil {
+			return src, err
+		}
+		for k := range m {
+			if strings.HasPrefix(k, envPrefix) && !slices.Contains(src.names, k) {
+				src.names = append(src.names, k)
+				if src.inFile == nil {
+					src.inFile = map[string]bool{}
+				}
+				src.inFile[k] = true
+			}
+		}
+		src.env = envconfig.MultiLookuper(envconfig.OsLookuper(), envconfig.MapLookuper(m))
+	}
+	slices.Sort(src.names)
+	if !src.isServiceFile() || underSystemd() {
+		return src, nil
+	}
+	src.service = true
+	if fi, err := os.Stat(l.StateDir); err != nil || !fi.IsDir() {
+		src.stateDirMissing = true
+	}
+	over := map[string]string{"CREDENTIALS_DIRECTORY": l.CredDir, "STATE_DIRECTORY": l.StateDir}
+	src.env = serviceLookuper{base: envconfig.MultiLookuper(envconfig.MapLookuper(over), src.env), credDir: l.CredDir}
+	return src, nil
+}
+
+// explain adds to a configuration error which file it comes from, when
+// the packaged one was read without being named.
+func (s configSource) explain(err error) error {
+	if err == nil || s.file == "" {
+		return err
+	}
+	return fmt.Errorf("%w (configuration from %s)", err, s.describe())
+}
+
+// isServiceFile reports whether the file read is the packaged env file.
+func (s configSource) isServiceFile() bool {
+	if s.layout.EnvFile == "" || s.file == "" {
+		return false
+	}
+	a, err1 := filepath.Abs(s.file)
+	b, err2 := filepath.Abs(s.layout.EnvFile)
+	return err1 == nil && err2 == nil && a == b
+}
+
+// describe says where the configuration comes from, for a note to the
+// user; "" for the process environment alone.
+func (s configSource) describe() string {
+	switch {
+	case s.service:
+		return fmt.Sprintf("%s, as the service reads it: the key from %s, the state in %s", s.file, s.layout.CredDir, s.layout.StateDir)
+	case s.file != "":
+		return s.file
+	}
+	return ""
+}
+
+// underSystemd reports whether systemd started this process for a unit
+// with state or credentials: its environment is then the unit's.
+func underSystemd() bool {
+	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY"} {
+		if v, ok := os.LookupEnv(k); ok && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// envPrefix starts every variable ticketbridge reads.
+const envPrefix = "TICKETBRIDGE_"
+
+func anyTicketbridgeVar() bool {
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, envPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// serviceLookuper reads paths of the service's runtime credentials
+// directory from the files they are loaded from.
+type serviceLookuper struct {
+	base    envconfig.Lookuper
+	credDir string
+}
+
+func (l serviceLookuper) Lookup(key string) (string, bool) {
+	v, ok := l.base.Lookup(key)
+	if ok && strings.HasPrefix(v, serviceCredRuntime+"/") {
+		v = filepath.Join(l.credDir, strings.TrimPrefix(v, serviceCredRuntime+"/"))
+	}
+	return v, ok
 }
 
 // readEnvFile reads KEY=VALUE lines as systemd's EnvironmentFile= does, so
@@ -138,10 +304,12 @@ func loadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 			c.State = filepath.Join(strings.Split(dir, ":")[0], "state.db")
 		}
 	}
+	c.Adapter = strings.ToLower(strings.TrimSpace(c.Adapter))
+	c.LogFormat = strings.ToLower(strings.TrimSpace(c.LogFormat))
 	switch c.LogFormat {
-	case "auto", "text", "json":
+	case "auto", "text", "json", "journal", "tint":
 	default:
-		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_FORMAT=%q: want auto, text or json", c.LogFormat)
+		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_FORMAT=%q: want auto, text, json, journal or tint", c.LogFormat)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_LEVEL: %w", err)
@@ -174,6 +342,10 @@ func (c Config) apiKey(env envconfig.Lookuper) (string, error) {
 	return readSecretFile(path, "API key")
 }
 
+// errKeyFileOpen is matched by the error of a secret file that every user
+// may read.
+var errKeyFileOpen = errors.New("readable by every user")
+
 // readSecretFile reads a one-line secret from path, refusing a file that
 // other users may read.
 func readSecretFile(path, what string) (string, error) {
@@ -182,7 +354,7 @@ func readSecretFile(path, what string) (string, error) {
 		return "", fmt.Errorf("read %s file: %w", what, err)
 	}
 	if fi.Mode().Perm()&0o004 != 0 {
-		return "", fmt.Errorf("read %s file %s: readable by every user (mode %v); run chmod 600 %s", what, path, fi.Mode().Perm(), path)
+		return "", fmt.Errorf("read %s file %s: %w (mode %v); run chmod 600 %s", what, path, errKeyFileOpen, fi.Mode().Perm(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -196,4 +368,33 @@ func readSecretFile(path, what string) (string, error) {
 		return "", fmt.Errorf("read %s file %s: the file is empty", what, path)
 	}
 	return v, nil
+}
+
+// apiURLExample is the form of TICKETBRIDGE_API_URL the messages show.
+const apiURLExample = "the API root the platform gave, e.g. https://api.example.com"
+
+// checkAPIURL says what is wrong with TICKETBRIDGE_API_URL, naming the
+// value (never credentials in it).
+func checkAPIURL(raw string) error {
+	v := strings.TrimSpace(raw)
+	if v == "" {
+		return fmt.Errorf("TICKETBRIDGE_API_URL is not set: want %s", apiURLExample)
+	}
+	u, err := url.Parse(v)
+	if err == nil && u.User != nil {
+		return errors.New("TICKETBRIDGE_API_URL carries user information: the API takes the key from TICKETBRIDGE_API_KEY_FILE only")
+	}
+	switch {
+	case strings.ContainsAny(v, " \t"):
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a space: in an env file a # after a value is part of the value; put comments on lines of their own", v)
+	case err != nil:
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q does not parse as a URL: want %s", v, apiURLExample)
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q: want %s (with https:// before the host)", v, apiURLExample)
+	case u.Fragment != "" || strings.Contains(v, "#"):
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a #: in an env file a # after a value is part of the value; put comments on lines of their own", v)
+	case u.RawQuery != "":
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q has a query: want %s", v, apiURLExample)
+	}
+	return nil
 }

@@ -62,11 +62,11 @@ func TestEnvironmentWinsOverEnvFile(t *testing.T) {
 	}
 	t.Setenv("TICKETBRIDGE_LOG_LEVEL", "warn")
 	f := envFlag{path: path}
-	env, err := f.lookuper()
+	src, err := f.source(withLayout(context.Background(), serviceLayout{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := loadConfig(context.Background(), env)
+	c, err := loadConfig(context.Background(), src.env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -59,16 +60,19 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: run: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	env, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
-	tc, err := loadTelemetryConfig(ctx, env)
+	if src.service {
+		return fmt.Errorf("run: on an installed system the daemon runs as the service: systemctl start ticketbridge (the configuration is %s); to run it by hand, name a configuration with --env-file", src.file)
+	}
+	tc, err := loadTelemetryConfig(ctx, src.env)
 	if err != nil {
 		return err
 	}
 	tel := newTelemetry(tc, log)
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
+	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
 	if err != nil {
 		return err
 	}
@@ -80,6 +84,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // the state file on each signal from usr1.
 func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.log, w.engine
+	// Only the daemon starts the adapter's listeners and goroutines; the
+	// adapter's Close (in w.Close) stops them.
+	if st, ok := w.hd.(adapters.Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return err
+		}
+	}
 	if err := eng.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
 		return err
 	} else if err != nil {
@@ -160,13 +171,16 @@ func writeSnapshot(st *state.Store, path string, log *slog.Logger) {
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the
-cycle failed (a refused key, a missing right, an unwritable state file);
-tickets that failed while the others went on are listed in the report.
+cycle did not sync: it failed (a refused key, a missing right, an
+unwritable state file) or no call of the API succeeded (the API
+unreachable). Tickets that failed while the others went on are listed in
+the report.
 
 With --dry-run both sides are read and the cycle's writes are printed
-instead of made: nothing is written upstream, in the helpdesk or in the
-state file (the cycle runs against a temporary copy of it, removed after).
-A daemon holding the state file must be stopped first.`
+("would create", "would post") instead of made: nothing is written
+upstream, in the helpdesk, in the helpdesk's folders or in the state file
+(the cycle runs against a copy of it in a private temporary directory,
+removed after). A daemon holding the state file must be stopped first.`
 
 func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("once", onceAbout, stdout)
@@ -179,31 +193,38 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: once: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	env, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{NoState: *dry})
+	if src.service && src.stateDirMissing && !*dry {
+		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.layout.StateDir)
+	}
+	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{DryRun: *dry})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	var rep sync.Report
 	if *dry {
-		if _, err := os.Stat(cfg.State); err == nil {
-			// A running daemon holds it; the copy would fail after the reads.
-			if st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err != nil {
-				return fmt.Errorf("dry run: %w", err)
-			} else {
-				st.Close()
-			}
-		}
-		fmt.Fprintln(stdout, "Dry run: reading both sides; nothing will be written.")
-		rep, err = sync.DryRun(ctx, sc, cfg.State, w.deps, stdout)
-		fmt.Fprintln(stdout)
+		rep, err = w.dryRun(ctx, stdout)
 	} else {
 		rep, err = w.engine.RunCycle(ctx)
 		writeSnapshot(w.store, cfg.State+statusSuffix, log)
+		if src.service {
+			// Run by root in a shell: what the cycle made in the service's
+			// state directory, and in the staff's helpdesk folder, must
+			// stay the service's.
+			dirs := []string{src.layout.StateDir}
+			if d, ok := src.env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
+				dirs = append(dirs, strings.TrimSpace(d))
+			}
+			for _, d := range dirs {
+				if oerr := giveToOwner(d); oerr != nil {
+					log.Warn("give the files made to their folder's owner: "+oerr.Error(), "op", "once", "path", d)
+				}
+			}
+		}
 	}
 	if rep.Outcome != "" {
 		if terr := rep.WriteTable(stdout); terr != nil {
@@ -238,11 +259,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 1 {
 		return fmt.Errorf("%w: status: want at most one TICKET, got %d arguments", errUsage, fs.NArg())
 	}
-	env, err := ef.lookuper()
-	if err != nil {
-		return err
-	}
-	cfg, err := loadConfig(ctx, env)
+	_, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
@@ -535,11 +552,7 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: state backup: want one FILE to write the copy to", errUsage)
 	}
 	dest := fs.Arg(0)
-	env, err := ef.lookuper()
-	if err != nil {
-		return err
-	}
-	cfg, err := loadConfig(ctx, env)
+	_, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,7 @@ type bridge struct {
 
 func newBridge(t *testing.T) *bridge {
 	t.Helper()
-	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM",
-		"TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE", "TICKETBRIDGE_API_URL", "TICKETBRIDGE_ADAPTER", "TICKETBRIDGE_STATE",
-		"TICKETBRIDGE_SCHEDULE", "TICKETBRIDGE_LISTEN", "TICKETBRIDGE_FILES_DIR", "TICKETBRIDGE_LOG_LEVEL", "TICKETBRIDGE_BACKFILL"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
+	clearServiceEnv(t)
 	ts := refservertest.New(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")
@@ -285,13 +280,13 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	ef := envFlag{path: b.envFile()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, cfg, sc, log, err := loadEnv(ctx, &ef, &bytes.Buffer{})
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cycles := make(chan sync.Report, 4)
 	backups := make(chan error, 1)
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{
+	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{
 		AfterCycle:  func(r sync.Report, _ error) { cycles <- r },
 		AfterBackup: func(_ string, err error) { backups <- err },
 	})

@@ -473,8 +473,7 @@ func (d *demo) keep(ctx context.Context, schedule string) error {
 	d.say("  helpdesk   %s", d.hdDir)
 	d.say("Drop replies, notes and status changes into %s (see README.txt there).", filepath.Join(d.hdDir, "outbox"))
 	d.say("Write as a guest through the console, for example:")
-	d.say("  curl -H 'Authorization: Bearer %s' -d '{\"author_type\":\"guest\",\"body\":\"Hello again\"}' %s%s/tickets/%s/messages",
-		d.srv.ConsoleToken(), d.url, refserver.ConsolePath, demoTowels)
+	d.say("  %s", guestCurl(d.srv.ConsoleToken(), d.url, demoTowels))
 	s := &sync.Scheduler{
 		Schedule: eng.Schedule(),
 		Cycle:    eng.RunCycle,
@@ -488,4 +487,11 @@ func (d *demo) keep(ctx context.Context, schedule string) error {
 		Logger: d.log,
 	}
 	return s.Run(ctx)
+}
+
+// guestCurl is the command line the demo prints to write as a guest
+// through the reference server's console.
+func guestCurl(token, url, ticket string) string {
+	return fmt.Sprintf(`curl -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"author_type":"guest","body":"Hello again"}' %s%s/tickets/%s/messages`,
+		token, url, refserver.ConsolePath, ticket)
 }

@@ -94,6 +94,9 @@ Commands:
 	fmt.Fprint(w, `
 Configuration comes from TICKETBRIDGE_* environment variables (see
 config.example.env) and, with --env-file FILE, from a file of the same form.
+On an installed system, without --env-file and with no TICKETBRIDGE_*
+variable set, every command reads /etc/ticketbridge/ticketbridge.env and
+finds the key and the state where the service has them.
 Run "ticketbridge <command> --help" for a command's flags.
 `)
 }

@@ -20,7 +20,7 @@ import (
 const refserverAbout = `Serve the reference Guest Requests API v1 over HTTP: tickets under
 /ops-public-api/v1/tickets, tokens under /api-auth/token and /api-auth/verify,
 and the console API under /console/v1 (Authorization: Bearer CONSOLE_TOKEN).
-{functions_url} is http://ADDR.
+The API root (TICKETBRIDGE_API_URL of the bridge) is http://ADDR.
 
 --seed loads organisations, keys and tickets from a JSON file; --demo adds
 two demo organisations and prints a key of each right. Without

@@ -49,10 +49,15 @@ import (
 //
 // # Readiness
 //
-// /readyz answers 200 while a cycle ended ok or partial (some tickets
-// failed, the rest went on) within the last max(3 schedule intervals,
-// 5 minutes), and 503 with a one-line reason otherwise. /healthz answers
-// 200 while the process serves HTTP at all.
+// /readyz answers 200 while the last cycle synced (see sync.Report.Synced:
+// nothing stopped it and at least one API call succeeded; some tickets may
+// have failed while the rest went on) and the next cycle is not overdue,
+// and 503 with a one-line reason otherwise: at once when a cycle failed
+// (the API unreachable, a refused key), and when nothing synced for
+// TICKETBRIDGE_CYCLE_MAX past the start the schedule set after the last
+// sync. The bound follows the schedule, like the watchdog's, so a daily
+// schedule stays ready between its cycles. /healthz answers 200 while the
+// process serves HTTP at all.
 
 // telemetryConfig is read from the daemon's environment.
 type telemetryConfig struct {
@@ -67,8 +72,6 @@ type telemetryConfig struct {
 // Bounds of the telemetry's timings.
 const (
 	minCycleMax       = time.Minute
-	readyFloor        = 5 * time.Minute
-	readyIntervals    = 3
 	telemetryBodyMax  = 1 << 10
 	telemetryHeadMax  = 16 << 10
 	scrapeTimeout     = 10 * time.Second
@@ -125,7 +128,7 @@ type telemetry struct {
 	runningFrom time.Time
 	nextDue     time.Time // when the next cycle is due to start at the latest
 	lastEnd     time.Time // when the last cycle ended; zero before the first
-	lastOK      time.Time // when the last ok or partial cycle ended
+	lastOK      time.Time // when the last cycle that synced ended
 	lastOutcome string
 	lastFatal   string
 	starved     bool // the watchdog is not being fed (logged once per episode)
@@ -166,13 +169,14 @@ const (
 	errKindRefused      = "refused"          // a journal entry was refused for good
 	errKindKeyRefused   = "key_refused"      // a cycle stopped: the API refused the key (401)
 	errKindMissingRight = "missing_right"    // a cycle stopped: the key lacks a right (403)
+	errKindAPIDown      = "api_down"         // a cycle failed: no API call succeeded
 	errKindHelpdesk     = "helpdesk_refused" // a cycle stopped: the helpdesk refused the credentials (401/403)
 	errKindState        = "state"            // a cycle stopped: the state file belongs to another adapter
 	errKindCanceled     = "canceled"         // a cycle was cut short by the daemon stopping
 	errKindCycle        = "cycle"            // a cycle stopped for another reason
 )
 
-var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindHelpdesk, errKindState, errKindCanceled, errKindCycle}
+var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindAPIDown, errKindHelpdesk, errKindState, errKindCanceled, errKindCycle}
 
 func newMetrics(reg prometheus.Registerer) metrics {
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
@@ -201,7 +205,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		}, []string{"direction"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketbridge_errors_total",
-			Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped).",
+			Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped).",
 		}, []string{"kind"}),
 		tickets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketbridge_tickets",
@@ -221,7 +225,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ticketbridge_last_success_timestamp_seconds",
-			Help: "When the last cycle that ended ok or partial ended, as a Unix time; 0 before the first.",
+			Help: "When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first.",
 		}),
 		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ticketbridge_last_cycle_timestamp_seconds",
@@ -431,8 +435,9 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	if err != nil {
 		t.m.errors.WithLabelValues(errorKind(err)).Inc()
 	}
+	synced := r.Synced && err == nil && outcome != sync.OutcomeFailed
 	t.m.lastCycle.Set(float64(now.UnixMilli()) / 1e3)
-	if outcome != sync.OutcomeFailed {
+	if synced {
 		t.m.lastSuccess.Set(float64(now.UnixMilli()) / 1e3)
 	}
 
@@ -441,9 +446,10 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	t.lastEnd = now
 	t.lastOutcome = outcome
 	t.lastFatal = ""
-	if outcome != sync.OutcomeFailed {
+	if synced {
 		t.lastOK = now
 	} else {
+		t.lastOutcome = sync.OutcomeFailed
 		t.lastFatal = r.Fatal
 		if t.lastFatal == "" && err != nil {
 			t.lastFatal = err.Error()
@@ -478,6 +484,8 @@ func errorKind(err error) string {
 		return errKindKeyRefused
 	case errors.Is(err, sync.ErrMissingRight), errors.Is(err, guestapi.ErrForbidden):
 		return errKindMissingRight
+	case errors.Is(err, sync.ErrNoAPISuccess):
+		return errKindAPIDown
 	case errors.Is(err, sync.ErrHelpdeskRefused), errors.Is(err, adapters.ErrAuth):
 		return errKindHelpdesk
 	case errors.Is(err, sync.ErrAdapterMismatch), errors.Is(err, state.ErrLocked),
@@ -574,29 +582,42 @@ func (t *telemetry) lastEndText() string {
 	return t.lastEnd.Format(time.DateTime)
 }
 
-// readyWindow is how long after a successful cycle the daemon stays ready.
-func (t *telemetry) readyWindow() time.Duration {
-	return max(readyIntervals*t.interval, readyFloor)
+// syncDue is the instant after which the daemon counts as not ready for
+// want of a cycle that synced: TICKETBRIDGE_CYCLE_MAX past the scheduled
+// start that followed the last sync (or the daemon's start).
+func (t *telemetry) syncDue() time.Time {
+	from := t.lastOK
+	if from.IsZero() {
+		from = t.begun
+	}
+	next := from
+	if t.sched != nil {
+		if n := t.sched.Next(from); !n.IsZero() {
+			next = n
+		}
+	}
+	return next.Add(t.cfg.CycleMax)
 }
 
-// ready reports whether a cycle succeeded recently enough, and why not.
+// ready reports whether the last cycle synced and the next is not overdue,
+// and why not.
 func (t *telemetry) ready(now time.Time) (bool, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	window := t.readyWindow()
 	switch {
 	case t.begun.IsZero():
 		return false, "not started"
-	case t.lastOK.IsZero() && t.lastEnd.IsZero():
+	case t.lastEnd.IsZero():
 		return false, "starting: no cycle has finished yet"
-	case t.lastOK.IsZero():
-		return false, "no cycle has succeeded yet; the last one failed: " + oneLine(t.lastFatal)
-	case now.Sub(t.lastOK) > window:
-		reason := fmt.Sprintf("no cycle succeeded in the last %s (last success %s)", window, t.lastOK.Format(time.DateTime))
-		if t.lastOutcome == sync.OutcomeFailed && t.lastFatal != "" {
-			reason += "; the last one failed: " + oneLine(t.lastFatal)
+	case t.lastOutcome == sync.OutcomeFailed:
+		reason := "the last cycle failed at " + t.lastEnd.Format(time.DateTime) + ": " + oneLine(t.lastFatal)
+		if t.lastOK.IsZero() {
+			return false, reason + "; no cycle has synced yet"
 		}
-		return false, reason
+		return false, reason + "; last sync " + t.lastOK.Format(time.DateTime)
+	case now.After(t.syncDue()):
+		return false, fmt.Sprintf("nothing synced since %s: a cycle was due and TICKETBRIDGE_CYCLE_MAX (%s) has passed",
+			t.lastOK.Format(time.DateTime), t.cfg.CycleMax)
 	}
 	return true, fmt.Sprintf("ok: last cycle %s at %s", t.lastOutcome, t.lastEnd.Format(time.DateTime))
 }

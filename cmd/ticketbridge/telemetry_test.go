@@ -224,9 +224,9 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		t.Fatalf("readyz after a failed cycle: %d %q", code, body)
 	}
 
-	// A partial cycle counts as a success.
+	// A partial cycle that synced counts as a success.
 	clock.Advance(30 * time.Second)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomePartial, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
+	tel.cycleDone(sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
 		Signalled: 5, Unsignalled: 1, Throttled: 3}, nil)
 	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "partial") {
 		t.Fatalf("readyz after a partial cycle: %d %q", code, body)
@@ -278,14 +278,38 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		t.Errorf("an unknown status became a label value")
 	}
 
-	// Ready for max(3 intervals, 5 minutes) after the success.
-	clock.Advance(readyFloor)
+	// Ready until TICKETBRIDGE_CYCLE_MAX past the next scheduled start.
+	clock.Advance(30*time.Second + 20*time.Minute)
 	if code, _ := get("/readyz"); code != 200 {
-		t.Fatalf("readyz %s after the success: %d, want 200", readyFloor, code)
+		t.Fatalf("readyz CycleMax past the next start: %d, want 200", code)
 	}
 	clock.Advance(time.Second)
-	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "no cycle succeeded in the last 5m0s") {
-		t.Fatalf("readyz past the window: %d %q", code, body)
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "nothing synced since") || !strings.Contains(body, "TICKETBRIDGE_CYCLE_MAX (20m0s)") {
+		t.Fatalf("readyz past the bound: %d %q", code, body)
+	}
+	if got := metricValue(t, scrape(t, h), "ticketbridge_ready"); got != 0 {
+		t.Fatalf("ticketbridge_ready = %v past the bound, want 0", got)
+	}
+
+	// A cycle in which no API call succeeded fails at once, and the
+	// success timestamp stays.
+	clock.Advance(time.Second)
+	down := fmt.Errorf("run cycle: %w: list tickets: connection refused", sync.ErrNoAPISuccess)
+	tel.cycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: down.Error()}, down)
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "the last cycle failed") || !strings.Contains(body, "connection refused") {
+		t.Fatalf("readyz after a cycle with the API down: %d %q", code, body)
+	}
+	text = scrape(t, h)
+	if got := metricValue(t, text, "ticketbridge_last_success_timestamp_seconds"); got != okAt {
+		t.Fatalf("last success moved to %v on a failed cycle, want %v", got, okAt)
+	}
+	if got := metricValue(t, text, `ticketbridge_errors_total{kind="api_down"}`); got != 1 {
+		t.Fatalf("api_down errors = %v, want 1", got)
+	}
+	// A report without Synced (nothing succeeded upstream) is no success.
+	tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK}, nil)
+	if code, _ := get("/readyz"); code != 503 {
+		t.Fatalf("readyz after a cycle that did not sync: %d, want 503", code)
 	}
 	if code, _ := get("/metrics"); code != 200 {
 		t.Fatalf("metrics: %d", code)
@@ -342,7 +366,7 @@ func TestWatchdogBound(t *testing.T) {
 			t.Fatalf("notifications when stuck: %q", got)
 		}
 		// A cycle completes: fed again until the next start + CycleMax.
-		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK}, nil)
+		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
 		end := clock.Now()
 		if !tel.feedWatchdog() {
 			t.Fatal("not fed after a cycle completed")
@@ -381,7 +405,7 @@ func TestWatchdogBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tel.stop()
-		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK}, nil) // 09:00
+		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil) // 09:00
 		// Alive through the quiet day, until the next 03:00 + CycleMax.
 		next := sched.Next(t0)
 		clock.Set(next.Add(20*time.Minute - time.Second))
@@ -392,8 +416,8 @@ func TestWatchdogBound(t *testing.T) {
 		if tel.feedWatchdog() {
 			t.Fatalf("fed although the cycle of %s did not complete", next)
 		}
-		if w := tel.readyWindow(); w != 72*time.Hour {
-			t.Fatalf("ready window %s, want 72h", w)
+		if ok, why := tel.ready(next.Add(20*time.Minute - time.Second)); !ok {
+			t.Fatalf("not ready before %s + CycleMax: %s", next, why)
 		}
 	})
 }

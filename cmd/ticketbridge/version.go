@@ -75,13 +75,27 @@ func newFlagSet(name, about string, out io.Writer) *flag.FlagSet {
 var errHelp = flag.ErrHelp
 
 // parseFlags parses args; --help prints usage and yields errHelp wrapped in
-// an exitError of code 0, and a bad flag an errUsage.
+// an exitError of code 0, and a bad flag an errUsage. Flags may come after
+// positional arguments (status ID --json); everything after "--" is
+// positional. fs.Args() then holds the positional arguments in order.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if err == errHelp {
-			return &exitError{code: 0}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if err == errHelp {
+				return &exitError{code: 0}
+			}
+			return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
 		}
-		return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	return nil
+	return fs.Parse(append([]string{"--"}, pos...))
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/sethvargo/go-envconfig"
 
@@ -60,9 +59,9 @@ type wireOptions struct {
 	Registry adapters.Registry
 	// HTTPClient makes the API requests; nil means guestapi's default.
 	HTTPClient *http.Client
-	// NoState leaves the state file closed and the engine unmade (a dry
-	// run opens a copy itself).
-	NoState bool
+	// DryRun leaves the state file closed and the engine unmade (the dry
+	// run opens a copy itself) and opens the adapter read-only.
+	DryRun bool
 	// AfterCycle is called after each cycle the daemon runs.
 	AfterCycle func(sync.Report, error)
 	// AfterBackup is called after each backup the daemon makes on SIGUSR1.
@@ -70,21 +69,47 @@ type wireOptions struct {
 }
 
 // loadEnv reads the configuration of the commands that sync: the daemon's
-// own, the engine's, and the logger made from it.
-func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (envconfig.Lookuper, Config, sync.Config, *slog.Logger, error) {
-	env, err := ef.lookuper()
+// own, the engine's, and the logger made from it. It logs a warning for
+// each TICKETBRIDGE_* name that is not a variable.
+func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, sync.Config, *slog.Logger, error) {
+	src, err := ef.source(ctx)
 	if err != nil {
-		return nil, Config{}, sync.Config{}, nil, err
+		return src, Config{}, sync.Config{}, nil, err
 	}
-	cfg, err := loadConfig(ctx, env)
+	cfg, err := loadConfig(ctx, src.env)
 	if err != nil {
-		return nil, cfg, sync.Config{}, nil, err
+		return src, cfg, sync.Config{}, nil, src.explain(err)
 	}
-	sc, err := sync.LoadConfig(ctx, env)
+	sc, err := sync.LoadConfig(ctx, src.env)
 	if err != nil {
-		return nil, cfg, sc, nil, fmt.Errorf("read configuration: %w", errors.Unwrap(err))
+		return src, cfg, sc, nil, src.explain(fmt.Errorf("read configuration: %w", errors.Unwrap(err)))
 	}
-	return env, cfg, sc, newLogger(stderr, cfg.LogFormat, cfg.LogLevel), nil
+	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	if d := src.describe(); d != "" {
+		log.Debug("configuration from "+d, "op", "config")
+	}
+	for _, w := range unknownVariables(ctx, src) {
+		log.Warn(w, "op", "config")
+	}
+	return src, cfg, sc, log, nil
+}
+
+// loadPlain reads the daemon's own configuration for the commands that
+// only read the state file (status, state backup), printing a warning to
+// stderr for each TICKETBRIDGE_* name that is not a variable.
+func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, error) {
+	src, err := ef.source(ctx)
+	if err != nil {
+		return src, Config{}, err
+	}
+	cfg, err := loadConfig(ctx, src.env)
+	if err != nil {
+		return src, cfg, src.explain(err)
+	}
+	for _, w := range unknownVariables(ctx, src) {
+		fmt.Fprintln(stderr, "ticketbridge: warning:", w)
+	}
+	return src, cfg, nil
 }
 
 // wire builds the engine from the configuration. On error everything it
@@ -96,8 +121,8 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 			w.Close()
 		}
 	}()
-	if strings.TrimSpace(cfg.APIURL) == "" {
-		return nil, errors.New("read configuration: TICKETBRIDGE_API_URL is not set: want the API root ({functions_url}), e.g. https://api.example.com")
+	if err := checkAPIURL(cfg.APIURL); err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
 	}
 	to, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)
 	if err != nil {
@@ -120,7 +145,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
 	}
-	if !opts.NoState {
+	if !opts.DryRun {
 		w.store, err = openState(cfg.State, log)
 		if err != nil {
 			return nil, err
@@ -132,7 +157,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	}
 	alog := log.With("adapter", cfg.Adapter)
 	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
-		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from,
+		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: opts.DryRun,
 	})
 	if err != nil {
 		if errors.Is(err, adapters.ErrUnknownAdapter) {

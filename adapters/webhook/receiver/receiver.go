@@ -57,6 +57,10 @@ type Options struct {
 	// AutoReply answers every guest message delivered with a reply posted
 	// to ReplyURL before the delivery is acknowledged.
 	AutoReply bool
+	// ReplySince, when set, limits AutoReply to guest messages created at
+	// or after it (the receiver's start): the first sync delivers the
+	// whole past of every request, which must not be answered again.
+	ReplySince time.Time
 	// ReplyText and ReplyAuthor make the reply; empty means the defaults.
 	ReplyText   string
 	ReplyAuthor string
@@ -264,6 +268,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		TicketID string `json:"ticket_id"`
 		Message  struct {
 			AuthorType string `json:"author_type"`
+			CreatedAt  string `json:"created_at"`
 		} `json:"message"`
 	}
 	id, event := req.Header.Get(webhook.HeaderDelivery), req.Header.Get(webhook.HeaderEvent)
@@ -299,7 +304,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if ts := req.Header.Get(webhook.HeaderTimestamp); ts != "" {
 		_, _ = fmt.Sscan(ts, &d.Timestamp)
 	}
-	if event == webhook.EventMessageAdded && head.Message.AuthorType == string(guestapi.AuthorGuest) && r.opts.AutoReply {
+	if event == webhook.EventMessageAdded && head.Message.AuthorType == string(guestapi.AuthorGuest) && r.opts.AutoReply && r.isNew(head.Message.CreatedAt) {
 		ev := webhook.InboundEvent{ID: "reply-" + id, Type: webhook.InboundReply, TicketID: head.TicketID, Body: r.opts.ReplyText, AuthorName: r.opts.ReplyAuthor}
 		if _, err := r.send(ctx, ev); err != nil {
 			// Not acknowledged: the daemon delivers again, and the reply,
@@ -321,6 +326,16 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.log.LogAttrs(ctx, slog.LevelInfo, "delivery accepted", slog.String("delivery", id), slog.String("event", event), slog.String("ticket", head.TicketID))
 	reply(w, http.StatusOK, ack{OK: true})
+}
+
+// isNew reports whether a message created at createdAt is to be answered:
+// not before Options.ReplySince. A time that does not parse is not new.
+func (r *Receiver) isNew(createdAt string) bool {
+	if r.opts.ReplySince.IsZero() {
+		return true
+	}
+	t, err := time.Parse(time.RFC3339Nano, createdAt)
+	return err == nil && !t.Before(r.opts.ReplySince)
 }
 
 // keep records d, durably first when there is a record file.

@@ -211,3 +211,35 @@ func TestNewNeedsSecret(t *testing.T) {
 		t.Fatal("New accepted a short secret")
 	}
 }
+
+// TestRepliesOnlyToNewMessages: with ReplySince, a guest message created
+// before it (the past a first sync delivers) gets no reply; one created
+// after does.
+func TestRepliesOnlyToNewMessages(t *testing.T) {
+	d := &daemon{}
+	ds := httptest.NewServer(d)
+	defer ds.Close()
+	since := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
+	rc, err := receiver.New(receiver.Options{Secret: secret, Now: clock, ReplyURL: ds.URL + "/events", AutoReply: true, ReplySince: since, Sleep: noSleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	message := func(id, created string) []byte {
+		b, _ := json.Marshal(webhook.MessageAdded{ID: id, Type: webhook.EventMessageAdded, TicketID: "t-1", Message: webhook.MessageInfo{
+			ID: "m-" + id, AuthorType: "guest", AuthorName: "Ada", Body: "Towels, please.", VisibleToGuest: true, CreatedAt: created}})
+		return b
+	}
+	if code, body := deliver(t, rc, secret, now, "d-old", webhook.EventMessageAdded, message("d-old", "2026-03-14T09:00:00.000000+00:00")); code != 200 {
+		t.Fatalf("old message: %d %s", code, body)
+	}
+	if got := d.got(); len(got) != 0 {
+		t.Fatalf("a message from before the start was answered: %+v", got)
+	}
+	if code, body := deliver(t, rc, secret, now, "d-new", webhook.EventMessageAdded, message("d-new", "2026-03-14T09:45:00.000000+00:00")); code != 200 {
+		t.Fatalf("new message: %d %s", code, body)
+	}
+	if got := d.got(); len(got) != 1 || got[0].ID != "reply-d-new" {
+		t.Fatalf("replies %+v, want one to d-new", got)
+	}
+}

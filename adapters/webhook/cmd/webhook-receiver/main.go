@@ -2,8 +2,8 @@
 // webhook adapter, for end-to-end tests and for trying the loop locally. It
 // verifies every delivery's signature and timestamp (401 otherwise),
 // acknowledges a repeated delivery id without processing it again, records
-// accepted deliveries, and answers each guest message with a signed reply
-// posted to the daemon's inbound endpoint.
+// accepted deliveries, and answers each guest message that arrives after it
+// started with a signed reply posted to the daemon's inbound endpoint.
 //
 // It is not meant to run in production: it keeps no tickets and always
 // answers with the same text.
@@ -43,26 +43,52 @@ func main() {
 	stop()
 	switch {
 	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "webhook-receiver:", err)
 		os.Exit(1)
 	}
 }
 
+const usageText = `Usage: webhook-receiver [flags]
+
+The reference receiver of ticketbridge's webhook adapter, for tests and for
+trying the loop locally; not for production. It verifies each delivery's
+signature and timestamp, acknowledges a repeated delivery without
+processing it again, and with -reply-url answers each guest message that
+arrives after it started with a signed reply posted to the daemon's inbound
+endpoint (the past the first sync delivers is not answered).
+
+The shared secret comes from -secret-file or TICKETBRIDGE_WEBHOOK_SECRET.
+
+Flags:
+`
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("webhook-receiver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
 	listen := fs.String("listen", "127.0.0.1:9466", "serve deliveries on `ADDR` (port 0: any free port, printed at start)")
 	secretFile := fs.String("secret-file", "", "read the shared secret from `FILE` (default: $TICKETBRIDGE_WEBHOOK_SECRET)")
 	replyURL := fs.String("reply-url", "", "post replies to the daemon's inbound endpoint at `URL`, e.g. http://127.0.0.1:9465/events; empty: no replies")
 	replyText := fs.String("reply-text", receiver.DefaultReplyText, "the reply's `TEXT`")
 	replyAuthor := fs.String("reply-author", receiver.DefaultReplyAuthor, "the reply's author `NAME`")
+	replyPast := fs.Bool("reply-to-past", false, "answer guest messages created before the receiver started too (tests whose clock is in the past)")
 	record := fs.String("record", "", "append accepted deliveries as JSON lines to `FILE` (read back at start to recognise repeats)")
 	tolerance := fs.Duration("tolerance", webhook.DefaultTolerance, "refuse deliveries whose timestamp is further than `D` from now")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(stdout)
+			break
+		}
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -92,6 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Logger:      log,
 		ReplyURL:    *replyURL,
 		AutoReply:   *replyURL != "",
+		ReplySince:  replySince(*replyPast),
 		ReplyText:   *replyText,
 		ReplyAuthor: *replyAuthor,
 		RecordPath:  *record,
@@ -125,4 +152,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	st := rc.Stats()
 	log.Info("stopped", slog.Int("accepted", st.Accepted), slog.Int("duplicates", st.Duplicates), slog.Int("rejected", st.Rejected), slog.Int("invalid", st.Invalid))
 	return nil
+}
+
+// replySince is when the guest messages to answer start: the receiver's
+// start, so that the past a first sync delivers is not answered again;
+// with -reply-to-past, any time.
+func replySince(past bool) time.Time {
+	if past {
+		return time.Time{}
+	}
+	return time.Now()
 }

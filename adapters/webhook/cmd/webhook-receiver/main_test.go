@@ -92,3 +92,15 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestHelp: --help describes the command and its flags on stdout and
+// succeeds.
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "reference receiver of ticketbridge's webhook adapter") || !strings.Contains(stdout.String(), "-reply-url") {
+		t.Fatalf("--help printed:\n%s%s", stdout.String(), stderr.String())
+	}
+}

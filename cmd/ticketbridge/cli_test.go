@@ -1,0 +1,84 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// TestFlagsAfterArguments: flags may follow positional arguments, and
+// everything after -- is positional.
+func TestFlagsAfterArguments(t *testing.T) {
+	b := newBridge(t)
+	id := b.ticket("towels")
+	if out, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once: exit %d\n%s%s", code, out, errOut)
+	}
+	// b.cmd puts --env-file first; here it comes last.
+	env := b.envFile()
+	out, errOut, code := b.cmd("status", id[:8], "--json", "--env-file", env)
+	if code != 0 || !strings.Contains(out, `"id": "`+id+`"`) {
+		t.Fatalf("status ID --json: exit %d\n%s%s", code, out, errOut)
+	}
+	dest := filepath.Join(t.TempDir(), "copy.db")
+	out, errOut, code = b.cmd("state", "backup", dest, "--env-file", env)
+	if code != 0 {
+		t.Fatalf("state backup FILE --env-file X: exit %d\n%s%s", code, out, errOut)
+	}
+	if st, err := state.Open(dest, state.Options{ReadOnly: true}); err != nil {
+		t.Fatalf("the copy: %v", err)
+	} else {
+		st.Close()
+	}
+	// After --, a name that looks like a flag is a FILE.
+	odd := filepath.Join(t.TempDir(), "-odd.db")
+	t.Chdir(filepath.Dir(odd))
+	if out, errOut, code = b.cmd("state", "backup", "--", "-odd.db"); code != 0 {
+		t.Fatalf("state backup -- -odd.db: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(odd); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, code = b.cmd("status", id[:8], "--nope"); code != 2 {
+		t.Fatalf("an unknown flag after an argument: exit %d, want 2", code)
+	}
+}
+
+// TestDemoCurlExampleWorks sends the request the demo prints to write as a
+// guest, as curl would, and wants it accepted.
+func TestDemoCurlExampleWorks(t *testing.T) {
+	b := newBridge(t)
+	id := b.ticket("towels")
+	line := guestCurl(b.ts.ConsoleToken, b.ts.URL, id)
+	var headers [][2]string
+	for _, m := range regexp.MustCompile(`-H '([^:]+): ([^']*)'`).FindAllStringSubmatch(line, -1) {
+		headers = append(headers, [2]string{m[1], m[2]})
+	}
+	data := regexp.MustCompile(`-d '([^']*)'`).FindStringSubmatch(line)
+	url := line[strings.LastIndex(line, " ")+1:]
+	if data == nil || !strings.HasPrefix(url, "http://") {
+		t.Fatalf("cannot read the example: %s", line)
+	}
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(data[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// curl -d sends this unless a header says otherwise.
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, h := range headers {
+		req.Header.Set(h[0], h[1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("the demo's curl example gets %d:\n%s", resp.StatusCode, line)
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// dryRun runs one cycle of w (wired with DryRun) that writes nothing: the
+// engine records its work in a copy of the state file in a private
+// temporary directory, removed afterwards (an empty state when there is no
+// state file yet), and sync.DryRun prints the writes to plan instead of
+// making them.
+func (w *wiring) dryRun(ctx context.Context, plan io.Writer) (sync.Report, error) {
+	path := w.cfg.State
+	_, err := os.Stat(path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return sync.Report{}, fmt.Errorf("dry run: %w", err)
+	}
+	if exists {
+		// A running daemon holds it; the copy would fail after the reads.
+		st, err := state.Open(path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+		if err != nil {
+			return sync.Report{}, fmt.Errorf("dry run: %w", err)
+		}
+		st.Close()
+	}
+	dir, err := os.MkdirTemp("", "ticketbridge-dry-run-*")
+	if err != nil {
+		return sync.Report{}, fmt.Errorf("dry run: make temporary directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	scratch := filepath.Join(dir, "state.db")
+	if exists {
+		if err := state.BackupFile(ctx, path, scratch); err != nil {
+			return sync.Report{}, fmt.Errorf("dry run: copy state: %w", err)
+		}
+	}
+	st, err := state.Open(scratch, state.Options{Logger: w.log})
+	if err != nil {
+		return sync.Report{}, fmt.Errorf("dry run: open state copy: %w", err)
+	}
+	defer st.Close()
+	deps := w.deps
+	deps.Store = st
+	fmt.Fprintln(plan, "Dry run: reading both sides; nothing will be written.")
+	rep, err := sync.DryRun(ctx, w.syncCfg, deps, plan)
+	fmt.Fprintln(plan)
+	return rep, err
+}

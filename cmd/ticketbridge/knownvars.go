@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters/files"
+	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
+	"github.com/ticketbridge/ticketbridge/adapters/rt"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/adapters/zammad"
+	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// askedFor is a lookuper that finds nothing and remembers every name it
+// was asked for.
+type askedFor map[string]bool
+
+func (a askedFor) Lookup(key string) (string, bool) {
+	a[key] = true
+	return "", false
+}
+
+// knownVariables returns every TICKETBRIDGE_* name ticketbridge reads. Each
+// part's configuration (the daemon's, the engine's, the telemetry's and
+// every adapter's) is loaded against an empty environment that records
+// the names asked for, so a variable added to any env-tagged struct is
+// known without a list to keep.
+func knownVariables(ctx context.Context) []string {
+	a := askedFor{}
+	var env envconfig.Lookuper = a
+	_, _ = loadConfig(ctx, env)
+	_, _ = sync.LoadConfig(ctx, env)
+	_, _ = loadTelemetryConfig(ctx, env)
+	_, _ = files.LoadConfig(ctx, env)
+	_, _ = rt.LoadConfig(ctx, env)
+	_, _ = zendesk.LoadConfig(ctx, env)
+	_, _ = freshdesk.LoadConfig(ctx, env)
+	_, _ = zammad.LoadConfig(ctx, env)
+	_, _ = webhook.LoadConfig(ctx, env)
+	var names []string
+	for k := range a {
+		if strings.HasPrefix(k, envPrefix) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// unknownVariables returns one warning for each TICKETBRIDGE_* name src
+// sets that ticketbridge does not read, suggesting the closest known name.
+func unknownVariables(ctx context.Context, src configSource) []string {
+	if len(src.names) == 0 {
+		return nil
+	}
+	known := knownVariables(ctx)
+	var out []string
+	for _, n := range src.names {
+		if _, ok := slices.BinarySearch(known, n); ok {
+			continue
+		}
+		where := "the environment"
+		if src.inFile[n] {
+			where = src.file
+		}
+		msg := fmt.Sprintf("%s (in %s) is not a ticketbridge variable and is ignored", n, where)
+		if best := closest(n, known); best != "" {
+			msg += "; did you mean " + best + "?"
+		} else {
+			msg += " (config.example.env lists every variable)"
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// closest returns the name of known nearest to name, "" when none is
+// near enough to be a likely typo.
+func closest(name string, known []string) string {
+	s := strings.TrimPrefix(name, envPrefix)
+	best, bestD := "", -1
+	for _, k := range known {
+		d := editDistance(s, strings.TrimPrefix(k, envPrefix))
+		if bestD < 0 || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(s)/4) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, byte-wise (the
+// names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,42 @@
+//go:build unix
+
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// giveToOwner makes every file and folder below dir owned by dir's owner,
+// keeping their groups. It does something only for root: a command run by
+// root on the service's state directory must not leave files the service
+// (another user) cannot open.
+func giveToOwner(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid == 0 {
+		return nil
+	}
+	owner := int(st.Uid)
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if s, ok := info.Sys().(*syscall.Stat_t); ok && int(s.Uid) != owner {
+			return os.Lchown(p, owner, -1)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckBesideARunningWebhookDaemon: while a daemon with the webhook
+// adapter serves its inbound endpoint, check and once --dry-run on the
+// same configuration pass: making the adapter binds nothing.
+func TestCheckBesideARunningWebhookDaemon(t *testing.T) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	b := newBridge(t)
+	b.ticket("towels")
+	delete(b.vars, "TICKETBRIDGE_FILES_DIR")
+	delete(b.vars, "TICKETBRIDGE_FILES_SETTLE")
+	b.vars["TICKETBRIDGE_ADAPTER"] = "webhook"
+	b.vars["TICKETBRIDGE_WEBHOOK_URL"] = receiver.URL + "/hooks"
+	b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = "a-shared-secret-of-some-length"
+	b.vars["TICKETBRIDGE_WEBHOOK_DIR"] = filepath.Join(b.dir, "webhook")
+	b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = closedPort(t)
+	b.vars["TICKETBRIDGE_STATE"] = filepath.Join(b.dir, "daemon.db")
+	b.vars["TICKETBRIDGE_SCHEDULE"] = "@every 1h"
+	d := startDaemon(t, b)
+	if r := d.next(); !r.Synced || r.Created != 1 {
+		t.Fatalf("the daemon's first cycle: %s", r)
+	}
+	// The daemon serves its inbound endpoint.
+	resp, err := http.Get("http://" + b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] + "/events")
+	if err != nil {
+		t.Fatalf("the daemon does not serve the inbound endpoint: %v", err)
+	}
+	resp.Body.Close()
+
+	out, errOut, code := b.cmd("check")
+	if code != 0 || strings.Contains(out+errOut, "address already in use") {
+		t.Fatalf("check beside the running daemon: exit %d\n%s%s", code, out, errOut)
+	}
+	// Another state file: the daemon holds its own.
+	b.vars["TICKETBRIDGE_STATE"] = filepath.Join(b.dir, "other.db")
+	out, errOut, code = b.cmd("once", "--dry-run")
+	if code != 0 || !strings.Contains(out, "dry run: nothing was written") {
+		t.Fatalf("once --dry-run beside the running daemon: exit %d\n%s%s", code, out, errOut)
+	}
+}
