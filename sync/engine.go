@@ -73,7 +73,8 @@ var ErrAdapterMismatch = errors.New("state file belongs to another adapter")
 
 // ErrNoAPISuccess is matched by the error of a cycle in which no call of
 // the Guest Requests API succeeded (the API unreachable, or answering only
-// errors): such a cycle has synced nothing and fails.
+// errors): such a cycle has synced nothing and fails. A cycle the API only
+// throttled (429) does not fail: it ends partial, not synced.
 var ErrNoAPISuccess = errors.New("no call of the Guest Requests API succeeded")
 
 // Engine runs sync cycles. Make one with [New]; it is safe for concurrent
@@ -203,14 +204,15 @@ func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 
 // cycle is the working set of one RunCycle.
 type cycle struct {
-	e      *Engine
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	now    time.Time // the cycle's start on the engine's clock: due times are computed from it
-	began  time.Time // the cycle's start on the wall clock, for durations
-	parent context.Context
-	req0   int64
-	ok0    int64
+	e        *Engine
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	now      time.Time // the cycle's start on the engine's clock: due times are computed from it
+	began    time.Time // the cycle's start on the wall clock, for durations
+	parent   context.Context
+	req0     int64
+	ok0      int64
+	limited0 int64
 
 	mu       gosync.Mutex
 	rep      Report
@@ -227,6 +229,7 @@ func (e *Engine) newCycle(ctx context.Context) *cycle {
 		e: e, ctx: cctx, cancel: cancel, now: now, began: time.Now(), parent: ctx,
 		req0:     e.api.n.Load(),
 		ok0:      e.api.ok.Load(),
+		limited0: e.api.limited.Load(),
 		rep:      Report{Start: now},
 		readFail: map[string]bool{},
 	}
@@ -332,7 +335,12 @@ func (c *cycle) finish() (Report, error) {
 	}
 	rep.APIRequests = int(c.e.api.n.Load() - c.req0)
 	rep.Duration = time.Since(c.began)
-	if fatal == nil && c.e.api.ok.Load() == c.ok0 {
+	synced := c.e.api.ok.Load() > c.ok0
+	// A cycle the API only throttled (429) has synced nothing but is no
+	// failure: the API is there and asks the bridge to slow down, which it
+	// does; readiness turns only if that lasts TICKETBRIDGE_CYCLE_MAX.
+	throttled := c.e.api.limited.Load() > c.limited0
+	if fatal == nil && !synced && !throttled {
 		fatal = noAPISuccess(rep)
 	}
 	switch {
@@ -344,7 +352,7 @@ func (c *cycle) finish() (Report, error) {
 	default:
 		rep.Outcome = OutcomeOK
 	}
-	rep.Synced = fatal == nil
+	rep.Synced = fatal == nil && synced
 	if !c.e.st.ReadOnly() {
 		body, err := json.Marshal(rep)
 		if err == nil {
@@ -380,17 +388,22 @@ func (c *cycle) finish() (Report, error) {
 	return rep, nil
 }
 
-// countingAPI counts the calls made through it, and those that succeeded.
+// countingAPI counts the calls made through it, those that succeeded and
+// those the API refused with 429.
 type countingAPI struct {
 	API
-	n  atomic.Int64
-	ok atomic.Int64
+	n       atomic.Int64
+	ok      atomic.Int64
+	limited atomic.Int64
 }
 
 // done counts a call that returned err.
 func (a *countingAPI) done(err error) {
-	if err == nil {
+	switch {
+	case err == nil:
 		a.ok.Add(1)
+	case errors.Is(err, guestapi.ErrRateLimited):
+		a.limited.Add(1)
 	}
 }
 
