@@ -78,8 +78,8 @@ else
 		chmod 755 /usr/sbin/policy-rc.d
 		policy_added=1
 	fi
-	apt-get update -q
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus
+	apt-get update -q -o DPkg::Lock::Timeout=300
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends prometheus
 	if [ -n "$policy_added" ]; then
 		rm -f /usr/sbin/policy-rc.d
 		policy_added=
