@@ -172,6 +172,9 @@ wait_for 60 has 'ticketbridge_ready{job="ticketbridge"} == 1' || {
 	tail -n 20 "$work/run.log" >&2
 	die "the daemon was not ready in Prometheus within 60s"
 }
+# rate() in the dashboard's queries needs two samples after that.
+wait_for 30 has 'rate(ticketbridge_cycle_duration_seconds_count{job="ticketbridge"}[1m]) > 0' ||
+	die "Prometheus saw no cycles for 30s"
 promtool query instant "$prom" 'ticketbridge_cycles_total{job="ticketbridge"}'
 
 step "every dashboard query runs, every named metric was scraped"

@@ -338,9 +338,10 @@ func TestNamesAreDeclared(t *testing.T) {
 	}
 }
 
-// TestLive runs against a Prometheus that scrapes a running daemon and
-// loads alerts.yml: every dashboard query must be valid there, and every
-// metric the files name must have been scraped.
+// TestLive runs against a Prometheus that has scraped a running, ready
+// daemon for a few scrapes and loads alerts.yml: every dashboard query
+// must be valid there and return data, every metric the files name must
+// have been scraped, and every rule must evaluate without error.
 func TestLive(t *testing.T) {
 	base := os.Getenv("CI_PROMETHEUS_URL")
 	if base == "" {
@@ -388,12 +389,21 @@ func TestLive(t *testing.T) {
 	for _, p := range d.Panels {
 		for _, q := range p.Targets {
 			expr := vars.Replace(q.Expr)
-			var res json.RawMessage
+			var res struct {
+				Result []json.RawMessage `json:"result"`
+			}
 			get("/api/v1/query", url.Values{"query": {expr}}, &res)
+			waiting := false
 			for _, n := range other.FindAllString(expr, -1) {
 				if !slices.Contains(want[n], dashboard) {
 					want[n] = append(want[n], dashboard)
 				}
+				waiting = waiting || pending[n] != ""
+			}
+			// The daemon is healthy and has been scraped for a while:
+			// an empty answer means a misspelt label or value.
+			if len(res.Result) == 0 && !waiting {
+				t.Errorf("panel %q, query %s: no data from a running daemon: %s", p.Title, q.RefID, expr)
 			}
 		}
 	}
