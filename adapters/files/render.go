@@ -64,7 +64,7 @@ func renderThread(t *ticketFile, from map[string]guestapi.Status) []byte {
 func heading(t *ticketFile, e entry) string {
 	switch e.Kind {
 	case kindStatus:
-		by := "by the bridge (from the guest request)"
+		by := "in the hotel's operations platform"
 		if e.Source == sourceOutbox {
 			by = "by " + orDash(oneLine(e.AuthorName))
 		}

@@ -156,7 +156,42 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 	}
 	c.checkHelpdesk(cfg, cfgOK)
 	c.checkState(cfg)
+	if cfgOK {
+		c.checkFullReads(cfg)
+	}
 	return c.verdict()
+}
+
+// checkFullReads says how often every open request is read whatever the
+// lists show, and whether the engine shortened that because the API left
+// updated_at behind a change. It reads the state file, or the running
+// daemon's status snapshot; it prints nothing before the first cycle.
+func (c *checker) checkFullReads(cfg Config) {
+	sc, err := sync.LoadConfig(c.ctx, c.env)
+	if err != nil {
+		return
+	}
+	var f *sync.FullRead
+	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger})
+	switch {
+	case err == nil:
+		fr, ferr := sync.ReadFullRead(st, sc.FullReadInterval)
+		_ = st.Close()
+		if ferr == nil {
+			f = &fr
+		}
+	case errors.Is(err, state.ErrLocked):
+		if snap, err := readSnapshot(cfg.State + statusSuffix); err == nil {
+			f = snap.FullRead
+			if f == nil {
+				f = &sync.FullRead{Configured: sc.FullReadInterval, Effective: sc.FullReadInterval}
+			}
+		}
+	}
+	if f == nil {
+		return
+	}
+	c.report(pass("full reads", "%s", f))
 }
 
 func (c *checker) verdict() error {

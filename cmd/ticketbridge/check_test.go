@@ -299,6 +299,27 @@ func TestCheckStateFile(t *testing.T) {
 			t.Fatalf("exit %d, state %q:\n%s", code, v["state file"], out)
 		}
 	})
+	t.Run("full reads shortened", func(t *testing.T) {
+		h := newHotel(t)
+		st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := `{"configured":600000000000,"effective":300000000000,"unsignalled":3,"shortened_at":"2026-03-02T09:00:00Z","ticket":"t-1"}`
+		if err := st.Update(func(tx *state.Tx) error {
+			if err := tx.SetMeta(sync.MetaAdapter, "files"); err != nil {
+				return err
+			}
+			return tx.SetMeta(sync.MetaFullRead, body)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		out, code, v := h.check()
+		if code != 0 || v["full reads"] != checkPass || !strings.Contains(out, "at least every 5m0s, shortened from 10m0s") {
+			t.Fatalf("exit %d, full reads %q:\n%s", code, v["full reads"], out)
+		}
+	})
 	t.Run("unwritable directory", func(t *testing.T) {
 		if os.Geteuid() == 0 {
 			t.Skip("root writes to any directory")
