@@ -367,3 +367,56 @@ func TestHelpdeskRefusedStopsTheCycle(t *testing.T) {
 	}
 	e.checkExactlyOnce()
 }
+
+// TestClosedListsAskOnlyLiveDepartments: closed lists grow with time. A
+// full list of a closed status is asked again only for the departments
+// whose tickets are not all retired, so a department of old, retired
+// requests costs no list per cycle; a guest writing on a closed request of
+// a live department is still seen in one cycle, although the request is
+// not among the newest of its status.
+func TestClosedListsAskOnlyLiveDepartments(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Backfill = "done"
+	mk := func(dept string, created time.Time) string {
+		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{Department: dept, Status: guestapi.StatusDone, TaskDescription: dept, CreatedAt: created})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tv.ID
+	}
+	live := mk("spa", start.Add(-300*time.Hour)) // the oldest: beyond the newest 200 of done
+	for i := range 230 {
+		mk("archive", start.Add(-time.Duration(230-i)*time.Hour))
+	}
+	mk("spa", start.Add(-time.Minute)) // the newest: the list names spa
+	e.cycle()
+	if len(e.backend.Find(live)) != 1 {
+		t.Fatal("the backfill did not import the oldest done request of its department")
+	}
+	e.cfg.Backfill = "" // done is no longer imported: its lists need no department of the list
+	e.open()
+	// Everything closes its grace; then spa gets a fresh closed request.
+	e.clock.Advance(e.cfg.ClosedGrace + time.Hour)
+	e.cycle()
+	e.clock.Advance(e.cfg.RetiredInterval + time.Hour)
+	e.cycle()
+	fresh := mk("spa", time.Time{})
+	e.tick()
+	if len(e.backend.Find(fresh)) != 1 {
+		t.Fatal("a request closed since the start was not imported")
+	}
+	before := e.ts.Server.Stats().Requests["GET "+refserver.BasePath+"/tickets"][200]
+	e.tick()
+	lists := e.ts.Server.Stats().Requests["GET "+refserver.BasePath+"/tickets"][200] - before
+	// new, assigned, in_progress, completed, confirmed, cancelled: one
+	// each; done: full, then spa only (archive is all retired).
+	if lists != 8 {
+		t.Errorf("a cycle made %d list requests, want 8: the closed list is asked per live department only", lists)
+	}
+	e.clock.Advance(time.Second)
+	e.guest(live, "I forgot my book at the spa")
+	e.tick()
+	if !e.helpdeskHas(live, "I forgot my book at the spa") {
+		t.Error("a guest message on a closed request of a live department did not cross in one cycle")
+	}
+}

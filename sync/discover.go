@@ -24,7 +24,7 @@ func (c *cycle) discover() {
 		return
 	}
 	e.pol.fullRead, e.pol.listsShowAll = in.fullRead.Effective, in.fullRead.Unsignalled == 0
-	in.listed, in.listOK = c.listQueue(in.departments())
+	in.listed, in.listOK = c.listQueue(in.departments(false), in.departments(true))
 	if c.stopped() {
 		return
 	}
@@ -80,11 +80,12 @@ type discoverInput struct {
 	listOK bool                       // every list request succeeded
 }
 
-// departments returns the departments of the tracked tickets.
-func (in discoverInput) departments() map[string]bool {
+// departments returns the departments of the tracked tickets; live, those
+// of the tracked tickets not retired.
+func (in discoverInput) departments(live bool) map[string]bool {
 	depts := map[string]bool{}
 	for _, t := range in.tracked {
-		if t.Department != "" {
+		if t.Department != "" && !(live && t.Retired) {
 			depts[t.Department] = true
 		}
 	}
@@ -209,12 +210,17 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 
 // listQueue lists every ticket of the queue the API shows: one request
 // without a status filter while the whole queue fits in one list, else a
-// list per status, and a list per department (those known in state and
-// those of the list) for a status whose list reaches the limit. What still
+// list per status, and a list per department for a status whose list
+// reaches the limit: for an open status every department known (a ticket
+// of any department may move into it), for a closed one the departments of
+// the tickets not retired (closed lists grow with time; a retired ticket of
+// a department without others is still seen while it is among the newest
+// of its status, and else at TICKETBRIDGE_RETIRED_INTERVAL), and those of
+// the list for a status imported (TICKETBRIDGE_BACKFILL). What still
 // reaches the limit is logged as a warning: the full-read safety net then
-// covers the tickets the lists cannot show. It reports whether every
+// covers the open tickets the lists cannot show. It reports whether every
 // request succeeded.
-func (c *cycle) listQueue(known map[string]bool) (map[string]guestapi.Ticket, bool) {
+func (c *cycle) listQueue(known, live map[string]bool) (map[string]guestapi.Ticket, bool) {
 	out := map[string]guestapi.Ticket{}
 	if c.e.queueFits {
 		ts, ok := c.listOnce(guestapi.ListOptions{Limit: ListLimit})
@@ -228,7 +234,11 @@ func (c *cycle) listQueue(known map[string]bool) (map[string]guestapi.Ticket, bo
 	}
 	all := true
 	for _, s := range guestapi.Statuses() {
-		if !c.listStatus(s, known, out) {
+		depts := known
+		if s.Closed() {
+			depts = live
+		}
+		if !c.listStatus(s, depts, !s.Closed() || slices.Contains(c.e.cfg.backfill, s), out) {
 			all = false
 		}
 	}
@@ -237,9 +247,9 @@ func (c *cycle) listQueue(known map[string]bool) (map[string]guestapi.Ticket, bo
 }
 
 // listStatus lists the tickets of status s into out; a list that reaches
-// the limit is asked again per department. It reports whether every
-// request succeeded.
-func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, out map[string]guestapi.Ticket) bool {
+// the limit is asked again per department of known, and with listed, of
+// the list. It reports whether every request succeeded.
+func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, listed bool, out map[string]guestapi.Ticket) bool {
 	ts, ok := c.listOnce(guestapi.ListOptions{Status: s, Limit: ListLimit})
 	if !ok {
 		return false
@@ -253,7 +263,7 @@ func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, out map[str
 		depts[d] = true
 	}
 	for _, t := range ts {
-		if t.Department != "" {
+		if listed && t.Department != "" {
 			depts[t.Department] = true
 		}
 	}
