@@ -17,7 +17,8 @@
 //  1. Discover and detect: the whole queue is listed (limit 200): one list
 //     without a filter while the queue fits in one, else a list per
 //     status, and a list per department of each status whose list is
-//     full. Tickets state does not hold are recorded as new when they are
+//     full (for a closed status, only the departments of tickets not
+//     retired). Tickets state does not hold are recorded as new when they are
 //     in new or a TICKETBRIDGE_BACKFILL status, or were created since the
 //     first start; a tracked ticket whose listed status or updated_at
 //     differs from what its last read stored is due now. A few lists thus
