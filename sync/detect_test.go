@@ -420,3 +420,55 @@ func TestClosedListsAskOnlyLiveDepartments(t *testing.T) {
 		t.Error("a guest message on a closed request of a live department did not cross in one cycle")
 	}
 }
+
+// holdingHelpdesk holds every status change while hold is set, as Zendesk
+// does while a field required on solve is empty.
+type holdingHelpdesk struct {
+	adapters.Helpdesk
+	hold  atomic.Bool
+	tries atomic.Int64
+}
+
+func (h *holdingHelpdesk) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+	if h.hold.Load() {
+		h.tries.Add(1)
+		return &adapters.HeldError{Ref: ref, Op: "set status " + string(s), Need: "the field Room number is required on solve"}
+	}
+	return h.Helpdesk.SetStatus(ctx, ref, s)
+}
+
+// TestHeldStatusGoesThroughOnceReleased: a status the helpdesk holds is
+// counted, shown on the ticket, tried again every few minutes rather than
+// on a growing backoff, and set once the helpdesk lets it through.
+func TestHeldStatusGoesThroughOnceReleased(t *testing.T) {
+	e := newEnv(t)
+	hd := &holdingHelpdesk{}
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk { hd.Helpdesk = h; return hd }
+	id := e.newTicket("towels")
+	e.cycle()
+	hd.hold.Store(true)
+	e.clock.Advance(time.Second)
+	if err := e.ts.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.tick(); r.Held != 1 {
+		t.Fatalf("held changes in the report: %s", r)
+	}
+	st, _ := tbsync.ReadTicket(e.store, id)
+	if st.DueReason != tbsync.DueHeld || !strings.Contains(st.LastError, "Room number is required") {
+		t.Fatalf("the held change is not shown on the ticket: %+v", st.TicketStatus)
+	}
+	for range 30 { // 15 minutes
+		e.tick()
+	}
+	if n := hd.tries.Load(); n < 3 || n > 5 {
+		t.Errorf("%d tries in 15 minutes, want one every 5", n)
+	}
+	hd.hold.Store(false)
+	for range 11 {
+		e.tick()
+	}
+	if snap, _ := e.backend.Ticket(e.ref(id)); snap.Status != "solved" {
+		t.Fatalf("helpdesk status %q after the hold was lifted, want solved", snap.Status)
+	}
+}

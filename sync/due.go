@@ -20,6 +20,7 @@ const (
 	DueFull    = "full"    // the full-read safety net: read at least every full-read interval
 	DueEvent   = "event"   // the helpdesk reported an event on it
 	DueRetired = "retired" // closed for longer than the grace: read at the retired interval
+	DueHeld    = "held"    // the helpdesk holds a change until the team acts: tried again every few minutes
 )
 
 // DueReasonText says in words why a ticket is read next, for `status`.
@@ -41,6 +42,8 @@ func DueReasonText(reason string) string {
 		return "full read: the safety net reads every open ticket at least every full-read interval; a list showing it changed makes it due at once"
 	case DueEvent:
 		return "event: the helpdesk reported a change on it"
+	case DueHeld:
+		return "held: the helpdesk holds a change until the team does what it asks (see the ticket's last error); tried again every few minutes"
 	case DueRetired:
 		return "retired: closed for longer than TICKETBRIDGE_CLOSED_GRACE, read at TICKETBRIDGE_RETIRED_INTERVAL; a list showing it changed makes it due at once"
 	case "":

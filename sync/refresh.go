@@ -13,6 +13,10 @@ import (
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
+// heldRetry is how often a change the helpdesk holds (adapters.HeldError)
+// is tried again, at most.
+const heldRetry = 5 * time.Minute
+
 // refreshBatch is how many refreshed tickets share one state transaction.
 const refreshBatch = 100
 
@@ -507,10 +511,17 @@ func (c *cycle) ticketError(r refreshResult, op string, err error) refreshResult
 	}
 	c.failure(r.t.ID, "", op, err)
 	c.e.pol.afterError(&r.t, c.now, op+": "+err.Error())
-	if errors.Is(err, adapters.ErrInvalid) {
+	var held *adapters.HeldError
+	switch {
+	case errors.Is(err, adapters.ErrInvalid):
 		// The helpdesk refuses the input itself: the adapter contract
 		// promises no quick retry, so it waits the longest backoff.
 		r.t.NextDue = c.now.Add(c.e.pol.quietMax)
+	case errors.As(err, &held):
+		// The helpdesk waits for the team (a field to fill in): try again
+		// at a steady pace, so that the change goes through soon after.
+		r.t.NextDue, r.t.DueReason = c.now.Add(min(c.e.pol.quietMax, max(c.e.pol.interval, heldRetry))), DueHeld
+		c.count(func(rep *Report) { rep.Held++ })
 	}
 	c.mu.Lock()
 	c.readFail[r.t.ID] = true

@@ -47,6 +47,7 @@ type Report struct {
 
 	APIRequests int `json:"api_requests"` // calls of the Guest Requests API
 	Throttled   int `json:"throttled"`    // reads the API answered with 429; the cycle slowed down
+	Held        int `json:"held"`         // changes the helpdesk holds until its team acts (adapters.HeldError)
 
 	// Touched names the requests (upstream ticket ids) the cycle changed
 	// on either side, in the order touched, at most maxTouched of them;

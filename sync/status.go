@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -25,15 +26,19 @@ type Status struct {
 
 	Counts  StatusCounts   `json:"counts"`
 	Tickets []TicketStatus `json:"tickets"`
-	Pending []EntryStatus  `json:"pending,omitempty"` // waiting to be sent, oldest first
-	Failed  []EntryStatus  `json:"failed,omitempty"`  // refused for good, oldest first
+	// Held lists the changes the helpdesk holds until its team acts (a
+	// field to fill in), as the running daemon's adapter last saw them;
+	// the daemon fills it in (adapters.Holder).
+	Held    []adapters.HeldError `json:"held,omitempty"`
+	Pending []EntryStatus        `json:"pending,omitempty"` // waiting to be sent, oldest first
+	Failed  []EntryStatus        `json:"failed,omitempty"`  // refused for good, oldest first
 }
 
 // StatusCounts sums the tickets up by how the engine treats them.
 type StatusCounts struct {
 	Tickets  int `json:"tickets"`
 	Active   int `json:"active"`  // read every cycle
-	Quiet    int `json:"quiet"`   // read less often
+	Quiet    int `json:"quiet"`   // nothing changed lately: read when a list shows a change, or at the full-read slot
 	Closed   int `json:"closed"`  // closed upstream, read at the closed interval
 	Retired  int `json:"retired"` // not read any more
 	Failing  int `json:"failing"` // the last try failed
@@ -191,7 +196,7 @@ func countTickets(s Status) StatusCounts {
 			c.Failing++
 		case t.DueReason == DueClosed:
 			c.Closed++
-		case t.DueReason == DueQuiet:
+		case t.DueReason == DueQuiet || t.DueReason == DueFull:
 			c.Quiet++
 		default:
 			c.Active++

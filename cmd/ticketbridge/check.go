@@ -158,8 +158,24 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 	c.checkState(cfg)
 	if cfgOK {
 		c.checkFullReads(cfg)
+		c.checkHeld(cfg)
 	}
 	return c.verdict()
+}
+
+// checkHeld fails when the running daemon's helpdesk holds changes until
+// its team acts (adapters.HeldError), naming each and what it needs.
+func (c *checker) checkHeld(cfg Config) {
+	snap, err := readSnapshot(cfg.State + statusSuffix)
+	if err != nil || len(snap.Held) == 0 {
+		return
+	}
+	var what []string
+	for _, h := range snap.Held {
+		what = append(what, h.Error())
+	}
+	c.report(fail("held changes", "do in the helpdesk what each names (for example fill in the fields required on solve); the daemon tries again every few minutes",
+		"as the daemon saw at %s, the helpdesk holds %d changes: %s", snap.At.Local().Format(time.DateTime), len(snap.Held), strings.Join(what, "; ")))
 }
 
 // checkFullReads says how often every open request is read whatever the

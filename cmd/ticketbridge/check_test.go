@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"net"
 	"os"
 	"path/filepath"
@@ -318,6 +320,20 @@ func TestCheckStateFile(t *testing.T) {
 		out, code, v := h.check()
 		if code != 0 || v["full reads"] != checkPass || !strings.Contains(out, "at least every 5m0s, shortened from 10m0s") {
 			t.Fatalf("exit %d, full reads %q:\n%s", code, v["full reads"], out)
+		}
+	})
+	t.Run("changes held by the helpdesk", func(t *testing.T) {
+		h := newHotel(t)
+		snap := sync.Status{At: time.Now(), Tickets: []sync.TicketStatus{},
+			Held: []adapters.HeldError{{Ref: "42", Op: "set status done", Need: "the field Room number is required on solve"}}}
+		body, err := json.Marshal(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, h.vars["TICKETBRIDGE_STATE"]+statusSuffix, string(body), 0o600)
+		out, code, v := h.check()
+		if code != 1 || v["held changes"] != checkFail || !strings.Contains(out, "Room number is required on solve") {
+			t.Fatalf("exit %d, held %q:\n%s", code, v["held changes"], out)
 		}
 	})
 	t.Run("unwritable directory", func(t *testing.T) {

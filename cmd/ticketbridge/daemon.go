@@ -142,7 +142,8 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			tel.cycleDone(r, err)
-			writeSnapshot(w.store, w.cfg.State+statusSuffix, log)
+			writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, log)
+			tel.observeHeld(held(ctx, w.hd))
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
 			}
@@ -157,9 +158,10 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 // writeSnapshot writes the status snapshot of st to path, atomically and
 // readable by the owner only. Failures are logged: the snapshot is a
 // convenience, the state file is the truth.
-func writeSnapshot(st *state.Store, path string, log *slog.Logger) {
+func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) {
 	s, err := sync.ReadStatus(st, time.Now())
 	if err == nil {
+		s.Held = held(context.Background(), hd)
 		var b []byte
 		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
 			err = atomicfile.WriteFile(path, append(b, '\n'), 0o600)
@@ -168,6 +170,15 @@ func writeSnapshot(st *state.Store, path string, log *slog.Logger) {
 	if err != nil {
 		log.Warn("write status snapshot: "+err.Error(), "op", "status", "path", path)
 	}
+}
+
+// held returns the changes the helpdesk holds until its team acts, when the
+// adapter can tell (adapters.Holder).
+func held(ctx context.Context, hd adapters.Helpdesk) []adapters.HeldError {
+	if h, ok := hd.(adapters.Holder); ok {
+		return h.Held(ctx)
+	}
+	return nil
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the
@@ -210,7 +221,7 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		rep, err = w.dryRun(ctx, stdout)
 	} else {
 		rep, err = w.engine.RunCycle(ctx)
-		writeSnapshot(w.store, cfg.State+statusSuffix, log)
+		writeSnapshot(w.store, w.hd, cfg.State+statusSuffix, log)
 		if src.service {
 			// Run by root in a shell: what the cycle made in the service's
 			// state directory, and in the staff's helpdesk folder, must
@@ -413,6 +424,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 	fmt.Fprintf(tw, "Last success\t%s\n", when(s.LastSuccess))
 	if s.FullRead != nil {
 		fmt.Fprintf(tw, "Full reads\t%s\n", s.FullRead)
+	}
+	for _, h := range s.Held {
+		fmt.Fprintf(tw, "Held by the helpdesk\t%s\n", h.Error())
 	}
 	c := s.Counts
 	fmt.Fprintf(tw, "Tickets\t%d tracked: %d active, %d quiet, %d closed, %d retired, %d failing\n",

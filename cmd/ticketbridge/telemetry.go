@@ -158,6 +158,7 @@ type metrics struct {
 	lastCycle     prometheus.Gauge
 	ready         prometheus.Gauge
 	detect        *prometheus.CounterVec
+	held          prometheus.Gauge
 }
 
 // Label values.
@@ -235,13 +236,17 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "ticketbridge_ready",
 			Help: "1 while /readyz answers 200, else 0.",
 		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_helpdesk_held_changes",
+			Help: "Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes.",
+		}),
 		detect: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketbridge_ticket_reads_total",
 			Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
 		}, []string{"cause"}),
 	}
 	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.apiRequests, m.apiDuration, m.mirrored,
-		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect} {
+		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held} {
 		f(c)
 	}
 	v, c, g := buildVersion()
@@ -495,6 +500,11 @@ func errorKind(err error) string {
 		return errKindCanceled
 	}
 	return errKindCycle
+}
+
+// observeHeld sets the gauge of the changes the helpdesk holds.
+func (t *telemetry) observeHeld(h []adapters.HeldError) {
+	t.m.held.Set(float64(len(h)))
 }
 
 // observeStats sets the gauges taken from the state file.
