@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/ticketbridge/ticketbridge/adapters"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
