@@ -655,12 +655,19 @@ func boolFloat(b bool) float64 {
 // request bodies capped.
 func (t *telemetry) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
+	metrics := promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 		Timeout:             scrapeTimeout,
-	}))
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		// Readiness depends on the clock too (nothing synced for
+		// TICKETBRIDGE_CYCLE_MAX): judge it at each scrape.
+		ok, _ := t.ready(t.now())
+		t.m.ready.Set(boolFloat(ok))
+		metrics.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		plain(w, http.StatusOK, "ok")
 	})
