@@ -29,6 +29,8 @@ const (
 	// statusSuffix names the status snapshot the daemon writes after each
 	// cycle, for `ticketbridge status` while the daemon holds the state.
 	statusSuffix = ".status.json"
+	// snapshotEvery is the shortest time between two status snapshots.
+	snapshotEvery = 10 * time.Second
 	// backupSuffix names the live copy the daemon writes on SIGUSR1.
 	backupSuffix = ".backup"
 )
@@ -134,6 +136,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		wg.Wait()
 	}()
 
+	var lastSnapshot time.Time
 	s := &sync.Scheduler{
 		Schedule: eng.Schedule(),
 		Cycle: func(ctx context.Context) (sync.Report, error) {
@@ -142,7 +145,13 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			tel.cycleDone(r, err)
-			writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, log)
+			// The snapshot reads every record: at short schedules it is
+			// written at most every snapshotEvery, and after every cycle
+			// that did not sync.
+			if now := time.Now(); now.Sub(lastSnapshot) >= snapshotEvery || !r.Synced {
+				writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, log)
+				lastSnapshot = now
+			}
 			tel.observeHeld(held(ctx, w.hd))
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
