@@ -14,6 +14,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -134,7 +135,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		e.now = time.Now
 	}
 	if e.sleep == nil {
-		e.sleep = sleepCtx
+		e.sleep = httpretry.Sleep
 	}
 	return e, nil
 }
@@ -459,15 +460,3 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
 
 // validID reports whether id can key a state record (see state.CheckID).
 func validID(id string) bool { return state.CheckID(id) == nil }
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
