@@ -45,7 +45,7 @@ trap cleanup EXIT
 free_port() {
 	local p
 	for _ in $(seq 1 200); do
-		p=$((20000 + RANDOM % 20000))
+		p=$((10000 + RANDOM % 20000)) # below the ephemeral range (32768 and up), which client sockets take
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
