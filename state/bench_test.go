@@ -61,7 +61,7 @@ func BenchmarkCycleUpdate(b *testing.B) {
 		b.Fatal(err)
 	}
 	var used int64
-	_ = s.View(func(tx *Tx) error { used = tx.tx.Size(); return nil })
+	_ = s.View(func(tx *Tx) error { used = tx.kv.(boltTx).tx.Size(); return nil })
 	b.ReportMetric(float64(fi.Size())/float64(msgs)*1000, "file-bytes/1000msgs")
 	b.ReportMetric(float64(used)/float64(msgs)*1000, "used-bytes/1000msgs")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(msgs), "ns/msg")
