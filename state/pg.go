@@ -128,6 +128,10 @@ func acquirePool(rawURL string) (*sharedPool, error) {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "ticketbridge"
+	// Each statement travels with its arguments' types, unprepared: one
+	// round trip per exchange, always (a statement cache would add a
+	// prepare round trip on each connection's first use of a statement).
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, redact(fmt.Errorf("connect to PostgreSQL: %w", err), p.secret)
@@ -410,6 +414,10 @@ type pgTx struct {
 
 	writes   map[string]map[string]pgWrite // bucket -> key -> write
 	prefixes []pgPrefix                    // deleted prefixes, in order
+	// reads remembers what get and getMany read (nil: absent): the
+	// snapshot does not change under the transaction, so a key is read
+	// from the database once.
+	reads map[string]map[string][]byte
 	counts   map[string]int                // key counts of a view, read once
 }
 
@@ -487,12 +495,41 @@ func (t *pgTx) buffered(bucket string, key []byte) (val []byte, found bool) {
 		}
 		return w.val, true
 	}
-	for _, p := range t.prefixes {
-		if p.bucket == bucket && bytes.HasPrefix(key, p.prefix) {
-			return nil, true
-		}
+	if t.deletedPrefix(bucket, key) {
+		return nil, true
+	}
+	if v, ok := t.reads[bucket][string(key)]; ok {
+		return v, true
 	}
 	return nil, false
+}
+
+// written reports whether the transaction's writes decide key.
+func (t *pgTx) written(bucket string, key []byte) bool {
+	_, ok := t.writes[bucket][string(key)]
+	return ok || t.deletedPrefix(bucket, key)
+}
+
+func (t *pgTx) deletedPrefix(bucket string, key []byte) bool {
+	for _, p := range t.prefixes {
+		if p.bucket == bucket && bytes.HasPrefix(key, p.prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// remember records a value read from the database (nil: absent).
+func (t *pgTx) remember(bucket string, key, val []byte) {
+	if t.reads == nil {
+		t.reads = map[string]map[string][]byte{}
+	}
+	m := t.reads[bucket]
+	if m == nil {
+		m = map[string][]byte{}
+		t.reads[bucket] = m
+	}
+	m[string(key)] = val
 }
 
 func (t *pgTx) get(bucket string, key []byte) ([]byte, error) {
@@ -513,6 +550,9 @@ func (t *pgTx) get(bucket string, key []byte) ([]byte, error) {
 		}
 		return err
 	})
+	if err == nil {
+		t.remember(bucket, key, val)
+	}
 	return val, err
 }
 
@@ -555,6 +595,11 @@ func (t *pgTx) getMany(bucket string, keys [][]byte) ([][]byte, error) {
 		}
 		return rows.Err()
 	})
+	if err == nil {
+		for _, k := range ask {
+			t.remember(bucket, k, out[idx[string(k)][0]])
+		}
+	}
 	return out, err
 }
 
@@ -576,7 +621,7 @@ func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) er
 			if err := r.Scan(&k, &v); err != nil {
 				return err
 			}
-			if _, ok := t.buffered(bucket, k); ok {
+			if t.written(bucket, k) {
 				continue // the buffer's version is added below
 			}
 			rows = append(rows, kv{k, v})
