@@ -417,8 +417,8 @@ type pgTx struct {
 	// reads remembers what get and getMany read (nil: absent): the
 	// snapshot does not change under the transaction, so a key is read
 	// from the database once.
-	reads map[string]map[string][]byte
-	counts   map[string]int                // key counts of a view, read once
+	reads  map[string]map[string][]byte
+	counts map[string]int // key counts of a view, read once
 }
 
 type pgPrefix struct {
