@@ -68,7 +68,7 @@ func postgresBackend(t *testing.T) testBackend {
 
 // pgSchemaURL makes a PostgreSQL schema for the test, dropped after it,
 // and returns base with a search_path that puts the tables there.
-func pgSchemaURL(t *testing.T, base string) string {
+func pgSchemaURL(t testing.TB, base string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

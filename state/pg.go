@@ -76,6 +76,8 @@ type pgBackend struct {
 	hotel string
 	// wmu serialises the store's updates, as bbolt does.
 	wmu gosync.Mutex
+	// commits counts the updates committed, for the benchmarks.
+	commits atomic.Int64
 }
 
 // sharedPool is a pgxpool shared by the stores opened with one URL.
@@ -343,7 +345,11 @@ func (b *pgBackend) view(fn func(kvTx) error) error {
 func (b *pgBackend) update(fn func(kvTx) error) error {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	return b.run(true, fn)
+	err := b.run(true, fn)
+	if err == nil {
+		b.commits.Add(1)
+	}
+	return err
 }
 
 func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
