@@ -1,26 +1,22 @@
 package state
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
 
 // postgresEnv names the variable that holds the URL of a PostgreSQL
 // database the tests may use; deploy/dev/postgres.sh start prints it.
 // Each test works in a PostgreSQL schema of its own, dropped after it.
-const postgresEnv = "TICKETBRIDGE_TEST_POSTGRES"
-
-const postgresSkip = "PostgreSQL state tests skipped: set " + postgresEnv +
-	"=postgres://... (deploy/dev/postgres.sh start prints it) to run them"
+const (
+	postgresEnv  = statetest.Env
+	postgresSkip = statetest.SkipMessage
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(postgresEnv) == "" {
@@ -70,40 +66,7 @@ func postgresBackend(t *testing.T) testBackend {
 // and returns base with a search_path that puts the tables there.
 func pgSchemaURL(t testing.TB, base string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", postgresEnv, redact(err, pgPassword(base)))
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "tbtest_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("connect to drop schema %s: %v", schema, redact(err, pgPassword(base)))
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("%s does not parse: %v", postgresEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return statetest.SchemaURL(t, base)
 }
 
 func pgPassword(rawURL string) string {

@@ -112,6 +112,15 @@ func CheckHotel(name string) error {
 	return nil
 }
 
+// Redacted returns a TICKETBRIDGE_STATE value fit for logs and output: a
+// PostgreSQL URL with its password replaced by "xxxxx", a path as it is.
+func Redacted(state string) string {
+	if IsURL(state) {
+		return redactURL(state)
+	}
+	return state
+}
+
 // IsURL reports whether a TICKETBRIDGE_STATE value names a PostgreSQL
 // database (postgres:// or postgresql://) rather than a bbolt file.
 func IsURL(state string) bool {

@@ -36,8 +36,9 @@ func DryRun(ctx context.Context, cfg Config, statePath string, deps Deps, plan i
 	}
 	defer os.RemoveAll(dir)
 	copyPath := filepath.Join(dir, "state.db")
-	if _, err := os.Stat(statePath); err == nil {
-		if err := state.BackupFile(ctx, statePath, copyPath); err != nil {
+	if _, err := os.Stat(statePath); err == nil || state.IsURL(statePath) {
+		err := state.BackupFile(ctx, statePath, copyPath)
+		if err != nil && !(state.IsURL(statePath) && errors.Is(err, state.ErrNotStateFile)) { // a database without this hotel yet: empty state
 			return Report{}, fmt.Errorf("dry run: copy state: %w", err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
