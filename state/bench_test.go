@@ -232,7 +232,7 @@ func (s *Store) counters() (commits, roundTrips int64) {
 	case *boltBackend:
 		return be.commits.Load(), 0
 	case *pgBackend:
-		return be.commits.Load(), be.pool.roundTrips.Load()
+		return be.commits.Load(), be.pool.Load().roundTrips.Load()
 	}
 	return 0, 0
 }

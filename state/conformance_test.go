@@ -542,9 +542,9 @@ func TestPostgresRoundTrips(t *testing.T) {
 	b := postgresBackend(t)
 	s, _ := b.openTest(t, Options{})
 	rt := func(fn func()) int64 {
-		before := s.pg.pool.roundTrips.Load()
+		before := s.pg.pool.Load().roundTrips.Load()
 		fn()
-		return s.pg.pool.roundTrips.Load() - before
+		return s.pg.pool.Load().roundTrips.Load() - before
 	}
 	if n := rt(func() {
 		update(t, s, func(tx *Tx) error {

@@ -72,7 +72,7 @@ var pgMigrations = []pgMigration{
 // pgBackend keeps one hotel's buckets in a PostgreSQL database. Stores of
 // one process opened with the same URL share a connection pool.
 type pgBackend struct {
-	pool  *sharedPool
+	pool  atomic.Pointer[sharedPool] // nil once closed
 	hotel string
 	// wmu serialises the store's updates, as bbolt does.
 	wmu gosync.Mutex
@@ -223,7 +223,8 @@ func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", s.path, err)
 	}
-	b := &pgBackend{pool: p, hotel: s.hotel}
+	b := &pgBackend{hotel: s.hotel}
+	b.pool.Store(p)
 	s.pg, s.be = b, b
 	if err := b.initSchema(ctx, s, migs); err != nil {
 		p.release()
@@ -241,7 +242,7 @@ func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration
 	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
 	defer cancel()
 	target := len(migs)
-	tx, err := b.pool.pool.BeginTx(ctx, pgx.TxOptions{})
+	tx, err := b.pool.Load().pool.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return err
 	}
@@ -328,9 +329,8 @@ func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration
 }
 
 func (b *pgBackend) close() error {
-	if b.pool != nil {
-		b.pool.release()
-		b.pool = nil
+	if p := b.pool.Swap(nil); p != nil {
+		p.release()
 	}
 	return nil
 }
@@ -353,7 +353,7 @@ func (b *pgBackend) update(fn func(kvTx) error) error {
 }
 
 func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
-	p := b.pool
+	p := b.pool.Load()
 	if p == nil {
 		return errClosed
 	}
@@ -380,7 +380,7 @@ func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
 
 // dataBytes is the size of the hotel's keys and values.
 func (b *pgBackend) dataBytes() (int64, error) {
-	p := b.pool
+	p := b.pool.Load()
 	if p == nil {
 		return 0, errClosed
 	}
