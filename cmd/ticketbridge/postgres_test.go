@@ -27,7 +27,7 @@ func TestPostgresState(t *testing.T) {
 	}
 	a := b.ticket("towels")
 
-	out, code, v := runChecks(t, b.envFile(), checkOptions{Registry: daemonAdapters()})
+	out, _, v := runChecks(t, b.envFile(), checkOptions{Registry: daemonAdapters()})
 	noPassword("check", out)
 	if v["state database"] != checkPass || !strings.Contains(out, "holds no state yet") {
 		t.Errorf("check before the first run: state database %q:\n%s", v["state database"], out)
@@ -56,7 +56,7 @@ func TestPostgresState(t *testing.T) {
 	// not discovered and adopted again.
 	mustContain(t, "dry run", out, "would post a reply the guest sees to ticket "+a, "tickets discovered 0")
 
-	out, code, v = runChecks(t, b.envFile(), checkOptions{Registry: daemonAdapters()})
+	out, _, v = runChecks(t, b.envFile(), checkOptions{Registry: daemonAdapters()})
 	noPassword("check", out)
 	if v["state database"] != checkPass || !strings.Contains(out, "1 tickets tracked") {
 		t.Errorf("check after a run: state database %q:\n%s", v["state database"], out)
