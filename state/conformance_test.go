@@ -586,3 +586,37 @@ func TestPostgresRoundTrips(t *testing.T) {
 		t.Errorf("View listing the pending journal: %d round trips, want 3 (with COMMIT)", n)
 	}
 }
+
+// A connection lost inside an Update fails it, keeps nothing of it, and
+// the store goes on with a new connection.
+func TestPostgresLostConnection(t *testing.T) {
+	b := postgresBackend(t)
+	s, loc := b.openTest(t, Options{})
+	seed(t, s)
+	before := dump(t, s)
+	err := s.Update(func(tx *Tx) error {
+		if _, _, err := tx.Ticket("t1"); err != nil { // the transaction begins
+			return err
+		}
+		if err := tx.PutTicket(Ticket{ID: "t9"}); err != nil {
+			return err
+		}
+		pid := tx.kv.(*pgTx).conn.Conn().PgConn().PID()
+		pgExec(t, loc, `SELECT pg_terminate_backend($1)`, int32(pid))
+		return nil
+	})
+	if err == nil || !strings.HasPrefix(err.Error(), "commit state postgres://") {
+		t.Fatalf("Update on a terminated connection: err = %v, want a commit error", err)
+	}
+	t.Log(err)
+	if after := dump(t, s); after != before {
+		t.Errorf("state changed by the failed Update:\nbefore %s\nafter  %s", before, after)
+	}
+	update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t9"}) })
+	view(t, s, func(tx *Tx) error {
+		if _, ok, err := tx.Ticket("t9"); !ok || err != nil {
+			t.Errorf("t9 after recovery: %t, %v", ok, err)
+		}
+		return nil
+	})
+}

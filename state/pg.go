@@ -378,19 +378,6 @@ func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
 	return nil
 }
 
-// dataBytes is the size of the hotel's keys and values.
-func (b *pgBackend) dataBytes() (int64, error) {
-	p := b.pool.Load()
-	if p == nil {
-		return 0, errClosed
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), pgRoundTripTimeout)
-	defer cancel()
-	var n int64
-	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(octet_length(key) + octet_length(value)), 0)::bigint FROM `+pgStateTable+` WHERE hotel = $1`, b.hotel).Scan(&n)
-	return n, redact(err, p.secret)
-}
-
 // pgWrite is a buffered write: a value, or a deletion.
 type pgWrite struct {
 	val []byte
@@ -425,6 +412,7 @@ type pgTx struct {
 	// from the database once.
 	reads  map[string]map[string][]byte
 	counts map[string]int // key counts of a view, read once
+	bytes  int64          // the hotel's key and value bytes, read with counts
 }
 
 type pgPrefix struct {
@@ -662,7 +650,7 @@ func (t *pgTx) count(bucket string) (int, error) {
 	if t.counts == nil {
 		counts := map[string]int{}
 		err := t.exchange(func(b *pgx.Batch) {
-			b.Queue(`SELECT bucket, count(*) FROM `+pgStateTable+` WHERE hotel = $1 GROUP BY bucket`, t.b.hotel)
+			b.Queue(`SELECT bucket, count(*), sum(octet_length(key) + octet_length(value))::bigint FROM `+pgStateTable+` WHERE hotel = $1 GROUP BY bucket`, t.b.hotel)
 		}, func(br pgx.BatchResults) error {
 			rows, err := br.Query()
 			if err != nil {
@@ -671,11 +659,12 @@ func (t *pgTx) count(bucket string) (int, error) {
 			defer rows.Close()
 			for rows.Next() {
 				var name string
-				var n int64
-				if err := rows.Scan(&name, &n); err != nil {
+				var n, size int64
+				if err := rows.Scan(&name, &n, &size); err != nil {
 					return err
 				}
 				counts[name] = int(n)
+				t.bytes += size
 			}
 			return rows.Err()
 		})

@@ -89,17 +89,15 @@ func (s *Store) Stats() (Stats, error) {
 			}
 		}
 		st.JournalSent -= st.JournalPending + st.JournalFailed
+		if pt, ok := tx.kv.(*pgTx); ok {
+			st.DataBytes = pt.bytes // read with the counts
+		}
 		return nil
 	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("summarise state %s: %w", s.path, err)
 	}
-	switch {
-	case s.pg != nil:
-		if st.DataBytes, err = s.pg.dataBytes(); err != nil {
-			return Stats{}, fmt.Errorf("summarise state %s: %w", s.path, err)
-		}
-	default:
+	if s.pg == nil {
 		if fi, err := os.Stat(s.path); err == nil {
 			st.FileSize = fi.Size()
 		}
