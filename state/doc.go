@@ -116,8 +116,10 @@
 // predicate locks. Stores of one process opened with the same URL share a
 // connection pool (pool_max_conns in the URL sizes it).
 //
-// There is no file lock: readers (ticketbridge status) read the database
-// while the daemon runs, and [Options.LockTimeout] does not apply. [Stats]
+// There is no lock like bbolt's: readers (ticketbridge status) read the
+// database while the daemon runs, [Options.LockTimeout] does not apply, and
+// a second read-write Store of the same hotel opens; only the commit check
+// above keeps the two from overwriting each other's transactions. [Stats]
 // reports no FileSize (there is no file) but DataBytes. [Store.BackupFile]
 // copies the hotel, as of one snapshot, into a bbolt state file; backing up
 // the database is pg_dump's job. The URL's password never appears in an
