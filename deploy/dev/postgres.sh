@@ -11,6 +11,11 @@
 #   deploy/dev/postgres.sh stop     stop the cluster and delete its data
 #   deploy/dev/postgres.sh status   say whether it runs and answers
 #
+# Installing (as root, when initdb is missing) runs apt-get update and
+# installs postgresql and postgresql-client; a drop-in in
+# /etc/postgresql-common/createcluster.d keeps the package from making and
+# starting its own cluster on port 5432.
+#
 # `start` is idempotent: run twice, it finds the cluster running and prints
 # the same lines (the password is kept, readable by the invoking user only,
 # next to the data directory). Run as root, the cluster runs as the system
@@ -55,6 +60,11 @@ install_pg() {
   [ "$(id -u)" = 0 ] || die "PostgreSQL is not installed and installing it needs root: run as root, or install postgresql yourself"
   command -v apt-get >/dev/null || die "PostgreSQL is not installed and this is no Debian-like system: install PostgreSQL (initdb, pg_ctl, psql) yourself"
   say "installing PostgreSQL (apt-get)"
+  # This script runs clusters of its own: the package need not make and
+  # start its "main" cluster on port 5432.
+  mkdir -p /etc/postgresql-common/createcluster.d
+  printf '# Written by ticketbridge deploy/dev/postgres.sh.\ncreate_main_cluster = false\n' \
+    >/etc/postgresql-common/createcluster.d/90-ticketbridge-dev.conf
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >&2
   apt-get install -y -qq --no-install-recommends postgresql postgresql-client >&2
