@@ -370,7 +370,7 @@ func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
 		}
 	}()
 	if err := fn(t); err != nil {
-		return err
+		return redact(err, p.secret) // err itself when the password is not in it
 	}
 	if err := t.commit(); err != nil {
 		return redact(err, p.secret)
