@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,7 +19,17 @@ import (
 // number of bytes written. It runs in a read transaction (bbolt's
 // Tx.WriteTo), so Updates go on while it copies and the copy is the state
 // as of its start. Cancelling ctx stops the copy at its next write.
+//
+// On PostgreSQL the copy is a bbolt state file holding the hotel's
+// records as of one snapshot (see [Store.BackupFile]).
 func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	if s.pg != nil {
+		n, err := s.pgBackup(ctx, w)
+		if err != nil {
+			return n, fmt.Errorf("back up state %s (hotel %s): %w", s.path, s.hotel, err)
+		}
+		return n, nil
+	}
 	n, err := backup(ctx, s.db, w)
 	if err != nil {
 		return n, fmt.Errorf("back up state file %s: %w", s.path, err)
@@ -30,7 +41,21 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
 // a temporary file in dest's directory is written, fsync'ed and renamed over
 // dest (mode 0600), and the directory is fsync'ed. dest is replaced when it
 // exists; a failed backup leaves it as it was. Updates go on meanwhile.
+//
+// On PostgreSQL it writes the hotel's records, as of one snapshot, into a
+// new bbolt state file: a logical copy that `TICKETBRIDGE_STATE=dest` can
+// run on, or that helps inspect one hotel. It is no backup of the database
+// (that is pg_dump's job, or the database's own backups).
 func (s *Store) BackupFile(ctx context.Context, dest string) error {
+	if s.pg != nil {
+		if err := writeBackup(ctx, "", dest, func(w io.Writer) error {
+			_, err := s.pgBackup(ctx, w)
+			return err
+		}); err != nil {
+			return fmt.Errorf("back up state %s (hotel %s) to %s: %w", s.path, s.hotel, dest, err)
+		}
+		return nil
+	}
 	if err := writeBackup(ctx, s.path, dest, func(w io.Writer) error {
 		_, err := backup(ctx, s.db, w)
 		return err
@@ -46,7 +71,18 @@ func (s *Store) BackupFile(ctx context.Context, dest string) error {
 // [ErrLocked]; stop the daemon first, or have the daemon make the copy with
 // Store.BackupFile. It copies files of any schema version, older and newer
 // ones included, so it can save a file before an upgrade.
+//
+// For a PostgreSQL URL it copies the default hotel's records into a bbolt
+// file, as [Store.BackupFile] does, while the daemon runs.
 func BackupFile(ctx context.Context, statePath, dest string) error {
+	if IsURL(statePath) {
+		s, err := Open(statePath, Options{ReadOnly: true})
+		if err != nil {
+			return fmt.Errorf("back up state to %s: %w", dest, err)
+		}
+		defer func() { _ = s.Close() }()
+		return s.BackupFile(ctx, dest)
+	}
 	return backupFile(ctx, statePath, dest, DefaultLockTimeout)
 }
 
@@ -130,7 +166,7 @@ func writeBackup(ctx context.Context, src, dest string, fill func(io.Writer) err
 		if fi.IsDir() {
 			return fmt.Errorf("%w: %s is a directory; name the backup file", ErrInvalid, dest)
 		}
-		if si, err := os.Stat(src); err == nil && os.SameFile(si, fi) {
+		if si, err := os.Stat(src); src != "" && err == nil && os.SameFile(si, fi) {
 			return fmt.Errorf("%w: the backup would overwrite the state file itself", ErrInvalid)
 		}
 	}
@@ -140,4 +176,47 @@ func writeBackup(ctx context.Context, src, dest string, fill func(io.Writer) err
 		}
 		return ctx.Err()
 	})
+}
+
+// pgBackup copies the hotel's records, in one snapshot, into a bbolt state
+// file made in a temporary directory, and writes that file to w.
+func (s *Store) pgBackup(ctx context.Context, w io.Writer) (int64, error) {
+	dir, err := os.MkdirTemp("", "ticketbridge-backup-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "state.db")
+	dst, err := Open(path, Options{Now: s.now, Hotel: s.hotel})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = dst.Close() }()
+	var seq int64
+	err = s.be.view(func(src kvTx) error {
+		return dst.be.update(func(d kvTx) error {
+			for _, name := range allBuckets {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				err := src.scan(name, nil, func(k, v []byte) error {
+					return d.put(name, k, v)
+				})
+				if err != nil {
+					return fmt.Errorf("copy %s: %w", name, err)
+				}
+			}
+			if pt, ok := src.(*pgTx); ok {
+				var err error
+				if seq, err = pt.journalSeq(); err != nil {
+					return err
+				}
+			}
+			return d.(boltTx).bucket(bucketJournal).SetSequence(uint64(seq))
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return dst.Backup(ctx, w)
 }

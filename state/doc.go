@@ -1,8 +1,16 @@
-// Package state is ticketbridge's persistent memory: one bbolt file that
-// holds everything the sync engine must remember between cycles and across
-// restarts.
+// Package state is ticketbridge's persistent memory: everything the sync
+// engine must remember between cycles and across restarts, in one bbolt
+// file (the default) or in a PostgreSQL database (see "PostgreSQL" below).
+//
+// The records, their checks and the journal's indexes are written once,
+// over a small key-value transaction (named buckets of ordered byte keys:
+// get, put, delete, prefix scan, a sequence) that each backend implements;
+// callers see only [Store] and [Tx]. One conformance suite runs on both.
 //
 // # What is stored
+//
+// The layout below is the bbolt file's; PostgreSQL keeps the same buckets
+// and keys as rows (see "PostgreSQL").
 //
 // Every value is a JSON object carrying a record version in its "v" field, so
 // the file can be inspected with any bbolt tool and a record of an unknown
@@ -48,13 +56,16 @@
 //
 // # Durability
 //
-// Each [Store.Update] is one bbolt commit: the changed pages are written and
+// On bbolt, each [Store.Update] is one commit: the changed pages are written and
 // fdatasync'ed, then the meta page is written and fdatasync'ed. So an Update
 // costs two fsyncs however many records it writes (a third when the file
 // grows), and after it returns nil its changes survive a crash or power
 // loss; if it returns an error, or its function does, nothing of it was
 // written. The engine groups a cycle's work into a few Updates, so a cycle
-// costs a bounded number of fsyncs. [Store.View] never writes.
+// costs a bounded number of fsyncs. [Store.View] never writes. On
+// PostgreSQL an Update that returned nil was committed, as durably as the
+// server's synchronous_commit setting makes it (by default: flushed to the
+// write-ahead log); one that failed left nothing.
 //
 // # Locking
 //
@@ -74,11 +85,51 @@
 // a read-write Open tightens it to 0600 and logs a warning; a read-only open
 // only logs the warning (it changes nothing on disk).
 //
+// # PostgreSQL
+//
+// [Open] of a postgres:// or postgresql:// URL keeps the state in that
+// database, in three tables shared by any number of hotels: every row
+// carries its hotel ([Options.Hotel], default [DefaultHotel]).
+//
+//	ticketbridge_schema   version                   the schema version, one row
+//	ticketbridge_hotels   hotel, created_at,        one row per hotel; every
+//	                      journal_seq, commits      Update's commit goes through it
+//	ticketbridge_state    hotel, bucket, key, value a row per bucket key above
+//	                      (primary key hotel, bucket, key; key and value bytea)
+//
+// Schema versions are forward-only as a file's: the migrations an older
+// database needs run in one transaction at Open (PostgreSQL's DDL is
+// transactional), under an advisory lock so that replicas starting
+// together migrate once; a database of a newer schema is refused with
+// [ErrNewerSchema]. Take a pg_dump before upgrading: no copy is made.
+//
+// An Update is one transaction at REPEATABLE READ. It begins with its first
+// read (BEGIN travels in the same round trip), buffers its writes (its
+// reads see them), remembers what it read (its snapshot does not change),
+// and at the end sends every write, the hotel's commit row and COMMIT in
+// one pipelined round trip. So an Update costs one round trip per read that
+// its writes and earlier reads cannot answer, plus one, however much it
+// writes. A View costs one round trip per read plus one for COMMIT. Two
+// Updates of one hotel both write its commit row, so under REPEATABLE READ
+// the one that did not see the other's commit fails with [ErrConflict] and
+// keeps nothing: writers of a hotel are serialised without SERIALIZABLE's
+// predicate locks. Stores of one process opened with the same URL share a
+// connection pool (pool_max_conns in the URL sizes it).
+//
+// There is no lock like bbolt's: readers (ticketbridge status) read the
+// database while the daemon runs, [Options.LockTimeout] does not apply, and
+// a second read-write Store of the same hotel opens; only the commit check
+// above keeps the two from overwriting each other's transactions. [Stats]
+// reports no FileSize (there is no file) but DataBytes. [Store.BackupFile]
+// copies the hotel, as of one snapshot, into a bbolt state file; backing up
+// the database is pg_dump's job. The URL's password never appears in an
+// error or in [Store.Path].
+//
 // # What this package is not
 //
-// It holds no sync logic and talks to no network: it does not decide when a
-// ticket is due, what a status means or whether an event should be sent. It
-// only stores what the engine tells it, checks that each record is well
+// It holds no sync logic and talks to nothing but its file or database: it
+// does not decide when a ticket is due, what a status means or whether an
+// event should be sent. It only stores what the engine tells it, checks that each record is well
 // formed, and answers the engine's lookups. Values it returns are copies; none
 // aliases the memory-mapped file.
 package state

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // seqKey is the index key of a journal sequence number: 16 hex digits, so
@@ -39,7 +37,10 @@ func (tx *Tx) JournalEntry(eventID string) (e Entry, ok bool, err error) {
 	if err := checkKey("event id", eventID); err != nil {
 		return Entry{}, false, invalid("get journal entry", err)
 	}
-	data := tx.bucket(bucketJournal).Get([]byte(eventID))
+	data, err := tx.kv.get(bucketJournal, []byte(eventID))
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("get journal entry %q: %w", eventID, err)
+	}
 	if data == nil {
 		return Entry{}, false, nil
 	}
@@ -68,9 +69,12 @@ func (tx *Tx) PutJournal(e Entry) (Entry, error) {
 	givenHash := e.PayloadHash
 	e.PayloadHash = e.Payload.Hash()
 
-	jb := tx.bucket(bucketJournal)
 	var old *Entry
-	if data := jb.Get([]byte(e.EventID)); data != nil {
+	data, err := tx.kv.get(bucketJournal, []byte(e.EventID))
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if data != nil {
 		prev, err := decodeEntry(e.EventID, data)
 		if err != nil {
 			return Entry{}, fmt.Errorf("%s: %w", what, err)
@@ -91,10 +95,10 @@ func (tx *Tx) PutJournal(e Entry) (Entry, error) {
 			e.CreatedAt = old.CreatedAt
 		}
 	} else {
-		if err := tx.requireTicket(e.TicketID); err != nil {
-			return Entry{}, invalid(what, err)
+		if err := tx.requireTicket(what, e.TicketID); err != nil {
+			return Entry{}, err
 		}
-		seq, err := jb.NextSequence()
+		seq, err := tx.kv.nextSeq(bucketJournal)
 		if err != nil {
 			return Entry{}, fmt.Errorf("%s: %w", what, err)
 		}
@@ -157,13 +161,13 @@ func (tx *Tx) reindex(old, e *Entry) error {
 			if bytes.Equal(want[name], key) {
 				continue
 			}
-			if err := tx.bucket(name).Delete(key); err != nil {
+			if err := tx.kv.del(name, key); err != nil {
 				return err
 			}
 		}
 	}
 	for name, key := range want {
-		if err := tx.bucket(name).Put(key, []byte(e.EventID)); err != nil {
+		if err := tx.kv.put(name, key, []byte(e.EventID)); err != nil {
 			return err
 		}
 	}
@@ -175,17 +179,31 @@ func (tx *Tx) reindex(old, e *Entry) error {
 // reported together in an error matching ErrCorrupt; the entries returned
 // with it are valid.
 func (tx *Tx) listIndex(name string, prefix []byte) ([]Entry, error) {
+	var keys, ids [][]byte
+	err := tx.kv.scan(name, prefix, func(k, v []byte) error {
+		keys = append(keys, bytes.Clone(k))
+		ids = append(ids, bytes.Clone(v))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", name, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// One lookup for all entries: one round trip on PostgreSQL.
+	vals, err := tx.kv.getMany(bucketJournal, ids)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", name, err)
+	}
 	var (
 		out     []Entry
 		corrupt []error
 	)
-	jb := tx.bucket(bucketJournal)
-	c := tx.bucket(name).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		id := string(v)
-		data := jb.Get(v)
+	for i, data := range vals {
+		id := string(ids[i])
 		if data == nil {
-			corrupt = append(corrupt, &RecordError{Bucket: name, Key: string(k), Err: fmt.Errorf("points to journal entry %q, which does not exist", id)})
+			corrupt = append(corrupt, &RecordError{Bucket: name, Key: string(keys[i]), Err: fmt.Errorf("points to journal entry %q, which does not exist", id)})
 			continue
 		}
 		e, err := decodeEntry(id, data)
@@ -236,21 +254,23 @@ func (tx *Tx) DeleteJournal(eventID string) error {
 	if err := checkKey("event id", eventID); err != nil {
 		return invalid(what, err)
 	}
-	jb := tx.bucket(bucketJournal)
-	data := jb.Get([]byte(eventID))
+	data, err := tx.kv.get(bucketJournal, []byte(eventID))
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	if data == nil {
 		return nil
 	}
 	if e, err := decodeEntry(eventID, data); err == nil {
 		for name, key := range e.indexes() {
-			if err := tx.bucket(name).Delete(key); err != nil {
+			if err := tx.kv.del(name, key); err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
 		}
 	} else if err := tx.unindex(eventID); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := jb.Delete([]byte(eventID)); err != nil {
+	if err := tx.kv.del(bucketJournal, []byte(eventID)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -261,7 +281,7 @@ func (tx *Tx) DeleteJournal(eventID string) error {
 func (tx *Tx) unindex(eventID string) error {
 	for _, name := range []string{bucketJournalPending, bucketJournalUnmarked, bucketJournalFailed, bucketJournalTicket} {
 		var keys [][]byte
-		err := tx.bucket(name).ForEach(func(k, v []byte) error {
+		err := tx.kv.scan(name, nil, func(k, v []byte) error {
 			if string(v) == eventID {
 				keys = append(keys, bytes.Clone(k))
 			}
@@ -271,7 +291,7 @@ func (tx *Tx) unindex(eventID string) error {
 			return err
 		}
 		for _, k := range keys {
-			if err := tx.bucket(name).Delete(k); err != nil {
+			if err := tx.kv.del(name, k); err != nil {
 				return err
 			}
 		}
@@ -290,7 +310,7 @@ func (tx *Tx) PruneJournal(before time.Time) (int, error) {
 		victims []Entry
 		corrupt []error
 	)
-	err := tx.bucket(bucketJournal).ForEach(func(k, v []byte) error {
+	err := tx.kv.scan(bucketJournal, nil, func(k, v []byte) error {
 		e, err := decodeEntry(string(k), v)
 		if err != nil {
 			corrupt = append(corrupt, err)
@@ -309,16 +329,13 @@ func (tx *Tx) PruneJournal(before time.Time) (int, error) {
 	for i := range victims {
 		e := &victims[i]
 		for name, key := range e.indexes() {
-			if err := tx.bucket(name).Delete(key); err != nil {
+			if err := tx.kv.del(name, key); err != nil {
 				return 0, fmt.Errorf("prune journal entry %q: %w", e.EventID, err)
 			}
 		}
-		if err := tx.bucket(bucketJournal).Delete([]byte(e.EventID)); err != nil {
+		if err := tx.kv.del(bucketJournal, []byte(e.EventID)); err != nil {
 			return 0, fmt.Errorf("prune journal entry %q: %w", e.EventID, err)
 		}
 	}
 	return len(victims), errors.Join(corrupt...)
 }
-
-// keyN counts the keys of a bucket.
-func keyN(b *bolt.Bucket) int { return b.Stats().KeyN }

@@ -151,11 +151,11 @@ func TestMigrationsRunForward(t *testing.T) {
 		if err != nil || !ok || t2.Ref != "RT#2" || t2.UpstreamStatus != "done" {
 			t.Errorf("migrated ticket t2 = %+v, %t, %v", t2, ok, err)
 		}
-		if tx.tx.Bucket([]byte("legacy")) != nil {
+		if tx.kv.(boltTx).tx.Bucket([]byte("legacy")) != nil {
 			t.Errorf("legacy bucket still there")
 		}
 		for _, name := range allBuckets {
-			if tx.tx.Bucket([]byte(name)) == nil {
+			if tx.kv.(boltTx).tx.Bucket([]byte(name)) == nil {
 				t.Errorf("bucket %s missing after migration", name)
 			}
 		}

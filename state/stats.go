@@ -7,9 +7,17 @@ import (
 
 // Stats is a summary of the state for `ticketbridge status` and metrics.
 type Stats struct {
-	// Schema is the file's schema version; FileSize its size in bytes.
+	// Backend is "bbolt" or "postgres" (see [Store.Backend]).
+	Backend string
+	// Schema is the schema version. FileSize is the bbolt file's size in
+	// bytes; 0 on PostgreSQL, where the hotel's rows share tables with
+	// other hotels (see DataBytes).
 	Schema   int
 	FileSize int64
+	// DataBytes is, on PostgreSQL, the size of the hotel's keys and
+	// values (the database's own overhead and indexes not counted); 0 on
+	// bbolt, where FileSize says it.
+	DataBytes int64
 
 	// Tickets counts the ticket records, retired ones included.
 	Tickets int
@@ -43,18 +51,14 @@ type Stats struct {
 // milliseconds per ten thousand tickets; corrupt ticket records are counted,
 // not returned as an error.
 func (s *Store) Stats() (Stats, error) {
-	var st Stats
+	st := Stats{Backend: s.Backend(), Schema: s.schema, ByStatus: map[string]int{}}
 	err := s.View(func(tx *Tx) error {
-		st.Schema = tx.schemaOf()
-		st.FileSize = tx.tx.Size()
-		st.ByStatus = map[string]int{}
-		c := tx.bucket(bucketTickets).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		err := tx.kv.scan(bucketTickets, nil, func(k, v []byte) error {
 			st.Tickets++
 			t, err := decodeTicket(string(k), v)
 			if err != nil {
 				st.Corrupt++
-				continue
+				return nil
 			}
 			st.ByStatus[t.UpstreamStatus]++
 			if t.Retired {
@@ -63,21 +67,40 @@ func (s *Store) Stats() (Stats, error) {
 			if t.LastError != "" {
 				st.WithErrors++
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		st.Mirrored = keyN(tx.bucket(bucketMirrored))
-		st.Own = keyN(tx.bucket(bucketOwn))
-		st.JournalPending = keyN(tx.bucket(bucketJournalPending))
-		st.JournalFailed = keyN(tx.bucket(bucketJournalFailed))
-		st.JournalUnmarked = keyN(tx.bucket(bucketJournalUnmarked))
-		st.JournalSent = keyN(tx.bucket(bucketJournal)) - st.JournalPending - st.JournalFailed
-		st.Cursors = keyN(tx.bucket(bucketCursors))
+		for _, c := range []struct {
+			bucket string
+			n      *int
+		}{
+			{bucketMirrored, &st.Mirrored},
+			{bucketOwn, &st.Own},
+			{bucketJournalPending, &st.JournalPending},
+			{bucketJournalFailed, &st.JournalFailed},
+			{bucketJournalUnmarked, &st.JournalUnmarked},
+			{bucketJournal, &st.JournalSent},
+			{bucketCursors, &st.Cursors},
+		} {
+			if *c.n, err = tx.kv.count(c.bucket); err != nil {
+				return err
+			}
+		}
+		st.JournalSent -= st.JournalPending + st.JournalFailed
+		if pt, ok := tx.kv.(*pgTx); ok {
+			st.DataBytes = pt.bytes // read with the counts
+		}
 		return nil
 	})
 	if err != nil {
-		return Stats{}, fmt.Errorf("summarise state file %s: %w", s.path, err)
+		return Stats{}, fmt.Errorf("summarise state %s: %w", s.path, err)
 	}
-	if fi, err := os.Stat(s.path); err == nil {
-		st.FileSize = fi.Size()
+	if s.pg == nil {
+		if fi, err := os.Stat(s.path); err == nil {
+			st.FileSize = fi.Size()
+		}
 	}
 	return st, nil
 }

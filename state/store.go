@@ -1,12 +1,14 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,6 +41,10 @@ var (
 	// ErrInvalid: a record handed to a Tx method is malformed (an empty id,
 	// an unknown kind, a changed Idempotency-Key). Nothing was written.
 	ErrInvalid = errors.New("invalid record")
+	// ErrConflict: on PostgreSQL, another writer committed to the same
+	// hotel's state while this Update ran (two daemons serve one hotel);
+	// nothing of this Update was kept.
+	ErrConflict = errors.New("state changed by another writer of the same hotel")
 	// ErrCorrupt: a stored record cannot be decoded. The error is a
 	// *[RecordError] naming the bucket and key.
 	ErrCorrupt = errors.New("corrupt record")
@@ -79,13 +85,57 @@ type Options struct {
 	// Now is the clock used to stamp CreatedAt and UpdatedAt fields. Nil
 	// means time.Now.
 	Now func() time.Time
+	// Hotel names the hotel whose state a PostgreSQL database holds:
+	// lower-case letters, digits and "-", at most 63 bytes. Empty means
+	// [DefaultHotel]. A bbolt file holds one hotel; the name is not
+	// stored in it.
+	Hotel string
 }
 
-// Store is an open state file. Its methods are safe for concurrent use:
-// bbolt runs any number of View transactions alongside at most one Update.
+// DefaultHotel is the hotel of a daemon that serves one.
+const DefaultHotel = "default"
+
+// CheckHotel reports whether name is a valid hotel name: 1 to 63
+// lower-case letters, digits and "-", starting with a letter or digit.
+func CheckHotel(name string) error {
+	if name == "" || len(name) > 63 {
+		return fmt.Errorf("hotel name %q: want 1 to 63 characters", name)
+	}
+	for i, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0:
+		default:
+			return fmt.Errorf("hotel name %q: want lower-case letters, digits and -, starting with a letter or digit", name)
+		}
+	}
+	return nil
+}
+
+// Redacted returns a TICKETBRIDGE_STATE value fit for logs and output: a
+// PostgreSQL URL with its password replaced by "xxxxx", a path as it is.
+func Redacted(state string) string {
+	if IsURL(state) {
+		return redactURL(state)
+	}
+	return state
+}
+
+// IsURL reports whether a TICKETBRIDGE_STATE value names a PostgreSQL
+// database (postgres:// or postgresql://) rather than a bbolt file.
+func IsURL(state string) bool {
+	return strings.HasPrefix(state, "postgres://") || strings.HasPrefix(state, "postgresql://")
+}
+
+// Store is an open state: a bbolt file, or one hotel's rows in a
+// PostgreSQL database. Its methods are safe for concurrent use: any number
+// of View transactions run alongside at most one Update.
 type Store struct {
-	db       *bolt.DB
-	path     string
+	be       backend
+	db       *bolt.DB   // the bbolt file; nil on PostgreSQL
+	pg       *pgBackend // the database; nil on bbolt
+	path     string     // the file's path, or the database URL without its password
+	hotel    string
 	readOnly bool
 	log      *slog.Logger
 	now      func() time.Time
@@ -98,20 +148,43 @@ type Store struct {
 // [ErrNewerSchema] when a newer ticketbridge wrote it, and with
 // [ErrNotStateFile] when it is something else. An older file is migrated
 // to [SchemaVersion] before Open returns (see the package documentation).
+//
+// A path that starts with postgres:// or postgresql:// opens opts.Hotel's
+// state in that PostgreSQL database instead (see the package
+// documentation); the database's schema is created or migrated as a file's
+// is.
 func Open(path string, opts Options) (*Store, error) {
+	if IsURL(path) {
+		return openPG(context.Background(), path, opts, pgMigrations)
+	}
 	return open(path, opts, migrations)
+}
+
+// newStore fills a Store's defaults from opts.
+func newStore(path string, opts Options) (*Store, error) {
+	s := &Store{path: path, hotel: opts.Hotel, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.hotel == "" {
+		s.hotel = DefaultHotel
+	}
+	if err := CheckHotel(s.hotel); err != nil {
+		return nil, fmt.Errorf("open state: %w: %w", ErrInvalid, err)
+	}
+	return s, nil
 }
 
 func open(path string, opts Options, migs []migration) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open state file: %w: empty path", ErrInvalid)
 	}
-	s := &Store{path: path, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.now == nil {
-		s.now = time.Now
+	s, err := newStore(path, opts)
+	if err != nil {
+		return nil, err
 	}
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
@@ -143,6 +216,7 @@ func open(path string, opts Options, migs []migration) (*Store, error) {
 		return nil, fmt.Errorf("open state file %s: %w", path, err)
 	}
 	s.db = db
+	s.be = &boltBackend{db: db}
 
 	if err := s.initSchema(migs); err != nil {
 		_ = db.Close()
@@ -181,17 +255,31 @@ func (s *Store) checkMode() error {
 	return nil
 }
 
-// Close releases the file and its lock. It waits for running transactions
-// to end. Calling it again returns nil.
+// Close releases the file and its lock, or the database connections. It
+// waits for running transactions to end. Calling it again returns nil.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("close state file %s: %w", s.path, err)
+	if err := s.be.close(); err != nil {
+		return fmt.Errorf("close state %s: %w", s.path, err)
 	}
 	return nil
 }
 
-// Path returns the path the store was opened with.
+// Path returns the path the store was opened with; for PostgreSQL the URL
+// with its password replaced by "xxxxx", fit for logs and errors.
 func (s *Store) Path() string { return s.path }
+
+// Hotel returns the hotel whose state the store holds ([DefaultHotel]
+// unless [Options.Hotel] named another). A bbolt file holds one hotel and
+// does not record its name.
+func (s *Store) Hotel() string { return s.hotel }
+
+// Backend names where the state is kept: "bbolt" or "postgres".
+func (s *Store) Backend() string {
+	if s.pg != nil {
+		return "postgres"
+	}
+	return "bbolt"
+}
 
 // ReadOnly reports whether the store was opened read-only.
 func (s *Store) ReadOnly() bool { return s.readOnly }
@@ -204,43 +292,45 @@ func (s *Store) Schema() int { return s.schema }
 // alongside an Update; each sees the state as of its start. The Tx must not
 // be used after fn returns. fn's error is returned as is.
 func (s *Store) View(fn func(*Tx) error) error {
-	err := s.db.View(func(btx *bolt.Tx) error {
-		return fn(&Tx{tx: btx, s: s})
+	var fnErr error
+	err := s.be.view(func(kv kvTx) error {
+		fnErr = fn(&Tx{kv: kv, s: s})
+		return fnErr
 	})
-	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return fmt.Errorf("read state file %s: %w", s.path, err)
+	if err != nil && fnErr == nil {
+		return fmt.Errorf("read state %s: %w", s.path, err)
 	}
 	return err
 }
 
 // Update runs fn in a read-write transaction and commits it when fn returns
-// nil; when fn returns an error (or panics) nothing fn did is kept and the
-// error is returned as is. Updates are serialised: one waits for the one
-// before it. A commit costs two fsyncs (see the package documentation), so
-// group a cycle's writes into few Updates.
+// nil; when fn returns an error (or panics), or the commit fails, nothing
+// fn did is kept and the error is returned (fn's as is). Updates are
+// serialised: one waits for the one before it. A commit costs two fsyncs
+// on bbolt and one round trip on PostgreSQL (see the package
+// documentation), so group a cycle's writes into few Updates.
 func (s *Store) Update(fn func(*Tx) error) error {
 	if s.readOnly {
-		return fmt.Errorf("update state file %s: %w", s.path, ErrReadOnly)
+		return fmt.Errorf("update state %s: %w", s.path, ErrReadOnly)
 	}
 	var fnErr error
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		fnErr = fn(&Tx{tx: btx, s: s})
+	err := s.be.update(func(kv kvTx) error {
+		fnErr = fn(&Tx{kv: kv, s: s})
 		return fnErr
 	})
 	if err != nil && fnErr == nil {
-		return fmt.Errorf("commit state file %s: %w", s.path, err)
+		return fmt.Errorf("commit state %s: %w", s.path, err)
 	}
 	return err
 }
 
 // Tx is a transaction on the store, handed to the functions of View and
-// Update. Inside View its putters fail (bbolt's ErrTxNotWritable). A Tx is
-// not safe for concurrent use and must not outlive the function it was
-// handed to.
+// Update. Inside View its putters fail. A Tx is not safe for concurrent
+// use and must not outlive the function it was handed to.
 type Tx struct {
-	tx *bolt.Tx
+	kv kvTx
 	s  *Store
 }
 
 // Writable reports whether the Tx belongs to an Update.
-func (tx *Tx) Writable() bool { return tx.tx.Writable() }
+func (tx *Tx) Writable() bool { return tx.kv.writable() }

@@ -62,8 +62,8 @@ func view(t *testing.T, s *Store, fn func(*Tx) error) {
 // file or a buggy older release would.
 func rawPut(t *testing.T, s *Store, bucket, key, val string) {
 	t.Helper()
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		return btx.Bucket([]byte(bucket)).Put([]byte(key), []byte(val))
+	err := s.be.update(func(kv kvTx) error {
+		return kv.put(bucket, []byte(key), []byte(val))
 	})
 	if err != nil {
 		t.Fatalf("raw put %s/%s: %v", bucket, key, err)
@@ -297,74 +297,76 @@ func TestCloseTwice(t *testing.T) {
 
 // An Update whose function fails changes nothing, however much it wrote.
 func TestFailedUpdateChangesNothing(t *testing.T) {
-	s, path := openTest(t, Options{})
-	seed(t, s)
-	snapshot := func() []byte {
-		var b bytes.Buffer
-		if _, err := s.Backup(context.Background(), &b); err != nil {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		s, path := b.openTest(t, Options{})
+		seed(t, s)
+		snapshot := func() []byte {
+			var b bytes.Buffer
+			if _, err := s.Backup(context.Background(), &b); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}
+		before := dump(t, s)
+		beforeBytes := snapshot()
+
+		boom := errors.New("boom")
+		err := s.Update(func(tx *Tx) error {
+			if err := tx.PutTicket(Ticket{ID: "t9", UpstreamStatus: "new"}); err != nil {
+				return err
+			}
+			if err := tx.PutTicket(Ticket{ID: "t1", UpstreamStatus: "done", LastError: "x"}); err != nil {
+				return err
+			}
+			if err := tx.PutMirrored("t9", "m1", "h1", t0); err != nil {
+				return err
+			}
+			if err := tx.MarkOwn("t1", "m9", "e9", t0); err != nil {
+				return err
+			}
+			if _, err := tx.PutJournal(reply("e9", "t9", "hello")); err != nil {
+				return err
+			}
+			e, _, err := tx.JournalEntry("e1")
+			if err != nil {
+				return err
+			}
+			e.State, e.SentAt, e.UpstreamMessageID = Sent, t0, "m5"
+			if _, err := tx.PutJournal(e); err != nil {
+				return err
+			}
+			if err := tx.DeleteTicket("t2"); err != nil {
+				return err
+			}
+			if err := tx.SetCursor("changes", "999"); err != nil {
+				return err
+			}
+			if err := tx.SetMeta("adapter", "rt"); err != nil {
+				return err
+			}
+			if err := tx.PutCycle(Cycle{Start: t0, End: t0, Outcome: "ok", Success: true}); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Update: err = %v, want the function's error", err)
+		}
+		if after := dump(t, s); after != before {
+			t.Errorf("state changed by a failed Update:\nbefore %s\nafter  %s", before, after)
+		}
+		if b.name == "bbolt" && !bytes.Equal(snapshot(), beforeBytes) {
+			t.Errorf("file content changed by a failed Update")
+		}
+		// And it stays unchanged across a reopen.
+		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		return b.Bytes()
-	}
-	before := dump(t, s)
-	beforeBytes := snapshot()
-
-	boom := errors.New("boom")
-	err := s.Update(func(tx *Tx) error {
-		if err := tx.PutTicket(Ticket{ID: "t9", UpstreamStatus: "new"}); err != nil {
-			return err
+		s2 := openAt(t, path, Options{})
+		if after := dump(t, s2); after != before {
+			t.Errorf("state changed by a failed Update, after reopen:\nbefore %s\nafter  %s", before, after)
 		}
-		if err := tx.PutTicket(Ticket{ID: "t1", UpstreamStatus: "done", LastError: "x"}); err != nil {
-			return err
-		}
-		if err := tx.PutMirrored("t9", "m1", "h1", t0); err != nil {
-			return err
-		}
-		if err := tx.MarkOwn("t1", "m9", "e9", t0); err != nil {
-			return err
-		}
-		if _, err := tx.PutJournal(reply("e9", "t9", "hello")); err != nil {
-			return err
-		}
-		e, _, err := tx.JournalEntry("e1")
-		if err != nil {
-			return err
-		}
-		e.State, e.SentAt, e.UpstreamMessageID = Sent, t0, "m5"
-		if _, err := tx.PutJournal(e); err != nil {
-			return err
-		}
-		if err := tx.DeleteTicket("t2"); err != nil {
-			return err
-		}
-		if err := tx.SetCursor("changes", "999"); err != nil {
-			return err
-		}
-		if err := tx.SetMeta("adapter", "rt"); err != nil {
-			return err
-		}
-		if err := tx.PutCycle(Cycle{Start: t0, End: t0, Outcome: "ok", Success: true}); err != nil {
-			return err
-		}
-		return boom
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("Update: err = %v, want the function's error", err)
-	}
-	if after := dump(t, s); after != before {
-		t.Errorf("state changed by a failed Update:\nbefore %s\nafter  %s", before, after)
-	}
-	if !bytes.Equal(snapshot(), beforeBytes) {
-		t.Errorf("file content changed by a failed Update")
-	}
-	// And it stays unchanged across a reopen.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := openAt(t, path, Options{})
-	if after := dump(t, s2); after != before {
-		t.Errorf("state changed by a failed Update, after reopen:\nbefore %s\nafter  %s", before, after)
-	}
 }
 
 // A state file whose meta pages fail their checksum is reported as

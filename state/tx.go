@@ -7,19 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
-
-// bucket returns a bucket of the current schema; Open guarantees they exist.
-func (tx *Tx) bucket(name string) *bolt.Bucket {
-	b := tx.tx.Bucket([]byte(name))
-	if b == nil {
-		// Only a file changed behind Open's back gets here.
-		panic(fmt.Sprintf("state: bucket %s missing from an opened state file", name))
-	}
-	return b
-}
 
 func invalid(what string, err error) error {
 	return fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)
@@ -31,7 +19,7 @@ func (tx *Tx) put(what, bucket string, key []byte, version int, v any) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := tx.bucket(bucket).Put(key, data); err != nil {
+	if err := tx.kv.put(bucket, key, data); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -40,7 +28,10 @@ func (tx *Tx) put(what, bucket string, key []byte, version int, v any) error {
 // Ticket returns the ticket with upstream id id; ok is false when state has
 // none.
 func (tx *Tx) Ticket(id string) (t Ticket, ok bool, err error) {
-	data := tx.bucket(bucketTickets).Get([]byte(id))
+	data, err := tx.kv.get(bucketTickets, []byte(id))
+	if err != nil {
+		return Ticket{}, false, fmt.Errorf("get ticket %q: %w", id, err)
+	}
 	if data == nil {
 		return Ticket{}, false, nil
 	}
@@ -62,7 +53,11 @@ func (tx *Tx) PutTicket(t Ticket) error {
 	now := tx.s.now()
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = now
-		if old := tx.bucket(bucketTickets).Get([]byte(t.ID)); old != nil {
+		old, err := tx.kv.get(bucketTickets, []byte(t.ID))
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if old != nil {
 			if prev, err := decodeTicket(t.ID, old); err == nil && !prev.CreatedAt.IsZero() {
 				t.CreatedAt = prev.CreatedAt
 			}
@@ -82,7 +77,7 @@ func (tx *Tx) DeleteTicket(id string) error {
 	if err := checkID("id", id); err != nil {
 		return invalid(what, err)
 	}
-	if err := tx.bucket(bucketTickets).Delete([]byte(id)); err != nil {
+	if err := tx.kv.del(bucketTickets, []byte(id)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := tx.deleteMessages(id); err != nil {
@@ -105,19 +100,20 @@ func (tx *Tx) ForEachTicket(fn func(Ticket) error) error {
 	visit := fn
 	var all []Ticket
 	if tx.Writable() {
-		// A bbolt cursor is invalidated by writes to its bucket.
+		// A scan may not be written to (a bbolt cursor is invalidated by
+		// writes to its bucket).
 		visit = func(t Ticket) error { all = append(all, t); return nil }
 	}
-	c := tx.bucket(bucketTickets).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	err := tx.kv.scan(bucketTickets, nil, func(k, v []byte) error {
 		t, err := decodeTicket(string(k), v)
 		if err != nil {
 			corrupt = append(corrupt, err)
-			continue
+			return nil
 		}
-		if err := visit(t); err != nil {
-			return err
-		}
+		return visit(t)
+	})
+	if err != nil {
+		return err
 	}
 	for _, t := range all {
 		if err := fn(t); err != nil {
@@ -142,10 +138,15 @@ func checkMessageIDs(ticketID, msgID string) error {
 	return checkID("message id", msgID)
 }
 
-// requireTicket fails unless the ticket is in state.
-func (tx *Tx) requireTicket(id string) error {
-	if tx.bucket(bucketTickets).Get([]byte(id)) == nil {
-		return fmt.Errorf("ticket %q is not in state (put the ticket first)", id)
+// requireTicket fails (ErrInvalid) unless the ticket is in state; errors
+// are wrapped with what.
+func (tx *Tx) requireTicket(what, id string) error {
+	data, err := tx.kv.get(bucketTickets, []byte(id))
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if data == nil {
+		return invalid(what, fmt.Errorf("ticket %q is not in state (put the ticket first)", id))
 	}
 	return nil
 }
@@ -158,8 +159,8 @@ func (tx *Tx) PutMirrored(ticketID, upstreamMsgID, helpdeskID string, at time.Ti
 	if err := checkMessageIDs(ticketID, upstreamMsgID); err != nil {
 		return invalid(what, err)
 	}
-	if err := tx.requireTicket(ticketID); err != nil {
-		return invalid(what, err)
+	if err := tx.requireTicket(what, ticketID); err != nil {
+		return err
 	}
 	m := MirroredMessage{HelpdeskID: helpdeskID, At: at}
 	utc(&m.At)
@@ -172,7 +173,7 @@ func (tx *Tx) IsMirrored(ticketID, msgID string) (bool, error) {
 	if err := checkMessageIDs(ticketID, msgID); err != nil {
 		return false, invalid(fmt.Sprintf("look up mirrored message %q of ticket %q", msgID, ticketID), err)
 	}
-	return tx.bucket(bucketMirrored).Get(messageKey(ticketID, msgID)) != nil, nil
+	return tx.has(bucketMirrored, messageKey(ticketID, msgID))
 }
 
 // Mirrored returns the mirrored messages of a ticket by upstream message id;
@@ -201,8 +202,8 @@ func (tx *Tx) MarkOwn(ticketID, upstreamMsgID, eventID string, at time.Time) err
 	if err := checkMessageIDs(ticketID, upstreamMsgID); err != nil {
 		return invalid(what, err)
 	}
-	if err := tx.requireTicket(ticketID); err != nil {
-		return invalid(what, err)
+	if err := tx.requireTicket(what, ticketID); err != nil {
+		return err
 	}
 	m := OwnMessage{EventID: eventID, At: at}
 	utc(&m.At)
@@ -215,7 +216,7 @@ func (tx *Tx) IsOwn(ticketID, msgID string) (bool, error) {
 	if err := checkMessageIDs(ticketID, msgID); err != nil {
 		return false, invalid(fmt.Sprintf("look up own message %q of ticket %q", msgID, ticketID), err)
 	}
-	return tx.bucket(bucketOwn).Get(messageKey(ticketID, msgID)) != nil, nil
+	return tx.has(bucketOwn, messageKey(ticketID, msgID))
 }
 
 // OwnMessages returns the bridge's own posts on a ticket by upstream message
@@ -261,22 +262,20 @@ func (tx *Tx) DeleteMessages(ticketID string) error {
 func (tx *Tx) deleteMessages(ticketID string) error {
 	prefix := messageKey(ticketID, "")
 	for _, name := range []string{bucketMirrored, bucketOwn} {
-		if err := deletePrefix(tx.bucket(name), prefix); err != nil {
+		if err := tx.kv.delPrefix(name, prefix); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// deletePrefix deletes every key of b starting with prefix.
-func deletePrefix(b *bolt.Bucket, prefix []byte) error {
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-		if err := c.Delete(); err != nil {
-			return err
-		}
+// has reports whether key is in bucket.
+func (tx *Tx) has(bucket string, key []byte) (bool, error) {
+	data, err := tx.kv.get(bucket, key)
+	if err != nil {
+		return false, fmt.Errorf("look up %s/%q: %w", bucket, key, err)
 	}
-	return nil
+	return data != nil, nil
 }
 
 // scanMessages calls fn for each key of bucket under "<ticketID>/".
@@ -285,13 +284,9 @@ func (tx *Tx) scanMessages(bucket, ticketID string, fn func(msgID string, key, v
 		return invalid(fmt.Sprintf("list %s messages of ticket %q", bucket, ticketID), err)
 	}
 	prefix := messageKey(ticketID, "")
-	c := tx.bucket(bucket).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if err := fn(string(k[len(prefix):]), k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.kv.scan(bucket, prefix, func(k, v []byte) error {
+		return fn(string(k[len(prefix):]), k, v)
+	})
 }
 
 // Cursor returns the stored cursor of name; "" (from the beginning) when
@@ -300,7 +295,10 @@ func (tx *Tx) Cursor(name string) (string, error) {
 	if err := checkKey("cursor name", name); err != nil {
 		return "", invalid("get cursor", err)
 	}
-	data := tx.bucket(bucketCursors).Get([]byte(name))
+	data, err := tx.kv.get(bucketCursors, []byte(name))
+	if err != nil {
+		return "", fmt.Errorf("get cursor %q: %w", name, err)
+	}
 	if data == nil {
 		return "", nil
 	}
@@ -326,7 +324,7 @@ func (tx *Tx) SetCursor(name, c string) error {
 // Cursors returns every stored cursor by name.
 func (tx *Tx) Cursors() (map[string]string, error) {
 	out := map[string]string{}
-	err := tx.bucket(bucketCursors).ForEach(func(k, v []byte) error {
+	err := tx.kv.scan(bucketCursors, nil, func(k, v []byte) error {
 		c, err := decodeCursor(string(k), v)
 		if err != nil {
 			return err
@@ -356,7 +354,15 @@ func (tx *Tx) Meta(key string) (val string, ok bool, err error) {
 	if err := checkKey("meta key", key); err != nil {
 		return "", false, invalid("get meta", err)
 	}
-	data := tx.bucket(bucketMeta).Get([]byte(key))
+	if key == metaSchema {
+		// The schema version is the store's; a PostgreSQL database keeps
+		// it for all hotels at once.
+		return strconv.Itoa(tx.s.schema), true, nil
+	}
+	data, err := tx.kv.get(bucketMeta, []byte(key))
+	if err != nil {
+		return "", false, fmt.Errorf("get meta %q: %w", key, err)
+	}
 	if data == nil {
 		return "", false, nil
 	}
@@ -370,7 +376,7 @@ func (tx *Tx) SetMeta(key, val string) error {
 	if err := checkMetaKey(key); err != nil {
 		return invalid(what, err)
 	}
-	if err := tx.bucket(bucketMeta).Put([]byte(key), []byte(val)); err != nil {
+	if err := tx.kv.put(bucketMeta, []byte(key), []byte(val)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -382,7 +388,7 @@ func (tx *Tx) DeleteMeta(key string) error {
 	if err := checkMetaKey(key); err != nil {
 		return invalid(what, err)
 	}
-	if err := tx.bucket(bucketMeta).Delete([]byte(key)); err != nil {
+	if err := tx.kv.del(bucketMeta, []byte(key)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -430,7 +436,10 @@ func (tx *Tx) LastSuccess() (c Cycle, ok bool, err error) {
 }
 
 func (tx *Tx) cycle(key string) (Cycle, bool, error) {
-	data := tx.bucket(bucketCycles).Get([]byte(key))
+	data, err := tx.kv.get(bucketCycles, []byte(key))
+	if err != nil {
+		return Cycle{}, false, fmt.Errorf("get cycle %q: %w", key, err)
+	}
 	if data == nil {
 		return Cycle{}, false, nil
 	}
@@ -443,7 +452,10 @@ func (tx *Tx) cycle(key string) (Cycle, bool, error) {
 
 // CreatedAt returns when the state file was made.
 func (tx *Tx) CreatedAt() (time.Time, error) {
-	data := tx.bucket(bucketMeta).Get([]byte(metaCreated))
+	data, err := tx.kv.get(bucketMeta, []byte(metaCreated))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("get creation time: %w", err)
+	}
 	if data == nil {
 		return time.Time{}, nil
 	}
@@ -452,10 +464,4 @@ func (tx *Tx) CreatedAt() (time.Time, error) {
 		return time.Time{}, &RecordError{Bucket: bucketMeta, Key: metaCreated, Err: err}
 	}
 	return t, nil
-}
-
-// schemaOf reads meta/schema_version (for Stats).
-func (tx *Tx) schemaOf() int {
-	v, _ := strconv.Atoi(string(tx.bucket(bucketMeta).Get([]byte(metaSchema))))
-	return v
 }

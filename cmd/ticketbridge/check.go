@@ -312,7 +312,7 @@ func (c *checker) checkConfig() (Config, bool) {
 	if tc.Listen != "" {
 		metricsOn = "metrics on " + tc.Listen
 	}
-	c.report(pass("configuration", "adapter %s, schedule %q, state %s, %s", cfg.Adapter, sc.Schedule, cfg.State, metricsOn))
+	c.report(pass("configuration", "adapter %s, schedule %q, state %s, %s", cfg.Adapter, sc.Schedule, state.Redacted(cfg.State), metricsOn))
 	return cfg, true
 }
 
@@ -525,6 +525,10 @@ func (c *checker) checkState(cfg Config) {
 	const name = "state file"
 	path := cfg.State
 	fix := c.fixEnv() + ": point TICKETBRIDGE_STATE at a file in a directory the daemon may write"
+	if state.IsURL(path) {
+		c.checkPostgresState(cfg)
+		return
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
@@ -625,4 +629,44 @@ func creatable(path string) error {
 	name := f.Name()
 	_ = f.Close()
 	return os.Remove(name)
+}
+
+// checkPostgresState opens the PostgreSQL state read-only: it writes
+// nothing, so whether the role may create the tables shows at the first
+// start.
+func (c *checker) checkPostgresState(cfg Config) {
+	const name = "state database"
+	where := state.Redacted(cfg.State)
+	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger})
+	switch {
+	case errors.Is(err, state.ErrNotStateFile):
+		c.report(pass(name, "%s answers and holds no state yet; the daemon creates its tables at its first start", where))
+		return
+	case errors.Is(err, state.ErrOldSchema):
+		c.report(pass(name, "%s was written by an older ticketbridge; the daemon migrates it at start (take a pg_dump first)", where))
+		return
+	case err != nil:
+		c.report(fail(name, c.fixEnv()+": point TICKETBRIDGE_STATE at a PostgreSQL database the daemon may use", "%v", err))
+		return
+	}
+	var stored string
+	var ok bool
+	merr := st.View(func(tx *state.Tx) error {
+		var err error
+		stored, ok, err = tx.Meta(sync.MetaAdapter)
+		return err
+	})
+	stats, serr := st.Stats()
+	_ = st.Close()
+	switch {
+	case merr != nil:
+		c.report(fail(name, "check the database", "%v", merr))
+	case ok && stored != cfg.Adapter:
+		c.report(fail(name, fmt.Sprintf("set TICKETBRIDGE_ADAPTER=%s, or point TICKETBRIDGE_STATE at another database", stored),
+			"%s was made with adapter %q, but TICKETBRIDGE_ADAPTER is %q", where, stored, cfg.Adapter))
+	case serr != nil:
+		c.report(pass(name, "%s opens", where))
+	default:
+		c.report(pass(name, "%s opens: %d tickets tracked, %d replies waiting to be sent, %d refused", where, stats.Tickets, stats.JournalPending, stats.JournalFailed))
+	}
 }

@@ -107,7 +107,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		}
 	}()
 	v, _, _ := buildVersion()
-	log.Info("ticketbridge started", "op", "start", "version", v, "adapter", w.cfg.Adapter, "state", w.cfg.State,
+	log.Info("ticketbridge started", "op", "start", "version", v, "adapter", w.cfg.Adapter, "state", state.Redacted(w.cfg.State),
 		"schedule", w.syncCfg.Schedule, "api", w.cfg.APIURL)
 
 	bctx, stopBackups := context.WithCancel(ctx)
@@ -118,6 +118,10 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 			case <-bctx.Done():
 				return
 			case <-usr1:
+				if state.IsURL(w.cfg.State) {
+					log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup FILE", "op", "backup")
+					continue
+				}
 				dest := w.cfg.State + backupSuffix
 				err := w.store.BackupFile(bctx, dest)
 				if err != nil {
@@ -168,6 +172,9 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 // readable by the owner only. Failures are logged: the snapshot is a
 // convenience, the state file is the truth.
 func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) {
+	if state.IsURL(path) {
+		return // status reads PostgreSQL while the daemon runs
+	}
 	s, err := sync.ReadStatus(st, time.Now())
 	if err == nil {
 		s.Held = held(context.Background(), hd)
@@ -283,7 +290,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.State); errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
 	log := newLogger(stderr, cfg.LogFormat, "error")
@@ -318,7 +325,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if snap != nil {
 			fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s.\n\n", snap.At.Local().Format(time.DateTime))
 		}
-		return printStatus(stdout, cfg.State, s)
+		return printStatus(stdout, state.Redacted(cfg.State), s)
 	}
 	if snap != nil {
 		t, err := findSnapshotTicket(snap, ticket)
@@ -594,6 +601,6 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote a copy of %s to %s (%d bytes)\n", cfg.State, dest, fi.Size())
+	fmt.Fprintf(stdout, "wrote a copy of %s to %s (%d bytes)\n", state.Redacted(cfg.State), dest, fi.Size())
 	return nil
 }

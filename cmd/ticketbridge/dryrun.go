@@ -21,12 +21,13 @@ import (
 // making them.
 func (w *wiring) dryRun(ctx context.Context, plan io.Writer) (sync.Report, error) {
 	path := w.cfg.State
+	url := state.IsURL(path) // PostgreSQL: copy the hotel, if it is there yet
 	_, err := os.Stat(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	exists := err == nil || url
+	if err != nil && !url && !errors.Is(err, fs.ErrNotExist) {
 		return sync.Report{}, fmt.Errorf("dry run: %w", err)
 	}
-	if exists {
+	if exists && !url {
 		// A running daemon holds it; the copy would fail after the reads.
 		st, err := state.Open(path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
 		if err != nil {
@@ -41,7 +42,8 @@ func (w *wiring) dryRun(ctx context.Context, plan io.Writer) (sync.Report, error
 	defer os.RemoveAll(dir)
 	scratch := filepath.Join(dir, "state.db")
 	if exists {
-		if err := state.BackupFile(ctx, path, scratch); err != nil {
+		err := state.BackupFile(ctx, path, scratch)
+		if err != nil && !(url && errors.Is(err, state.ErrNotStateFile)) { // a database without this hotel yet: empty state
 			return sync.Report{}, fmt.Errorf("dry run: copy state: %w", err)
 		}
 	}

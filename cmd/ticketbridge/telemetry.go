@@ -222,7 +222,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		}, []string{"state"}),
 		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ticketbridge_state_file_bytes",
-			Help: "Size of the state file.",
+			Help: "Size of the state file; 0 when the state is in PostgreSQL.",
 		}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ticketbridge_last_success_timestamp_seconds",
