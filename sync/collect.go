@@ -55,6 +55,9 @@ func (c *cycle) collect() {
 	// looked up: the helpdesk says what it already holds and what was
 	// already sent, so nothing is sent twice after a lost state file.
 	in.adoptions = c.lookupAll(in.needLookup())
+	if c.stopped() {
+		return // a lookup stopped the cycle: no further writes
+	}
 	p := e.planCollect(in)
 	for _, f := range p.refused {
 		c.failure(f.Ticket, f.Message, f.Op, errors.New(f.Error))

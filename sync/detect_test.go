@@ -472,3 +472,81 @@ func TestHeldStatusGoesThroughOnceReleased(t *testing.T) {
 		t.Fatalf("helpdesk status %q after the hold was lifted, want solved", snap.Status)
 	}
 }
+
+// limitedReads answers GET /tickets/{id} with 429 while on is set.
+type limitedReads struct {
+	tbsync.API
+	on atomic.Bool
+}
+
+func (l *limitedReads) GetTicket(ctx context.Context, id string) (*guestapi.Thread, error) {
+	if l.on.Load() {
+		return nil, fmt.Errorf("get ticket: %w", &guestapi.Error{StatusCode: 429, Code: guestapi.CodeRateLimited, RetryAfter: time.Second})
+	}
+	return l.API.GetTicket(ctx, id)
+}
+
+// TestStatusWaitsForAReadWhenRateLimited: the agent changed the status,
+// then the console, and the read that decides which is newer is answered
+// with 429. The helpdesk's older change must wait for a read rather than
+// overwrite the console's newer one.
+func TestStatusWaitsForAReadWhenRateLimited(t *testing.T) {
+	e := newEnv(t)
+	api := &limitedReads{}
+	e.wrapAPI = func(a tbsync.API) tbsync.API { api.API = a; return api }
+	id := e.newTicket("towels")
+	e.cycle()
+	e.clock.Advance(time.Minute)
+	e.backend.SetStatus(e.ref(id), "Agent", "working")
+	e.clock.Advance(time.Second)
+	if err := e.ts.Server.SetStatus(id, guestapi.StatusCancelled); err != nil {
+		t.Fatal(err)
+	}
+	api.on.Store(true)
+	if r := e.tick(); r.Throttled == 0 || r.Sent != 0 {
+		t.Fatalf("a cycle whose read was refused with 429 sent the helpdesk's status: %s", r)
+	}
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusCancelled {
+		t.Fatalf("upstream %s after the throttled cycle, want cancelled", got)
+	}
+	api.on.Store(false)
+	e.tick()
+	e.quiesce()
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusCancelled {
+		t.Errorf("upstream %s, want cancelled: the console's change is the newer", got)
+	}
+	if snap, _ := e.backend.Ticket(e.ref(id)); snap.Status != "cancelled" {
+		t.Errorf("helpdesk %s, want cancelled", snap.Status)
+	}
+}
+
+// TestOpenTicketClosedBeyondTheClosedLists: the console closes an old open
+// request in a department whose closed list is full of newer ones. The
+// request leaves the whole list of its open status, which is enough to read
+// it in the next cycle, although no list shows it in its new status.
+func TestOpenTicketClosedBeyondTheClosedLists(t *testing.T) {
+	e := newEnv(t)
+	old, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{Department: "hk", TaskDescription: "old", CreatedAt: start.Add(-500 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 210 {
+		if _, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{Department: "hk", Status: guestapi.StatusCompleted,
+			TaskDescription: fmt.Sprintf("done %d", i), CreatedAt: start.Add(-time.Duration(210-i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.cycle()
+	e.settle()
+	e.clock.Advance(time.Second)
+	if err := e.ts.Server.SetStatus(old.ID, guestapi.StatusCompleted); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if snap, _ := e.backend.Ticket(e.ref(old.ID)); snap.Status != "solved" {
+		t.Fatalf("helpdesk status %q one cycle after the console closed it, want solved", snap.Status)
+	}
+	if st, _ := tbsync.ReadTicket(e.store, old.ID); st.UpstreamStatus != "completed" {
+		t.Fatalf("state: %+v", st.TicketStatus)
+	}
+}

@@ -24,7 +24,7 @@ func (c *cycle) discover() {
 		return
 	}
 	e.pol.fullRead, e.pol.listsShowAll = in.fullRead.Effective, in.fullRead.Unsignalled == 0
-	in.listed, in.listOK = c.listQueue(in.departments(false), in.departments(true))
+	in.listed, in.cover, in.listOK = c.listQueue(in.departments(false), in.departments(true))
 	if c.stopped() {
 		return
 	}
@@ -77,7 +77,22 @@ type discoverInput struct {
 	fullReadNew bool      // fullRead differs from what is stored
 
 	listed map[string]guestapi.Ticket // every ticket the lists of this cycle showed
+	cover  coverage                   // which lists were whole
 	listOK bool                       // every list request succeeded
+}
+
+// coverage says which lists of a cycle were whole (below the limit): a
+// ticket of that status and department missing from them has left it.
+type coverage struct {
+	all    bool                     // one list held the whole queue
+	status map[guestapi.Status]bool // the status's list was whole
+	dept   map[[2]string]bool       // the list of (status, department) was whole
+}
+
+// whole reports whether the lists showed every ticket of status s in
+// department dept.
+func (cv coverage) whole(s guestapi.Status, dept string) bool {
+	return cv.all || cv.status[s] || cv.dept[[2]string{string(s), dept}]
 }
 
 // departments returns the departments of the tracked tickets; live, those
@@ -125,7 +140,7 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 				return fmt.Errorf("%w: meta %s=%q is not a time: %w", state.ErrCorrupt, MetaImportSince, v, err)
 			}
 		}
-		in.fullRead, in.fullReadNew, err = readFullRead(tx, e.cfg.FullReadInterval)
+		in.fullRead, in.fullReadNew, err = readFullRead(tx, e.cfg.FullReadInterval, e.cfg.interval)
 		return err
 	})
 	return in, err
@@ -193,6 +208,24 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 			p.woken = append(p.woken, id)
 		}
 	}
+	// An open ticket missing from a whole list of its status and
+	// department has moved (closed, say, and older than the closed lists
+	// show): it is read to see where it went. Absence says nothing more.
+	var moved []string
+	for id, t := range in.tracked {
+		st := guestapi.Status(t.UpstreamStatus)
+		if _, ok := in.listed[id]; ok || t.Ref == "" || t.Retired || st.Closed() || !in.cover.whole(st, t.Department) {
+			continue
+		}
+		before := t
+		e.pol.wake(&t, in.now, DueMoved)
+		if !t.NextDue.Equal(before.NextDue) || t.DueReason != before.DueReason {
+			p.puts = append(p.puts, t)
+			moved = append(moved, id)
+		}
+	}
+	slices.Sort(moved)
+	p.woken = append(p.woken, moved...)
 	woken := map[string]bool{}
 	for _, id := range p.woken {
 		woken[id] = true
@@ -220,16 +253,18 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 // reaches the limit is logged as a warning: the full-read safety net then
 // covers the open tickets the lists cannot show. It reports whether every
 // request succeeded.
-func (c *cycle) listQueue(known, live map[string]bool) (map[string]guestapi.Ticket, bool) {
+func (c *cycle) listQueue(known, live map[string]bool) (map[string]guestapi.Ticket, coverage, bool) {
 	out := map[string]guestapi.Ticket{}
+	cv := coverage{status: map[guestapi.Status]bool{}, dept: map[[2]string]bool{}}
 	if c.e.queueFits {
 		ts, ok := c.listOnce(guestapi.ListOptions{Limit: ListLimit})
 		if !ok {
-			return out, false
+			return out, cv, false
 		}
 		add(out, ts)
 		if len(ts) < ListLimit {
-			return out, true
+			cv.all = true
+			return out, cv, true
 		}
 	}
 	all := true
@@ -238,24 +273,26 @@ func (c *cycle) listQueue(known, live map[string]bool) (map[string]guestapi.Tick
 		if s.Closed() {
 			depts = live
 		}
-		if !c.listStatus(s, depts, !s.Closed() || slices.Contains(c.e.cfg.backfill, s), out) {
+		if !c.listStatus(s, depts, !s.Closed() || slices.Contains(c.e.cfg.backfill, s), out, cv) {
 			all = false
 		}
 	}
 	c.e.queueFits = all && len(out) < ListLimit
-	return out, all
+	return out, cv, all
 }
 
 // listStatus lists the tickets of status s into out; a list that reaches
 // the limit is asked again per department of known, and with listed, of
-// the list. It reports whether every request succeeded.
-func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, listed bool, out map[string]guestapi.Ticket) bool {
+// the list. It records in cv the lists that were whole, and reports
+// whether every request succeeded.
+func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, listed bool, out map[string]guestapi.Ticket, cv coverage) bool {
 	ts, ok := c.listOnce(guestapi.ListOptions{Status: s, Limit: ListLimit})
 	if !ok {
 		return false
 	}
 	add(out, ts)
 	if len(ts) < ListLimit {
+		cv.status[s] = true
 		return true
 	}
 	depts := map[string]bool{}
@@ -282,6 +319,8 @@ func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, listed bool
 		add(out, dts)
 		if len(dts) >= ListLimit {
 			c.warnFull(s, d)
+		} else {
+			cv.dept[[2]string{string(s), d}] = true
 		}
 	}
 	return all

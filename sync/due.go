@@ -21,6 +21,7 @@ const (
 	DueEvent   = "event"   // the helpdesk reported an event on it
 	DueRetired = "retired" // closed for longer than the grace: read at the retired interval
 	DueHeld    = "held"    // the helpdesk holds a change until the team acts: tried again every few minutes
+	DueMoved   = "moved"   // missing from a whole list of its status and department: read to see where it went
 )
 
 // DueReasonText says in words why a ticket is read next, for `status`.
@@ -42,6 +43,8 @@ func DueReasonText(reason string) string {
 		return "full read: the safety net reads every open ticket at least every full-read interval; a list showing it changed makes it due at once"
 	case DueEvent:
 		return "event: the helpdesk reported a change on it"
+	case DueMoved:
+		return "moved: it left the list of its status and department (closed, perhaps); read to see where it went"
 	case DueHeld:
 		return "held: the helpdesk holds a change until the team does what it asks (see the ticket's last error); tried again every few minutes"
 	case DueRetired:
@@ -191,7 +194,11 @@ func (p policy) afterRead(t *state.Ticket, now time.Time, active bool) {
 func (p policy) afterError(t *state.Ticket, now time.Time, msg string) {
 	t.Attempts++
 	t.LastError = msg
-	t.NextDue, t.DueReason, t.Retired = now.Add(p.backoff(t.Attempts)), DueRetry, false
+	wait := p.backoff(t.Attempts)
+	if p.fullRead > 0 && !guestapi.Status(t.UpstreamStatus).Closed() {
+		wait = min(wait, p.fullRead) // the safety net holds for failing tickets too
+	}
+	t.NextDue, t.DueReason, t.Retired = now.Add(wait), DueRetry, false
 }
 
 // wake makes t due at once, for reason; a retired ticket comes back. A

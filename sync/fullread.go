@@ -13,20 +13,22 @@ import (
 const MetaFullRead = "full_read"
 
 // FullRead is the full-read interval in force: the longest an open ticket
-// goes without being read, whatever the lists show. It starts as
-// TICKETBRIDGE_FULL_READ_INTERVAL; each time a read finds a change that no
-// list could have signalled (a new message or status while updated_at stayed
-// as stored), the engine halves it, down to a quarter of the configured
-// value (and never below the schedule's interval), and keeps it so until
-// the configured value changes.
+// goes without being read, whatever the lists show (a ticket backing off
+// after errors waits at most this long too; one whose input the helpdesk
+// refuses waits TICKETBRIDGE_QUIET_MAX). It starts as
+// TICKETBRIDGE_FULL_READ_INTERVAL; each time a read finds a new message
+// that no list could have signalled (updated_at stayed as stored), the
+// engine halves it, down to a quarter of the configured value (and never
+// below the schedule's interval), and keeps it so until the configured
+// value or the schedule changes.
 type FullRead struct {
 	Configured time.Duration `json:"configured"`
 	Effective  time.Duration `json:"effective"`
 	// Unsignalled counts the changes found that no list signalled, since
 	// the configured value was set.
 	Unsignalled int `json:"unsignalled,omitempty"`
-	// ShortenedAt is when the interval was last shortened, and Ticket the
-	// ticket whose read found the change that did it.
+	// ShortenedAt is when the interval was last shortened, and Ticket one
+	// of the tickets whose reads found the changes that did it.
 	ShortenedAt time.Time `json:"shortened_at,omitzero"`
 	Ticket      string    `json:"ticket,omitempty"`
 }
@@ -50,13 +52,13 @@ func (f FullRead) String() string {
 // readFullRead returns the stored interval, or the configured one when
 // none is stored or the configuration changed since; changed reports
 // whether the result differs from what is stored.
-func readFullRead(tx *state.Tx, configured time.Duration) (f FullRead, changed bool, err error) {
+func readFullRead(tx *state.Tx, configured, interval time.Duration) (f FullRead, changed bool, err error) {
 	def := FullRead{Configured: configured, Effective: configured}
 	v, ok, err := tx.Meta(MetaFullRead)
 	if err != nil || !ok {
 		return def, false, err
 	}
-	if json.Unmarshal([]byte(v), &f) != nil || f.Configured != configured || f.Effective <= 0 || f.Effective > configured {
+	if json.Unmarshal([]byte(v), &f) != nil || f.Configured != configured || f.Effective < min(interval, configured) || f.Effective > configured {
 		return def, true, nil
 	}
 	return f, false, nil
@@ -76,7 +78,7 @@ func ReadFullRead(st *state.Store, configured time.Duration) (FullRead, error) {
 	var f FullRead
 	err := st.View(func(tx *state.Tx) error {
 		var err error
-		f, _, err = readFullRead(tx, configured)
+		f, _, err = readFullRead(tx, configured, 0)
 		return err
 	})
 	return f, err

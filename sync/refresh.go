@@ -60,7 +60,15 @@ func (c *cycle) refresh() {
 		c.stop(fmt.Errorf("read state: %w", err))
 		return
 	}
-	due := planReads(tracked, e.pol, c.now)
+	waiting := map[string]bool{} // tickets with a status change waiting to go up
+	for id, ps := range pending {
+		for _, p := range ps {
+			if p.Kind == state.KindStatus {
+				waiting[id] = true
+			}
+		}
+	}
+	due := planReads(tracked, waiting, e.pol, c.now)
 	toImport := 0
 	for _, t := range due {
 		if t.Ref == "" {
@@ -107,7 +115,8 @@ func (c *cycle) refresh() {
 			}
 		}
 		if r.limited != nil {
-			continue // nothing changed: the ticket stays due
+			c.unread(r.t.ID) // nothing changed: the ticket stays due
+			continue
 		}
 		batch = append(batch, r)
 		if len(batch) >= refreshBatch {
@@ -122,11 +131,14 @@ func (c *cycle) refresh() {
 }
 
 // planReads returns the tracked tickets due at now, imports first, then
-// the longest waiting. It does no I/O.
-func planReads(tracked []state.Ticket, pol policy, now time.Time) []state.Ticket {
+// the longest waiting. A ticket with a status change waiting to go up
+// (waiting) is read every cycle it is not backing off: send lets the
+// change go only after a read of the ticket in the same cycle, so that the
+// newer of the two changes wins. It does no I/O.
+func planReads(tracked []state.Ticket, waiting map[string]bool, pol policy, now time.Time) []state.Ticket {
 	var due []state.Ticket
 	for _, t := range tracked {
-		if pol.due(&t, now) {
+		if pol.due(&t, now) || (waiting[t.ID] && t.Attempts == 0) {
 			due = append(due, t)
 		}
 	}
@@ -205,6 +217,9 @@ func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResul
 		}
 		handle(<-done)
 	}
+	for _, t := range due[next:] {
+		c.unread(t.ID) // put off: not read in this cycle
+	}
 	if limited > 0 {
 		left := len(due) - next + limited
 		c.count(func(r *Report) { r.Throttled += limited })
@@ -223,10 +238,10 @@ func (c *cycle) noteUnsignalled(ids []string) {
 	var shortened bool
 	err := e.st.Update(func(tx *state.Tx) error {
 		var err error
-		if f, _, err = readFullRead(tx, e.cfg.FullReadInterval); err != nil {
+		if f, _, err = readFullRead(tx, e.cfg.FullReadInterval, e.cfg.interval); err != nil {
 			return err
 		}
-		shortened = f.note(len(ids), ids[len(ids)-1], c.now, e.cfg.interval)
+		shortened = f.note(len(ids), ids[0], c.now, e.cfg.interval)
 		return putFullRead(tx, f)
 	})
 	if err != nil {
@@ -433,9 +448,8 @@ type threadPlan struct {
 	// active says whether anything changed on either side: the ticket is
 	// read again on the next cycle.
 	active bool
-	// unsignalled says that the read found a change (a new message, a new
-	// status) although updated_at stayed as stored: no list could have
-	// shown it.
+	// unsignalled says that the read found a new message although
+	// updated_at stayed as stored: no list could have shown it.
 	unsignalled bool
 }
 
@@ -499,7 +513,9 @@ func planThread(t state.Ticket, th *guestapi.Thread, known map[string]bool, pend
 		p.setStatus = d.Status
 	}
 	p.active = p.held || len(pend) > 0 || t.DueReason == DueEvent || (!first && (len(p.append) > 0 || upChanged))
-	p.unsignalled = !first && d.UpdatedAt.Equal(t.UpstreamUpdatedAt) && (newer || upChanged)
+	// A status change is in the lists (they show the status); a message
+	// is there only through updated_at.
+	p.unsignalled = !first && newer && d.UpdatedAt.Equal(t.UpstreamUpdatedAt)
 	return p
 }
 
@@ -523,10 +539,17 @@ func (c *cycle) ticketError(r refreshResult, op string, err error) refreshResult
 		r.t.NextDue, r.t.DueReason = c.now.Add(min(c.e.pol.quietMax, max(c.e.pol.interval, heldRetry))), DueHeld
 		c.count(func(rep *Report) { rep.Held++ })
 	}
-	c.mu.Lock()
-	c.readFail[r.t.ID] = true
-	c.mu.Unlock()
+	c.unread(r.t.ID)
 	return r
+}
+
+// unread records that ticket id was due but not read in this cycle: its
+// status changes wait (see sendTicket), for only a read says whether the
+// upstream status changed since.
+func (c *cycle) unread(id string) {
+	c.mu.Lock()
+	c.readFail[id] = true
+	c.mu.Unlock()
 }
 
 func toAdapterTicket(d guestapi.TicketDetail) adapters.Ticket {

@@ -37,7 +37,7 @@ type Status struct {
 // StatusCounts sums the tickets up by how the engine treats them.
 type StatusCounts struct {
 	Tickets  int `json:"tickets"`
-	Active   int `json:"active"`  // read every cycle
+	Active   int `json:"active"`  // due now or soon: new, changed, an event, or recent activity polled
 	Quiet    int `json:"quiet"`   // nothing changed lately: read when a list shows a change, or at the full-read slot
 	Closed   int `json:"closed"`  // closed upstream, read at the closed interval
 	Retired  int `json:"retired"` // not read any more

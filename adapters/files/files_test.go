@@ -598,3 +598,44 @@ func TestBrokenTicketFolderStopsOnlyItsOwnFiles(t *testing.T) {
 		t.Fatalf("outbox holds %v; the broken ticket's file must wait there", got)
 	}
 }
+
+// TestLookupFindsAFolderCopiedInSlowly: a ticket folder restored by hand
+// whose ticket.json arrives after a lookup has already looked at the
+// folder is still found by the next lookup, so no second folder is made.
+func TestLookupFindsAFolderCopiedInSlowly(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir)
+	ctx := t.Context()
+	ref, err := a.EnsureTicket(ctx, adapters.Ticket{UpstreamID: "11111111-0000-4000-8000-000000000000", Department: "hk", Status: guestapi.StatusNew, TaskDescription: "towels"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "tickets", string(ref), "ticket.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	// A restore: the folder comes back under another name, its file later.
+	restored := filepath.Join(dir, "tickets", "restored-"+string(ref))
+	if err := os.RemoveAll(filepath.Join(dir, "tickets", string(ref))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(restored, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute) // as if the copy began a while ago
+	if err := os.Chtimes(filepath.Join(dir, "tickets"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, dir)
+	if _, ok, err := b.Lookup(ctx, "22222222-0000-4000-8000-000000000000"); err != nil || ok {
+		t.Fatalf("lookup of another request: %v %v", ok, err)
+	}
+	if err := os.WriteFile(filepath.Join(restored, "ticket.json"), body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, ok, err := b.Lookup(ctx, "11111111-0000-4000-8000-000000000000")
+	if err != nil || !ok || f.Ref != adapters.Ref(filepath.Base(restored)) {
+		t.Fatalf("lookup after the file arrived: %+v %v %v; want the restored folder", f, ok, err)
+	}
+}

@@ -277,9 +277,17 @@ func (a *Adapter) scan() error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 		return fmt.Errorf("scan tickets: %w", err)
 	}
-	if statErr == nil {
-		defer func() { a.scanStamp = fi.ModTime() }()
-	}
+	// The stamp is trusted only when the scan saw every folder whole (a
+	// folder still being copied in does not move the tickets folder's time
+	// when its ticket.json arrives) and the time is not so recent that a
+	// coarse clock could give a later change the same one.
+	whole := statErr == nil && time.Since(fi.ModTime()) > 2*time.Second
+	a.scanStamp = time.Time{}
+	defer func() {
+		if whole {
+			a.scanStamp = fi.ModTime()
+		}
+	}()
 	for _, de := range des {
 		name := de.Name()
 		if !de.IsDir() || !validFolder(name) || a.scanned[name] {
@@ -287,9 +295,11 @@ func (a *Adapter) scan() error {
 		}
 		t, err := readTicket(filepath.Join(root, name, ticketJSON))
 		if errors.Is(err, fs.ErrNotExist) {
+			whole = false
 			continue // not a ticket folder (yet)
 		}
 		if err != nil {
+			whole = false
 			a.log.Warn("skipping unreadable ticket folder", "op", "scan", "folder", name, "error", err)
 			continue
 		}
