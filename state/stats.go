@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 )
@@ -33,6 +34,8 @@ type Stats struct {
 	JournalSent     int
 	JournalFailed   int
 	JournalUnmarked int
+	// JournalAbandoned counts the entries an operator set aside (skip).
+	JournalAbandoned int
 
 	// Cursors counts the stored adapter cursors.
 	Cursors int
@@ -69,7 +72,16 @@ func (s *Store) Stats() (Stats, error) {
 		st.JournalPending = keyN(tx.bucket(bucketJournalPending))
 		st.JournalFailed = keyN(tx.bucket(bucketJournalFailed))
 		st.JournalUnmarked = keyN(tx.bucket(bucketJournalUnmarked))
-		st.JournalSent = keyN(tx.bucket(bucketJournal)) - st.JournalPending - st.JournalFailed
+		// Abandoned entries have no index of their own: they are few, and
+		// found by their state's bytes without decoding the journal.
+		abandoned := []byte(`"state":"` + string(Abandoned) + `"`)
+		_ = tx.bucket(bucketJournal).ForEach(func(_, v []byte) error {
+			if bytes.Contains(v, abandoned) {
+				st.JournalAbandoned++
+			}
+			return nil
+		})
+		st.JournalSent = keyN(tx.bucket(bucketJournal)) - st.JournalPending - st.JournalFailed - st.JournalAbandoned
 		st.Cursors = keyN(tx.bucket(bucketCursors))
 		return nil
 	})
