@@ -41,6 +41,8 @@ func DueReasonText(reason string) string {
 		return "full read: the safety net reads every open ticket at least every full-read interval; a list showing it changed makes it due at once"
 	case DueEvent:
 		return "event: the helpdesk reported a change on it"
+	case DueAsked:
+		return "asked: an operator asked to read it now"
 	case DueRetired:
 		return "retired: closed for longer than TICKETBRIDGE_CLOSED_GRACE, read at TICKETBRIDGE_RETIRED_INTERVAL; a list showing it changed makes it due at once"
 	case "":

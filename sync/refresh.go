@@ -286,6 +286,9 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 		}
 	}
 	for _, en := range r.supersede {
+		if abandonedMeanwhile(tx, en.EventID) {
+			continue
+		}
 		en.State = state.Failed
 		en.LastError = fmt.Sprintf("superseded: the upstream status changed to %s after this helpdesk change", r.supersBy)
 		if _, err := tx.PutJournal(en); err != nil {
