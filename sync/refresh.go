@@ -330,6 +330,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	}
 	if len(p.append) > 0 {
 		app, err := e.hd.Append(c.ctx, ref, p.append)
+		c.observeToHelpdesk(t, p.append, app)
 		for _, a := range app {
 			if validID(a.UpstreamID) {
 				r.mirrored = append(r.mirrored, a)

@@ -43,6 +43,9 @@ type Report struct {
 	Throttled   int `json:"throttled"`    // reads the API answered with 429; the cycle slowed down
 
 	Phases Phases `json:"phases"`
+	// Propagation is how long the messages carried in this cycle took to
+	// cross, each way.
+	Propagation Propagation `json:"propagation,omitzero"`
 
 	// Fatal is the error that stopped the cycle, "" when none did.
 	Fatal string `json:"fatal,omitempty"`

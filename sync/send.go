@@ -220,6 +220,7 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 		c.stop(fmt.Errorf("store sent entries: %w", err))
 		return
 	}
+	c.observeToGuest(out)
 	for _, os := range out {
 		for _, o := range os {
 			switch {

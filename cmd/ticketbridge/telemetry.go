@@ -113,8 +113,9 @@ type telemetry struct {
 	// (WATCHDOG_USEC), negative disables the watchdog.
 	watchdogEvery time.Duration
 
-	reg *prometheus.Registry
-	m   metrics
+	reg  *prometheus.Registry
+	m    metrics
+	prop *propagationMetrics
 
 	mu          gosync.Mutex
 	sched       cron.Schedule
@@ -281,6 +282,8 @@ func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
 		cfg.CycleMax = 20 * time.Minute
 	}
 	reg := prometheus.NewRegistry()
+	prop := newPropagationMetrics()
+	reg.MustRegister(prop)
 	return &telemetry{
 		cfg:    cfg,
 		log:    log,
@@ -288,6 +291,7 @@ func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
 		notify: sdNotify,
 		reg:    reg,
 		m:      newMetrics(reg),
+		prop:   prop,
 	}
 }
 
@@ -428,6 +432,7 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	t.m.detect.WithLabelValues("signalled").Add(float64(r.Signalled))
 	t.m.detect.WithLabelValues("unsignalled").Add(float64(r.Unsignalled))
 	t.m.detect.WithLabelValues("throttled").Add(float64(r.Throttled))
+	t.prop.add(r.Propagation)
 	if err != nil {
 		t.m.errors.WithLabelValues(errorKind(err)).Inc()
 	}
