@@ -34,6 +34,8 @@ var (
 	// ErrNotActionable: the entry's state does not allow the action (a
 	// sent entry can be neither retried nor skipped).
 	ErrNotActionable = errors.New("not possible in this state")
+	// ErrBadReason: a skip's reason is missing or unfit.
+	ErrBadReason = errors.New("skip reason refused")
 )
 
 // RetryEntry puts the journal entry of helpdesk event eventID back to
@@ -69,7 +71,7 @@ func RetryEntry(st *state.Store, eventID string, now time.Time) (state.Entry, er
 func SkipEntry(st *state.Store, eventID, who, reason string) (state.Entry, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
-		return state.Entry{}, fmt.Errorf("skip journal entry %q: %w", eventID, err)
+		return state.Entry{}, fmt.Errorf("skip journal entry %q: %w: %w", eventID, ErrBadReason, err)
 	}
 	who = strings.TrimSpace(who)
 	if who == "" {
