@@ -85,6 +85,10 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 	} else if err != nil {
 		log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
 	}
+	page, err := setupConsole(ctx, w, tel)
+	if err != nil {
+		return err
+	}
 	if err := tel.start(ctx, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
 		return err
 	}
@@ -131,22 +135,23 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			tel.cycleDone(r, err)
-			writeSnapshot(w.store, w.cfg.State+statusSuffix, log)
+			page.cycleDone(r, writeSnapshot(w.store, w.cfg.State+statusSuffix, log))
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
 			}
 		},
 		Logger: log,
 	}
-	err := s.Run(ctx)
+	err = s.Run(ctx)
 	log.Info("ticketbridge stopped", "op", "stop")
 	return err
 }
 
 // writeSnapshot writes the status snapshot of st to path, atomically and
 // readable by the owner only. Failures are logged: the snapshot is a
-// convenience, the state file is the truth.
-func writeSnapshot(st *state.Store, path string, log *slog.Logger) {
+// convenience, the state file is the truth. It returns the snapshot, nil
+// when it could not be read.
+func writeSnapshot(st *state.Store, path string, log *slog.Logger) *sync.Status {
 	s, err := sync.ReadStatus(st, time.Now())
 	if err == nil {
 		var b []byte
@@ -157,6 +162,10 @@ func writeSnapshot(st *state.Store, path string, log *slog.Logger) {
 	if err != nil {
 		log.Warn("write status snapshot: "+err.Error(), "op", "status", "path", path)
 	}
+	if s.At.IsZero() {
+		return nil
+	}
+	return &s
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the

@@ -132,6 +132,10 @@ type telemetry struct {
 	starved     bool // the watchdog is not being fed (logged once per episode)
 	notifyErr   bool // a notification failed (logged once)
 
+	// page is the status page served at / (see console.go); nil serves a
+	// line naming the endpoints.
+	page pageHandler
+
 	srv    *http.Server
 	addr   net.Addr
 	served chan error
@@ -625,8 +629,8 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
-// handler serves /metrics, /healthz and /readyz; GET and HEAD only, with
-// request bodies capped.
+// handler serves /metrics, /healthz, /readyz and the status page; GET and
+// HEAD only (and POST to the page's forms), with request bodies capped.
 func (t *telemetry) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
@@ -647,11 +651,16 @@ func (t *telemetry) handler() http.Handler {
 		}
 		plain(w, http.StatusOK, reason)
 	})
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
-		plain(w, http.StatusOK, "ticketbridge: /metrics /healthz /readyz")
-	})
+	if t.page != nil {
+		mux.Handle("/", t.page)
+	} else {
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
+			plain(w, http.StatusOK, "ticketbridge: /metrics /healthz /readyz")
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		postOK := r.Method == http.MethodPost && t.page != nil && t.page.AcceptsPost(r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !postOK {
 			w.Header().Set("Allow", "GET, HEAD")
 			plain(w, http.StatusMethodNotAllowed, "method not allowed")
 			return
