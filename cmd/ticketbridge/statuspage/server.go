@@ -119,7 +119,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // "no-referrer" makes browsers send Origin: null with forms
 	h.Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, FormMax)
 	s.mux.ServeHTTP(w, r)
