@@ -266,3 +266,17 @@ func newConsoleDaemonRefusing(t *testing.T, b *bridge) *consoleDaemon {
 	t.Fatal("no entry refused in 5 cycles")
 	return d
 }
+
+func TestRetrySkipUsage(t *testing.T) {
+	for _, name := range []string{"retry", "skip"} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), []string{name, "--help"}, &out, &errb)
+		if exitCode(err, &errb) != 0 || !strings.Contains(out.String(), "Usage: ticketbridge "+name+" ID") {
+			t.Errorf("%s --help: %v\n%s%s", name, err, out.String(), errb.String())
+		}
+		errb.Reset()
+		if code := exitCode(run(context.Background(), []string{name}, &out, &errb), &errb); code != 2 || !strings.Contains(errb.String(), "want the ID") {
+			t.Errorf("%s without ID: exit %d %s", name, code, errb.String())
+		}
+	}
+}

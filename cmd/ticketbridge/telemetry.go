@@ -218,7 +218,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		}),
 		journal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketbridge_journal_entries",
-			Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk).",
+			Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent).",
 		}, []string{"state"}),
 		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ticketbridge_state_file_bytes",
@@ -270,7 +270,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	for _, c := range []string{"signalled", "unsignalled", "throttled"} {
 		m.detect.WithLabelValues(c)
 	}
-	for _, s := range []string{"pending", "failed", "unmarked"} {
+	for _, s := range []string{"pending", "failed", "unmarked", "abandoned"} {
 		m.journal.WithLabelValues(s)
 	}
 	return m
@@ -522,6 +522,7 @@ func (t *telemetry) observeStats(st state.Stats) {
 	t.m.journal.WithLabelValues("pending").Set(float64(st.JournalPending))
 	t.m.journal.WithLabelValues("failed").Set(float64(st.JournalFailed))
 	t.m.journal.WithLabelValues("unmarked").Set(float64(st.JournalUnmarked))
+	t.m.journal.WithLabelValues("abandoned").Set(float64(st.JournalAbandoned))
 	t.m.stateBytes.Set(float64(st.FileSize))
 }
 
