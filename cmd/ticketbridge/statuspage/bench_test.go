@@ -40,6 +40,7 @@ func BenchmarkPage(b *testing.B) {
 		{"table", "/tickets"},
 		{"search", "/tickets?q=dept-17&page=2"},
 		{"request", "/tickets/" + first},
+		{"request-by-ref", "/tickets/hd-9999"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

@@ -382,7 +382,7 @@ type journalRow struct {
 }
 
 func (s *Server) ticket(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := s.resolve(r.PathValue("id"))
 	d, err := s.src.Ticket(id)
 	if err != nil {
 		s.message(w, r, http.StatusNotFound, err.Error())
@@ -407,6 +407,29 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Ticket = td
 	s.render(w, http.StatusOK, "ticket", v)
+}
+
+// resolve finds the upstream id of a helpdesk reference or an id prefix in
+// the snapshot, so that the state is read by key, not scanned; an id the
+// snapshot does not know is returned as is.
+func (s *Server) resolve(id string) string {
+	snap := s.src.Snapshot()
+	var found string
+	for _, t := range snap.Status.Tickets {
+		switch {
+		case t.ID == id:
+			return id
+		case t.Ref == id || (len(id) >= 8 && strings.HasPrefix(t.ID, id)):
+			if found != "" {
+				return id // ambiguous: the state's reader says so
+			}
+			found = t.ID
+		}
+	}
+	if found == "" {
+		return id
+	}
+	return found
 }
 
 func sortedPairs(m map[string]string) [][2]string {

@@ -321,3 +321,42 @@ func TestReadToken(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+func TestOverviewActionsWhenSignedIn(t *testing.T) {
+	p := newTestPage(t, testToken)
+	p.do("POST", "/login", url.Values{"name": {"Ines"}, "token": {testToken}}, nil)
+	_, body := p.do("GET", "/", nil, nil)
+	if !strings.Contains(body, `action="/retry?id=ev-refused"`) || !strings.Contains(body, `action="/skip?id=ev-refused"`) {
+		t.Errorf("signed in, the overview offers no retry or skip of the refused entry")
+	}
+	// A request found by its helpdesk reference.
+	if resp, body := p.do("GET", "/tickets/hd-7", nil, nil); resp.StatusCode != 200 || !strings.Contains(body, fmt.Sprintf("%08d-0000", 7)) {
+		t.Errorf("GET /tickets/hd-7: %d", resp.StatusCode)
+	}
+}
+
+// TestHotelKeepsAnHourOfCycles: the source keeps the cycles of the last
+// hour, and an action shows in its snapshot before the next cycle.
+func TestHotelKeepsAnHourOfCycles(t *testing.T) {
+	st := fixture(t, 3)
+	now := t0
+	h := NewHotel("", st, func() time.Time { return now })
+	for i := range 130 {
+		now = t0.Add(time.Duration(i) * time.Minute)
+		if err := h.CycleDone(sync.Report{Start: now, Outcome: sync.OutcomeOK}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := h.Snapshot().Cycles
+	if len(cs) != 61 || !cs[0].Start.Equal(now.Add(-time.Hour)) {
+		t.Fatalf("kept %d cycles from %s; want 61 from %s", len(cs), cs[0].Start, now.Add(-time.Hour))
+	}
+	before := h.Snapshot()
+	if _, err := h.Retry("ev-refused"); err != nil {
+		t.Fatal(err)
+	}
+	after := h.Snapshot().Status
+	if len(after.Failed) != 0 || len(after.Pending) != 2 || len(before.Status.Failed) != 1 {
+		t.Errorf("after retry: failed %d pending %d; the earlier snapshot has %d failed", len(after.Failed), len(after.Pending), len(before.Status.Failed))
+	}
+}
