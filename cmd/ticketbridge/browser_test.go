@@ -126,7 +126,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	overview := filepath.Join(shots, filepathName(n, "overview-signed-in"))
 	tab.screenshot(overview)
 
-	text = visit("/tickets/"+ids[0], "request-signed-in", reply, "Retry", "Skip")
+	visit("/tickets/"+ids[0], "request-signed-in", reply, "Retry", "Skip")
 	d.refuse.Store(false)
 	d.broken.Store("")
 	tab.click(`form[action^="/retry"] button`)
