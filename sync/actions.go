@@ -67,7 +67,9 @@ func RetryEntry(st *state.Store, eventID string, now time.Time) (state.Entry, er
 // it is never sent, and never deleted. who (the operator) and reason are
 // kept in its LastError. reason is required: one line of at most
 // MaxSkipReason characters. A sent entry is refused with ErrNotActionable;
-// skipping an abandoned entry again replaces the reason.
+// skipping an abandoned entry again replaces the reason. An entry whose
+// request a running cycle has already started may still go through: the
+// cycle then records it as sent, which is what happened.
 func SkipEntry(st *state.Store, eventID, who, reason string) (state.Entry, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
