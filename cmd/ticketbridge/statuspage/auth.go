@@ -24,6 +24,8 @@ const MinTokenLen = 16
 const (
 	cookieName  = "ticketbridge_console"
 	sessionLife = 12 * time.Hour
+	loginCookie = "ticketbridge_login" // binds the sign-in form's CSRF token
+	loginLife   = 30 * time.Minute
 	maxNameLen  = 64
 )
 

@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"bytes"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -446,7 +447,14 @@ func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "Sign-in is off: the daemon has no console token (TICKETBRIDGE_CONSOLE_TOKEN_FILE). The page is read-only.")
 		return
 	}
-	s.render(w, http.StatusOK, "login", s.view(r, "Sign in"))
+	// The sign-in form carries a CSRF token too, bound to a short-lived
+	// cookie of its own (there is no session yet).
+	pre := rand.Text()
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: pre, Path: "/login", MaxAge: int(loginLife / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	v := s.view(r, "Sign in")
+	v.CSRF = s.auth.csrf("login:" + pre)
+	s.render(w, http.StatusOK, "login", v)
 }
 
 // sameOrigin refuses a browser POST sent from another site: its Origin
@@ -484,6 +492,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := r.ParseForm(); err != nil {
 		s.message(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The form is larger than %d bytes.", FormMax))
+		return
+	}
+	if c, err := r.Cookie(loginCookie); err != nil || !s.auth.checkCSRF("login:"+c.Value, r.PostForm.Get("csrf")) {
+		s.message(w, r, http.StatusForbidden, "Refused: the sign-in form's CSRF token is missing or stale; open the sign-in page again.")
 		return
 	}
 	if s.tooManyFails(false) {

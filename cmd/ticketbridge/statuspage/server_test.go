@@ -128,6 +128,18 @@ func (p *testPage) do(method, path string, form url.Values, hdr map[string]strin
 	return resp, string(b)
 }
 
+// login signs in as who with token through the sign-in form.
+func (p *testPage) login(who, token string) *http.Response {
+	p.t.Helper()
+	_, body := p.do("GET", "/login", nil, nil)
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil {
+		p.t.Fatalf("no CSRF token in the sign-in form:\n%s", body)
+	}
+	resp, _ := p.do("POST", "/login", url.Values{"name": {who}, "token": {token}, "csrf": {m[1]}}, nil)
+	return resp
+}
+
 func (p *testPage) entry(id string) state.Entry {
 	p.t.Helper()
 	var e state.Entry
@@ -192,10 +204,13 @@ func TestSignInAndActions(t *testing.T) {
 	if resp, _ := p.do("POST", "/retry?id=ev-refused", url.Values{}, nil); resp.StatusCode != 403 {
 		t.Fatalf("retry before sign-in: %d", resp.StatusCode)
 	}
-	if resp, _ := p.do("POST", "/login", url.Values{"name": {"Ines"}, "token": {"wrong-token-wrong-token"}}, nil); resp.StatusCode != 403 {
+	if resp, _ := p.do("POST", "/login", url.Values{"name": {"Ines"}, "token": {testToken}}, nil); resp.StatusCode != 403 {
+		t.Fatalf("sign-in without the form's CSRF token: %d", resp.StatusCode)
+	}
+	if resp := p.login("Ines", "wrong-token-wrong-token"); resp.StatusCode != 403 {
 		t.Fatalf("sign-in with a wrong token: %d", resp.StatusCode)
 	}
-	resp, _ := p.do("POST", "/login", url.Values{"name": {"Ines"}, "token": {testToken}}, nil)
+	resp := p.login("Ines", testToken)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d", resp.StatusCode)
 	}
@@ -291,9 +306,9 @@ func TestBearerActions(t *testing.T) {
 func TestSignInPausesAfterFailures(t *testing.T) {
 	p := newTestPage(t, testToken)
 	for range loginFails {
-		p.do("POST", "/login", url.Values{"token": {"nope-nope-nope-nope"}}, nil)
+		p.login("", "nope-nope-nope-nope")
 	}
-	if resp, _ := p.do("POST", "/login", url.Values{"token": {testToken}}, nil); resp.StatusCode != http.StatusTooManyRequests {
+	if resp := p.login("", testToken); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("sign-in after %d failures: %d", loginFails, resp.StatusCode)
 	}
 }
@@ -324,7 +339,7 @@ func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o60
 
 func TestOverviewActionsWhenSignedIn(t *testing.T) {
 	p := newTestPage(t, testToken)
-	p.do("POST", "/login", url.Values{"name": {"Ines"}, "token": {testToken}}, nil)
+	p.login("Ines", testToken)
 	_, body := p.do("GET", "/", nil, nil)
 	if !strings.Contains(body, `action="/retry?id=ev-refused"`) || !strings.Contains(body, `action="/skip?id=ev-refused"`) {
 		t.Errorf("signed in, the overview offers no retry or skip of the refused entry")
