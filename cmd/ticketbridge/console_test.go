@@ -280,3 +280,37 @@ func TestRetrySkipUsage(t *testing.T) {
 		}
 	}
 }
+
+// stubPage is a status page that accepts POST on /act only.
+type stubPage struct{}
+
+func (stubPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNoContent)
+}
+func (stubPage) AcceptsPost(r *http.Request) bool { return r.URL.Path == "/act" }
+
+// TestListenerAllowsPostToThePageOnly: the listener takes POST for the
+// page's forms only, and its body limit stays.
+func TestListenerAllowsPostToThePageOnly(t *testing.T) {
+	tel := newTelemetry(telemetryConfig{CycleMax: 20 * time.Minute}, nil)
+	tel.page = stubPage{}
+	h := tel.handler()
+	for _, c := range []struct {
+		method, path string
+		body         string
+		want         int
+	}{
+		{"GET", "/", "", http.StatusNoContent},
+		{"POST", "/act", "a=b", http.StatusNoContent},
+		{"POST", "/metrics", "", http.StatusMethodNotAllowed},
+		{"POST", "/", "", http.StatusMethodNotAllowed},
+		{"PUT", "/act", "", http.StatusMethodNotAllowed},
+	} {
+		req, _ := http.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		rec := &recorder{header: http.Header{}}
+		h.ServeHTTP(rec, req)
+		if rec.code != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, rec.code, c.want)
+		}
+	}
+}

@@ -277,7 +277,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.Pending = st.Pending[:min(len(st.Pending), overviewRows)]
-	d.Failed = st.Failed
+	d.Failed = st.Failed[:min(len(st.Failed), 2*overviewRows)]
 	v := s.view(r, "Status")
 	v.Overview = d
 	s.render(w, http.StatusOK, "overview", v)
