@@ -194,6 +194,9 @@ func TestRetryAndSkipCommandsWhileRunning(t *testing.T) {
 	for _, e := range snap.Failed {
 		event[e.Ticket] = e.EventID
 	}
+	if out, _, _ := b.cmd("status"); !strings.Contains(out, "ticketbridge retry EVENT") {
+		t.Errorf("status with refused entries does not say how to retry them:\n%s", out)
+	}
 	d.refuse.Store(false)
 
 	// Without the token the daemon refuses.

@@ -442,6 +442,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 			return err
 		}
 	}
+	if len(s.Failed) > 0 {
+		fmt.Fprintln(out, "\nticketbridge retry EVENT sends a refused entry again; ticketbridge skip EVENT --reason TEXT sets it aside.")
+	}
 	return nil
 }
 
