@@ -366,6 +366,19 @@ func TestHotelKeepsAnHourOfCycles(t *testing.T) {
 	if len(cs) != 61 || !cs[0].Start.Equal(now.Add(-time.Hour)) {
 		t.Fatalf("kept %d cycles from %s; want 61 from %s", len(cs), cs[0].Start, now.Add(-time.Hour))
 	}
+	// A restarted daemon starts from the cycle stored in state.
+	if err := st.Update(func(tx *state.Tx) error {
+		return tx.PutCycle(state.Cycle{Start: now, End: now, Outcome: "ok", Report: []byte(`{"start":"` + now.Format(time.RFC3339) + `","outcome":"ok","api_requests":3}`)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := NewHotel("", st, func() time.Time { return now })
+	if err := fresh.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if cs := fresh.Snapshot().Cycles; len(cs) != 1 || cs[0].APIRequests != 3 {
+		t.Errorf("after a restart: cycles %+v, want the stored one", cs)
+	}
 	before := h.Snapshot()
 	if _, err := h.Retry("ev-refused"); err != nil {
 		t.Fatal(err)

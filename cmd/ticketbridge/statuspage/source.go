@@ -72,7 +72,9 @@ func NewHotel(name string, st *state.Store, now func() time.Time) *Hotel {
 // Name implements Source.
 func (h *Hotel) Name() string { return h.name }
 
-// Refresh reads the status from the state.
+// Refresh reads the status from the state. Before the first cycle it also
+// takes the last cycle stored in state (one run before a restart) as the
+// first of the recent cycles.
 func (h *Hotel) Refresh() error {
 	s, err := sync.ReadStatus(h.st, h.now())
 	if err != nil {
@@ -80,6 +82,9 @@ func (h *Hotel) Refresh() error {
 	}
 	h.mu.Lock()
 	h.status = s
+	if len(h.cycles) == 0 && s.LastCycle != nil && !s.LastCycle.Start.Before(h.now().Add(-h.keep)) {
+		h.cycles = []sync.Report{*s.LastCycle}
+	}
 	h.mu.Unlock()
 	return nil
 }
