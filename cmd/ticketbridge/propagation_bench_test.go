@@ -72,10 +72,10 @@ func BenchmarkPropagation(b *testing.B) {
 }
 
 const (
-	benchSamples     = 20
-	benchQuietMax    = 5 * time.Second
-	benchFullRead    = 10 * time.Minute
-	benchWaitMax     = 60 * time.Second
+	benchSamples  = 20
+	benchQuietMax = 5 * time.Second
+	benchFullRead = 10 * time.Minute
+	benchWaitMax  = 60 * time.Second
 )
 
 // benchDepartments spreads n requests so that no department holds 200 of
