@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sethvargo/go-envconfig"
+
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -314,6 +316,29 @@ func TestListenerAllowsPostToThePageOnly(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if rec.code != c.want {
 			t.Errorf("%s %s: %d, want %d", c.method, c.path, rec.code, c.want)
+		}
+	}
+}
+
+func TestConsoleTokenConfig(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file, want string
+	}{
+		{"", ""},
+		{short, "TICKETBRIDGE_CONSOLE_TOKEN_FILE: console token in " + short + " is 3 characters long"},
+		{filepath.Join(dir, "missing"), "TICKETBRIDGE_CONSOLE_TOKEN_FILE: read console token file"},
+	} {
+		tok, err := loadConsoleToken(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
+		switch {
+		case c.want == "" && (err != nil || tok != ""):
+			t.Errorf("no token file: %q, %v", tok, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "abc")):
+			t.Errorf("token file %s: %v, want an error with %q and without the token", c.file, err, c.want)
 		}
 	}
 }
