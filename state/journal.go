@@ -301,7 +301,8 @@ func (tx *Tx) unindex(eventID string) error {
 
 // PruneJournal removes the entries that are done and older than before:
 // Sent entries marked in the helpdesk with SentAt before it, and Failed
-// entries last updated before it. Pending and unmarked entries are kept.
+// entries last updated before it. Pending, unmarked and abandoned entries
+// are kept.
 // Prune only what the adapter's cursor has long moved past: a pruned event
 // that came back would be journaled again. It returns how many entries it
 // removed; corrupt entries are kept and reported as PendingJournal does.

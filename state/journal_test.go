@@ -246,7 +246,7 @@ func TestJournalValidation(t *testing.T) {
 			{rep(func(e *Entry) { e.Payload.Visible = false }), "payload.visible is false on a reply entry (want true)"},
 			{rep(func(e *Entry) { e.Kind = KindNote }), "payload.visible is true on a note entry (want false)"},
 			{rep(func(e *Entry) { e.Payload.Status = "done" }), `payload.status "done" set on a reply entry`},
-			{rep(func(e *Entry) { e.State = "lost" }), `state "lost" is not one of pending, sent, failed`},
+			{rep(func(e *Entry) { e.State = "lost" }), `state "lost" is not one of pending, sent, failed, abandoned`},
 			{rep(func(e *Entry) { e.State = Sent }), "sent_at is zero on a sent entry"},
 			{rep(func(e *Entry) { e.Attempts = -1 }), "attempts -1 is negative"},
 			{rep(func(e *Entry) { e.PayloadHash = "abc" }), `payload_hash "abc" does not match the payload`},
@@ -290,5 +290,53 @@ func TestPayloadHash(t *testing.T) {
 	}
 	if base.Hash() != (Payload{Body: "ab", AuthorName: "c", Visible: true}).Hash() {
 		t.Errorf("Hash is not deterministic")
+	}
+}
+
+// An abandoned entry is in no list of work (pending, failed, unmarked),
+// is counted apart, survives pruning, and a retry may put it back.
+func TestJournalAbandoned(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	s, _ := openTest(t, Options{Now: clk.Now})
+	update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t1"}) })
+	e := reply("e1", "t1", "hi")
+	e.State, e.LastError = Abandoned, `abandoned by ops: "state":"abandoned" in a reason`
+	update(t, s, func(tx *Tx) error { _, err := tx.PutJournal(e); return err })
+	view := func() (p, f, u, all []Entry) {
+		t.Helper()
+		if err := s.View(func(tx *Tx) (err error) {
+			if p, err = tx.PendingJournal(); err != nil {
+				return err
+			}
+			if f, err = tx.FailedJournal(); err != nil {
+				return err
+			}
+			if u, err = tx.UnmarkedJournal(); err != nil {
+				return err
+			}
+			all, err = tx.JournalForTicket("t1")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if p, f, u, all := view(); len(p)+len(f)+len(u) != 0 || len(all) != 1 || all[0].State != Abandoned {
+		t.Fatalf("abandoned entry listed as pending %v failed %v unmarked %v; all %v", p, f, u, all)
+	}
+	st, err := s.Stats()
+	if err != nil || st.JournalAbandoned != 1 || st.JournalSent != 0 || st.JournalPending != 0 || st.JournalFailed != 0 {
+		t.Errorf("Stats = %+v, %v; want one abandoned entry only", st, err)
+	}
+	clk.Set(clk.Now().Add(1000 * time.Hour))
+	var n int
+	update(t, s, func(tx *Tx) (err error) { n, err = tx.PruneJournal(clk.Now()); return err })
+	if n != 0 {
+		t.Errorf("PruneJournal removed %d entries; an abandoned one is kept", n)
+	}
+	e.State, e.LastError = Pending, ""
+	update(t, s, func(tx *Tx) error { _, err := tx.PutJournal(e); return err })
+	if p, _, _, _ := view(); len(p) != 1 {
+		t.Errorf("a retried abandoned entry is not pending: %v", p)
 	}
 }

@@ -129,6 +129,10 @@ const (
 	// Failed: the API refused it for good (e.g. 400, 404). It is not resent
 	// unless put back to Pending.
 	Failed JournalState = "failed"
+	// Abandoned: an operator set it aside (skip); LastError keeps who did
+	// and why. It is never sent and never pruned, so that the event, seen
+	// again, is not journaled anew; only a retry puts it back to Pending.
+	Abandoned JournalState = "abandoned"
 )
 
 // Payload is what an entry sends upstream; enough to resend it after a crash
@@ -171,7 +175,7 @@ type Entry struct {
 	Payload     Payload `json:"payload"`
 	PayloadHash string  `json:"payload_hash"`
 
-	// State is Pending, Sent or Failed; empty means Pending.
+	// State is Pending, Sent, Failed or Abandoned; empty means Pending.
 	State JournalState `json:"state"`
 	// UpstreamMessageID is the message_id the API returned ("" for status).
 	UpstreamMessageID string `json:"upstream_message_id,omitempty"`
@@ -231,13 +235,13 @@ func (e *Entry) validate() error {
 		return fmt.Errorf("kind %q is not one of %s, %s, %s", e.Kind, KindReply, KindNote, KindStatus)
 	}
 	switch e.State {
-	case Pending, Failed:
+	case Pending, Failed, Abandoned:
 	case Sent:
 		if e.SentAt.IsZero() {
 			return errors.New("sent_at is zero on a sent entry")
 		}
 	default:
-		return fmt.Errorf("state %q is not one of %s, %s, %s", e.State, Pending, Sent, Failed)
+		return fmt.Errorf("state %q is not one of %s, %s, %s, %s", e.State, Pending, Sent, Failed, Abandoned)
 	}
 	if e.Attempts < 0 {
 		return fmt.Errorf("attempts %d is negative", e.Attempts)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 )
@@ -41,6 +42,8 @@ type Stats struct {
 	JournalSent     int
 	JournalFailed   int
 	JournalUnmarked int
+	// JournalAbandoned counts the entries an operator set aside (skip).
+	JournalAbandoned int
 
 	// Cursors counts the stored adapter cursors.
 	Cursors int
@@ -92,6 +95,18 @@ func (s *Store) Stats() (Stats, error) {
 		if pt, ok := tx.kv.(*pgTx); ok {
 			st.DataBytes = pt.bytes // read with the counts
 		}
+		// Abandoned entries have no index of their own: they are few, and
+		// found by their state's bytes without decoding the journal.
+		abandoned := []byte(`"state":"` + string(Abandoned) + `"`)
+		if err := tx.kv.scan(bucketJournal, nil, func(_, v []byte) error {
+			if bytes.Contains(v, abandoned) {
+				st.JournalAbandoned++
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		st.JournalSent -= st.JournalAbandoned
 		return nil
 	})
 	if err != nil {

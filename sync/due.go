@@ -47,6 +47,8 @@ func DueReasonText(reason string) string {
 		return "moved: it left the list of its status and department (closed, perhaps); read to see where it went"
 	case DueHeld:
 		return "held: the helpdesk holds a change until the team does what it asks (see the ticket's last error); tried again every few minutes"
+	case DueAsked:
+		return "asked: an operator asked to read it now"
 	case DueRetired:
 		return "retired: closed for longer than TICKETBRIDGE_CLOSED_GRACE, read at TICKETBRIDGE_RETIRED_INTERVAL; a list showing it changed makes it due at once"
 	case "":

@@ -308,6 +308,9 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 		}
 	}
 	for _, en := range r.supersede {
+		if abandonedMeanwhile(tx, en.EventID) {
+			continue
+		}
 		en.State = state.Failed
 		en.LastError = fmt.Sprintf("superseded: the upstream status changed to %s after this helpdesk change", r.supersBy)
 		if _, err := tx.PutJournal(en); err != nil {
@@ -349,6 +352,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	}
 	if len(p.append) > 0 {
 		app, err := e.hd.Append(c.ctx, ref, p.append)
+		c.observeToHelpdesk(t, p.append, app)
 		for _, a := range app {
 			if validID(a.UpstreamID) {
 				r.mirrored = append(r.mirrored, a)

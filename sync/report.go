@@ -57,6 +57,9 @@ type Report struct {
 	touched      map[string]bool
 
 	Phases Phases `json:"phases"`
+	// Propagation is how long the messages carried in this cycle took to
+	// cross, each way.
+	Propagation Propagation `json:"propagation,omitzero"`
 
 	// Fatal is the error that stopped the cycle, "" when none did.
 	Fatal string `json:"fatal,omitempty"`

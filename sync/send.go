@@ -84,6 +84,9 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 		if c.stopped() || en.NextAttempt.After(c.now) {
 			break
 		}
+		if en.State != state.Pending {
+			continue // only pending entries are ever sent (never an abandoned one)
+		}
 		if en.Kind == state.KindStatus && (readFailed || t.Attempts > 0) {
 			// The ticket could not be read, in this cycle or (backing off)
 			// in an earlier one: its upstream status might be newer.
@@ -174,6 +177,9 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 	err := e.st.Update(func(tx *state.Tx) error {
 		for _, os := range out {
 			for _, o := range os {
+				if !o.sent && abandonedMeanwhile(tx, o.en.EventID) {
+					continue // an operator set it aside during the cycle: it stays so
+				}
 				if _, err := tx.PutJournal(o.en); err != nil {
 					return err
 				}
@@ -214,6 +220,7 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 		c.stop(fmt.Errorf("store sent entries: %w", err))
 		return
 	}
+	c.observeToGuest(out)
 	for _, os := range out {
 		for _, o := range os {
 			switch {
@@ -238,6 +245,14 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 			}
 		}
 	})
+}
+
+// abandonedMeanwhile reports whether the stored entry of eventID was
+// abandoned (see SkipEntry) after the cycle read it. A send that went
+// through is still stored as sent: that is what happened.
+func abandonedMeanwhile(tx *state.Tx, eventID string) bool {
+	cur, ok, err := tx.JournalEntry(eventID)
+	return err == nil && ok && cur.State == state.Abandoned
 }
 
 // markSent tells the helpdesk which events were delivered, so that a

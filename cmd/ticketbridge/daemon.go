@@ -29,7 +29,8 @@ const (
 	// statusSuffix names the status snapshot the daemon writes after each
 	// cycle, for `ticketbridge status` while the daemon holds the state.
 	statusSuffix = ".status.json"
-	// snapshotEvery is the shortest time between two status snapshots.
+	// snapshotEvery is the longest time between two status snapshots when
+	// taking one is slow (see serve).
 	snapshotEvery = 10 * time.Second
 	// backupSuffix names the live copy the daemon writes on SIGUSR1.
 	backupSuffix = ".backup"
@@ -98,6 +99,10 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 	} else if err != nil {
 		log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
 	}
+	page, err := setupConsole(ctx, w, tel)
+	if err != nil {
+		return err
+	}
 	if err := tel.start(ctx, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
 		return err
 	}
@@ -141,6 +146,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 	}()
 
 	var lastSnapshot time.Time
+	var snapshotCost time.Duration
 	s := &sync.Scheduler{
 		Schedule: eng.Schedule(),
 		Cycle: func(ctx context.Context) (sync.Report, error) {
@@ -149,35 +155,39 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			tel.cycleDone(r, err)
-			// The snapshot reads every record: at short schedules it is
-			// written at most every snapshotEvery, and after every cycle
-			// that did not sync.
-			if now := time.Now(); now.Sub(lastSnapshot) >= snapshotEvery || !r.Synced {
-				writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, log)
-				lastSnapshot = now
+			// The snapshot reads every record: it is taken after a cycle
+			// when the last one is older than twenty times what taking it
+			// cost (at most snapshotEvery), and after every cycle that did
+			// not sync. The page keeps the last one in between.
+			var snap *sync.Status
+			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
+				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, log)
+				snapshotCost, lastSnapshot = time.Since(now), now
 			}
 			tel.observeHeld(held(ctx, w.hd))
+			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
 			}
 		},
 		Logger: log,
 	}
-	err := s.Run(ctx)
+	err = s.Run(ctx)
 	log.Info("ticketbridge stopped", "op", "stop")
 	return err
 }
 
 // writeSnapshot writes the status snapshot of st to path, atomically and
 // readable by the owner only. Failures are logged: the snapshot is a
-// convenience, the state file is the truth.
-func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) {
-	if state.IsURL(path) {
-		return // status reads PostgreSQL while the daemon runs
-	}
+// convenience, the state file is the truth. With the state in PostgreSQL
+// no file is written (status reads the database). It returns the
+// snapshot, nil when it could not be read.
+func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) *sync.Status {
 	s, err := sync.ReadStatus(st, time.Now())
 	if err == nil {
 		s.Held = held(context.Background(), hd)
+	}
+	if err == nil && !state.IsURL(path) {
 		var b []byte
 		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
 			err = atomicfile.WriteFile(path, append(b, '\n'), 0o600)
@@ -186,6 +196,10 @@ func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog
 	if err != nil {
 		log.Warn("write status snapshot: "+err.Error(), "op", "status", "path", path)
 	}
+	if s.At.IsZero() {
+		return nil
+	}
+	return &s
 }
 
 // held returns the changes the helpdesk holds until its team acts, when the
@@ -479,6 +493,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 		if err := printEntries(out, list.entries, true); err != nil {
 			return err
 		}
+	}
+	if len(s.Failed) > 0 {
+		fmt.Fprintln(out, "\nticketbridge retry EVENT sends a refused entry again; ticketbridge skip EVENT --reason TEXT sets it aside.")
 	}
 	return nil
 }

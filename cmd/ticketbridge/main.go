@@ -2,11 +2,11 @@
 // Requests Public API v1 into its helpdesk and carries the support team's
 // replies and status changes back to the guest.
 //
-// Subcommands: run (the daemon), once (one cycle), status, check, demo,
-// refserver (the reference server), state backup, version. Each takes
-// --help. main only maps the error of run to an exit code; everything else
-// lives in functions that take their context, arguments and writers, so
-// tests call them directly.
+// Subcommands: run (the daemon), once (one cycle), status, retry, skip,
+// check, demo, refserver (the reference server), state backup, version.
+// Each takes --help. main only maps the error of run to an exit code;
+// everything else lives in functions that take their context, arguments
+// and writers, so tests call them directly.
 package main
 
 import (
@@ -73,6 +73,8 @@ func commands() []command {
 		{"run", "run the daemon: a sync cycle on every tick of the schedule", runDaemon},
 		{"once", "run one sync cycle and print its report (--dry-run writes nothing)", runOnce},
 		{"status", "show tracked tickets, the last cycle and errors; status TICKET shows one", runStatus},
+		{"retry", "retry a stuck journal entry (or read a ticket now): retry ID", runRetry},
+		{"skip", "set a journal entry aside, never to be sent: skip ID --reason TEXT", runSkip},
 		{"check", "check the configuration, the API, the helpdesk and the state file", runCheck},
 		{"demo", "play the whole loop locally: reference server, engine, files adapter", runDemo},
 		{"refserver", "serve the reference Guest Requests API v1 (tests, local runs)", runRefserver},

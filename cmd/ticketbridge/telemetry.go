@@ -116,8 +116,9 @@ type telemetry struct {
 	// (WATCHDOG_USEC), negative disables the watchdog.
 	watchdogEvery time.Duration
 
-	reg *prometheus.Registry
-	m   metrics
+	reg  *prometheus.Registry
+	m    metrics
+	prop *propagationMetrics
 
 	mu          gosync.Mutex
 	sched       cron.Schedule
@@ -133,6 +134,10 @@ type telemetry struct {
 	lastFatal   string
 	starved     bool // the watchdog is not being fed (logged once per episode)
 	notifyErr   bool // a notification failed (logged once)
+
+	// page is the status page served at / (see console.go); nil serves a
+	// line naming the endpoints.
+	page pageHandler
 
 	srv    *http.Server
 	addr   net.Addr
@@ -218,7 +223,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		}),
 		journal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketbridge_journal_entries",
-			Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk).",
+			Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent).",
 		}, []string{"state"}),
 		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ticketbridge_state_file_bytes",
@@ -274,7 +279,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	for _, c := range []string{"signalled", "unsignalled", "throttled"} {
 		m.detect.WithLabelValues(c)
 	}
-	for _, s := range []string{"pending", "failed", "unmarked"} {
+	for _, s := range []string{"pending", "failed", "unmarked", "abandoned"} {
 		m.journal.WithLabelValues(s)
 	}
 	return m
@@ -290,6 +295,8 @@ func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
 		cfg.CycleMax = 20 * time.Minute
 	}
 	reg := prometheus.NewRegistry()
+	prop := newPropagationMetrics()
+	reg.MustRegister(prop)
 	return &telemetry{
 		cfg:    cfg,
 		log:    log,
@@ -297,6 +304,7 @@ func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
 		notify: sdNotify,
 		reg:    reg,
 		m:      newMetrics(reg),
+		prop:   prop,
 	}
 }
 
@@ -437,6 +445,7 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	t.m.detect.WithLabelValues("signalled").Add(float64(r.Signalled))
 	t.m.detect.WithLabelValues("unsignalled").Add(float64(r.Unsignalled))
 	t.m.detect.WithLabelValues("throttled").Add(float64(r.Throttled))
+	t.prop.add(r.Propagation)
 	if err != nil {
 		t.m.errors.WithLabelValues(errorKind(err)).Inc()
 	}
@@ -531,6 +540,7 @@ func (t *telemetry) observeStats(st state.Stats) {
 	t.m.journal.WithLabelValues("pending").Set(float64(st.JournalPending))
 	t.m.journal.WithLabelValues("failed").Set(float64(st.JournalFailed))
 	t.m.journal.WithLabelValues("unmarked").Set(float64(st.JournalUnmarked))
+	t.m.journal.WithLabelValues("abandoned").Set(float64(st.JournalAbandoned))
 	t.m.stateBytes.Set(float64(st.FileSize))
 }
 
@@ -651,8 +661,8 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
-// handler serves /metrics, /healthz and /readyz; GET and HEAD only, with
-// request bodies capped.
+// handler serves /metrics, /healthz, /readyz and the status page; GET and
+// HEAD only (and POST to the page's forms), with request bodies capped.
 func (t *telemetry) handler() http.Handler {
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
@@ -680,11 +690,16 @@ func (t *telemetry) handler() http.Handler {
 		}
 		plain(w, http.StatusOK, reason)
 	})
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
-		plain(w, http.StatusOK, "ticketbridge: /metrics /healthz /readyz")
-	})
+	if t.page != nil {
+		mux.Handle("/", t.page)
+	} else {
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
+			plain(w, http.StatusOK, "ticketbridge: /metrics /healthz /readyz")
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		postOK := r.Method == http.MethodPost && t.page != nil && t.page.AcceptsPost(r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !postOK {
 			w.Header().Set("Allow", "GET, HEAD")
 			plain(w, http.StatusMethodNotAllowed, "method not allowed")
 			return

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+const retryAbout = `Put a stuck journal entry back to pending: a reply, note or status change
+refused for good, set aside with skip, or backing off after errors. ID is
+the entry's helpdesk event id (the EVENT column of ticketbridge status). The
+next cycle sends it with its own Idempotency-Key, so the guest never gets it
+twice. With a ticket's upstream id instead, the ticket is read on the next
+cycle, also while it backs off after errors.
+
+While the daemon runs it holds the state file: the command then asks the
+daemon, on TICKETBRIDGE_LISTEN, with the token of
+TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.`
+
+const skipAbout = `Set a journal entry aside: mark it abandoned, so that it is never sent. The
+entry stays in the journal with your name and --reason (required). ID is the
+entry's helpdesk event id (the EVENT column of ticketbridge status). A sent
+entry cannot be skipped; ticketbridge retry ID undoes a skip.
+
+While the daemon runs it holds the state file: the command then asks the
+daemon, on TICKETBRIDGE_LISTEN, with the token of
+TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.`
+
+func runRetry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runAction(ctx, "retry", retryAbout, args, stdout)
+}
+
+func runSkip(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runAction(ctx, "skip", skipAbout, args, stdout)
+}
+
+func runAction(ctx context.Context, name, about string, args []string, stdout io.Writer) error {
+	fs := newFlagSet(name+" ID", about, stdout)
+	var ef envFlag
+	ef.register(fs)
+	var reason string
+	if name == "skip" {
+		fs.StringVar(&reason, "reason", "", "why the entry is set aside (required; one line, at most 300 characters)")
+	}
+	// Flags may come before and after ID.
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var id string
+	if fs.NArg() > 0 {
+		id = fs.Arg(0)
+		if err := parseFlags(fs, fs.Args()[1:]); err != nil {
+			return err
+		}
+	}
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: %s: want the ID of a journal entry (see ticketbridge status)", errUsage, name)
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: %s: unexpected argument %q", errUsage, name, fs.Arg(0))
+	case name == "skip" && strings.TrimSpace(reason) == "":
+		return fmt.Errorf("%w: skip: --reason is required: say why the entry is set aside", errUsage)
+	}
+	src, err := ef.source(ctx)
+	if err != nil {
+		return err
+	}
+	env := src.env
+	cfg, err := loadConfig(ctx, env)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("no state file at %s: the bridge has not run yet; TICKETBRIDGE_STATE names the file", cfg.State)
+	}
+	who := operator()
+	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond})
+	if errors.Is(err, state.ErrLocked) {
+		return actThroughDaemon(ctx, env, name, id, reason, who, stdout)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := time.Now()
+	switch name {
+	case "retry":
+		e, err := sync.RetryEntry(st, id, now)
+		if errors.Is(err, sync.ErrNoSuchEntry) {
+			t, terr := sync.ReadNow(st, id, now)
+			if terr == nil {
+				fmt.Fprintf(stdout, "read now: ticket %s is due: the next cycle reads it.\n", t.ID)
+				return nil
+			}
+			if !errors.Is(terr, sync.ErrNoSuchTicket) {
+				return terr
+			}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "retry: entry %s of ticket %s is pending again: the next cycle sends it, with its own Idempotency-Key.\n", e.EventID, e.TicketID)
+	case "skip":
+		e, err := sync.SkipEntry(st, id, who, reason)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "skip: entry %s of ticket %s is abandoned: it will not be sent (%s).\n", e.EventID, e.TicketID, e.LastError)
+	}
+	return nil
+}
+
+// actThroughDaemon asks the running daemon to act, on its listener.
+func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, id, reason, who string, stdout io.Writer) error {
+	tc, err := loadTelemetryConfig(ctx, env)
+	if err != nil {
+		return err
+	}
+	tok, err := loadConsoleToken(ctx, env)
+	if err != nil {
+		return err
+	}
+	if tc.Listen == "" || tok == "" {
+		return fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and TICKETBRIDGE_CONSOLE_TOKEN_FILE set (as for the daemon); or stop the daemon and run this again", name)
+	}
+	host, port, _ := net.SplitHostPort(tc.Listen)
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/" + name, RawQuery: url.Values{"id": {id}}.Encode()}
+	form := url.Values{}
+	if reason != "" {
+		form.Set("reason", reason)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Ticketbridge-Operator", who)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	text := strings.TrimSpace(string(body))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the daemon refused (%s): %s", resp.Status, text)
+	}
+	fmt.Fprintln(stdout, text)
+	return nil
+}
+
+// operator names the user running the command, for the journal and log.
+func operator() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if n := os.Getenv("USER"); n != "" {
+		return n
+	}
+	return "cli"
+}

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+const consoleToken = "test-console-token-0123456789"
+
+// consoleDaemon is the daemon run in-process with its listener, the status
+// page and a console token, against the bridge's reference server and
+// files helpdesk, one cycle a second.
+type consoleDaemon struct {
+	b      *bridge
+	addr   string
+	cycles chan sync.Report
+	logs   *bytes.Buffer
+	stop   func()
+
+	refuse atomic.Bool // the API refuses posts for good (400)
+	broken atomic.Value
+}
+
+func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *consoleDaemon {
+	t.Helper()
+	tokFile := filepath.Join(b.dir, "console-token")
+	if err := os.WriteFile(tokFile, []byte(consoleToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.vars["TICKETBRIDGE_LISTEN"] = "127.0.0.1:0"
+	b.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = tokFile
+	b.vars["TICKETBRIDGE_SCHEDULE"] = "@every 1s"
+	d := &consoleDaemon{b: b, cycles: make(chan sync.Report, 100), logs: &bytes.Buffer{}}
+	d.broken.Store("")
+	if setup != nil {
+		setup(d)
+	}
+	b.ts.Server.SetHook(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		switch {
+		case d.refuse.Load() && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error":"invalid_request","message":"injected refusal"}`))
+		case d.broken.Load() != "" && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/tickets/"+d.broken.Load().(string)):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error":"internal_error","message":"injected failure"}`))
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+	ef := envFlag{path: b.envFile()}
+	ctx, cancel := context.WithCancel(context.Background())
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, &lockedWriter{w: d.logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := src.env
+	tc, err := loadTelemetryConfig(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel := newTelemetry(tc, log)
+	tel.watchdogEvery = -1
+	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil),
+		AfterCycle: func(r sync.Report, _ error) {
+			select {
+			case d.cycles <- r:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, w, tel, nil) }()
+	d.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+		w.Close()
+		delete(b.vars, "TICKETBRIDGE_LISTEN")
+	}
+	t.Cleanup(func() {
+		if d.stop != nil {
+			d.stop()
+		}
+	})
+	d.next(t) // the listener is up once a cycle ended
+	d.addr = tel.Addr().String()
+	b.vars["TICKETBRIDGE_LISTEN"] = d.addr // for the commands run meanwhile
+	return d
+}
+
+// next waits for the next cycle's report.
+func (d *consoleDaemon) next(t *testing.T) sync.Report {
+	t.Helper()
+	select {
+	case r := <-d.cycles:
+		return r
+	case <-time.After(time.Minute):
+		t.Fatal("no cycle in a minute")
+	}
+	return sync.Report{}
+}
+
+// until waits at most n cycles for one that cond accepts.
+func (d *consoleDaemon) until(t *testing.T, n int, what string, cond func(sync.Report) bool) sync.Report {
+	t.Helper()
+	for range n {
+		if r := d.next(t); cond(r) {
+			return r
+		}
+	}
+	t.Fatalf("no cycle %s in %d cycles", what, n)
+	return sync.Report{}
+}
+
+// snapshot reads the daemon's status snapshot file.
+func (d *consoleDaemon) snapshot(t *testing.T) sync.Status {
+	t.Helper()
+	s, err := readSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + statusSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type lockedWriter struct {
+	mu gosync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
+
+// countUpstream counts the upstream messages of ticket id with body.
+func countUpstream(t *testing.T, b *bridge, id, body string) int {
+	t.Helper()
+	v, err := b.ts.Server.Ticket(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range v.Messages {
+		if strings.TrimSpace(m.Body) == body {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRetryAndSkipCommandsWhileRunning: with the daemon running (and
+// holding the state), `retry` and `skip` go through its listener with the
+// console token; a retried reply reaches the guest once, a skipped one
+// never. Stopped, the commands change the state file themselves.
+func TestRetryAndSkipCommandsWhileRunning(t *testing.T) {
+	b := newBridge(t)
+	a := b.ticket("towels")
+	c := b.ticket("pillows")
+	if _, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once: %s", errOut)
+	}
+	const replyA, replyC = "Fresh towels are on the way.", "Extra pillows are on the way."
+	b.drop("a.txt", "ticket: "+a+"\nkind: reply\nauthor: Ana\n\n"+replyA+"\n")
+	b.drop("c.txt", "ticket: "+c+"\nkind: reply\nauthor: Ana\n\n"+replyC+"\n")
+
+	d := newConsoleDaemonRefusing(t, b)
+	snap := d.snapshot(t)
+	if len(snap.Failed) != 2 {
+		t.Fatalf("refused entries in the snapshot: %+v", snap.Failed)
+	}
+	event := map[string]string{}
+	for _, e := range snap.Failed {
+		event[e.Ticket] = e.EventID
+	}
+	if out, _, _ := b.cmd("status"); !strings.Contains(out, "ticketbridge retry EVENT") {
+		t.Errorf("status with refused entries does not say how to retry them:\n%s", out)
+	}
+	d.refuse.Store(false)
+
+	// Without the token the daemon refuses.
+	tok := b.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"]
+	delete(b.vars, "TICKETBRIDGE_CONSOLE_TOKEN_FILE")
+	if _, errOut, code := b.cmd("retry", event[a]); code != 1 || !strings.Contains(errOut, "TICKETBRIDGE_CONSOLE_TOKEN_FILE") {
+		t.Fatalf("retry without a token: exit %d %s", code, errOut)
+	}
+	b.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = tok
+
+	out, errOut, code := b.cmd("retry", event[a])
+	if code != 0 || !strings.Contains(out, "retry: entry "+event[a]) {
+		t.Fatalf("retry while running: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := b.cmd("skip", event[c]); code != 2 || !strings.Contains(errOut, "--reason is required") {
+		t.Fatalf("skip without a reason: exit %d %s", code, errOut)
+	}
+	out, errOut, code = b.cmd("skip", event[c], "--reason", "told the guest in person")
+	if code != 0 || !strings.Contains(out, "abandoned") {
+		t.Fatalf("skip while running: exit %d\n%s%s", code, out, errOut)
+	}
+	d.until(t, 5, "sending the retried reply", func(r sync.Report) bool { return r.Sent == 1 })
+	d.next(t)
+	d.next(t)
+	if n := countUpstream(t, b, a, replyA); n != 1 {
+		t.Errorf("the retried reply reached the guest %d times, want 1", n)
+	}
+	if n := countUpstream(t, b, c, replyC); n != 0 {
+		t.Errorf("the skipped reply reached the guest %d times, want 0", n)
+	}
+	logs := d.logs.String()
+	for _, want := range []string{"action=retry who=cli:", "action=skip who=cli:", `reason="told the guest in person"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("daemon log lacks %s", want)
+		}
+	}
+	d.stop()
+	d.stop = nil
+
+	// Stopped: the command opens the state itself; a sent entry is refused.
+	out, errOut, code = b.cmd("skip", event[a], "--reason", "too late")
+	if code != 1 || !strings.Contains(errOut, "not possible in this state") {
+		t.Fatalf("skip of a sent entry: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = b.cmd("retry", event[c])
+	if code != 0 || !strings.Contains(out, "pending again") {
+		t.Fatalf("retry of a skipped entry with the daemon stopped: exit %d\n%s%s", code, out, errOut)
+	}
+	var st sync.Status
+	out, _, _ = b.cmd("status", "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Pending) != 1 || st.Pending[0].EventID != event[c] {
+		t.Fatalf("status after the retry: %v\n%s", err, out)
+	}
+	if _, errOut, code := b.cmd("retry", "no-such-entry"); code != 1 || !strings.Contains(errOut, "no journal entry") {
+		t.Errorf("retry of an unknown id: exit %d %s", code, errOut)
+	}
+}
+
+// newConsoleDaemonRefusing starts the daemon with the API refusing posts
+// and waits for the cycle that journals and refuses them.
+func newConsoleDaemonRefusing(t *testing.T, b *bridge) *consoleDaemon {
+	t.Helper()
+	d := startConsoleDaemon(t, b, func(d *consoleDaemon) { d.refuse.Store(true) })
+	for range 5 {
+		if len(d.snapshot(t).Failed) > 0 {
+			return d
+		}
+		d.next(t)
+	}
+	t.Fatal("no entry refused in 5 cycles")
+	return d
+}
+
+func TestRetrySkipUsage(t *testing.T) {
+	for _, name := range []string{"retry", "skip"} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), []string{name, "--help"}, &out, &errb)
+		if exitCode(err, &errb) != 0 || !strings.Contains(out.String(), "Usage: ticketbridge "+name+" ID") {
+			t.Errorf("%s --help: %v\n%s%s", name, err, out.String(), errb.String())
+		}
+		errb.Reset()
+		if code := exitCode(run(context.Background(), []string{name}, &out, &errb), &errb); code != 2 || !strings.Contains(errb.String(), "want the ID") {
+			t.Errorf("%s without ID: exit %d %s", name, code, errb.String())
+		}
+	}
+}
+
+// stubPage is a status page that accepts POST on /act only.
+type stubPage struct{}
+
+func (stubPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNoContent)
+}
+func (stubPage) AcceptsPost(r *http.Request) bool { return r.URL.Path == "/act" }
+
+// TestListenerAllowsPostToThePageOnly: the listener takes POST for the
+// page's forms only, and its body limit stays.
+func TestListenerAllowsPostToThePageOnly(t *testing.T) {
+	tel := newTelemetry(telemetryConfig{CycleMax: 20 * time.Minute}, nil)
+	tel.page = stubPage{}
+	h := tel.handler()
+	for _, c := range []struct {
+		method, path string
+		body         string
+		want         int
+	}{
+		{"GET", "/", "", http.StatusNoContent},
+		{"POST", "/act", "a=b", http.StatusNoContent},
+		{"POST", "/metrics", "", http.StatusMethodNotAllowed},
+		{"POST", "/", "", http.StatusMethodNotAllowed},
+		{"PUT", "/act", "", http.StatusMethodNotAllowed},
+	} {
+		req, _ := http.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		rec := &recorder{header: http.Header{}}
+		h.ServeHTTP(rec, req)
+		if rec.code != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, rec.code, c.want)
+		}
+	}
+}
+
+func TestConsoleTokenConfig(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file, want string
+	}{
+		{"", ""},
+		{short, "TICKETBRIDGE_CONSOLE_TOKEN_FILE: console token in " + short + " is 3 characters long"},
+		{filepath.Join(dir, "missing"), "TICKETBRIDGE_CONSOLE_TOKEN_FILE: read console token file"},
+	} {
+		tok, err := loadConsoleToken(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
+		switch {
+		case c.want == "" && (err != nil || tok != ""):
+			t.Errorf("no token file: %q, %v", tok, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "abc")):
+			t.Errorf("token file %s: %v, want an error with %q and without the token", c.file, err, c.want)
+		}
+	}
+}

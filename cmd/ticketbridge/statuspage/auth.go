@@ -1,0 +1,160 @@
+package statuspage
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MinTokenLen is the shortest console token accepted.
+const MinTokenLen = 16
+
+// Session cookie.
+const (
+	cookieName  = "ticketbridge_console"
+	sessionLife = 12 * time.Hour
+	loginCookie = "ticketbridge_login" // binds the sign-in form's CSRF token
+	loginLife   = 30 * time.Minute
+	maxNameLen  = 64
+)
+
+// ReadToken reads the console token from path: the file's content with
+// surrounding white space removed, at least MinTokenLen characters. The
+// error never contains the token.
+func ReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read console token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("console token file %s is empty", path)
+	case len(tok) < MinTokenLen:
+		return "", fmt.Errorf("console token in %s is %d characters long; want %d or more (e.g. openssl rand -hex 32)", path, len(tok), MinTokenLen)
+	case strings.ContainsFunc(tok, unicode.IsSpace) || !utf8.ValidString(tok):
+		return "", fmt.Errorf("console token in %s contains white space or is not UTF-8; want one word", path)
+	}
+	return tok, nil
+}
+
+// auth checks the console token and the sessions made from it. The zero
+// value (no token) refuses everything.
+type auth struct {
+	token   string
+	sum     [32]byte // sha256 of the token: compared in constant time
+	signKey []byte   // HMAC key of sessions and CSRF tokens, derived from the token
+	now     func() time.Time
+}
+
+func newAuth(token string, now func() time.Time) *auth {
+	a := &auth{token: token, now: now}
+	if token != "" {
+		a.sum = sha256.Sum256([]byte(token))
+		m := hmac.New(sha256.New, []byte(token))
+		m.Write([]byte("ticketbridge console session key"))
+		a.signKey = m.Sum(nil)
+	}
+	return a
+}
+
+func (a *auth) enabled() bool { return a.token != "" }
+
+// checkToken compares given with the token in constant time.
+func (a *auth) checkToken(given string) bool {
+	if !a.enabled() {
+		return false
+	}
+	g := sha256.Sum256([]byte(given))
+	return subtle.ConstantTimeCompare(g[:], a.sum[:]) == 1
+}
+
+func (a *auth) mac(parts ...string) string {
+	m := hmac.New(sha256.New, a.signKey)
+	for _, p := range parts {
+		fmt.Fprintf(m, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// session makes the cookie value of a session of who: name, expiry and
+// their MAC.
+func (a *auth) session(who string) (value string, expires time.Time) {
+	expires = a.now().Add(sessionLife).Truncate(time.Second)
+	name := base64.RawURLEncoding.EncodeToString([]byte(who))
+	exp := strconv.FormatInt(expires.Unix(), 10)
+	return name + "." + exp + "." + a.mac("session", name, exp), expires
+}
+
+// user returns who is signed in on r and their session's value; ok is
+// false without a valid, unexpired session.
+func (a *auth) user(r *http.Request) (who, value string, ok bool) {
+	if !a.enabled() {
+		return "", "", false
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return "", "", false
+	}
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 3 {
+		return "", "", false
+	}
+	want := a.mac("session", parts[0], parts[1])
+	if !hmac.Equal([]byte(want), []byte(parts[2])) {
+		return "", "", false
+	}
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || !a.now().Before(time.Unix(exp, 0)) {
+		return "", "", false
+	}
+	name, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return "", "", false
+	}
+	return string(name), c.Value, true
+}
+
+// csrf returns the CSRF token of a session.
+func (a *auth) csrf(session string) string { return a.mac("csrf", session) }
+
+func (a *auth) checkCSRF(session, given string) bool {
+	return session != "" && hmac.Equal([]byte(a.csrf(session)), []byte(given))
+}
+
+// bearer returns the token of an Authorization: Bearer header; ok is false
+// when there is none.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// cleanName checks the name a user signs in with: one line, at most
+// maxNameLen characters; "" becomes "console".
+func cleanName(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return "console", nil
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl):
+		return "", errors.New("the name must be one line of text")
+	case utf8.RuneCountInString(s) > maxNameLen:
+		return "", fmt.Errorf("the name is longer than %d characters", maxNameLen)
+	}
+	return s, nil
+}

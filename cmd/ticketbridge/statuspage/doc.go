@@ -1,0 +1,31 @@
+// Package statuspage is the daemon's status page: what the people who run
+// a bridge see in a browser on the telemetry listener (TICKETBRIDGE_LISTEN,
+// at /), and the actions they may take on what is stuck.
+//
+// The page is rendered on the server with html/template from embedded
+// templates and one stylesheet; it has no script at all, and its charts are
+// inline SVG drawn on the server. It shows the recent cycles, the
+// propagation times the engine measured, the journal backlog, the requests
+// with errors, the entries refused for good, a searchable table of the
+// tracked requests and a page per request (as `ticketbridge status ID`).
+//
+// It is read-only by default and then shows counts, ids and errors only,
+// never message text. With a console token (TICKETBRIDGE_CONSOLE_TOKEN_FILE)
+// a sign-in form sets an HttpOnly, SameSite=Strict session cookie; a
+// signed-in user sees the texts of the replies the bridge carries and may
+// ask to read a request now, retry a journal entry or skip it (mark it
+// abandoned, with a reason). Actions are POST forms with a CSRF token, or
+// POSTs carrying the token as a bearer credential (the CLI's `retry` and
+// `skip`), and are logged with who and what. They only change state: the
+// next cycle does the work, with the entry's own Idempotency-Key.
+//
+// What the page shows comes from a [Source]: one hotel's state and its
+// recent cycles. [Hotel] is the daemon's, kept in memory and refreshed
+// after each cycle, so that a page view never reads every record. A daemon
+// that serves several hotels would put a list of Sources in front of the
+// [Server] and list the hotels first; today a daemon serves one.
+//
+// The package is not the metrics or health endpoints (the daemon's
+// telemetry serves those on the same listener) and holds no credential
+// other than the console token.
+package statuspage

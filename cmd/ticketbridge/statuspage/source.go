@@ -1,0 +1,237 @@
+package statuspage
+
+import (
+	"errors"
+	"fmt"
+	gosync "sync"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// Source is one hotel's bridge as the page sees it. Snapshot is called on
+// every page view and must be cheap; the other reads may go to the state.
+type Source interface {
+	// Name names the hotel ("" when the daemon serves one).
+	Name() string
+	// Snapshot returns the latest status and the recent cycles.
+	Snapshot() Snapshot
+	// Ticket returns everything state holds of the ticket whose upstream
+	// id or helpdesk reference is id (see sync.ReadTicket).
+	Ticket(id string) (sync.TicketDetail, error)
+	// Payloads returns what the journal entries of ticket id send, by
+	// event id: message text, shown to signed-in users only.
+	Payloads(id string) (map[string]state.Payload, error)
+
+	// ReadNow makes the ticket due now (sync.ReadNow).
+	ReadNow(ticketID string) (state.Ticket, error)
+	// Retry puts a journal entry back to pending (sync.RetryEntry).
+	Retry(eventID string) (state.Entry, error)
+	// Skip marks a journal entry abandoned (sync.SkipEntry).
+	Skip(eventID, who, reason string) (state.Entry, error)
+}
+
+// Snapshot is what the overview and the table show.
+type Snapshot struct {
+	// Status is the engine's status as of its At.
+	Status sync.Status
+	// Cycles are the reports of the recent cycles, oldest first.
+	Cycles []sync.Report
+}
+
+// Hotel is the Source of a daemon's one hotel: its state file and the
+// cycles it ran. Its snapshot lives in memory; CycleDone replaces it after
+// each cycle, and an action updates it in place.
+type Hotel struct {
+	name string
+	st   *state.Store
+	now  func() time.Time
+	keep time.Duration
+
+	mu     gosync.Mutex
+	status sync.Status
+	cycles []sync.Report
+}
+
+// Recent cycles are kept for an hour, at most maxCycles of them.
+const (
+	keepCycles = time.Hour
+	maxCycles  = 3600
+)
+
+// NewHotel returns the source of the hotel whose state is st. now is the
+// clock (nil: time.Now). It reads no state until Refresh or CycleDone.
+func NewHotel(name string, st *state.Store, now func() time.Time) *Hotel {
+	if now == nil {
+		now = time.Now
+	}
+	return &Hotel{name: name, st: st, now: now, keep: keepCycles, status: sync.Status{Tickets: []sync.TicketStatus{}}}
+}
+
+// Name implements Source.
+func (h *Hotel) Name() string { return h.name }
+
+// Refresh reads the status from the state. Before the first cycle it also
+// takes the last cycle stored in state (one run before a restart) as the
+// first of the recent cycles.
+func (h *Hotel) Refresh() error {
+	s, err := sync.ReadStatus(h.st, h.now())
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.status = s
+	if len(h.cycles) == 0 && s.LastCycle != nil && !s.LastCycle.Start.Before(h.now().Add(-h.keep)) {
+		h.cycles = []sync.Report{*s.LastCycle}
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// CycleDone records a finished cycle's report and the status read after
+// it (nil: the daemon did not read it this time; the last one stays). Call
+// it from the daemon's after-cycle hook.
+func (h *Hotel) CycleDone(r sync.Report, s *sync.Status) error {
+	var err error
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s != nil {
+		h.status = *s
+	}
+	if !r.Start.IsZero() {
+		h.cycles = append(h.cycles, r)
+		cut := 0
+		from := h.now().Add(-h.keep)
+		for cut < len(h.cycles) && (h.cycles[cut].Start.Before(from) || len(h.cycles)-cut > maxCycles) {
+			cut++
+		}
+		h.cycles = append(h.cycles[:0:0], h.cycles[cut:]...)
+	}
+	return err
+}
+
+// Snapshot implements Source.
+func (h *Hotel) Snapshot() Snapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return Snapshot{Status: h.status, Cycles: h.cycles}
+}
+
+// Ticket implements Source.
+func (h *Hotel) Ticket(id string) (sync.TicketDetail, error) { return sync.ReadTicket(h.st, id) }
+
+// Payloads implements Source.
+func (h *Hotel) Payloads(id string) (map[string]state.Payload, error) {
+	out := map[string]state.Payload{}
+	err := h.st.View(func(tx *state.Tx) error {
+		es, err := tx.JournalForTicket(id)
+		for _, e := range es {
+			out[e.EventID] = e.Payload
+		}
+		if errors.Is(err, state.ErrCorrupt) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read journal of ticket %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// ReadNow implements Source.
+func (h *Hotel) ReadNow(ticketID string) (state.Ticket, error) {
+	t, err := sync.ReadNow(h.st, ticketID, h.now())
+	if err == nil {
+		h.patchTicket(t)
+	}
+	return t, err
+}
+
+// Retry implements Source.
+func (h *Hotel) Retry(eventID string) (state.Entry, error) {
+	e, err := sync.RetryEntry(h.st, eventID, h.now())
+	if err == nil {
+		h.patchEntry(e)
+	}
+	return e, err
+}
+
+// Skip implements Source.
+func (h *Hotel) Skip(eventID, who, reason string) (state.Entry, error) {
+	e, err := sync.SkipEntry(h.st, eventID, who, reason)
+	if err == nil {
+		h.patchEntry(e)
+	}
+	return e, err
+}
+
+// patchTicket shows an action's effect on a ticket before the next cycle.
+func (h *Hotel) patchTicket(t state.Ticket) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ts := h.status.Tickets
+	for i := range ts {
+		if ts[i].ID == t.ID {
+			c := ts[i]
+			c.NextDue, c.DueReason, c.Retired = t.NextDue, t.DueReason, t.Retired
+			h.status.Tickets = replaced(ts, i, c)
+			return
+		}
+	}
+}
+
+// patchEntry moves an entry between the snapshot's pending and failed
+// lists after an action; the snapshot's slices are shared with earlier
+// Snapshot callers, so they are copied, never written.
+func (h *Hotel) patchEntry(e state.Entry) {
+	es := sync.EntryStatus{
+		EventID: e.EventID, Ticket: e.TicketID, Kind: e.Kind, State: string(e.State), Attempts: e.Attempts,
+		LastError: e.LastError, NextAttempt: e.NextAttempt, CreatedAt: e.CreatedAt, SentAt: e.SentAt,
+		UpstreamMessageID: e.UpstreamMessageID, IdempotencyKey: e.IdempotencyKey,
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := &h.status
+	drop := func(list []sync.EntryStatus) []sync.EntryStatus {
+		out := make([]sync.EntryStatus, 0, len(list))
+		for _, x := range list {
+			if x.EventID != e.EventID {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	s.Pending, s.Failed = drop(s.Pending), drop(s.Failed)
+	switch e.State {
+	case state.Pending:
+		s.Pending = append(s.Pending, es)
+	case state.Failed:
+		s.Failed = append(s.Failed, es)
+	}
+	s.Counts.Pending, s.Counts.Failed = len(s.Pending), len(s.Failed)
+	for i := range s.Tickets {
+		if s.Tickets[i].ID != e.TicketID {
+			continue
+		}
+		c := s.Tickets[i]
+		j := make([]sync.EntryStatus, len(c.Journal))
+		copy(j, c.Journal)
+		for k := range j {
+			if j[k].EventID == e.EventID {
+				j[k] = es
+			}
+		}
+		c.Journal = j
+		s.Tickets = replaced(s.Tickets, i, c)
+		return
+	}
+}
+
+func replaced[T any](list []T, i int, v T) []T {
+	out := make([]T, len(list))
+	copy(out, list)
+	out[i] = v
+	return out
+}

@@ -1,0 +1,156 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// Operator actions: what the status page and `ticketbridge retry` and
+// `ticketbridge skip` do to a stuck ticket or journal entry. Each is one
+// write transaction on the store, so it is safe while a cycle runs: the
+// engine reads the journal again before it stores what it sent (see
+// storeSent), and an entry an operator abandoned stays abandoned. None of
+// them makes a request: the next cycle does the work, with the entry's own
+// Idempotency-Key, so no action can make the guest see a message twice.
+
+// DueAsked is the due reason of a ticket an operator asked to read now.
+const DueAsked = "asked"
+
+// MaxSkipReason bounds the reason given for a skip, in characters.
+const MaxSkipReason = 300
+
+// Errors of the actions. Each is wrapped with what was asked.
+var (
+	// ErrNoSuchEntry: no journal entry has the event id.
+	ErrNoSuchEntry = errors.New("no journal entry has this event id")
+	// ErrNoSuchTicket: no tracked ticket has the id.
+	ErrNoSuchTicket = errors.New("no tracked ticket has this id")
+	// ErrNotActionable: the entry's state does not allow the action (a
+	// sent entry can be neither retried nor skipped).
+	ErrNotActionable = errors.New("not possible in this state")
+	// ErrBadReason: a skip's reason is missing or unfit.
+	ErrBadReason = errors.New("skip reason refused")
+)
+
+// RetryEntry puts the journal entry of helpdesk event eventID back to
+// pending, due at now: a failed entry (refused for good), an abandoned one
+// (a skip undone), or a pending one backing off. It keeps the entry's
+// Idempotency-Key, payload and attempts; the next cycle sends it. A sent
+// entry is refused with ErrNotActionable.
+func RetryEntry(st *state.Store, eventID string, now time.Time) (state.Entry, error) {
+	var out state.Entry
+	err := st.Update(func(tx *state.Tx) error {
+		en, err := actionEntry(tx, eventID)
+		if err != nil {
+			return err
+		}
+		if en.State == state.Sent {
+			return fmt.Errorf("%w: it was sent at %s", ErrNotActionable, en.SentAt.Format(time.RFC3339))
+		}
+		en.State, en.NextAttempt = state.Pending, now
+		out, err = tx.PutJournal(en)
+		return err
+	})
+	if err != nil {
+		return state.Entry{}, fmt.Errorf("retry journal entry %q: %w", eventID, err)
+	}
+	return out, nil
+}
+
+// SkipEntry marks the journal entry of helpdesk event eventID abandoned:
+// it is never sent, and never deleted. who (the operator) and reason are
+// kept in its LastError. reason is required: one line of at most
+// MaxSkipReason characters. A sent entry is refused with ErrNotActionable;
+// skipping an abandoned entry again replaces the reason. An entry whose
+// request a running cycle has already started may still go through: the
+// cycle then records it as sent, which is what happened.
+func SkipEntry(st *state.Store, eventID, who, reason string) (state.Entry, error) {
+	reason = strings.TrimSpace(reason)
+	if err := checkReason(reason); err != nil {
+		return state.Entry{}, fmt.Errorf("skip journal entry %q: %w: %w", eventID, ErrBadReason, err)
+	}
+	who = strings.TrimSpace(who)
+	if who == "" {
+		who = "an operator"
+	}
+	var out state.Entry
+	err := st.Update(func(tx *state.Tx) error {
+		en, err := actionEntry(tx, eventID)
+		if err != nil {
+			return err
+		}
+		if en.State == state.Sent {
+			return fmt.Errorf("%w: it was sent at %s", ErrNotActionable, en.SentAt.Format(time.RFC3339))
+		}
+		en.State, en.NextAttempt = state.Abandoned, time.Time{}
+		en.LastError = fmt.Sprintf("abandoned by %s: %s", who, reason)
+		out, err = tx.PutJournal(en)
+		return err
+	})
+	if err != nil {
+		return state.Entry{}, fmt.Errorf("skip journal entry %q: %w", eventID, err)
+	}
+	return out, nil
+}
+
+// ReadNow makes tracked ticket ticketID due at now, also when it backs off
+// after errors or is retired: the next cycle reads it.
+func ReadNow(st *state.Store, ticketID string, now time.Time) (state.Ticket, error) {
+	var out state.Ticket
+	err := st.Update(func(tx *state.Tx) error {
+		if err := state.CheckID(ticketID); err != nil {
+			return fmt.Errorf("%w: %w", ErrNoSuchTicket, err)
+		}
+		t, ok, err := tx.Ticket(ticketID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNoSuchTicket
+		}
+		t.NextDue, t.DueReason, t.Retired = now, DueAsked, false
+		if err := tx.PutTicket(t); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return state.Ticket{}, fmt.Errorf("read ticket %q now: %w", ticketID, err)
+	}
+	return out, nil
+}
+
+func actionEntry(tx *state.Tx, eventID string) (state.Entry, error) {
+	if err := state.CheckEventID(eventID); err != nil {
+		return state.Entry{}, fmt.Errorf("%w: %w", ErrNoSuchEntry, err)
+	}
+	en, ok, err := tx.JournalEntry(eventID)
+	if err != nil {
+		return state.Entry{}, err
+	}
+	if !ok {
+		return state.Entry{}, ErrNoSuchEntry
+	}
+	return en, nil
+}
+
+func checkReason(r string) error {
+	switch {
+	case r == "":
+		return errors.New("a reason is required")
+	case !utf8.ValidString(r):
+		return errors.New("the reason is not valid UTF-8")
+	case utf8.RuneCountInString(r) > MaxSkipReason:
+		return fmt.Errorf("the reason is %d characters long (at most %d)", utf8.RuneCountInString(r), MaxSkipReason)
+	case strings.IndexFunc(r, unicode.IsControl) >= 0:
+		return errors.New("the reason must be one line without control characters")
+	}
+	return nil
+}
