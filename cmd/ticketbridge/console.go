@@ -77,9 +77,14 @@ func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, err
 	return &console{hotel: h}, nil
 }
 
-// cycleDone gives the page the cycle's report and the status read after it.
+// cycleDone gives the page the cycle's report and the status read after
+// it, nil when the daemon read none this time.
 func (c *console) cycleDone(r sync.Report, s *sync.Status) {
 	if c == nil {
+		return
+	}
+	if s == nil {
+		c.hotel.CycleReported(r) // the daemon read no status this time
 		return
 	}
 	_ = c.hotel.CycleDone(r, s)

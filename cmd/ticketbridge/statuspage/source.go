@@ -90,10 +90,25 @@ func (h *Hotel) Refresh() error {
 }
 
 // CycleDone records a finished cycle's report and the status read after
-// it (nil: the daemon did not read it this time; the last one stays). Call
-// it from the daemon's after-cycle hook.
+// it (nil: read it now). Call it from the daemon's after-cycle hook.
 func (h *Hotel) CycleDone(r sync.Report, s *sync.Status) error {
 	var err error
+	if s == nil {
+		var live sync.Status
+		if live, err = sync.ReadStatus(h.st, h.now()); err == nil {
+			s = &live
+		}
+	}
+	h.record(r, s)
+	return err
+}
+
+// CycleReported records a finished cycle's report and keeps the status
+// read last: the daemon does not read every record after every cycle.
+func (h *Hotel) CycleReported(r sync.Report) { h.record(r, nil) }
+
+// record keeps r and, unless nil, s.
+func (h *Hotel) record(r sync.Report, s *sync.Status) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s != nil {
@@ -108,7 +123,6 @@ func (h *Hotel) CycleDone(r sync.Report, s *sync.Status) error {
 		}
 		h.cycles = append(h.cycles[:0:0], h.cycles[cut:]...)
 	}
-	return err
 }
 
 // Snapshot implements Source.
