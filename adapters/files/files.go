@@ -349,7 +349,7 @@ func (a *Adapter) do(ctx context.Context, f func() error) error {
 			return
 		}
 		if err := unlock(a.lock); err != nil {
-			a.log.Error("unlock helpdesk directory", "error", err)
+			a.log.Error("unlock helpdesk directory", slog.Any("error", err))
 		}
 	}()
 	if err := ctx.Err(); err != nil {
@@ -502,7 +502,7 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 		if fresh {
 			a.restamp(root) // the change is our own: the scan stays whole
 		}
-		a.log.Info("created ticket folder", "op", "ensure", "ticket", t.UpstreamID, "folder", name)
+		a.log.Info("created ticket folder", slog.String("op", "ensure"), slog.String("ticket", t.UpstreamID), slog.String("folder", name))
 		return adapters.Ref(name), nil
 	}
 }

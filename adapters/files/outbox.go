@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -354,7 +355,7 @@ func (a *Adapter) ingest(ctx context.Context, floor int64) error {
 			// One file (or its ticket's folder) in trouble stops neither
 			// the others nor the cycle: it stays where it is and is
 			// tried again next time.
-			a.log.Warn("outbox file not taken; tried again next cycle: "+err.Error(), "op", "outbox", "file", c.name)
+			a.log.Warn("outbox file not taken; tried again next cycle: "+err.Error(), slog.String("op", "outbox"), slog.String("file", c.name))
 		}
 	}
 	return nil
@@ -411,7 +412,7 @@ func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
 	if err := writeFileAtomic(filepath.Join(a.processedDir(), lastSeqFile), []byte(strconv.FormatInt(seq, 10)+"\n")); err != nil {
 		return true, err
 	}
-	a.log.Info("picked up outbox file", "op", "outbox", "ticket", t.UpstreamID, "file", c.name, "event", pname, "kind", string(it.Kind))
+	a.log.Info("picked up outbox file", slog.String("op", "outbox"), slog.String("ticket", t.UpstreamID), slog.String("file", c.name), slog.String("event", pname), slog.String("kind", string(it.Kind)))
 	ev := a.event(pname, t, it, hd, c.mod)
 	return true, a.apply(t, ev, hd)
 }
@@ -457,7 +458,7 @@ func (a *Adapter) reject(name, reason string) error {
 	if err := renameDurable(filepath.Join(a.outboxDir(), name), filepath.Join(failed, target)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	a.log.Warn("outbox file set aside", "op", "outbox", "file", name, "failed", target, "error", reason)
+	a.log.Warn("outbox file set aside", slog.String("op", "outbox"), slog.String("file", name), slog.String("failed", target), slog.Any("error", reason))
 	return nil
 }
 
@@ -519,7 +520,7 @@ func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, in
 			// Its ticket's folder cannot be read or written (a broken
 			// ticket.json, a permission): the events up to here are
 			// reported, this one and those after it wait, in order.
-			a.log.Warn("processed outbox file waits until its ticket folder can be read and written: "+err.Error(), "op", "outbox", "file", p.name)
+			a.log.Warn("processed outbox file waits until its ticket folder can be read and written: "+err.Error(), slog.String("op", "outbox"), slog.String("file", p.name))
 			break
 		}
 		cursor = p.seq
@@ -549,7 +550,7 @@ func (a *Adapter) reread(p processed) (adapters.Event, bool, error) {
 	original := p.name[strings.IndexByte(p.name, '-')+1:]
 	it, err := ParseOutbox(original, data)
 	if err != nil {
-		a.log.Warn("processed outbox file no longer parses; passing over it", "op", "outbox", "file", p.name, "error", err)
+		a.log.Warn("processed outbox file no longer parses; passing over it", slog.String("op", "outbox"), slog.String("file", p.name), slog.Any("error", err))
 		return adapters.Event{}, false, nil
 	}
 	t, err := a.resolve(it.Ticket)
@@ -557,14 +558,14 @@ func (a *Adapter) reread(p processed) (adapters.Event, bool, error) {
 		return adapters.Event{}, false, err
 	}
 	if t == nil {
-		a.log.Warn("the ticket of a processed outbox file is gone; passing over it", "op", "outbox", "file", p.name)
+		a.log.Warn("the ticket of a processed outbox file is gone; passing over it", slog.String("op", "outbox"), slog.String("file", p.name))
 		return adapters.Event{}, false, nil
 	}
 	var hd string
 	if it.Kind == adapters.EventStatus {
 		var ok bool
 		if hd, _, ok = a.matchStatus(it.Status); !ok {
-			a.log.Warn("the status of a processed outbox file is no longer mapped; passing over it", "op", "outbox", "file", p.name, "status", it.Status)
+			a.log.Warn("the status of a processed outbox file is no longer mapped; passing over it", slog.String("op", "outbox"), slog.String("file", p.name), slog.String("status", it.Status))
 			return adapters.Event{}, false, nil
 		}
 	}

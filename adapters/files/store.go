@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,7 +301,7 @@ func (a *Adapter) scan() error {
 		}
 		if err != nil {
 			whole = false
-			a.log.Warn("skipping unreadable ticket folder", "op", "scan", "folder", name, "error", err)
+			a.log.Warn("skipping unreadable ticket folder", slog.String("op", "scan"), slog.String("folder", name), slog.Any("error", err))
 			continue
 		}
 		a.scanned[name] = true
