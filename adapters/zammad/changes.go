@@ -88,7 +88,7 @@ type candidate struct {
 	from   string
 }
 
-// Changes reports, oldest first, the articles and state changes made by
+// Events reports, oldest first, the articles and state changes made by
 // anyone but the API user on tickets whose attribute holds an upstream id:
 // public articles by agents are replies, internal ones notes, and state
 // changes (read from each ticket's history, so that every change counts,
@@ -100,15 +100,9 @@ type candidate struct {
 // costs two more requests, its articles and its history. The new
 // watermark is Zammad's time (the Date header) at the start of the search;
 // the cursor carries the ids of the events reported in the overlap.
-func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
-	if err := a.checkOpen(); err != nil {
-		return nil, cur, err
-	}
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
-	if err != nil {
-		return nil, cur, err
-	}
-	me, err := a.self(ctx)
 	if err != nil {
 		return nil, cur, err
 	}
@@ -127,7 +121,7 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		if upstream == "" {
 			continue
 		}
-		cs, err := a.ticketEvents(ctx, t, upstream, from, me.ID, examined)
+		cs, err := a.ticketEvents(ctx, t, upstream, from, me, examined)
 		if errors.Is(err, adapters.ErrNotFound) {
 			// Deleted since the search: it has nothing more to report.
 			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad ticket vanished while its changes were read",

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
@@ -99,21 +98,21 @@ func (a *Adapter) ticket(ctx context.Context, id int64) (zmTicket, error) {
 	return t, nil
 }
 
-// resolve reads the ticket ref names and the upstream id it mirrors.
-func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (zmTicket, string, error) {
+// Resolve reads the ticket ref names; one that mirrors no upstream ticket
+// is not found.
+func (v vendor) Resolve(ctx context.Context, ref adapters.Ref) (zmTicket, error) {
 	id, err := parseRef(ref)
 	if err != nil {
-		return zmTicket{}, "", err
+		return zmTicket{}, err
 	}
-	t, err := a.ticket(ctx, id)
+	t, err := v.ticket(ctx, id)
 	if err != nil {
-		return zmTicket{}, "", err
+		return zmTicket{}, err
 	}
-	upstream, _ := t.attr(a.cfg.IDField)
-	if upstream == "" {
-		return zmTicket{}, "", fmt.Errorf("ticket %d mirrors no guest request (its %s is empty): %w", id, a.cfg.IDField, adapters.ErrNotFound)
+	if upstream, _ := t.attr(v.cfg.IDField); upstream == "" {
+		return zmTicket{}, fmt.Errorf("ticket %d mirrors no guest request (its %s is empty): %w", id, v.cfg.IDField, adapters.ErrNotFound)
 	}
-	return t, upstream, nil
+	return t, nil
 }
 
 // articles reads every article of ticket id, oldest first.
@@ -123,21 +122,6 @@ func (a *Adapter) articles(ctx context.Context, id int64) ([]zmArticle, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// heldIn reads the markers of the API user's articles of ticket id.
-func (a *Adapter) heldIn(ctx context.Context, id, me int64) (saas.Held, error) {
-	arts, err := a.articles(ctx, id)
-	if err != nil {
-		return saas.Held{}, err
-	}
-	h := saas.NewHeld()
-	for _, art := range arts {
-		if art.CreatedByID == me {
-			h.Text(articleText(art), idString(art.ID))
-		}
-	}
-	return h, nil
 }
 
 // group returns the group of a department.
@@ -159,27 +143,24 @@ func (a *Adapter) customer(in map[string]any) {
 	}
 }
 
-// EnsureTicket finds the ticket whose attribute holds t.UpstreamID, or
-// creates it in the department's group with the configured customer, the
-// mapped state, and the request as its first article (public when the
-// guest wrote it). Zammad offers no idempotency key, so the creation is
-// sent once: after a failure whose outcome is unknown the engine calls
-// again, and the search (answered from the database, without the search
-// index's lag) finds the ticket if it was made.
-func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
-		return "", err
+// Find returns the oldest ticket whose attribute holds upstreamID.
+func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool, error) {
+	ts, err := v.byUpstream(ctx, upstreamID)
+	if err != nil || len(ts) == 0 {
+		return "", false, err
 	}
-	if !utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments) {
-		return "", fmt.Errorf("ensure zammad ticket for %s: the description, department or comment is not valid UTF-8: %w", t.UpstreamID, adapters.ErrInvalid)
-	}
-	existing, err := a.byUpstream(ctx, t.UpstreamID)
-	if err != nil {
-		return "", fmt.Errorf("ensure zammad ticket for %s: %w", t.UpstreamID, err)
-	}
-	if len(existing) > 0 {
-		return refOf(existing[0].ID), nil
-	}
+	return refOf(ts[0].ID), true, nil
+}
+
+// Create makes the ticket of t in the department's group with the
+// configured customer, the mapped state, and the request as its first
+// article (public when the guest wrote it). Zammad offers no idempotency
+// key, so the creation is sent once: after a failure whose outcome is
+// unknown the engine calls EnsureTicket again, and the search (answered
+// from the database, without the search index's lag) finds the ticket if
+// it was made.
+func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	a := v.Adapter
 	st := t.Status
 	if st == "" {
 		st = guestapi.StatusNew
@@ -200,12 +181,12 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	a.customer(in)
 	var out zmTicket
-	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets", url.Values{"expand": {"true"}}), Op: "create ticket"}, in, &out)
+	_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/tickets", url.Values{"expand": {"true"}}), Op: "create ticket"}, in, &out)
 	if err != nil {
-		return "", fmt.Errorf("create zammad ticket for %s: %w", t.UpstreamID, err)
+		return "", err
 	}
 	if out.ID == 0 {
-		return "", fmt.Errorf("create zammad ticket for %s: the answer names no ticket", t.UpstreamID)
+		return "", errors.New("the answer names no ticket")
 	}
 	if v, _ := out.attr(a.cfg.IDField); v != t.UpstreamID {
 		// Zammad drops attributes it does not have: the ticket exists but
@@ -214,8 +195,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		a.log.LogAttrs(ctx, slog.LevelError, "zammad did not store the upstream id in the ticket attribute",
 			slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"),
 			slog.Int64("zammad_ticket", out.ID), slog.String("attribute", a.cfg.IDField))
-		return "", fmt.Errorf("create zammad ticket for %s: Zammad made ticket %d but did not store the upstream id in the attribute %q: %s: %w",
-			t.UpstreamID, out.ID, a.cfg.IDField, a.attributeHelp(), adapters.ErrInvalid)
+		return "", fmt.Errorf("Zammad made ticket %d but did not store the upstream id in the attribute %q: %s: %w",
+			out.ID, a.cfg.IDField, a.attributeHelp(), adapters.ErrInvalid)
 	}
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created zammad ticket",
 		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("zammad_ticket", out.ID))
@@ -227,65 +208,27 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 // message may change.
 var reopenFrom = []string{stateClosed, statePendingClose, statePendingReminder}
 
-// Append adds each message not yet in the ticket as one article, written
-// by the API user as text/plain, internal after visible_to_guest. A
-// guest's public message on a closed or pending ticket first reopens it
-// (state open, Zammad's follow-up state).
-//
-// Articles are sent once, never repeated within the call: Zammad has no
-// idempotency key, so after a failure whose outcome is unknown the engine
-// calls Append again, which finds the article by its marker if it was
-// made.
-func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.in.Messages(ref, msgs); err != nil {
-		return nil, err
-	}
-	for _, m := range msgs {
-		if !utf8.ValidString(m.Body) || !utf8.ValidString(m.AuthorName) {
-			return nil, fmt.Errorf("append to zammad ticket %s: message %s: body or author is not valid UTF-8: %w", ref, m.UpstreamID, adapters.ErrInvalid)
+// Comment adds m as one article, written by the API user as text/plain,
+// internal after visible_to_guest. A guest's public message on a closed
+// or pending ticket first reopens it (state open, Zammad's follow-up
+// state). Zammad has no idempotency key: the article is sent once.
+func (v vendor) Comment(ctx context.Context, t zmTicket, m adapters.Message) (zmTicket, string, error) {
+	if m.Public && m.AuthorType == guestapi.AuthorGuest && slices.Contains(reopenFrom, t.State) {
+		if err := v.putState(ctx, t.ID, stateOpen, "reopen ticket"); err != nil {
+			return t, "", fmt.Errorf("append message %s: reopen zammad ticket %d: %w", m.UpstreamID, t.ID, err)
 		}
+		t.State = stateOpen
 	}
-	if len(msgs) == 0 {
-		return []adapters.Appended{}, nil
-	}
-	t, _, err := a.resolve(ctx, ref)
+	var art zmArticle
+	_, err := v.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: v.url("/ticket_articles", url.Values{"expand": {"true"}}), Op: "append message"},
+		articleIn{TicketID: t.ID, Body: saas.MessageText(m), ContentType: "text/plain", Type: "note", Internal: !m.Public}, &art)
 	if err != nil {
-		return nil, fmt.Errorf("append to zammad ticket %s: %w", ref, err)
+		return t, "", fmt.Errorf("append message %s to zammad ticket %d: %w", m.UpstreamID, t.ID, err)
 	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return nil, err
+	if art.ID == 0 {
+		return t, "", fmt.Errorf("append message %s to zammad ticket %d: the answer names no article", m.UpstreamID, t.ID)
 	}
-	h, err := a.heldIn(ctx, t.ID, me.ID)
-	if err != nil {
-		return nil, fmt.Errorf("append to zammad ticket %s: %w", ref, err)
-	}
-	out := make([]adapters.Appended, 0, len(msgs))
-	state := t.State
-	for _, m := range msgs {
-		if id, ok := h.Messages[m.UpstreamID]; ok {
-			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
-			continue
-		}
-		if m.Public && m.AuthorType == guestapi.AuthorGuest && slices.Contains(reopenFrom, state) {
-			if err := a.putState(ctx, t.ID, stateOpen, "reopen ticket"); err != nil {
-				return nil, fmt.Errorf("append message %s: reopen zammad ticket %d: %w", m.UpstreamID, t.ID, err)
-			}
-			state = stateOpen
-		}
-		var art zmArticle
-		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", url.Values{"expand": {"true"}}), Op: "append message"},
-			articleIn{TicketID: t.ID, Body: saas.MessageText(m), ContentType: "text/plain", Type: "note", Internal: !m.Public}, &art)
-		if err != nil {
-			return nil, fmt.Errorf("append message %s to zammad ticket %d: %w", m.UpstreamID, t.ID, err)
-		}
-		if art.ID == 0 {
-			return nil, fmt.Errorf("append message %s to zammad ticket %d: the answer names no article", m.UpstreamID, t.ID)
-		}
-		h.Messages[m.UpstreamID] = idString(art.ID)
-		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(art.ID)})
-	}
-	return out, nil
+	return t, idString(art.ID), nil
 }
 
 // putState sets a ticket's state, with a pending till for a pending state.
@@ -299,61 +242,27 @@ func (a *Adapter) putState(ctx context.Context, id int64, state, op string) erro
 	return err
 }
 
-// SetStatus sets the Zammad state s maps to. Nothing is written when the
+// Status sets the Zammad state s maps to. Nothing is written when the
 // ticket's state already maps to s (an agent's pending reminder stays for
 // in_progress) or is the one s maps to. Agents cannot move a ticket back
 // to new once it left it, and neither can the bridge: new then counts as
 // open.
-func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
-	if err := a.checkOpen(); err != nil {
-		return err
-	}
-	if !s.Known() {
-		return fmt.Errorf("set status of zammad ticket %s: unknown status %q: %w", ref, s, adapters.ErrInvalid)
-	}
-	t, _, err := a.resolve(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("set status of zammad ticket %s: %w", ref, err)
-	}
-	if up, ok := a.status.Up(t.State); ok && up == s {
+func (v vendor) Status(ctx context.Context, t zmTicket, s guestapi.Status) error {
+	target, ok := saas.Target(v.status, t.State, s, stateNew, stateOpen)
+	if !ok {
 		return nil
 	}
-	target := a.status.Down(s)
-	if target == stateNew && t.State != stateNew {
-		target = stateOpen
-	}
-	if t.State == target {
-		return nil
-	}
-	if err := a.putState(ctx, t.ID, target, "set status"); err != nil {
+	if err := v.putState(ctx, t.ID, target, "set status"); err != nil {
 		return fmt.Errorf("set status of zammad ticket %d to %s: %w", t.ID, target, err)
 	}
 	return nil
 }
 
-// MarkSent records the delivery of helpdesk event eventID in an internal
-// note on the ticket, unless one records it already. Zammad lets agents
-// add notes to closed tickets without reopening them.
-func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
-		return err
-	}
-	t, _, err := a.resolve(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("mark event %s sent on zammad ticket %s: %w", eventID, ref, err)
-	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return err
-	}
-	h, err := a.heldIn(ctx, t.ID, me.ID)
-	if err != nil {
-		return fmt.Errorf("mark event %s sent on zammad ticket %s: %w", eventID, ref, err)
-	}
-	if _, ok := h.Sent[eventID]; ok {
-		return nil
-	}
-	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: a.url("/ticket_articles", nil), Op: "mark sent"},
+// NoteSent records the delivery of helpdesk event eventID in an internal
+// note. Zammad lets agents add notes to closed tickets without reopening
+// them.
+func (v vendor) NoteSent(ctx context.Context, t zmTicket, eventID, upstreamMessageID string) error {
+	_, err := v.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: v.url("/ticket_articles", nil), Op: "mark sent"},
 		articleIn{TicketID: t.ID, Body: saas.SentText(eventID, upstreamMessageID), ContentType: "text/plain", Type: "note", Internal: true}, nil)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on zammad ticket %d: %w", eventID, t.ID, err)
@@ -361,31 +270,29 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	return nil
 }
 
-// Lookup finds the ticket whose attribute holds upstreamID (the oldest,
-// should there be several) and reads the markers of the bridge's articles
-// in it.
-func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
-		return adapters.Found{}, false, err
-	}
-	ts, err := a.byUpstream(ctx, upstreamID)
-	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket for %s: %w", upstreamID, err)
-	}
-	if len(ts) == 0 {
-		return adapters.Found{}, false, nil
+// Thread finds the ticket whose attribute holds upstreamID, the oldest
+// should there be several.
+func (v vendor) Thread(ctx context.Context, upstreamID string) (zmTicket, adapters.Ref, bool, error) {
+	ts, err := v.byUpstream(ctx, upstreamID)
+	if err != nil || len(ts) == 0 {
+		return zmTicket{}, "", false, err
 	}
 	if len(ts) > 1 {
-		a.log.LogAttrs(ctx, slog.LevelWarn, "several zammad tickets hold the same upstream id; the oldest is used",
+		v.log.LogAttrs(ctx, slog.LevelWarn, "several zammad tickets hold the same upstream id; the oldest is used",
 			slog.String("ticket", upstreamID), slog.String("op", "look up"), slog.Int("zammad_tickets", len(ts)))
 	}
-	me, err := a.self(ctx)
+	return ts[0], refOf(ts[0].ID), true, nil
+}
+
+// Comments lists the ticket's articles.
+func (v vendor) Comments(ctx context.Context, t zmTicket) ([]saas.Comment, error) {
+	arts, err := v.articles(ctx, t.ID)
 	if err != nil {
-		return adapters.Found{}, false, err
+		return nil, err
 	}
-	h, err := a.heldIn(ctx, ts[0].ID, me.ID)
-	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up zammad ticket for %s: %w", upstreamID, err)
+	out := make([]saas.Comment, len(arts))
+	for i, art := range arts {
+		out[i] = saas.Comment{ID: idString(art.ID), Author: art.CreatedByID, Text: articleText(art)}
 	}
-	return h.Found(refOf(ts[0].ID)), true, nil
+	return out, nil
 }

@@ -84,6 +84,7 @@ const DefaultMaxEvents = 500
 // Adapter mirrors guest requests into a Zammad system. It is safe for
 // concurrent use.
 type Adapter struct {
+	*saas.Helpdesk[zmTicket]
 	base      string // https://helpdesk.hotel.example
 	cfg       Config
 	groups    map[string]string
@@ -97,9 +98,11 @@ type Adapter struct {
 	mu    sync.Mutex
 	me    saas.Memo[zmUser]
 	names map[int64]string // user id -> display name
-	in    saas.Input       // checks the input of the Helpdesk methods, and that the adapter is open
-	life  saas.Life
 }
+
+// vendor is the adapter as its [saas.Helpdesk] sees it: the primitives
+// of Zammad's API.
+type vendor struct{ *Adapter }
 
 var _ adapters.Helpdesk = (*Adapter)(nil)
 var _ adapters.Checker = (*Adapter)(nil)
@@ -136,7 +139,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if a.maxEvents <= 0 {
 		a.maxEvents = DefaultMaxEvents
 	}
-	a.in = saas.Input{Name: Name, Life: &a.life}
+	a.Helpdesk = saas.NewHelpdesk[zmTicket](Name, vendor{a}, nil, true)
 	token := cfg.Token
 	a.http = saas.Client{
 		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,
@@ -146,9 +149,6 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	}.New()
 	return a, nil
 }
-
-// Name returns "zammad".
-func (a *Adapter) Name() string { return Name }
 
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
@@ -160,11 +160,6 @@ func (a *Adapter) String() string {
 
 // GoString is String, so that %#v does not show the token.
 func (a *Adapter) GoString() string { return a.String() }
-
-// Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error { return a.life.Close() }
-
-func (a *Adapter) checkOpen() error { return a.life.Check("zammad adapter") }
 
 // url returns the API address of path (below /api/v1) with query.
 func (a *Adapter) url(path string, query url.Values) string {
@@ -185,7 +180,7 @@ func (a *Adapter) get(ctx context.Context, path string, query url.Values, op str
 // the upstream id exists, is a text field and is applied. Each failure
 // says what to change in Zammad or in the configuration.
 func (a *Adapter) Check(ctx context.Context) error {
-	if err := a.checkOpen(); err != nil {
+	if err := a.Open(); err != nil {
 		return err
 	}
 	var me zmUser
@@ -289,11 +284,11 @@ func (a *Adapter) checkAttributeByTicket(ctx context.Context) error {
 	return nil
 }
 
-// self returns the API user, asking Zammad once.
-func (a *Adapter) self(ctx context.Context) (zmUser, error) {
-	return a.me.Get(ctx, func(ctx context.Context) (zmUser, error) {
+// Self returns the id of the API user, asking Zammad once.
+func (v vendor) Self(ctx context.Context) (int64, error) {
+	me, err := v.me.Get(ctx, func(ctx context.Context) (zmUser, error) {
 		var out zmUser
-		if _, err := a.get(ctx, "/users/me", nil, "read api user", &out); err != nil {
+		if _, err := v.get(ctx, "/users/me", nil, "read api user", &out); err != nil {
 			return zmUser{}, fmt.Errorf("read zammad api user: %w", err)
 		}
 		if out.ID == 0 {
@@ -301,6 +296,7 @@ func (a *Adapter) self(ctx context.Context) (zmUser, error) {
 		}
 		return out, nil
 	})
+	return me.ID, err
 }
 
 // userName returns the display name of user id, asking Zammad once. A user

@@ -1,0 +1,290 @@
+package saas
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// Vendor is what the package of one SaaS helpdesk implements: the
+// primitives of its API. [Helpdesk] builds the methods of
+// [adapters.Helpdesk] on them and keeps what every vendor shares: the
+// input checks, the open-or-closed state, reading the markers of the
+// bridge's own comments, not writing a comment twice, and the error
+// wrapping.
+//
+// T is the vendor's view of what mirrors one upstream ticket, as Resolve
+// reads it: a ticket, or a ticket with its follow-ups. Every method may be
+// called for different tickets at once. An error Comment, NoteSent, Status
+// or Events returns goes to the engine as it is, so it says what failed
+// where; the others are wrapped with the method and the ticket.
+type Vendor[T any] interface {
+	// Self returns the id of the helpdesk user the adapter acts as,
+	// asking the helpdesk once (see [Memo]).
+	Self(ctx context.Context) (int64, error)
+	// Find returns the ticket that mirrors upstreamID, found by what the
+	// bridge stored in it; ok is false when there is none. EnsureTicket
+	// calls it before Create.
+	Find(ctx context.Context, upstreamID string) (ref adapters.Ref, ok bool, err error)
+	// Create makes the ticket of t, with [DescriptionText] as its first
+	// comment (or description).
+	Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, error)
+	// Thread finds, for Lookup, what mirrors upstreamID and the Ref to
+	// report for it; ok is false when there is none. It may read more
+	// than Find (archived tickets, follow-ups), since Lookup runs after
+	// the bridge's state was lost.
+	Thread(ctx context.Context, upstreamID string) (th T, ref adapters.Ref, ok bool, err error)
+	// Resolve reads what ref names. A Ref the helpdesk does not know, or
+	// whose ticket mirrors no upstream ticket, is [adapters.ErrNotFound].
+	Resolve(ctx context.Context, ref adapters.Ref) (T, error)
+	// Comments lists the comments of every ticket of th with their
+	// authors; Helpdesk reads the markers of those Self wrote.
+	Comments(ctx context.Context, th T) ([]Comment, error)
+	// Comment writes m ([MessageText]) as one comment, public after
+	// m.Public, reopening the ticket when the vendor needs that to show a
+	// guest's message, and returns th as it is after the write and the
+	// comment's id. A write whose outcome is unknown is not repeated:
+	// the next Append finds it by its marker.
+	Comment(ctx context.Context, th T, m adapters.Message) (T, string, error)
+	// NoteSent writes the internal note of [SentText]; a ticket that
+	// cannot take it (closed for good) is skipped with nil.
+	NoteSent(ctx context.Context, th T, eventID, upstreamMessageID string) error
+	// Status sets the helpdesk status that s maps to (see [Target]).
+	Status(ctx context.Context, th T, s guestapi.Status) error
+	// Events returns the changes after cur, leaving out those the user me
+	// (the adapter's own) made, with the cursor after them; see
+	// [adapters.Helpdesk.Changes] and [Cursor].
+	Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error)
+}
+
+// Preparer is implemented by a Vendor whose ticket must change before new
+// messages go in at all (Freshdesk: a follow-up of an archived ticket, a
+// reopened ticket). Append calls Prepare with the messages the ticket does
+// not hold yet, before the first Comment.
+type Preparer[T any] interface {
+	Prepare(ctx context.Context, th T, msgs []adapters.Message) (T, error)
+}
+
+// Comment is one comment, note or article of a ticket as Vendor.Comments
+// lists it: the helpdesk's id of it, its author, and its text, whose last
+// line holds the marker if the bridge wrote it.
+type Comment struct {
+	ID     string
+	Author int64
+	Text   string
+}
+
+// Helpdesk is the [adapters.Helpdesk] of a SaaS adapter, on its [Vendor].
+// A vendor's Adapter embeds it. It is safe for concurrent use.
+type Helpdesk[T any] struct {
+	// In checks the input of the methods and that the adapter is open.
+	In   Input
+	v    Vendor[T]
+	utf8 bool
+	life Life
+}
+
+// NewHelpdesk returns the Helpdesk of vendor v named name (e.g.
+// "zendesk"); valid is [Input.Valid]. With texts set, descriptions,
+// departments, comments, message bodies and author names must also be
+// valid UTF-8, for a helpdesk that refuses anything else.
+func NewHelpdesk[T any](name string, v Vendor[T], valid func(string) bool, texts bool) *Helpdesk[T] {
+	h := &Helpdesk[T]{v: v, utf8: texts}
+	h.In = Input{Name: name, Valid: valid, Life: &h.life}
+	return h
+}
+
+// Name returns the adapter's registry name.
+func (h *Helpdesk[T]) Name() string { return h.In.Name }
+
+// Close marks the adapter closed; the SaaS adapters hold no connection of
+// their own.
+func (h *Helpdesk[T]) Close() error { return h.life.Close() }
+
+// Open returns [ErrClosed] once the adapter is closed.
+func (h *Helpdesk[T]) Open() error { return h.In.open() }
+
+// EnsureTicket returns the ticket Find finds, or the one Create makes.
+func (h *Helpdesk[T]) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	if err := h.In.UpstreamID("ensure", t.UpstreamID); err != nil {
+		return "", err
+	}
+	if h.utf8 && (!utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments)) {
+		return "", fmt.Errorf("ensure %s ticket for %s: the description, department or comment is not valid UTF-8: %w", h.In.Name, t.UpstreamID, adapters.ErrInvalid)
+	}
+	ref, ok, err := h.v.Find(ctx, t.UpstreamID)
+	if err != nil {
+		return "", fmt.Errorf("ensure %s ticket for %s: %w", h.In.Name, t.UpstreamID, err)
+	}
+	if ok {
+		return ref, nil
+	}
+	ref, err = h.v.Create(ctx, t)
+	if err != nil {
+		return "", fmt.Errorf("create %s ticket for %s: %w", h.In.Name, t.UpstreamID, err)
+	}
+	return ref, nil
+}
+
+// Lookup reports what the markers of the bridge's comments in the thread
+// of upstreamID record.
+func (h *Helpdesk[T]) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
+	if err := h.In.UpstreamID("look up", upstreamID); err != nil {
+		return adapters.Found{}, false, err
+	}
+	th, ref, ok, err := h.v.Thread(ctx, upstreamID)
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("look up %s ticket for %s: %w", h.In.Name, upstreamID, err)
+		}
+		return adapters.Found{}, false, err
+	}
+	held, err := h.held(ctx, th, "look up "+h.In.Name+" ticket for "+upstreamID)
+	if err != nil {
+		return adapters.Found{}, false, err
+	}
+	return held.Found(ref), true, nil
+}
+
+// held reads the markers of the comments the adapter's own user wrote in
+// th. An error reading the user is returned as it is, the others say what.
+func (h *Helpdesk[T]) held(ctx context.Context, th T, what string) (Held, error) {
+	me, err := h.v.Self(ctx)
+	if err != nil {
+		return Held{}, err
+	}
+	cs, err := h.v.Comments(ctx, th)
+	if err != nil {
+		return Held{}, fmt.Errorf("%s: %w", what, err)
+	}
+	held := NewHeld()
+	for _, c := range cs {
+		if c.Author == me {
+			held.Text(c.Text, c.ID)
+		}
+	}
+	return held, nil
+}
+
+// Append writes each message the ticket does not hold yet (by its
+// marker) with Vendor.Comment, in order. After a failed write it returns
+// what was appended before it with the error.
+func (h *Helpdesk[T]) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
+	if err := h.In.Messages(ref, msgs); err != nil {
+		return nil, err
+	}
+	if h.utf8 {
+		for _, m := range msgs {
+			if !utf8.ValidString(m.Body) || !utf8.ValidString(m.AuthorName) {
+				return nil, fmt.Errorf("append to %s ticket %s: message %s: body or author is not valid UTF-8: %w", h.In.Name, ref, m.UpstreamID, adapters.ErrInvalid)
+			}
+		}
+	}
+	if len(msgs) == 0 {
+		return []adapters.Appended{}, nil
+	}
+	what := fmt.Sprintf("append to %s ticket %s", h.In.Name, ref)
+	th, err := h.v.Resolve(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	held, err := h.held(ctx, th, what)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := h.v.(Preparer[T]); ok {
+		var fresh []adapters.Message
+		for _, m := range msgs {
+			if _, in := held.Messages[m.UpstreamID]; !in {
+				fresh = append(fresh, m)
+			}
+		}
+		if th, err = p.Prepare(ctx, th, fresh); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]adapters.Appended, 0, len(msgs))
+	for _, m := range msgs {
+		if id, ok := held.Messages[m.UpstreamID]; ok {
+			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
+			continue
+		}
+		var id string
+		th, id, err = h.v.Comment(ctx, th, m)
+		if err != nil {
+			return out, err
+		}
+		held.Messages[m.UpstreamID] = id
+		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id})
+	}
+	return out, nil
+}
+
+// SetStatus checks s and has the vendor set it.
+func (h *Helpdesk[T]) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+	if err := h.In.open(); err != nil {
+		return err
+	}
+	if !s.Known() {
+		return fmt.Errorf("set status of %s ticket %s: unknown status %q: %w", h.In.Name, ref, s, adapters.ErrInvalid)
+	}
+	th, err := h.v.Resolve(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("set status of %s ticket %s: %w", h.In.Name, ref, err)
+	}
+	return h.v.Status(ctx, th, s)
+}
+
+// MarkSent writes the sent note of eventID unless a marker in the ticket
+// records it already.
+func (h *Helpdesk[T]) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
+	if err := h.In.Sent(ref, eventID, upstreamMessageID); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("mark event %s sent on %s ticket %s", eventID, h.In.Name, ref)
+	th, err := h.v.Resolve(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	held, err := h.held(ctx, th, what)
+	if err != nil {
+		return err
+	}
+	if _, ok := held.Sent[eventID]; ok {
+		return nil
+	}
+	return h.v.NoteSent(ctx, th, eventID, upstreamMessageID)
+}
+
+// Changes returns the vendor's events after cur, without the adapter's
+// own writes.
+func (h *Helpdesk[T]) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	if err := h.In.open(); err != nil {
+		return nil, cur, err
+	}
+	me, err := h.v.Self(ctx)
+	if err != nil {
+		return nil, cur, err
+	}
+	return h.v.Events(ctx, cur, me)
+}
+
+// Target returns the helpdesk status to set for s on a ticket whose
+// status is cur, and false when nothing is to be written: cur already
+// maps to s (an agent's finer status stays, such as pending for
+// in_progress) or is the one s maps to. A ticket cannot go back to the
+// helpdesk's initial status once it left it: initial then becomes open
+// ("" when the helpdesk has no such rule).
+func Target(m adapters.StatusMap, cur string, s guestapi.Status, initial, open string) (string, bool) {
+	if up, ok := m.Up(cur); ok && up == s {
+		return "", false
+	}
+	target := m.Down(s)
+	if initial != "" && target == initial && cur != initial {
+		target = open
+	}
+	return target, cur != target
+}
