@@ -70,7 +70,7 @@ func (c cursor) next(p zdEventPage) cursor {
 	return n
 }
 
-// Changes reads the incremental ticket event export (with the
+// Events reads the incremental ticket event export (with the
 // comment_events sideload) from the cursor and reports, oldest first, the
 // public comments (replies), private comments (notes) and status changes
 // made by anyone but the API user on tickets that mirror a guest request.
@@ -79,15 +79,9 @@ func (c cursor) next(p zdEventPage) cursor {
 //
 // Zendesk leaves the last minute out of the export, so an agent's reply
 // reaches the guest a minute or more after it was written.
-func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
-	if err := a.checkOpen(); err != nil {
-		return nil, cur, err
-	}
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
-	if err != nil {
-		return nil, cur, err
-	}
-	me, err := a.self(ctx)
 	if err != nil {
 		return nil, cur, err
 	}
@@ -107,7 +101,7 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		if err != nil {
 			return nil, cur, fmt.Errorf("read zendesk ticket events since %s: %w", time.Unix(c.start, 0).UTC().Format(time.RFC3339), err)
 		}
-		evs, err := a.events(ctx, p.TicketEvents, c, me.ID)
+		evs, err := a.events(ctx, p.TicketEvents, c, me)
 		if err != nil {
 			return nil, cur, err
 		}

@@ -26,6 +26,7 @@ var keySpace = uuid.MustParse("b0a3c1d6-5e2f-4c8a-9f17-2d6e8b4a7c35")
 // chain is the tickets that mirror one upstream ticket, oldest first: the
 // ticket EnsureTicket made and the follow-ups made when it was closed.
 type chain struct {
+	ref      adapters.Ref // what the engine names it by
 	upstream string
 	tickets  []zdTicket
 }
@@ -33,28 +34,28 @@ type chain struct {
 func (c chain) root() zdTicket   { return c.tickets[0] }
 func (c chain) active() zdTicket { return c.tickets[len(c.tickets)-1] }
 
-// EnsureTicket finds the ticket whose external_id names t.UpstreamID, or
-// creates it with the request as its first comment, the department's
-// group, the tag and the mapped status. The creation carries an
-// Idempotency-Key derived from its payload, so a retry after a lost answer
-// gets the first ticket back.
-func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
-		return "", err
-	}
-	existing, err := a.byExternalID(ctx, t.UpstreamID)
+// Find returns the oldest ticket whose external_id names upstreamID,
+// looking among archived tickets only when the list holds none.
+func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool, error) {
+	existing, err := v.byExternalID(ctx, upstreamID)
 	if err == nil && len(existing) == 0 {
 		// An archived ticket is left out of the list; only a search
 		// finds it.
-		existing, err = a.searchExternalID(ctx, t.UpstreamID)
+		existing, err = v.searchExternalID(ctx, upstreamID)
 	}
-	if err != nil {
-		return "", fmt.Errorf("ensure zendesk ticket for %s: %w", t.UpstreamID, err)
+	if err != nil || len(existing) == 0 {
+		return "", false, err
 	}
-	if len(existing) > 0 {
-		a.remember(existing[0].ID, t.UpstreamID, existing[0].ID)
-		return refOf(existing[0].ID), nil
-	}
+	v.remember(existing[0].ID, upstreamID, existing[0].ID)
+	return refOf(existing[0].ID), true, nil
+}
+
+// Create makes the ticket of t with the request as its first comment, the
+// department's group, the tag and the mapped status. The creation carries
+// an Idempotency-Key derived from its payload, so a retry after a lost
+// answer gets the first ticket back.
+func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	a := v.Adapter
 	in := zdTicketIn{
 		Subject:    subject(t),
 		Comment:    &zdCommentIn{Body: saas.DescriptionText(t), Public: t.Origin == guestapi.OriginGuest},
@@ -65,7 +66,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	ans, err := a.create(ctx, in, "create ticket")
 	if err != nil {
-		return "", fmt.Errorf("create zendesk ticket for %s: %w", t.UpstreamID, err)
+		return "", err
 	}
 	a.remember(ans.Ticket.ID, t.UpstreamID, ans.Ticket.ID)
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created zendesk ticket",
@@ -114,70 +115,42 @@ func (a *Adapter) update(ctx context.Context, c *adapters.HTTPClient, id int64, 
 	return out, err
 }
 
-// Append adds each message not yet in the ticket as one comment (public
-// after visible_to_guest), each comment one ticket update. A guest's
-// public message reopens a solved or pending ticket in the same update.
-// A closed ticket cannot be changed in Zendesk: the first new message
-// becomes the first comment of a follow-up ticket (same external_id, linked
-// to the closed one), which takes the rest.
+// Comment adds m as one comment (public after visible_to_guest) in one
+// ticket update. A guest's public message reopens a solved or pending
+// ticket in the same update. A closed ticket cannot be changed in
+// Zendesk: the message becomes the first comment of a follow-up ticket
+// (same external_id, linked to the closed one), which takes the rest.
 //
-// Comments are sent once, never repeated within the call: Zendesk has no
-// idempotency key for updates, so after a failure whose outcome is unknown
-// the engine calls Append again, which finds the comment by its marker if
-// it was made.
-func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.in.Messages(ref, msgs); err != nil {
-		return nil, err
-	}
-	if len(msgs) == 0 {
-		return []adapters.Appended{}, nil
-	}
-	c, err := a.resolve(ctx, ref)
-	if err != nil {
-		return nil, fmt.Errorf("append to zendesk ticket %s: %w", ref, err)
-	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h, err := a.held(ctx, c, me.ID)
-	if err != nil {
-		return nil, fmt.Errorf("append to zendesk ticket %s: %w", ref, err)
-	}
-	out := make([]adapters.Appended, 0, len(msgs))
-	for _, m := range msgs {
-		if id, ok := h.Messages[m.UpstreamID]; ok {
-			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
-			continue
+// The update is sent once: Zendesk has no idempotency key for updates, so
+// after a failure whose outcome is unknown the engine calls Append again,
+// which finds the comment by its marker if it was made.
+func (v vendor) Comment(ctx context.Context, c chain, m adapters.Message) (chain, string, error) {
+	active := c.active()
+	var ans zdWriteAnswer
+	var err error
+	if active.Status == statusClosed {
+		in := zdTicketIn{Comment: &zdCommentIn{Body: followUpBody(active.ID, m), Public: m.Public}, Status: statusOpen}
+		ans, err = v.followUp(ctx, c, in)
+		if err != nil {
+			return c, "", fmt.Errorf("append message %s: follow up closed zendesk ticket %d: %w", m.UpstreamID, active.ID, err)
 		}
-		active := c.active()
-		var ans zdWriteAnswer
-		if active.Status == statusClosed {
-			in := zdTicketIn{Comment: &zdCommentIn{Body: followUpBody(active.ID, m), Public: m.Public}, Status: statusOpen}
-			ans, err = a.followUp(ctx, c, in)
-			if err != nil {
-				return nil, fmt.Errorf("append message %s: follow up closed zendesk ticket %d: %w", m.UpstreamID, active.ID, err)
-			}
-			c.tickets = append(c.tickets, ans.Ticket)
-		} else {
-			in := zdTicketIn{Comment: &zdCommentIn{Body: saas.MessageText(m), Public: m.Public}}
-			if m.Public && m.AuthorType == guestapi.AuthorGuest && (active.Status == statusSolved || active.Status == statusPending) {
-				in.Status = statusOpen
-			}
-			ans, err = a.update(ctx, a.once, active.ID, in, "append message")
-			if err != nil {
-				return nil, fmt.Errorf("append message %s to zendesk ticket %d: %w", m.UpstreamID, active.ID, a.closedMeanwhile(ctx, active.ID, err))
-			}
-			c.tickets[len(c.tickets)-1] = ans.Ticket
+		c.tickets = append(c.tickets, ans.Ticket)
+	} else {
+		in := zdTicketIn{Comment: &zdCommentIn{Body: saas.MessageText(m), Public: m.Public}}
+		if m.Public && m.AuthorType == guestapi.AuthorGuest && (active.Status == statusSolved || active.Status == statusPending) {
+			in.Status = statusOpen
 		}
-		cid := ans.commentID()
-		if cid == 0 {
-			return nil, fmt.Errorf("append message %s to zendesk ticket %d: the answer names no comment", m.UpstreamID, ans.Ticket.ID)
+		ans, err = v.update(ctx, v.once, active.ID, in, "append message")
+		if err != nil {
+			return c, "", fmt.Errorf("append message %s to zendesk ticket %d: %w", m.UpstreamID, active.ID, v.closedMeanwhile(ctx, active.ID, err))
 		}
-		h.Messages[m.UpstreamID] = idString(cid)
-		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(cid)})
+		c.tickets[len(c.tickets)-1] = ans.Ticket
 	}
-	return out, nil
+	cid := ans.commentID()
+	if cid == 0 {
+		return c, "", fmt.Errorf("append message %s to zendesk ticket %d: the answer names no comment", m.UpstreamID, ans.Ticket.ID)
+	}
+	return c, idString(cid), nil
 }
 
 // followUp creates a follow-up of the chain's closed last ticket with in's
@@ -216,66 +189,51 @@ func (a *Adapter) closedMeanwhile(ctx context.Context, id int64, err error) erro
 	return err
 }
 
-// SetStatus sets the Zendesk status s maps to. Nothing is written when the
+// SetStatus sets the Zendesk status s maps to (see [vendor.Status]); a
+// success settles whatever Zendesk held back of ref.
+func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
+	err := a.Helpdesk.SetStatus(ctx, ref, s)
+	if err == nil {
+		a.release(ref)
+	}
+	return err
+}
+
+// Status sets the Zendesk status s maps to. Nothing is written when the
 // ticket's status already maps to s (an agent's pending stays pending for
 // in_progress) or is the one s maps to; new cannot be set again once a
 // ticket left it, so it counts as open. A closed ticket stays closed for a
 // closing status; for any other the request was reopened and a follow-up
 // ticket says so.
-func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) (err error) {
-	if err := a.checkOpen(); err != nil {
-		return err
-	}
-	defer func() {
-		if err == nil {
-			a.release(ref) // whatever was held of ref is settled
-		}
-	}()
-	if !s.Known() {
-		return fmt.Errorf("set status of zendesk ticket %s: unknown status %q: %w", ref, s, adapters.ErrInvalid)
-	}
-	c, err := a.resolve(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("set status of zendesk ticket %s: %w", ref, err)
-	}
+func (v vendor) Status(ctx context.Context, c chain, s guestapi.Status) error {
 	active := c.active()
-	target := a.status.Down(s)
-	cur := active.Status
-	if up, ok := a.status.Up(cur); ok && up == s {
+	target, ok := saas.Target(v.status, active.Status, s, statusNew, statusOpen)
+	if !ok {
 		return nil
 	}
-	if target == statusNew && cur != statusNew {
-		target = statusOpen
-	}
-	if cur == target {
-		return nil
-	}
-	if cur == statusClosed {
+	if active.Status == statusClosed {
 		if target == statusSolved {
 			return nil
 		}
 		in := zdTicketIn{Comment: &zdCommentIn{Body: reopenBody(active.ID, c.upstream, s)}, Status: target}
-		if target == statusNew {
-			in.Status = ""
-		}
-		if _, err := a.followUp(ctx, c, in); err != nil {
+		if _, err := v.followUp(ctx, c, in); err != nil {
 			return fmt.Errorf("set status %s: follow up closed zendesk ticket %d: %w", s, active.ID, err)
 		}
 		return nil
 	}
 	var out zdWriteAnswer
-	resp, err := a.http.JSON(ctx, adapters.HTTPRequest{
-		Method: http.MethodPut, URL: a.url(fmt.Sprintf("/tickets/%d", active.ID)), Op: "set status",
+	resp, err := v.http.JSON(ctx, adapters.HTTPRequest{
+		Method: http.MethodPut, URL: v.url(fmt.Sprintf("/tickets/%d", active.ID)), Op: "set status",
 		Accept: []int{http.StatusUnprocessableEntity},
 	}, map[string]any{"ticket": zdTicketIn{Status: target}}, &out)
 	if err == nil && resp.StatusCode == http.StatusUnprocessableEntity {
 		if need := requiredOnSolve(resp.Body); need != "" {
-			return a.holdSolve(ctx, ref, c, s, need)
+			return v.holdSolve(ctx, c.ref, c, s, need)
 		}
 		err = fmt.Errorf("HTTP 422 %q: %w", strings.ToValidUTF8(string(resp.Body[:min(len(resp.Body), 300)]), "?"), adapters.ErrInvalid)
 	}
 	if err != nil {
-		return fmt.Errorf("set status of zendesk ticket %d to %s: %w", active.ID, target, a.closedMeanwhile(ctx, active.ID, err))
+		return fmt.Errorf("set status of zendesk ticket %d to %s: %w", active.ID, target, v.closedMeanwhile(ctx, active.ID, err))
 	}
 	return nil
 }
@@ -350,70 +308,36 @@ func (a *Adapter) Held(context.Context) []adapters.HeldError {
 	return out
 }
 
-// MarkSent records the delivery of helpdesk event eventID in a private
-// note on the ticket, unless one records it already. A closed ticket
-// cannot take the note; the delivery then goes unrecorded (the engine's
-// state still holds it) and is logged.
-func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
-		return err
-	}
-	c, err := a.resolve(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("mark event %s sent on zendesk ticket %s: %w", eventID, ref, err)
-	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return err
-	}
-	h, err := a.held(ctx, c, me.ID)
-	if err != nil {
-		return fmt.Errorf("mark event %s sent on zendesk ticket %s: %w", eventID, ref, err)
-	}
-	if _, ok := h.Sent[eventID]; ok {
-		return nil
-	}
+// NoteSent records the delivery of helpdesk event eventID in a private
+// note on the ticket. A closed ticket cannot take the note; the delivery
+// then goes unrecorded (the engine's state still holds it) and is logged.
+func (v vendor) NoteSent(ctx context.Context, c chain, eventID, upstreamMessageID string) error {
 	active := c.active()
 	if active.Status == statusClosed {
-		a.log.LogAttrs(ctx, slog.LevelInfo, "zendesk ticket is closed, delivery not recorded in it",
+		v.log.LogAttrs(ctx, slog.LevelInfo, "zendesk ticket is closed, delivery not recorded in it",
 			slog.String("ticket", c.upstream), slog.String("op", "mark sent"),
 			slog.Int64("zendesk_ticket", active.ID), slog.String("event", eventID))
 		return nil
 	}
 	in := zdTicketIn{Comment: &zdCommentIn{Body: saas.SentText(eventID, upstreamMessageID), Public: false}}
-	if _, err := a.update(ctx, a.once, active.ID, in, "mark sent"); err != nil {
-		err = a.closedMeanwhile(ctx, active.ID, err)
+	if _, err := v.update(ctx, v.once, active.ID, in, "mark sent"); err != nil {
+		err = v.closedMeanwhile(ctx, active.ID, err)
 		return fmt.Errorf("mark event %s sent on zendesk ticket %d: %w", eventID, active.ID, err)
 	}
 	return nil
 }
 
-// Lookup finds the tickets whose external_id names upstreamID and reads
-// the markers of the bridge's comments in them.
-func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
-		return adapters.Found{}, false, err
-	}
-	ts, err := a.chainTickets(ctx, upstreamID)
-	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket for %s: %w", upstreamID, err)
-	}
-	if len(ts) == 0 {
-		return adapters.Found{}, false, nil
-	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return adapters.Found{}, false, err
-	}
-	c := chain{upstream: upstreamID, tickets: ts}
-	h, err := a.held(ctx, c, me.ID)
-	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up zendesk ticket for %s: %w", upstreamID, err)
+// Thread finds the tickets whose external_id names upstreamID, archived
+// ones included; the first of them is the Ref.
+func (v vendor) Thread(ctx context.Context, upstreamID string) (chain, adapters.Ref, bool, error) {
+	ts, err := v.chainTickets(ctx, upstreamID)
+	if err != nil || len(ts) == 0 {
+		return chain{}, "", false, err
 	}
 	for _, t := range ts {
-		a.remember(t.ID, upstreamID, ts[0].ID)
+		v.remember(t.ID, upstreamID, ts[0].ID)
 	}
-	return h.Found(refOf(ts[0].ID)), true, nil
+	return chain{ref: refOf(ts[0].ID), upstream: upstreamID, tickets: ts}, refOf(ts[0].ID), true, nil
 }
 
 // remember caches what ticket id mirrors.
@@ -434,9 +358,10 @@ func (a *Adapter) ticket(ctx context.Context, id int64) (zdTicket, error) {
 	return out.Ticket, nil
 }
 
-// resolve reads the ticket ref names and, when it is part of a follow-up
+// Resolve reads the ticket ref names and, when it is part of a follow-up
 // chain, the whole chain.
-func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (chain, error) {
+func (v vendor) Resolve(ctx context.Context, ref adapters.Ref) (chain, error) {
+	a := v.Adapter
 	id, err := parseRef(ref)
 	if err != nil {
 		return chain{}, err
@@ -450,7 +375,7 @@ func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (chain, error) 
 		return chain{}, fmt.Errorf("ticket %d mirrors no guest request (its external_id is %q): %w", id, t.externalID(), adapters.ErrNotFound)
 	}
 	if t.Status != statusClosed && len(t.FollowupIDs) == 0 && !t.followUp() {
-		return chain{upstream: upstream, tickets: []zdTicket{t}}, nil
+		return chain{ref: ref, upstream: upstream, tickets: []zdTicket{t}}, nil
 	}
 	ts, err := a.chainTickets(ctx, upstream)
 	if err != nil {
@@ -460,7 +385,7 @@ func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (chain, error) 
 		ts = append(ts, t)
 		slices.SortFunc(ts, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
 	}
-	return chain{upstream: upstream, tickets: ts}, nil
+	return chain{ref: ref, upstream: upstream, tickets: ts}, nil
 }
 
 func cmpID(x, y int64) int {
@@ -608,19 +533,17 @@ func (a *Adapter) pages(ctx context.Context, path string, query []string, op str
 	return fmt.Errorf("%s: more than %d pages", op, maxListPages)
 }
 
-// held reads the markers of the API user's comments in the chain.
-func (a *Adapter) held(ctx context.Context, c chain, me int64) (saas.Held, error) {
-	h := saas.NewHeld()
+// Comments lists the comments of every ticket of the chain.
+func (v vendor) Comments(ctx context.Context, c chain) ([]saas.Comment, error) {
+	var out []saas.Comment
 	for _, t := range c.tickets {
-		cs, err := a.comments(ctx, t.ID)
+		cs, err := v.comments(ctx, t.ID)
 		if err != nil {
-			return saas.Held{}, err
+			return nil, err
 		}
 		for _, cm := range cs {
-			if cm.AuthorID == me {
-				h.Text(cm.Body, idString(cm.ID))
-			}
+			out = append(out, saas.Comment{ID: idString(cm.ID), Author: cm.AuthorID, Text: cm.Body})
 		}
 	}
-	return h, nil
+	return out, nil
 }

@@ -83,6 +83,7 @@ type Options struct {
 // Adapter mirrors guest requests into a Zendesk Support account. It is
 // safe for concurrent use.
 type Adapter struct {
+	*saas.Helpdesk[chain]
 	base     string // https://hotel.zendesk.com
 	cfg      Config
 	groups   map[string]int64
@@ -100,9 +101,11 @@ type Adapter struct {
 	tickets map[int64]ticketInfo                // Zendesk ticket id -> what it mirrors
 	names   map[int64]string                    // user id -> name
 	holds   map[adapters.Ref]adapters.HeldError // status changes Zendesk holds back
-	in      saas.Input                          // checks the input of the Helpdesk methods, and that the adapter is open
-	life    saas.Life
 }
+
+// vendor is the adapter as its [saas.Helpdesk] sees it: the primitives
+// of Zendesk's API.
+type vendor struct{ *Adapter }
 
 // ticketInfo is what the adapter remembers of a ticket it met in the event
 // export: the upstream id it mirrors ("" for a ticket that mirrors none)
@@ -161,15 +164,12 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		Secrets:   []string{token},
 		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
 	}
-	a.in = saas.Input{Name: Name, Life: &a.life}
+	a.Helpdesk = saas.NewHelpdesk[chain](Name, vendor{a}, nil, false)
 	a.http = client.New()
 	client.MaxAttempts = 1
 	a.once = client.New()
 	return a, nil
 }
-
-// Name returns "zendesk".
-func (a *Adapter) Name() string { return Name }
 
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
@@ -178,11 +178,6 @@ func (a *Adapter) Status() adapters.StatusMap { return a.status }
 func (a *Adapter) String() string {
 	return fmt.Sprintf("zendesk adapter for %s as %s", a.base, a.cfg.Email)
 }
-
-// Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error { return a.life.Close() }
-
-func (a *Adapter) checkOpen() error { return a.life.Check("zendesk adapter") }
 
 // Check asks Zendesk who the credentials belong to and checks that the
 // user is an admin and that every configured group exists.
@@ -224,13 +219,13 @@ func (a *Adapter) Check(ctx context.Context) error {
 	return nil
 }
 
-// self returns the API user, asking Zendesk once.
-func (a *Adapter) self(ctx context.Context) (zdUser, error) {
-	return a.me.Get(ctx, func(ctx context.Context) (zdUser, error) {
+// Self returns the id of the API user, asking Zendesk once.
+func (v vendor) Self(ctx context.Context) (int64, error) {
+	me, err := v.me.Get(ctx, func(ctx context.Context) (zdUser, error) {
 		var out struct {
 			User zdUser `json:"user"`
 		}
-		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/me"), Op: "read api user"}, nil, &out); err != nil {
+		if _, err := v.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: v.url("/users/me"), Op: "read api user"}, nil, &out); err != nil {
 			return zdUser{}, fmt.Errorf("read zendesk api user: %w", err)
 		}
 		if out.User.ID == 0 {
@@ -238,6 +233,7 @@ func (a *Adapter) self(ctx context.Context) (zdUser, error) {
 		}
 		return out.User, nil
 	})
+	return me.ID, err
 }
 
 // url returns the API address of path (below /api/v2, without .json) with
