@@ -55,7 +55,7 @@ func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
 	return c, nil
 }
 
-// Changes reports, oldest first, what agents did on tickets that mirror a
+// Events reports, oldest first, what agents did on tickets that mirror a
 // guest request since the cursor: replies (a reply, or a public note) and
 // private notes by anybody but the API agent, and status changes.
 //
@@ -67,15 +67,9 @@ func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
 // is seen, so several changes between two calls come as one. Its event id
 // names the field's generation, which MarkSent and SetStatus move on, so it
 // is stable until the change is delivered and never reused.
-func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
-	if err := a.checkOpen(); err != nil {
-		return nil, cur, err
-	}
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
-	if err != nil {
-		return nil, cur, err
-	}
-	me, err := a.self(ctx)
 	if err != nil {
 		return nil, cur, err
 	}
@@ -106,7 +100,7 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 			return fmt.Errorf("read conversations of ticket %d: %w", t.ID, err)
 		}
 		for _, cv := range cs {
-			if cv.UserID == me.ID || cv.Incoming || cv.CreatedAt.Before(from) {
+			if cv.UserID == me || cv.Incoming || cv.CreatedAt.Before(from) {
 				continue
 			}
 			var kind adapters.EventKind

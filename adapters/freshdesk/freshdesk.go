@@ -111,6 +111,7 @@ type Options struct {
 // Adapter mirrors guest requests into a Freshdesk helpdesk. It is safe for
 // concurrent use.
 type Adapter struct {
+	*saas.Helpdesk[thread]
 	base     string // https://hotel.freshdesk.com
 	cfg      Config
 	groups   map[string]int64
@@ -125,8 +126,6 @@ type Adapter struct {
 	mu        sync.Mutex
 	me        saas.Memo[fdAgent]
 	names     map[int64]string // agent id -> name
-	in        saas.Input       // checks the input of the Helpdesk methods, and that the adapter is open
-	life      saas.Life
 	index     map[string]int64 // upstream id -> ticket id, the lowest when several
 	followups map[int64]int64  // archived ticket id -> its follow-up
 	mark      time.Time        // the index holds every ticket updated before mark - overlap
@@ -135,6 +134,10 @@ type Adapter struct {
 
 	scanMu sync.Mutex // one index refresh at a time
 }
+
+// vendor is the adapter as its [saas.Helpdesk] sees it: the primitives
+// of Freshdesk's API.
+type vendor struct{ *Adapter }
 
 var (
 	_ adapters.Helpdesk = (*Adapter)(nil)
@@ -185,7 +188,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if cfg.Tag != "none" {
 		a.tags = []string{cfg.Tag}
 	}
-	a.in = saas.Input{Name: Name, Valid: validToken, Life: &a.life}
+	a.Helpdesk = saas.NewHelpdesk[thread](Name, vendor{a}, validToken, false)
 	key := cfg.APIKey
 	a.http = saas.Client{
 		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout, Transport: a.rate.Transport,
@@ -200,19 +203,11 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 // defaultMaxListPages is the last page of Freshdesk's ticket list.
 const defaultMaxListPages = 300
 
-// Name returns "freshdesk".
-func (a *Adapter) Name() string { return Name }
-
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
 
 // String describes the adapter without its API key.
 func (a *Adapter) String() string { return "freshdesk adapter for " + a.base }
-
-// Close marks the adapter closed; it holds no connection of its own.
-func (a *Adapter) Close() error { return a.life.Close() }
-
-func (a *Adapter) checkOpen() error { return a.life.Check("freshdesk adapter") }
 
 // Check asks Freshdesk whose API key it is, and checks that the agent sees
 // every ticket, that both custom fields exist as single-line text and that
@@ -310,13 +305,13 @@ func (a *Adapter) fetchSelf(ctx context.Context) (fdAgent, error) {
 	return me, nil
 }
 
-// self returns the API agent, asking Freshdesk once.
-func (a *Adapter) self(ctx context.Context) (fdAgent, error) {
-	got, err := a.me.Get(ctx, a.fetchSelf)
+// Self returns the id of the API agent, asking Freshdesk once.
+func (v vendor) Self(ctx context.Context) (int64, error) {
+	got, err := v.me.Get(ctx, v.fetchSelf)
 	if err != nil {
-		return fdAgent{}, fmt.Errorf("read freshdesk api agent: %w", err)
+		return 0, fmt.Errorf("read freshdesk api agent: %w", err)
 	}
-	return got, nil
+	return got.ID, nil
 }
 
 // agentName returns the name of agent id, asking Freshdesk about agents

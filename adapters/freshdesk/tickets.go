@@ -25,43 +25,60 @@ const overlap = time.Minute
 // the address is new to it.
 const requesterName = "Guest requests"
 
-// EnsureTicket finds the ticket whose id field holds t.UpstreamID, or
-// creates it: requested by the configured requester, with the request as
-// its description, the department's group, the tag, the mapped status and
-// both custom fields. Freshdesk has no idempotency key: a creation is sent
-// once, and when its outcome is unknown the call fails and the engine's
-// next call finds the ticket if it was made.
-func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := a.in.UpstreamID("ensure", t.UpstreamID); err != nil {
-		return "", err
+// thread is what mirrors one upstream ticket in Freshdesk: the ticket a
+// Ref names and, when that one is archived, its follow-up, where writes go
+// (see archived.go).
+type thread struct {
+	t        fdTicket
+	upstream string
+	f        fdTicket // the follow-up of an archived t
+	hasF     bool     // f is set
+}
+
+// live returns the ticket that takes writes: t, or the follow-up of an
+// archived t (ok false when it has none yet).
+func (th thread) live() (fdTicket, bool) {
+	if th.t.Archived {
+		return th.f, th.hasF
 	}
-	id, err := a.find(ctx, t.UpstreamID)
-	if err != nil {
-		return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
+	return th.t, true
+}
+
+// Find returns the ticket whose id field holds upstreamID, as the index
+// knows it; a follow-up of an archived ticket stands for it (Refs name the
+// archived ticket). The index may name a ticket an agent deleted since it
+// was listed: it is forgotten, and EnsureTicket makes a new one.
+func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool, error) {
+	id, err := v.find(ctx, upstreamID)
+	if err != nil || id == 0 {
+		return "", false, err
 	}
-	if id != 0 {
-		// The index may name a ticket an agent deleted since it was
-		// listed: a new one is made then.
-		found, upstream, err := a.resolve(ctx, refOf(id))
-		switch {
-		case err == nil && upstream == t.UpstreamID:
-			// A follow-up of an archived ticket stands for it: Refs
-			// name the archived ticket.
-			if root, ok, err := a.archivedRoot(ctx, found, upstream); err != nil {
-				return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
-			} else if ok {
-				return refOf(root.ID), nil
-			}
-			return refOf(id), nil
-		case err == nil || errors.Is(err, adapters.ErrNotFound):
-			a.forget(t.UpstreamID, id)
-		default:
-			return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
+	found, upstream, err := v.resolve(ctx, refOf(id))
+	switch {
+	case err == nil && upstream == upstreamID:
+		if root, ok, err := v.archivedRoot(ctx, found, upstream); err != nil {
+			return "", false, err
+		} else if ok {
+			return refOf(root.ID), true, nil
 		}
+		return refOf(id), true, nil
+	case err == nil || errors.Is(err, adapters.ErrNotFound):
+		v.forget(upstreamID, id)
+		return "", false, nil
 	}
+	return "", false, err
+}
+
+// Create makes the ticket of t: requested by the configured requester,
+// with the request as its description, the department's group, the tag,
+// the mapped status and both custom fields. Freshdesk has no idempotency
+// key: a creation is sent once, and when its outcome is unknown the call
+// fails and the engine's next call finds the ticket if it was made.
+func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
+	a := v.Adapter
 	status, err := a.down(t.Status)
 	if err != nil {
-		return "", fmt.Errorf("ensure freshdesk ticket for %s: %w", t.UpstreamID, err)
+		return "", err
 	}
 	in := fdTicketIn{
 		Subject:     subject(t),
@@ -79,7 +96,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	out, err := a.create(ctx, in, t.UpstreamID, "create ticket")
 	if err != nil {
-		return "", fmt.Errorf("create freshdesk ticket for %s: %w", t.UpstreamID, err)
+		return "", err
 	}
 	return refOf(out.ID), nil
 }
@@ -123,78 +140,43 @@ func (a *Adapter) down(s guestapi.Status) (int, error) {
 // up returns the upstream status Freshdesk status n maps to.
 func (a *Adapter) up(n int) (guestapi.Status, bool) { return a.status.Up(strconv.Itoa(n)) }
 
-// Append adds each message not yet in the ticket as one note by the API
-// agent: public (private false) after visible_to_guest, so that nothing is
-// e-mailed to anybody. A guest's public message on a pending, resolved or
-// closed ticket first reopens it. Notes are sent once, never repeated
-// within the call: when an outcome is unknown the engine calls Append
-// again, which finds the note by its marker if it was made.
-func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := a.in.Messages(ref, msgs); err != nil {
-		return nil, err
+// Prepare readies the ticket for the messages it does not hold yet: an
+// archived ticket cannot change, so they go to its follow-up, made now
+// when it has none; a guest's public message on a pending, resolved or
+// closed ticket first reopens it.
+func (v vendor) Prepare(ctx context.Context, th thread, fresh []adapters.Message) (thread, error) {
+	if len(fresh) == 0 {
+		return th, nil
 	}
-	if len(msgs) == 0 {
-		return []adapters.Appended{}, nil
-	}
-	t, upstream, err := a.resolve(ctx, ref)
-	if err != nil {
-		return nil, fmt.Errorf("append to freshdesk ticket %s: %w", ref, err)
-	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h, err := a.held(ctx, t, me.ID)
-	if err != nil {
-		return nil, fmt.Errorf("append to freshdesk ticket %d: %w", t.ID, err)
-	}
-	if t.Archived {
-		// An archived ticket cannot change: the messages go to its
-		// follow-up, made for the first one not yet held.
-		f, ok, err := a.liveFollowUp(ctx, t, upstream)
+	if th.t.Archived && !th.hasF {
+		f, err := v.followUp(ctx, th.t, th.upstream)
 		if err != nil {
-			return nil, fmt.Errorf("append to archived freshdesk ticket %s: %w", ref, err)
+			return th, fmt.Errorf("append to archived freshdesk ticket %d: %w", th.t.ID, err)
 		}
-		if ok {
-			fh, err := a.held(ctx, f, me.ID)
-			if err != nil {
-				return nil, fmt.Errorf("append to freshdesk ticket %d: %w", f.ID, err)
-			}
-			h.Merge(fh)
-		} else if slices.ContainsFunc(msgs, func(m adapters.Message) bool { _, in := h.Messages[m.UpstreamID]; return !in }) {
-			if f, err = a.followUp(ctx, t, upstream); err != nil {
-				return nil, fmt.Errorf("append to archived freshdesk ticket %s: %w", ref, err)
-			}
-		}
-		t = f
+		th.f, th.hasF = f, true
 	}
-	reopen := false
-	for _, m := range msgs {
-		if _, ok := h.Messages[m.UpstreamID]; !ok && guestPublic(m) {
-			reopen = true
+	t, _ := th.live()
+	if slices.ContainsFunc(fresh, guestPublic) && (t.Status == statusPending || t.Status == statusResolved || t.Status == statusClosed) {
+		b := parseBaseline(t.field(v.cfg.StatusField))
+		in := fdTicketIn{Status: statusOpen, CustomFields: map[string]string{v.cfg.StatusField: b.next(statusOpen)}}
+		if err := v.update(ctx, t.ID, in, "reopen ticket"); err != nil {
+			return th, fmt.Errorf("reopen freshdesk ticket %d for a guest message: %w", t.ID, err)
 		}
 	}
-	if reopen && (t.Status == statusPending || t.Status == statusResolved || t.Status == statusClosed) {
-		b := parseBaseline(t.field(a.cfg.StatusField))
-		in := fdTicketIn{Status: statusOpen, CustomFields: map[string]string{a.cfg.StatusField: b.next(statusOpen)}}
-		if err := a.update(ctx, t.ID, in, "reopen ticket"); err != nil {
-			return nil, fmt.Errorf("reopen freshdesk ticket %d for a guest message: %w", t.ID, err)
-		}
+	return th, nil
+}
+
+// Comment adds m as one note by the API agent: public (private false)
+// after visible_to_guest, so that nothing is e-mailed to anybody. Notes
+// are sent once, never repeated: when an outcome is unknown the engine
+// calls Append again, which finds the note by its marker if it was made.
+func (v vendor) Comment(ctx context.Context, th thread, m adapters.Message) (thread, string, error) {
+	t, _ := th.live()
+	c, err := v.note(ctx, t.ID, saas.MessageText(m), !m.Public, "append message")
+	if err != nil {
+		return th, "", fmt.Errorf("append message %s to freshdesk ticket %d: %w", m.UpstreamID, t.ID, err)
 	}
-	out := make([]adapters.Appended, 0, len(msgs))
-	for _, m := range msgs {
-		if id, ok := h.Messages[m.UpstreamID]; ok {
-			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
-			continue
-		}
-		c, err := a.note(ctx, t.ID, saas.MessageText(m), !m.Public, "append message")
-		if err != nil {
-			return out, fmt.Errorf("append message %s to freshdesk ticket %d: %w", m.UpstreamID, t.ID, err)
-		}
-		h.Messages[m.UpstreamID] = idString(c.ID)
-		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: idString(c.ID)})
-	}
-	return out, nil
+	return th, idString(c.ID), nil
 }
 
 // note adds a note by the API agent to ticket id. A POST is repeated only
@@ -219,156 +201,161 @@ func (a *Adapter) update(ctx context.Context, id int64, in fdTicketIn, op string
 	return err
 }
 
-// SetStatus sets the Freshdesk status s maps to, and records it in the
+// Status sets the Freshdesk status s maps to, and records it in the
 // status field in the same update, so that Changes knows it for the
 // bridge's own. Nothing is written when the ticket's status already maps
 // to s (an agent's pending stays for in_progress) or is the one s maps to.
-func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
-	if err := a.checkOpen(); err != nil {
-		return err
-	}
-	if !s.Known() {
-		return fmt.Errorf("set status of freshdesk ticket %s: unknown status %q: %w", ref, s, adapters.ErrInvalid)
-	}
-	target, err := a.down(s)
+// An archived ticket is closed for good: a closing status goes to its
+// follow-up if it has one, any other makes one.
+func (v vendor) Status(ctx context.Context, th thread, s guestapi.Status) error {
+	target, err := v.down(s)
 	if err != nil {
-		return fmt.Errorf("set status of freshdesk ticket %s: %w: %w", ref, err, adapters.ErrInvalid)
+		return fmt.Errorf("set status of freshdesk ticket %d: %w: %w", th.t.ID, err, adapters.ErrInvalid)
 	}
-	t, upstream, err := a.resolve(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("set status of freshdesk ticket %s: %w", ref, err)
-	}
-	if t.Archived {
-		// An archived ticket is closed for good: a closing status goes
-		// to its follow-up if it has one, any other makes one.
-		f, ok, err := a.liveFollowUp(ctx, t, upstream)
-		switch {
-		case err != nil:
-			return fmt.Errorf("set status of archived freshdesk ticket %s: %w", ref, err)
-		case !ok && (target == statusResolved || target == statusClosed):
+	t, ok := th.live()
+	if !ok {
+		if target == statusResolved || target == statusClosed {
 			return nil
-		case !ok:
-			if f, err = a.followUp(ctx, t, upstream); err != nil {
-				return fmt.Errorf("set status of archived freshdesk ticket %s: %w", ref, err)
-			}
 		}
-		t = f
+		if t, err = v.followUp(ctx, th.t, th.upstream); err != nil {
+			return fmt.Errorf("set status of archived freshdesk ticket %d: %w", th.t.ID, err)
+		}
 	}
-	if up, ok := a.up(t.Status); (ok && up == s) || t.Status == target {
+	if _, ok := saas.Target(v.status, strconv.Itoa(t.Status), s, "", ""); !ok {
 		return nil
 	}
-	b := parseBaseline(t.field(a.cfg.StatusField))
-	in := fdTicketIn{Status: target, CustomFields: map[string]string{a.cfg.StatusField: b.next(target)}}
-	if err := a.update(ctx, t.ID, in, "set status"); err != nil {
+	b := parseBaseline(t.field(v.cfg.StatusField))
+	in := fdTicketIn{Status: target, CustomFields: map[string]string{v.cfg.StatusField: b.next(target)}}
+	if err := v.update(ctx, t.ID, in, "set status"); err != nil {
 		return fmt.Errorf("set status of freshdesk ticket %d to %d: %w", t.ID, target, err)
 	}
 	return nil
 }
 
-// MarkSent records the delivery of helpdesk event eventID. For a reply or
-// note it adds a private note ending in a sent marker, unless one records
-// it already. For a status change it moves the status field to the status
-// the event carried, in the next generation, unless the field moved on
-// since the event was read (the bridge set a status meanwhile, or the
-// delivery was recorded already).
+// MarkSent records the delivery of helpdesk event eventID. A reply or
+// note gets a private note ending in a sent marker (see
+// [saas.Helpdesk.MarkSent]). A status change moves the status field to
+// the status the event carried, in the next generation, unless the field
+// moved on since the event was read (the bridge set a status meanwhile,
+// or the delivery was recorded already).
 func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := a.in.Sent(ref, eventID, upstreamMessageID); err != nil {
+	ticket, gen, status, ok := parseStatusEventID(eventID)
+	if !ok {
+		return a.Helpdesk.MarkSent(ctx, ref, eventID, upstreamMessageID)
+	}
+	if err := a.In.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
 	}
-	t, upstream, err := a.resolve(ctx, ref)
+	th, err := vendor{a}.Resolve(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %s: %w", eventID, ref, err)
 	}
-	if t.Archived {
-		// Events come from the follow-up; an archived ticket takes no
-		// record, and without a follow-up the delivery goes unrecorded
-		// (the engine's state still holds it).
-		f, ok, err := a.liveFollowUp(ctx, t, upstream)
-		if err != nil || !ok {
-			return err
-		}
-		t = f
+	t, ok := th.live()
+	if !ok {
+		return nil // events come from the follow-up: without one, the delivery goes unrecorded
 	}
-	if ticket, gen, status, ok := parseStatusEventID(eventID); ok {
-		if ticket != t.ID {
-			return fmt.Errorf("mark event %s sent on freshdesk ticket %d: the event belongs to ticket %d: %w", eventID, t.ID, ticket, adapters.ErrInvalid)
-		}
-		b := parseBaseline(t.field(a.cfg.StatusField))
-		if b.ok && b.gen != gen {
-			return nil
-		}
-		if !b.ok {
-			b = baseline{gen: gen}
-		}
-		in := fdTicketIn{CustomFields: map[string]string{a.cfg.StatusField: b.next(status)}}
-		if err := a.update(ctx, t.ID, in, "mark sent"); err != nil {
-			return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
-		}
+	if ticket != t.ID {
+		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: the event belongs to ticket %d: %w", eventID, t.ID, ticket, adapters.ErrInvalid)
+	}
+	b := parseBaseline(t.field(a.cfg.StatusField))
+	if b.ok && b.gen != gen {
 		return nil
 	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return err
+	if !b.ok {
+		b = baseline{gen: gen}
 	}
-	h, err := a.held(ctx, t, me.ID)
-	if err != nil {
-		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
-	}
-	if _, ok := h.Sent[eventID]; ok {
-		return nil
-	}
-	if _, err := a.note(ctx, t.ID, saas.SentText(eventID, upstreamMessageID), true, "mark sent"); err != nil {
+	in := fdTicketIn{CustomFields: map[string]string{a.cfg.StatusField: b.next(status)}}
+	if err := a.update(ctx, t.ID, in, "mark sent"); err != nil {
 		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
 	}
 	return nil
 }
 
-// Lookup finds the ticket whose id field holds upstreamID and reads the
-// markers of the bridge's notes in it.
-func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := a.in.UpstreamID("look up", upstreamID); err != nil {
-		return adapters.Found{}, false, err
+// NoteSent adds the private note of a delivered reply or note to the
+// ticket that takes writes; an archived ticket without a follow-up takes
+// none, and the delivery goes unrecorded (the engine's state still holds
+// it).
+func (v vendor) NoteSent(ctx context.Context, th thread, eventID, upstreamMessageID string) error {
+	t, ok := th.live()
+	if !ok {
+		return nil
 	}
-	id, err := a.find(ctx, upstreamID)
-	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+	if _, err := v.note(ctx, t.ID, saas.SentText(eventID, upstreamMessageID), true, "mark sent"); err != nil {
+		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
 	}
-	if id == 0 {
-		return adapters.Found{}, false, nil
+	return nil
+}
+
+// Thread finds the ticket whose id field holds upstreamID, and the
+// follow-up of an archived one or the archived ticket a follow-up follows.
+func (v vendor) Thread(ctx context.Context, upstreamID string) (thread, adapters.Ref, bool, error) {
+	id, err := v.find(ctx, upstreamID)
+	if err != nil || id == 0 {
+		return thread{}, "", false, err
 	}
-	t, upstream, err := a.resolve(ctx, refOf(id))
+	t, upstream, err := v.resolve(ctx, refOf(id))
 	if errors.Is(err, adapters.ErrNotFound) || (err == nil && upstream != upstreamID) {
-		a.forget(upstreamID, id)
-		return adapters.Found{}, false, nil
+		v.forget(upstreamID, id)
+		return thread{}, "", false, nil
 	}
 	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+		return thread{}, "", false, err
 	}
-	me, err := a.self(ctx)
-	if err != nil {
-		return adapters.Found{}, false, err
-	}
-	h, err := a.held(ctx, t, me.ID)
-	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
-	}
-	other, ok := fdTicket{}, false
+	th := thread{t: t, upstream: upstreamID}
 	if t.Archived {
-		other, ok, err = a.liveFollowUp(ctx, t, upstreamID)
-	} else if other, ok, err = a.archivedRoot(ctx, t, upstreamID); ok {
-		t = other // the Ref names the archived ticket
+		th.f, th.hasF, err = v.liveFollowUp(ctx, t, upstreamID)
+	} else if root, ok, rerr := v.archivedRoot(ctx, t, upstreamID); ok {
+		th = thread{t: root, upstream: upstreamID, f: t, hasF: true} // the Ref names the archived ticket
+	} else {
+		err = rerr
 	}
 	if err != nil {
-		return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+		return thread{}, "", false, err
 	}
-	if ok {
-		oh, err := a.held(ctx, other, me.ID)
-		if err != nil {
-			return adapters.Found{}, false, fmt.Errorf("look up freshdesk ticket for %s: %w", upstreamID, err)
+	return th, refOf(th.t.ID), true, nil
+}
+
+// Resolve reads the ticket ref names and, when it is archived, its
+// follow-up.
+func (v vendor) Resolve(ctx context.Context, ref adapters.Ref) (thread, error) {
+	t, upstream, err := v.resolve(ctx, ref)
+	if err != nil {
+		return thread{}, err
+	}
+	th := thread{t: t, upstream: upstream}
+	if t.Archived {
+		if th.f, th.hasF, err = v.liveFollowUp(ctx, t, upstream); err != nil {
+			return thread{}, err
 		}
-		h.Merge(oh)
 	}
-	return h.Found(refOf(t.ID)), true, nil
+	return th, nil
+}
+
+// Comments lists the conversations of the thread's tickets; an incoming
+// one (the requester's e-mail) is nobody's the bridge knows.
+func (v vendor) Comments(ctx context.Context, th thread) ([]saas.Comment, error) {
+	ts := []fdTicket{th.t}
+	if th.hasF {
+		ts = append(ts, th.f)
+	}
+	var out []saas.Comment
+	for _, t := range ts {
+		cs, err := v.conversations(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			cm := saas.Comment{ID: idString(c.ID), Author: c.UserID}
+			if c.Incoming {
+				cm.Author = 0
+			}
+			if mk, ok := c.marker(); ok {
+				cm.Text = mk.Line()
+			}
+			out = append(out, cm)
+		}
+	}
+	return out, nil
 }
 
 // resolve reads the ticket ref names and the upstream id it mirrors. A
@@ -435,24 +422,6 @@ func (a *Adapter) conversations(ctx context.Context, t fdTicket) ([]fdConversati
 		}
 	}
 	return nil, fmt.Errorf("list conversations of ticket %d: more than %d pages", id, maxListPages)
-}
-
-// held reads the markers of the API agent's notes in ticket t.
-func (a *Adapter) held(ctx context.Context, t fdTicket, me int64) (saas.Held, error) {
-	h := saas.NewHeld()
-	cs, err := a.conversations(ctx, t)
-	if err != nil {
-		return saas.Held{}, err
-	}
-	for _, c := range cs {
-		if c.UserID != me || c.Incoming {
-			continue
-		}
-		if mk, ok := c.marker(); ok {
-			h.Add(mk, idString(c.ID))
-		}
-	}
-	return h, nil
 }
 
 // ---- finding tickets by upstream id ----
