@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
 // Freshdesk archives a ticket that has been closed and untouched for 120
@@ -57,7 +58,7 @@ func (a *Adapter) archivedRoot(ctx context.Context, t fdTicket, upstream string)
 	if id == 0 || id == t.ID {
 		return fdTicket{}, false, nil
 	}
-	root, up, err := a.resolve(ctx, refOf(id))
+	root, up, err := a.resolve(ctx, saas.RefOf(id))
 	switch {
 	case errors.Is(err, adapters.ErrNotFound):
 		return fdTicket{}, false, nil
@@ -91,7 +92,7 @@ func (a *Adapter) liveFollowUp(ctx context.Context, root fdTicket, upstream stri
 	if fid == 0 {
 		return fdTicket{}, false, nil
 	}
-	f, up, err := a.resolve(ctx, refOf(fid))
+	f, up, err := a.resolve(ctx, saas.RefOf(fid))
 	switch {
 	case errors.Is(err, adapters.ErrNotFound) || (err == nil && (up != upstream || f.Archived)):
 		a.forget(upstream, fid)

@@ -84,7 +84,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		if !validToken(upstream) {
 			return nil
 		}
-		ref := refOf(t.ID)
+		ref := saas.RefOf(t.ID)
 		delete(statuses, t.ID) // a newer version of the ticket decides
 		if ev, ok := a.statusEvent(t, upstream); ok {
 			statuses[t.ID] = ev
@@ -185,7 +185,7 @@ func (a *Adapter) statusEvent(t fdTicket, upstream string) (adapters.Event, bool
 		return adapters.Event{}, false
 	}
 	return adapters.Event{
-		ID: statusEventID(t.ID, b.gen, t.Status), Ref: refOf(t.ID), UpstreamTicketID: upstream,
+		ID: statusEventID(t.ID, b.gen, t.Status), Ref: saas.RefOf(t.ID), UpstreamTicketID: upstream,
 		Kind: adapters.EventStatus, Status: to, At: t.UpdatedAt.UTC(),
 	}, true
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +124,7 @@ type Adapter struct {
 
 	mu        sync.Mutex
 	me        saas.Memo[fdAgent]
-	names     map[int64]string // agent id -> name
+	names     saas.Names       // agent names by id
 	index     map[string]int64 // upstream id -> ticket id, the lowest when several
 	followups map[int64]int64  // archived ticket id -> its follow-up
 	mark      time.Time        // the index holds every ticket updated before mark - overlap
@@ -178,7 +177,6 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 			Now: now, Log: log, What: "freshdesk",
 		},
 		maxPages:  opts.MaxListPages,
-		names:     map[int64]string{},
 		index:     map[string]int64{},
 		followups: map[int64]int64{},
 	}
@@ -248,23 +246,8 @@ func (a *Adapter) Check(ctx context.Context) error {
 				want.name, EnvPrefix, want.variable, found.Type)
 		}
 	}
-	check := map[int64]string{}
-	if a.cfg.Group != 0 {
-		check[a.cfg.Group] = EnvPrefix + "GROUP"
-	}
-	for dept, id := range a.groups {
-		check[id] = fmt.Sprintf("%sGROUPS (department %s)", EnvPrefix, dept)
-	}
-	for id, where := range check {
-		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/groups/" + idString(id)), Op: "check group"}, nil, nil)
-		if errors.Is(err, adapters.ErrNotFound) {
-			return fmt.Errorf("check freshdesk group %d named in %s: no such group in the helpdesk (see Admin > Team > Groups)", id, where)
-		}
-		if err != nil {
-			return fmt.Errorf("check freshdesk group %d named in %s: %w", id, where, err)
-		}
-	}
-	return nil
+	return saas.CheckGroups(ctx, a.http, Name, EnvPrefix, a.cfg.Group, a.groups, func(id int64) string { return a.url("/groups/" + idString(id)) },
+		"no such group in the helpdesk (see Admin > Team > Groups)")
 }
 
 func scopeName(scope int) string {
@@ -299,9 +282,7 @@ func (a *Adapter) fetchSelf(ctx context.Context) (fdAgent, error) {
 		return fdAgent{}, errors.New("the answer names no agent")
 	}
 	a.me.Set(me)
-	a.mu.Lock()
-	a.names[me.ID] = me.Contact.Name
-	a.mu.Unlock()
+	a.names.Set(me.ID, me.Contact.Name)
 	return me, nil
 }
 
@@ -318,45 +299,18 @@ func (v vendor) Self(ctx context.Context) (int64, error) {
 // the adapter has not met. An unknown user (a deleted agent, a contact)
 // gets "".
 func (a *Adapter) agentName(ctx context.Context, id int64) (string, error) {
-	a.mu.Lock()
-	name, ok := a.names[id]
-	a.mu.Unlock()
-	if ok {
-		return name, nil
-	}
-	var ag fdAgent
-	_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/agents/" + idString(id)), Op: "read agent"}, nil, &ag)
-	if err != nil && !errors.Is(err, adapters.ErrNotFound) {
-		return "", fmt.Errorf("read freshdesk agent %d: %w", id, err)
-	}
-	a.mu.Lock()
-	a.names[id] = ag.Contact.Name
-	a.mu.Unlock()
-	return ag.Contact.Name, nil
+	return a.names.Get(ctx, id, func(ctx context.Context, id int64) (string, error) {
+		var ag fdAgent
+		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/agents/" + idString(id)), Op: "read agent"}, nil, &ag)
+		if err != nil && !errors.Is(err, adapters.ErrNotFound) {
+			return "", fmt.Errorf("read freshdesk agent %d: %w", id, err)
+		}
+		return ag.Contact.Name, nil
+	})
 }
 
 // url returns the API address of path (below /api/v2) with query, given as
 // name, value pairs.
 func (a *Adapter) url(path string, query ...string) string {
-	u := a.base + "/api/v2" + path
-	if len(query) > 0 {
-		q := url.Values{}
-		for i := 0; i+1 < len(query); i += 2 {
-			q.Set(query[i], query[i+1])
-		}
-		u += "?" + q.Encode()
-	}
-	return u
+	return saas.URL(a.base+"/api/v2", path, query...)
 }
-
-// parseRef reads a Ref: a Freshdesk ticket number. Anything else names no
-// ticket the helpdesk can have.
-func parseRef(ref adapters.Ref) (int64, error) {
-	id, err := strconv.ParseInt(string(ref), 10, 64)
-	if err != nil || id <= 0 || idString(id) != string(ref) {
-		return 0, fmt.Errorf("freshdesk ticket %q: not a ticket number: %w", ref, adapters.ErrNotFound)
-	}
-	return id, nil
-}
-
-func refOf(id int64) adapters.Ref { return adapters.Ref(idString(id)) }

@@ -53,15 +53,15 @@ func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool
 	if err != nil || id == 0 {
 		return "", false, err
 	}
-	found, upstream, err := v.resolve(ctx, refOf(id))
+	found, upstream, err := v.resolve(ctx, saas.RefOf(id))
 	switch {
 	case err == nil && upstream == upstreamID:
 		if root, ok, err := v.archivedRoot(ctx, found, upstream); err != nil {
 			return "", false, err
 		} else if ok {
-			return refOf(root.ID), true, nil
+			return saas.RefOf(root.ID), true, nil
 		}
-		return refOf(id), true, nil
+		return saas.RefOf(id), true, nil
 	case err == nil || errors.Is(err, adapters.ErrNotFound):
 		v.forget(upstreamID, id)
 		return "", false, nil
@@ -87,7 +87,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		Name:        requesterName,
 		Status:      status,
 		Priority:    1,
-		GroupID:     a.group(t.Department),
+		GroupID:     saas.Group(a.groups, t.Department, a.cfg.Group),
 		Tags:        a.tags,
 		CustomFields: map[string]string{
 			a.cfg.IDField:     t.UpstreamID,
@@ -98,7 +98,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 	if err != nil {
 		return "", err
 	}
-	return refOf(out.ID), nil
+	return saas.RefOf(out.ID), nil
 }
 
 // create posts a new ticket that mirrors upstream. Freshdesk may have made
@@ -118,13 +118,6 @@ func (a *Adapter) create(ctx context.Context, in fdTicketIn, upstream, op string
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created freshdesk ticket",
 		slog.String("ticket", upstream), slog.String("op", op), slog.Int64("freshdesk_ticket", out.ID))
 	return out, nil
-}
-
-func (a *Adapter) group(dept string) int64 {
-	if id, ok := a.groups[dept]; ok {
-		return id
-	}
-	return a.cfg.Group
 }
 
 // down returns the Freshdesk status s maps to.
@@ -293,7 +286,7 @@ func (v vendor) Thread(ctx context.Context, upstreamID string) (thread, adapters
 	if err != nil || id == 0 {
 		return thread{}, "", false, err
 	}
-	t, upstream, err := v.resolve(ctx, refOf(id))
+	t, upstream, err := v.resolve(ctx, saas.RefOf(id))
 	if errors.Is(err, adapters.ErrNotFound) || (err == nil && upstream != upstreamID) {
 		v.forget(upstreamID, id)
 		return thread{}, "", false, nil
@@ -312,7 +305,7 @@ func (v vendor) Thread(ctx context.Context, upstreamID string) (thread, adapters
 	if err != nil {
 		return thread{}, "", false, err
 	}
-	return th, refOf(th.t.ID), true, nil
+	return th, saas.RefOf(th.t.ID), true, nil
 }
 
 // Resolve reads the ticket ref names and, when it is archived, its
@@ -361,7 +354,7 @@ func (v vendor) Comments(ctx context.Context, th thread) ([]saas.Comment, error)
 // resolve reads the ticket ref names and the upstream id it mirrors. A
 // deleted ticket, or one that mirrors nothing, is not found.
 func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (fdTicket, string, error) {
-	id, err := parseRef(ref)
+	id, err := saas.ParseRef(Name, ref)
 	if err != nil {
 		return fdTicket{}, "", err
 	}

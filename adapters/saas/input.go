@@ -2,6 +2,7 @@ package saas
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -73,3 +74,17 @@ func (in Input) Sent(ref adapters.Ref, eventID, upstreamMessageID string) error 
 	}
 	return nil
 }
+
+// ParseRef reads a Ref of vendor name: a ticket number as [RefOf] writes
+// it. Anything else names no ticket the helpdesk can have
+// ([adapters.ErrNotFound]).
+func ParseRef(name string, ref adapters.Ref) (int64, error) {
+	id, err := strconv.ParseInt(string(ref), 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != string(ref) {
+		return 0, fmt.Errorf("%s ticket %q: not a ticket number: %w", name, ref, adapters.ErrNotFound)
+	}
+	return id, nil
+}
+
+// RefOf is the Ref of ticket number id.
+func RefOf(id int64) adapters.Ref { return adapters.Ref(strconv.FormatInt(id, 10)) }

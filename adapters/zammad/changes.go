@@ -245,7 +245,7 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 	if _, err := a.get(ctx, "/ticket_history/"+idString(t.ID), nil, "read ticket history", &hist); err != nil {
 		return nil, fmt.Errorf("read history of zammad ticket %d: %w", t.ID, err)
 	}
-	base := adapters.Event{Ref: refOf(t.ID), UpstreamTicketID: upstream}
+	base := adapters.Event{Ref: saas.RefOf(t.ID), UpstreamTicketID: upstream}
 	var out []candidate
 	for _, art := range arts {
 		if !art.CreatedAt.After(from) {

@@ -101,7 +101,7 @@ func (a *Adapter) ticket(ctx context.Context, id int64) (zmTicket, error) {
 // Resolve reads the ticket ref names; one that mirrors no upstream ticket
 // is not found.
 func (v vendor) Resolve(ctx context.Context, ref adapters.Ref) (zmTicket, error) {
-	id, err := parseRef(ref)
+	id, err := saas.ParseRef(Name, ref)
 	if err != nil {
 		return zmTicket{}, err
 	}
@@ -124,14 +124,6 @@ func (a *Adapter) articles(ctx context.Context, id int64) ([]zmArticle, error) {
 	return out, nil
 }
 
-// group returns the group of a department.
-func (a *Adapter) group(dept string) string {
-	if g, ok := a.groups[dept]; ok {
-		return g
-	}
-	return a.cfg.Group
-}
-
 // customer returns the fields that name the customer of a new ticket: an
 // email address as "guess:" (Zammad finds or creates the customer), a
 // login by name.
@@ -149,7 +141,7 @@ func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool
 	if err != nil || len(ts) == 0 {
 		return "", false, err
 	}
-	return refOf(ts[0].ID), true, nil
+	return saas.RefOf(ts[0].ID), true, nil
 }
 
 // Create makes the ticket of t in the department's group with the
@@ -168,7 +160,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 	state := a.status.Down(st)
 	in := map[string]any{
 		"title":       title(t),
-		"group":       a.group(t.Department),
+		"group":       saas.Group(a.groups, t.Department, a.cfg.Group),
 		"state":       state,
 		a.cfg.IDField: t.UpstreamID,
 		"article": articleIn{
@@ -200,7 +192,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 	}
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created zammad ticket",
 		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("zammad_ticket", out.ID))
-	return refOf(out.ID), nil
+	return saas.RefOf(out.ID), nil
 }
 
 // reopenFrom are the states a guest's new public message reopens: the
@@ -281,7 +273,7 @@ func (v vendor) Thread(ctx context.Context, upstreamID string) (zmTicket, adapte
 		v.log.LogAttrs(ctx, slog.LevelWarn, "several zammad tickets hold the same upstream id; the oldest is used",
 			slog.String("ticket", upstreamID), slog.String("op", "look up"), slog.Int("zammad_tickets", len(ts)))
 	}
-	return ts[0], refOf(ts[0].ID), true, nil
+	return ts[0], saas.RefOf(ts[0].ID), true, nil
 }
 
 // Comments lists the ticket's articles.

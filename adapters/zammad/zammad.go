@@ -8,9 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -95,9 +93,8 @@ type Adapter struct {
 	now       func() time.Time
 	maxEvents int
 
-	mu    sync.Mutex
 	me    saas.Memo[zmUser]
-	names map[int64]string // user id -> display name
+	names saas.Names // user display names by id
 }
 
 // vendor is the adapter as its [saas.Helpdesk] sees it: the primitives
@@ -134,7 +131,6 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		log:       log,
 		now:       now,
 		maxEvents: opts.MaxEvents,
-		names:     map[int64]string{},
 	}
 	if a.maxEvents <= 0 {
 		a.maxEvents = DefaultMaxEvents
@@ -302,41 +298,20 @@ func (v vendor) Self(ctx context.Context) (int64, error) {
 // userName returns the display name of user id, asking Zammad once. A user
 // the token may not read or Zammad no longer has gets "".
 func (a *Adapter) userName(ctx context.Context, id int64) (string, error) {
-	a.mu.Lock()
-	name, ok := a.names[id]
-	a.mu.Unlock()
-	if ok {
-		return name, nil
-	}
-	var u zmUser
-	_, err := a.get(ctx, "/users/"+idString(id), nil, "read user", &u)
-	switch {
-	case errors.Is(err, adapters.ErrNotFound) || errors.Is(err, adapters.ErrAuth):
-		u = zmUser{}
-	case err != nil:
-		return "", fmt.Errorf("read zammad user %d: %w", id, err)
-	}
-	name = ""
-	if u.ID != 0 {
-		name = u.name()
-	}
-	a.mu.Lock()
-	a.names[id] = name
-	a.mu.Unlock()
-	return name, nil
+	return a.names.Get(ctx, id, func(ctx context.Context, id int64) (string, error) {
+		var u zmUser
+		_, err := a.get(ctx, "/users/"+idString(id), nil, "read user", &u)
+		switch {
+		case errors.Is(err, adapters.ErrNotFound) || errors.Is(err, adapters.ErrAuth):
+			return "", nil
+		case err != nil:
+			return "", fmt.Errorf("read zammad user %d: %w", id, err)
+		case u.ID == 0:
+			return "", nil
+		}
+		return u.name(), nil
+	})
 }
-
-// parseRef reads a Ref: a Zammad ticket id. Anything else names no ticket
-// the helpdesk can have.
-func parseRef(ref adapters.Ref) (int64, error) {
-	id, err := strconv.ParseInt(string(ref), 10, 64)
-	if err != nil || id <= 0 || idString(id) != string(ref) {
-		return 0, fmt.Errorf("zammad ticket %q: not a ticket id: %w", ref, adapters.ErrNotFound)
-	}
-	return id, nil
-}
-
-func refOf(id int64) adapters.Ref { return adapters.Ref(idString(id)) }
 
 // isPending reports whether a state needs a pending till: Zammad's pending
 // states (pending reminder, pending close, and custom ones named alike).

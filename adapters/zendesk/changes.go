@@ -182,7 +182,7 @@ func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me
 			continue
 		}
 		ev := adapters.Event{
-			Ref:              refOf(info.root),
+			Ref:              saas.RefOf(info.root),
 			UpstreamTicketID: info.upstream,
 			Kind:             cd.kind,
 			AuthorName:       names[cd.author],
@@ -269,9 +269,8 @@ func (a *Adapter) ticketInfos(ctx context.Context, ids []int64) (map[int64]ticke
 func (a *Adapter) userNames(ctx context.Context, ids []int64) (map[int64]string, error) {
 	out := map[int64]string{}
 	var unknown []int64
-	a.mu.Lock()
 	for _, id := range ids {
-		switch name, ok := a.names[id]; {
+		switch name, ok := a.names.Known(id); {
 		case ok:
 			out[id] = name
 		case id <= 0:
@@ -280,7 +279,6 @@ func (a *Adapter) userNames(ctx context.Context, ids []int64) (map[int64]string,
 			unknown = append(unknown, id)
 		}
 	}
-	a.mu.Unlock()
 	for chunk := range slices.Chunk(unknown, showManyLimit) {
 		var page struct {
 			Users []zdUser `json:"users"`
@@ -292,12 +290,10 @@ func (a *Adapter) userNames(ctx context.Context, ids []int64) (map[int64]string,
 		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/users/show_many", "ids", strings.Join(q, ",")), Op: "read users"}, nil, &page); err != nil {
 			return nil, fmt.Errorf("read zendesk users of events: %w", err)
 		}
-		a.mu.Lock()
 		for _, u := range page.Users {
-			a.names[u.ID] = u.Name
+			a.names.Set(u.ID, u.Name)
 			out[u.ID] = u.Name
 		}
-		a.mu.Unlock()
 	}
 	return out, nil
 }

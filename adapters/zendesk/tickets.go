@@ -47,7 +47,7 @@ func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool
 		return "", false, err
 	}
 	v.remember(existing[0].ID, upstreamID, existing[0].ID)
-	return refOf(existing[0].ID), true, nil
+	return saas.RefOf(existing[0].ID), true, nil
 }
 
 // Create makes the ticket of t with the request as its first comment, the
@@ -61,7 +61,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		Comment:    &zdCommentIn{Body: saas.DescriptionText(t), Public: t.Origin == guestapi.OriginGuest},
 		ExternalID: externalPrefix + t.UpstreamID,
 		Status:     a.status.Down(t.Status),
-		GroupID:    a.group(t.Department),
+		GroupID:    saas.Group(a.groups, t.Department, a.cfg.Group),
 		Tags:       a.tags,
 	}
 	ans, err := a.create(ctx, in, "create ticket")
@@ -71,14 +71,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 	a.remember(ans.Ticket.ID, t.UpstreamID, ans.Ticket.ID)
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created zendesk ticket",
 		slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"), slog.Int64("zendesk_ticket", ans.Ticket.ID))
-	return refOf(ans.Ticket.ID), nil
-}
-
-func (a *Adapter) group(dept string) int64 {
-	if id, ok := a.groups[dept]; ok {
-		return id
-	}
-	return a.cfg.Group
+	return saas.RefOf(ans.Ticket.ID), nil
 }
 
 // create posts a new ticket with an Idempotency-Key derived from its
@@ -337,7 +330,7 @@ func (v vendor) Thread(ctx context.Context, upstreamID string) (chain, adapters.
 	for _, t := range ts {
 		v.remember(t.ID, upstreamID, ts[0].ID)
 	}
-	return chain{ref: refOf(ts[0].ID), upstream: upstreamID, tickets: ts}, refOf(ts[0].ID), true, nil
+	return chain{ref: saas.RefOf(ts[0].ID), upstream: upstreamID, tickets: ts}, saas.RefOf(ts[0].ID), true, nil
 }
 
 // remember caches what ticket id mirrors.
@@ -362,7 +355,7 @@ func (a *Adapter) ticket(ctx context.Context, id int64) (zdTicket, error) {
 // chain, the whole chain.
 func (v vendor) Resolve(ctx context.Context, ref adapters.Ref) (chain, error) {
 	a := v.Adapter
-	id, err := parseRef(ref)
+	id, err := saas.ParseRef(Name, ref)
 	if err != nil {
 		return chain{}, err
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
@@ -99,7 +97,7 @@ type Adapter struct {
 	mu      sync.Mutex
 	me      saas.Memo[zdUser]
 	tickets map[int64]ticketInfo                // Zendesk ticket id -> what it mirrors
-	names   map[int64]string                    // user id -> name
+	names   saas.Names                          // user names by id
 	holds   map[adapters.Ref]adapters.HeldError // status changes Zendesk holds back
 }
 
@@ -148,7 +146,6 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		log:      log,
 		maxPages: opts.EventPages,
 		tickets:  map[int64]ticketInfo{},
-		names:    map[int64]string{},
 		holds:    map[adapters.Ref]adapters.HeldError{},
 	}
 	if a.maxPages <= 0 {
@@ -200,23 +197,8 @@ func (a *Adapter) Check(ctx context.Context) error {
 		return fmt.Errorf("check zendesk credentials: %s is a Zendesk %s, but the bridge reads agents' work through the incremental ticket event export, which needs an admin: give the user the admin role or use an admin's address and token", a.cfg.Email, adapters.OrNone(out.User.Role))
 	}
 	a.me.Set(out.User)
-	check := map[int64]string{}
-	if a.cfg.Group != 0 {
-		check[a.cfg.Group] = EnvPrefix + "GROUP"
-	}
-	for dept, id := range a.groups {
-		check[id] = fmt.Sprintf("%sGROUPS (department %s)", EnvPrefix, dept)
-	}
-	for id, where := range check {
-		_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(fmt.Sprintf("/groups/%d", id)), Op: "check group"}, nil, nil)
-		if errors.Is(err, adapters.ErrNotFound) {
-			return fmt.Errorf("check zendesk group %d named in %s: no such group in the account (see Admin Center > People > Groups)", id, where)
-		}
-		if err != nil {
-			return fmt.Errorf("check zendesk group %d named in %s: %w", id, where, err)
-		}
-	}
-	return nil
+	return saas.CheckGroups(ctx, a.http, Name, EnvPrefix, a.cfg.Group, a.groups, func(id int64) string { return a.url(fmt.Sprintf("/groups/%d", id)) },
+		"no such group in the account (see Admin Center > People > Groups)")
 }
 
 // Self returns the id of the API user, asking Zendesk once.
@@ -239,25 +221,5 @@ func (v vendor) Self(ctx context.Context) (int64, error) {
 // url returns the API address of path (below /api/v2, without .json) with
 // query.
 func (a *Adapter) url(path string, query ...string) string {
-	u := a.base + "/api/v2" + path + ".json"
-	if len(query) > 0 {
-		q := url.Values{}
-		for i := 0; i+1 < len(query); i += 2 {
-			q.Set(query[i], query[i+1])
-		}
-		u += "?" + q.Encode()
-	}
-	return u
+	return saas.URL(a.base+"/api/v2", path+".json", query...)
 }
-
-// parseRef reads a Ref: a Zendesk ticket id. Anything else names no
-// ticket the helpdesk can have.
-func parseRef(ref adapters.Ref) (int64, error) {
-	id, err := strconv.ParseInt(string(ref), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("zendesk ticket %q: not a ticket number: %w", ref, adapters.ErrNotFound)
-	}
-	return id, nil
-}
-
-func refOf(id int64) adapters.Ref { return adapters.Ref(idString(id)) }
