@@ -10,6 +10,10 @@
 // rescan, never a duplicate. Package freshdeskfake is its in-process test
 // double.
 //
+// The Helpdesk methods are those of [saas.Helpdesk] (input checks,
+// markers, no message written twice, the adapter's own writes left out);
+// this package supplies the primitives of Freshdesk's API ([saas.Vendor]).
+//
 // # How a guest request looks in Freshdesk
 //
 //   - One ticket per guest request, created by the API agent on behalf of

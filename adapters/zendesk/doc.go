@@ -8,6 +8,10 @@
 // the tickets themselves, so that losing the bridge's state costs a rescan,
 // never a duplicate. Package zendeskfake is its in-process test double.
 //
+// The Helpdesk methods are those of [saas.Helpdesk] (input checks,
+// markers, no message written twice, the adapter's own writes left out);
+// this package supplies the primitives of Zendesk's API ([saas.Vendor]).
+//
 // # How a guest request looks in Zendesk
 //
 //   - One ticket per guest request, created by the API user with the
