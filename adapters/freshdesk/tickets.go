@@ -236,7 +236,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if !ok {
 		return a.Helpdesk.MarkSent(ctx, ref, eventID, upstreamMessageID)
 	}
-	if err := a.In.Sent(ref, eventID, upstreamMessageID); err != nil {
+	if err := a.Input().Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
 	}
 	th, err := vendor{a}.Resolve(ctx, ref)

@@ -18,9 +18,10 @@ import (
 //
 // T is the vendor's view of what mirrors one upstream ticket, as Resolve
 // reads it: a ticket, or a ticket with its follow-ups. Every method may be
-// called for different tickets at once. An error Comment, NoteSent, Status
-// or Events returns goes to the engine as it is, so it says what failed
-// where; the others are wrapped with the method and the ticket.
+// called for different tickets at once. The errors of Self, Comment,
+// NoteSent, Status, Events and Prepare go to the engine as they are, so
+// they say what failed where; those of Find, Create, Thread, Resolve and
+// Comments are wrapped with the method and the ticket.
 type Vendor[T any] interface {
 	// Self returns the id of the helpdesk user the adapter acts as,
 	// asking the helpdesk once (see [Memo]).
@@ -80,8 +81,7 @@ type Comment struct {
 // Helpdesk is the [adapters.Helpdesk] of a SaaS adapter, on its [Vendor].
 // A vendor's Adapter embeds it. It is safe for concurrent use.
 type Helpdesk[T any] struct {
-	// In checks the input of the methods and that the adapter is open.
-	In   Input
+	in   Input // checks the input of the methods and that the adapter is open
 	v    Vendor[T]
 	utf8 bool
 	life Life
@@ -93,38 +93,42 @@ type Helpdesk[T any] struct {
 // valid UTF-8, for a helpdesk that refuses anything else.
 func NewHelpdesk[T any](name string, v Vendor[T], valid func(string) bool, texts bool) *Helpdesk[T] {
 	h := &Helpdesk[T]{v: v, utf8: texts}
-	h.In = Input{Name: name, Valid: valid, Life: &h.life}
+	h.in = Input{Name: name, Valid: valid, Life: &h.life}
 	return h
 }
 
 // Name returns the adapter's registry name.
-func (h *Helpdesk[T]) Name() string { return h.In.Name }
+func (h *Helpdesk[T]) Name() string { return h.in.Name }
 
 // Close marks the adapter closed; the SaaS adapters hold no connection of
 // their own.
 func (h *Helpdesk[T]) Close() error { return h.life.Close() }
 
+// Input checks the input of the Helpdesk methods, and that the adapter is
+// open, for a vendor's own variant of one of them.
+func (h *Helpdesk[T]) Input() Input { return h.in }
+
 // Open returns [ErrClosed] once the adapter is closed.
-func (h *Helpdesk[T]) Open() error { return h.In.open() }
+func (h *Helpdesk[T]) Open() error { return h.in.open() }
 
 // EnsureTicket returns the ticket Find finds, or the one Create makes.
 func (h *Helpdesk[T]) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
-	if err := h.In.UpstreamID("ensure", t.UpstreamID); err != nil {
+	if err := h.in.UpstreamID("ensure", t.UpstreamID); err != nil {
 		return "", err
 	}
 	if h.utf8 && (!utf8.ValidString(t.TaskDescription) || !utf8.ValidString(t.Department) || !utf8.ValidString(t.Comments)) {
-		return "", fmt.Errorf("ensure %s ticket for %s: the description, department or comment is not valid UTF-8: %w", h.In.Name, t.UpstreamID, adapters.ErrInvalid)
+		return "", fmt.Errorf("ensure %s ticket for %s: the description, department or comment is not valid UTF-8: %w", h.in.Name, t.UpstreamID, adapters.ErrInvalid)
 	}
 	ref, ok, err := h.v.Find(ctx, t.UpstreamID)
 	if err != nil {
-		return "", fmt.Errorf("ensure %s ticket for %s: %w", h.In.Name, t.UpstreamID, err)
+		return "", fmt.Errorf("ensure %s ticket for %s: %w", h.in.Name, t.UpstreamID, err)
 	}
 	if ok {
 		return ref, nil
 	}
 	ref, err = h.v.Create(ctx, t)
 	if err != nil {
-		return "", fmt.Errorf("create %s ticket for %s: %w", h.In.Name, t.UpstreamID, err)
+		return "", fmt.Errorf("create %s ticket for %s: %w", h.in.Name, t.UpstreamID, err)
 	}
 	return ref, nil
 }
@@ -132,17 +136,17 @@ func (h *Helpdesk[T]) EnsureTicket(ctx context.Context, t adapters.Ticket) (adap
 // Lookup reports what the markers of the bridge's comments in the thread
 // of upstreamID record.
 func (h *Helpdesk[T]) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
-	if err := h.In.UpstreamID("look up", upstreamID); err != nil {
+	if err := h.in.UpstreamID("look up", upstreamID); err != nil {
 		return adapters.Found{}, false, err
 	}
 	th, ref, ok, err := h.v.Thread(ctx, upstreamID)
 	if err != nil || !ok {
 		if err != nil {
-			err = fmt.Errorf("look up %s ticket for %s: %w", h.In.Name, upstreamID, err)
+			err = fmt.Errorf("look up %s ticket for %s: %w", h.in.Name, upstreamID, err)
 		}
 		return adapters.Found{}, false, err
 	}
-	held, err := h.held(ctx, th, "look up "+h.In.Name+" ticket for "+upstreamID)
+	held, err := h.held(ctx, th, "look up "+h.in.Name+" ticket for "+upstreamID)
 	if err != nil {
 		return adapters.Found{}, false, err
 	}
@@ -173,20 +177,20 @@ func (h *Helpdesk[T]) held(ctx context.Context, th T, what string) (Held, error)
 // marker) with Vendor.Comment, in order. After a failed write it returns
 // what was appended before it with the error.
 func (h *Helpdesk[T]) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
-	if err := h.In.Messages(ref, msgs); err != nil {
+	if err := h.in.Messages(ref, msgs); err != nil {
 		return nil, err
 	}
 	if h.utf8 {
 		for _, m := range msgs {
 			if !utf8.ValidString(m.Body) || !utf8.ValidString(m.AuthorName) {
-				return nil, fmt.Errorf("append to %s ticket %s: message %s: body or author is not valid UTF-8: %w", h.In.Name, ref, m.UpstreamID, adapters.ErrInvalid)
+				return nil, fmt.Errorf("append to %s ticket %s: message %s: body or author is not valid UTF-8: %w", h.in.Name, ref, m.UpstreamID, adapters.ErrInvalid)
 			}
 		}
 	}
 	if len(msgs) == 0 {
 		return []adapters.Appended{}, nil
 	}
-	what := fmt.Sprintf("append to %s ticket %s", h.In.Name, ref)
+	what := fmt.Sprintf("append to %s ticket %s", h.in.Name, ref)
 	th, err := h.v.Resolve(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -225,15 +229,15 @@ func (h *Helpdesk[T]) Append(ctx context.Context, ref adapters.Ref, msgs []adapt
 
 // SetStatus checks s and has the vendor set it.
 func (h *Helpdesk[T]) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.Status) error {
-	if err := h.In.open(); err != nil {
+	if err := h.in.open(); err != nil {
 		return err
 	}
 	if !s.Known() {
-		return fmt.Errorf("set status of %s ticket %s: unknown status %q: %w", h.In.Name, ref, s, adapters.ErrInvalid)
+		return fmt.Errorf("set status of %s ticket %s: unknown status %q: %w", h.in.Name, ref, s, adapters.ErrInvalid)
 	}
 	th, err := h.v.Resolve(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("set status of %s ticket %s: %w", h.In.Name, ref, err)
+		return fmt.Errorf("set status of %s ticket %s: %w", h.in.Name, ref, err)
 	}
 	return h.v.Status(ctx, th, s)
 }
@@ -241,10 +245,10 @@ func (h *Helpdesk[T]) SetStatus(ctx context.Context, ref adapters.Ref, s guestap
 // MarkSent writes the sent note of eventID unless a marker in the ticket
 // records it already.
 func (h *Helpdesk[T]) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
-	if err := h.In.Sent(ref, eventID, upstreamMessageID); err != nil {
+	if err := h.in.Sent(ref, eventID, upstreamMessageID); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("mark event %s sent on %s ticket %s", eventID, h.In.Name, ref)
+	what := fmt.Sprintf("mark event %s sent on %s ticket %s", eventID, h.in.Name, ref)
 	th, err := h.v.Resolve(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -262,7 +266,7 @@ func (h *Helpdesk[T]) MarkSent(ctx context.Context, ref adapters.Ref, eventID, u
 // Changes returns the vendor's events after cur, without the adapter's
 // own writes.
 func (h *Helpdesk[T]) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
-	if err := h.In.open(); err != nil {
+	if err := h.in.open(); err != nil {
 		return nil, cur, err
 	}
 	me, err := h.v.Self(ctx)
