@@ -44,29 +44,11 @@ func (th thread) live() (fdTicket, bool) {
 	return th.t, true
 }
 
-// Find returns the ticket whose id field holds upstreamID, as the index
-// knows it; a follow-up of an archived ticket stands for it (Refs name the
-// archived ticket). The index may name a ticket an agent deleted since it
-// was listed: it is forgotten, and EnsureTicket makes a new one.
+// Find returns the Ref of the ticket whose id field holds upstreamID
+// (see Thread).
 func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool, error) {
-	id, err := v.find(ctx, upstreamID)
-	if err != nil || id == 0 {
-		return "", false, err
-	}
-	found, upstream, err := v.resolve(ctx, saas.RefOf(id))
-	switch {
-	case err == nil && upstream == upstreamID:
-		if root, ok, err := v.archivedRoot(ctx, found, upstream); err != nil {
-			return "", false, err
-		} else if ok {
-			return saas.RefOf(root.ID), true, nil
-		}
-		return saas.RefOf(id), true, nil
-	case err == nil || errors.Is(err, adapters.ErrNotFound):
-		v.forget(upstreamID, id)
-		return "", false, nil
-	}
-	return "", false, err
+	_, ref, ok, err := v.Thread(ctx, upstreamID)
+	return ref, ok, err
 }
 
 // Create makes the ticket of t: requested by the configured requester,
@@ -279,8 +261,11 @@ func (v vendor) NoteSent(ctx context.Context, th thread, eventID, upstreamMessag
 	return nil
 }
 
-// Thread finds the ticket whose id field holds upstreamID, and the
-// follow-up of an archived one or the archived ticket a follow-up follows.
+// Thread finds the ticket whose id field holds upstreamID, as the index
+// knows it, and the follow-up of an archived one or the archived ticket a
+// follow-up follows (which then stands for it: Refs name the archived
+// ticket). The index may name a ticket an agent deleted since it was
+// listed: it is forgotten, and EnsureTicket makes a new one.
 func (v vendor) Thread(ctx context.Context, upstreamID string) (thread, adapters.Ref, bool, error) {
 	id, err := v.find(ctx, upstreamID)
 	if err != nil || id == 0 {
