@@ -41,18 +41,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_port prints a loopback port nothing listens on.
-free_port() {
-	local p
-	for _ in $(seq 1 200); do
-		p=$((10000 + RANDOM % 20000)) # below the ephemeral range (32768 and up), which client sockets take
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	die "no free port found"
-}
+# shellcheck source=deploy/ci-lib.sh
+. "$(dirname "$0")/ci-lib.sh"
 
 # http_get HOST:PORT PATH prints the status code on the first line, then
 # the body.
@@ -65,20 +55,6 @@ http_get() {
 	status=${status#* }
 	printf '%s\n' "${status%% *}"
 	printf '%s\n' "${resp#*$'\r\n\r\n'}"
-}
-
-# wait_for SECONDS COMMAND... polls COMMAND every 0.2 s; it fails when
-# COMMAND did not succeed within SECONDS.
-wait_for() {
-	local limit=$1 i
-	shift
-	for ((i = 0; i < limit * 5; i++)); do
-		if "$@" >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
 }
 
 step "build the package twice and compare"
