@@ -41,7 +41,13 @@ tries again.
 While it runs the daemon holds the state file. After each cycle it writes
 <state>.status.json (mode 0600), which ` + "`ticketbridge status`" + ` shows meanwhile.
 On SIGUSR1 it writes a consistent copy of the state file to <state>.backup
-(systemctl kill -s USR1 ticketbridge).`
+(systemctl kill -s USR1 ticketbridge).
+
+With TICKETBRIDGE_HOTELS_DIR=DIR it serves every hotel of DIR/<name>.env
+instead, each with its own cycle, schedule, state file and errors; the main
+configuration's values are every hotel's defaults. SIGHUP (systemctl reload
+ticketbridge) re-reads DIR: a new file starts its hotel, a removed one stops
+after its cycle in flight, an edited one restarts; the others go on.`
 
 func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// SIGUSR1 asks for a live copy of the state file. Its default action
@@ -50,6 +56,11 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
+	// SIGHUP re-reads the hotels directory. A daemon of one hotel has
+	// nothing to re-read and ignores it rather than end.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	fs := newFlagSet("run", runAbout, stdout)
 	var ef envFlag
@@ -72,6 +83,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	tel := newTelemetry(tc, log)
+	hc, err := loadHotelsConfig(ctx, src.env)
+	if err != nil {
+		return src.explain(err)
+	}
+	if hc.Dir != "" {
+		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
+	}
 	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
 	if err != nil {
 		return err
@@ -84,17 +102,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // the state file on each signal from usr1.
 func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.log, w.engine
-	// Only the daemon starts the adapter's listeners and goroutines; the
-	// adapter's Close (in w.Close) stops them.
-	if st, ok := w.hd.(adapters.Starter); ok {
-		if err := st.Start(ctx); err != nil {
-			return err
-		}
-	}
-	if err := eng.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+	if err := w.start(ctx); err != nil {
 		return err
-	} else if err != nil {
-		log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
 	}
 	if err := tel.start(ctx, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
 		return err
@@ -134,24 +143,52 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		wg.Wait()
 	}()
 
-	s := &sync.Scheduler{
-		Schedule: eng.Schedule(),
+	err := w.scheduler(tel, nil).Run(ctx)
+	log.Info("ticketbridge stopped", "op", "stop")
+	return err
+}
+
+// start starts the adapter's listeners and goroutines (only the daemon
+// does; the adapter's Close, in w.Close, stops them) and checks the
+// helpdesk: a state file of another adapter is an error, a helpdesk that
+// does not answer is logged and tried again by the first cycle.
+func (w *wiring) start(ctx context.Context) error {
+	if st, ok := w.hd.(adapters.Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := w.engine.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+		return err
+	} else if err != nil {
+		w.log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
+	}
+	return nil
+}
+
+// scheduler returns the scheduler of w's engine, reporting each cycle to
+// tel and writing the status snapshot after it. A non-nil life is the
+// context the cycles run in instead of the scheduler's: ending the
+// scheduler's then lets the cycle in flight finish.
+func (w *wiring) scheduler(tel *telemetry, life context.Context) *sync.Scheduler {
+	return &sync.Scheduler{
+		Schedule: w.engine.Schedule(),
 		Cycle: func(ctx context.Context) (sync.Report, error) {
+			if life != nil {
+				ctx = life
+			}
 			tel.cycleStarted()
-			return eng.RunCycle(ctx)
+			return w.engine.RunCycle(ctx)
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			tel.cycleDone(r, err)
-			writeSnapshot(w.store, w.cfg.State+statusSuffix, log)
+			writeSnapshot(w.store, w.cfg.State+statusSuffix, w.log)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
 			}
 		},
-		Logger: log,
+		Logger: w.log,
 	}
-	err := s.Run(ctx)
-	log.Info("ticketbridge stopped", "op", "stop")
-	return err
 }
 
 // writeSnapshot writes the status snapshot of st to path, atomically and
