@@ -18,6 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sethvargo/go-envconfig"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -224,6 +226,8 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var ef envFlag
 	ef.register(fs)
 	dry := fs.Bool("dry-run", false, "print what the cycle would write; write nothing")
+	var hf hotelFlag
+	hf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -237,13 +241,27 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if src.service && src.stateDirMissing && !*dry {
 		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.layout.StateDir)
 	}
-	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{DryRun: *dry})
+	secs, err := hf.sections(ctx, src, cfg, warnTo(log))
+	if err != nil {
+		return err
+	}
+	if secs == nil {
+		return onceHotel(ctx, src, src.env, cfg, sc, log, *dry, stdout)
+	}
+	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
+		return onceHotel(ctx, src, h.conf.env, h.conf.cfg, h.conf.sc, log.With("hotel", h.name), *dry, out)
+	})
+}
+
+// onceHotel runs one cycle of a hotel, or a dry run, and prints its report.
+func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
+	w, err := wire(ctx, env, cfg, sc, log, wireOptions{DryRun: dry})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	var rep sync.Report
-	if *dry {
+	if dry {
 		rep, err = w.dryRun(ctx, stdout)
 	} else {
 		rep, err = w.engine.RunCycle(ctx)
@@ -253,7 +271,7 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			// state directory, and in the staff's helpdesk folder, must
 			// stay the service's.
 			dirs := []string{src.layout.StateDir}
-			if d, ok := src.env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
+			if d, ok := env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
 				dirs = append(dirs, strings.TrimSpace(d))
 			}
 			for _, d := range dirs {
@@ -290,20 +308,40 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var ef envFlag
 	ef.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	var hf hotelFlag
+	hf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
 		return fmt.Errorf("%w: status: want at most one TICKET, got %d arguments", errUsage, fs.NArg())
 	}
-	_, cfg, err := loadPlain(ctx, &ef, stderr)
+	src, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
+	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogFormat, "error")
+	if secs == nil {
+		return statusHotel(cfg, fs.Arg(0), *asJSON, log, stdout)
+	}
+	each := eachHotel
+	if *asJSON {
+		each = eachHotelJSON
+	}
+	return each(stdout, secs, func(h hotelSection, out io.Writer) error {
+		return statusHotel(h.conf.cfg, fs.Arg(0), *asJSON, log, out)
+	})
+}
+
+// statusHotel prints the status of a hotel's state, or of one ticket.
+func statusHotel(cfg Config, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
 	if _, err := os.Stat(cfg.State); errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
-	log := newLogger(stderr, cfg.LogFormat, "error")
 	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log})
 	var snap *sync.Status
 	switch {
@@ -319,7 +357,6 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer st.Close()
 	}
 
-	ticket := fs.Arg(0)
 	if ticket == "" {
 		s := snap
 		if s == nil {
@@ -329,7 +366,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			s = &live
 		}
-		if *asJSON {
+		if asJSON {
 			return printJSON(stdout, s)
 		}
 		if snap != nil {
@@ -342,7 +379,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if asJSON {
 			return printJSON(stdout, t)
 		}
 		fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s (newest journal entries only).\n\n", snap.At.Local().Format(time.DateTime))
@@ -352,7 +389,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, d)
 	}
 	return printTicket(stdout, d, true)
@@ -561,6 +598,10 @@ const stateAbout = `State file tools.
 
   ticketbridge state backup FILE   write a consistent copy of the state file to FILE
 
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME copies that hotel's state file
+to FILE; without --hotel, FILE is a directory that gets NAME.db of every
+hotel.
+
 The copy is made with the file's own lock: while the daemon runs it holds
 the state file, so either stop it first, or send it SIGUSR1
 (systemctl kill -s USR1 ticketbridge), and it writes <state>.backup itself.`
@@ -582,6 +623,8 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("state backup FILE", stateAbout, stdout)
 	var ef envFlag
 	ef.register(fs)
+	var hf hotelFlag
+	hf.register(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -589,10 +632,33 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: state backup: want one FILE to write the copy to", errUsage)
 	}
 	dest := fs.Arg(0)
-	_, cfg, err := loadPlain(ctx, &ef, stderr)
+	src, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
+	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	if err != nil {
+		return err
+	}
+	switch {
+	case secs == nil:
+		return backupHotel(ctx, cfg, dest, stdout)
+	case hf.name != "":
+		return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
+			return backupHotel(ctx, h.conf.cfg, dest, out)
+		})
+	}
+	// Every hotel: FILE is a directory that gets <name>.db of each.
+	if err := os.MkdirAll(dest, 0o700); err != nil {
+		return fmt.Errorf("state backup: with every hotel FILE is a directory: %w", err)
+	}
+	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
+		return backupHotel(ctx, h.conf.cfg, filepath.Join(dest, h.name+".db"), out)
+	})
+}
+
+// backupHotel writes a consistent copy of a hotel's state file to dest.
+func backupHotel(ctx context.Context, cfg Config, dest string, stdout io.Writer) error {
 	if abs, err1 := filepath.Abs(dest); err1 == nil {
 		if src, err2 := filepath.Abs(cfg.State); err2 == nil && abs == src {
 			return fmt.Errorf("%w: state backup: FILE is the state file itself", errUsage)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -411,5 +413,85 @@ func TestFleetReadiness(t *testing.T) {
 	fx.tel.hotels.mu.Unlock()
 	if code, body := fx.get("/readyz"); code != 503 || !strings.HasPrefix(body, "not ready: hotels failing: revoked\n") {
 		t.Errorf("/readyz with every hotel counting: %d\n%s", code, body)
+	}
+}
+
+// cmd runs a command of the fixture's main file and returns stdout,
+// stderr and the exit code.
+func (fx *fleetFixture) cmd(args ...string) (string, string, int) {
+	fx.t.Helper()
+	var out, errb bytes.Buffer
+	full := append([]string{args[0], "--env-file", fx.mainFile()}, args[1:]...)
+	if args[0] == "state" {
+		full = append([]string{"state", args[1], "--env-file", fx.mainFile()}, args[2:]...)
+	}
+	err := run(context.Background(), full, &out, &errb)
+	code := exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestHotelCommands: once, status, check and state backup cover every
+// hotel, one section each, or the one --hotel names.
+func TestHotelCommands(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.writeHotel("alpha", nil)
+	fx.writeHotel("beta", nil)
+	fx.ticket("alpha", "extra pillows")
+	fx.ticket("beta", "a taxi at six")
+
+	out, errOut, code := fx.cmd("once", "--hotel", "alpha")
+	if code != 0 || strings.Contains(out, "== hotel") || len(fx.folders("alpha")) != 1 || len(fx.folders("beta")) != 0 {
+		t.Fatalf("once --hotel alpha: %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = fx.cmd("once")
+	if code != 0 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, "== hotel beta ==") || len(fx.folders("beta")) != 1 {
+		t.Fatalf("once: %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = fx.cmd("status")
+	if code != 0 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, filepath.Join("hotels", "beta.db")) {
+		t.Errorf("status: %d\n%s", code, out)
+	}
+	out, _, code = fx.cmd("status", "--json")
+	var byHotel map[string]struct{ Counts struct{ Tickets int } }
+	if err := json.Unmarshal([]byte(out), &byHotel); code != 0 || err != nil || byHotel["alpha"].Counts.Tickets != 1 || byHotel["beta"].Counts.Tickets != 1 {
+		t.Errorf("status --json: %d %v\n%s", code, err, out)
+	}
+	out, _, code = fx.cmd("check", "--hotel", "beta")
+	if code != 0 || !strings.Contains(out, "== hotel beta ==") || strings.Contains(out, "alpha") {
+		t.Errorf("check --hotel beta: %d\n%s", code, out)
+	}
+	backups := filepath.Join(fx.dir, "backups")
+	out, _, code = fx.cmd("state", "backup", backups)
+	if code != 0 {
+		t.Errorf("state backup: %d\n%s", code, out)
+	}
+	for _, n := range []string{"alpha", "beta"} {
+		if _, err := os.Stat(filepath.Join(backups, n+".db")); err != nil {
+			t.Errorf("state backup of every hotel: %v", err)
+		}
+	}
+
+	// A hotel that fails fails the command, the others still run.
+	if err := fx.ts.Server.RevokeKey(fx.orgs["beta"], "bridge"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fx.cmd("once")
+	if code != 1 || !strings.Contains(errOut, "1 of 2 hotels failed: beta") || !strings.Contains(out, "== hotel alpha ==") {
+		t.Errorf("once with beta's key revoked: %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = fx.cmd("check")
+	if code != 1 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, "FAIL") {
+		t.Errorf("check with beta's key revoked: %d\n%s", code, out)
+	}
+
+	// --hotel names a hotel of the directory, and needs one.
+	if _, errOut, code := fx.cmd("status", "--hotel", "gamma"); code != 2 || !strings.Contains(errOut, "no such hotel") || !strings.Contains(errOut, "alpha, beta") {
+		t.Errorf("status --hotel gamma: %d %s", code, errOut)
+	}
+	delete(fx.mainVars, "TICKETBRIDGE_HOTELS_DIR")
+	for _, args := range [][]string{{"once", "--hotel", "alpha"}, {"status", "--hotel", "alpha"}, {"check", "--hotel", "alpha"}, {"state", "backup", "--hotel", "alpha", backups + "/x"}} {
+		if _, errOut, code := fx.cmd(args...); code != 2 || !strings.Contains(errOut, "--hotel needs TICKETBRIDGE_HOTELS_DIR") {
+			t.Errorf("%v without a hotels directory: %d %s", args, code, errOut)
+		}
 	}
 }
