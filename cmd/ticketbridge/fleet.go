@@ -10,6 +10,7 @@ import (
 	"slices"
 	gosync "sync"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -23,10 +24,12 @@ type fleet struct {
 	hcfg hotelsConfig
 	log  *slog.Logger
 	tel  *telemetry
-	// api is the client every hotel's API client wraps: its transport
-	// bounds the requests in flight across hotels.
-	api  *http.Client
-	opts wireOptions
+	// slots bound the API and helpdesk requests in flight across hotels;
+	// api is the client every hotel's API client wraps, which holds one of
+	// them per request.
+	slots adapters.Slots
+	api   *http.Client
+	opts  wireOptions
 	// afterCycle, when set, is called after each cycle of each hotel.
 	afterCycle func(hotel string, r sync.Report, err error)
 
@@ -52,9 +55,17 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 	if base == nil {
 		base = newAPIClient(hcfg.MaxInFlight)
 	}
+	slots := make(adapters.Slots, hcfg.MaxInFlight)
+	tr := base.Transport
+	if tr == nil {
+		tr = http.DefaultTransport
+	}
 	api := *base
-	api.Transport = newBoundedTransport(base.Transport, hcfg.MaxInFlight)
-	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, api: &api, opts: opts,
+	api.Transport = &boundedTransport{base: tr, slots: slots}
+	// Every hotel's helpdesk requests hold a slot too: the adapters find
+	// the slots in the context of their calls.
+	life = adapters.WithSlots(life, slots)
+	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts,
 		hotels: map[string]*runningHotel{}}
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -34,7 +35,8 @@ type hotelsConfig struct {
 	// Dir holds one <name>.env file per hotel; empty serves the one hotel
 	// of the main configuration.
 	Dir string `env:"TICKETBRIDGE_HOTELS_DIR"`
-	// MaxInFlight caps the API requests in flight across all hotels.
+	// MaxInFlight caps the API and helpdesk requests in flight across all
+	// hotels.
 	MaxInFlight int `env:"TICKETBRIDGE_MAX_IN_FLIGHT, default=32"`
 	// Ready names the hotels whose failure makes /readyz answer 503
 	// (comma-separated); empty means every hotel.
@@ -281,18 +283,12 @@ func checkDistinct(hs []hotelConf) error {
 	return nil
 }
 
-// boundedTransport lets at most cap(slots) requests be in flight at once,
-// across every hotel that shares it.
+// boundedTransport lets a request through only while it holds one of
+// slots, shared with the hotels' helpdesk adapters (see adapters.Slots):
+// the bound is on API and helpdesk requests together.
 type boundedTransport struct {
 	base  http.RoundTripper
-	slots chan struct{}
-}
-
-func newBoundedTransport(base http.RoundTripper, n int) *boundedTransport {
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return &boundedTransport{base: base, slots: make(chan struct{}, n)}
+	slots adapters.Slots
 }
 
 func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -493,5 +496,39 @@ func TestHotelCommands(t *testing.T) {
 		if _, errOut, code := fx.cmd(args...); code != 2 || !strings.Contains(errOut, "--hotel needs TICKETBRIDGE_HOTELS_DIR") {
 			t.Errorf("%v without a hotels directory: %d %s", args, code, errOut)
 		}
+	}
+}
+
+// TestBoundedTransport: an API request holds a slot until its body is
+// closed, and a full set of slots holds a request back until its context
+// ends.
+func TestBoundedTransport(t *testing.T) {
+	slots := make(adapters.Slots, 1)
+	var held atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		held.Store(int32(len(slots)))
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	hc := &http.Client{Transport: &boundedTransport{base: srv.Client().Transport, slots: slots}}
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Load() != 1 || len(slots) != 1 {
+		t.Errorf("slots held while answered %d, before the body is closed %d; want 1 and 1", held.Load(), len(slots))
+	}
+	_, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	_ = resp.Body.Close()
+	if len(slots) != 0 {
+		t.Errorf("%d slots held after the body is closed twice, want 0", len(slots))
+	}
+	slots <- struct{}{}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if _, err := hc.Do(req); err == nil {
+		t.Error("a request went through with every slot taken")
 	}
 }
