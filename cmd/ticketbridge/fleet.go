@@ -157,6 +157,7 @@ func (f *fleet) start(h hotelConf) (*runningHotel, error) {
 		Registry:   f.opts.Registry,
 		HTTPClient: tel.instrument(f.api),
 		AfterCycle: after,
+		Hotel:      name,
 	})
 	if err != nil {
 		return nil, err

@@ -95,8 +95,8 @@ type hotelFile struct {
 	Sum [sha256.Size]byte
 }
 
-// readHotelsDir reads every <name>.env file of dir, in name order. Other
-// entries are passed to warn and skipped; a .env file whose name is not a
+// readHotelsDir reads every <name>.env file of dir, in name order. Hidden
+// entries are skipped, other entries passed to warn and skipped; a .env file whose name is not a
 // hotel name, or that does not parse, is an error naming it.
 func readHotelsDir(dir string, warn func(string)) ([]hotelFile, error) {
 	des, err := os.ReadDir(dir)
@@ -105,6 +105,11 @@ func readHotelsDir(dir string, warn func(string)) ([]hotelFile, error) {
 	}
 	var out []hotelFile
 	for _, de := range des {
+		if strings.HasPrefix(de.Name(), ".") {
+			// Hidden: an editor's swap file, or the ..data links of a
+			// Kubernetes ConfigMap volume.
+			continue
+		}
 		path := filepath.Join(dir, de.Name())
 		name, ok := strings.CutSuffix(de.Name(), hotelSuffix)
 		if !ok || de.IsDir() {
@@ -141,9 +146,10 @@ type hotelConf struct {
 func (h hotelConf) name() string { return h.file.Name }
 
 // hotelEnv returns the lookuper of a hotel whose file sets vars: vars
-// first, then base. A key or a state that the file does not set is not
-// inherited: the state defaults to <main state's directory>/hotels/<name>.db,
-// and the key must be the hotel's own.
+// first, then base. A key or a state file that the file does not set is
+// not inherited: the state defaults to defaultState (a file of its own, or
+// the main configuration's database, where each hotel's state is kept
+// under its name), and the key must be the hotel's own.
 func hotelEnv(base envconfig.Lookuper, vars map[string]string, defaultState string) envconfig.Lookuper {
 	own := make(map[string]string, len(vars)+3)
 	for k, v := range vars {
@@ -178,9 +184,18 @@ func hotelSource(src configSource, h hotelFile, env envconfig.Lookuper) configSo
 	return hs
 }
 
+// isDatabaseURL reports whether a TICKETBRIDGE_STATE names a database
+// rather than a file: a database holds many hotels, each under its name.
+func isDatabaseURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
 // loadHotel resolves one hotel's configuration against the main one.
 func loadHotel(ctx context.Context, src configSource, main Config, h hotelFile) (hotelConf, error) {
 	def := filepath.Join(filepath.Dir(main.State), "hotels", h.Name+".db")
+	if isDatabaseURL(main.State) {
+		def = main.State
+	}
 	hc := hotelConf{file: h, env: hotelEnv(src.env, h.Vars, def)}
 	var err error
 	if hc.cfg, err = loadConfig(ctx, hc.env); err != nil {
@@ -264,8 +279,10 @@ func checkDistinct(hs []hotelConf) error {
 		if err := claim(h, "an API key", string(sum[:])); err != nil {
 			return err
 		}
-		if err := claim(h, "the state file "+abs(h.cfg.State), abs(h.cfg.State)); err != nil {
-			return err
+		if !isDatabaseURL(h.cfg.State) {
+			if err := claim(h, "the state file "+abs(h.cfg.State), abs(h.cfg.State)); err != nil {
+				return err
+			}
 		}
 		for adapter, v := range map[string]string{"files": "TICKETBRIDGE_FILES_DIR", "webhook": "TICKETBRIDGE_WEBHOOK_DIR"} {
 			if h.cfg.Adapter != adapter {

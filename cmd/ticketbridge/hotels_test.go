@@ -228,6 +228,10 @@ func TestHotelsDirectoryNames(t *testing.T) {
 	write("b-2.env", "")
 	write("README", "notes")
 	write("alpha.env~", "backup of an editor")
+	write(".alpha.env.swp", "swap file of an editor")
+	if err := os.Mkdir(filepath.Join(dir, "..data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	var warnings []string
 	files, err := readHotelsDir(dir, func(s string) { warnings = append(warnings, s) })
 	if err != nil {
@@ -239,7 +243,7 @@ func TestHotelsDirectoryNames(t *testing.T) {
 	if len(warnings) != 2 || !strings.Contains(strings.Join(warnings, "\n"), "README is not a hotel file") {
 		t.Errorf("warnings = %q, want one for README and one for alpha.env~", warnings)
 	}
-	for _, bad := range []string{"Alpha.env", "-x.env", "a_b.env", "a b.env", ".env"} {
+	for _, bad := range []string{"Alpha.env", "-x.env", "a_b.env", "a b.env", "h\u00f4tel.env", strings.Repeat("a", 64) + ".env"} {
 		t.Run(bad, func(t *testing.T) {
 			d := t.TempDir()
 			if err := os.WriteFile(filepath.Join(d, bad), nil, 0o600); err != nil {
@@ -530,5 +534,25 @@ func TestBoundedTransport(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	if _, err := hc.Do(req); err == nil {
 		t.Error("a request went through with every slot taken")
+	}
+}
+
+// TestHotelStateInADatabase: with the main state in a database, every
+// hotel's state is there too (under its name), which two hotels may share.
+func TestHotelStateInADatabase(t *testing.T) {
+	fx := newFleetFixture(t)
+	db := "postgres://tb@127.0.0.1:1/tb"
+	fx.mainVars["TICKETBRIDGE_STATE"] = db
+	fx.writeHotel("alpha", nil)
+	fx.writeHotel("beta", nil)
+	ctx := context.Background()
+	ef := envFlag{path: fx.mainFile()}
+	src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad, err := loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
+	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].cfg.State != db || good[1].cfg.State != db {
+		t.Errorf("hotels on a database: %v %v %+v", err, bad, good)
 	}
 }

@@ -66,6 +66,9 @@ type wireOptions struct {
 	AfterCycle func(sync.Report, error)
 	// AfterBackup is called after each backup the daemon makes on SIGUSR1.
 	AfterBackup func(path string, err error)
+	// Hotel names the hotel of a daemon of many; empty for one hotel. A
+	// state database that holds many hotels keeps this one's under it.
+	Hotel string
 }
 
 // loadEnv reads the configuration of the commands that sync: the daemon's
