@@ -168,13 +168,17 @@ func (f *fleet) start(h hotelConf) (*runningHotel, error) {
 		defer close(rh.done)
 		// The adapter's start and the helpdesk check run here, so that a
 		// slow helpdesk delays its own hotel only.
+		// A hotel that cannot start is listed as failing by /readyz, and
+		// no longer counts for the watchdog: the others go on, and the
+		// next reload tries it again.
 		if err := w.start(sctx); err != nil {
 			log.Error("hotel stopped: "+err.Error(), "op", "start")
-			tel.cycleDone(sync.Report{Fatal: err.Error()}, err)
+			f.tel.dropHotel(name, err.Error())
 			return
 		}
 		if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
 			log.Error("hotel stopped: "+err.Error(), "op", "start")
+			f.tel.dropHotel(name, err.Error())
 			return
 		}
 		log.Info("hotel started", "op", "start", "adapter", h.cfg.Adapter, "state", h.cfg.State,

@@ -28,7 +28,7 @@ import (
 // server, each hotel an organisation of its own with its own key, files
 // helpdesk and state file.
 type fleetFixture struct {
-	t         *testing.T
+	t         testing.TB
 	ts        *refservertest.TestServer
 	dir       string
 	hotelsDir string
@@ -39,6 +39,8 @@ type fleetFixture struct {
 	tel       *telemetry
 	hup       chan os.Signal
 	done      chan error
+	// registry, when set, holds the adapters instead of the daemon's.
+	registry adapters.Registry
 }
 
 type hotelCycle struct {
@@ -47,7 +49,7 @@ type hotelCycle struct {
 	err   error
 }
 
-func newFleetFixture(t *testing.T) *fleetFixture {
+func newFleetFixture(t testing.TB) *fleetFixture {
 	t.Helper()
 	clearServiceEnv(t)
 	dir := t.TempDir()
@@ -133,7 +135,7 @@ func (fx *fleetFixture) start() {
 	fx.tel = newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
 	fx.tel.watchdogEvery = -1
 	fx.tel.notify = func(string) error { return nil }
-	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, wireOptions{})
+	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, wireOptions{Registry: fx.registry})
 	fx.f.afterCycle = func(h string, r sync.Report, err error) {
 		select {
 		case fx.cycles <- hotelCycle{h, r, err}:
@@ -554,5 +556,32 @@ func TestHotelStateInADatabase(t *testing.T) {
 	good, bad, err := loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
 	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].cfg.State != db || good[1].cfg.State != db {
 		t.Errorf("hotels on a database: %v %v %+v", err, bad, good)
+	}
+}
+
+// TestFleetWatchdogAndBrokenHotel: a hotel that could not start is listed
+// failing by /readyz and does not starve the watchdog; a running hotel
+// that never completes a cycle does.
+func TestFleetWatchdogAndBrokenHotel(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	tel := newTelemetry(telemetryConfig{CycleMax: time.Hour}, nil)
+	tel.now = func() time.Time { return now }
+	tel.asFleet(nil)
+	tel.hotel("broken")
+	tel.dropHotel("broken", "state file of another adapter")
+	if u := tel.aliveUntil(); u.Before(now.Add(time.Hour)) {
+		t.Errorf("alive until %s with no hotel running, want an hour on", u)
+	}
+	if ok, reason := tel.readiness(now); ok || !strings.Contains(reason, "hotel broken: not ready: failed to start: state file of another adapter") {
+		t.Errorf("readiness = %v %q", ok, reason)
+	}
+	stuck := tel.hotel("stuck")
+	if err := stuck.start(context.Background(), nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	stuck.cycleStarted()
+	now = now.Add(2 * time.Hour)
+	if tel.feedWatchdog() {
+		t.Error("the watchdog was fed while a hotel's cycle hung for two hours")
 	}
 }
