@@ -75,9 +75,8 @@ func newFleetFixture(t testing.TB) *fleetFixture {
 // its own (made at the first call), plus extra variables.
 func (fx *fleetFixture) writeHotel(name string, extra map[string]string) {
 	fx.t.Helper()
-	org, ok := fx.orgs[name]
-	if !ok {
-		org = uuid.NewString()
+	if _, ok := fx.orgs[name]; !ok {
+		org := uuid.NewString()
 		if err := fx.ts.Server.AddOrganization(org, "hotel"); err != nil {
 			fx.t.Fatal(err)
 		}
