@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	gosync "sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -583,4 +584,69 @@ func TestFleetWatchdogAndBrokenHotel(t *testing.T) {
 	if tel.feedWatchdog() {
 		t.Error("the watchdog was fed while a hotel's cycle hung for two hours")
 	}
+}
+
+// lineWatch is a log writer that passes each line holding want on.
+type lineWatch struct {
+	mu    gosync.Mutex
+	buf   []byte
+	want  string
+	lines chan string
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+		if strings.Contains(line, w.want) {
+			select {
+			case w.lines <- line:
+			default:
+			}
+		}
+	}
+}
+
+// TestRunReloadsOnSIGHUP: `ticketbridge run` with a hotels directory
+// starts a hotel added to it when the process gets SIGHUP.
+func TestRunReloadsOnSIGHUP(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_LOG_LEVEL"] = "info"
+	fx.writeHotel("alpha", nil)
+	logs := &lineWatch{want: "hotel started", lines: make(chan string, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"run", "--env-file", fx.mainFile()}, io.Discard, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	started := func(hotel string) {
+		t.Helper()
+		select {
+		case line := <-logs.lines:
+			if !strings.Contains(line, "hotel="+hotel) {
+				t.Fatalf("started %q, want hotel %s", line, hotel)
+			}
+		case err := <-done:
+			t.Fatalf("run ended: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatalf("hotel %s did not start within a minute", hotel)
+		}
+	}
+	started("alpha")
+	fx.writeHotel("beta", nil)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	started("beta")
 }
