@@ -180,6 +180,35 @@ type HTTPClient struct {
 
 var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout}
 
+// Slots bounds the requests in flight of every adapter whose context
+// carries it (see [WithSlots]): a daemon of many hotels shares one among
+// its hotels. Each attempt of [HTTPClient] holds a slot while it is sent
+// and its answer read, never while it waits to retry.
+type Slots chan struct{}
+
+type slotsKey struct{}
+
+// WithSlots returns ctx carrying s: the requests [HTTPClient] sends with
+// it, or with a context derived from it, each hold one of s's slots.
+func WithSlots(ctx context.Context, s Slots) context.Context {
+	return context.WithValue(ctx, slotsKey{}, s)
+}
+
+// acquire takes a slot of ctx's Slots, if it carries any, and returns
+// the function that gives it back.
+func acquire(ctx context.Context) (release func(), err error) {
+	s, ok := ctx.Value(slotsKey{}).(Slots)
+	if !ok || s == nil {
+		return func() {}, nil
+	}
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // Do sends req, repeating it while the answer is retryable and attempts
 // are left (see [HTTPRequest.Idempotent] for requests that are not safe to
 // repeat). It returns the answer when its status is 2xx or listed in
@@ -296,6 +325,11 @@ func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, 
 	if hc == nil {
 		hc = defaultHTTP
 	}
+	release, err := acquire(ctx)
+	if err != nil {
+		return nil, secrets, httpretry.Result{Err: err}
+	}
+	defer release()
 	res, err := hc.Do(r)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

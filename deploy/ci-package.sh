@@ -92,6 +92,10 @@ for d in /srv/ticketbridge/helpdesk /srv/ticketbridge/helpdesk/outbox /srv/ticke
 	[ "$(stat -c '%U:%G %a' "$d")" = "ticketbridge:ticketbridge 2770" ] || die "$d is $(stat -c '%U:%G %a' "$d"), want ticketbridge:ticketbridge 2770"
 done
 [ "$(stat -c '%G %a' /srv/ticketbridge)" = "ticketbridge 2750" ] || die "/srv/ticketbridge is $(stat -c '%G %a' /srv/ticketbridge)"
+[ "$(stat -c '%U:%G %a' /etc/ticketbridge/hotels.d)" = "root:ticketbridge 750" ] ||
+	die "/etc/ticketbridge/hotels.d is $(stat -c '%U:%G %a' /etc/ticketbridge/hotels.d), want root:ticketbridge 750"
+[ "$(stat -c '%U:%G %a' /etc/ticketbridge/keys)" = "ticketbridge:ticketbridge 700" ] ||
+	die "/etc/ticketbridge/keys is $(stat -c '%U:%G %a' /etc/ticketbridge/keys), want ticketbridge:ticketbridge 700"
 useradd --no-create-home --groups ticketbridge ci-staff
 useradd --no-create-home ci-outsider
 runuser -u ci-staff -- sh -c 'echo probe >/srv/ticketbridge/helpdesk/outbox/.ci-probe && rm /srv/ticketbridge/helpdesk/outbox/.ci-probe' ||

@@ -30,6 +30,14 @@ for d in "$helpdesk" "$helpdesk/tickets" "$helpdesk/outbox" "$helpdesk/outbox/pr
 	fi
 done
 
+# Many hotels: the hotels' env files, readable by the service (group
+# ticketbridge), and their API keys, readable by the service's user only
+# (staff who join the group for the files helpdesk must not read keys).
+chgrp ticketbridge /etc/ticketbridge/hotels.d
+if [ ! -d /etc/ticketbridge/keys ]; then
+	install -d -o ticketbridge -g ticketbridge -m 0700 /etc/ticketbridge/keys
+fi
+
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null || true
 	# An upgrade: the running daemon picks up the new binary.

@@ -1,6 +1,7 @@
 #!/bin/sh
 # postrm of the ticketbridge .deb: forget the unit. The state in
-# /var/lib/private/ticketbridge, the key in /etc/ticketbridge/api-key, the
+# /var/lib/private/ticketbridge, the keys in /etc/ticketbridge/api-key and
+# /etc/ticketbridge/keys, the hotels in /etc/ticketbridge/hotels.d, the
 # helpdesk folder /srv/ticketbridge and the ticketbridge user and group are
 # kept, also on purge: they are the operator's to delete.
 set -e

@@ -50,6 +50,9 @@ type checkOptions struct {
 	Service serviceLayout
 	// Logger receives the adapters' and the store's warnings.
 	Logger *slog.Logger
+	// Hotel, with TICKETBRIDGE_HOTELS_DIR, checks that hotel only; empty
+	// checks every hotel.
+	Hotel string
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -57,6 +60,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var ef envFlag
 	ef.register(fs)
 	timeout := fs.Duration("timeout", 15*time.Second, "bound each network check to `duration`")
+	var hf hotelFlag
+	hf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -71,6 +76,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Timeout:  *timeout,
 		Service:  layoutOf(ctx),
 		Logger:   newLogger(stderr, "auto", "warn"),
+		Hotel:    hf.name,
 	})
 }
 
@@ -140,7 +146,56 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 		c.report(skip("the rest", "the configuration could not be read"))
 		return c.verdict()
 	}
+	hc, err := loadHotelsConfig(c.ctx, c.env)
+	switch {
+	case err != nil:
+		c.report(fail("configuration", c.fixEnv()+": correct the variable named", "%s", strings.TrimPrefix(err.Error(), "read configuration: ")))
+		return c.verdict()
+	case hc.Dir != "":
+		return c.checkHotels()
+	case opts.Hotel != "":
+		return fmt.Errorf("%w: %w", errUsage, errNoHotels)
+	}
+	c.checkOne()
+	return c.verdict()
+}
 
+// checkHotels runs the checks of every hotel of the hotels directory, or
+// of the one --hotel names, one section each.
+func (c *checker) checkHotels() error {
+	main, err := loadConfig(c.ctx, c.env)
+	if err != nil {
+		c.report(fail("configuration", c.fixEnv()+": correct the variables named", "%s", strings.TrimPrefix(err.Error(), "read configuration: ")))
+		return c.verdict()
+	}
+	src := c.src
+	src.env = c.env
+	var warnings []string
+	secs, err := hotelFlag{name: c.opts.Hotel}.sections(c.ctx, src, main, func(w string) { warnings = append(warnings, w) })
+	if err != nil {
+		if errors.Is(err, errUsage) {
+			return err
+		}
+		c.report(fail("hotels", c.fixEnv()+": correct the hotels directory", "%v", err))
+		return c.verdict()
+	}
+	for _, h := range secs {
+		fmt.Fprintf(c.out, "\n== hotel %s ==\n", h.name)
+		if h.err != nil {
+			c.report(fail("configuration", "correct the hotel's file (config.example.env shows each variable's form)", "%v", h.err))
+			continue
+		}
+		c.env, c.src, c.envFile = h.conf.env, hotelSource(src, h.conf.file, h.conf.env), h.conf.file.Path
+		c.checkOne()
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(c.out, "warning: %s\n", w)
+	}
+	return c.verdict()
+}
+
+// checkOne runs the checks of one hotel against c.env.
+func (c *checker) checkOne() {
 	cfg, cfgOK := c.checkConfig()
 	key, keyOK := c.checkKey(cfg)
 	apiOK := false
@@ -160,7 +215,6 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 		c.checkFullReads(cfg)
 		c.checkHeld(cfg)
 	}
-	return c.verdict()
 }
 
 // checkHeld fails when the running daemon's helpdesk holds changes until
@@ -188,7 +242,7 @@ func (c *checker) checkFullReads(cfg Config) {
 		return
 	}
 	var f *sync.FullRead
-	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger})
+	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger, Hotel: cfg.Hotel})
 	switch {
 	case err == nil:
 		fr, ferr := sync.ReadFullRead(st, sc.FullReadInterval)
@@ -637,7 +691,7 @@ func creatable(path string) error {
 func (c *checker) checkPostgresState(cfg Config) {
 	const name = "state database"
 	where := state.Redacted(cfg.State)
-	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger})
+	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger, Hotel: cfg.Hotel})
 	switch {
 	case errors.Is(err, state.ErrNotStateFile):
 		c.report(pass(name, "%s answers and holds no state yet; the daemon creates its tables at its first start", where))

@@ -22,7 +22,7 @@ import (
 // clearServiceEnv keeps the test process's own systemd variables and
 // every TICKETBRIDGE_* variable (CI exports the Request Tracker tests'
 // ones) out of the checks.
-func clearServiceEnv(t *testing.T) {
+func clearServiceEnv(t testing.TB) {
 	t.Helper()
 	keys := []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM"}
 	for _, kv := range os.Environ() {

@@ -26,6 +26,9 @@ type Config struct {
 	APIKey     secret `env:"TICKETBRIDGE_API_KEY"`
 	APIKeyFile string `env:"TICKETBRIDGE_API_KEY_FILE"`
 	State      string `env:"TICKETBRIDGE_STATE"`
+	// Hotel is the name of the hotel of a daemon of many (its file's
+	// name); empty for one hotel. State in PostgreSQL is kept under it.
+	Hotel string `env:"-"`
 	Adapter    string `env:"TICKETBRIDGE_ADAPTER, default=files"`
 	LogLevel   string `env:"TICKETBRIDGE_LOG_LEVEL, default=info"`
 	LogFormat  string `env:"TICKETBRIDGE_LOG_FORMAT, default=auto"`

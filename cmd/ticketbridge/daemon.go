@@ -18,6 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sethvargo/go-envconfig"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -44,7 +46,13 @@ tries again.
 While it runs the daemon holds the state file. After each cycle it writes
 <state>.status.json (mode 0600), which ` + "`ticketbridge status`" + ` shows meanwhile.
 On SIGUSR1 it writes a consistent copy of the state file to <state>.backup
-(systemctl kill -s USR1 ticketbridge).`
+(systemctl kill -s USR1 ticketbridge).
+
+With TICKETBRIDGE_HOTELS_DIR=DIR it serves every hotel of DIR/<name>.env
+instead, each with its own cycle, schedule, state file and errors; the main
+configuration's values are every hotel's defaults. SIGHUP (systemctl reload
+ticketbridge) re-reads DIR: a new file starts its hotel, a removed one stops
+after its cycle in flight, an edited one restarts; the others go on.`
 
 func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// SIGUSR1 asks for a live copy of the state file. Its default action
@@ -53,6 +61,11 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
+	// SIGHUP re-reads the hotels directory. A daemon of one hotel has
+	// nothing to re-read and ignores it rather than end.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	fs := newFlagSet("run", runAbout, stdout)
 	var ef envFlag
@@ -75,6 +88,13 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	tel := newTelemetry(tc, log)
+	hc, err := loadHotelsConfig(ctx, src.env)
+	if err != nil {
+		return src.explain(err)
+	}
+	if hc.Dir != "" {
+		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
+	}
 	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
 	if err != nil {
 		return err
@@ -87,17 +107,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // the state file on each signal from usr1.
 func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.log, w.engine
-	// Only the daemon starts the adapter's listeners and goroutines; the
-	// adapter's Close (in w.Close) stops them.
-	if st, ok := w.hd.(adapters.Starter); ok {
-		if err := st.Start(ctx); err != nil {
-			return err
-		}
-	}
-	if err := eng.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+	if err := w.start(ctx); err != nil {
 		return err
-	} else if err != nil {
-		log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
 	}
 	page, err := setupConsole(ctx, w, tel)
 	if err != nil {
@@ -145,13 +156,44 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		wg.Wait()
 	}()
 
+	err = w.scheduler(tel, page, nil).Run(ctx)
+	log.Info("ticketbridge stopped", "op", "stop")
+	return err
+}
+
+// start starts the adapter's listeners and goroutines (only the daemon
+// does; the adapter's Close, in w.Close, stops them) and checks the
+// helpdesk: a state file of another adapter is an error, a helpdesk that
+// does not answer is logged and tried again by the first cycle.
+func (w *wiring) start(ctx context.Context) error {
+	if st, ok := w.hd.(adapters.Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := w.engine.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+		return err
+	} else if err != nil {
+		w.log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
+	}
+	return nil
+}
+
+// scheduler returns the scheduler of w's engine, reporting each cycle to
+// tel and to the status page (nil: none), and writing the status snapshot
+// after it. A non-nil life is the context the cycles run in instead of the
+// scheduler's: ending the scheduler's then lets the cycle in flight finish.
+func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) *sync.Scheduler {
 	var lastSnapshot time.Time
 	var snapshotCost time.Duration
-	s := &sync.Scheduler{
-		Schedule: eng.Schedule(),
+	return &sync.Scheduler{
+		Schedule: w.engine.Schedule(),
 		Cycle: func(ctx context.Context) (sync.Report, error) {
+			if life != nil {
+				ctx = life
+			}
 			tel.cycleStarted()
-			return eng.RunCycle(ctx)
+			return w.engine.RunCycle(ctx)
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			tel.cycleDone(r, err)
@@ -161,20 +203,17 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 			// not sync. The page keeps the last one in between.
 			var snap *sync.Status
 			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
-				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, log)
+				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
 				snapshotCost, lastSnapshot = time.Since(now), now
 			}
-			tel.observeHeld(held(ctx, w.hd))
+			tel.observeHeld(held(context.Background(), w.hd))
 			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
 			}
 		},
-		Logger: log,
+		Logger: w.log,
 	}
-	err = s.Run(ctx)
-	log.Info("ticketbridge stopped", "op", "stop")
-	return err
 }
 
 // writeSnapshot writes the status snapshot of st to path, atomically and
@@ -228,6 +267,8 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var ef envFlag
 	ef.register(fs)
 	dry := fs.Bool("dry-run", false, "print what the cycle would write; write nothing")
+	var hf hotelFlag
+	hf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -241,13 +282,27 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if src.service && src.stateDirMissing && !*dry {
 		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.layout.StateDir)
 	}
-	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{DryRun: *dry})
+	secs, err := hf.sections(ctx, src, cfg, warnTo(log))
+	if err != nil {
+		return err
+	}
+	if secs == nil {
+		return onceHotel(ctx, src, src.env, cfg, sc, log, *dry, stdout)
+	}
+	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
+		return onceHotel(ctx, src, h.conf.env, h.conf.cfg, h.conf.sc, log.With("hotel", h.name), *dry, out)
+	})
+}
+
+// onceHotel runs one cycle of a hotel, or a dry run, and prints its report.
+func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
+	w, err := wire(ctx, env, cfg, sc, log, wireOptions{DryRun: dry})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	var rep sync.Report
-	if *dry {
+	if dry {
 		rep, err = w.dryRun(ctx, stdout)
 	} else {
 		rep, err = w.engine.RunCycle(ctx)
@@ -257,7 +312,7 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			// state directory, and in the staff's helpdesk folder, must
 			// stay the service's.
 			dirs := []string{src.layout.StateDir}
-			if d, ok := src.env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
+			if d, ok := env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
 				dirs = append(dirs, strings.TrimSpace(d))
 			}
 			for _, d := range dirs {
@@ -294,21 +349,41 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var ef envFlag
 	ef.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	var hf hotelFlag
+	hf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
 		return fmt.Errorf("%w: status: want at most one TICKET, got %d arguments", errUsage, fs.NArg())
 	}
-	_, cfg, err := loadPlain(ctx, &ef, stderr)
+	src, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
+	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogFormat, "error")
+	if secs == nil {
+		return statusHotel(cfg, fs.Arg(0), *asJSON, log, stdout)
+	}
+	each := eachHotel
+	if *asJSON {
+		each = eachHotelJSON
+	}
+	return each(stdout, secs, func(h hotelSection, out io.Writer) error {
+		return statusHotel(h.conf.cfg, fs.Arg(0), *asJSON, log, out)
+	})
+}
+
+// statusHotel prints the status of a hotel's state, or of one ticket.
+func statusHotel(cfg Config, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
-	log := newLogger(stderr, cfg.LogFormat, "error")
-	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log})
+	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log, Hotel: cfg.Hotel})
 	var snap *sync.Status
 	switch {
 	case errors.Is(err, state.ErrLocked):
@@ -323,7 +398,6 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer st.Close()
 	}
 
-	ticket := fs.Arg(0)
 	if ticket == "" {
 		s := snap
 		if s == nil {
@@ -333,7 +407,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			s = &live
 		}
-		if *asJSON {
+		if asJSON {
 			return printJSON(stdout, s)
 		}
 		if snap != nil {
@@ -346,7 +420,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if asJSON {
 			return printJSON(stdout, t)
 		}
 		fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s (newest journal entries only).\n\n", snap.At.Local().Format(time.DateTime))
@@ -356,7 +430,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, d)
 	}
 	return printTicket(stdout, d, true)
@@ -571,6 +645,10 @@ const stateAbout = `State file tools.
 
   ticketbridge state backup FILE   write a consistent copy of the state file to FILE
 
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME copies that hotel's state file
+to FILE; without --hotel, FILE is a directory that gets NAME.db of every
+hotel.
+
 The copy is made with the file's own lock: while the daemon runs it holds
 the state file, so either stop it first, or send it SIGUSR1
 (systemctl kill -s USR1 ticketbridge), and it writes <state>.backup itself.`
@@ -592,6 +670,8 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("state backup FILE", stateAbout, stdout)
 	var ef envFlag
 	ef.register(fs)
+	var hf hotelFlag
+	hf.register(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -599,16 +679,50 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: state backup: want one FILE to write the copy to", errUsage)
 	}
 	dest := fs.Arg(0)
-	_, cfg, err := loadPlain(ctx, &ef, stderr)
+	src, cfg, err := loadPlain(ctx, &ef, stderr)
 	if err != nil {
 		return err
 	}
+	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	if err != nil {
+		return err
+	}
+	switch {
+	case secs == nil:
+		return backupHotel(ctx, cfg, dest, stdout)
+	case hf.name != "":
+		return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
+			return backupHotel(ctx, h.conf.cfg, dest, out)
+		})
+	}
+	// Every hotel: FILE is a directory that gets <name>.db of each.
+	if err := os.MkdirAll(dest, 0o700); err != nil {
+		return fmt.Errorf("state backup: with every hotel FILE is a directory: %w", err)
+	}
+	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
+		return backupHotel(ctx, h.conf.cfg, filepath.Join(dest, h.name+".db"), out)
+	})
+}
+
+// backupHotel writes a consistent copy of a hotel's state file to dest.
+func backupHotel(ctx context.Context, cfg Config, dest string, stdout io.Writer) error {
 	if abs, err1 := filepath.Abs(dest); err1 == nil {
 		if src, err2 := filepath.Abs(cfg.State); err2 == nil && abs == src {
 			return fmt.Errorf("%w: state backup: FILE is the state file itself", errUsage)
 		}
 	}
-	if err := state.BackupFile(ctx, cfg.State, dest); err != nil {
+	backup := func() error { return state.BackupFile(ctx, cfg.State, dest) }
+	if state.IsURL(cfg.State) && cfg.Hotel != "" { // a hotel of many in one database
+		backup = func() error {
+			st, err := state.Open(cfg.State, state.Options{ReadOnly: true, Hotel: cfg.Hotel})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return st.BackupFile(ctx, dest)
+		}
+	}
+	if err := backup(); err != nil {
 		if errors.Is(err, state.ErrLocked) {
 			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State+backupSuffix)
 		}

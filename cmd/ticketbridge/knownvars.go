@@ -38,6 +38,7 @@ func knownVariables(ctx context.Context) []string {
 	_, _ = sync.LoadConfig(ctx, env)
 	_, _ = loadTelemetryConfig(ctx, env)
 	_, _ = loadConsoleToken(ctx, env)
+	_, _ = loadHotelsConfig(ctx, env)
 	_, _ = files.LoadConfig(ctx, env)
 	_, _ = rt.LoadConfig(ctx, env)
 	_, _ = zendesk.LoadConfig(ctx, env)

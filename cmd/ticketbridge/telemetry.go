@@ -119,6 +119,9 @@ type telemetry struct {
 	reg  *prometheus.Registry
 	m    metrics
 	prop *propagationMetrics
+	// hotels is set when the daemon serves a hotels directory (see
+	// hotels_telemetry.go): each hotel then has a telemetry of its own.
+	hotels *hotelBoard
 
 	mu          gosync.Mutex
 	sched       cron.Schedule
@@ -254,16 +257,6 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held} {
 		f(c)
 	}
-	v, c, g := buildVersion()
-	info := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "ticketbridge_build_info",
-		Help:        "Always 1; the labels say which build runs.",
-		ConstLabels: prometheus.Labels{"version": v, "commit": c, "goversion": g},
-	})
-	info.Set(1)
-	f(info)
-	f(collectors.NewGoCollector())
-	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	// Series that exist from the start, so that rate() and alerts see a
 	// zero before the first event.
@@ -285,6 +278,19 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	return m
 }
 
+// registerProcessMetrics registers the series of the process, which a
+// daemon of many hotels has once: the build, the Go runtime, the process.
+func registerProcessMetrics(reg prometheus.Registerer) {
+	v, c, g := buildVersion()
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "ticketbridge_build_info",
+		Help:        "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": v, "commit": c, "goversion": g},
+	})
+	info.Set(1)
+	reg.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
 // newTelemetry returns the daemon's telemetry with its own registry (never
 // Prometheus' global one). A nil logger discards.
 func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
@@ -297,6 +303,7 @@ func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
 	reg := prometheus.NewRegistry()
 	prop := newPropagationMetrics()
 	reg.MustRegister(prop)
+	registerProcessMetrics(reg)
 	return &telemetry{
 		cfg:    cfg,
 		log:    log,
@@ -547,6 +554,9 @@ func (t *telemetry) observeStats(st state.Stats) {
 // aliveUntil is the instant until which the daemon counts as alive for
 // the watchdog (see the file's comment).
 func (t *telemetry) aliveUntil() time.Time {
+	if t.hotels != nil {
+		return t.hotels.aliveUntil(t.now(), t.cfg.CycleMax)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.running {
@@ -665,7 +675,7 @@ func boolFloat(b bool) float64 {
 // HEAD only (and POST to the page's forms), with request bodies capped.
 func (t *telemetry) handler() http.Handler {
 	mux := http.NewServeMux()
-	metrics := promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
+	metrics := promhttp.HandlerFor(t.gatherer(), promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
@@ -674,16 +684,14 @@ func (t *telemetry) handler() http.Handler {
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// Readiness depends on the clock too (nothing synced for
 		// TICKETBRIDGE_CYCLE_MAX): judge it at each scrape.
-		ok, _ := t.ready(t.now())
-		t.m.ready.Set(boolFloat(ok))
+		t.readiness(t.now()) // sets the ready gauges
 		metrics.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		plain(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, reason := t.ready(t.now())
-		t.m.ready.Set(boolFloat(ok))
+		ok, reason := t.readiness(t.now())
 		if !ok {
 			plain(w, http.StatusServiceUnavailable, "not ready: "+reason)
 			return
@@ -721,12 +729,7 @@ func plain(w http.ResponseWriter, code int, line string) {
 // the timeouts guestapi's default client has.
 func (t *telemetry) instrument(hc *http.Client) *http.Client {
 	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		tr.TLSHandshakeTimeout = 10 * time.Second
-		tr.ResponseHeaderTimeout = guestapi.DefaultRequestTimeout
-		tr.MaxIdleConnsPerHost = 4
-		hc = &http.Client{Transport: tr, Timeout: guestapi.DefaultRequestTimeout}
+		hc = newAPIClient(4)
 	}
 	c := *hc
 	base := c.Transport
@@ -735,6 +738,17 @@ func (t *telemetry) instrument(hc *http.Client) *http.Client {
 	}
 	c.Transport = &countingTransport{base: base, m: &t.m}
 	return &c
+}
+
+// newAPIClient returns an HTTP client with the timeouts guestapi's
+// default client has, keeping up to idle connections per host.
+func newAPIClient(idle int) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = 10 * time.Second
+	tr.ResponseHeaderTimeout = guestapi.DefaultRequestTimeout
+	tr.MaxIdleConnsPerHost = idle
+	return &http.Client{Transport: tr, Timeout: guestapi.DefaultRequestTimeout}
 }
 
 // countingTransport counts the requests it carries.

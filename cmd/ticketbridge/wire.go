@@ -66,6 +66,9 @@ type wireOptions struct {
 	AfterCycle func(sync.Report, error)
 	// AfterBackup is called after each backup the daemon makes on SIGUSR1.
 	AfterBackup func(path string, err error)
+	// Hotel names the hotel of a daemon of many; empty for one hotel. A
+	// state database that holds many hotels keeps this one's under it.
+	Hotel string
 }
 
 // loadEnv reads the configuration of the commands that sync: the daemon's
@@ -146,7 +149,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
 	}
 	if !opts.DryRun {
-		w.store, err = openState(cfg.State, log)
+		w.store, err = openState(cfg, log)
 		if err != nil {
 			return nil, err
 		}
@@ -177,8 +180,8 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 
 // openState opens the state file for writing, explaining a lock held by a
 // running daemon.
-func openState(path string, log *slog.Logger) (*state.Store, error) {
-	st, err := state.Open(path, state.Options{Logger: log})
+func openState(cfg Config, log *slog.Logger) (*state.Store, error) {
+	st, err := state.Open(cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel})
 	if errors.Is(err, state.ErrLocked) {
 		return nil, fmt.Errorf("%w\nis the daemon running? `ticketbridge status` works alongside it; stop it (systemctl stop ticketbridge) to run this command", err)
 	}

@@ -1,0 +1,55 @@
+package adapters_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+)
+
+// TestDoHoldsASlotPerAttempt: with Slots in its context, each attempt
+// holds a slot while the helpdesk answers, none while waiting to retry,
+// and gives it back after; a full Slots holds the request back until the
+// context ends.
+func TestDoHoldsASlotPerAttempt(t *testing.T) {
+	slots := make(adapters.Slots, 1)
+	var held, hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		held.Store(int32(len(slots)))
+		if hits.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	var heldWhileWaiting int
+	c := &adapters.HTTPClient{
+		HTTP:    srv.Client(),
+		Backoff: httpretry.Backoff{Base: time.Millisecond},
+		Sleep: func(context.Context, time.Duration) error {
+			heldWhileWaiting = len(slots)
+			return nil
+		},
+	}
+	ctx := adapters.WithSlots(t.Context(), slots)
+	if _, err := c.Do(ctx, adapters.HTTPRequest{Method: "GET", URL: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if hits.Load() != 2 || held.Load() != 1 || heldWhileWaiting != 0 || len(slots) != 0 {
+		t.Errorf("%d attempts; slots held during the last attempt %d, while waiting %d, after %d; want 2, 1, 0, 0",
+			hits.Load(), held.Load(), heldWhileWaiting, len(slots))
+	}
+
+	slots <- struct{}{} // another request holds the only slot
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := c.Do(cctx, adapters.HTTPRequest{Method: "GET", URL: srv.URL}); err == nil || hits.Load() != 2 {
+		t.Errorf("with every slot taken: err %v, %d attempts; want the context's error and no attempt", err, hits.Load())
+	}
+}

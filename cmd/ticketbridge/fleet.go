@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	gosync "sync"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// fleet runs the hotels of a hotels directory, each with its own wiring
+// and scheduler in a goroutine of its own.
+type fleet struct {
+	// life is the daemon's context: when it ends the cycles in flight stop.
+	life context.Context
+	src  configSource
+	main Config
+	hcfg hotelsConfig
+	log  *slog.Logger
+	tel  *telemetry
+	// slots bound the API and helpdesk requests in flight across hotels;
+	// api is the client every hotel's API client wraps, which holds one of
+	// them per request.
+	slots adapters.Slots
+	api   *http.Client
+	opts  wireOptions
+	// afterCycle, when set, is called after each cycle of each hotel.
+	afterCycle func(hotel string, r sync.Report, err error)
+
+	mu     gosync.Mutex // held by reload and stop, one at a time
+	hotels map[string]*runningHotel
+}
+
+// runningHotel is one hotel the daemon runs.
+type runningHotel struct {
+	conf hotelConf
+	w    *wiring
+	tel  *telemetry
+	// stop ends the scheduling; the cycle in flight finishes first.
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// newFleet returns the fleet of the directory hcfg names; reload starts
+// its hotels.
+func newFleet(life context.Context, src configSource, main Config, hcfg hotelsConfig, log *slog.Logger, tel *telemetry, opts wireOptions) *fleet {
+	tel.asFleet(hcfg.readyNames())
+	base := opts.HTTPClient
+	if base == nil {
+		base = newAPIClient(hcfg.MaxInFlight)
+	}
+	slots := make(adapters.Slots, hcfg.MaxInFlight)
+	tr := base.Transport
+	if tr == nil {
+		tr = http.DefaultTransport
+	}
+	api := *base
+	api.Transport = &boundedTransport{base: tr, slots: slots}
+	// Every hotel's helpdesk requests hold a slot too: the adapters find
+	// the slots in the context of their calls.
+	life = adapters.WithSlots(life, slots)
+	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts,
+		hotels: map[string]*runningHotel{}}
+}
+
+// reload reads the hotels directory again and makes the running hotels
+// match it: a hotel whose file is new starts, one whose file is gone
+// stops after its cycle in flight, one whose file changed restarts, and
+// the others are not touched. A directory that cannot be read, or that
+// names a hotel badly, changes nothing and is the error returned. A hotel
+// whose configuration is wrong, or that cannot start, is logged and
+// reported failing by /readyz; the next reload tries it again.
+func (f *fleet) reload() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	good, bad, err := loadHotels(f.life, f.src, f.main, f.hcfg.Dir, warnTo(f.log))
+	if err != nil {
+		return err
+	}
+	want := make(map[string]hotelConf, len(good))
+	for _, h := range good {
+		want[h.name()] = h
+	}
+	var stopping []*runningHotel
+	for name, rh := range f.hotels {
+		if h, ok := want[name]; ok && h.file.Sum == rh.conf.file.Sum && rh.alive() {
+			continue
+		}
+		rh.stop()
+		stopping = append(stopping, rh)
+		delete(f.hotels, name)
+	}
+	for _, rh := range stopping {
+		<-rh.done
+		if err := rh.w.Close(); err != nil {
+			f.log.Warn("close hotel: "+err.Error(), "hotel", rh.conf.name(), "op", "stop")
+		}
+		f.tel.dropHotel(rh.conf.name(), "")
+		if _, ok := want[rh.conf.name()]; ok {
+			f.log.Info("hotel stopped for a restart: its file changed", "hotel", rh.conf.name(), "op", "reload")
+		} else {
+			f.log.Info("hotel stopped: its file is gone", "hotel", rh.conf.name(), "op", "reload")
+		}
+	}
+	for name, err := range bad {
+		f.log.Error("hotel not started: "+err.Error(), "hotel", name, "op", "reload")
+		f.tel.dropHotel(name, err.Error())
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if _, ok := f.hotels[name]; ok {
+			continue
+		}
+		rh, err := f.start(want[name])
+		if err != nil {
+			f.log.Error("hotel not started: "+err.Error(), "hotel", name, "op", "reload")
+			f.tel.dropHotel(name, err.Error())
+			continue
+		}
+		f.hotels[name] = rh
+	}
+	return nil
+}
+
+// alive reports whether the hotel's goroutine still runs: one that ended
+// (its helpdesk belongs to another adapter's state) is started again by a
+// reload.
+func (rh *runningHotel) alive() bool {
+	select {
+	case <-rh.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// start wires a hotel and runs its scheduler in a goroutine.
+func (f *fleet) start(h hotelConf) (*runningHotel, error) {
+	name := h.name()
+	log := f.log.With("hotel", name)
+	tel := f.tel.hotel(name)
+	var after func(sync.Report, error)
+	if f.afterCycle != nil {
+		after = func(r sync.Report, err error) { f.afterCycle(name, r, err) }
+	}
+	w, err := wire(f.life, h.env, h.cfg, h.sc, log, wireOptions{
+		Registry:   f.opts.Registry,
+		HTTPClient: tel.instrument(f.api),
+		AfterCycle: after,
+		Hotel:      name,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sctx, stop := context.WithCancel(f.life)
+	rh := &runningHotel{conf: h, w: w, tel: tel, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(rh.done)
+		// The adapter's start and the helpdesk check run here, so that a
+		// slow helpdesk delays its own hotel only.
+		// A hotel that cannot start is listed as failing by /readyz, and
+		// no longer counts for the watchdog: the others go on, and the
+		// next reload tries it again.
+		if err := w.start(sctx); err != nil {
+			log.Error("hotel stopped: "+err.Error(), "op", "start")
+			f.tel.dropHotel(name, err.Error())
+			return
+		}
+		if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
+			log.Error("hotel stopped: "+err.Error(), "op", "start")
+			f.tel.dropHotel(name, err.Error())
+			return
+		}
+		log.Info("hotel started", "op", "start", "adapter", h.cfg.Adapter, "state", h.cfg.State,
+			"schedule", h.sc.Schedule, "api", h.cfg.APIURL, "file", h.file.Path)
+		_ = w.scheduler(tel, nil, f.life).Run(sctx)
+	}()
+	return rh, nil
+}
+
+// stopAll stops every hotel, waiting for the cycles in flight, and closes
+// their wirings; it returns the first error of a close.
+func (f *fleet) stopAll() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rh := range f.hotels {
+		rh.stop()
+	}
+	var first error
+	for name, rh := range f.hotels {
+		<-rh.done
+		if err := rh.w.Close(); err != nil && first == nil {
+			first = fmt.Errorf("close hotel %s: %w", name, err)
+		}
+		delete(f.hotels, name)
+	}
+	return first
+}
+
+// closed reports whether Close released everything w opened.
+func (w *wiring) closed() bool { return w.hd == nil && w.store == nil }
+
+// running returns the names of the hotels running, sorted.
+func (f *fleet) running() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.hotels))
+	for n := range f.hotels {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// backup writes a consistent copy of each running hotel's state file next
+// to it (<state>.backup), as the daemon of one hotel does on SIGUSR1.
+func (f *fleet) backup(ctx context.Context) {
+	f.mu.Lock()
+	hs := make([]*runningHotel, 0, len(f.hotels))
+	for _, rh := range f.hotels {
+		hs = append(hs, rh)
+	}
+	f.mu.Unlock()
+	for _, rh := range hs {
+		dest := rh.w.cfg.State + backupSuffix
+		if err := rh.w.store.BackupFile(ctx, dest); err != nil {
+			f.log.Error("back up state file: "+err.Error(), "hotel", rh.conf.name(), "op", "backup")
+			continue
+		}
+		f.log.Info("wrote a copy of the state file", "hotel", rh.conf.name(), "op", "backup", "path", dest)
+	}
+}
+
+// serveFleet runs the hotels of the directory until ctx ends: SIGHUP (on
+// hup) reloads the directory, SIGUSR1 (on usr1) backs up every hotel's
+// state file.
+func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error {
+	if err := f.tel.start(ctx, nil, 0, nil); err != nil {
+		return err
+	}
+	defer func() {
+		if err := f.tel.stop(); err != nil {
+			f.log.Warn("stop telemetry", "error", err)
+		}
+	}()
+	if err := f.reload(); err != nil {
+		return err
+	}
+	v, _, _ := buildVersion()
+	f.log.Info("ticketbridge started", "op", "start", "version", v, "hotels_dir", f.hcfg.Dir,
+		"hotels", len(f.running()), "max_in_flight", f.hcfg.MaxInFlight)
+	for {
+		select {
+		case <-ctx.Done():
+			err := f.stopAll()
+			f.log.Info("ticketbridge stopped", "op", "stop")
+			return err
+		case <-hup:
+			f.log.Info("reloading the hotels directory", "op", "reload", "dir", f.hcfg.Dir)
+			if err := f.reload(); err != nil {
+				f.log.Error("reload: "+err.Error()+"; the hotels running go on unchanged", "op", "reload")
+			} else {
+				f.log.Info("hotels directory reloaded", "op", "reload", "hotels", len(f.running()))
+			}
+		case <-usr1:
+			f.backup(ctx)
+		}
+	}
+}
+
+// errNoHotels is the error of --hotel without a hotels directory.
+var errNoHotels = errors.New("--hotel needs TICKETBRIDGE_HOTELS_DIR: this configuration serves one hotel")

@@ -1,0 +1,339 @@
+package main
+
+// This file is the daemon's many hotels: TICKETBRIDGE_HOTELS_DIR names a
+// directory of <name>.env files, one per hotel. Each hotel's variables are
+// looked up in its own file first and in the main configuration second
+// (the defaults), and each hotel gets its own API client, helpdesk
+// adapter, state file, engine and scheduler; the daemon runs them side by
+// side, so that one hotel's dead API or helpdesk never delays another's
+// cycles. What the hotels share is the process: the metrics and health
+// endpoints, the log, and a bound on the API requests in flight.
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"github.com/ticketbridge/ticketbridge/state"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	gosync "sync"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// hotelsConfig is read from the main configuration only.
+type hotelsConfig struct {
+	// Dir holds one <name>.env file per hotel; empty serves the one hotel
+	// of the main configuration.
+	Dir string `env:"TICKETBRIDGE_HOTELS_DIR"`
+	// MaxInFlight caps the API and helpdesk requests in flight across all
+	// hotels.
+	MaxInFlight int `env:"TICKETBRIDGE_MAX_IN_FLIGHT, default=32"`
+	// Ready names the hotels whose failure makes /readyz answer 503
+	// (comma-separated); empty means every hotel.
+	Ready string `env:"TICKETBRIDGE_READY_HOTELS"`
+}
+
+// loadHotelsConfig reads and checks the variables of the many hotels.
+func loadHotelsConfig(ctx context.Context, env envconfig.Lookuper) (hotelsConfig, error) {
+	var c hotelsConfig
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
+		return c, fmt.Errorf("read configuration: %w", err)
+	}
+	c.Dir = strings.TrimSpace(c.Dir)
+	if c.MaxInFlight < 1 {
+		return c, fmt.Errorf("read configuration: TICKETBRIDGE_MAX_IN_FLIGHT=%d: want 1 or more, such as 32", c.MaxInFlight)
+	}
+	for _, n := range c.readyNames() {
+		if !hotelName.MatchString(n) {
+			return c, fmt.Errorf("read configuration: TICKETBRIDGE_READY_HOTELS: %q is not a hotel name (lower-case letters, digits and -)", n)
+		}
+	}
+	return c, nil
+}
+
+// readyNames returns the hotels TICKETBRIDGE_READY_HOTELS names; nil means
+// every hotel.
+func (c hotelsConfig) readyNames() []string {
+	var out []string
+	for _, n := range strings.Split(c.Ready, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// hotelName is the form of a hotel's name, the base name of its file.
+var hotelName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// hotelSuffix ends the name of every hotel file.
+const hotelSuffix = ".env"
+
+// processVars are read from the main configuration only: a hotel file that
+// sets one is warned about.
+var processVars = []string{
+	"TICKETBRIDGE_HOTELS_DIR", "TICKETBRIDGE_MAX_IN_FLIGHT", "TICKETBRIDGE_READY_HOTELS",
+	"TICKETBRIDGE_LISTEN", "TICKETBRIDGE_CYCLE_MAX", "TICKETBRIDGE_LOG_FORMAT", "TICKETBRIDGE_LOG_LEVEL",
+}
+
+// hotelFile is one file of the hotels directory.
+type hotelFile struct {
+	Name string
+	Path string
+	Vars map[string]string
+	// Sum is the file's content hash: an edited file restarts its hotel.
+	Sum [sha256.Size]byte
+}
+
+// readHotelsDir reads every <name>.env file of dir, in name order. Hidden
+// entries are skipped, other entries passed to warn and skipped; a .env file whose name is not a
+// hotel name, or that does not parse, is an error naming it.
+func readHotelsDir(dir string, warn func(string)) ([]hotelFile, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read hotels directory: %w", err)
+	}
+	var out []hotelFile
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), ".") {
+			// Hidden: an editor's swap file, or the ..data links of a
+			// Kubernetes ConfigMap volume.
+			continue
+		}
+		path := filepath.Join(dir, de.Name())
+		name, ok := strings.CutSuffix(de.Name(), hotelSuffix)
+		if !ok || de.IsDir() {
+			warn(fmt.Sprintf("%s is not a hotel file (<name>%s) and is ignored", path, hotelSuffix))
+			continue
+		}
+		if !hotelName.MatchString(name) {
+			return nil, fmt.Errorf("read hotels directory: %s: %q is not a hotel name: want lower-case letters, digits and -, starting with a letter or digit, at most 63", path, name)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read hotel %s: %w", name, err)
+		}
+		vars, err := parseEnv(strings.NewReader(string(b)), path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hotelFile{Name: name, Path: path, Vars: vars, Sum: sha256.Sum256(b)})
+	}
+	return out, nil
+}
+
+// hotelConf is one hotel's resolved configuration.
+type hotelConf struct {
+	file hotelFile
+	// env looks up the hotel's variables: its file, with the state and key
+	// settings made its own, then the main configuration.
+	env envconfig.Lookuper
+	cfg Config
+	sc  sync.Config
+	key string
+}
+
+func (h hotelConf) name() string { return h.file.Name }
+
+// hotelEnv returns the lookuper of a hotel whose file sets vars: vars
+// first, then base. A key or a state file that the file does not set is
+// not inherited: the state defaults to defaultState (a file of its own, or
+// the main configuration's database, where each hotel's state is kept
+// under its name), and the key must be the hotel's own.
+func hotelEnv(base envconfig.Lookuper, vars map[string]string, defaultState string) envconfig.Lookuper {
+	own := make(map[string]string, len(vars)+3)
+	for k, v := range vars {
+		own[k] = v
+	}
+	for _, k := range []string{"TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE"} {
+		if _, ok := own[k]; !ok {
+			own[k] = ""
+		}
+	}
+	if _, ok := own["TICKETBRIDGE_STATE"]; !ok {
+		own["TICKETBRIDGE_STATE"] = defaultState
+	}
+	m := envconfig.MapLookuper(own)
+	if sl, ok := base.(serviceLookuper); ok {
+		return serviceLookuper{base: envconfig.MultiLookuper(m, sl.base), credDir: sl.credDir}
+	}
+	return envconfig.MultiLookuper(m, base)
+}
+
+// hotelSource is src narrowed to a hotel: the names are those its file
+// sets, for the warnings about unknown variables.
+func hotelSource(src configSource, h hotelFile, env envconfig.Lookuper) configSource {
+	hs := configSource{env: env, file: h.Path, layout: src.layout, service: src.service, inFile: map[string]bool{}}
+	for k := range h.Vars {
+		if strings.HasPrefix(k, envPrefix) {
+			hs.names = append(hs.names, k)
+			hs.inFile[k] = true
+		}
+	}
+	slices.Sort(hs.names)
+	return hs
+}
+
+// loadHotel resolves one hotel's configuration against the main one.
+func loadHotel(ctx context.Context, src configSource, main Config, h hotelFile) (hotelConf, error) {
+	def := filepath.Join(filepath.Dir(main.State), "hotels", h.Name+".db")
+	if state.IsURL(main.State) {
+		def = main.State
+	}
+	hc := hotelConf{file: h, env: hotelEnv(src.env, h.Vars, def)}
+	var err error
+	if hc.cfg, err = loadConfig(ctx, hc.env); err != nil {
+		return hc, fmt.Errorf("hotel %s (%s): %w", h.Name, h.Path, err)
+	}
+	hc.cfg.Hotel = h.Name
+	if hc.sc, err = sync.LoadConfig(ctx, hc.env); err != nil {
+		return hc, fmt.Errorf("hotel %s (%s): read configuration: %w", h.Name, h.Path, errors.Unwrap(err))
+	}
+	if hc.key, err = hc.cfg.apiKey(hc.env); err != nil {
+		return hc, fmt.Errorf("hotel %s (%s): %w; each hotel names its own key in its file", h.Name, h.Path, err)
+	}
+	return hc, nil
+}
+
+// hotelWarnings returns the warnings about what a hotel file sets: unknown
+// names, and names only the main configuration may set.
+func hotelWarnings(ctx context.Context, src configSource, hc hotelConf) []string {
+	out := unknownVariables(ctx, hotelSource(src, hc.file, hc.env))
+	for _, k := range processVars {
+		if _, ok := hc.file.Vars[k]; ok {
+			out = append(out, fmt.Sprintf("%s (in %s) is read from the main configuration only and is ignored here", k, hc.file.Path))
+		}
+	}
+	return out
+}
+
+// loadHotels resolves every hotel of the directory. A directory that
+// cannot be read, a bad file name, or two hotels that would share a key, a
+// state file or a helpdesk folder is an error; a hotel whose own
+// configuration is wrong is returned in bad, and the others go on.
+func loadHotels(ctx context.Context, src configSource, main Config, dir string, warn func(string)) (good []hotelConf, bad map[string]error, err error) {
+	files, err := readHotelsDir(dir, warn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(files) == 0 {
+		warn(fmt.Sprintf("the hotels directory %s holds no <name>%s file: no hotel is served", dir, hotelSuffix))
+	}
+	bad = map[string]error{}
+	for _, f := range files {
+		hc, err := loadHotel(ctx, src, main, f)
+		if err != nil {
+			bad[f.Name] = err
+			continue
+		}
+		for _, w := range hotelWarnings(ctx, src, hc) {
+			warn(w)
+		}
+		good = append(good, hc)
+	}
+	return good, bad, checkDistinct(good)
+}
+
+// checkDistinct refuses two hotels that share what must be a hotel's own:
+// the API key (the key decides the organisation), the state file, and the
+// folders of the files and webhook adapters.
+func checkDistinct(hs []hotelConf) error {
+	seen := map[string]string{}
+	claim := func(h hotelConf, what, v string) error {
+		if v == "" {
+			return nil
+		}
+		if other, ok := seen[what+"\x00"+v]; ok {
+			return fmt.Errorf("read hotels directory: hotels %s and %s share %s; each hotel needs its own", other, h.name(), what)
+		}
+		seen[what+"\x00"+v] = h.name()
+		return nil
+	}
+	abs := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		return a
+	}
+	for _, h := range hs {
+		sum := sha256.Sum256([]byte(h.key))
+		if err := claim(h, "an API key", string(sum[:])); err != nil {
+			return err
+		}
+		if !state.IsURL(h.cfg.State) {
+			if err := claim(h, "the state file "+abs(h.cfg.State), abs(h.cfg.State)); err != nil {
+				return err
+			}
+		}
+		for adapter, v := range map[string]string{"files": "TICKETBRIDGE_FILES_DIR", "webhook": "TICKETBRIDGE_WEBHOOK_DIR"} {
+			if h.cfg.Adapter != adapter {
+				continue
+			}
+			d, _ := h.env.Lookup(v)
+			if d = strings.TrimSpace(d); d == "" {
+				return fmt.Errorf("read hotels directory: hotel %s (%s): set %s in its file: each hotel needs a folder of its own", h.name(), h.file.Path, v)
+			}
+			if err := claim(h, v+"="+abs(d), abs(d)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// boundedTransport lets a request through only while it holds one of
+// slots, shared with the hotels' helpdesk adapters (see adapters.Slots):
+// the bound is on API and helpdesk requests together.
+type boundedTransport struct {
+	base  http.RoundTripper
+	slots adapters.Slots
+}
+
+func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	select {
+	case b.slots <- struct{}{}:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	resp, err := b.base.RoundTrip(req)
+	if err != nil {
+		<-b.slots
+		return nil, err
+	}
+	// The slot is held until the body is read and closed: the request is
+	// in flight until then.
+	resp.Body = &slotBody{ReadCloser: resp.Body, release: func() { <-b.slots }}
+	return resp, nil
+}
+
+type slotBody struct {
+	io.ReadCloser
+	once    gosync.Once
+	release func()
+}
+
+func (s *slotBody) Close() error {
+	err := s.ReadCloser.Close()
+	s.once.Do(s.release)
+	return err
+}
+
+// warnTo returns a warn function that logs to log.
+func warnTo(log *slog.Logger) func(string) {
+	return func(s string) { log.Warn(s, "op", "config") }
+}

@@ -1,0 +1,652 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// fleetFixture is a daemon of many hotels in-process: one reference
+// server, each hotel an organisation of its own with its own key, files
+// helpdesk and state file.
+type fleetFixture struct {
+	t         testing.TB
+	ts        *refservertest.TestServer
+	dir       string
+	hotelsDir string
+	mainVars  map[string]string
+	orgs      map[string]string // hotel -> organisation
+	cycles    chan hotelCycle
+	f         *fleet
+	tel       *telemetry
+	hup       chan os.Signal
+	done      chan error
+	// registry, when set, holds the adapters instead of the daemon's.
+	registry adapters.Registry
+}
+
+type hotelCycle struct {
+	hotel string
+	rep   sync.Report
+	err   error
+}
+
+func newFleetFixture(t testing.TB) *fleetFixture {
+	t.Helper()
+	clearServiceEnv(t)
+	dir := t.TempDir()
+	fx := &fleetFixture{t: t, ts: refservertest.New(t), dir: dir, hotelsDir: filepath.Join(dir, "hotels.d"),
+		orgs: map[string]string{}, cycles: make(chan hotelCycle, 4096)}
+	if err := os.Mkdir(fx.hotelsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fx.mainVars = map[string]string{
+		"TICKETBRIDGE_API_URL":      fx.ts.URL,
+		"TICKETBRIDGE_ADAPTER":      "files",
+		"TICKETBRIDGE_FILES_SETTLE": "0s",
+		"TICKETBRIDGE_STATE":        filepath.Join(dir, "state", "main.db"),
+		"TICKETBRIDGE_SCHEDULE":     "@every 1000h", // cycles after the first are run by the tests
+		"TICKETBRIDGE_HOTELS_DIR":   fx.hotelsDir,
+		"TICKETBRIDGE_LOG_FORMAT":   "text",
+		"TICKETBRIDGE_LOG_LEVEL":    "warn",
+	}
+	return fx
+}
+
+// writeHotel writes the file of a hotel with an organisation and a key of
+// its own (made at the first call), plus extra variables.
+func (fx *fleetFixture) writeHotel(name string, extra map[string]string) {
+	fx.t.Helper()
+	if _, ok := fx.orgs[name]; !ok {
+		org := uuid.NewString()
+		if err := fx.ts.Server.AddOrganization(org, "hotel"); err != nil {
+			fx.t.Fatal(err)
+		}
+		k, err := fx.ts.Server.IssueKey(org, refserver.KeySpec{Name: "bridge", Platform: refserver.PlatformRead, Tickets: refserver.TicketsWrite})
+		if err != nil {
+			fx.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fx.dir, name+".key"), []byte(k.Value+"\n"), 0o600); err != nil {
+			fx.t.Fatal(err)
+		}
+		fx.orgs[name] = org
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "# hotel %s\nTICKETBRIDGE_API_KEY_FILE=%s\nTICKETBRIDGE_FILES_DIR=%s\n",
+		name, filepath.Join(fx.dir, name+".key"), fx.filesDir(name))
+	for k, v := range extra {
+		fmt.Fprintf(&s, "%s=%s\n", k, v)
+	}
+	if err := os.WriteFile(filepath.Join(fx.hotelsDir, name+".env"), []byte(s.String()), 0o600); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+func (fx *fleetFixture) filesDir(name string) string { return filepath.Join(fx.dir, "helpdesk", name) }
+
+func (fx *fleetFixture) mainFile() string {
+	fx.t.Helper()
+	var s strings.Builder
+	for k, v := range fx.mainVars {
+		s.WriteString(k + "=" + v + "\n")
+	}
+	path := filepath.Join(fx.dir, "ticketbridge.env")
+	if err := os.WriteFile(path, []byte(s.String()), 0o600); err != nil {
+		fx.t.Fatal(err)
+	}
+	return path
+}
+
+// start runs the daemon of the fixture's files, its endpoints on a
+// loopback port, until the test ends.
+func (fx *fleetFixture) start() {
+	fx.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ef := envFlag{path: fx.mainFile()}
+	src, cfg, _, log, err := loadEnv(ctx, &ef, io.Discard)
+	if err != nil {
+		cancel()
+		fx.t.Fatal(err)
+	}
+	hc, err := loadHotelsConfig(ctx, src.env)
+	if err != nil {
+		cancel()
+		fx.t.Fatal(err)
+	}
+	fx.tel = newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
+	fx.tel.watchdogEvery = -1
+	fx.tel.notify = func(string) error { return nil }
+	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, wireOptions{Registry: fx.registry})
+	fx.f.afterCycle = func(h string, r sync.Report, err error) {
+		select {
+		case fx.cycles <- hotelCycle{h, r, err}:
+		default:
+		}
+	}
+	fx.hup, fx.done = make(chan os.Signal, 1), make(chan error, 1)
+	go func() { fx.done <- serveFleet(ctx, fx.f, fx.hup, make(chan os.Signal)) }()
+	fx.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-fx.done:
+			if err != nil {
+				fx.t.Errorf("the daemon stopped with %v", err)
+			}
+		case <-time.After(time.Minute):
+			fx.t.Error("the daemon did not stop")
+		}
+	})
+}
+
+// waitCycles waits until each hotel named has finished a cycle, and
+// returns the last report of each.
+func (fx *fleetFixture) waitCycles(names ...string) map[string]hotelCycle {
+	fx.t.Helper()
+	got := map[string]hotelCycle{}
+	for len(got) < len(names) {
+		select {
+		case c := <-fx.cycles:
+			for _, n := range names {
+				if n == c.hotel {
+					got[n] = c
+				}
+			}
+		case err := <-fx.done:
+			fx.t.Fatalf("the daemon stopped: %v", err)
+		case <-time.After(time.Minute):
+			fx.t.Fatalf("no cycle of every hotel of %v within a minute; got %v", names, got)
+		}
+	}
+	return got
+}
+
+func (fx *fleetFixture) running() map[string]*runningHotel {
+	fx.f.mu.Lock()
+	defer fx.f.mu.Unlock()
+	out := map[string]*runningHotel{}
+	for n, rh := range fx.f.hotels {
+		out[n] = rh
+	}
+	return out
+}
+
+func (fx *fleetFixture) get(path string) (int, string) {
+	fx.t.Helper()
+	resp, err := http.Get("http://" + fx.tel.Addr().String() + path)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (fx *fleetFixture) ticket(hotel, desc string) string {
+	fx.t.Helper()
+	tv, err := fx.ts.Server.CreateTicket(fx.orgs[hotel], refserver.NewTicket{Department: "housekeeping", TaskDescription: desc})
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return tv.ID
+}
+
+// folders returns the ticket folders of a hotel's files helpdesk.
+func (fx *fleetFixture) folders(hotel string) []string {
+	des, _ := os.ReadDir(filepath.Join(fx.filesDir(hotel), "tickets"))
+	var out []string
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	return out
+}
+
+func TestHotelsDirectoryNames(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alpha.env", "TICKETBRIDGE_ADAPTER=files\n")
+	write("b-2.env", "")
+	write("README", "notes")
+	write("alpha.env~", "backup of an editor")
+	write(".alpha.env.swp", "swap file of an editor")
+	if err := os.Mkdir(filepath.Join(dir, "..data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	files, err := readHotelsDir(dir, func(s string) { warnings = append(warnings, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files[0].Name != "alpha" || files[1].Name != "b-2" || files[0].Vars["TICKETBRIDGE_ADAPTER"] != "files" {
+		t.Errorf("hotels = %+v, want alpha and b-2", files)
+	}
+	if len(warnings) != 2 || !strings.Contains(strings.Join(warnings, "\n"), "README is not a hotel file") {
+		t.Errorf("warnings = %q, want one for README and one for alpha.env~", warnings)
+	}
+	for _, bad := range []string{"Alpha.env", "-x.env", "a_b.env", "a b.env", "h\u00f4tel.env", strings.Repeat("a", 64) + ".env"} {
+		t.Run(bad, func(t *testing.T) {
+			d := t.TempDir()
+			if err := os.WriteFile(filepath.Join(d, bad), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := readHotelsDir(d, func(string) {})
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(d, bad)) || !strings.Contains(err.Error(), "not a hotel name") {
+				t.Errorf("error = %v, want one naming %s as not a hotel name", err, bad)
+			}
+		})
+	}
+	if _, err := readHotelsDir(filepath.Join(dir, "missing"), func(string) {}); err == nil || !strings.Contains(err.Error(), "read hotels directory") {
+		t.Errorf("a missing directory: error = %v", err)
+	}
+}
+
+// TestHotelConfiguration: a hotel's file wins over the main configuration,
+// which gives the defaults; the state defaults to one file per hotel; the
+// key is never inherited; two hotels never share a key, a state file or a
+// helpdesk folder.
+func TestHotelConfiguration(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_AUTHOR_NAME"] = "Front desk"
+	fx.mainVars["TICKETBRIDGE_API_KEY"] = "rta_the-main-key-is-never-a-hotel-key"
+	fx.writeHotel("alpha", nil)
+	fx.writeHotel("beta", map[string]string{"TICKETBRIDGE_AUTHOR_NAME": "Beta desk", "TICKETBRIDGE_STATE": filepath.Join(fx.dir, "beta.db")})
+	ctx := context.Background()
+	ef := envFlag{path: fx.mainFile()}
+	src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func() ([]hotelConf, map[string]error, error) {
+		return loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
+	}
+	good, bad, err := load()
+	if err != nil || len(bad) != 0 || len(good) != 2 {
+		t.Fatalf("load: %v, bad %v, good %d", err, bad, len(good))
+	}
+	a, b := good[0], good[1]
+	if a.sc.AuthorName != "Front desk" || b.sc.AuthorName != "Beta desk" {
+		t.Errorf("author names %q and %q, want the main's default and beta's own", a.sc.AuthorName, b.sc.AuthorName)
+	}
+	if want := filepath.Join(fx.dir, "state", "hotels", "alpha.db"); a.cfg.State != want {
+		t.Errorf("alpha's state = %s, want %s", a.cfg.State, want)
+	}
+	if b.cfg.State != filepath.Join(fx.dir, "beta.db") {
+		t.Errorf("beta's state = %s, want its own", b.cfg.State)
+	}
+	if strings.Contains(a.key, "main-key") || a.key == b.key {
+		t.Error("a hotel got the main configuration's key, or the two hotels the same")
+	}
+
+	// A hotel without a key of its own is refused, the others go on.
+	if err := os.WriteFile(filepath.Join(fx.hotelsDir, "gamma.env"), []byte("TICKETBRIDGE_FILES_DIR="+fx.filesDir("gamma")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good, bad, err = load()
+	if err != nil || len(good) != 2 || bad["gamma"] == nil || !strings.Contains(bad["gamma"].Error(), "hotel gamma") ||
+		strings.Contains(bad["gamma"].Error(), "main-key") {
+		t.Errorf("gamma without a key: err %v, bad %v, good %d", err, bad, len(good))
+	}
+	_ = os.Remove(filepath.Join(fx.hotelsDir, "gamma.env"))
+
+	// Shared key, state or folder: the directory is refused.
+	for what, extra := range map[string]map[string]string{
+		"an API key":             {"TICKETBRIDGE_API_KEY_FILE": filepath.Join(fx.dir, "alpha.key")},
+		"the state file":         {"TICKETBRIDGE_STATE": filepath.Join(fx.dir, "beta.db")},
+		"TICKETBRIDGE_FILES_DIR": {"TICKETBRIDGE_FILES_DIR": fx.filesDir("alpha")},
+	} {
+		fx.writeHotel("delta", extra)
+		if _, _, err := load(); err == nil || !strings.Contains(err.Error(), what) || !strings.Contains(err.Error(), "delta") {
+			t.Errorf("delta sharing %s: error = %v", what, err)
+		}
+	}
+}
+
+// TestFleetReload: the hotels run side by side; a reload starts a new
+// hotel, stops a removed one, restarts an edited one and leaves the
+// others untouched; a broken directory changes nothing.
+func TestFleetReload(t *testing.T) {
+	fx := newFleetFixture(t)
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		fx.writeHotel(n, nil)
+		fx.ticket(n, "towels for "+n)
+	}
+	fx.start()
+	fx.waitCycles("alpha", "beta", "gamma")
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		if got := fx.folders(n); len(got) != 1 {
+			t.Errorf("hotel %s's helpdesk holds %v, want its one ticket", n, got)
+		}
+	}
+	before := fx.running()
+
+	fx.writeHotel("beta", map[string]string{"TICKETBRIDGE_AUTHOR_NAME": "Beta front desk"})
+	if err := os.Remove(filepath.Join(fx.hotelsDir, "gamma.env")); err != nil {
+		t.Fatal(err)
+	}
+	fx.writeHotel("delta", nil)
+	fx.ticket("delta", "a late checkout")
+	if err := fx.f.reload(); err != nil {
+		t.Fatal(err)
+	}
+	fx.waitCycles("beta", "delta")
+	after := fx.running()
+	if after["alpha"] != before["alpha"] {
+		t.Error("alpha, whose file did not change, was restarted")
+	}
+	if after["beta"] == nil || after["beta"] == before["beta"] {
+		t.Error("beta, whose file changed, was not restarted")
+	}
+	if after["gamma"] != nil {
+		t.Error("gamma, whose file is gone, still runs")
+	}
+	if after["delta"] == nil || len(fx.folders("delta")) != 1 {
+		t.Error("delta, whose file is new, did not start or sync")
+	}
+	if !before["gamma"].w.closed() {
+		t.Error("gamma's wiring was not closed")
+	}
+
+	// A bad name refuses the whole directory; what runs goes on.
+	if err := os.WriteFile(filepath.Join(fx.hotelsDir, "Bad_Name.env"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.f.reload(); err == nil || !strings.Contains(err.Error(), "Bad_Name.env") {
+		t.Errorf("reload with a bad name: %v", err)
+	}
+	if got := fx.running(); len(got) != 3 || got["alpha"] != after["alpha"] || got["delta"] != after["delta"] {
+		t.Errorf("after a refused reload the hotels are %v", got)
+	}
+	_ = os.Remove(filepath.Join(fx.hotelsDir, "Bad_Name.env"))
+
+	// SIGHUP's path: the daemon reloads on its channel.
+	fx.writeHotel("gamma", nil)
+	fx.hup <- syscall.SIGHUP
+	fx.waitCycles("gamma")
+	if got := fx.running(); got["gamma"] == nil || got["alpha"] != after["alpha"] {
+		t.Errorf("after SIGHUP the hotels are %v", got)
+	}
+}
+
+// TestFleetReadiness: /readyz names each hotel and answers 503 only while
+// a hotel it answers for fails; the metrics carry the hotel label.
+func TestFleetReadiness(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.writeHotel("good", nil)
+	fx.writeHotel("revoked", nil)
+	if err := fx.ts.Server.RevokeKey(fx.orgs["revoked"], "bridge"); err != nil {
+		t.Fatal(err)
+	}
+	fx.mainVars["TICKETBRIDGE_READY_HOTELS"] = "good"
+	fx.start()
+	fx.waitCycles("good", "revoked")
+	code, body := fx.get("/readyz")
+	if code != 200 || !strings.Contains(body, "hotel good: ready") || !strings.Contains(body, "hotel revoked: not ready (not in TICKETBRIDGE_READY_HOTELS)") {
+		t.Errorf("/readyz with revoked outside the ready set: %d\n%s", code, body)
+	}
+	_, metrics := fx.get("/metrics")
+	for _, want := range []string{`ticketbridge_ready{hotel="good"} 1`, `ticketbridge_ready{hotel="revoked"} 0`,
+		`ticketbridge_errors_total{hotel="revoked",kind="key_refused"} 1`, `ticketbridge_cycles_total{hotel="good",outcome="ok"} 1`, "go_goroutines "} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, "ticketbridge_ready 0") || strings.Contains(metrics, `go_goroutines{hotel=`) {
+		t.Error("/metrics carries series of no hotel besides the process's, or the process's series per hotel")
+	}
+
+	// Every hotel counts by default.
+	fx.tel.hotels.mu.Lock()
+	fx.tel.hotels.ready = nil
+	fx.tel.hotels.mu.Unlock()
+	if code, body := fx.get("/readyz"); code != 503 || !strings.HasPrefix(body, "not ready: hotels failing: revoked\n") {
+		t.Errorf("/readyz with every hotel counting: %d\n%s", code, body)
+	}
+}
+
+// cmd runs a command of the fixture's main file and returns stdout,
+// stderr and the exit code.
+func (fx *fleetFixture) cmd(args ...string) (string, string, int) {
+	fx.t.Helper()
+	var out, errb bytes.Buffer
+	full := append([]string{args[0], "--env-file", fx.mainFile()}, args[1:]...)
+	if args[0] == "state" {
+		full = append([]string{"state", args[1], "--env-file", fx.mainFile()}, args[2:]...)
+	}
+	err := run(context.Background(), full, &out, &errb)
+	code := exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestHotelCommands: once, status, check and state backup cover every
+// hotel, one section each, or the one --hotel names.
+func TestHotelCommands(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.writeHotel("alpha", nil)
+	fx.writeHotel("beta", nil)
+	fx.ticket("alpha", "extra pillows")
+	fx.ticket("beta", "a taxi at six")
+
+	out, errOut, code := fx.cmd("once", "--hotel", "alpha")
+	if code != 0 || strings.Contains(out, "== hotel") || len(fx.folders("alpha")) != 1 || len(fx.folders("beta")) != 0 {
+		t.Fatalf("once --hotel alpha: %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = fx.cmd("once")
+	if code != 0 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, "== hotel beta ==") || len(fx.folders("beta")) != 1 {
+		t.Fatalf("once: %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = fx.cmd("status")
+	if code != 0 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, filepath.Join("hotels", "beta.db")) {
+		t.Errorf("status: %d\n%s", code, out)
+	}
+	out, _, code = fx.cmd("status", "--json")
+	var byHotel map[string]struct{ Counts struct{ Tickets int } }
+	if err := json.Unmarshal([]byte(out), &byHotel); code != 0 || err != nil || byHotel["alpha"].Counts.Tickets != 1 || byHotel["beta"].Counts.Tickets != 1 {
+		t.Errorf("status --json: %d %v\n%s", code, err, out)
+	}
+	out, _, code = fx.cmd("check", "--hotel", "beta")
+	if code != 0 || !strings.Contains(out, "== hotel beta ==") || strings.Contains(out, "alpha") {
+		t.Errorf("check --hotel beta: %d\n%s", code, out)
+	}
+	backups := filepath.Join(fx.dir, "backups")
+	out, _, code = fx.cmd("state", "backup", backups)
+	if code != 0 {
+		t.Errorf("state backup: %d\n%s", code, out)
+	}
+	for _, n := range []string{"alpha", "beta"} {
+		if _, err := os.Stat(filepath.Join(backups, n+".db")); err != nil {
+			t.Errorf("state backup of every hotel: %v", err)
+		}
+	}
+
+	// A hotel that fails fails the command, the others still run.
+	if err := fx.ts.Server.RevokeKey(fx.orgs["beta"], "bridge"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fx.cmd("once")
+	if code != 1 || !strings.Contains(errOut, "1 of 2 hotels failed: beta") || !strings.Contains(out, "== hotel alpha ==") {
+		t.Errorf("once with beta's key revoked: %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = fx.cmd("check")
+	if code != 1 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, "FAIL") {
+		t.Errorf("check with beta's key revoked: %d\n%s", code, out)
+	}
+
+	// --hotel names a hotel of the directory, and needs one.
+	if _, errOut, code := fx.cmd("status", "--hotel", "gamma"); code != 2 || !strings.Contains(errOut, "no such hotel") || !strings.Contains(errOut, "alpha, beta") {
+		t.Errorf("status --hotel gamma: %d %s", code, errOut)
+	}
+	delete(fx.mainVars, "TICKETBRIDGE_HOTELS_DIR")
+	for _, args := range [][]string{{"once", "--hotel", "alpha"}, {"status", "--hotel", "alpha"}, {"check", "--hotel", "alpha"}, {"state", "backup", "--hotel", "alpha", backups + "/x"}} {
+		if _, errOut, code := fx.cmd(args...); code != 2 || !strings.Contains(errOut, "--hotel needs TICKETBRIDGE_HOTELS_DIR") {
+			t.Errorf("%v without a hotels directory: %d %s", args, code, errOut)
+		}
+	}
+}
+
+// TestBoundedTransport: an API request holds a slot until its body is
+// closed, and a full set of slots holds a request back until its context
+// ends.
+func TestBoundedTransport(t *testing.T) {
+	slots := make(adapters.Slots, 1)
+	var held atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		held.Store(int32(len(slots)))
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	hc := &http.Client{Transport: &boundedTransport{base: srv.Client().Transport, slots: slots}}
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Load() != 1 || len(slots) != 1 {
+		t.Errorf("slots held while answered %d, before the body is closed %d; want 1 and 1", held.Load(), len(slots))
+	}
+	_, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	_ = resp.Body.Close()
+	if len(slots) != 0 {
+		t.Errorf("%d slots held after the body is closed twice, want 0", len(slots))
+	}
+	slots <- struct{}{}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if _, err := hc.Do(req); err == nil {
+		t.Error("a request went through with every slot taken")
+	}
+}
+
+// TestHotelStateInADatabase: with the main state in a database, every
+// hotel's state is there too (under its name), which two hotels may share.
+func TestHotelStateInADatabase(t *testing.T) {
+	fx := newFleetFixture(t)
+	db := "postgres://tb@127.0.0.1:1/tb"
+	fx.mainVars["TICKETBRIDGE_STATE"] = db
+	fx.writeHotel("alpha", nil)
+	fx.writeHotel("beta", nil)
+	ctx := context.Background()
+	ef := envFlag{path: fx.mainFile()}
+	src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad, err := loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
+	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].cfg.State != db || good[1].cfg.State != db {
+		t.Errorf("hotels on a database: %v %v %+v", err, bad, good)
+	}
+}
+
+// TestFleetWatchdogAndBrokenHotel: a hotel that could not start is listed
+// failing by /readyz and does not starve the watchdog; a running hotel
+// that never completes a cycle does.
+func TestFleetWatchdogAndBrokenHotel(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	tel := newTelemetry(telemetryConfig{CycleMax: time.Hour}, nil)
+	tel.now = func() time.Time { return now }
+	tel.asFleet(nil)
+	tel.hotel("broken")
+	tel.dropHotel("broken", "state file of another adapter")
+	if u := tel.aliveUntil(); u.Before(now.Add(time.Hour)) {
+		t.Errorf("alive until %s with no hotel running, want an hour on", u)
+	}
+	if ok, reason := tel.readiness(now); ok || !strings.Contains(reason, "hotel broken: not ready: failed to start: state file of another adapter") {
+		t.Errorf("readiness = %v %q", ok, reason)
+	}
+	stuck := tel.hotel("stuck")
+	if err := stuck.start(context.Background(), nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	stuck.cycleStarted()
+	now = now.Add(2 * time.Hour)
+	if tel.feedWatchdog() {
+		t.Error("the watchdog was fed while a hotel's cycle hung for two hours")
+	}
+}
+
+// lineWatch is a log writer that passes each line holding want on.
+type lineWatch struct {
+	mu    gosync.Mutex
+	buf   []byte
+	want  string
+	lines chan string
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+		if strings.Contains(line, w.want) {
+			select {
+			case w.lines <- line:
+			default:
+			}
+		}
+	}
+}
+
+// TestRunReloadsOnSIGHUP: `ticketbridge run` with a hotels directory
+// starts a hotel added to it when the process gets SIGHUP.
+func TestRunReloadsOnSIGHUP(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_LOG_LEVEL"] = "info"
+	fx.writeHotel("alpha", nil)
+	logs := &lineWatch{want: "hotel started", lines: make(chan string, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"run", "--env-file", fx.mainFile()}, io.Discard, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	started := func(hotel string) {
+		t.Helper()
+		select {
+		case line := <-logs.lines:
+			if !strings.Contains(line, "hotel="+hotel) {
+				t.Fatalf("started %q, want hotel %s", line, hotel)
+			}
+		case err := <-done:
+			t.Fatalf("run ended: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatalf("hotel %s did not start within a minute", hotel)
+		}
+	}
+	started("alpha")
+	fx.writeHotel("beta", nil)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	started("beta")
+}
