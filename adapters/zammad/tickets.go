@@ -187,7 +187,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		a.log.LogAttrs(ctx, slog.LevelError, "zammad did not store the upstream id in the ticket attribute",
 			slog.String("ticket", t.UpstreamID), slog.String("op", "create ticket"),
 			slog.Int64("zammad_ticket", out.ID), slog.String("attribute", a.cfg.IDField))
-		return "", fmt.Errorf("Zammad made ticket %d but did not store the upstream id in the attribute %q: %s: %w",
+		return "", fmt.Errorf("zammad made ticket %d but did not store the upstream id in the attribute %q: %s: %w",
 			out.ID, a.cfg.IDField, a.attributeHelp(), adapters.ErrInvalid)
 	}
 	a.log.LogAttrs(ctx, slog.LevelInfo, "created zammad ticket",
