@@ -28,7 +28,7 @@ type Config struct {
 	State      string `env:"TICKETBRIDGE_STATE"`
 	// Hotel is the name of the hotel of a daemon of many (its file's
 	// name); empty for one hotel. State in PostgreSQL is kept under it.
-	Hotel     string `env:"-"`
+	Hotel     string
 	Adapter   string `env:"TICKETBRIDGE_ADAPTER, default=files"`
 	LogLevel  string `env:"TICKETBRIDGE_LOG_LEVEL, default=info"`
 	LogFormat string `env:"TICKETBRIDGE_LOG_FORMAT, default=auto"`
