@@ -43,6 +43,9 @@ func (t *telemetry) asFleet(ready []string) {
 // endpoints, watchdog and systemd notifications are the daemon's.
 func (t *telemetry) hotel(name string) *telemetry {
 	reg := prometheus.NewRegistry()
+	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg)
+	prop := newPropagationMetrics()
+	wrapped.MustRegister(prop)
 	h := &telemetry{
 		cfg:           telemetryConfig{CycleMax: t.cfg.CycleMax},
 		log:           t.log.With("hotel", name),
@@ -50,7 +53,8 @@ func (t *telemetry) hotel(name string) *telemetry {
 		notify:        func(string) error { return nil },
 		watchdogEvery: -1,
 		reg:           reg,
-		m:             newMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg)),
+		m:             newMetrics(wrapped),
+		prop:          prop,
 	}
 	t.hotels.mu.Lock()
 	t.hotels.tels[name] = h
