@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -64,7 +65,7 @@ func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, err
 	}
 	h := statuspage.NewHotel("", w.store, nil)
 	if err := h.Refresh(); err != nil {
-		w.log.Warn("read status for the status page: "+err.Error(), "op", "console")
+		w.log.Warn("read status for the status page: "+err.Error(), slog.String("op", "console"))
 	}
 	srv, err := statuspage.New(statuspage.Options{Source: h, Token: tok, Logger: w.log})
 	if err != nil {
@@ -72,7 +73,7 @@ func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, err
 	}
 	tel.page = srv
 	if tok == "" {
-		w.log.Info("status page is read-only: set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", "op", "console")
+		w.log.Info("status page is read-only: set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
 	return &console{hotel: h}, nil
 }

@@ -119,12 +119,11 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 	}
 	defer func() {
 		if err := tel.stop(); err != nil {
-			log.Warn("stop telemetry", "error", err)
+			log.Warn("stop telemetry", slog.Any("error", err))
 		}
 	}()
 	v, _, _ := buildVersion()
-	log.Info("ticketbridge started", "op", "start", "version", v, "adapter", w.cfg.Adapter, "state", state.Redacted(w.cfg.State),
-		"schedule", w.syncCfg.Schedule, "api", w.cfg.APIURL)
+	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.cfg.Adapter), slog.Any("state", state.Redacted(w.cfg.State)), slog.Any("schedule", w.syncCfg.Schedule), slog.Any("api", w.cfg.APIURL))
 
 	bctx, stopBackups := context.WithCancel(ctx)
 	var wg gosync.WaitGroup
@@ -135,15 +134,15 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 				return
 			case <-usr1:
 				if state.IsURL(w.cfg.State) {
-					log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup FILE", "op", "backup")
+					log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup FILE", slog.String("op", "backup"))
 					continue
 				}
 				dest := w.cfg.State + backupSuffix
 				err := w.store.BackupFile(bctx, dest)
 				if err != nil {
-					log.Error("back up state file: "+err.Error(), "op", "backup")
+					log.Error("back up state file: "+err.Error(), slog.String("op", "backup"))
 				} else {
-					log.Info("wrote a copy of the state file", "op", "backup", "path", dest)
+					log.Info("wrote a copy of the state file", slog.String("op", "backup"), slog.Any("path", dest))
 				}
 				if w.afterBackup != nil {
 					w.afterBackup(dest, err)
@@ -157,7 +156,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 	}()
 
 	err = w.scheduler(tel, page, nil).Run(ctx)
-	log.Info("ticketbridge stopped", "op", "stop")
+	log.Info("ticketbridge stopped", slog.String("op", "stop"))
 	return err
 }
 
@@ -174,7 +173,7 @@ func (w *wiring) start(ctx context.Context) error {
 	if err := w.engine.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
 		return err
 	} else if err != nil {
-		w.log.Warn("the helpdesk check failed; the first cycle tries again", "op", "start", "error", err)
+		w.log.Warn("the helpdesk check failed; the first cycle tries again", slog.String("op", "start"), slog.Any("error", err))
 	}
 	return nil
 }
@@ -233,7 +232,7 @@ func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog
 		}
 	}
 	if err != nil {
-		log.Warn("write status snapshot: "+err.Error(), "op", "status", "path", path)
+		log.Warn("write status snapshot: "+err.Error(), slog.String("op", "status"), slog.Any("path", path))
 	}
 	if s.At.IsZero() {
 		return nil
@@ -317,7 +316,7 @@ func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cf
 			}
 			for _, d := range dirs {
 				if oerr := giveToOwner(d); oerr != nil {
-					log.Warn("give the files made to their folder's owner: "+oerr.Error(), "op", "once", "path", d)
+					log.Warn("give the files made to their folder's owner: "+oerr.Error(), slog.String("op", "once"), slog.Any("path", d))
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ticketbridge/ticketbridge/state"
 	"log/slog"
 	"net/http"
 	"os"
@@ -99,17 +100,17 @@ func (f *fleet) reload() error {
 	for _, rh := range stopping {
 		<-rh.done
 		if err := rh.w.Close(); err != nil {
-			f.log.Warn("close hotel: "+err.Error(), "hotel", rh.conf.name(), "op", "stop")
+			f.log.Warn("close hotel: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
 		}
 		f.tel.dropHotel(rh.conf.name(), "")
 		if _, ok := want[rh.conf.name()]; ok {
-			f.log.Info("hotel stopped for a restart: its file changed", "hotel", rh.conf.name(), "op", "reload")
+			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
 		} else {
-			f.log.Info("hotel stopped: its file is gone", "hotel", rh.conf.name(), "op", "reload")
+			f.log.Info("hotel stopped: its file is gone", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
 		}
 	}
 	for name, err := range bad {
-		f.log.Error("hotel not started: "+err.Error(), "hotel", name, "op", "reload")
+		f.log.Error("hotel not started: "+err.Error(), slog.Any("hotel", name), slog.String("op", "reload"))
 		f.tel.dropHotel(name, err.Error())
 	}
 	names := make([]string, 0, len(want))
@@ -123,7 +124,7 @@ func (f *fleet) reload() error {
 		}
 		rh, err := f.start(want[name])
 		if err != nil {
-			f.log.Error("hotel not started: "+err.Error(), "hotel", name, "op", "reload")
+			f.log.Error("hotel not started: "+err.Error(), slog.Any("hotel", name), slog.String("op", "reload"))
 			f.tel.dropHotel(name, err.Error())
 			continue
 		}
@@ -172,17 +173,16 @@ func (f *fleet) start(h hotelConf) (*runningHotel, error) {
 		// no longer counts for the watchdog: the others go on, and the
 		// next reload tries it again.
 		if err := w.start(sctx); err != nil {
-			log.Error("hotel stopped: "+err.Error(), "op", "start")
+			log.Error("hotel stopped: "+err.Error(), slog.String("op", "start"))
 			f.tel.dropHotel(name, err.Error())
 			return
 		}
 		if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
-			log.Error("hotel stopped: "+err.Error(), "op", "start")
+			log.Error("hotel stopped: "+err.Error(), slog.String("op", "start"))
 			f.tel.dropHotel(name, err.Error())
 			return
 		}
-		log.Info("hotel started", "op", "start", "adapter", h.cfg.Adapter, "state", h.cfg.State,
-			"schedule", h.sc.Schedule, "api", h.cfg.APIURL, "file", h.file.Path)
+		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.cfg.Adapter), slog.String("state", state.Redacted(h.cfg.State)), slog.Any("schedule", h.sc.Schedule), slog.Any("api", h.cfg.APIURL), slog.Any("file", h.file.Path))
 		_ = w.scheduler(tel, nil, f.life).Run(sctx)
 	}()
 	return rh, nil
@@ -232,12 +232,16 @@ func (f *fleet) backup(ctx context.Context) {
 	}
 	f.mu.Unlock()
 	for _, rh := range hs {
-		dest := rh.w.cfg.State + backupSuffix
-		if err := rh.w.store.BackupFile(ctx, dest); err != nil {
-			f.log.Error("back up state file: "+err.Error(), "hotel", rh.conf.name(), "op", "backup")
+		if state.IsURL(rh.w.cfg.State) {
+			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
 			continue
 		}
-		f.log.Info("wrote a copy of the state file", "hotel", rh.conf.name(), "op", "backup", "path", dest)
+		dest := rh.w.cfg.State + backupSuffix
+		if err := rh.w.store.BackupFile(ctx, dest); err != nil {
+			f.log.Error("back up state file: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
+			continue
+		}
+		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"), slog.Any("path", dest))
 	}
 }
 
@@ -250,27 +254,26 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 	}
 	defer func() {
 		if err := f.tel.stop(); err != nil {
-			f.log.Warn("stop telemetry", "error", err)
+			f.log.Warn("stop telemetry", slog.Any("error", err))
 		}
 	}()
 	if err := f.reload(); err != nil {
 		return err
 	}
 	v, _, _ := buildVersion()
-	f.log.Info("ticketbridge started", "op", "start", "version", v, "hotels_dir", f.hcfg.Dir,
-		"hotels", len(f.running()), "max_in_flight", f.hcfg.MaxInFlight)
+	f.log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", f.hcfg.Dir), slog.Any("hotels", len(f.running())), slog.Any("max_in_flight", f.hcfg.MaxInFlight))
 	for {
 		select {
 		case <-ctx.Done():
 			err := f.stopAll()
-			f.log.Info("ticketbridge stopped", "op", "stop")
+			f.log.Info("ticketbridge stopped", slog.String("op", "stop"))
 			return err
 		case <-hup:
-			f.log.Info("reloading the hotels directory", "op", "reload", "dir", f.hcfg.Dir)
+			f.log.Info("reloading the hotels directory", slog.String("op", "reload"), slog.Any("dir", f.hcfg.Dir))
 			if err := f.reload(); err != nil {
-				f.log.Error("reload: "+err.Error()+"; the hotels running go on unchanged", "op", "reload")
+				f.log.Error("reload: "+err.Error()+"; the hotels running go on unchanged", slog.String("op", "reload"))
 			} else {
-				f.log.Info("hotels directory reloaded", "op", "reload", "hotels", len(f.running()))
+				f.log.Info("hotels directory reloaded", slog.String("op", "reload"), slog.Any("hotels", len(f.running())))
 			}
 		case <-usr1:
 			f.backup(ctx)

@@ -335,5 +335,5 @@ func (s *slotBody) Close() error {
 
 // warnTo returns a warn function that logs to log.
 func warnTo(log *slog.Logger) func(string) {
-	return func(s string) { log.Warn(s, "op", "config") }
+	return func(s string) { log.Warn(s, slog.String("op", "config")) }
 }

@@ -139,8 +139,7 @@ func runRefserver(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 
 	printStart(stdout, url, srv, seeds, f.consoleToken == "")
-	log.Info("refserver started", "url", url, "base_url", url+refserver.BasePath,
-		"organizations", len(srv.Organizations()), "fault_rate", f.faultRate, "latency", f.latency)
+	log.Info("refserver started", slog.Any("url", url), slog.Any("base_url", url+refserver.BasePath), slog.Any("organizations", len(srv.Organizations())), slog.Any("fault_rate", f.faultRate), slog.Any("latency", f.latency))
 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

@@ -351,15 +351,14 @@ func (t *telemetry) start(ctx context.Context, sched cron.Schedule, interval tim
 		}
 		t.served = make(chan error, 1)
 		go func() { t.served <- t.srv.Serve(ln) }()
-		t.log.Info("metrics and health endpoints listening", "addr", t.addr.String(),
-			"metrics", "http://"+t.addr.String()+"/metrics")
+		t.log.Info("metrics and health endpoints listening", slog.Any("addr", t.addr.String()), slog.Any("metrics", "http://"+t.addr.String()+"/metrics"))
 	}
 
 	every := t.watchdogEvery
 	if every == 0 {
 		d, err := daemon.SdWatchdogEnabled(false)
 		if err != nil {
-			t.log.Warn("systemd watchdog setting unreadable; not feeding it", "error", err)
+			t.log.Warn("systemd watchdog setting unreadable; not feeding it", slog.Any("error", err))
 		}
 		every = d / 2
 	}
@@ -372,7 +371,7 @@ func (t *telemetry) start(ctx context.Context, sched cron.Schedule, interval tim
 			defer ticker.Stop()
 			t.runWatchdog(wctx, ticker.C)
 		}()
-		t.log.Info("feeding the systemd watchdog while cycles complete", "every", every, "cycle_max", t.cfg.CycleMax)
+		t.log.Info("feeding the systemd watchdog while cycles complete", slog.Any("every", every), slog.Any("cycle_max", t.cfg.CycleMax))
 	}
 	t.send(daemon.SdNotifyReady)
 	t.send("STATUS=started; the first cycle is running")
@@ -416,7 +415,7 @@ func (t *telemetry) send(state string) {
 		t.notifyErr = true
 		t.mu.Unlock()
 		if first {
-			t.log.Warn("notify systemd", "error", err)
+			t.log.Warn("notify systemd", slog.Any("error", err))
 		}
 	}
 }
@@ -487,7 +486,7 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 
 	if stats != nil {
 		if st, serr := stats(); serr != nil {
-			t.log.Warn("summarise state for metrics", "error", serr)
+			t.log.Warn("summarise state for metrics", slog.Any("error", serr))
 		} else {
 			t.observeStats(st)
 		}
@@ -590,8 +589,7 @@ func (t *telemetry) feedWatchdog() bool {
 	t.mu.Unlock()
 	if !alive {
 		if changed {
-			t.log.Error("no cycle completed in time: not feeding the systemd watchdog, which will restart the daemon",
-				"due_by", until.Format(time.DateTime), "cycle_max", t.cfg.CycleMax)
+			t.log.Error("no cycle completed in time: not feeding the systemd watchdog, which will restart the daemon", slog.Any("due_by", until.Format(time.DateTime)), slog.Any("cycle_max", t.cfg.CycleMax))
 			t.send("STATUS=stuck: no cycle completed since " + t.lastEndText())
 		}
 		return false

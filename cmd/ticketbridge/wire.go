@@ -89,10 +89,10 @@ func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, 
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	if d := src.describe(); d != "" {
-		log.Debug("configuration from "+d, "op", "config")
+		log.Debug("configuration from "+d, slog.String("op", "config"))
 	}
 	for _, w := range unknownVariables(ctx, src) {
-		log.Warn(w, "op", "config")
+		log.Warn(w, slog.String("op", "config"))
 	}
 	return src, cfg, sc, log, nil
 }

@@ -185,7 +185,7 @@ func flashText(done string) string {
 func (s *Server) render(w http.ResponseWriter, code int, name string, v view) {
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
-		s.log.Error("render status page: "+err.Error(), "op", "console", "page", name)
+		s.log.Error("render status page: "+err.Error(), slog.String("op", "console"), slog.Any("page", name))
 		http.Error(w, "the page could not be rendered; see the daemon's log", http.StatusInternalServerError)
 		return
 	}
@@ -396,7 +396,7 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request) {
 	var payloads map[string]state.Payload
 	if v.SignedIn {
 		if payloads, err = s.src.Payloads(d.ID); err != nil {
-			s.log.Warn("read journal payloads: "+err.Error(), "op", "console", "ticket", d.ID)
+			s.log.Warn("read journal payloads: "+err.Error(), slog.String("op", "console"), slog.Any("ticket", d.ID))
 		}
 	}
 	for _, e := range d.Journal {
@@ -509,14 +509,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.auth.checkToken(r.PostForm.Get("token")) {
 		s.tooManyFails(true)
-		s.log.Warn("console sign-in refused: wrong token", "op", "console", "who", who, "remote", r.RemoteAddr)
+		s.log.Warn("console sign-in refused: wrong token", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 		s.message(w, r, http.StatusForbidden, "Sign-in refused: the token is wrong.")
 		return
 	}
 	value, expires := s.auth.session(who)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", Expires: expires,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	s.log.Info("console sign-in", "op", "console", "who", who, "remote", r.RemoteAddr)
+	s.log.Info("console sign-in", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 	http.Redirect(w, r, "/?done=login", http.StatusSeeOther)
 }
 
@@ -527,7 +527,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 			s.message(w, r, http.StatusForbidden, "Refused: the form's CSRF token is missing or stale; reload the page.")
 			return
 		}
-		s.log.Info("console sign-out", "op", "console", "who", who, "remote", r.RemoteAddr)
+		s.log.Info("console sign-out", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
@@ -549,7 +549,7 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 	}
 	if tok, isBearer := bearer(r); isBearer {
 		if !s.auth.checkToken(tok) {
-			s.log.Warn("console action refused: wrong token", "op", "console", "remote", r.RemoteAddr)
+			s.log.Warn("console action refused: wrong token", slog.String("op", "console"), slog.Any("remote", r.RemoteAddr))
 			s.message(w, r, http.StatusForbidden, "Refused: the console token is wrong.")
 			return "", false
 		}
@@ -567,7 +567,7 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 		s.message(w, r, http.StatusForbidden, "Sign in first: actions need the console token.")
 		return "", false
 	case !sameOrigin(r) || !s.auth.checkCSRF(sess, r.PostForm.Get("csrf")):
-		s.log.Warn("console action refused: bad CSRF token or origin", "op", "console", "who", who, "remote", r.RemoteAddr)
+		s.log.Warn("console action refused: bad CSRF token or origin", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 		s.message(w, r, http.StatusForbidden, "Refused: the form's CSRF token is missing or stale; reload the page and try again.")
 		return "", false
 	}
