@@ -619,15 +619,7 @@ func (c *checker) checkState(cfg Config) {
 		c.report(fail(name, fix, "%v", err))
 		return
 	}
-	var stored string
-	var ok bool
-	merr := st.View(func(tx *state.Tx) error {
-		var err error
-		stored, ok, err = tx.Meta(sync.MetaAdapter)
-		return err
-	})
-	stats, serr := st.Stats()
-	_ = st.Close()
+	stored, ok, merr, stats, serr := stateFacts(st)
 	switch {
 	case merr != nil:
 		c.report(fail(name, fix, "%v", merr))
@@ -703,15 +695,7 @@ func (c *checker) checkPostgresState(cfg Config) {
 		c.report(fail(name, c.fixEnv()+": point TICKETBRIDGE_STATE at a PostgreSQL database the daemon may use", "%v", err))
 		return
 	}
-	var stored string
-	var ok bool
-	merr := st.View(func(tx *state.Tx) error {
-		var err error
-		stored, ok, err = tx.Meta(sync.MetaAdapter)
-		return err
-	})
-	stats, serr := st.Stats()
-	_ = st.Close()
+	stored, ok, merr, stats, serr := stateFacts(st)
 	switch {
 	case merr != nil:
 		c.report(fail(name, "check the database", "%v", merr))
@@ -723,4 +707,18 @@ func (c *checker) checkPostgresState(cfg Config) {
 	default:
 		c.report(pass(name, "%s opens: %d tickets tracked, %d replies waiting to be sent, %d refused", where, stats.Tickets, stats.JournalPending, stats.JournalFailed))
 	}
+}
+
+// stateFacts reads what check says of an open state and closes it: the
+// adapter it was made with (ok false when none is recorded), with the
+// error of that read, and its summary, with the error of that one.
+func stateFacts(st *state.Store) (stored string, ok bool, merr error, stats state.Stats, serr error) {
+	merr = st.View(func(tx *state.Tx) error {
+		var err error
+		stored, ok, err = tx.Meta(sync.MetaAdapter)
+		return err
+	})
+	stats, serr = st.Stats()
+	_ = st.Close()
+	return stored, ok, merr, stats, serr
 }
