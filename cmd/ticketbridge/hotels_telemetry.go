@@ -27,6 +27,17 @@ type hotelBoard struct {
 	broken map[string]string
 	// ready names the hotels /readyz answers for; nil means every hotel.
 	ready []string
+	// elsewhere holds the hotels another replica syncs (or will), with
+	// what /readyz says of them.
+	elsewhere map[string]string
+}
+
+// hotelsElsewhere sets the hotels other replicas sync: /readyz lists them
+// as ready here, saying where they are.
+func (t *telemetry) hotelsElsewhere(m map[string]string) {
+	t.hotels.mu.Lock()
+	defer t.hotels.mu.Unlock()
+	t.hotels.elsewhere = m
 }
 
 // asFleet makes t the telemetry of a daemon of many hotels: its own
@@ -111,14 +122,20 @@ func (t *telemetry) readiness(now time.Time) (bool, string) {
 		broken[n] = r
 	}
 	ready := b.ready
+	elsewhere := b.elsewhere
 	b.mu.Unlock()
 
-	names := make([]string, 0, len(tels)+len(broken))
+	names := make([]string, 0, len(tels)+len(broken)+len(elsewhere))
 	for n := range tels {
 		names = append(names, n)
 	}
 	for n := range broken {
 		names = append(names, n)
+	}
+	for n := range elsewhere {
+		if _, ok := tels[n]; !ok && broken[n] == "" {
+			names = append(names, n)
+		}
 	}
 	for _, n := range ready {
 		if !slices.Contains(names, n) {
@@ -136,6 +153,8 @@ func (t *telemetry) readiness(now time.Time) (bool, string) {
 			h.m.ready.Set(boolFloat(ok))
 		case broken[n] != "":
 			reason = "failed to start: " + oneLine(broken[n])
+		case elsewhere[n] != "":
+			ok, reason = true, "not synced here: "+elsewhere[n]
 		default:
 			reason = "no such hotel in the hotels directory (named in TICKETBRIDGE_READY_HOTELS)"
 		}
