@@ -118,7 +118,7 @@ func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Ho
 		b.Queue(`INSERT INTO `+pgReplicaTbl+` (replica, started_at, expires_at) VALUES ($1, now(), now() + $2::interval)
 			ON CONFLICT (replica) DO UPDATE SET expires_at = excluded.expires_at`, l.replica, l.interval())
 		b.Queue(`DELETE FROM `+pgReplicaTbl+` WHERE expires_at < now() - 10 * $1::interval`, l.interval())
-		b.Queue(`SELECT replica FROM `+pgReplicaTbl+` WHERE expires_at > now() ORDER BY replica`)
+		b.Queue(`SELECT replica FROM ` + pgReplicaTbl + ` WHERE expires_at > now() ORDER BY replica`)
 		b.Queue(`SELECT hotel, replica, fence, expires_at > now() FROM ` + pgLeaseTable + ` ORDER BY hotel`)
 		br := l.p.pool.SendBatch(ctx, b)
 		defer br.Close()
