@@ -97,6 +97,15 @@
 //	ticketbridge_state    hotel, bucket, key, value a row per bucket key above
 //	                      (primary key hotel, bucket, key; key and value bytea)
 //
+//	ticketbridge_replicas replica, started_at,      the live replicas (see
+//	                      expires_at                [Leases])
+//	ticketbridge_leases   hotel, replica, fence,    which replica syncs each
+//	                      taken_at, expires_at      hotel, and until when
+//
+// The database's schema version ([PostgresSchemaVersion]) counts its own
+// migrations: the records' layout of [SchemaVersion] and the tables only a
+// database has (the leases, version 2).
+//
 // Schema versions are forward-only as a file's: the migrations an older
 // database needs run in one transaction at Open (PostgreSQL's DDL is
 // transactional), under an advisory lock so that replicas starting
@@ -119,7 +128,10 @@
 // There is no lock like bbolt's: readers (ticketbridge status) read the
 // database while the daemon runs, [Options.LockTimeout] does not apply, and
 // a second read-write Store of the same hotel opens; only the commit check
-// above keeps the two from overwriting each other's transactions. [Stats]
+// above keeps the two from overwriting each other's transactions. Replicas
+// that share hotels hold leases instead ([Leases]): a Store opened with its
+// lease's fence ([Options.Fence]) commits only while no other replica has
+// taken the lease since, and fails with [ErrLeaseLost] after. [Stats]
 // reports no FileSize (there is no file) but DataBytes. [Store.BackupFile]
 // copies the hotel, as of one snapshot, into a bbolt state file; backing up
 // the database is pg_dump's job. The URL's password never appears in an

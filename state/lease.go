@@ -55,6 +55,9 @@ type Holder struct {
 	Fence   int64
 	// Live is false when the lease's time has passed or it was released.
 	Live bool
+	// Free is how long ago the lease ended (zero while it is live), by
+	// the database's clock.
+	Free time.Duration
 }
 
 // OpenLeases joins the replicas of the database at rawURL as replica (an
@@ -119,7 +122,8 @@ func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Ho
 			ON CONFLICT (replica) DO UPDATE SET expires_at = excluded.expires_at`, l.replica, l.interval())
 		b.Queue(`DELETE FROM `+pgReplicaTbl+` WHERE expires_at < now() - 10 * $1::interval`, l.interval())
 		b.Queue(`SELECT replica FROM ` + pgReplicaTbl + ` WHERE expires_at > now() ORDER BY replica`)
-		b.Queue(`SELECT hotel, replica, fence, expires_at > now() FROM ` + pgLeaseTable + ` ORDER BY hotel`)
+		b.Queue(`SELECT hotel, replica, fence, expires_at > now(), greatest(extract(epoch FROM now() - expires_at), 0)::float8
+			FROM ` + pgLeaseTable + ` ORDER BY hotel`)
 		br := l.p.pool.SendBatch(ctx, b)
 		defer br.Close()
 		for range 2 {
@@ -140,7 +144,10 @@ func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Ho
 		}
 		holders, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Holder, error) {
 			var h Holder
-			return h, r.Scan(&h.Hotel, &h.Replica, &h.Fence, &h.Live)
+			var free float64
+			err := r.Scan(&h.Hotel, &h.Replica, &h.Fence, &h.Live, &free)
+			h.Free = time.Duration(free * float64(time.Second))
+			return h, err
 		})
 		if err != nil {
 			return err
@@ -231,8 +238,8 @@ func (l *Leases) Renew(ctx context.Context, leases []Lease) ([]Lease, error) {
 // once. Releasing a lease the replica no longer holds does nothing.
 func (l *Leases) Release(ctx context.Context, le Lease) error {
 	err := l.exec(ctx, func(ctx context.Context) error {
-		_, err := l.p.pool.Exec(ctx, `UPDATE `+pgLeaseTable+` SET expires_at = '-infinity'
-			 WHERE hotel = $1 AND replica = $2 AND fence = $3`, le.Hotel, l.replica, le.Fence)
+		_, err := l.p.pool.Exec(ctx, `UPDATE `+pgLeaseTable+` SET expires_at = now()
+			 WHERE hotel = $1 AND replica = $2 AND fence = $3 AND expires_at > now()`, le.Hotel, l.replica, le.Fence)
 		return err
 	})
 	if err != nil {
@@ -247,7 +254,7 @@ func (l *Leases) Release(ctx context.Context, le Lease) error {
 func (l *Leases) Leave(ctx context.Context) error {
 	err := l.exec(ctx, func(ctx context.Context) error {
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE `+pgLeaseTable+` SET expires_at = '-infinity' WHERE replica = $1`, l.replica)
+		b.Queue(`UPDATE `+pgLeaseTable+` SET expires_at = now() WHERE replica = $1 AND expires_at > now()`, l.replica)
 		b.Queue(`DELETE FROM `+pgReplicaTbl+` WHERE replica = $1`, l.replica)
 		return l.p.pool.SendBatch(ctx, b).Close()
 	})

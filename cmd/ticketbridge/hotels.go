@@ -45,9 +45,9 @@ type hotelsConfig struct {
 	Ready string `env:"TICKETBRIDGE_READY_HOTELS"`
 	// LeaseTTL bounds how long a hotel whose state is in PostgreSQL stays
 	// without a replica when the one syncing it dies: replicas renew their
-	// leases every eighth of it, a lease lives three quarters of it, and a
+	// leases every tenth of it, a lease lives five eighths of it, and a
 	// replica that could not renew stops the hotel before another may take
-	// it.
+	// it (see leases.go).
 	LeaseTTL time.Duration `env:"TICKETBRIDGE_LEASE_TTL, default=8s"`
 }
 

@@ -26,12 +26,15 @@ import (
 
 // The time to live splits as follows: a lease lives leaseLife of it in the
 // database from its last renewal, and replicas renew every leaseTick of it.
-// A killed replica's hotels are thus free at most leaseLife after its last
-// renewal and taken at the next tick of another replica: within the time
-// to live.
+// A free hotel is taken by the replica it belongs to at its next tick; one
+// free for leaseOrphan ticks (its replica died too, or has not seen the
+// change yet) by any replica. A killed replica's hotels are thus free at
+// most leaseLife after its last renewal, and taken at most 1+leaseOrphan
+// ticks later: 5/8 + 3/10 of the time to live, within it.
 const (
-	leaseLifeNum, leaseLifeDen = 3, 4 // leaseLife = ttl * 3/4
-	leaseTickDen               = 8    // leaseTick = ttl / 8
+	leaseLifeNum, leaseLifeDen = 5, 8 // leaseLife = ttl * 5/8
+	leaseTickDen               = 10   // leaseTick = ttl / 10
+	leaseOrphan                = 2    // ticks a free hotel waits for its replica
 )
 
 // leaseLife and leaseTick return the parts of ttl.
@@ -219,8 +222,17 @@ func assign(hotels, replicas []string) map[string]string {
 	return out
 }
 
-// leaseReport says, for /readyz and the log, where a hotel is synced when
-// not here.
+// orphan reports whether a hotel's lease has been free long enough for
+// any replica to take it: the replica it belongs to did not, in
+// leaseOrphan ticks (it died as well, or is about to be seen dead). A
+// hotel no replica ever held waits for its own. The hotel moves to its
+// replica later by a handover.
+func orphan(h state.Holder, ttl time.Duration) bool {
+	return h.Hotel != "" && !h.Live && h.Free >= leaseOrphan*leaseTick(ttl)
+}
+
+// elsewhereReason says, for /readyz and the log, where a hotel is synced
+// when not here.
 func elsewhereReason(h state.Holder, ok bool) string {
 	switch {
 	case ok && h.Live:
@@ -363,7 +375,8 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 			go f.closeWhenDone(rh)
 			elsewhere[name] = "handed over to replica " + owner[name]
 		case here:
-		case owner[name] != k.replica || !wanted:
+		case !wanted:
+		case owner[name] != k.replica && !orphan(holder[name], k.ttl):
 			h, ok := holder[name]
 			elsewhere[name] = elsewhereReason(h, ok)
 		default:
@@ -383,6 +396,7 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 				elsewhere[name] = elsewhereReason(holder[name], false)
 				continue
 			}
+			opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", name), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
 			hl := &hotelLease{db: db, lease: l}
 			rh, err := f.start(f.leased[name], hl)
 			if err != nil {
@@ -391,7 +405,6 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 				_ = db.Release(ctx, l)
 				continue
 			}
-			opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", name), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
 			f.hotels[name] = rh
 		}
 	}
