@@ -178,7 +178,7 @@ func TestUnknownHotel(t *testing.T) {
 		{"POST", "/hotels/nope/retry?id=ev-refused", 404, `No hotel named "nope"`},
 		{"GET", "/hotels/gamma/", 503, "Hotel gamma does not run: failed to start"},
 		{"POST", "/hotels/gamma/skip?id=ev-refused", 503, "Hotel gamma does not run"},
-		{"GET", "/tickets", 404, ""},    // the one-hotel paths are not the fleet's
+		{"GET", "/tickets", 404, ""},     // the one-hotel paths are not the fleet's
 		{"POST", "/retry?id=x", 404, ""}, // nor its actions
 	} {
 		var form url.Values
