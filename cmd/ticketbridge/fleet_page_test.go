@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,48 @@ func TestFleetRetryCommand(t *testing.T) {
 	delete(fx.mainVars, "TICKETBRIDGE_HOTELS_DIR")
 	if _, errOut, code := fx.cmd("retry", a, "--hotel", "alpha"); code != 2 || !strings.Contains(errOut, "--hotel needs TICKETBRIDGE_HOTELS_DIR") {
 		t.Errorf("retry --hotel without a hotels directory: exit %d %s", code, errOut)
+	}
+}
+
+// TestFleetPageInBrowser: in headless Chromium, the list of hotels leads
+// to a hotel's page, and a signed-in Read now on it is that hotel's. It
+// skips when Chromium is missing.
+func TestFleetPageInBrowser(t *testing.T) {
+	chromiumPath(t)
+	shots := *screenshotDir
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fx, a, _ := startPagedFleet(t)
+	base := "http://" + fx.tel.Addr().String()
+	tab := startChromium(t).newTab()
+	tab.navigate(base + "/")
+	text := tab.text()
+	for _, want := range []string{"Hotels", "alpha", "beta", "broken", "no-such-helpdesk", "1 not ready"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the list of hotels lacks %q:\n%s", want, text)
+		}
+	}
+	tab.screenshot(filepath.Join(shots, "fleet-hotels.png"))
+	tab.click(`a[href="/hotels/alpha/"]`)
+	if text := tab.text(); !strings.Contains(text, "ticketbridge · alpha") || !strings.Contains(text, "Requests tracked") {
+		t.Fatalf("alpha's page from the list:\n%s", text)
+	}
+
+	tab.navigate(base + "/login")
+	tab.fill("input[name=name]", "Ines")
+	tab.fill("input[name=token]", consoleToken)
+	tab.click("form.login button")
+	if text := tab.text(); !strings.Contains(text, "Signed in as Ines") || !strings.Contains(text, "beta") {
+		t.Fatalf("after sign-in, the list:\n%s", text)
+	}
+	tab.navigate(base + "/hotels/alpha/tickets/" + a)
+	tab.click(`form[action^="/hotels/alpha/read-now"] button`)
+	var at string
+	json.Unmarshal(tab.eval("location.pathname"), &at)
+	if text := tab.text(); at != "/hotels/alpha/tickets/"+a || !strings.Contains(text, "The request is due now") {
+		t.Errorf("after Read now on alpha's request, at %s:\n%s", at, text)
 	}
 }

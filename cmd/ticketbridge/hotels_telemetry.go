@@ -205,7 +205,8 @@ func (t *telemetry) pageHotels() []statuspage.Listed {
 	hs := t.hotels.judge(t.now())
 	out := make([]statuspage.Listed, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, statuspage.Listed{Name: h.name, Source: h.page, Ready: h.ok, Reason: h.reason})
+		// The list says ready or not itself: "ok: " would repeat it.
+		out = append(out, statuspage.Listed{Name: h.name, Source: h.page, Ready: h.ok, Reason: strings.TrimPrefix(h.reason, "ok: ")})
 	}
 	return out
 }
