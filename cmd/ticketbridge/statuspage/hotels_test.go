@@ -94,7 +94,7 @@ func TestHotelList(t *testing.T) {
 	if b < 0 || g < 0 || a < 0 || !(b < g && g < a) {
 		t.Errorf("rows not in the order beta two, gamma, alpha (%d %d %d):\n%s", b, g, a, body)
 	}
-	for _, want := range []string{`href="/hotels/beta%20two/"`, "key refused", `no adapter &#34;nope&#34;`, "2 not ready", `href="/hotels/alpha/tickets?errors=1"`, "does not run"} {
+	for _, want := range []string{`href="/hotels/beta%20two/"`, "key refused", `no adapter &#34;nope&#34;`, "2 not ready", `href="/hotels/alpha/tickets?errors=1"`, "no status page now"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the list lacks %s:\n%s", want, body)
 		}
@@ -176,8 +176,8 @@ func TestUnknownHotel(t *testing.T) {
 		{"GET", "/hotels/nope/", 404, `No hotel named &#34;nope&#34; in this daemon&#39;s hotels directory (hotels: alpha, beta two, gamma)`},
 		{"GET", "/hotels/nope/tickets", 404, "No hotel named"},
 		{"POST", "/hotels/nope/retry?id=ev-refused", 404, `No hotel named "nope"`},
-		{"GET", "/hotels/gamma/", 503, "Hotel gamma does not run: failed to start"},
-		{"POST", "/hotels/gamma/skip?id=ev-refused", 503, "Hotel gamma does not run"},
+		{"GET", "/hotels/gamma/", 503, "Hotel gamma has no status page now: failed to start"},
+		{"POST", "/hotels/gamma/skip?id=ev-refused", 503, "Hotel gamma has no status page now"},
 		{"GET", "/tickets", 404, ""},     // the one-hotel paths are not the fleet's
 		{"POST", "/retry?id=x", 404, ""}, // nor its actions
 	} {

@@ -160,7 +160,8 @@ func (s *Server) in(h func(http.ResponseWriter, *http.Request, scope)) http.Hand
 				continue
 			}
 			if l.Source == nil {
-				s.message(w, r, http.StatusServiceUnavailable, fmt.Sprintf("Hotel %s does not run: %s", name, l.Reason))
+				// Its configuration failed, its start did, or it is starting.
+				s.message(w, r, http.StatusServiceUnavailable, fmt.Sprintf("Hotel %s has no status page now: %s", name, l.Reason))
 				return
 			}
 			h(w, r, scope{src: l.Source, base: "/hotels/" + url.PathEscape(name)})
