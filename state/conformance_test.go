@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -279,12 +280,16 @@ func TestConformanceCrash(t *testing.T) {
 func TestConformanceSchemaVersion(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		s, loc := b.openTest(t, Options{})
-		if s.Schema() != SchemaVersion {
-			t.Errorf("Schema = %d, want %d", s.Schema(), SchemaVersion)
+		want := SchemaVersion
+		if IsURL(loc) {
+			want = PostgresSchemaVersion
+		}
+		if s.Schema() != want {
+			t.Errorf("Schema = %d, want %d", s.Schema(), want)
 		}
 		view(t, s, func(tx *Tx) error {
 			v, ok, err := tx.Meta(metaSchema)
-			if err != nil || !ok || v != fmt.Sprint(SchemaVersion) {
+			if err != nil || !ok || v != fmt.Sprint(want) {
 				t.Errorf("Meta(schema_version) = %q, %t, %v", v, ok, err)
 			}
 			return nil
@@ -292,14 +297,14 @@ func TestConformanceSchemaVersion(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		setSchema(t, loc, SchemaVersion+1)
+		setSchema(t, loc, want+1)
 		for _, ro := range []bool{false, true} {
 			_, err := Open(loc, Options{ReadOnly: ro})
-			if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), fmt.Sprintf("schema %d", SchemaVersion+1)) {
+			if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), fmt.Sprintf("schema %d", want+1)) {
 				t.Errorf("Open (read-only %t) of a newer schema: err = %v, want ErrNewerSchema naming it", ro, err)
 			}
 		}
-		setSchema(t, loc, SchemaVersion)
+		setSchema(t, loc, want)
 		openAt(t, loc, Options{ReadOnly: true})
 	})
 }
@@ -334,34 +339,35 @@ func pgExec(t *testing.T, loc, sql string, args ...any) {
 func TestPostgresMigrations(t *testing.T) {
 	b := postgresBackend(t)
 	loc := b.location(t)
-	one := pgMigrations[:1]
-	s, err := openPG(context.Background(), loc, Options{}, one)
+	cur := pgMigrations
+	n := len(cur)
+	s, err := openPG(context.Background(), loc, Options{}, cur)
 	if err != nil {
 		t.Fatal(err)
 	}
 	update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t1"}) })
 	_ = s.Close()
 
-	bad := append(append([]pgMigration{}, one...), pgMigration{
+	bad := append(slices.Clone(cur), pgMigration{
 		`CREATE TABLE ticketbridge_extra (x int)`,
 		`SELECT no_such_function()`,
 	})
-	if _, err := openPG(context.Background(), loc, Options{}, bad); err == nil || !strings.Contains(err.Error(), "migrate schema 1 to 2") {
+	if _, err := openPG(context.Background(), loc, Options{}, bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migrate schema %d to %d", n, n+1)) {
 		t.Fatalf("open with a failing migration: err = %v", err)
 	}
-	if s, err = openPG(context.Background(), loc, Options{}, one); err != nil {
+	if s, err = openPG(context.Background(), loc, Options{}, cur); err != nil {
 		t.Fatalf("after a failed migration the old schema does not open: %v", err)
 	}
 	_ = s.Close()
 
-	good := append(append([]pgMigration{}, one...), pgMigration{`CREATE TABLE ticketbridge_extra (x int)`})
+	good := append(slices.Clone(cur), pgMigration{`CREATE TABLE ticketbridge_extra (x int)`})
 	var logs strings.Builder
 	s, err = openPG(context.Background(), loc, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Schema() != 2 || !strings.Contains(logs.String(), "state database migrated") {
-		t.Errorf("Schema = %d, log %q; want 2 and a warning", s.Schema(), logs.String())
+	if s.Schema() != n+1 || !strings.Contains(logs.String(), "state database migrated") {
+		t.Errorf("Schema = %d, log %q; want %d and a warning", s.Schema(), logs.String(), n+1)
 	}
 	view(t, s, func(tx *Tx) error {
 		if _, ok, err := tx.Ticket("t1"); !ok || err != nil {
@@ -370,17 +376,45 @@ func TestPostgresMigrations(t *testing.T) {
 		return nil
 	})
 	_ = s.Close()
-	if _, err := openPG(context.Background(), loc, Options{}, one); !errors.Is(err, ErrNewerSchema) {
+	if _, err := openPG(context.Background(), loc, Options{}, cur); !errors.Is(err, ErrNewerSchema) {
 		t.Errorf("older binary on a migrated database: err = %v, want ErrNewerSchema", err)
 	}
-	if _, err := openPG(context.Background(), b.location(t), Options{ReadOnly: true}, one); !errors.Is(err, ErrNotStateFile) {
+	if _, err := openPG(context.Background(), b.location(t), Options{ReadOnly: true}, cur); !errors.Is(err, ErrNotStateFile) {
 		t.Errorf("read-only open of an empty database: err = %v, want ErrNotStateFile", err)
 	}
 }
 
+// A database of the first schema (before leases) migrates to the current
+// one, keeping its rows, and takes writes afterwards.
+func TestPostgresMigratesFromSchema1(t *testing.T) {
+	b := postgresBackend(t)
+	loc := b.location(t)
+	s, err := openPG(context.Background(), loc, Options{Hotel: "h1"}, pgMigrations[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	pgExec(t, loc, `INSERT INTO `+pgStateTable+` (hotel, bucket, key, value) SELECT 'h1', bucket, 'k', 'v' FROM unnest(ARRAY['meta']) AS b(bucket)`)
+	s, err = openPG(context.Background(), loc, Options{Hotel: "h1"}, pgMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Schema() != PostgresSchemaVersion {
+		t.Errorf("Schema = %d, want %d", s.Schema(), PostgresSchemaVersion)
+	}
+	update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t1"}) })
+	view(t, s, func(tx *Tx) error {
+		if v, ok, err := tx.Meta("k"); !ok || err != nil || v != "v" {
+			t.Errorf("a row of schema 1 after the migration: %q, %t, %v", v, ok, err)
+		}
+		return nil
+	})
+}
+
 func TestPostgresMigrationsMatchSchemaVersion(t *testing.T) {
-	if len(pgMigrations) != SchemaVersion {
-		t.Errorf("len(pgMigrations) = %d, want SchemaVersion = %d", len(pgMigrations), SchemaVersion)
+	if len(pgMigrations) != PostgresSchemaVersion {
+		t.Errorf("len(pgMigrations) = %d, want PostgresSchemaVersion = %d", len(pgMigrations), PostgresSchemaVersion)
 	}
 }
 

@@ -27,12 +27,15 @@ const (
 	pgSchemaTable = "ticketbridge_schema"
 	pgHotelsTable = "ticketbridge_hotels"
 	pgStateTable  = "ticketbridge_state"
+	pgLeaseTable  = "ticketbridge_leases"
+	pgReplicaTbl  = "ticketbridge_replicas"
 )
 
 // pgMigration is a list of SQL statements that moves the database's schema
 // from one version to the next. pgMigrations[i] moves version i to i+1
 // (version 0: no ticketbridge tables), so len(pgMigrations) must equal
-// SchemaVersion (a test checks it). Append only; never edit a released one.
+// PostgresSchemaVersion (a test checks it). Append only; never edit a
+// released one.
 type pgMigration []string
 
 var pgMigrations = []pgMigration{
@@ -67,13 +70,56 @@ var pgMigrations = []pgMigration{
 			END IF;
 		END $$`,
 	},
+	// 2: leases. A replica keeps a row in ticketbridge_replicas while it
+	// lives; a hotel's lease names the replica that syncs it until
+	// expires_at (the database's clock). Each take of a lease raises the
+	// hotel's fence, and every commit of a replica's Update names the fence
+	// it took: a replica whose lease moved on commits nothing more.
+	{
+		`CREATE TABLE ticketbridge_replicas (
+			replica    text PRIMARY KEY,
+			started_at timestamptz NOT NULL,
+			expires_at timestamptz NOT NULL
+		)`,
+		`CREATE TABLE ticketbridge_leases (
+			hotel      text PRIMARY KEY,
+			replica    text NOT NULL,
+			fence      bigint NOT NULL,
+			taken_at   timestamptz NOT NULL,
+			expires_at timestamptz NOT NULL
+		)`,
+		`ALTER TABLE ticketbridge_hotels ADD COLUMN fence bigint NOT NULL DEFAULT 0`,
+		`DROP FUNCTION ticketbridge_commit(text, bigint)`,
+		`CREATE FUNCTION ticketbridge_commit(h text, seq bigint, f bigint) RETURNS void
+		LANGUAGE plpgsql AS $$
+		BEGIN
+			UPDATE ticketbridge_hotels
+			   SET journal_seq = greatest(journal_seq, coalesce(seq, 0)), commits = commits + 1
+			 WHERE hotel = h AND (f IS NULL OR fence = f);
+			IF NOT FOUND THEN
+				IF EXISTS (SELECT 1 FROM ticketbridge_hotels WHERE hotel = h) THEN
+					RAISE EXCEPTION 'the lease of hotel % was taken over (fence % is stale)', h, f USING ERRCODE = 'TBL01';
+				END IF;
+				RAISE EXCEPTION 'hotel % is not in ticketbridge_hotels', h USING ERRCODE = 'no_data_found';
+			END IF;
+		END $$`,
+	},
 }
+
+// PostgresSchemaVersion is the schema version of a database this
+// ticketbridge writes: the records' layout of [SchemaVersion] plus the
+// database's own tables (leases). A test keeps it equal to
+// len(pgMigrations).
+const PostgresSchemaVersion = 2
 
 // pgBackend keeps one hotel's buckets in a PostgreSQL database. Stores of
 // one process opened with the same URL share a connection pool.
 type pgBackend struct {
 	pool  atomic.Pointer[sharedPool] // nil once closed
 	hotel string
+	// fence is the hotel's lease fence this store writes under (see
+	// Options.Fence); 0 writes without a lease.
+	fence int64
 	// wmu serialises the store's updates, as bbolt does.
 	wmu gosync.Mutex
 	// commits counts the updates committed, for the benchmarks.
@@ -223,7 +269,7 @@ func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", s.path, err)
 	}
-	b := &pgBackend{hotel: s.hotel}
+	b := &pgBackend{hotel: s.hotel, fence: opts.Fence}
 	b.pool.Store(p)
 	s.pg, s.be = b, b
 	if err := b.initSchema(ctx, s, migs); err != nil {
@@ -241,67 +287,17 @@ func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration
 func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration) error {
 	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
 	defer cancel()
-	target := len(migs)
 	tx, err := b.pool.Load().pool.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if !s.readOnly {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ticketbridge schema'))`); err != nil {
-			return fmt.Errorf("lock the schema: %w", err)
-		}
+	found, err := migratePG(ctx, tx, s.readOnly, migs)
+	if err != nil {
+		return err
 	}
-	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('`+pgSchemaTable+`') IS NOT NULL`).Scan(&exists); err != nil {
-		return fmt.Errorf("read the schema version: %w", err)
-	}
-	found := 0
-	switch {
-	case !exists && s.readOnly:
-		return fmt.Errorf("%w: the database holds no ticketbridge state (table %s is missing); run the daemon once to create it", ErrNotStateFile, pgSchemaTable)
-	case !exists:
-		if _, err := tx.Exec(ctx, `CREATE TABLE `+pgSchemaTable+` (version integer NOT NULL, migrated_at timestamptz NOT NULL)`); err != nil {
-			return fmt.Errorf("create %s: %w", pgSchemaTable, err)
-		}
-	default:
-		rows, err := tx.Query(ctx, `SELECT version FROM `+pgSchemaTable)
-		if err != nil {
-			return fmt.Errorf("read the schema version: %w", err)
-		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-		if err != nil {
-			return fmt.Errorf("read the schema version: %w", err)
-		}
-		if len(versions) != 1 || versions[0] < 1 {
-			return fmt.Errorf("%w: %s holds %v, want one positive version", ErrNotStateFile, pgSchemaTable, versions)
-		}
-		found = int(versions[0])
-	}
-	switch {
-	case found > target:
-		return fmt.Errorf("%w: the database has schema %d, this ticketbridge knows up to %d; use a newer ticketbridge or restore a backup",
-			ErrNewerSchema, found, target)
-	case found < target && s.readOnly:
-		return fmt.Errorf("%w: the database has schema %d, this ticketbridge needs %d; run the daemon once to migrate it",
-			ErrOldSchema, found, target)
-	case found < target:
-		for v := found; v < target; v++ {
-			for _, stmt := range migs[v] {
-				if _, err := tx.Exec(ctx, stmt); err != nil {
-					return fmt.Errorf("migrate schema %d to %d (the database is unchanged): %w", v, v+1, err)
-				}
-			}
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+pgSchemaTable); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO `+pgSchemaTable+` (version, migrated_at) VALUES ($1, now())`, target); err != nil {
-			return err
-		}
-		if found > 0 {
-			s.log.Warn("state database migrated", "path", s.path, "from", found, "to", target)
-		}
+	if found > 0 && found < len(migs) {
+		s.log.Warn("state database migrated", "path", s.path, "from", found, "to", len(migs))
 	}
 	if s.readOnly {
 		var n int
@@ -324,8 +320,70 @@ func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
-	s.schema = target
+	s.schema = len(migs)
 	return nil
+}
+
+// migratePG checks the database's schema version in tx and, unless
+// readOnly, creates or migrates it to len(migs); it returns the version it
+// found (0: none). Concurrent writers (replicas starting together) wait
+// for each other on an advisory lock.
+func migratePG(ctx context.Context, tx pgx.Tx, readOnly bool, migs []pgMigration) (int, error) {
+	target := len(migs)
+	if !readOnly {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ticketbridge schema'))`); err != nil {
+			return 0, fmt.Errorf("lock the schema: %w", err)
+		}
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('`+pgSchemaTable+`') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	found := 0
+	switch {
+	case !exists && readOnly:
+		return 0, fmt.Errorf("%w: the database holds no ticketbridge state (table %s is missing); run the daemon once to create it", ErrNotStateFile, pgSchemaTable)
+	case !exists:
+		if _, err := tx.Exec(ctx, `CREATE TABLE `+pgSchemaTable+` (version integer NOT NULL, migrated_at timestamptz NOT NULL)`); err != nil {
+			return 0, fmt.Errorf("create %s: %w", pgSchemaTable, err)
+		}
+	default:
+		rows, err := tx.Query(ctx, `SELECT version FROM `+pgSchemaTable)
+		if err != nil {
+			return 0, fmt.Errorf("read the schema version: %w", err)
+		}
+		versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return 0, fmt.Errorf("read the schema version: %w", err)
+		}
+		if len(versions) != 1 || versions[0] < 1 {
+			return 0, fmt.Errorf("%w: %s holds %v, want one positive version", ErrNotStateFile, pgSchemaTable, versions)
+		}
+		found = int(versions[0])
+	}
+	switch {
+	case found > target:
+		return found, fmt.Errorf("%w: the database has schema %d, this ticketbridge knows up to %d; use a newer ticketbridge or restore a backup",
+			ErrNewerSchema, found, target)
+	case found < target && readOnly:
+		return found, fmt.Errorf("%w: the database has schema %d, this ticketbridge needs %d; run the daemon once to migrate it",
+			ErrOldSchema, found, target)
+	case found < target:
+		for v := found; v < target; v++ {
+			for _, stmt := range migs[v] {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return found, fmt.Errorf("migrate schema %d to %d (the database is unchanged): %w", v, v+1, err)
+				}
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM `+pgSchemaTable); err != nil {
+			return found, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+pgSchemaTable+` (version, migrated_at) VALUES ($1, now())`, target); err != nil {
+			return found, err
+		}
+	}
+	return found, nil
 }
 
 func (b *pgBackend) close() error {
@@ -471,14 +529,22 @@ func (t *pgTx) exchange(queue func(*pgx.Batch), read func(pgx.BatchResults) erro
 }
 
 // classify maps PostgreSQL's serialization and deadlock failures to
-// ErrConflict.
+// ErrConflict, and a commit under a stale fence to ErrLeaseLost.
 func classify(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
+	switch {
+	case !errors.As(err, &pe):
+	case pe.Code == "40001" || pe.Code == "40P01":
 		return fmt.Errorf("%w (another process writes this hotel's state; nothing of this update was kept): %w", ErrConflict, err)
+	case pe.Code == pgLeaseLostCode:
+		return fmt.Errorf("%w: another replica took the hotel over; nothing of this update was kept", ErrLeaseLost)
 	}
 	return err
 }
+
+// pgLeaseLostCode is the SQLSTATE ticketbridge_commit raises for a stale
+// fence.
+const pgLeaseLostCode = "TBL01"
 
 // buffered looks key up among the transaction's writes: found reports
 // whether the buffer decides, val is nil for a deleted key.
@@ -770,7 +836,11 @@ func (t *pgTx) commit() error {
 	n := 0
 	err := t.exchange(func(b *pgx.Batch) {
 		queue := func(sql string, args ...any) { b.Queue(sql, args...); n++ }
-		queue(`SELECT ticketbridge_commit($1, $2)`, t.b.hotel, seq)
+		var fence *int64
+		if t.b.fence != 0 {
+			fence = &t.b.fence
+		}
+		queue(`SELECT ticketbridge_commit($1, $2, $3)`, t.b.hotel, seq, fence)
 		for _, p := range t.prefixes {
 			where, args := keyRange(p.prefix)
 			queue(`DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`+where, append([]any{t.b.hotel, p.bucket}, args...)...)

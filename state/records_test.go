@@ -314,7 +314,7 @@ func TestCursorsMetaCycles(t *testing.T) {
 			if _, ok, err := tx.LastCycle(); ok || err != nil {
 				t.Errorf("LastCycle before any: ok=%t err=%v", ok, err)
 			}
-			if v, ok, err := tx.Meta(metaSchema); !ok || err != nil || v != fmt.Sprint(SchemaVersion) {
+			if v, ok, err := tx.Meta(metaSchema); !ok || err != nil || v != fmt.Sprint(s.Schema()) {
 				t.Errorf("Meta(schema_version) = %q, %t, %v", v, ok, err)
 			}
 			return nil
@@ -478,7 +478,7 @@ func TestStats(t *testing.T) {
 		st.FileSize, st.DataBytes = 0, 0
 		want := Stats{
 			Backend:  b.name,
-			Schema:   SchemaVersion,
+			Schema:   s.Schema(),
 			Tickets:  6,
 			ByStatus: map[string]int{"new": 2, "done": 2, "": 1},
 			Retired:  1, WithErrors: 1, Corrupt: 1,

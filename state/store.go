@@ -45,6 +45,11 @@ var (
 	// hotel's state while this Update ran (two daemons serve one hotel);
 	// nothing of this Update was kept.
 	ErrConflict = errors.New("state changed by another writer of the same hotel")
+	// ErrLeaseLost: on PostgreSQL, the Store was opened under a lease
+	// fence (Options.Fence) and another replica has taken the hotel's lease
+	// since; nothing of this Update was kept. Close the Store: this replica
+	// no longer syncs the hotel.
+	ErrLeaseLost = errors.New("the hotel's lease is held by another replica")
 	// ErrCorrupt: a stored record cannot be decoded. The error is a
 	// *[RecordError] naming the bucket and key.
 	ErrCorrupt = errors.New("corrupt record")
@@ -90,6 +95,12 @@ type Options struct {
 	// [DefaultHotel]. A bbolt file holds one hotel; the name is not
 	// stored in it.
 	Hotel string
+	// Fence is the fence of the hotel's lease the Store writes under, as
+	// [Leases.Acquire] returned it (PostgreSQL only). Every Update's commit
+	// checks it: once another replica has taken the lease, Update fails
+	// with [ErrLeaseLost] and keeps nothing. Zero writes without a lease
+	// (the commands that change state beside a running daemon).
+	Fence int64
 }
 
 // DefaultHotel is the hotel of a daemon that serves one.

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/state/statetest"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -26,7 +27,8 @@ func clearServiceEnv(t testing.TB) {
 	t.Helper()
 	keys := []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM"}
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
+		// The test kit's own variable (the test database) stays.
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) && k != statetest.Env {
 			keys = append(keys, k)
 		}
 	}

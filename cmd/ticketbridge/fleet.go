@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	gosync "sync"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/cmd/ticketbridge/statuspage"
@@ -35,8 +36,17 @@ type fleet struct {
 	// afterCycle, when set, is called after each cycle of each hotel.
 	afterCycle func(hotel string, r sync.Report, err error)
 
-	mu     gosync.Mutex // held by reload and stop, one at a time
+	mu     gosync.Mutex // held by reload, balance and stop, one at a time
 	hotels map[string]*runningHotel
+
+	// keeper holds the leases of the hotels whose state is in PostgreSQL:
+	// those are leased, started here only while this replica holds their
+	// lease (see leases.go). handing holds the leased hotels stopping for
+	// a handover: their leases are renewed until their cycle in flight
+	// ended, then released.
+	keeper  *leaseKeeper
+	leased  map[string]hotelConf
+	handing map[string]*runningHotel
 }
 
 // runningHotel is one hotel the daemon runs.
@@ -46,7 +56,16 @@ type runningHotel struct {
 	tel  *telemetry
 	// stop ends the scheduling; the cycle in flight finishes first.
 	stop context.CancelFunc
+	// kill ends the cycle in flight too, by ending life: the hotel's lease
+	// ended.
+	kill context.CancelFunc
+	life context.Context
 	done chan struct{}
+	// lease is the hotel's lease; nil for a hotel whose state is a file.
+	lease *hotelLease
+	// page is the hotel's source of the status page (nil: none); its
+	// goroutine sets it, read it after done.
+	page *console
 }
 
 // newFleet returns the fleet of the directory hcfg names; reload starts
@@ -68,7 +87,8 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 	// the slots in the context of their calls.
 	life = adapters.WithSlots(life, slots)
 	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts,
-		hotels: map[string]*runningHotel{}}
+		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
+		leased: map[string]hotelConf{}, handing: map[string]*runningHotel{}}
 }
 
 // reload reads the hotels directory again and makes the running hotels
@@ -86,8 +106,12 @@ func (f *fleet) reload() error {
 		return err
 	}
 	want := make(map[string]hotelConf, len(good))
+	clear(f.leased)
 	for _, h := range good {
 		want[h.name()] = h
+		if state.IsURL(h.cfg.State) {
+			f.leased[h.name()] = h
+		}
 	}
 	var stopping []*runningHotel
 	for name, rh := range f.hotels {
@@ -105,6 +129,7 @@ func (f *fleet) reload() error {
 		if err := rh.w.Close(); err != nil {
 			f.log.Warn("close hotel: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
 		}
+		f.release(rh)
 		if _, ok := want[rh.conf.name()]; ok {
 			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
 		} else {
@@ -124,7 +149,10 @@ func (f *fleet) reload() error {
 		if _, ok := f.hotels[name]; ok {
 			continue
 		}
-		rh, err := f.start(want[name])
+		if _, ok := f.leased[name]; ok {
+			continue // started by balance, once this replica holds its lease
+		}
+		rh, err := f.start(want[name], nil)
 		if err != nil {
 			f.log.Error("hotel not started: "+err.Error(), slog.Any("hotel", name), slog.String("op", "reload"))
 			f.tel.dropHotel(name, err.Error())
@@ -132,6 +160,7 @@ func (f *fleet) reload() error {
 		}
 		f.hotels[name] = rh
 	}
+	f.balanceLocked()
 	return nil
 }
 
@@ -147,8 +176,11 @@ func (rh *runningHotel) alive() bool {
 	}
 }
 
-// start wires a hotel and runs its scheduler in a goroutine.
-func (f *fleet) start(h hotelConf) (*runningHotel, error) {
+// start wires a hotel and runs its scheduler in a goroutine. A hotel whose
+// state is in PostgreSQL runs under hl, its lease: its Store commits under
+// the lease's fence, its API requests stop when the lease's view ends, and
+// the end of the view stops the hotel, its cycle in flight included.
+func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 	name := h.name()
 	log := f.log.With("hotel", name)
 	tel := f.tel.hotel(name)
@@ -156,17 +188,30 @@ func (f *fleet) start(h hotelConf) (*runningHotel, error) {
 	if f.afterCycle != nil {
 		after = func(r sync.Report, err error) { f.afterCycle(name, r, err) }
 	}
-	w, err := wire(f.life, h.env, h.cfg, h.sc, log, wireOptions{
+	opts := wireOptions{
 		Registry:   f.opts.Registry,
 		HTTPClient: tel.instrument(f.api),
 		AfterCycle: after,
 		Hotel:      name,
-	})
+	}
+	if hl != nil {
+		opts.HTTPClient = guarded(opts.HTTPClient, hl)
+		opts.Fence = hl.get().Fence
+	}
+	life, kill := context.WithCancel(f.life)
+	w, err := wire(life, h.env, h.cfg, h.sc, log, opts)
 	if err != nil {
+		kill()
 		return nil, err
 	}
-	sctx, stop := context.WithCancel(f.life)
-	rh := &runningHotel{conf: h, w: w, tel: tel, stop: stop, done: make(chan struct{})}
+	sctx, stop := context.WithCancel(life)
+	rh := &runningHotel{conf: h, w: w, tel: tel, stop: stop, kill: kill, life: life, done: make(chan struct{}), lease: hl}
+	if hl != nil {
+		hl.expireWith(func() {
+			log.Warn("hotel stopped: its lease was not renewed in time (the state database was out of reach, or this process was paused); another replica may take it over", slog.String("op", "lease"))
+			kill()
+		})
+	}
 	go func() {
 		defer close(rh.done)
 		// The adapter's start and the helpdesk check run here, so that a
@@ -190,15 +235,18 @@ func (f *fleet) start(h hotelConf) (*runningHotel, error) {
 		if f.tel.page != nil {
 			page = newConsole(w, name)
 			f.tel.showPage(name, page.hotel)
+			rh.page = page
 		}
 		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.cfg.Adapter), slog.String("state", state.Redacted(h.cfg.State)), slog.Any("schedule", h.sc.Schedule), slog.Any("api", h.cfg.APIURL), slog.Any("file", h.file.Path))
-		_ = w.scheduler(tel, page, f.life).Run(sctx)
+		_ = w.scheduler(tel, page, life).Run(sctx)
 	}()
 	return rh, nil
 }
 
-// stopAll stops every hotel, waiting for the cycles in flight, and closes
-// their wirings; it returns the first error of a close.
+// stopAll stops every hotel, waiting for the cycles in flight, closes
+// their wirings and leaves the replicas (releasing every lease, so that
+// the other replicas take the hotels at once); it returns the first error
+// of a close.
 func (f *fleet) stopAll() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -211,8 +259,18 @@ func (f *fleet) stopAll() error {
 		if err := rh.w.Close(); err != nil && first == nil {
 			first = fmt.Errorf("close hotel %s: %w", name, err)
 		}
+		if rh.lease != nil {
+			rh.lease.stopTimer()
+		}
 		delete(f.hotels, name)
 	}
+	for name, rh := range f.handing {
+		<-rh.done
+		delete(f.handing, name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
+	defer cancel()
+	f.keeper.leave(ctx)
 	return first
 }
 
@@ -274,9 +332,13 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 		return err
 	}
 	v, _, _ := buildVersion()
-	f.log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", f.hcfg.Dir), slog.Any("hotels", len(f.running())), slog.Any("max_in_flight", f.hcfg.MaxInFlight))
+	f.log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", f.hcfg.Dir), slog.Any("hotels", len(f.running())), slog.Any("max_in_flight", f.hcfg.MaxInFlight), slog.String("replica", f.keeper.replica))
+	tick := time.NewTicker(leaseTick(f.hcfg.LeaseTTL))
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			f.balance()
 		case <-ctx.Done():
 			err := f.stopAll()
 			f.log.Info("ticketbridge stopped", slog.String("op", "stop"))

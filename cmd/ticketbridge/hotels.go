@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	gosync "sync"
+	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
@@ -42,6 +43,12 @@ type hotelsConfig struct {
 	// Ready names the hotels whose failure makes /readyz answer 503
 	// (comma-separated); empty means every hotel.
 	Ready string `env:"TICKETBRIDGE_READY_HOTELS"`
+	// LeaseTTL bounds how long a hotel whose state is in PostgreSQL stays
+	// without a replica when the one syncing it dies: replicas renew their
+	// leases every eighth of it, a lease lives three quarters of it, and a
+	// replica that could not renew stops the hotel before another may take
+	// it.
+	LeaseTTL time.Duration `env:"TICKETBRIDGE_LEASE_TTL, default=8s"`
 }
 
 // loadHotelsConfig reads and checks the variables of the many hotels.
@@ -53,6 +60,9 @@ func loadHotelsConfig(ctx context.Context, env envconfig.Lookuper) (hotelsConfig
 	c.Dir = strings.TrimSpace(c.Dir)
 	if c.MaxInFlight < 1 {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_MAX_IN_FLIGHT=%d: want 1 or more, such as 32", c.MaxInFlight)
+	}
+	if c.LeaseTTL < 2*time.Second || c.LeaseTTL > 10*time.Minute {
+		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LEASE_TTL=%s: want 2s to 10m, such as 8s", c.LeaseTTL)
 	}
 	for _, n := range c.readyNames() {
 		if !hotelName.MatchString(n) {

@@ -32,6 +32,17 @@ type hotelBoard struct {
 	pages map[string]statuspage.Source
 	// ready names the hotels /readyz answers for; nil means every hotel.
 	ready []string
+	// elsewhere holds the hotels another replica syncs (or will), with
+	// what /readyz says of them.
+	elsewhere map[string]string
+}
+
+// hotelsElsewhere sets the hotels other replicas sync: /readyz lists them
+// as ready here, saying where they are.
+func (t *telemetry) hotelsElsewhere(m map[string]string) {
+	t.hotels.mu.Lock()
+	defer t.hotels.mu.Unlock()
+	t.hotels.elsewhere = m
 }
 
 // asFleet makes t the telemetry of a daemon of many hotels: its own
@@ -108,6 +119,16 @@ func (t *telemetry) showPage(name string, src statuspage.Source) {
 	}
 }
 
+// hidePage takes src, the page source of the hotel name, off the status
+// page; a source the hotel got since (it started again) stays.
+func (t *telemetry) hidePage(name string, src statuspage.Source) {
+	t.hotels.mu.Lock()
+	defer t.hotels.mu.Unlock()
+	if t.hotels.pages[name] == src {
+		delete(t.hotels.pages, name)
+	}
+}
+
 // hotelReadiness is a hotel's readiness: ok and why, whether it counts
 // for /readyz (TICKETBRIDGE_READY_HOTELS), and its page source (nil when
 // it does not run).
@@ -119,8 +140,9 @@ type hotelReadiness struct {
 	page   statuspage.Source
 }
 
-// judge returns the readiness of each hotel, running, broken or named in
-// TICKETBRIDGE_READY_HOTELS, in name order, and sets the ready gauges.
+// judge returns the readiness of each hotel, running, broken, synced by
+// another replica or named in TICKETBRIDGE_READY_HOTELS, in name order, and
+// sets the ready gauges.
 func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 	b.mu.Lock()
 	tels := make(map[string]*telemetry, len(b.tels))
@@ -136,14 +158,20 @@ func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 		pages[n] = p
 	}
 	ready := b.ready
+	elsewhere := b.elsewhere
 	b.mu.Unlock()
 
-	names := make([]string, 0, len(tels)+len(broken))
+	names := make([]string, 0, len(tels)+len(broken)+len(elsewhere))
 	for n := range tels {
 		names = append(names, n)
 	}
 	for n := range broken {
 		names = append(names, n)
+	}
+	for n := range elsewhere {
+		if _, ok := tels[n]; !ok && broken[n] == "" {
+			names = append(names, n)
+		}
 	}
 	for _, n := range ready {
 		if !slices.Contains(names, n) {
@@ -160,6 +188,8 @@ func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 			h.m.ready.Set(boolFloat(hr.ok))
 		case broken[n] != "":
 			hr.reason = "failed to start: " + oneLine(broken[n])
+		case elsewhere[n] != "":
+			hr.ok, hr.reason = true, "not synced here: "+elsewhere[n]
 		default:
 			hr.reason = "no such hotel in the hotels directory (named in TICKETBRIDGE_READY_HOTELS)"
 		}

@@ -69,6 +69,9 @@ type wireOptions struct {
 	// Hotel names the hotel of a daemon of many; empty for one hotel. A
 	// state database that holds many hotels keeps this one's under it.
 	Hotel string
+	// Fence is the fence of the hotel's lease (see state.Options.Fence);
+	// zero for a state file, or a database written without a lease.
+	Fence int64
 }
 
 // loadEnv reads the configuration of the commands that sync: the daemon's
@@ -149,7 +152,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
 	}
 	if !opts.DryRun {
-		w.store, err = openState(cfg, log)
+		w.store, err = openState(cfg, log, opts.Fence)
 		if err != nil {
 			return nil, err
 		}
@@ -180,8 +183,8 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 
 // openState opens the state file for writing, explaining a lock held by a
 // running daemon.
-func openState(cfg Config, log *slog.Logger) (*state.Store, error) {
-	st, err := state.Open(cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel})
+func openState(cfg Config, log *slog.Logger, fence int64) (*state.Store, error) {
+	st, err := state.Open(cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel, Fence: fence})
 	if errors.Is(err, state.ErrLocked) {
 		return nil, fmt.Errorf("%w\nis the daemon running? `ticketbridge status` works alongside it; stop it (systemctl stop ticketbridge) to run this command", err)
 	}

@@ -1,0 +1,426 @@
+package main
+
+// This file shares the hotels of a PostgreSQL state among replicas: any
+// number of `ticketbridge run` processes with the same hotels directory
+// and the same database. Each hotel is synced by the one replica that
+// holds its lease (see state.Leases); the hotels are spread evenly over
+// the live replicas and move when replicas join or leave.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	gosync "sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// The time to live splits as follows: a lease lives leaseLife of it in the
+// database from its last renewal, and replicas renew every leaseTick of it.
+// A killed replica's hotels are thus free at most leaseLife after its last
+// renewal and taken at the next tick of another replica: within the time
+// to live.
+const (
+	leaseLifeNum, leaseLifeDen = 3, 4 // leaseLife = ttl * 3/4
+	leaseTickDen               = 8    // leaseTick = ttl / 8
+)
+
+// leaseLife and leaseTick return the parts of ttl.
+func leaseLife(ttl time.Duration) time.Duration { return ttl * leaseLifeNum / leaseLifeDen }
+func leaseTick(ttl time.Duration) time.Duration { return ttl / leaseTickDen }
+
+// newReplicaID names this process among the replicas: the host, for the
+// person reading the lease table, and a random part, unique per start.
+func newReplicaID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "replica"
+	}
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	return host + "-" + uuid.NewString()[:8]
+}
+
+// hotelLease is a running hotel's lease: while its view lasts the hotel
+// may act; when the view ends without a renewal, the hotel stops at once.
+type hotelLease struct {
+	db    *state.Leases
+	mu    gosync.Mutex
+	lease state.Lease
+	timer *time.Timer
+}
+
+// valid reports whether the hotel may still act.
+func (hl *hotelLease) valid() bool {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	return hl.lease.Valid(time.Now())
+}
+
+func (hl *hotelLease) get() state.Lease {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	return hl.lease
+}
+
+// extend moves the view's end to l's, and the timer with it.
+func (hl *hotelLease) extend(l state.Lease) {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	hl.lease = l
+	if hl.timer != nil {
+		hl.timer.Reset(time.Until(l.Until))
+	}
+}
+
+// expireWith arms the timer that calls lost when the view ends.
+func (hl *hotelLease) expireWith(lost func()) {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	hl.timer = time.AfterFunc(time.Until(hl.lease.Until), lost)
+}
+
+func (hl *hotelLease) stopTimer() {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	if hl.timer != nil {
+		hl.timer.Stop()
+	}
+}
+
+// errLeaseEnded is the error of a request a hotel tries after its lease
+// ended.
+var errLeaseEnded = errors.New("this replica's lease of the hotel ended: another replica may sync it now")
+
+// leaseGuard refuses the requests of a hotel whose lease ended: a replica
+// that was paused or cut off sends nothing more for it.
+type leaseGuard struct {
+	base http.RoundTripper
+	hl   *hotelLease
+}
+
+func (g *leaseGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !g.hl.valid() {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, errLeaseEnded
+	}
+	return g.base.RoundTrip(req)
+}
+
+// guarded returns hc with its requests refused once hl ended.
+func guarded(hc *http.Client, hl *hotelLease) *http.Client {
+	c := *hc
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = &leaseGuard{base: base, hl: hl}
+	return &c
+}
+
+// leaseKeeper holds the fleet's leases: one state.Leases per database,
+// opened on first use.
+type leaseKeeper struct {
+	replica string
+	ttl     time.Duration
+	log     *slog.Logger
+	dbs     map[string]*state.Leases // by state URL
+}
+
+func newLeaseKeeper(ttl time.Duration, log *slog.Logger) *leaseKeeper {
+	return &leaseKeeper{replica: newReplicaID(), ttl: ttl, log: log, dbs: map[string]*state.Leases{}}
+}
+
+// db returns the leases of the database at url.
+func (k *leaseKeeper) db(ctx context.Context, url string) (*state.Leases, error) {
+	if l, ok := k.dbs[url]; ok {
+		return l, nil
+	}
+	l, err := state.OpenLeases(ctx, url, k.replica, leaseLife(k.ttl))
+	if err != nil {
+		return nil, err
+	}
+	k.dbs[url] = l
+	return l, nil
+}
+
+// leave releases every lease and leaves the replicas of each database.
+func (k *leaseKeeper) leave(ctx context.Context) {
+	for url, l := range k.dbs {
+		if err := l.Leave(ctx); err != nil {
+			k.log.Warn(err.Error(), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+		}
+		_ = l.Close()
+		delete(k.dbs, url)
+	}
+}
+
+// assign spreads hotels over replicas evenly: their loads differ by one at
+// most. Each hotel goes to the first replica with room in an order drawn
+// from a hash of the hotel and the replica (rendezvous hashing with
+// bounded loads): first with room up to the lower share, then the hotels
+// left over go one to a replica. Every replica computes the same answer
+// from the same names, and a replica joining or leaving moves few hotels
+// besides its own share (measured: at most three times it).
+func assign(hotels, replicas []string) map[string]string {
+	out := make(map[string]string, len(hotels))
+	if len(replicas) == 0 {
+		return out
+	}
+	hs := slices.Sorted(slices.Values(hotels))
+	floor := len(hs) / len(replicas)
+	load := map[string]int{}
+	type rank struct {
+		replica string
+		score   uint64
+	}
+	order := func(h string) []rank {
+		ranks := make([]rank, len(replicas))
+		for i, r := range replicas {
+			f := fnv.New64a()
+			_, _ = f.Write([]byte(h + "\x00" + r))
+			ranks[i] = rank{r, f.Sum64()}
+		}
+		slices.SortFunc(ranks, func(a, b rank) int {
+			if c := cmp.Compare(b.score, a.score); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.replica, b.replica)
+		})
+		return ranks
+	}
+	// Once every replica has the lower share, the rest get one each.
+	for _, limit := range []int{floor, floor + 1} {
+		for _, h := range hs {
+			if _, done := out[h]; done {
+				continue
+			}
+			for _, r := range order(h) {
+				if load[r.replica] < limit {
+					out[h] = r.replica
+					load[r.replica]++
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// leaseReport says, for /readyz and the log, where a hotel is synced when
+// not here.
+func elsewhereReason(h state.Holder, ok bool) string {
+	switch {
+	case ok && h.Live:
+		return fmt.Sprintf("synced by replica %s", h.Replica)
+	default:
+		return "waiting for a replica to take its lease"
+	}
+}
+
+// balance renews this replica's leases and moves hotels to and from it.
+func (f *fleet) balance() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.balanceLocked()
+}
+
+// balanceLocked is balance with f.mu held. For each database of leased
+// hotels it heartbeats, renews the leases of the hotels running here (a
+// lease not renewed stops its hotel at once), hands over the hotels that
+// belong to another replica now (they stop after their cycle in flight,
+// and their leases are released), and takes the hotels that belong here
+// and are free.
+func (f *fleet) balanceLocked() {
+	ctx := f.life
+	if ctx.Err() != nil {
+		return
+	}
+	// Hotels whose handover finished give their leases back.
+	for name, rh := range f.handing {
+		if rh.alive() {
+			continue
+		}
+		delete(f.handing, name)
+		f.release(rh)
+	}
+	// A leased hotel that ended: killed when its lease's view ended (it
+	// may start again once this replica holds the lease anew), or failed
+	// to start (it waits for the next reload, as a hotel of a file does).
+	for name, rh := range f.hotels {
+		if rh.lease == nil || rh.alive() {
+			continue
+		}
+		delete(f.hotels, name)
+		f.closeWhenDone(rh)
+		f.release(rh)
+		if rh.life.Err() == nil {
+			delete(f.leased, name)
+		}
+	}
+	byDB := map[string][]string{}
+	for name, h := range f.leased {
+		byDB[h.cfg.State] = append(byDB[h.cfg.State], name)
+	}
+	for name, rh := range f.hotels {
+		if rh.lease != nil {
+			if _, ok := f.leased[name]; !ok {
+				byDB[rh.conf.cfg.State] = append(byDB[rh.conf.cfg.State], name)
+			}
+		}
+	}
+	elsewhere := map[string]string{}
+	for url, names := range byDB {
+		f.balanceDB(ctx, url, names, elsewhere)
+	}
+	f.tel.hotelsElsewhere(elsewhere)
+}
+
+func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsewhere map[string]string) {
+	k := f.keeper
+	opLog := f.log.With(slog.String("op", "lease"))
+	db, err := k.db(ctx, url)
+	if err != nil {
+		opLog.Error("hotels not started: "+err.Error(), slog.Any("hotels", names))
+		for _, n := range names {
+			if _, ok := f.hotels[n]; !ok {
+				f.tel.dropHotel(n, err.Error())
+			}
+		}
+		return
+	}
+	replicas, holders, err := db.Heartbeat(ctx)
+	if err != nil {
+		// The hotels running here go on while their leases' views last.
+		opLog.Warn(err.Error())
+		return
+	}
+	// Renew what runs here, and what is handing over.
+	var mine []state.Lease
+	running := map[string]*runningHotel{}
+	for name, rh := range f.hotels {
+		if rh.lease != nil && rh.lease.db == db {
+			mine = append(mine, rh.lease.get())
+			running[name] = rh
+		}
+	}
+	for name, rh := range f.handing {
+		if rh.lease.db == db {
+			mine = append(mine, rh.lease.get())
+			running[name] = rh
+		}
+	}
+	kept, err := db.Renew(ctx, mine)
+	if err != nil {
+		opLog.Warn(err.Error())
+		return
+	}
+	renewed := map[string]state.Lease{}
+	for _, l := range kept {
+		renewed[l.Hotel] = l
+	}
+	for name, rh := range running {
+		if l, ok := renewed[name]; ok {
+			rh.lease.extend(l)
+			continue
+		}
+		opLog.Warn("hotel stopped: its lease was taken over by another replica", slog.Any("hotel", name))
+		rh.lease.stopTimer()
+		rh.kill()
+		if _, ok := f.hotels[name]; ok {
+			delete(f.hotels, name)
+			go f.closeWhenDone(rh)
+		}
+	}
+	owner := assign(names, replicas)
+	holder := map[string]state.Holder{}
+	for _, h := range holders {
+		holder[h.Hotel] = h
+	}
+	for _, name := range names {
+		rh, here := f.hotels[name]
+		_, wanted := f.leased[name]
+		switch {
+		case here && (owner[name] != k.replica || !wanted):
+			// Another replica's now (or the file is gone): stop after the
+			// cycle in flight; balance releases the lease once it ended.
+			opLog.Info("hotel handed over to another replica", slog.Any("hotel", name), slog.Any("to", owner[name]))
+			rh.stop()
+			delete(f.hotels, name)
+			f.handing[name] = rh
+			go f.closeWhenDone(rh)
+			elsewhere[name] = "handed over to replica " + owner[name]
+		case here:
+		case owner[name] != k.replica || !wanted:
+			h, ok := holder[name]
+			elsewhere[name] = elsewhereReason(h, ok)
+		default:
+			if _, busy := f.handing[name]; busy {
+				elsewhere[name] = "handing over"
+				continue
+			}
+			if h, ok := holder[name]; ok && h.Live && h.Replica != k.replica {
+				elsewhere[name] = elsewhereReason(h, ok)
+				continue // its holder hands it over at its next tick
+			}
+			l, ok, err := db.Acquire(ctx, name)
+			if err != nil || !ok {
+				if err != nil {
+					opLog.Warn(err.Error(), slog.Any("hotel", name))
+				}
+				elsewhere[name] = elsewhereReason(holder[name], false)
+				continue
+			}
+			hl := &hotelLease{db: db, lease: l}
+			rh, err := f.start(f.leased[name], hl)
+			if err != nil {
+				opLog.Error("hotel not started: "+err.Error(), slog.Any("hotel", name))
+				f.tel.dropHotel(name, err.Error())
+				_ = db.Release(ctx, l)
+				continue
+			}
+			opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", name), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
+			f.hotels[name] = rh
+		}
+	}
+}
+
+// closeWhenDone closes a stopped hotel's wiring once its goroutine ended.
+func (f *fleet) closeWhenDone(rh *runningHotel) {
+	<-rh.done
+	if rh.page != nil {
+		// Off the status page before its state closes.
+		f.tel.hidePage(rh.conf.name(), rh.page.hotel)
+	}
+	if rh.lease != nil {
+		rh.lease.stopTimer()
+	}
+	if err := rh.w.Close(); err != nil {
+		f.log.Warn("close hotel: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
+	}
+}
+
+// release gives back the lease of a hotel that stopped, if it has one.
+func (f *fleet) release(rh *runningHotel) {
+	if rh.lease == nil {
+		return
+	}
+	rh.lease.stopTimer()
+	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
+	defer cancel()
+	if err := rh.lease.db.Release(ctx, rh.lease.get()); err != nil {
+		f.log.Warn(err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "lease"))
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/state/statetest"
+)
+
+// assign spreads hotels evenly, the same way for everyone, and moves
+// little when a replica joins.
+func TestAssignSpreadsEvenly(t *testing.T) {
+	var hotels []string
+	for i := range 200 {
+		hotels = append(hotels, fmt.Sprintf("hotel-%03d", i))
+	}
+	for _, n := range []int{1, 2, 3, 7, 13} {
+		var reps []string
+		for i := range n {
+			reps = append(reps, fmt.Sprintf("replica-%d", i))
+		}
+		got := assign(hotels, reps)
+		load := map[string]int{}
+		for _, r := range got {
+			load[r]++
+		}
+		limit := (len(hotels) + n - 1) / n
+		for _, r := range reps {
+			if load[r] > limit || load[r] < len(hotels)/n {
+				t.Errorf("%d replicas: %s has %d hotels, want about %d", n, r, load[r], len(hotels)/n)
+			}
+		}
+		if len(got) != len(hotels) {
+			t.Errorf("%d replicas: %d hotels assigned of %d", n, len(got), len(hotels))
+		}
+		shuffled := slices.Clone(hotels)
+		slices.Reverse(shuffled)
+		if again := assign(shuffled, reps); !maps.Equal(again, got) {
+			t.Errorf("%d replicas: the assignment depends on the order of the names", n)
+		}
+		// One more replica takes its share, and a few others move as the
+		// shares shrink; most hotels stay where they are.
+		more := assign(hotels, append(slices.Clone(reps), "replica-new"))
+		moved := 0
+		for h, r := range more {
+			if r != got[h] {
+				moved++
+			}
+		}
+		if share := len(hotels) / (n + 1); moved > 3*share {
+			t.Errorf("%d replicas + 1: %d hotels moved, want about %d", n, moved, share)
+		}
+	}
+	if got := assign(hotels, nil); len(got) != 0 {
+		t.Errorf("no replica: %v", got)
+	}
+}
+
+// replica is one daemon of many hotels sharing a PostgreSQL state with
+// others; the test calls its balance directly instead of its ticker.
+func (fx *fleetFixture) replica(ctx context.Context) *fleet {
+	fx.t.Helper()
+	ef := envFlag{path: fx.mainFile()}
+	src, cfg, _, log, err := loadEnv(ctx, &ef, io.Discard)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	hc, err := loadHotelsConfig(ctx, src.env)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	tel := newTelemetry(telemetryConfig{CycleMax: 20 * time.Minute}, log)
+	tel.watchdogEvery = -1
+	tel.notify = func(string) error { return nil }
+	f := newFleet(ctx, src, cfg, hc, log, tel, wireOptions{Registry: fx.registry})
+	fx.t.Cleanup(func() { _ = f.stopAll() })
+	if err := f.reload(); err != nil {
+		fx.t.Fatal(err)
+	}
+	return f
+}
+
+// cycle runs one cycle of every hotel running in f.
+func cycleEach(t *testing.T, f *fleet) {
+	t.Helper()
+	f.mu.Lock()
+	hs := maps.Clone(f.hotels)
+	f.mu.Unlock()
+	for name, rh := range hs {
+		if _, err := rh.w.engine.RunCycle(context.Background()); err != nil {
+			t.Errorf("hotel %s: cycle: %v", name, err)
+		}
+	}
+}
+
+// waitHandovers waits for the hotels f hands over to end their cycles, and
+// lets f release their leases.
+func waitHandovers(f *fleet) {
+	f.mu.Lock()
+	hs := maps.Clone(f.handing)
+	f.mu.Unlock()
+	for _, rh := range hs {
+		<-rh.done
+	}
+	f.balance()
+}
+
+// TestReplicasShareHotels: two replicas on one database split the hotels
+// evenly, each hotel synced by one of them; when one leaves the other
+// takes everything, and a replica whose leases were taken over while it
+// was cut off stops its hotels and writes nothing for them.
+func TestReplicasShareHotels(t *testing.T) {
+	db := statetest.PostgresURL(t)
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_STATE"] = db
+	hotels := []string{"alpha", "bravo", "charlie", "delta"}
+	ids := map[string]string{}
+	for _, h := range hotels {
+		fx.writeHotel(h, nil)
+		ids[h] = fx.ticket(h, "towels for "+h)
+	}
+	ctx := t.Context()
+	a := fx.replica(ctx)
+	if got := a.running(); !slices.Equal(got, hotels) {
+		t.Fatalf("a replica alone runs %v, want every hotel", got)
+	}
+	cycleEach(t, a)
+	b := fx.replica(ctx)
+	if got := b.running(); len(got) != 0 {
+		t.Fatalf("b started %v while a holds every lease", got)
+	}
+	if ok, body := b.tel.readiness(time.Now()); !ok || !strings.Contains(body, "synced by replica "+a.keeper.replica) {
+		t.Errorf("b's /readyz while a holds every hotel: %t\n%s", ok, body)
+	}
+	a.balance() // a sees b and hands over b's share
+	waitHandovers(a)
+	b.balance()
+	ra, rb := a.running(), b.running()
+	if len(ra) != 2 || len(rb) != 2 || slices.ContainsFunc(ra, func(h string) bool { return slices.Contains(rb, h) }) {
+		t.Fatalf("after b joined: a runs %v, b runs %v; want two each, apart", ra, rb)
+	}
+
+	// Each hotel's new guest message crosses once, by whichever replica
+	// holds it.
+	for _, h := range hotels {
+		if _, err := fx.ts.Server.AddMessage(ids[h], refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "also a bathrobe for " + h}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycleEach(t, a)
+	cycleEach(t, b)
+	for _, h := range hotels {
+		if n := strings.Count(fx.threads(h), "also a bathrobe for "+h); n != 1 {
+			t.Errorf("hotel %s: the guest message is in its helpdesk %d times, want once", h, n)
+		}
+	}
+
+	// b is cut off: the database lets its leases and its heartbeat lapse
+	// (as the time to live passing), and a takes every hotel.
+	pgExecTest(t, db, `UPDATE ticketbridge_leases SET expires_at = now() - interval '1 second' WHERE replica = $1`, b.keeper.replica)
+	pgExecTest(t, db, `UPDATE ticketbridge_replicas SET expires_at = now() - interval '1 second' WHERE replica = $1`, b.keeper.replica)
+	a.balance()
+	if got := a.running(); !slices.Equal(got, hotels) {
+		t.Fatalf("after b's leases lapsed a runs %v, want every hotel", got)
+	}
+	// b's engines, still open, can commit nothing: the fences moved on.
+	b.mu.Lock()
+	stale := maps.Clone(b.hotels)
+	b.mu.Unlock()
+	for name, rh := range stale {
+		err := rh.w.store.Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: "stale-write"}) })
+		if !errorsIsLeaseLost(err) {
+			t.Errorf("hotel %s: b's write after the takeover: %v, want the lease lost", name, err)
+		}
+	}
+	// b comes back: its renewal finds no lease, and it stops them.
+	b.balance()
+	if got := b.running(); len(got) != 0 {
+		t.Errorf("b still runs %v after its leases were taken over", got)
+	}
+	for _, rh := range stale {
+		if rh.alive() || rh.life.Err() == nil {
+			t.Errorf("hotel %s of b still runs", rh.conf.name())
+		}
+	}
+
+	// a leaves cleanly: b takes every hotel at its next balance, without
+	// waiting for the time to live.
+	if err := a.stopAll(); err != nil {
+		t.Fatal(err)
+	}
+	b.balance()
+	if got := b.running(); !slices.Equal(got, hotels) {
+		t.Fatalf("after a left b runs %v, want every hotel", got)
+	}
+}
+
+// The end of a lease's view stops its hotel at once, and its API requests
+// are refused from that moment, before any renewal could tell.
+func TestLeaseViewEndStopsTheHotel(t *testing.T) {
+	db := statetest.PostgresURL(t)
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_STATE"] = db
+	fx.writeHotel("alpha", nil)
+	fx.ticket("alpha", "a lamp")
+	a := fx.replica(t.Context())
+	a.mu.Lock()
+	rh := a.hotels["alpha"]
+	a.mu.Unlock()
+	if rh == nil || rh.lease == nil {
+		t.Fatal("alpha does not run under a lease")
+	}
+	l := rh.lease.get()
+	l.Until = time.Now().Add(-time.Millisecond)
+	rh.lease.extend(l) // the view ended: as a pause past the time to live
+	<-rh.life.Done()
+	<-rh.done
+	if _, err := rh.w.client.ListTickets(context.Background(), guestapi.ListOptions{}); err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Errorf("an API request after the lease's view ended: %v, want refused", err)
+	}
+	a.balance()
+	if got := a.running(); !slices.Equal(got, []string{"alpha"}) {
+		t.Errorf("after the lapse the replica runs %v; want alpha again, under a new lease", got)
+	}
+}
+
+// threads returns the ticket.json files of a hotel's files helpdesk, one
+// after the other.
+func (fx *fleetFixture) threads(hotel string) string {
+	fx.t.Helper()
+	var s strings.Builder
+	for _, f := range fx.folders(hotel) {
+		b, err := os.ReadFile(filepath.Join(fx.filesDir(hotel), "tickets", f, "ticket.json"))
+		if err != nil {
+			fx.t.Fatal(err)
+		}
+		s.Write(b)
+	}
+	return s.String()
+}
+
+// pgExecTest runs one statement on the test database.
+func pgExecTest(t *testing.T, db, sql string, args ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func errorsIsLeaseLost(err error) bool {
+	return errors.Is(err, state.ErrLeaseLost) || errors.Is(err, state.ErrConflict)
+}

@@ -1,0 +1,267 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Leases share the hotels of one PostgreSQL database among the replicas
+// (ticketbridge processes) that serve them, so that each hotel is synced
+// by one replica at a time.
+//
+// A replica announces itself with [Leases.Heartbeat] and holds a hotel by
+// a lease: a row naming the replica, valid until a time of the database's
+// clock, kept alive by [Leases.Renew]. A lease whose time has passed may
+// be taken by another replica ([Leases.Acquire]); each take raises the
+// hotel's fence, and a Store opened with the fence it was given
+// ([Options.Fence]) can commit only while the fence is current. So a
+// replica that was paused, or cut off from the database, past its lease
+// commits nothing after another replica took the hotel over.
+//
+// The holder's own view of its lease ([Lease.Valid]) ends earlier than the
+// database's: it counts the time to live from the moment the renewal was
+// sent, on the local monotonic clock. A holder that stops acting when its
+// view ends is therefore done before anyone else may start; the fence
+// covers the writes that were already on the way.
+type Leases struct {
+	p       *sharedPool
+	replica string
+	ttl     time.Duration
+	// now is the local clock of the holder's view.
+	now func() time.Time
+}
+
+// Lease is a replica's hold on a hotel.
+type Lease struct {
+	Hotel string
+	// Fence is the value to open the hotel's Store with.
+	Fence int64
+	// Until is when the holder's view of the lease ends (local clock).
+	Until time.Time
+}
+
+// Valid reports whether the holder may still act for the hotel at now.
+func (l Lease) Valid(now time.Time) bool { return now.Before(l.Until) }
+
+// Holder is a hotel's lease as the database has it.
+type Holder struct {
+	Hotel   string
+	Replica string
+	Fence   int64
+	// Live is false when the lease's time has passed or it was released.
+	Live bool
+}
+
+// OpenLeases joins the replicas of the database at rawURL as replica (an
+// id unique to the process), with leases that live ttl. It creates or
+// migrates the schema as [Open] does. Close it when done.
+func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) (*Leases, error) {
+	if !IsURL(rawURL) {
+		return nil, fmt.Errorf("%w: leases need a PostgreSQL state (postgres://...), not a file", ErrInvalid)
+	}
+	if replica == "" || ttl < time.Second {
+		return nil, fmt.Errorf("%w: leases need a replica id and a time to live of at least 1s (got %q, %s)", ErrInvalid, replica, ttl)
+	}
+	p, err := acquirePool(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open leases %s: %w", redactURL(rawURL), err)
+	}
+	l := &Leases{p: p, replica: replica, ttl: ttl, now: time.Now}
+	if err := l.migrate(ctx); err != nil {
+		p.release()
+		return nil, fmt.Errorf("open leases %s: %w", redactURL(rawURL), redact(err, p.secret))
+	}
+	return l, nil
+}
+
+// migrate brings the schema up to date, as a Store's open does.
+func (l *Leases) migrate(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
+	defer cancel()
+	tx, err := l.p.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := migratePG(ctx, tx, false, pgMigrations); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Replica returns the replica's id.
+func (l *Leases) Replica() string { return l.replica }
+
+// TTL returns the leases' time to live.
+func (l *Leases) TTL() time.Duration { return l.ttl }
+
+// exec runs fn in one round trip's time bound, redacting the password.
+func (l *Leases) exec(ctx context.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, min(pgRoundTripTimeout, l.ttl))
+	defer cancel()
+	return redact(fn(ctx), l.p.secret)
+}
+
+func (l *Leases) interval() string { return fmt.Sprintf("%d milliseconds", l.ttl.Milliseconds()) }
+
+// Heartbeat keeps the replica alive for another time to live and returns
+// the live replicas, sorted, this one included, and every hotel's lease.
+// Replicas gone for longer than ten times to live are forgotten.
+func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Holder, err error) {
+	err = l.exec(ctx, func(ctx context.Context) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO `+pgReplicaTbl+` (replica, started_at, expires_at) VALUES ($1, now(), now() + $2::interval)
+			ON CONFLICT (replica) DO UPDATE SET expires_at = excluded.expires_at`, l.replica, l.interval())
+		b.Queue(`DELETE FROM `+pgReplicaTbl+` WHERE expires_at < now() - 10 * $1::interval`, l.interval())
+		b.Queue(`SELECT replica FROM ` + pgReplicaTbl + ` WHERE expires_at > now() ORDER BY replica`)
+		b.Queue(`SELECT hotel, replica, fence, expires_at > now() FROM ` + pgLeaseTable + ` ORDER BY hotel`)
+		br := l.p.pool.SendBatch(ctx, b)
+		defer br.Close()
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if replicas, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		rows, err = br.Query()
+		if err != nil {
+			return err
+		}
+		holders, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Holder, error) {
+			var h Holder
+			return h, r.Scan(&h.Hotel, &h.Replica, &h.Fence, &h.Live)
+		})
+		if err != nil {
+			return err
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return replicas, holders, nil
+}
+
+// Acquire takes the lease of hotel when it is free, expired or already
+// this replica's, raising the hotel's fence. ok is false when another
+// replica holds it.
+func (l *Leases) Acquire(ctx context.Context, hotel string) (lease Lease, ok bool, err error) {
+	if err := CheckHotel(hotel); err != nil {
+		return Lease{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	sent := l.now()
+	err = l.exec(ctx, func(ctx context.Context) error {
+		// One statement: the lease and the hotel's fence move together.
+		err := l.p.pool.QueryRow(ctx, `WITH l AS (
+				INSERT INTO `+pgLeaseTable+` AS o (hotel, replica, fence, taken_at, expires_at)
+				VALUES ($1, $2, 1, now(), now() + $3::interval)
+				ON CONFLICT (hotel) DO UPDATE
+				   SET replica = excluded.replica, fence = o.fence + 1, taken_at = now(), expires_at = excluded.expires_at
+				 WHERE o.expires_at <= now() OR o.replica = excluded.replica
+				RETURNING hotel, fence)
+			INSERT INTO `+pgHotelsTable+` (hotel, created_at, fence) SELECT hotel, now(), fence FROM l
+			ON CONFLICT (hotel) DO UPDATE SET fence = excluded.fence
+			RETURNING fence`, hotel, l.replica, l.interval()).Scan(&lease.Fence)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		ok = err == nil
+		return classify(err)
+	})
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("take the lease of hotel %s: %w", hotel, err)
+	}
+	if !ok {
+		return Lease{}, false, nil
+	}
+	lease.Hotel, lease.Until = hotel, sent.Add(l.ttl)
+	return lease, true, nil
+}
+
+// Renew extends the replica's leases of hotels and returns those it still
+// holds, with their views extended; a lease missing from the answer was
+// lost (taken over after it expired).
+func (l *Leases) Renew(ctx context.Context, leases []Lease) ([]Lease, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	hotels := make([]string, len(leases))
+	fences := make([]int64, len(leases))
+	for i, le := range leases {
+		hotels[i], fences[i] = le.Hotel, le.Fence
+	}
+	sent := l.now()
+	var kept []string
+	err := l.exec(ctx, func(ctx context.Context) error {
+		rows, err := l.p.pool.Query(ctx, `UPDATE `+pgLeaseTable+` AS o SET expires_at = now() + $2::interval
+			  FROM unnest($3::text[], $4::bigint[]) AS h(hotel, fence)
+			 WHERE o.hotel = h.hotel AND o.fence = h.fence AND o.replica = $1 AND o.expires_at > now()
+			RETURNING o.hotel`, l.replica, l.interval(), hotels, fences)
+		if err != nil {
+			return err
+		}
+		kept, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renew leases: %w", err)
+	}
+	out := make([]Lease, 0, len(kept))
+	for _, le := range leases {
+		if slices.Contains(kept, le.Hotel) {
+			le.Until = sent.Add(l.ttl)
+			out = append(out, le)
+		}
+	}
+	return out, nil
+}
+
+// Release gives the lease back, so that another replica may take it at
+// once. Releasing a lease the replica no longer holds does nothing.
+func (l *Leases) Release(ctx context.Context, le Lease) error {
+	err := l.exec(ctx, func(ctx context.Context) error {
+		_, err := l.p.pool.Exec(ctx, `UPDATE `+pgLeaseTable+` SET expires_at = '-infinity'
+			 WHERE hotel = $1 AND replica = $2 AND fence = $3`, le.Hotel, l.replica, le.Fence)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release the lease of hotel %s: %w", le.Hotel, err)
+	}
+	return nil
+}
+
+// Leave removes the replica from the live ones and releases every lease
+// it holds: the others take its hotels at their next heartbeat instead of
+// after the time to live.
+func (l *Leases) Leave(ctx context.Context) error {
+	err := l.exec(ctx, func(ctx context.Context) error {
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE `+pgLeaseTable+` SET expires_at = '-infinity' WHERE replica = $1`, l.replica)
+		b.Queue(`DELETE FROM `+pgReplicaTbl+` WHERE replica = $1`, l.replica)
+		return l.p.pool.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("leave the replicas: %w", err)
+	}
+	return nil
+}
+
+// Close releases the connection pool; it does not leave (see Leave).
+func (l *Leases) Close() error {
+	if l.p != nil {
+		l.p.release()
+		l.p = nil
+	}
+	return nil
+}

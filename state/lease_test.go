@@ -1,0 +1,176 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func openLeases(t *testing.T, loc, replica string) *Leases {
+	t.Helper()
+	l, err := OpenLeases(context.Background(), loc, replica, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func mustAcquire(t *testing.T, l *Leases, hotel string) Lease {
+	t.Helper()
+	le, ok, err := l.Acquire(context.Background(), hotel)
+	if err != nil || !ok {
+		t.Fatalf("%s: Acquire(%s) = %t, %v; want the lease", l.Replica(), hotel, ok, err)
+	}
+	return le
+}
+
+// expire ends every lease of hotel in the database, as the time to live
+// passing would.
+func expire(t *testing.T, loc, hotel string) {
+	t.Helper()
+	pgExec(t, loc, `UPDATE `+pgLeaseTable+` SET expires_at = now() - interval '1 second' WHERE hotel = $1`, hotel)
+}
+
+// One replica holds a hotel at a time; another takes it only once the
+// lease expired, and from then on the first one's Store commits nothing
+// and its renewal finds no lease.
+func TestLeaseFencesTheFormerHolder(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	a, b := openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b")
+	la := mustAcquire(t, a, "h1")
+	if _, ok, err := b.Acquire(context.Background(), "h1"); ok || err != nil {
+		t.Fatalf("b took a live lease of a: %t, %v", ok, err)
+	}
+	sa := openAt(t, loc, Options{Hotel: "h1", Fence: la.Fence})
+	update(t, sa, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "by-a"}) })
+
+	expire(t, loc, "h1")
+	if kept, err := a.Renew(context.Background(), []Lease{la}); err != nil || len(kept) != 0 {
+		t.Fatalf("a renewed an expired lease: %v, %v", kept, err)
+	}
+	lb := mustAcquire(t, b, "h1")
+	if lb.Fence <= la.Fence {
+		t.Fatalf("fence went from %d to %d, want it raised", la.Fence, lb.Fence)
+	}
+	err := sa.Update(func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "late-a"}) })
+	if !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("a's Update after the takeover: %v, want ErrLeaseLost", err)
+	}
+	if strings.Contains(err.Error(), pgPassword(loc)) {
+		t.Errorf("the error holds the password: %v", err)
+	}
+	sb := openAt(t, loc, Options{Hotel: "h1", Fence: lb.Fence})
+	update(t, sb, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "by-b"}) })
+	view(t, sb, func(tx *Tx) error {
+		for id, want := range map[string]bool{"by-a": true, "late-a": false, "by-b": true} {
+			if _, ok, err := tx.Ticket(id); ok != want || err != nil {
+				t.Errorf("ticket %s stored %t (%v), want %t", id, ok, err, want)
+			}
+		}
+		return nil
+	})
+	// A Store without a fence (the commands beside a running daemon)
+	// writes as before.
+	s0 := openAt(t, loc, Options{Hotel: "h1"})
+	update(t, s0, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "by-cli"}) })
+}
+
+// A takeover while the former holder's Update is under way (its snapshot
+// taken, its commit not sent) fails that Update: nothing of it is kept.
+func TestLeaseTakeoverDuringAnUpdate(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	a, b := openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b")
+	la := mustAcquire(t, a, "h1")
+	sa := openAt(t, loc, Options{Hotel: "h1", Fence: la.Fence})
+	update(t, sa, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t0"}) })
+	err := sa.Update(func(tx *Tx) error {
+		if _, _, err := tx.Ticket("t0"); err != nil { // begins: the snapshot is taken
+			return err
+		}
+		expire(t, loc, "h1")
+		mustAcquire(t, b, "h1")
+		return tx.PutTicket(Ticket{ID: "during"})
+	})
+	if !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrConflict) {
+		t.Fatalf("Update across a takeover: %v, want ErrLeaseLost or ErrConflict", err)
+	}
+	view(t, sa, func(tx *Tx) error {
+		if _, ok, _ := tx.Ticket("during"); ok {
+			t.Error("the Update across the takeover was kept")
+		}
+		return nil
+	})
+}
+
+// Heartbeats list the live replicas and the leases; Leave frees a
+// replica's hotels at once; a replica renews only its own live leases and
+// keeps its view of them on its own clock.
+func TestLeaseHeartbeatRenewLeave(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	a, b := openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b")
+	clock := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	a.now = func() time.Time { return clock }
+	la1, la2 := mustAcquire(t, a, "h1"), mustAcquire(t, a, "h2")
+	if !la1.Until.Equal(clock.Add(5*time.Second)) || !la1.Valid(clock.Add(4*time.Second)) || la1.Valid(clock.Add(5*time.Second)) {
+		t.Errorf("view of a fresh lease: until %v", la1.Until)
+	}
+	if _, _, err := b.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reps, holders, err := a.Heartbeat(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(reps, []string{"replica-a", "replica-b"}) {
+		t.Errorf("replicas %v", reps)
+	}
+	if len(holders) != 2 || holders[0].Replica != "replica-a" || !holders[0].Live || holders[1].Hotel != "h2" {
+		t.Errorf("holders %+v", holders)
+	}
+	clock = clock.Add(2 * time.Second)
+	expire(t, loc, "h2")
+	kept, err := a.Renew(context.Background(), []Lease{la1, la2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || kept[0].Hotel != "h1" || !kept[0].Until.Equal(clock.Add(5*time.Second)) {
+		t.Errorf("renewed %+v, want h1 until %v", kept, clock.Add(5*time.Second))
+	}
+	// b renews nothing of a's.
+	if kept, err := b.Renew(context.Background(), []Lease{la1}); err != nil || len(kept) != 0 {
+		t.Errorf("b renewed a's lease: %v, %v", kept, err)
+	}
+	if err := a.Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reps, _, err = b.Heartbeat(context.Background())
+	if err != nil || !slices.Equal(reps, []string{"replica-b"}) {
+		t.Errorf("after a left: %v, %v", reps, err)
+	}
+	mustAcquire(t, b, "h1") // at once, not after the time to live
+	if err := b.Release(context.Background(), mustAcquire(t, b, "h2")); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, a, "h2")
+}
+
+func TestOpenLeasesRefusesBadInput(t *testing.T) {
+	for _, c := range []struct {
+		url, replica string
+		ttl          time.Duration
+		want         string
+	}{
+		{"/var/lib/state.db", "r", 5 * time.Second, "PostgreSQL"},
+		{"postgres://u:secret@127.0.0.1:1/db", "", 5 * time.Second, "replica id"},
+		{"postgres://u:secret@127.0.0.1:1/db", "r", time.Millisecond, "time to live"},
+	} {
+		_, err := OpenLeases(context.Background(), c.url, c.replica, c.ttl)
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("OpenLeases(%q, %q, %s) = %v, want ErrInvalid naming %q", c.url, c.replica, c.ttl, err, c.want)
+		}
+	}
+}
