@@ -29,7 +29,10 @@ cycle, also while it backs off after errors.
 
 While the daemon runs it holds the state file: the command then asks the
 daemon, on TICKETBRIDGE_LISTEN, with the token of
-TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.`
+TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.
+
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
+is; the daemon is then asked at /hotels/NAME/retry.`
 
 const skipAbout = `Set a journal entry aside: mark it abandoned, so that it is never sent. The
 entry stays in the journal with your name and --reason (required). ID is the
@@ -38,20 +41,25 @@ entry cannot be skipped; ticketbridge retry ID undoes a skip.
 
 While the daemon runs it holds the state file: the command then asks the
 daemon, on TICKETBRIDGE_LISTEN, with the token of
-TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.`
+TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.
+
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
+is; the daemon is then asked at /hotels/NAME/skip.`
 
 func runRetry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runAction(ctx, "retry", retryAbout, args, stdout)
+	return runAction(ctx, "retry", retryAbout, args, stdout, stderr)
 }
 
 func runSkip(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runAction(ctx, "skip", skipAbout, args, stdout)
+	return runAction(ctx, "skip", skipAbout, args, stdout, stderr)
 }
 
-func runAction(ctx context.Context, name, about string, args []string, stdout io.Writer) error {
+func runAction(ctx context.Context, name, about string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(name+" ID", about, stdout)
 	var ef envFlag
 	ef.register(fs)
+	var hf hotelFlag
+	fs.StringVar(&hf.name, "hotel", "", "with TICKETBRIDGE_HOTELS_DIR, the hotel `NAME` whose entry it is (required there)")
 	var reason string
 	if name == "skip" {
 		fs.StringVar(&reason, "reason", "", "why the entry is set aside (required; one line, at most 300 characters)")
@@ -82,15 +90,36 @@ func runAction(ctx context.Context, name, about string, args []string, stdout io
 	env := src.env
 	cfg, err := loadConfig(ctx, env)
 	if err != nil {
+		return src.explain(err)
+	}
+	// With a hotels directory the entry is one hotel's: its state, and
+	// its actions under /hotels/NAME/ on the daemon's listener.
+	path := "/" + name
+	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	if err != nil {
 		return err
+	}
+	if secs != nil {
+		if hf.name == "" {
+			names := make([]string, 0, len(secs))
+			for _, s := range secs {
+				names = append(names, s.name)
+			}
+			return fmt.Errorf("%w: %s: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say whose entry it is with --hotel NAME (hotels: %s)", errUsage, name, strings.Join(names, ", "))
+		}
+		if secs[0].err != nil {
+			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
+		}
+		cfg = secs[0].conf.cfg
+		path = "/hotels/" + url.PathEscape(secs[0].name) + "/" + name
 	}
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s: the bridge has not run yet; TICKETBRIDGE_STATE names the file", cfg.State)
 	}
 	who := operator()
-	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond})
+	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel})
 	if errors.Is(err, state.ErrLocked) {
-		return actThroughDaemon(ctx, env, name, id, reason, who, stdout)
+		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
 	}
 	if err != nil {
 		return err
@@ -124,8 +153,9 @@ func runAction(ctx context.Context, name, about string, args []string, stdout io
 	return nil
 }
 
-// actThroughDaemon asks the running daemon to act, on its listener.
-func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, id, reason, who string, stdout io.Writer) error {
+// actThroughDaemon asks the running daemon to act, on its listener at
+// path (/retry, or /hotels/NAME/retry with many hotels).
+func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, id, reason, who string, stdout io.Writer) error {
 	tc, err := loadTelemetryConfig(ctx, env)
 	if err != nil {
 		return err
@@ -144,7 +174,7 @@ func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, id, rea
 	case "::":
 		host = "::1"
 	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/" + name, RawQuery: url.Values{"id": {id}}.Encode()}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: path, RawQuery: url.Values{"id": {id}}.Encode()}
 	form := url.Values{}
 	if reason != "" {
 		form.Set("reason", reason)

@@ -14,7 +14,9 @@ import (
 )
 
 // This file puts the status page (package statuspage) on the daemon's
-// telemetry listener and feeds it after each cycle.
+// telemetry listener and feeds it after each cycle: the page of the one
+// hotel, or the list of a fleet's hotels (fleet.go), each hotel's page
+// fed by its own scheduler.
 
 // consoleConfig is read from the daemon's environment.
 type consoleConfig struct {
@@ -59,23 +61,44 @@ func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, err
 	if tel.cfg.Listen == "" {
 		return nil, nil
 	}
-	tok, err := loadConsoleToken(ctx, w.env)
-	if err != nil {
+	c := newConsole(w, "")
+	if err := setupPage(ctx, w.env, tel, w.log, statuspage.Options{Source: c.hotel}); err != nil {
 		return nil, err
 	}
-	h := statuspage.NewHotel("", w.store, nil)
-	if err := h.Refresh(); err != nil {
-		w.log.Warn("read status for the status page: "+err.Error(), slog.String("op", "console"))
+	return c, nil
+}
+
+// setupPage makes the status page of opts (one hotel's Source, or the
+// Hotels of a fleet), with the console token of env, and hands it to tel,
+// which serves it at / once started. Without a listener it makes none.
+func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log *slog.Logger, opts statuspage.Options) error {
+	if tel.cfg.Listen == "" {
+		return nil
 	}
-	srv, err := statuspage.New(statuspage.Options{Source: h, Token: tok, Logger: w.log})
+	tok, err := loadConsoleToken(ctx, env)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	opts.Token, opts.Logger = tok, log
+	srv, err := statuspage.New(opts)
+	if err != nil {
+		return err
 	}
 	tel.page = srv
 	if tok == "" {
-		w.log.Info("status page is read-only: set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
+		log.Info("status page is read-only: set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
-	return &console{hotel: h}, nil
+	return nil
+}
+
+// newConsole returns the page's source of w's hotel, named name ("" for
+// a daemon's one hotel), with the status read from its state.
+func newConsole(w *wiring, name string) *console {
+	h := statuspage.NewHotel(name, w.store, nil)
+	if err := h.Refresh(); err != nil {
+		w.log.Warn("read status for the status page: "+err.Error(), slog.String("op", "console"))
+	}
+	return &console{hotel: h}
 }
 
 // cycleDone gives the page the cycle's report and the status read after

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/cmd/ticketbridge/statuspage"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -62,6 +63,9 @@ type runningHotel struct {
 	done chan struct{}
 	// lease is the hotel's lease; nil for a hotel whose state is a file.
 	lease *hotelLease
+	// page is the hotel's source of the status page (nil: none); its
+	// goroutine sets it, read it after done.
+	page *console
 }
 
 // newFleet returns the fleet of the directory hcfg names; reload starts
@@ -120,11 +124,12 @@ func (f *fleet) reload() error {
 	}
 	for _, rh := range stopping {
 		<-rh.done
+		// Off the status page before its state closes.
+		f.tel.dropHotel(rh.conf.name(), "")
 		if err := rh.w.Close(); err != nil {
 			f.log.Warn("close hotel: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
 		}
 		f.release(rh)
-		f.tel.dropHotel(rh.conf.name(), "")
 		if _, ok := want[rh.conf.name()]; ok {
 			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
 		} else {
@@ -224,8 +229,16 @@ func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 			f.tel.dropHotel(name, err.Error())
 			return
 		}
+		// The hotel's page on the status page, fed after each of its
+		// cycles as the page of a daemon of one hotel is.
+		var page *console
+		if f.tel.page != nil {
+			page = newConsole(w, name)
+			f.tel.showPage(name, page.hotel)
+			rh.page = page
+		}
 		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.cfg.Adapter), slog.String("state", state.Redacted(h.cfg.State)), slog.Any("schedule", h.sc.Schedule), slog.Any("api", h.cfg.APIURL), slog.Any("file", h.file.Path))
-		_ = w.scheduler(tel, nil, life).Run(sctx)
+		_ = w.scheduler(tel, page, life).Run(sctx)
 	}()
 	return rh, nil
 }
@@ -301,8 +314,12 @@ func (f *fleet) backup(ctx context.Context) {
 
 // serveFleet runs the hotels of the directory until ctx ends: SIGHUP (on
 // hup) reloads the directory, SIGUSR1 (on usr1) backs up every hotel's
-// state file.
+// state file. The status page at / lists the hotels, each hotel's page
+// under /hotels/NAME/, with the console token of the main configuration.
 func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error {
+	if err := setupPage(ctx, f.src.env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels}); err != nil {
+		return err
+	}
 	if err := f.tel.start(ctx, nil, 0, nil); err != nil {
 		return err
 	}

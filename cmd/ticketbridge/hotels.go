@@ -95,6 +95,7 @@ const hotelSuffix = ".env"
 var processVars = []string{
 	"TICKETBRIDGE_HOTELS_DIR", "TICKETBRIDGE_MAX_IN_FLIGHT", "TICKETBRIDGE_READY_HOTELS",
 	"TICKETBRIDGE_LISTEN", "TICKETBRIDGE_CYCLE_MAX", "TICKETBRIDGE_LOG_FORMAT", "TICKETBRIDGE_LOG_LEVEL",
+	"TICKETBRIDGE_CONSOLE_TOKEN_FILE", // one status page, one sign-in for every hotel
 }
 
 // hotelFile is one file of the hotels directory.

@@ -11,7 +11,8 @@ import (
 )
 
 // hotelFlag is --hotel of the commands that act on hotels: once, status,
-// check and state backup.
+// check and state backup, and retry and skip, which require it with a
+// hotels directory (see runAction).
 type hotelFlag struct{ name string }
 
 func (f *hotelFlag) register(fs interface {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ticketbridge/ticketbridge/cmd/ticketbridge/statuspage"
 )
 
 // The telemetry of many hotels. The daemon's telemetry serves the
@@ -25,6 +27,9 @@ type hotelBoard struct {
 	// whose configuration or start failed.
 	tels   map[string]*telemetry
 	broken map[string]string
+	// pages holds the status page's source of each hotel that runs
+	// (once it started: see fleet.start).
+	pages map[string]statuspage.Source
 	// ready names the hotels /readyz answers for; nil means every hotel.
 	ready []string
 	// elsewhere holds the hotels another replica syncs (or will), with
@@ -46,7 +51,7 @@ func (t *telemetry) hotelsElsewhere(m map[string]string) {
 func (t *telemetry) asFleet(ready []string) {
 	t.reg = prometheus.NewRegistry()
 	registerProcessMetrics(t.reg)
-	t.hotels = &hotelBoard{tels: map[string]*telemetry{}, broken: map[string]string{}, ready: ready}
+	t.hotels = &hotelBoard{tels: map[string]*telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
 }
 
 // hotel returns a new telemetry for the hotel name, replacing the one it
@@ -70,6 +75,7 @@ func (t *telemetry) hotel(name string) *telemetry {
 	t.hotels.mu.Lock()
 	t.hotels.tels[name] = h
 	delete(t.hotels.broken, name)
+	delete(t.hotels.pages, name)
 	t.hotels.mu.Unlock()
 	return h
 }
@@ -81,6 +87,7 @@ func (t *telemetry) dropHotel(name, reason string) {
 	defer t.hotels.mu.Unlock()
 	delete(t.hotels.tels, name)
 	delete(t.hotels.broken, name)
+	delete(t.hotels.pages, name)
 	if reason != "" {
 		t.hotels.broken[name] = reason
 	}
@@ -102,16 +109,41 @@ func (t *telemetry) gatherer() prometheus.Gatherer {
 	})
 }
 
-// readiness is what /readyz answers: for one hotel its readiness, for many
-// one line per hotel after a first line that says whether every hotel
-// /readyz answers for is ready.
-func (t *telemetry) readiness(now time.Time) (bool, string) {
-	if t.hotels == nil {
-		ok, reason := t.ready(now)
-		t.m.ready.Set(boolFloat(ok))
-		return ok, reason
+// showPage lists the hotel name's page source on the status page; the
+// hotel's next start or drop takes it off.
+func (t *telemetry) showPage(name string, src statuspage.Source) {
+	t.hotels.mu.Lock()
+	defer t.hotels.mu.Unlock()
+	if _, running := t.hotels.tels[name]; running {
+		t.hotels.pages[name] = src
 	}
-	b := t.hotels
+}
+
+// hidePage takes src, the page source of the hotel name, off the status
+// page; a source the hotel got since (it started again) stays.
+func (t *telemetry) hidePage(name string, src statuspage.Source) {
+	t.hotels.mu.Lock()
+	defer t.hotels.mu.Unlock()
+	if t.hotels.pages[name] == src {
+		delete(t.hotels.pages, name)
+	}
+}
+
+// hotelReadiness is a hotel's readiness: ok and why, whether it counts
+// for /readyz (TICKETBRIDGE_READY_HOTELS), and its page source (nil when
+// it does not run).
+type hotelReadiness struct {
+	name   string
+	ok     bool
+	reason string
+	counts bool
+	page   statuspage.Source
+}
+
+// judge returns the readiness of each hotel, running, broken, synced by
+// another replica or named in TICKETBRIDGE_READY_HOTELS, in name order, and
+// sets the ready gauges.
+func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 	b.mu.Lock()
 	tels := make(map[string]*telemetry, len(b.tels))
 	for n, h := range b.tels {
@@ -120,6 +152,10 @@ func (t *telemetry) readiness(now time.Time) (bool, string) {
 	broken := make(map[string]string, len(b.broken))
 	for n, r := range b.broken {
 		broken[n] = r
+	}
+	pages := make(map[string]statuspage.Source, len(b.pages))
+	for n, p := range b.pages {
+		pages[n] = p
 	}
 	ready := b.ready
 	elsewhere := b.elsewhere
@@ -143,39 +179,66 @@ func (t *telemetry) readiness(now time.Time) (bool, string) {
 		}
 	}
 	slices.Sort(names)
-	var lines, failing []string
+	out := make([]hotelReadiness, 0, len(names))
 	for _, n := range names {
-		var ok bool
-		var reason string
+		hr := hotelReadiness{name: n, counts: ready == nil || slices.Contains(ready, n), page: pages[n]}
 		switch h, running := tels[n]; {
 		case running:
-			ok, reason = h.ready(now)
-			h.m.ready.Set(boolFloat(ok))
+			hr.ok, hr.reason = h.ready(now)
+			h.m.ready.Set(boolFloat(hr.ok))
 		case broken[n] != "":
-			reason = "failed to start: " + oneLine(broken[n])
+			hr.reason = "failed to start: " + oneLine(broken[n])
 		case elsewhere[n] != "":
-			ok, reason = true, "not synced here: "+elsewhere[n]
+			hr.ok, hr.reason = true, "not synced here: "+elsewhere[n]
 		default:
-			reason = "no such hotel in the hotels directory (named in TICKETBRIDGE_READY_HOTELS)"
+			hr.reason = "no such hotel in the hotels directory (named in TICKETBRIDGE_READY_HOTELS)"
 		}
-		counts := ready == nil || slices.Contains(ready, n)
+		out = append(out, hr)
+	}
+	return out
+}
+
+// readiness is what /readyz answers: for one hotel its readiness, for many
+// one line per hotel after a first line that says whether every hotel
+// /readyz answers for is ready.
+func (t *telemetry) readiness(now time.Time) (bool, string) {
+	if t.hotels == nil {
+		ok, reason := t.ready(now)
+		t.m.ready.Set(boolFloat(ok))
+		return ok, reason
+	}
+	hs := t.hotels.judge(now)
+	var lines, failing []string
+	for _, h := range hs {
 		mark := "ready"
-		if !ok {
+		if !h.ok {
 			mark = "not ready"
-			if counts {
-				failing = append(failing, n)
+			if h.counts {
+				failing = append(failing, h.name)
 			}
 		}
-		if !counts {
+		if !h.counts {
 			mark += " (not in TICKETBRIDGE_READY_HOTELS)"
 		}
-		lines = append(lines, fmt.Sprintf("hotel %s: %s: %s", n, mark, reason))
+		lines = append(lines, fmt.Sprintf("hotel %s: %s: %s", h.name, mark, h.reason))
 	}
-	head := fmt.Sprintf("ok: %d hotels", len(names))
+	head := fmt.Sprintf("ok: %d hotels", len(hs))
 	if len(failing) > 0 {
 		head = "hotels failing: " + strings.Join(failing, ", ")
 	}
 	return len(failing) == 0, strings.Join(append([]string{head}, lines...), "\n")
+}
+
+// pageHotels lists the hotels on the status page, with the readiness
+// /readyz gives them.
+func (t *telemetry) pageHotels() []statuspage.Listed {
+	hs := t.hotels.judge(t.now())
+	out := make([]statuspage.Listed, 0, len(hs))
+	for _, h := range hs {
+		// The list says ready or not itself: "ok: " would repeat it.
+		out = append(out, statuspage.Listed{Name: h.name, Source: h.page, Ready: h.ok, Reason: strings.TrimPrefix(h.reason, "ok: ")})
+	}
+	return out
 }
 
 // aliveUntil is the earliest instant until which a running hotel counts

@@ -413,6 +413,10 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 // closeWhenDone closes a stopped hotel's wiring once its goroutine ended.
 func (f *fleet) closeWhenDone(rh *runningHotel) {
 	<-rh.done
+	if rh.page != nil {
+		// Off the status page before its state closes.
+		f.tel.hidePage(rh.conf.name(), rh.page.hotel)
+	}
 	if rh.lease != nil {
 		rh.lease.stopTimer()
 	}

@@ -21,9 +21,16 @@
 //
 // What the page shows comes from a [Source]: one hotel's state and its
 // recent cycles. [Hotel] is the daemon's, kept in memory and refreshed
-// after each cycle, so that a page view never reads every record. A daemon
-// that serves several hotels would put a list of Sources in front of the
-// [Server] and list the hotels first; today a daemon serves one.
+// after each cycle, so that a page view never reads every record.
+//
+// A daemon of one hotel gives the [Server] its Source ([Options].Source)
+// and the page is at /: /tickets, /tickets/{id}, and the actions /retry,
+// /skip and /read-now. A daemon of many hotels gives it the list of its
+// hotels instead ([Options].Hotels, each a [Listed]: its Source, or none
+// and the reason it does not run); / then lists the hotels, the ones that
+// are not ready first, and each hotel's pages and actions are the same
+// under /hotels/{name}/. Sign-in (/login, /logout), the session and the
+// token are the daemon's, one for all its hotels.
 //
 // The package is not the metrics or health endpoints (the daemon's
 // telemetry serves those on the same listener) and holds no credential

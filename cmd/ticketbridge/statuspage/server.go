@@ -39,8 +39,13 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	// Source is the hotel shown. Required.
+	// Source is the hotel shown by a daemon that serves one. Exactly one
+	// of Source and Hotels is set.
 	Source Source
+	// Hotels lists the hotels of a daemon that serves many; it is called
+	// on every view and must be cheap. The page at / then lists them, and
+	// each hotel's pages are under /hotels/NAME/.
+	Hotels func() []Listed
 	// Token is the console token; "" makes the page read-only (no sign-in,
 	// no action, no message text).
 	Token string
@@ -50,25 +55,51 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Listed is one hotel of a daemon that serves many, as the list of
+// hotels shows it.
+type Listed struct {
+	// Name names the hotel; its pages are under /hotels/Name/.
+	Name string
+	// Source is the hotel's bridge; nil while the hotel does not run (its
+	// configuration is wrong, it could not start, or it is starting).
+	Source Source
+	// Ready is the hotel's readiness as the daemon's /readyz judges it,
+	// and Reason says why or why not.
+	Ready  bool
+	Reason string
+}
+
 // Server serves the status page. Make one with New.
 type Server struct {
-	src   Source
-	auth  *auth
-	log   *slog.Logger
-	now   func() time.Time
-	mux   *http.ServeMux
-	pages map[string]*template.Template
+	src    Source          // the one hotel; nil with hotels
+	hotels func() []Listed // the many; nil with src
+	auth   *auth
+	log    *slog.Logger
+	now    func() time.Time
+	mux    *http.ServeMux
+	pages  map[string]*template.Template
 
 	mu    gosync.Mutex
 	fails []time.Time // failed sign-ins of the last minute
 }
 
-// New returns the page of opts.Source.
+// scope is the hotel a request is about and where its pages are.
+type scope struct {
+	src Source
+	// base is the prefix of the hotel's pages: "" for a daemon's one
+	// hotel, "/hotels/NAME" for one of many.
+	base string
+}
+
+// New returns the page of opts.Source, or of the hotels opts.Hotels lists.
 func New(opts Options) (*Server, error) {
-	if opts.Source == nil {
-		return nil, errors.New("status page: Source is nil")
+	switch {
+	case opts.Source == nil && opts.Hotels == nil:
+		return nil, errors.New("status page: neither Source nor Hotels is set: say which hotel, or which hotels, the page shows")
+	case opts.Source != nil && opts.Hotels != nil:
+		return nil, errors.New("status page: both Source and Hotels are set: a page shows one hotel or lists many, not both")
 	}
-	s := &Server{src: opts.Source, log: opts.Logger, now: opts.Now}
+	s := &Server{src: opts.Source, hotels: opts.Hotels, log: opts.Logger, now: opts.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -77,7 +108,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.auth = newAuth(opts.Token, s.now)
 	s.pages = map[string]*template.Template{}
-	for _, name := range []string{"overview", "tickets", "ticket", "login", "message"} {
+	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("status page: parse template %s: %w", name, err)
@@ -85,33 +116,78 @@ func New(opts Options) (*Server, error) {
 		s.pages[name] = t
 	}
 	m := http.NewServeMux()
-	m.HandleFunc("GET /{$}", s.overview)
-	m.HandleFunc("GET /tickets", s.tickets)
-	m.HandleFunc("GET /tickets/{id}", s.ticket)
 	m.HandleFunc("GET /login", s.loginForm)
 	m.HandleFunc("GET /assets/style.css", s.asset)
-	for path, h := range s.posts() {
-		m.HandleFunc("POST "+path, h)
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.logout)
+	prefix := ""
+	if s.hotels != nil {
+		prefix = "/hotels/{hotel}"
+		m.HandleFunc("GET /{$}", s.list)
+		m.HandleFunc("GET "+prefix, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/hotels/"+url.PathEscape(r.PathValue("hotel"))+"/", http.StatusMovedPermanently)
+		})
+	}
+	m.HandleFunc("GET "+prefix+"/{$}", s.in(s.overview))
+	m.HandleFunc("GET "+prefix+"/tickets", s.in(s.tickets))
+	m.HandleFunc("GET "+prefix+"/tickets/{id}", s.in(s.ticket))
+	for _, a := range actions {
+		m.HandleFunc("POST "+prefix+"/"+a.path, s.in(s.action(a.name)))
 	}
 	s.mux = m
 	return s, nil
 }
 
-func (s *Server) posts() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{
-		"/login":    s.login,
-		"/logout":   s.logout,
-		"/read-now": s.action("read now"),
-		"/retry":    s.action("retry"),
-		"/skip":     s.action("skip"),
+// actions are the POSTs on a hotel, by path under its pages.
+var actions = []struct{ path, name string }{
+	{"read-now", "read now"},
+	{"retry", "retry"},
+	{"skip", "skip"},
+}
+
+// in runs h on the hotel of r: the one hotel, or the one of many that the
+// path names. An unknown hotel is a 404, one that does not run a 503.
+func (s *Server) in(h func(http.ResponseWriter, *http.Request, scope)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.hotels == nil {
+			h(w, r, scope{src: s.src})
+			return
+		}
+		name := r.PathValue("hotel")
+		all := s.hotels()
+		for _, l := range all {
+			if l.Name != name {
+				continue
+			}
+			if l.Source == nil {
+				// Its configuration failed, its start did, or it is starting.
+				s.message(w, r, http.StatusServiceUnavailable, fmt.Sprintf("Hotel %s has no status page now: %s", name, l.Reason))
+				return
+			}
+			h(w, r, scope{src: l.Source, base: "/hotels/" + url.PathEscape(name)})
+			return
+		}
+		names := make([]string, 0, len(all))
+		for _, l := range all {
+			names = append(names, l.Name)
+		}
+		slices.Sort(names)
+		list := "none"
+		if len(names) > 0 {
+			list = strings.Join(names, ", ")
+		}
+		s.message(w, r, http.StatusNotFound, fmt.Sprintf("No hotel named %q in this daemon's hotels directory (hotels: %s).", name, list))
 	}
 }
 
 // AcceptsPost reports whether r is a POST to one of the page's forms; the
 // daemon's listener allows POST for those only.
 func (s *Server) AcceptsPost(r *http.Request) bool {
-	_, ok := s.posts()[r.URL.Path]
-	return r.Method == http.MethodPost && ok
+	if r.Method != http.MethodPost {
+		return false
+	}
+	_, pattern := s.mux.Handler(r)
+	return strings.HasPrefix(pattern, "POST ")
 }
 
 // ServeHTTP implements http.Handler.
@@ -139,24 +215,47 @@ func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
 
 // view is what every template gets.
 type view struct {
-	Title    string
-	Hotel    string
+	Title string
+	Hotel string
+	// Base is the prefix of the hotel's pages ("" for a daemon's one
+	// hotel, "/hotels/NAME" for one of many); InHotel is false on the
+	// pages of no hotel (the list, sign-in, some messages).
+	Base    string
+	InHotel bool
+	// Fleet is set when the daemon serves many hotels.
+	Fleet    bool
 	Actions  bool // a console token is configured
 	SignedIn bool
 	Who      string
 	CSRF     string
 	Now      time.Time
 	Flash    string
-	Path     string
+	// Nav names the part of the navigation the page is: "status",
+	// "tickets", "hotels" or "".
+	Nav string
 
 	Overview *overviewData
 	Tickets  *ticketsData
 	Ticket   *ticketData
 	Message  string
+	Hotels   *hotelsData
 }
 
-func (s *Server) view(r *http.Request, title string) view {
-	v := view{Title: title, Hotel: s.src.Name(), Actions: s.auth.enabled(), Now: s.now(), Path: r.URL.Path}
+// view returns the view of r on the hotel p (p.src nil: of no hotel).
+func (s *Server) view(r *http.Request, p scope, title string) view {
+	v := view{Title: title, Base: p.base, InHotel: p.src != nil, Fleet: s.hotels != nil, Actions: s.auth.enabled(), Now: s.now()}
+	if p.src != nil {
+		v.Hotel = p.src.Name()
+	}
+	switch r.URL.Path {
+	case p.base + "/":
+		v.Nav = "status"
+		if v.Fleet && p.src == nil {
+			v.Nav = "hotels"
+		}
+	case p.base + "/tickets":
+		v.Nav = "tickets"
+	}
 	if who, sess, ok := s.auth.user(r); ok {
 		v.SignedIn, v.Who, v.CSRF = true, who, s.auth.csrf(sess)
 	}
@@ -194,14 +293,20 @@ func (s *Server) render(w http.ResponseWriter, code int, name string, v view) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// message answers r with a page of one message, outside any hotel.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, code int, text string) {
+	s.messageIn(w, r, scope{}, code, text)
+}
+
+// messageIn answers r with a page of one message about the hotel p.
+func (s *Server) messageIn(w http.ResponseWriter, r *http.Request, p scope, code int, text string) {
 	if _, isCLI := bearer(r); isCLI {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(code)
 		fmt.Fprintln(w, text)
 		return
 	}
-	v := s.view(r, http.StatusText(code))
+	v := s.view(r, p, http.StatusText(code))
 	v.Message = text
 	s.render(w, code, "message", v)
 }
@@ -230,8 +335,8 @@ type propRow struct {
 	Chart         template.HTML
 }
 
-func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	snap := s.src.Snapshot()
+func (s *Server) overview(w http.ResponseWriter, r *http.Request, p scope) {
+	snap := p.src.Snapshot()
 	now := s.now()
 	st := snap.Status
 	d := &overviewData{Status: st, ByOutcome: map[string]int{}}
@@ -278,7 +383,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Pending = st.Pending[:min(len(st.Pending), overviewRows)]
 	d.Failed = st.Failed[:min(len(st.Failed), 2*overviewRows)]
-	v := s.view(r, "Status")
+	v := s.view(r, p, "Status")
 	v.Overview = d
 	s.render(w, http.StatusOK, "overview", v)
 }
@@ -307,8 +412,8 @@ type ticketsData struct {
 	SnapshotTime time.Time
 }
 
-func (s *Server) tickets(w http.ResponseWriter, r *http.Request) {
-	snap := s.src.Snapshot()
+func (s *Server) tickets(w http.ResponseWriter, r *http.Request, p scope) {
+	snap := p.src.Snapshot()
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if len(q) > 200 {
 		q = q[:200]
@@ -334,7 +439,7 @@ func (s *Server) tickets(w http.ResponseWriter, r *http.Request) {
 	}
 	d := &ticketsData{Q: q, Errors: onlyErrors, Rows: rows, Total: len(snap.Status.Tickets), Matched: matched,
 		Page: page, Pages: max(1, (matched+pageSize-1)/pageSize), First: first + 1, Last: first + len(rows), SnapshotTime: snap.Status.At}
-	link := func(p int) string {
+	link := func(n int) string {
 		v := url.Values{}
 		if q != "" {
 			v.Set("q", q)
@@ -342,8 +447,8 @@ func (s *Server) tickets(w http.ResponseWriter, r *http.Request) {
 		if onlyErrors {
 			v.Set("errors", "1")
 		}
-		v.Set("page", strconv.Itoa(p))
-		return "/tickets?" + v.Encode()
+		v.Set("page", strconv.Itoa(n))
+		return p.base + "/tickets?" + v.Encode()
 	}
 	if page > 1 {
 		d.Prev = link(page - 1)
@@ -351,7 +456,7 @@ func (s *Server) tickets(w http.ResponseWriter, r *http.Request) {
 	if page < d.Pages {
 		d.Next = link(page + 1)
 	}
-	v := s.view(r, "Requests")
+	v := s.view(r, p, "Requests")
 	v.Tickets = d
 	s.render(w, http.StatusOK, "tickets", v)
 }
@@ -382,20 +487,20 @@ type journalRow struct {
 	CanSkip  bool
 }
 
-func (s *Server) ticket(w http.ResponseWriter, r *http.Request) {
-	id := s.resolve(r.PathValue("id"))
-	d, err := s.src.Ticket(id)
+func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
+	id := resolve(p.src, r.PathValue("id"))
+	d, err := p.src.Ticket(id)
 	if err != nil {
-		s.message(w, r, http.StatusNotFound, err.Error())
+		s.messageIn(w, r, p, http.StatusNotFound, err.Error())
 		return
 	}
-	v := s.view(r, "Request "+short(d.ID))
+	v := s.view(r, p, "Request "+short(d.ID))
 	td := &ticketData{D: d, Due: dueText(d.TicketStatus, v.Now), Why: sync.DueReasonText(d.DueReason)}
 	td.Mirrored = sortedPairs(d.MirroredMessages)
 	td.Own = sortedPairs(d.OwnMessages)
 	var payloads map[string]state.Payload
 	if v.SignedIn {
-		if payloads, err = s.src.Payloads(d.ID); err != nil {
+		if payloads, err = p.src.Payloads(d.ID); err != nil {
 			s.log.Warn("read journal payloads: "+err.Error(), slog.String("op", "console"), slog.Any("ticket", d.ID))
 		}
 	}
@@ -413,8 +518,8 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request) {
 // resolve finds the upstream id of a helpdesk reference or an id prefix in
 // the snapshot, so that the state is read by key, not scanned; an id the
 // snapshot does not know is returned as is.
-func (s *Server) resolve(id string) string {
-	snap := s.src.Snapshot()
+func resolve(src Source, id string) string {
+	snap := src.Snapshot()
 	var found string
 	for _, t := range snap.Status.Tickets {
 		switch {
@@ -452,7 +557,7 @@ func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
 	pre := rand.Text()
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: pre, Path: "/login", MaxAge: int(loginLife / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	v := s.view(r, "Sign in")
+	v := s.view(r, scope{}, "Sign in")
 	v.CSRF = s.auth.csrf("login:" + pre)
 	s.render(w, http.StatusOK, "login", v)
 }
@@ -577,15 +682,15 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 // action handles the POST of one action on ?id=: read now (a ticket),
 // retry (an entry; a ticket id reads the ticket now) or skip (an entry,
 // with the form's reason).
-func (s *Server) action(name string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, scope) {
+	return func(w http.ResponseWriter, r *http.Request, p scope) {
 		who, ok := s.actor(w, r)
 		if !ok {
 			return
 		}
 		id := r.URL.Query().Get("id")
 		if id == "" {
-			s.message(w, r, http.StatusBadRequest, "No id: say which request or entry (?id=).")
+			s.messageIn(w, r, p, http.StatusBadRequest, "No id: say which request or entry (?id=).")
 			return
 		}
 		var (
@@ -596,16 +701,16 @@ func (s *Server) action(name string) http.HandlerFunc {
 		switch name {
 		case "read now":
 			var t state.Ticket
-			if t, err = s.src.ReadNow(id); err == nil {
+			if t, err = p.src.ReadNow(id); err == nil {
 				ticket = t.ID
 			}
 		case "retry":
 			var e state.Entry
-			if e, err = s.src.Retry(id); err == nil {
+			if e, err = p.src.Retry(id); err == nil {
 				ticket, event = e.TicketID, e.EventID
 			} else if errors.Is(err, sync.ErrNoSuchEntry) {
 				var t state.Ticket
-				if t, err = s.src.ReadNow(id); err == nil {
+				if t, err = p.src.ReadNow(id); err == nil {
 					ticket, done = t.ID, "read now"
 				} else if errors.Is(err, sync.ErrNoSuchTicket) {
 					err = fmt.Errorf("%w: no journal entry and no tracked ticket has the id %q", sync.ErrNoSuchTicket, id)
@@ -614,11 +719,14 @@ func (s *Server) action(name string) http.HandlerFunc {
 		case "skip":
 			reason = r.PostForm.Get("reason")
 			var e state.Entry
-			if e, err = s.src.Skip(id, who, reason); err == nil {
+			if e, err = p.src.Skip(id, who, reason); err == nil {
 				ticket, event = e.TicketID, e.EventID
 			}
 		}
 		attrs := []any{"op", "console", "action", done, "who", who, "remote", r.RemoteAddr}
+		if h := p.src.Name(); h != "" {
+			attrs = append(attrs, "hotel", h)
+		}
 		if ticket != "" {
 			attrs = append(attrs, "ticket", ticket)
 		}
@@ -640,7 +748,7 @@ func (s *Server) action(name string) http.HandlerFunc {
 			default:
 				code = http.StatusInternalServerError
 			}
-			s.message(w, r, code, "Not done: "+err.Error())
+			s.messageIn(w, r, p, code, "Not done: "+err.Error())
 			return
 		}
 		s.log.Info("console action", attrs...)
@@ -653,7 +761,7 @@ func (s *Server) action(name string) http.HandlerFunc {
 			fmt.Fprintf(w, "%s: %s. %s\n", done, what, flashText(done))
 			return
 		}
-		http.Redirect(w, r, "/tickets/"+url.PathEscape(ticket)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+		http.Redirect(w, r, p.base+"/tickets/"+url.PathEscape(ticket)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
 	}
 }
 
