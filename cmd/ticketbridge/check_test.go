@@ -16,7 +16,6 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/state"
-	"github.com/ticketbridge/ticketbridge/state/statetest"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -27,8 +26,9 @@ func clearServiceEnv(t testing.TB) {
 	t.Helper()
 	keys := []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM"}
 	for _, kv := range os.Environ() {
-		// The test kit's own variable (the test database) stays.
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) && k != statetest.Env {
+		// The test kit's own variable (the test database) goes too: tests
+		// that need it read it first (statetest.PostgresURL).
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
 			keys = append(keys, k)
 		}
 	}

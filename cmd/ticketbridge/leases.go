@@ -353,6 +353,7 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 		rh.kill()
 		if _, ok := f.hotels[name]; ok {
 			delete(f.hotels, name)
+			f.tel.dropHotel(name, "")
 			go f.closeWhenDone(rh)
 		}
 	}
@@ -371,6 +372,7 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 			opLog.Info("hotel handed over to another replica", slog.Any("hotel", name), slog.Any("to", owner[name]))
 			rh.stop()
 			delete(f.hotels, name)
+			f.tel.dropHotel(name, "")
 			f.handing[name] = rh
 			go f.closeWhenDone(rh)
 			elsewhere[name] = "handed over to replica " + owner[name]

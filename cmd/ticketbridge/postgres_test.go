@@ -14,8 +14,8 @@ import (
 // TICKETBRIDGE_STATE naming a PostgreSQL database: check, once, status, a
 // dry run and state backup, none of which shows the database password.
 func TestPostgresState(t *testing.T) {
+	dbURL := statetest.PostgresURL(t) // before newBridge clears the environment
 	b := newBridge(t)
-	dbURL := statetest.PostgresURL(t)
 	b.vars["TICKETBRIDGE_STATE"] = dbURL
 	u, _ := url.Parse(dbURL)
 	password, _ := u.User.Password()

@@ -61,7 +61,7 @@ type replica struct {
 	at   []time.Time // when each of them arrived
 	// slow delays each answer, so that the replica is paused with a
 	// cycle in flight.
-	slow time.Duration
+	slow atomic.Int64 // nanoseconds
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process was waited for
 	exit error
@@ -127,8 +127,8 @@ func newReplicaWorld(t *testing.T, hotels, replicas int, seed uint64) *replicaWo
 			r.mu.Lock()
 			r.at = append(r.at, time.Now())
 			r.mu.Unlock()
-			if r.slow > 0 {
-				time.Sleep(r.slow) // a slow API, not a synchronisation
+			if d := time.Duration(r.slow.Load()); d > 0 {
+				time.Sleep(d) // a slow API, not a synchronisation
 			}
 			w.ts.Server.ServeHTTP(rw, req)
 		}))
@@ -427,7 +427,7 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 		t.Skip("builds the binary and runs two replicas")
 	}
 	w := newReplicaWorld(t, 2, 2, 20261123)
-	w.reps[0].slow = 150 * time.Millisecond
+	w.reps[0].slow.Store(int64(150 * time.Millisecond))
 	w.start(0)
 	taken := map[string]bool{}
 	w.waitFor("replica 0 taking every hotel", func(l replicaLine) bool {
