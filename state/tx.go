@@ -465,3 +465,30 @@ func (tx *Tx) CreatedAt() (time.Time, error) {
 	}
 	return t, nil
 }
+
+// MessageCounts returns, for every ticket with messages, how many upstream
+// messages are mirrored and how many are the bridge's own: the lengths of
+// what Mirrored and OwnMessages return, read in two scans whatever the
+// number of tickets (two round trips on PostgreSQL).
+func (tx *Tx) MessageCounts() (mirrored, own map[string]int, err error) {
+	count := func(bucket string) (map[string]int, error) {
+		m := map[string]int{}
+		err := tx.kv.scan(bucket, nil, func(k, _ []byte) error {
+			if i := bytes.IndexByte(k, '/'); i >= 0 {
+				m[string(k[:i])]++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("count %s messages: %w", bucket, err)
+		}
+		return m, nil
+	}
+	if mirrored, err = count(bucketMirrored); err != nil {
+		return nil, nil, err
+	}
+	if own, err = count(bucketOwn); err != nil {
+		return nil, nil, err
+	}
+	return mirrored, own, nil
+}

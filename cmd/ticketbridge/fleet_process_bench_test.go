@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
 
 // BenchmarkFleetProcess runs `ticketbridge run` as a process of its own,
@@ -24,12 +27,18 @@ import (
 // hotel (no hotels directory), then a daemon of 200 hotels
 // (TICKETBRIDGE_FLEET_HOTELS) of 100 requests each
 // (TICKETBRIDGE_FLEET_TICKETS), every hotel on a files helpdesk of its own,
-// @every 2s. After the import it counts the daemon's CPU time (utime +
+// @every 2s, once with the state in bbolt files and once in PostgreSQL
+// (when TICKETBRIDGE_TEST_POSTGRES names a test database; it skips
+// otherwise). After the import it counts the daemon's CPU time (utime +
 // stime of its /proc stat) and its cycles (its metrics) over 20 s of quiet
-// cycles (a minute for the one hotel), and reports the CPU per hotel-cycle of both daemons and their
-// ratio, the daemon's peak RSS (VmHWM: the reference server is not in it)
-// and the peak of its anonymous part (RssAnon, sampled every 200 ms: the
-// rest is file pages, the binary and the bbolt files it maps).
+// cycles (a minute for the one hotel), and reports the CPU per hotel-cycle
+// of both daemons and their ratio, the daemon's peak RSS (VmHWM: the
+// reference server is not in it), the peak of its anonymous part (RssAnon,
+// sampled every 200 ms: the rest is file pages, the binary and the bbolt
+// files it maps), and the state's round trips per hotel-cycle: for bbolt
+// its fsyncs (two per committed write transaction, read from the files'
+// meta pages), for PostgreSQL the client's turns on the wire, counted by a
+// proxy between the daemon and the database.
 //
 //	go test -run '^$' -bench BenchmarkFleetProcess -benchtime 1x ./cmd/ticketbridge/
 func BenchmarkFleetProcess(b *testing.B) {
@@ -39,16 +48,29 @@ func BenchmarkFleetProcess(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	for b.Loop() {
-		one := runFleetProcess(b, bin, 1, tickets, false)
-		many := runFleetProcess(b, bin, hotels, tickets, true)
-		b.ReportMetric(float64(one.cpuPerCycle.Microseconds()), "cpu-us/cycle-one-hotel")
-		b.ReportMetric(float64(many.cpuPerCycle.Microseconds()), "cpu-us/hotel-cycle")
-		b.ReportMetric(float64(many.cpuPerCycle)/float64(one.cpuPerCycle), "cpu-ratio")
-		b.ReportMetric(float64(one.hwm)/(1<<20), "RSS-MB-one-hotel")
-		b.ReportMetric(float64(many.hwm)/(1<<20), "RSS-MB")
-		b.ReportMetric(float64(many.anon)/(1<<20), "RssAnon-MB")
-		b.ReportMetric(many.importTook.Seconds(), "import-s")
+	for _, backend := range []string{"bbolt", "postgres"} {
+		b.Run(backend, func(b *testing.B) {
+			if backend == "postgres" && os.Getenv(statetest.Env) == "" {
+				b.Skip(statetest.SkipMessage)
+			}
+			for b.Loop() {
+				one := runFleetProcess(b, bin, backend, 1, tickets, false)
+				many := runFleetProcess(b, bin, backend, hotels, tickets, true)
+				b.ReportMetric(float64(one.cpuPerCycle.Microseconds()), "cpu-us/cycle-one-hotel")
+				b.ReportMetric(float64(many.cpuPerCycle.Microseconds()), "cpu-us/hotel-cycle")
+				b.ReportMetric(float64(many.cpuPerCycle)/float64(one.cpuPerCycle), "cpu-ratio")
+				b.ReportMetric(float64(one.hwm)/(1<<20), "RSS-MB-one-hotel")
+				b.ReportMetric(float64(many.hwm)/(1<<20), "RSS-MB")
+				b.ReportMetric(float64(many.anon)/(1<<20), "RssAnon-MB")
+				b.ReportMetric(many.importTook.Seconds(), "import-s")
+				unit := "fsyncs/hotel-cycle"
+				if backend == "postgres" {
+					unit = "round-trips/hotel-cycle"
+				}
+				b.ReportMetric(one.stateTrips, unit+"-one-hotel")
+				b.ReportMetric(many.stateTrips, unit)
+			}
+		})
 	}
 }
 
@@ -56,12 +78,15 @@ type fleetProcessFigures struct {
 	cpuPerCycle time.Duration
 	hwm, anon   int64
 	importTook  time.Duration
+	// stateTrips is the state's round trips per hotel-cycle (see
+	// BenchmarkFleetProcess).
+	stateTrips float64
 }
 
 // runFleetProcess runs a daemon of hotels hotels (through a hotels
-// directory when dirMode, else one hotel of the main configuration) and
-// measures it.
-func runFleetProcess(b *testing.B, bin string, hotels, tickets int, dirMode bool) fleetProcessFigures {
+// directory when dirMode, else one hotel of the main configuration) with
+// its state on backend, and measures it.
+func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dirMode bool) fleetProcessFigures {
 	b.Helper()
 	ts := refservertest.New(b)
 	dir := b.TempDir()
@@ -72,8 +97,21 @@ func runFleetProcess(b *testing.B, bin string, hotels, tickets int, dirMode bool
 	listen := freeAddr(b)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"TICKETBRIDGE_API_URL=" + ts.URL, "TICKETBRIDGE_ADAPTER=files", "TICKETBRIDGE_FILES_SETTLE=0s",
-		"TICKETBRIDGE_STATE=" + filepath.Join(dir, "state", "main.db"), "TICKETBRIDGE_LOG_FORMAT=json",
+		"TICKETBRIDGE_LOG_FORMAT=json",
 		"TICKETBRIDGE_LOG_LEVEL=warn", "TICKETBRIDGE_SCHEDULE=@every 2s", "TICKETBRIDGE_LISTEN=" + listen}
+	var (
+		proxy      *pgProxy
+		stateFiles []string
+	)
+	if backend == "postgres" {
+		proxy = newPGProxy(b, statetest.PostgresURL(b))
+		env = append(env, "TICKETBRIDGE_STATE="+proxy.url)
+	} else {
+		env = append(env, "TICKETBRIDGE_STATE="+filepath.Join(dir, "state", "main.db"))
+		if !dirMode {
+			stateFiles = append(stateFiles, filepath.Join(dir, "state", "main.db"))
+		}
+	}
 	var filesDirs []string
 	for i := range hotels {
 		name := fmt.Sprintf("hotel-%03d", i)
@@ -91,6 +129,9 @@ func runFleetProcess(b *testing.B, bin string, hotels, tickets int, dirMode bool
 		}
 		filesDir := filepath.Join(dir, "helpdesk", name)
 		filesDirs = append(filesDirs, filesDir)
+		if backend == "bbolt" && dirMode {
+			stateFiles = append(stateFiles, filepath.Join(dir, "state", "hotels", name+".db"))
+		}
 		vars := "TICKETBRIDGE_API_KEY_FILE=" + keyFile + "\nTICKETBRIDGE_FILES_DIR=" + filesDir + "\n"
 		if dirMode {
 			if err := os.WriteFile(filepath.Join(hotelsDir, name+".env"), []byte(vars), 0o600); err != nil {
@@ -172,15 +213,26 @@ func runFleetProcess(b *testing.B, bin string, hotels, tickets int, dirMode bool
 	if hotels == 1 {
 		window = time.Minute
 	}
+	trips := func() int64 {
+		if proxy != nil {
+			return proxy.turns.Load()
+		}
+		var fsyncs int64
+		for _, p := range stateFiles {
+			fsyncs += 2 * boltTxID(b, p) // each commit syncs its pages, then its meta page
+		}
+		return fsyncs
+	}
 	_, c0 := scrapeCounts(b, listen)
-	cpu0 := procCPU(b, cmd.Process.Pid)
+	cpu0, t0 := procCPU(b, cmd.Process.Pid), trips()
 	time.Sleep(window)
 	_, c1 := scrapeCounts(b, listen)
-	cpu1 := procCPU(b, cmd.Process.Pid)
+	cpu1, t1 := procCPU(b, cmd.Process.Pid), trips()
 	if c1 <= c0 {
 		b.Fatalf("no cycle in %s (%v -> %v)", window, c0, c1)
 	}
 	f.cpuPerCycle = time.Duration(float64(cpu1-cpu0) / (c1 - c0))
+	f.stateTrips = float64(t1-t0) / (c1 - c0)
 	f.hwm = procStatus(cmd.Process.Pid, "VmHWM:")
 	f.anon = anonPeak.Load()
 	return f
@@ -203,4 +255,79 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	}
 	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / ticksPerSecond
+}
+
+// pgProxy forwards connections to a PostgreSQL server and counts the
+// client's turns: each time the client writes after the server answered
+// (or first), one round trip begins.
+type pgProxy struct {
+	url   string // the database's URL, through the proxy
+	turns atomic.Int64
+}
+
+func newPGProxy(b *testing.B, dbURL string) *pgProxy {
+	b.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := u.Host
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ln.Close() })
+	u.Host = ln.Addr().String()
+	p := &pgProxy{url: u.String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c, target)
+		}
+	}()
+	return p
+}
+
+func (p *pgProxy) serve(client net.Conn, target string) {
+	defer client.Close()
+	server, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	var clientTurn atomic.Bool // the client is writing: its turn was counted
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := server.Read(buf)
+			if n > 0 {
+				clientTurn.Store(false)
+				if _, werr := client.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				_ = client.Close()
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			if !clientTurn.Swap(true) {
+				p.turns.Add(1)
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
