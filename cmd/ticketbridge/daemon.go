@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,12 +96,34 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if hc.Dir != "" {
 		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
 	}
-	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil)})
+	opts := wireOptions{HTTPClient: tel.instrument(nil)}
+	if state.IsURL(cfg.State) {
+		// One daemon at a time syncs the hotel; another stands by.
+		sl, err := standBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while standing by
+			}
+			return err
+		}
+		defer sl.close()
+		var lose context.CancelCauseFunc
+		ctx, lose = context.WithCancelCause(ctx)
+		defer lose(nil)
+		go sl.keep(ctx, func() { lose(errLeaseLost) })
+		opts.Fence = sl.hl.get().Fence
+		opts.HTTPClient = guarded(opts.HTTPClient, sl.hl)
+	}
+	w, err := wire(ctx, src.env, cfg, sc, log, opts)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	return serve(ctx, w, tel, usr1)
+	err = serve(ctx, w, tel, usr1)
+	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLost) {
+		return cause
+	}
+	return err
 }
 
 // serve runs w's engine on its schedule until ctx ends, writing a copy of

@@ -439,3 +439,102 @@ func (f *fleet) release(rh *runningHotel) {
 		f.log.Warn(err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "lease"))
 	}
 }
+
+// A daemon of one hotel whose state is in PostgreSQL holds the hotel's
+// lease as a replica of a fleet does: a second daemon of the same hotel
+// stands by until the first stops or dies, and a daemon that loses the
+// lease stops, to stand by again when its service manager restarts it.
+
+// errLeaseLost ends a daemon of one hotel whose lease ended.
+var errLeaseLost = errors.New("this daemon's lease of the hotel ended (another daemon took it over, or the state database was out of reach past TICKETBRIDGE_LEASE_TTL); it stopped syncing, and stands by once started again")
+
+// singleLease is the lease of a daemon of one hotel.
+type singleLease struct {
+	keeper *leaseKeeper
+	db     *state.Leases
+	hotel  string
+	hl     *hotelLease
+}
+
+// standBy takes the lease of hotel in the database at url, waiting as long
+// as another daemon holds it (checking every tick); it returns ctx's error
+// when ctx ends first.
+func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger) (*singleLease, error) {
+	k := newLeaseKeeper(ttl, log)
+	db, err := k.db(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	sl := &singleLease{keeper: k, db: db, hotel: hotel}
+	said := ""
+	for {
+		_, holders, err := db.Heartbeat(ctx)
+		if err == nil {
+			var l state.Lease
+			var ok bool
+			l, ok, err = db.Acquire(ctx, hotel)
+			if err == nil && ok {
+				sl.hl = &hotelLease{db: db, lease: l}
+				if said != "" {
+					log.Info("this daemon holds the lease of hotel "+hotel+" now", slog.String("op", "lease"), slog.Any("fence", l.Fence))
+				}
+				return sl, nil
+			}
+			for _, h := range holders {
+				if h.Hotel == hotel && h.Live && said != h.Replica {
+					said = h.Replica
+					log.Info("standing by: replica "+h.Replica+" syncs hotel "+hotel+"; this daemon takes over when it stops or dies", slog.String("op", "lease"), slog.String("replica", k.replica))
+				}
+			}
+		}
+		if err != nil {
+			log.Warn(err.Error(), slog.String("op", "lease"))
+		}
+		select {
+		case <-ctx.Done():
+			k.leave(context.Background())
+			return nil, ctx.Err()
+		case <-time.After(leaseTick(ttl)): // the next look at the lease
+		}
+	}
+}
+
+// keep renews the lease every tick until ctx ends, and calls lost once
+// when the lease is gone or its view ended without a renewal.
+func (sl *singleLease) keep(ctx context.Context, lost func()) {
+	var once gosync.Once
+	end := func() { once.Do(lost) }
+	sl.hl.expireWith(end)
+	tick := time.NewTicker(leaseTick(sl.keeper.ttl))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, _, err := sl.db.Heartbeat(ctx); err != nil {
+			sl.keeper.log.Warn(err.Error(), slog.String("op", "lease"))
+			continue // the view's timer ends it if this lasts
+		}
+		kept, err := sl.db.Renew(ctx, []state.Lease{sl.hl.get()})
+		switch {
+		case err != nil:
+			sl.keeper.log.Warn(err.Error(), slog.String("op", "lease"))
+		case len(kept) == 0:
+			end()
+			return
+		default:
+			sl.hl.extend(kept[0])
+		}
+	}
+}
+
+// close stops the view's timer, releases the lease and leaves the
+// replicas, so that a daemon standing by takes over at once.
+func (sl *singleLease) close() {
+	sl.hl.stopTimer()
+	ctx, cancel := context.WithTimeout(context.Background(), sl.keeper.ttl)
+	defer cancel()
+	sl.keeper.leave(ctx)
+}
