@@ -131,7 +131,8 @@
 // above keeps the two from overwriting each other's transactions. Replicas
 // that share hotels hold leases instead ([Leases]): a Store opened with its
 // lease's fence ([Options.Fence]) commits only while no other replica has
-// taken the lease since, and fails with [ErrLeaseLost] after. [Stats]
+// taken the lease since, and fails with [ErrLeaseLost] after (or with
+// [ErrConflict], for an Update under way at the takeover). [Stats]
 // reports no FileSize (there is no file) but DataBytes. [Store.BackupFile]
 // copies the hotel, as of one snapshot, into a bbolt state file; backing up
 // the database is pg_dump's job. The URL's password never appears in an

@@ -345,7 +345,8 @@ func (tx *Tx) PruneJournal(before time.Time) (int, error) {
 
 // RecentJournal returns, for every ticket with journal entries, its last n
 // entries, oldest first: what JournalForTicket returns of each ticket,
-// trimmed, read in two lookups whatever the number of tickets (two round
+// trimmed (unless more than four of its last n+4 are corrupt), read in two
+// lookups whatever the number of tickets (two round
 // trips on PostgreSQL, where JournalForTicket costs two per ticket).
 // Entries that cannot be read are left out and reported together in an
 // error matching ErrCorrupt, returned with the good ones.
@@ -353,7 +354,10 @@ func (tx *Tx) RecentJournal(n int) (map[string][]Entry, error) {
 	if n < 1 {
 		return nil, invalid("list recent journal entries", fmt.Errorf("want 1 or more entries a ticket, got %d", n))
 	}
-	byTicket := map[string][][2][]byte{} // ticket -> its last n (index key, event id)
+	// A few more than n are read, so that a corrupt one among the last
+	// leaves n good ones, as JournalForTicket's would.
+	keep := n + 4
+	byTicket := map[string][][2][]byte{} // ticket -> its last keep (index key, event id)
 	err := tx.kv.scan(bucketJournalTicket, nil, func(k, v []byte) error {
 		i := bytes.IndexByte(k, '/')
 		if i < 0 {
@@ -361,7 +365,7 @@ func (tx *Tx) RecentJournal(n int) (map[string][]Entry, error) {
 		}
 		t := string(k[:i])
 		ks := append(byTicket[t], [2][]byte{bytes.Clone(k), bytes.Clone(v)})
-		if len(ks) > n {
+		if len(ks) > keep {
 			ks = ks[1:]
 		}
 		byTicket[t] = ks
@@ -401,6 +405,9 @@ func (tx *Tx) RecentJournal(n int) (map[string][]Entry, error) {
 				continue
 			}
 			out[t] = append(out[t], e)
+		}
+		if es := out[t]; len(es) > n {
+			out[t] = es[len(es)-n:]
 		}
 	}
 	return out, errors.Join(corrupt...)

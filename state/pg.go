@@ -324,51 +324,78 @@ func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration
 	return nil
 }
 
-// migratePG checks the database's schema version in tx and, unless
-// readOnly, creates or migrates it to len(migs); it returns the version it
-// found (0: none). Concurrent writers (replicas starting together) wait
-// for each other on an advisory lock.
-func migratePG(ctx context.Context, tx pgx.Tx, readOnly bool, migs []pgMigration) (int, error) {
-	target := len(migs)
-	if !readOnly {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ticketbridge schema'))`); err != nil {
-			return 0, fmt.Errorf("lock the schema: %w", err)
-		}
-	}
+// readPGSchema returns the database's schema version, 0 when it has no
+// ticketbridge tables; a version table that is not one positive version
+// is an error.
+func readPGSchema(ctx context.Context, tx pgx.Tx) (int, error) {
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT to_regclass('`+pgSchemaTable+`') IS NOT NULL`).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("read the schema version: %w", err)
 	}
-	found := 0
-	switch {
-	case !exists && readOnly:
-		return 0, fmt.Errorf("%w: the database holds no ticketbridge state (table %s is missing); run the daemon once to create it", ErrNotStateFile, pgSchemaTable)
-	case !exists:
-		if _, err := tx.Exec(ctx, `CREATE TABLE `+pgSchemaTable+` (version integer NOT NULL, migrated_at timestamptz NOT NULL)`); err != nil {
-			return 0, fmt.Errorf("create %s: %w", pgSchemaTable, err)
-		}
-	default:
-		rows, err := tx.Query(ctx, `SELECT version FROM `+pgSchemaTable)
-		if err != nil {
-			return 0, fmt.Errorf("read the schema version: %w", err)
-		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-		if err != nil {
-			return 0, fmt.Errorf("read the schema version: %w", err)
-		}
-		if len(versions) != 1 || versions[0] < 1 {
-			return 0, fmt.Errorf("%w: %s holds %v, want one positive version", ErrNotStateFile, pgSchemaTable, versions)
-		}
-		found = int(versions[0])
+	if !exists {
+		return 0, nil
 	}
+	rows, err := tx.Query(ctx, `SELECT version FROM `+pgSchemaTable)
+	if err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	if len(versions) != 1 || versions[0] < 1 {
+		return 0, fmt.Errorf("%w: %s holds %v, want one positive version", ErrNotStateFile, pgSchemaTable, versions)
+	}
+	return int(versions[0]), nil
+}
+
+// checkPGSchema says whether a database of schema found can be used by a
+// ticketbridge that writes target (readOnly: without migrating it).
+func checkPGSchema(found, target int, readOnly bool) (int, error) {
 	switch {
+	case found == 0 && readOnly:
+		return 0, fmt.Errorf("%w: the database holds no ticketbridge state (table %s is missing); run the daemon once to create it", ErrNotStateFile, pgSchemaTable)
 	case found > target:
 		return found, fmt.Errorf("%w: the database has schema %d, this ticketbridge knows up to %d; use a newer ticketbridge or restore a backup",
 			ErrNewerSchema, found, target)
 	case found < target && readOnly:
 		return found, fmt.Errorf("%w: the database has schema %d, this ticketbridge needs %d; run the daemon once to migrate it",
 			ErrOldSchema, found, target)
-	case found < target:
+	}
+	return found, nil
+}
+
+// migratePG checks the database's schema version in tx and, unless
+// readOnly, creates or migrates it to len(migs); it returns the version it
+// found (0: none). Concurrent writers (replicas starting together) wait
+// for each other on an advisory lock.
+func migratePG(ctx context.Context, tx pgx.Tx, readOnly bool, migs []pgMigration) (int, error) {
+	target := len(migs)
+	// A current schema is read without the lock: replicas opening many
+	// hotels at once do not wait for each other. A schema to create or
+	// migrate is read again under it.
+	if found, err := readPGSchema(ctx, tx); err != nil || found == target || readOnly {
+		if err == nil && readOnly {
+			return checkPGSchema(found, target, readOnly)
+		}
+		return found, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ticketbridge schema'))`); err != nil {
+		return 0, fmt.Errorf("lock the schema: %w", err)
+	}
+	found, err := readPGSchema(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	if found == 0 {
+		if _, err := tx.Exec(ctx, `CREATE TABLE `+pgSchemaTable+` (version integer NOT NULL, migrated_at timestamptz NOT NULL)`); err != nil {
+			return 0, fmt.Errorf("create %s: %w", pgSchemaTable, err)
+		}
+	}
+	if _, err := checkPGSchema(found, target, false); err != nil {
+		return found, err
+	}
+	if found < target {
 		for v := found; v < target; v++ {
 			for _, stmt := range migs[v] {
 				if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -98,7 +98,9 @@ type Options struct {
 	// Fence is the fence of the hotel's lease the Store writes under, as
 	// [Leases.Acquire] returned it (PostgreSQL only). Every Update's commit
 	// checks it: once another replica has taken the lease, Update fails
-	// with [ErrLeaseLost] and keeps nothing. Zero writes without a lease
+	// with [ErrLeaseLost] and keeps nothing (an Update whose snapshot was
+	// taken before the takeover fails with [ErrConflict]: it keeps nothing
+	// either). Zero writes without a lease
 	// (the commands that change state beside a running daemon).
 	Fence int64
 }

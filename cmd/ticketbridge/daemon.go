@@ -110,6 +110,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		var lose context.CancelCauseFunc
 		ctx, lose = context.WithCancelCause(ctx)
 		defer lose(nil)
+		sl.keeping = true
 		go sl.keep(ctx, func() { lose(errLeaseLost) })
 		opts.Fence = sl.hl.get().Fence
 		opts.HTTPClient = guarded(opts.HTTPClient, sl.hl)

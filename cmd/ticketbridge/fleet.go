@@ -47,6 +47,15 @@ type fleet struct {
 	keeper  *leaseKeeper
 	leased  map[string]hotelConf
 	handing map[string]*runningHotel
+	// backoff holds the leased hotels this replica could not start, with
+	// when it tries again; a reload clears it.
+	backoff map[string]time.Time
+	// elsewhere holds, by database, what /readyz says of the hotels other
+	// replicas sync.
+	elsewhere map[string]map[string]string
+	// closing counts the hotels stopped in the background whose wirings
+	// are not closed yet.
+	closing gosync.WaitGroup
 }
 
 // runningHotel is one hotel the daemon runs.
@@ -88,7 +97,8 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 	life = adapters.WithSlots(life, slots)
 	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts,
 		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
-		leased: map[string]hotelConf{}, handing: map[string]*runningHotel{}}
+		leased: map[string]hotelConf{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
+		elsewhere: map[string]map[string]string{}}
 }
 
 // reload reads the hotels directory again and makes the running hotels
@@ -107,6 +117,7 @@ func (f *fleet) reload() error {
 	}
 	want := make(map[string]hotelConf, len(good))
 	clear(f.leased)
+	clear(f.backoff) // the files may have been fixed
 	for _, h := range good {
 		want[h.name()] = h
 		if state.IsURL(h.cfg.State) {
@@ -116,6 +127,14 @@ func (f *fleet) reload() error {
 	var stopping []*runningHotel
 	for name, rh := range f.hotels {
 		if h, ok := want[name]; ok && h.file.Sum == rh.conf.file.Sum && rh.alive() {
+			continue
+		}
+		if rh.lease != nil {
+			// Not waited for here: balance keeps renewing the leases
+			// of the other hotels meanwhile, and releases this one's once
+			// its cycle ended.
+			f.handOver(name, rh)
+			f.log.Info("hotel stopping: its file changed or is gone", slog.Any("hotel", name), slog.String("op", "reload"))
 			continue
 		}
 		rh.stop()
@@ -268,6 +287,7 @@ func (f *fleet) stopAll() error {
 		<-rh.done
 		delete(f.handing, name)
 	}
+	f.closing.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
 	defer cancel()
 	f.keeper.leave(ctx)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -84,6 +85,13 @@ func (hl *hotelLease) extend(l state.Lease) {
 	if hl.timer != nil {
 		hl.timer.Reset(time.Until(l.Until))
 	}
+}
+
+// end ends the view at once: the hotel's requests are refused from now.
+func (hl *hotelLease) end() {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	hl.lease.Until = time.Time{}
 }
 
 // expireWith arms the timer that calls lost when the view ends.
@@ -260,6 +268,7 @@ func (f *fleet) balanceLocked() {
 	if ctx.Err() != nil {
 		return
 	}
+	begin := time.Now()
 	// Hotels whose handover finished give their leases back.
 	for name, rh := range f.handing {
 		if rh.alive() {
@@ -270,7 +279,8 @@ func (f *fleet) balanceLocked() {
 	}
 	// A leased hotel that ended: killed when its lease's view ended (it
 	// may start again once this replica holds the lease anew), or failed
-	// to start (it waits for the next reload, as a hotel of a file does).
+	// to start (this replica leaves it to the others for a while; it stays
+	// among the hotels the replicas share out, so that they agree).
 	for name, rh := range f.hotels {
 		if rh.lease == nil || rh.alive() {
 			continue
@@ -279,7 +289,7 @@ func (f *fleet) balanceLocked() {
 		f.closeWhenDone(rh)
 		f.release(rh)
 		if rh.life.Err() == nil {
-			delete(f.leased, name)
+			f.backoff[name] = time.Now().Add(startBackoff)
 		}
 	}
 	byDB := map[string][]string{}
@@ -295,14 +305,35 @@ func (f *fleet) balanceLocked() {
 	}
 	elsewhere := map[string]string{}
 	for url, names := range byDB {
-		f.balanceDB(ctx, url, names, elsewhere)
+		// A database that did not answer keeps what /readyz said of its
+		// hotels.
+		if m := f.balanceDB(ctx, begin, url, names); m != nil {
+			f.elsewhere[url] = m
+		}
+	}
+	for url, m := range f.elsewhere {
+		if _, ok := byDB[url]; !ok {
+			delete(f.elsewhere, url)
+			continue
+		}
+		maps.Copy(elsewhere, m)
 	}
 	f.tel.hotelsElsewhere(elsewhere)
 }
 
-func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsewhere map[string]string) {
+// startBackoff is how long a replica leaves a hotel it could not start to
+// the others.
+const startBackoff = time.Minute
+
+// balanceDB balances the hotels of one database; it returns what /readyz
+// says of those synced elsewhere, nil when the database did not answer.
+// It takes hotels only during the first half of a tick from begin, so
+// that a replica starting many hotels renews its leases in time; the
+// rest wait for the next ticks.
+func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, names []string) map[string]string {
 	k := f.keeper
 	opLog := f.log.With(slog.String("op", "lease"))
+	elsewhere := map[string]string{}
 	db, err := k.db(ctx, url)
 	if err != nil {
 		opLog.Error("hotels not started: "+err.Error(), slog.Any("hotels", names))
@@ -311,13 +342,13 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 				f.tel.dropHotel(n, err.Error())
 			}
 		}
-		return
+		return elsewhere
 	}
 	replicas, holders, err := db.Heartbeat(ctx)
 	if err != nil {
 		// The hotels running here go on while their leases' views last.
 		opLog.Warn(err.Error())
-		return
+		return nil
 	}
 	// Renew what runs here, and what is handing over.
 	var mine []state.Lease
@@ -337,7 +368,7 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 	kept, err := db.Renew(ctx, mine)
 	if err != nil {
 		opLog.Warn(err.Error())
-		return
+		return nil
 	}
 	renewed := map[string]state.Lease{}
 	for _, l := range kept {
@@ -349,12 +380,13 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 			continue
 		}
 		opLog.Warn("hotel stopped: its lease was taken over by another replica", slog.Any("hotel", name))
+		rh.lease.end()
 		rh.lease.stopTimer()
 		rh.kill()
 		if _, ok := f.hotels[name]; ok {
 			delete(f.hotels, name)
 			f.tel.dropHotel(name, "")
-			go f.closeWhenDone(rh)
+			f.closeLater(rh)
 		}
 	}
 	owner := assign(names, replicas)
@@ -370,11 +402,7 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 			// Another replica's now (or the file is gone): stop after the
 			// cycle in flight; balance releases the lease once it ended.
 			opLog.Info("hotel handed over to another replica", slog.Any("hotel", name), slog.Any("to", owner[name]))
-			rh.stop()
-			delete(f.hotels, name)
-			f.tel.dropHotel(name, "")
-			f.handing[name] = rh
-			go f.closeWhenDone(rh)
+			f.handOver(name, rh)
 			elsewhere[name] = "handed over to replica " + owner[name]
 		case here:
 		case !wanted:
@@ -384,6 +412,14 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 		default:
 			if _, busy := f.handing[name]; busy {
 				elsewhere[name] = "handing over"
+				continue
+			}
+			if until, ok := f.backoff[name]; ok && time.Now().Before(until) {
+				elsewhere[name] = "could not start on this replica; left to the others until " + until.Format(time.TimeOnly)
+				continue
+			}
+			if time.Since(begin) > leaseTick(k.ttl)/2 {
+				elsewhere[name] = "waiting for this replica's next tick"
 				continue
 			}
 			if h, ok := holder[name]; ok && h.Live && h.Replica != k.replica {
@@ -402,14 +438,32 @@ func (f *fleet) balanceDB(ctx context.Context, url string, names []string, elsew
 			hl := &hotelLease{db: db, lease: l}
 			rh, err := f.start(f.leased[name], hl)
 			if err != nil {
-				opLog.Error("hotel not started: "+err.Error(), slog.Any("hotel", name))
+				opLog.Error("hotel not started: "+err.Error()+"; left to the other replicas for "+startBackoff.String(), slog.Any("hotel", name))
 				f.tel.dropHotel(name, err.Error())
+				f.backoff[name] = time.Now().Add(startBackoff)
 				_ = db.Release(ctx, l)
 				continue
 			}
 			f.hotels[name] = rh
 		}
 	}
+	return elsewhere
+}
+
+// handOver stops a leased hotel after its cycle in flight; balance renews
+// its lease until then, and releases it after.
+func (f *fleet) handOver(name string, rh *runningHotel) {
+	rh.stop()
+	delete(f.hotels, name)
+	f.tel.dropHotel(name, "")
+	f.handing[name] = rh
+	f.closeLater(rh)
+}
+
+// closeLater closes a stopped hotel's wiring once its goroutine ended;
+// stopAll waits for it.
+func (f *fleet) closeLater(rh *runningHotel) {
+	f.closing.Go(func() { f.closeWhenDone(rh) })
 }
 
 // closeWhenDone closes a stopped hotel's wiring once its goroutine ended.
@@ -454,6 +508,10 @@ type singleLease struct {
 	db     *state.Leases
 	hotel  string
 	hl     *hotelLease
+	// kept is closed when keep returned; close waits for it, so that no
+	// heartbeat follows the leave.
+	kept    chan struct{}
+	keeping bool
 }
 
 // standBy takes the lease of hotel in the database at url, waiting as long
@@ -465,7 +523,7 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 	if err != nil {
 		return nil, err
 	}
-	sl := &singleLease{keeper: k, db: db, hotel: hotel}
+	sl := &singleLease{keeper: k, db: db, hotel: hotel, kept: make(chan struct{})}
 	said := ""
 	for {
 		_, holders, err := db.Heartbeat(ctx)
@@ -500,8 +558,10 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 }
 
 // keep renews the lease every tick until ctx ends, and calls lost once
-// when the lease is gone or its view ended without a renewal.
+// when the lease is gone or its view ended without a renewal. Run it in a
+// goroutine of its own after setting keeping; end ctx before close.
 func (sl *singleLease) keep(ctx context.Context, lost func()) {
+	defer close(sl.kept)
 	var once gosync.Once
 	end := func() { once.Do(lost) }
 	sl.hl.expireWith(end)
@@ -533,6 +593,9 @@ func (sl *singleLease) keep(ctx context.Context, lost func()) {
 // close stops the view's timer, releases the lease and leaves the
 // replicas, so that a daemon standing by takes over at once.
 func (sl *singleLease) close() {
+	if sl.keeping {
+		<-sl.kept
+	}
 	sl.hl.stopTimer()
 	ctx, cancel := context.WithTimeout(context.Background(), sl.keeper.ttl)
 	defer cancel()
