@@ -76,6 +76,14 @@ type Phases struct {
 	Send     time.Duration `json:"send"`
 }
 
+// Brief returns r without the lists of the requests it touched and of
+// its failures: what a history of many cycles keeps of each (the counts
+// stay).
+func (r Report) Brief() Report {
+	r.Touched, r.Failures, r.touched = nil, nil, nil
+	return r
+}
+
 // Failure is one error of a cycle: the ticket, the message or event it
 // concerns when there is one, the operation and the error text.
 type Failure struct {

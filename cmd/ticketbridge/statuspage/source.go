@@ -115,7 +115,9 @@ func (h *Hotel) record(r sync.Report, s *sync.Status) {
 		h.status = *s
 	}
 	if !r.Start.IsZero() {
-		h.cycles = append(h.cycles, r)
+		// An hour of a hotel's cycles, many hotels to a daemon: each is
+		// kept without its lists of requests and failures.
+		h.cycles = append(h.cycles, r.Brief())
 		cut := 0
 		from := h.now().Add(-h.keep)
 		for cut < len(h.cycles) && (h.cycles[cut].Start.Before(from) || len(h.cycles)-cut > maxCycles) {
