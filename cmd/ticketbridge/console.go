@@ -92,9 +92,14 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 }
 
 // newConsole returns the page's source of w's hotel, named name ("" for
-// a daemon's one hotel), with the status read from its state.
+// a daemon's one hotel), with the status read from its state. A hotel of
+// many ("" excepted) keeps only counts in memory and reads its request
+// list when its pages are viewed (statuspage.Hotel.OnDemand).
 func newConsole(w *wiring, name string) *console {
 	h := statuspage.NewHotel(name, w.store, nil)
+	if name != "" {
+		h.OnDemand()
+	}
 	if err := h.Refresh(); err != nil {
 		w.log.Warn("read status for the status page: "+err.Error(), slog.String("op", "console"))
 	}

@@ -37,7 +37,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	for _, l := range all {
 		row := hotelRow{Name: l.Name, Link: "/hotels/" + url.PathEscape(l.Name) + "/", Runs: l.Source != nil, Ready: l.Ready, Reason: l.Reason}
 		if l.Source != nil {
-			snap := l.Source.Snapshot()
+			snap := summary(l.Source)
 			row.Last, row.Counts = snap.Status.LastCycle, snap.Status.Counts
 			if n := len(snap.Cycles); n > 0 && (row.Last == nil || snap.Cycles[n-1].Start.After(row.Last.Start)) {
 				row.Last = &snap.Cycles[n-1]
@@ -60,4 +60,16 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	v := s.view(r, scope{}, "Hotels")
 	v.Hotels = d
 	s.render(w, http.StatusOK, "hotels", v)
+}
+
+// summarizer is a Source that keeps the counts apart from the request
+// list, which it may read on demand ([Hotel.Summary]).
+type summarizer interface{ Summary() Snapshot }
+
+// summary returns what the list of hotels shows of src.
+func summary(src Source) Snapshot {
+	if s, ok := src.(summarizer); ok {
+		return s.Summary()
+	}
+	return src.Snapshot()
 }

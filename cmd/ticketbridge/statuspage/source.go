@@ -49,9 +49,22 @@ type Hotel struct {
 	now  func() time.Time
 	keep time.Duration
 
+	// onDemand keeps no request list in memory: see OnDemand.
+	onDemand bool
+
 	mu     gosync.Mutex
 	status sync.Status
 	cycles []sync.Report
+}
+
+// OnDemand makes h keep in memory only the counts of its status and its
+// recent cycles, and read the request list from the state at each view of
+// its pages; the list of hotels shows the counts ([Hotel.Summary]). A
+// daemon of many hotels uses it, so that its memory does not hold every
+// hotel's requests twice. It returns h.
+func (h *Hotel) OnDemand() *Hotel {
+	h.onDemand = true
+	return h
 }
 
 // Recent cycles are kept for an hour, at most maxCycles of them.
@@ -81,7 +94,7 @@ func (h *Hotel) Refresh() error {
 		return err
 	}
 	h.mu.Lock()
-	h.status = s
+	h.status = h.kept(s)
 	if len(h.cycles) == 0 && s.LastCycle != nil && !s.LastCycle.Start.Before(h.now().Add(-h.keep)) {
 		h.cycles = []sync.Report{*s.LastCycle}
 	}
@@ -112,7 +125,7 @@ func (h *Hotel) record(r sync.Report, s *sync.Status) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s != nil {
-		h.status = *s
+		h.status = h.kept(*s)
 	}
 	if !r.Start.IsZero() {
 		// An hour of a hotel's cycles, many hotels to a daemon: each is
@@ -127,8 +140,29 @@ func (h *Hotel) record(r sync.Report, s *sync.Status) {
 	}
 }
 
-// Snapshot implements Source.
+// kept is what h keeps of s.
+func (h *Hotel) kept(s sync.Status) sync.Status {
+	if h.onDemand {
+		s.Tickets, s.Pending, s.Failed = nil, nil, nil // the counts stay
+	}
+	return s
+}
+
+// Snapshot implements Source. On demand (see OnDemand) it reads the status
+// from the state; when that fails, it returns what h keeps.
 func (h *Hotel) Snapshot() Snapshot {
+	snap := h.Summary()
+	if h.onDemand && h.st != nil {
+		if s, err := sync.ReadStatus(h.st, h.now()); err == nil {
+			snap.Status = s
+		}
+	}
+	return snap
+}
+
+// Summary returns the counts of the status and the recent cycles, as kept
+// in memory: what the list of hotels shows.
+func (h *Hotel) Summary() Snapshot {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return Snapshot{Status: h.status, Cycles: h.cycles}

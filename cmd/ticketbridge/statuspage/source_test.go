@@ -1,9 +1,11 @@
 package statuspage
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -25,5 +27,34 @@ func TestHotelKeepsBriefCycles(t *testing.T) {
 	}
 	if c.TouchedCount != 2 || c.Errors != 1 || c.APIRequests != 7 || c.Outcome != sync.OutcomePartial {
 		t.Errorf("a kept cycle lost its counts: %+v", c)
+	}
+}
+
+// On demand, a hotel keeps counts only and reads its requests from the
+// state when a page of it is viewed.
+func TestHotelOnDemand(t *testing.T) {
+	st, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	put := func(id string) {
+		t.Helper()
+		if err := st.Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: id, UpstreamStatus: "new"}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("t1")
+	h := NewHotel("alpha", st, nil).OnDemand()
+	if err := h.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	sum := h.Summary()
+	if sum.Status.Tickets != nil || sum.Status.Counts.Tickets != 1 {
+		t.Errorf("kept in memory: %d tickets listed, counts %+v; want none listed, 1 counted", len(sum.Status.Tickets), sum.Status.Counts)
+	}
+	put("t2")
+	if got := h.Snapshot().Status.Tickets; len(got) != 2 {
+		t.Errorf("a page view lists %d tickets, want the 2 in the state", len(got))
 	}
 }
