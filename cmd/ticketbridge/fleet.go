@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ticketbridge/ticketbridge/state"
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	gosync "sync"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/cmd/ticketbridge/statuspage"
+	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -337,6 +338,10 @@ func (f *fleet) backup(ctx context.Context) {
 // state file. The status page at / lists the hotels, each hotel's page
 // under /hotels/NAME/, with the console token of the main configuration.
 func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error {
+	if gc, ok := fleetGC(); ok {
+		debug.SetGCPercent(gc)
+		f.log.Debug(fmt.Sprintf("the Go collector runs at GOGC=%d: many hotels churn much and hold little (set GOGC or GOMEMLIMIT to choose)", gc), slog.String("op", "start"))
+	}
 	if err := setupPage(ctx, f.src.env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels}); err != nil {
 		return err
 	}
@@ -374,6 +379,22 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 			f.backup(ctx)
 		}
 	}
+}
+
+// fleetGCPercent is the collector's target of a daemon of many hotels,
+// half Go's default: its hotels' cycles make much garbage around little
+// live data, and the default headroom put a daemon of 200 hotels at a peak
+// of 150 MiB (126 MiB at 50, for a few percent more CPU).
+const fleetGCPercent = 50
+
+// fleetGC returns the collector's target for a daemon of many hotels; ok
+// is false when the environment sets GOGC or GOMEMLIMIT, which the Go
+// runtime follows instead.
+func fleetGC() (int, bool) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	return fleetGCPercent, true
 }
 
 // errNoHotels is the error of --hotel without a hotels directory.

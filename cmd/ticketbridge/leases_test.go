@@ -345,3 +345,23 @@ func TestSingleHotelStandsBy(t *testing.T) {
 		t.Errorf("the guest message written while b stood by is in the folder %d times, want once", n)
 	}
 }
+
+// A daemon of many hotels runs the collector at half the default target
+// unless the environment chooses.
+func TestFleetGC(t *testing.T) {
+	for _, c := range []struct {
+		gogc, limit string
+		want        int
+		ok          bool
+	}{
+		{"", "", fleetGCPercent, true},
+		{"100", "", 0, false},
+		{"", "512MiB", 0, false},
+	} {
+		t.Setenv("GOGC", c.gogc)
+		t.Setenv("GOMEMLIMIT", c.limit)
+		if got, ok := fleetGC(); got != c.want || ok != c.ok {
+			t.Errorf("GOGC=%q GOMEMLIMIT=%q: fleetGC = %d, %t; want %d, %t", c.gogc, c.limit, got, ok, c.want, c.ok)
+		}
+	}
+}
