@@ -93,6 +93,13 @@ func (t *telemetry) dropHotel(name, reason string) {
 	}
 }
 
+// clearBroken forgets why a hotel failed to start here, if it did.
+func (t *telemetry) clearBroken(name string) {
+	t.hotels.mu.Lock()
+	defer t.hotels.mu.Unlock()
+	delete(t.hotels.broken, name)
+}
+
 // gatherer gathers the daemon's series and every hotel's.
 func (t *telemetry) gatherer() prometheus.Gatherer {
 	if t.hotels == nil {

@@ -393,6 +393,11 @@ func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, name
 	holder := map[string]state.Holder{}
 	for _, h := range holders {
 		holder[h.Hotel] = h
+		if _, here := f.hotels[h.Hotel]; !here && h.Live && h.Replica != k.replica {
+			// Another replica syncs it: a reason this replica could not
+			// start it is no longer what /readyz should say here.
+			f.tel.clearBroken(h.Hotel)
+		}
 	}
 	for _, name := range names {
 		rh, here := f.hotels[name]

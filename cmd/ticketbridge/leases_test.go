@@ -146,6 +146,12 @@ func TestReplicasShareHotels(t *testing.T) {
 	if ok, body := b.tel.readiness(time.Now()); !ok || !strings.Contains(body, "synced by replica "+a.keeper.replica) {
 		t.Errorf("b's /readyz while a holds every hotel: %t\n%s", ok, body)
 	}
+	// A hotel b failed to start is not failing on b while a syncs it.
+	b.tel.dropHotel("alpha", "could not start here")
+	b.balance()
+	if ok, body := b.tel.readiness(time.Now()); !ok {
+		t.Errorf("b's /readyz after it failed to start a hotel a syncs: not ready\n%s", body)
+	}
 	a.balance() // a sees b and hands over b's share
 	waitHandovers(a)
 	b.balance()
