@@ -374,17 +374,19 @@ func migratePG(ctx context.Context, tx pgx.Tx, readOnly bool, migs []pgMigration
 	// A current schema is read without the lock: replicas opening many
 	// hotels at once do not wait for each other. A schema to create or
 	// migrate is read again under it.
-	if found, err := readPGSchema(ctx, tx); err != nil || found == target || readOnly {
-		if err == nil && readOnly {
-			return checkPGSchema(found, target, readOnly)
-		}
+	found, err := readPGSchema(ctx, tx)
+	switch {
+	case err != nil:
 		return found, err
+	case readOnly:
+		return checkPGSchema(found, target, true)
+	case found == target:
+		return found, nil
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ticketbridge schema'))`); err != nil {
 		return 0, fmt.Errorf("lock the schema: %w", err)
 	}
-	found, err := readPGSchema(ctx, tx)
-	if err != nil {
+	if found, err = readPGSchema(ctx, tx); err != nil {
 		return 0, err
 	}
 	if found == 0 {

@@ -28,12 +28,7 @@ var (
 //	go test ./cmd/ticketbridge/ -run TestStatusPageInBrowser -screenshots /tmp/shots -update-docs
 func TestStatusPageInBrowser(t *testing.T) {
 	chromiumPath(t)
-	shots := *screenshotDir
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotsDir(t)
 
 	b := newBridge(t)
 	var ids []string
@@ -165,4 +160,17 @@ func guest(t *testing.T, b *bridge, id, body string) {
 	if _, err := b.ts.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Guest", Body: body}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// screenshotsDir returns the folder -screenshots names, made when missing,
+// or a temporary one.
+func screenshotsDir(t *testing.T) string {
+	t.Helper()
+	if *screenshotDir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(*screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return *screenshotDir
 }

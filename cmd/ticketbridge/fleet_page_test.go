@@ -113,12 +113,7 @@ func TestFleetRetryCommand(t *testing.T) {
 // skips when Chromium is missing.
 func TestFleetPageInBrowser(t *testing.T) {
 	chromiumPath(t)
-	shots := *screenshotDir
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotsDir(t)
 	fx, a, _ := startPagedFleet(t)
 	base := "http://" + fx.tel.Addr().String()
 	tab := startChromium(t).newTab()

@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"maps"
@@ -242,12 +241,10 @@ func orphan(h state.Holder, ttl time.Duration) bool {
 // elsewhereReason says, for /readyz and the log, where a hotel is synced
 // when not here.
 func elsewhereReason(h state.Holder, ok bool) string {
-	switch {
-	case ok && h.Live:
-		return fmt.Sprintf("synced by replica %s", h.Replica)
-	default:
-		return "waiting for a replica to take its lease"
+	if ok && h.Live {
+		return "synced by replica " + h.Replica
 	}
+	return "waiting for a replica to take its lease"
 }
 
 // balance renews this replica's leases and moves hotels to and from it.
