@@ -619,7 +619,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	value, expires := s.auth.session(who)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", Expires: expires,
+	// Max-Age, not Expires: the browser counts the session's life on its
+	// own clock, so that a clock of the daemon's that differs from it
+	// neither drops the cookie at once nor keeps it past the session (the
+	// daemon checks the expiry in the value itself).
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: int(expires.Sub(s.now()) / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	s.log.Info("console sign-in", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 	http.Redirect(w, r, "/?done=login", http.StatusSeeOther)
