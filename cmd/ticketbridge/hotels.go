@@ -14,9 +14,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/ticketbridge/ticketbridge/state"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,6 +29,8 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -252,15 +254,22 @@ func loadHotels(ctx context.Context, src configSource, main Config, dir string, 
 		for _, w := range hotelWarnings(ctx, src, hc) {
 			warn(w)
 		}
+		if state.IsURL(main.State) && !state.IsURL(hc.cfg.State) {
+			warn(fmt.Sprintf("hotel %s keeps its state in the file %s while the main configuration's is in PostgreSQL: a hotel with a state file holds no lease, so every replica given this hotels directory syncs it on its own; set its TICKETBRIDGE_STATE to the database, or serve it from one daemon only", hc.name(), hc.cfg.State))
+		}
 		good = append(good, hc)
 	}
 	return good, bad, checkDistinct(good)
 }
 
 // checkDistinct refuses two hotels that share what must be a hotel's own:
-// the API key (the key decides the organisation), the state file, and the
-// folders of the files and webhook adapters.
+// the API key (the key decides the organisation), the state file, the
+// folders of the files and webhook adapters, and the webhook adapter's
+// inbound address.
 func checkDistinct(hs []hotelConf) error {
+	if err := checkWebhookListen(hs); err != nil {
+		return err
+	}
 	seen := map[string]string{}
 	claim := func(h hotelConf, what, v string) error {
 		if v == "" {
@@ -304,6 +313,39 @@ func checkDistinct(hs []hotelConf) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkWebhookListen refuses two webhook hotels whose inbound endpoints
+// would listen on the same port of the same address (an address such as
+// 0.0.0.0 takes the port on every address), which would leave the second
+// hotel unable to start.
+func checkWebhookListen(hs []hotelConf) error {
+	type endpoint struct{ hotel, addr, host, port string }
+	var seen []endpoint
+	wildcard := func(host string) bool { return host == "" || host == "0.0.0.0" || host == "::" }
+	for _, h := range hs {
+		if h.cfg.Adapter != webhook.Name {
+			continue
+		}
+		addr, _ := h.env.Lookup("TICKETBRIDGE_WEBHOOK_LISTEN")
+		if addr = strings.TrimSpace(addr); addr == "" {
+			addr = webhook.DefaultListen
+		}
+		if addr == webhook.ListenOff {
+			continue
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			continue // the adapter's own check names it
+		}
+		for _, o := range seen {
+			if o.port == port && (o.host == host || wildcard(o.host) || wildcard(host)) {
+				return fmt.Errorf("read hotels directory: hotels %s and %s would both listen on %s (TICKETBRIDGE_WEBHOOK_LISTEN=%s); give each webhook hotel an address of its own in its file", o.hotel, h.name(), addr, o.addr)
+			}
+		}
+		seen = append(seen, endpoint{h.name(), addr, host, port})
 	}
 	return nil
 }

@@ -559,6 +559,75 @@ func TestHotelStateInADatabase(t *testing.T) {
 	}
 }
 
+// TestWebhookHotelsListenApart: two webhook hotels whose inbound
+// endpoints would take the same port are refused with both names, the
+// second of them would otherwise fail to start; hotels listening apart,
+// or not at all, are not.
+func TestWebhookHotelsListenApart(t *testing.T) {
+	fx := newFleetFixture(t)
+	ctx := context.Background()
+	hook := func(name, listen string) {
+		vars := map[string]string{
+			"TICKETBRIDGE_ADAPTER":        "webhook",
+			"TICKETBRIDGE_WEBHOOK_URL":    "http://127.0.0.1:1/" + name,
+			"TICKETBRIDGE_WEBHOOK_SECRET": "a-webhook-secret-of-" + name,
+			"TICKETBRIDGE_WEBHOOK_DIR":    filepath.Join(fx.dir, "webhook", name),
+		}
+		if listen != "" {
+			vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = listen
+		}
+		fx.writeHotel(name, vars)
+	}
+	for _, tc := range []struct {
+		a, b  string // the two hotels' TICKETBRIDGE_WEBHOOK_LISTEN; "" is the default
+		clash bool
+	}{
+		{"", "", true},
+		{"", "127.0.0.1:9465", true},
+		{"127.0.0.1:9501", "127.0.0.1:9502", false},
+		{"0.0.0.0:9501", "127.0.0.1:9501", true},
+		{"127.0.0.1:9501", "[::]:9501", true},
+		{"127.0.0.1:9501", "127.0.0.2:9501", false},
+		{"off", "off", false},
+		{"", "off", false},
+	} {
+		hook("alpha", tc.a)
+		hook("beta", tc.b)
+		ef := envFlag{path: fx.mainFile()}
+		src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
+		if tc.clash != (err != nil) || err != nil && !(strings.Contains(err.Error(), "hotels alpha and beta") && strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_LISTEN")) {
+			t.Errorf("alpha on %q, beta on %q: error = %v, want a clash: %v", tc.a, tc.b, err, tc.clash)
+		}
+	}
+}
+
+// TestHotelStateFileAmongReplicas: with the main state in a database, a
+// hotel that keeps its state in a file is warned about, by name: it holds
+// no lease, so every replica would sync it.
+func TestHotelStateFileAmongReplicas(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_STATE"] = "postgres://tb@127.0.0.1:1/tb"
+	fx.writeHotel("alpha", nil)
+	fx.writeHotel("beta", map[string]string{"TICKETBRIDGE_STATE": filepath.Join(fx.dir, "beta.db")})
+	ctx := context.Background()
+	ef := envFlag{path: fx.mainFile()}
+	src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	if _, _, err := loadHotels(ctx, src, cfg, fx.hotelsDir, func(w string) { warnings = append(warnings, w) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "hotel beta keeps its state in the file") || !strings.Contains(warnings[0], "every replica") {
+		t.Errorf("warnings = %q, want one about beta's state file", warnings)
+	}
+}
+
 // TestFleetWatchdogAndBrokenHotel: a hotel that could not start is listed
 // failing by /readyz and does not starve the watchdog; a running hotel
 // that never completes a cycle does.
