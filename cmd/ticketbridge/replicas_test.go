@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +22,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook/receiver"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
@@ -29,10 +32,16 @@ import (
 )
 
 // replicaWorld is hotels on one reference server, each an organisation
-// with a files helpdesk of its own, served by replicas: processes of the
-// built binary sharing a hotels directory and a PostgreSQL state. Each
-// replica reaches the reference server through a listener of its own, so
-// the test knows which replica sent each API request.
+// with a helpdesk of its own, served by replicas: processes of the built
+// binary sharing a hotels directory and a PostgreSQL state. Each replica
+// reaches the reference server through a listener of its own, so the test
+// knows which replica sent each API request.
+//
+// A hotel's helpdesk is a files folder, or, for every other hotel of a
+// mixed world, a helpdesk held in this test's memory: a webhook receiver
+// that outlives every replica, reached by the webhook adapter, whose
+// agents post their replies to the inbound endpoint of whichever replica
+// syncs the hotel.
 type replicaWorld struct {
 	t      *testing.T
 	bin    string
@@ -45,12 +54,23 @@ type replicaWorld struct {
 	ids    map[string][]string          // hotel -> its requests
 	guest  map[string]int               // hotel -> guest messages written
 	agent  map[string]map[string]string // hotel -> outbox body -> request
+	hooks  map[string]*memoryDesk       // the hotels whose helpdesk is in memory
 	seq    int
 
 	lines chan replicaLine // every replica's log, as read
 	reps  []*replica
 	// observe, when set, sees every line next returns.
 	observe func(replicaLine)
+}
+
+// memoryDesk is a hotel's helpdesk held in the test's memory: a webhook
+// receiver, and the agents' events not yet taken by a replica (the hotel
+// was between replicas when they were posted).
+type memoryDesk struct {
+	rc      *receiver.Receiver
+	listen  string // the hotel's TICKETBRIDGE_WEBHOOK_LISTEN
+	pending []webhook.InboundEvent
+	waited  int // events posted again after no replica took them
 }
 
 type replica struct {
@@ -78,7 +98,7 @@ type replicaLine struct {
 	raw     string
 }
 
-func newReplicaWorld(t *testing.T, hotels, replicas int, seed uint64) *replicaWorld {
+func newReplicaWorld(t *testing.T, hotels, replicas int, seed uint64, mixed bool) *replicaWorld {
 	t.Helper()
 	db := statetest.PostgresURL(t)
 	goBin, err := exec.LookPath("go")
@@ -88,7 +108,7 @@ func newReplicaWorld(t *testing.T, hotels, replicas int, seed uint64) *replicaWo
 	dir := t.TempDir()
 	w := &replicaWorld{t: t, bin: filepath.Join(dir, "ticketbridge"), dir: dir, db: db, ts: refservertest.New(t),
 		rnd: rand.New(rand.NewPCG(seed, seed^0x5eed)), orgs: map[string]string{}, ids: map[string][]string{},
-		guest: map[string]int{}, agent: map[string]map[string]string{}, lines: make(chan replicaLine, 1<<16)}
+		guest: map[string]int{}, agent: map[string]map[string]string{}, hooks: map[string]*memoryDesk{}, lines: make(chan replicaLine, 1<<16)}
 	if out, err := exec.CommandContext(t.Context(), goBin, "build", "-o", w.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build the binary: %v\n%s", err, out)
 	}
@@ -111,6 +131,9 @@ func newReplicaWorld(t *testing.T, hotels, replicas int, seed uint64) *replicaWo
 			t.Fatal(err)
 		}
 		env := fmt.Sprintf("TICKETBRIDGE_API_KEY_FILE=%s\nTICKETBRIDGE_FILES_DIR=%s\n", keyFile, w.files(name))
+		if mixed && i%2 == 1 {
+			env = fmt.Sprintf("TICKETBRIDGE_API_KEY_FILE=%s\n%s", keyFile, w.newMemoryDesk(name))
+		}
 		if err := os.WriteFile(filepath.Join(dir, "hotels.d", name+".env"), []byte(env), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -150,6 +173,60 @@ func newReplicaWorld(t *testing.T, hotels, replicas int, seed uint64) *replicaWo
 
 func (w *replicaWorld) files(hotel string) string { return filepath.Join(w.dir, "helpdesk", hotel) }
 
+// newMemoryDesk starts the helpdesk of a hotel held in memory and returns
+// the lines of the hotel's file that name it. The hotel's inbound endpoint
+// has a port of its own, taken by whichever replica syncs the hotel.
+func (w *replicaWorld) newMemoryDesk(hotel string) string {
+	t := w.t
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	_ = ln.Close()
+	secret := "the-webhook-secret-of-" + hotel
+	rc, err := receiver.New(receiver.Options{Secret: secret, ReplyURL: "http://" + listen + "/events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	w.hooks[hotel] = &memoryDesk{rc: rc, listen: listen}
+	return fmt.Sprintf("TICKETBRIDGE_ADAPTER=webhook\nTICKETBRIDGE_WEBHOOK_URL=%s\nTICKETBRIDGE_WEBHOOK_SECRET=%s\nTICKETBRIDGE_WEBHOOK_DIR=%s\nTICKETBRIDGE_WEBHOOK_LISTEN=%s\n",
+		srv.URL, secret, filepath.Join(w.dir, "webhook", hotel), listen)
+}
+
+// mirrored reports whether request id of hotel is in its helpdesk.
+func (w *replicaWorld) mirrored(hotel, id string) bool {
+	if d := w.hooks[hotel]; d != nil {
+		_, ok := d.rc.Ticket(id)
+		return ok
+	}
+	return folderOf(w.files(hotel), id) != ""
+}
+
+// post has an agent of a hotel held in memory answer: each event goes to
+// the inbound endpoint of the replica syncing the hotel, or waits for the
+// next post when the hotel is between replicas and the endpoint does not
+// answer within wait. It returns the last error of an event left waiting.
+func (d *memoryDesk) post(t *testing.T, wait time.Duration, evs ...webhook.InboundEvent) error {
+	t.Helper()
+	todo := append(d.pending, evs...)
+	d.waited += len(d.pending)
+	d.pending = nil
+	var last error
+	for _, ev := range todo {
+		ctx, cancel := context.WithTimeout(t.Context(), wait)
+		_, err := d.rc.Send(ctx, ev)
+		cancel()
+		if err != nil {
+			d.pending, last = append(d.pending, ev), err
+		}
+	}
+	return last
+}
+
 func (w *replicaWorld) newTicket(hotel string) {
 	w.t.Helper()
 	w.seq++
@@ -183,8 +260,8 @@ func (w *replicaWorld) activity() {
 			w.guestWrites(h, w.ids[h][w.rnd.IntN(len(w.ids[h]))])
 		default:
 			id := w.ids[h][w.rnd.IntN(len(w.ids[h]))]
-			if folderOf(w.files(h), id) == "" {
-				continue // not mirrored yet
+			if !w.mirrored(h, id) {
+				continue
 			}
 			w.seq++
 			kind, body := "reply", fmt.Sprintf("agent reply %d of %s", w.seq, h)
@@ -192,6 +269,10 @@ func (w *replicaWorld) activity() {
 				kind, body = "note", fmt.Sprintf("agent note %d of %s", w.seq, h)
 			}
 			w.agent[h][body] = id
+			if d := w.hooks[h]; d != nil {
+				_ = d.post(w.t, time.Second, webhook.InboundEvent{ID: fmt.Sprintf("agent-%d", w.seq), Type: kind, TicketID: id, Body: body, AuthorName: "Agent"})
+				continue
+			}
 			dropOutbox(w.t, w.files(h), fmt.Sprintf("answer-%d.txt", w.seq), fmt.Sprintf("ticket: %s\nkind: %s\nauthor: Agent\n\n%s\n", id, kind, body))
 		}
 	}
@@ -331,8 +412,13 @@ func (w *replicaWorld) check() {
 			owner[id[:8]] = h
 		}
 	}
-	var guests, own int
+	var guests, own, inMemory, waited int
 	for _, h := range w.hotels {
+		if d := w.hooks[h]; d != nil {
+			g, o := w.checkMemoryDesk(h, d, owner)
+			guests, own, inMemory, waited = guests+g, own+o, inMemory+o, waited+d.waited
+			continue
+		}
 		des, _ := os.ReadDir(filepath.Join(w.files(h), "tickets"))
 		for _, de := range des {
 			if strings.HasPrefix(de.Name(), ".") {
@@ -386,10 +472,78 @@ func (w *replicaWorld) check() {
 		agents += len(w.agent[h])
 		written += w.guest[h]
 	}
-	t.Logf("%d hotels, %d requests: %d guest messages in the helpdesks once each (%d written), %d agent files upstream once each (%d own posts)",
-		len(w.hotels), len(owner), guests, written, agents, own)
+	t.Logf("%d hotels (%d with a helpdesk in memory), %d requests: %d guest messages in the helpdesks once each (%d written), %d agent answers upstream once each (%d own posts, %d from helpdesks in memory, %d posts waited for a replica)",
+		len(w.hotels), len(w.hooks), len(owner), guests, written, agents, own, inMemory, waited)
 	if guests != written || own != agents {
-		t.Errorf("%d guest messages mirrored of %d written; %d own posts for %d agent files", guests, written, own, agents)
+		t.Errorf("%d guest messages mirrored of %d written; %d own posts for %d agent answers", guests, written, own, agents)
+	}
+}
+
+// checkMemoryDesk is check for a hotel whose helpdesk is in memory: each
+// of its requests created there once, each guest message delivered once,
+// no echo of the bridge's own posts, no other hotel's request, and each
+// agent answer upstream once. It returns the guest messages and own posts
+// counted.
+func (w *replicaWorld) checkMemoryDesk(h string, d *memoryDesk, owner map[string]string) (guests, own int) {
+	t := w.t
+	t.Helper()
+	created := map[string]int{}
+	for _, dl := range d.rc.Deliveries() {
+		if o := owner[dl.TicketID[:min(8, len(dl.TicketID))]]; dl.TicketID != "" && o != h {
+			t.Errorf("hotel %s's helpdesk got %s of %s, a request of %q", h, dl.Event, dl.TicketID, o)
+		}
+		if dl.Event == webhook.EventTicketCreated {
+			created[dl.TicketID]++
+		}
+	}
+	for _, id := range w.ids[h] {
+		if created[id] != 1 {
+			t.Errorf("hotel %s: request %s created %d times in its helpdesk, want once", h, id, created[id])
+		}
+		tk, _ := d.rc.Ticket(id)
+		delivered := map[string]int{}
+		for _, m := range tk.Messages {
+			if !m.Own {
+				delivered[m.ID]++
+			}
+		}
+		view, err := w.ts.Server.Ticket(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := map[string]int{}
+		for _, m := range view.Messages {
+			up[m.Body]++
+			switch {
+			case m.External && delivered[m.ID] != 0:
+				t.Errorf("hotel %s: the bridge's own post %q echoed into the helpdesk", h, m.Body)
+			case m.External:
+				own++
+			case delivered[m.ID] != 1:
+				t.Errorf("hotel %s: guest message %q delivered %d times, want once", h, m.Body, delivered[m.ID])
+			default:
+				guests++
+			}
+		}
+		for body, tid := range w.agent[h] {
+			if tid == id && up[body] != 1 {
+				t.Errorf("hotel %s: the agent's %q is upstream %d times, want once", h, body, up[body])
+			}
+		}
+	}
+	return guests, own
+}
+
+// flush posts the agents' events that waited for their hotel's replica;
+// every replica runs by now, so each must be taken within a minute.
+func (w *replicaWorld) flush() {
+	w.t.Helper()
+	for _, h := range w.hotels {
+		if d := w.hooks[h]; d != nil {
+			if err := d.post(w.t, time.Minute); err != nil {
+				w.t.Fatalf("hotel %s: the agents' events were not taken: %v", h, err)
+			}
+		}
 	}
 }
 
@@ -426,7 +580,7 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs two replicas")
 	}
-	w := newReplicaWorld(t, 2, 2, 20261123)
+	w := newReplicaWorld(t, 2, 2, 20261123, false)
 	w.reps[0].slow.Store(int64(150 * time.Millisecond))
 	w.start(0)
 	taken := map[string]bool{}
@@ -504,8 +658,11 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	w.check()
 }
 
-// TestFleetCrash: three replicas share ten hotels; guests and agents
-// write throughout while replicas are killed with SIGKILL at random
+// TestFleetCrash: three replicas share ten hotels, five on files
+// helpdesks and five on helpdesks held in the test's memory behind the
+// webhook adapter (so that what an HTTP helpdesk was told, and every
+// agent's answer posted to whichever replica syncs the hotel, outlives
+// the replicas); guests and agents write throughout while replicas are killed with SIGKILL at random
 // moments and started again. At the end every message is once on each
 // side for every hotel, and no hotel's request is in another's helpdesk.
 // 12 kills by default, 60 with TICKETBRIDGE_RELIABILITY=full.
@@ -518,7 +675,7 @@ func TestFleetCrash(t *testing.T) {
 		kills = 60
 	}
 	const seed = 20261124
-	w := newReplicaWorld(t, 10, 3, seed)
+	w := newReplicaWorld(t, 10, 3, seed, true)
 	for i := range w.reps {
 		w.start(i)
 	}
@@ -613,6 +770,7 @@ func TestFleetCrash(t *testing.T) {
 		t.Errorf("a killed replica's hotel was taken over after %s, want within the 2s time to live", worst)
 	}
 	w.activity()
+	w.flush()
 	w.settle(3)
 	w.stopAll()
 	w.check()
