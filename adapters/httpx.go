@@ -209,6 +209,32 @@ func acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
+// Guard says whether the work of a context may still go on: nil lets it,
+// an error says why not. A daemon of replicas gives each hotel's context
+// the hotel's lease as a guard (see [WithGuard]), so that a replica whose
+// lease ended sends nothing more to the helpdesk or the API for it, even
+// in the moment before its cycle is cancelled.
+type Guard func() error
+
+type guardKey struct{}
+
+// WithGuard returns ctx carrying g: each attempt [HTTPClient] sends with
+// it, or with a context derived from it, asks g first, and is not sent
+// (nor repeated) when g refuses; adapters that write elsewhere ask it
+// through [CheckGuard] before each write.
+func WithGuard(ctx context.Context, g Guard) context.Context {
+	return context.WithValue(ctx, guardKey{}, g)
+}
+
+// CheckGuard returns the error of ctx's [Guard], or nil when it carries
+// none or the guard lets the work go on.
+func CheckGuard(ctx context.Context) error {
+	if g, ok := ctx.Value(guardKey{}).(Guard); ok && g != nil {
+		return g()
+	}
+	return nil
+}
+
 // Do sends req, repeating it while the answer is retryable and attempts
 // are left (see [HTTPRequest.Idempotent] for requests that are not safe to
 // repeat). It returns the answer when its status is 2xx or listed in
@@ -330,6 +356,11 @@ func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, 
 		return nil, secrets, httpretry.Result{Err: err}
 	}
 	defer release()
+	if err := CheckGuard(ctx); err != nil {
+		// Checked last, after any wait for a slot: nothing is sent once
+		// the guard refuses, and repeating cannot change its mind.
+		return nil, secrets, httpretry.Result{Err: err, Class: httpretry.Permanent}
+	}
 	res, err := hc.Do(r)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

@@ -367,6 +367,38 @@ func TestDoStopsWhenTheContextEnds(t *testing.T) {
 	}
 }
 
+// TestDoAsksTheGuard: a guard that starts refusing while Do waits to
+// repeat an attempt stops the repeat, one that refuses from the start
+// lets nothing be sent, and Do's error wraps the guard's.
+func TestDoAsksTheGuard(t *testing.T) {
+	s := &script{statuses: []int{503, 200}}
+	url := serve(t, s)
+	errEnded := errors.New("the lease ended")
+	var refuse atomic.Bool
+	ctx := adapters.WithGuard(t.Context(), func() error {
+		if refuse.Load() {
+			return errEnded
+		}
+		return nil
+	})
+	c := newClient(newSleeper())
+	inner := c.Sleep
+	c.Sleep = func(ctx context.Context, d time.Duration) error {
+		refuse.Store(true) // the lease ends while Do waits to repeat
+		return inner(ctx, d)
+	}
+	_, err := c.Do(ctx, adapters.HTTPRequest{Method: "POST", URL: url, Idempotent: true})
+	if !errors.Is(err, errEnded) || s.count() != 1 {
+		t.Errorf("Do = %v after %d requests, want the guard's error after the first", err, s.count())
+	}
+	if _, err := c.Do(ctx, adapters.HTTPRequest{URL: url}); !errors.Is(err, errEnded) || s.count() != 1 {
+		t.Errorf("Do with a guard refusing = %v after %d requests, want its error and none sent", err, s.count())
+	}
+	if err := adapters.CheckGuard(t.Context()); err != nil {
+		t.Errorf("CheckGuard without a guard = %v", err)
+	}
+}
+
 func TestJSON(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Accept") != "application/json" || r.Header.Get("User-Agent") != "ticketbridge-test" {

@@ -321,7 +321,8 @@ func (a *Adapter) cleanStale() {
 	}
 }
 
-// do runs f holding the adapter's mutex and the directory's lock.
+// do runs f holding the adapter's mutex and the directory's lock, unless
+// ctx's guard refuses (see [adapters.CheckGuard]) once the lock is held.
 func (a *Adapter) do(ctx context.Context, f func() error) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -353,6 +354,9 @@ func (a *Adapter) do(ctx context.Context, f func() error) error {
 		}
 	}()
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := adapters.CheckGuard(ctx); err != nil {
 		return err
 	}
 	return f()

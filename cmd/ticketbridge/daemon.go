@@ -113,7 +113,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sl.keeping = true
 		go sl.keep(ctx, func() { lose(errLeaseLost) })
 		opts.Fence = sl.hl.get().Fence
-		opts.HTTPClient = guarded(opts.HTTPClient, sl.hl)
+		opts.HTTPClient = guarded(opts.HTTPClient)
+		ctx = adapters.WithGuard(ctx, sl.hl.guard)
 	}
 	w, err := wire(ctx, src.env, cfg, sc, log, opts)
 	if err != nil {

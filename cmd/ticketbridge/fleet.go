@@ -92,7 +92,10 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 		tr = http.DefaultTransport
 	}
 	api := *base
-	api.Transport = &boundedTransport{base: tr, slots: slots}
+	// A slot first, then the hotel's lease (see guarded), as the helpdesk
+	// adapters' client does: a request that waited for a slot is not
+	// sent once the lease ended meanwhile.
+	api.Transport = &boundedTransport{base: guardTransport{base: tr}, slots: slots}
 	// Every hotel's helpdesk requests hold a slot too: the adapters find
 	// the slots in the context of their calls.
 	life = adapters.WithSlots(life, slots)
@@ -198,8 +201,9 @@ func (rh *runningHotel) alive() bool {
 
 // start wires a hotel and runs its scheduler in a goroutine. A hotel whose
 // state is in PostgreSQL runs under hl, its lease: its Store commits under
-// the lease's fence, its API requests stop when the lease's view ends, and
-// the end of the view stops the hotel, its cycle in flight included.
+// the lease's fence, its API and helpdesk requests stop when the lease's
+// view ends, and the end of the view stops the hotel, its cycle in flight
+// included.
 func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 	name := h.name()
 	log := f.log.With("hotel", name)
@@ -214,11 +218,11 @@ func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 		AfterCycle: after,
 		Hotel:      name,
 	}
+	life, kill := context.WithCancel(f.life)
 	if hl != nil {
-		opts.HTTPClient = guarded(opts.HTTPClient, hl)
+		life = adapters.WithGuard(life, hl.guard)
 		opts.Fence = hl.get().Fence
 	}
-	life, kill := context.WithCancel(f.life)
 	w, err := wire(life, h.env, h.cfg, h.sc, log, opts)
 	if err != nil {
 		kill()

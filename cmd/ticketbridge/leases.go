@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -112,31 +113,41 @@ func (hl *hotelLease) stopTimer() {
 // ended.
 var errLeaseEnded = errors.New("this replica's lease of the hotel ended: another replica may sync it now")
 
-// leaseGuard refuses the requests of a hotel whose lease ended: a replica
-// that was paused or cut off sends nothing more for it.
-type leaseGuard struct {
-	base http.RoundTripper
-	hl   *hotelLease
+// guard refuses the work of a hotel whose lease's view ended: the hotel's
+// context carries it (see adapters.WithGuard), so that a replica that was
+// paused or cut off sends nothing more for the hotel, to the API or the
+// helpdesk, even in the moment before its cycle is cancelled.
+func (hl *hotelLease) guard() error {
+	if !hl.valid() {
+		return errLeaseEnded
+	}
+	return nil
 }
 
-func (g *leaseGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !g.hl.valid() {
+// guardTransport refuses a request whose context's guard refuses: the
+// API side of adapters.WithGuard, which the helpdesk adapters' client
+// honours itself.
+type guardTransport struct{ base http.RoundTripper }
+
+func (g guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := adapters.CheckGuard(req.Context()); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, errLeaseEnded
+		return nil, err
 	}
 	return g.base.RoundTrip(req)
 }
 
-// guarded returns hc with its requests refused once hl ended.
-func guarded(hc *http.Client, hl *hotelLease) *http.Client {
+// guarded returns hc with each request refused once its context's guard
+// refuses.
+func guarded(hc *http.Client) *http.Client {
 	c := *hc
 	base := c.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = &leaseGuard{base: base, hl: hl}
+	c.Transport = guardTransport{base: base}
 	return &c
 }
 

@@ -217,8 +217,9 @@ func TestReplicasShareHotels(t *testing.T) {
 	}
 }
 
-// The end of a lease's view stops its hotel at once, and its API requests
-// are refused from that moment, before any renewal could tell.
+// TestLeaseViewEndStopsTheHotel: the end of a lease's view stops its hotel
+// at once, and its API and helpdesk requests are refused from that moment, before any renewal
+// could tell.
 func TestLeaseViewEndStopsTheHotel(t *testing.T) {
 	db := statetest.PostgresURL(t)
 	fx := newFleetFixture(t)
@@ -237,8 +238,15 @@ func TestLeaseViewEndStopsTheHotel(t *testing.T) {
 	rh.lease.extend(l) // the view ended: as a pause past the time to live
 	<-rh.life.Done()
 	<-rh.done
-	if _, err := rh.w.client.ListTickets(context.Background(), guestapi.ListOptions{}); err == nil || !strings.Contains(err.Error(), "lease") {
+	// The hotel's context without its cancellation: the moment after the
+	// view ended and before the hotel was stopped, as a replica resumed
+	// after a pause lives it.
+	ctx := context.WithoutCancel(rh.life)
+	if _, err := rh.w.client.ListTickets(ctx, guestapi.ListOptions{}); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("an API request after the lease's view ended: %v, want refused", err)
+	}
+	if _, _, err := rh.w.hd.Changes(ctx, ""); err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Errorf("a helpdesk call after the lease's view ended: %v, want refused", err)
 	}
 	a.balance()
 	if got := a.running(); !slices.Equal(got, []string{"alpha"}) {
