@@ -435,36 +435,14 @@ func (w *replicaWorld) check() {
 				continue
 			}
 			tj := readTicketJSON(t, filepath.Join(w.files(h), "tickets", folderOf(w.files(h), id), "ticket.json"))
-			inFolder, bodies := map[string]int{}, map[string]int{}
+			inFolder := map[string]int{}
 			for _, en := range tj.Thread {
 				if en.UpstreamID != "" {
 					inFolder[en.UpstreamID]++
 				}
-				bodies[en.Body]++
 			}
-			view, err := w.ts.Server.Ticket(id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			up := map[string]int{}
-			for _, m := range view.Messages {
-				up[m.Body]++
-				switch {
-				case m.External && inFolder[m.ID] != 0:
-					t.Errorf("hotel %s: the bridge's own post %q echoed into the folder", h, m.Body)
-				case m.External:
-					own++
-				case inFolder[m.ID] != 1:
-					t.Errorf("hotel %s: guest message %q is in the folder %d times, want once", h, m.Body, inFolder[m.ID])
-				default:
-					guests++
-				}
-			}
-			for body, tid := range w.agent[h] {
-				if tid == id && up[body] != 1 {
-					t.Errorf("hotel %s: the agent's %q is upstream %d times, want once", h, body, up[body])
-				}
-			}
+			g, o := w.checkRequest(h, id, inFolder)
+			guests, own = guests+g, own+o
 		}
 	}
 	agents, written := 0, 0
@@ -507,28 +485,41 @@ func (w *replicaWorld) checkMemoryDesk(h string, d *memoryDesk, owner map[string
 				delivered[m.ID]++
 			}
 		}
-		view, err := w.ts.Server.Ticket(id)
-		if err != nil {
-			t.Fatal(err)
+		g, o := w.checkRequest(h, id, delivered)
+		guests, own = guests+g, own+o
+	}
+	return guests, own
+}
+
+// checkRequest compares request id of hotel h upstream with what its
+// helpdesk holds, mirrored counting each upstream message id there: each
+// guest message there once, none of the bridge's own posts (no echo), and
+// each agent answer upstream once. It returns the guest messages and own
+// posts counted.
+func (w *replicaWorld) checkRequest(h, id string, mirrored map[string]int) (guests, own int) {
+	t := w.t
+	t.Helper()
+	view, err := w.ts.Server.Ticket(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := map[string]int{}
+	for _, m := range view.Messages {
+		up[m.Body]++
+		switch {
+		case m.External && mirrored[m.ID] != 0:
+			t.Errorf("hotel %s: the bridge's own post %q echoed into the helpdesk", h, m.Body)
+		case m.External:
+			own++
+		case mirrored[m.ID] != 1:
+			t.Errorf("hotel %s: guest message %q is in the helpdesk %d times, want once", h, m.Body, mirrored[m.ID])
+		default:
+			guests++
 		}
-		up := map[string]int{}
-		for _, m := range view.Messages {
-			up[m.Body]++
-			switch {
-			case m.External && delivered[m.ID] != 0:
-				t.Errorf("hotel %s: the bridge's own post %q echoed into the helpdesk", h, m.Body)
-			case m.External:
-				own++
-			case delivered[m.ID] != 1:
-				t.Errorf("hotel %s: guest message %q delivered %d times, want once", h, m.Body, delivered[m.ID])
-			default:
-				guests++
-			}
-		}
-		for body, tid := range w.agent[h] {
-			if tid == id && up[body] != 1 {
-				t.Errorf("hotel %s: the agent's %q is upstream %d times, want once", h, body, up[body])
-			}
+	}
+	for body, tid := range w.agent[h] {
+		if tid == id && up[body] != 1 {
+			t.Errorf("hotel %s: the agent's %q is upstream %d times, want once", h, body, up[body])
 		}
 	}
 	return guests, own
