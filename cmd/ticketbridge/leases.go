@@ -188,6 +188,23 @@ func (k *leaseKeeper) leave(ctx context.Context) {
 	}
 }
 
+// closeUnused leaves and closes the databases that no hotel in use names
+// any more (a reload moved the hotels elsewhere, or removed them), so
+// that a replica does not keep their connections until it stops.
+func (k *leaseKeeper) closeUnused(ctx context.Context, inUse func(url string, l *state.Leases) bool) {
+	for url, l := range k.dbs {
+		if inUse(url, l) {
+			continue
+		}
+		if err := l.Leave(ctx); err != nil {
+			k.log.Warn(err.Error(), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+		}
+		_ = l.Close()
+		delete(k.dbs, url)
+		k.log.Info("left the replicas of a database no hotel names any more", slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+	}
+}
+
 // assign spreads hotels over replicas evenly: their loads differ by one at
 // most. Each hotel goes to the first replica with room in an order drawn
 // from a hash of the hotel and the replica (rendezvous hashing with
@@ -327,6 +344,17 @@ func (f *fleet) balanceLocked() {
 		maps.Copy(elsewhere, m)
 	}
 	f.tel.hotelsElsewhere(elsewhere)
+	f.keeper.closeUnused(ctx, func(url string, l *state.Leases) bool {
+		if _, ok := byDB[url]; ok {
+			return true
+		}
+		for _, rh := range f.handing { // released once its cycle ended
+			if rh.lease.db == l {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // startBackoff is how long a replica leaves a hotel it could not start to

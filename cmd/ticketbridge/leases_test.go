@@ -217,6 +217,46 @@ func TestReplicasShareHotels(t *testing.T) {
 	}
 }
 
+// TestReplicaLeavesAnUnusedDatabase: once a reload leaves no hotel on a
+// database, the replica hands its hotels over, then leaves that
+// database's replicas and closes its connections.
+func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
+	db := statetest.PostgresURL(t)
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_STATE"] = db
+	fx.writeHotel("alpha", nil)
+	a := fx.replica(t.Context())
+	a.mu.Lock()
+	rh := a.hotels["alpha"]
+	a.mu.Unlock()
+	if rh == nil || len(a.keeper.dbs) != 1 {
+		t.Fatalf("alpha runs: %v, databases %d; want it running on the one", rh != nil, len(a.keeper.dbs))
+	}
+	if err := os.Remove(filepath.Join(fx.hotelsDir, "alpha.env")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.reload(); err != nil {
+		t.Fatal(err)
+	}
+	<-rh.done // handed over: stopped after its cycle in flight
+	a.balance()
+	if n := len(a.keeper.dbs); n != 0 {
+		t.Errorf("the replica keeps %d databases no hotel names, want none", n)
+	}
+	conn, err := pgx.Connect(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var replicas, leases int
+	if err := conn.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM ticketbridge_replicas WHERE replica = $1), (SELECT count(*) FROM ticketbridge_leases WHERE replica = $1 AND expires_at > now())`, a.keeper.replica).Scan(&replicas, &leases); err != nil {
+		t.Fatal(err)
+	}
+	if replicas != 0 || leases != 0 {
+		t.Errorf("the replica is still in the database: %d heartbeat rows, %d live leases", replicas, leases)
+	}
+}
+
 // TestLeaseViewEndStopsTheHotel: the end of a lease's view stops its hotel
 // at once, and its API and helpdesk requests are refused from that moment, before any renewal
 // could tell.
