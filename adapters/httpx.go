@@ -220,8 +220,8 @@ type guardKey struct{}
 
 // WithGuard returns ctx carrying g: each attempt [HTTPClient] sends with
 // it, or with a context derived from it, asks g first, and is not sent
-// (nor repeated) when g refuses; adapters that write elsewhere ask it
-// through [CheckGuard] before each write.
+// (nor repeated) when g refuses; adapters that keep files ask it through
+// [CheckGuard] before each operation on them.
 func WithGuard(ctx context.Context, g Guard) context.Context {
 	return context.WithValue(ctx, guardKey{}, g)
 }

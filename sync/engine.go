@@ -263,11 +263,13 @@ func (c *cycle) stop(err error) {
 	}
 }
 
-// interrupted reports whether err is only the cycle's context ending (a
-// stop or a shutdown), which is nobody's fault and is not recorded on a
-// ticket.
+// interrupted reports whether err came after the cycle's context ended (a
+// stop, a shutdown, or a guard that ended it, such as a replica's lease):
+// then the error is the cycle's end, whatever an adapter made of it, which
+// is nobody's fault and is not recorded on a ticket; the next cycle tries
+// again.
 func (c *cycle) interrupted(err error) bool {
-	return c.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(c.ctx)))
+	return err != nil && c.ctx.Err() != nil
 }
 
 // failure records a failure of one ticket or entry in the report and logs

@@ -101,7 +101,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !dup && ev.Type == InboundStatus {
 		// The receiver holds this status now: the upstream change it causes
 		// must not be delivered back as a status.changed.
-		if _, err := a.modify(adapters.Ref(ev.TicketID), true, func(r *ticketRecord, exists bool) bool {
+		if _, err := a.modify(ctx, adapters.Ref(ev.TicketID), true, func(r *ticketRecord, exists bool) bool {
 			r.Status = ev.Status
 			return exists
 		}); err != nil {

@@ -419,7 +419,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	ev := newTicketCreated(t, status)
 	// Recorded as pending before the delivery, so that a receiver that
 	// answers the delivery at once (a note, a status) finds the ticket.
-	done, err := a.modify(ref, true, func(rec *ticketRecord, exists bool) bool {
+	done, err := a.modify(ctx, ref, true, func(rec *ticketRecord, exists bool) bool {
 		if exists && !rec.Pending {
 			return false
 		}
@@ -435,7 +435,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	if err := a.deliver(ctx, EventTicketCreated, ev.ID, ev); err != nil {
 		return "", err
 	}
-	if _, err := a.modify(ref, true, func(rec *ticketRecord, exists bool) bool {
+	if _, err := a.modify(ctx, ref, true, func(rec *ticketRecord, exists bool) bool {
 		if !exists || !rec.Pending {
 			return false
 		}
@@ -449,10 +449,11 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 }
 
 // modify applies f to the record of ref under the ticket's lock, storing
-// it when f returns true. A pending record is given to f only with
+// it when f returns true and ctx's guard lets it (see
+// adapters.CheckGuard). A pending record is given to f only with
 // pending; exists says whether there was a record. It returns whether ref
 // had a delivered record that f left alone, for EnsureTicket.
-func (a *Adapter) modify(ref adapters.Ref, pending bool, f func(rec *ticketRecord, exists bool) bool) (delivered bool, err error) {
+func (a *Adapter) modify(ctx context.Context, ref adapters.Ref, pending bool, f func(rec *ticketRecord, exists bool) bool) (delivered bool, err error) {
 	st, err := a.store()
 	if err != nil {
 		return false, err
@@ -474,6 +475,9 @@ func (a *Adapter) modify(ref adapters.Ref, pending bool, f func(rec *ticketRecor
 	}
 	if !f(&rec, ok) {
 		return ok && !rec.Pending, nil
+	}
+	if err := adapters.CheckGuard(ctx); err != nil {
+		return false, err
 	}
 	return false, st.putTicket(rec)
 }
@@ -497,9 +501,9 @@ func (a *Adapter) record(ref adapters.Ref) (ticketRecord, error) {
 
 // update applies f to the delivered record of ref under the ticket's lock
 // and stores it; a ticket not delivered gives adapters.ErrNotFound.
-func (a *Adapter) update(ref adapters.Ref, f func(*ticketRecord)) error {
+func (a *Adapter) update(ctx context.Context, ref adapters.Ref, f func(*ticketRecord)) error {
 	var missing bool
-	if _, err := a.modify(ref, false, func(rec *ticketRecord, exists bool) bool {
+	if _, err := a.modify(ctx, ref, false, func(rec *ticketRecord, exists bool) bool {
 		if !exists {
 			missing = true
 			return false
@@ -553,7 +557,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		if err := a.deliver(ctx, EventMessageAdded, ev.ID, ev); err != nil {
 			return nil, err
 		}
-		if err := a.update(ref, func(r *ticketRecord) { r.Messages[m.UpstreamID] = ev.ID }); err != nil {
+		if err := a.update(ctx, ref, func(r *ticketRecord) { r.Messages[m.UpstreamID] = ev.ID }); err != nil {
 			return nil, fmt.Errorf("record delivered message: %w", err)
 		}
 		rec.Messages[m.UpstreamID] = ev.ID
@@ -583,7 +587,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 	if err := a.deliver(ctx, EventStatusChanged, ev.ID, ev); err != nil {
 		return err
 	}
-	if err := a.update(ref, func(r *ticketRecord) {
+	if err := a.update(ctx, ref, func(r *ticketRecord) {
 		r.Status = h
 		r.StatusSeq = max(r.StatusSeq, n)
 	}); err != nil {
@@ -620,7 +624,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("mark sent: %w", err)
 	}
-	if err := a.update(ref, func(r *ticketRecord) { r.Sent[eventID] = upstreamMessageID }); err != nil {
+	if err := a.update(ctx, ref, func(r *ticketRecord) { r.Sent[eventID] = upstreamMessageID }); err != nil {
 		return fmt.Errorf("mark sent: %w", err)
 	}
 	return nil

@@ -92,7 +92,7 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 		tr = http.DefaultTransport
 	}
 	api := *base
-	// A slot first, then the hotel's lease (see guarded), as the helpdesk
+	// After a slot, the hotel's lease again (see guarded), as the helpdesk
 	// adapters' client does: a request that waited for a slot is not
 	// sent once the lease ended meanwhile.
 	api.Transport = &boundedTransport{base: guardTransport{base: tr}, slots: slots}
@@ -218,9 +218,12 @@ func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 		AfterCycle: after,
 		Hotel:      name,
 	}
-	life, kill := context.WithCancel(f.life)
+	life, end := context.WithCancelCause(f.life)
+	kill := func() { end(errLeaseEnded) }
 	if hl != nil {
-		life = adapters.WithGuard(life, hl.guard)
+		life = adapters.WithGuard(life, leaseGuard(hl, end, errLeaseEnded))
+		// Refused before they are counted, as a daemon of one hotel does.
+		opts.HTTPClient = guarded(opts.HTTPClient)
 		opts.Fence = hl.get().Fence
 	}
 	w, err := wire(life, h.env, h.cfg, h.sc, log, opts)

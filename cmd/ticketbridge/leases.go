@@ -113,15 +113,20 @@ func (hl *hotelLease) stopTimer() {
 // ended.
 var errLeaseEnded = errors.New("this replica's lease of the hotel ended: another replica may sync it now")
 
-// guard refuses the work of a hotel whose lease's view ended: the hotel's
-// context carries it (see adapters.WithGuard), so that a replica that was
-// paused or cut off sends nothing more for the hotel, to the API or the
-// helpdesk, even in the moment before its cycle is cancelled.
-func (hl *hotelLease) guard() error {
-	if !hl.valid() {
-		return errLeaseEnded
+// leaseGuard returns the guard of the context of a hotel held under hl
+// (see adapters.WithGuard): once the lease's view ended it ends the
+// hotel's context with cause and refuses with it, so that a replica that
+// was paused or cut off sends nothing more for the hotel, to the API or
+// the helpdesk, even in the moment before the view's timer stops the
+// hotel; and the cycle sees its own end, not a failing request to record.
+func leaseGuard(hl *hotelLease, end context.CancelCauseFunc, cause error) adapters.Guard {
+	return func() error {
+		if hl.valid() {
+			return nil
+		}
+		end(cause)
+		return cause
 	}
-	return nil
 }
 
 // guardTransport refuses a request whose context's guard refuses: the

@@ -217,6 +217,36 @@ func TestReplicasShareHotels(t *testing.T) {
 	}
 }
 
+// TestLeaseGuardEndsTheHotel: a request a hotel tries after its lease's
+// view ended, before the view's timer stopped the hotel (a replica resumed
+// after a pause), is refused and ends the hotel itself, so that its cycle
+// sees its own end rather than a failing request to record.
+func TestLeaseGuardEndsTheHotel(t *testing.T) {
+	db := statetest.PostgresURL(t)
+	fx := newFleetFixture(t)
+	fx.mainVars["TICKETBRIDGE_STATE"] = db
+	fx.writeHotel("alpha", nil)
+	a := fx.replica(t.Context())
+	a.mu.Lock()
+	rh := a.hotels["alpha"]
+	a.mu.Unlock()
+	if rh == nil || rh.lease == nil {
+		t.Fatal("alpha does not run under a lease")
+	}
+	rh.lease.stopTimer() // the timer has not fired yet
+	rh.lease.end()
+	if rh.life.Err() != nil {
+		t.Fatal("the hotel ended before it tried anything")
+	}
+	if _, _, err := rh.w.hd.Changes(rh.life, ""); err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Errorf("a helpdesk call after the lease's view ended: %v, want refused", err)
+	}
+	if cause := context.Cause(rh.life); !errors.Is(cause, errLeaseEnded) {
+		t.Fatalf("the hotel's context after a refused call: cause %v, want it ended by the lease", cause)
+	}
+	<-rh.done
+}
+
 // TestReplicaLeavesAnUnusedDatabase: once a reload leaves no hotel on a
 // database, the replica hands its hotels over, then leaves that
 // database's replicas and closes its connections.
