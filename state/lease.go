@@ -264,6 +264,23 @@ func (l *Leases) Leave(ctx context.Context) error {
 	return nil
 }
 
+// Quit removes the replica from the live ones when it holds no lease
+// here any more, as a replica whose hotels all moved to other databases
+// does: unlike Leave it releases nothing, so that the same database
+// reached under another spelling of its URL keeps this replica's leases
+// and heartbeat.
+func (l *Leases) Quit(ctx context.Context) error {
+	err := l.exec(ctx, func(ctx context.Context) error {
+		_, err := l.p.pool.Exec(ctx, `DELETE FROM `+pgReplicaTbl+` WHERE replica = $1
+			AND NOT EXISTS (SELECT 1 FROM `+pgLeaseTable+` WHERE replica = $1 AND expires_at > now())`, l.replica)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("quit the replicas: %w", err)
+	}
+	return nil
+}
+
 // Close releases the connection pool; it does not leave (see Leave).
 func (l *Leases) Close() error {
 	if l.p != nil {

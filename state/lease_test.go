@@ -158,6 +158,46 @@ func TestLeaseHeartbeatRenewLeave(t *testing.T) {
 	mustAcquire(t, a, "h2")
 }
 
+// Quit removes a replica from the live ones only when it holds no live
+// lease in the database, and releases nothing.
+func TestLeaseQuit(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	a, b := openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b")
+	la := mustAcquire(t, a, "h1")
+	if _, _, err := b.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live := func() []string {
+		t.Helper()
+		reps, _, err := b.Heartbeat(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reps
+	}
+	if err := a.Quit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := live(); !slices.Equal(got, []string{"replica-a", "replica-b"}) {
+		t.Errorf("after a quit holding a lease: replicas %v, want a still live", got)
+	}
+	if _, ok, err := b.Acquire(context.Background(), "h1"); err != nil || ok {
+		t.Errorf("b took h1 after a quit holding it: %v, %v", ok, err)
+	}
+	if err := a.Release(context.Background(), la); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Quit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := live(); !slices.Equal(got, []string{"replica-b"}) {
+		t.Errorf("after a quit holding nothing: replicas %v, want b alone", got)
+	}
+}
+
 func TestOpenLeasesRefusesBadInput(t *testing.T) {
 	for _, c := range []struct {
 		url, replica string

@@ -71,6 +71,9 @@ type runningHotel struct {
 	kill context.CancelFunc
 	life context.Context
 	done chan struct{}
+	// closed is closed once the wiring closed too (see closeWhenDone):
+	// its helpdesk's listeners and files are let go.
+	closed chan struct{}
 	// lease is the hotel's lease; nil for a hotel whose state is a file.
 	lease *hotelLease
 	// page is the hotel's source of the status page (nil: none); its
@@ -232,7 +235,7 @@ func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 		return nil, err
 	}
 	sctx, stop := context.WithCancel(life)
-	rh := &runningHotel{conf: h, w: w, tel: tel, stop: stop, kill: kill, life: life, done: make(chan struct{}), lease: hl}
+	rh := &runningHotel{conf: h, w: w, tel: tel, stop: stop, kill: kill, life: life, done: make(chan struct{}), closed: make(chan struct{}), lease: hl}
 	if hl != nil {
 		hl.expireWith(func() {
 			log.Warn("hotel stopped: its lease was not renewed in time (the state database was out of reach, or this process was paused); another replica may take it over", slog.String("op", "lease"))

@@ -163,6 +163,7 @@ type leaseKeeper struct {
 	ttl     time.Duration
 	log     *slog.Logger
 	dbs     map[string]*state.Leases // by state URL
+	closing gosync.WaitGroup         // databases closeUnused is closing
 }
 
 func newLeaseKeeper(ttl time.Duration, log *slog.Logger) *leaseKeeper {
@@ -182,8 +183,10 @@ func (k *leaseKeeper) db(ctx context.Context, url string) (*state.Leases, error)
 	return l, nil
 }
 
-// leave releases every lease and leaves the replicas of each database.
+// leave releases every lease and leaves the replicas of each database,
+// after the databases closeUnused is closing.
 func (k *leaseKeeper) leave(ctx context.Context) {
+	k.closing.Wait()
 	for url, l := range k.dbs {
 		if err := l.Leave(ctx); err != nil {
 			k.log.Warn(err.Error(), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
@@ -193,20 +196,27 @@ func (k *leaseKeeper) leave(ctx context.Context) {
 	}
 }
 
-// closeUnused leaves and closes the databases that no hotel in use names
+// closeUnused quits and closes the databases that no hotel in use names
 // any more (a reload moved the hotels elsewhere, or removed them), so
-// that a replica does not keep their connections until it stops.
-func (k *leaseKeeper) closeUnused(ctx context.Context, inUse func(url string, l *state.Leases) bool) {
+// that a replica does not keep their connections until it stops. It does
+// not wait: a database that does not answer must not hold up the
+// renewals of the others; leave waits for it.
+func (k *leaseKeeper) closeUnused(inUse func(url string, l *state.Leases) bool) {
 	for url, l := range k.dbs {
 		if inUse(url, l) {
 			continue
 		}
-		if err := l.Leave(ctx); err != nil {
-			k.log.Warn(err.Error(), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
-		}
-		_ = l.Close()
 		delete(k.dbs, url)
-		k.log.Info("left the replicas of a database no hotel names any more", slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+		k.closing.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), leaseTick(k.ttl))
+			defer cancel()
+			if err := l.Quit(ctx); err != nil {
+				k.log.Warn(err.Error(), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+			} else {
+				k.log.Info("left the replicas of a database no hotel names any more", slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+			}
+			_ = l.Close()
+		})
 	}
 }
 
@@ -299,9 +309,13 @@ func (f *fleet) balanceLocked() {
 		return
 	}
 	begin := time.Now()
-	// Hotels whose handover finished give their leases back.
+	// Hotels whose handover finished give their leases back: once their
+	// wiring closed, so that the next holder finds the helpdesk's
+	// listener and folder let go.
 	for name, rh := range f.handing {
-		if rh.alive() {
+		select {
+		case <-rh.closed:
+		default:
 			continue
 		}
 		delete(f.handing, name)
@@ -349,7 +363,7 @@ func (f *fleet) balanceLocked() {
 		maps.Copy(elsewhere, m)
 	}
 	f.tel.hotelsElsewhere(elsewhere)
-	f.keeper.closeUnused(ctx, func(url string, l *state.Leases) bool {
+	f.keeper.closeUnused(func(url string, l *state.Leases) bool {
 		if _, ok := byDB[url]; ok {
 			return true
 		}
@@ -525,6 +539,7 @@ func (f *fleet) closeWhenDone(rh *runningHotel) {
 	if err := rh.w.Close(); err != nil {
 		f.log.Warn("close hotel: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
 	}
+	close(rh.closed)
 }
 
 // release gives back the lease of a hotel that stopped, if it has one.

@@ -107,14 +107,14 @@ func cycleEach(t *testing.T, f *fleet) {
 	}
 }
 
-// waitHandovers waits for the hotels f hands over to end their cycles, and
-// lets f release their leases.
+// waitHandovers waits for the hotels f hands over to end their cycles and
+// close, and lets f release their leases.
 func waitHandovers(f *fleet) {
 	f.mu.Lock()
 	hs := maps.Clone(f.handing)
 	f.mu.Unlock()
 	for _, rh := range hs {
-		<-rh.done
+		<-rh.closed
 	}
 	f.balance()
 }
@@ -248,7 +248,7 @@ func TestLeaseGuardEndsTheHotel(t *testing.T) {
 }
 
 // TestReplicaLeavesAnUnusedDatabase: once a reload leaves no hotel on a
-// database, the replica hands its hotels over, then leaves that
+// database, the replica hands its hotels over, then quits that
 // database's replicas and closes its connections.
 func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
 	db := statetest.PostgresURL(t)
@@ -268,8 +268,9 @@ func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
 	if err := a.reload(); err != nil {
 		t.Fatal(err)
 	}
-	<-rh.done // handed over: stopped after its cycle in flight
+	<-rh.closed // handed over: stopped after its cycle in flight, its wiring closed
 	a.balance()
+	a.keeper.closing.Wait()
 	if n := len(a.keeper.dbs); n != 0 {
 		t.Errorf("the replica keeps %d databases no hotel names, want none", n)
 	}
