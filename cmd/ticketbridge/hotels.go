@@ -330,15 +330,18 @@ func checkWebhookListen(hs []hotelConf) error {
 			continue
 		}
 		addr, _ := h.env.Lookup("TICKETBRIDGE_WEBHOOK_LISTEN")
-		if addr = strings.TrimSpace(addr); addr == "" {
+		if addr == "" {
 			addr = webhook.DefaultListen
 		}
 		if addr == webhook.ListenOff {
 			continue
 		}
 		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			continue // the adapter's own check names it
+		if err != nil || port == "0" {
+			continue // the adapter's own check names a bad one; port 0 is any free port
+		}
+		if host == "localhost" {
+			host = "127.0.0.1"
 		}
 		for _, o := range seen {
 			if o.port == port && (o.host == host || wildcard(o.host) || wildcard(host)) {

@@ -588,6 +588,8 @@ func TestWebhookHotelsListenApart(t *testing.T) {
 		{"0.0.0.0:9501", "127.0.0.1:9501", true},
 		{"127.0.0.1:9501", "[::]:9501", true},
 		{"127.0.0.1:9501", "127.0.0.2:9501", false},
+		{"localhost:9501", "127.0.0.1:9501", true},
+		{"127.0.0.1:0", "127.0.0.1:0", false},
 		{"off", "off", false},
 		{"", "off", false},
 	} {
