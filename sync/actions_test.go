@@ -201,8 +201,13 @@ func TestReadNow(t *testing.T) {
 	id := e.newTicket("lamp")
 	e.cycle()
 	e.quiesce()
-	if tk := ticketState(t, e.store, id); !tk.NextDue.After(e.clock.Now().Add(time.Minute)) {
-		t.Fatalf("ticket is due soon already: %+v", tk)
+	// The ticket's full-read slot, placed by a hash of its random id, may
+	// fall within the next minute: let it pass.
+	for i := 0; !ticketState(t, e.store, id).NextDue.After(e.clock.Now().Add(time.Minute)); i++ {
+		if i == 10 {
+			t.Fatalf("ticket stays due soon: %+v", ticketState(t, e.store, id))
+		}
+		e.tick()
 	}
 	if r := e.tick(); r.Refreshed != 0 {
 		t.Fatalf("a quiet ticket was read: %s", r)
