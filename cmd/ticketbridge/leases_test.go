@@ -217,15 +217,18 @@ func TestReplicasShareHotels(t *testing.T) {
 	}
 }
 
-// TestLeaseGuardEndsTheHotel: a request a hotel tries after its lease's
-// view ended, before the view's timer stopped the hotel (a replica resumed
-// after a pause), is refused and ends the hotel itself, so that its cycle
-// sees its own end rather than a failing request to record.
-func TestLeaseGuardEndsTheHotel(t *testing.T) {
+// alphaOnADatabase starts a replica of one hotel, alpha, whose state is
+// in the test database (with the requests given), and returns the
+// fixture, the database, the replica and alpha running under its lease.
+func alphaOnADatabase(t *testing.T, requests ...string) (*fleetFixture, string, *fleet, *runningHotel) {
+	t.Helper()
 	db := statetest.PostgresURL(t)
 	fx := newFleetFixture(t)
 	fx.mainVars["TICKETBRIDGE_STATE"] = db
 	fx.writeHotel("alpha", nil)
+	for _, r := range requests {
+		fx.ticket("alpha", r)
+	}
 	a := fx.replica(t.Context())
 	a.mu.Lock()
 	rh := a.hotels["alpha"]
@@ -233,6 +236,15 @@ func TestLeaseGuardEndsTheHotel(t *testing.T) {
 	if rh == nil || rh.lease == nil {
 		t.Fatal("alpha does not run under a lease")
 	}
+	return fx, db, a, rh
+}
+
+// TestLeaseGuardEndsTheHotel: a request a hotel tries after its lease's
+// view ended, before the view's timer stopped the hotel (a replica resumed
+// after a pause), is refused and ends the hotel itself, so that its cycle
+// sees its own end rather than a failing request to record.
+func TestLeaseGuardEndsTheHotel(t *testing.T) {
+	_, _, _, rh := alphaOnADatabase(t)
 	rh.lease.stopTimer() // the timer has not fired yet
 	rh.lease.end()
 	if rh.life.Err() != nil {
@@ -251,16 +263,9 @@ func TestLeaseGuardEndsTheHotel(t *testing.T) {
 // database, the replica hands its hotels over, then quits that
 // database's replicas and closes its connections.
 func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
-	db := statetest.PostgresURL(t)
-	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_STATE"] = db
-	fx.writeHotel("alpha", nil)
-	a := fx.replica(t.Context())
-	a.mu.Lock()
-	rh := a.hotels["alpha"]
-	a.mu.Unlock()
-	if rh == nil || len(a.keeper.dbs) != 1 {
-		t.Fatalf("alpha runs: %v, databases %d; want it running on the one", rh != nil, len(a.keeper.dbs))
+	fx, db, a, rh := alphaOnADatabase(t)
+	if len(a.keeper.dbs) != 1 {
+		t.Fatalf("the replica holds leases in %d databases, want the one", len(a.keeper.dbs))
 	}
 	if err := os.Remove(filepath.Join(fx.hotelsDir, "alpha.env")); err != nil {
 		t.Fatal(err)
@@ -289,21 +294,10 @@ func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
 }
 
 // TestLeaseViewEndStopsTheHotel: the end of a lease's view stops its hotel
-// at once, and its API and helpdesk requests are refused from that moment, before any renewal
-// could tell.
+// at once, and its API and helpdesk requests are refused from that
+// moment, before any renewal could tell.
 func TestLeaseViewEndStopsTheHotel(t *testing.T) {
-	db := statetest.PostgresURL(t)
-	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_STATE"] = db
-	fx.writeHotel("alpha", nil)
-	fx.ticket("alpha", "a lamp")
-	a := fx.replica(t.Context())
-	a.mu.Lock()
-	rh := a.hotels["alpha"]
-	a.mu.Unlock()
-	if rh == nil || rh.lease == nil {
-		t.Fatal("alpha does not run under a lease")
-	}
+	_, _, a, rh := alphaOnADatabase(t, "a lamp")
 	l := rh.lease.get()
 	l.Until = time.Now().Add(-time.Millisecond)
 	rh.lease.extend(l) // the view ended: as a pause past the time to live

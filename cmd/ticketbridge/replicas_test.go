@@ -68,7 +68,6 @@ type replicaWorld struct {
 // was between replicas when they were posted).
 type memoryDesk struct {
 	rc      *receiver.Receiver
-	listen  string // the hotel's TICKETBRIDGE_WEBHOOK_LISTEN
 	pending []webhook.InboundEvent
 	waited  int // events posted again after no replica took them
 }
@@ -192,7 +191,7 @@ func (w *replicaWorld) newMemoryDesk(hotel string) string {
 	}
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	w.hooks[hotel] = &memoryDesk{rc: rc, listen: listen}
+	w.hooks[hotel] = &memoryDesk{rc: rc}
 	return fmt.Sprintf("TICKETBRIDGE_ADAPTER=webhook\nTICKETBRIDGE_WEBHOOK_URL=%s\nTICKETBRIDGE_WEBHOOK_SECRET=%s\nTICKETBRIDGE_WEBHOOK_DIR=%s\nTICKETBRIDGE_WEBHOOK_LISTEN=%s\n",
 		srv.URL, secret, filepath.Join(w.dir, "webhook", hotel), listen)
 }
