@@ -147,6 +147,41 @@ func TestKeyRefusedMidCycle(t *testing.T) {
 	}
 }
 
+// appendEnds is a helpdesk whose Append ends the cycle's context (as a
+// replica's lease guard does) and returns an error that does not say so.
+type appendEnds struct {
+	adapters.Helpdesk
+	end func()
+}
+
+func (h appendEnds) Append(context.Context, adapters.Ref, []adapters.Message) ([]adapters.Appended, error) {
+	h.end()
+	return nil, errors.New("the helpdesk call was refused")
+}
+
+// TestErrorAfterTheEndIsNotTheTicketsFault: an error that comes once the
+// cycle's context has ended is the cycle's end, whatever the adapter
+// made of it: it is not recorded on the ticket, which keeps no backoff.
+func TestErrorAfterTheEndIsNotTheTicketsFault(t *testing.T) {
+	e := newEnv(t)
+	a := e.newTicket("a")
+	e.cycle()
+	e.clock.Advance(time.Minute)
+	e.guest(a, "a second message")
+	ctx, end := context.WithCancelCause(context.Background())
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk {
+		return appendEnds{Helpdesk: h, end: func() { end(errors.New("the lease ended")) }}
+	}
+	_, _ = e.open().RunCycle(ctx)
+	if tk := ticketState(t, e.store, a); tk.LastError != "" || tk.Attempts != 0 {
+		t.Fatalf("an error after the cycle's end was recorded as the ticket's fault: %+v", tk)
+	}
+	e.wrapHD = nil
+	e.open()
+	e.tick()
+	e.checkExactlyOnce()
+}
+
 // TestMissingRightNamesIt: a key that may only read gets 403 on the first
 // post; the cycle fails naming the right, and the entry stays pending.
 func TestMissingRightNamesIt(t *testing.T) {
