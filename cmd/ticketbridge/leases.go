@@ -367,7 +367,7 @@ func (f *fleet) balanceLocked() {
 		if _, ok := byDB[url]; ok {
 			return true
 		}
-		for _, rh := range f.handing { // released once its cycle ended
+		for _, rh := range f.handing { // released once it closed
 			if rh.lease.db == l {
 				return true
 			}
