@@ -213,13 +213,27 @@ type TicketDetail struct {
 
 // ReadTicket returns what st holds of the ticket whose upstream id or
 // helpdesk reference is id, or whose upstream id starts with it (at least
-// 8 characters, and only one ticket may match).
-func ReadTicket(st *state.Store, id string) (TicketDetail, error) {
+// 8 characters, and only one ticket may match). An id that is not an
+// upstream id costs a read of every ticket record.
+func ReadTicket(st *state.Store, id string) (TicketDetail, error) { return readTicket(st, id, true) }
+
+// ReadTicketByID returns what st holds of the ticket whose upstream id is
+// id, by key: it never reads other tickets' records, so its cost does not
+// grow with the state (the status page's reads, which anyone who reaches
+// the page may ask for).
+func ReadTicketByID(st *state.Store, id string) (TicketDetail, error) {
+	return readTicket(st, id, false)
+}
+
+func readTicket(st *state.Store, id string, search bool) (TicketDetail, error) {
 	var d TicketDetail
 	err := st.View(func(tx *state.Tx) error {
 		t, ok, err := tx.Ticket(id)
 		if err != nil {
 			return err
+		}
+		if !ok && !search {
+			return fmt.Errorf("no tracked ticket has the id %q", id)
 		}
 		if !ok {
 			var matches []state.Ticket

@@ -21,7 +21,12 @@
 //
 // What the page shows comes from a [Source]: one hotel's state and its
 // recent cycles. [Hotel] is the daemon's, kept in memory and refreshed
-// after each cycle, so that a page view never reads every record.
+// after each cycle, so that a page view never reads every record: a hotel
+// of many reads its request list at the first view after a cycle and
+// serves that read until the next, and a request page reads its one
+// request by key. The page has no login for reading, so views are bounded
+// as well: a few are drawn at once, a few more wait their turn, and the
+// rest are answered 503 with Retry-After ([Options].Renders, Waiting).
 //
 // A daemon of one hotel gives the [Server] its Source ([Options].Source)
 // and the page is at /: /tickets, /tickets/{id}, and the actions /retry,

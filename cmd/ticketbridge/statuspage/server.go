@@ -53,6 +53,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Renders bounds the views served at once; 0 means half the
+	// processors, at least one. Waiting bounds the views that wait for
+	// their turn; 0 means 16 per render. A view beyond both is answered
+	// 503 with Retry-After.
+	Renders, Waiting int
 }
 
 // Listed is one hotel of a daemon that serves many, as the list of
@@ -78,6 +83,7 @@ type Server struct {
 	now    func() time.Time
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
+	limit  *renderLimit
 
 	mu    gosync.Mutex
 	fails []time.Time // failed sign-ins of the last minute
@@ -107,6 +113,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.auth = newAuth(opts.Token, s.now)
+	s.limit = newRenderLimit(opts.Renders, opts.Waiting)
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -199,7 +206,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "same-origin") // "no-referrer" makes browsers send Origin: null with forms
 	h.Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, FormMax)
-	s.mux.ServeHTTP(w, r)
+	s.limit.serve(w, r, s.mux)
 }
 
 func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
@@ -488,8 +495,7 @@ type journalRow struct {
 }
 
 func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
-	id := resolve(p.src, r.PathValue("id"))
-	d, err := p.src.Ticket(id)
+	d, err := p.src.Ticket(r.PathValue("id"))
 	if err != nil {
 		s.messageIn(w, r, p, http.StatusNotFound, err.Error())
 		return
@@ -513,29 +519,6 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
 	}
 	v.Ticket = td
 	s.render(w, http.StatusOK, "ticket", v)
-}
-
-// resolve finds the upstream id of a helpdesk reference or an id prefix in
-// the snapshot, so that the state is read by key, not scanned; an id the
-// snapshot does not know is returned as is.
-func resolve(src Source, id string) string {
-	snap := src.Snapshot()
-	var found string
-	for _, t := range snap.Status.Tickets {
-		switch {
-		case t.ID == id:
-			return id
-		case t.Ref == id || (len(id) >= 8 && strings.HasPrefix(t.ID, id)):
-			if found != "" {
-				return id // ambiguous: the state's reader says so
-			}
-			found = t.ID
-		}
-	}
-	if found == "" {
-		return id
-	}
-	return found
 }
 
 func sortedPairs(m map[string]string) [][2]string {

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"errors"
 	"fmt"
+	"strings"
 	gosync "sync"
 	"time"
 
@@ -10,15 +11,19 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// Source is one hotel's bridge as the page sees it. Snapshot is called on
-// every page view and must be cheap; the other reads may go to the state.
+// Source is one hotel's bridge as the page sees it. Anyone who reaches the
+// page may call Snapshot and Ticket as often as they like, so neither may
+// cost a read of every record: Snapshot is served from memory (read from
+// the state at most once per cycle), and Ticket reads one ticket by key.
 type Source interface {
 	// Name names the hotel ("" when the daemon serves one).
 	Name() string
 	// Snapshot returns the latest status and the recent cycles.
 	Snapshot() Snapshot
 	// Ticket returns everything state holds of the ticket whose upstream
-	// id or helpdesk reference is id (see sync.ReadTicket).
+	// id or helpdesk reference is id, or whose upstream id starts with id
+	// (8 characters at least, one ticket only), as the snapshot knows
+	// them.
 	Ticket(id string) (sync.TicketDetail, error)
 	// Payloads returns what the journal entries of ticket id send, by
 	// event id: message text, shown to signed-in users only.
@@ -49,19 +54,29 @@ type Hotel struct {
 	now  func() time.Time
 	keep time.Duration
 
-	// onDemand keeps no request list in memory: see OnDemand.
+	// onDemand keeps no request list in memory between views: see
+	// OnDemand.
 	onDemand bool
+	// reading is held while a view reads the status on demand, so that
+	// views arriving together wait for one read instead of making their
+	// own.
+	reading gosync.Mutex
 
 	mu     gosync.Mutex
 	status sync.Status
 	cycles []sync.Report
+	// read is the status read on demand since the last cycle, nil when
+	// none was (or an action changed the state since).
+	read *sync.Status
 }
 
 // OnDemand makes h keep in memory only the counts of its status and its
-// recent cycles, and read the request list from the state at each view of
-// its pages; the list of hotels shows the counts ([Hotel.Summary]). A
-// daemon of many hotels uses it, so that its memory does not hold every
-// hotel's requests twice. It returns h.
+// recent cycles; the request list is read from the state when its pages
+// are viewed, at most once per cycle, and dropped at the next cycle. The
+// list of hotels shows the counts ([Hotel.Summary]). A daemon of many
+// hotels uses it, so that its memory does not hold every hotel's requests
+// twice, and so that views, however many, cost one read per cycle. It
+// returns h.
 func (h *Hotel) OnDemand() *Hotel {
 	h.onDemand = true
 	return h
@@ -128,6 +143,7 @@ func (h *Hotel) record(r sync.Report, s *sync.Status) {
 		h.status = h.kept(*s)
 	}
 	if !r.Start.IsZero() {
+		h.read = nil // the next view reads what this cycle did
 		// An hour of a hotel's cycles, many hotels to a daemon: each is
 		// kept without its lists of requests and failures.
 		h.cycles = append(h.cycles, r.Brief())
@@ -149,14 +165,29 @@ func (h *Hotel) kept(s sync.Status) sync.Status {
 }
 
 // Snapshot implements Source. On demand (see OnDemand) it reads the status
-// from the state; when that fails, it returns what h keeps.
+// from the state at the first view after a cycle, and serves that read
+// until the next cycle; when the read fails, it returns what h keeps.
 func (h *Hotel) Snapshot() Snapshot {
 	snap := h.Summary()
-	if h.onDemand && h.st != nil {
-		if s, err := sync.ReadStatus(h.st, h.now()); err == nil {
-			snap.Status = s
-		}
+	if !h.onDemand || h.st == nil {
+		return snap
 	}
+	h.reading.Lock()
+	defer h.reading.Unlock()
+	h.mu.Lock()
+	read := h.read
+	h.mu.Unlock()
+	if read == nil {
+		s, err := sync.ReadStatus(h.st, h.now())
+		if err != nil {
+			return snap
+		}
+		read = &s
+		h.mu.Lock()
+		h.read = read
+		h.mu.Unlock()
+	}
+	snap.Status = *read
 	return snap
 }
 
@@ -168,8 +199,38 @@ func (h *Hotel) Summary() Snapshot {
 	return Snapshot{Status: h.status, Cycles: h.cycles}
 }
 
-// Ticket implements Source.
-func (h *Hotel) Ticket(id string) (sync.TicketDetail, error) { return sync.ReadTicket(h.st, id) }
+// Ticket implements Source. The id, a reference or a prefix is resolved in
+// the snapshot, and the one ticket found is read by key: a view never
+// searches the state, whatever id it names.
+func (h *Hotel) Ticket(id string) (sync.TicketDetail, error) {
+	full, err := resolve(h.Snapshot().Status.Tickets, id)
+	if err != nil {
+		return sync.TicketDetail{}, err
+	}
+	return sync.ReadTicketByID(h.st, full)
+}
+
+// resolve finds the upstream id of the ticket whose upstream id or
+// helpdesk reference is id, or whose upstream id starts with id (8
+// characters at least), among ts.
+func resolve(ts []sync.TicketStatus, id string) (string, error) {
+	var found []string
+	for _, t := range ts {
+		switch {
+		case t.ID == id:
+			return id, nil
+		case t.Ref == id || (len(id) >= 8 && strings.HasPrefix(t.ID, id)):
+			found = append(found, t.ID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no tracked ticket has the id or helpdesk reference %q", id)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%d tracked tickets start with %q; give more of the id", len(found), id)
+}
 
 // Payloads implements Source.
 func (h *Hotel) Payloads(id string) (map[string]state.Payload, error) {
@@ -221,6 +282,7 @@ func (h *Hotel) Skip(eventID, who, reason string) (state.Entry, error) {
 func (h *Hotel) patchTicket(t state.Ticket) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.read = nil // actions are signed in: reading after one is theirs to cost
 	ts := h.status.Tickets
 	for i := range ts {
 		if ts[i].ID == t.ID {
@@ -243,6 +305,7 @@ func (h *Hotel) patchEntry(e state.Entry) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.read = nil
 	s := &h.status
 	drop := func(list []sync.EntryStatus) []sync.EntryStatus {
 		out := make([]sync.EntryStatus, 0, len(list))

@@ -1,0 +1,133 @@
+package statuspage
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	gosync "sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// TestOnDemandReadsOncePerCycle: a hotel of many serves its pages from one
+// read of its state per cycle, so that views, however many, cost no more
+// than one read per cycle; and a request page reads its one ticket by key,
+// never searching the state for an id the snapshot does not know.
+func TestOnDemandReadsOncePerCycle(t *testing.T) {
+	st := fixture(t, 5)
+	h := NewHotel("h", st, func() time.Time { return t0 }).OnDemand()
+	h.CycleReported(sync.Report{Start: t0.Add(-time.Minute), Outcome: sync.OutcomeOK})
+	s, err := New(Options{Source: h, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/tickets"); code != 200 || !strings.Contains(body, "hd-4") {
+		t.Fatalf("GET /tickets: %d, the table lacks hd-4:\n%s", code, body)
+	}
+
+	// A request the state gained since: the page shows it after the next
+	// cycle, not before.
+	const newID = "99999999-0000-4000-8000-000000000099"
+	if err := st.Update(func(tx *state.Tx) error {
+		return tx.PutTicket(state.Ticket{ID: newID, Ref: "hd-new", UpstreamStatus: "new", NextDue: t0})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/tickets", "/tickets?q=hd-new"} {
+		if code, body := get(path); code != 200 || strings.Contains(body, newID[:8]) {
+			t.Fatalf("GET %s read the state again within one cycle (%d):\n%s", path, code, body)
+		}
+	}
+	for _, id := range []string{"hd-new", newID, newID[:8]} {
+		if code, _ := get("/tickets/" + id); code != http.StatusNotFound {
+			t.Fatalf("GET /tickets/%s: %d, want 404: a request page searched the state", id, code)
+		}
+	}
+	if code, _ := get("/tickets/hd-3"); code != 200 {
+		t.Fatalf("GET /tickets/hd-3: %d", code)
+	}
+
+	h.CycleReported(sync.Report{Start: t0, Outcome: sync.OutcomeOK})
+	if code, body := get("/tickets?q=hd-new"); code != 200 || !strings.Contains(body, newID[:8]) {
+		t.Fatalf("after a cycle the table still lacks hd-new (%d):\n%s", code, body)
+	}
+	for _, id := range []string{"hd-new", newID, newID[:8]} {
+		if code, body := get("/tickets/" + id); code != 200 || !strings.Contains(body, newID) {
+			t.Fatalf("GET /tickets/%s after a cycle: %d\n%s", id, code, body)
+		}
+	}
+}
+
+// blockingSource is a Source whose Snapshot waits until release is
+// closed, counting the views inside it.
+type blockingSource struct {
+	release chan struct{}
+
+	mu        gosync.Mutex
+	in, most  int
+	snapshots int
+}
+
+func (b *blockingSource) Name() string { return "" }
+func (b *blockingSource) Snapshot() Snapshot {
+	b.mu.Lock()
+	b.in++
+	b.snapshots++
+	b.most = max(b.most, b.in)
+	b.mu.Unlock()
+	<-b.release
+	b.mu.Lock()
+	b.in--
+	b.mu.Unlock()
+	return Snapshot{Status: sync.Status{Tickets: []sync.TicketStatus{}}}
+}
+func (b *blockingSource) Ticket(string) (sync.TicketDetail, error)          { return sync.TicketDetail{}, nil }
+func (b *blockingSource) Payloads(string) (map[string]state.Payload, error) { return nil, nil }
+func (b *blockingSource) ReadNow(string) (state.Ticket, error)              { return state.Ticket{}, nil }
+func (b *blockingSource) Retry(string) (state.Entry, error)                 { return state.Entry{}, nil }
+func (b *blockingSource) Skip(string, string, string) (state.Entry, error)  { return state.Entry{}, nil }
+
+// TestViewsAreBounded: views beyond Renders wait, and views beyond Waiting
+// more are answered 503 at once, without reaching the hotel.
+func TestViewsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &blockingSource{release: make(chan struct{})}
+		s, err := New(Options{Source: src, Renders: 1, Waiting: 1, Now: func() time.Time { return t0 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := make(chan int, 2)
+		view := func() int {
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			return rec.Code
+		}
+		go func() { codes <- view() }() // renders, held in Snapshot
+		synctest.Wait()
+		go func() { codes <- view() }() // waits for the slot
+		synctest.Wait()
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("a third view: %d (Retry-After %q), want 503 at once", rec.Code, rec.Header().Get("Retry-After"))
+		}
+		close(src.release)
+		for range 2 {
+			if c := <-codes; c != 200 {
+				t.Fatalf("a view that waited its turn: %d", c)
+			}
+		}
+		if src.most != 1 || src.snapshots != 2 {
+			t.Fatalf("views in the hotel at once: %d (want 1); views that reached it: %d (want 2)", src.most, src.snapshots)
+		}
+	})
+}
