@@ -3,46 +3,96 @@ package statuspage
 import (
 	"net/http"
 	"runtime"
+	"strconv"
 	gosync "sync"
+	"time"
 )
 
 // Page views are bounded, because anyone who reaches the page may ask for
-// it: at most [Options.Renders] views are served at once, at most
-// [Options.Waiting] more wait for their turn (in arrival order of the
-// runtime's channel), and any further view is answered 503 at once, at
-// the cost of its headers only. A daemon's cycles thus keep the rest of
-// the machine, whatever the number of viewers.
+// it, and the page must never take the machine from the cycles:
+//
+//   - at most [Options.ViewRate] views a second are drawn, in bursts of up
+//     to three seconds' worth; a view beyond is answered 429 with
+//     Retry-After at once, at the cost of its headers only;
+//   - at most [Options.Renders] views are drawn at once, at most
+//     [Options.Waiting] more wait for their turn, and any further view is
+//     answered 503 with Retry-After at once.
+//
+// The rate is counted on the process's own clock, not on [Options.Now]:
+// a page's clock may stand still in tests, a rate's may not.
 const (
 	// waitingPerRender is the default of Options.Waiting per render.
 	waitingPerRender = 16
+	// defaultViewRate is the default of Options.ViewRate: far above what
+	// people at a browser ask for, low enough that a flood of views costs
+	// the cycles little (a view of a hotel of 100 requests takes about
+	// 1 ms to draw).
+	defaultViewRate = 20
+	// burstSeconds is how many seconds of the rate a burst may take.
+	burstSeconds = 3
 )
 
-// renderLimit is the bound of concurrent views.
+// renderLimit is the bound of views: their rate and how many at once.
 type renderLimit struct {
 	slots chan struct{}
+	rate  float64 // views a second; 0: no bound
+	now   func() time.Time
 
 	mu      gosync.Mutex
 	waiting int
 	max     int // views that may wait
+	tokens  float64
+	last    time.Time
 }
 
-// newRenderLimit returns the limit of renders views at once (0: half the
-// processors, at least one) with up to waiting more queued (0: 16 per
-// render).
-func newRenderLimit(renders, waiting int) *renderLimit {
+// newRenderLimit returns the limit of rate views a second (0: 20; below
+// 0: none), renders views at once (0: half the processors, at least one)
+// with up to waiting more queued (0: 16 per render).
+func newRenderLimit(rate float64, renders, waiting int) *renderLimit {
 	if renders <= 0 {
 		renders = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	if waiting <= 0 {
 		waiting = waitingPerRender * renders
 	}
-	return &renderLimit{slots: make(chan struct{}, renders), max: waiting}
+	switch {
+	case rate == 0:
+		rate = defaultViewRate
+	case rate < 0:
+		rate = 0
+	}
+	return &renderLimit{slots: make(chan struct{}, renders), max: waiting, rate: rate, now: time.Now, tokens: rate * burstSeconds}
 }
 
-// serve runs h for r when a slot is free, after waiting for one if few
-// enough views wait; else, or when r's context ends while it waits, it
-// answers 503.
+// take takes one view from the rate's bucket, or says how long until one
+// is there.
+func (l *renderLimit) take() (ok bool, wait time.Duration) {
+	if l.rate == 0 {
+		return true, 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if !l.last.IsZero() {
+		l.tokens = min(l.rate*burstSeconds, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	}
+	l.last = now
+	if l.tokens >= 1 {
+		l.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - l.tokens) / l.rate * float64(time.Second))
+}
+
+// serve runs h for r when the rate allows and a slot is free, after
+// waiting for one if few enough views wait; else it answers 429 or 503.
+// When r's context ends while it waits, it answers nothing.
 func (l *renderLimit) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	if ok, wait := l.take(); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, wait.Round(time.Second))/time.Second)))
+		http.Error(w, "the status page is busy: too many views a second; try again in a moment", http.StatusTooManyRequests)
+		return
+	}
 	select {
 	case l.slots <- struct{}{}:
 	default:

@@ -131,3 +131,46 @@ func TestViewsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestViewRateBounded: views beyond the rate, once its burst is spent, are
+// answered 429 with Retry-After without reaching the hotel; the rate comes
+// back with time; the stylesheet is not counted.
+func TestViewRateBounded(t *testing.T) {
+	src := &blockingSource{release: make(chan struct{})}
+	close(src.release)
+	s, err := New(Options{Source: src, ViewRate: 2, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := t0
+	s.limit.now = func() time.Time { return clock }
+	view := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	for i := range 2 * burstSeconds {
+		if rec := view("/"); rec.Code != 200 {
+			t.Fatalf("view %d of the burst: %d", i+1, rec.Code)
+		}
+	}
+	if rec := view("/assets/style.css"); rec.Code != 200 {
+		t.Fatalf("the stylesheet after the burst: %d", rec.Code)
+	}
+	rec := view("/")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("a view past the burst: %d, Retry-After %q; want 429 and 1", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if src.snapshots != 2*burstSeconds {
+		t.Fatalf("views that reached the hotel: %d, want %d", src.snapshots, 2*burstSeconds)
+	}
+	clock = clock.Add(time.Second)
+	for i := range 2 {
+		if rec := view("/"); rec.Code != 200 {
+			t.Fatalf("view %d a second later: %d", i+1, rec.Code)
+		}
+	}
+	if rec := view("/"); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("a third view a second later: %d", rec.Code)
+	}
+}

@@ -53,7 +53,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Renders bounds the views served at once; 0 means half the
+	// ViewRate bounds the views drawn a second, in bursts of three
+	// seconds' worth; 0 means 20, below 0 no bound. A view beyond is
+	// answered 429 with Retry-After.
+	ViewRate float64
+	// Renders bounds the views drawn at once; 0 means half the
 	// processors, at least one. Waiting bounds the views that wait for
 	// their turn; 0 means 16 per render. A view beyond both is answered
 	// 503 with Retry-After.
@@ -113,7 +117,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.auth = newAuth(opts.Token, s.now)
-	s.limit = newRenderLimit(opts.Renders, opts.Waiting)
+	s.limit = newRenderLimit(opts.ViewRate, opts.Renders, opts.Waiting)
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -206,6 +210,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "same-origin") // "no-referrer" makes browsers send Origin: null with forms
 	h.Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, FormMax)
+	if strings.HasPrefix(r.URL.Path, "/assets/") {
+		s.mux.ServeHTTP(w, r) // embedded bytes: nothing to bound
+		return
+	}
 	s.limit.serve(w, r, s.mux)
 }
 
