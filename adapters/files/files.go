@@ -52,7 +52,11 @@
 // deleted, so an event survives until the engine has stored a cursor past
 // it and beyond. A file that cannot be used (unknown ticket, kind or
 // status, no text, not UTF-8, too large) goes to failed/ with its
-// explanation written first: never lost, never half applied.
+// explanation written first: never lost, never half applied. The outbox
+// and the ticket folders are the group's to write, so the adapter reads
+// none of their files through a link (a link, a pipe or a device is set
+// aside unread; see package safefile) and its explanations name the line
+// or field at fault, never the file's content.
 //
 // This package is not a mail or chat gateway and does not watch the
 // folder: it looks when the engine asks for changes.
@@ -78,6 +82,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
 
 // Name is the adapter's registry name.
@@ -201,6 +206,9 @@ type Adapter struct {
 	now       func() time.Time
 	log       *slog.Logger
 	readOnly  bool
+	// beforeOpen, when set (by a test), is called with the path of an
+	// outbox or processed file just before it is opened.
+	beforeOpen func(path string)
 
 	mu      sync.Mutex
 	lock    *os.File // nil when read-only and the folder has no lock file yet
@@ -267,7 +275,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	if a.readOnly {
 		// flock works on a descriptor opened for reading: a running
 		// daemon's writes are still waited for.
-		a.lock, err = os.Open(filepath.Join(a.dir, lockFile))
+		a.lock, err = os.OpenFile(filepath.Join(a.dir, lockFile), os.O_RDONLY|safefile.Flags, 0)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("open files helpdesk: %w", err)
 		}
@@ -278,9 +286,15 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 			return nil, fmt.Errorf("open files helpdesk: create %s: %w", d, err)
 		}
 	}
-	a.lock, err = os.OpenFile(filepath.Join(a.dir, lockFile), os.O_RDWR|os.O_CREATE, fileMode)
+	// The directory is the group's too: a link in place of the lock file
+	// is refused rather than followed (and maybe created) elsewhere.
+	a.lock, err = os.OpenFile(filepath.Join(a.dir, lockFile), os.O_RDWR|os.O_CREATE|safefile.Flags, fileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open files helpdesk: %w", err)
+	}
+	if info, err := a.lock.Stat(); err != nil || !info.Mode().IsRegular() {
+		a.lock.Close()
+		return nil, fmt.Errorf("open files helpdesk: %s: %w", filepath.Join(a.dir, lockFile), safefile.ErrNotRegular)
 	}
 	err = a.do(ctx, func() error {
 		a.cleanStale()

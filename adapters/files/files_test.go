@@ -283,12 +283,12 @@ func TestOutboxMalformedFilesGoToFailed(t *testing.T) {
 	}
 	reasons := map[string]string{
 		"unknown-ticket.txt": "no ticket folder",
-		"bad-kind.txt":       `kind "reopen"`,
-		"bad-status.txt":     `status "confirmed"`,
+		"bad-kind.txt":       "line 2: kind is not one of",
+		"bad-status.txt":     "status: not one the bridge carries",
 		"empty-body.txt":     "needs a text",
 		"latin1.txt":         "not UTF-8",
 		"too-big.txt":        "larger than",
-		"bad.json":           "priority",
+		"bad.json":           "not one of the known",
 	}
 	for name, content := range cases {
 		f.dropAged(t, name, content, time.Minute)

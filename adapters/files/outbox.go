@@ -20,6 +20,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
 
 // OutboxItem is one outbox file, parsed: what a person asks the bridge to
@@ -40,7 +41,9 @@ const maxAuthorRunes = 200
 // anything else as header lines ("key: value": ticket, kind, author,
 // status), a blank line, and the body. It checks the form only (the ticket
 // and the status word are checked against the folder by the adapter), and
-// every error wraps [adapters.ErrInvalid] and says what to fix.
+// every error wraps [adapters.ErrInvalid] and says what to fix: which line
+// or field, and what is wrong with it, never quoting the file's content (it
+// may not be what the writer meant to drop, and failed/ is read by others).
 func ParseOutbox(name string, data []byte) (OutboxItem, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a byte order mark, as some editors write
 	if !utf8.Valid(data) {
@@ -51,16 +54,17 @@ func ParseOutbox(name string, data []byte) (OutboxItem, error) {
 	}
 	text := strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n")
 	var it OutboxItem
+	var lines map[string]int
 	var err error
 	if strings.EqualFold(filepath.Ext(name), ".json") {
 		it, err = parseJSON(text)
 	} else {
-		it, err = parseText(text)
+		it, lines, err = parseText(text)
 	}
 	if err != nil {
 		return OutboxItem{}, err
 	}
-	return it, it.check()
+	return it, it.check(lines)
 }
 
 func invalid(format string, args ...any) error {
@@ -69,9 +73,11 @@ func invalid(format string, args ...any) error {
 
 var outboxKeys = []string{"ticket", "kind", "author", "status"}
 
-func parseText(text string) (OutboxItem, error) {
+// parseText parses the header format; lines maps each header given to its
+// line number, for the errors of [OutboxItem.check].
+func parseText(text string) (OutboxItem, map[string]int, error) {
 	var it OutboxItem
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	lines := strings.Split(text, "\n")
 	i := 0
 	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
@@ -85,16 +91,16 @@ func parseText(text string) (OutboxItem, error) {
 		}
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
-			return it, invalid("line %d %q: want a header line \"key: value\" (ticket, kind, author, status), then a blank line, then the text", i+1, clip(line))
+			return it, nil, invalid("line %d: want a header line \"key: value\" (ticket, kind, author, status), then a blank line, then the text", i+1)
 		}
 		key := strings.ToLower(strings.TrimSpace(k))
 		if !slices.Contains(outboxKeys, key) {
-			return it, invalid("line %d: unknown header %q (want ticket, kind, author or status, then a blank line before the text)", i+1, clip(strings.TrimSpace(k)))
+			return it, nil, invalid("line %d: unknown header (want ticket, kind, author or status, then a blank line before the text)", i+1)
 		}
-		if seen[key] {
-			return it, invalid("line %d: header %q given twice", i+1, key)
+		if seen[key] > 0 {
+			return it, nil, invalid("line %d: header %q given twice", i+1, key)
 		}
-		seen[key] = true
+		seen[key] = i + 1
 		v = strings.TrimSpace(v)
 		switch key {
 		case "ticket":
@@ -111,7 +117,7 @@ func parseText(text string) (OutboxItem, error) {
 		it.Body = strings.Join(lines[i:], "\n")
 	}
 	it.Body = trimBody(it.Body)
-	return it, nil
+	return it, seen, nil
 }
 
 func parseJSON(text string) (OutboxItem, error) {
@@ -125,7 +131,7 @@ func parseJSON(text string) (OutboxItem, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return OutboxItem{}, invalid("not a JSON object {\"ticket\", \"kind\", \"author\", \"body\", \"status\"}: %v", err)
+		return OutboxItem{}, invalid("not a JSON object {\"ticket\", \"kind\", \"author\", \"body\", \"status\"}: %v", safefile.JSONError([]byte(text), err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return OutboxItem{}, invalid("more than one JSON value in the file; put one object per file")
@@ -156,22 +162,30 @@ func trimBody(s string) string {
 	return s
 }
 
-// check validates the fields of a parsed item.
-func (it OutboxItem) check() error {
+// check validates the fields of a parsed item. lines maps the headers of a
+// text file to their line numbers (nil for JSON), for the errors to name
+// them; the errors name the field, not its value.
+func (it OutboxItem) check(lines map[string]int) error {
+	at := func(key string) string {
+		if n := lines[key]; n > 0 {
+			return fmt.Sprintf("line %d: ", n)
+		}
+		return ""
+	}
 	if it.Ticket == "" {
 		return invalid("ticket is missing: name the ticket's folder or its upstream id")
 	}
 	if strings.ContainsFunc(it.Ticket, isControl) {
-		return invalid("ticket %q holds control characters", clip(it.Ticket))
+		return invalid("%sticket holds control characters", at("ticket"))
 	}
 	if utf8.RuneCountInString(it.Author) > maxAuthorRunes {
-		return invalid("author is longer than %d characters", maxAuthorRunes)
+		return invalid("%sauthor is longer than %d characters", at("author"), maxAuthorRunes)
 	}
 	if strings.ContainsFunc(it.Author, isControl) {
-		return invalid("author holds control characters")
+		return invalid("%sauthor holds control characters", at("author"))
 	}
 	if strings.ContainsFunc(it.Status, isControl) || utf8.RuneCountInString(it.Status) > 60 {
-		return invalid("status %q is not a status word", clip(it.Status))
+		return invalid("%sstatus is not a status word (at most 60 characters, no control characters)", at("status"))
 	}
 	switch it.Kind {
 	case adapters.EventReply, adapters.EventNote:
@@ -179,7 +193,7 @@ func (it OutboxItem) check() error {
 			return invalid("kind %s needs a text: write it after a blank line below the header", it.Kind)
 		}
 		if it.Status != "" {
-			return invalid("status is only for kind status; drop a separate status file")
+			return invalid("%sstatus is only for kind status; drop a separate status file", at("status"))
 		}
 	case adapters.EventStatus:
 		if it.Status == "" {
@@ -191,7 +205,7 @@ func (it OutboxItem) check() error {
 	case "":
 		return invalid("kind is missing: want reply, note or status")
 	default:
-		return invalid("kind %q is not one of reply, note, status", clip(string(it.Kind)))
+		return invalid("%skind is not one of reply, note, status", at("kind"))
 	}
 	return nil
 }
@@ -276,7 +290,7 @@ func (a *Adapter) listProcessed() ([]processed, int64, error) {
 		}
 	}
 	slices.SortFunc(out, func(x, y processed) int { return cmp.Compare(x.seq, y.seq) })
-	if b, err := os.ReadFile(filepath.Join(a.processedDir(), lastSeqFile)); err == nil {
+	if b, _, err := safefile.ReadFile(filepath.Join(a.processedDir(), lastSeqFile), 64); err == nil {
 		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
 			last = max(last, n)
 		}
@@ -286,9 +300,9 @@ func (a *Adapter) listProcessed() ([]processed, int64, error) {
 
 // candidate is an outbox file waiting to be picked up.
 type candidate struct {
-	name    string
-	mod     time.Time
-	regular bool
+	name string
+	mod  time.Time
+	info fs.FileInfo // as listed, of the name itself (not what a link points to)
 }
 
 // ingest moves every complete file in the outbox either into processed/,
@@ -324,7 +338,7 @@ func (a *Adapter) ingest(ctx context.Context, floor int64) error {
 		if age := now.Sub(mod); age < a.settle && age > -time.Minute {
 			continue // maybe still being written; next time
 		}
-		cands = append(cands, candidate{name, mod, de.Type().IsRegular()})
+		cands = append(cands, candidate{name, mod, info})
 	}
 	if len(cands) == 0 {
 		return nil
@@ -364,21 +378,23 @@ func (a *Adapter) ingest(ctx context.Context, floor int64) error {
 // take handles one outbox file; accepted says whether it used seq.
 func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
 	src := filepath.Join(a.outboxDir(), c.name)
-	if !c.regular {
-		return false, a.reject(c.name, "it is not a regular file (a link, a pipe or a device); drop a plain file")
+	const notRegular = "it is not a regular file (a link, a pipe or a device); drop a plain file"
+	if !c.info.Mode().IsRegular() {
+		return false, a.reject(c.name, notRegular)
 	}
-	data, err := readCapped(src, a.maxOutbox)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil // taken away meanwhile
+	data, info, err := a.readOutboxFile(src, c.info, a.maxOutbox)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errReplaced) {
+		return false, nil // taken away or replaced meanwhile: listed afresh next time
 	}
-	if err == nil {
+	if errors.Is(err, safefile.ErrNotRegular) {
+		return false, a.reject(c.name, notRegular)
+	}
+	if err == nil && (!info.ModTime().Equal(c.mod) || info.Size() != int64(len(data))) {
 		// Written to since it was listed (an editor saving in place, a
 		// slow copy): not complete yet; next time.
-		if info, serr := os.Stat(src); serr != nil || !info.ModTime().Equal(c.mod) || info.Size() != int64(len(data)) {
-			return false, nil
-		}
+		return false, nil
 	}
-	if errors.Is(err, errTooBig) {
+	if errors.Is(err, safefile.ErrTooBig) {
 		return false, a.reject(c.name, fmt.Sprintf("it is larger than %d bytes (TICKETBRIDGE_FILES_MAX_OUTBOX_BYTES)", a.maxOutbox))
 	}
 	if err != nil {
@@ -393,13 +409,13 @@ func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
 		return false, err
 	}
 	if t == nil {
-		return false, a.reject(c.name, fmt.Sprintf("ticket %q: no ticket folder has that name or upstream id", clip(it.Ticket)))
+		return false, a.reject(c.name, "ticket: no ticket folder has that name or upstream id")
 	}
 	var hd string
 	if it.Kind == adapters.EventStatus {
 		var ok bool
 		if hd, _, ok = a.matchStatus(it.Status); !ok {
-			return false, a.reject(c.name, fmt.Sprintf("status %q is not one the bridge carries upstream (want one of %s)", clip(it.Status), strings.Join(a.statusWords(), ", ")))
+			return false, a.reject(c.name, fmt.Sprintf("status: not one the bridge carries upstream (want one of %s)", strings.Join(a.statusWords(), ", ")))
 		}
 	}
 	pname := processedName(seq, c.name)
@@ -417,22 +433,39 @@ func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
 	return true, a.apply(t, ev, hd)
 }
 
-var errTooBig = errors.New("file too big")
+// errReplaced: the file at a path is no longer the one listed there.
+var errReplaced = errors.New("replaced since it was listed")
 
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+// readOutboxFile reads an outbox or processed file, at most limit bytes.
+// The outbox is written by the service's group, who may swap a listed file
+// for a link to a file only the service may read (its API key): the file
+// is opened without following a link, must be a regular file, and must be
+// the one listed (listed; nil means the one at path now, by Lstat). info
+// describes the open file after the reading.
+func (a *Adapter) readOutboxFile(path string, listed fs.FileInfo, limit int64) (data []byte, info fs.FileInfo, err error) {
+	if listed == nil {
+		if listed, err = os.Lstat(path); err != nil {
+			return nil, nil, err
+		}
+	}
+	if a.beforeOpen != nil {
+		a.beforeOpen(path)
+	}
+	f, opened, err := safefile.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
+	if !os.SameFile(listed, opened) {
+		return nil, nil, fmt.Errorf("read %s: %w", filepath.Base(path), errReplaced)
 	}
-	if int64(len(b)) > limit {
-		return nil, errTooBig
+	if data, err = safefile.Read(f, limit); err != nil {
+		return nil, nil, err
 	}
-	return b, nil
+	if info, err = f.Stat(); err != nil {
+		return nil, nil, err
+	}
+	return data, info, nil
 }
 
 // reject moves an outbox file to failed/, next to <name>.error.txt saying
@@ -536,14 +569,14 @@ func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, in
 // or its ticket removed by hand); it is logged and passed over.
 func (a *Adapter) reread(p processed) (adapters.Event, bool, error) {
 	path := filepath.Join(a.processedDir(), p.name)
-	info, err := os.Stat(path)
+	data, info, err := a.readOutboxFile(path, nil, maxMaxOutboxBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return adapters.Event{}, false, nil
 	}
-	if err != nil {
-		return adapters.Event{}, false, fmt.Errorf("read processed outbox file %s: %w", p.name, err)
+	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, errReplaced) {
+		a.log.Warn("processed outbox file is no longer a plain file (replaced by a link?); passing over it", slog.String("op", "outbox"), slog.String("file", p.name))
+		return adapters.Event{}, false, nil
 	}
-	data, err := readCapped(path, max(a.maxOutbox, info.Size()))
 	if err != nil {
 		return adapters.Event{}, false, fmt.Errorf("read processed outbox file %s: %w", p.name, err)
 	}

@@ -43,18 +43,18 @@ func TestParseOutboxRejects(t *testing.T) {
 		{"a.txt", "", "ticket is missing"},
 		{"a.txt", "kind: reply\n\nhi", "ticket is missing"},
 		{"a.txt", "ticket: T1\n\nhi", "kind is missing"},
-		{"a.txt", "ticket: T1\nkind: comment\n\nhi", `kind "comment"`},
+		{"a.txt", "ticket: T1\nkind: comment\n\nhi", "line 2: kind is not one of"},
 		{"a.txt", "ticket: T1\nkind: reply\n", "needs a text"},
 		{"a.txt", "ticket: T1\nkind: reply\nstatus: done\n\nhi", "only for kind status"},
 		{"a.txt", "ticket: T1\nkind: status\n", "needs a status line"},
 		{"a.txt", "ticket: T1\nkind: status\nstatus: done\n\nbecause", "takes no text"},
-		{"a.txt", "ticket: T1\nsubject: towels\nkind: reply\n\nhi", `unknown header "subject"`},
+		{"a.txt", "ticket: T1\nsubject: towels\nkind: reply\n\nhi", "line 2: unknown header"},
 		{"a.txt", "ticket: T1\nticket: T2\nkind: reply\n\nhi", "given twice"},
 		{"a.txt", "ticket: T1\nkind reply\n\nhi", "line 2"},
 		{"a.txt", "ticket: T1\nkind: reply\n\nGr\xfc\xdfe", "not UTF-8"},
 		{"a.txt", "ticket: T1\nkind: reply\n\nnul\x00byte", "NUL"},
 		{"a.txt", "ticket: T1\nkind: reply\nauthor: " + strings.Repeat("a", 201) + "\n\nhi", "author is longer"},
-		{"a.json", `{"ticket": "T1", "kind": "reply", "body": "hi", "to": "guest"}`, "to"},
+		{"a.json", `{"ticket": "T1", "kind": "reply", "body": "hi", "to": "guest"}`, "not one of the known"},
 		{"a.json", `{"ticket": "T1", "kind": "reply", "body": "hi"} {}`, "more than one"},
 		{"a.json", `["T1"]`, "not a JSON object"},
 		{"a.json", `{"ticket": "T1\nT2", "kind": "reply", "body": "hi"}`, "control characters"},
@@ -131,4 +131,33 @@ func FuzzParseOutbox(f *testing.F) {
 			t.Fatalf("round trip through JSON: %+v, %v; want %+v", again, err, it)
 		}
 	})
+}
+
+// TestParseOutboxQuotesNothing: an error names the line or the field and
+// what is wrong, never the file's content, which lands in a failed/
+// explanation the whole group reads.
+func TestParseOutboxQuotesNothing(t *testing.T) {
+	const secret = "sk_live_Zq7SECRETKEY"
+	for _, c := range []struct{ name, data string }{
+		{"a.txt", secret + "\n"},
+		{"a.txt", secret + ": value\n\nhi"},
+		{"a.txt", "ticket: T1\nkind: " + secret + "\n\nhi"},
+		{"a.txt", "ticket: T1\nkind: status\nstatus: " + secret + strings.Repeat("x", 60) + "\n"},
+		{"a.txt", "ticket: " + secret + "\x01\nkind: reply\n\nhi"},
+		{"a.json", secret},
+		{"a.json", `{"` + secret + `": 1}`},
+		{"a.json", `{"ticket": 1` + secret + `}`},
+		{"a.json", `{"ticket": ` + secret[:5] + `}`},
+	} {
+		_, err := files.ParseOutbox(c.name, []byte(c.data))
+		if err == nil {
+			t.Errorf("ParseOutbox(%q): no error", c.data)
+			continue
+		}
+		for _, leak := range []string{secret[:5], "'s'", "'k'"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("ParseOutbox(%q) = %q: quotes the file", c.data, err)
+			}
+		}
+	}
 }

@@ -45,7 +45,7 @@ func (a *Adapter) PeekChanges(ctx context.Context, cursor adapters.Cursor) ([]ad
 				continue
 			}
 			original := p.name[strings.IndexByte(p.name, '-')+1:]
-			ev, ok, err := a.peekFile(filepath.Join(a.processedDir(), p.name), original, p.name)
+			ev, ok, err := a.peekFile(filepath.Join(a.processedDir(), p.name), nil, original, p.name)
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,7 @@ func (a *Adapter) PeekChanges(ctx context.Context, cursor adapters.Cursor) ([]ad
 			if age := now.Sub(info.ModTime()); age < a.settle && age > -time.Minute {
 				continue
 			}
-			cands = append(cands, candidate{de.Name(), info.ModTime(), true})
+			cands = append(cands, candidate{de.Name(), info.ModTime(), info})
 		}
 		slices.SortFunc(cands, func(x, y candidate) int {
 			if c := x.mod.Compare(y.mod); c != 0 {
@@ -82,7 +82,7 @@ func (a *Adapter) PeekChanges(ctx context.Context, cursor adapters.Cursor) ([]ad
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			ev, ok, err := a.peekFile(filepath.Join(a.outboxDir(), c.name), c.name, PeekPrefix+c.name)
+			ev, ok, err := a.peekFile(filepath.Join(a.outboxDir(), c.name), c.info, c.name, PeekPrefix+c.name)
 			if err != nil {
 				return err
 			}
@@ -98,19 +98,22 @@ func (a *Adapter) PeekChanges(ctx context.Context, cursor adapters.Cursor) ([]ad
 	return evs, cursor, nil
 }
 
-// peekFile reads one outbox file (waiting or processed) into the event it
-// makes, writing nothing; ok is false for a file that makes none.
-func (a *Adapter) peekFile(path, name, id string) (adapters.Event, bool, error) {
-	info, err := os.Stat(path)
+// peekFile reads one outbox file (waiting or processed; listed as
+// [Adapter.readOutboxFile] takes it) into the event it makes, writing
+// nothing; ok is false for a file that makes none.
+func (a *Adapter) peekFile(path string, listed fs.FileInfo, name, id string) (adapters.Event, bool, error) {
+	limit := int64(maxMaxOutboxBytes) // processed: accepted under whatever limit applied then
+	if listed != nil {
+		limit = a.maxOutbox
+	}
+	data, info, err := a.readOutboxFile(path, listed, limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return adapters.Event{}, false, nil
 	}
 	if err != nil {
-		return adapters.Event{}, false, fmt.Errorf("read outbox file %s: %w", name, err)
-	}
-	data, err := readCapped(path, max(a.maxOutbox, info.Size()))
-	if err != nil {
-		return adapters.Event{}, false, nil // Changes would set it aside
+		// Changes would set it aside, pass over it or try it again:
+		// none of these makes an event now.
+		return adapters.Event{}, false, nil
 	}
 	it, err := ParseOutbox(name, data)
 	if err != nil {

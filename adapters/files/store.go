@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
 
 // ticketFormat is the version of ticket.json this package writes.
@@ -162,14 +163,21 @@ func (a *Adapter) load(ref adapters.Ref) (*ticketFile, error) {
 	return t, nil
 }
 
+// maxTicketBytes caps ticket.json: far above any real thread.
+const maxTicketBytes = 64 << 20
+
+// readTicket reads a ticket.json. Ticket folders are the group's to
+// rename and read, so the file is opened without following a link, must be
+// a regular file, and its errors say where it is broken, never what it
+// holds.
 func readTicket(path string) (*ticketFile, error) {
-	b, err := os.ReadFile(path)
+	b, _, err := safefile.ReadFile(path, maxTicketBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	var t ticketFile
 	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, safefile.JSONError(b, err))
 	}
 	if t.Format > ticketFormat {
 		return nil, fmt.Errorf("read %s: format %d is newer than this version understands (%d)", path, t.Format, ticketFormat)
@@ -208,7 +216,8 @@ func encodeTicket(t *ticketFile) ([]byte, error) {
 func (a *Adapter) render(dir string, t *ticketFile) error {
 	path := filepath.Join(dir, threadMD)
 	want := renderThread(t, a.status.FromHelpdesk)
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, want) {
+	// Not through a link, not from a pipe: what is there is replaced.
+	if old, _, err := safefile.ReadFile(path, int64(len(want))); err == nil && bytes.Equal(old, want) {
 		return nil
 	}
 	return writeFileAtomic(path, want)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
 
 // The webhook directory:
@@ -27,12 +28,21 @@ import (
 //
 // Every file is written whole to a temporary file, synced, renamed into
 // place, and the directory synced: a crash leaves the old or the new
-// version, never half of one.
+// version, never half of one. Every file is read without following a link
+// (see package safefile), and a broken one is reported by its path and the
+// place of the fault, never its content.
 const (
 	metaFile   = "meta.json"
 	ticketsDir = "tickets"
 	inboundDir = "inbound"
 	formatV1   = 1
+
+	// Read limits: far above what the adapter writes (an inbound body is
+	// at most 1 MiB), so that only a file that is not the adapter's hits
+	// them.
+	maxMetaBytes   = 1 << 20
+	maxRecordBytes = 64 << 20
+	maxEventBytes  = 16 << 20
 )
 
 type meta struct {
@@ -102,7 +112,7 @@ func openStore(dir string) (*store, error) {
 
 func (s *store) loadMeta() (meta, error) {
 	var m meta
-	b, err := os.ReadFile(filepath.Join(s.dir, metaFile))
+	b, _, err := safefile.ReadFile(filepath.Join(s.dir, metaFile), maxMetaBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		m = meta{Version: formatV1, Epoch: uuid.NewString()}
@@ -118,7 +128,7 @@ func (s *store) loadMeta() (meta, error) {
 		return m, fmt.Errorf("read webhook directory meta: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("read webhook directory meta %s: %w", filepath.Join(s.dir, metaFile), err)
+		return m, fmt.Errorf("read webhook directory meta %s: %w", filepath.Join(s.dir, metaFile), safefile.JSONError(b, err))
 	}
 	if m.Version != formatV1 || m.Epoch == "" {
 		return m, fmt.Errorf("read webhook directory meta %s: format version %d with epoch %q; this build reads version %d", filepath.Join(s.dir, metaFile), m.Version, m.Epoch, formatV1)
@@ -207,12 +217,12 @@ func parseSeqName(name string) (uint64, bool) {
 func (s *store) readEvent(seq uint64) (storedEvent, error) {
 	var ev storedEvent
 	path := filepath.Join(s.dir, inboundDir, seqName(seq))
-	b, err := os.ReadFile(path)
+	b, _, err := safefile.ReadFile(path, maxEventBytes)
 	if err != nil {
 		return ev, fmt.Errorf("read inbound event: %w", err)
 	}
 	if err := json.Unmarshal(b, &ev); err != nil {
-		return ev, fmt.Errorf("read inbound event %s: %w", path, err)
+		return ev, fmt.Errorf("read inbound event %s: %w", path, safefile.JSONError(b, err))
 	}
 	return ev, nil
 }
@@ -319,7 +329,7 @@ func recordName(ticketID string) string {
 // ticket reads the record of ticketID; ok is false when there is none.
 func (s *store) ticket(ticketID string) (rec ticketRecord, ok bool, err error) {
 	path := filepath.Join(s.dir, ticketsDir, recordName(ticketID))
-	b, err := os.ReadFile(path)
+	b, _, err := safefile.ReadFile(path, maxRecordBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, false, nil
 	}
@@ -327,7 +337,7 @@ func (s *store) ticket(ticketID string) (rec ticketRecord, ok bool, err error) {
 		return rec, false, fmt.Errorf("read ticket record: %w", err)
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, false, fmt.Errorf("read ticket record %s: %w", path, err)
+		return rec, false, fmt.Errorf("read ticket record %s: %w", path, safefile.JSONError(b, err))
 	}
 	if rec.UpstreamID != ticketID {
 		// Two ids with one digest name: not to be expected, never to be merged.
