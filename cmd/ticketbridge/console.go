@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
@@ -21,26 +24,57 @@ import (
 // consoleConfig is read from the daemon's environment.
 type consoleConfig struct {
 	// TokenFile holds the console token that signs in to the status page
-	// and authorises `ticketbridge retry` and `skip` while the daemon runs;
-	// empty keeps the page read-only.
+	// and authorises `ticketbridge retry` and `skip` while the daemon runs.
+	// Unset, the token is systemd's credential console-token (the unit's
+	// LoadCredential=, from /etc/ticketbridge/console-token) when there is
+	// one; without either the page is read-only.
 	TokenFile string `env:"TICKETBRIDGE_CONSOLE_TOKEN_FILE"`
 }
 
-// loadConsoleToken reads TICKETBRIDGE_CONSOLE_TOKEN_FILE and the token in
-// it; "" when the variable is unset.
-func loadConsoleToken(ctx context.Context, env envconfig.Lookuper) (string, error) {
+// consoleCredential is the name of the console token among the unit's
+// credentials (LoadCredential=console-token:...).
+const consoleCredential = "console-token"
+
+// consoleSettings are the status page's settings, read and checked.
+type consoleSettings struct {
+	token string // "" keeps the page read-only
+}
+
+// loadConsole reads the status page's variable and the console token:
+// from TICKETBRIDGE_CONSOLE_TOKEN_FILE, or else from the credential
+// console-token ($CREDENTIALS_DIRECTORY/console-token, as the API key is
+// found), where a blank one means none (the unit's SetCredential=
+// default when /etc/ticketbridge/console-token does not exist). A token
+// file other users may read, or a token shorter than
+// statuspage.MinTokenLen bytes, is refused; errors never hold the token.
+func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, error) {
 	var c consoleConfig
+	var s consoleSettings
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return "", fmt.Errorf("read configuration: %w", err)
+		return s, fmt.Errorf("read configuration: %w", err)
 	}
-	if c.TokenFile = strings.TrimSpace(c.TokenFile); c.TokenFile == "" {
-		return "", nil
+	path, what := strings.TrimSpace(c.TokenFile), "TICKETBRIDGE_CONSOLE_TOKEN_FILE"
+	if path == "" {
+		if path = credentialFile(env, consoleCredential); path == "" {
+			return s, nil
+		}
+		what = "the credential " + consoleCredential
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "" {
+			return s, nil
+		}
 	}
-	tok, err := statuspage.ReadToken(c.TokenFile)
+	tok, err := readSecretFile(path, "console token")
 	if err != nil {
-		return "", fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_TOKEN_FILE: %w", err)
+		if c.TokenFile != "" && underSystemd() && errors.Is(err, fs.ErrPermission) {
+			return s, fmt.Errorf("read configuration: %s: %w; under the service, leave the variable unset: the unit passes /etc/ticketbridge/console-token as its credential %s", what, err, consoleCredential)
+		}
+		return s, fmt.Errorf("read configuration: %s: %w", what, err)
 	}
-	return tok, nil
+	if err := statuspage.CheckToken(tok); err != nil {
+		return s, fmt.Errorf("read configuration: %s: %s: %w", what, path, err)
+	}
+	s.token = tok
+	return s, nil
 }
 
 // pageHandler is what the telemetry listener needs of the status page.
@@ -75,18 +109,18 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 	if tel.cfg.Listen == "" {
 		return nil
 	}
-	tok, err := loadConsoleToken(ctx, env)
+	cs, err := loadConsole(ctx, env)
 	if err != nil {
 		return err
 	}
-	opts.Token, opts.Logger = tok, log
+	opts.Token, opts.Logger = cs.token, log
 	srv, err := statuspage.New(opts)
 	if err != nil {
 		return err
 	}
 	tel.page = srv
-	if tok == "" {
-		log.Info("status page is read-only: set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
+	if cs.token == "" {
+		log.Info("status page is read-only: put a console token in /etc/ticketbridge/console-token (the service's credential console-token) or set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +16,10 @@ import (
 	"unicode/utf8"
 )
 
-// MinTokenLen is the shortest console token accepted.
-const MinTokenLen = 16
+// MinTokenLen is the shortest console token accepted, in bytes: 32
+// bytes of hex or base64 (openssl rand -hex 32 makes 64) are out of
+// reach of guessing even at the throttle's pace.
+const MinTokenLen = 32
 
 // Session cookie.
 const (
@@ -29,24 +30,19 @@ const (
 	maxNameLen  = 64
 )
 
-// ReadToken reads the console token from path: the file's content with
-// surrounding white space removed, at least MinTokenLen characters. The
-// error never contains the token.
-func ReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read console token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
+// CheckToken says what is wrong with a console token (already trimmed of
+// surrounding white space): empty, shorter than MinTokenLen bytes, or not
+// one word of UTF-8. The error never contains the token.
+func CheckToken(tok string) error {
 	switch {
 	case tok == "":
-		return "", fmt.Errorf("console token file %s is empty", path)
+		return errors.New("the console token is empty")
 	case len(tok) < MinTokenLen:
-		return "", fmt.Errorf("console token in %s is %d characters long; want %d or more (e.g. openssl rand -hex 32)", path, len(tok), MinTokenLen)
+		return fmt.Errorf("the console token is %d bytes long; want %d or more (e.g. openssl rand -hex 32)", len(tok), MinTokenLen)
 	case strings.ContainsFunc(tok, unicode.IsSpace) || !utf8.ValidString(tok):
-		return "", fmt.Errorf("console token in %s contains white space or is not UTF-8; want one word", path)
+		return errors.New("the console token contains white space or is not UTF-8; want one word")
 	}
-	return tok, nil
+	return nil
 }
 
 // auth checks the console token and the sessions made from it. The zero

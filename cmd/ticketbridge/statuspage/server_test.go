@@ -8,7 +8,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,7 +22,7 @@ import (
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
 const (
-	testToken  = "0123456789abcdef-console"
+	testToken  = "0123456789abcdef-console-0123456789"
 	secretBody = "Dear Mrs Example, your room 512 is ready."
 )
 
@@ -313,29 +312,22 @@ func TestSignInPausesAfterFailures(t *testing.T) {
 	}
 }
 
-func TestReadToken(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct{ content, want string }{
-		{"", "is empty"}, {"short\n", "want 16 or more"}, {"two words here and more", "white space"},
+func TestCheckToken(t *testing.T) {
+	short := strings.Repeat("a", MinTokenLen-1)
+	for _, c := range []struct{ tok, want string }{
+		{"", "is empty"}, {short, "is 31 bytes long; want 32 or more"}, {"two words here and more, and more words", "white space"},
 	} {
-		path := filepath.Join(dir, "tok")
-		if err := writeFile(path, c.content); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ReadToken(path); err == nil || !strings.Contains(err.Error(), c.want) || (c.content != "" && strings.Contains(err.Error(), strings.TrimSpace(c.content))) {
-			t.Errorf("ReadToken(%q) = %v, want an error with %q and without the token", c.content, err, c.want)
+		if err := CheckToken(c.tok); err == nil || !strings.Contains(err.Error(), c.want) || (c.tok != "" && strings.Contains(err.Error(), c.tok)) {
+			t.Errorf("CheckToken(%q) = %v, want an error with %q and without the token", c.tok, err, c.want)
 		}
 	}
-	path := filepath.Join(dir, "ok")
-	if err := writeFile(path, "  "+testToken+"\n"); err != nil {
-		t.Fatal(err)
+	if err := CheckToken(testToken); err != nil {
+		t.Errorf("CheckToken(%d bytes) = %v", len(testToken), err)
 	}
-	if tok, err := ReadToken(path); err != nil || tok != testToken {
-		t.Errorf("ReadToken = %q, %v", tok, err)
+	if err := CheckToken(strings.Repeat("a", MinTokenLen)); err != nil {
+		t.Errorf("CheckToken(%d bytes) = %v", MinTokenLen, err)
 	}
 }
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
 func TestOverviewActionsWhenSignedIn(t *testing.T) {
 	p := newTestPage(t, testToken)
