@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -29,6 +30,10 @@ type consoleConfig struct {
 	// LoadCredential=, from /etc/ticketbridge/console-token) when there is
 	// one; without either the page is read-only.
 	TokenFile string `env:"TICKETBRIDGE_CONSOLE_TOKEN_FILE"`
+	// TrustedProxies lists the proxies (addresses or CIDR networks) whose
+	// X-Forwarded-For names the client a failed sign-in is counted
+	// against; empty trusts none.
+	TrustedProxies string `env:"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES"`
 }
 
 // consoleCredential is the name of the console token among the unit's
@@ -37,10 +42,11 @@ const consoleCredential = "console-token"
 
 // consoleSettings are the status page's settings, read and checked.
 type consoleSettings struct {
-	token string // "" keeps the page read-only
+	token          string // "" keeps the page read-only
+	trustedProxies []netip.Prefix
 }
 
-// loadConsole reads the status page's variable and the console token:
+// loadConsole reads the status page's variables and the console token:
 // from TICKETBRIDGE_CONSOLE_TOKEN_FILE, or else from the credential
 // console-token ($CREDENTIALS_DIRECTORY/console-token, as the API key is
 // found), where a blank one means none (the unit's SetCredential=
@@ -52,6 +58,10 @@ func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, 
 	var s consoleSettings
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
 		return s, fmt.Errorf("read configuration: %w", err)
+	}
+	var err error
+	if s.trustedProxies, err = statuspage.ParseProxies(c.TrustedProxies); err != nil {
+		return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: %w", err)
 	}
 	path, what := strings.TrimSpace(c.TokenFile), "TICKETBRIDGE_CONSOLE_TOKEN_FILE"
 	if path == "" {
@@ -114,6 +124,7 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 		return err
 	}
 	opts.Token, opts.Logger = cs.token, log
+	opts.TrustedProxies = cs.trustedProxies
 	srv, err := statuspage.New(opts)
 	if err != nil {
 		return err

@@ -402,3 +402,14 @@ func TestConsoleTokenFromCredentials(t *testing.T) {
 		t.Fatalf("group-readable credential: %v", err)
 	}
 }
+
+func TestConsoleProxyConfig(t *testing.T) {
+	cs, err := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
+	if err != nil || len(cs.trustedProxies) != 2 || cs.trustedProxies[1].String() != "10.0.0.0/8" {
+		t.Errorf("trusted proxies %v, %v", cs.trustedProxies, err)
+	}
+	_, err = loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, nginx"}))
+	if want := `TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: entry "nginx" is neither an address nor a network`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a host name among the proxies: %v, want an error with %q", err, want)
+	}
+}

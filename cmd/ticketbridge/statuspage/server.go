@@ -9,11 +9,11 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	gosync "sync"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/state"
@@ -34,7 +34,6 @@ const (
 	FormMax      = 1 << 10
 	pageSize     = 100
 	overviewRows = 50
-	loginFails   = 5 // failed sign-ins a minute before sign-in pauses
 )
 
 // Options configure a Server.
@@ -53,6 +52,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client whose failed sign-ins are counted; none by default.
+	TrustedProxies []netip.Prefix
 }
 
 // Listed is one hotel of a daemon that serves many, as the list of
@@ -78,9 +80,7 @@ type Server struct {
 	now    func() time.Time
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
-
-	mu    gosync.Mutex
-	fails []time.Time // failed sign-ins of the last minute
+	guard  *throttle // wrong tokens by client
 }
 
 // scope is the hotel a request is about and where its pages are.
@@ -107,6 +107,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.auth = newAuth(opts.Token, s.now)
+	s.guard = newThrottle(s.now, opts.TrustedProxies)
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -573,19 +574,6 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// tooManyFails reports whether sign-in is paused after failures, and
-// records a failure when failed is true.
-func (s *Server) tooManyFails(failed bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	s.fails = slices.DeleteFunc(s.fails, func(t time.Time) bool { return now.Sub(t) > time.Minute })
-	if failed {
-		s.fails = append(s.fails, now)
-	}
-	return len(s.fails) >= loginFails
-}
-
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.auth.enabled() {
 		s.message(w, r, http.StatusNotFound, "Sign-in is off: the daemon has no console token (TICKETBRIDGE_CONSOLE_TOKEN_FILE).")
@@ -603,8 +591,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusForbidden, "Refused: the sign-in form's CSRF token is missing or stale; open the sign-in page again.")
 		return
 	}
-	if s.tooManyFails(false) {
-		s.message(w, r, http.StatusTooManyRequests, "Too many failed sign-ins in the last minute; wait a minute and try again.")
+	client := s.guard.client(r)
+	if s.guard.locked(client) {
+		s.message(w, r, http.StatusTooManyRequests, tooManyText)
 		return
 	}
 	who, err := cleanName(r.PostForm.Get("name"))
@@ -613,8 +602,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.auth.checkToken(r.PostForm.Get("token")) {
-		s.tooManyFails(true)
-		s.log.Warn("console sign-in refused: wrong token", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
+		s.guard.failed(client)
+		s.log.Warn("console sign-in refused: wrong token", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr), slog.String("client", client))
 		s.message(w, r, http.StatusForbidden, "Sign-in refused: the token is wrong.")
 		return
 	}
@@ -657,8 +646,14 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 		return "", false
 	}
 	if tok, isBearer := bearer(r); isBearer {
+		client := s.guard.client(r)
+		if s.guard.locked(client) {
+			s.message(w, r, http.StatusTooManyRequests, tooManyText)
+			return "", false
+		}
 		if !s.auth.checkToken(tok) {
-			s.log.Warn("console action refused: wrong token", slog.String("op", "console"), slog.Any("remote", r.RemoteAddr))
+			s.guard.failed(client)
+			s.log.Warn("console action refused: wrong token", slog.String("op", "console"), slog.Any("remote", r.RemoteAddr), slog.String("client", client))
 			s.message(w, r, http.StatusForbidden, "Refused: the console token is wrong.")
 			return "", false
 		}

@@ -82,6 +82,13 @@ type testPage struct {
 
 func newTestPage(t *testing.T, token string) *testPage {
 	t.Helper()
+	return newTestPageWith(t, token, nil)
+}
+
+// newTestPageWith is newTestPage with the options changed by set (its
+// clock, its proxies) before the server is made.
+func newTestPageWith(t *testing.T, token string, set func(*Options)) *testPage {
+	t.Helper()
 	st := fixture(t, 30)
 	h := NewHotel("", st, func() time.Time { return t0 })
 	r := sync.Report{Start: t0.Add(-time.Minute), Duration: 800 * time.Millisecond, Outcome: sync.OutcomePartial, APIRequests: 7}
@@ -90,8 +97,12 @@ func newTestPage(t *testing.T, token string) *testPage {
 		t.Fatal(err)
 	}
 	logs := &testutil.Buffer{}
-	s, err := New(Options{Source: h, Token: token, Now: func() time.Time { return t0 },
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	opts := Options{Source: h, Token: token, Now: func() time.Time { return t0 },
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	if set != nil {
+		set(&opts)
+	}
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,12 +141,18 @@ func (p *testPage) do(method, path string, form url.Values, hdr map[string]strin
 // login signs in as who with token through the sign-in form.
 func (p *testPage) login(who, token string) *http.Response {
 	p.t.Helper()
+	return p.loginWith(who, token, nil)
+}
+
+// loginWith is login with the headers hdr on the form's POST.
+func (p *testPage) loginWith(who, token string, hdr map[string]string) *http.Response {
+	p.t.Helper()
 	_, body := p.do("GET", "/login", nil, nil)
 	m := csrfRE.FindStringSubmatch(body)
 	if m == nil {
 		p.t.Fatalf("no CSRF token in the sign-in form:\n%s", body)
 	}
-	resp, _ := p.do("POST", "/login", url.Values{"name": {who}, "token": {token}, "csrf": {m[1]}}, nil)
+	resp, _ := p.do("POST", "/login", url.Values{"name": {who}, "token": {token}, "csrf": {m[1]}}, hdr)
 	return resp
 }
 
