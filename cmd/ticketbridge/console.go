@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/cmd/ticketbridge/statuspage"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -30,6 +33,12 @@ type consoleConfig struct {
 	// LoadCredential=, from /etc/ticketbridge/console-token) when there is
 	// one; without either the page is read-only.
 	TokenFile string `env:"TICKETBRIDGE_CONSOLE_TOKEN_FILE"`
+	// ExternalURL is the address people open the page at through a proxy,
+	// e.g. https://bridge.example.com/; with https the session cookies are
+	// Secure by default.
+	ExternalURL string `env:"TICKETBRIDGE_CONSOLE_EXTERNAL_URL"`
+	// SecureCookie is true or false; empty follows ExternalURL.
+	SecureCookie string `env:"TICKETBRIDGE_CONSOLE_SECURE_COOKIE"`
 	// TrustedProxies lists the proxies (addresses or CIDR networks) whose
 	// X-Forwarded-For names the client a failed sign-in is counted
 	// against; empty trusts none.
@@ -43,6 +52,7 @@ const consoleCredential = "console-token"
 // consoleSettings are the status page's settings, read and checked.
 type consoleSettings struct {
 	token          string // "" keeps the page read-only
+	secureCookie   bool
 	trustedProxies []netip.Prefix
 }
 
@@ -62,6 +72,18 @@ func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, 
 	var err error
 	if s.trustedProxies, err = statuspage.ParseProxies(c.TrustedProxies); err != nil {
 		return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: %w", err)
+	}
+	if u := strings.TrimSpace(c.ExternalURL); u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_EXTERNAL_URL=%q: want the address the page is opened at, e.g. https://bridge.example.com/", redact.URL(u))
+		}
+		s.secureCookie = pu.Scheme == "https"
+	}
+	if v := strings.TrimSpace(c.SecureCookie); v != "" {
+		if s.secureCookie, err = strconv.ParseBool(v); err != nil {
+			return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_SECURE_COOKIE=%q: want true or false (empty: true when TICKETBRIDGE_CONSOLE_EXTERNAL_URL starts with https)", v)
+		}
 	}
 	path, what := strings.TrimSpace(c.TokenFile), "TICKETBRIDGE_CONSOLE_TOKEN_FILE"
 	if path == "" {
@@ -124,7 +146,7 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 		return err
 	}
 	opts.Token, opts.Logger = cs.token, log
-	opts.TrustedProxies = cs.trustedProxies
+	opts.SecureCookie, opts.TrustedProxies = cs.secureCookie, cs.trustedProxies
 	srv, err := statuspage.New(opts)
 	if err != nil {
 		return err

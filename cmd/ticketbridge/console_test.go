@@ -403,13 +403,34 @@ func TestConsoleTokenFromCredentials(t *testing.T) {
 	}
 }
 
-func TestConsoleProxyConfig(t *testing.T) {
-	cs, err := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
-	if err != nil || len(cs.trustedProxies) != 2 || cs.trustedProxies[1].String() != "10.0.0.0/8" {
-		t.Errorf("trusted proxies %v, %v", cs.trustedProxies, err)
+func TestConsoleCookieAndProxyConfig(t *testing.T) {
+	for _, c := range []struct {
+		vars   map[string]string
+		secure bool
+		want   string
+	}{
+		{map[string]string{}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "https://bridge.example.com/"}, true, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "http://10.0.0.5:9464/"}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "https://bridge.example.com/", "TICKETBRIDGE_CONSOLE_SECURE_COOKIE": "false"}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_SECURE_COOKIE": "true"}, true, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_SECURE_COOKIE": "sometimes"}, false, `TICKETBRIDGE_CONSOLE_SECURE_COOKIE="sometimes": want true or false`},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "bridge.example.com"}, false, `TICKETBRIDGE_CONSOLE_EXTERNAL_URL="bridge.example.com": want the address`},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, nginx"}, false, `TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: entry "nginx" is neither an address nor a network`},
+	} {
+		cs, err := loadConsole(context.Background(), envconfig.MapLookuper(c.vars))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.vars, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: %v, want an error with %q", c.vars, err, c.want)
+		case c.want == "" && cs.secureCookie != c.secure:
+			t.Errorf("%v: secure cookie %v, want %v", c.vars, cs.secureCookie, c.secure)
+		}
 	}
-	_, err = loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, nginx"}))
-	if want := `TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: entry "nginx" is neither an address nor a network`; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("a host name among the proxies: %v, want an error with %q", err, want)
+	cs, _ := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
+	if len(cs.trustedProxies) != 2 || cs.trustedProxies[1].String() != "10.0.0.0/8" {
+		t.Errorf("trusted proxies %v", cs.trustedProxies)
 	}
 }

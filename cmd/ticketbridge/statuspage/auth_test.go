@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
+	"github.com/ticketbridge/ticketbridge/state"
 )
 
 // proxied is a page behind a trusted proxy on 127.0.0.1 (the test
@@ -142,5 +144,138 @@ func TestThrottleTableIsBounded(t *testing.T) {
 	}
 	if _, ok := th.fails[fmt.Sprintf("client-%d", maxClients+9)]; !ok {
 		t.Error("the newest client is not kept")
+	}
+}
+
+// session returns the session cookie a sign-in as who set.
+func session(t *testing.T, p *testPage, who string) *http.Cookie {
+	t.Helper()
+	resp := p.login(who, testToken)
+	for _, c := range resp.Cookies() {
+		if c.Name == cookieName {
+			return c
+		}
+	}
+	t.Fatalf("sign-in as %s set no session cookie (%d)", who, resp.StatusCode)
+	return nil
+}
+
+// send sends method path to srv with the cookie c alone (no jar) and the
+// form, and returns the answer's code and the CSRF token its page offers:
+// "" when not signed in.
+func send(t *testing.T, srv string, c *http.Cookie, method, path string, form url.Values) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, srv+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.AddCookie(c)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if m := csrfRE.FindStringSubmatch(string(b)); m != nil {
+		return resp.StatusCode, m[1]
+	}
+	return resp.StatusCode, ""
+}
+
+func TestSignOutEndsTheSession(t *testing.T) {
+	p := newTestPage(t, testToken)
+	ines := session(t, p, "Ines") // a copy of it is kept, as a thief would
+	_, csrf := send(t, p.srv.URL, ines, "GET", "/", nil)
+	if csrf == "" {
+		t.Fatal("the session cookie does not sign in")
+	}
+	ana := session(t, p, "Ana") // in another browser
+	_, anaCSRF := send(t, p.srv.URL, ana, "GET", "/", nil)
+	if code, _ := send(t, p.srv.URL, ana, "POST", "/logout", url.Values{"csrf": {anaCSRF}}); code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", code)
+	}
+	if _, c := send(t, p.srv.URL, ana, "GET", "/", nil); c != "" {
+		t.Fatal("the cookie kept from before sign-out still signs in")
+	}
+	if _, c := send(t, p.srv.URL, ines, "GET", "/", nil); c == "" {
+		t.Fatal("one user's sign-out ended another's session")
+	}
+	if code, _ := send(t, p.srv.URL, ines, "POST", "/logout", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", code)
+	}
+	if code, _ := send(t, p.srv.URL, ines, "POST", "/retry?id=ev-refused", url.Values{"csrf": {csrf}}); code != http.StatusForbidden {
+		t.Fatalf("retry with a cookie kept from before sign-out: %d, want 403", code)
+	}
+	if e := p.entry("ev-refused"); e.State != state.Failed {
+		t.Fatalf("a signed-out cookie changed the entry: %+v", e)
+	}
+}
+
+func TestNewTokenOrRestartEndsSessions(t *testing.T) {
+	p := newTestPage(t, testToken)
+	c := session(t, p, "Ines")
+	if _, csrf := send(t, p.srv.URL, c, "GET", "/", nil); csrf == "" {
+		t.Fatal("the session cookie does not sign in")
+	}
+	// The daemon takes a new token at its restart: neither a new token
+	// nor the same one lets the session of before in.
+	for _, tok := range []string{testToken + "-new", testToken} {
+		q := newTestPage(t, tok)
+		if _, csrf := send(t, q.srv.URL, c, "GET", "/", nil); csrf != "" {
+			t.Errorf("a session of before the restart signs in (same token: %v)", tok == testToken)
+		}
+	}
+}
+
+func TestSecureCookies(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		p := newTestPageWith(t, testToken, func(o *Options) { o.SecureCookie = secure })
+		resp, _ := p.do("GET", "/login", nil, nil)
+		cookies := resp.Cookies()
+		cookies = append(cookies, p.login("Ines", testToken).Cookies()...)
+		if len(cookies) != 2 {
+			t.Fatalf("%d cookies set, want the sign-in form's and the session's", len(cookies))
+		}
+		for _, c := range cookies {
+			if c.Secure != secure {
+				t.Errorf("SecureCookie %v: cookie %s has Secure %v", secure, c.Name, c.Secure)
+			}
+		}
+	}
+}
+
+func TestSessionsAreBounded(t *testing.T) {
+	clock := testutil.NewClock(t0)
+	a := newAuth(testToken, clock.Now)
+	signedIn := func(value string) bool {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.AddCookie(&http.Cookie{Name: cookieName, Value: value})
+		_, _, ok := a.user(r)
+		return ok
+	}
+	first, _ := a.session("first")
+	clock.Advance(time.Second)
+	var last string
+	for range maxSessions {
+		last, _ = a.session("later")
+	}
+	if n := len(a.sessions); n > maxSessions {
+		t.Fatalf("%d sessions kept, want at most %d", n, maxSessions)
+	}
+	if signedIn(first) || !signedIn(last) {
+		t.Errorf("a full table kept the session that expires first (%v) or dropped the newest (%v)", signedIn(first), !signedIn(last))
+	}
+	// Expired sessions make room before any live one goes.
+	clock.Advance(sessionLife)
+	if signedIn(last) {
+		t.Error("a session past its life signs in")
+	}
+	a.session("next")
+	if n := len(a.sessions); n != 1 {
+		t.Errorf("%d sessions kept after all expired and one began, want 1", n)
 	}
 }

@@ -52,6 +52,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// SecureCookie marks the session cookies Secure, for a page reached
+	// over https through a proxy; they are Secure on a TLS connection
+	// anyway.
+	SecureCookie bool
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client whose failed sign-ins are counted; none by default.
 	TrustedProxies []netip.Prefix
@@ -81,6 +85,7 @@ type Server struct {
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
 	guard  *throttle // wrong tokens by client
+	secure bool      // session cookies are Secure
 }
 
 // scope is the hotel a request is about and where its pages are.
@@ -107,7 +112,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.auth = newAuth(opts.Token, s.now)
-	s.guard = newThrottle(s.now, opts.TrustedProxies)
+	s.guard, s.secure = newThrottle(s.now, opts.TrustedProxies), opts.SecureCookie
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -557,7 +562,7 @@ func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
 	// cookie of its own (there is no session yet).
 	pre := rand.Text()
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: pre, Path: "/login", MaxAge: int(loginLife / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure || r.TLS != nil})
 	v := s.view(r, scope{}, "Sign in")
 	v.CSRF = s.auth.csrf("login:" + pre)
 	s.render(w, http.StatusOK, "login", v)
@@ -613,7 +618,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	// neither drops the cookie at once nor keeps it past the session (the
 	// daemon checks the expiry in the value itself).
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: int(expires.Sub(s.now()) / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure || r.TLS != nil})
 	s.log.Info("console sign-in", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 	http.Redirect(w, r, "/?done=login", http.StatusSeeOther)
 }
@@ -626,9 +631,10 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.log.Info("console sign-out", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
+		s.auth.end(sess)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure || r.TLS != nil})
 	http.Redirect(w, r, "/?done=logout", http.StatusSeeOther)
 }
 
