@@ -166,7 +166,7 @@ func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, i
 	if err != nil {
 		return err
 	}
-	tok := cs.token
+	tok := string(cs.token)
 	if tc.Listen == "" || tok == "" {
 		return fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
 	}

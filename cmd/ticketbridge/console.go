@@ -51,7 +51,7 @@ const consoleCredential = "console-token"
 
 // consoleSettings are the status page's settings, read and checked.
 type consoleSettings struct {
-	token          string // "" keeps the page read-only
+	token          secret // "" keeps the page read-only; never printed
 	secureCookie   bool
 	trustedProxies []netip.Prefix
 }
@@ -61,7 +61,7 @@ type consoleSettings struct {
 // console-token ($CREDENTIALS_DIRECTORY/console-token, as the API key is
 // found), where a blank one means none (the unit's SetCredential=
 // default when /etc/ticketbridge/console-token does not exist). A token
-// file other users may read, or a token shorter than
+// file its group or other users may read, or a token shorter than
 // statuspage.MinTokenLen bytes, is refused; errors never hold the token.
 func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, error) {
 	var c consoleConfig
@@ -105,7 +105,7 @@ func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, 
 	if err := statuspage.CheckToken(tok); err != nil {
 		return s, fmt.Errorf("read configuration: %s: %s: %w", what, path, err)
 	}
-	s.token = tok
+	s.token = secret(tok)
 	return s, nil
 }
 
@@ -145,7 +145,7 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 	if err != nil {
 		return err
 	}
-	opts.Token, opts.Logger = cs.token, log
+	opts.Token, opts.Logger = string(cs.token), log
 	opts.SecureCookie, opts.TrustedProxies = cs.secureCookie, cs.trustedProxies
 	srv, err := statuspage.New(opts)
 	if err != nil {

@@ -355,7 +355,7 @@ func TestConsoleTokenConfig(t *testing.T) {
 			t.Errorf("token file %q: %v", c.file, err)
 		case c.want == "" && c.file == "" && cs.token != "":
 			t.Errorf("no token file: token %q", cs.token)
-		case c.want == "" && c.file == good && cs.token != consoleToken:
+		case c.want == "" && c.file == good && string(cs.token) != consoleToken:
 			t.Errorf("token file %s: token %q", c.file, cs.token)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), short) || strings.Contains(err.Error(), consoleToken)):
 			t.Errorf("token file %s: %v, want an error with %q and without the token", c.file, err, c.want)
@@ -386,7 +386,7 @@ func TestConsoleTokenFromCredentials(t *testing.T) {
 	if err := os.WriteFile(p, []byte(consoleToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := loadConsole(context.Background(), env); err != nil || cs.token != consoleToken {
+	if cs, err := loadConsole(context.Background(), env); err != nil || string(cs.token) != consoleToken {
 		t.Fatalf("credential: %q, %v", cs.token, err)
 	}
 	if err := os.WriteFile(p, []byte("0123456789abcdef\n"), 0o600); err != nil {
