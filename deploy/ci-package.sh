@@ -5,11 +5,13 @@
 # installed binary for real: the reference server (--demo, plus a seed with
 # known keys), the daemon against it with the files helpdesk, /readyz,
 # /metrics, `ticketbridge check` on good and broken configurations, once
-# with the API unreachable, and every command on the packaged configuration.
+# with the API unreachable, every command on the packaged configuration,
+# and the daemon as the unit runs it (the service's user, the unit's
+# credentials, the console token made as the README says) up to /readyz.
 #
-# Runs as root on a fresh Debian 12 with Go and git; needs nothing else
-# (HTTP goes through bash's /dev/tcp). Everything it starts is stopped at
-# the end. Exit status 0 only when every step passed.
+# Runs as root on a fresh Debian 12 with Go, git and openssl (the README's
+# console-token recipe); needs nothing else (HTTP goes through bash's
+# /dev/tcp). Everything it starts is stopped at the end. Exit status 0 only when every step passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +37,7 @@ cleanup() {
 	for p in "${pids[@]}"; do
 		wait "$p" 2>/dev/null || true
 	done
-	rm -rf "$work"
+	rm -rf "$work" "${creds:-}"
 	userdel ci-staff 2>/dev/null || true
 	userdel ci-outsider 2>/dev/null || true
 }
@@ -316,8 +318,128 @@ grep -q "1 tracked" "$work/p-status" || { cat "$work/p-status" >&2; die "status 
 packaged state backup "$work/p-backup.db" || die "state backup with the packaged configuration failed"
 [ -z "$(ls -A "$work/cwd")" ] || die "the commands wrote in the working directory: $(ls -A "$work/cwd")"
 echo "ok: check, once --dry-run, once, status and state backup share /etc/ticketbridge/ticketbridge.env"
+
+step "the console token as the README makes it, the daemon run as the unit runs it"
+# The README's recipe, as root: the daemon finds the token by itself, as
+# the unit's credential console-token.
+recipe="sh -c 'umask 077; openssl rand -hex 32 > /etc/ticketbridge/console-token'"
+grep -qF "sudo $recipe" README.md || die "the README no longer makes the console token with: sudo $recipe"
+eval "$recipe"
+[ "$(stat -c '%U %a' /etc/ticketbridge/console-token)" = "root 600" ] ||
+	die "the recipe made /etc/ticketbridge/console-token $(stat -c '%U %a' /etc/ticketbridge/console-token)"
+console_token=$(cat /etc/ticketbridge/console-token)
+unit=/lib/systemd/system/ticketbridge.service
+grep -qx 'LoadCredential=console-token:/etc/ticketbridge/console-token' "$unit" || die "the unit does not pass the console token"
+
+# unit_credentials makes what systemd makes of the unit's LoadCredential=
+# and SetCredential= lines in $creds: a copy of each readable source, else
+# the SetCredential= default, owned by the service's user, read-only.
+creds=$(mktemp -d) # systemd's /run/credentials/ticketbridge.service
+unit_credentials() {
+	local line spec name
+	chmod 0700 "$creds"
+	find "$creds" -mindepth 1 -delete
+	while IFS= read -r line; do
+		spec=${line#LoadCredential=}
+		name=${spec%%:*}
+		if [ -r "${spec#*:}" ]; then
+			cp "${spec#*:}" "$creds/$name"
+		fi
+	done < <(grep '^LoadCredential=' "$unit")
+	while IFS= read -r line; do
+		spec=${line#SetCredential=}
+		name=${spec%%:*}
+		if [ ! -e "$creds/$name" ]; then
+			printf '%b' "${spec#*:}" >"$creds/$name"
+		fi
+	done < <(grep '^SetCredential=' "$unit")
+	chown -R ticketbridge:ticketbridge "$creds"
+	chmod 0400 "$creds"/*
+	chmod 0500 "$creds"
+}
+# The unit's EnvironmentFile=, its StateDirectory= (systemd hands it to
+# the service's user) and the service's user, without --env-file; its own
+# port, as something else may listen on the packaged one.
+mapfile -t unit_env < <(grep -E '^TICKETBRIDGE_[A-Z0-9_]+=' /etc/ticketbridge/ticketbridge.env | grep -v '^TICKETBRIDGE_LISTEN=')
+chown -R ticketbridge:ticketbridge /var/lib/ticketbridge
+unit_port=$(free_port)
+unit_pid=
+# unit_start [VAR=VALUE...] runs the installed daemon as the unit does,
+# with VAR=VALUE added to its environment; setpriv and env exec, so that
+# $unit_pid is the daemon's.
+unit_start() {
+	setpriv --reuid=ticketbridge --regid=ticketbridge --init-groups -- env -i PATH=/usr/bin:/bin CREDENTIALS_DIRECTORY="$creds" \
+		STATE_DIRECTORY=/var/lib/ticketbridge "${unit_env[@]}" TICKETBRIDGE_LISTEN="127.0.0.1:$unit_port" \
+		TICKETBRIDGE_LOG_FORMAT=json "$@" /usr/bin/ticketbridge run >"$work/unit.out" 2>"$work/unit.log" &
+	unit_pid=$!
+	pids+=("$unit_pid")
+}
+unit_ready() {
+	kill -0 "$unit_pid" 2>/dev/null || return 0 # it exited: stop waiting
+	[ "$(http_get "127.0.0.1:$unit_port" /readyz | head -n1)" = 200 ]
+}
+unit_wait_ready() {
+	wait_for 60 unit_ready && kill -0 "$unit_pid" 2>/dev/null || {
+		cat "$work/unit.out" "$work/unit.log" >&2
+		die "$1: the daemon, run as the unit runs it, did not answer /readyz 200 within 60s"
+	}
+}
+unit_stop() {
+	local code=0
+	kill -TERM "$unit_pid"
+	wait "$unit_pid" || code=$?
+	[ "$code" = 0 ] || { cat "$work/unit.log" >&2; die "the daemon run as the unit exited $code after SIGTERM"; }
+}
+# http_post_bearer HOST:PORT PATH TOKEN prints the status code of a POST
+# with the token as bearer credential.
+http_post_bearer() {
+	local host=${1%:*} port=${1##*:} resp
+	resp=$( (exec 3<>"/dev/tcp/$host/$port" &&
+		printf 'POST %s HTTP/1.0\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: 0\r\n\r\n' "$2" "$1" "$3" >&3 &&
+		cat <&3) 2>/dev/null) || return 1
+	resp=${resp%%$'\r'*}
+	resp=${resp#* }
+	printf '%s\n' "${resp%% *}"
+}
+
+unit_credentials
+unit_start
+unit_wait_ready "with the console token"
+[ "$(http_get "127.0.0.1:$unit_port" /login | head -n1)" = 200 ] || die "the status page has no sign-in: the daemon did not take the console token"
+[ "$(http_post_bearer "127.0.0.1:$unit_port" "/read-now?id=4c1f5b63-9d2e-4a4f-8b8c-6d7e8f9a0b12" "$console_token")" = 200 ] ||
+	die "the console token does not act on the daemon run as the unit"
+[ "$(http_post_bearer "127.0.0.1:$unit_port" "/read-now?id=4c1f5b63-9d2e-4a4f-8b8c-6d7e8f9a0b12" "not-$console_token")" = 403 ] ||
+	die "a wrong console token is not refused"
+if grep -qF "$console_token" "$work/unit.log" "$work/unit.out"; then
+	die "the daemon logged the console token"
+fi
+unit_stop
+echo "ok: the daemon runs as the service's user with the token of /etc/ticketbridge/console-token, and /readyz answers"
+
+# The recipe of before, naming the root-owned file, is refused with the way out.
+unit_start TICKETBRIDGE_CONSOLE_TOKEN_FILE=/etc/ticketbridge/console-token
+set +e
+wait "$unit_pid"
+code=$?
+set -e
+[ "$code" != 0 ] || die "the daemon started with a token file its user cannot read"
+grep -q 'leave the variable unset' "$work/unit.log" || { cat "$work/unit.log" >&2; die "the refusal of an unreadable token file does not say what to do"; }
+if grep -qF "$console_token" "$work/unit.log" "$work/unit.out"; then
+	die "the refusal holds the console token"
+fi
+echo "ok: TICKETBRIDGE_CONSOLE_TOKEN_FILE naming root's file is refused with what to do"
+
+# Without the token file the unit still starts (SetCredential= default),
+# with a read-only page.
+rm /etc/ticketbridge/console-token
+unit_credentials
+unit_start
+unit_wait_ready "without a console token"
+[ "$(http_get "127.0.0.1:$unit_port" /login | head -n1)" = 404 ] || die "without a console token the page offers a sign-in"
+unit_stop
+echo "ok: without /etc/ticketbridge/console-token the daemon starts with a read-only page"
 cp "$work/packaged.env" /etc/ticketbridge/ticketbridge.env
-rm -rf /var/lib/ticketbridge /etc/ticketbridge/api-key
+rm -rf /var/lib/ticketbridge /etc/ticketbridge/api-key /etc/ticketbridge/console-token "$creds"
 find /srv/ticketbridge/helpdesk/tickets /srv/ticketbridge/helpdesk/outbox/processed -mindepth 1 -delete
 
 step "stop"
@@ -339,7 +461,8 @@ dpkg -P ticketbridge
 # Kept by the package for the operator; this machine gets them back clean.
 userdel ci-staff
 userdel ci-outsider
-rm -rf /srv/ticketbridge
+rm -rf /srv/ticketbridge /etc/ticketbridge/keys
+rmdir /etc/ticketbridge
 userdel ticketbridge
 getent group ticketbridge >/dev/null && groupdel ticketbridge
 echo "package checks passed"

@@ -28,8 +28,9 @@ twice. With a ticket's upstream id instead, the ticket is read on the next
 cycle, also while it backs off after errors.
 
 While the daemon runs it holds the state file: the command then asks the
-daemon, on TICKETBRIDGE_LISTEN, with the token of
-TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.
+daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
+/etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
+Otherwise it changes the state file itself.
 
 With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
 is; the daemon is then asked at /hotels/NAME/retry.`
@@ -40,8 +41,9 @@ entry's helpdesk event id (the EVENT column of ticketbridge status). A sent
 entry cannot be skipped; ticketbridge retry ID undoes a skip.
 
 While the daemon runs it holds the state file: the command then asks the
-daemon, on TICKETBRIDGE_LISTEN, with the token of
-TICKETBRIDGE_CONSOLE_TOKEN_FILE. Otherwise it changes the state file itself.
+daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
+/etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
+Otherwise it changes the state file itself.
 
 With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
 is; the daemon is then asked at /hotels/NAME/skip.`
@@ -160,12 +162,13 @@ func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, i
 	if err != nil {
 		return err
 	}
-	tok, err := loadConsoleToken(ctx, env)
+	cs, err := loadConsole(ctx, env)
 	if err != nil {
 		return err
 	}
+	tok := string(cs.token)
 	if tc.Listen == "" || tok == "" {
-		return fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and TICKETBRIDGE_CONSOLE_TOKEN_FILE set (as for the daemon); or stop the daemon and run this again", name)
+		return fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
 	}
 	host, port, _ := net.SplitHostPort(tc.Listen)
 	switch host {

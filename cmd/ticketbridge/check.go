@@ -344,6 +344,13 @@ func (c *checker) checkConfig() (Config, bool) {
 	if err != nil {
 		problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 	}
+	if err == nil && tc.Listen != "" {
+		// The daemon reads the status page's settings and token at start:
+		// one it would refuse (too short, readable by others) stops it.
+		if _, err := loadConsole(c.ctx, c.env); err != nil {
+			problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
+		}
+	}
 	if _, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk); err != nil {
 		problems = append(problems, "TICKETBRIDGE_STATUS_TO_HELPDESK: "+err.Error())
 	}

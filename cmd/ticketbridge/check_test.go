@@ -435,6 +435,18 @@ func TestCheckFixLines(t *testing.T) {
 		t.Fatalf("a world-readable key file: exit %d:\n%s", code, out)
 	}
 
+	// A console token the daemon would refuse at start fails the check,
+	// without showing the token.
+	h = newHotel(t)
+	short := strings.Repeat("k", 20)
+	h.vars["TICKETBRIDGE_LISTEN"] = "127.0.0.1:0"
+	h.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = filepath.Join(t.TempDir(), "console-token")
+	writeFile(t, h.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"], short, 0o600)
+	out, code, _ = h.check()
+	if code != 1 || !strings.Contains(out, "TICKETBRIDGE_CONSOLE_TOKEN_FILE: "+h.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"]+": the console token is 20 bytes long; want 32 or more") || strings.Contains(out, short) {
+		t.Fatalf("a console token of 20 bytes: exit %d:\n%s", code, out)
+	}
+
 	h = newHotel(t)
 	h.vars["TICKETBRIDGE_ADAPTER"] = "jira"
 	out, _, _ = h.check()

@@ -322,8 +322,8 @@ func loadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 
 // apiKey returns the API key from, in order: TICKETBRIDGE_API_KEY,
 // TICKETBRIDGE_API_KEY_FILE, or systemd's $CREDENTIALS_DIRECTORY/api-key.
-// A key file readable by other users is refused: the key opens every guest
-// request of the hotel.
+// A key file its group or other users may read is refused: the key opens
+// every guest request of the hotel.
 func (c Config) apiKey(env envconfig.Lookuper) (string, error) {
 	if c.APIKey != "" {
 		if c.APIKeyFile != "" {
@@ -333,11 +333,7 @@ func (c Config) apiKey(env envconfig.Lookuper) (string, error) {
 	}
 	path := c.APIKeyFile
 	if path == "" {
-		if dir, ok := env.Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
-			if _, err := os.Stat(filepath.Join(dir, "api-key")); err == nil {
-				path = filepath.Join(dir, "api-key")
-			}
-		}
+		path = credentialFile(env, "api-key")
 	}
 	if path == "" {
 		return "", errors.New("read API key: none configured: set TICKETBRIDGE_API_KEY_FILE (or TICKETBRIDGE_API_KEY) to the hotel's rta_ key")
@@ -345,24 +341,40 @@ func (c Config) apiKey(env envconfig.Lookuper) (string, error) {
 	return readSecretFile(path, "API key")
 }
 
-// errKeyFileOpen is matched by the error of a secret file that every user
-// may read.
-var errKeyFileOpen = errors.New("readable by every user")
+// credentialFile returns the path of the credential name in systemd's
+// $CREDENTIALS_DIRECTORY (where the unit's LoadCredential= puts it), ""
+// when there is no such directory or file.
+func credentialFile(env envconfig.Lookuper, name string) string {
+	dir, ok := env.Lookup("CREDENTIALS_DIRECTORY")
+	if !ok || dir == "" {
+		return ""
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// errKeyFileOpen is matched by the error of a secret file that users
+// other than its owner may read.
+var errKeyFileOpen = errors.New("readable by other users")
 
 // readSecretFile reads a one-line secret from path, refusing a file that
-// other users may read.
+// its group or other users may read (the group ticketbridge holds the
+// staff of the files helpdesk).
 func readSecretFile(path, what string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("read %s file: %w", what, err)
 	}
-	if fi.Mode().Perm()&0o004 != 0 {
+	if fi.Mode().Perm()&0o044 != 0 {
 		return "", fmt.Errorf("read %s file %s: %w (mode %v); run chmod 600 %s", what, path, errKeyFileOpen, fi.Mode().Perm(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
-			return "", fmt.Errorf("read %s file %s: permission denied for this user", what, path)
+			return "", fmt.Errorf("read %s file %s: %w for this user", what, path, fs.ErrPermission)
 		}
 		return "", fmt.Errorf("read %s file: %w", what, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,10 +16,11 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/cmd/ticketbridge/statuspage"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-const consoleToken = "test-console-token-0123456789"
+const consoleToken = "test-console-token-0123456789abcdef"
 
 // consoleDaemon is the daemon run in-process with its listener, the status
 // page and a console token, against the bridge's reference server and
@@ -323,23 +325,112 @@ func TestListenerAllowsPostToThePageOnly(t *testing.T) {
 
 func TestConsoleTokenConfig(t *testing.T) {
 	dir := t.TempDir()
-	short := filepath.Join(dir, "short")
-	if err := os.WriteFile(short, []byte("abc\n"), 0o600); err != nil {
-		t.Fatal(err)
+	write := func(name, content string, mode os.FileMode) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
 	}
+	short := strings.Repeat("s", statuspage.MinTokenLen-1) // 31 bytes
+	shortFile := write("short", short+"\n", 0o600)
+	good := write("good", consoleToken+"\n", 0o600)
 	for _, c := range []struct {
 		file, want string
 	}{
 		{"", ""},
-		{short, "TICKETBRIDGE_CONSOLE_TOKEN_FILE: console token in " + short + " is 3 characters long"},
+		{good, ""},
+		{shortFile, "TICKETBRIDGE_CONSOLE_TOKEN_FILE: " + shortFile + ": the console token is 31 bytes long; want 32 or more"},
 		{filepath.Join(dir, "missing"), "TICKETBRIDGE_CONSOLE_TOKEN_FILE: read console token file"},
+		{write("group", consoleToken, 0o640), "readable by other users (mode -rw-r-----); run chmod 600"},
+		{write("world", consoleToken, 0o604), "readable by other users"},
 	} {
-		tok, err := loadConsoleToken(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
+		cs, err := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
 		switch {
-		case c.want == "" && (err != nil || tok != ""):
-			t.Errorf("no token file: %q, %v", tok, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "abc")):
+		case c.want == "" && err != nil:
+			t.Errorf("token file %q: %v", c.file, err)
+		case c.want == "" && c.file == "" && cs.token != "":
+			t.Errorf("no token file: token %q", cs.token)
+		case c.want == "" && c.file == good && string(cs.token) != consoleToken:
+			t.Errorf("token file %s: token %q", c.file, cs.token)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), short) || strings.Contains(err.Error(), consoleToken)):
 			t.Errorf("token file %s: %v, want an error with %q and without the token", c.file, err, c.want)
 		}
+	}
+}
+
+// The service passes the token as the credential console-token, found in
+// $CREDENTIALS_DIRECTORY as the API key is; the unit's default for a
+// missing /etc/ticketbridge/console-token is a blank credential (one
+// newline), which keeps the page read-only.
+func TestConsoleTokenFromCredentials(t *testing.T) {
+	creds := t.TempDir()
+	env := envconfig.MapLookuper(map[string]string{"CREDENTIALS_DIRECTORY": creds})
+	if cs, err := loadConsole(context.Background(), env); err != nil || cs.token != "" {
+		t.Fatalf("no credential: %q, %v", cs.token, err)
+	}
+	p := filepath.Join(creds, consoleCredential)
+	if err := os.WriteFile(p, []byte("\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := loadConsole(context.Background(), env); err != nil || cs.token != "" {
+		t.Fatalf("blank credential: %q, %v", cs.token, err)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(consoleToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := loadConsole(context.Background(), env); err != nil || string(cs.token) != consoleToken {
+		t.Fatalf("credential: %q, %v", cs.token, err)
+	}
+	if err := os.WriteFile(p, []byte("0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConsole(context.Background(), env); err == nil || !strings.Contains(err.Error(), "the credential console-token: "+p+": the console token is 16 bytes long; want 32 or more") || strings.Contains(err.Error(), "0123456789abcdef") {
+		t.Fatalf("short credential: %v", err)
+	}
+	if err := os.Chmod(p, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConsole(context.Background(), env); !errors.Is(err, errKeyFileOpen) {
+		t.Fatalf("group-readable credential: %v", err)
+	}
+}
+
+func TestConsoleCookieAndProxyConfig(t *testing.T) {
+	for _, c := range []struct {
+		vars   map[string]string
+		secure bool
+		want   string
+	}{
+		{map[string]string{}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "https://bridge.example.com/"}, true, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "http://10.0.0.5:9464/"}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "https://bridge.example.com/", "TICKETBRIDGE_CONSOLE_SECURE_COOKIE": "false"}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_SECURE_COOKIE": "true"}, true, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_SECURE_COOKIE": "sometimes"}, false, `TICKETBRIDGE_CONSOLE_SECURE_COOKIE="sometimes": want true or false`},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "bridge.example.com"}, false, `TICKETBRIDGE_CONSOLE_EXTERNAL_URL="bridge.example.com": want the address`},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, nginx"}, false, `TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: entry "nginx" is neither an address nor a network`},
+	} {
+		cs, err := loadConsole(context.Background(), envconfig.MapLookuper(c.vars))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.vars, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: %v, want an error with %q", c.vars, err, c.want)
+		case c.want == "" && cs.secureCookie != c.secure:
+			t.Errorf("%v: secure cookie %v, want %v", c.vars, cs.secureCookie, c.secure)
+		}
+	}
+	cs, _ := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
+	if len(cs.trustedProxies) != 2 || cs.trustedProxies[1].String() != "10.0.0.0/8" {
+		t.Errorf("trusted proxies %v", cs.trustedProxies)
 	}
 }

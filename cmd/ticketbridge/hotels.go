@@ -97,8 +97,10 @@ const hotelSuffix = ".env"
 var processVars = []string{
 	"TICKETBRIDGE_HOTELS_DIR", "TICKETBRIDGE_MAX_IN_FLIGHT", "TICKETBRIDGE_READY_HOTELS",
 	"TICKETBRIDGE_LISTEN", "TICKETBRIDGE_CYCLE_MAX", "TICKETBRIDGE_LOG_FORMAT", "TICKETBRIDGE_LOG_LEVEL",
-	"TICKETBRIDGE_CONSOLE_TOKEN_FILE", // one status page, one sign-in for every hotel
-	"TICKETBRIDGE_LEASE_TTL",          // one heartbeat for every hotel of the replica
+	// One status page, one sign-in for every hotel.
+	"TICKETBRIDGE_CONSOLE_TOKEN_FILE", "TICKETBRIDGE_CONSOLE_EXTERNAL_URL",
+	"TICKETBRIDGE_CONSOLE_SECURE_COOKIE", "TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES",
+	"TICKETBRIDGE_LEASE_TTL", // one heartbeat for every hotel of the replica
 }
 
 // hotelFile is one file of the hotels directory.

@@ -37,7 +37,7 @@ func knownVariables(ctx context.Context) []string {
 	_, _ = loadConfig(ctx, env)
 	_, _ = sync.LoadConfig(ctx, env)
 	_, _ = loadTelemetryConfig(ctx, env)
-	_, _ = loadConsoleToken(ctx, env)
+	_, _ = loadConsole(ctx, env)
 	_, _ = loadHotelsConfig(ctx, env)
 	_, _ = files.LoadConfig(ctx, env)
 	_, _ = rt.LoadConfig(ctx, env)

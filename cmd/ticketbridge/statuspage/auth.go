@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -9,16 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// MinTokenLen is the shortest console token accepted.
-const MinTokenLen = 16
+// MinTokenLen is the shortest console token accepted, in bytes: 32
+// bytes of hex or base64 (openssl rand -hex 32 makes 64) are out of
+// reach of guessing even at the throttle's pace.
+const MinTokenLen = 32
 
 // Session cookie.
 const (
@@ -27,39 +30,44 @@ const (
 	loginCookie = "ticketbridge_login" // binds the sign-in form's CSRF token
 	loginLife   = 30 * time.Minute
 	maxNameLen  = 64
+	// maxSessions bounds the sessions kept; signing in beyond it ends the
+	// session that expires first.
+	maxSessions = 1024
 )
 
-// ReadToken reads the console token from path: the file's content with
-// surrounding white space removed, at least MinTokenLen characters. The
-// error never contains the token.
-func ReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read console token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
+// CheckToken says what is wrong with a console token (already trimmed of
+// surrounding white space): empty, shorter than MinTokenLen bytes, or not
+// one word of UTF-8. The error never contains the token.
+func CheckToken(tok string) error {
 	switch {
 	case tok == "":
-		return "", fmt.Errorf("console token file %s is empty", path)
+		return errors.New("the console token is empty")
 	case len(tok) < MinTokenLen:
-		return "", fmt.Errorf("console token in %s is %d characters long; want %d or more (e.g. openssl rand -hex 32)", path, len(tok), MinTokenLen)
+		return fmt.Errorf("the console token is %d bytes long; want %d or more (e.g. openssl rand -hex 32)", len(tok), MinTokenLen)
 	case strings.ContainsFunc(tok, unicode.IsSpace) || !utf8.ValidString(tok):
-		return "", fmt.Errorf("console token in %s contains white space or is not UTF-8; want one word", path)
+		return errors.New("the console token contains white space or is not UTF-8; want one word")
 	}
-	return tok, nil
+	return nil
 }
 
 // auth checks the console token and the sessions made from it. The zero
 // value (no token) refuses everything.
+//
+// Sessions are kept in memory: a cookie is good while its session is in
+// sessions, so that signing out ends it at once, and a restart (which is
+// how a new token is taken) ends every one.
 type auth struct {
 	token   string
 	sum     [32]byte // sha256 of the token: compared in constant time
 	signKey []byte   // HMAC key of sessions and CSRF tokens, derived from the token
 	now     func() time.Time
+
+	mu       gosync.Mutex
+	sessions map[string]time.Time // live session ids → their expiry
 }
 
 func newAuth(token string, now func() time.Time) *auth {
-	a := &auth{token: token, now: now}
+	a := &auth{token: token, now: now, sessions: map[string]time.Time{}}
 	if token != "" {
 		a.sum = sha256.Sum256([]byte(token))
 		m := hmac.New(sha256.New, []byte(token))
@@ -88,13 +96,44 @@ func (a *auth) mac(parts ...string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// session makes the cookie value of a session of who: name, expiry and
-// their MAC.
+// session starts a session of who and returns its cookie value: name,
+// expiry, session id and their MAC.
 func (a *auth) session(who string) (value string, expires time.Time) {
-	expires = a.now().Add(sessionLife).Truncate(time.Second)
+	now := a.now()
+	expires = now.Add(sessionLife).Truncate(time.Second)
 	name := base64.RawURLEncoding.EncodeToString([]byte(who))
 	exp := strconv.FormatInt(expires.Unix(), 10)
-	return name + "." + exp + "." + a.mac("session", name, exp), expires
+	id := rand.Text()
+	a.mu.Lock()
+	for sid, e := range a.sessions {
+		if !now.Before(e) {
+			delete(a.sessions, sid)
+		}
+	}
+	if len(a.sessions) >= maxSessions {
+		first := ""
+		for sid, e := range a.sessions {
+			if first == "" || e.Before(a.sessions[first]) {
+				first = sid
+			}
+		}
+		delete(a.sessions, first)
+	}
+	a.sessions[id] = expires
+	a.mu.Unlock()
+	return name + "." + exp + "." + id + "." + a.mac("session", name, exp, id), expires
+}
+
+// end ends the session of the cookie value (signing out): the cookie is
+// refused from now on, also where a copy of it was kept.
+func (a *auth) end(value string) {
+	parts := strings.Split(value, ".")
+	if len(parts) != 4 {
+		return
+	}
+	a.mu.Lock()
+	delete(a.sessions, parts[2])
+	a.mu.Unlock()
 }
 
 // user returns who is signed in on r and their session's value; ok is
@@ -108,16 +147,22 @@ func (a *auth) user(r *http.Request) (who, value string, ok bool) {
 		return "", "", false
 	}
 	parts := strings.Split(c.Value, ".")
-	if len(parts) != 3 {
+	if len(parts) != 4 {
 		return "", "", false
 	}
-	want := a.mac("session", parts[0], parts[1])
-	if !hmac.Equal([]byte(want), []byte(parts[2])) {
+	want := a.mac("session", parts[0], parts[1], parts[2])
+	if !hmac.Equal([]byte(want), []byte(parts[3])) {
 		return "", "", false
 	}
 	exp, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || !a.now().Before(time.Unix(exp, 0)) {
 		return "", "", false
+	}
+	a.mu.Lock()
+	_, live := a.sessions[parts[2]]
+	a.mu.Unlock()
+	if !live {
+		return "", "", false // signed out, or made before a restart
 	}
 	name, err := base64.RawURLEncoding.DecodeString(parts[0])
 	if err != nil {

@@ -10,8 +10,15 @@
 // tracked requests and a page per request (as `ticketbridge status ID`).
 //
 // It is read-only by default and then shows counts, ids and errors only,
-// never message text. With a console token (TICKETBRIDGE_CONSOLE_TOKEN_FILE)
-// a sign-in form sets an HttpOnly, SameSite=Strict session cookie; a
+// never message text. With a console token (TICKETBRIDGE_CONSOLE_TOKEN_FILE,
+// or the service's console-token credential) a sign-in form sets an
+// HttpOnly, SameSite=Strict session cookie, Secure behind an https proxy
+// ([Options].SecureCookie). Sessions are kept in memory: signing out ends
+// one at once, and a restart (which is how a new token is taken) ends all.
+// Wrong tokens, at sign-in or as a bearer credential, are counted per
+// client address (the X-Forwarded-For of [Options].TrustedProxies only):
+// five within a minute refuse that address, even with the right token,
+// until the minute has passed; other addresses are not affected. A
 // signed-in user sees the texts of the replies the bridge carries and may
 // ask to read a request now, retry a journal entry or skip it (mark it
 // abandoned, with a reason). Actions are POST forms with a CSRF token, or

@@ -18,6 +18,11 @@ import (
 //     [Options.Waiting] more wait for their turn, and any further view is
 //     answered 503 with Retry-After at once.
 //
+// A refused view is answered after a second (its Retry-After), not at
+// once, while fewer than [maxHeld] refusals are held: a client that asks
+// again as soon as it is answered then asks once a second, not thousands
+// of times, and a held answer costs a parked goroutine only.
+//
 // The rate is counted on the process's own clock, not on [Options.Now]:
 // a page's clock may stand still in tests, a rate's may not.
 const (
@@ -30,6 +35,11 @@ const (
 	defaultViewRate = 20
 	// burstSeconds is how many seconds of the rate a burst may take.
 	burstSeconds = 3
+	// maxHeld bounds the refusals held before their answer; beyond, a
+	// refusal is answered at once.
+	maxHeld = 1024
+	// holdFor is how long a refusal is held: its Retry-After.
+	holdFor = time.Second
 )
 
 // renderLimit is the bound of views: their rate and how many at once.
@@ -41,6 +51,7 @@ type renderLimit struct {
 	mu      gosync.Mutex
 	waiting int
 	max     int // views that may wait
+	held    int // refusals being held
 	tokens  float64
 	last    time.Time
 }
@@ -88,16 +99,15 @@ func (l *renderLimit) take() (ok bool, wait time.Duration) {
 // waiting for one if few enough views wait; else it answers 429 or 503.
 // When r's context ends while it waits, it answers nothing.
 func (l *renderLimit) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	if ok, wait := l.take(); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, wait.Round(time.Second))/time.Second)))
-		http.Error(w, "the status page is busy: too many views a second; try again in a moment", http.StatusTooManyRequests)
+	if ok, _ := l.take(); !ok {
+		l.refuse(w, r, http.StatusTooManyRequests, "the status page is busy: too many views a second; try again in a moment")
 		return
 	}
 	select {
 	case l.slots <- struct{}{}:
 	default:
 		if !l.queue() {
-			busy(w)
+			l.refuse(w, r, http.StatusServiceUnavailable, "the status page is busy: too many views at once; try again in a moment")
 			return
 		}
 		select {
@@ -128,8 +138,26 @@ func (l *renderLimit) dequeue() {
 	l.mu.Unlock()
 }
 
-// busy answers a view the page has no room for.
-func busy(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", "1")
-	http.Error(w, "the status page is busy: too many views at once; try again in a moment", http.StatusServiceUnavailable)
+// refuse answers a view the page has no room for with code and text,
+// after holding it for its Retry-After while few refusals are held.
+func (l *renderLimit) refuse(w http.ResponseWriter, r *http.Request, code int, text string) {
+	l.mu.Lock()
+	hold := l.held < maxHeld
+	if hold {
+		l.held++
+	}
+	l.mu.Unlock()
+	if hold {
+		t := time.NewTimer(holdFor)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+		l.mu.Lock()
+		l.held--
+		l.mu.Unlock()
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(holdFor/time.Second)))
+	http.Error(w, text, code)
 }

@@ -97,7 +97,8 @@ func (b *blockingSource) Retry(string) (state.Entry, error)                 { re
 func (b *blockingSource) Skip(string, string, string) (state.Entry, error)  { return state.Entry{}, nil }
 
 // TestViewsAreBounded: views beyond Renders wait, and views beyond Waiting
-// more are answered 503 at once, without reaching the hotel.
+// more are answered 503 after their Retry-After, without reaching the
+// hotel.
 func TestViewsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &blockingSource{release: make(chan struct{})}
@@ -116,9 +117,10 @@ func TestViewsAreBounded(t *testing.T) {
 		go func() { codes <- view() }() // waits for the slot
 		synctest.Wait()
 		rec := httptest.NewRecorder()
+		start := time.Now()
 		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
-			t.Fatalf("a third view: %d (Retry-After %q), want 503 at once", rec.Code, rec.Header().Get("Retry-After"))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" || time.Since(start) != time.Second {
+			t.Fatalf("a third view: %d (Retry-After %q) after %s, want 503 held for 1s", rec.Code, rec.Header().Get("Retry-After"), time.Since(start))
 		}
 		close(src.release)
 		for range 2 {
@@ -133,9 +135,11 @@ func TestViewsAreBounded(t *testing.T) {
 }
 
 // TestViewRateBounded: views beyond the rate, once its burst is spent, are
-// answered 429 with Retry-After without reaching the hotel; the rate comes
-// back with time; the stylesheet is not counted.
-func TestViewRateBounded(t *testing.T) {
+// answered 429 after their Retry-After, without reaching the hotel; the
+// rate comes back with time; the stylesheet is not counted.
+func TestViewRateBounded(t *testing.T) { synctest.Test(t, testViewRateBounded) }
+
+func testViewRateBounded(t *testing.T) {
 	src := &blockingSource{release: make(chan struct{})}
 	close(src.release)
 	s, err := New(Options{Source: src, ViewRate: 2, Now: func() time.Time { return t0 }})
@@ -157,9 +161,10 @@ func TestViewRateBounded(t *testing.T) {
 	if rec := view("/assets/style.css"); rec.Code != 200 {
 		t.Fatalf("the stylesheet after the burst: %d", rec.Code)
 	}
+	start := time.Now()
 	rec := view("/")
-	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
-		t.Fatalf("a view past the burst: %d, Retry-After %q; want 429 and 1", rec.Code, rec.Header().Get("Retry-After"))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" || time.Since(start) != holdFor {
+		t.Fatalf("a view past the burst: %d, Retry-After %q, after %s; want 429 and 1, held for %s", rec.Code, rec.Header().Get("Retry-After"), time.Since(start), holdFor)
 	}
 	if src.snapshots != 2*burstSeconds {
 		t.Fatalf("views that reached the hotel: %d, want %d", src.snapshots, 2*burstSeconds)

@@ -9,11 +9,11 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	gosync "sync"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/state"
@@ -34,7 +34,6 @@ const (
 	FormMax      = 1 << 10
 	pageSize     = 100
 	overviewRows = 50
-	loginFails   = 5 // failed sign-ins a minute before sign-in pauses
 )
 
 // Options configure a Server.
@@ -62,6 +61,13 @@ type Options struct {
 	// their turn; 0 means 16 per render. A view beyond both is answered
 	// 503 with Retry-After.
 	Renders, Waiting int
+	// SecureCookie marks the session cookies Secure, for a page reached
+	// over https through a proxy; they are Secure on a TLS connection
+	// anyway.
+	SecureCookie bool
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client whose failed sign-ins are counted; none by default.
+	TrustedProxies []netip.Prefix
 }
 
 // Listed is one hotel of a daemon that serves many, as the list of
@@ -88,9 +94,8 @@ type Server struct {
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
 	limit  *renderLimit
-
-	mu    gosync.Mutex
-	fails []time.Time // failed sign-ins of the last minute
+	guard  *throttle // wrong tokens by client
+	secure bool      // session cookies are Secure
 }
 
 // scope is the hotel a request is about and where its pages are.
@@ -118,6 +123,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.auth = newAuth(opts.Token, s.now)
 	s.limit = newRenderLimit(opts.ViewRate, opts.Renders, opts.Waiting)
+	s.guard, s.secure = newThrottle(s.now, opts.TrustedProxies), opts.SecureCookie
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -547,7 +553,7 @@ func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
 	// cookie of its own (there is no session yet).
 	pre := rand.Text()
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: pre, Path: "/login", MaxAge: int(loginLife / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure || r.TLS != nil})
 	v := s.view(r, scope{}, "Sign in")
 	v.CSRF = s.auth.csrf("login:" + pre)
 	s.render(w, http.StatusOK, "login", v)
@@ -562,19 +568,6 @@ func sameOrigin(r *http.Request) bool {
 	}
 	u, err := url.Parse(o)
 	return err == nil && u.Host == r.Host
-}
-
-// tooManyFails reports whether sign-in is paused after failures, and
-// records a failure when failed is true.
-func (s *Server) tooManyFails(failed bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	s.fails = slices.DeleteFunc(s.fails, func(t time.Time) bool { return now.Sub(t) > time.Minute })
-	if failed {
-		s.fails = append(s.fails, now)
-	}
-	return len(s.fails) >= loginFails
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -594,8 +587,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusForbidden, "Refused: the sign-in form's CSRF token is missing or stale; open the sign-in page again.")
 		return
 	}
-	if s.tooManyFails(false) {
-		s.message(w, r, http.StatusTooManyRequests, "Too many failed sign-ins in the last minute; wait a minute and try again.")
+	client := s.guard.client(r)
+	if s.guard.locked(client) {
+		s.message(w, r, http.StatusTooManyRequests, tooManyText)
 		return
 	}
 	who, err := cleanName(r.PostForm.Get("name"))
@@ -604,8 +598,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.auth.checkToken(r.PostForm.Get("token")) {
-		s.tooManyFails(true)
-		s.log.Warn("console sign-in refused: wrong token", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
+		s.guard.failed(client)
+		s.log.Warn("console sign-in refused: wrong token", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr), slog.String("client", client))
 		s.message(w, r, http.StatusForbidden, "Sign-in refused: the token is wrong.")
 		return
 	}
@@ -615,7 +609,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	// neither drops the cookie at once nor keeps it past the session (the
 	// daemon checks the expiry in the value itself).
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: int(expires.Sub(s.now()) / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure || r.TLS != nil})
 	s.log.Info("console sign-in", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 	http.Redirect(w, r, "/?done=login", http.StatusSeeOther)
 }
@@ -628,9 +622,10 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.log.Info("console sign-out", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
+		s.auth.end(sess)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure || r.TLS != nil})
 	http.Redirect(w, r, "/?done=logout", http.StatusSeeOther)
 }
 
@@ -648,8 +643,14 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 		return "", false
 	}
 	if tok, isBearer := bearer(r); isBearer {
+		client := s.guard.client(r)
+		if s.guard.locked(client) {
+			s.message(w, r, http.StatusTooManyRequests, tooManyText)
+			return "", false
+		}
 		if !s.auth.checkToken(tok) {
-			s.log.Warn("console action refused: wrong token", slog.String("op", "console"), slog.Any("remote", r.RemoteAddr))
+			s.guard.failed(client)
+			s.log.Warn("console action refused: wrong token", slog.String("op", "console"), slog.Any("remote", r.RemoteAddr), slog.String("client", client))
 			s.message(w, r, http.StatusForbidden, "Refused: the console token is wrong.")
 			return "", false
 		}

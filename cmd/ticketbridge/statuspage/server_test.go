@@ -8,7 +8,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,7 +22,7 @@ import (
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
 const (
-	testToken  = "0123456789abcdef-console"
+	testToken  = "0123456789abcdef-console-0123456789"
 	secretBody = "Dear Mrs Example, your room 512 is ready."
 )
 
@@ -83,6 +82,13 @@ type testPage struct {
 
 func newTestPage(t *testing.T, token string) *testPage {
 	t.Helper()
+	return newTestPageWith(t, token, nil)
+}
+
+// newTestPageWith is newTestPage with the options changed by set (its
+// clock, its proxies) before the server is made.
+func newTestPageWith(t *testing.T, token string, set func(*Options)) *testPage {
+	t.Helper()
 	st := fixture(t, 30)
 	h := NewHotel("", st, func() time.Time { return t0 })
 	r := sync.Report{Start: t0.Add(-time.Minute), Duration: 800 * time.Millisecond, Outcome: sync.OutcomePartial, APIRequests: 7}
@@ -91,8 +97,12 @@ func newTestPage(t *testing.T, token string) *testPage {
 		t.Fatal(err)
 	}
 	logs := &testutil.Buffer{}
-	s, err := New(Options{Source: h, Token: token, Now: func() time.Time { return t0 },
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	opts := Options{Source: h, Token: token, Now: func() time.Time { return t0 },
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	if set != nil {
+		set(&opts)
+	}
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +141,18 @@ func (p *testPage) do(method, path string, form url.Values, hdr map[string]strin
 // login signs in as who with token through the sign-in form.
 func (p *testPage) login(who, token string) *http.Response {
 	p.t.Helper()
+	return p.loginWith(who, token, nil)
+}
+
+// loginWith is login with the headers hdr on the form's POST.
+func (p *testPage) loginWith(who, token string, hdr map[string]string) *http.Response {
+	p.t.Helper()
 	_, body := p.do("GET", "/login", nil, nil)
 	m := csrfRE.FindStringSubmatch(body)
 	if m == nil {
 		p.t.Fatalf("no CSRF token in the sign-in form:\n%s", body)
 	}
-	resp, _ := p.do("POST", "/login", url.Values{"name": {who}, "token": {token}, "csrf": {m[1]}}, nil)
+	resp, _ := p.do("POST", "/login", url.Values{"name": {who}, "token": {token}, "csrf": {m[1]}}, hdr)
 	return resp
 }
 
@@ -313,29 +329,22 @@ func TestSignInPausesAfterFailures(t *testing.T) {
 	}
 }
 
-func TestReadToken(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct{ content, want string }{
-		{"", "is empty"}, {"short\n", "want 16 or more"}, {"two words here and more", "white space"},
+func TestCheckToken(t *testing.T) {
+	short := strings.Repeat("a", MinTokenLen-1)
+	for _, c := range []struct{ tok, want string }{
+		{"", "is empty"}, {short, "is 31 bytes long; want 32 or more"}, {"two words here and more, and more words", "white space"},
 	} {
-		path := filepath.Join(dir, "tok")
-		if err := writeFile(path, c.content); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ReadToken(path); err == nil || !strings.Contains(err.Error(), c.want) || (c.content != "" && strings.Contains(err.Error(), strings.TrimSpace(c.content))) {
-			t.Errorf("ReadToken(%q) = %v, want an error with %q and without the token", c.content, err, c.want)
+		if err := CheckToken(c.tok); err == nil || !strings.Contains(err.Error(), c.want) || (c.tok != "" && strings.Contains(err.Error(), c.tok)) {
+			t.Errorf("CheckToken(%q) = %v, want an error with %q and without the token", c.tok, err, c.want)
 		}
 	}
-	path := filepath.Join(dir, "ok")
-	if err := writeFile(path, "  "+testToken+"\n"); err != nil {
-		t.Fatal(err)
+	if err := CheckToken(testToken); err != nil {
+		t.Errorf("CheckToken(%d bytes) = %v", len(testToken), err)
 	}
-	if tok, err := ReadToken(path); err != nil || tok != testToken {
-		t.Errorf("ReadToken = %q, %v", tok, err)
+	if err := CheckToken(strings.Repeat("a", MinTokenLen)); err != nil {
+		t.Errorf("CheckToken(%d bytes) = %v", MinTokenLen, err)
 	}
 }
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
 func TestOverviewActionsWhenSignedIn(t *testing.T) {
 	p := newTestPage(t, testToken)

@@ -1,0 +1,281 @@
+package statuspage
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// proxied is a page behind a trusted proxy on 127.0.0.1 (the test
+// server's peer), on a clock the test moves.
+func proxied(t *testing.T) (*testPage, *testutil.Clock) {
+	t.Helper()
+	clock := testutil.NewClock(t0)
+	p := newTestPageWith(t, testToken, func(o *Options) {
+		o.Now = clock.Now
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	return p, clock
+}
+
+func from(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+
+func TestWrongTokensLockOutTheirClientOnly(t *testing.T) {
+	p, clock := proxied(t)
+	for i := range loginFails {
+		if resp := p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from("203.0.113.7")); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("wrong token %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	// The right token from the locked-out address is refused too, until
+	// the window has passed: the lock does not tell a guess that hit.
+	if resp := p.loginWith("", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("right token from the locked-out address: %d, want 429", resp.StatusCode)
+	}
+	if resp := p.loginWith("Ines", testToken, from("198.51.100.9")); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("right token from another address: %d, want 303", resp.StatusCode)
+	}
+	clock.Advance(failWindow - time.Second)
+	if resp := p.loginWith("", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("right token from the locked-out address before the window passed: %d, want 429", resp.StatusCode)
+	}
+	clock.Advance(time.Second)
+	if resp := p.loginWith("Ines", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("right token from the address a minute later: %d, want 303", resp.StatusCode)
+	}
+	if logs := p.logs.String(); !strings.Contains(logs, "client=203.0.113.7") || strings.Contains(logs, testToken) {
+		t.Errorf("the refusals do not name the client, or the log holds the token:\n%s", logs)
+	}
+}
+
+func TestBearerGuessesAreCounted(t *testing.T) {
+	p, _ := proxied(t)
+	wrong := from("203.0.113.7")
+	wrong["Authorization"] = "Bearer " + strings.Repeat("x", len(testToken))
+	for i := range loginFails {
+		if resp, _ := p.do("POST", "/retry?id=ev-refused", url.Values{}, wrong); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("bearer guess %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	right := from("203.0.113.7")
+	right["Authorization"] = "Bearer " + testToken
+	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, right); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "wait a minute") {
+		t.Fatalf("the token as bearer after %d guesses: %d %s, want 429", loginFails, resp.StatusCode, body)
+	}
+	// One limit for both ways in.
+	if resp := p.loginWith("", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("sign-in after %d bearer guesses: %d, want 429", loginFails, resp.StatusCode)
+	}
+	other := from("198.51.100.9")
+	other["Authorization"] = "Bearer " + testToken
+	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, other); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the token as bearer from another address: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestForwardedForIgnoredFromUntrustedPeer(t *testing.T) {
+	p := newTestPage(t, testToken) // no trusted proxy
+	for i := range loginFails {
+		p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from(fmt.Sprintf("203.0.113.%d", i)))
+	}
+	// Every guess counted against the peer, whatever it claimed.
+	if resp := p.loginWith("", testToken, from("198.51.100.9")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("sign-in claiming another address after %d guesses: %d, want 429", loginFails, resp.StatusCode)
+	}
+}
+
+func TestThrottleClient(t *testing.T) {
+	trusted, err := ParseProxies("127.0.0.1, 10.0.0.0/8 ::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := newThrottle(time.Now, trusted)
+	for _, c := range []struct {
+		peer string
+		xff  []string
+		want string
+	}{
+		{"192.0.2.1:4000", nil, "192.0.2.1"},
+		{"192.0.2.1:4000", []string{"198.51.100.9"}, "192.0.2.1"}, // not a proxy's
+		{"127.0.0.1:4000", nil, "127.0.0.1"},
+		{"127.0.0.1:4000", []string{"198.51.100.9"}, "198.51.100.9"},
+		{"127.0.0.1:4000", []string{"1.1.1.1, 198.51.100.9, 10.1.2.3"}, "198.51.100.9"}, // right-most not trusted
+		{"127.0.0.1:4000", []string{"1.1.1.1", "198.51.100.9,10.1.2.3"}, "198.51.100.9"},
+		{"127.0.0.1:4000", []string{"10.9.9.9, 10.1.2.3"}, "127.0.0.1"},
+		{"[::1]:4000", []string{"2001:db8:1:2:3:4:5:6"}, "2001:db8:1:2::/64"},
+		{"[::ffff:127.0.0.1]:4000", []string{"[2001:db8::1]:555"}, "2001:db8::/64"},
+		{"127.0.0.1:4000", []string{"not an address"}, "unparsed:not an address"},
+	} {
+		r := httptest.NewRequest("POST", "/login", nil)
+		r.RemoteAddr = c.peer
+		for _, h := range c.xff {
+			r.Header.Add("X-Forwarded-For", h)
+		}
+		if got := th.client(r); got != c.want {
+			t.Errorf("client of %s with X-Forwarded-For %q = %q, want %q", c.peer, c.xff, got, c.want)
+		}
+	}
+	if _, err := ParseProxies("127.0.0.1, proxy.example"); err == nil || !strings.Contains(err.Error(), `"proxy.example"`) {
+		t.Errorf("ParseProxies with a host name: %v", err)
+	}
+}
+
+func TestThrottleTableIsBounded(t *testing.T) {
+	clock := testutil.NewClock(t0)
+	th := newThrottle(clock.Now, nil)
+	for i := range maxClients + 10 {
+		th.failed(fmt.Sprintf("client-%d", i))
+		clock.Advance(time.Millisecond)
+	}
+	if n := len(th.fails); n > maxClients {
+		t.Fatalf("%d clients kept, want at most %d", n, maxClients)
+	}
+	if _, ok := th.fails["client-0"]; ok {
+		t.Error("the oldest client is kept in a full table")
+	}
+	if _, ok := th.fails[fmt.Sprintf("client-%d", maxClients+9)]; !ok {
+		t.Error("the newest client is not kept")
+	}
+}
+
+// session returns the session cookie a sign-in as who set.
+func session(t *testing.T, p *testPage, who string) *http.Cookie {
+	t.Helper()
+	resp := p.login(who, testToken)
+	for _, c := range resp.Cookies() {
+		if c.Name == cookieName {
+			return c
+		}
+	}
+	t.Fatalf("sign-in as %s set no session cookie (%d)", who, resp.StatusCode)
+	return nil
+}
+
+// send sends method path to srv with the cookie c alone (no jar) and the
+// form, and returns the answer's code and the CSRF token its page offers:
+// "" when not signed in.
+func send(t *testing.T, srv string, c *http.Cookie, method, path string, form url.Values) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, srv+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.AddCookie(c)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if m := csrfRE.FindStringSubmatch(string(b)); m != nil {
+		return resp.StatusCode, m[1]
+	}
+	return resp.StatusCode, ""
+}
+
+func TestSignOutEndsTheSession(t *testing.T) {
+	p := newTestPage(t, testToken)
+	ines := session(t, p, "Ines") // a copy of it is kept, as a thief would
+	_, csrf := send(t, p.srv.URL, ines, "GET", "/", nil)
+	if csrf == "" {
+		t.Fatal("the session cookie does not sign in")
+	}
+	ana := session(t, p, "Ana") // in another browser
+	_, anaCSRF := send(t, p.srv.URL, ana, "GET", "/", nil)
+	if code, _ := send(t, p.srv.URL, ana, "POST", "/logout", url.Values{"csrf": {anaCSRF}}); code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", code)
+	}
+	if _, c := send(t, p.srv.URL, ana, "GET", "/", nil); c != "" {
+		t.Fatal("the cookie kept from before sign-out still signs in")
+	}
+	if _, c := send(t, p.srv.URL, ines, "GET", "/", nil); c == "" {
+		t.Fatal("one user's sign-out ended another's session")
+	}
+	if code, _ := send(t, p.srv.URL, ines, "POST", "/logout", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", code)
+	}
+	if code, _ := send(t, p.srv.URL, ines, "POST", "/retry?id=ev-refused", url.Values{"csrf": {csrf}}); code != http.StatusForbidden {
+		t.Fatalf("retry with a cookie kept from before sign-out: %d, want 403", code)
+	}
+	if e := p.entry("ev-refused"); e.State != state.Failed {
+		t.Fatalf("a signed-out cookie changed the entry: %+v", e)
+	}
+}
+
+func TestNewTokenOrRestartEndsSessions(t *testing.T) {
+	p := newTestPage(t, testToken)
+	c := session(t, p, "Ines")
+	if _, csrf := send(t, p.srv.URL, c, "GET", "/", nil); csrf == "" {
+		t.Fatal("the session cookie does not sign in")
+	}
+	// The daemon takes a new token at its restart: neither a new token
+	// nor the same one lets the session of before in.
+	for _, tok := range []string{testToken + "-new", testToken} {
+		q := newTestPage(t, tok)
+		if _, csrf := send(t, q.srv.URL, c, "GET", "/", nil); csrf != "" {
+			t.Errorf("a session of before the restart signs in (same token: %v)", tok == testToken)
+		}
+	}
+}
+
+func TestSecureCookies(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		p := newTestPageWith(t, testToken, func(o *Options) { o.SecureCookie = secure })
+		resp, _ := p.do("GET", "/login", nil, nil)
+		cookies := resp.Cookies()
+		cookies = append(cookies, p.login("Ines", testToken).Cookies()...)
+		if len(cookies) != 2 {
+			t.Fatalf("%d cookies set, want the sign-in form's and the session's", len(cookies))
+		}
+		for _, c := range cookies {
+			if c.Secure != secure {
+				t.Errorf("SecureCookie %v: cookie %s has Secure %v", secure, c.Name, c.Secure)
+			}
+		}
+	}
+}
+
+func TestSessionsAreBounded(t *testing.T) {
+	clock := testutil.NewClock(t0)
+	a := newAuth(testToken, clock.Now)
+	signedIn := func(value string) bool {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.AddCookie(&http.Cookie{Name: cookieName, Value: value})
+		_, _, ok := a.user(r)
+		return ok
+	}
+	first, _ := a.session("first")
+	clock.Advance(time.Second)
+	var last string
+	for range maxSessions {
+		last, _ = a.session("later")
+	}
+	if n := len(a.sessions); n > maxSessions {
+		t.Fatalf("%d sessions kept, want at most %d", n, maxSessions)
+	}
+	if signedIn(first) || !signedIn(last) {
+		t.Errorf("a full table kept the session that expires first (%v) or dropped the newest (%v)", signedIn(first), !signedIn(last))
+	}
+	// Expired sessions make room before any live one goes.
+	clock.Advance(sessionLife)
+	if signedIn(last) {
+		t.Error("a session past its life signs in")
+	}
+	a.session("next")
+	if n := len(a.sessions); n != 1 {
+		t.Errorf("%d sessions kept after all expired and one began, want 1", n)
+	}
+}
