@@ -54,6 +54,7 @@ type consoleSettings struct {
 	token          secret // "" keeps the page read-only; never printed
 	secureCookie   bool
 	trustedProxies []netip.Prefix
+	externalHost   string // TICKETBRIDGE_CONSOLE_EXTERNAL_URL's host; "" when unset
 }
 
 // loadConsole reads the status page's variables and the console token:
@@ -78,7 +79,7 @@ func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, 
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_EXTERNAL_URL=%q: want the address the page is opened at, e.g. https://bridge.example.com/", redact.URL(u))
 		}
-		s.secureCookie = pu.Scheme == "https"
+		s.secureCookie, s.externalHost = pu.Scheme == "https", pu.Host
 	}
 	if v := strings.TrimSpace(c.SecureCookie); v != "" {
 		if s.secureCookie, err = strconv.ParseBool(v); err != nil {
@@ -146,7 +147,7 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 		return err
 	}
 	opts.Token, opts.Logger = string(cs.token), log
-	opts.SecureCookie, opts.TrustedProxies = cs.secureCookie, cs.trustedProxies
+	opts.SecureCookie, opts.TrustedProxies, opts.ExternalHost = cs.secureCookie, cs.trustedProxies, cs.externalHost
 	srv, err := statuspage.New(opts)
 	if err != nil {
 		return err

@@ -179,3 +179,34 @@ func testViewRateBounded(t *testing.T) {
 		t.Fatalf("a third view a second later: %d", rec.Code)
 	}
 }
+
+// TestSameOriginBehindAProxy: a form posted from the page's external
+// address is from this page, though the proxy in front rewrote the Host
+// header; any other origin is not.
+func TestSameOriginBehindAProxy(t *testing.T) {
+	src := &blockingSource{release: make(chan struct{})}
+	for _, tc := range []struct {
+		extern, origin string
+		want           bool
+	}{
+		{"", "http://127.0.0.1:9464", true},
+		{"", "https://bridge.example.com", false},
+		{"bridge.example.com", "https://bridge.example.com", true},
+		{"bridge.example.com", "https://Bridge.Example.com", true},
+		{"bridge.example.com", "https://evil.example", false},
+		{"bridge.example.com", "null", false},
+		{"", "", true}, // no Origin: the CSRF token decides
+	} {
+		s, err := New(Options{Source: src, ExternalHost: tc.extern})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:9464/retry", nil)
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		if got := s.sameOrigin(r); got != tc.want {
+			t.Errorf("external host %q, Origin %q: same origin %v, want %v", tc.extern, tc.origin, got, tc.want)
+		}
+	}
+}

@@ -68,6 +68,10 @@ type Options struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client whose failed sign-ins are counted; none by default.
 	TrustedProxies []netip.Prefix
+	// ExternalHost is the host (and port) people open the page at through
+	// a proxy, e.g. bridge.example.com: a form sent from there is from
+	// this page, also when the proxy rewrites the Host header.
+	ExternalHost string
 }
 
 // Listed is one hotel of a daemon that serves many, as the list of
@@ -96,6 +100,7 @@ type Server struct {
 	limit  *renderLimit
 	guard  *throttle // wrong tokens by client
 	secure bool      // session cookies are Secure
+	extern string    // the host the page is opened at through a proxy
 }
 
 // scope is the hotel a request is about and where its pages are.
@@ -124,6 +129,7 @@ func New(opts Options) (*Server, error) {
 	s.auth = newAuth(opts.Token, s.now)
 	s.limit = newRenderLimit(opts.ViewRate, opts.Renders, opts.Waiting)
 	s.guard, s.secure = newThrottle(s.now, opts.TrustedProxies), opts.SecureCookie
+	s.extern = strings.ToLower(opts.ExternalHost)
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -560,14 +566,19 @@ func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
 }
 
 // sameOrigin refuses a browser POST sent from another site: its Origin
-// header, when there is one, must name this host.
-func sameOrigin(r *http.Request) bool {
+// header, when there is one, must name this host, or the host the page is
+// opened at through a proxy (Options.ExternalHost).
+func (s *Server) sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true // not a browser, or an old one: the CSRF token still decides
 	}
 	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := strings.ToLower(u.Host)
+	return host == strings.ToLower(r.Host) || (s.extern != "" && host == s.extern)
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -575,7 +586,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "Sign-in is off: the daemon has no console token (TICKETBRIDGE_CONSOLE_TOKEN_FILE).")
 		return
 	}
-	if !sameOrigin(r) {
+	if !s.sameOrigin(r) {
 		s.message(w, r, http.StatusForbidden, "Refused: the form was sent from another site.")
 		return
 	}
@@ -617,7 +628,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	who, sess, ok := s.auth.user(r)
 	if ok {
-		if err := r.ParseForm(); err != nil || !sameOrigin(r) || !s.auth.checkCSRF(sess, r.PostForm.Get("csrf")) {
+		if err := r.ParseForm(); err != nil || !s.sameOrigin(r) || !s.auth.checkCSRF(sess, r.PostForm.Get("csrf")) {
 			s.message(w, r, http.StatusForbidden, "Refused: the form's CSRF token is missing or stale; reload the page.")
 			return
 		}
@@ -667,7 +678,7 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 	case !signed:
 		s.message(w, r, http.StatusForbidden, "Sign in first: actions need the console token.")
 		return "", false
-	case !sameOrigin(r) || !s.auth.checkCSRF(sess, r.PostForm.Get("csrf")):
+	case !s.sameOrigin(r) || !s.auth.checkCSRF(sess, r.PostForm.Get("csrf")):
 		s.log.Warn("console action refused: bad CSRF token or origin", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 		s.message(w, r, http.StatusForbidden, "Refused: the form's CSRF token is missing or stale; reload the page and try again.")
 		return "", false
