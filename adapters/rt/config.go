@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -159,13 +160,13 @@ func baseURL(raw string) (string, error) {
 		return "", fmt.Errorf("%sURL carries credentials: put them in %sTOKEN, or %sUSER and %sPASSWORD", EnvPrefix, EnvPrefix, EnvPrefix, EnvPrefix)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("%sURL %q: the scheme must be http or https", EnvPrefix, u.Redacted())
+		return "", fmt.Errorf("%sURL %q: the scheme must be http or https", EnvPrefix, redact.Parsed(u))
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("%sURL %q has no host", EnvPrefix, u.Redacted())
+		return "", fmt.Errorf("%sURL %q has no host", EnvPrefix, redact.Parsed(u))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
+		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, redact.Parsed(u))
 	}
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/REST/2.0")

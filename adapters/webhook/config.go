@@ -16,6 +16,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Defaults of [Config].
@@ -124,7 +125,7 @@ func (c *Config) Validate() error {
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_URL %q: want an absolute http or https URL", redactURL(c.URL))
+		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_URL %q: want an absolute http or https URL", redact.URL(c.URL))
 	}
 	switch n := len(c.Secret); {
 	case n == 0:
@@ -170,20 +171,6 @@ func variableOf(err error) string {
 		}
 	}
 	return ""
-}
-
-// redactURL drops userinfo, query and fragment from a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
-	}
-	u.Fragment = ""
-	return u.String()
 }
 
 func fileExists(p string) bool {
