@@ -87,7 +87,7 @@ func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) 
 func (l *Leases) migrate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
 	defer cancel()
-	tx, err := l.p.pool.BeginTx(ctx, pgx.TxOptions{})
+	tx, err := l.p.pool.BeginTx(ctx, migrateTx)
 	if err != nil {
 		return err
 	}

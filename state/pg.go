@@ -305,7 +305,7 @@ func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration
 func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration) error {
 	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
 	defer cancel()
-	tx, err := b.pool.Load().pool.BeginTx(ctx, pgx.TxOptions{})
+	tx, err := b.pool.Load().pool.BeginTx(ctx, migrateTx)
 	if err != nil {
 		return err
 	}
@@ -346,8 +346,15 @@ func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration
 // ticketbridge tables; a version table that is not one positive version
 // is an error.
 func readPGSchema(ctx context.Context, tx pgx.Tx) (int, error) {
+	// pg_class is read by a query, under the statement's snapshot:
+	// to_regclass would ask the session's catalog cache, which does not
+	// learn of a table another session created until this one locks a
+	// table, and so misses the schema a replica made while this one
+	// waited for the schema lock.
 	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('`+pgSchemaTable+`') IS NOT NULL`).Scan(&exists); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relname = '`+pgSchemaTable+`' AND n.nspname = ANY (current_schemas(false)))`).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("read the schema version: %w", err)
 	}
 	if !exists {
@@ -382,6 +389,13 @@ func checkPGSchema(found, target int, readOnly bool) (int, error) {
 	}
 	return found, nil
 }
+
+// migrateTx begins the transaction of a migration. It must be READ
+// COMMITTED whatever the server's default_transaction_isolation: a writer
+// that waited for another on the schema lock reads the schema again, and
+// must see what the other committed, not its snapshot from before the
+// lock (under REPEATABLE READ it would create the tables a second time).
+var migrateTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // migratePG checks the database's schema version in tx and, unless
 // readOnly, creates or migrates it to len(migs); it returns the version it
