@@ -208,7 +208,7 @@ func ParseQueues(s string) (map[string]string, error) {
 // String describes the configuration without its credentials.
 func (c Config) String() string {
 	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%q IDField:%q SentField:%q SendComments:%v Timeout:%s}",
-		c.URL, c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout)
+		redact.URL(c.URL), c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout)
 }
 
 // GoString hides the credentials from %#v as well.
@@ -217,7 +217,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without its credentials.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", c.URL),
+		slog.String("url", redact.URL(c.URL)),
 		slog.String("auth", c.authKind()),
 		slog.String("queue", c.Queue),
 		slog.String("queues", c.Queues),

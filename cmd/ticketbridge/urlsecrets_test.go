@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -75,6 +78,16 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), urlMarker) {
 				t.Errorf("%s=%s: the error shows the secret: %v", name, v, err)
+			}
+		}
+	}
+	// A configuration printed or logged shows its URL as redact does.
+	for _, v := range secretURLs("https", "helpdesk.example") {
+		for _, c := range []any{rt.Config{URL: v}, zendesk.Config{URL: v}, freshdesk.Config{URL: v}, zammad.Config{URL: v}} {
+			var logged bytes.Buffer
+			slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
+			if text := fmt.Sprintf("%v %+v %#v %s", c, c, c, logged.String()); strings.Contains(text, urlMarker) {
+				t.Errorf("a %T of URL %s prints the secret: %s", c, v, text)
 			}
 		}
 	}
