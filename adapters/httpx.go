@@ -49,7 +49,7 @@ func httpSentinel(status int) error {
 // a *net.OpError, ...).
 type HTTPError struct {
 	Method     string
-	URL        string        // without userinfo; secret query values read REDACTED
+	URL        string        // as redact.URL prints it: no password, query values masked
 	StatusCode int           // 0 when no answer arrived
 	Body       string        // a short snippet of the answer's body
 	RetryAfter time.Duration // the wait the helpdesk asked for, when it did
