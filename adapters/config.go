@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // BaseURL describes a helpdesk's address variable for [BaseURL.Parse]: its
@@ -44,19 +46,19 @@ func (b BaseURL) Parse(raw string) (string, error) {
 		return "", fmt.Errorf("%s carries credentials: %s", b.Var, b.Credentials)
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("%s %q has no host: want e.g. %s", b.Var, u.Redacted(), b.Example)
+		return "", fmt.Errorf("%s %q has no host: want e.g. %s", b.Var, redact.Parsed(u), b.Example)
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !Loopback(u.Hostname()) {
-			return "", fmt.Errorf("%s %q: use https; plain http is accepted only for a loopback address", b.Var, u.Redacted())
+			return "", fmt.Errorf("%s %q: use https; plain http is accepted only for a loopback address", b.Var, redact.Parsed(u))
 		}
 	default:
-		return "", fmt.Errorf("%s %q: the scheme must be https", b.Var, u.Redacted())
+		return "", fmt.Errorf("%s %q: the scheme must be https", b.Var, redact.Parsed(u))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%s %q: remove the query or fragment", b.Var, u.Redacted())
+		return "", fmt.Errorf("%s %q: remove the query or fragment", b.Var, redact.Parsed(u))
 	}
 	p := strings.TrimRight(u.Path, "/")
 	if b.APISuffix != "" {

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // ErrAuth marks an answer of 401 or 403: the helpdesk refused the
@@ -48,7 +49,7 @@ func httpSentinel(status int) error {
 // a *net.OpError, ...).
 type HTTPError struct {
 	Method     string
-	URL        string        // without userinfo; secret query values read REDACTED
+	URL        string        // as redact.URL prints it: no password, query values masked
 	StatusCode int           // 0 when no answer arrived
 	Body       string        // a short snippet of the answer's body
 	RetryAfter time.Duration // the wait the helpdesk asked for, when it did
@@ -161,10 +162,6 @@ type HTTPClient struct {
 	// passwords); they are replaced wherever the helpdesk's answer echoes
 	// them. The values Authorize sets are scrubbed without being listed.
 	Secrets []string
-	// SecretParams names query parameters whose values are redacted in
-	// errors and logs, besides every parameter whose name contains token,
-	// secret, pass, key, auth, sig or credential.
-	SecretParams []string
 	// Wait is the adapter's hook for its vendor's rate-limit headers. It is
 	// asked about every retryable answer; when it returns ok, its wait is
 	// used instead of Retry-After and the backoff.
@@ -278,7 +275,7 @@ func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, er
 		return res
 	})
 	if out.Attempts == 0 {
-		return nil, fmt.Errorf("%s %s: %w", c.method(req), c.redactURL(req.URL), out.Err)
+		return nil, fmt.Errorf("%s %s: %w", c.method(req), redact.URL(req.URL), out.Err)
 	}
 	if out.Class == httpretry.Success && out.Err == nil {
 		return resp, nil
@@ -305,7 +302,7 @@ func (c *HTTPClient) JSON(ctx context.Context, req HTTPRequest, in, out any) (*H
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return nil, fmt.Errorf("encode request of %s %s: %w", req.Method, c.redactURL(req.URL), err)
+			return nil, fmt.Errorf("encode request of %s %s: %w", req.Method, redact.URL(req.URL), err)
 		}
 		req.Body = b
 		req.Header.Set("Content-Type", "application/json")
@@ -319,7 +316,7 @@ func (c *HTTPClient) JSON(ctx context.Context, req HTTPRequest, in, out any) (*H
 	}
 	if out != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 && len(bytes.TrimSpace(resp.Body)) > 0 {
 		if err := json.Unmarshal(resp.Body, out); err != nil {
-			return resp, fmt.Errorf("decode answer of %s %s (HTTP %d): %w", req.Method, c.redactURL(req.URL), resp.StatusCode, err)
+			return resp, fmt.Errorf("decode answer of %s %s (HTTP %d): %w", req.Method, redact.URL(req.URL), resp.StatusCode, err)
 		}
 	}
 	return resp, nil
@@ -406,7 +403,7 @@ func (c *HTTPClient) maxWait() time.Duration {
 
 func (c *HTTPClient) newError(req HTTPRequest, resp *HTTPResponse, err error, attempts int, secrets []string) *HTTPError {
 	secrets = append(secrets, c.Secrets...)
-	e := &HTTPError{Method: c.method(req), URL: c.redactURL(req.URL), Attempts: attempts}
+	e := &HTTPError{Method: c.method(req), URL: redact.URL(req.URL), Attempts: attempts}
 	if err != nil {
 		e.Err = err
 		e.detail = scrub(err.Error(), secrets)
@@ -468,49 +465,6 @@ func snippet(b []byte) string {
 		s = string([]rune(s)[:snippetRunes]) + "…"
 	}
 	return s
-}
-
-// RedactURL returns raw without userinfo and with the values of secret
-// query parameters replaced by REDACTED (see [HTTPClient.SecretParams]).
-// An unparsable URL is reported as such, never echoed.
-func (c *HTTPClient) RedactURL(raw string) string { return c.redactURL(raw) }
-
-func (c *HTTPClient) redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if c.secretParam(k) {
-				for i := range q[k] {
-					q[k][i] = "REDACTED"
-				}
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	u.Fragment = ""
-	return u.String()
-}
-
-var secretParamWords = []string{"token", "secret", "pass", "key", "auth", "sig", "credential"}
-
-func (c *HTTPClient) secretParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range secretParamWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	for _, p := range c.SecretParams {
-		if strings.EqualFold(p, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // unwrapURLError drops the *url.Error around a transport error: its text

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Paths below Config.BaseURL (the spec's {functions_url}).
@@ -215,7 +216,7 @@ func defaultHTTPClient() *http.Client {
 
 // String describes the client without its key.
 func (c *Client) String() string {
-	return fmt.Sprintf("guestapi.Client{base=%s key=%s[redacted]}", c.base.Redacted(), KeyPrefix)
+	return fmt.Sprintf("guestapi.Client{base=%s key=%s[redacted]}", redact.Parsed(c.base), KeyPrefix)
 }
 
 // GoString hides the key from %#v as well.
@@ -224,7 +225,7 @@ func (c *Client) GoString() string { return c.String() }
 // LogValue describes the client for slog without its key.
 func (c *Client) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("base_url", c.base.Redacted()),
+		slog.String("base_url", redact.Parsed(c.base)),
 		slog.String("key", KeyPrefix+"[redacted]"),
 	)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -326,7 +327,7 @@ func pgExec(t *testing.T, loc, sql string, args ...any) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, loc)
 	if err != nil {
-		t.Fatalf("connect: %v", redact(err, pgPassword(loc)))
+		t.Fatalf("connect: %v", hideSecret(err, pgPassword(loc)))
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
@@ -514,7 +515,7 @@ func TestPostgresPasswordIsRedacted(t *testing.T) {
 	} {
 		_, err := Open(bad, Options{})
 		if err == nil {
-			t.Errorf("Open(%s) succeeded", redactURL(bad))
+			t.Errorf("Open(%s) succeeded", redact.URL(bad))
 			continue
 		}
 		if strings.Contains(err.Error(), secret) {

@@ -108,8 +108,10 @@
 //
 // Schema versions are forward-only as a file's: the migrations an older
 // database needs run in one transaction at Open (PostgreSQL's DDL is
-// transactional), under an advisory lock so that replicas starting
-// together migrate once; a database of a newer schema is refused with
+// transactional), at READ COMMITTED whatever the server's default and
+// under an advisory lock, so that replicas starting together migrate once
+// (the one that waited reads the schema the other committed); a database
+// of a newer schema is refused with
 // [ErrNewerSchema]. Take a pg_dump before upgrading: no copy is made.
 //
 // An Update is one transaction at REPEATABLE READ. It begins with its first
@@ -135,8 +137,8 @@
 // [ErrConflict], for an Update under way at the takeover). [Stats]
 // reports no FileSize (there is no file) but DataBytes. [Store.BackupFile]
 // copies the hotel, as of one snapshot, into a bbolt state file; backing up
-// the database is pg_dump's job. The URL's password never appears in an
-// error or in [Store.Path].
+// the database is pg_dump's job. The URL's password and query values never
+// appear in an error or in [Store.Path] (see internal/redact).
 //
 // # What this package is not
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Leases share the hotels of one PostgreSQL database among the replicas
@@ -72,12 +73,12 @@ func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) 
 	}
 	p, err := acquirePool(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open leases %s: %w", redactURL(rawURL), err)
+		return nil, fmt.Errorf("open leases %s: %w", redact.URL(rawURL), err)
 	}
 	l := &Leases{p: p, replica: replica, ttl: ttl, now: time.Now}
 	if err := l.migrate(ctx); err != nil {
 		p.release()
-		return nil, fmt.Errorf("open leases %s: %w", redactURL(rawURL), redact(err, p.secret))
+		return nil, fmt.Errorf("open leases %s: %w", redact.URL(rawURL), hideSecret(err, p.secret))
 	}
 	return l, nil
 }
@@ -86,7 +87,7 @@ func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) 
 func (l *Leases) migrate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
 	defer cancel()
-	tx, err := l.p.pool.BeginTx(ctx, pgx.TxOptions{})
+	tx, err := l.p.pool.BeginTx(ctx, migrateTx)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (l *Leases) TTL() time.Duration { return l.ttl }
 func (l *Leases) exec(ctx context.Context, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, min(pgRoundTripTimeout, l.ttl))
 	defer cancel()
-	return redact(fn(ctx), l.p.secret)
+	return hideSecret(fn(ctx), l.p.secret)
 }
 
 func (l *Leases) interval() string { return fmt.Sprintf("%d milliseconds", l.ttl.Milliseconds()) }

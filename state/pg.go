@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // pgRoundTripTimeout bounds each exchange with PostgreSQL, so that a dead
@@ -152,13 +153,7 @@ func acquirePool(rawURL string) (*sharedPool, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		// pgx hides the password of a URL it parsed, not of one it could
-		// not: say only what is wrong.
-		var secret string
-		if u, uerr := url.Parse(rawURL); uerr == nil {
-			secret, _ = u.User.Password()
-		}
-		return nil, redact(fmt.Errorf("%w: parse the PostgreSQL URL: %w", ErrInvalid, err), secret)
+		return nil, fmt.Errorf("%w: parse the PostgreSQL URL: %w", ErrInvalid, parseURLError(rawURL, err))
 	}
 	p := &sharedPool{url: rawURL, secret: cfg.ConnConfig.Password, refs: 1}
 	dialer := &net.Dialer{KeepAlive: 5 * time.Minute}
@@ -182,7 +177,7 @@ func acquirePool(rawURL string) (*sharedPool, error) {
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		return nil, redact(fmt.Errorf("connect to PostgreSQL: %w", err), p.secret)
+		return nil, hideSecret(fmt.Errorf("connect to PostgreSQL: %w", err), p.secret)
 	}
 	p.pool = pool
 	pools[rawURL] = p
@@ -233,35 +228,58 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redact returns err with every occurrence of secret (the database
+// hideSecret returns err with every occurrence of secret (the database
 // password) in its text replaced.
-func redact(err error, secret string) error {
+func hideSecret(err error, secret string) error {
 	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
 		return err
 	}
 	return &redactedError{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
 }
 
-// redactURL returns rawURL with its password, in the user part or in a
-// password parameter, replaced by "xxxxx".
-func redactURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		scheme, _, _ := strings.Cut(rawURL, "://")
-		return scheme + "://(a URL that does not parse)"
+// parseURLError returns pgx's error about rawURL with what of the URL may
+// be secret hidden, as [redact.URL] hides it: the password, every query
+// value and the fragment. pgx hides the password of a URL it could split,
+// not the other values, and it quotes pieces of a URL it could not.
+func parseURLError(rawURL string, err error) error {
+	u, uerr := url.Parse(strings.TrimSpace(rawURL))
+	if uerr != nil {
+		return &redactedError{msg: "it does not parse as a URL", err: err}
 	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	var secrets []string
+	if pw, ok := u.User.Password(); ok {
+		secrets = append(secrets, pw)
 	}
-	return u.Redacted()
+	for _, vs := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(vs, "=")
+		if uv, err := url.QueryUnescape(v); err == nil {
+			secrets = append(secrets, uv, strings.TrimSpace(uv))
+		}
+		secrets = append(secrets, v, strings.TrimSpace(v))
+	}
+	secrets = append(secrets, u.Fragment, strings.TrimSpace(u.Fragment))
+	msg := err.Error()
+	// pgx says "cannot parse `URL`: what (why)": the URL as redact
+	// prints it instead.
+	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+		if _, why, ok := strings.Cut(rest, "`: "); ok {
+			msg = "cannot parse `" + redact.URL(rawURL) + "`: " + why
+		}
+	}
+	// Longest first, so that a value holding another is hidden whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, sec := range secrets {
+		if len(sec) >= 3 {
+			msg = strings.ReplaceAll(msg, sec, redact.Mask)
+		}
+	}
+	return &redactedError{msg: msg, err: err}
 }
 
 // openPG opens opts.Hotel's state in the database at rawURL, creating or
 // migrating the schema (to len(migs)) first.
 func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration) (*Store, error) {
-	s, err := newStore(redactURL(rawURL), opts)
+	s, err := newStore(redact.URL(rawURL), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +292,7 @@ func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration
 	s.pg, s.be = b, b
 	if err := b.initSchema(ctx, s, migs); err != nil {
 		p.release()
-		return nil, fmt.Errorf("open state %s (hotel %s): %w", s.path, s.hotel, redact(err, p.secret))
+		return nil, fmt.Errorf("open state %s (hotel %s): %w", s.path, s.hotel, hideSecret(err, p.secret))
 	}
 	return s, nil
 }
@@ -287,7 +305,7 @@ func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration
 func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration) error {
 	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
 	defer cancel()
-	tx, err := b.pool.Load().pool.BeginTx(ctx, pgx.TxOptions{})
+	tx, err := b.pool.Load().pool.BeginTx(ctx, migrateTx)
 	if err != nil {
 		return err
 	}
@@ -328,8 +346,15 @@ func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration
 // ticketbridge tables; a version table that is not one positive version
 // is an error.
 func readPGSchema(ctx context.Context, tx pgx.Tx) (int, error) {
+	// pg_class is read by a query, under the statement's snapshot:
+	// to_regclass would ask the session's catalog cache, which does not
+	// learn of a table another session created until this one locks a
+	// table, and so misses the schema a replica made while this one
+	// waited for the schema lock.
 	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('`+pgSchemaTable+`') IS NOT NULL`).Scan(&exists); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relname = '`+pgSchemaTable+`' AND n.nspname = ANY (current_schemas(false)))`).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("read the schema version: %w", err)
 	}
 	if !exists {
@@ -364,6 +389,13 @@ func checkPGSchema(found, target int, readOnly bool) (int, error) {
 	}
 	return found, nil
 }
+
+// migrateTx begins the transaction of a migration. It must be READ
+// COMMITTED whatever the server's default_transaction_isolation: a writer
+// that waited for another on the schema lock reads the schema again, and
+// must see what the other committed, not its snapshot from before the
+// lock (under REPEATABLE READ it would create the tables a second time).
+var migrateTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // migratePG checks the database's schema version in tx and, unless
 // readOnly, creates or migrates it to len(migs); it returns the version it
@@ -457,10 +489,10 @@ func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
 		}
 	}()
 	if err := fn(t); err != nil {
-		return redact(err, p.secret) // err itself when the password is not in it
+		return hideSecret(err, p.secret) // err itself when the password is not in it
 	}
 	if err := t.commit(); err != nil {
-		return redact(err, p.secret)
+		return hideSecret(err, p.secret)
 	}
 	return nil
 }

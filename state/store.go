@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -126,10 +127,11 @@ func CheckHotel(name string) error {
 }
 
 // Redacted returns a TICKETBRIDGE_STATE value fit for logs and output: a
-// PostgreSQL URL with its password replaced by "xxxxx", a path as it is.
+// PostgreSQL URL as [redact.URL] prints it (password and query values
+// masked), a path as it is.
 func Redacted(state string) string {
 	if IsURL(state) {
-		return redactURL(state)
+		return redact.URL(state)
 	}
 	return state
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -151,7 +152,7 @@ func (c Config) String() string {
 		key = "[redacted]"
 	}
 	return fmt.Sprintf("freshdesk.Config{URL:%q APIKey:%s APIKeyFile:%q IDField:%q StatusField:%q Requester:%q Group:%d Groups:%q Tag:%q Since:%q Timeout:%s PageSize:%d}",
-		c.URL, key, c.APIKeyFile, c.IDField, c.StatusField, c.Requester, c.Group, c.Groups, c.Tag, c.Since, c.Timeout, c.PageSize)
+		redact.URL(c.URL), key, c.APIKeyFile, c.IDField, c.StatusField, c.Requester, c.Group, c.Groups, c.Tag, c.Since, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the API key either.
@@ -160,7 +161,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without the API key.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", c.URL), slog.Bool("api_key_set", c.APIKey != ""), slog.String("api_key_file", c.APIKeyFile),
+		slog.String("url", redact.URL(c.URL)), slog.Bool("api_key_set", c.APIKey != ""), slog.String("api_key_file", c.APIKeyFile),
 		slog.String("id_field", c.IDField), slog.String("status_field", c.StatusField),
 		slog.String("requester", c.Requester), slog.Int64("group", c.Group), slog.String("groups", c.Groups),
 		slog.String("tag", c.Tag), slog.String("since", c.Since),

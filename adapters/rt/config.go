@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -159,13 +160,13 @@ func baseURL(raw string) (string, error) {
 		return "", fmt.Errorf("%sURL carries credentials: put them in %sTOKEN, or %sUSER and %sPASSWORD", EnvPrefix, EnvPrefix, EnvPrefix, EnvPrefix)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("%sURL %q: the scheme must be http or https", EnvPrefix, u.Redacted())
+		return "", fmt.Errorf("%sURL %q: the scheme must be http or https", EnvPrefix, redact.Parsed(u))
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("%sURL %q has no host", EnvPrefix, u.Redacted())
+		return "", fmt.Errorf("%sURL %q has no host", EnvPrefix, redact.Parsed(u))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, u.Redacted())
+		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, redact.Parsed(u))
 	}
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/REST/2.0")
@@ -207,7 +208,7 @@ func ParseQueues(s string) (map[string]string, error) {
 // String describes the configuration without its credentials.
 func (c Config) String() string {
 	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%q IDField:%q SentField:%q SendComments:%v Timeout:%s}",
-		c.URL, c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout)
+		redact.URL(c.URL), c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout)
 }
 
 // GoString hides the credentials from %#v as well.
@@ -216,7 +217,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without its credentials.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", c.URL),
+		slog.String("url", redact.URL(c.URL)),
 		slog.String("auth", c.authKind()),
 		slog.String("queue", c.Queue),
 		slog.String("queues", c.Queues),

@@ -16,6 +16,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Defaults of [Config].
@@ -23,8 +24,9 @@ const (
 	DefaultListen  = "127.0.0.1:9465"
 	DefaultDir     = "ticketbridge-webhook" // relative to the working directory, or below $STATE_DIRECTORY
 	DefaultTimeout = 30 * time.Second
-	// MinSecretLen is the shortest secret accepted, in bytes.
-	MinSecretLen = 16
+	// MinSecretLen is the shortest secret accepted, in bytes: 256 bits of
+	// HMAC-SHA256 key, as openssl rand -hex 32 makes (64 bytes).
+	MinSecretLen = 32
 	// MaxInboundBytes limits the body of an inbound event.
 	MaxInboundBytes = 1 << 20
 	// InboundPath is the path of the inbound endpoint.
@@ -124,13 +126,15 @@ func (c *Config) Validate() error {
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_URL %q: want an absolute http or https URL", redactURL(c.URL))
+		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_URL %q: want an absolute http or https URL", redact.URL(c.URL))
 	}
 	switch n := len(c.Secret); {
 	case n == 0:
 		return errors.New("no webhook secret: set TICKETBRIDGE_WEBHOOK_SECRET_FILE (or TICKETBRIDGE_WEBHOOK_SECRET) to the secret shared with the receiver")
+	case n < MinSecretLen && c.SecretFile != "":
+		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_SECRET_FILE: the secret in %s is %d bytes long; want at least %d (e.g. openssl rand -hex 32)", c.SecretFile, n, MinSecretLen)
 	case n < MinSecretLen:
-		return fmt.Errorf("webhook secret: %d bytes long; want at least %d (e.g. openssl rand -hex 32)", n, MinSecretLen)
+		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_SECRET is %d bytes long; want at least %d (e.g. openssl rand -hex 32)", n, MinSecretLen)
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
@@ -170,20 +174,6 @@ func variableOf(err error) string {
 		}
 	}
 	return ""
-}
-
-// redactURL drops userinfo, query and fragment from a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
-	}
-	u.Fragment = ""
-	return u.String()
 }
 
 func fileExists(p string) bool {

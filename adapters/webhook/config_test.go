@@ -30,6 +30,10 @@ func TestLoadConfig(t *testing.T) {
 	if err := os.WriteFile(loose, []byte(testSecret), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	shortFile := filepath.Join(dir, "short")
+	if err := os.WriteFile(shortFile, []byte(testSecret[:31]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -94,7 +98,9 @@ func TestLoadConfig(t *testing.T) {
 		{with("TICKETBRIDGE_WEBHOOK_URL", "ftp://x/y"), "TICKETBRIDGE_WEBHOOK_URL"},
 		{with("TICKETBRIDGE_WEBHOOK_URL", "/relative"), "absolute"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>"), "TICKETBRIDGE_WEBHOOK_SECRET_FILE"},
-		{with("TICKETBRIDGE_WEBHOOK_SECRET", "short"), "at least 16"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", "short"), "TICKETBRIDGE_WEBHOOK_SECRET is 5 bytes long; want at least 32"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", testSecret[:31]), "TICKETBRIDGE_WEBHOOK_SECRET is 31 bytes long; want at least 32"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", shortFile), "TICKETBRIDGE_WEBHOOK_SECRET_FILE: the secret in " + shortFile + " is 31 bytes long; want at least 32"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET_FILE", secretFile), "not both"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", loose), "chmod 600"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", empty), "empty"},
@@ -109,7 +115,7 @@ func TestLoadConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("env %v: error %v, want one mentioning %q", b.env, err, b.want)
 		}
-		if err != nil && strings.Contains(err.Error(), testSecret) {
+		if err != nil && strings.Contains(err.Error(), testSecret[:16]) {
 			t.Errorf("error %q contains the secret", err)
 		}
 	}

@@ -250,7 +250,7 @@ func TestEndToEndWithReceiverProcess(t *testing.T) {
 	}
 
 	// An adapter with another secret is refused, and Check says so.
-	wrong, err := webhook.New(ctx, webhook.Config{URL: p.url + "hooks", Secret: "not-the-shared-secret-0000", Dir: t.TempDir(), Listen: webhook.ListenOff}, webhook.Options{})
+	wrong, err := webhook.New(ctx, webhook.Config{URL: p.url + "hooks", Secret: "not-the-shared-secret-0000000000000000", Dir: t.TempDir(), Listen: webhook.ListenOff}, webhook.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -327,7 +327,7 @@ func TestSignatureExample(t *testing.T) {
 		}
 		ex := example{
 			Comment:   "HMAC-SHA256 under secret of the bytes of signed (timestamp, a dot, the raw body as sent), in lowercase hex after sha256=",
-			Secret:    "whsec-example-0123456789abcdef", // an example, not a secret of any installation
+			Secret:    "whsec-example-0123456789abcdef0123456789abcdef", // an example, not a secret of any installation
 			Timestamp: 1773480413, Body: compact.String(),
 		}
 		ex.Signed = fmt.Sprintf("%d.%s", ex.Timestamp, ex.Body)
@@ -341,6 +341,9 @@ func TestSignatureExample(t *testing.T) {
 	var ex example
 	if err := strict(b, &ex); err != nil {
 		t.Fatal(err)
+	}
+	if len(ex.Secret) < webhook.MinSecretLen {
+		t.Errorf("the example's secret is %d bytes long; the adapter refuses one under %d", len(ex.Secret), webhook.MinSecretLen)
 	}
 	if got := webhook.Sign(ex.Secret, ex.Timestamp, []byte(ex.Body)); got != ex.Signature {
 		t.Errorf("Sign gives %s, the example says %s", got, ex.Signature)

@@ -22,6 +22,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Name is the adapter's registry name.
@@ -253,7 +254,7 @@ func (a *Adapter) inboundURL() string {
 
 // String describes the adapter without its secret.
 func (a *Adapter) String() string {
-	return fmt.Sprintf("webhook(url=%s, listen=%s, dir=%s)", redactURL(a.cfg.URL), a.cfg.Listen, a.cfg.Dir)
+	return fmt.Sprintf("webhook(url=%s, listen=%s, dir=%s)", redact.URL(a.cfg.URL), a.cfg.Listen, a.cfg.Dir)
 }
 
 // GoString describes the adapter without its secret, for %#v.

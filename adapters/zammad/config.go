@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -131,7 +132,7 @@ func (c Config) String() string {
 		token = "[redacted]"
 	}
 	return fmt.Sprintf("zammad.Config{URL:%q Token:%s TokenFile:%q Group:%q Groups:%q IDField:%q Customer:%q EventsSince:%q PendingFor:%s Timeout:%s PageSize:%d}",
-		c.URL, token, c.TokenFile, c.Group, c.Groups, c.IDField, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
+		redact.URL(c.URL), token, c.TokenFile, c.Group, c.Groups, c.IDField, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the token either.
@@ -140,7 +141,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without the token.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", c.URL), slog.Bool("token_set", c.Token != ""), slog.String("token_file", c.TokenFile),
+		slog.String("url", redact.URL(c.URL)), slog.Bool("token_set", c.Token != ""), slog.String("token_file", c.TokenFile),
 		slog.String("group", c.Group), slog.String("groups", c.Groups), slog.String("id_field", c.IDField),
 		slog.String("customer", c.Customer), slog.String("events_since", c.EventsSince),
 		slog.Duration("pending_for", c.PendingFor), slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -121,7 +122,7 @@ func (c Config) String() string {
 		token = "[redacted]"
 	}
 	return fmt.Sprintf("zendesk.Config{URL:%q Email:%q Token:%s TokenFile:%q Group:%d Groups:%q Tag:%q EventsSince:%q Timeout:%s PageSize:%d}",
-		c.URL, c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.EventsSince, c.Timeout, c.PageSize)
+		redact.URL(c.URL), c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.EventsSince, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the token either.
@@ -130,7 +131,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without the token.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", c.URL), slog.String("email", c.Email), slog.Bool("token_set", c.Token != ""),
+		slog.String("url", redact.URL(c.URL)), slog.String("email", c.Email), slog.Bool("token_set", c.Token != ""),
 		slog.String("token_file", c.TokenFile), slog.Int64("group", c.Group), slog.String("groups", c.Groups),
 		slog.String("tag", c.Tag), slog.String("events_since", c.EventsSince),
 		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),

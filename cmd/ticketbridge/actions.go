@@ -16,6 +16,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -193,7 +194,7 @@ func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, i
 	req.Header.Set("Ticketbridge-Operator", who)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, err)
+		return fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, redact.Error(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))

@@ -192,7 +192,7 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 			delete(h.vars, "TICKETBRIDGE_API_KEY_FILE")
 		}, "API", "may not read tickets"},
 		{"bad URL", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "ftp://api.example.com" }, "configuration", `TICKETBRIDGE_API_URL="ftp://api.example.com": want the API root the platform gave`},
-		{"URL with a trailing comment", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "https://api.example.com # production" }, "configuration", `TICKETBRIDGE_API_URL="https://api.example.com # production" holds a space`},
+		{"URL with a trailing comment", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "https://api.example.com # production" }, "configuration", `TICKETBRIDGE_API_URL="https://api.example.com …" holds a space`},
 		{"URL without a scheme", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "api.example.com" }, "configuration", `TICKETBRIDGE_API_URL="api.example.com": want the API root the platform gave, e.g. https://api.example.com (with https:// before the host)`},
 		{"URL with the API path", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = h.ts.URL + "/wrong" }, "API", "404"},
 		{"no URL", func(h *hotel) { delete(h.vars, "TICKETBRIDGE_API_URL") }, "configuration", "TICKETBRIDGE_API_URL is not set"},

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Config is the daemon's own configuration; the engine, the adapters and
@@ -401,15 +402,17 @@ func checkAPIURL(raw string) error {
 	}
 	switch {
 	case strings.ContainsAny(v, " \t"):
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a space: in an env file a # after a value is part of the value; put comments on lines of their own", v)
+		// Only what comes before the space is a URL to print.
+		first, _, _ := strings.Cut(strings.ReplaceAll(v, "\t", " "), " ")
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a space: in an env file a # after a value is part of the value; put comments on lines of their own", redact.URL(first)+" …")
 	case err != nil:
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q does not parse as a URL: want %s", v, apiURLExample)
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q does not parse as a URL: want %s", redact.URL(v), apiURLExample)
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q: want %s (with https:// before the host)", v, apiURLExample)
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q: want %s (with https:// before the host)", redact.URL(v), apiURLExample)
 	case u.Fragment != "" || strings.Contains(v, "#"):
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a #: in an env file a # after a value is part of the value; put comments on lines of their own", v)
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a #: in an env file a # after a value is part of the value; put comments on lines of their own", redact.URL(v))
 	case u.RawQuery != "":
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q has a query: want %s", v, apiURLExample)
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q has a query: want %s", redact.URL(v), apiURLExample)
 	}
 	return nil
 }

@@ -257,7 +257,7 @@ func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog
 		}
 	}
 	if err != nil {
-		log.Warn("write status snapshot: "+err.Error(), slog.String("op", "status"), slog.Any("path", path))
+		log.Warn("write status snapshot: "+err.Error(), slog.String("op", "status"), slog.Any("path", state.Redacted(path)))
 	}
 	if s.At.IsZero() {
 		return nil

@@ -147,7 +147,15 @@ func startDemo(ctx context.Context, dir string, log *slog.Logger, out io.Writer)
 		return nil, fmt.Errorf("demo: listen on a loopback port: %w", err)
 	}
 	d.url = "http://" + ln.Addr().String()
-	d.hs = &http.Server{Handler: d.srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	d.hs = &http.Server{
+		Handler:           d.srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
 	d.served = make(chan error, 1)
 	go func() { d.served <- d.hs.Serve(ln) }()
 

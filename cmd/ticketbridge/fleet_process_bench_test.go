@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -259,26 +260,31 @@ func procCPU(b *testing.B, pid int) time.Duration {
 
 // pgProxy forwards connections to a PostgreSQL server and counts the
 // client's turns: each time the client writes after the server answered
-// (or first), one round trip begins.
+// (or first), one round trip begins. Cut makes the database unreachable
+// (every connection dropped, new ones closed at once) until Restore.
 type pgProxy struct {
 	url   string // the database's URL, through the proxy
 	turns atomic.Int64
+
+	mu    gosync.Mutex
+	down  bool
+	conns map[net.Conn]bool
 }
 
-func newPGProxy(b *testing.B, dbURL string) *pgProxy {
-	b.Helper()
+func newPGProxy(tb testing.TB, dbURL string) *pgProxy {
+	tb.Helper()
 	u, err := url.Parse(dbURL)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	target := u.Host
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { _ = ln.Close() })
+	tb.Cleanup(func() { _ = ln.Close() })
 	u.Host = ln.Addr().String()
-	p := &pgProxy{url: u.String()}
+	p := &pgProxy{url: u.String(), conns: map[net.Conn]bool{}}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -291,13 +297,55 @@ func newPGProxy(b *testing.B, dbURL string) *pgProxy {
 	return p
 }
 
+// track adds c to the connections Cut drops; false when the proxy is cut.
+func (p *pgProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+func (p *pgProxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+}
+
+// Cut drops every connection and refuses new ones until Restore.
+func (p *pgProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Restore lets connections through again.
+func (p *pgProxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
 func (p *pgProxy) serve(client net.Conn, target string) {
 	defer client.Close()
+	if !p.track(client) {
+		return
+	}
+	defer p.untrack(client)
 	server, err := net.Dial("tcp", target)
 	if err != nil {
 		return
 	}
 	defer server.Close()
+	if !p.track(server) {
+		return
+	}
+	defer p.untrack(server)
 	var clientTurn atomic.Bool // the client is writing: its turn was counted
 	go func() {
 		buf := make([]byte, 32<<10)

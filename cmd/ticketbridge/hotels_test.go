@@ -570,7 +570,7 @@ func TestWebhookHotelsListenApart(t *testing.T) {
 		vars := map[string]string{
 			"TICKETBRIDGE_ADAPTER":        "webhook",
 			"TICKETBRIDGE_WEBHOOK_URL":    "http://127.0.0.1:1/" + name,
-			"TICKETBRIDGE_WEBHOOK_SECRET": "a-webhook-secret-of-" + name,
+			"TICKETBRIDGE_WEBHOOK_SECRET": "a-webhook-secret-long-enough-of-" + name,
 			"TICKETBRIDGE_WEBHOOK_DIR":    filepath.Join(fx.dir, "webhook", name),
 		}
 		if listen != "" {

@@ -184,7 +184,7 @@ func (w *replicaWorld) newMemoryDesk(hotel string) string {
 	}
 	listen := ln.Addr().String()
 	_ = ln.Close()
-	secret := "the-webhook-secret-of-" + hotel
+	secret := "the-webhook-secret-of-long-enough-" + hotel
 	rc, err := receiver.New(receiver.Options{Secret: secret, ReplyURL: "http://" + listen + "/events"})
 	if err != nil {
 		t.Fatal(err)

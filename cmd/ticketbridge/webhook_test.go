@@ -22,7 +22,7 @@ func TestCheckBesideARunningWebhookDaemon(t *testing.T) {
 	delete(b.vars, "TICKETBRIDGE_FILES_SETTLE")
 	b.vars["TICKETBRIDGE_ADAPTER"] = "webhook"
 	b.vars["TICKETBRIDGE_WEBHOOK_URL"] = receiver.URL + "/hooks"
-	b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = "a-shared-secret-of-some-length"
+	b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = "a-shared-secret-of-the-length-asked-for"
 	b.vars["TICKETBRIDGE_WEBHOOK_DIR"] = filepath.Join(b.dir, "webhook")
 	b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = closedPort(t)
 	b.vars["TICKETBRIDGE_STATE"] = filepath.Join(b.dir, "daemon.db")

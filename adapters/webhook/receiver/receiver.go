@@ -131,7 +131,7 @@ type Receiver struct {
 // New returns a receiver, reading the record file when there is one.
 func New(opts Options) (*Receiver, error) {
 	if len(opts.Secret) < webhook.MinSecretLen {
-		return nil, fmt.Errorf("start receiver: the secret is %d bytes long; want at least %d", len(opts.Secret), webhook.MinSecretLen)
+		return nil, fmt.Errorf("start receiver: Options.Secret is %d bytes long; want at least %d", len(opts.Secret), webhook.MinSecretLen)
 	}
 	if opts.ReplyText == "" {
 		opts.ReplyText = DefaultReplyText

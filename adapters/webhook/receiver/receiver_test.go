@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/webhook/receiver"
 )
 
-const secret = "receiver-test-secret-0123456789"
+const secret = "receiver-test-secret-0123456789abcdef"
 
 var now = time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 
@@ -207,8 +208,12 @@ func TestRecordSurvivesRestart(t *testing.T) {
 }
 
 func TestNewNeedsSecret(t *testing.T) {
-	if _, err := receiver.New(receiver.Options{Secret: "short"}); err == nil {
-		t.Fatal("New accepted a short secret")
+	_, err := receiver.New(receiver.Options{Secret: secret[:31]})
+	if err == nil || !strings.Contains(err.Error(), "31 bytes long; want at least 32") {
+		t.Fatalf("New with a 31-byte secret: %v", err)
+	}
+	if strings.Contains(err.Error(), secret[:31]) {
+		t.Fatalf("the error shows the secret: %v", err)
 	}
 }
 

@@ -100,16 +100,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	secret := strings.TrimSpace(getenv("TICKETBRIDGE_WEBHOOK_SECRET"))
+	secret, source := strings.TrimSpace(getenv("TICKETBRIDGE_WEBHOOK_SECRET")), "TICKETBRIDGE_WEBHOOK_SECRET"
 	if *secretFile != "" {
 		b, err := os.ReadFile(*secretFile)
 		if err != nil {
 			return fmt.Errorf("read secret file: %w", err)
 		}
-		secret = strings.TrimSpace(string(b))
+		secret, source = strings.TrimSpace(string(b)), "-secret-file "+*secretFile
 	}
 	if secret == "" {
 		return errors.New("no secret: pass -secret-file or set TICKETBRIDGE_WEBHOOK_SECRET")
+	}
+	if n := len(secret); n < webhook.MinSecretLen {
+		return fmt.Errorf("%s: the secret is %d bytes long; want at least %d (e.g. openssl rand -hex 32)", source, n, webhook.MinSecretLen)
 	}
 
 	rc, err := receiver.New(receiver.Options{
@@ -134,7 +137,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	srv := &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := newServer(rc, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on http://%s/\n", ln.Addr())
@@ -152,6 +155,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	st := rc.Stats()
 	log.Info("stopped", slog.Int("accepted", st.Accepted), slog.Int("duplicates", st.Duplicates), slog.Int("rejected", st.Rejected), slog.Int("invalid", st.Invalid))
 	return nil
+}
+
+// newServer returns the server of the deliveries, each exchange bounded
+// in time so that a client sending or reading slowly cannot hold a
+// connection (and its goroutine) for ever. A delivery's body is limited
+// by [receiver.MaxBodyBytes] as it is read.
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // replySince is when the guest messages to answer start: the receiver's

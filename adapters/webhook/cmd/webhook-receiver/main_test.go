@@ -29,7 +29,13 @@ func TestRunRefusesBadSetups(t *testing.T) {
 		want   string
 	}{
 		{"no secret", []string{"-listen", "127.0.0.1:0"}, noEnv, "no secret"},
-		{"short secret", []string{"-listen", "127.0.0.1:0", "-secret-file", short}, noEnv, "at least"},
+		{"short secret", []string{"-listen", "127.0.0.1:0", "-secret-file", short}, noEnv, "-secret-file " + short + ": the secret is 4 bytes long; want at least 32"},
+		{"31-byte secret", []string{"-listen", "nowhere"}, func(k string) string {
+			if k == "TICKETBRIDGE_WEBHOOK_SECRET" {
+				return "a-secret-long-enough-for-the-re"
+			}
+			return ""
+		}, "TICKETBRIDGE_WEBHOOK_SECRET: the secret is 31 bytes long; want at least 32"},
 		{"missing secret file", []string{"-secret-file", filepath.Join(dir, "nope")}, noEnv, "read secret file"},
 		{"bad flag", []string{"-bogus"}, withSecret, "flag provided but not defined"},
 		{"extra argument", []string{"extra"}, withSecret, "unexpected argument"},

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
+	"github.com/ticketbridge/ticketbridge/adapters/rt"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/adapters/zammad"
+	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// urlMarker stands for a secret put in a URL: in its user part and in a
+// query value. No error, page or log line may show it.
+const urlMarker = "url-secret-7c1e9a"
+
+// secretURLs are wrong values of a URL variable, each holding urlMarker,
+// each meant to reach another of a check's messages: credentials, a query,
+// a wrong scheme, no host, a value that does not parse, a space.
+func secretURLs(scheme, host string) []string {
+	return []string{
+		scheme + "://bob:" + urlMarker + "@" + host + "/x",
+		scheme + "://" + host + "/x?api_key=" + urlMarker,
+		scheme + "://" + host + "/x?api_key=" + urlMarker + "#" + urlMarker,
+		"ftp://" + host + "/x?api_key=" + urlMarker,
+		"ftp://bob:" + urlMarker + "@" + host + "/x?api_key=" + urlMarker,
+		scheme + ":///x?api_key=" + urlMarker,
+		scheme + "://bob:" + urlMarker + "@[::1:bad/x?api_key=" + urlMarker,
+		scheme + "://" + host + "/x?api_key=" + urlMarker + " # a comment",
+	}
+}
+
+// TestURLErrorsHideSecrets: every URL variable's check says what is wrong
+// without the password or a query value of the URL.
+func TestURLErrorsHideSecrets(t *testing.T) {
+	// A webhook receiver may take a token in its URL: such a URL passes,
+	// and the adapter's description hides it.
+	webhookURL := func(v string) error {
+		c := webhook.Config{URL: v, Secret: webhook.Secret(strings.Repeat("s", 64)), Dir: t.TempDir(), Listen: webhook.ListenOff}
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		a, err := webhook.New(t.Context(), c, webhook.Options{})
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return errors.New(a.String())
+	}
+	checks := map[string]func(v string) error{
+		"TICKETBRIDGE_API_URL": checkAPIURL,
+		"TICKETBRIDGE_RT_URL": func(v string) error {
+			return rt.Config{URL: v, Token: "rt-token-0123456789"}.Validate()
+		},
+		"TICKETBRIDGE_ZENDESK_URL": func(v string) error {
+			return zendesk.Config{URL: v, Email: "a@b.example", Token: "zendesk-token-0123456789"}.Validate()
+		},
+		"TICKETBRIDGE_FRESHDESK_URL": func(v string) error {
+			return freshdesk.Config{URL: v, APIKey: "freshdesk-token-0123456789"}.Validate()
+		},
+		"TICKETBRIDGE_ZAMMAD_URL": func(v string) error {
+			return zammad.Config{URL: v, Token: "zammad-token-0123456789"}.Validate()
+		},
+		"TICKETBRIDGE_WEBHOOK_URL": webhookURL,
+	}
+	for name, check := range checks {
+		for _, v := range secretURLs("https", "helpdesk.example") {
+			err := check(v)
+			if err == nil {
+				t.Errorf("%s=%s passed its check", name, v)
+				continue
+			}
+			if strings.Contains(err.Error(), urlMarker) {
+				t.Errorf("%s=%s: the error shows the secret: %v", name, v, err)
+			}
+		}
+	}
+	// A configuration printed or logged shows its URL as redact does.
+	for _, v := range secretURLs("https", "helpdesk.example") {
+		for _, c := range []any{rt.Config{URL: v}, zendesk.Config{URL: v}, freshdesk.Config{URL: v}, zammad.Config{URL: v}} {
+			var logged bytes.Buffer
+			slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
+			if text := fmt.Sprintf("%v %+v %#v %s", c, c, c, logged.String()); strings.Contains(text, urlMarker) {
+				t.Errorf("a %T of URL %s prints the secret: %s", c, v, text)
+			}
+		}
+	}
+	// The state URL: nothing listens on port 1, and a value that is no
+	// PostgreSQL URL fails to parse.
+	for _, v := range append(secretURLs("postgres", "127.0.0.1:1"),
+		"postgres://bob:"+urlMarker+"@127.0.0.1:1/db?sslmode=nonsense&password="+urlMarker,
+		"postgres://bob:"+urlMarker+"@127.0.0.1:1/db?connect_timeout=x&options="+urlMarker) {
+		if !state.IsURL(v) {
+			continue
+		}
+		s, err := state.Open(v, state.Options{Hotel: "default"})
+		if err == nil {
+			s.Close()
+			t.Errorf("TICKETBRIDGE_STATE=%s opened", v)
+			continue
+		}
+		if strings.Contains(err.Error(), urlMarker) {
+			t.Errorf("TICKETBRIDGE_STATE=%s: the error shows the secret: %v", v, err)
+		}
+		if got := state.Redacted(v); strings.Contains(got, urlMarker) {
+			t.Errorf("state.Redacted(%s) = %s", v, got)
+		}
+	}
+}
+
+// TestHotelNotReadyHidesURLSecrets: a hotel whose URL is wrong is named
+// not ready, with the reason, on /readyz and on the list of hotels, which
+// anyone who reaches the listener may read: the reason hides the URL's
+// secrets.
+func TestHotelNotReadyHidesURLSecrets(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.writeHotel("good", nil)
+	fx.writeHotel("badapi", map[string]string{"TICKETBRIDGE_API_URL": "https://api.example/x?api_key=" + urlMarker})
+	fx.writeHotel("badrt", map[string]string{"TICKETBRIDGE_ADAPTER": "rt",
+		"TICKETBRIDGE_RT_URL": "https://rt.example/?api_key=" + urlMarker, "TICKETBRIDGE_RT_TOKEN": "rt-token-0123456789"})
+	fx.writeHotel("badzendesk", map[string]string{"TICKETBRIDGE_ADAPTER": "zendesk",
+		"TICKETBRIDGE_ZENDESK_URL":   "ftp://bob:" + urlMarker + "@zd.example/?api_key=" + urlMarker,
+		"TICKETBRIDGE_ZENDESK_EMAIL": "a@b.example", "TICKETBRIDGE_ZENDESK_TOKEN": "zendesk-token-0123456789"})
+	fx.start()
+	fx.waitCycles("good")
+	code, ready := fx.get("/readyz")
+	for _, h := range []string{"badapi", "badrt", "badzendesk"} {
+		if code != 503 || !strings.Contains(ready, "hotel "+h+": not ready") {
+			t.Errorf("/readyz does not name %s not ready: %d\n%s", h, code, ready)
+		}
+	}
+	_, list := fx.get("/")
+	for _, want := range []string{"TICKETBRIDGE_API_URL", "TICKETBRIDGE_RT_URL", "TICKETBRIDGE_ZENDESK_URL"} {
+		if !strings.Contains(ready, want) || !strings.Contains(list, want) {
+			t.Errorf("the reasons do not name %s:\n%s\n%s", want, ready, list)
+		}
+	}
+	for what, text := range map[string]string{"/readyz": ready, "the list of hotels": list} {
+		if strings.Contains(text, urlMarker) {
+			t.Errorf("%s shows a URL's secret:\n%s", what, text)
+		}
+	}
+}
