@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/ticketbridge/ticketbridge/internal/redact"
+	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
 
 // BaseURL describes a helpdesk's address variable for [BaseURL.Parse]: its
@@ -82,8 +82,9 @@ func Loopback(host string) bool {
 // SecretOrFile returns the secret of the variable v: value when file is
 // empty, else the content of file without surrounding white space (a
 // systemd credential, a mounted secret), file being the value of v_FILE.
-// Both set is an error, and so is an empty file. The errors name v and
-// v_FILE and never show the secret.
+// Both set is an error, and so are an empty file and a file that users
+// other than the service may read (package secretfile). The errors name v
+// and v_FILE and never show the secret.
 func SecretOrFile(v, value, file string) (string, error) {
 	if file == "" {
 		return value, nil
@@ -91,17 +92,9 @@ func SecretOrFile(v, value, file string) (string, error) {
 	if value != "" {
 		return "", fmt.Errorf("%s and %s_FILE are both set: use one", v, v)
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		// The path is configuration, not a secret; the error of
-		// os.ReadFile holds only the path and the reason.
-		return "", fmt.Errorf("read %s_FILE: %w", v, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s_FILE %q is empty", v, file)
-	}
-	return s, nil
+	// The path is configuration, not a secret; the errors hold only the
+	// path and the reason.
+	return secretfile.Read(file, v+"_FILE")
 }
 
 // ParseDepartments parses s, the value of the variable v, a

@@ -86,10 +86,17 @@ func TestSecretOrFile(t *testing.T) {
 	if got, err := adapters.SecretOrFile("X_TOKEN", "", file); err != nil || got != "s3cret" {
 		t.Errorf("file: %q, %v", got, err)
 	}
+	open := filepath.Join(dir, "open")
+	if err := os.WriteFile(open, []byte("s3cret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adapters.SecretOrFile("X_TOKEN", "", open); err == nil || !strings.Contains(err.Error(), "every user may") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a file every user may read: %v", err)
+	}
 	if _, err := adapters.SecretOrFile("X_TOKEN", "direct", file); err == nil || err.Error() != "X_TOKEN and X_TOKEN_FILE are both set: use one" {
 		t.Errorf("both: %v", err)
 	}
-	if _, err := adapters.SecretOrFile("X_TOKEN", "", empty); err == nil || err.Error() != fmt.Sprintf("X_TOKEN_FILE %q is empty", empty) {
+	if _, err := adapters.SecretOrFile("X_TOKEN", "", empty); err == nil || err.Error() != fmt.Sprintf("read X_TOKEN_FILE %s: the file is empty", empty) {
 		t.Errorf("empty file: %v", err)
 	}
 	_, err := adapters.SecretOrFile("X_TOKEN", "", filepath.Join(dir, "missing"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
+	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
 
 // Defaults of [Config].
@@ -104,7 +104,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	case c.Secret != "" && c.SecretFile != "":
 		return c, errors.New("read webhook configuration: set TICKETBRIDGE_WEBHOOK_SECRET or TICKETBRIDGE_WEBHOOK_SECRET_FILE, not both")
 	case c.SecretFile != "":
-		s, err := readSecretFile(c.SecretFile)
+		s, err := secretfile.Read(c.SecretFile, "TICKETBRIDGE_WEBHOOK_SECRET_FILE")
 		if err != nil {
 			return c, fmt.Errorf("read webhook configuration: TICKETBRIDGE_WEBHOOK_SECRET_FILE: %w", err)
 		}
@@ -179,30 +179,6 @@ func variableOf(err error) string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// readSecretFile reads a one-line secret, refusing a file every user may
-// read.
-func readSecretFile(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("read secret file: %w", err)
-	}
-	if fi.Mode().Perm()&0o004 != 0 {
-		return "", fmt.Errorf("read secret file %s: readable by every user (mode %v); run chmod 600 %s", path, fi.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return "", fmt.Errorf("read secret file %s: permission denied for this user", path)
-		}
-		return "", fmt.Errorf("read secret file: %w", err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("read secret file %s: the file is empty", path)
-	}
-	return s, nil
 }
 
 // Factory builds the adapter from deps' environment; register it as

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
+	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
 
 // Config is the daemon's own configuration; the engine, the adapters and
@@ -358,33 +358,13 @@ func credentialFile(env envconfig.Lookuper, name string) string {
 }
 
 // errKeyFileOpen is matched by the error of a secret file that users
-// other than its owner may read.
-var errKeyFileOpen = errors.New("readable by other users")
+// other than the service may read.
+var errKeyFileOpen = secretfile.ErrReadable
 
 // readSecretFile reads a one-line secret from path, refusing a file that
-// its group or other users may read (the group ticketbridge holds the
-// staff of the files helpdesk).
-func readSecretFile(path, what string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s file: %w", what, err)
-	}
-	if fi.Mode().Perm()&0o044 != 0 {
-		return "", fmt.Errorf("read %s file %s: %w (mode %v); run chmod 600 %s", what, path, errKeyFileOpen, fi.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return "", fmt.Errorf("read %s file %s: %w for this user", what, path, fs.ErrPermission)
-		}
-		return "", fmt.Errorf("read %s file: %w", what, err)
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" {
-		return "", fmt.Errorf("read %s file %s: the file is empty", what, path)
-	}
-	return v, nil
-}
+// users other than the service may read (see package secretfile: the
+// group ticketbridge holds the staff of the files helpdesk).
+func readSecretFile(path, what string) (string, error) { return secretfile.Read(path, what+" file") }
 
 // apiURLExample is the form of TICKETBRIDGE_API_URL the messages show.
 const apiURLExample = "the API root the platform gave, e.g. https://api.example.com"

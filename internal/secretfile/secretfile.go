@@ -1,0 +1,150 @@
+// Package secretfile reads the one-line secrets the daemon is given as
+// files: the API key, the helpdesks' tokens, the webhook secret, the
+// console token. It is the one place that decides whether a secret file
+// is kept well enough to be used.
+//
+// A file that every user may read is refused. A file its group may read is
+// refused when that group holds anyone but the service and root: on an
+// installed system the group ticketbridge holds the staff of the files
+// helpdesk, who must not read the service's secrets. A group that holds
+// the service alone is accepted, as Kubernetes mounts secrets (mode 0440,
+// group fsGroup). Members are read from /etc/group and /etc/passwd; a
+// group whose members a directory service lists elsewhere is not seen.
+//
+// Errors name the file, the variable or credential it came from and the
+// fix, never the secret.
+package secretfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrReadable is matched by the error of a secret file that users other
+// than the service (and root) may read.
+var ErrReadable = errors.New("readable by other users")
+
+// The account databases; tests point them elsewhere.
+var (
+	groupFile  = "/etc/group"
+	passwdFile = "/etc/passwd"
+)
+
+// Read returns the content of path without surrounding white space; what
+// names the file in errors ("API key file", "TICKETBRIDGE_ZENDESK_TOKEN_FILE").
+// It refuses an empty file, and a file others may read (see the package
+// doc), with an error matching [ErrReadable].
+func Read(path, what string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", what, err)
+	}
+	if err := Check(path, fi); err != nil {
+		return "", fmt.Errorf("read %s %s: %w", what, path, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return "", fmt.Errorf("read %s %s: %w for this user", what, path, fs.ErrPermission)
+		}
+		return "", fmt.Errorf("read %s: %w", what, err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("read %s %s: the file is empty", what, path)
+	}
+	return v, nil
+}
+
+// Check says whether the file at path, described by fi, is kept well
+// enough for a secret: nil, or an error matching [ErrReadable] that says
+// who may read it and how to mend it.
+func Check(path string, fi fs.FileInfo) error {
+	perm := fi.Mode().Perm()
+	if perm&0o004 != 0 {
+		return fmt.Errorf("%w: every user may (mode %v); run chmod 600 %s", ErrReadable, perm, path)
+	}
+	if perm&0o040 == 0 {
+		return nil
+	}
+	gid, ok := fileGroup(fi)
+	if !ok {
+		return fmt.Errorf("%w: its group may (mode %v); run chmod 600 %s", ErrReadable, perm, path)
+	}
+	others, err := groupOthers(gid, os.Getuid())
+	if err != nil {
+		return fmt.Errorf("%w: its group may (mode %v) and its members cannot be told (%v); run chmod 600 %s", ErrReadable, perm, err, path)
+	}
+	if len(others) > 0 {
+		if len(others) > 5 {
+			others = append(others[:5], "…")
+		}
+		return fmt.Errorf("%w: its group (gid %d) may, and holds %s (mode %v); run chmod 600 %s", ErrReadable, gid, strings.Join(others, ", "), perm, path)
+	}
+	return nil
+}
+
+// groupOthers returns the users other than uid and root who belong to the
+// group gid: its listed members and the users whose primary group it is.
+func groupOthers(gid, uid int) ([]string, error) {
+	self, users, err := passwd(gid, uid)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(groupFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the groups: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) < 4 || fields[2] != strconv.Itoa(gid) {
+			continue
+		}
+		for _, m := range strings.Split(fields[3], ",") {
+			if m = strings.TrimSpace(m); m != "" && m != self && m != "root" {
+				users = append(users, m)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read the groups: %w", err)
+	}
+	slices.Sort(users)
+	return slices.Compact(users), nil
+}
+
+// passwd returns the name of uid and the users other than uid and root
+// whose primary group is gid.
+func passwd(gid, uid int) (self string, users []string, err error) {
+	f, err := os.Open(passwdFile)
+	if err != nil {
+		return "", nil, fmt.Errorf("read the users: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) < 4 {
+			continue
+		}
+		switch {
+		case fields[2] == strconv.Itoa(uid):
+			self = fields[0]
+		case fields[2] == "0":
+		case fields[3] == strconv.Itoa(gid):
+			users = append(users, fields[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", nil, fmt.Errorf("read the users: %w", err)
+	}
+	return self, users, nil
+}
