@@ -136,7 +136,10 @@ const (
 // its hooks are; do not change its fields once it is in use.
 type HTTPClient struct {
 	// HTTP sends the requests; nil means a client with a timeout of
-	// [DefaultHTTPTimeout] per attempt.
+	// [DefaultHTTPTimeout] per attempt. Do follows no redirect, whatever
+	// the client's CheckRedirect: a redirect is a permanent error naming
+	// the Location (httpretry.ErrRedirect), so that credentials go only to
+	// the configured address.
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default.
@@ -178,7 +181,7 @@ type HTTPClient struct {
 	Logger *slog.Logger
 }
 
-var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout}
+var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout, CheckRedirect: httpretry.RefuseRedirect}
 
 // Slots bounds the requests in flight of every adapter whose context
 // carries it (see [WithSlots]): a daemon of many hotels shares one among
@@ -347,9 +350,9 @@ func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, 
 		c.Authorize(r)
 	}
 	secrets := requestSecrets(r)
-	hc := c.HTTP
-	if hc == nil {
-		hc = defaultHTTP
+	hc := defaultHTTP
+	if c.HTTP != nil {
+		hc = httpretry.NoRedirects(c.HTTP)
 	}
 	release, err := acquire(ctx)
 	if err != nil {

@@ -69,7 +69,10 @@ type Config struct {
 	// the token exchange, and never appears in logs or errors.
 	APIKey string
 	// HTTPClient makes the requests; nil means a client with a 30 s timeout
-	// per attempt and bounded dial, TLS and header timeouts.
+	// per attempt and bounded dial, TLS and header timeouts. The client
+	// uses a copy of it that follows no redirect (see
+	// httpretry.ErrRedirect): the key must not travel to an address
+	// other than BaseURL.
 	HTTPClient *http.Client
 	// Logger receives one debug record per attempt; nil discards.
 	Logger *slog.Logger
@@ -143,7 +146,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		base: base,
 		key:  key,
-		hc:   cfg.HTTPClient,
+		hc:   httpretry.NoRedirects(cfg.HTTPClient),
 		log:  cfg.Logger,
 		ua:   cfg.UserAgent,
 		now:  cfg.Now,
@@ -210,7 +213,7 @@ func defaultHTTPClient() *http.Client {
 	t.ResponseHeaderTimeout = DefaultRequestTimeout
 	t.IdleConnTimeout = 90 * time.Second
 	t.MaxIdleConnsPerHost = 4
-	return &http.Client{Transport: t, Timeout: DefaultRequestTimeout}
+	return &http.Client{Transport: t, Timeout: DefaultRequestTimeout, CheckRedirect: httpretry.RefuseRedirect}
 }
 
 // String describes the client without its key.

@@ -33,8 +33,8 @@ const (
 	// connection that failed or was reset, an attempt that timed out.
 	Retryable
 	// Permanent cannot succeed when repeated unchanged: every other answer,
-	// a certificate the client does not trust, and the caller's context
-	// ending (the caller gave up).
+	// a redirect ([ErrRedirect]), a certificate the client does not trust,
+	// and the caller's context ending (the caller gave up).
 	Permanent
 	// Auth is a 401 or 403: the credentials were refused or lack a right.
 	// Repeating cannot help until the configuration changes.
@@ -72,6 +72,10 @@ func Classify(ctx context.Context, status int, err error) Class {
 	)
 	switch {
 	case ctx.Err() != nil, errors.Is(err, context.Canceled):
+		return Permanent
+	case errors.Is(err, ErrRedirect):
+		// The server sends the client elsewhere: it answers the same
+		// way when asked again.
 		return Permanent
 	case errors.As(err, &verify), errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid):
 		// An untrusted, expired or misnamed certificate does not mend
