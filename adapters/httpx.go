@@ -55,6 +55,9 @@ type HTTPError struct {
 	Attempts   int           // how many times the request was sent
 	Class      httpretry.Class
 	Err        error // the sentinel or transport error; nil for other statuses
+	// PutOff is set when the helpdesk asked for a wait longer than the
+	// client's MaxWait: the caller comes back after PutOff.Until.
+	PutOff *httpretry.WaitError
 
 	detail string // Err's text, scrubbed
 }
@@ -82,8 +85,17 @@ func (e *HTTPError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the sentinel or transport error.
-func (e *HTTPError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel or transport error, and PutOff when set.
+func (e *HTTPError) Unwrap() []error {
+	var errs []error
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	if e.PutOff != nil {
+		errs = append(errs, e.PutOff)
+	}
+	return errs
+}
 
 // HTTPRequest is one request for [HTTPClient.Do]. The body is bytes so that
 // every retry sends it again unchanged.
@@ -148,9 +160,12 @@ type HTTPClient struct {
 	// [DefaultHTTPAttempts], 1 disables retries.
 	MaxAttempts int
 	// MaxWait is the longest wait Do sits out before a retry; 0 means
-	// [DefaultHTTPMaxWait]. When the helpdesk asks for longer, Do returns
-	// a retryable error whose RetryAfter says how long, and the engine
-	// comes back later.
+	// [DefaultHTTPMaxWait], and a context carrying a shorter one
+	// (httpretry.WithMaxWait) lowers it. When the helpdesk asks for
+	// longer, Do returns at once a retryable error whose RetryAfter says
+	// how long and which matches httpretry.ErrWaitTooLong (its
+	// httpretry.WaitError says until when), and the engine puts off its
+	// calls to the helpdesk until then.
 	MaxWait time.Duration
 	// MaxBody caps how much of an answer's body is read; 0 means
 	// [DefaultHTTPMaxBody]. A longer body is an error.
@@ -291,7 +306,11 @@ func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, er
 	if out.Asked {
 		herr.RetryAfter = out.Wait
 	}
-	if out.Err != nil && !errors.Is(out.Err, httpretry.ErrWaitTooLong) {
+	if errors.As(out.Err, &herr.PutOff) {
+		herr.RetryAfter = out.Wait
+		return nil, herr
+	}
+	if out.Err != nil {
 		return nil, fmt.Errorf("wait to retry: %w (last error: %w)", out.Err, herr)
 	}
 	return nil, herr

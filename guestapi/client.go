@@ -84,6 +84,12 @@ type Config struct {
 	// MaxAttempts bounds the attempts per call, the first included; zero
 	// means 4, 1 disables retries.
 	MaxAttempts int
+	// MaxWait is the longest wait between attempts; zero means
+	// httpretry.DefaultMaxWait (a context may lower it, see
+	// httpretry.WithMaxWait). When the server asks for longer (a
+	// Retry-After), the call ends at once with an error matching
+	// httpretry.ErrWaitTooLong that says until when (httpretry.WaitError).
+	MaxWait time.Duration
 	// Now is the clock for token expiry and Retry-After dates; nil means
 	// time.Now.
 	Now func() time.Time
@@ -137,6 +143,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxAttempts < 0 {
 		return nil, fmt.Errorf("check config: MaxAttempts %d is negative: want 0 (default %d) or more", cfg.MaxAttempts, DefaultMaxAttempts)
 	}
+	if cfg.MaxWait < 0 {
+		return nil, fmt.Errorf("check config: MaxWait %s is negative: want 0 (default %s) or more", cfg.MaxWait, httpretry.DefaultMaxWait)
+	}
 	if cfg.Backoff.Base < 0 || cfg.Backoff.Max < 0 {
 		return nil, fmt.Errorf("check config: Backoff base %s, max %s: durations must not be negative", cfg.Backoff.Base, cfg.Backoff.Max)
 	}
@@ -171,6 +180,7 @@ func New(cfg Config) (*Client, error) {
 		Backoff:       cfg.Backoff,
 		MaxAttempts:   attempts,
 		RateLimitWait: RateLimitWait,
+		MaxWait:       cfg.MaxWait,
 		Sleep:         cfg.Sleep,
 		Now:           c.now,
 		OnRetry: func(ctx context.Context, call httpretry.Call, attempt int, _ httpretry.Result, wait time.Duration) {

@@ -6,6 +6,11 @@
 // (adapters.HTTPClient) run their attempts through [Retrier.Do], so an
 // answer means the same on either side.
 //
+// It also holds what every client of the daemon shares besides the loop:
+// no redirect is followed ([RefuseRedirect], [ErrRedirect]), and no wait
+// is longer than [DefaultMaxWait] or the caller's [WithMaxWait]; a server
+// asking for longer gets a [*WaitError] saying until when.
+//
 // It is not an HTTP client: callers build, send and read their requests
 // and hand the loop what each attempt gave. Errors, logging and secrets
 // stay with the callers.
