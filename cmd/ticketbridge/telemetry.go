@@ -260,7 +260,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 
 	// Series that exist from the start, so that rate() and alerts see a
 	// zero before the first event.
-	for _, o := range []string{sync.OutcomeOK, sync.OutcomePartial, sync.OutcomeFailed} {
+	for _, o := range []string{sync.OutcomeOK, sync.OutcomePartial, sync.OutcomePutOff, sync.OutcomeFailed} {
 		m.cycles.WithLabelValues(o)
 	}
 	for _, d := range []string{dirToHelpdesk, dirToAPI} {
