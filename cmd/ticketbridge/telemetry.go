@@ -466,9 +466,13 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	t.lastEnd = now
 	t.lastOutcome = outcome
 	t.lastFatal = ""
-	if synced {
+	switch {
+	case synced:
 		t.lastOK = now
-	} else {
+	case outcome == sync.OutcomePutOff && err == nil:
+		// A side asked the bridge to stay away for a while: no failure;
+		// readiness turns if nothing syncs for TICKETBRIDGE_CYCLE_MAX.
+	default:
 		t.lastOutcome = sync.OutcomeFailed
 		t.lastFatal = r.Fatal
 		if t.lastFatal == "" && err != nil {
