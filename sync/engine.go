@@ -104,8 +104,10 @@ type Engine struct {
 	// warnedFull is when each full department list (status, department)
 	// was last warned about.
 	warnedFull map[string]time.Time
-	// putOff holds the sides put off, by side (see [PutOff]).
-	putOff map[string]PutOff
+	// putOff holds the sides put off, by side (see [PutOff]); putOffRead
+	// says it was read from the last cycle stored, which a restart keeps.
+	putOff     map[string]PutOff
+	putOffRead bool
 }
 
 // New checks cfg and deps and returns an engine. It does no I/O; the
@@ -195,6 +197,9 @@ func (e *Engine) Check(ctx context.Context) error {
 func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if !e.putOffRead {
+		e.readPutOff()
+	}
 	c := e.newCycle(ctx)
 	defer c.cancel(nil)
 
@@ -212,6 +217,28 @@ func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 	c.phase("refresh", &c.rep.Phases.Refresh, c.refresh)
 	c.phase("send", &c.rep.Phases.Send, c.send)
 	return c.finish()
+}
+
+// readPutOff takes the sides the last cycle stored put off, so that a
+// restart does not call them before their wait is up; e.mu is held. A
+// report it cannot read puts nothing off.
+func (e *Engine) readPutOff() {
+	var last Report
+	err := e.st.View(func(tx *state.Tx) error {
+		c, ok, err := tx.LastCycle()
+		if err != nil || !ok || len(c.Report) == 0 {
+			return err
+		}
+		return json.Unmarshal(c.Report, &last)
+	})
+	if err != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelDebug, "read the last cycle's put-off: "+err.Error(), slog.String("op", "cycle"))
+		return
+	}
+	e.putOffRead = true
+	for _, p := range last.PutOff {
+		e.putOff[p.Side] = p
+	}
 }
 
 // cycle is the working set of one RunCycle.

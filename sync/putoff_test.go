@@ -93,7 +93,10 @@ func TestLongRetryAfterPutsTheAPIOff(t *testing.T) {
 	// Before the hour is up no cycle calls the API; the helpdesk's
 	// changes are still collected.
 	e.backend.Reply(e.ref(id), "Ana", "on its way")
-	for range 3 {
+	for i := range 3 {
+		if i == 1 {
+			e.open() // a restart remembers it too
+		}
 		r := e.tick()
 		if n := proxy.requests(); n != 0 {
 			t.Fatalf("a cycle before the hour was up made %d API requests", n)
