@@ -65,7 +65,8 @@ type telemetryConfig struct {
 	// serves none.
 	Listen string `env:"TICKETBRIDGE_LISTEN"`
 	// CycleMax is how long a cycle may take past its scheduled start before
-	// the daemon counts as stuck and stops feeding systemd's watchdog.
+	// the daemon counts as stuck and stops feeding systemd's watchdog; it is
+	// also each cycle's deadline (sync.Scheduler.Deadline).
 	CycleMax time.Duration `env:"TICKETBRIDGE_CYCLE_MAX, default=20m"`
 }
 
