@@ -1,14 +1,60 @@
 package adapters
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
 
+	"github.com/sethvargo/go-envconfig"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
+
+// InsecureHTTPVar is the one variable that lets the daemon speak plain
+// http to a host that is not loopback (see [CheckHTTPS]).
+const InsecureHTTPVar = "TICKETBRIDGE_ALLOW_INSECURE_HTTP"
+
+// InsecureHTTP is the env-tagged setting of [InsecureHTTPVar]; the daemon's
+// configuration and every adapter whose address may be http read it with
+// [LoadInsecureHTTP].
+type InsecureHTTP struct {
+	Allow bool `env:"TICKETBRIDGE_ALLOW_INSECURE_HTTP, default=false"`
+}
+
+// LoadInsecureHTTP reads [InsecureHTTPVar] from env (not prefixed); a
+// nil env finds nothing.
+func LoadInsecureHTTP(ctx context.Context, env envconfig.Lookuper) (bool, error) {
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	var c InsecureHTTP
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
+		return false, fmt.Errorf("read %s: want true or false", InsecureHTTPVar)
+	}
+	return c.Allow, nil
+}
+
+// CheckHTTPS is the daemon's one rule for the addresses it sends
+// credentials to (the API, every helpdesk, the webhook receiver): https,
+// or plain http to a loopback host (a local fake, a tunnel, the reference
+// server), or plain http anywhere when the operator opted out with
+// [InsecureHTTPVar]. v names the variable for the error, which shows the
+// address through package redact only.
+func CheckHTTPS(v string, u *url.URL, allowInsecure bool) error {
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if Loopback(u.Hostname()) || allowInsecure {
+			return nil
+		}
+		return fmt.Errorf("%s %q: plain http to a host that is not loopback would carry the credentials in clear: use https, or set %s=true to accept it",
+			v, redact.Parsed(u), InsecureHTTPVar)
+	}
+	return fmt.Errorf("%s %q: the scheme must be https (or http to a loopback address)", v, redact.Parsed(u))
+}
 
 // BaseURL describes a helpdesk's address variable for [BaseURL.Parse]: its
 // name and the hints its error messages give.
@@ -26,13 +72,16 @@ type BaseURL struct {
 	// APISuffix is the API path trimmed from the end of the address, e.g.
 	// /api/v2, so that either form may be given.
 	APISuffix string
+	// AllowInsecureHTTP accepts plain http to any host (see [CheckHTTPS]).
+	AllowInsecureHTTP bool
 }
 
 // Parse checks raw and returns it without a trailing slash or APISuffix.
 // It refuses an address with credentials, a query or a fragment. Plain
-// http is accepted only for a loopback host (a local fake or a tunnel): a
-// helpdesk's credentials must not cross a network in clear. The errors
-// name b.Var and never show credentials.
+// http is accepted only for a loopback host (a local fake or a tunnel),
+// unless AllowInsecureHTTP is set ([CheckHTTPS]): a helpdesk's credentials
+// must not cross a network in clear. The errors name b.Var and never show
+// credentials.
 func (b BaseURL) Parse(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -48,14 +97,8 @@ func (b BaseURL) Parse(raw string) (string, error) {
 	if u.Host == "" {
 		return "", fmt.Errorf("%s %q has no host: want e.g. %s", b.Var, redact.Parsed(u), b.Example)
 	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !Loopback(u.Hostname()) {
-			return "", fmt.Errorf("%s %q: use https; plain http is accepted only for a loopback address", b.Var, redact.Parsed(u))
-		}
-	default:
-		return "", fmt.Errorf("%s %q: the scheme must be https", b.Var, redact.Parsed(u))
+	if err := CheckHTTPS(b.Var, u, b.AllowInsecureHTTP); err != nil {
+		return "", err
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return "", fmt.Errorf("%s %q: remove the query or fragment", b.Var, redact.Parsed(u))

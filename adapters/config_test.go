@@ -41,8 +41,8 @@ func TestBaseURLParse(t *testing.T) {
 		"https://desk.example/%zz":      "X_URL does not parse as a URL: want e.g. https://desk.example",
 		"https://k:secret@desk.example": "X_URL carries credentials: put the key in X_KEY",
 		"desk.example":                  `X_URL "desk.example" has no host: want e.g. https://desk.example`,
-		"http://desk.example":           `X_URL "http://desk.example": use https; plain http is accepted only for a loopback address`,
-		"ftp://desk.example":            `X_URL "ftp://desk.example": the scheme must be https`,
+		"http://desk.example":           `X_URL "http://desk.example": plain http to a host that is not loopback would carry the credentials in clear: use https, or set TICKETBRIDGE_ALLOW_INSECURE_HTTP=true to accept it`,
+		"ftp://desk.example":            `X_URL "ftp://desk.example": the scheme must be https (or http to a loopback address)`,
 		"https://desk.example/?a=1":     `X_URL "https://desk.example/?a=xxxxx": remove the query or fragment`,
 		"https://desk.example/#top":     `X_URL "https://desk.example/": remove the query or fragment`,
 	} {

@@ -56,6 +56,9 @@ type HTTPError struct {
 	Attempts   int           // how many times the request was sent
 	Class      httpretry.Class
 	Err        error // the sentinel or transport error; nil for other statuses
+	// PutOff is set when the helpdesk asked for a wait longer than the
+	// client's MaxWait: the caller comes back after PutOff.Until.
+	PutOff *httpretry.WaitError
 
 	detail string // Err's text, scrubbed
 }
@@ -83,8 +86,17 @@ func (e *HTTPError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the sentinel or transport error.
-func (e *HTTPError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel or transport error, and PutOff when set.
+func (e *HTTPError) Unwrap() []error {
+	var errs []error
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	if e.PutOff != nil {
+		errs = append(errs, e.PutOff)
+	}
+	return errs
+}
 
 // HTTPRequest is one request for [HTTPClient.Do]. The body is bytes so that
 // every retry sends it again unchanged.
@@ -137,7 +149,10 @@ const (
 // its hooks are; do not change its fields once it is in use.
 type HTTPClient struct {
 	// HTTP sends the requests; nil means a client with a timeout of
-	// [DefaultHTTPTimeout] per attempt.
+	// [DefaultHTTPTimeout] per attempt. Do follows no redirect, whatever
+	// the client's CheckRedirect: a redirect is a permanent error naming
+	// the Location (httpretry.ErrRedirect), so that credentials go only to
+	// the configured address.
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default.
@@ -146,9 +161,12 @@ type HTTPClient struct {
 	// [DefaultHTTPAttempts], 1 disables retries.
 	MaxAttempts int
 	// MaxWait is the longest wait Do sits out before a retry; 0 means
-	// [DefaultHTTPMaxWait]. When the helpdesk asks for longer, Do returns
-	// a retryable error whose RetryAfter says how long, and the engine
-	// comes back later.
+	// [DefaultHTTPMaxWait], and a context carrying a shorter one
+	// (httpretry.WithMaxWait) lowers it. When the helpdesk asks for
+	// longer, Do returns at once a retryable error whose RetryAfter says
+	// how long and which matches httpretry.ErrWaitTooLong (its
+	// httpretry.WaitError says until when), and the engine puts off its
+	// calls to the helpdesk until then.
 	MaxWait time.Duration
 	// MaxBody caps how much of an answer's body is read; 0 means
 	// [DefaultHTTPMaxBody]. A longer body is an error.
@@ -175,7 +193,7 @@ type HTTPClient struct {
 	Logger *slog.Logger
 }
 
-var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout}
+var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout, CheckRedirect: httpretry.RefuseRedirect}
 
 // Slots bounds the requests in flight of every adapter whose context
 // carries it (see [WithSlots]): a daemon of many hotels shares one among
@@ -285,7 +303,11 @@ func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, er
 	if out.Asked {
 		herr.RetryAfter = out.Wait
 	}
-	if out.Err != nil && !errors.Is(out.Err, httpretry.ErrWaitTooLong) {
+	if errors.As(out.Err, &herr.PutOff) {
+		herr.RetryAfter = out.Wait
+		return nil, herr
+	}
+	if out.Err != nil {
 		return nil, fmt.Errorf("wait to retry: %w (last error: %w)", out.Err, herr)
 	}
 	return nil, herr
@@ -344,9 +366,9 @@ func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, 
 		c.Authorize(r)
 	}
 	secrets := requestSecrets(r)
-	hc := c.HTTP
-	if hc == nil {
-		hc = defaultHTTP
+	hc := defaultHTTP
+	if c.HTTP != nil {
+		hc = httpretry.NoRedirects(c.HTTP)
 	}
 	release, err := acquire(ctx)
 	if err != nil {

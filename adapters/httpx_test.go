@@ -155,6 +155,29 @@ func TestDoReturnsLongRetryAfterToTheCaller(t *testing.T) {
 	if s.count() != 1 || len(sl.Sleeps()) != 0 {
 		t.Fatalf("%d requests, waits %v; want one request and no wait", s.count(), sl.Sleeps())
 	}
+	if !errors.Is(err, httpretry.ErrWaitTooLong) || he.PutOff == nil || he.PutOff.Wait != time.Hour {
+		t.Errorf("Do = %v (put off %+v), want one matching ErrWaitTooLong that says until when", err, he.PutOff)
+	}
+}
+
+// TestDoWaitsNoLongerThanTheCycleAllows: a context carrying a shorter
+// longest wait (the engine's: the schedule's interval) wins over
+// MaxWait, for a 503's Retry-After too, and on the last attempt.
+func TestDoWaitsNoLongerThanTheCycleAllows(t *testing.T) {
+	s := &script{statuses: []int{503}, headers: []http.Header{{"Retry-After": {"120"}}}}
+	url := serve(t, s)
+	sl := newSleeper()
+	c := newClient(sl)
+	c.MaxAttempts = 1
+	ctx := httpretry.WithMaxWait(t.Context(), 30*time.Second)
+	_, err := c.Do(ctx, adapters.HTTPRequest{URL: url})
+	var he *adapters.HTTPError
+	if !errors.As(err, &he) || he.PutOff == nil || he.PutOff.Wait != 2*time.Minute || he.PutOff.Max != 30*time.Second {
+		t.Fatalf("Do = %v, want a put-off of 2m over the 30s allowed", err)
+	}
+	if s.count() != 1 || len(sl.Sleeps()) != 0 {
+		t.Fatalf("%d requests, waits %v; want one request and no wait", s.count(), sl.Sleeps())
+	}
 }
 
 func TestDoUsesTheAdaptersWaitHook(t *testing.T) {

@@ -70,7 +70,10 @@ type Config struct {
 	// the token exchange, and never appears in logs or errors.
 	APIKey string
 	// HTTPClient makes the requests; nil means a client with a 30 s timeout
-	// per attempt and bounded dial, TLS and header timeouts.
+	// per attempt and bounded dial, TLS and header timeouts. The client
+	// uses a copy of it that follows no redirect (see
+	// httpretry.ErrRedirect): the key must not travel to an address
+	// other than BaseURL.
 	HTTPClient *http.Client
 	// Logger receives one debug record per attempt; nil discards.
 	Logger *slog.Logger
@@ -82,6 +85,12 @@ type Config struct {
 	// MaxAttempts bounds the attempts per call, the first included; zero
 	// means 4, 1 disables retries.
 	MaxAttempts int
+	// MaxWait is the longest wait between attempts; zero means
+	// httpretry.DefaultMaxWait (a context may lower it, see
+	// httpretry.WithMaxWait). When the server asks for longer (a
+	// Retry-After), the call ends at once with an error matching
+	// httpretry.ErrWaitTooLong that says until when (httpretry.WaitError).
+	MaxWait time.Duration
 	// Now is the clock for token expiry and Retry-After dates; nil means
 	// time.Now.
 	Now func() time.Time
@@ -135,6 +144,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxAttempts < 0 {
 		return nil, fmt.Errorf("check config: MaxAttempts %d is negative: want 0 (default %d) or more", cfg.MaxAttempts, DefaultMaxAttempts)
 	}
+	if cfg.MaxWait < 0 {
+		return nil, fmt.Errorf("check config: MaxWait %s is negative: want 0 (default %s) or more", cfg.MaxWait, httpretry.DefaultMaxWait)
+	}
 	if cfg.Backoff.Base < 0 || cfg.Backoff.Max < 0 {
 		return nil, fmt.Errorf("check config: Backoff base %s, max %s: durations must not be negative", cfg.Backoff.Base, cfg.Backoff.Max)
 	}
@@ -144,7 +156,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		base: base,
 		key:  key,
-		hc:   cfg.HTTPClient,
+		hc:   httpretry.NoRedirects(cfg.HTTPClient),
 		log:  cfg.Logger,
 		ua:   cfg.UserAgent,
 		now:  cfg.Now,
@@ -169,6 +181,7 @@ func New(cfg Config) (*Client, error) {
 		Backoff:       cfg.Backoff,
 		MaxAttempts:   attempts,
 		RateLimitWait: RateLimitWait,
+		MaxWait:       cfg.MaxWait,
 		Sleep:         cfg.Sleep,
 		Now:           c.now,
 		OnRetry: func(ctx context.Context, call httpretry.Call, attempt int, _ httpretry.Result, wait time.Duration) {
@@ -211,7 +224,7 @@ func defaultHTTPClient() *http.Client {
 	t.ResponseHeaderTimeout = DefaultRequestTimeout
 	t.IdleConnTimeout = 90 * time.Second
 	t.MaxIdleConnsPerHost = 4
-	return &http.Client{Transport: t, Timeout: DefaultRequestTimeout}
+	return &http.Client{Transport: t, Timeout: DefaultRequestTimeout, CheckRedirect: httpretry.RefuseRedirect}
 }
 
 // String describes the client without its key.

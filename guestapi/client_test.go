@@ -766,7 +766,7 @@ func TestRateLimitWaits(t *testing.T) {
 
 func TestContextDeadlineBoundsLongRetryAfter(t *testing.T) {
 	h := newHarness(t)
-	h.on(listPath, answer{status: 429, header: map[string]string{"Retry-After": "3600"}, body: `{"error":"rate_limited"}`})
+	h.on(listPath, answer{status: 429, header: map[string]string{"Retry-After": "240"}, body: `{"error":"rate_limited"}`})
 	// With a deadline shorter than the wait, the call gives up before sleeping.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -775,7 +775,7 @@ func TestContextDeadlineBoundsLongRetryAfter(t *testing.T) {
 		t.Fatalf("error %v, want one matching both DeadlineExceeded and ErrRateLimited", err)
 	}
 	var ae *guestapi.Error
-	if !errors.As(err, &ae) || ae.RetryAfter != time.Hour {
+	if !errors.As(err, &ae) || ae.RetryAfter != 4*time.Minute {
 		t.Errorf("error %v does not carry the 429 with its Retry-After", err)
 	}
 	if got := h.recordedWaits(); len(got) != 0 {
@@ -784,12 +784,51 @@ func TestContextDeadlineBoundsLongRetryAfter(t *testing.T) {
 	if n := len(h.requests()); n != 1 {
 		t.Errorf("server saw %d requests, want 1", n)
 	}
-	// Without a deadline the same answer is waited for, as often as allowed.
+	// Without a deadline a wait within MaxWait is waited for, as often as allowed.
 	if err := listCall(h.c); !errors.Is(err, guestapi.ErrRateLimited) {
 		t.Fatalf("error %v, want ErrRateLimited", err)
 	}
-	if got := h.recordedWaits(); !slices.Equal(got, []time.Duration{time.Hour, time.Hour, time.Hour}) {
-		t.Errorf("waits %v, want three of an hour", got)
+	if got := h.recordedWaits(); !slices.Equal(got, []time.Duration{4 * time.Minute, 4 * time.Minute, 4 * time.Minute}) {
+		t.Errorf("waits %v, want three of four minutes", got)
+	}
+}
+
+// TestLongRetryAfterPutsOff: a proxy's 503 with Retry-After: 3600 is not
+// sat out inside the call (which would park the daemon for an hour): the
+// call ends at once with an error that says until when to stay away.
+func TestLongRetryAfterPutsOff(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxWait time.Duration
+		ctxMax  time.Duration // httpretry.WithMaxWait on the call's context
+		want    time.Duration // the longest wait allowed
+	}{
+		{"default", 0, 0, httpretry.DefaultMaxWait},
+		{"configured", 2 * time.Minute, 0, 2 * time.Minute},
+		{"the cycle's interval", 0, time.Minute, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *guestapi.Config) { c.MaxWait = tc.maxWait })
+			h.on(listPath, answer{status: 503, header: map[string]string{"Retry-After": "3600"}, body: `<html>busy</html>`})
+			ctx := t.Context()
+			if tc.ctxMax > 0 {
+				ctx = httpretry.WithMaxWait(ctx, tc.ctxMax)
+			}
+			_, err := h.c.ListTickets(ctx, guestapi.ListOptions{})
+			var we *httpretry.WaitError
+			if !errors.As(err, &we) || !errors.Is(err, httpretry.ErrWaitTooLong) {
+				t.Fatalf("error %v, want a *httpretry.WaitError", err)
+			}
+			if we.Wait != time.Hour || !we.Until.Equal(t0.Add(time.Hour)) || we.Max != tc.want {
+				t.Errorf("WaitError %+v, want an hour's wait until %s over the %s allowed", we, t0.Add(time.Hour), tc.want)
+			}
+			if got := h.recordedWaits(); len(got) != 0 {
+				t.Errorf("waits %v, want none", got)
+			}
+			if n := len(h.requests()); n != 1 {
+				t.Errorf("server saw %d requests, want 1", n)
+			}
+		})
 	}
 }
 

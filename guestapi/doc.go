@@ -53,7 +53,15 @@
 //
 // When a wait would pass the context's deadline the call returns at once
 // with an error matching both context.DeadlineExceeded and the last
-// answer's *Error.
+// answer's *Error. A wait the server asks for that is longer than
+// Config.MaxWait (five minutes by default; the engine lowers it to the
+// schedule's interval through the context) is not sat out: the call
+// returns at once with an error matching httpretry.ErrWaitTooLong and the
+// last answer's *Error, whose httpretry.WaitError says until when.
+//
+// The client follows no redirect: a 3xx answer is a permanent error
+// matching httpretry.ErrRedirect, so that the key (in the token exchange's
+// body, or the Authorization header) goes to BaseURL only.
 //
 // # What the spec leaves open
 //

@@ -69,6 +69,16 @@
 // A read answered with 429 is not a failure: the reads in flight are
 // halved, the next waits the Retry-After, and the tickets not read stay due.
 //
+// No call waits longer than the schedule's interval (at most five
+// minutes) to be repeated. A side that asks for longer (a Retry-After of
+// an hour from a proxy, a 429 longer than the interval) is put off
+// ([PutOff]): the cycle stops calling it and ends with the outcome
+// put_off, and until the wait has passed the cycles skip the phases that
+// call it (discover, refresh and send for the API; collect, refresh and
+// send for the helpdesk). A cycle that runs past TICKETBRIDGE_CYCLE_MAX
+// ([Scheduler.Deadline]) stops where it is with [ErrCycleDeadline]; the
+// next one goes on.
+//
 // # Errors that stop a cycle
 //
 // A 401 from the API stops every write of the cycle and fails it with

@@ -78,6 +78,12 @@ var ErrAdapterMismatch = errors.New("state file belongs to another adapter")
 // throttled (429) does not fail: it ends partial, not synced.
 var ErrNoAPISuccess = errors.New("no call of the Guest Requests API succeeded")
 
+// ErrCycleDeadline is the cause of the context of a cycle that ran past
+// its deadline (TICKETBRIDGE_CYCLE_MAX, see [Scheduler.Deadline]), and is
+// matched by that cycle's error: the cycle stopped where it was, and the
+// next one goes on from there.
+var ErrCycleDeadline = errors.New("the cycle ran past its deadline (TICKETBRIDGE_CYCLE_MAX)")
+
 // Engine runs sync cycles. Make one with [New]; it is safe for concurrent
 // use, but cycles never overlap: RunCycle waits for the one in flight.
 type Engine struct {
@@ -98,6 +104,10 @@ type Engine struct {
 	// warnedFull is when each full department list (status, department)
 	// was last warned about.
 	warnedFull map[string]time.Time
+	// putOff holds the sides put off, by side (see [PutOff]); putOffRead
+	// says it was read from the last cycle stored, which a restart keeps.
+	putOff     map[string]PutOff
+	putOffRead bool
 }
 
 // New checks cfg and deps and returns an engine. It does no I/O; the
@@ -127,6 +137,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		sleep: deps.Sleep,
 
 		queueFits: true,
+		putOff:    map[string]PutOff{},
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -186,21 +197,48 @@ func (e *Engine) Check(ctx context.Context) error {
 func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if !e.putOffRead {
+		e.readPutOff()
+	}
 	c := e.newCycle(ctx)
 	defer c.cancel(nil)
 
-	if !e.checked {
+	if !e.checked && !c.skips("collect") {
 		if err := e.Check(c.ctx); err != nil {
-			c.stop(err)
+			if !c.putOffBy(SideHelpdesk, err) {
+				c.stop(err)
+			}
 			return c.finish()
 		}
 		e.checked = true
 	}
-	c.phase(&c.rep.Phases.Discover, c.discover)
-	c.phase(&c.rep.Phases.Collect, c.collect)
-	c.phase(&c.rep.Phases.Refresh, c.refresh)
-	c.phase(&c.rep.Phases.Send, c.send)
+	c.phase("discover", &c.rep.Phases.Discover, c.discover)
+	c.phase("collect", &c.rep.Phases.Collect, c.collect)
+	c.phase("refresh", &c.rep.Phases.Refresh, c.refresh)
+	c.phase("send", &c.rep.Phases.Send, c.send)
 	return c.finish()
+}
+
+// readPutOff takes the sides the last cycle stored put off, so that a
+// restart does not call them before their wait is up; e.mu is held. A
+// report it cannot read puts nothing off.
+func (e *Engine) readPutOff() {
+	var last Report
+	err := e.st.View(func(tx *state.Tx) error {
+		c, ok, err := tx.LastCycle()
+		if err != nil || !ok || len(c.Report) == 0 {
+			return err
+		}
+		return json.Unmarshal(c.Report, &last)
+	})
+	if err != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelDebug, "read the last cycle's put-off: "+err.Error(), slog.String("op", "cycle"))
+		return
+	}
+	e.putOffRead = true
+	for _, p := range last.PutOff {
+		e.putOff[p.Side] = p
+	}
 }
 
 // cycle is the working set of one RunCycle.
@@ -223,10 +261,14 @@ type cycle struct {
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
 }
 
+// newCycle starts a cycle; e.mu is held. No call of the cycle waits
+// longer than the schedule's interval (at most httpretry.DefaultMaxWait)
+// for a retry: a server asking for longer puts its side off (see
+// [PutOff]).
 func (e *Engine) newCycle(ctx context.Context) *cycle {
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := context.WithCancelCause(httpretry.WithMaxWait(ctx, min(e.cfg.interval, httpretry.DefaultMaxWait)))
 	now := e.now()
-	return &cycle{
+	c := &cycle{
 		e: e, ctx: cctx, cancel: cancel, now: now, began: time.Now(), parent: ctx,
 		req0:     e.api.n.Load(),
 		ok0:      e.api.ok.Load(),
@@ -234,11 +276,19 @@ func (e *Engine) newCycle(ctx context.Context) *cycle {
 		rep:      Report{Start: now},
 		readFail: map[string]bool{},
 	}
+	for _, side := range []string{SideAPI, SideHelpdesk} {
+		if p, ok := e.putOff[side]; ok && p.Until.After(now) {
+			c.rep.PutOff = append(c.rep.PutOff, p)
+		}
+	}
+	e.api.cycle.Store(c)
+	return c
 }
 
-// phase runs fn unless the cycle has stopped, timing it into d.
-func (c *cycle) phase(d *time.Duration, fn func()) {
-	if c.stopped() {
+// phase runs fn unless the cycle has stopped or fn calls a side put off,
+// timing it into d.
+func (c *cycle) phase(name string, d *time.Duration, fn func()) {
+	if c.stopped() || c.skips(name) {
 		return
 	}
 	start := time.Now()
@@ -319,7 +369,12 @@ func (c *cycle) apiFatal(err error) bool {
 
 // hdFatal turns the helpdesk's refusal of the credentials into the cycle's
 // stop; it reports whether it did.
+// A helpdesk that asked for a wait longer than the cycle may sit out
+// puts it off instead (see [PutOff]).
 func (c *cycle) hdFatal(err error) bool {
+	if c.putOffBy(SideHelpdesk, err) {
+		return true
+	}
 	if !errors.Is(err, adapters.ErrAuth) {
 		return false
 	}
@@ -333,7 +388,17 @@ func (c *cycle) finish() (Report, error) {
 	rep := c.rep
 	fatal := c.fatal
 	c.mu.Unlock()
-	if fatal == nil && c.parent.Err() != nil {
+	c.e.api.cycle.Store(nil)
+	apiPutOff := false
+	for _, p := range rep.PutOff {
+		c.e.putOff[p.Side] = p
+		apiPutOff = apiPutOff || p.Side == SideAPI
+	}
+	switch {
+	case fatal != nil:
+	case errors.Is(context.Cause(c.parent), ErrCycleDeadline):
+		fatal = fmt.Errorf("%w: it stopped after %s; the next cycle goes on", ErrCycleDeadline, time.Since(c.began).Round(time.Second))
+	case c.parent.Err() != nil:
 		fatal = fmt.Errorf("run cycle: stopped: %w", c.parent.Err())
 	}
 	rep.APIRequests = int(c.e.api.n.Load() - c.req0)
@@ -343,13 +408,15 @@ func (c *cycle) finish() (Report, error) {
 	// failure: the API is there and asks the bridge to slow down, which it
 	// does; readiness turns only if that lasts TICKETBRIDGE_CYCLE_MAX.
 	throttled := c.e.api.limited.Load() > c.limited0
-	if fatal == nil && !synced && !throttled {
+	if fatal == nil && !synced && !throttled && !apiPutOff {
 		fatal = noAPISuccess(rep)
 	}
 	switch {
 	case fatal != nil:
 		rep.Outcome = OutcomeFailed
 		rep.Fatal = fatal.Error()
+	case len(rep.PutOff) > 0:
+		rep.Outcome = OutcomePutOff
 	case rep.Errors > 0:
 		rep.Outcome = OutcomePartial
 	default:
@@ -378,7 +445,7 @@ func (c *cycle) finish() (Report, error) {
 	}
 	level := slog.LevelInfo
 	switch rep.Outcome {
-	case OutcomePartial:
+	case OutcomePartial, OutcomePutOff:
 		level = slog.LevelWarn
 	case OutcomeFailed:
 		level = slog.LevelError
@@ -392,16 +459,21 @@ func (c *cycle) finish() (Report, error) {
 }
 
 // countingAPI counts the calls made through it, those that succeeded and
-// those the API refused with 429.
+// those the API refused with 429, and puts the API off for the cycle in
+// flight when a call says to come back later (see [PutOff]).
 type countingAPI struct {
 	API
 	n       atomic.Int64
 	ok      atomic.Int64
 	limited atomic.Int64
+	cycle   atomic.Pointer[cycle] // the cycle in flight, nil between cycles
 }
 
 // done counts a call that returned err.
 func (a *countingAPI) done(err error) {
+	if c := a.cycle.Load(); c != nil && err != nil {
+		c.putOffBy(SideAPI, err)
+	}
 	switch {
 	case err == nil:
 		a.ok.Add(1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -162,8 +163,8 @@ func planReads(tracked []state.Ticket, waiting map[string]bool, pol policy, now 
 // refused with a 429 halves that bound (it grows back by one after as many
 // reads in a row went through), and no read starts before the 429's
 // Retry-After has passed. A Retry-After longer than the schedule's interval
-// ends the cycle's reads: the tickets not read stay due for the next cycle.
-// Either way the cycle goes on.
+// puts the API off (see [PutOff]): the cycle ends, the tickets not read
+// stay due, and no cycle calls the API before the wait has passed.
 func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResult, out chan<- refreshResult) {
 	defer close(out)
 	limit := c.e.cfg.Concurrency
@@ -171,7 +172,6 @@ func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResul
 	var (
 		next, inFlight, okRun, limited int
 		pause                          time.Duration // to wait before the next read starts
-		putOff                         bool          // no more reads in this cycle
 	)
 	handle := func(r refreshResult) {
 		inFlight--
@@ -192,12 +192,12 @@ func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResul
 			wait = ae.RetryAfter
 		}
 		if wait > c.e.cfg.interval {
-			putOff = true
+			c.putOff(SideAPI, c.e.now().Add(wait), r.limited)
 		}
 		pause = max(pause, wait)
 	}
 	for {
-		for !putOff && inFlight < limit && next < len(due) && !c.stopped() {
+		for inFlight < limit && next < len(due) && !c.stopped() {
 			if pause > 0 {
 				if inFlight > 0 {
 					break // let the reads in flight end first
@@ -327,7 +327,9 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	r := refreshResult{t: t}
 	th, err := e.api.GetTicket(c.ctx, t.ID)
 	if err != nil {
-		if errors.Is(err, guestapi.ErrRateLimited) && !c.interrupted(err) {
+		// A 429 whose wait puts the API off ended the cycle itself: it is
+		// counted as one, not taken for an interruption.
+		if errors.Is(err, guestapi.ErrRateLimited) && (!c.interrupted(err) || errors.Is(err, httpretry.ErrWaitTooLong)) {
 			r.limited = err // still due: read in a later cycle, not backed off
 			return r
 		}

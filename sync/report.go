@@ -14,6 +14,10 @@ const (
 	OutcomeOK      = "ok"      // everything due was done
 	OutcomePartial = "partial" // some tickets or entries failed; the rest went on
 	OutcomeFailed  = "failed"  // the cycle stopped (a refused key, a lost state file, ...)
+	// OutcomePutOff: a side asked for a wait longer than the cycle may sit
+	// out; the cycle stopped calling it, and cycles skip it until then
+	// (see Report.PutOff).
+	OutcomePutOff = "put_off"
 )
 
 // Report is what one cycle did. It is logged as one line, printed as a
@@ -60,6 +64,10 @@ type Report struct {
 	// Propagation is how long the messages carried in this cycle took to
 	// cross, each way.
 	Propagation Propagation `json:"propagation,omitzero"`
+
+	// PutOff lists the sides put off at the cycle's end, with until when
+	// (see [PutOff]).
+	PutOff []PutOff `json:"put_off,omitempty"`
 
 	// Fatal is the error that stopped the cycle, "" when none did.
 	Fatal string `json:"fatal,omitempty"`
@@ -167,6 +175,9 @@ func (r Report) String() string {
 	if t := r.touchedText(); t != "" {
 		fmt.Fprintf(&b, "; requests %s", t)
 	}
+	for _, p := range r.PutOff {
+		fmt.Fprintf(&b, "; %s", p)
+	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
 	}
@@ -200,6 +211,9 @@ func (r Report) LogValue() slog.Value {
 	}
 	if r.DryRun {
 		attrs = append(attrs, slog.Bool("dry_run", true))
+	}
+	for _, p := range r.PutOff {
+		attrs = append(attrs, slog.Time(p.Side+"_put_off_until", p.Until))
 	}
 	if r.Fatal != "" {
 		attrs = append(attrs, slog.String("fatal", r.Fatal))
@@ -237,6 +251,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		{"phases", fmt.Sprintf("discover %s, collect %s, refresh %s, send %s",
 			r.Phases.Discover.Round(time.Millisecond), r.Phases.Collect.Round(time.Millisecond),
 			r.Phases.Refresh.Round(time.Millisecond), r.Phases.Send.Round(time.Millisecond))},
+	}
+	for _, p := range r.PutOff {
+		rows = append(rows, [2]string{"put off", fmt.Sprintf("%s until %s: %s", p.Side, p.Until.Local().Format(time.DateTime), p.Reason)})
 	}
 	if r.Fatal != "" {
 		rows = append(rows, [2]string{"stopped", r.Fatal})

@@ -15,8 +15,15 @@ import (
 type Scheduler struct {
 	// Schedule says when cycles run. Required.
 	Schedule cron.Schedule
-	// Cycle runs one cycle. Required. Its context ends when Run's does.
+	// Cycle runs one cycle. Required. Its context ends when Run's does,
+	// or Deadline after the cycle started.
 	Cycle func(ctx context.Context) (Report, error)
+	// Deadline, when positive, bounds each cycle: its context ends that
+	// long after it started, with the cause [ErrCycleDeadline], and the
+	// cycle ends as one that ran past its deadline rather than hang (the
+	// daemon passes TICKETBRIDGE_CYCLE_MAX, after which the watchdog
+	// would restart it). The next tick starts the next cycle.
+	Deadline time.Duration
 	// AfterCycle, when set, is called after each cycle with its report and
 	// error (metrics, the systemd watchdog), from Run's goroutine, once the
 	// scheduler counts the cycle as finished: a tick after AfterCycle
@@ -60,7 +67,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	start := func() {
 		running = true
 		go func() {
-			rep, err := s.Cycle(ctx)
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if s.Deadline > 0 {
+				cctx, cancel = context.WithTimeoutCause(ctx, s.Deadline, ErrCycleDeadline)
+			}
+			rep, err := s.Cycle(cctx)
+			cancel()
 			done <- result{rep, err}
 		}()
 	}

@@ -68,13 +68,17 @@ type Config struct {
 	Timeout time.Duration `env:"TIMEOUT,default=30s"`
 	// PageSize is the per_page of the lists the adapter reads; at most 100.
 	PageSize int `env:"PAGE_SIZE,default=100"`
+	// AllowInsecureHTTP accepts a plain http URL to a host that is not
+	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
+	// (see adapters.CheckHTTPS).
+	AllowInsecureHTTP bool
 }
 
 // LoadConfig reads the TICKETBRIDGE_FRESHDESK_* variables from env, fills
 // defaults, reads APIKeyFile into APIKey and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile })
+	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile }, func(c *Config) *bool { return &c.AllowInsecureHTTP })
 }
 
 // withDefaults fills the unset fields with the defaults of their env tags.
@@ -87,7 +91,7 @@ func (c Config) withDefaults() Config {
 // variable and what is wrong with its value. It never echoes the API key.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, err := baseURL(c.URL); err != nil {
+	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
 	switch {
@@ -171,13 +175,14 @@ func (c Config) LogValue() slog.Value {
 
 // baseURL checks raw and returns it without a trailing slash or /api/v2
 // (see [adapters.BaseURL.Parse]).
-func baseURL(raw string) (string, error) {
+func baseURL(raw string, allowInsecure bool) (string, error) {
 	return adapters.BaseURL{
-		Var:         EnvPrefix + "URL",
-		What:        "the helpdesk's address",
-		Example:     "https://hotel.freshdesk.com",
-		Credentials: "put the API key in " + EnvPrefix + "API_KEY",
-		APISuffix:   "/api/v2",
+		Var:               EnvPrefix + "URL",
+		What:              "the helpdesk's address",
+		Example:           "https://hotel.freshdesk.com",
+		Credentials:       "put the API key in " + EnvPrefix + "API_KEY",
+		APISuffix:         "/api/v2",
+		AllowInsecureHTTP: allowInsecure,
 	}.Parse(raw)
 }
 

@@ -160,7 +160,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure freshdesk adapter: %w", err)
 	}
-	base, _ := baseURL(cfg.URL) // checked by Validate
+	base, _ := baseURL(cfg.URL, cfg.AllowInsecureHTTP) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
 	since, _ := saas.ParseSince(EnvPrefix+"SINCE", cfg.Since)
 	log := saas.Logger(deps.Logger)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
@@ -64,6 +65,10 @@ type Config struct {
 	SendComments bool `env:"SEND_COMMENTS,default=true"`
 	// Timeout bounds each HTTP request to RT.
 	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+	// AllowInsecureHTTP accepts a plain http URL to a host that is not
+	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
+	// (see adapters.CheckHTTPS).
+	AllowInsecureHTTP bool
 }
 
 // LoadConfig reads the TICKETBRIDGE_RT_* variables from env, filling
@@ -79,6 +84,11 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	}); err != nil {
 		return Config{}, fmt.Errorf("read rt configuration: %w", err)
 	}
+	allow, err := adapters.LoadInsecureHTTP(ctx, env)
+	if err != nil {
+		return Config{}, fmt.Errorf("read rt configuration: %w", err)
+	}
+	c.AllowInsecureHTTP = allow
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -106,7 +116,7 @@ func (c Config) withDefaults() Config {
 // variable and what is wrong with its value. It never echoes a credential.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, err := baseURL(c.URL); err != nil {
+	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
 	switch {
@@ -147,7 +157,7 @@ func (c Config) Validate() error {
 
 // baseURL checks raw and returns it without a trailing slash or a trailing
 // /REST/2.0.
-func baseURL(raw string) (string, error) {
+func baseURL(raw string, allowInsecure bool) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return "", fmt.Errorf("%sURL is not set: give the address RT answers on, e.g. http://127.0.0.1:8080 or https://rt.example.com/rt", EnvPrefix)
@@ -159,11 +169,11 @@ func baseURL(raw string) (string, error) {
 	if u.User != nil {
 		return "", fmt.Errorf("%sURL carries credentials: put them in %sTOKEN, or %sUSER and %sPASSWORD", EnvPrefix, EnvPrefix, EnvPrefix, EnvPrefix)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("%sURL %q: the scheme must be http or https", EnvPrefix, redact.Parsed(u))
-	}
 	if u.Host == "" {
 		return "", fmt.Errorf("%sURL %q has no host", EnvPrefix, redact.Parsed(u))
+	}
+	if err := adapters.CheckHTTPS(EnvPrefix+"URL", u, allowInsecure); err != nil {
+		return "", err
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, redact.Parsed(u))

@@ -173,7 +173,7 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	base, err := baseURL(cfg.URL)
+	base, err := baseURL(cfg.URL, cfg.AllowInsecureHTTP)
 	if err != nil {
 		return nil, err
 	}

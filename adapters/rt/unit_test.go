@@ -70,16 +70,16 @@ func TestLoadConfigDefaults(t *testing.T) {
 }
 
 func TestValidateNamesTheVariable(t *testing.T) {
-	ok := Config{URL: "http://rt", Token: testToken}
+	ok := Config{URL: "https://rt", Token: testToken}
 	cases := []struct {
 		name string
 		edit func(*Config)
 		want string
 	}{
 		{"no URL", func(c *Config) { c.URL = "" }, "TICKETBRIDGE_RT_URL is not set"},
-		{"bad scheme", func(c *Config) { c.URL = "ftp://rt" }, "TICKETBRIDGE_RT_URL \"ftp://rt\": the scheme must be http or https"},
+		{"bad scheme", func(c *Config) { c.URL = "ftp://rt" }, "TICKETBRIDGE_RT_URL \"ftp://rt\": the scheme must be https (or http to a loopback address)"},
 		{"credentials in URL", func(c *Config) { c.URL = "http://bridge:secret@rt" }, "TICKETBRIDGE_RT_URL carries credentials"},
-		{"query", func(c *Config) { c.URL = "http://rt/?x=1" }, "remove the query"},
+		{"query", func(c *Config) { c.URL = "https://rt/?x=1" }, "remove the query"},
 		{"no host", func(c *Config) { c.URL = "http:///rt" }, "has no host"},
 		{"no auth", func(c *Config) { c.Token = "" }, "TICKETBRIDGE_RT_TOKEN is not set"},
 		{"token and password", func(c *Config) { c.Password = "pw" }, "TICKETBRIDGE_RT_TOKEN and TICKETBRIDGE_RT_PASSWORD are both set"},
@@ -117,8 +117,8 @@ func TestValidateNamesTheVariable(t *testing.T) {
 
 func TestConfigHidesCredentials(t *testing.T) {
 	for _, c := range []Config{
-		{URL: "http://rt", Token: testToken, User: "bridge"},
-		{URL: "http://rt", User: "bridge", Password: "s3cret-Passw0rd"},
+		{URL: "https://rt", Token: testToken, User: "bridge"},
+		{URL: "https://rt", User: "bridge", Password: "s3cret-Passw0rd"},
 	} {
 		var logged strings.Builder
 		slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "rt", c)

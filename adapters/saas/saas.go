@@ -161,12 +161,20 @@ func (l *Life) Check(name string) error {
 // Load reads a configuration C with [LoadConfig], replaces its secret by
 // the content of the secret's file when one is named (see
 // [adapters.SecretOrFile]; secretVar is the secret's variable, without
-// prefix), and validates it.
-func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(*C) (value *string, file string)) (C, error) {
+// prefix), sets the field insecure points at from
+// TICKETBRIDGE_ALLOW_INSECURE_HTTP (see [adapters.CheckHTTPS]), and
+// validates it.
+func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(*C) (value *string, file string), insecure func(*C) *bool) (C, error) {
 	var c C
 	if err := LoadConfig(ctx, env, prefix, what, &c); err != nil {
 		return c, err
 	}
+	allow, err := adapters.LoadInsecureHTTP(ctx, env)
+	if err != nil {
+		var zero C
+		return zero, fmt.Errorf("read %s configuration: %w", what, err)
+	}
+	*insecure(&c) = allow
 	value, file := secret(&c)
 	s, err := adapters.SecretOrFile(prefix+secretVar, *value, file)
 	if err != nil {

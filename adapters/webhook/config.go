@@ -57,6 +57,10 @@ type Config struct {
 	Tolerance time.Duration `env:"TICKETBRIDGE_WEBHOOK_TOLERANCE, default=5m"`
 	// Timeout bounds one delivery attempt.
 	Timeout time.Duration `env:"TICKETBRIDGE_WEBHOOK_TIMEOUT, default=30s"`
+	// AllowInsecureHTTP accepts a plain http URL to a host that is not
+	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
+	// (see adapters.CheckHTTPS).
+	AllowInsecureHTTP bool
 }
 
 // Secret is a string that never prints itself: its String, GoString and
@@ -87,6 +91,11 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
 		return c, fmt.Errorf("read webhook configuration: %s%w", variableOf(err), err)
 	}
+	allow, err := adapters.LoadInsecureHTTP(ctx, env)
+	if err != nil {
+		return c, fmt.Errorf("read webhook configuration: %w", err)
+	}
+	c.AllowInsecureHTTP = allow
 	if c.Dir == "" {
 		c.Dir = DefaultDir
 		if dir, ok := env.Lookup("STATE_DIRECTORY"); ok && dir != "" {
@@ -127,6 +136,9 @@ func (c *Config) Validate() error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_URL %q: want an absolute http or https URL", redact.URL(c.URL))
+	}
+	if err := adapters.CheckHTTPS("TICKETBRIDGE_WEBHOOK_URL", u, c.AllowInsecureHTTP); err != nil {
+		return err
 	}
 	switch n := len(c.Secret); {
 	case n == 0:

@@ -63,13 +63,17 @@ type Config struct {
 	Timeout time.Duration `env:"TIMEOUT,default=30s"`
 	// PageSize is the per_page of the ticket searches; at most 200.
 	PageSize int `env:"PAGE_SIZE,default=100"`
+	// AllowInsecureHTTP accepts a plain http URL to a host that is not
+	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
+	// (see adapters.CheckHTTPS).
+	AllowInsecureHTTP bool
 }
 
 // LoadConfig reads the TICKETBRIDGE_ZAMMAD_* variables from env, fills
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile }, func(c *Config) *bool { return &c.AllowInsecureHTTP })
 }
 
 // withDefaults fills the unset fields with the defaults of their env tags.
@@ -85,7 +89,7 @@ var attrName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // variable and what is wrong with its value. It never echoes the token.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, err := baseURL(c.URL); err != nil {
+	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
 	switch {
@@ -150,13 +154,14 @@ func (c Config) LogValue() slog.Value {
 
 // baseURL checks raw and returns it without a trailing slash or /api/v1
 // (see [adapters.BaseURL.Parse]).
-func baseURL(raw string) (string, error) {
+func baseURL(raw string, allowInsecure bool) (string, error) {
 	return adapters.BaseURL{
-		Var:         EnvPrefix + "URL",
-		What:        "the Zammad system's address",
-		Example:     "https://helpdesk.hotel.example",
-		Credentials: "put the token in " + EnvPrefix + "TOKEN",
-		APISuffix:   "/api/v1",
+		Var:               EnvPrefix + "URL",
+		What:              "the Zammad system's address",
+		Example:           "https://helpdesk.hotel.example",
+		Credentials:       "put the token in " + EnvPrefix + "TOKEN",
+		APISuffix:         "/api/v1",
+		AllowInsecureHTTP: allowInsecure,
 	}.Parse(raw)
 }
 

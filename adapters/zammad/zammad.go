@@ -117,7 +117,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	base, _ := baseURL(cfg.URL) // checked by Validate
+	base, _ := baseURL(cfg.URL, cfg.AllowInsecureHTTP) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
 	since, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
 	log := saas.Logger(deps.Logger)

@@ -59,13 +59,17 @@ type Config struct {
 	// PageSize is the page[size] of the lists the adapter reads (tickets
 	// by external id, comments); at most 100.
 	PageSize int `env:"PAGE_SIZE,default=100"`
+	// AllowInsecureHTTP accepts a plain http URL to a host that is not
+	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
+	// (see adapters.CheckHTTPS).
+	AllowInsecureHTTP bool
 }
 
 // LoadConfig reads the TICKETBRIDGE_ZENDESK_* variables from env, fills
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile }, func(c *Config) *bool { return &c.AllowInsecureHTTP })
 }
 
 // withDefaults fills the unset fields with the defaults of their env tags.
@@ -78,7 +82,7 @@ func (c Config) withDefaults() Config {
 // variable and what is wrong with its value. It never echoes the token.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, err := baseURL(c.URL); err != nil {
+	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
 	email := strings.TrimSpace(c.Email)
@@ -140,13 +144,14 @@ func (c Config) LogValue() slog.Value {
 
 // baseURL checks raw and returns it without a trailing slash or /api/v2
 // (see [adapters.BaseURL.Parse]).
-func baseURL(raw string) (string, error) {
+func baseURL(raw string, allowInsecure bool) (string, error) {
 	return adapters.BaseURL{
-		Var:         EnvPrefix + "URL",
-		What:        "the Zendesk account's address",
-		Example:     "https://hotel.zendesk.com",
-		Credentials: "put them in " + EnvPrefix + "EMAIL and " + EnvPrefix + "TOKEN",
-		APISuffix:   "/api/v2",
+		Var:               EnvPrefix + "URL",
+		What:              "the Zendesk account's address",
+		Example:           "https://hotel.zendesk.com",
+		Credentials:       "put them in " + EnvPrefix + "EMAIL and " + EnvPrefix + "TOKEN",
+		APISuffix:         "/api/v2",
+		AllowInsecureHTTP: allowInsecure,
 	}.Parse(raw)
 }
 

@@ -130,7 +130,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	base, _ := baseURL(cfg.URL) // checked by Validate
+	base, _ := baseURL(cfg.URL, cfg.AllowInsecureHTTP) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
 	sinceT, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
 	since := sinceT.Unix()

@@ -357,7 +357,7 @@ func (c *checker) checkConfig() (Config, bool) {
 	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
 		problems = append(problems, "TICKETBRIDGE_STATUS_FROM_HELPDESK: "+err.Error())
 	}
-	if err := checkAPIURL(cfg.APIURL); err != nil {
+	if err := checkAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if _, ok := c.opts.Registry[cfg.Adapter]; !ok && c.opts.Registry != nil {
@@ -454,7 +454,7 @@ func (c *checker) client(cfg Config, key string) (*guestapi.Client, error) {
 // allowed to read tickets.
 func (c *checker) checkAPI(cfg Config, key string) bool {
 	const name = "API"
-	if err := checkAPIURL(cfg.APIURL); err != nil {
+	if err := checkAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		c.report(skip(name, "TICKETBRIDGE_API_URL is not usable (see configuration)"))
 		return false
 	}

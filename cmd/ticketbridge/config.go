@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
@@ -36,6 +37,11 @@ type Config struct {
 
 	StatusToHelpdesk   string `env:"TICKETBRIDGE_STATUS_TO_HELPDESK"`
 	StatusFromHelpdesk string `env:"TICKETBRIDGE_STATUS_FROM_HELPDESK"`
+
+	// AllowInsecureHTTP accepts plain http to an API or helpdesk that is
+	// not on a loopback address (see adapters.CheckHTTPS); the adapters
+	// read the same variable.
+	AllowInsecureHTTP bool `env:"TICKETBRIDGE_ALLOW_INSECURE_HTTP, default=false"`
 }
 
 // secret is a string that never prints itself.
@@ -370,8 +376,9 @@ func readSecretFile(path, what string) (string, error) { return secretfile.Read(
 const apiURLExample = "the API root the platform gave, e.g. https://api.example.com"
 
 // checkAPIURL says what is wrong with TICKETBRIDGE_API_URL, naming the
-// value (never credentials in it).
-func checkAPIURL(raw string) error {
+// value (never credentials in it). Plain http is accepted for a loopback
+// host, or anywhere with allowInsecure (adapters.CheckHTTPS).
+func checkAPIURL(raw string, allowInsecure bool) error {
 	v := strings.TrimSpace(raw)
 	if v == "" {
 		return fmt.Errorf("TICKETBRIDGE_API_URL is not set: want %s", apiURLExample)
@@ -394,5 +401,5 @@ func checkAPIURL(raw string) error {
 	case u.RawQuery != "":
 		return fmt.Errorf("TICKETBRIDGE_API_URL=%q has a query: want %s", redact.URL(v), apiURLExample)
 	}
-	return nil
+	return adapters.CheckHTTPS("TICKETBRIDGE_API_URL", u, allowInsecure)
 }

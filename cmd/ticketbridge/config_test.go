@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters/rt"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 )
 
 func TestParseEnv(t *testing.T) {
@@ -235,5 +239,59 @@ func TestConfigExample(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		t.Fatalf("config.example.env lacks:\n%s", strings.Join(missing, "\n"))
+	}
+}
+
+// TestPlainHTTPRefusedOffLoopback: the API key, the helpdesk's credentials
+// and the webhook's signed deliveries go over https, or plain http to a
+// loopback address; TICKETBRIDGE_ALLOW_INSECURE_HTTP=true is the one
+// opt-out, and the error names it, the variable and the address (never
+// its query values).
+func TestPlainHTTPRefusedOffLoopback(t *testing.T) {
+	ctx := context.Background()
+	secret := strings.Repeat("s", 40)
+	for _, tc := range []struct {
+		name, variable string
+		env            map[string]string
+		load           func(env envconfig.Lookuper) error
+	}{
+		{"API", "TICKETBRIDGE_API_URL", map[string]string{"TICKETBRIDGE_API_URL": "http://api.example.net"}, func(env envconfig.Lookuper) error {
+			cfg, err := loadConfig(ctx, env)
+			if err != nil {
+				return err
+			}
+			return checkAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP)
+		}},
+		{"Request Tracker", "TICKETBRIDGE_RT_URL", map[string]string{"TICKETBRIDGE_RT_URL": "http://rt.example.net/rt", "TICKETBRIDGE_RT_TOKEN": "tok-123456"},
+			func(env envconfig.Lookuper) error { _, err := rt.LoadConfig(ctx, env); return err }},
+		{"Zammad", "TICKETBRIDGE_ZAMMAD_URL", map[string]string{"TICKETBRIDGE_ZAMMAD_URL": "http://zammad.example.net", "TICKETBRIDGE_ZAMMAD_TOKEN": "tok-123456", "TICKETBRIDGE_ZAMMAD_CUSTOMER": "guests@hotel.example"},
+			func(env envconfig.Lookuper) error { _, err := zammad.LoadConfig(ctx, env); return err }},
+		{"webhook", "TICKETBRIDGE_WEBHOOK_URL", map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "http://hooks.example.net/in", "TICKETBRIDGE_WEBHOOK_SECRET": secret, "TICKETBRIDGE_WEBHOOK_LISTEN": "off", "TICKETBRIDGE_WEBHOOK_DIR": t.TempDir()},
+			func(env envconfig.Lookuper) error { _, err := webhook.LoadConfig(ctx, env); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.load(envconfig.MapLookuper(tc.env))
+			if err == nil {
+				t.Fatal("plain http to a host that is not loopback accepted")
+			}
+			for _, want := range []string{tc.variable, "http://", "TICKETBRIDGE_ALLOW_INSECURE_HTTP=true"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s", err, want)
+				}
+			}
+			optOut := map[string]string{"TICKETBRIDGE_ALLOW_INSECURE_HTTP": "true"}
+			loopback := map[string]string{}
+			for k, v := range tc.env {
+				optOut[k] = v
+				loopback[k] = v
+			}
+			loopback[tc.variable] = "http://127.0.0.1:8089/x"
+			if err := tc.load(envconfig.MapLookuper(optOut)); err != nil {
+				t.Errorf("with the opt-out: %v", err)
+			}
+			if err := tc.load(envconfig.MapLookuper(loopback)); err != nil {
+				t.Errorf("to loopback: %v", err)
+			}
+		})
 	}
 }

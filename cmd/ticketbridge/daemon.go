@@ -212,9 +212,13 @@ func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) 
 	var snapshotCost time.Duration
 	return &sync.Scheduler{
 		Schedule: w.engine.Schedule(),
+		Deadline: tel.cfg.CycleMax,
 		Cycle: func(ctx context.Context) (sync.Report, error) {
 			if life != nil {
-				ctx = life
+				// The scheduler's deadline, on the context the cycle runs in.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
+				defer cancel()
 			}
 			tel.cycleStarted()
 			return w.engine.RunCycle(ctx)
@@ -238,6 +242,14 @@ func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) 
 		},
 		Logger: w.log,
 	}
+}
+
+// deadlineOf returns ctx's deadline, or a time far ahead when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return time.Now().Add(100 * 365 * 24 * time.Hour)
 }
 
 // writeSnapshot writes the status snapshot of st to path, atomically and
@@ -546,6 +558,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 			line += "; stopped: " + c.Fatal
 		}
 		fmt.Fprintf(tw, "Last cycle\t%s\n", line)
+		for _, p := range c.PutOff {
+			fmt.Fprintf(tw, "Put off\tno calls to the %s before %s: %s\n", p.Side, when(p.Until), p.Reason)
+		}
 	} else {
 		fmt.Fprintf(tw, "Last cycle\tnone yet\n")
 	}

@@ -65,7 +65,8 @@ type telemetryConfig struct {
 	// serves none.
 	Listen string `env:"TICKETBRIDGE_LISTEN"`
 	// CycleMax is how long a cycle may take past its scheduled start before
-	// the daemon counts as stuck and stops feeding systemd's watchdog.
+	// the daemon counts as stuck and stops feeding systemd's watchdog; it is
+	// also each cycle's deadline (sync.Scheduler.Deadline).
 	CycleMax time.Duration `env:"TICKETBRIDGE_CYCLE_MAX, default=20m"`
 }
 
@@ -260,7 +261,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 
 	// Series that exist from the start, so that rate() and alerts see a
 	// zero before the first event.
-	for _, o := range []string{sync.OutcomeOK, sync.OutcomePartial, sync.OutcomeFailed} {
+	for _, o := range []string{sync.OutcomeOK, sync.OutcomePartial, sync.OutcomePutOff, sync.OutcomeFailed} {
 		m.cycles.WithLabelValues(o)
 	}
 	for _, d := range []string{dirToHelpdesk, dirToAPI} {
@@ -466,9 +467,13 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	t.lastEnd = now
 	t.lastOutcome = outcome
 	t.lastFatal = ""
-	if synced {
+	switch {
+	case synced:
 		t.lastOK = now
-	} else {
+	case outcome == sync.OutcomePutOff && err == nil:
+		// A side asked the bridge to stay away for a while: no failure;
+		// readiness turns if nothing syncs for TICKETBRIDGE_CYCLE_MAX.
+	default:
 		t.lastOutcome = sync.OutcomeFailed
 		t.lastFatal = r.Fatal
 		if t.lastFatal == "" && err != nil {

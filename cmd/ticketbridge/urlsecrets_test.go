@@ -54,7 +54,7 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 		return errors.New(a.String())
 	}
 	checks := map[string]func(v string) error{
-		"TICKETBRIDGE_API_URL": checkAPIURL,
+		"TICKETBRIDGE_API_URL": func(v string) error { return checkAPIURL(v, false) },
 		"TICKETBRIDGE_RT_URL": func(v string) error {
 			return rt.Config{URL: v, Token: "rt-token-0123456789"}.Validate()
 		},

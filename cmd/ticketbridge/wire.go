@@ -127,7 +127,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 			w.Close()
 		}
 	}()
-	if err := checkAPIURL(cfg.APIURL); err != nil {
+	if err := checkAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
 	to, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)

@@ -3,12 +3,14 @@ package httpretry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
@@ -217,6 +220,96 @@ func TestClassify(t *testing.T) {
 	} {
 		if got := httpretry.Classify(c.ctx, 200, c.err); got != c.want {
 			t.Errorf("%s: Classify = %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestNeitherClientFollowsARedirect: a server answering 307 or 308 would
+// have Go re-send the request, the key in the token exchange's body
+// included, to another host; a same-host redirect would keep the
+// Authorization header. Both clients refuse every redirect, at once and
+// for good, with an error naming the Location fit to print.
+func TestNeitherClientFollowsARedirect(t *testing.T) {
+	const key = "rta_redirect_test_key"
+	const hdToken = "helpdesk-token-s3cret"
+	calls := []struct {
+		name string
+		call func(ctx context.Context, url string) error
+	}{
+		{"token exchange", func(ctx context.Context, url string) error {
+			c, err := guestapi.New(guestapi.Config{BaseURL: url, APIKey: key, Backoff: backoff})
+			if err != nil {
+				return err
+			}
+			_, err = c.Token(ctx)
+			return err
+		}},
+		{"list tickets", func(ctx context.Context, url string) error {
+			c, err := guestapi.New(guestapi.Config{BaseURL: url, APIKey: key, Backoff: backoff})
+			if err != nil {
+				return err
+			}
+			_, err = c.ListTickets(ctx, guestapi.ListOptions{})
+			return err
+		}},
+		{"helpdesk call", func(ctx context.Context, url string) error {
+			// A client of the caller's own that would follow redirects.
+			c := &adapters.HTTPClient{HTTP: &http.Client{}, Backoff: backoff,
+				Authorize: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+hdToken) }}
+			_, err := c.Do(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: url + "/api/v2/tickets",
+				Body: []byte(`{"token":"` + hdToken + `"}`), Idempotent: true})
+			return err
+		}},
+	}
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		for _, cl := range calls {
+			t.Run(fmt.Sprintf("%d/%s", code, cl.name), func(t *testing.T) {
+				var (
+					mu           sync.Mutex
+					origin, away int
+					leaked       bool
+				)
+				elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					b, _ := io.ReadAll(r.Body)
+					mu.Lock()
+					away++
+					leaked = leaked || strings.Contains(string(b), key) || strings.Contains(string(b), hdToken) ||
+						r.Header.Get("Authorization") != ""
+					mu.Unlock()
+					io.WriteString(w, `{"tickets":[],"access_token":"t","expires_in":3600}`)
+				}))
+				defer elsewhere.Close()
+				target := elsewhere.URL + "/collect?sig=s3cret-sig"
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					origin++
+					mu.Unlock()
+					http.Redirect(w, r, target, code)
+				}))
+				defer srv.Close()
+
+				err := cl.call(t.Context(), srv.URL)
+				if !errors.Is(err, httpretry.ErrRedirect) {
+					t.Fatalf("error %v, want one matching ErrRedirect", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if away != 0 || leaked {
+					t.Errorf("the other server got %d requests (credentials: %v), want none", away, leaked)
+				}
+				if origin != 1 {
+					t.Errorf("the server got %d requests, want 1: a redirect is not retried", origin)
+				}
+				msg := err.Error()
+				if want := redact.URL(target); !strings.Contains(msg, want) {
+					t.Errorf("error %q does not name the Location %s", msg, want)
+				}
+				for _, secret := range []string{"s3cret-sig", key, hdToken} {
+					if strings.Contains(msg, secret) {
+						t.Errorf("error %q shows %q", msg, secret)
+					}
+				}
+			})
 		}
 	}
 }

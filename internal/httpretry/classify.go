@@ -6,6 +6,11 @@
 // (adapters.HTTPClient) run their attempts through [Retrier.Do], so an
 // answer means the same on either side.
 //
+// It also holds what every client of the daemon shares besides the loop:
+// no redirect is followed ([RefuseRedirect], [ErrRedirect]), and no wait
+// is longer than [DefaultMaxWait] or the caller's [WithMaxWait]; a server
+// asking for longer gets a [*WaitError] saying until when.
+//
 // It is not an HTTP client: callers build, send and read their requests
 // and hand the loop what each attempt gave. Errors, logging and secrets
 // stay with the callers.
@@ -33,8 +38,8 @@ const (
 	// connection that failed or was reset, an attempt that timed out.
 	Retryable
 	// Permanent cannot succeed when repeated unchanged: every other answer,
-	// a certificate the client does not trust, and the caller's context
-	// ending (the caller gave up).
+	// a redirect ([ErrRedirect]), a certificate the client does not trust,
+	// and the caller's context ending (the caller gave up).
 	Permanent
 	// Auth is a 401 or 403: the credentials were refused or lack a right.
 	// Repeating cannot help until the configuration changes.
@@ -72,6 +77,10 @@ func Classify(ctx context.Context, status int, err error) Class {
 	)
 	switch {
 	case ctx.Err() != nil, errors.Is(err, context.Canceled):
+		return Permanent
+	case errors.Is(err, ErrRedirect):
+		// The server sends the client elsewhere: it answers the same
+		// way when asked again.
 		return Permanent
 	case errors.As(err, &verify), errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid):
 		// An untrusted, expired or misnamed certificate does not mend

@@ -12,9 +12,60 @@ import (
 // MaxAttempts is zero, the first attempt included.
 const DefaultAttempts = 4
 
+// DefaultMaxWait is the longest wait [Retrier.Do] sits out when neither
+// [Retrier.MaxWait] nor the context ([WithMaxWait]) sets one: a server
+// asking for more (a proxy's Retry-After: 3600) is not waited for inside
+// one call.
+const DefaultMaxWait = 5 * time.Minute
+
 // ErrWaitTooLong is matched by [Outcome.Err] when the wait before the next
-// attempt is longer than [Retrier.MaxWait]: the caller comes back later.
+// attempt is longer than the longest wait allowed: the caller comes back
+// later. The error is a [*WaitError] saying when.
 var ErrWaitTooLong = errors.New("the wait before the next attempt is too long")
+
+// WaitError is the [Outcome.Err] of a server that asked for a wait longer
+// than the longest allowed (or of a backoff that would pass it): the
+// caller puts off its calls to that server until Until. It matches
+// [ErrWaitTooLong].
+type WaitError struct {
+	Wait  time.Duration // the wait asked for
+	Until time.Time     // when the wait ends: the clock's now plus Wait
+	Max   time.Duration // the longest wait allowed
+}
+
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("retry in %s (until %s), longer than the %s allowed: %s",
+		e.Wait, e.Until.UTC().Format(time.RFC3339), e.Max, ErrWaitTooLong)
+}
+
+// Is matches [ErrWaitTooLong].
+func (e *WaitError) Is(target error) bool { return target == ErrWaitTooLong }
+
+type maxWaitKey struct{}
+
+// WithMaxWait returns ctx carrying d as the longest wait of every
+// [Retrier.Do] run with it (or a context derived from it), when d is
+// shorter than the Retrier's own MaxWait. The sync engine sets the
+// schedule's interval on each cycle's context, so that no call waits past
+// the next cycle.
+func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
+	if old, ok := ctx.Value(maxWaitKey{}).(time.Duration); ok && old <= d {
+		return ctx
+	}
+	return context.WithValue(ctx, maxWaitKey{}, d)
+}
+
+// maxWait is the longest wait of a Do with ctx.
+func (r *Retrier) maxWait(ctx context.Context) time.Duration {
+	m := r.MaxWait
+	if m <= 0 {
+		m = DefaultMaxWait
+	}
+	if d, ok := ctx.Value(maxWaitKey{}).(time.Duration); ok && d > 0 && d < m {
+		m = d
+	}
+	return m
+}
 
 // Call describes the request [Retrier.Do] repeats.
 type Call struct {
@@ -53,7 +104,10 @@ type Outcome struct {
 	// attempt's class or the attempt count: the context ended (before an
 	// attempt or during a wait), the wait would pass the context's
 	// deadline (it matches context.DeadlineExceeded), or it is longer than
-	// MaxWait ([ErrWaitTooLong]).
+	// the longest wait allowed (a [*WaitError], matching [ErrWaitTooLong]).
+	// A wait the server asked for that is too long sets it even when no
+	// attempt is left or the request may not be repeated: the server asked
+	// to be left alone until then.
 	Err error
 }
 
@@ -75,8 +129,8 @@ type Retrier struct {
 	// zero means the backoff delay.
 	RateLimitWait time.Duration
 	// MaxWait is the longest wait Do sits out; a longer one ends the loop
-	// with [ErrWaitTooLong]. Zero means no limit but the context's
-	// deadline.
+	// with a [*WaitError]. Zero means [DefaultMaxWait]; a context carrying
+	// a shorter one ([WithMaxWait]) lowers it.
 	MaxWait time.Duration
 	// RetryWait, when set, is asked about every Retryable answer; when it
 	// returns ok, its wait replaces Retry-After and the backoff (a
@@ -117,11 +171,12 @@ func (r *Retrier) Do(ctx context.Context, c Call, attempt func(ctx context.Conte
 			return out
 		}
 		out.Wait, out.Asked = r.wait(res, n)
-		if n >= maxAttempts || !mayRepeat(c, res) {
+		repeat := n < maxAttempts && mayRepeat(c, res)
+		if m := r.maxWait(ctx); out.Wait > m && (repeat || out.Asked) {
+			out.Err = &WaitError{Wait: out.Wait, Until: r.now().Add(out.Wait), Max: m}
 			return out
 		}
-		if r.MaxWait > 0 && out.Wait > r.MaxWait {
-			out.Err = fmt.Errorf("retry in %s: %w", out.Wait, ErrWaitTooLong)
+		if !repeat {
 			return out
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < out.Wait {

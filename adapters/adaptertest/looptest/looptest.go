@@ -65,6 +65,11 @@ type Options struct {
 	Helpdesk string
 	// Clock is the fake clock of the loop; nil for a new one at [Start].
 	Clock *refservertest.Clock
+	// Interval is the schedule's interval, how far [Loop.Tick] advances
+	// the clock; zero means [Interval]. A helpdesk asking for a longer
+	// wait than it is put off (sync.PutOff): a fake whose rate limit asks
+	// for a minute runs on a schedule of a minute to sit it out.
+	Interval time.Duration
 	// Open opens a fresh adapter on the test's backend, logging to logger.
 	// The loop calls it each time it (re)starts the engine, so that a
 	// restart keeps nothing in the adapter's memory either.
@@ -93,6 +98,9 @@ func New(t *testing.T, opts Options) *Loop {
 	}
 	if opts.Clock == nil {
 		opts.Clock = NewClock()
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = Interval
 	}
 	l := &Loop{
 		Clock: opts.Clock, TS: refservertest.New(t, refservertest.WithClock(opts.Clock)),
@@ -129,18 +137,20 @@ func (l *Loop) open() {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	eng, err := tbsync.New(tbsync.DefaultConfig(), tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: l.Clock.Now})
+	cfg := tbsync.DefaultConfig()
+	cfg.Schedule = "@every " + l.opts.Interval.String()
+	eng, err := tbsync.New(cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: l.Clock.Now})
 	if err != nil {
 		l.t.Fatal(err)
 	}
 	l.engine = eng
 }
 
-// Tick advances the clock by [Interval] and runs a cycle, starting the
+// Tick advances the clock by the interval ([Options.Interval]) and runs a cycle, starting the
 // engine if it is not running. A cycle that fails fails the test.
 func (l *Loop) Tick() tbsync.Report {
 	l.t.Helper()
-	l.Clock.Advance(Interval)
+	l.Clock.Advance(l.opts.Interval)
 	if l.engine == nil {
 		l.open()
 	}

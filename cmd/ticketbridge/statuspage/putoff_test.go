@@ -1,0 +1,52 @@
+package statuspage
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// TestOverviewShowsPutOff: a cycle that put a side off says so on the
+// overview, with until when.
+func TestOverviewShowsPutOff(t *testing.T) {
+	st := fixture(t, 3)
+	until := t0.Add(time.Hour)
+	r := sync.Report{Start: t0.Add(-time.Minute), Outcome: sync.OutcomePutOff,
+		PutOff: []sync.PutOff{{Side: sync.SideAPI, Until: until, Reason: "HTTP 503 (retry after 1h0m0s)"}}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(func(tx *state.Tx) error {
+		return tx.PutCycle(state.Cycle{Start: r.Start, End: t0, Outcome: r.Outcome, Report: b})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHotel("", st, func() time.Time { return t0 })
+	if err := h.CycleDone(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Source: h, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if want := "api put off until"; resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+		t.Fatalf("GET /: %d, want %q in\n%s", resp.StatusCode, want, body)
+	}
+}
