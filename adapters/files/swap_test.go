@@ -15,6 +15,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 const apiKey = "sk_live_Zq7SECRETKEYdoNotLeak0123456789"
@@ -24,32 +25,15 @@ const apiKey = "sk_live_Zq7SECRETKEYdoNotLeak0123456789"
 // read but may point a link at.
 type swapFixture struct {
 	*fixture
-	logs   *syncBuffer
+	logs   *testutil.Buffer
 	target string
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newSwapFixture(t *testing.T, targetContent string) *swapFixture {
 	t.Helper()
 	f := newFixture(t)
 	f.a.Close()
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	a, err := files.New(t.Context(), files.Options{Dir: f.dir, Now: func() time.Time { return f.now },
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
