@@ -337,11 +337,18 @@ func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cf
 		return err
 	}
 	defer w.Close()
+	// The cycle has the daemon's deadline: a call that hangs ends it.
+	tc, err := loadTelemetryConfig(ctx, env)
+	if err != nil {
+		return err
+	}
+	cycleCtx, cancel := context.WithTimeoutCause(ctx, tc.CycleMax, sync.ErrCycleDeadline)
+	defer cancel()
 	var rep sync.Report
 	if dry {
-		rep, err = w.dryRun(ctx, stdout)
+		rep, err = w.dryRun(cycleCtx, stdout)
 	} else {
-		rep, err = w.engine.RunCycle(ctx)
+		rep, err = w.engine.RunCycle(cycleCtx)
 		writeSnapshot(w.store, w.hd, cfg.State+statusSuffix, log)
 		if src.service {
 			// Run by root in a shell: what the cycle made in the service's
