@@ -82,3 +82,19 @@ func TestDemoCurlExampleWorks(t *testing.T) {
 		t.Fatalf("the demo's curl example gets %d:\n%s", resp.StatusCode, line)
 	}
 }
+
+// TestMistypedCommand: a command one or two letters off is named, not
+// answered with the whole usage; a name far from every command gets the
+// usage.
+func TestMistypedCommand(t *testing.T) {
+	var out, errOut strings.Builder
+	code := exitCode(run(t.Context(), []string{"chek"}, &out, &errOut), &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), `unknown command "chek"; did you mean check?`) || strings.Contains(errOut.String(), "Commands:") {
+		t.Fatalf("chek: exit %d\n%s", code, errOut.String())
+	}
+	errOut.Reset()
+	code = exitCode(run(t.Context(), []string{"frobnicate"}, &out, &errOut), &errOut)
+	if code != 2 || strings.Contains(errOut.String(), "did you mean") || !strings.Contains(errOut.String(), "Commands:") {
+		t.Fatalf("frobnicate: exit %d\n%s", code, errOut.String())
+	}
+}

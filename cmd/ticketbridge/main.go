@@ -115,10 +115,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "-v", "--version":
 		return runVersion(ctx, nil, stdout, stderr)
 	}
+	var names []string
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
+		names = append(names, c.name)
+	}
+	if best := closest(args[0], names); best != "" {
+		return fmt.Errorf("%w: unknown command %q; did you mean %s? (ticketbridge --help lists the commands)", errUsage, args[0], best)
 	}
 	usage(stderr)
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
