@@ -82,6 +82,13 @@ var ErrNoAPISuccess = errors.New("no call of the Guest Requests API succeeded")
 // its deadline (TICKETBRIDGE_CYCLE_MAX, see [Scheduler.Deadline]), and is
 // matched by that cycle's error: the cycle stopped where it was, and the
 // next one goes on from there.
+// ErrInterrupted is returned by RunCycle when its context was cancelled
+// (Ctrl-C, SIGTERM, a daemon stopping a hotel) before the cycle ended:
+// nothing failed, and what the cycle left undone the next run does (every
+// write is journaled or idempotent). Such a cycle has the outcome
+// [OutcomeInterrupted].
+var ErrInterrupted = errors.New("interrupted; the next run resumes")
+
 var ErrCycleDeadline = errors.New("the cycle ran past its deadline (TICKETBRIDGE_CYCLE_MAX)")
 
 // Engine runs sync cycles. Make one with [New]; it is safe for concurrent
@@ -389,7 +396,7 @@ func (c *cycle) finish() (Report, error) {
 	fatal := c.fatal
 	c.mu.Unlock()
 	c.e.api.cycle.Store(nil)
-	apiPutOff := false
+	apiPutOff, interrupted := false, false
 	for _, p := range rep.PutOff {
 		c.e.putOff[p.Side] = p
 		apiPutOff = apiPutOff || p.Side == SideAPI
@@ -398,8 +405,10 @@ func (c *cycle) finish() (Report, error) {
 	case fatal != nil:
 	case errors.Is(context.Cause(c.parent), ErrCycleDeadline):
 		fatal = fmt.Errorf("%w: it stopped after %s; the next cycle goes on", ErrCycleDeadline, time.Since(c.began).Round(time.Second))
+	case errors.Is(context.Cause(c.parent), context.Canceled):
+		interrupted = true
 	case c.parent.Err() != nil:
-		fatal = fmt.Errorf("run cycle: stopped: %w", c.parent.Err())
+		fatal = fmt.Errorf("stopped: %w", context.Cause(c.parent))
 	}
 	rep.APIRequests = int(c.e.api.n.Load() - c.req0)
 	rep.Duration = time.Since(c.began)
@@ -408,13 +417,15 @@ func (c *cycle) finish() (Report, error) {
 	// failure: the API is there and asks the bridge to slow down, which it
 	// does; readiness turns only if that lasts TICKETBRIDGE_CYCLE_MAX.
 	throttled := c.e.api.limited.Load() > c.limited0
-	if fatal == nil && !synced && !throttled && !apiPutOff {
+	if fatal == nil && !synced && !throttled && !apiPutOff && !interrupted {
 		fatal = noAPISuccess(rep)
 	}
 	switch {
 	case fatal != nil:
 		rep.Outcome = OutcomeFailed
 		rep.Fatal = fatal.Error()
+	case interrupted:
+		rep.Outcome = OutcomeInterrupted
 	case len(rep.PutOff) > 0:
 		rep.Outcome = OutcomePutOff
 	case rep.Errors > 0:
@@ -422,7 +433,7 @@ func (c *cycle) finish() (Report, error) {
 	default:
 		rep.Outcome = OutcomeOK
 	}
-	rep.Synced = fatal == nil && synced
+	rep.Synced = fatal == nil && !interrupted && synced
 	if !c.e.st.ReadOnly() {
 		body, err := json.Marshal(rep)
 		if err == nil {
@@ -452,8 +463,11 @@ func (c *cycle) finish() (Report, error) {
 	}
 	c.e.log.LogAttrs(context.WithoutCancel(c.parent), level, rep.String(), slog.String("op", "cycle"))
 	c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelDebug, "cycle details", slog.String("op", "cycle"), slog.Any("report", rep))
-	if fatal != nil {
+	switch {
+	case fatal != nil:
 		return rep, fmt.Errorf("run cycle: %w", fatal)
+	case interrupted:
+		return rep, ErrInterrupted
 	}
 	return rep, nil
 }

@@ -231,6 +231,34 @@ func TestCycleDeadlineReported(t *testing.T) {
 	}
 }
 
+// TestCycleInterrupted: a cycle whose context is cancelled (Ctrl-C,
+// SIGTERM, a daemon stopping) while a call waits is interrupted, not
+// failed: RunCycle returns ErrInterrupted without a doubled prefix, the
+// stored cycle says interrupted, and the next cycle syncs.
+func TestCycleInterrupted(t *testing.T) {
+	e := newEnv(t)
+	e.newTicket("blanket")
+	var hang bool
+	e.wrapAPI = func(a tbsync.API) tbsync.API { return &hangingAPI{API: a, hang: &hang} }
+	e.open()
+	hang = true
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	hangingCancel = func() { cancel(nil) }
+	rep, err := e.engine.RunCycle(ctx)
+	if !errors.Is(err, tbsync.ErrInterrupted) || err.Error() != tbsync.ErrInterrupted.Error() ||
+		rep.Outcome != tbsync.OutcomeInterrupted || rep.Fatal != "" || rep.Synced {
+		t.Fatalf("error %v, report %s: want an interrupted cycle", err, rep)
+	}
+	if st, err := tbsync.ReadStatus(e.store, time.Now()); err != nil || st.LastCycle == nil || st.LastCycle.Outcome != tbsync.OutcomeInterrupted {
+		t.Fatalf("the stored cycle: %+v, %v", st.LastCycle, err)
+	}
+	hang = false
+	if r := e.tick(); !r.Synced {
+		t.Fatalf("the cycle after: %s", r)
+	}
+}
+
 // hangingCancel is what a hanging call does: it stands for the deadline
 // passing while the call waits.
 var hangingCancel func()

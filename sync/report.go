@@ -18,6 +18,9 @@ const (
 	// out; the cycle stopped calling it, and cycles skip it until then
 	// (see Report.PutOff).
 	OutcomePutOff = "put_off"
+	// OutcomeInterrupted: the cycle was cancelled (Ctrl-C, SIGTERM, a
+	// daemon stopping); nothing failed, and the next run resumes.
+	OutcomeInterrupted = "interrupted"
 )
 
 // Report is what one cycle did. It is logged as one line, printed as a
@@ -180,6 +183,9 @@ func (r Report) String() string {
 	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
+	}
+	if r.Outcome == OutcomeInterrupted {
+		b.WriteString("; the next run resumes")
 	}
 	return b.String()
 }

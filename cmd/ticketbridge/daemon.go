@@ -290,7 +290,9 @@ const onceAbout = `Run one sync cycle and print its report. The exit status is 1
 cycle did not sync: it failed (a refused key, a missing right, an
 unwritable state file) or no call of the API succeeded (the API
 unreachable). Tickets that failed while the others went on are listed in
-the report.
+the report. Interrupted (Ctrl-C, SIGTERM), it says "interrupted; the next
+run resumes" and exits 130: nothing failed, and the next run does what this
+one left undone, once.
 
 With --dry-run both sides are read and the cycle's writes are printed
 ("would create", "would post") instead of made: nothing is written
@@ -370,7 +372,10 @@ func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cf
 			return terr
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, sync.ErrInterrupted):
+		return &exitError{code: exitInterrupted, err: err}
+	case err != nil:
 		return &exitError{code: 1, err: err}
 	}
 	return nil

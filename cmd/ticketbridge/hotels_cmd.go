@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/ticketbridge/ticketbridge/sync"
 )
 
 // hotelFlag is --hotel of the commands that act on hotels: once, status,
@@ -87,6 +90,9 @@ func eachHotel(out io.Writer, secs []hotelSection, do func(s hotelSection, out i
 		err := s.err
 		if err == nil {
 			err = do(s, out)
+		}
+		if errors.Is(err, sync.ErrInterrupted) {
+			return err // the hotels after it are not started
 		}
 		if err != nil {
 			failed = append(failed, s.name)

@@ -41,6 +41,10 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
+// exitInterrupted is the exit status of a command interrupted by Ctrl-C or
+// SIGTERM, as a shell reports a command ended by SIGINT (128+2).
+const exitInterrupted = 130
+
 // errUsage marks a command line the program cannot understand; it exits 2.
 var errUsage = errors.New("usage")
 

@@ -434,6 +434,11 @@ func (t *telemetry) cycleStarted() {
 func (t *telemetry) cycleDone(r sync.Report, err error) {
 	now := t.now()
 	outcome := r.Outcome
+	interrupted := errors.Is(err, sync.ErrInterrupted)
+	if interrupted {
+		// Cancelled, not failed: the next run resumes.
+		outcome, err = sync.OutcomeInterrupted, nil
+	}
 	if outcome == "" {
 		outcome = sync.OutcomeOK
 		if err != nil {
@@ -470,9 +475,10 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	switch {
 	case synced:
 		t.lastOK = now
-	case outcome == sync.OutcomePutOff && err == nil:
-		// A side asked the bridge to stay away for a while: no failure;
-		// readiness turns if nothing syncs for TICKETBRIDGE_CYCLE_MAX.
+	case outcome == sync.OutcomePutOff && err == nil, interrupted:
+		// A side asked the bridge to stay away for a while, or the cycle
+		// was cancelled: no failure; readiness turns if nothing syncs for
+		// TICKETBRIDGE_CYCLE_MAX.
 	default:
 		t.lastOutcome = sync.OutcomeFailed
 		t.lastFatal = r.Fatal
