@@ -1,0 +1,177 @@
+package guestapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// decodeObject decodes a JSON object into v, tolerating unknown fields.
+func decodeObject(body []byte, v any) error {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 {
+		return errors.New("empty body")
+	}
+	if b[0] != '{' {
+		return fmt.Errorf("want a JSON object, got %s", clean(string(b), 40))
+	}
+	if !utf8.Valid(b) {
+		// encoding/json would turn the bad bytes into U+FFFD silently.
+		return errors.New("the answer is not valid UTF-8")
+	}
+	return json.Unmarshal(b, v)
+}
+
+// decodeList decodes the answer of GET /tickets.
+func decodeList(body []byte) ([]Ticket, error) {
+	var w struct {
+		Tickets json.RawMessage `json:"tickets"`
+	}
+	if err := decodeObject(body, &w); err != nil {
+		return nil, err
+	}
+	if w.Tickets == nil {
+		return nil, errors.New("tickets is missing")
+	}
+	var ts []Ticket
+	if err := json.Unmarshal(w.Tickets, &ts); err != nil {
+		return nil, fmt.Errorf("tickets: %w", err)
+	}
+	if ts == nil { // null: a server's empty list
+		ts = []Ticket{}
+	}
+	seen := make(map[string]int, len(ts))
+	for i, t := range ts {
+		if t.ID == "" {
+			return nil, fmt.Errorf("tickets[%d]: id is missing", i)
+		}
+		if j, dup := seen[t.ID]; dup {
+			return nil, fmt.Errorf("tickets[%d]: id %q repeats tickets[%d]", i, clean(t.ID, 80), j)
+		}
+		seen[t.ID] = i
+	}
+	return ts, nil
+}
+
+// decodeThread decodes the answer of GET /tickets/{id}.
+func decodeThread(body []byte) (*Thread, error) {
+	var w struct {
+		Ticket   *TicketDetail `json:"ticket"`
+		Messages []Message     `json:"messages"`
+	}
+	if err := decodeObject(body, &w); err != nil {
+		return nil, err
+	}
+	if w.Ticket == nil {
+		return nil, errors.New("ticket is missing")
+	}
+	if w.Ticket.ID == "" {
+		return nil, errors.New("ticket: id is missing")
+	}
+	seen := make(map[string]int, len(w.Messages))
+	for i, m := range w.Messages {
+		if m.ID == "" {
+			return nil, fmt.Errorf("messages[%d]: id is missing", i)
+		}
+		if j, dup := seen[m.ID]; dup {
+			return nil, fmt.Errorf("messages[%d]: id %q repeats messages[%d]", i, clean(m.ID, 80), j)
+		}
+		seen[m.ID] = i
+	}
+	th := &Thread{Ticket: *w.Ticket, Messages: w.Messages}
+	if th.Messages == nil {
+		th.Messages = []Message{}
+	}
+	return th, nil
+}
+
+// decodeError turns a non-2xx answer into an *Error. A JSON body fills the
+// code and the extra fields, each read on its own so that one odd field does
+// not lose the others; any other body leaves a short sanitized snippet (an
+// HTML page's title, else its first printable characters) in Message.
+func decodeError(status int, body []byte) *Error {
+	e := &Error{StatusCode: status}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil && fields != nil {
+		var s string
+		if json.Unmarshal(fields["error"], &s) == nil {
+			e.Code = clean(s, 64)
+		}
+		if json.Unmarshal(fields["need"], &s) == nil {
+			e.Need = clean(s, 64)
+		}
+		var msg string
+		if json.Unmarshal(fields["message"], &msg) == nil {
+			e.Message = clean(msg, 300)
+		}
+		var allowed []json.RawMessage
+		if json.Unmarshal(fields["allowed"], &allowed) == nil {
+			for _, a := range allowed {
+				if json.Unmarshal(a, &s) == nil && len(e.Allowed) < 32 {
+					e.Allowed = append(e.Allowed, clean(s, 64))
+				}
+			}
+		}
+		if e.Code != "" || e.Message != "" {
+			return e
+		}
+	}
+	e.Message = snippet(body)
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	return e
+}
+
+// snippet returns a short printable excerpt of a non-JSON body: the HTML
+// title when there is one, else the start of the text.
+func snippet(body []byte) string {
+	s := string(body)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "")
+	}
+	lower := strings.ToLower(s)
+	if i := strings.Index(lower, "<title>"); i >= 0 {
+		rest := s[i+len("<title>"):]
+		if j := strings.Index(strings.ToLower(rest), "</title>"); j >= 0 {
+			if t := clean(rest[:j], 120); t != "" {
+				return t
+			}
+		}
+	}
+	return clean(s, 120)
+}
+
+// clean collapses whitespace, drops control and other unprintable
+// characters and cuts s to at most n runes (marking a cut with "...").
+func clean(s string, n int) string {
+	var b strings.Builder
+	count := 0
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if count >= n {
+			b.WriteString("...")
+			return b.String()
+		}
+		if space {
+			b.WriteByte(' ')
+			count++
+			space = false
+		}
+		b.WriteRune(r)
+		count++
+	}
+	return b.String()
+}

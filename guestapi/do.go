@@ -1,0 +1,189 @@
+package guestapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+)
+
+// request is one call of the API, attempted up to MaxAttempts times.
+type request struct {
+	op      string // for logs and error messages, e.g. "list tickets"
+	method  string
+	path    string // below BaseURL, escaped
+	query   url.Values
+	body    any    // JSON-encoded when non-nil
+	auth    string // bearer credential; empty sends none
+	idemKey string
+	retry   bool // may be repeated on temporary failures (POSTs only with an idempotency key)
+}
+
+func (r request) decodeErr(err error) error {
+	return fmt.Errorf("%s: decode answer of %s %s: %w: %w", r.op, r.method, r.path, ErrBadResponse, err)
+}
+
+// do runs r and returns the body of its 2xx answer.
+func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
+	var payload []byte
+	if r.body != nil {
+		var err error
+		if payload, err = json.Marshal(r.body); err != nil {
+			return nil, fmt.Errorf("%s: encode request body: %w", r.op, err)
+		}
+	}
+	var (
+		body []byte
+		last error // the last attempt's error
+	)
+	call := httpretry.Call{Op: r.op, Idempotent: r.retry || httpretry.IdempotentMethod(r.method)}
+	out := c.retrier.Do(ctx, call, func(ctx context.Context, n int) httpretry.Result {
+		var res httpretry.Result
+		body, res, last = c.attempt(ctx, r, payload, n)
+		return res
+	})
+	if out.Class == httpretry.Success && out.Err == nil {
+		return body, nil
+	}
+	var ae *Error
+	if out.Asked && errors.As(last, &ae) {
+		ae.RetryAfter = out.Wait
+	}
+	switch {
+	case out.Err != nil && last != nil:
+		return nil, fmt.Errorf("%s: %w (last error: %w)", r.op, out.Err, last)
+	case out.Err != nil:
+		return nil, fmt.Errorf("%s: %w", r.op, out.Err)
+	case out.Attempts > 1:
+		return nil, fmt.Errorf("%s (%d attempts): %w", r.op, out.Attempts, last)
+	}
+	return nil, fmt.Errorf("%s: %w", r.op, last)
+}
+
+// attempt makes one HTTP exchange. It returns the body of a 2xx answer,
+// what the exchange was for the retry loop, and the error to report when
+// it failed.
+func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt int) ([]byte, httpretry.Result, error) {
+	u := *c.base
+	// r.path is escaped; set both forms so that escaped ids keep their
+	// escapes (an id holding "/" stays one path segment).
+	raw := c.base.EscapedPath() + r.path
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		return nil, httpretry.Result{Class: httpretry.Permanent}, fmt.Errorf("build request %s %s: %w", r.method, r.path, err)
+	}
+	u.Path, u.RawPath = p, raw
+	if len(r.query) > 0 {
+		u.RawQuery = r.query.Encode()
+	}
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), rd)
+	if err != nil {
+		return nil, httpretry.Result{Class: httpretry.Permanent}, fmt.Errorf("build request %s %s: %w", r.method, r.path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.ua)
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.auth != "" {
+		req.Header.Set("Authorization", "Bearer "+r.auth)
+	}
+	if r.idemKey != "" {
+		req.Header.Set("Idempotency-Key", r.idemKey)
+	}
+
+	start := time.Now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.logAttempt(ctx, r, attempt, 0, time.Since(start), err)
+		return nil, httpretry.Result{Err: err}, transportError(r, err)
+	}
+	defer resp.Body.Close()
+	res := httpretry.Result{Status: resp.StatusCode, Header: resp.Header}
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
+		c.logAttempt(ctx, r, attempt, resp.StatusCode, time.Since(start), err)
+		if err != nil {
+			err = fmt.Errorf("read answer: %w", err)
+			return nil, httpretry.Result{Err: err}, transportError(r, err)
+		}
+		if len(body) > MaxBodySize {
+			res.Class = httpretry.Permanent
+			return nil, res, fmt.Errorf("read answer of %s %s: %w: larger than %d bytes", r.method, r.path, ErrBadResponse, MaxBodySize)
+		}
+		return body, res, nil
+	}
+
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBodySize))
+	// Redact before decoding, so that cutting a snippet short cannot leave
+	// part of a credential behind; the fields are redacted again below.
+	ae := decodeError(resp.StatusCode, []byte(c.redact(string(body))))
+	ae.Method, ae.Path = r.method, r.path
+	ae.Message = c.redact(ae.Message)
+	ae.Code = c.redact(ae.Code)
+	ae.Need = c.redact(ae.Need)
+	for i := range ae.Allowed {
+		ae.Allowed[i] = c.redact(ae.Allowed[i])
+	}
+	c.logAttempt(ctx, r, attempt, resp.StatusCode, time.Since(start), nil)
+	return nil, res, ae
+}
+
+// transportError is the error to report for a failure of the exchange
+// itself. Errors of net/http quote the URL, which holds no secret; it is
+// stripped anyway to keep messages short and uniform.
+func transportError(r request, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("%s %s: %w", r.method, r.path, err)
+}
+
+func (c *Client) logAttempt(ctx context.Context, r request, attempt, status int, d time.Duration, err error) {
+	if !c.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("op", r.op),
+		slog.String("method", r.method),
+		slog.String("path", r.path),
+		slog.Int("status", status),
+		slog.Int("attempt", attempt),
+		slog.Duration("duration", d),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", c.redact(err.Error())))
+	}
+	c.log.LogAttrs(ctx, slog.LevelDebug, "api request", attrs...)
+}
+
+// redact removes the key (and the cached access token) from s, in case a
+// server or proxy echoes a credential back.
+func (c *Client) redact(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, c.key, KeyPrefix+"[redacted]")
+	c.tokMu.Lock()
+	tok := c.tok
+	c.tokMu.Unlock()
+	if tok != nil && tok.AccessToken != "" {
+		s = strings.ReplaceAll(s, tok.AccessToken, "[redacted]")
+	}
+	return s
+}

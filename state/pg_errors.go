@@ -1,0 +1,89 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
+)
+
+// redactedError replaces a secret in an error's text; errors.Is and As
+// still see the error it wraps.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+func (e *redactedError) Unwrap() error { return e.err }
+
+// hideSecret returns err with every occurrence of secret (the database
+// password) in its text replaced.
+func hideSecret(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
+}
+
+// parseURLError returns pgx's error about rawURL with what of the URL may
+// be secret hidden, as [redact.URL] hides it: the password, every query
+// value and the fragment. pgx hides the password of a URL it could split,
+// not the other values, and it quotes pieces of a URL it could not.
+func parseURLError(rawURL string, err error) error {
+	u, uerr := url.Parse(strings.TrimSpace(rawURL))
+	if uerr != nil {
+		return &redactedError{msg: "it does not parse as a URL", err: err}
+	}
+	var secrets []string
+	if pw, ok := u.User.Password(); ok {
+		secrets = append(secrets, pw)
+	}
+	for _, vs := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(vs, "=")
+		if uv, err := url.QueryUnescape(v); err == nil {
+			secrets = append(secrets, uv, strings.TrimSpace(uv))
+		}
+		secrets = append(secrets, v, strings.TrimSpace(v))
+	}
+	secrets = append(secrets, u.Fragment, strings.TrimSpace(u.Fragment))
+	msg := err.Error()
+	// pgx says "cannot parse `URL`: what (why)": the URL as redact
+	// prints it instead.
+	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+		if _, why, ok := strings.Cut(rest, "`: "); ok {
+			msg = "cannot parse `" + redact.URL(rawURL) + "`: " + why
+		}
+	}
+	// Longest first, so that a value holding another is hidden whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, sec := range secrets {
+		if len(sec) >= 3 {
+			msg = strings.ReplaceAll(msg, sec, redact.Mask)
+		}
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// classify maps PostgreSQL's serialization and deadlock failures to
+// ErrConflict, and a commit under a stale fence to ErrLeaseLost.
+func classify(err error) error {
+	var pe *pgconn.PgError
+	switch {
+	case !errors.As(err, &pe):
+	case pe.Code == "40001" || pe.Code == "40P01":
+		return fmt.Errorf("%w (another process writes this hotel's state; nothing of this update was kept): %w", ErrConflict, err)
+	case pe.Code == pgLeaseLostCode:
+		return fmt.Errorf("%w: another replica took the hotel over; nothing of this update was kept", ErrLeaseLost)
+	}
+	return err
+}
+
+// pgLeaseLostCode is the SQLSTATE ticketbridge_commit raises for a stale
+// fence.
+const pgLeaseLostCode = "TBL01"
