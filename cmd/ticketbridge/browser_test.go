@@ -58,14 +58,14 @@ func TestStatusPageInBrowser(t *testing.T) {
 		d.broken.Store(ids[3])
 	})
 	var snap sync.Status
-	for range 5 {
+	for range snapshotCycles {
 		if snap = d.snapshot(t); len(snap.Failed) == 1 && snap.Counts.Failing == 1 {
 			break
 		}
 		d.next(t)
 	}
 	if len(snap.Failed) != 1 || snap.Counts.Failing != 1 {
-		t.Fatalf("no refused entry and failing request in 5 cycles: %+v", snap.Counts)
+		t.Fatalf("no refused entry and failing request in %d cycles: %+v", snapshotCycles, snap.Counts)
 	}
 	event := snap.Failed[0].EventID
 	d.next(t)

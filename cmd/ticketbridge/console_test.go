@@ -133,6 +133,11 @@ func (d *consoleDaemon) until(t *testing.T, n int, what string, cond func(sync.R
 }
 
 // snapshot reads the daemon's status snapshot file.
+// snapshotCycles is how many cycles of a second a test waits for the
+// status snapshot to show a change: the daemon takes it at most every
+// snapshotEvery (10 s) when taking it is slow, as on a loaded machine.
+const snapshotCycles = 15
+
 func (d *consoleDaemon) snapshot(t *testing.T) sync.Status {
 	t.Helper()
 	s, err := readSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + statusSuffix)
@@ -265,13 +270,13 @@ func TestRetryAndSkipCommandsWhileRunning(t *testing.T) {
 func newConsoleDaemonRefusing(t *testing.T, b *bridge) *consoleDaemon {
 	t.Helper()
 	d := startConsoleDaemon(t, b, func(d *consoleDaemon) { d.refuse.Store(true) })
-	for range 5 {
+	for range snapshotCycles {
 		if len(d.snapshot(t).Failed) > 0 {
 			return d
 		}
 		d.next(t)
 	}
-	t.Fatal("no entry refused in 5 cycles")
+	t.Fatalf("no entry refused in %d cycles", snapshotCycles)
 	return d
 }
 
