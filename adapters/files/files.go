@@ -70,7 +70,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +81,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
 
@@ -131,7 +131,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		env = envconfig.MapLookuper(nil)
 	}
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read files adapter configuration: %w", nameVariable(err, env))
+		return c, fmt.Errorf("read files adapter configuration: %w", envvar.Explain(err, &c, env, ""))
 	}
 	if c.Dir == "" {
 		c.Dir = DefaultDir
@@ -146,21 +146,6 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		return c, fmt.Errorf("read files adapter configuration: TICKETBRIDGE_FILES_SETTLE=%s: must not be negative", c.Settle)
 	}
 	return c, nil
-}
-
-// nameVariable rewrites go-envconfig's error, which names the struct
-// field, to name the variable and its value (none of them is secret).
-func nameVariable(err error, env envconfig.Lookuper) error {
-	rt := reflect.TypeFor[Config]()
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), f.Name+": ") {
-			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			v, _ := env.Lookup(key)
-			return fmt.Errorf("%s=%q: %w", key, v, inner)
-		}
-	}
-	return err
 }
 
 // DefaultStatusMap maps the API's statuses to the same words: the folder

@@ -53,7 +53,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +60,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 )
 
 // LoadConfig fills target, a pointer to an env-tagged struct, from the
@@ -75,7 +75,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper, prefix, what string
 		Target:   target,
 		Lookuper: envconfig.PrefixLookuper(prefix, env),
 	}); err != nil {
-		return fmt.Errorf("read %s configuration: %s: %w", what, variableOf(err, prefix, target), err)
+		return fmt.Errorf("read %s configuration: %w", what, envvar.Explain(err, target, env, prefix))
 	}
 	return nil
 }
@@ -89,25 +89,6 @@ func Defaults(target any) {
 	// non-zero fields alone; a tag's default that does not parse is a
 	// programming error that the package's tests meet.
 	_ = envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: target, Lookuper: envconfig.MapLookuper(nil)})
-}
-
-// variableOf names the variable of a go-envconfig error, which starts
-// with the struct field's name.
-func variableOf(err error, prefix string, target any) string {
-	t := reflect.TypeOf(target)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() == reflect.Struct {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if strings.HasPrefix(err.Error(), f.Name+":") {
-				name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-				return prefix + name
-			}
-		}
-	}
-	return "a " + prefix + "* variable"
 }
 
 // ParseSince parses the value of variable, where a change stream starts

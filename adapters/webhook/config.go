@@ -8,13 +8,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
@@ -89,7 +89,7 @@ func (s Secret) Reveal() string { return string(s) }
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	var c Config
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read webhook configuration: %s%w", variableOf(err), err)
+		return c, fmt.Errorf("read webhook configuration: %w", envvar.Explain(err, &c, env, ""))
 	}
 	allow, err := adapters.LoadInsecureHTTP(ctx, env)
 	if err != nil {
@@ -172,20 +172,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_TIMEOUT %s: want a positive duration", c.Timeout)
 	}
 	return nil
-}
-
-// variableOf names the variable behind an envconfig error, which names
-// only the struct field ("Tolerance: time: invalid duration ...").
-func variableOf(err error) string {
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if strings.HasPrefix(err.Error(), f.Name+":") {
-			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			return name + ": "
-		}
-	}
-	return ""
 }
 
 func fileExists(p string) bool {
