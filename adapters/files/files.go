@@ -148,23 +148,10 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	return c, nil
 }
 
-// DefaultStatusMap maps the API's statuses to the same words: the folder
-// speaks the API's language. confirmed is shown but cannot be set.
-func DefaultStatusMap() adapters.StatusMap {
-	m := adapters.StatusMap{ToHelpdesk: map[guestapi.Status]string{}, FromHelpdesk: map[string]guestapi.Status{}}
-	for _, s := range guestapi.Statuses() {
-		m.ToHelpdesk[s] = string(s)
-	}
-	for _, s := range guestapi.SettableStatuses() {
-		m.FromHelpdesk[string(s)] = s
-	}
-	return m
-}
-
 // Options configure an [Adapter].
 type Options struct {
 	Dir            string             // required
-	Status         adapters.StatusMap // zero: DefaultStatusMap
+	Status         adapters.StatusMap // zero: adapters.APIStatusMap
 	MaxOutboxBytes int64              // 0: DefaultMaxOutboxBytes
 	Settle         time.Duration      // 0: picked up at once
 	PageSize       int                // 0: DefaultPageSize
@@ -219,7 +206,7 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 	}
 	return New(ctx, Options{
 		Dir:            c.Dir,
-		Status:         DefaultStatusMap().Override(deps),
+		Status:         adapters.APIStatusMap().Override(deps),
 		MaxOutboxBytes: c.MaxOutboxBytes,
 		Settle:         c.Settle,
 		Logger:         deps.Logger,
@@ -243,7 +230,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
 	}
 	if len(a.status.ToHelpdesk) == 0 {
-		a.status = DefaultStatusMap()
+		a.status = adapters.APIStatusMap()
 	}
 	if a.maxOutbox <= 0 {
 		a.maxOutbox = DefaultMaxOutboxBytes

@@ -188,7 +188,7 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 	}
 	return New(ctx, cfg, Options{
 		Logger:   deps.Logger,
-		Status:   DefaultStatusMap().Override(deps),
+		Status:   adapters.APIStatusMap().Override(deps),
 		ReadOnly: deps.ReadOnly,
 	})
 }
