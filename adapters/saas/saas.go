@@ -22,8 +22,8 @@
 // its API does differently (Zammad's primitives, its change stream
 // included, are some 600 lines):
 //
-//   - config.go: an env-tagged Config (defaults in the tags), LoadConfig
-//     through [Load], Validate naming the variable at fault, and String,
+//   - config.go: an env-tagged Config that embeds [Common] (defaults in
+//     the tags), LoadConfig through [Load], Validate naming the variable at fault, and String,
 //     GoString and LogValue that never show the secret.
 //   - the Adapter: a struct embedding *Helpdesk[T], built in New with
 //     [NewHelpdesk] over a small type that implements [Vendor] (the
@@ -139,13 +139,57 @@ func (l *Life) Check(name string) error {
 	return nil
 }
 
-// Load reads a configuration C with [LoadConfig], replaces its secret by
-// the content of the secret's file when one is named (see
-// [adapters.SecretOrFile]; secretVar is the secret's variable, without
-// prefix), sets the field insecure points at from
+// Common is what the configuration of every SaaS adapter holds, embedded
+// in each adapter's Config. Its env tags are read under the adapter's
+// prefix (TICKETBRIDGE_ZENDESK_URL, TICKETBRIDGE_ZAMMAD_URL, ...); the
+// secret, the default group, the tag and the start of the change stream
+// differ in name, type or default from one helpdesk to the next and stay
+// in each adapter's Config.
+type Common struct {
+	// URL is the helpdesk's address, without the API's path.
+	URL string `env:"URL"`
+	// Groups maps department codes to the helpdesk's groups:
+	// "housekeeping=...,maintenance=..." (each adapter parses the values).
+	Groups string `env:"GROUPS"`
+	// Timeout bounds each HTTP request to the helpdesk.
+	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+	// PageSize is the size of the pages of the lists the adapter reads;
+	// each helpdesk has its own maximum.
+	PageSize int `env:"PAGE_SIZE,default=100"`
+	// AllowInsecureHTTP accepts a plain http URL to a host that is not
+	// loopback; [Load] sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP (see
+	// adapters.CheckHTTPS).
+	AllowInsecureHTTP bool
+}
+
+// embedsCommon is a configuration that embeds [Common]; [Load] reaches
+// it through the promoted method.
+type embedsCommon interface{ common() *Common }
+
+var _ embedsCommon = (*Common)(nil)
+
+func (c *Common) common() *Common { return c }
+
+// CheckTimeout returns an error naming prefix+TIMEOUT when Timeout is
+// negative.
+func (c Common) CheckTimeout(prefix string) error {
+	if c.Timeout < 0 {
+		return fmt.Errorf("%sTIMEOUT %s is negative", prefix, c.Timeout)
+	}
+	return nil
+}
+
+// Load reads a configuration C, which embeds [Common], with [LoadConfig],
+// replaces its secret by the content of the secret's file when one is
+// named (see [adapters.SecretOrFile]; secretVar is the secret's variable,
+// without prefix), sets AllowInsecureHTTP from
 // TICKETBRIDGE_ALLOW_INSECURE_HTTP (see [adapters.CheckHTTPS]), and
 // validates it.
-func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(*C) (value *string, file string), insecure func(*C) *bool) (C, error) {
+func Load[C any, PC interface {
+	*C
+	embedsCommon
+	Validate() error
+}](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(PC) (value *string, file string)) (C, error) {
 	var c C
 	if err := LoadConfig(ctx, env, prefix, what, &c); err != nil {
 		return c, err
@@ -155,7 +199,7 @@ func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lo
 		var zero C
 		return zero, fmt.Errorf("read %s configuration: %w", what, err)
 	}
-	*insecure(&c) = allow
+	PC(&c).common().AllowInsecureHTTP = allow
 	value, file := secret(&c)
 	s, err := adapters.SecretOrFile(prefix+secretVar, *value, file)
 	if err != nil {
@@ -163,7 +207,7 @@ func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lo
 		return zero, err
 	}
 	*value = s
-	if err := c.Validate(); err != nil {
+	if err := PC(&c).Validate(); err != nil {
 		var zero C
 		return zero, err
 	}
