@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 			// Each attempt is signed anew, so that a retry is not refused as
 			// stale however long the backoff was.
 			if err := SignRequest(r, a.key.secret, a.now()); err != nil {
-				a.log.LogAttrs(r.Context(), slog.LevelError, "cannot sign delivery", slog.String("error", err.Error()))
+				a.log.LogAttrs(r.Context(), slog.LevelError, "cannot sign delivery", slog.Any("error", err))
 			}
 		},
 		Secrets: []string{a.key.secret},
