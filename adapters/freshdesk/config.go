@@ -72,16 +72,10 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile })
 }
 
-// withDefaults fills the unset fields with the defaults of their env tags.
-func (c Config) withDefaults() Config {
-	saas.Defaults(&c)
-	return c
-}
-
 // Validate checks the configuration and returns an error naming the
 // variable and what is wrong with its value. It never echoes the API key.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
 	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}

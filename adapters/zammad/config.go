@@ -68,19 +68,13 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
 }
 
-// withDefaults fills the unset fields with the defaults of their env tags.
-func (c Config) withDefaults() Config {
-	saas.Defaults(&c)
-	return c
-}
-
 // attrName is what Zammad's object manager accepts as an attribute name.
 var attrName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // Validate checks the configuration and returns an error naming the
 // variable and what is wrong with its value. It never echoes the token.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
 	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
