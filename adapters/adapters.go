@@ -205,6 +205,11 @@ type Deps struct {
 	// PeekChanges (see [Peeker]) and Close are called. An adapter whose
 	// construction writes must honour it.
 	ReadOnly bool
+	// StateDir is the directory of the hotel's state file, where an adapter
+	// keeps what it stores on disk when its configuration names no place;
+	// empty when the state is no file (PostgreSQL). Nothing defaults to the
+	// working directory.
+	StateDir string
 }
 
 // Factory builds an adapter from its configuration.

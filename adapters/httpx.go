@@ -280,7 +280,7 @@ func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, er
 			c.Logger.LogAttrs(ctx, slog.LevelWarn, "helpdesk request failed, retrying",
 				slog.String("op", req.Op), slog.String("method", herr.Method), slog.String("url", herr.URL),
 				slog.Int("status", res.Status), slog.Int("attempt", attempt), slog.Duration("wait", wait),
-				slog.String("error", herr.Error()))
+				slog.Any("error", herr))
 		}
 	}
 	idempotent := !req.Once && (req.Idempotent || httpretry.IdempotentMethod(req.Method))

@@ -19,6 +19,21 @@ type StatusMap struct {
 	FromHelpdesk map[string]guestapi.Status
 }
 
+// APIStatusMap maps each upstream status to the word of the same name
+// and back for the settable ones, for the helpdesks that speak the API's
+// own language (the files folder, the webhook receiver): confirmed is
+// shown but cannot be set.
+func APIStatusMap() StatusMap {
+	m := StatusMap{ToHelpdesk: map[guestapi.Status]string{}, FromHelpdesk: map[string]guestapi.Status{}}
+	for _, s := range guestapi.Statuses() {
+		m.ToHelpdesk[s] = string(s)
+	}
+	for _, s := range guestapi.SettableStatuses() {
+		m.FromHelpdesk[string(s)] = s
+	}
+	return m
+}
+
 // Override returns a copy of m with the entries of deps' overrides replacing
 // its own.
 func (m StatusMap) Override(deps Deps) StatusMap {

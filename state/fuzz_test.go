@@ -44,8 +44,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add("last", []byte(`{"v":1,"start":"2026-03-01T12:00:00Z","outcome":"ok","success":true,"report":{"tickets":[1,2]}}`))
 	f.Fuzz(func(t *testing.T, key string, data []byte) {
 		roundTrip(t, bucketTickets, key, data, ticketVersion, decodeTicket)
-		roundTrip(t, bucketMirrored, key, data, mirroredVersion, decodeMirrored)
-		roundTrip(t, bucketOwn, key, data, ownVersion, decodeOwn)
+		roundTrip(t, bucketMirrored, key, data, mirroredVersion, mirroredKind.decode)
+		roundTrip(t, bucketOwn, key, data, ownVersion, ownKind.decode)
 		roundTrip(t, bucketJournal, key, data, entryVersion, decodeEntry)
 		roundTrip(t, bucketCursors, key, data, cursorVersion, decodeCursor)
 		roundTrip(t, bucketCycles, key, data, cycleVersion, decodeCycle)

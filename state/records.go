@@ -412,18 +412,6 @@ func decodeTicket(key string, data []byte) (Ticket, error) {
 	return t, nil
 }
 
-func decodeMirrored(key string, data []byte) (MirroredMessage, error) {
-	var m MirroredMessage
-	err := decode(bucketMirrored, key, data, mirroredVersion, &m)
-	return m, err
-}
-
-func decodeOwn(key string, data []byte) (OwnMessage, error) {
-	var m OwnMessage
-	err := decode(bucketOwn, key, data, ownVersion, &m)
-	return m, err
-}
-
 func decodeEntry(key string, data []byte) (Entry, error) {
 	var e Entry
 	if err := decode(bucketJournal, key, data, entryVersion, &e); err != nil {

@@ -151,37 +151,53 @@ func (tx *Tx) requireTicket(what, id string) error {
 	return nil
 }
 
-// PutMirrored records that upstream message upstreamMsgID of ticket ticketID
-// was copied into the helpdesk as helpdeskID at time at. The ticket must be
-// in state. Putting the same message again replaces the record.
-func (tx *Tx) PutMirrored(ticketID, upstreamMsgID, helpdeskID string, at time.Time) error {
-	what := fmt.Sprintf("put mirrored message %q of ticket %q", upstreamMsgID, ticketID)
-	if err := checkMessageIDs(ticketID, upstreamMsgID); err != nil {
+// messageKind is one of the two records kept per upstream message of a
+// ticket, under "<ticket id>/<message id>": a mirrored message or one of
+// the bridge's own. M is the record.
+type messageKind[M any] struct {
+	bucket  string
+	version int
+}
+
+var (
+	mirroredKind = messageKind[MirroredMessage]{bucketMirrored, mirroredVersion}
+	ownKind      = messageKind[OwnMessage]{bucketOwn, ownVersion}
+)
+
+// decode decodes the record stored under key.
+func (k messageKind[M]) decode(key string, data []byte) (M, error) {
+	var m M
+	err := decode(k.bucket, key, data, k.version, &m)
+	return m, err
+}
+
+// put stores m for message msgID of ticket ticketID, which must be in
+// state; errors are wrapped with what.
+func (k messageKind[M]) put(tx *Tx, what, ticketID, msgID string, m *M) error {
+	if err := checkMessageIDs(ticketID, msgID); err != nil {
 		return invalid(what, err)
 	}
 	if err := tx.requireTicket(what, ticketID); err != nil {
 		return err
 	}
-	m := MirroredMessage{HelpdeskID: helpdeskID, At: at}
-	utc(&m.At)
-	return tx.put(what, bucketMirrored, messageKey(ticketID, upstreamMsgID), mirroredVersion, &m)
+	return tx.put(what, k.bucket, messageKey(ticketID, msgID), k.version, m)
 }
 
-// IsMirrored reports whether upstream message msgID of ticket ticketID was
-// mirrored. It reads one key; it does not decode the record.
-func (tx *Tx) IsMirrored(ticketID, msgID string) (bool, error) {
+// has reports whether message msgID of ticket ticketID has a record. It
+// reads one key; it does not decode the record.
+func (k messageKind[M]) has(tx *Tx, ticketID, msgID string) (bool, error) {
 	if err := checkMessageIDs(ticketID, msgID); err != nil {
-		return false, invalid(fmt.Sprintf("look up mirrored message %q of ticket %q", msgID, ticketID), err)
+		return false, invalid(fmt.Sprintf("look up %s message %q of ticket %q", k.bucket, msgID, ticketID), err)
 	}
-	return tx.has(bucketMirrored, messageKey(ticketID, msgID))
+	return tx.has(k.bucket, messageKey(ticketID, msgID))
 }
 
-// Mirrored returns the mirrored messages of a ticket by upstream message id;
-// an empty map when there are none.
-func (tx *Tx) Mirrored(ticketID string) (map[string]MirroredMessage, error) {
-	out := map[string]MirroredMessage{}
-	err := tx.scanMessages(bucketMirrored, ticketID, func(msgID string, key, v []byte) error {
-		m, err := decodeMirrored(string(key), v)
+// all returns the records of a ticket by message id; an empty map when
+// there are none.
+func (k messageKind[M]) all(tx *Tx, ticketID string) (map[string]M, error) {
+	out := map[string]M{}
+	err := tx.scanMessages(k.bucket, ticketID, func(msgID string, key, v []byte) error {
+		m, err := k.decode(string(key), v)
 		if err != nil {
 			return err
 		}
@@ -192,49 +208,48 @@ func (tx *Tx) Mirrored(ticketID string) (map[string]MirroredMessage, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// PutMirrored records that upstream message upstreamMsgID of ticket ticketID
+// was copied into the helpdesk as helpdeskID at time at. The ticket must be
+// in state. Putting the same message again replaces the record.
+func (tx *Tx) PutMirrored(ticketID, upstreamMsgID, helpdeskID string, at time.Time) error {
+	m := MirroredMessage{HelpdeskID: helpdeskID, At: at}
+	utc(&m.At)
+	return mirroredKind.put(tx, fmt.Sprintf("put mirrored message %q of ticket %q", upstreamMsgID, ticketID), ticketID, upstreamMsgID, &m)
+}
+
+// IsMirrored reports whether upstream message msgID of ticket ticketID was
+// mirrored. It reads one key; it does not decode the record.
+func (tx *Tx) IsMirrored(ticketID, msgID string) (bool, error) {
+	return mirroredKind.has(tx, ticketID, msgID)
+}
+
+// Mirrored returns the mirrored messages of a ticket by upstream message id;
+// an empty map when there are none.
+func (tx *Tx) Mirrored(ticketID string) (map[string]MirroredMessage, error) {
+	return mirroredKind.all(tx, ticketID)
 }
 
 // MarkOwn records that upstream message upstreamMsgID of ticket ticketID is
 // the bridge's own post, made for helpdesk event eventID and confirmed at
 // at, so that refresh never mirrors it back. The ticket must be in state.
 func (tx *Tx) MarkOwn(ticketID, upstreamMsgID, eventID string, at time.Time) error {
-	what := fmt.Sprintf("mark own message %q of ticket %q", upstreamMsgID, ticketID)
-	if err := checkMessageIDs(ticketID, upstreamMsgID); err != nil {
-		return invalid(what, err)
-	}
-	if err := tx.requireTicket(what, ticketID); err != nil {
-		return err
-	}
 	m := OwnMessage{EventID: eventID, At: at}
 	utc(&m.At)
-	return tx.put(what, bucketOwn, messageKey(ticketID, upstreamMsgID), ownVersion, &m)
+	return ownKind.put(tx, fmt.Sprintf("mark own message %q of ticket %q", upstreamMsgID, ticketID), ticketID, upstreamMsgID, &m)
 }
 
 // IsOwn reports whether upstream message msgID of ticket ticketID is one of
 // the bridge's own posts.
 func (tx *Tx) IsOwn(ticketID, msgID string) (bool, error) {
-	if err := checkMessageIDs(ticketID, msgID); err != nil {
-		return false, invalid(fmt.Sprintf("look up own message %q of ticket %q", msgID, ticketID), err)
-	}
-	return tx.has(bucketOwn, messageKey(ticketID, msgID))
+	return ownKind.has(tx, ticketID, msgID)
 }
 
 // OwnMessages returns the bridge's own posts on a ticket by upstream message
 // id; an empty map when there are none.
 func (tx *Tx) OwnMessages(ticketID string) (map[string]OwnMessage, error) {
-	out := map[string]OwnMessage{}
-	err := tx.scanMessages(bucketOwn, ticketID, func(msgID string, key, v []byte) error {
-		m, err := decodeOwn(string(key), v)
-		if err != nil {
-			return err
-		}
-		out[msgID] = m
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ownKind.all(tx, ticketID)
 }
 
 // Known reports whether refresh must skip upstream message msgID of ticket

@@ -2,9 +2,7 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 )
 
 // Config is the engine's configuration, read from TICKETBRIDGE_* variables
@@ -82,27 +81,12 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		env = envconfig.MapLookuper(nil)
 	}
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read sync configuration: %w", nameVariable(err, env))
+		return c, fmt.Errorf("read sync configuration: %w", envvar.Explain(err, &c, env, ""))
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("read sync configuration: %w", err)
 	}
 	return c, nil
-}
-
-// nameVariable rewrites go-envconfig's error, which names the struct
-// field, to name the variable and its value (none of them is secret).
-func nameVariable(err error, env envconfig.Lookuper) error {
-	rt := reflect.TypeFor[Config]()
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), f.Name+": ") {
-			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			v, _ := env.Lookup(key)
-			return fmt.Errorf("%s=%q: %w", key, v, inner)
-		}
-	}
-	return err
 }
 
 // MaxConcurrency bounds TICKETBRIDGE_CONCURRENCY.

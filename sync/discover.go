@@ -128,7 +128,7 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 			if !errors.Is(err, state.ErrCorrupt) {
 				return err
 			}
-			e.log.LogAttrs(c.ctx, slog.LevelError, "skipping unreadable ticket records: "+err.Error(), slog.String("op", "discover"))
+			e.log.LogAttrs(c.ctx, slog.LevelError, "skipping unreadable ticket records", slog.Any("error", err), slog.String("op", "discover"))
 		}
 		v, ok, err := tx.Meta(MetaImportSince)
 		if err != nil {

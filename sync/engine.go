@@ -239,7 +239,7 @@ func (e *Engine) readPutOff() {
 		return json.Unmarshal(c.Report, &last)
 	})
 	if err != nil {
-		e.log.LogAttrs(context.Background(), slog.LevelDebug, "read the last cycle's put-off: "+err.Error(), slog.String("op", "cycle"))
+		e.log.LogAttrs(context.Background(), slog.LevelDebug, "read the last cycle's put-off", slog.Any("error", err), slog.String("op", "cycle"))
 		return
 	}
 	e.putOffRead = true
@@ -338,7 +338,7 @@ func (c *cycle) failure(ticket, message, op string, err error) {
 		c.rep.Failures = append(c.rep.Failures, Failure{Ticket: ticket, Message: message, Op: op, Error: err.Error()})
 	}
 	c.mu.Unlock()
-	attrs := []slog.Attr{slog.String("op", op), slog.String("error", err.Error())}
+	attrs := []slog.Attr{slog.String("op", op), slog.Any("error", err)}
 	if ticket != "" {
 		attrs = append(attrs, slog.String("ticket", ticket))
 	}
@@ -447,7 +447,7 @@ func (c *cycle) finish() (Report, error) {
 			})
 		}
 		if err != nil {
-			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report: "+err.Error(), slog.String("op", "cycle"))
+			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report", slog.Any("error", err), slog.String("op", "cycle"))
 			if fatal == nil {
 				fatal = fmt.Errorf("store cycle report: %w", err)
 				rep.Outcome, rep.Fatal, rep.Synced = OutcomeFailed, fatal.Error(), false

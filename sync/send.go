@@ -307,7 +307,7 @@ func (c *cycle) markSent() {
 			case err == nil:
 				en.MarkedAt, en.NextAttempt = now, time.Time{}
 			case errors.Is(err, adapters.ErrNotFound) || errors.Is(err, adapters.ErrInvalid):
-				e.log.LogAttrs(c.ctx, slog.LevelWarn, "record delivery in the helpdesk failed for good; given up: "+err.Error(),
+				e.log.LogAttrs(c.ctx, slog.LevelWarn, "record delivery in the helpdesk failed for good; given up", slog.Any("error", err),
 					slog.String("op", "mark sent"), slog.String("ticket", en.TicketID), slog.String("message", en.EventID))
 				en.MarkedAt, en.NextAttempt = now, time.Time{}
 				en.LastError = "record delivery in the helpdesk given up: " + err.Error()

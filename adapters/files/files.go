@@ -70,7 +70,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +81,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
 
@@ -131,7 +131,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		env = envconfig.MapLookuper(nil)
 	}
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read files adapter configuration: %w", nameVariable(err, env))
+		return c, fmt.Errorf("read files adapter configuration: %w", envvar.Explain(err, &c, env, ""))
 	}
 	if c.Dir == "" {
 		c.Dir = DefaultDir
@@ -148,38 +148,10 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	return c, nil
 }
 
-// nameVariable rewrites go-envconfig's error, which names the struct
-// field, to name the variable and its value (none of them is secret).
-func nameVariable(err error, env envconfig.Lookuper) error {
-	rt := reflect.TypeFor[Config]()
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), f.Name+": ") {
-			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			v, _ := env.Lookup(key)
-			return fmt.Errorf("%s=%q: %w", key, v, inner)
-		}
-	}
-	return err
-}
-
-// DefaultStatusMap maps the API's statuses to the same words: the folder
-// speaks the API's language. confirmed is shown but cannot be set.
-func DefaultStatusMap() adapters.StatusMap {
-	m := adapters.StatusMap{ToHelpdesk: map[guestapi.Status]string{}, FromHelpdesk: map[string]guestapi.Status{}}
-	for _, s := range guestapi.Statuses() {
-		m.ToHelpdesk[s] = string(s)
-	}
-	for _, s := range guestapi.SettableStatuses() {
-		m.FromHelpdesk[string(s)] = s
-	}
-	return m
-}
-
 // Options configure an [Adapter].
 type Options struct {
 	Dir            string             // required
-	Status         adapters.StatusMap // zero: DefaultStatusMap
+	Status         adapters.StatusMap // zero: adapters.APIStatusMap
 	MaxOutboxBytes int64              // 0: DefaultMaxOutboxBytes
 	Settle         time.Duration      // 0: picked up at once
 	PageSize       int                // 0: DefaultPageSize
@@ -234,7 +206,7 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 	}
 	return New(ctx, Options{
 		Dir:            c.Dir,
-		Status:         DefaultStatusMap().Override(deps),
+		Status:         adapters.APIStatusMap().Override(deps),
 		MaxOutboxBytes: c.MaxOutboxBytes,
 		Settle:         c.Settle,
 		Logger:         deps.Logger,
@@ -258,7 +230,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
 	}
 	if len(a.status.ToHelpdesk) == 0 {
-		a.status = DefaultStatusMap()
+		a.status = adapters.APIStatusMap()
 	}
 	if a.maxOutbox <= 0 {
 		a.maxOutbox = DefaultMaxOutboxBytes

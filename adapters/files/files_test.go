@@ -127,7 +127,7 @@ func TestConformance(t *testing.T) {
 	adaptertest.Run(t, adaptertest.Harness{
 		New:    func(t testing.TB) adapters.Helpdesk { return open(t, dir) },
 		Agent:  &agent{dir: dir},
-		Status: files.DefaultStatusMap(),
+		Status: adapters.APIStatusMap(),
 		Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true},
 	})
 }
@@ -143,7 +143,7 @@ func TestConformancePageOfOne(t *testing.T) {
 			return a
 		},
 		Agent:  &agent{dir: dir},
-		Status: files.DefaultStatusMap(),
+		Status: adapters.APIStatusMap(),
 		Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true},
 	})
 }

@@ -369,7 +369,7 @@ func (a *Adapter) ingest(ctx context.Context, floor int64) error {
 			// One file (or its ticket's folder) in trouble stops neither
 			// the others nor the cycle: it stays where it is and is
 			// tried again next time.
-			a.log.Warn("outbox file not taken; tried again next cycle: "+err.Error(), slog.String("op", "outbox"), slog.String("file", c.name))
+			a.log.Warn("outbox file not taken; tried again next cycle", slog.Any("error", err), slog.String("op", "outbox"), slog.String("file", c.name))
 		}
 	}
 	return nil
@@ -553,7 +553,7 @@ func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, in
 			// Its ticket's folder cannot be read or written (a broken
 			// ticket.json, a permission): the events up to here are
 			// reported, this one and those after it wait, in order.
-			a.log.Warn("processed outbox file waits until its ticket folder can be read and written: "+err.Error(), slog.String("op", "outbox"), slog.String("file", p.name))
+			a.log.Warn("processed outbox file waits until its ticket folder can be read and written", slog.Any("error", err), slog.String("op", "outbox"), slog.String("file", p.name))
 			break
 		}
 		cursor = p.seq

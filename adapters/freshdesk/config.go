@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
@@ -28,9 +27,12 @@ const DefaultRequester = "guest-requests@ticketbridge.invalid"
 // TICKETBRIDGE_FRESHDESK_* variables by [LoadConfig]. Its String, GoString
 // and LogValue never show the API key.
 type Config struct {
-	// URL is the helpdesk's address, e.g. https://hotel.freshdesk.com,
-	// without /api/v2.
-	URL string `env:"URL"`
+	// Common holds URL (the helpdesk's address, e.g.
+	// https://hotel.freshdesk.com, without /api/v2), Groups (department
+	// codes to group ids: "housekeeping=43000012345,maintenance=43000054321"),
+	// Timeout, PageSize (the per_page of the lists the adapter reads; at
+	// most 100) and AllowInsecureHTTP.
+	saas.Common
 	// APIKey is the API key of the agent the bridge acts as, sent as basic
 	// auth with the password "X".
 	APIKey string `env:"API_KEY"`
@@ -52,9 +54,6 @@ type Config struct {
 	// Group is the id of the group that receives tickets of departments
 	// Groups does not map; 0 leaves them unassigned.
 	Group int64 `env:"GROUP"`
-	// Groups maps department codes to group ids:
-	// "housekeeping=43000012345,maintenance=43000054321".
-	Groups string `env:"GROUPS"`
 	// Tag is added to every ticket the bridge creates, for views and
 	// automations; "none" adds no tag.
 	Tag string `env:"TAG,default=ticketbridge"`
@@ -64,33 +63,19 @@ type Config struct {
 	// helpdesk's beginning; set it to the day the bridge went live on a
 	// helpdesk with a long history.
 	Since string `env:"SINCE"`
-	// Timeout bounds each HTTP request to Freshdesk.
-	Timeout time.Duration `env:"TIMEOUT,default=30s"`
-	// PageSize is the per_page of the lists the adapter reads; at most 100.
-	PageSize int `env:"PAGE_SIZE,default=100"`
-	// AllowInsecureHTTP accepts a plain http URL to a host that is not
-	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
-	// (see adapters.CheckHTTPS).
-	AllowInsecureHTTP bool
 }
 
 // LoadConfig reads the TICKETBRIDGE_FRESHDESK_* variables from env, fills
 // defaults, reads APIKeyFile into APIKey and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile }, func(c *Config) *bool { return &c.AllowInsecureHTTP })
-}
-
-// withDefaults fills the unset fields with the defaults of their env tags.
-func (c Config) withDefaults() Config {
-	saas.Defaults(&c)
-	return c
+	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile })
 }
 
 // Validate checks the configuration and returns an error naming the
 // variable and what is wrong with its value. It never echoes the API key.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
 	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
@@ -124,8 +109,8 @@ func (c Config) Validate() error {
 	if _, err := saas.ParseSince(EnvPrefix+"SINCE", c.Since); err != nil {
 		return err
 	}
-	if c.Timeout < 0 {
-		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	if err := c.CheckTimeout(EnvPrefix); err != nil {
+		return err
 	}
 	if c.PageSize < 1 || c.PageSize > 100 {
 		return fmt.Errorf("%sPAGE_SIZE %d: Freshdesk pages hold 1 to 100 items", EnvPrefix, c.PageSize)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
@@ -28,8 +29,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := freshdesk.Config{
-		URL: "https://hotel.freshdesk.com/api/v2/", APIKey: testKey, IDField: "cf_guest_request_id", StatusField: "cf_guest_request_status",
-		Requester: "guest-requests@ticketbridge.invalid", Tag: "ticketbridge", Timeout: 30 * time.Second, PageSize: 100,
+		Common: saas.Common{URL: "https://hotel.freshdesk.com/api/v2/", Timeout: 30 * time.Second, PageSize: 100},
+		APIKey: testKey, IDField: "cf_guest_request_id", StatusField: "cf_guest_request_status", Requester: "guest-requests@ticketbridge.invalid", Tag: "ticketbridge",
 	}
 	if cfg != want {
 		t.Errorf("config %v, want %v", cfg, want)
@@ -74,7 +75,7 @@ func TestLoadConfigKeyFile(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := freshdesk.Config{URL: "https://hotel.freshdesk.com", APIKey: testKey}
+	good := freshdesk.Config{Common: saas.Common{URL: "https://hotel.freshdesk.com"}, APIKey: testKey}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestParseGroups(t *testing.T) {
 }
 
 func TestSecretsNeverShown(t *testing.T) {
-	cfg := freshdesk.Config{URL: "https://hotel.freshdesk.com", APIKey: testKey}
+	cfg := freshdesk.Config{Common: saas.Common{URL: "https://hotel.freshdesk.com"}, APIKey: testKey}
 	var logs bytes.Buffer
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "cfg", cfg)
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "cfg", cfg)
@@ -141,7 +142,7 @@ func TestSecretsNeverShown(t *testing.T) {
 }
 
 func TestStatusMapOverrides(t *testing.T) {
-	cfg := freshdesk.Config{URL: "https://hotel.freshdesk.com", APIKey: testKey}
+	cfg := freshdesk.Config{Common: saas.Common{URL: "https://hotel.freshdesk.com"}, APIKey: testKey}
 	a, err := freshdesk.New(cfg, adapters.Deps{
 		StatusToHelpdesk:   map[guestapi.Status]string{guestapi.StatusInProgress: "pending", guestapi.StatusCancelled: "7"},
 		StatusFromHelpdesk: map[string]guestapi.Status{"Closed": guestapi.StatusCompleted},

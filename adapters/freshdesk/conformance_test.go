@@ -15,6 +15,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
@@ -56,7 +57,7 @@ func newTickingEnv(t testing.TB, opts freshdeskfake.Options, tick time.Duration)
 }
 
 func (e *env) config() freshdesk.Config {
-	return freshdesk.Config{URL: e.srv.URL, APIKey: testKey}
+	return freshdesk.Config{Common: saas.Common{URL: e.srv.URL}, APIKey: testKey}
 }
 
 // options make the adapter wait on the fake's clock: a wait advances it

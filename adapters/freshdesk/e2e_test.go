@@ -12,6 +12,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest/looptest"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 )
@@ -35,7 +36,7 @@ func newLoop(t *testing.T) *loop {
 		// of a minute they are sat out within the cycle, not put off.
 		Interval: time.Minute,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			hd, err := freshdesk.New(freshdesk.Config{URL: fd.URL, APIKey: testKey, PageSize: 2}, adapters.Deps{Logger: logger}, freshdesk.Options{
+			hd, err := freshdesk.New(freshdesk.Config{Common: saas.Common{URL: fd.URL, PageSize: 2}, APIKey: testKey}, adapters.Deps{Logger: logger}, freshdesk.Options{
 				HTTP: fd.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now,
 			})
 			if err != nil {

@@ -155,7 +155,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	saas.Defaults(&cfg)
 	sm, err := statusMap(deps)
 	if err != nil {
 		return nil, fmt.Errorf("configure freshdesk adapter: %w", err)

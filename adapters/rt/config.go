@@ -10,6 +10,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
@@ -82,7 +83,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		Target:   &c,
 		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
 	}); err != nil {
-		return Config{}, fmt.Errorf("read rt configuration: %w", err)
+		return Config{}, fmt.Errorf("read rt configuration: %w", envvar.Explain(err, &c, env, EnvPrefix))
 	}
 	allow, err := adapters.LoadInsecureHTTP(ctx, env)
 	if err != nil {

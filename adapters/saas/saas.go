@@ -22,8 +22,8 @@
 // its API does differently (Zammad's primitives, its change stream
 // included, are some 600 lines):
 //
-//   - config.go: an env-tagged Config (defaults in the tags), LoadConfig
-//     through [Load], Validate naming the variable at fault, and String,
+//   - config.go: an env-tagged Config that embeds [Common] (defaults in
+//     the tags), LoadConfig through [Load], Validate naming the variable at fault, and String,
 //     GoString and LogValue that never show the secret.
 //   - the Adapter: a struct embedding *Helpdesk[T], built in New with
 //     [NewHelpdesk] over a small type that implements [Vendor] (the
@@ -53,7 +53,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +60,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 )
 
 // LoadConfig fills target, a pointer to an env-tagged struct, from the
@@ -75,7 +75,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper, prefix, what string
 		Target:   target,
 		Lookuper: envconfig.PrefixLookuper(prefix, env),
 	}); err != nil {
-		return fmt.Errorf("read %s configuration: %s: %w", what, variableOf(err, prefix, target), err)
+		return fmt.Errorf("read %s configuration: %w", what, envvar.Explain(err, target, env, prefix))
 	}
 	return nil
 }
@@ -89,25 +89,6 @@ func Defaults(target any) {
 	// non-zero fields alone; a tag's default that does not parse is a
 	// programming error that the package's tests meet.
 	_ = envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: target, Lookuper: envconfig.MapLookuper(nil)})
-}
-
-// variableOf names the variable of a go-envconfig error, which starts
-// with the struct field's name.
-func variableOf(err error, prefix string, target any) string {
-	t := reflect.TypeOf(target)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() == reflect.Struct {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if strings.HasPrefix(err.Error(), f.Name+":") {
-				name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-				return prefix + name
-			}
-		}
-	}
-	return "a " + prefix + "* variable"
 }
 
 // ParseSince parses the value of variable, where a change stream starts
@@ -158,13 +139,57 @@ func (l *Life) Check(name string) error {
 	return nil
 }
 
-// Load reads a configuration C with [LoadConfig], replaces its secret by
-// the content of the secret's file when one is named (see
-// [adapters.SecretOrFile]; secretVar is the secret's variable, without
-// prefix), sets the field insecure points at from
+// Common is what the configuration of every SaaS adapter holds, embedded
+// in each adapter's Config. Its env tags are read under the adapter's
+// prefix (TICKETBRIDGE_ZENDESK_URL, TICKETBRIDGE_ZAMMAD_URL, ...); the
+// secret, the default group, the tag and the start of the change stream
+// differ in name, type or default from one helpdesk to the next and stay
+// in each adapter's Config.
+type Common struct {
+	// URL is the helpdesk's address, without the API's path.
+	URL string `env:"URL"`
+	// Groups maps department codes to the helpdesk's groups:
+	// "housekeeping=...,maintenance=..." (each adapter parses the values).
+	Groups string `env:"GROUPS"`
+	// Timeout bounds each HTTP request to the helpdesk.
+	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+	// PageSize is the size of the pages of the lists the adapter reads;
+	// each helpdesk has its own maximum.
+	PageSize int `env:"PAGE_SIZE,default=100"`
+	// AllowInsecureHTTP accepts a plain http URL to a host that is not
+	// loopback; [Load] sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP (see
+	// adapters.CheckHTTPS).
+	AllowInsecureHTTP bool
+}
+
+// embedsCommon is a configuration that embeds [Common]; [Load] reaches
+// it through the promoted method.
+type embedsCommon interface{ common() *Common }
+
+var _ embedsCommon = (*Common)(nil)
+
+func (c *Common) common() *Common { return c }
+
+// CheckTimeout returns an error naming prefix+TIMEOUT when Timeout is
+// negative.
+func (c Common) CheckTimeout(prefix string) error {
+	if c.Timeout < 0 {
+		return fmt.Errorf("%sTIMEOUT %s is negative", prefix, c.Timeout)
+	}
+	return nil
+}
+
+// Load reads a configuration C, which embeds [Common], with [LoadConfig],
+// replaces its secret by the content of the secret's file when one is
+// named (see [adapters.SecretOrFile]; secretVar is the secret's variable,
+// without prefix), sets AllowInsecureHTTP from
 // TICKETBRIDGE_ALLOW_INSECURE_HTTP (see [adapters.CheckHTTPS]), and
 // validates it.
-func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(*C) (value *string, file string), insecure func(*C) *bool) (C, error) {
+func Load[C any, PC interface {
+	*C
+	embedsCommon
+	Validate() error
+}](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(PC) (value *string, file string)) (C, error) {
 	var c C
 	if err := LoadConfig(ctx, env, prefix, what, &c); err != nil {
 		return c, err
@@ -174,7 +199,7 @@ func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lo
 		var zero C
 		return zero, fmt.Errorf("read %s configuration: %w", what, err)
 	}
-	*insecure(&c) = allow
+	PC(&c).common().AllowInsecureHTTP = allow
 	value, file := secret(&c)
 	s, err := adapters.SecretOrFile(prefix+secretVar, *value, file)
 	if err != nil {
@@ -182,7 +207,7 @@ func Load[C interface{ Validate() error }](ctx context.Context, env envconfig.Lo
 		return zero, err
 	}
 	*value = s
-	if err := c.Validate(); err != nil {
+	if err := PC(&c).Validate(); err != nil {
 		var zero C
 		return zero, err
 	}

@@ -8,13 +8,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
@@ -22,7 +22,7 @@ import (
 // Defaults of [Config].
 const (
 	DefaultListen  = "127.0.0.1:9465"
-	DefaultDir     = "ticketbridge-webhook" // relative to the working directory, or below $STATE_DIRECTORY
+	DefaultDir     = "ticketbridge-webhook" // beside the state file; "webhook" below $STATE_DIRECTORY
 	DefaultTimeout = 30 * time.Second
 	// MinSecretLen is the shortest secret accepted, in bytes: 256 bits of
 	// HMAC-SHA256 key, as openssl rand -hex 32 makes (64 bytes).
@@ -50,7 +50,8 @@ type Config struct {
 	// serves none (events then flow one way). Empty means DefaultListen.
 	Listen string `env:"TICKETBRIDGE_WEBHOOK_LISTEN"`
 	// Dir keeps what was delivered and what came in. Empty means
-	// $STATE_DIRECTORY/webhook under systemd, else DefaultDir.
+	// $STATE_DIRECTORY/webhook under systemd, else DefaultDir beside the
+	// state file.
 	Dir string `env:"TICKETBRIDGE_WEBHOOK_DIR"`
 	// Tolerance is how far an inbound request's timestamp may be from the
 	// daemon's clock.
@@ -84,12 +85,15 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 func (s Secret) Reveal() string { return string(s) }
 
 // LoadConfig reads the configuration from env and resolves the secret and
-// the defaults that depend on the environment. It checks every value and
-// names the variable at fault; no error contains the secret.
-func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
+// the defaults that depend on the environment: Dir defaults to
+// $STATE_DIRECTORY/webhook under systemd, else to DefaultDir in stateDir,
+// the directory of the state file (see [adapters.Deps]); with neither it
+// must be set. It checks every value and names the variable at fault; no
+// error contains the secret.
+func LoadConfig(ctx context.Context, env envconfig.Lookuper, stateDir string) (Config, error) {
 	var c Config
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read webhook configuration: %s%w", variableOf(err), err)
+		return c, fmt.Errorf("read webhook configuration: %w", envvar.Explain(err, &c, env, ""))
 	}
 	allow, err := adapters.LoadInsecureHTTP(ctx, env)
 	if err != nil {
@@ -97,9 +101,10 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	}
 	c.AllowInsecureHTTP = allow
 	if c.Dir == "" {
-		c.Dir = DefaultDir
 		if dir, ok := env.Lookup("STATE_DIRECTORY"); ok && dir != "" {
 			c.Dir = filepath.Join(strings.Split(dir, ":")[0], "webhook")
+		} else if stateDir != "" {
+			c.Dir = filepath.Join(stateDir, DefaultDir)
 		}
 	}
 	if c.Secret == "" && c.SecretFile == "" {
@@ -157,7 +162,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Dir == "" {
-		return errors.New("TICKETBRIDGE_WEBHOOK_DIR is empty: want a directory for the delivery records")
+		return errors.New("TICKETBRIDGE_WEBHOOK_DIR is not set: want a directory for the delivery records (left out, they go beside the state file, and the state is in no file)")
 	}
 	if c.Tolerance == 0 {
 		c.Tolerance = DefaultTolerance
@@ -174,20 +179,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// variableOf names the variable behind an envconfig error, which names
-// only the struct field ("Tolerance: time: invalid duration ...").
-func variableOf(err error) string {
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if strings.HasPrefix(err.Error(), f.Name+":") {
-			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			return name + ": "
-		}
-	}
-	return ""
-}
-
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -196,13 +187,13 @@ func fileExists(p string) bool {
 // Factory builds the adapter from deps' environment; register it as
 // "webhook".
 func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
-	cfg, err := LoadConfig(ctx, deps.Env)
+	cfg, err := LoadConfig(ctx, deps.Env, deps.StateDir)
 	if err != nil {
 		return nil, err
 	}
 	return New(ctx, cfg, Options{
 		Logger:   deps.Logger,
-		Status:   DefaultStatusMap().Override(deps),
+		Status:   adapters.APIStatusMap().Override(deps),
 		ReadOnly: deps.ReadOnly,
 	})
 }

@@ -62,18 +62,19 @@ func TestLoadConfig(t *testing.T) {
 		return m
 	}
 
-	c, err := webhook.LoadConfig(ctx, envconfig.MapLookuper(base))
+	const stateDir = "/srv/hotel"
+	c, err := webhook.LoadConfig(ctx, envconfig.MapLookuper(base), stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := webhook.Config{URL: "https://helpdesk.example/hooks", Secret: testSecret, Listen: webhook.DefaultListen, Dir: webhook.DefaultDir,
+	want := webhook.Config{URL: "https://helpdesk.example/hooks", Secret: testSecret, Listen: webhook.DefaultListen, Dir: filepath.Join(stateDir, webhook.DefaultDir),
 		Tolerance: 5 * time.Minute, Timeout: 30 * time.Second}
 	if c != want {
 		t.Errorf("defaults: %+v\nwant %+v", c, want)
 	}
 
 	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("STATE_DIRECTORY", "/var/lib/ticketbridge:/other", "TICKETBRIDGE_WEBHOOK_LISTEN", "off",
-		"TICKETBRIDGE_WEBHOOK_TOLERANCE", "90s", "TICKETBRIDGE_WEBHOOK_TIMEOUT", "5s")))
+		"TICKETBRIDGE_WEBHOOK_TOLERANCE", "90s", "TICKETBRIDGE_WEBHOOK_TIMEOUT", "5s")), stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +82,11 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("systemd and overrides: %+v", c)
 	}
 
-	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", secretFile)))
+	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", secretFile)), stateDir)
 	if err != nil || c.Secret.Reveal() != testSecret {
 		t.Errorf("secret file: %v (trimmed secret read: %v)", err, c.Secret.Reveal() == testSecret)
 	}
-	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "CREDENTIALS_DIRECTORY", creds)))
+	c, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "CREDENTIALS_DIRECTORY", creds)), stateDir)
 	if err != nil || c.Secret.Reveal() != testSecret {
 		t.Errorf("systemd credential: %v", err)
 	}
@@ -110,8 +111,13 @@ func TestLoadConfig(t *testing.T) {
 		{with("TICKETBRIDGE_WEBHOOK_TOLERANCE", "soon"), "TICKETBRIDGE_WEBHOOK_TOLERANCE"},
 		{with("TICKETBRIDGE_WEBHOOK_TIMEOUT", "-1s"), "TICKETBRIDGE_WEBHOOK_TIMEOUT"},
 	}
+	// No place beside a state file (the state is in PostgreSQL) and none
+	// under systemd: the directory must be named, never the working one.
+	if _, err := webhook.LoadConfig(ctx, envconfig.MapLookuper(base), ""); err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_DIR is not set") {
+		t.Errorf("no state directory: error %v, want one asking for TICKETBRIDGE_WEBHOOK_DIR", err)
+	}
 	for _, b := range bad {
-		_, err := webhook.LoadConfig(ctx, envconfig.MapLookuper(b.env))
+		_, err := webhook.LoadConfig(ctx, envconfig.MapLookuper(b.env), stateDir)
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("env %v: error %v, want one mentioning %q", b.env, err, b.want)
 		}
@@ -241,9 +247,9 @@ func TestSecretNeverLeaks(t *testing.T) {
 	// Inbound refusals.
 	status, ans := post(t, r.a.InboundURL(), "the-wrong-secret-0123456789", r.clock.Now(), []byte(`{}`))
 	texts = append(texts, fmt.Sprint(status, ans))
-	_, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "https://user:" + testSecret + "@x/", "TICKETBRIDGE_WEBHOOK_SECRET": testSecret[:10]}))
+	_, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "https://user:" + testSecret + "@x/", "TICKETBRIDGE_WEBHOOK_SECRET": testSecret[:10]}), "/srv/hotel")
 	texts = append(texts, fmt.Sprint(err))
-	_, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "ht!tp://" + testSecret, "TICKETBRIDGE_WEBHOOK_SECRET": testSecret}))
+	_, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "ht!tp://" + testSecret, "TICKETBRIDGE_WEBHOOK_SECRET": testSecret}), "/srv/hotel")
 	texts = append(texts, fmt.Sprint(err))
 	texts = append(texts, r.logs.String())
 	if !strings.Contains(r.logs.String(), "retry") && !strings.Contains(r.logs.String(), "refused") {
@@ -306,5 +312,33 @@ func TestReadOnlyMakesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a read-only adapter made its directory: %v", err)
+	}
+}
+
+// TestFactoryKeepsItsRecordsBesideTheState: without TICKETBRIDGE_WEBHOOK_DIR
+// the records go into the state file's directory, never into the working
+// directory.
+func TestFactoryKeepsItsRecordsBesideTheState(t *testing.T) {
+	work, stateDir := t.TempDir(), t.TempDir()
+	t.Chdir(work)
+	env := envconfig.MapLookuper(map[string]string{
+		"TICKETBRIDGE_WEBHOOK_URL": "https://helpdesk.example/hooks", "TICKETBRIDGE_WEBHOOK_SECRET": testSecret,
+		"TICKETBRIDGE_WEBHOOK_LISTEN": webhook.ListenOff,
+	})
+	hd, err := webhook.Factory(t.Context(), adapters.Deps{Env: env, StateDir: stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := hd.Lookup(t.Context(), "t1"); err != nil { // opens the directory
+		t.Fatal(err)
+	}
+	if err := hd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(stateDir, webhook.DefaultDir)); err != nil || !fi.IsDir() {
+		t.Errorf("no %s beside the state: %v", webhook.DefaultDir, err)
+	}
+	if left, err := os.ReadDir(work); err != nil || len(left) != 0 {
+		t.Errorf("the working directory holds %v (%v), want nothing", left, err)
 	}
 }

@@ -70,7 +70,7 @@ func TestConformance(t *testing.T) {
 			adaptertest.Run(t, adaptertest.Harness{
 				New:    func(testing.TB) adapters.Helpdesk { return r.open(opts) },
 				Agent:  agent{r.rc},
-				Status: webhook.DefaultStatusMap(),
+				Status: adapters.APIStatusMap(),
 				Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true},
 			})
 		})

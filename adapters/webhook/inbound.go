@@ -55,7 +55,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusRequestEntityTooLarge, InboundAnswer{Error: "too_large", Message: fmt.Sprintf("the body is larger than %d bytes", MaxInboundBytes)})
 		return
 	case errors.Is(err, ErrStale), errors.Is(err, ErrBadSignature):
-		a.log.LogAttrs(ctx, slog.LevelWarn, "inbound event refused", slog.String("op", "inbound"), slog.String("remote", r.RemoteAddr), slog.String("error", err.Error()))
+		a.log.LogAttrs(ctx, slog.LevelWarn, "inbound event refused", slog.String("op", "inbound"), slog.String("remote", r.RemoteAddr), slog.Any("error", err))
 		answer(w, http.StatusUnauthorized, InboundAnswer{Error: "unauthorized", Message: err.Error()})
 		return
 	case err != nil:
@@ -72,7 +72,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok, err := a.st.ticket(ev.TicketID); err != nil {
-		a.log.LogAttrs(ctx, slog.LevelError, "cannot read ticket record", slog.String("ticket", ev.TicketID), slog.String("error", err.Error()))
+		a.log.LogAttrs(ctx, slog.LevelError, "cannot read ticket record", slog.String("ticket", ev.TicketID), slog.Any("error", err))
 		answer(w, http.StatusInternalServerError, InboundAnswer{Error: "internal", Message: "cannot read the ticket's record; post the event again"})
 		return
 	} else if !ok {
@@ -94,7 +94,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("event id %q was used before for a different event; give every event its own id", ev.ID)})
 		return
 	case err != nil:
-		a.log.LogAttrs(ctx, slog.LevelError, "cannot store inbound event", slog.String("ticket", ev.TicketID), slog.String("event", ev.ID), slog.String("error", err.Error()))
+		a.log.LogAttrs(ctx, slog.LevelError, "cannot store inbound event", slog.String("ticket", ev.TicketID), slog.String("event", ev.ID), slog.Any("error", err))
 		answer(w, http.StatusInternalServerError, InboundAnswer{Error: "internal", Message: "the event could not be stored; post it again"})
 		return
 	}
@@ -105,7 +105,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Status = ev.Status
 			return exists
 		}); err != nil {
-			a.log.LogAttrs(ctx, slog.LevelWarn, "cannot record the receiver's status", slog.String("ticket", ev.TicketID), slog.String("error", err.Error()))
+			a.log.LogAttrs(ctx, slog.LevelWarn, "cannot record the receiver's status", slog.String("ticket", ev.TicketID), slog.Any("error", err))
 		}
 	}
 	a.log.LogAttrs(ctx, slog.LevelInfo, "inbound event accepted", slog.String("op", "inbound"), slog.String("ticket", ev.TicketID),

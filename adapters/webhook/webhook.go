@@ -38,7 +38,7 @@ type Options struct {
 	// Logger receives the adapter's log lines; nil discards them.
 	Logger *slog.Logger
 	// Status maps statuses both ways; the zero value means
-	// [DefaultStatusMap].
+	// [adapters.APIStatusMap].
 	Status adapters.StatusMap
 	// Now is the clock for signatures and the tolerance check; nil means
 	// time.Now.
@@ -67,20 +67,6 @@ type Options struct {
 	// made). The adapter owns it: Close, or a failing New or Start, closes
 	// it.
 	Listener net.Listener
-}
-
-// DefaultStatusMap maps every upstream status to the status of the same
-// name: the receiver sees the API's own values and sends back one of the six
-// settable ones.
-func DefaultStatusMap() adapters.StatusMap {
-	m := adapters.StatusMap{ToHelpdesk: map[guestapi.Status]string{}, FromHelpdesk: map[string]guestapi.Status{}}
-	for _, s := range guestapi.Statuses() {
-		m.ToHelpdesk[s] = string(s)
-	}
-	for _, s := range guestapi.SettableStatuses() {
-		m.FromHelpdesk[string(s)] = s
-	}
-	return m
 }
 
 // Adapter is the webhook helpdesk adapter. It is safe for concurrent use.
@@ -131,7 +117,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	if a.status.ToHelpdesk == nil && a.status.FromHelpdesk == nil {
-		a.status = DefaultStatusMap()
+		a.status = adapters.APIStatusMap()
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -152,7 +138,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 			// Each attempt is signed anew, so that a retry is not refused as
 			// stale however long the backoff was.
 			if err := SignRequest(r, a.key.secret, a.now()); err != nil {
-				a.log.LogAttrs(r.Context(), slog.LevelError, "cannot sign delivery", slog.String("error", err.Error()))
+				a.log.LogAttrs(r.Context(), slog.LevelError, "cannot sign delivery", slog.Any("error", err))
 			}
 		},
 		Secrets: []string{a.key.secret},

@@ -28,9 +28,12 @@ const (
 // TICKETBRIDGE_ZAMMAD_* variables by [LoadConfig]. Its String, GoString and
 // LogValue never show the token.
 type Config struct {
-	// URL is the Zammad system's address, e.g. https://helpdesk.hotel.example,
-	// without /api/v1.
-	URL string `env:"URL"`
+	// Common holds URL (the Zammad system's address, e.g.
+	// https://helpdesk.hotel.example, without /api/v1), Groups (department
+	// codes to group names: "housekeeping=Housekeeping,maintenance=Technical
+	// Service"), Timeout, PageSize (the per_page of the ticket searches; at
+	// most 200) and AllowInsecureHTTP.
+	saas.Common
 	// Token is an access token of the Zammad user the bridge acts as,
 	// sent as "Authorization: Token token={Token}".
 	Token string `env:"TOKEN"`
@@ -40,9 +43,6 @@ type Config struct {
 	// Group is the name of the group that receives tickets of departments
 	// Groups does not map.
 	Group string `env:"GROUP,default=Users"`
-	// Groups maps department codes to group names:
-	// "housekeeping=Housekeeping,maintenance=Technical Service".
-	Groups string `env:"GROUPS"`
 	// IDField is the name of the custom ticket attribute (a text field
 	// made in the object manager) that holds the upstream ticket id.
 	IDField string `env:"ID_FIELD,default=guest_request_id"`
@@ -59,27 +59,13 @@ type Config struct {
 	// moves a ticket into a pending state (only with a status mapping
 	// that names one).
 	PendingFor time.Duration `env:"PENDING_FOR,default=24h"`
-	// Timeout bounds each HTTP request to Zammad.
-	Timeout time.Duration `env:"TIMEOUT,default=30s"`
-	// PageSize is the per_page of the ticket searches; at most 200.
-	PageSize int `env:"PAGE_SIZE,default=100"`
-	// AllowInsecureHTTP accepts a plain http URL to a host that is not
-	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
-	// (see adapters.CheckHTTPS).
-	AllowInsecureHTTP bool
 }
 
 // LoadConfig reads the TICKETBRIDGE_ZAMMAD_* variables from env, fills
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile }, func(c *Config) *bool { return &c.AllowInsecureHTTP })
-}
-
-// withDefaults fills the unset fields with the defaults of their env tags.
-func (c Config) withDefaults() Config {
-	saas.Defaults(&c)
-	return c
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
 }
 
 // attrName is what Zammad's object manager accepts as an attribute name.
@@ -88,7 +74,7 @@ var attrName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // Validate checks the configuration and returns an error naming the
 // variable and what is wrong with its value. It never echoes the token.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
 	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
@@ -120,8 +106,8 @@ func (c Config) Validate() error {
 	if c.PendingFor < time.Minute {
 		return fmt.Errorf("%sPENDING_FOR %s: want at least a minute", EnvPrefix, c.PendingFor)
 	}
-	if c.Timeout < 0 {
-		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	if err := c.CheckTimeout(EnvPrefix); err != nil {
+		return err
 	}
 	if c.PageSize < 1 || c.PageSize > MaxPageSize {
 		return fmt.Errorf("%sPAGE_SIZE %d: Zammad's search pages hold 1 to %d tickets", EnvPrefix, c.PageSize, MaxPageSize)

@@ -15,6 +15,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
@@ -33,8 +34,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := zammad.Config{
-		URL: "https://helpdesk.hotel.example/", Token: testToken, Customer: testCustomer, Group: "Users",
-		IDField: "guest_request_id", PendingFor: 24 * time.Hour, Timeout: 30 * time.Second, PageSize: 100,
+		Common: saas.Common{URL: "https://helpdesk.hotel.example/", Timeout: 30 * time.Second, PageSize: 100},
+		Token:  testToken, Customer: testCustomer, Group: "Users", IDField: "guest_request_id", PendingFor: 24 * time.Hour,
 	}
 	if cfg != want {
 		t.Errorf("LoadConfig = %v\nwant        %v", cfg, want)

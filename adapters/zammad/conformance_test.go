@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
@@ -56,7 +57,7 @@ func newEnv(t testing.TB, opts zammadfake.Options) *env {
 }
 
 func (e *env) config() zammad.Config {
-	return zammad.Config{URL: e.srv.URL, Token: testToken, Customer: testCustomer, Groups: "housekeeping=Housekeeping"}
+	return zammad.Config{Common: saas.Common{URL: e.srv.URL, Groups: "housekeeping=Housekeeping"}, Token: testToken, Customer: testCustomer}
 }
 
 // options make the adapter wait on the fake's clock: a wait advances it.

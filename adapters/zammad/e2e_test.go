@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest/looptest"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -34,7 +35,7 @@ func newLoop(t *testing.T) *loop {
 	l := looptest.New(t, looptest.Options{
 		Name: zammad.Name, Helpdesk: "Zammad", Clock: clock,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zammad.New(zammad.Config{URL: zm.URL, Token: testToken, Customer: testCustomer, Groups: "housekeeping=Housekeeping"},
+			return zammad.New(zammad.Config{Common: saas.Common{URL: zm.URL, Groups: "housekeeping=Housekeeping"}, Token: testToken, Customer: testCustomer},
 				adapters.Deps{Logger: logger}, zammad.Options{HTTP: zm.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now})
 		},
 	})

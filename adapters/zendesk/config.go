@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
@@ -28,9 +27,12 @@ const DefaultEventPages = 3
 // variables by [LoadConfig]. Its String, GoString and LogValue never show
 // the token.
 type Config struct {
-	// URL is the Zendesk account's address, e.g. https://hotel.zendesk.com,
-	// without /api/v2.
-	URL string `env:"URL"`
+	// Common holds URL (the Zendesk account's address, e.g.
+	// https://hotel.zendesk.com, without /api/v2), Groups (department codes
+	// to group ids: "housekeeping=360001234567,maintenance=360007654321"),
+	// Timeout, PageSize (the page[size] of the lists the adapter reads:
+	// tickets by external id, comments; at most 100) and AllowInsecureHTTP.
+	saas.Common
 	// Email is the address of the Zendesk user the bridge acts as (an
 	// admin: the ticket event export needs it).
 	Email string `env:"EMAIL"`
@@ -43,9 +45,6 @@ type Config struct {
 	// Group is the id of the group that receives tickets of departments
 	// Groups does not map; 0 leaves them to Zendesk's routing.
 	Group int64 `env:"GROUP"`
-	// Groups maps department codes to group ids:
-	// "housekeeping=360001234567,maintenance=360007654321".
-	Groups string `env:"GROUPS"`
 	// Tag is added to every ticket the bridge creates, for views and
 	// triggers; "none" adds no tag.
 	Tag string `env:"TAG,default=ticketbridge"`
@@ -54,34 +53,19 @@ type Config struct {
 	// date. Empty means the account's beginning; set it to the day the
 	// bridge went live on an account with a long history.
 	EventsSince string `env:"EVENTS_SINCE"`
-	// Timeout bounds each HTTP request to Zendesk.
-	Timeout time.Duration `env:"TIMEOUT,default=30s"`
-	// PageSize is the page[size] of the lists the adapter reads (tickets
-	// by external id, comments); at most 100.
-	PageSize int `env:"PAGE_SIZE,default=100"`
-	// AllowInsecureHTTP accepts a plain http URL to a host that is not
-	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
-	// (see adapters.CheckHTTPS).
-	AllowInsecureHTTP bool
 }
 
 // LoadConfig reads the TICKETBRIDGE_ZENDESK_* variables from env, fills
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile }, func(c *Config) *bool { return &c.AllowInsecureHTTP })
-}
-
-// withDefaults fills the unset fields with the defaults of their env tags.
-func (c Config) withDefaults() Config {
-	saas.Defaults(&c)
-	return c
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
 }
 
 // Validate checks the configuration and returns an error naming the
 // variable and what is wrong with its value. It never echoes the token.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
 	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
@@ -110,8 +94,8 @@ func (c Config) Validate() error {
 	if _, err := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", c.EventsSince); err != nil {
 		return err
 	}
-	if c.Timeout < 0 {
-		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	if err := c.CheckTimeout(EnvPrefix); err != nil {
+		return err
 	}
 	if c.PageSize < 1 || c.PageSize > 100 {
 		return fmt.Errorf("%sPAGE_SIZE %d: Zendesk pages hold 1 to 100 items", EnvPrefix, c.PageSize)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
@@ -47,7 +48,7 @@ func newEnv(t testing.TB, opts zendeskfake.Options) *env {
 }
 
 func (e *env) config() zendesk.Config {
-	return zendesk.Config{URL: e.srv.URL, Email: testEmail, Token: testToken}
+	return zendesk.Config{Common: saas.Common{URL: e.srv.URL}, Email: testEmail, Token: testToken}
 }
 
 // options make the adapter wait on the fake's clock: a wait advances it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest/looptest"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -31,7 +32,7 @@ func newLoop(t *testing.T) *loop {
 	l := looptest.New(t, looptest.Options{
 		Name: zendesk.Name, Helpdesk: "Zendesk", Clock: clock,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zendesk.New(zendesk.Config{URL: zd.URL, Email: testEmail, Token: testToken}, adapters.Deps{Logger: logger}, zendesk.Options{
+			return zendesk.New(zendesk.Config{Common: saas.Common{URL: zd.URL}, Email: testEmail, Token: testToken}, adapters.Deps{Logger: logger}, zendesk.Options{
 				HTTP: zd.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now,
 			})
 		},

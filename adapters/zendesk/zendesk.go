@@ -129,7 +129,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	saas.Defaults(&cfg)
 	base, _ := baseURL(cfg.URL, cfg.AllowInsecureHTTP) // checked by Validate
 	groups, _ := ParseGroups(cfg.Groups)
 	sinceT, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)

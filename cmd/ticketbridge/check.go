@@ -562,6 +562,7 @@ func (c *checker) checkHelpdesk(cfg Config, cfgOK bool) {
 		Logger:             c.opts.Logger.With("adapter", cfg.Adapter),
 		StatusToHelpdesk:   to,
 		StatusFromHelpdesk: from,
+		StateDir:           cfg.stateDir(),
 	})
 	if err != nil {
 		c.report(fail(name, fix, "%v", err))

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"
+	"github.com/ticketbridge/ticketbridge/state"
 )
 
 // Config is the daemon's own configuration; the engine, the adapters and
@@ -325,6 +326,16 @@ func loadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_LEVEL: %w", err)
 	}
 	return c, nil
+}
+
+// stateDir is the directory of the state file, where an adapter keeps
+// what it stores on disk when its configuration names no place
+// (adapters.Deps.StateDir); "" when the state is in PostgreSQL.
+func (c Config) stateDir() string {
+	if state.IsURL(c.State) {
+		return ""
+	}
+	return filepath.Dir(c.State)
 }
 
 // apiKey returns the API key from, in order: TICKETBRIDGE_API_KEY,

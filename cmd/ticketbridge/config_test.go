@@ -267,7 +267,7 @@ func TestPlainHTTPRefusedOffLoopback(t *testing.T) {
 		{"Zammad", "TICKETBRIDGE_ZAMMAD_URL", map[string]string{"TICKETBRIDGE_ZAMMAD_URL": "http://zammad.example.net", "TICKETBRIDGE_ZAMMAD_TOKEN": "tok-123456", "TICKETBRIDGE_ZAMMAD_CUSTOMER": "guests@hotel.example"},
 			func(env envconfig.Lookuper) error { _, err := zammad.LoadConfig(ctx, env); return err }},
 		{"webhook", "TICKETBRIDGE_WEBHOOK_URL", map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "http://hooks.example.net/in", "TICKETBRIDGE_WEBHOOK_SECRET": secret, "TICKETBRIDGE_WEBHOOK_LISTEN": "off", "TICKETBRIDGE_WEBHOOK_DIR": t.TempDir()},
-			func(env envconfig.Lookuper) error { _, err := webhook.LoadConfig(ctx, env); return err }},
+			func(env envconfig.Lookuper) error { _, err := webhook.LoadConfig(ctx, env, ""); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.load(envconfig.MapLookuper(tc.env))

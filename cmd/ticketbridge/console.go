@@ -169,7 +169,7 @@ func newConsole(w *wiring, name string) *console {
 		h.OnDemand()
 	}
 	if err := h.Refresh(); err != nil {
-		w.log.Warn("read status for the status page: "+err.Error(), slog.String("op", "console"))
+		w.log.Warn("read status for the status page", slog.Any("error", err), slog.String("op", "console"))
 	}
 	return &console{hotel: h}
 }

@@ -165,7 +165,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 				dest := w.cfg.State + backupSuffix
 				err := w.store.BackupFile(bctx, dest)
 				if err != nil {
-					log.Error("back up state file: "+err.Error(), slog.String("op", "backup"))
+					log.Error("back up state file", slog.Any("error", err), slog.String("op", "backup"))
 				} else {
 					log.Info("wrote a copy of the state file", slog.String("op", "backup"), slog.Any("path", dest))
 				}
@@ -269,7 +269,7 @@ func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog
 		}
 	}
 	if err != nil {
-		log.Warn("write status snapshot: "+err.Error(), slog.String("op", "status"), slog.Any("path", state.Redacted(path)))
+		log.Warn("write status snapshot", slog.Any("error", err), slog.String("op", "status"), slog.Any("path", state.Redacted(path)))
 	}
 	if s.At.IsZero() {
 		return nil
@@ -362,7 +362,7 @@ func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cf
 			}
 			for _, d := range dirs {
 				if oerr := giveToOwner(d); oerr != nil {
-					log.Warn("give the files made to their folder's owner: "+oerr.Error(), slog.String("op", "once"), slog.Any("path", d))
+					log.Warn("give the files made to their folder's owner", slog.Any("error", oerr), slog.String("op", "once"), slog.Any("path", d))
 				}
 			}
 		}

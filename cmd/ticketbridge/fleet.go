@@ -153,7 +153,7 @@ func (f *fleet) reload() error {
 		// Off the status page before its state closes.
 		f.tel.dropHotel(rh.conf.name(), "")
 		if err := rh.w.Close(); err != nil {
-			f.log.Warn("close hotel: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
+			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
 		}
 		f.release(rh)
 		if _, ok := want[rh.conf.name()]; ok {
@@ -163,7 +163,7 @@ func (f *fleet) reload() error {
 		}
 	}
 	for name, err := range bad {
-		f.log.Error("hotel not started: "+err.Error(), slog.Any("hotel", name), slog.String("op", "reload"))
+		f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
 		f.tel.dropHotel(name, err.Error())
 	}
 	names := make([]string, 0, len(want))
@@ -180,7 +180,7 @@ func (f *fleet) reload() error {
 		}
 		rh, err := f.start(want[name], nil)
 		if err != nil {
-			f.log.Error("hotel not started: "+err.Error(), slog.Any("hotel", name), slog.String("op", "reload"))
+			f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
 			f.tel.dropHotel(name, err.Error())
 			continue
 		}
@@ -250,12 +250,12 @@ func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 		// no longer counts for the watchdog: the others go on, and the
 		// next reload tries it again.
 		if err := w.start(sctx); err != nil {
-			log.Error("hotel stopped: "+err.Error(), slog.String("op", "start"))
+			log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 			f.tel.dropHotel(name, err.Error())
 			return
 		}
 		if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
-			log.Error("hotel stopped: "+err.Error(), slog.String("op", "start"))
+			log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 			f.tel.dropHotel(name, err.Error())
 			return
 		}
@@ -336,7 +336,7 @@ func (f *fleet) backup(ctx context.Context) {
 		}
 		dest := rh.w.cfg.State + backupSuffix
 		if err := rh.w.store.BackupFile(ctx, dest); err != nil {
-			f.log.Error("back up state file: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
+			f.log.Error("back up state file", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
 			continue
 		}
 		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"), slog.Any("path", dest))
@@ -381,7 +381,7 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 		case <-hup:
 			f.log.Info("reloading the hotels directory", slog.String("op", "reload"), slog.Any("dir", f.hcfg.Dir))
 			if err := f.reload(); err != nil {
-				f.log.Error("reload: "+err.Error()+"; the hotels running go on unchanged", slog.String("op", "reload"))
+				f.log.Error("reload failed; the hotels running go on unchanged", slog.Any("error", err), slog.String("op", "reload"))
 			} else {
 				f.log.Info("hotels directory reloaded", slog.String("op", "reload"), slog.Any("hotels", len(f.running())))
 			}

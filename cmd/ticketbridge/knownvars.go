@@ -44,7 +44,7 @@ func knownVariables(ctx context.Context) []string {
 	_, _ = zendesk.LoadConfig(ctx, env)
 	_, _ = freshdesk.LoadConfig(ctx, env)
 	_, _ = zammad.LoadConfig(ctx, env)
-	_, _ = webhook.LoadConfig(ctx, env)
+	_, _ = webhook.LoadConfig(ctx, env, "")
 	var names []string
 	for k := range a {
 		if strings.HasPrefix(k, envPrefix) {

@@ -189,7 +189,7 @@ func (k *leaseKeeper) leave(ctx context.Context) {
 	k.closing.Wait()
 	for url, l := range k.dbs {
 		if err := l.Leave(ctx); err != nil {
-			k.log.Warn(err.Error(), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+			k.log.Warn("leave the replicas of a database", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
 		}
 		_ = l.Close()
 		delete(k.dbs, url)
@@ -211,7 +211,7 @@ func (k *leaseKeeper) closeUnused(inUse func(url string, l *state.Leases) bool) 
 			ctx, cancel := context.WithTimeout(context.Background(), leaseTick(k.ttl))
 			defer cancel()
 			if err := l.Quit(ctx); err != nil {
-				k.log.Warn(err.Error(), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
+				k.log.Warn("leave the replicas of a database no hotel names any more", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
 			} else {
 				k.log.Info("left the replicas of a database no hotel names any more", slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
 			}
@@ -391,7 +391,7 @@ func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, name
 	elsewhere := map[string]string{}
 	db, err := k.db(ctx, url)
 	if err != nil {
-		opLog.Error("hotels not started: "+err.Error(), slog.Any("hotels", names))
+		opLog.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names))
 		for _, n := range names {
 			if _, ok := f.hotels[n]; !ok {
 				f.tel.dropHotel(n, err.Error())
@@ -402,7 +402,7 @@ func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, name
 	replicas, holders, err := db.Heartbeat(ctx)
 	if err != nil {
 		// The hotels running here go on while their leases' views last.
-		opLog.Warn(err.Error())
+		opLog.Warn("lease heartbeat failed; the hotels running here go on while their leases last", slog.Any("error", err))
 		return nil
 	}
 	// Renew what runs here, and what is handing over.
@@ -422,7 +422,7 @@ func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, name
 	}
 	kept, err := db.Renew(ctx, mine)
 	if err != nil {
-		opLog.Warn(err.Error())
+		opLog.Warn("renew leases", slog.Any("error", err))
 		return nil
 	}
 	renewed := map[string]state.Lease{}
@@ -489,7 +489,7 @@ func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, name
 			l, ok, err := db.Acquire(ctx, name)
 			if err != nil || !ok {
 				if err != nil {
-					opLog.Warn(err.Error(), slog.Any("hotel", name))
+					opLog.Warn("take the hotel's lease", slog.Any("error", err), slog.Any("hotel", name))
 				}
 				elsewhere[name] = elsewhereReason(holder[name], false)
 				continue
@@ -498,7 +498,7 @@ func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, name
 			hl := &hotelLease{db: db, lease: l}
 			rh, err := f.start(f.leased[name], hl)
 			if err != nil {
-				opLog.Error("hotel not started: "+err.Error()+"; left to the other replicas for "+startBackoff.String(), slog.Any("hotel", name))
+				opLog.Error("hotel not started; left to the other replicas for a while", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.Any("hotel", name))
 				f.tel.dropHotel(name, err.Error())
 				f.backoff[name] = time.Now().Add(startBackoff)
 				_ = db.Release(ctx, l)
@@ -537,7 +537,7 @@ func (f *fleet) closeWhenDone(rh *runningHotel) {
 		rh.lease.stopTimer()
 	}
 	if err := rh.w.Close(); err != nil {
-		f.log.Warn("close hotel: "+err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
+		f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
 	}
 	close(rh.closed)
 }
@@ -551,7 +551,7 @@ func (f *fleet) release(rh *runningHotel) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
 	defer cancel()
 	if err := rh.lease.db.Release(ctx, rh.lease.get()); err != nil {
-		f.log.Warn(err.Error(), slog.Any("hotel", rh.conf.name()), slog.String("op", "lease"))
+		f.log.Warn("release the hotel's lease", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "lease"))
 	}
 }
 
@@ -607,7 +607,7 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 			}
 		}
 		if err != nil {
-			log.Warn(err.Error(), slog.String("op", "lease"))
+			log.Warn("take the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
 		}
 		select {
 		case <-ctx.Done():
@@ -635,13 +635,13 @@ func (sl *singleLease) keep(ctx context.Context, lost func()) {
 		case <-tick.C:
 		}
 		if _, _, err := sl.db.Heartbeat(ctx); err != nil {
-			sl.keeper.log.Warn(err.Error(), slog.String("op", "lease"))
+			sl.keeper.log.Warn("lease heartbeat failed", slog.Any("error", err), slog.String("op", "lease"))
 			continue // the view's timer ends it if this lasts
 		}
 		kept, err := sl.db.Renew(ctx, []state.Lease{sl.hl.get()})
 		switch {
 		case err != nil:
-			sl.keeper.log.Warn(err.Error(), slog.String("op", "lease"))
+			sl.keeper.log.Warn("renew the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
 		case len(kept) == 0:
 			end()
 			return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
@@ -59,13 +60,13 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 			return rt.Config{URL: v, Token: "rt-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_ZENDESK_URL": func(v string) error {
-			return zendesk.Config{URL: v, Email: "a@b.example", Token: "zendesk-token-0123456789"}.Validate()
+			return zendesk.Config{Common: saas.Common{URL: v}, Email: "a@b.example", Token: "zendesk-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_FRESHDESK_URL": func(v string) error {
-			return freshdesk.Config{URL: v, APIKey: "freshdesk-token-0123456789"}.Validate()
+			return freshdesk.Config{Common: saas.Common{URL: v}, APIKey: "freshdesk-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_ZAMMAD_URL": func(v string) error {
-			return zammad.Config{URL: v, Token: "zammad-token-0123456789"}.Validate()
+			return zammad.Config{Common: saas.Common{URL: v}, Token: "zammad-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_WEBHOOK_URL": webhookURL,
 	}
@@ -83,7 +84,7 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 	}
 	// A configuration printed or logged shows its URL as redact does.
 	for _, v := range secretURLs("https", "helpdesk.example") {
-		for _, c := range []any{rt.Config{URL: v}, zendesk.Config{URL: v}, freshdesk.Config{URL: v}, zammad.Config{URL: v}} {
+		for _, c := range []any{rt.Config{URL: v}, zendesk.Config{Common: saas.Common{URL: v}}, freshdesk.Config{Common: saas.Common{URL: v}}, zammad.Config{Common: saas.Common{URL: v}}} {
 			var logged bytes.Buffer
 			slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
 			if text := fmt.Sprintf("%v %+v %#v %s", c, c, c, logged.String()); strings.Contains(text, urlMarker) {

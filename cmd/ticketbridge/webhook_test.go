@@ -3,9 +3,12 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 )
 
 // TestCheckBesideARunningWebhookDaemon: while a daemon with the webhook
@@ -47,5 +50,35 @@ func TestCheckBesideARunningWebhookDaemon(t *testing.T) {
 	out, errOut, code = b.cmd("once", "--dry-run")
 	if code != 0 || !strings.Contains(out, "dry run: nothing was written") {
 		t.Fatalf("once --dry-run beside the running daemon: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestWebhookRecordsBesideTheStateFile: without TICKETBRIDGE_WEBHOOK_DIR,
+// once keeps the webhook's records beside the state file and leaves the
+// working directory as it found it.
+func TestWebhookRecordsBesideTheStateFile(t *testing.T) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	b := newBridge(t)
+	b.ticket("towels")
+	delete(b.vars, "TICKETBRIDGE_FILES_DIR")
+	delete(b.vars, "TICKETBRIDGE_FILES_SETTLE")
+	b.vars["TICKETBRIDGE_ADAPTER"] = "webhook"
+	b.vars["TICKETBRIDGE_WEBHOOK_URL"] = receiver.URL + "/hooks"
+	b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = "a-shared-secret-of-the-length-asked-for"
+	b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = "off"
+	work := t.TempDir()
+	t.Chdir(work)
+	if out, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once: exit %d\n%s%s", code, out, errOut)
+	}
+	dir := filepath.Join(filepath.Dir(b.vars["TICKETBRIDGE_STATE"]), webhook.DefaultDir)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("no webhook directory beside the state file: %v", err)
+	}
+	if left, err := os.ReadDir(work); err != nil || len(left) != 0 {
+		t.Errorf("the working directory holds %v (%v), want nothing", left, err)
 	}
 }

@@ -164,6 +164,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	alog := log.With("adapter", cfg.Adapter)
 	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
 		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: opts.DryRun,
+		StateDir: cfg.stateDir(),
 	})
 	if err != nil {
 		if errors.Is(err, adapters.ErrUnknownAdapter) {

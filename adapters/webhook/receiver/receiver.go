@@ -156,7 +156,7 @@ func New(opts Options) (*Receiver, error) {
 		Header:  http.Header{"User-Agent": {"ticketbridge-webhook-receiver"}},
 		Authorize: func(req *http.Request) {
 			if err := webhook.SignRequest(req, opts.Secret, r.now()); err != nil {
-				r.log.LogAttrs(req.Context(), slog.LevelError, "cannot sign event", slog.String("error", err.Error()))
+				r.log.LogAttrs(req.Context(), slog.LevelError, "cannot sign event", slog.Any("error", err))
 			}
 		},
 	}
@@ -254,7 +254,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case errors.Is(err, webhook.ErrStale), errors.Is(err, webhook.ErrBadSignature):
 		r.count(func(s *Stats) { s.Rejected++ })
-		r.log.LogAttrs(ctx, slog.LevelWarn, "delivery refused", slog.String("error", err.Error()))
+		r.log.LogAttrs(ctx, slog.LevelWarn, "delivery refused", slog.Any("error", err))
 		reply(w, http.StatusUnauthorized, ack{Error: err.Error()})
 		return
 	case err != nil:
@@ -309,14 +309,14 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if _, err := r.send(ctx, ev); err != nil {
 			// Not acknowledged: the daemon delivers again, and the reply,
 			// whose id is derived from the delivery's, goes out again.
-			r.log.LogAttrs(ctx, slog.LevelError, "cannot post reply", slog.String("delivery", id), slog.String("error", err.Error()))
+			r.log.LogAttrs(ctx, slog.LevelError, "cannot post reply", slog.String("delivery", id), slog.Any("error", err))
 			reply(w, http.StatusBadGateway, ack{Error: "the reply could not be posted; deliver again"})
 			return
 		}
 		d.Reply = ev.ID
 	}
 	if err := r.keep(d); err != nil {
-		r.log.LogAttrs(ctx, slog.LevelError, "cannot record delivery", slog.String("delivery", id), slog.String("error", err.Error()))
+		r.log.LogAttrs(ctx, slog.LevelError, "cannot record delivery", slog.String("delivery", id), slog.Any("error", err))
 		reply(w, http.StatusInternalServerError, ack{Error: "the delivery could not be recorded; deliver again"})
 		return
 	}

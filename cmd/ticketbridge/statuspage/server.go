@@ -311,7 +311,7 @@ func flashText(done string) string {
 func (s *Server) render(w http.ResponseWriter, code int, name string, v view) {
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
-		s.log.Error("render status page: "+err.Error(), slog.String("op", "console"), slog.Any("page", name))
+		s.log.Error("render status page", slog.Any("error", err), slog.String("op", "console"), slog.Any("page", name))
 		http.Error(w, "the page could not be rendered; see the daemon's log", http.StatusInternalServerError)
 		return
 	}
@@ -527,7 +527,7 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
 	var payloads map[string]state.Payload
 	if v.SignedIn {
 		if payloads, err = p.src.Payloads(d.ID); err != nil {
-			s.log.Warn("read journal payloads: "+err.Error(), slog.String("op", "console"), slog.Any("ticket", d.ID))
+			s.log.Warn("read journal payloads", slog.Any("error", err), slog.String("op", "console"), slog.Any("ticket", d.ID))
 		}
 	}
 	for _, e := range d.Journal {
@@ -744,7 +744,7 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 			attrs = append(attrs, "reason", reason)
 		}
 		if err != nil {
-			s.log.Warn("console action failed: "+err.Error(), append(attrs, "id", id)...)
+			s.log.Warn("console action failed", append(attrs, "id", id, slog.Any("error", err))...)
 			code := http.StatusBadRequest
 			switch {
 			case errors.Is(err, sync.ErrNoSuchEntry), errors.Is(err, sync.ErrNoSuchTicket):

@@ -1,0 +1,87 @@
+// Package envvar turns an error of go-envconfig, which names the struct
+// field at fault ("Timeout: time: invalid duration ..."), into one that
+// names the variable an operator sets, and its value when that cannot be
+// a secret. Every package that reads an env-tagged configuration (the
+// engine, each adapter) explains its errors through it, so that they all
+// read the same way.
+//
+// It owns no configuration and reads no variable of its own; it imports
+// go-envconfig and the standard library only.
+package envvar
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+// Explain rewrites err, returned by go-envconfig for target (a struct or
+// a pointer to one) read through env under prefix ("" for none), so that it
+// names the variable and its value: `TICKETBRIDGE_CONCURRENCY="four":
+// strconv.ParseInt: ...`. Fields of nested structs are followed, with their
+// prefix= option. The value of a string field is never shown: a string
+// parses whatever it holds, and it may be a secret. An error that names no
+// field of target is returned as it is; a nil err gives nil.
+func Explain(err error, target any, env envconfig.Lookuper, prefix string) error {
+	if err == nil {
+		return nil
+	}
+	t := reflect.TypeOf(target)
+	msg, inner := err.Error(), err
+	for {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			return err
+		}
+		f, ok := fieldOf(t, msg)
+		next := errors.Unwrap(inner)
+		if !ok || next == nil {
+			return err
+		}
+		tag, opts, _ := strings.Cut(f.Tag.Get("env"), ",")
+		msg, inner = strings.TrimPrefix(msg, f.Name+": "), next
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && tag == "" {
+			prefix += nestedPrefix(opts)
+			t = ft
+			continue
+		}
+		key := prefix + tag
+		if ft.Kind() == reflect.String {
+			return fmt.Errorf("%s: %w", key, inner)
+		}
+		var v string
+		if env != nil {
+			v, _ = env.Lookup(key)
+		}
+		return fmt.Errorf("%s=%q: %w", key, v, inner)
+	}
+}
+
+// fieldOf returns the field of t whose name starts msg.
+func fieldOf(t reflect.Type, msg string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if f := t.Field(i); strings.HasPrefix(msg, f.Name+": ") {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// nestedPrefix returns the prefix= option of a nested struct's env tag.
+func nestedPrefix(opts string) string {
+	for _, o := range strings.Split(opts, ",") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(o), "prefix="); ok {
+			return p
+		}
+	}
+	return ""
+}
