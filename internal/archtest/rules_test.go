@@ -68,6 +68,14 @@ var rules = []rule{
 		why:   "the API's client and reference server know the API only, not the bridge",
 	},
 	{
+		name: "statuspage",
+		from: []string{"internal/statuspage/..."},
+		deny: []string{"cmd/...", "internal/config/...", "internal/bridge/...", "internal/lease/...",
+			"internal/fleet/...", "internal/telemetry/..."},
+		tests: true,
+		why:   "the status page reads a hotel's state and cycles; the daemon's parts that serve it use it, not the reverse",
+	},
+	{
 		name: "plumbing",
 		from: plumbing,
 		only: plumbing,
@@ -97,9 +105,6 @@ var allowed = []allowance{
 	// internal/looptest.
 	{from: "adapters/adaptertest/looptest", to: "sync", why: "end-to-end kit under adapters/"},
 	{from: "adapters/adaptertest/looptest", to: "state", why: "end-to-end kit under adapters/"},
-	// The status page is a package of the command's own; it is to move to
-	// internal/statuspage.
-	{from: "cmd/ticketbridge", to: "cmd/ticketbridge/statuspage", why: "status page under cmd/"},
 }
 
 // wireFiles are the files of package guestapi that hold the wire types
