@@ -43,7 +43,7 @@
 //     messages go in.
 //   - a fake in a sub-package that follows the vendor's published API
 //     (errors, paging, rate limits), a conformance_test.go that runs
-//     package adaptertest against it, and an e2e test with looptest.
+//     package adaptertest against it, and an e2e test with internal/looptest.
 //
 // The vendor writes no marker parsing, no dedup of appends, no input
 // checks and no open-or-closed state of its own.

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ticketbridge/ticketbridge/cmd/ticketbridge/statuspage"
+	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 )
 
 // The telemetry of many hotels. The daemon's telemetry serves the

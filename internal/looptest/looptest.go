@@ -14,9 +14,14 @@
 // It is not a fake of any helpdesk and makes no assertion about one: the
 // test keeps its fake, acts as the support team on it, and checks what the
 // helpdesk holds itself, handing the kit only the posts it found. It is not
-// the adapter contract either; that is package adaptertest, which this
-// package lives under but apart from, so that adaptertest never depends on
-// the sync engine.
+// the adapter contract either; that is package adaptertest, which knows
+// nothing of the engine.
+//
+// It is a test kit: only tests import it. It may import the engine (sync),
+// the state, package adapters, the guest API with its reference server and
+// that server's test kit, and the internal plumbing, but no part of the
+// daemon. It lives under internal/, not under adapters/, so that no adapter
+// package depends on the engine; the adapters' tests import it.
 package looptest
 
 import (

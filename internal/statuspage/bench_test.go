@@ -17,7 +17,7 @@ const benchTickets = 10000
 // refresh itself (sync.ReadStatus over the state file, once per cycle,
 // never per page view). The target is a page in under 100 ms:
 //
-//	go test -run '^$' -bench BenchmarkPage ./cmd/ticketbridge/statuspage/
+//	go test -run '^$' -bench BenchmarkPage ./internal/statuspage/
 func BenchmarkPage(b *testing.B) {
 	st := fixture(b, benchTickets)
 	h := NewHotel("", st, func() time.Time { return t0 })

@@ -47,4 +47,10 @@
 // The package is not the metrics or health endpoints (the daemon's
 // telemetry serves those on the same listener) and holds no credential
 // other than the console token.
+//
+// It owns the page's templates and stylesheet, its sessions, the sign-in
+// throttle, the bounds on views, and [Hotel], the in-memory source. It
+// imports state and sync, to read a hotel's state and its recent cycles,
+// and nothing else of the module: the daemon's other parts (its
+// configuration, telemetry and fleet) use it, never the reverse.
 package statuspage

@@ -1,0 +1,122 @@
+package archtest
+
+// Package paths here are relative to the module: "sync", "adapters/rt".
+// A pattern is a path, a path ending in "/..." (the package and every one
+// below it), "..." (every package), or a path.Match pattern ("adapters/*/*fake").
+
+// appParts are the application's parts under internal/: they wire the
+// engine into a daemon, so they sit above it and nothing below may use them.
+var appParts = []string{
+	"internal/config/...",
+	"internal/bridge/...",
+	"internal/lease/...",
+	"internal/fleet/...",
+	"internal/telemetry/...",
+	"internal/statuspage/...",
+}
+
+// plumbing are the internal packages that any layer may use: they import
+// nothing of the module but each other.
+var plumbing = []string{
+	"internal/atomicfile",
+	"internal/httpretry",
+	"internal/redact",
+	"internal/safefile",
+	"internal/secretfile",
+	"internal/testutil",
+}
+
+// testKits are packages for tests and test fakes only.
+var testKits = []string{
+	"internal/testutil",
+	"internal/looptest/...",
+	"state/statetest",
+	"guestapi/refserver/refservertest",
+	"adapters/adaptertest/...",
+	"adapters/*/*fake",
+}
+
+// rules are the dependency rules. A rule's deny patterns may name packages
+// that do not exist yet: the rule then already holds for them.
+var rules = []rule{
+	{
+		name: "adapters",
+		from: []string{"adapters/..."},
+		deny: join([]string{"sync/...", "state/...", "cmd/..."}, appParts),
+		why: "an adapter knows the Helpdesk interface only, not the engine, the store or the daemon around it; " +
+			"its tests may drive the engine through the end-to-end kit",
+	},
+	{
+		name:  "state",
+		from:  []string{"state/..."},
+		deny:  join([]string{"sync/...", "adapters/...", "cmd/..."}, appParts),
+		tests: true,
+		why:   "the store is below the engine and knows no helpdesk",
+	},
+	{
+		name:  "sync",
+		from:  []string{"sync/..."},
+		deny:  join([]string{"cmd/..."}, appParts),
+		tests: true,
+		why:   "the engine is below the daemon's parts: cmd -> internal -> sync",
+	},
+	{
+		name:  "guestapi",
+		from:  []string{"guestapi/..."},
+		deny:  join([]string{"sync/...", "state/...", "adapters/...", "cmd/..."}, appParts),
+		tests: true,
+		why:   "the API's client and reference server know the API only, not the bridge",
+	},
+	{
+		name: "statuspage",
+		from: []string{"internal/statuspage/..."},
+		deny: []string{"cmd/...", "internal/config/...", "internal/bridge/...", "internal/lease/...",
+			"internal/fleet/...", "internal/telemetry/..."},
+		tests: true,
+		why:   "the status page reads a hotel's state and cycles; the daemon's parts that serve it use it, not the reverse",
+	},
+	{
+		name:  "looptest",
+		from:  []string{"internal/looptest/..."},
+		deny:  join([]string{"cmd/..."}, appParts),
+		tests: true,
+		why:   "the end-to-end kit runs the engine as an adapter's test needs it, not the daemon",
+	},
+	{
+		name: "plumbing",
+		from: plumbing,
+		only: plumbing,
+		why:  "plumbing is used by every layer, so it uses none of them",
+	},
+	{
+		name:  "cmd",
+		from:  []string{"..."},
+		deny:  []string{"cmd/..."},
+		tests: true,
+		why:   "the commands are the top: what they share lives under internal/",
+	},
+	{
+		name: "binaries",
+		from: []string{"cmd/...", "adapters/webhook/cmd/..."},
+		deny: testKits,
+		why:  "a binary links no test kit or fake",
+	},
+}
+
+// allowed are today's violations, each to be removed by the step that
+// ends it. The test fails when one is no longer needed: delete it then.
+// Do not add to it; change the code, or the rule and the design with it.
+var allowed = []allowance{}
+
+// wireFiles are the files of package guestapi that hold the wire types
+// (the JSON shapes, the statuses, the error codes and body): the only part
+// of guestapi the reference server may use.
+var wireFiles = []string{"types.go", "errors.go"}
+
+func join(lists ...[]string) []string {
+	var all []string
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	return all
+}
