@@ -1,0 +1,230 @@
+package statuspage
+
+// The pages of a hotel: the overview, the table of requests and a
+// request's page.
+
+import (
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// overviewData is the front page.
+type overviewData struct {
+	Status      sync.Status
+	Chart       template.HTML
+	Cycles      int
+	ByOutcome   map[string]int
+	Requests    int
+	MeanTook    time.Duration
+	Propagation []propRow
+	Failing     []sync.TicketStatus
+	FailingN    int
+	Pending     []sync.EntryStatus
+	Waiting     int // pending entries backing off
+	Oldest      time.Time
+	Failed      []sync.EntryStatus
+}
+
+type propRow struct {
+	Label         string
+	Count         uint64
+	P50, P90, P99 string
+	Chart         template.HTML
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request, p scope) {
+	snap := p.src.Snapshot()
+	now := s.now()
+	st := snap.Status
+	d := &overviewData{Status: st, ByOutcome: map[string]int{}}
+	d.Chart = cycleChart(snap.Cycles, now, time.Hour)
+	var prop sync.Propagation
+	var took time.Duration
+	for _, c := range snap.Cycles {
+		if c.Start.Before(now.Add(-time.Hour)) {
+			continue
+		}
+		d.Cycles++
+		d.ByOutcome[c.Outcome]++
+		d.Requests += c.APIRequests
+		took += c.Duration
+		prop.ToHelpdesk.Merge(c.Propagation.ToHelpdesk)
+		prop.ToGuest.Merge(c.Propagation.ToGuest)
+	}
+	if d.Cycles > 0 {
+		d.MeanTook = took / time.Duration(d.Cycles)
+	}
+	for _, p := range []struct {
+		label string
+		h     sync.Histogram
+	}{{"Guest → helpdesk", prop.ToHelpdesk}, {"Agent → guest", prop.ToGuest}} {
+		d.Propagation = append(d.Propagation, propRow{Label: p.label, Count: p.h.Count(),
+			P50: quantile(p.h, 0.5), P90: quantile(p.h, 0.9), P99: quantile(p.h, 0.99), Chart: histChart(p.h, p.label)})
+	}
+	for _, t := range st.Tickets {
+		if t.LastError == "" && t.Attempts == 0 {
+			continue
+		}
+		d.FailingN++
+		if len(d.Failing) < overviewRows {
+			d.Failing = append(d.Failing, t)
+		}
+	}
+	for _, e := range st.Pending {
+		if e.NextAttempt.After(now) {
+			d.Waiting++
+		}
+		if d.Oldest.IsZero() || (!e.CreatedAt.IsZero() && e.CreatedAt.Before(d.Oldest)) {
+			d.Oldest = e.CreatedAt
+		}
+	}
+	d.Pending = st.Pending[:min(len(st.Pending), overviewRows)]
+	d.Failed = st.Failed[:min(len(st.Failed), 2*overviewRows)]
+	v := s.view(r, p, "Status")
+	v.Overview = d
+	s.render(w, http.StatusOK, "overview", v)
+}
+
+func quantile(h sync.Histogram, q float64) string {
+	b, ok := h.Quantile(q)
+	switch {
+	case h.Count() == 0:
+		return "–"
+	case !ok:
+		return "> " + shortDur(b)
+	}
+	return "≤ " + shortDur(b)
+}
+
+// ticketsData is the searchable table.
+type ticketsData struct {
+	Q            string
+	Errors       bool
+	Rows         []sync.TicketStatus
+	Total        int
+	Matched      int
+	Page, Pages  int
+	Prev, Next   string
+	First, Last  int
+	SnapshotTime time.Time
+}
+
+func (s *Server) tickets(w http.ResponseWriter, r *http.Request, p scope) {
+	snap := p.src.Snapshot()
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(q) > 200 {
+		q = q[:200]
+	}
+	onlyErrors := r.URL.Query().Get("errors") != ""
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = max(page, 1)
+	lq := strings.ToLower(q)
+	var rows []sync.TicketStatus
+	matched := 0
+	first := (page - 1) * pageSize
+	for _, t := range snap.Status.Tickets {
+		if onlyErrors && t.LastError == "" && t.Attempts == 0 {
+			continue
+		}
+		if lq != "" && !matches(t, lq) {
+			continue
+		}
+		if matched >= first && len(rows) < pageSize {
+			rows = append(rows, t)
+		}
+		matched++
+	}
+	d := &ticketsData{Q: q, Errors: onlyErrors, Rows: rows, Total: len(snap.Status.Tickets), Matched: matched,
+		Page: page, Pages: max(1, (matched+pageSize-1)/pageSize), First: first + 1, Last: first + len(rows), SnapshotTime: snap.Status.At}
+	link := func(n int) string {
+		v := url.Values{}
+		if q != "" {
+			v.Set("q", q)
+		}
+		if onlyErrors {
+			v.Set("errors", "1")
+		}
+		v.Set("page", strconv.Itoa(n))
+		return p.base + "/tickets?" + v.Encode()
+	}
+	if page > 1 {
+		d.Prev = link(page - 1)
+	}
+	if page < d.Pages {
+		d.Next = link(page + 1)
+	}
+	v := s.view(r, p, "Requests")
+	v.Tickets = d
+	s.render(w, http.StatusOK, "tickets", v)
+}
+
+func matches(t sync.TicketStatus, lq string) bool {
+	for _, f := range []string{t.ID, t.Ref, t.Department, t.UpstreamStatus, t.HelpdeskStatus, t.DueReason, t.LastError} {
+		if strings.Contains(strings.ToLower(f), lq) {
+			return true
+		}
+	}
+	return false
+}
+
+// ticketData is one request's page.
+type ticketData struct {
+	D        sync.TicketDetail
+	Due      string
+	Why      string
+	Mirrored [][2]string
+	Own      [][2]string
+	Journal  []journalRow
+}
+
+type journalRow struct {
+	sync.EntryStatus
+	Payload  *state.Payload // nil unless signed in
+	CanRetry bool
+	CanSkip  bool
+}
+
+func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
+	d, err := p.src.Ticket(r.PathValue("id"))
+	if err != nil {
+		s.messageIn(w, r, p, http.StatusNotFound, err.Error())
+		return
+	}
+	v := s.view(r, p, "Request "+short(d.ID))
+	td := &ticketData{D: d, Due: dueText(d.TicketStatus, v.Now), Why: sync.DueReasonText(d.DueReason)}
+	td.Mirrored = sortedPairs(d.MirroredMessages)
+	td.Own = sortedPairs(d.OwnMessages)
+	var payloads map[string]state.Payload
+	if v.SignedIn {
+		if payloads, err = p.src.Payloads(d.ID); err != nil {
+			s.log.Warn("read journal payloads", slog.Any("error", err), slog.String("op", "console"), slog.Any("ticket", d.ID))
+		}
+	}
+	for _, e := range d.Journal {
+		row := journalRow{EntryStatus: e, CanRetry: e.State != string(state.Sent), CanSkip: e.State == string(state.Pending) || e.State == string(state.Failed)}
+		if p, ok := payloads[e.EventID]; ok {
+			row.Payload = &p
+		}
+		td.Journal = append(td.Journal, row)
+	}
+	v.Ticket = td
+	s.render(w, http.StatusOK, "ticket", v)
+}
+
+func sortedPairs(m map[string]string) [][2]string {
+	out := make([][2]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, [2]string{k, v})
+	}
+	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	return out
+}
