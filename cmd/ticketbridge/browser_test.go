@@ -124,6 +124,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	visit("/tickets/"+ids[0], "request-signed-in", reply, "Retry", "Skip")
 	d.refuse.Store(false)
 	d.broken.Store("")
+	d.drain()
 	tab.click(`form[action^="/retry"] button`)
 	if text = tab.text(); !strings.Contains(text, "pending again") {
 		t.Fatalf("after pressing Retry:\n%s", text)

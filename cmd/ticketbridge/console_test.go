@@ -120,6 +120,19 @@ func (d *consoleDaemon) next(t *testing.T) sync.Report {
 	return sync.Report{}
 }
 
+// drain drops the reports of the cycles that ended so far: call it right
+// before an action, so that until counts only cycles that may see it
+// (on a loaded machine reports pile up while a test does other things).
+func (d *consoleDaemon) drain() {
+	for {
+		select {
+		case <-d.cycles:
+		default:
+			return
+		}
+	}
+}
+
 // until waits at most n cycles for one that cond accepts.
 func (d *consoleDaemon) until(t *testing.T, n int, what string, cond func(sync.Report) bool) sync.Report {
 	t.Helper()
@@ -217,6 +230,7 @@ func TestRetryAndSkipCommandsWhileRunning(t *testing.T) {
 	}
 	b.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = tok
 
+	d.drain()
 	out, errOut, code := b.cmd("retry", event[a])
 	if code != 0 || !strings.Contains(out, "retry: entry "+event[a]) {
 		t.Fatalf("retry while running: exit %d\n%s%s", code, out, errOut)
