@@ -1,7 +1,9 @@
 package zendesk
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,7 +20,9 @@ import (
 // the start_time of the next request and the ids of the events at that
 // second already handed out. The export is time-based, and its next page
 // starts at the second of the previous page's last event, so the events of
-// that second come again and are skipped by id.
+// that second come again and are skipped by id. A page that starts and
+// ends at one second cannot be paged past; [Adapter.secondEvents] reads
+// the rest of that second and the cursor moves to the next.
 type cursor struct {
 	start int64
 	skip  []int64 // sorted
@@ -75,7 +79,8 @@ func (c cursor) next(p zdEventPage) cursor {
 // public comments (replies), private comments (notes) and status changes
 // made by anyone but the API user on tickets that mirror a guest request.
 // It reads whole pages, at most Options.EventPages of them while they hold
-// nothing for the bridge, and stops at the first that does.
+// nothing for the bridge, and stops at the first that does. A second with
+// more events than a page is read whole through the ticket audits.
 //
 // Zendesk leaves the last minute out of the export, so an agent's reply
 // reaches the guest a minute or more after it was written.
@@ -101,23 +106,89 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		if err != nil {
 			return nil, cur, fmt.Errorf("read zendesk ticket events since %s: %w", time.Unix(c.start, 0).UTC().Format(time.RFC3339), err)
 		}
+		n := c.next(p)
+		if !p.EndOfStream && n.start == c.start {
+			// The page starts and ends at the second it was asked for:
+			// the second holds more events than a page, and the export,
+			// whose next page starts at end_time, would bring the same
+			// page again. Read the rest of the second from the tickets'
+			// audits and go on at the next second.
+			a.log.LogAttrs(ctx, slog.LevelInfo, "zendesk ticket event export holds more events in one second than a page: reading that second from the ticket audits",
+				slog.String("op", "read ticket events"), slog.Int64("start_time", c.start), slog.Int("page", len(p.TicketEvents)))
+			rest, err := a.secondEvents(ctx, c.start, n.skip)
+			if err != nil {
+				return nil, cur, err
+			}
+			p.TicketEvents = append(p.TicketEvents, rest...)
+			n = cursor{start: c.start + 1}
+		}
 		evs, err := a.events(ctx, p.TicketEvents, c, me)
 		if err != nil {
 			return nil, cur, err
 		}
 		out = append(out, evs...)
-		n := c.next(p)
-		moved := n.String() != c.String()
 		c = n
-		if !moved && !p.EndOfStream {
-			a.log.LogAttrs(ctx, slog.LevelWarn, "zendesk ticket event export does not move past a second: more events in it than a page holds",
-				slog.String("op", "read ticket events"), slog.Int64("start_time", c.start))
-		}
-		if p.EndOfStream || len(out) > 0 || !moved {
+		if p.EndOfStream || len(out) > 0 {
 			break
 		}
 	}
 	return out, adapters.Cursor(c.String()), nil
+}
+
+// secondEvents returns the ticket events of second sec on mirrored tickets
+// that are not in seen, in the form of the export, read from the audits of
+// every mirrored ticket updated at or after sec: List Tickets newest first
+// (no delay, unlike the exports) down to the first ticket last updated
+// before sec, then List Audits for a Ticket. It is how the adapter passes
+// a second that holds more ticket events than an export page, which the
+// time-based export cannot page through. List Tickets leaves out archived
+// tickets, which Zendesk archives months after they were closed and which
+// cannot change, so it misses only a ticket updated in sec and archived
+// since.
+func (a *Adapter) secondEvents(ctx context.Context, sec int64, seen []int64) ([]zdTicketEvent, error) {
+	var ids []int64
+	err := a.pages(ctx, "/tickets", []string{"sort", "-updated_at"}, "read tickets updated in a second", func(raw json.RawMessage) error {
+		var page struct {
+			Tickets []zdTicket `json:"tickets"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		for _, t := range page.Tickets {
+			if t.UpdatedAt.Unix() < sec {
+				return errLastPage
+			}
+			if strings.HasPrefix(t.externalID(), externalPrefix) {
+				ids = append(ids, t.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read zendesk ticket events of %s: %w", time.Unix(sec, 0).UTC().Format(time.RFC3339), err)
+	}
+	var out []zdTicketEvent
+	for _, id := range ids {
+		err := a.pages(ctx, "/tickets/"+idString(id)+"/audits", nil, "read ticket audits", func(raw json.RawMessage) error {
+			var page struct {
+				Audits []zdAudit `json:"audits"`
+			}
+			if err := json.Unmarshal(raw, &page); err != nil {
+				return err
+			}
+			for _, au := range page.Audits {
+				if au.CreatedAt.Unix() == sec && !slices.Contains(seen, au.ID) {
+					out = append(out, au.ticketEvent())
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read zendesk ticket events of %s: %w", time.Unix(sec, 0).UTC().Format(time.RFC3339), err)
+		}
+	}
+	slices.SortFunc(out, func(x, y zdTicketEvent) int { return cmp.Compare(x.ID, y.ID) })
+	return out, nil
 }
 
 // minExportAge is how old the start_time of an export request must be:

@@ -43,6 +43,21 @@
 //     changes by the API user are the bridge's own and never reported; use
 //     a Zendesk user that nobody else works as. Event ids are
 //     "comment-<comment id>" and "status-<event id>".
+//   - The cursor cannot skip a change. Zendesk's ticket event export is
+//     time-based only (cursor-based incremental exports exist for tickets
+//     and users, not ticket events), returns up to 1000 events a page and
+//     starts the next page at end_time, the second of the page's last
+//     event; a page may end inside a second. The cursor therefore keeps
+//     that second and the ids of its events already reported, skips them
+//     when they come again, and moves on only past events it has seen.
+//     When one second holds more events than a page (a bulk macro, an
+//     automation sweep), the export answers the same page again and again;
+//     the adapter then reads that second from the audits of the mirrored
+//     tickets updated since (List Tickets newest first, then each
+//     ticket's audits), reports the events it had not yet, and goes on at
+//     the next second. TestSecondLargerThanAPageIsPassed shows 250 events
+//     of one second, with pages of 100, reported once each and the cursor
+//     past the second.
 //   - MarkSent writes a private note ending in "[ticketbridge sent <event
 //     id> <upstream message id>]", which Lookup reads back after a state
 //     loss.
@@ -114,6 +129,11 @@
 //   - Incremental exports and ticket events:
 //     https://developer.zendesk.com/api-reference/ticketing/ticket-management/incremental_exports/
 //     and https://developer.zendesk.com/documentation/ticketing/managing-tickets/using-the-incremental-export-api/
+//     (the ticket event export takes start_time and include only; which
+//     exports are cursor-based: "Incremental export workflow" on the
+//     second page)
+//   - Ticket audits (List Audits for a Ticket):
+//     https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_audits/
 //   - Ticket audit events (Comment and Change):
 //     https://developer.zendesk.com/documentation/ticketing/reference-guides/ticket-audit-events-reference
 //   - Users and groups: https://developer.zendesk.com/api-reference/ticketing/users/users/

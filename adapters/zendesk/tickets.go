@@ -490,8 +490,12 @@ func (a *Adapter) comments(ctx context.Context, id int64) ([]zdComment, error) {
 // says it is done.
 const maxListPages = 1000
 
+// errLastPage, returned by the f of [Adapter.pages], ends the listing
+// without an error.
+var errLastPage = errors.New("last page wanted")
+
 // pages reads every page of a cursor-paginated list (page[size] and
-// page[after]), handing each answer to f. The next page is asked for with
+// page[after]), handing each answer to f, until f returns errLastPage. The next page is asked for with
 // the after_cursor on the adapter's own address, never by following the
 // links.next the answer holds, so credentials go to the configured host
 // only.
@@ -506,7 +510,9 @@ func (a *Adapter) pages(ctx context.Context, path string, query []string, op str
 		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(path, q...), Op: op}, nil, &raw); err != nil {
 			return err
 		}
-		if err := f(raw); err != nil {
+		if err := f(raw); errors.Is(err, errLastPage) {
+			return nil
+		} else if err != nil {
 			return fmt.Errorf("decode %s: %w", op, err)
 		}
 		var meta struct {

@@ -114,6 +114,24 @@ type zdTicketEvent struct {
 	ChildEvents []map[string]json.RawMessage `json:"child_events"`
 }
 
+// zdAudit is one entry of List Audits for a Ticket: the same update the
+// export shows as a ticket event, its child events named "events".
+type zdAudit struct {
+	ID        int64                        `json:"id"`
+	TicketID  int64                        `json:"ticket_id"`
+	AuthorID  int64                        `json:"author_id"`
+	CreatedAt time.Time                    `json:"created_at"`
+	Events    []map[string]json.RawMessage `json:"events"`
+}
+
+// ticketEvent is the audit in the form of the ticket event export.
+func (au zdAudit) ticketEvent() zdTicketEvent {
+	return zdTicketEvent{
+		ID: au.ID, TicketID: au.TicketID, Timestamp: au.CreatedAt.Unix(), CreatedAt: au.CreatedAt,
+		UpdaterID: au.AuthorID, ChildEvents: au.Events,
+	}
+}
+
 type zdEventPage struct {
 	TicketEvents []zdTicketEvent `json:"ticket_events"`
 	EndTime      *int64          `json:"end_time"`

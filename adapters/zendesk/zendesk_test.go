@@ -747,3 +747,68 @@ func TestArchivedTicketFound(t *testing.T) {
 		t.Fatalf("tickets %+v, want the archived one and one follow-up of it", tickets)
 	}
 }
+
+// TestSecondLargerThanAPageIsPassed puts 250 agent replies into one second
+// while an export page holds 100: Zendesk's time-based export then answers
+// a page that starts and ends at that second, again and again. Every reply
+// is reported once and the cursor goes on past the second.
+func TestSecondLargerThanAPageIsPassed(t *testing.T) {
+	e := newEnv(t, zendeskfake.Options{EventsPageSize: 100})
+	a := e.open(t, e.config())
+	var ids []int64
+	for i := range 25 {
+		ref, err := a.EnsureTicket(t.Context(), upstreamTicket(fmt.Sprintf("up-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, mustRef(t, ref))
+	}
+	c := drain(t, a, "")
+	e.clock.Advance(time.Hour)
+	second := e.clock.Now().Unix()
+	anna := e.agent("Anna")
+	for _, id := range ids {
+		for j := range 10 {
+			if _, err := e.fake.Reply(id, anna, fmt.Sprintf("bulk reply %d on %d", j, id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.settle(t)
+	e.fake.ResetRequests()
+	seen := map[string]int{}
+	for range 20 {
+		evs, next, err := a.Changes(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			seen[ev.ID]++
+		}
+		if len(evs) == 0 && next == c {
+			break
+		}
+		c = next
+	}
+	if len(seen) != 250 {
+		t.Errorf("%d distinct events reported, want the 250 replies of one second", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("event %s reported %d times", id, n)
+		}
+	}
+	e.settle(t)
+	if evs, _, err := a.Changes(t.Context(), c); err != nil || len(evs) != 0 {
+		t.Fatalf("after the crowded second: %v %v, want nothing", evs, err)
+	}
+	var last int64
+	for _, r := range e.fake.Requests() {
+		if strings.HasSuffix(r.Path, "/incremental/ticket_events") {
+			last, _ = strconv.ParseInt(r.Query.Get("start_time"), 10, 64)
+		}
+	}
+	if last <= second {
+		t.Errorf("the export is last asked from %d, want past the crowded second %d", last, second)
+	}
+}

@@ -41,6 +41,11 @@
 //     included; [Options.SearchLag] delays new tickets as Zendesk's index
 //     does ("up to a few minutes"); any other query is a 400:
 //     https://developer.zendesk.com/api-reference/ticketing/ticket-management/search/
+//   - GET /api/v2/tickets/{id}/audits, oldest first, in the form of the
+//     audits API (child events under "events", a change as field_name and
+//     value): https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_audits/
+//   - GET /api/v2/tickets?sort=-updated_at (or updated_at), List Tickets
+//     in order of their last update
 //   - GET /api/v2/tickets/{id}/comments, oldest first, with body, html_body,
 //     plain_body, public and author_id:
 //     https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/
@@ -49,7 +54,13 @@
 //     pagination with page and per_page when page[size] is absent:
 //     https://developer.zendesk.com/api-reference/introduction/pagination/
 //   - GET /api/v2/incremental/ticket_events?start_time=&include=comment_events,
-//     time-based: up to 1000 events a page, end_time and next_page to go on,
+//     time-based: up to 1000 events a page, end_time (the second of the
+//     page's last event) and next_page to go on, a page that may end
+//     inside a second so that its events come again on the next page (and
+//     a second with more events than a page gives the same page again, as
+//     Zendesk's export does: it cannot be paged past; seen in the issue
+//     trackers of Zendesk API clients, e.g. zendesk/zendesk_api_client_rb#168
+//     and estuary/connectors#1789),
 //     end_of_stream, events of the last minute left out, a start_time
 //     less than a minute old refused with 400 (the one-minute limit
 //     Zendesk announced on 28 October 2024; the message is the fake's),
@@ -78,10 +89,8 @@
 // body of a 429 (Zendesk documents only the status and Retry-After), the
 // code of a reused Idempotency-Key with another payload (400
 // IdempotentRequestError), the end_time of an empty export page (the
-// start_time asked for), a page that would end inside a second or
-// hold nothing after the second it starts at (it is extended to the end of
-// the first later second, so that the next page, which starts at end_time,
-// always moves on), and the html_body rendering (escaped
+// start_time asked for), the order of the events within a second (by
+// id), and the html_body rendering (escaped
 // text in paragraphs). The "body" of a comment is returned as it was written, with
 // line endings normalised to \n and trailing white space trimmed.
 //
@@ -90,5 +99,7 @@
 // [New] takes [Options]; the zero value is usable and follows the
 // documented limits, and tests shrink the page sizes (MaxPageSize,
 // EventsPageSize) to exercise paging and inject a [Clock] to move past the
-// export delay and the rate-limit windows without sleeping.
+// export delay and the rate-limit windows without sleeping. Agent updates
+// made while the clock stands still share one second, so a test can put
+// more than a page of events into one second (a bulk macro).
 package zendeskfake

@@ -230,7 +230,41 @@ func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.Sort(ids)
+	switch sort := r.URL.Query().Get("sort"); sort {
+	case "", "id":
+	case "updated_at", "-updated_at":
+		slices.SortStableFunc(ids, func(a, b int64) int {
+			c := s.tickets[a].UpdatedAt.Compare(s.tickets[b].UpdatedAt)
+			if sort[0] == '-' {
+				c = -c
+			}
+			return c
+		})
+	default:
+		writeError(w, http.StatusBadRequest, "InvalidPaginationParameter", "sort "+sort+" is not supported by this fake", nil)
+		return
+	}
 	s.page(w, r, "tickets", ids, func(id int64) map[string]any { return s.ticketJSON(s.tickets[id]) })
+}
+
+// listAudits lists the audits of one ticket, oldest first, archived
+// tickets included.
+func (s *Server) listAudits(w http.ResponseWriter, r *http.Request, idStr string) {
+	id, ok := parseID(idStr)
+	if !ok || s.tickets[id] == nil {
+		writeError(w, http.StatusNotFound, "RecordNotFound", "Not found", nil)
+		return
+	}
+	byID := map[int64]*audit{}
+	var ids []int64
+	for _, a := range s.audits {
+		if a.TicketID == id {
+			byID[a.ID] = a
+			ids = append(ids, a.ID)
+		}
+	}
+	slices.Sort(ids)
+	s.page(w, r, "audits", ids, func(id int64) map[string]any { return auditJSON(byID[id]) })
 }
 
 // search answers the Search API for the one query the adapter asks,
@@ -507,17 +541,12 @@ func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request, user int64
 		}
 		return 0
 	})
-	// A page ends with a whole second and reaches past the second it
-	// starts at: the next page starts at end_time, so it could otherwise
-	// never move on.
-	atStart := 0
-	for atStart < len(matched) && matched[atStart].CreatedAt.Unix() == start {
-		atStart++
-	}
-	n := min(max(s.opts.EventsPageSize, atStart+1), len(matched))
-	for n > 0 && n < len(matched) && matched[n].CreatedAt.Unix() == matched[n-1].CreatedAt.Unix() {
-		n++
-	}
+	// A page holds at most EventsPageSize events and may end inside a
+	// second, as Zendesk's does: more events in one second than a page
+	// holds (a bulk update, an automation) give a page that starts and
+	// ends at the same second, and the next page, which starts at
+	// end_time, brings the same events again.
+	n := min(s.opts.EventsPageSize, len(matched))
 	endOfStream := n == len(matched)
 	matched = matched[:n]
 	endTime := start

@@ -330,6 +330,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, body
 		s.updateTicket(w, segs[1], user, body)
 	case len(segs) == 3 && segs[0] == "tickets" && segs[2] == "comments" && r.Method == http.MethodGet:
 		s.listComments(w, r, segs[1])
+	case len(segs) == 3 && segs[0] == "tickets" && segs[2] == "audits" && r.Method == http.MethodGet:
+		s.listAudits(w, r, segs[1])
 	case len(segs) == 2 && segs[0] == "incremental" && segs[1] == "ticket_events" && r.Method == http.MethodGet:
 		s.ticketEvents(w, r, user)
 	default:
@@ -560,7 +562,8 @@ func stripHTML(h string) string {
 
 // ---- paging ----
 
-// page cuts items (sorted by id) for the request r: cursor pagination when
+// page cuts items (sorted by id, or in the order a sort parameter asks
+// for) for the request r: cursor pagination when
 // page[size] is given, offset pagination otherwise. key names the list in
 // the answer.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, ids []int64, render func(int64) map[string]any) {
@@ -583,7 +586,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, ids []
 				writeError(w, http.StatusBadRequest, "InvalidPaginationParameter", "page[after] is not a cursor this endpoint issued", nil)
 				return
 			}
-			start, _ = slices.BinarySearch(ids, last+1)
+			if i := slices.Index(ids, last); i >= 0 {
+				start = i + 1 // ids in another order than by id (sort)
+			} else {
+				start, _ = slices.BinarySearch(ids, last+1)
+			}
 		}
 		end := min(start+size, len(ids))
 		items := make([]map[string]any, 0, end-start)
