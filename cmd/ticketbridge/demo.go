@@ -67,7 +67,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if !*keep {
 		fmt.Fprintf(stdout, "\nDone. The helpdesk folder stays in %s; delete it when you are done.\n", d.dir)
-		fmt.Fprintln(stdout, "Run `ticketbridge demo --keep` to keep the server and the daemon running and try it yourself.")
+		fmt.Fprintf(stdout, "Run `%s --keep` to keep the server and the daemon running and try it yourself.\n", demoCommand(os.Args[0]))
 		return nil
 	}
 	return d.keep(ctx, *schedule)
@@ -502,4 +502,14 @@ func (d *demo) keep(ctx context.Context, schedule string) error {
 func guestCurl(token, url, ticket string) string {
 	return fmt.Sprintf(`curl -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"author_type":"guest","body":"Hello again"}' %s%s/tickets/%s/messages`,
 		token, url, refserver.ConsolePath, ticket)
+}
+
+// demoCommand is how the person who ran the demo runs it again: the
+// binary's name when it is installed, the go run line when go run built it
+// in a temporary folder.
+func demoCommand(arg0 string) string {
+	if strings.Contains(filepath.ToSlash(arg0), "/go-build") {
+		return "go run ./cmd/ticketbridge demo"
+	}
+	return "ticketbridge demo"
 }

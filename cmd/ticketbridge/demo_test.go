@@ -86,3 +86,17 @@ func TestDemoKeepRunsUntilCancelled(t *testing.T) {
 	defer out.mu.Unlock()
 	mustContain(t, "demo --keep", out.b.String(), "Running until Ctrl-C", "key        rta_", "helpdesk   ")
 }
+
+// TestDemoCommand: the demo's last line names a command that runs where
+// the demo was started: go run's binary is not on the PATH.
+func TestDemoCommand(t *testing.T) {
+	for arg0, want := range map[string]string{
+		"/tmp/go-build1234/b001/exe/ticketbridge": "go run ./cmd/ticketbridge demo",
+		"/usr/bin/ticketbridge":                   "ticketbridge demo",
+		"ticketbridge":                            "ticketbridge demo",
+	} {
+		if got := demoCommand(arg0); got != want {
+			t.Errorf("demoCommand(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}
