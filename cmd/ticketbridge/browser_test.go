@@ -141,7 +141,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if !strings.Contains(d.logs.String(), "action=retry who=Ines") {
 		t.Errorf("the daemon did not log the retry with who did it")
 	}
-	t.Logf("screenshots of %d pages in %s", n, shots)
+	if *screenshotDir != "" {
+		t.Logf("screenshots of %d pages in %s", n, shots)
+	} else {
+		t.Logf("screenshots of %d pages taken and dropped; keep them with -screenshots DIR", n)
+	}
 
 	if *updateDocs {
 		b, err := os.ReadFile(overview)
