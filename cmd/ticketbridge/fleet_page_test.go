@@ -38,7 +38,7 @@ func TestFleetStatusPage(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("GET /: %d\n%s", code, body)
 	}
-	for _, want := range []string{`href="/hotels/alpha/"`, `href="/hotels/beta/"`, "<td>broken</td>", "no-such-helpdesk", "1 not ready", `href="/login"`} {
+	for _, want := range []string{`href="/hotels/alpha/"`, `href="/hotels/beta/"`, `<td class="nowrap">broken</td>`, "no-such-helpdesk", "1 not ready", `href="/login"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the list of hotels lacks %s:\n%s", want, body)
 		}

@@ -17,6 +17,8 @@ const (
 	chartW   = 720
 	chartH   = 140
 	chartPad = 28
+	// minChartSpan is the least time a cycle chart spans.
+	minChartSpan = 5 * time.Minute
 )
 
 // cycleChart draws the cycles that started in [to-span, to]: a bar per
@@ -24,6 +26,24 @@ const (
 // (right scale).
 func cycleChart(cycles []sync.Report, to time.Time, span time.Duration) template.HTML {
 	from := to.Add(-span)
+	// A daemon younger than the span draws from a little before its first
+	// cycle (at least minChartSpan back), not with every bar squeezed
+	// against the right edge.
+	var first time.Time
+	for _, c := range cycles {
+		if !c.Start.Before(from) && !c.Start.After(to) && (first.IsZero() || c.Start.Before(first)) {
+			first = c.Start
+		}
+	}
+	if !first.IsZero() {
+		if start := first.Add(-to.Sub(first) / 10); start.After(from) {
+			from = start
+			if least := to.Add(-minChartSpan); least.Before(from) {
+				from = least
+			}
+			span = to.Sub(from)
+		}
+	}
 	var maxDur time.Duration
 	maxReq := 1
 	var in []sync.Report

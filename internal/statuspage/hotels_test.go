@@ -90,7 +90,7 @@ func TestHotelList(t *testing.T) {
 		t.Fatalf("GET /: %d\n%s", resp.StatusCode, body)
 	}
 	// Not ready first, by name; then the ready ones.
-	b, g, a := strings.Index(body, "beta two"), strings.Index(body, "<td>gamma</td>"), strings.Index(body, `href="/hotels/alpha/"`)
+	b, g, a := strings.Index(body, "beta two"), strings.Index(body, `<td class="nowrap">gamma</td>`), strings.Index(body, `href="/hotels/alpha/"`)
 	if b < 0 || g < 0 || a < 0 || !(b < g && g < a) {
 		t.Errorf("rows not in the order beta two, gamma, alpha (%d %d %d):\n%s", b, g, a, body)
 	}

@@ -381,5 +381,14 @@ func funcs(now func() time.Time) template.FuncMap {
 			return s
 		},
 		"future": func(t time.Time) bool { return t.After(now()) },
+		// plural is n with the noun, in the singular for one.
+		"plural": func(n any, one, many string) string {
+			if fmt.Sprint(n) == "1" {
+				return "1 " + one
+			}
+			return fmt.Sprint(n) + " " + many
+		},
+		// why says in words why a request is read when it is.
+		"why": sync.DueReasonText,
 	}
 }
