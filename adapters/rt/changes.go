@@ -4,17 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 )
 
-// changesPages bounds the pages of transactions one Changes call reads;
-// the engine calls again on its next cycle.
+// changesPages bounds the pages of transactions not yet handled that one
+// Changes call reads (pages of transactions handled by an earlier call, in
+// the overlap, do not count); the engine calls again on its next cycle.
 const changesPages = 5
 
 // systemUser is the RT user RT's scrips act as. Their status changes
@@ -23,62 +27,152 @@ const changesPages = 5
 // status change.
 const systemUser = "RT_System"
 
-// parseCursor reads a cursor: the id of the last RT transaction looked at,
-// or empty for the beginning.
-func parseCursor(c adapters.Cursor) (int64, error) {
-	if c == "" {
-		return 0, nil
+// cursor is the adapter's position in RT's transactions: every
+// transaction numbered up to floor has been looked at for good, and of the
+// later ones those in done (reported, or left out for good). RT numbers a
+// transaction when it inserts the row, inside a database transaction that
+// may commit after a later one's, so a Changes call reads again the
+// transactions created within the overlap (Config.Overlap) and leaves out
+// those in done; floor passes a transaction once it is older than the
+// overlap, and done holds the ids above floor only.
+type cursor struct {
+	floor int64
+	done  []int64 // sorted, each above floor
+}
+
+// cursorPrefix starts a cursor, "rt1:<floor>:<id>,<id>,…". A bare
+// transaction id, the cursor of earlier versions, reads as a floor
+// without done.
+const cursorPrefix = "rt1:"
+
+// String writes c as the engine stores it.
+func (c cursor) String() adapters.Cursor {
+	items := make([]string, len(c.done))
+	for i, id := range c.done {
+		items[i] = strconv.FormatInt(id, 10)
 	}
-	n, err := strconv.ParseInt(string(c), 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("rt cursor %q is not a transaction id: %w", string(c), adapters.ErrInvalid)
+	return saas.Cursor{Head: c.floor, Items: items}.Format(cursorPrefix)
+}
+
+// parseCursor reads a cursor; the empty one is the beginning.
+func parseCursor(s adapters.Cursor) (cursor, error) {
+	if s == "" {
+		return cursor{}, nil
 	}
-	return n, nil
+	if !strings.HasPrefix(string(s), cursorPrefix) {
+		n, err := strconv.ParseInt(string(s), 10, 64)
+		if err != nil || n < 0 {
+			return cursor{}, fmt.Errorf("rt cursor %q is not a transaction id: %w", string(s), adapters.ErrInvalid)
+		}
+		return cursor{floor: n}, nil
+	}
+	sc, _, err := saas.ParseCursor(s, cursorPrefix, Name)
+	if err != nil {
+		return cursor{}, err
+	}
+	c := cursor{floor: sc.Head}
+	for _, item := range sc.Items {
+		id, err := strconv.ParseInt(item, 10, 64)
+		if err != nil || id <= c.floor {
+			return cursor{}, saas.BadCursor(s, Name)
+		}
+		c.done = append(c.done, id)
+	}
+	slices.Sort(c.done)
+	return c, nil
 }
 
 // Changes returns the agents' correspondence (replies), comments (notes,
 // unless SendComments is off) and status changes on mirrored tickets after
 // cursor, oldest first. See the package doc for how it finds them and
-// leaves out the bridge's own writes.
-func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
-	after, err := parseCursor(cursor)
+// leaves out the bridge's own writes, and [cursor] for why it never skips
+// a transaction RT commits late.
+func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	c, err := parseCursor(cur)
 	if err != nil {
-		return nil, cursor, fmt.Errorf("changes: %w", err)
+		return nil, cur, fmt.Errorf("changes: %w", err)
 	}
 	s, err := a.ready(ctx)
 	if err != nil {
-		return nil, cursor, err
+		return nil, cur, err
 	}
-	if after == 0 {
+	if c.floor == 0 {
 		start, ok, err := a.firstTransaction(ctx, s)
 		if err != nil {
-			return nil, cursor, fmt.Errorf("changes: %w", err)
+			return nil, cur, fmt.Errorf("changes: %w", err)
 		}
 		if !ok {
-			return nil, cursor, nil // no mirrored ticket yet: nothing can have changed
+			return nil, cur, nil // no mirrored ticket yet: nothing can have changed
 		}
-		after = start - 1
+		c.floor = start - 1
 	}
-	next := after
-	var events []adapters.Event
-	for pg := 1; pg <= changesPages; pg++ {
-		txns, more, err := a.transactions(ctx, s, after, pg)
+	done := map[int64]bool{}
+	for _, id := range c.done {
+		done[id] = true
+	}
+	var (
+		events  []adapters.Event
+		young   time.Time              // transactions created after it are in the overlap
+		again   = map[int64]bool{}     // to be read again by a later call
+		floor   = c.floor              // the highest id done and older than the overlap
+		pending = int64(math.MaxInt64) // the lowest id in again
+		fresh   int                    // pages that held a transaction not yet done
+	)
+	for pg := 1; ; pg++ {
+		txns, more, now, err := a.transactions(ctx, s, c.floor, pg)
 		if err != nil {
-			return nil, cursor, fmt.Errorf("changes: %w", err)
+			return nil, cur, fmt.Errorf("changes: %w", err)
 		}
-		evs, err := a.events(ctx, s, txns)
+		if young.IsZero() {
+			young = now.Add(-a.cfg.Overlap)
+		}
+		var todo []rtTransaction
+		for _, t := range txns {
+			if id := int64(t.ID); !done[id] && !again[id] {
+				todo = append(todo, t)
+			}
+		}
+		evs, later, err := a.events(ctx, s, todo, young)
 		if err != nil {
-			return nil, cursor, fmt.Errorf("changes: %w", err)
+			return nil, cur, fmt.Errorf("changes: %w", err)
 		}
 		events = append(events, evs...)
-		for _, t := range txns {
-			next = max(next, int64(t.ID))
+		for _, t := range todo {
+			if id := int64(t.ID); later[id] {
+				again[id] = true
+			} else {
+				done[id] = true
+			}
 		}
-		if !more {
+		for _, t := range txns {
+			id := int64(t.ID)
+			if again[id] {
+				pending = min(pending, id)
+				continue
+			}
+			at, err := rtTime(t.Created)
+			if err != nil {
+				return nil, cur, fmt.Errorf("changes: %w", err)
+			}
+			if !at.After(young) {
+				floor = max(floor, id)
+			}
+		}
+		if len(todo) > 0 {
+			fresh++
+		}
+		if !more || fresh == changesPages {
 			break
 		}
 	}
-	return events, adapters.Cursor(strconv.FormatInt(next, 10)), nil
+	next := cursor{floor: max(c.floor, min(floor, pending-1))}
+	for id := range done {
+		if id > next.floor {
+			next.done = append(next.done, id)
+		}
+	}
+	slices.Sort(next.done)
+	return events, next.String(), nil
 }
 
 // firstTransaction returns the id of the first transaction of the oldest
@@ -123,10 +217,12 @@ func (a *Adapter) queueSQL(s *setup, field string) string {
 }
 
 // transactions returns page pg of the candidate transactions after id
-// after: correspondence, comments and status changes on tickets in the
-// configured queues, not the bridge's own. REST2 pages stay put while new
-// transactions arrive, since they sort last.
-func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg int) ([]rtTransaction, bool, error) {
+// after, and RT's time when it answered (its Date header, else the
+// adapter's clock): correspondence, comments and status changes on tickets
+// in the configured queues, not the bridge's own. A transaction RT commits
+// late joins the pages before the newest; the pages after it then repeat
+// one transaction, which [Adapter.Changes] leaves out as done.
+func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg int) ([]rtTransaction, bool, time.Time, error) {
 	types := []string{"Type = 'Correspond'", "Type = 'Status'"}
 	if a.cfg.SendComments {
 		types = append(types, "Type = 'Comment'")
@@ -143,15 +239,25 @@ func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg in
 		"page":            {strconv.Itoa(pg)},
 	}
 	var p page[rtTransaction]
-	if _, err := a.c.get(ctx, "changes", "/transactions", q, &p); err != nil {
-		return nil, false, fmt.Errorf("search RT transactions after %d: %w", after, err)
+	resp, err := a.c.get(ctx, "changes", "/transactions", q, &p)
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("search RT transactions after %d: %w", after, err)
 	}
-	return p.Items, p.more() && len(p.Items) > 0, nil
+	now := a.now().UTC()
+	if resp != nil {
+		if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+			now = d.UTC()
+		}
+	}
+	return p.Items, p.more() && len(p.Items) > 0, now, nil
 }
 
 // events turns transactions into events: those on mirrored tickets, with
-// their bodies, without the bridge's own.
-func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction) ([]adapters.Event, error) {
+// their bodies, without the bridge's own. A reply or comment without a
+// body yet that was created after young is in later, to be read again: RT
+// inserts a message's attachments after its transaction, and may commit
+// them after a later transaction's search.
+func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction, young time.Time) (out []adapters.Event, later map[int64]bool, err error) {
 	var withBody []int64
 	for _, t := range txns {
 		if t.Type == "Correspond" || t.Type == "Comment" {
@@ -160,9 +266,9 @@ func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction) ([
 	}
 	bodies, err := a.bodies(ctx, withBody)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []adapters.Event
+	later = map[int64]bool{}
 	for _, t := range txns {
 		if strings.EqualFold(t.Creator.name(), s.me.name()) {
 			continue
@@ -170,14 +276,14 @@ func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction) ([
 		ticket := int64(t.ObjectID)
 		up, err := a.upstreamID(ctx, s, ticket)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if up == "" {
 			continue // not a mirrored ticket
 		}
 		at, err := rtTime(t.Created)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ev := adapters.Event{
 			ID:               strconv.FormatInt(int64(t.ID), 10),
@@ -212,6 +318,11 @@ func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction) ([
 				text += "[Attached in RT, not sent: " + strings.Join(b.files, ", ") + "]"
 			}
 			if strings.TrimSpace(text) == "" {
+				if at.After(young) {
+					later[int64(t.ID)] = true
+					a.logSkip(ctx, "no text yet: read again while in the overlap", t)
+					continue
+				}
 				continue // nothing to carry (an empty update)
 			}
 			ev.Body = text
@@ -224,7 +335,7 @@ func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction) ([
 		}
 		out = append(out, ev)
 	}
-	return out, nil
+	return out, later, nil
 }
 
 // upstreamID returns the upstream id ticket mirrors, "" for a ticket the

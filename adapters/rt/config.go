@@ -23,6 +23,7 @@ const (
 	DefaultIDField   = "Guest Request ID"
 	DefaultSentField = "Guest Request Sent"
 	DefaultTimeout   = 30 * time.Second
+	DefaultOverlap   = 2 * time.Minute
 )
 
 // SentFieldOff is the value of SentField (TICKETBRIDGE_RT_SENT_FIELD) that
@@ -34,7 +35,7 @@ const SentFieldOff = "none"
 // the token or the password.
 //
 // [New] takes a Config as it is, except that empty Queue, IDField,
-// SentField and a zero Timeout get their defaults; SendComments has no
+// SentField and a zero Timeout or Overlap get their defaults; SendComments has no
 // such rescue, so code that builds a Config by hand sets it.
 type Config struct {
 	// URL is where RT answers, without /REST/2.0: e.g.
@@ -66,6 +67,11 @@ type Config struct {
 	SendComments bool `env:"SEND_COMMENTS,default=true"`
 	// Timeout bounds each HTTP request to RT.
 	Timeout time.Duration `env:"TIMEOUT,default=30s"`
+	// Overlap is how long after RT numbers a transaction Changes still
+	// looks for it, and for its body: RT may commit a transaction after a
+	// later one, and a message's attachments after its transaction. A
+	// change that takes longer to commit can be missed.
+	Overlap time.Duration `env:"OVERLAP,default=2m"`
 	// AllowInsecureHTTP accepts a plain http URL to a host that is not
 	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
 	// (see adapters.CheckHTTPS).
@@ -110,6 +116,9 @@ func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
+	if c.Overlap == 0 {
+		c.Overlap = DefaultOverlap
+	}
 	return c
 }
 
@@ -152,6 +161,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
+	}
+	if c.Overlap < 0 {
+		return fmt.Errorf("%sOVERLAP %s is negative", EnvPrefix, c.Overlap)
 	}
 	return nil
 }
@@ -218,8 +230,8 @@ func ParseQueues(s string) (map[string]string, error) {
 
 // String describes the configuration without its credentials.
 func (c Config) String() string {
-	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%q IDField:%q SentField:%q SendComments:%v Timeout:%s}",
-		redact.URL(c.URL), c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout)
+	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%q IDField:%q SentField:%q SendComments:%v Timeout:%s Overlap:%s}",
+		redact.URL(c.URL), c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout, c.Overlap)
 }
 
 // GoString hides the credentials from %#v as well.
@@ -236,6 +248,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("sent_field", c.SentField),
 		slog.Bool("send_comments", c.SendComments),
 		slog.Duration("timeout", c.Timeout),
+		slog.Duration("overlap", c.Overlap),
 	)
 }
 

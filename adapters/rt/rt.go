@@ -23,13 +23,26 @@
 //   - Changes finds new work with one TransactionSQL search on transaction
 //     ids after the cursor (correspondence, comments and status changes on
 //     tickets in the configured queues, not created by the bridge's own RT
-//     user). Transaction ids grow with every write in RT, so the cursor is
-//     exact; a TicketSQL search on LastUpdated would have a resolution of
+//     user); a TicketSQL search on LastUpdated would have a resolution of
 //     one second and would still need each ticket's history read. Status
 //     changes RT makes itself (RT_System: a scrip reopening a ticket on
 //     correspondence) stay in RT, so a mirrored guest message never comes
 //     back as a status change. A transaction by another user whose body
 //     ends in a marker is the bridge's too and is skipped.
+//   - The cursor never skips a change. RT numbers a transaction when it
+//     inserts the row, inside a database transaction that also runs the
+//     scrips (RT::Ticket::Atomic, for an update in the web UI), so on MySQL
+//     or PostgreSQL transaction 1001 can be visible before 1000 commits;
+//     and RT::Transaction::Create inserts a message's attachments after its
+//     row, so a reply can be visible before its text. Each Changes call
+//     therefore searches again from the last transaction older than the
+//     overlap (TICKETBRIDGE_RT_OVERLAP, two minutes), and the cursor names
+//     the transactions after it already handled, so each is reported once
+//     and the cursor holds no more than the overlap's ids; a reply or
+//     comment without text is read again until it is older than the
+//     overlap. Only a change that takes longer than the overlap to commit
+//     can be missed. TestChangesLateCommit and TestChangesBodyCommittedLate
+//     show it, TestChangesMemoryBounded the cursor's bound.
 //   - MarkSent records "<transaction id>=<upstream message id>" in a second,
 //     multi-value custom field (TICKETBRIDGE_RT_SENT_FIELD, "Guest Request
 //     Sent"), and Lookup returns those records. A custom field change
@@ -120,6 +133,7 @@ type Adapter struct {
 	status adapters.StatusMap
 	log    *slog.Logger
 	c      *client
+	now    func() time.Time // when RT's answer has no Date
 
 	// Learnt from RT on first use, again after a failure.
 	setupMu sync.Mutex
@@ -152,7 +166,8 @@ type Options struct {
 	Backoff httpretry.Backoff
 	// Sleep waits between attempts; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After dates; nil means time.Now.
+	// Now is the clock for Retry-After dates, and RT's when its answer has
+	// no Date; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -180,6 +195,10 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	hc := opts.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout}
@@ -198,6 +217,7 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 		status:  DefaultStatusMap().Override(deps),
 		log:     logger,
 		c:       newClient(base, cfg, httpc),
+		now:     now,
 		tickets: map[int64]string{},
 	}, nil
 }

@@ -34,7 +34,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{URL: "http://127.0.0.1:8080/", Token: testToken, Queue: "General", IDField: "Guest Request ID",
-		SentField: "Guest Request Sent", SendComments: true, Timeout: 30 * time.Second}
+		SentField: "Guest Request Sent", SendComments: true, Timeout: 30 * time.Second, Overlap: 2 * time.Minute}
 	if c != want {
 		t.Errorf("LoadConfig = %#v\nwant %#v", c, want)
 	}
@@ -93,6 +93,7 @@ func TestValidateNamesTheVariable(t *testing.T) {
 		{"field with brace", func(c *Config) { c.IDField = "Guest {ID}" }, "TICKETBRIDGE_RT_ID_FIELD \"Guest {ID}\""},
 		{"same fields", func(c *Config) { c.SentField = "guest request id" }, "TICKETBRIDGE_RT_SENT_FIELD \"guest request id\" is the same field"},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "TICKETBRIDGE_RT_TIMEOUT -1s is negative"},
+		{"negative overlap", func(c *Config) { c.Overlap = -time.Minute }, "TICKETBRIDGE_RT_OVERLAP -1m0s is negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -261,7 +262,8 @@ func TestSubjectAndTicketText(t *testing.T) {
 	}
 }
 
-// fakeRT serves what Check reads: the bridge's user and the queues.
+// fakeRT serves what Check reads: the bridge's user and the queues; and
+// what Changes reads (see changes_test.go).
 type fakeRT struct {
 	mu       sync.Mutex
 	calls    map[string]int
@@ -270,6 +272,7 @@ type fakeRT struct {
 	auth     string
 	queueCFs []string
 	create   bool
+	changes  changesRT // what Changes reads; see changes_test.go
 }
 
 func newFakeRT() *fakeRT {
@@ -326,8 +329,13 @@ func (f *fakeRT) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": 1, "Name": name, "TicketCustomFields": cfs, "_hyperlinks": links})
 	default:
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"message":"Not Found"}`)
+		f.mu.Lock()
+		done := f.serveChanges(w, r)
+		f.mu.Unlock()
+		if !done {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"message":"Not Found"}`)
+		}
 	}
 }
 

@@ -8,10 +8,11 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 )
 
-// Cursor is the common shape of the SaaS adapters' change cursors,
-// "<prefix><head>:<item>,<item>,...": a position (a time, in the unit the
-// adapter chooses) and the events at or near it already handed out, each
-// adapter giving the items their meaning.
+// Cursor is the common shape of the SaaS adapters' change cursors (rt
+// frames its cursor the same way), "<prefix><head>:<item>,<item>,...": a
+// position (a time, in the unit the adapter chooses, or rt's transaction
+// id) and the events at or near it already handed out, each adapter giving
+// the items their meaning.
 type Cursor struct {
 	Head  int64
 	Items []string
