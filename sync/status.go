@@ -34,6 +34,18 @@ type Status struct {
 	Failed  []EntryStatus        `json:"failed,omitempty"`  // refused for good, oldest first
 }
 
+// SetAside returns the entries of Held that are files the adapter set
+// aside (adapters.HeldError.File), in Held's order.
+func (s Status) SetAside() []adapters.HeldError {
+	var out []adapters.HeldError
+	for _, h := range s.Held {
+		if h.SetAside() {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // StatusCounts sums the tickets up by how the engine treats them.
 type StatusCounts struct {
 	Tickets  int `json:"tickets"`

@@ -27,7 +27,9 @@
 //
 // A text file: header lines, a blank line, the text.
 //
-//	ticket: 2026-03-14-housekeeping-3f2a9c1b   (the folder name or the upstream id)
+//	ticket: 2026-03-14-housekeeping-3f2a9c1b   (the folder name or the upstream id,
+//	                                           or a start of 8 characters or more of
+//	                                           either that names one ticket: 3f2a9c1b)
 //	kind: reply                                (reply, note or status)
 //	author: Anna (front desk)                  (optional)
 //	status: done                               (kind status only)
@@ -56,7 +58,12 @@
 // and the ticket folders are the group's to write, so the adapter reads
 // none of their files through a link (a link, a pipe or a device is set
 // aside unread; see package safefile) and its explanations name the line
-// or field at fault, never the file's content.
+// or field at fault, never the file's content. An unknown ticket's
+// explanation names the folders that come closest. The files set aside
+// are counted as it happens ([Adapter.SetAside]) and listed, with the
+// first line of their explanation, until the team takes them away
+// ([Adapter.Held]): status, check, the status page and the metrics show
+// them.
 //
 // This package is not a mail or chat gateway and does not watch the
 // folder: it looks when the engine asks for changes.
@@ -73,6 +80,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -181,6 +189,14 @@ type Adapter struct {
 	// beforeOpen, when set (by a test), is called with the path of an
 	// outbox or processed file just before it is opened.
 	beforeOpen func(path string)
+
+	// setAside counts the outbox files moved to failed/ (see
+	// [Adapter.SetAside]).
+	setAside atomic.Uint64
+	// heldMu guards heldCache: what Held read of each explanation in
+	// failed/, by its name, so that it reads again only what changed.
+	heldMu    sync.Mutex
+	heldCache map[string]heldFile
 
 	mu      sync.Mutex
 	lock    *os.File // nil when read-only and the folder has no lock file yet
@@ -679,7 +695,9 @@ name ending in .tmp and rename it when it is complete; hidden files and
 
     Your towels are on their way.
 
-ticket  the ticket's folder name (under tickets/) or its upstream id
+ticket  the ticket's folder name (under tickets/) or its upstream id, or
+        the start of either, 8 characters at least (the short id, e.g.
+        3f2a9c1b), that no other ticket's shares
 kind    reply  a public answer: the guest sees it
         note   an internal note: only staff see it
         status a status change: add "status: <status>" and no text

@@ -404,12 +404,12 @@ func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
 	if err != nil {
 		return false, a.reject(c.name, strings.TrimSuffix(err.Error(), ": "+adapters.ErrInvalid.Error()))
 	}
-	t, err := a.resolve(it.Ticket)
+	t, why, err := a.resolve(it.Ticket, "")
 	if err != nil {
 		return false, err
 	}
 	if t == nil {
-		return false, a.reject(c.name, "ticket: no ticket folder has that name or upstream id")
+		return false, a.reject(c.name, why)
 	}
 	var hd string
 	if it.Kind == adapters.EventStatus {
@@ -481,16 +481,23 @@ func (a *Adapter) reject(name, reason string) error {
 		}
 		target = fmt.Sprintf("%s.%d", name, i)
 	}
-	msg := fmt.Sprintf("The outbox file %q was not sent: %s.\n\n"+
+	// The first line is what Held lists: keep it one line, in this form.
+	msg := fmt.Sprintf(reasonPrefix+"%q"+reasonMiddle+"%s.\n\n"+
 		"It was set aside at %s. Fix it and move it back into the outbox folder\n"+
-		"(write it under a name ending in .tmp and rename it when complete);\n"+
-		"see outbox/README.txt for the format.\n", name, reason, a.now().UTC().Format(time.RFC3339))
+		"(write it under a name ending in .tmp and rename it when complete),\n"+
+		"or delete it and this explanation: until then it is listed by\n"+
+		"`ticketbridge status`, `ticketbridge check` and the status page.\n"+
+		"See outbox/README.txt for the format.\n", name, reason, a.now().UTC().Format(time.RFC3339))
 	if err := writeFileAtomic(filepath.Join(failed, target+errorSuffix), []byte(msg)); err != nil {
 		return err
 	}
-	if err := renameDurable(filepath.Join(a.outboxDir(), name), filepath.Join(failed, target)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := renameDurable(filepath.Join(a.outboxDir(), name), filepath.Join(failed, target)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // taken away meanwhile: Held lists no explanation without its file
+		}
 		return err
 	}
+	a.setAside.Add(1)
 	a.log.Warn("outbox file set aside", slog.String("op", "outbox"), slog.String("file", name), slog.String("failed", target), slog.Any("error", reason))
 	return nil
 }
@@ -586,7 +593,7 @@ func (a *Adapter) reread(p processed) (adapters.Event, bool, error) {
 		a.log.Warn("processed outbox file no longer parses; passing over it", slog.String("op", "outbox"), slog.String("file", p.name), slog.Any("error", err))
 		return adapters.Event{}, false, nil
 	}
-	t, err := a.resolve(it.Ticket)
+	t, _, err := a.resolve(it.Ticket, p.name)
 	if err != nil {
 		return adapters.Event{}, false, err
 	}

@@ -119,7 +119,11 @@ func (a *Adapter) peekFile(path string, listed fs.FileInfo, name, id string) (ad
 	if err != nil {
 		return adapters.Event{}, false, nil
 	}
-	t, err := a.resolve(it.Ticket)
+	event := ""
+	if listed == nil {
+		event = id // processed: its ticket may already hold it
+	}
+	t, _, err := a.resolve(it.Ticket, event)
 	if err != nil || t == nil {
 		return adapters.Event{}, false, err
 	}

@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
+	"github.com/ticketbridge/ticketbridge/internal/textdist"
 )
 
 // ticketFormat is the version of ticket.json this package writes.
@@ -365,36 +367,134 @@ func (a *Adapter) find(upstreamID string) (*ticketFile, error) {
 	return nil, nil
 }
 
-// resolve finds the ticket an outbox file names: a folder name or an
-// upstream id (compared without regard to case).
-func (a *Adapter) resolve(name string) (*ticketFile, error) {
+// minPrefix is the shortest start of an upstream id or a folder name that
+// names a ticket: the short id `ticketbridge status` and the status page
+// show, and the folder names end in, has 8 characters.
+const minPrefix = 8
+
+// maxSuggestions bounds the folders an explanation names.
+const maxSuggestions = 3
+
+// resolve finds the ticket an outbox file names: a folder name, an
+// upstream id (compared without regard to case), or the start of one of
+// them, 8 characters at least, that no other ticket's shares. When it
+// finds none it says why, for the file's explanation, naming the folders
+// that come closest; the explanation never repeats what the file wrote.
+// event, when not "", is the processed file's name: a start that more
+// than one ticket shares names the one that already holds that event (a
+// ticket made after the file was accepted does not take it over).
+func (a *Adapter) resolve(name, event string) (t *ticketFile, why string, err error) {
 	name = strings.TrimSpace(name)
 	name = strings.TrimSuffix(strings.TrimPrefix(strings.ReplaceAll(name, `\`, "/"), ticketsDir+"/"), "/")
 	if validFolder(name) {
 		t, err := a.load(adapters.Ref(name))
 		if err == nil {
-			return t, nil
+			return t, "", nil
 		}
 		if !errors.Is(err, adapters.ErrNotFound) {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	t, err := a.find(name)
+	t, err = a.find(name)
 	if err != nil || t != nil {
-		return t, err
+		return t, "", err
 	}
 	if err := a.scan(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ids := make([]string, 0, len(a.index))
 	for id := range a.index {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	want := strings.ToLower(name)
+	var starts []string // the ids of the tickets whose id or folder starts with name
 	for _, id := range ids {
-		if strings.EqualFold(id, name) {
-			return a.load(a.index[id])
+		lid, folder := strings.ToLower(id), strings.ToLower(string(a.index[id]))
+		if lid == want {
+			t, err := a.find(id)
+			return t, "", err
+		}
+		if len(want) >= minPrefix && (strings.HasPrefix(lid, want) || strings.HasPrefix(folder, want)) {
+			starts = append(starts, id)
 		}
 	}
-	return nil, nil
+	switch {
+	case len(starts) == 1:
+		t, err := a.find(starts[0])
+		if t == nil && err == nil {
+			return nil, "ticket: the ticket whose id or folder starts so is gone", nil
+		}
+		return t, "", err
+	case len(starts) > 1:
+		if event != "" {
+			for _, id := range starts {
+				if t, err := a.find(id); err == nil && t != nil && t.byEvent(event) != nil {
+					return t, "", nil
+				}
+			}
+		}
+		folders := make([]string, 0, len(starts))
+		for _, id := range starts {
+			folders = append(folders, string(a.index[id]))
+		}
+		slices.Sort(folders)
+		return nil, "ticket: more than one ticket's id or folder starts so (" + listFolders(folders) + "); write more of the id, or the folder's whole name", nil
+	}
+	why = "ticket: no ticket folder has that name or upstream id"
+	if len(want) < minPrefix {
+		why += fmt.Sprintf(" (the start of one needs %d characters at least)", minPrefix)
+	}
+	if near := a.closest(want, ids); len(near) > 0 {
+		why += "; the closest: " + strings.Join(near, ", ")
+	}
+	return nil, why, nil
+}
+
+// listFolders joins folder names for an explanation, naming at most
+// maxSuggestions of them.
+func listFolders(folders []string) string {
+	if len(folders) <= maxSuggestions {
+		return strings.Join(folders, ", ")
+	}
+	return strings.Join(folders[:maxSuggestions], ", ") + fmt.Sprintf(" and %d more", len(folders)-maxSuggestions)
+}
+
+// closest returns the names of the folders (at most maxSuggestions) whose
+// name or upstream id comes closest to want (lower case): the longest
+// shared start first, then the fewest edits, counting against an id or a
+// name only as much of it as want is long (a short id is not far from the
+// whole id it starts). Folders neither close by start nor by edits are
+// left out.
+func (a *Adapter) closest(want string, ids []string) []string {
+	if want == "" {
+		return nil
+	}
+	type near struct {
+		folder       string
+		shared, dist int
+	}
+	var ns []near
+	for _, id := range ids {
+		folder := string(a.index[id])
+		n := near{folder: folder, dist: -1}
+		for _, c := range []string{strings.ToLower(id), strings.ToLower(folder)} {
+			n.shared = max(n.shared, textdist.CommonPrefix(want, c))
+			d := textdist.Levenshtein(want, c[:min(len(c), len(want))])
+			if n.dist < 0 || d < n.dist {
+				n.dist = d
+			}
+		}
+		if n.shared >= 4 || n.dist <= max(2, len(want)/4) {
+			ns = append(ns, n)
+		}
+	}
+	slices.SortFunc(ns, func(x, y near) int {
+		return cmp.Or(cmp.Compare(y.shared, x.shared), cmp.Compare(x.dist, y.dist), strings.Compare(x.folder, y.folder))
+	})
+	out := make([]string, 0, maxSuggestions)
+	for _, n := range ns[:min(len(ns), maxSuggestions)] {
+		out = append(out, n.folder)
+	}
+	return out
 }

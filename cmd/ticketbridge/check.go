@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -83,7 +84,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // checkResult is one line of the check's verdict.
 type checkResult struct {
 	name   string
-	status string // PASS, FAIL or SKIP
+	status string // PASS, WARN, FAIL or SKIP
 	detail string
 	fix    string
 }
@@ -91,6 +92,7 @@ type checkResult struct {
 const (
 	checkPass = "PASS"
 	checkFail = "FAIL"
+	checkWarn = "WARN" // something waits for a person; the exit status stays 0
 	checkSkip = "SKIP"
 )
 
@@ -109,7 +111,7 @@ type checker struct {
 func (c *checker) report(r checkResult) checkResult {
 	c.results = append(c.results, r)
 	fmt.Fprintf(c.out, "%s  %-14s %s\n", r.status, r.name, r.detail)
-	if r.fix != "" && r.status == checkFail {
+	if r.fix != "" && (r.status == checkFail || r.status == checkWarn) {
 		fmt.Fprintf(c.out, "      %-14s fix: %s\n", "", r.fix)
 	}
 	return r
@@ -121,6 +123,10 @@ func pass(name, format string, a ...any) checkResult {
 
 func fail(name, fix, format string, a ...any) checkResult {
 	return checkResult{name: name, status: checkFail, detail: fmt.Sprintf(format, a...), fix: fix}
+}
+
+func warn(name, fix, format string, a ...any) checkResult {
+	return checkResult{name: name, status: checkWarn, detail: fmt.Sprintf(format, a...), fix: fix}
 }
 
 func skip(name, why string) checkResult {
@@ -218,18 +224,28 @@ func (c *checker) checkOne() {
 }
 
 // checkHeld fails when the running daemon's helpdesk holds changes until
-// its team acts (adapters.HeldError), naming each and what it needs.
+// its team acts (adapters.HeldError), naming each and what it needs, and
+// warns of each file the team handed it that it set aside.
 func (c *checker) checkHeld(cfg Config) {
 	snap, err := readSnapshot(cfg.State + statusSuffix)
 	if err != nil || len(snap.Held) == 0 {
 		return
 	}
+	at := snap.At.Local().Format(time.DateTime)
 	var what []string
 	for _, h := range snap.Held {
+		if h.SetAside() {
+			c.report(warn("file set aside", "fix it as its .error.txt says and move it back into the outbox, or delete it from "+path.Dir(h.File)+"/",
+				"%s, set aside at %s and not sent (as the daemon saw at %s): %s", h.File, when(h.Since), at, h.Need))
+			continue
+		}
 		what = append(what, h.Error())
 	}
+	if len(what) == 0 {
+		return
+	}
 	c.report(fail("held changes", "do in the helpdesk what each names (for example fill in the fields required on solve); the daemon tries again every few minutes",
-		"as the daemon saw at %s, the helpdesk holds %d changes: %s", snap.At.Local().Format(time.DateTime), len(snap.Held), strings.Join(what, "; ")))
+		"as the daemon saw at %s, the helpdesk holds %d changes: %s", at, len(what), strings.Join(what, "; ")))
 }
 
 // checkFullReads says how often every open request is read whatever the
@@ -265,11 +281,18 @@ func (c *checker) checkFullReads(cfg Config) {
 }
 
 func (c *checker) verdict() error {
-	failed := 0
+	failed, warned := 0, 0
 	for _, r := range c.results {
-		if r.status == checkFail {
+		switch r.status {
+		case checkFail:
 			failed++
+		case checkWarn:
+			warned++
 		}
+	}
+	if failed == 0 && warned > 0 {
+		fmt.Fprintf(c.out, "\nNo check failed; %d of %d warn of something that waits for a person.\n", warned, len(c.results))
+		return nil
 	}
 	if failed == 0 {
 		fmt.Fprintf(c.out, "\nAll %d checks passed.\n", len(c.results))

@@ -234,7 +234,7 @@ func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) 
 				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
 				snapshotCost, lastSnapshot = time.Since(now), now
 			}
-			tel.observeHeld(held(context.Background(), w.hd))
+			tel.observeHeld(held(context.Background(), w.hd), setAside(w.hd))
 			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
@@ -581,6 +581,10 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 		fmt.Fprintf(tw, "Full reads\t%s\n", s.FullRead)
 	}
 	for _, h := range s.Held {
+		if h.SetAside() {
+			fmt.Fprintf(tw, "Staff file set aside\t%s, %s: %s\n", h.File, when(h.Since), h.Need)
+			continue
+		}
 		fmt.Fprintf(tw, "Held by the helpdesk\t%s\n", h.Error())
 	}
 	c := s.Counts

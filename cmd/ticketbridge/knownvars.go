@@ -14,6 +14,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/internal/textdist"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -88,7 +89,7 @@ func closest(name string, known []string) string {
 	s := strings.TrimPrefix(name, envPrefix)
 	best, bestD := "", -1
 	for _, k := range known {
-		d := editDistance(s, strings.TrimPrefix(k, envPrefix))
+		d := textdist.Levenshtein(s, strings.TrimPrefix(k, envPrefix))
 		if bestD < 0 || d < bestD {
 			best, bestD = k, d
 		}
@@ -97,26 +98,4 @@ func closest(name string, known []string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, byte-wise (the
-// names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

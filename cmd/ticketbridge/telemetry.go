@@ -138,6 +138,9 @@ type telemetry struct {
 	lastFatal   string
 	starved     bool // the watchdog is not being fed (logged once per episode)
 	notifyErr   bool // a notification failed (logged once)
+	// setAside is the adapter's count of files set aside when last seen
+	// (adapters.SetAsideCounter), for ticketbridge_outbox_failed_total.
+	setAside uint64
 
 	// page is the status page served at / (see console.go); nil serves a
 	// line naming the endpoints.
@@ -168,6 +171,8 @@ type metrics struct {
 	ready         prometheus.Gauge
 	detect        *prometheus.CounterVec
 	held          prometheus.Gauge
+	setAside      prometheus.Gauge
+	setAsideTotal prometheus.Counter
 }
 
 // Label values.
@@ -249,13 +254,21 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "ticketbridge_helpdesk_held_changes",
 			Help: "Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes.",
 		}),
+		setAside: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_outbox_failed_files",
+			Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again.",
+		}),
+		setAsideTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketbridge_outbox_failed_total",
+			Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/.",
+		}),
 		detect: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketbridge_ticket_reads_total",
 			Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
 		}, []string{"cause"}),
 	}
 	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.apiRequests, m.apiDuration, m.mirrored,
-		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held} {
+		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held, m.setAside, m.setAsideTotal} {
 		f(c)
 	}
 
@@ -528,9 +541,35 @@ func errorKind(err error) string {
 	return errKindCycle
 }
 
-// observeHeld sets the gauge of the changes the helpdesk holds.
-func (t *telemetry) observeHeld(h []adapters.HeldError) {
-	t.m.held.Set(float64(len(h)))
+// setAside returns how many files the adapter set aside since it was
+// made, when it sets files aside (adapters.SetAsideCounter).
+func setAside(hd adapters.Helpdesk) uint64 {
+	if c, ok := hd.(adapters.SetAsideCounter); ok {
+		return c.SetAside()
+	}
+	return 0
+}
+
+// observeHeld sets the gauges of the changes the helpdesk holds and of
+// the files it set aside (h), and counts the files set aside since the
+// last call from the adapter's count (setAside).
+func (t *telemetry) observeHeld(h []adapters.HeldError, setAside uint64) {
+	files := 0
+	for _, e := range h {
+		if e.SetAside() {
+			files++
+		}
+	}
+	t.m.held.Set(float64(len(h) - files))
+	t.m.setAside.Set(float64(files))
+	t.mu.Lock()
+	last := t.setAside
+	t.setAside = setAside
+	t.mu.Unlock()
+	if setAside < last {
+		last = 0 // a new adapter counts from zero
+	}
+	t.m.setAsideTotal.Add(float64(setAside - last))
 }
 
 // observeStats sets the gauges taken from the state file.

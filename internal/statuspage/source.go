@@ -187,7 +187,9 @@ func (h *Hotel) Snapshot() Snapshot {
 		h.read = read
 		h.mu.Unlock()
 	}
+	held := snap.Status.Held // the adapter's, as the cycle saw it: not in the state
 	snap.Status = *read
+	snap.Status.Held = held
 	return snap
 }
 

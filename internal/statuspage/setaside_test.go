@@ -1,0 +1,74 @@
+package statuspage
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// TestOverviewListsStaffFilesSetAside: the files the helpdesk set aside
+// are listed on the overview, to anyone who reaches it, by name, reason
+// and time, also when the status is read on demand; and the section is
+// gone once none is left.
+func TestOverviewListsStaffFilesSetAside(t *testing.T) {
+	for _, onDemand := range []bool{false, true} {
+		st := fixture(t, 3)
+		h := NewHotel("", st, func() time.Time { return t0 })
+		if onDemand {
+			h.OnDemand()
+		}
+		s, err := New(Options{Source: h, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s)
+		get := func() string {
+			resp, err := http.Get(srv.URL + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET /: %d", resp.StatusCode)
+			}
+			return string(body)
+		}
+		status, err := sync.ReadStatus(st, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status.Held = []adapters.HeldError{
+			{Op: "outbox file reply.txt", Need: "ticket: no ticket folder has that name or upstream id; the closest: 2026-03-14-housekeeping-3f2a9c1b",
+				File: "outbox/failed/reply.txt", Since: t0.Add(-time.Hour)},
+			{Ref: "42", Op: "set status done", Need: "the field Room number is required on solve"},
+		}
+		if err := h.CycleDone(sync.Report{Start: t0}, &status); err != nil {
+			t.Fatal(err)
+		}
+		body := get()
+		for _, want := range []string{"Staff files set aside (1)", "outbox/failed/reply.txt", "the closest: 2026-03-14-housekeeping-3f2a9c1b"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("on demand %v: the overview lacks %q", onDemand, want)
+			}
+		}
+		if strings.Contains(body, "Room number") {
+			t.Errorf("on demand %v: a held status change is listed among the staff files", onDemand)
+		}
+		status.Held = nil
+		if err := h.CycleDone(sync.Report{Start: t0.Add(time.Minute)}, &status); err != nil {
+			t.Fatal(err)
+		}
+		if body := get(); strings.Contains(body, "Staff files set aside") {
+			t.Errorf("on demand %v: the section stays once no file is set aside", onDemand)
+		}
+		srv.Close()
+	}
+}
