@@ -90,6 +90,9 @@ func runAction(ctx context.Context, name, about string, args []string, stdout, s
 	if err != nil {
 		return err
 	}
+	if n := src.skipNote(); n != "" {
+		fmt.Fprintln(stderr, "ticketbridge:", n)
+	}
 	env := src.env
 	cfg, err := loadConfig(ctx, env)
 	if err != nil {

@@ -315,6 +315,9 @@ func (c *checker) environment() (func(), error) {
 		return nop, err
 	}
 	c.src, c.env = src, src.env
+	if n := src.skipNote(); n != "" {
+		fmt.Fprintf(c.out, "%s%s.\n", strings.ToUpper(n[:1]), n[1:])
+	}
 	if c.envFile != "" {
 		fmt.Fprintf(c.out, "Checking %s.\n", c.envFile)
 	} else {

@@ -131,6 +131,9 @@ type configSource struct {
 	// file; inFile holds those set in the file only.
 	names  []string
 	inFile map[string]bool
+	// skipped is the packaged env file when it exists but is not read,
+	// because TICKETBRIDGE_* variables are set in the environment.
+	skipped string
 }
 
 // source finds the configuration, the same way for every command: the
@@ -143,9 +146,13 @@ type configSource struct {
 func (f *envFlag) source(ctx context.Context) (configSource, error) {
 	l := layoutOf(ctx)
 	src := configSource{file: f.path, layout: l}
-	if src.file == "" && l.EnvFile != "" && !underSystemd() && !anyTicketbridgeVar() {
+	if src.file == "" && l.EnvFile != "" && !underSystemd() {
 		if _, err := os.Stat(l.EnvFile); err == nil {
-			src.file = l.EnvFile
+			if anyTicketbridgeVar() {
+				src.skipped = l.EnvFile
+			} else {
+				src.file = l.EnvFile
+			}
 		}
 	}
 	for _, kv := range os.Environ() {
@@ -181,6 +188,23 @@ func (f *envFlag) source(ctx context.Context) (configSource, error) {
 	over := map[string]string{"CREDENTIALS_DIRECTORY": l.CredDir, "STATE_DIRECTORY": l.StateDir}
 	src.env = serviceLookuper{base: envconfig.MultiLookuper(envconfig.MapLookuper(over), src.env), credDir: l.CredDir}
 	return src, nil
+}
+
+// skipNote says, when the packaged env file is not read because
+// TICKETBRIDGE_* variables are set in the environment, which file, why,
+// and how to read it as well; "" otherwise. Every command prints it
+// first, so that a variable in the shell never silently replaces the
+// installed configuration.
+func (s configSource) skipNote() string {
+	if s.skipped == "" {
+		return ""
+	}
+	set := s.names
+	if len(set) > 3 {
+		set = append(slices.Clone(set[:3]), "…")
+	}
+	return fmt.Sprintf("note: %s is not read, because %s is set in the environment; add --env-file %s to read it as well (the environment wins)",
+		s.skipped, strings.Join(set, ", "), s.skipped)
 }
 
 // explain adds to a configuration error which file it comes from, when

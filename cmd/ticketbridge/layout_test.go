@@ -92,4 +92,24 @@ func TestInstalledCommandsShareTheConfiguration(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "no state file at ticketbridge.db") {
 		t.Fatalf("status with a variable set: exit %d\n%s", code, errOut)
 	}
+	// Every command says so first, naming the file and how to read it too.
+	note := l.EnvFile + " is not read, because TICKETBRIDGE_LOG_LEVEL is set in the environment; add --env-file " + l.EnvFile
+	if first, _, _ := strings.Cut(errOut, "\n"); !strings.Contains(first, note) {
+		t.Errorf("status with a variable set does not say first that the installed file is skipped:\n%s", errOut)
+	}
+	for _, args := range [][]string{{"check"}, {"once", "--dry-run"}, {"retry", "no-such-entry"}} {
+		out, errOut, _ := cmd(args...)
+		first, _, _ := strings.Cut(strings.TrimLeft(out+errOut, "\n"), "\n")
+		if args[0] != "check" {
+			first, _, _ = strings.Cut(errOut, "\n")
+		}
+		if !strings.Contains(first, note) {
+			t.Errorf("%s with a variable set does not say first that the installed file is skipped:\n%s%s", args[0], out, errOut)
+		}
+	}
+	// --env-file reads it as well, the environment winning.
+	out, errOut, code = cmd("status", "--env-file", l.EnvFile)
+	if code != 0 || !strings.Contains(out, "1 tracked") || strings.Contains(errOut, "is not read") {
+		t.Fatalf("status --env-file with a variable set: exit %d\n%s%s", code, out, errOut)
+	}
 }

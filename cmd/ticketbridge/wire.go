@@ -82,6 +82,9 @@ func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, 
 	if err != nil {
 		return src, Config{}, sync.Config{}, nil, err
 	}
+	if n := src.skipNote(); n != "" {
+		fmt.Fprintln(stderr, "ticketbridge:", n)
+	}
 	cfg, err := loadConfig(ctx, src.env)
 	if err != nil {
 		return src, cfg, sync.Config{}, nil, src.explain(err)
@@ -107,6 +110,9 @@ func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource
 	src, err := ef.source(ctx)
 	if err != nil {
 		return src, Config{}, err
+	}
+	if n := src.skipNote(); n != "" {
+		fmt.Fprintln(stderr, "ticketbridge:", n)
 	}
 	cfg, err := loadConfig(ctx, src.env)
 	if err != nil {
