@@ -59,6 +59,12 @@ type Config struct {
 	// only in the Authorization header of ticket requests and in the body of
 	// the token exchange, and never appears in logs or errors.
 	APIKey string
+	// Rekey, when set, is asked for the key again when the API refuses it
+	// (401): a key rotated in its file is then used at once, and the
+	// refused request is made once more with it. It returns the key to use
+	// now; an error, or the key in use, leaves the 401 as it is. It is
+	// called at most once per refused request.
+	Rekey func() (string, error)
 	// HTTPClient makes the requests; nil means a client with a 30 s timeout
 	// per attempt and bounded dial, TLS and header timeouts. The client
 	// uses a copy of it that follows no redirect (see
@@ -93,12 +99,16 @@ type Config struct {
 // key-for-token exchange. It is safe for concurrent use.
 type Client struct {
 	base    *url.URL
-	key     string
+	rekey   func() (string, error)
 	hc      *http.Client
 	log     *slog.Logger
 	ua      string
 	now     func() time.Time
 	retrier httpretry.Retrier
+
+	keyMu sync.Mutex
+	key   string   // the key in use
+	old   []string // keys used before, redacted too; the last few only
 
 	tokMu     sync.Mutex
 	tok       *AccessToken
@@ -121,15 +131,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	key := strings.TrimSpace(cfg.APIKey)
-	switch {
-	case key == "":
-		return nil, errors.New("check config: APIKey is empty")
-	case !strings.HasPrefix(key, KeyPrefix):
-		return nil, fmt.Errorf("check config: APIKey does not start with %q: it is not a Guest Requests API key", KeyPrefix)
-	case len(key) == len(KeyPrefix):
-		return nil, fmt.Errorf("check config: APIKey holds only the prefix %q", KeyPrefix)
-	case strings.IndexFunc(key, func(r rune) bool { return r <= ' ' || r >= 0x7f }) >= 0:
-		return nil, errors.New("check config: APIKey contains spaces, control or non-ASCII characters")
+	if err := checkKey(key); err != nil {
+		return nil, fmt.Errorf("check config: %w", err)
 	}
 	if cfg.MaxAttempts < 0 {
 		return nil, fmt.Errorf("check config: MaxAttempts %d is negative: want 0 (default %d) or more", cfg.MaxAttempts, DefaultMaxAttempts)
@@ -144,12 +147,13 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("check config: UserAgent contains a line break")
 	}
 	c := &Client{
-		base: base,
-		key:  key,
-		hc:   httpretry.NoRedirects(cfg.HTTPClient),
-		log:  cfg.Logger,
-		ua:   cfg.UserAgent,
-		now:  cfg.Now,
+		base:  base,
+		key:   key,
+		rekey: cfg.Rekey,
+		hc:    httpretry.NoRedirects(cfg.HTTPClient),
+		log:   cfg.Logger,
+		ua:    cfg.UserAgent,
+		now:   cfg.Now,
 	}
 	if c.hc == nil {
 		c.hc = defaultHTTPClient()
@@ -231,4 +235,65 @@ func (c *Client) LogValue() slog.Value {
 		slog.String("base_url", redact.Parsed(c.base)),
 		slog.String("key", KeyPrefix+"[redacted]"),
 	)
+}
+
+// checkKey says what is wrong with key, never quoting it.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("APIKey is empty")
+	case !strings.HasPrefix(key, KeyPrefix):
+		return fmt.Errorf("APIKey does not start with %q: it is not a Guest Requests API key", KeyPrefix)
+	case len(key) == len(KeyPrefix):
+		return fmt.Errorf("APIKey holds only the prefix %q", KeyPrefix)
+	case strings.IndexFunc(key, func(r rune) bool { return r <= ' ' || r >= 0x7f }) >= 0:
+		return errors.New("APIKey contains spaces, control or non-ASCII characters")
+	}
+	return nil
+}
+
+// currentKey is the key in use.
+func (c *Client) currentKey() string {
+	c.keyMu.Lock()
+	defer c.keyMu.Unlock()
+	return c.key
+}
+
+// keptOld is how many keys used before the client keeps for redaction.
+const keptOld = 4
+
+// renewKey asks Rekey for the key after refused was refused, and reports
+// whether another, well-formed key is in use now: one a concurrent call
+// took already, or the one Rekey returned.
+func (c *Client) renewKey(ctx context.Context, refused string) (string, bool) {
+	if c.rekey == nil {
+		return "", false
+	}
+	c.keyMu.Lock()
+	defer c.keyMu.Unlock()
+	if c.key != refused {
+		return c.key, true // another call took a new key meanwhile
+	}
+	key, err := c.rekey()
+	key = strings.TrimSpace(key)
+	switch {
+	case err != nil:
+		c.log.LogAttrs(ctx, slog.LevelWarn, "read the API key again after a 401", slog.String("error", c.redactLocked(err.Error())))
+		return "", false
+	case key == c.key:
+		return "", false
+	case checkKey(key) != nil:
+		c.log.LogAttrs(ctx, slog.LevelWarn, "read the API key again after a 401: the new key is unusable", slog.String("error", checkKey(key).Error()))
+		return "", false
+	}
+	c.old = append(c.old, c.key)
+	if len(c.old) > keptOld {
+		c.old = c.old[len(c.old)-keptOld:]
+	}
+	c.key = key
+	c.tokMu.Lock()
+	c.tok, c.tokFlight = nil, nil // a token of the old key is the old key's
+	c.tokMu.Unlock()
+	c.log.LogAttrs(ctx, slog.LevelInfo, "the API refused the key, and its file holds another: using the new key")
+	return key, true
 }

@@ -32,8 +32,36 @@ func (r request) decodeErr(err error) error {
 	return fmt.Errorf("%s: decode answer of %s %s: %w: %w", r.op, r.method, r.path, ErrBadResponse, err)
 }
 
-// do runs r and returns the body of its 2xx answer.
+// do runs r and returns the body of its 2xx answer. When the API refuses
+// the key (401) and Rekey gives another, r is made once more with it.
 func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
+	body, err := c.doOnce(ctx, r)
+	if !errors.Is(err, ErrUnauthorized) {
+		return body, err
+	}
+	refused := r.auth
+	tr, isToken := r.body.(TokenRequest)
+	if isToken {
+		refused = tr.APIKey
+	}
+	if refused == "" {
+		return body, err
+	}
+	key, ok := c.renewKey(ctx, refused)
+	if !ok {
+		return body, err
+	}
+	if isToken {
+		tr.APIKey = key
+		r.body = tr
+	} else {
+		r.auth = key
+	}
+	return c.doOnce(ctx, r)
+}
+
+// doOnce runs r through the retry loop.
+func (c *Client) doOnce(ctx context.Context, r request) ([]byte, error) {
 	var payload []byte
 	if r.body != nil {
 		var err error
@@ -178,12 +206,24 @@ func (c *Client) redact(s string) string {
 	if s == "" {
 		return s
 	}
-	s = strings.ReplaceAll(s, c.key, KeyPrefix+"[redacted]")
+	c.keyMu.Lock()
+	s = c.redactLocked(s)
+	c.keyMu.Unlock()
 	c.tokMu.Lock()
 	tok := c.tok
 	c.tokMu.Unlock()
 	if tok != nil && tok.AccessToken != "" {
 		s = strings.ReplaceAll(s, tok.AccessToken, "[redacted]")
+	}
+	return s
+}
+
+// redactLocked removes the key in use and the keys used before from s;
+// c.keyMu is held.
+func (c *Client) redactLocked(s string) string {
+	s = strings.ReplaceAll(s, c.key, KeyPrefix+"[redacted]")
+	for _, k := range c.old {
+		s = strings.ReplaceAll(s, k, KeyPrefix+"[redacted]")
 	}
 	return s
 }

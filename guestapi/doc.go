@@ -27,6 +27,11 @@
 // answer the client cannot use matches [ErrBadResponse]. Errors, logs,
 // String and LogValue never contain the API key or an access token.
 //
+// A key rotated while the client runs is taken through Config.Rekey: when
+// the API answers 401, the client asks it for the key again and, given
+// another well-formed one, makes the refused request once more with it
+// (the token exchange too). Keys used before stay redacted.
+//
 // # Retries and idempotency
 //
 // Temporary failures are repeated, up to Config.MaxAttempts attempts in

@@ -39,7 +39,7 @@ func (c *Client) ListTickets(ctx context.Context, opt ListOptions) ([]Ticket, er
 	if opt.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opt.Limit))
 	}
-	r := request{op: op, method: http.MethodGet, path: TicketsPrefix + "/tickets", query: q, auth: c.key}
+	r := request{op: op, method: http.MethodGet, path: TicketsPrefix + "/tickets", query: q, auth: c.currentKey()}
 	body, err := c.do(ctx, r)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (c *Client) GetTicket(ctx context.Context, id string) (*Thread, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := request{op: op, method: http.MethodGet, path: p, auth: c.key}
+	r := request{op: op, method: http.MethodGet, path: p, auth: c.currentKey()}
 	body, err := c.do(ctx, r)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (c *Client) PostMessage(ctx context.Context, id string, m NewMessage, idemp
 	if err := checkIdempotencyKey(op, idempotencyKey); err != nil {
 		return PostMessageResult{}, err
 	}
-	r := request{op: op, method: http.MethodPost, path: p, body: m, auth: c.key, idemKey: idempotencyKey, retry: idempotencyKey != ""}
+	r := request{op: op, method: http.MethodPost, path: p, body: m, auth: c.currentKey(), idemKey: idempotencyKey, retry: idempotencyKey != ""}
 	body, err := c.do(ctx, r)
 	if err != nil {
 		return PostMessageResult{}, err
@@ -112,7 +112,7 @@ func (c *Client) SetStatus(ctx context.Context, id string, s Status, idempotency
 	if err := checkIdempotencyKey(op, idempotencyKey); err != nil {
 		return SetStatusResult{}, err
 	}
-	r := request{op: op, method: http.MethodPost, path: p, body: SetStatusRequest{Status: s}, auth: c.key, idemKey: idempotencyKey, retry: idempotencyKey != ""}
+	r := request{op: op, method: http.MethodPost, path: p, body: SetStatusRequest{Status: s}, auth: c.currentKey(), idemKey: idempotencyKey, retry: idempotencyKey != ""}
 	body, err := c.do(ctx, r)
 	if err != nil {
 		return SetStatusResult{}, err

@@ -83,7 +83,7 @@ func (c *Client) forgetToken(tok string) {
 
 func (c *Client) exchange(ctx context.Context) (AccessToken, error) {
 	const op = "get access token"
-	r := request{op: op, method: http.MethodPost, path: TokenPath, body: TokenRequest{APIKey: c.key}, retry: true}
+	r := request{op: op, method: http.MethodPost, path: TokenPath, body: TokenRequest{APIKey: c.currentKey()}, retry: true}
 	body, err := c.do(ctx, r)
 	if err != nil {
 		return AccessToken{}, err

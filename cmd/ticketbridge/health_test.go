@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -204,5 +205,44 @@ func TestFailedCycleLoggedOnce(t *testing.T) {
 	}
 	if logged != 1 {
 		t.Fatalf("the reason is logged on %d lines, want 1:\n%s", logged, errOut)
+	}
+}
+
+// TestKeyRotatedUnderARunningDaemon: the hotel's key is rotated (a new
+// key issued, the old one revoked) and the new one written into the key
+// file while the daemon runs; the daemon takes it at the first 401 and
+// goes on syncing, without a restart, and the guest message written
+// meanwhile crosses once.
+func TestKeyRotatedUnderARunningDaemon(t *testing.T) {
+	b := newBridge(t)
+	b.ticket("towels")
+	b.vars["TICKETBRIDGE_SCHEDULE"] = "@every 1s"
+	d := startDaemon(t, b)
+	if r := d.next(); !r.Synced {
+		t.Fatalf("first cycle: %s", r)
+	}
+	k, err := b.ts.Server.IssueKey(b.ts.Org, refserver.KeySpec{Name: "rotated", Platform: refserver.PlatformRead, Tickets: refserver.TicketsWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.vars["TICKETBRIDGE_API_KEY_FILE"], []byte(k.Value+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ts.Server.RevokeKey(b.ts.Org, "tickets-write"); err != nil {
+		t.Fatal(err)
+	}
+	id := b.ticket("a late checkout")
+	for range 5 {
+		r := d.next()
+		if r.Outcome == sync.OutcomeFailed {
+			t.Fatalf("a cycle failed after the key was rotated in its file: %s", r)
+		}
+		if r.Created > 0 {
+			break
+		}
+	}
+	b.folder(id) // the request written after the rotation crossed
+	if code, body := d.get("/readyz"); code != 200 {
+		t.Fatalf("/readyz after the rotation: %d %q", code, body)
 	}
 }

@@ -149,8 +149,12 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 		return nil, err
 	}
 	w.client, err = guestapi.New(guestapi.Config{
-		BaseURL:    cfg.APIURL,
-		APIKey:     key,
+		BaseURL: cfg.APIURL,
+		APIKey:  key,
+		// A key rotated in its file is taken at the first 401, without a
+		// restart (under systemd the credential is a copy made at start:
+		// there a restart takes it).
+		Rekey:      func() (string, error) { return cfg.apiKey(env) },
 		HTTPClient: opts.HTTPClient,
 		Logger:     log, // the client names each request's op itself
 	})
