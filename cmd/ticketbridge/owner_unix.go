@@ -17,6 +17,13 @@ func giveToOwner(dir string) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
+	// Under the unit's DynamicUser=yes, /var/lib/ticketbridge is a link to
+	// private/ticketbridge: walk what it points to (a walk does not follow
+	// a link at its root).
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return err
