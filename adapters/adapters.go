@@ -200,10 +200,12 @@ type Deps struct {
 	// [StatusMap.Override].
 	StatusToHelpdesk   map[guestapi.Status]string
 	StatusFromHelpdesk map[string]guestapi.Status
-	// ReadOnly opens the adapter for a dry run: it creates and changes
-	// nothing, not even its own folders or lock files; only Lookup,
-	// PeekChanges (see [Peeker]) and Close are called. An adapter whose
-	// construction writes must honour it.
+	// ReadOnly opens the adapter for a dry run or `ticketbridge check`: it
+	// creates and changes nothing, not even its own folders or lock files;
+	// only Lookup, PeekChanges (see [Peeker]), Check (see [Checker]:
+	// judging its folders with [CanMakeDir] instead of writing probes) and
+	// Close are called. An adapter whose construction or Check writes must
+	// honour it.
 	ReadOnly bool
 	// StateDir is the directory of the hotel's state file, where an adapter
 	// keeps what it stores on disk when its configuration names no place;

@@ -392,10 +392,14 @@ func (a *Adapter) writable(op string) error {
 	return nil
 }
 
-// Check makes sure every folder exists and is writable.
+// Check makes sure every folder exists and is writable. Opened read-only
+// (as `ticketbridge check` opens it), it creates and writes nothing: a
+// folder that exists must be a folder this process may write, and one
+// that does not must be one the adapter can make at its first start (its
+// nearest existing parent a folder this process may write).
 func (a *Adapter) Check(ctx context.Context) error {
-	if err := a.writable("check files helpdesk"); err != nil {
-		return err
+	if a.readOnly {
+		return a.checkReadOnly()
 	}
 	return a.do(ctx, func() error {
 		for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
@@ -706,4 +710,14 @@ status  for kind status: one of ` + strings.Join(statuses, ", ") + `
 
 Or a .json file: {"ticket": "...", "kind": "reply", "author": "...", "body": "..."}
 `
+}
+
+// checkReadOnly is Check without a write: see Check.
+func (a *Adapter) checkReadOnly() error {
+	for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
+		if err := adapters.CanMakeDir(d); err != nil {
+			return fmt.Errorf("check files helpdesk: %w", err)
+		}
+	}
+	return nil
 }

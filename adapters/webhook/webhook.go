@@ -275,12 +275,20 @@ func (a *Adapter) Close() error {
 // Check proves the configuration: the directory takes a file, and the
 // receiver answers a signed ping with 2xx (one attempt).
 func (a *Adapter) Check(ctx context.Context) error {
-	st, err := a.store()
-	if err != nil {
-		return fmt.Errorf("check webhook directory %s: %w", a.cfg.Dir, err)
-	}
-	if err := st.probe(); err != nil {
-		return fmt.Errorf("check webhook directory %s: %w", a.cfg.Dir, err)
+	if a.readOnly {
+		// Opened read-only (ticketbridge check): judge the directory
+		// without making or writing it.
+		if err := adapters.CanMakeDir(a.cfg.Dir); err != nil {
+			return fmt.Errorf("check webhook directory: %w", err)
+		}
+	} else {
+		st, err := a.store()
+		if err != nil {
+			return fmt.Errorf("check webhook directory %s: %w", a.cfg.Dir, err)
+		}
+		if err := st.probe(); err != nil {
+			return fmt.Errorf("check webhook directory %s: %w", a.cfg.Dir, err)
+		}
 	}
 	c := *a.client
 	c.MaxAttempts = 1

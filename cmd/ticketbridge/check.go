@@ -584,6 +584,9 @@ func (c *checker) checkHelpdesk(cfg Config, cfgOK bool) {
 	}
 	fix := fmt.Sprintf("%s: check TICKETBRIDGE_ADAPTER and the TICKETBRIDGE_%s_* variables (config.example.env)", c.fixEnv(), strings.ToUpper(cfg.Adapter))
 	hd, err := c.opts.Registry.Open(ctx, cfg.Adapter, adapters.Deps{
+		// check makes nothing: no helpdesk folder as root, none in the
+		// working directory; the adapter judges whether it could.
+		ReadOnly:           true,
 		Env:                c.env,
 		Logger:             c.opts.Logger.With("adapter", cfg.Adapter),
 		StatusToHelpdesk:   to,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -399,8 +401,25 @@ func TestCheckAsTheService(t *testing.T) {
 	if !strings.Contains(out, filepath.Join(stateDir, "state.db")) {
 		t.Fatalf("state not looked for in the service's directory:\n%s", out)
 	}
-	if _, err := os.Stat(filepath.Join(stateDir, "helpdesk")); err != nil {
-		t.Fatalf("helpdesk folders not checked in the service's state directory: %v", err)
+	// The helpdesk folder in the service's state directory is judged, not
+	// made: check creates nothing (made by root, the service could not
+	// write it).
+	if _, err := os.Stat(filepath.Join(stateDir, "helpdesk")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("check made the helpdesk folder: %v", err)
+	}
+	if v["helpdesk"] != checkPass {
+		t.Fatalf("the helpdesk folder the service would make is not judged makeable:\n%s", out)
+	}
+	// One the service could not make fails, naming it.
+	if err := os.Chmod(stateDir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(stateDir, 0o700)
+	if os.Geteuid() != 0 { // root may write anywhere: access(2) says yes
+		out, _, v = runChecks(t, envFile, opts)
+		if v["helpdesk"] != checkFail || !strings.Contains(out, filepath.Join(stateDir, "helpdesk")) {
+			t.Fatalf("a helpdesk folder that cannot be made passes:\n%s", out)
+		}
 	}
 }
 
