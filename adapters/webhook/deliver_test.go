@@ -379,6 +379,10 @@ func TestCheck(t *testing.T) {
 	if len(rec.attempts()) != 1 {
 		t.Errorf("Check sent %d pings, want 1", len(rec.attempts()))
 	}
+	// A ping is not sent again, so its error promises no second sending.
+	if strings.Contains(err.Error(), "sent again") {
+		t.Errorf("a failed ping promises a resend: %v", err)
+	}
 }
 
 // A receiver may answer ticket.created before acknowledging it (a note, an

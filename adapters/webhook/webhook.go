@@ -318,6 +318,10 @@ type DeliveryError struct {
 }
 
 func (e *DeliveryError) Error() string {
+	if e.Event == EventPing {
+		// A ping (check) is not repeated; the next check sends a new one.
+		return fmt.Sprintf("deliver %s %s: %v", e.Event, e.Delivery, e.err)
+	}
 	return fmt.Sprintf("deliver %s %s: %v; it will be sent again with the same delivery id", e.Event, e.Delivery, e.err)
 }
 
