@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"runtime/debug"
 	"slices"
 	gosync "sync"
 	"time"
+
+	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
@@ -37,14 +40,25 @@ type fleet struct {
 	// afterCycle, when set, is called after each cycle of each hotel.
 	afterCycle func(hotel string, r sync.Report, err error)
 
-	mu     gosync.Mutex // held by reload, balance and stop, one at a time
+	// wire wires a hotel: wire, or a test's.
+	wire func(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error)
+
+	// reloading is held by reload and stopAll, one at a time; they wait
+	// for cycles with it, never with mu.
+	reloading gosync.Mutex
+	// mu guards what follows; it is never held while waiting for a hotel
+	// or a database, so that the lease keepers, which take it to balance,
+	// renew in time.
+	mu     gosync.Mutex
 	hotels map[string]*runningHotel
+	// stopping is set by stopAll: no hotel starts any more.
+	stopping bool
 
 	// keeper holds the leases of the hotels whose state is in PostgreSQL:
 	// those are leased, started here only while this replica holds their
-	// lease (see leases.go). handing holds the leased hotels stopping for
-	// a handover: their leases are renewed until their cycle in flight
-	// ended, then released.
+	// lease (see leases.go). handing holds the leased hotels stopping (a
+	// handover, a lease lost, a hotel that ended): their leases are
+	// renewed until their wiring closed, then released.
 	keeper  *leaseKeeper
 	leased  map[string]hotelConf
 	handing map[string]*runningHotel
@@ -62,7 +76,6 @@ type fleet struct {
 // runningHotel is one hotel the daemon runs.
 type runningHotel struct {
 	conf hotelConf
-	w    *wiring
 	tel  *telemetry
 	// stop ends the scheduling; the cycle in flight finishes first.
 	stop context.CancelFunc
@@ -70,9 +83,21 @@ type runningHotel struct {
 	// ended.
 	kill context.CancelFunc
 	life context.Context
-	done chan struct{}
-	// closed is closed once the wiring closed too (see closeWhenDone):
-	// its helpdesk's listeners and files are let go.
+	// sctx is the scheduler's context, ended by stop.
+	sctx context.Context
+	log  *slog.Logger
+	opts wireOptions
+	// w is the hotel's wiring: set before its goroutine starts for a
+	// hotel whose state is a file, by the goroutine for a leased hotel;
+	// read it after wired (nil when the wiring failed).
+	w *wiring
+	// wired is closed once the goroutine wired the hotel, or failed to;
+	// done once the goroutine ended.
+	wired chan struct{}
+	done  chan struct{}
+	// closed is closed once the wiring closed too, and the lease was
+	// given back (see closeLater): its helpdesk's listeners and files are
+	// let go.
 	closed chan struct{}
 	// lease is the hotel's lease; nil for a hotel whose state is a file.
 	lease *hotelLease
@@ -102,7 +127,7 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 	// Every hotel's helpdesk requests hold a slot too: the adapters find
 	// the slots in the context of their calls.
 	life = adapters.WithSlots(life, slots)
-	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts,
+	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts, wire: wire,
 		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
 		leased: map[string]hotelConf{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}}
@@ -114,21 +139,28 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 // the others are not touched. A directory that cannot be read, or that
 // names a hotel badly, changes nothing and is the error returned. A hotel
 // whose configuration is wrong, or that cannot start, is logged and
-// reported failing by /readyz; the next reload tries it again.
+// reported failing by /readyz; the next reload tries it again. Leased
+// hotels are started by their databases' keepers, which reload wakes; it
+// waits for the cycles in flight of the hotels with a state file it
+// restarts, but without the lock the keepers balance with.
 func (f *fleet) reload() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.reloading.Lock()
+	defer f.reloading.Unlock()
 	good, bad, err := loadHotels(f.life, f.src, f.main, f.hcfg.Dir, warnTo(f.log))
 	if err != nil {
 		return err
 	}
 	want := make(map[string]hotelConf, len(good))
+	for _, h := range good {
+		want[h.name()] = h
+	}
+	f.mu.Lock()
 	clear(f.leased)
 	clear(f.backoff) // the files may have been fixed
 	for _, h := range good {
-		want[h.name()] = h
 		if state.IsURL(h.cfg.State) {
 			f.leased[h.name()] = h
+			f.keeper.keeper(f, h.cfg.State)
 		}
 	}
 	var stopping []*runningHotel
@@ -137,9 +169,8 @@ func (f *fleet) reload() error {
 			continue
 		}
 		if rh.lease != nil {
-			// Not waited for here: balance keeps renewing the leases
-			// of the other hotels meanwhile, and releases this one's once
-			// its cycle ended.
+			// Not waited for: its keeper renews its lease until its cycle
+			// ended and its wiring closed, then it gives the lease back.
 			f.handOver(name, rh)
 			f.log.Info("hotel stopping: its file changed or is gone", slog.Any("hotel", name), slog.String("op", "reload"))
 			continue
@@ -148,6 +179,7 @@ func (f *fleet) reload() error {
 		stopping = append(stopping, rh)
 		delete(f.hotels, name)
 	}
+	f.mu.Unlock()
 	for _, rh := range stopping {
 		<-rh.done
 		// Off the status page before its state closes.
@@ -155,7 +187,6 @@ func (f *fleet) reload() error {
 		if err := rh.w.Close(); err != nil {
 			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
 		}
-		f.release(rh)
 		if _, ok := want[rh.conf.name()]; ok {
 			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
 		} else {
@@ -166,27 +197,28 @@ func (f *fleet) reload() error {
 		f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
 		f.tel.dropHotel(name, err.Error())
 	}
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if _, ok := f.hotels[name]; ok {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		h := want[name]
+		if state.IsURL(h.cfg.State) {
+			continue // started by its keeper, once this replica holds its lease
+		}
+		f.mu.Lock()
+		_, ok := f.hotels[name]
+		f.mu.Unlock()
+		if ok {
 			continue
 		}
-		if _, ok := f.leased[name]; ok {
-			continue // started by balance, once this replica holds its lease
-		}
-		rh, err := f.start(want[name], nil)
+		rh, err := f.start(h)
 		if err != nil {
 			f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
 			f.tel.dropHotel(name, err.Error())
 			continue
 		}
+		f.mu.Lock()
 		f.hotels[name] = rh
+		f.mu.Unlock()
 	}
-	f.balanceLocked()
+	f.keeper.wake()
 	return nil
 }
 
@@ -202,12 +234,12 @@ func (rh *runningHotel) alive() bool {
 	}
 }
 
-// start wires a hotel and runs its scheduler in a goroutine. A hotel whose
-// state is in PostgreSQL runs under hl, its lease: its Store commits under
-// the lease's fence, its API and helpdesk requests stop when the lease's
-// view ends, and the end of the view stops the hotel, its cycle in flight
-// included.
-func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
+// newRunning prepares hotel h to run. A hotel whose state is in
+// PostgreSQL runs under hl, its lease: its Store commits under the
+// lease's fence, its API and helpdesk requests stop when the lease's view
+// ends, and the end of the view stops the hotel, its wiring or its cycle
+// in flight included.
+func (f *fleet) newRunning(h hotelConf, hl *hotelLease) *runningHotel {
 	name := h.name()
 	log := f.log.With("hotel", name)
 	tel := f.tel.hotel(name)
@@ -229,48 +261,73 @@ func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 		opts.HTTPClient = guarded(opts.HTTPClient)
 		opts.Fence = hl.get().Fence
 	}
-	w, err := wire(life, h.env, h.cfg, h.sc, log, opts)
-	if err != nil {
-		kill()
-		return nil, err
-	}
 	sctx, stop := context.WithCancel(life)
-	rh := &runningHotel{conf: h, w: w, tel: tel, stop: stop, kill: kill, life: life, done: make(chan struct{}), closed: make(chan struct{}), lease: hl}
+	rh := &runningHotel{conf: h, tel: tel, stop: stop, kill: kill, life: life, sctx: sctx, log: log, opts: opts,
+		wired: make(chan struct{}), done: make(chan struct{}), closed: make(chan struct{}), lease: hl}
 	if hl != nil {
 		hl.expireWith(func() {
 			log.Warn("hotel stopped: its lease was not renewed in time (the state database was out of reach, or this process was paused); another replica may take it over", slog.String("op", "lease"))
 			kill()
 		})
 	}
-	go func() {
-		defer close(rh.done)
-		// The adapter's start and the helpdesk check run here, so that a
-		// slow helpdesk delays its own hotel only.
-		// A hotel that cannot start is listed as failing by /readyz, and
-		// no longer counts for the watchdog: the others go on, and the
-		// next reload tries it again.
-		if err := w.start(sctx); err != nil {
-			log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-			f.tel.dropHotel(name, err.Error())
-			return
-		}
-		if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
-			log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-			f.tel.dropHotel(name, err.Error())
-			return
-		}
-		// The hotel's page on the status page, fed after each of its
-		// cycles as the page of a daemon of one hotel is.
-		var page *console
-		if f.tel.page != nil {
-			page = newConsole(w, name)
-			f.tel.showPage(name, page.hotel)
-			rh.page = page
-		}
-		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.cfg.Adapter), slog.String("state", state.Redacted(h.cfg.State)), slog.Any("schedule", h.sc.Schedule), slog.Any("api", h.cfg.APIURL), slog.Any("file", h.file.Path))
-		_ = w.scheduler(tel, page, life).Run(sctx)
-	}()
+	return rh
+}
+
+// start wires a hotel whose state is a file and runs it in a goroutine.
+func (f *fleet) start(h hotelConf) (*runningHotel, error) {
+	rh := f.newRunning(h, nil)
+	w, err := f.wire(rh.life, h.env, h.cfg, h.sc, rh.log, rh.opts)
+	if err != nil {
+		rh.kill()
+		return nil, err
+	}
+	rh.w = w
+	go f.run(rh)
 	return rh, nil
+}
+
+// run runs a hotel's scheduler, after wiring it when it is not yet (a
+// leased hotel is wired here, off its keeper's goroutine).
+func (f *fleet) run(rh *runningHotel) {
+	defer close(rh.done)
+	h, name, log, tel, sctx, life := rh.conf, rh.conf.name(), rh.log, rh.tel, rh.sctx, rh.life
+	if rh.w == nil {
+		w, err := f.wire(life, h.env, h.cfg, h.sc, log, rh.opts)
+		if err != nil {
+			close(rh.wired)
+			log.Error("hotel not started; left to the other replicas for a while", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "lease"))
+			f.tel.dropHotel(name, err.Error())
+			return
+		}
+		rh.w = w
+	}
+	close(rh.wired)
+	w := rh.w
+	// The adapter's start and the helpdesk check run here, so that a
+	// slow helpdesk delays its own hotel only.
+	// A hotel that cannot start is listed as failing by /readyz, and
+	// no longer counts for the watchdog: the others go on, and the
+	// next reload tries it again.
+	if err := w.start(sctx); err != nil {
+		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
+		f.tel.dropHotel(name, err.Error())
+		return
+	}
+	if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
+		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
+		f.tel.dropHotel(name, err.Error())
+		return
+	}
+	// The hotel's page on the status page, fed after each of its
+	// cycles as the page of a daemon of one hotel is.
+	var page *console
+	if f.tel.page != nil {
+		page = newConsole(w, name)
+		f.tel.showPage(name, page.hotel)
+		rh.page = page
+	}
+	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.cfg.Adapter), slog.String("state", state.Redacted(h.cfg.State)), slog.Any("schedule", h.sc.Schedule), slog.Any("api", h.cfg.APIURL), slog.Any("file", h.file.Path))
+	_ = w.scheduler(tel, page, life).Run(sctx)
 }
 
 // stopAll stops every hotel, waiting for the cycles in flight, closes
@@ -278,25 +335,28 @@ func (f *fleet) start(h hotelConf, hl *hotelLease) (*runningHotel, error) {
 // the other replicas take the hotels at once); it returns the first error
 // of a close.
 func (f *fleet) stopAll() error {
+	f.reloading.Lock()
+	defer f.reloading.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, rh := range f.hotels {
+	f.stopping = true
+	hotels := f.hotels
+	f.hotels = map[string]*runningHotel{}
+	for _, rh := range hotels {
 		rh.stop()
 	}
+	f.mu.Unlock()
+	// Waited for without mu: the keepers renew the leases meanwhile.
 	var first error
-	for name, rh := range f.hotels {
+	for name, rh := range hotels {
 		<-rh.done
-		if err := rh.w.Close(); err != nil && first == nil {
-			first = fmt.Errorf("close hotel %s: %w", name, err)
+		if rh.w != nil {
+			if err := rh.w.Close(); err != nil && first == nil {
+				first = fmt.Errorf("close hotel %s: %w", name, err)
+			}
 		}
 		if rh.lease != nil {
 			rh.lease.stopTimer()
 		}
-		delete(f.hotels, name)
-	}
-	for name, rh := range f.handing {
-		<-rh.done
-		delete(f.handing, name)
 	}
 	f.closing.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
@@ -330,7 +390,7 @@ func (f *fleet) backup(ctx context.Context) {
 	}
 	f.mu.Unlock()
 	for _, rh := range hs {
-		if state.IsURL(rh.w.cfg.State) {
+		if state.IsURL(rh.conf.cfg.State) {
 			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
 			continue
 		}
@@ -368,12 +428,9 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 	}
 	v, _, _ := buildVersion()
 	f.log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", f.hcfg.Dir), slog.Any("hotels", len(f.running())), slog.Any("max_in_flight", f.hcfg.MaxInFlight), slog.String("replica", f.keeper.replica))
-	tick := time.NewTicker(leaseTick(f.hcfg.LeaseTTL))
-	defer tick.Stop()
+	// The lease keepers renew and balance on goroutines of their own.
 	for {
 		select {
-		case <-tick.C:
-			f.balance()
 		case <-ctx.Done():
 			err := f.stopAll()
 			f.log.Info("ticketbridge stopped", slog.String("op", "stop"))

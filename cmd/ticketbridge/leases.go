@@ -58,17 +58,23 @@ func newReplicaID() string {
 // hotelLease is a running hotel's lease: while its view lasts the hotel
 // may act; when the view ends without a renewal, the hotel stops at once.
 type hotelLease struct {
-	db    *state.Leases
-	mu    gosync.Mutex
-	lease state.Lease
-	timer *time.Timer
+	// keeper renews the lease; nil for the lease of a daemon of one hotel.
+	keeper *dbKeeper
+	clock  clock
+	mu     gosync.Mutex
+	lease  state.Lease
+	timer  clockTimer
+}
+
+func newHotelLease(k *dbKeeper, c clock, l state.Lease) *hotelLease {
+	return &hotelLease{keeper: k, clock: c, lease: l}
 }
 
 // valid reports whether the hotel may still act.
 func (hl *hotelLease) valid() bool {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
-	return hl.lease.Valid(time.Now())
+	return hl.lease.Valid(hl.clock.Now())
 }
 
 func (hl *hotelLease) get() state.Lease {
@@ -83,7 +89,7 @@ func (hl *hotelLease) extend(l state.Lease) {
 	defer hl.mu.Unlock()
 	hl.lease = l
 	if hl.timer != nil {
-		hl.timer.Reset(time.Until(l.Until))
+		hl.timer.Reset(l.Until.Sub(hl.clock.Now()))
 	}
 }
 
@@ -98,7 +104,7 @@ func (hl *hotelLease) end() {
 func (hl *hotelLease) expireWith(lost func()) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
-	hl.timer = time.AfterFunc(time.Until(hl.lease.Until), lost)
+	hl.timer = hl.clock.AfterFunc(hl.lease.Until.Sub(hl.clock.Now()), lost)
 }
 
 func (hl *hotelLease) stopTimer() {
@@ -154,70 +160,6 @@ func guarded(hc *http.Client) *http.Client {
 	}
 	c.Transport = guardTransport{base: base}
 	return &c
-}
-
-// leaseKeeper holds the fleet's leases: one state.Leases per database,
-// opened on first use.
-type leaseKeeper struct {
-	replica string
-	ttl     time.Duration
-	log     *slog.Logger
-	dbs     map[string]*state.Leases // by state URL
-	closing gosync.WaitGroup         // databases closeUnused is closing
-}
-
-func newLeaseKeeper(ttl time.Duration, log *slog.Logger) *leaseKeeper {
-	return &leaseKeeper{replica: newReplicaID(), ttl: ttl, log: log, dbs: map[string]*state.Leases{}}
-}
-
-// db returns the leases of the database at url.
-func (k *leaseKeeper) db(ctx context.Context, url string) (*state.Leases, error) {
-	if l, ok := k.dbs[url]; ok {
-		return l, nil
-	}
-	l, err := state.OpenLeases(ctx, url, k.replica, leaseLife(k.ttl))
-	if err != nil {
-		return nil, err
-	}
-	k.dbs[url] = l
-	return l, nil
-}
-
-// leave releases every lease and leaves the replicas of each database,
-// after the databases closeUnused is closing.
-func (k *leaseKeeper) leave(ctx context.Context) {
-	k.closing.Wait()
-	for url, l := range k.dbs {
-		if err := l.Leave(ctx); err != nil {
-			k.log.Warn("leave the replicas of a database", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
-		}
-		_ = l.Close()
-		delete(k.dbs, url)
-	}
-}
-
-// closeUnused quits and closes the databases that no hotel in use names
-// any more (a reload moved the hotels elsewhere, or removed them), so
-// that a replica does not keep their connections until it stops. It does
-// not wait: a database that does not answer must not hold up the
-// renewals of the others; leave waits for it.
-func (k *leaseKeeper) closeUnused(inUse func(url string, l *state.Leases) bool) {
-	for url, l := range k.dbs {
-		if inUse(url, l) {
-			continue
-		}
-		delete(k.dbs, url)
-		k.closing.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), leaseTick(k.ttl))
-			defer cancel()
-			if err := l.Quit(ctx); err != nil {
-				k.log.Warn("leave the replicas of a database no hotel names any more", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
-			} else {
-				k.log.Info("left the replicas of a database no hotel names any more", slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
-			}
-			_ = l.Close()
-		})
-	}
 }
 
 // assign spreads hotels over replicas evenly: their loads differ by one at
@@ -290,183 +232,135 @@ func elsewhereReason(h state.Holder, ok bool) string {
 	return "waiting for a replica to take its lease"
 }
 
-// balance renews this replica's leases and moves hotels to and from it.
-func (f *fleet) balance() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.balanceLocked()
+// startBackoff is how long a replica leaves a hotel it could not start to
+// the others.
+const startBackoff = time.Minute
+
+// namesOn returns the leased hotels of k's database: those of the
+// directory, and those running here under a lease of it. Hold f.mu.
+func (f *fleet) namesOn(k *dbKeeper) []string {
+	var names []string
+	for name, h := range f.leased {
+		if h.cfg.State == k.url {
+			names = append(names, name)
+		}
+	}
+	for name, rh := range f.hotels {
+		if rh.lease != nil && rh.lease.keeper == k {
+			if _, ok := f.leased[name]; !ok {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
 }
 
-// balanceLocked is balance with f.mu held. For each database of leased
-// hotels it heartbeats, renews the leases of the hotels running here (a
-// lease not renewed stops its hotel at once), hands over the hotels that
-// belong to another replica now (they stop after their cycle in flight,
-// and their leases are released), and takes the hotels that belong here
-// and are free.
-func (f *fleet) balanceLocked() {
-	ctx := f.life
-	if ctx.Err() != nil {
-		return
+// dbFailed reports that k's database could not be opened; it reports
+// whether the database is no longer in use, and k is to retire.
+func (f *fleet) dbFailed(k *dbKeeper, err error) (retire bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names := f.namesOn(k)
+	if len(names) == 0 {
+		return f.retireLocked(k)
 	}
-	begin := time.Now()
-	// Hotels whose handover finished give their leases back: once their
-	// wiring closed, so that the next holder finds the helpdesk's
-	// listener and folder let go.
-	for name, rh := range f.handing {
-		select {
-		case <-rh.closed:
-		default:
-			continue
+	f.log.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names), slog.String("op", "lease"))
+	for _, n := range names {
+		if _, ok := f.hotels[n]; !ok {
+			f.tel.dropHotel(n, err.Error())
 		}
-		delete(f.handing, name)
-		f.release(rh)
+	}
+	return false
+}
+
+// retireLocked takes k out of the keepers when no hotel names its
+// database and it holds no lease. Hold f.mu.
+func (f *fleet) retireLocked(k *dbKeeper) bool {
+	if k.holds() {
+		return false
+	}
+	lk := f.keeper
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.dbs[k.url] != k {
+		return false // leaving
+	}
+	delete(lk.dbs, k.url)
+	lk.retiring.Add(1)
+	return true
+}
+
+// planDB balances the hotels of k's database after k's heartbeat and
+// renewal, without waiting for anything: it stops the hotels whose
+// leases were lost, clears away those that ended, hands over the hotels
+// that belong to another replica now (they stop after their cycle in
+// flight, and give their leases back once their wiring closed), and
+// returns the hotels k is to take, with what /readyz says of those
+// synced elsewhere. elsewhere is nil when the fleet is stopping; retire
+// is true when no hotel names the database any more.
+func (f *fleet) planDB(k *dbKeeper, replicas []string, holders []state.Holder, lost []*hotelLease) (take []string, elsewhere map[string]string, retire bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	opLog := f.log.With(slog.String("op", "lease"))
+	for _, hl := range lost {
+		name := hl.get().Hotel
+		opLog.Warn("hotel stopped: its lease was taken over by another replica", slog.Any("hotel", name))
+		if rh, ok := f.hotels[name]; ok && rh.lease == hl {
+			rh.kill()
+			delete(f.hotels, name)
+			f.tel.dropHotel(name, "")
+			f.closeLater(name, rh)
+		} else if rh, ok := f.handing[name]; ok && rh.lease == hl {
+			rh.kill()
+		}
+	}
+	if f.stopping || f.life.Err() != nil {
+		return nil, nil, false
 	}
 	// A leased hotel that ended: killed when its lease's view ended (it
 	// may start again once this replica holds the lease anew), or failed
 	// to start (this replica leaves it to the others for a while; it stays
 	// among the hotels the replicas share out, so that they agree).
 	for name, rh := range f.hotels {
-		if rh.lease == nil || rh.alive() {
+		if rh.lease == nil || rh.lease.keeper != k || rh.alive() {
 			continue
 		}
 		delete(f.hotels, name)
-		f.closeWhenDone(rh)
-		f.release(rh)
+		f.closeLater(name, rh)
 		if rh.life.Err() == nil {
-			f.backoff[name] = time.Now().Add(startBackoff)
+			f.backoff[name] = k.lk.clock.Now().Add(startBackoff)
 		}
 	}
-	byDB := map[string][]string{}
-	for name, h := range f.leased {
-		byDB[h.cfg.State] = append(byDB[h.cfg.State], name)
+	names := f.namesOn(k)
+	if len(names) == 0 {
+		return nil, nil, f.retireLocked(k)
 	}
-	for name, rh := range f.hotels {
-		if rh.lease != nil {
-			if _, ok := f.leased[name]; !ok {
-				byDB[rh.conf.cfg.State] = append(byDB[rh.conf.cfg.State], name)
-			}
-		}
-	}
-	elsewhere := map[string]string{}
-	for url, names := range byDB {
-		// A database that did not answer keeps what /readyz said of its
-		// hotels.
-		if m := f.balanceDB(ctx, begin, url, names); m != nil {
-			f.elsewhere[url] = m
-		}
-	}
-	for url, m := range f.elsewhere {
-		if _, ok := byDB[url]; !ok {
-			delete(f.elsewhere, url)
-			continue
-		}
-		maps.Copy(elsewhere, m)
-	}
-	f.tel.hotelsElsewhere(elsewhere)
-	f.keeper.closeUnused(func(url string, l *state.Leases) bool {
-		if _, ok := byDB[url]; ok {
-			return true
-		}
-		for _, rh := range f.handing { // released once it closed
-			if rh.lease.db == l {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-// startBackoff is how long a replica leaves a hotel it could not start to
-// the others.
-const startBackoff = time.Minute
-
-// balanceDB balances the hotels of one database; it returns what /readyz
-// says of those synced elsewhere, nil when the database did not answer.
-// It takes hotels only during the first half of a tick from begin, so
-// that a replica starting many hotels renews its leases in time; the
-// rest wait for the next ticks.
-func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, names []string) map[string]string {
-	k := f.keeper
-	opLog := f.log.With(slog.String("op", "lease"))
-	elsewhere := map[string]string{}
-	db, err := k.db(ctx, url)
-	if err != nil {
-		opLog.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names))
-		for _, n := range names {
-			if _, ok := f.hotels[n]; !ok {
-				f.tel.dropHotel(n, err.Error())
-			}
-		}
-		return elsewhere
-	}
-	replicas, holders, err := db.Heartbeat(ctx)
-	if err != nil {
-		// The hotels running here go on while their leases' views last.
-		opLog.Warn("lease heartbeat failed; the hotels running here go on while their leases last", slog.Any("error", err))
-		return nil
-	}
-	// Renew what runs here, and what is handing over.
-	var mine []state.Lease
-	running := map[string]*runningHotel{}
-	for name, rh := range f.hotels {
-		if rh.lease != nil && rh.lease.db == db {
-			mine = append(mine, rh.lease.get())
-			running[name] = rh
-		}
-	}
-	for name, rh := range f.handing {
-		if rh.lease.db == db {
-			mine = append(mine, rh.lease.get())
-			running[name] = rh
-		}
-	}
-	kept, err := db.Renew(ctx, mine)
-	if err != nil {
-		opLog.Warn("renew leases", slog.Any("error", err))
-		return nil
-	}
-	renewed := map[string]state.Lease{}
-	for _, l := range kept {
-		renewed[l.Hotel] = l
-	}
-	for name, rh := range running {
-		if l, ok := renewed[name]; ok {
-			rh.lease.extend(l)
-			continue
-		}
-		opLog.Warn("hotel stopped: its lease was taken over by another replica", slog.Any("hotel", name))
-		rh.lease.end()
-		rh.lease.stopTimer()
-		rh.kill()
-		if _, ok := f.hotels[name]; ok {
-			delete(f.hotels, name)
-			f.tel.dropHotel(name, "")
-			f.closeLater(rh)
-		}
-	}
+	me := k.lk.replica
 	owner := assign(names, replicas)
 	holder := map[string]state.Holder{}
 	for _, h := range holders {
 		holder[h.Hotel] = h
-		if _, here := f.hotels[h.Hotel]; !here && h.Live && h.Replica != k.replica {
+		if _, here := f.hotels[h.Hotel]; !here && h.Live && h.Replica != me {
 			// Another replica syncs it: a reason this replica could not
 			// start it is no longer what /readyz should say here.
 			f.tel.clearBroken(h.Hotel)
 		}
 	}
+	elsewhere = map[string]string{}
 	for _, name := range names {
 		rh, here := f.hotels[name]
 		_, wanted := f.leased[name]
 		switch {
-		case here && (owner[name] != k.replica || !wanted):
+		case here && (owner[name] != me || !wanted):
 			// Another replica's now (or the file is gone): stop after the
-			// cycle in flight; balance releases the lease once it ended.
+			// cycle in flight; its lease is renewed until its wiring
+			// closed, then given back.
 			opLog.Info("hotel handed over to another replica", slog.Any("hotel", name), slog.Any("to", owner[name]))
 			f.handOver(name, rh)
 			elsewhere[name] = "handed over to replica " + owner[name]
 		case here:
 		case !wanted:
-		case owner[name] != k.replica && !orphan(holder[name], k.ttl):
+		case owner[name] != me && !orphan(holder[name], k.lk.ttl):
 			h, ok := holder[name]
 			elsewhere[name] = elsewhereReason(h, ok)
 		default:
@@ -474,85 +368,101 @@ func (f *fleet) balanceDB(ctx context.Context, begin time.Time, url string, name
 				elsewhere[name] = "handing over"
 				continue
 			}
-			if until, ok := f.backoff[name]; ok && time.Now().Before(until) {
+			if until, ok := f.backoff[name]; ok && k.lk.clock.Now().Before(until) {
 				elsewhere[name] = "could not start on this replica; left to the others until " + until.Format(time.TimeOnly)
 				continue
 			}
-			if time.Since(begin) > leaseTick(k.ttl)/2 {
-				elsewhere[name] = "waiting for this replica's next tick"
-				continue
-			}
-			if h, ok := holder[name]; ok && h.Live && h.Replica != k.replica {
+			if h, ok := holder[name]; ok && h.Live && h.Replica != me {
 				elsewhere[name] = elsewhereReason(h, ok)
 				continue // its holder hands it over at its next tick
 			}
-			l, ok, err := db.Acquire(ctx, name)
-			if err != nil || !ok {
-				if err != nil {
-					opLog.Warn("take the hotel's lease", slog.Any("error", err), slog.Any("hotel", name))
-				}
-				elsewhere[name] = elsewhereReason(holder[name], false)
-				continue
-			}
-			opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", name), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
-			hl := &hotelLease{db: db, lease: l}
-			rh, err := f.start(f.leased[name], hl)
-			if err != nil {
-				opLog.Error("hotel not started; left to the other replicas for a while", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.Any("hotel", name))
-				f.tel.dropHotel(name, err.Error())
-				f.backoff[name] = time.Now().Add(startBackoff)
-				_ = db.Release(ctx, l)
-				continue
-			}
-			f.hotels[name] = rh
+			take = append(take, name)
 		}
 	}
-	return elsewhere
+	return take, elsewhere, false
 }
 
-// handOver stops a leased hotel after its cycle in flight; balance renews
-// its lease until then, and releases it after.
+// startLeased starts a hotel k took the lease of, in a goroutine of its
+// own that wires it; it reports false when the hotel is no longer to run
+// here (a reload removed it, or the fleet is stopping).
+func (f *fleet) startLeased(name string, hl *hotelLease) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, ok := f.leased[name]
+	_, here := f.hotels[name]
+	_, busy := f.handing[name]
+	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.cfg.State != hl.keeper.url {
+		return false
+	}
+	rh := f.newRunning(h, hl)
+	f.hotels[name] = rh
+	go f.run(rh)
+	return true
+}
+
+// settle records what /readyz says of the hotels of k's database synced
+// elsewhere. A database that did not answer keeps what was said of its
+// hotels.
+func (f *fleet) settle(k *dbKeeper, elsewhere map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.elsewhere[k.url] = elsewhere
+	inUse := map[string]bool{}
+	for _, k := range f.keeper.all() {
+		inUse[k.url] = true
+	}
+	all := map[string]string{}
+	for url, m := range f.elsewhere {
+		if !inUse[url] {
+			delete(f.elsewhere, url)
+			continue
+		}
+		maps.Copy(all, m)
+	}
+	f.tel.hotelsElsewhere(all)
+}
+
+// handOver stops a leased hotel after its cycle in flight; its keeper
+// renews its lease until then, and it gives the lease back after. Hold
+// f.mu.
 func (f *fleet) handOver(name string, rh *runningHotel) {
 	rh.stop()
 	delete(f.hotels, name)
 	f.tel.dropHotel(name, "")
+	f.closeLater(name, rh)
+}
+
+// closeLater closes a stopped hotel's wiring once its goroutine ended,
+// then gives its lease back, so that the next holder finds the
+// helpdesk's listener and folder let go; until then the hotel is
+// stopping (handing), and not started again here. rh.closed is closed
+// after. stopAll waits for it. Hold f.mu.
+func (f *fleet) closeLater(name string, rh *runningHotel) {
 	f.handing[name] = rh
-	f.closeLater(rh)
-}
-
-// closeLater closes a stopped hotel's wiring once its goroutine ended;
-// stopAll waits for it.
-func (f *fleet) closeLater(rh *runningHotel) {
-	f.closing.Go(func() { f.closeWhenDone(rh) })
-}
-
-// closeWhenDone closes a stopped hotel's wiring once its goroutine ended.
-func (f *fleet) closeWhenDone(rh *runningHotel) {
-	<-rh.done
-	if rh.page != nil {
-		// Off the status page before its state closes.
-		f.tel.hidePage(rh.conf.name(), rh.page.hotel)
-	}
-	if rh.lease != nil {
-		rh.lease.stopTimer()
-	}
-	if err := rh.w.Close(); err != nil {
-		f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
-	}
-	close(rh.closed)
-}
-
-// release gives back the lease of a hotel that stopped, if it has one.
-func (f *fleet) release(rh *runningHotel) {
-	if rh.lease == nil {
-		return
-	}
-	rh.lease.stopTimer()
-	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
-	defer cancel()
-	if err := rh.lease.db.Release(ctx, rh.lease.get()); err != nil {
-		f.log.Warn("release the hotel's lease", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "lease"))
-	}
+	f.closing.Go(func() {
+		<-rh.done
+		if rh.page != nil {
+			// Off the status page before its state closes.
+			f.tel.hidePage(name, rh.page.hotel)
+		}
+		if rh.lease != nil {
+			rh.lease.stopTimer()
+		}
+		if rh.w != nil {
+			if err := rh.w.Close(); err != nil {
+				f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "stop"))
+			}
+		}
+		if rh.lease != nil {
+			rh.lease.keeper.release(rh.lease)
+		}
+		f.mu.Lock()
+		if f.handing[name] == rh {
+			delete(f.handing, name)
+		}
+		f.mu.Unlock()
+		close(rh.closed)
+	})
 }
 
 // A daemon of one hotel whose state is in PostgreSQL holds the hotel's
@@ -565,10 +475,14 @@ var errLeaseLost = errors.New("this daemon's lease of the hotel ended (another d
 
 // singleLease is the lease of a daemon of one hotel.
 type singleLease struct {
-	keeper *leaseKeeper
-	db     *state.Leases
-	hotel  string
-	hl     *hotelLease
+	replica string
+	ttl     time.Duration
+	log     *slog.Logger
+	clock   clock
+	url     string
+	db      leaseDB
+	hotel   string
+	hl      *hotelLease
 	// kept is closed when keep returned; close waits for it, so that no
 	// heartbeat follows the leave.
 	kept    chan struct{}
@@ -579,12 +493,14 @@ type singleLease struct {
 // as another daemon holds it (checking every tick); it returns ctx's error
 // when ctx ends first.
 func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger) (*singleLease, error) {
-	k := newLeaseKeeper(ttl, log)
-	db, err := k.db(ctx, url)
+	sl := &singleLease{replica: newReplicaID(), ttl: ttl, log: log, clock: realClock{}, url: url, hotel: hotel, kept: make(chan struct{})}
+	db, err := openStateLeases(ctx, url, sl.replica, leaseLife(ttl))
 	if err != nil {
 		return nil, err
 	}
-	sl := &singleLease{keeper: k, db: db, hotel: hotel, kept: make(chan struct{})}
+	sl.db = db
+	tick, stop := sl.clock.NewTicker(leaseTick(ttl))
+	defer stop()
 	said := ""
 	for {
 		_, holders, err := db.Heartbeat(ctx)
@@ -593,7 +509,7 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 			var ok bool
 			l, ok, err = db.Acquire(ctx, hotel)
 			if err == nil && ok {
-				sl.hl = &hotelLease{db: db, lease: l}
+				sl.hl = newHotelLease(nil, sl.clock, l)
 				if said != "" {
 					log.Info("this daemon holds the lease of hotel "+hotel+" now", slog.String("op", "lease"), slog.Any("fence", l.Fence))
 				}
@@ -602,7 +518,7 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 			for _, h := range holders {
 				if h.Hotel == hotel && h.Live && said != h.Replica {
 					said = h.Replica
-					log.Info("standing by: replica "+h.Replica+" syncs hotel "+hotel+"; this daemon takes over when it stops or dies", slog.String("op", "lease"), slog.String("replica", k.replica))
+					log.Info("standing by: replica "+h.Replica+" syncs hotel "+hotel+"; this daemon takes over when it stops or dies", slog.String("op", "lease"), slog.String("replica", sl.replica))
 				}
 			}
 		}
@@ -611,9 +527,9 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 		}
 		select {
 		case <-ctx.Done():
-			k.leave(context.Background())
+			sl.leave(context.Background())
 			return nil, ctx.Err()
-		case <-time.After(leaseTick(ttl)): // the next look at the lease
+		case <-tick: // the next look at the lease
 		}
 	}
 }
@@ -626,22 +542,22 @@ func (sl *singleLease) keep(ctx context.Context, lost func()) {
 	var once gosync.Once
 	end := func() { once.Do(lost) }
 	sl.hl.expireWith(end)
-	tick := time.NewTicker(leaseTick(sl.keeper.ttl))
-	defer tick.Stop()
+	tick, stop := sl.clock.NewTicker(leaseTick(sl.ttl))
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick:
 		}
 		if _, _, err := sl.db.Heartbeat(ctx); err != nil {
-			sl.keeper.log.Warn("lease heartbeat failed", slog.Any("error", err), slog.String("op", "lease"))
+			sl.log.Warn("lease heartbeat failed", slog.Any("error", err), slog.String("op", "lease"))
 			continue // the view's timer ends it if this lasts
 		}
 		kept, err := sl.db.Renew(ctx, []state.Lease{sl.hl.get()})
 		switch {
 		case err != nil:
-			sl.keeper.log.Warn("renew the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
+			sl.log.Warn("renew the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
 		case len(kept) == 0:
 			end()
 			return
@@ -651,6 +567,14 @@ func (sl *singleLease) keep(ctx context.Context, lost func()) {
 	}
 }
 
+// leave releases the lease and leaves the replicas of the database.
+func (sl *singleLease) leave(ctx context.Context) {
+	if err := sl.db.Leave(ctx); err != nil {
+		sl.log.Warn("leave the replicas of a database", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(sl.url)))
+	}
+	_ = sl.db.Close()
+}
+
 // close stops the view's timer, releases the lease and leaves the
 // replicas, so that a daemon standing by takes over at once.
 func (sl *singleLease) close() {
@@ -658,7 +582,7 @@ func (sl *singleLease) close() {
 		<-sl.kept
 	}
 	sl.hl.stopTimer()
-	ctx, cancel := context.WithTimeout(context.Background(), sl.keeper.ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), sl.ttl)
 	defer cancel()
-	sl.keeper.leave(ctx)
+	sl.leave(ctx)
 }

@@ -71,8 +71,21 @@ func TestAssignSpreadsEvenly(t *testing.T) {
 }
 
 // replica is one daemon of many hotels sharing a PostgreSQL state with
-// others; the test calls its balance directly instead of its ticker.
+// others. Its clock stands still: its keepers balance when the test calls
+// balance, not on ticks of their own.
 func (fx *fleetFixture) replica(ctx context.Context) *fleet {
+	fx.t.Helper()
+	f := fx.newReplica(ctx)
+	f.keeper.clock = newFakeClock()
+	if err := f.reload(); err != nil {
+		fx.t.Fatal(err)
+	}
+	f.balance()
+	return f
+}
+
+// newReplica returns the fleet of the fixture's files, not started.
+func (fx *fleetFixture) newReplica(ctx context.Context) *fleet {
 	fx.t.Helper()
 	ef := envFlag{path: fx.mainFile()}
 	src, cfg, _, log, err := loadEnv(ctx, &ef, io.Discard)
@@ -88,10 +101,42 @@ func (fx *fleetFixture) replica(ctx context.Context) *fleet {
 	tel.notify = func(string) error { return nil }
 	f := newFleet(ctx, src, cfg, hc, log, tel, wireOptions{Registry: fx.registry})
 	fx.t.Cleanup(func() { _ = f.stopAll() })
-	if err := f.reload(); err != nil {
-		fx.t.Fatal(err)
-	}
 	return f
+}
+
+// balance has every keeper of f balance its database once, and waits for
+// it; a round a reload asked for is run before, not after.
+func (f *fleet) balance() {
+	for _, k := range f.keeper.all() {
+		select {
+		case <-k.wake: // this round does it
+		default:
+		}
+		reply := make(chan struct{})
+		select {
+		case k.now <- reply:
+		case <-k.done:
+			continue
+		}
+		select {
+		case <-reply:
+		case <-k.done:
+		}
+	}
+}
+
+// balanceUntil balances f, letting the hotels it stops close between
+// rounds, until it runs the hotels want; it fails the test after twenty
+// rounds.
+func balanceUntil(t *testing.T, f *fleet, want []string) {
+	t.Helper()
+	for range 20 {
+		waitHandovers(f)
+		if got := f.running(); slices.Equal(got, want) {
+			return
+		}
+	}
+	t.Fatalf("after twenty rounds the replica runs %v, want %v", f.running(), want)
 }
 
 // cycle runs one cycle of every hotel running in f.
@@ -101,14 +146,15 @@ func cycleEach(t *testing.T, f *fleet) {
 	hs := maps.Clone(f.hotels)
 	f.mu.Unlock()
 	for name, rh := range hs {
+		<-rh.wired
 		if _, err := rh.w.engine.RunCycle(context.Background()); err != nil {
 			t.Errorf("hotel %s: cycle: %v", name, err)
 		}
 	}
 }
 
-// waitHandovers waits for the hotels f hands over to end their cycles and
-// close, and lets f release their leases.
+// waitHandovers waits for the hotels f stops to end their cycles, close
+// and give their leases back, and balances f.
 func waitHandovers(f *fleet) {
 	f.mu.Lock()
 	hs := maps.Clone(f.handing)
@@ -135,9 +181,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	}
 	ctx := t.Context()
 	a := fx.replica(ctx)
-	if got := a.running(); !slices.Equal(got, hotels) {
-		t.Fatalf("a replica alone runs %v, want every hotel", got)
-	}
+	balanceUntil(t, a, hotels) // a replica alone runs every hotel
 	cycleEach(t, a)
 	b := fx.replica(ctx)
 	if got := b.running(); len(got) != 0 {
@@ -179,10 +223,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	// (as the time to live passing), and a takes every hotel.
 	pgExecTest(t, db, `UPDATE ticketbridge_leases SET expires_at = now() - interval '1 second' WHERE replica = $1`, b.keeper.replica)
 	pgExecTest(t, db, `UPDATE ticketbridge_replicas SET expires_at = now() - interval '1 second' WHERE replica = $1`, b.keeper.replica)
-	a.balance()
-	if got := a.running(); !slices.Equal(got, hotels) {
-		t.Fatalf("after b's leases lapsed a runs %v, want every hotel", got)
-	}
+	balanceUntil(t, a, hotels) // after b's leases lapsed a takes every hotel
 	// b's engines, still open, can commit nothing: the fences moved on.
 	b.mu.Lock()
 	stale := maps.Clone(b.hotels)
@@ -211,10 +252,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	if err := a.stopAll(); err != nil {
 		t.Fatal(err)
 	}
-	b.balance()
-	if got := b.running(); !slices.Equal(got, hotels) {
-		t.Fatalf("after a left b runs %v, want every hotel", got)
-	}
+	balanceUntil(t, b, hotels) // after a left b takes every hotel
 }
 
 // alphaOnADatabase starts a replica of one hotel, alpha, whose state is
@@ -236,6 +274,7 @@ func alphaOnADatabase(t *testing.T, requests ...string) (*fleetFixture, string, 
 	if rh == nil || rh.lease == nil {
 		t.Fatal("alpha does not run under a lease")
 	}
+	<-rh.wired
 	return fx, db, a, rh
 }
 
@@ -264,8 +303,8 @@ func TestLeaseGuardEndsTheHotel(t *testing.T) {
 // database's replicas and closes its connections.
 func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
 	fx, db, a, rh := alphaOnADatabase(t)
-	if len(a.keeper.dbs) != 1 {
-		t.Fatalf("the replica holds leases in %d databases, want the one", len(a.keeper.dbs))
+	if n := len(a.keeper.all()); n != 1 {
+		t.Fatalf("the replica holds leases in %d databases, want the one", n)
 	}
 	if err := os.Remove(filepath.Join(fx.hotelsDir, "alpha.env")); err != nil {
 		t.Fatal(err)
@@ -273,10 +312,10 @@ func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
 	if err := a.reload(); err != nil {
 		t.Fatal(err)
 	}
-	<-rh.closed // handed over: stopped after its cycle in flight, its wiring closed
+	<-rh.closed // handed over: stopped after its cycle in flight, its wiring closed, its lease given back
 	a.balance()
-	a.keeper.closing.Wait()
-	if n := len(a.keeper.dbs); n != 0 {
+	a.keeper.retiring.Wait()
+	if n := len(a.keeper.all()); n != 0 {
 		t.Errorf("the replica keeps %d databases no hotel names, want none", n)
 	}
 	conn, err := pgx.Connect(t.Context(), db)
@@ -299,7 +338,7 @@ func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
 func TestLeaseViewEndStopsTheHotel(t *testing.T) {
 	_, _, a, rh := alphaOnADatabase(t, "a lamp")
 	l := rh.lease.get()
-	l.Until = time.Now().Add(-time.Millisecond)
+	l.Until = rh.lease.clock.Now().Add(-time.Millisecond)
 	rh.lease.extend(l) // the view ended: as a pause past the time to live
 	<-rh.life.Done()
 	<-rh.done
@@ -313,10 +352,8 @@ func TestLeaseViewEndStopsTheHotel(t *testing.T) {
 	if _, _, err := rh.w.hd.Changes(ctx, ""); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("a helpdesk call after the lease's view ended: %v, want refused", err)
 	}
-	a.balance()
-	if got := a.running(); !slices.Equal(got, []string{"alpha"}) {
-		t.Errorf("after the lapse the replica runs %v; want alpha again, under a new lease", got)
-	}
+	// After the lapse the replica runs alpha again, under a new lease.
+	balanceUntil(t, a, []string{"alpha"})
 }
 
 // threads returns the ticket.json files of a hotel's files helpdesk, one

@@ -1,0 +1,111 @@
+package main
+
+import (
+	gosync "sync"
+	"time"
+)
+
+// fakeClock is a clock that moves only when the test advances it.
+type fakeClock struct {
+	mu      gosync.Mutex
+	now     time.Time
+	tickers []*fakeTicker
+	timers  []*fakeTimer
+}
+
+// newFakeClock starts at the present: the views of leases a real
+// database gives (counted on the real clock) last as long on it, while it
+// stands still.
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
+
+type fakeTicker struct {
+	c       chan time.Time
+	every   time.Duration
+	next    time.Time
+	stopped bool
+}
+
+type fakeTimer struct {
+	c      *fakeClock
+	at     time.Time
+	f      func()
+	active bool
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTicker{c: make(chan time.Time, 1), every: d, next: c.now.Add(d)}
+	c.tickers = append(c.tickers, t)
+	return t.c, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		t.stopped = true
+	}
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) clockTimer {
+	t := &fakeTimer{c: c, f: f}
+	t.Reset(d)
+	c.mu.Lock()
+	c.timers = append(c.timers, t)
+	c.mu.Unlock()
+	return t
+}
+
+// Advance moves the clock by d: the tickers due tick (a tick the reader
+// has not taken yet is dropped, as time.Ticker does), the timers due fire.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	for _, t := range c.tickers {
+		for !t.stopped && !t.next.After(c.now) {
+			select {
+			case t.c <- t.next:
+			default:
+			}
+			t.next = t.next.Add(t.every)
+		}
+	}
+	var fire []func()
+	for _, t := range c.timers {
+		if t.active && !t.at.After(c.now) {
+			t.active = false
+			fire = append(fire, t.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range fire {
+		go f()
+	}
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.active = false
+	return was
+}
+
+// Reset arms the timer d from now; d <= 0 fires it at once, as
+// time.AfterFunc does.
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	was := t.active
+	if d <= 0 {
+		t.active = false
+		t.c.mu.Unlock()
+		go t.f()
+		return was
+	}
+	t.at, t.active = t.c.now.Add(d), true
+	t.c.mu.Unlock()
+	return was
+}

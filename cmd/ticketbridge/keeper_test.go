@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// These tests keep the leases on a clock the test advances, in databases
+// held in memory: they show that each database's keeper renews at every
+// tick whatever else the fleet is waiting for.
+
+// fakeLeases is the leases of one database held in memory, with this
+// replica the only one.
+type fakeLeases struct {
+	clock   *fakeClock
+	life    time.Duration
+	replica string
+
+	mu    gosync.Mutex
+	fence int64
+	held  map[string]int64 // hotel -> fence
+	// renewals receives each renewal: when (on the clock), and of which
+	// hotels.
+	renewals chan fakeRenewal
+}
+
+type fakeRenewal struct {
+	at     time.Time
+	hotels []string
+}
+
+func (db *fakeLeases) Heartbeat(context.Context) ([]string, []state.Holder, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var hs []state.Holder
+	for h, fence := range db.held {
+		hs = append(hs, state.Holder{Hotel: h, Replica: db.replica, Fence: fence, Live: true})
+	}
+	return []string{db.replica}, hs, nil
+}
+
+func (db *fakeLeases) Acquire(_ context.Context, hotel string) (state.Lease, bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.fence++
+	db.held[hotel] = db.fence
+	return state.Lease{Hotel: hotel, Fence: db.fence, Until: db.clock.Now().Add(db.life)}, true, nil
+}
+
+func (db *fakeLeases) Renew(_ context.Context, leases []state.Lease) ([]state.Lease, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	r := fakeRenewal{at: db.clock.Now()}
+	var out []state.Lease
+	for _, l := range leases {
+		if db.held[l.Hotel] == l.Fence {
+			l.Until = r.at.Add(db.life)
+			out = append(out, l)
+			r.hotels = append(r.hotels, l.Hotel)
+		}
+	}
+	slices.Sort(r.hotels)
+	db.renewals <- r
+	return out, nil
+}
+
+func (db *fakeLeases) Release(_ context.Context, l state.Lease) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.held[l.Hotel] == l.Fence {
+		delete(db.held, l.Hotel)
+	}
+	return nil
+}
+
+func (db *fakeLeases) Leave(context.Context) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	clear(db.held)
+	return nil
+}
+
+func (db *fakeLeases) Quit(context.Context) error { return nil }
+func (db *fakeLeases) Close() error               { return nil }
+
+// keeperWorld is a replica whose leased hotels keep their leases in
+// databases held in memory, on a clock the test advances. The state URLs
+// name the databases: one whose host is hang.invalid never opens. A
+// leased hotel's wiring lasts until the test ends, as on a database or a
+// helpdesk that does not answer; a hotel with a state file is wired for
+// real.
+type keeperWorld struct {
+	t     *testing.T
+	fx    *fleetFixture
+	clock *fakeClock
+	f     *fleet
+
+	mu  gosync.Mutex
+	dbs map[string]*fakeLeases
+	// wiring receives the name of each leased hotel whose wiring began;
+	// opened a token for each database opened.
+	wiring chan string
+	opened chan struct{}
+	// setup, when set, sees the replica before it loads the hotels.
+	setup func(*fleet)
+}
+
+const (
+	okDB   = "postgres://ok.invalid/ticketbridge"
+	hangDB = "postgres://hang.invalid/ticketbridge"
+)
+
+func newKeeperWorld(t *testing.T) *keeperWorld {
+	t.Helper()
+	w := &keeperWorld{t: t, fx: newFleetFixture(t), clock: newFakeClock(), dbs: map[string]*fakeLeases{}, wiring: make(chan string, 1024), opened: make(chan struct{}, 16)}
+	return w
+}
+
+// start builds the replica of the hotels written so far and loads them.
+func (w *keeperWorld) start() {
+	w.t.Helper()
+	f := w.fx.newReplica(w.t.Context())
+	f.keeper.clock = w.clock
+	f.keeper.open = func(ctx context.Context, url, replica string, life time.Duration) (leaseDB, error) {
+		if strings.Contains(url, "hang.invalid") {
+			<-ctx.Done() // a database that never answers
+			return nil, ctx.Err()
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		db, ok := w.dbs[url]
+		if !ok {
+			db = &fakeLeases{clock: w.clock, life: life, replica: replica, held: map[string]int64{}, renewals: make(chan fakeRenewal, 1<<14)}
+			w.dbs[url] = db
+			w.opened <- struct{}{}
+		}
+		return db, nil
+	}
+	realWire := f.wire
+	f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error) {
+		if !state.IsURL(cfg.State) {
+			return realWire(ctx, env, cfg, sc, log, opts)
+		}
+		w.wiring <- cfg.Hotel
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	w.f = f
+	if w.setup != nil {
+		w.setup(f)
+	}
+	if err := f.reload(); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// leased writes the file of a hotel whose state is in the database at url.
+func (w *keeperWorld) leased(name, url string) {
+	w.fx.writeHotel(name, map[string]string{"TICKETBRIDGE_STATE": url})
+}
+
+// db returns the database at url once its keeper opened it (its first
+// round, which the reload asked for). A minute without fails the test.
+func (w *keeperWorld) db(url string) *fakeLeases {
+	w.t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		w.mu.Lock()
+		db := w.dbs[url]
+		w.mu.Unlock()
+		if db != nil {
+			return db
+		}
+		select {
+		case <-w.opened:
+		case <-timeout:
+			w.t.Fatalf("the keeper of %s did not open it", url)
+		}
+	}
+}
+
+// renewedAt waits for db's renewal at the clock's time now, and returns
+// the hotels it renewed. A minute without one fails the test: the
+// keeper's round that tick should have made is not coming.
+func (w *keeperWorld) renewedAt(db *fakeLeases, now time.Time) []string {
+	w.t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case r := <-db.renewals:
+			if r.at.Equal(now) {
+				return r.hotels
+			}
+		case <-timeout:
+			w.t.Fatalf("no renewal at the tick of %s", now.Format(time.TimeOnly))
+			return nil
+		}
+	}
+}
+
+// ticks advances the clock n ticks; at each the keeper of db must renew
+// the leases of hotels, and every one of running (see runningNow) must
+// stay valid. It takes nothing the fleet holds.
+func (w *keeperWorld) ticks(n int, db *fakeLeases, hotels []string, running map[string]*runningHotel) {
+	w.t.Helper()
+	tick := leaseTick(w.f.hcfg.LeaseTTL)
+	for i := range n {
+		w.clock.Advance(tick)
+		got := w.renewedAt(db, w.clock.Now())
+		if !slices.Equal(got, hotels) {
+			w.t.Fatalf("tick %d: renewed %d leases (%v), want %d", i+1, len(got), firstFew(got), len(hotels))
+		}
+		for _, h := range hotels {
+			if rh := running[h]; rh == nil || !rh.lease.valid() || !rh.alive() {
+				w.t.Fatalf("tick %d: hotel %s no longer runs under a valid lease", i+1, h)
+			}
+		}
+	}
+}
+
+// runningNow returns the hotels of hotels running now.
+func (w *keeperWorld) runningNow(hotels []string) map[string]*runningHotel {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	running := map[string]*runningHotel{}
+	for _, h := range hotels {
+		running[h] = w.f.hotels[h]
+	}
+	return running
+}
+
+func firstFew(hs []string) []string {
+	if len(hs) > 5 {
+		return append(slices.Clone(hs[:5]), "...")
+	}
+	return hs
+}
+
+// TestKeeperRenewsWhileADatabaseHangs: one database never answers its
+// open; the keeper of another renews its leases at every tick.
+func TestKeeperRenewsWhileADatabaseHangs(t *testing.T) {
+	w := newKeeperWorld(t)
+	w.leased("alpha", hangDB)
+	w.leased("bravo", okDB)
+	w.start()
+	db := w.db(okDB)
+	w.ticks(20, db, []string{"bravo"}, w.runningNow([]string{"bravo"}))
+	if got := w.f.running(); !slices.Equal(got, []string{"bravo"}) {
+		t.Errorf("the replica runs %v, want bravo alone (alpha's database never opened)", got)
+	}
+}
+
+// TestKeeperRenewsWhileAReloadWaits: a reload restarts a hotel whose
+// state is a file while its cycle runs for ten minutes; it waits for the
+// cycle, and meanwhile the leases are renewed at every tick.
+func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
+	w := newKeeperWorld(t)
+	w.fx.writeHotel("gamma", nil)
+	w.leased("bravo", okDB)
+	inCycle, release := make(chan struct{}, 1), make(chan struct{})
+	w.setup = func(f *fleet) {
+		f.afterCycle = func(h string, _ sync.Report, _ error) {
+			if h != "gamma" {
+				return
+			}
+			select {
+			case inCycle <- struct{}{}:
+			default:
+			}
+			<-release // a cycle of ten minutes
+		}
+	}
+	w.start()
+	var once gosync.Once
+	end := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(end) // before the replica stops, on failure too
+	db := w.db(okDB)
+	<-inCycle
+	running := w.runningNow([]string{"bravo", "gamma"})
+	gamma := running["gamma"]
+	w.fx.writeHotel("gamma", map[string]string{"TICKETBRIDGE_LOG_LEVEL": "warn"}) // as a SIGHUP after an edit
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- w.f.reload() }()
+	<-gamma.sctx.Done() // the reload stopped gamma, and waits for its cycle
+	w.ticks(20, db, []string{"bravo"}, running)
+	select {
+	case err := <-reloaded:
+		t.Fatalf("the reload returned (%v) while gamma's cycle ran", err)
+	default:
+	}
+	end()
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	w.f.mu.Lock()
+	again := w.f.hotels["gamma"]
+	w.f.mu.Unlock()
+	if again == nil || again == gamma {
+		t.Errorf("gamma was not restarted by the reload")
+	}
+}
+
+// TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken at once, and
+// their wirings do not end; their leases are renewed at every tick
+// meanwhile.
+func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
+	w := newKeeperWorld(t)
+	var hotels []string
+	for i := range 200 {
+		name := fmt.Sprintf("hotel-%03d", i)
+		hotels = append(hotels, name)
+		w.leased(name, okDB)
+	}
+	w.start()
+	db := w.db(okDB)
+	timeout := time.After(time.Minute)
+	for i := range hotels {
+		select {
+		case <-w.wiring: // every hotel is starting
+		case <-timeout:
+			t.Fatalf("%d hotels of %d began their wiring: the keeper waits for the others'", i, len(hotels))
+		}
+	}
+	w.ticks(20, db, hotels, w.runningNow(hotels))
+}
