@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -229,6 +230,26 @@ func (w *keeperWorld) ticks(n int, db *fakeLeases, hotels []string, running map[
 	}
 }
 
+// started waits until each hotel of names began its wiring: it then runs
+// under its lease (the keeper took the lease before). A minute without
+// fails the test.
+func (w *keeperWorld) started(names ...string) {
+	w.t.Helper()
+	timeout := time.After(time.Minute)
+	left := map[string]bool{}
+	for _, n := range names {
+		left[n] = true
+	}
+	for len(left) > 0 {
+		select {
+		case n := <-w.wiring:
+			delete(left, n)
+		case <-timeout:
+			w.t.Fatalf("hotels %v did not begin their wiring", slices.Sorted(maps.Keys(left)))
+		}
+	}
+}
+
 // runningNow returns the hotels of hotels running now.
 func (w *keeperWorld) runningNow(hotels []string) map[string]*runningHotel {
 	w.f.mu.Lock()
@@ -255,6 +276,7 @@ func TestKeeperRenewsWhileADatabaseHangs(t *testing.T) {
 	w.leased("bravo", okDB)
 	w.start()
 	db := w.db(okDB)
+	w.started("bravo")
 	w.ticks(20, db, []string{"bravo"}, w.runningNow([]string{"bravo"}))
 	if got := w.f.running(); !slices.Equal(got, []string{"bravo"}) {
 		t.Errorf("the replica runs %v, want bravo alone (alpha's database never opened)", got)
@@ -287,6 +309,7 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	t.Cleanup(end) // before the replica stops, on failure too
 	db := w.db(okDB)
 	<-inCycle
+	w.started("bravo")
 	running := w.runningNow([]string{"bravo", "gamma"})
 	gamma := running["gamma"]
 	w.fx.writeHotel("gamma", map[string]string{"TICKETBRIDGE_LOG_LEVEL": "warn"}) // as a SIGHUP after an edit
