@@ -497,3 +497,28 @@ func TestDoRetriesAnAttemptThatTimedOut(t *testing.T) {
 		t.Errorf("answer %q after %d requests and %d waits; want ok after 2 and 1", resp.Body, n.Load(), len(sl.Sleeps()))
 	}
 }
+
+// TestBackoffLongerThanTheCycleAllowsIsShortened: the client's own
+// backoff, longer than the cycle's longest wait (a schedule of a second),
+// is shortened to it, not taken for a server asking to be left alone: a
+// ticket whose helpdesk call fails twice must not put the helpdesk off.
+func TestBackoffLongerThanTheCycleAllowsIsShortened(t *testing.T) {
+	s := &script{statuses: []int{503, 500, 502, 200}, body: "ok"}
+	url := serve(t, s)
+	sl := newSleeper()
+	c := newClient(sl)
+	c.Backoff = httpretry.Backoff{Base: 2 * time.Second, Max: 10 * time.Second, Rand: half}
+	ctx := httpretry.WithMaxWait(t.Context(), time.Second)
+	resp, err := c.Do(ctx, adapters.HTTPRequest{URL: url})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("Do = %v: the backoff's own pace was taken for a put-off", err)
+	}
+	for _, d := range sl.Sleeps() {
+		if d > time.Second {
+			t.Fatalf("waits %v: one is longer than the 1s the cycle allows", sl.Sleeps())
+		}
+	}
+	if s.count() != 4 {
+		t.Fatalf("%d requests, want 4", s.count())
+	}
+}

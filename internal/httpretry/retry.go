@@ -128,9 +128,10 @@ type Retrier struct {
 	// RateLimitWait is the wait after a 429 without a usable Retry-After;
 	// zero means the backoff delay.
 	RateLimitWait time.Duration
-	// MaxWait is the longest wait Do sits out; a longer one ends the loop
-	// with a [*WaitError]. Zero means [DefaultMaxWait]; a context carrying
-	// a shorter one ([WithMaxWait]) lowers it.
+	// MaxWait is the longest wait Do sits out. A longer wait the server
+	// asked for ends the loop with a [*WaitError]; a longer backoff delay
+	// is shortened to MaxWait. Zero means [DefaultMaxWait]; a context
+	// carrying a shorter one ([WithMaxWait]) lowers it.
 	MaxWait time.Duration
 	// RetryWait, when set, is asked about every Retryable answer; when it
 	// returns ok, its wait replaces Retry-After and the backoff (a
@@ -172,9 +173,17 @@ func (r *Retrier) Do(ctx context.Context, c Call, attempt func(ctx context.Conte
 		}
 		out.Wait, out.Asked = r.wait(res, n)
 		repeat := n < maxAttempts && mayRepeat(c, res)
-		if m := r.maxWait(ctx); out.Wait > m && (repeat || out.Asked) {
-			out.Err = &WaitError{Wait: out.Wait, Until: r.now().Add(out.Wait), Max: m}
-			return out
+		if m := r.maxWait(ctx); out.Wait > m {
+			if out.Asked {
+				// The server asked to be left alone longer than a call may
+				// wait: the caller comes back then.
+				out.Err = &WaitError{Wait: out.Wait, Until: r.now().Add(out.Wait), Max: m}
+				return out
+			}
+			// The backoff's own pace is the client's to choose: it is
+			// shortened to the longest wait allowed, never a reason to
+			// give up (one slow ticket must not put a whole side off).
+			out.Wait = m
 		}
 		if !repeat {
 			return out
