@@ -18,7 +18,7 @@ const (
 	chartH   = 140
 	chartPad = 28
 	// minChartSpan is the least time a cycle chart spans.
-	minChartSpan = 5 * time.Minute
+	minChartSpan = time.Minute
 )
 
 // cycleChart draws the cycles that started in [to-span, to]: a bar per
