@@ -15,17 +15,7 @@ import (
 // adapter serves its inbound endpoint, check and once --dry-run on the
 // same configuration pass: making the adapter binds nothing.
 func TestCheckBesideARunningWebhookDaemon(t *testing.T) {
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer receiver.Close()
-	b := newBridge(t)
-	b.ticket("towels")
-	delete(b.vars, "TICKETBRIDGE_FILES_DIR")
-	delete(b.vars, "TICKETBRIDGE_FILES_SETTLE")
-	b.vars["TICKETBRIDGE_ADAPTER"] = "webhook"
-	b.vars["TICKETBRIDGE_WEBHOOK_URL"] = receiver.URL + "/hooks"
-	b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = "a-shared-secret-of-the-length-asked-for"
+	b := newWebhookBridge(t)
 	b.vars["TICKETBRIDGE_WEBHOOK_DIR"] = filepath.Join(b.dir, "webhook")
 	b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = closedPort(t)
 	b.vars["TICKETBRIDGE_STATE"] = filepath.Join(b.dir, "daemon.db")
@@ -57,17 +47,7 @@ func TestCheckBesideARunningWebhookDaemon(t *testing.T) {
 // once keeps the webhook's records beside the state file and leaves the
 // working directory as it found it.
 func TestWebhookRecordsBesideTheStateFile(t *testing.T) {
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer receiver.Close()
-	b := newBridge(t)
-	b.ticket("towels")
-	delete(b.vars, "TICKETBRIDGE_FILES_DIR")
-	delete(b.vars, "TICKETBRIDGE_FILES_SETTLE")
-	b.vars["TICKETBRIDGE_ADAPTER"] = "webhook"
-	b.vars["TICKETBRIDGE_WEBHOOK_URL"] = receiver.URL + "/hooks"
-	b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = "a-shared-secret-of-the-length-asked-for"
+	b := newWebhookBridge(t)
 	b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = "off"
 	work := t.TempDir()
 	t.Chdir(work)
@@ -81,4 +61,22 @@ func TestWebhookRecordsBesideTheStateFile(t *testing.T) {
 	if left, err := os.ReadDir(work); err != nil || len(left) != 0 {
 		t.Errorf("the working directory holds %v (%v), want nothing", left, err)
 	}
+}
+
+// newWebhookBridge is a bridge with one request on the webhook adapter,
+// delivering to a receiver that acknowledges everything.
+func newWebhookBridge(t *testing.T) *bridge {
+	t.Helper()
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	b := newBridge(t)
+	b.ticket("towels")
+	delete(b.vars, "TICKETBRIDGE_FILES_DIR")
+	delete(b.vars, "TICKETBRIDGE_FILES_SETTLE")
+	b.vars["TICKETBRIDGE_ADAPTER"] = "webhook"
+	b.vars["TICKETBRIDGE_WEBHOOK_URL"] = receiver.URL + "/hooks"
+	b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = "a-shared-secret-of-the-length-asked-for"
+	return b
 }
