@@ -14,21 +14,17 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	gosync "sync"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -353,43 +349,6 @@ func checkWebhookListen(hs []hotelConf) error {
 		seen = append(seen, endpoint{h.name(), addr, host, port})
 	}
 	return nil
-}
-
-// boundedTransport lets a request through only while it holds one of
-// slots, shared with the hotels' helpdesk adapters (see adapters.Slots):
-// the bound is on API and helpdesk requests together.
-type boundedTransport struct {
-	base  http.RoundTripper
-	slots adapters.Slots
-}
-
-func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	select {
-	case b.slots <- struct{}{}:
-	case <-req.Context().Done():
-		return nil, req.Context().Err()
-	}
-	resp, err := b.base.RoundTrip(req)
-	if err != nil {
-		<-b.slots
-		return nil, err
-	}
-	// The slot is held until the body is read and closed: the request is
-	// in flight until then.
-	resp.Body = &slotBody{ReadCloser: resp.Body, release: func() { <-b.slots }}
-	return resp, nil
-}
-
-type slotBody struct {
-	io.ReadCloser
-	once    gosync.Once
-	release func()
-}
-
-func (s *slotBody) Close() error {
-	err := s.ReadCloser.Close()
-	s.once.Do(s.release)
-	return err
 }
 
 // warnTo returns a warn function that logs to log.

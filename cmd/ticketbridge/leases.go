@@ -13,7 +13,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	gosync "sync"
@@ -133,33 +132,6 @@ func leaseGuard(hl *hotelLease, end context.CancelCauseFunc, cause error) adapte
 		end(cause)
 		return cause
 	}
-}
-
-// guardTransport refuses a request whose context's guard refuses: the
-// API side of adapters.WithGuard, which the helpdesk adapters' client
-// honours itself.
-type guardTransport struct{ base http.RoundTripper }
-
-func (g guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := adapters.CheckGuard(req.Context()); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
-	}
-	return g.base.RoundTrip(req)
-}
-
-// guarded returns hc with each request refused once its context's guard
-// refuses.
-func guarded(hc *http.Client) *http.Client {
-	c := *hc
-	base := c.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	c.Transport = guardTransport{base: base}
-	return &c
 }
 
 // assign spreads hotels over replicas evenly: their loads differ by one at

@@ -669,17 +669,6 @@ func (t *telemetry) instrument(hc *http.Client) *http.Client {
 	return &c
 }
 
-// newAPIClient returns an HTTP client with the timeouts guestapi's
-// default client has, keeping up to idle connections per host.
-func newAPIClient(idle int) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.TLSHandshakeTimeout = 10 * time.Second
-	tr.ResponseHeaderTimeout = guestapi.DefaultRequestTimeout
-	tr.MaxIdleConnsPerHost = idle
-	return &http.Client{Transport: tr, Timeout: guestapi.DefaultRequestTimeout}
-}
-
 // countingTransport counts the requests it carries.
 type countingTransport struct {
 	base http.RoundTripper
