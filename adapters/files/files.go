@@ -52,18 +52,21 @@
 // records it in the ticket; it reports every processed file after the
 // cursor, and the cursor is the last sequence number reported. Nothing is
 // deleted, so an event survives until the engine has stored a cursor past
-// it and beyond. A file that cannot be used (unknown ticket, kind or
-// status, no text, not UTF-8, too large) goes to failed/ with its
-// explanation written first: never lost, never half applied. The outbox
-// and the ticket folders are the group's to write, so the adapter reads
-// none of their files through a link (a link, a pipe or a device is set
-// aside unread; see package safefile) and its explanations name the line
-// or field at fault, never the file's content. An unknown ticket's
-// explanation names the folders that come closest. The files set aside
-// are counted as it happens ([Adapter.SetAside]) and listed, with the
-// first line of their explanation, until the team takes them away
-// ([Adapter.Held]): status, check, the status page and the metrics show
-// them.
+// it and beyond. The cursor cannot skip a change: sequence numbers are
+// taken in the order files are moved, by the one process that holds the
+// folder's lock, so a number never appears behind one already reported
+// (TestCrashBetweenMoveAndApply, TestSequenceSurvivesPruning). A file that
+// cannot be used (unknown ticket, kind or status, no text, not UTF-8, too
+// large) goes to failed/ with its explanation written first: never lost,
+// never half applied. The outbox and the ticket folders are the group's to
+// write, so the adapter reads none of their files through a link (a link, a
+// pipe or a device is set aside unread; see package safefile) and its
+// explanations name the line or field at fault, never the file's content.
+// An unknown ticket's explanation names the folders that come closest.
+// The files set aside are counted as it happens ([Adapter.SetAside]) and
+// listed, with the first line of their explanation, until the team takes
+// them away ([Adapter.Held]): status, check, the status page and the
+// metrics show them.
 //
 // This package is not a mail or chat gateway and does not watch the
 // folder: it looks when the engine asks for changes.

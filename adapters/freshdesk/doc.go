@@ -98,6 +98,15 @@
 // events of the minute before it. A reply reaches the guest on the next
 // poll, with no delay of Freshdesk's own.
 //
+// The cursor cannot skip a change: Freshdesk stamps a change when it is
+// made, and a change can become visible after a later one was listed (a
+// write committed late, or an update listed while a listing ran). Each
+// listing therefore starts a minute before the cursor's time, and the
+// events of that minute already reported are named in the cursor and left
+// out. Only a change that takes longer than that minute to become visible
+// can be missed. TestChangesLateCommit shows it, TestListingWhileTicketsChange
+// the listing that must not lose a ticket sliding into its page.
+//
 // Freshdesk counts requests per minute and account: every answer carries
 // X-RateLimit-Total and X-RateLimit-Remaining, and a request over the
 // budget gets 429 with Retry-After. Each request goes through

@@ -826,3 +826,36 @@ func TestArchivedTicket(t *testing.T) {
 }
 
 func refOf(id int64) adapters.Ref { return adapters.Ref(strconv.FormatInt(id, 10)) }
+
+// TestChangesLateCommit: a reply whose time lies before the last poll but
+// that became visible only after it (a write committed late, or clocks a
+// little apart) is still reported, once: the listing starts a minute
+// before the cursor, which names the events of that minute it reported.
+func TestChangesLateCommit(t *testing.T) {
+	e := newEnv(t, freshdeskfake.Options{})
+	a := e.open(t, e.config())
+	ref, err := a.EnsureTicket(ctx, upstreamTicket("Kettle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseInt(string(ref), 10, 64)
+	// Another ticket, changed five minutes later, moves the cursor on.
+	e.clock.Advance(5 * time.Minute)
+	if _, err := a.EnsureTicket(ctx, upstreamTicket("Iron")); err != nil {
+		t.Fatal(err)
+	}
+	_, cur := drain(t, a, "")
+	polled := e.clock.Now()
+	e.clock.Set(polled.Add(-30 * time.Second))
+	if _, err := e.fake.Reply(id, e.agent("Anna"), "Committed late."); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Set(polled.Add(time.Second))
+	evs, cur := drain(t, a, cur)
+	if len(evs) != 1 || !strings.Contains(evs[0].Body, "Committed late.") {
+		t.Fatalf("after a late commit: events %+v; want the reply", evs)
+	}
+	if again, _ := drain(t, a, cur); len(again) != 0 {
+		t.Errorf("polled again: %+v; the late reply was reported twice", again)
+	}
+}

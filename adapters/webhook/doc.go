@@ -54,6 +54,11 @@
 //
 // An event is written to disk (and synced) before it is answered 200, so
 // nothing acknowledged is lost. Changes reports the stored events in order.
+// The cursor is the last sequence number reported, and it cannot skip an
+// event: a number is taken under the directory's lock when the event is
+// stored, and Changes reads the directory after the numbers it holds, so
+// no event becomes visible behind one already reported, even with two
+// instances on one directory (TestInboundConcurrentInstances).
 //
 // # The webhook directory
 //

@@ -88,6 +88,10 @@
 // in that window. An empty cursor starts at TICKETBRIDGE_ZAMMAD_EVENTS_SINCE,
 // by default at the beginning: after the state is lost, the first call
 // reads every mirrored ticket once.
+// So the cursor cannot skip a change that became visible after a later one
+// was read: TestChangesLateCommit shows a reply stamped before the last
+// poll but committed after it reported once, and TestCursorForgetsOldEvents
+// that the ids the cursor names stay within the overlap.
 //
 // # Setup in Zammad
 //

@@ -606,3 +606,28 @@ func TestChangesSkipsADeletedTicket(t *testing.T) {
 		t.Errorf("next calls: %+v, want the other reply once", evs)
 	}
 }
+
+// TestChangesLateCommit: a reply whose time lies before the last poll but
+// that became visible only after it (a write committed late, or clocks a
+// little apart) is still reported, once: the cursor looks back past its
+// watermark and names what it reported there.
+func TestChangesLateCommit(t *testing.T) {
+	e := newEnv(t, zammadfake.Options{})
+	a := e.open(t, e.config(), e.options())
+	_, id := mustEnsure(t, a, tk("u-1"))
+	e.clock.Advance(5 * time.Minute)
+	_, cur := drain(t, a, "")
+	polled := e.clock.Now()
+	e.clock.Set(polled.Add(-30 * time.Second))
+	if _, err := e.fake.Reply(id, e.agent("Anna"), "Committed late."); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Set(polled.Add(time.Second))
+	evs, cur := drain(t, a, cur)
+	if len(evs) != 1 || !strings.Contains(evs[0].Body, "Committed late.") {
+		t.Fatalf("after a late commit: events %+v; want the reply", evs)
+	}
+	if again, _ := drain(t, a, cur); len(again) != 0 {
+		t.Errorf("polled again: %+v; the late reply was reported twice", again)
+	}
+}
