@@ -58,7 +58,7 @@ func (s *Store) Stats() (Stats, error) {
 	err := s.View(func(tx *Tx) error {
 		err := tx.kv.scan(bucketTickets, nil, func(k, v []byte) error {
 			st.Tickets++
-			t, err := decodeTicket(string(k), v)
+			t, err := s.tickets.decode(k, v)
 			if err != nil {
 				st.Corrupt++
 				return nil

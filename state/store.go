@@ -155,6 +155,7 @@ type Store struct {
 	log      *slog.Logger
 	now      func() time.Time
 	schema   int
+	tickets  *ticketCache // decoded ticket records, by key (see ticketCache)
 }
 
 // Open opens the state file at path, creating it (mode 0600, and its
@@ -177,7 +178,7 @@ func Open(path string, opts Options) (*Store, error) {
 
 // newStore fills a Store's defaults from opts.
 func newStore(path string, opts Options) (*Store, error) {
-	s := &Store{path: path, hotel: opts.Hotel, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now}
+	s := &Store{path: path, hotel: opts.Hotel, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now, tickets: newTicketCache()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -35,7 +35,7 @@ func (tx *Tx) Ticket(id string) (t Ticket, ok bool, err error) {
 	if data == nil {
 		return Ticket{}, false, nil
 	}
-	t, err = decodeTicket(id, data)
+	t, err = tx.s.tickets.decode([]byte(id), data)
 	if err != nil {
 		return Ticket{}, false, err
 	}
@@ -80,6 +80,7 @@ func (tx *Tx) DeleteTicket(id string) error {
 	if err := tx.kv.del(bucketTickets, []byte(id)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	tx.s.tickets.forget(id)
 	if err := tx.deleteMessages(id); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -105,7 +106,7 @@ func (tx *Tx) ForEachTicket(fn func(Ticket) error) error {
 		visit = func(t Ticket) error { all = append(all, t); return nil }
 	}
 	err := tx.kv.scan(bucketTickets, nil, func(k, v []byte) error {
-		t, err := decodeTicket(string(k), v)
+		t, err := tx.s.tickets.decode(k, v)
 		if err != nil {
 			corrupt = append(corrupt, err)
 			return nil
