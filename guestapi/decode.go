@@ -27,23 +27,37 @@ func decodeObject(body []byte, v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// listedTickets is the list of GET /tickets, decoded in place (see
+// listedWire). Each occurrence of the key starts a fresh list, as a
+// single decode of the value would; null reads as an empty list.
+type listedTickets struct {
+	items   []listedWire
+	present bool
+}
+
+func (l *listedTickets) UnmarshalJSON(b []byte) error {
+	var items []listedWire
+	if err := json.Unmarshal(b, &items); err != nil {
+		return fmt.Errorf("tickets: %w", err)
+	}
+	*l = listedTickets{items: items, present: true}
+	return nil
+}
+
 // decodeList decodes the answer of GET /tickets.
 func decodeList(body []byte) ([]Ticket, error) {
 	var w struct {
-		Tickets json.RawMessage `json:"tickets"`
+		Tickets listedTickets `json:"tickets"`
 	}
 	if err := decodeObject(body, &w); err != nil {
 		return nil, err
 	}
-	if w.Tickets == nil {
+	if !w.Tickets.present {
 		return nil, errors.New("tickets is missing")
 	}
-	var ts []Ticket
-	if err := json.Unmarshal(w.Tickets, &ts); err != nil {
-		return nil, fmt.Errorf("tickets: %w", err)
-	}
-	if ts == nil { // null: a server's empty list
-		ts = []Ticket{}
+	ts := make([]Ticket, len(w.Tickets.items)) // null: a server's empty list
+	for i := range w.Tickets.items {
+		ts[i] = w.Tickets.items[i].ticket()
 	}
 	seen := make(map[string]int, len(ts))
 	for i, t := range ts {

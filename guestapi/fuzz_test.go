@@ -1,7 +1,9 @@
 package guestapi
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,22 @@ func FuzzDecodeList(f *testing.F) {
 		}
 		if ts == nil {
 			t.Fatal("nil list without error")
+		}
+		// The list is decoded in one pass; each item must read as the one
+		// ticket's decoder reads it.
+		var one struct {
+			Tickets []Ticket `json:"tickets"`
+		}
+		if err := json.Unmarshal(body, &one); err != nil {
+			t.Fatalf("the list decoded, its tickets one by one did not: %v", err)
+		}
+		if len(one.Tickets) != len(ts) {
+			t.Fatalf("%d tickets in one pass, %d one by one", len(ts), len(one.Tickets))
+		}
+		for i := range ts {
+			if !reflect.DeepEqual(ts[i], one.Tickets[i]) {
+				t.Fatalf("ticket %d: %+v in one pass, %+v alone", i, ts[i], one.Tickets[i])
+			}
 		}
 		for i, tk := range ts {
 			if tk.ID == "" {
