@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/redact"
@@ -156,6 +157,7 @@ type Store struct {
 	now      func() time.Time
 	schema   int
 	tickets  *ticketCache // decoded ticket records, by key (see ticketCache)
+	commits  atomic.Int64 // Updates committed (see Commits)
 }
 
 // Open opens the state file at path, creating it (mode 0600, and its
@@ -337,8 +339,15 @@ func (s *Store) Update(fn func(*Tx) error) error {
 	if err != nil && fnErr == nil {
 		return fmt.Errorf("commit state %s: %w", s.path, err)
 	}
+	if err == nil {
+		s.commits.Add(1)
+	}
 	return err
 }
+
+// Commits returns how many Updates this store committed since it opened:
+// whether a stretch of work wrote anything.
+func (s *Store) Commits() int64 { return s.commits.Load() }
 
 // Tx is a transaction on the store, handed to the functions of View and
 // Update. Inside View its putters fail. A Tx is not safe for concurrent

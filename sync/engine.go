@@ -115,7 +115,19 @@ type Engine struct {
 	// says it was read from the last cycle stored, which a restart keeps.
 	putOff     map[string]PutOff
 	putOffRead bool
+	// recorded is when the last cycle record was stored, and
+	// recordedQuiet whether that cycle was quiet (see quietRecordEvery).
+	recorded      time.Time
+	recordedQuiet bool
 }
+
+// quietRecordEvery is how often a run of quiet cycles (each a success
+// that wrote nothing) stores its cycle record. A quiet cycle changes
+// nothing the state must keep, and a record per cycle was the only write
+// (two fsyncs on bbolt, a round trip on PostgreSQL) of every hotel's
+// every quiet cycle; the daemon shows its last cycle from memory, so only
+// a restart sees a record this old.
+const quietRecordEvery = 10 * time.Minute
 
 // New checks cfg and deps and returns an engine. It does no I/O; the
 // checks of the state file and the adapter run at the first cycle (or
@@ -257,6 +269,7 @@ type cycle struct {
 	began    time.Time // the cycle's start on the wall clock, for durations
 	parent   context.Context
 	req0     int64
+	commits0 int64 // the store's commits when the cycle began
 	ok0      int64
 	limited0 int64
 
@@ -278,6 +291,7 @@ func (e *Engine) newCycle(ctx context.Context) *cycle {
 	c := &cycle{
 		e: e, ctx: cctx, cancel: cancel, now: now, began: time.Now(), parent: ctx,
 		req0:     e.api.n.Load(),
+		commits0: e.st.Commits(),
 		ok0:      e.api.ok.Load(),
 		limited0: e.api.limited.Load(),
 		rep:      Report{Start: now},
@@ -434,7 +448,8 @@ func (c *cycle) finish() (Report, error) {
 		rep.Outcome = OutcomeOK
 	}
 	rep.Synced = fatal == nil && !interrupted && synced
-	if !c.e.st.ReadOnly() {
+	quiet := rep.Outcome == OutcomeOK && rep.Synced && c.e.st.Commits() == c.commits0
+	if !c.e.st.ReadOnly() && !(quiet && c.e.recordedQuiet && c.now.Sub(c.e.recorded) < quietRecordEvery) {
 		body, err := json.Marshal(rep)
 		if err == nil {
 			end := c.e.now()
@@ -446,6 +461,7 @@ func (c *cycle) finish() (Report, error) {
 					Success: rep.Synced, Report: body})
 			})
 		}
+		c.e.recorded, c.e.recordedQuiet = c.now, quiet && err == nil
 		if err != nil {
 			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report", slog.Any("error", err), slog.String("op", "cycle"))
 			if fatal == nil {
