@@ -67,11 +67,11 @@ func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
 // is seen, so several changes between two calls come as one. Its event id
 // names the field's generation, which MarkSent and SetStatus move on, so it
 // is stable until the change is delivered and never reused.
-func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
 	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	from := c.at.Add(-overlap)
 	if from.Before(a.since) {
@@ -135,7 +135,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		return nil
 	})
 	if err != nil {
-		return nil, cur, fmt.Errorf("read freshdesk changes since %s: %w", from.Format(time.RFC3339), err)
+		return nil, nil, cur, fmt.Errorf("read freshdesk changes since %s: %w", from.Format(time.RFC3339), err)
 	}
 
 	var out []adapters.Event
@@ -168,7 +168,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			next.seen[ev.ID] = t
 		}
 	}
-	return out, adapters.Cursor(next.String()), nil
+	return out, nil, adapters.Cursor(next.String()), nil
 }
 
 // statusEvent reports the status change ticket t shows, if any.

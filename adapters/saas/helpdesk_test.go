@@ -42,16 +42,16 @@ func (v *memVendor) Comment(_ context.Context, th int, m adapters.Message) (int,
 	v.comments = append(v.comments, saas.Comment{ID: id, Author: 1, Text: saas.MessageText(m)})
 	return th, id, nil
 }
-func (v *memVendor) NoteSent(_ context.Context, _ int, eventID, msg string) error {
-	v.comments = append(v.comments, saas.Comment{ID: "s", Author: 1, Text: saas.SentText(eventID, msg)})
+func (v *memVendor) Note(_ context.Context, _ int, _, text string) error {
+	v.comments = append(v.comments, saas.Comment{ID: "s", Author: 1, Text: text})
 	return nil
 }
 func (v *memVendor) Status(_ context.Context, _ int, s guestapi.Status) error {
 	v.status = string(s)
 	return nil
 }
-func (v *memVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, adapters.Cursor, error) {
-	return nil, cur, nil
+func (v *memVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
+	return nil, nil, cur, nil
 }
 
 func saasRef(ref adapters.Ref) (int, error) {
@@ -65,7 +65,7 @@ func TestHelpdeskMarkers(t *testing.T) {
 		{ID: "1", Author: 1, Text: saas.MessageText(adapters.Message{UpstreamID: "m1", Body: "a"})},
 		{ID: "2", Author: 9, Text: saas.MessageText(adapters.Message{UpstreamID: "m2", Body: "quoted by an agent"})},
 	}}
-	h := saas.NewHelpdesk[int]("mem", v, nil, false)
+	h := saas.NewHelpdesk[int]("mem", v, nil, false, nil)
 	f, ok, err := h.Lookup(ctx, "u1")
 	if err != nil || !ok || f.Ref != "7" || f.Messages["m1"] != "1" || len(f.Messages) != 1 {
 		t.Fatalf("Lookup = %+v, %v, %v; want m1 only (m2's marker is another user's)", f, ok, err)

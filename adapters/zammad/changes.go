@@ -100,11 +100,11 @@ type candidate struct {
 // costs two more requests, its articles and its history. The new
 // watermark is Zammad's time (the Date header) at the start of the search;
 // the cursor carries the ids of the events reported in the overlap.
-func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
 	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	from := time.Unix(0, 0).UTC()
 	if !c.w.IsZero() && c.w.Add(-overlap).After(from) {
@@ -112,7 +112,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 	}
 	tickets, serverNow, err := a.scan(ctx, from)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	examined := map[string]time.Time{}
 	var cands []candidate
@@ -129,7 +129,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			continue
 		}
 		if err != nil {
-			return nil, cur, err
+			return nil, nil, cur, err
 		}
 		cands = append(cands, cs...)
 	}
@@ -166,7 +166,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		ev := cd.ev
 		name, err := a.userName(ctx, cd.author)
 		if err != nil {
-			return nil, cur, err
+			return nil, nil, cur, err
 		}
 		if name == "" {
 			name = displayFrom(cd.from)
@@ -181,7 +181,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		}
 	}
 	slices.Sort(next.seen)
-	return out, adapters.Cursor(next.String()), nil
+	return out, nil, adapters.Cursor(next.String()), nil
 }
 
 // scan returns the tickets updated after from, by id, and Zammad's time at

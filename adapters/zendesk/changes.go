@@ -84,11 +84,11 @@ func (c cursor) next(p zdEventPage) cursor {
 //
 // Zendesk leaves the last minute out of the export, so an agent's reply
 // reaches the guest a minute or more after it was written.
-func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
 	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	var out []adapters.Event
 	for range a.maxPages {
@@ -104,7 +104,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			Op:     "read ticket events",
 		}, nil, &p)
 		if err != nil {
-			return nil, cur, fmt.Errorf("read zendesk ticket events since %s: %w", time.Unix(c.start, 0).UTC().Format(time.RFC3339), err)
+			return nil, nil, cur, fmt.Errorf("read zendesk ticket events since %s: %w", time.Unix(c.start, 0).UTC().Format(time.RFC3339), err)
 		}
 		n := c.next(p)
 		if !p.EndOfStream && n.start == c.start {
@@ -117,14 +117,14 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 				slog.String("op", "read ticket events"), slog.Int64("start_time", c.start), slog.Int("page", len(p.TicketEvents)))
 			rest, err := a.secondEvents(ctx, c.start, n.skip)
 			if err != nil {
-				return nil, cur, err
+				return nil, nil, cur, err
 			}
 			p.TicketEvents = append(p.TicketEvents, rest...)
 			n = cursor{start: c.start + 1}
 		}
 		evs, err := a.events(ctx, p.TicketEvents, c, me)
 		if err != nil {
-			return nil, cur, err
+			return nil, nil, cur, err
 		}
 		out = append(out, evs...)
 		c = n
@@ -132,7 +132,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			break
 		}
 	}
-	return out, adapters.Cursor(c.String()), nil
+	return out, nil, adapters.Cursor(c.String()), nil
 }
 
 // secondEvents returns the ticket events of second sec on mirrored tickets
