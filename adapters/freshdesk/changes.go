@@ -57,7 +57,8 @@ func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
 
 // Events reports, oldest first, what agents did on tickets that mirror a
 // guest request since the cursor: replies (a reply, or a public note) and
-// private notes by anybody but the API agent, and status changes.
+// private notes by anybody but the API agent, with the names of their
+// files, and status changes.
 //
 // It lists the tickets updated since the cursor's time less a minute
 // (see [Adapter.scan]), and reads the conversations of each that mirrors a
@@ -78,6 +79,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		from = a.since
 	}
 	convs := map[string]adapters.Event{}
+	files := map[string][]string{}
 	statuses := map[int64]adapters.Event{}
 	newest, err := a.scan(ctx, from, "list changed tickets", func(t fdTicket) error {
 		upstream := t.field(a.cfg.IDField)
@@ -119,7 +121,9 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 				continue
 			}
 			body := strings.TrimRight(cv.text(), " \t\n")
-			if strings.TrimSpace(body) == "" {
+			if names := cv.files(); len(names) > 0 {
+				files[id] = names
+			} else if strings.TrimSpace(body) == "" {
 				a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk conversation without text not carried upstream",
 					slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("conversation", cv.ID))
 				continue
@@ -168,7 +172,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			next.seen[ev.ID] = t
 		}
 	}
-	return out, nil, adapters.Cursor(next.String()), nil
+	return out, files, adapters.Cursor(next.String()), nil
 }
 
 // statusEvent reports the status change ticket t shows, if any.

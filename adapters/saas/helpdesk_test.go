@@ -3,6 +3,7 @@ package saas_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -144,5 +145,68 @@ func TestRefsURLNames(t *testing.T) {
 	}
 	if fetches != 1 {
 		t.Errorf("%d fetches, want the name kept after the first", fetches)
+	}
+}
+
+// eventsVendor is a memVendor whose Events reports evs with files.
+type eventsVendor struct {
+	*memVendor
+	evs     []adapters.Event
+	files   map[string][]string
+	noteErr error
+}
+
+func (v *eventsVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
+	return v.evs, v.files, cur + "+", nil
+}
+
+func (v *eventsVendor) Note(ctx context.Context, th int, op, text string) error {
+	if v.noteErr != nil {
+		return v.noteErr
+	}
+	return v.memVendor.Note(ctx, th, op, text)
+}
+
+func TestChangesNoteUnsent(t *testing.T) {
+	ctx := t.Context()
+	v := &eventsVendor{memVendor: &memVendor{}, evs: []adapters.Event{
+		{ID: "c1", Ref: "7", Kind: adapters.EventReply, Body: "Here is the map."},
+		{ID: "c2", Ref: "7", Kind: adapters.EventReply},
+		{ID: "c3", Ref: "7", Kind: adapters.EventNote, Body: "no files"},
+	}, files: map[string][]string{"c1": {"map.png", "invoice.pdf"}, "c2": {"photo.jpg"}}}
+	h := saas.NewHelpdesk[int]("mem", v, nil, false, nil)
+
+	peek, _, err := h.PeekChanges(ctx, "x")
+	if err != nil || len(peek) != 2 || len(v.comments) != 0 {
+		t.Fatalf("PeekChanges = %+v, %v with %d notes; want c1 and c3 and no note", peek, err, len(v.comments))
+	}
+	v.noteErr = errors.New("helpdesk down")
+	if _, next, err := h.Changes(ctx, "x"); err == nil || next != "x" {
+		t.Fatalf("Changes with the note failing = %q, %v; want the error and the cursor unmoved", next, err)
+	}
+	v.noteErr = nil
+	for range 2 { // the second read: the engine crashed before storing the cursor
+		evs, next, err := h.Changes(ctx, "x")
+		if err != nil || next != "x+" || len(evs) != 2 || evs[0].ID != "c1" || evs[0].Body != "Here is the map." || evs[1].ID != "c3" {
+			t.Fatalf("Changes = %+v, %q, %v; want c1 with its text, then c3", evs, next, err)
+		}
+	}
+	want := []string{
+		"Not sent to the guest: map.png, invoice.pdf (the Guest Requests API carries text only).\n\n[ticketbridge unsent c1]",
+		"Not sent to the guest: photo.jpg (the Guest Requests API carries text only).\n\n[ticketbridge unsent c2]",
+	}
+	if len(v.comments) != len(want) {
+		t.Fatalf("notes %+v, want %q", v.comments, want)
+	}
+	for i, c := range v.comments {
+		if c.Text != want[i] {
+			t.Errorf("note %d = %q, want %q", i, c.Text, want[i])
+		}
+	}
+
+	v.noteErr = fmt.Errorf("ticket gone: %w", adapters.ErrNotFound)
+	v.evs[0].ID, v.files = "c4", map[string][]string{"c4": {"x.png"}}
+	if evs, _, err := h.Changes(ctx, "x"); err != nil || len(evs) != 3 {
+		t.Errorf("Changes with a ticket gone = %+v, %v; want the events, the note skipped", evs, err)
 	}
 }

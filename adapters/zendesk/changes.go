@@ -77,7 +77,8 @@ func (c cursor) next(p zdEventPage) cursor {
 // Events reads the incremental ticket event export (with the
 // comment_events sideload) from the cursor and reports, oldest first, the
 // public comments (replies), private comments (notes) and status changes
-// made by anyone but the API user on tickets that mirror a guest request.
+// made by anyone but the API user on tickets that mirror a guest request,
+// and the names of the files attached to the comments.
 // It reads whole pages, at most Options.EventPages of them while they hold
 // nothing for the bridge, and stops at the first that does. A second with
 // more events than a page is read whole through the ticket audits.
@@ -91,6 +92,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		return nil, nil, cur, err
 	}
 	var out []adapters.Event
+	files := map[string][]string{}
 	for range a.maxPages {
 		if a.now().Add(-minExportAge).Unix() < c.start {
 			// Zendesk refuses (400) a start_time less than a minute
@@ -122,7 +124,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			p.TicketEvents = append(p.TicketEvents, rest...)
 			n = cursor{start: c.start + 1}
 		}
-		evs, err := a.events(ctx, p.TicketEvents, c, me)
+		evs, err := a.events(ctx, p.TicketEvents, c, me, files)
 		if err != nil {
 			return nil, nil, cur, err
 		}
@@ -132,7 +134,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			break
 		}
 	}
-	return out, nil, adapters.Cursor(c.String()), nil
+	return out, files, adapters.Cursor(c.String()), nil
 }
 
 // secondEvents returns the ticket events of second sec on mirrored tickets
@@ -204,8 +206,9 @@ type candidate struct {
 	author int64
 }
 
-// events turns one export page into the events the bridge carries up.
-func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me int64) ([]adapters.Event, error) {
+// events turns one export page into the events the bridge carries up,
+// and records in files the names of the files each comment carried.
+func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me int64, files map[string][]string) ([]adapters.Event, error) {
 	var cands []candidate
 	for _, te := range page {
 		if te.Timestamp == c.start && slices.Contains(c.skip, te.ID) {
@@ -267,6 +270,11 @@ func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me
 			ev.Body = cd.ch.Comment.Body
 			if !cd.ch.Comment.CreatedAt.IsZero() {
 				ev.At = cd.ch.Comment.CreatedAt
+			}
+			if names := cd.ch.Comment.files(); len(names) > 0 {
+				files[ev.ID] = names
+			} else if strings.TrimSpace(ev.Body) == "" {
+				continue // nothing to carry
 			}
 		}
 		if ev.At.IsZero() {
