@@ -13,14 +13,16 @@ import (
 //	[ticketbridge message 0b6c…]          an upstream message mirrored by Append
 //	[ticketbridge ticket 7e1d…]           the first comment of a ticket EnsureTicket made
 //	[ticketbridge sent <event> <message>] MarkSent: a helpdesk event delivered upstream
+//	[ticketbridge unsent <event>]         the note naming the files of an event that
+//	                                      the API cannot carry (see [NoteUnsent])
 //
 // Only the last non-empty line counts, so a marker quoted inside a
 // message (a guest pasting one) never passes for the bridge's own; each
 // adapter also checks that the bridge's own user wrote the text. The
 // format is stored in helpdesks: it never changes.
 type Marker struct {
-	Kind string // MarkerMessage, MarkerTicket or MarkerSent
-	ID   string // upstream message id, upstream ticket id, or helpdesk event id
+	Kind string // MarkerMessage, MarkerTicket, MarkerSent or MarkerUnsent
+	ID   string // upstream message id, upstream ticket id, or helpdesk event id (sent, unsent)
 	Arg  string // MarkerSent: the upstream message id, "" for a status change
 }
 
@@ -29,6 +31,7 @@ const (
 	MarkerMessage = "message"
 	MarkerTicket  = "ticket"
 	MarkerSent    = "sent"
+	MarkerUnsent  = "unsent"
 )
 
 const markerPrefix = "[ticketbridge "
@@ -67,7 +70,7 @@ func ParseMarker(body string) (m Marker, ok bool) {
 	}
 	f := strings.Fields(inner)
 	switch {
-	case len(f) == 2 && (f[0] == MarkerMessage || f[0] == MarkerTicket):
+	case len(f) == 2 && (f[0] == MarkerMessage || f[0] == MarkerTicket || f[0] == MarkerUnsent):
 		return Marker{Kind: f[0], ID: f[1]}, true
 	case len(f) == 3 && f[0] == MarkerSent:
 		arg := f[2]

@@ -3,6 +3,7 @@ package adapters
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -95,4 +96,25 @@ func SentNote(eventID, upstreamMessageID string) string {
 		return fmt.Sprintf("Delivered to the guest request: %s, as message %s.", eventID, upstreamMessageID)
 	}
 	return fmt.Sprintf("Delivered to the guest request: %s (the status change).", eventID)
+}
+
+// UnsentNote is the sentence of the internal note an adapter leaves on a
+// helpdesk ticket when an agent's reply or note carried files the API
+// cannot carry, before its marker: "Not sent to the guest: map.png,
+// invoice.pdf (the Guest Requests API carries text only)." An internal
+// note's files reach nobody upstream either, and its sentence says so.
+// Control characters in a name read as spaces.
+func UnsentNote(kind EventKind, files []string) string {
+	names := make([]string, 0, len(files))
+	for _, f := range files {
+		f = strings.Join(strings.FieldsFunc(f, unicode.IsControl), " ")
+		if f = strings.TrimSpace(f); f != "" {
+			names = append(names, f)
+		}
+	}
+	what := "Not sent to the guest"
+	if kind == EventNote {
+		what = "Not sent with the internal note to the guest request"
+	}
+	return fmt.Sprintf("%s: %s (the Guest Requests API carries text only).", what, strings.Join(names, ", "))
 }

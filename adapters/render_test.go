@@ -84,3 +84,23 @@ func TestSentNote(t *testing.T) {
 		t.Errorf("SentNote = %q, want %q", got, want)
 	}
 }
+
+func TestUnsentNote(t *testing.T) {
+	for _, tc := range []struct {
+		kind  adapters.EventKind
+		files []string
+		want  string
+	}{
+		{adapters.EventReply, []string{"map.png", "invoice.pdf"}, "Not sent to the guest: map.png, invoice.pdf (the Guest Requests API carries text only)."},
+		{adapters.EventNote, []string{"plan.pdf"}, "Not sent with the internal note to the guest request: plan.pdf (the Guest Requests API carries text only)."},
+		{adapters.EventReply, []string{"two\nlines.png", " ", "tab\there.jpg"}, "Not sent to the guest: two lines.png, tab here.jpg (the Guest Requests API carries text only)."},
+	} {
+		if got := adapters.UnsentNote(tc.kind, tc.files); got != tc.want {
+			t.Errorf("UnsentNote(%s, %q) = %q, want %q", tc.kind, tc.files, got, tc.want)
+		}
+	}
+	line := adapters.Marker{Kind: adapters.MarkerUnsent, ID: "comment-7"}.Line()
+	if m, ok := adapters.ParseMarker("note\n\n" + line); !ok || m != (adapters.Marker{Kind: adapters.MarkerUnsent, ID: "comment-7"}) {
+		t.Errorf("ParseMarker(%q) = %+v, %v; want the unsent marker of comment-7", line, m, ok)
+	}
+}

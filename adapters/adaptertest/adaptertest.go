@@ -9,8 +9,10 @@
 // versus internal messages, author and time in the mirrored text, statuses
 // both ways, cursors, own writes never reported, lookup after the bridge's
 // state is lost, errors for unknown tickets and bad input, text kept
-// intact, and, where the harness can make the backend fail, refused
-// credentials as adapters.ErrAuth, outages and rate limits as temporary
+// intact, files an agent attaches noted in the helpdesk as not sent (when
+// the Agent is an [Attacher]), and, where the harness can make the
+// backend fail, refused credentials as adapters.ErrAuth, outages and rate
+// limits as temporary
 // errors that a repeat completes once, no credential in any error or log,
 // and archived tickets found again.
 //
@@ -162,6 +164,7 @@ func Run(t *testing.T, h Harness) {
 		{"OutageTemporary", s.testOutageTemporary},
 		{"RateLimited", s.testRateLimited},
 		{"ArchivedTicket", s.testArchived},
+		{"AttachmentsNoted", s.testAttachments},
 	}
 	for _, c := range cases {
 		t.Run(c.name, c.f)

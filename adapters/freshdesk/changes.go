@@ -57,7 +57,8 @@ func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
 
 // Events reports, oldest first, what agents did on tickets that mirror a
 // guest request since the cursor: replies (a reply, or a public note) and
-// private notes by anybody but the API agent, and status changes.
+// private notes by anybody but the API agent, with the names of their
+// files, and status changes.
 //
 // It lists the tickets updated since the cursor's time less a minute
 // (see [Adapter.scan]), and reads the conversations of each that mirrors a
@@ -67,17 +68,18 @@ func parseCursor(s adapters.Cursor, since time.Time) (cursor, error) {
 // is seen, so several changes between two calls come as one. Its event id
 // names the field's generation, which MarkSent and SetStatus move on, so it
 // is stable until the change is delivered and never reused.
-func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
 	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	from := c.at.Add(-overlap)
 	if from.Before(a.since) {
 		from = a.since
 	}
 	convs := map[string]adapters.Event{}
+	files := map[string][]string{}
 	statuses := map[int64]adapters.Event{}
 	newest, err := a.scan(ctx, from, "list changed tickets", func(t fdTicket) error {
 		upstream := t.field(a.cfg.IDField)
@@ -119,7 +121,9 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 				continue
 			}
 			body := strings.TrimRight(cv.text(), " \t\n")
-			if strings.TrimSpace(body) == "" {
+			if names := cv.files(); len(names) > 0 {
+				files[id] = names
+			} else if strings.TrimSpace(body) == "" {
 				a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk conversation without text not carried upstream",
 					slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("conversation", cv.ID))
 				continue
@@ -135,7 +139,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		return nil
 	})
 	if err != nil {
-		return nil, cur, fmt.Errorf("read freshdesk changes since %s: %w", from.Format(time.RFC3339), err)
+		return nil, nil, cur, fmt.Errorf("read freshdesk changes since %s: %w", from.Format(time.RFC3339), err)
 	}
 
 	var out []adapters.Event
@@ -168,7 +172,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			next.seen[ev.ID] = t
 		}
 	}
-	return out, adapters.Cursor(next.String()), nil
+	return out, files, adapters.Cursor(next.String()), nil
 }
 
 // statusEvent reports the status change ticket t shows, if any.

@@ -143,6 +143,19 @@ func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status str
 	return a.e.fake.SetStatus(id, a.e.agent(author), n)
 }
 
+func (a agent) Attach(_ context.Context, ref adapters.Ref, author, body string, public bool, files []string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	if public {
+		_, err = a.e.fake.ReplyWithFiles(id, a.e.agent(author), body, files)
+	} else {
+		_, err = a.e.fake.NoteWithFiles(id, a.e.agent(author), body, true, files)
+	}
+	return err
+}
+
 // Read shows what an agent sees: the status and each conversation's text
 // (body_text), public unless it is a private note.
 func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {

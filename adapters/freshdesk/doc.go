@@ -47,6 +47,12 @@
 //   - MarkSent writes a private note ending in "[ticketbridge sent <event
 //     id> <upstream message id>]", which Lookup reads back after a state
 //     loss.
+//   - The API carries text only. A conversation with files sends its text
+//     upstream (conversations that are only files send nothing), and Changes
+//     leaves the ticket one private note naming the files, ending in
+//     "[ticketbridge unsent <event id>]", which keeps a second read of the
+//     event from writing it again (see [adapters.NoteUnsent]); the
+//     conformance case AttachmentsNoted shows it.
 //
 // # Archived tickets
 //

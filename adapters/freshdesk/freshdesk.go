@@ -186,7 +186,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if cfg.Tag != "none" {
 		a.tags = []string{cfg.Tag}
 	}
-	a.Helpdesk = saas.NewHelpdesk[thread](Name, vendor{a}, validToken, false)
+	a.Helpdesk = saas.NewHelpdesk[thread](Name, vendor{a}, validToken, false, a.log)
 	key := cfg.APIKey
 	a.http = saas.Client{
 		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout, Transport: a.rate.Transport,

@@ -246,17 +246,17 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	return nil
 }
 
-// NoteSent adds the private note of a delivered reply or note to the
-// ticket that takes writes; an archived ticket without a follow-up takes
-// none, and the delivery goes unrecorded (the engine's state still holds
-// it).
-func (v vendor) NoteSent(ctx context.Context, th thread, eventID, upstreamMessageID string) error {
+// Note adds text as a private note to the ticket that takes writes; an
+// archived ticket without a follow-up takes none, and the note (a
+// delivery record, which the engine's state still holds; the files not
+// sent) goes unwritten.
+func (v vendor) Note(ctx context.Context, th thread, op, text string) error {
 	t, ok := th.live()
 	if !ok {
 		return nil
 	}
-	if _, err := v.note(ctx, t.ID, saas.SentText(eventID, upstreamMessageID), true, "mark sent"); err != nil {
-		return fmt.Errorf("mark event %s sent on freshdesk ticket %d: %w", eventID, t.ID, err)
+	if _, err := v.note(ctx, t.ID, text, true, op); err != nil {
+		return fmt.Errorf("write note on freshdesk ticket %d: %w", t.ID, err)
 	}
 	return nil
 }

@@ -72,6 +72,20 @@ type fdConversation struct {
 	Incoming  bool      `json:"incoming"`
 	Source    int       `json:"source"`
 	CreatedAt time.Time `json:"created_at"`
+	// Attachments are the files attached to the conversation.
+	Attachments []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	} `json:"attachments"`
+}
+
+// files returns the names of the conversation's files.
+func (c fdConversation) files() []string {
+	var out []string
+	for _, at := range c.Attachments {
+		out = append(out, at.Name)
+	}
+	return out
 }
 
 // text is what a reader sees of the conversation: body_text, or the HTML

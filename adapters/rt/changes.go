@@ -82,12 +82,26 @@ func parseCursor(s adapters.Cursor) (cursor, error) {
 	return c, nil
 }
 
+var _ adapters.Peeker = (*Adapter)(nil)
+
 // Changes returns the agents' correspondence (replies), comments (notes,
 // unless SendComments is off) and status changes on mirrored tickets after
 // cursor, oldest first. See the package doc for how it finds them and
 // leaves out the bridge's own writes, and [cursor] for why it never skips
-// a transaction RT commits late.
+// a transaction RT commits late. A reply or comment with files leaves the
+// ticket a comment naming them, once (see [adapters.NoteUnsent]), and
+// one with files and no text is not reported.
 func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	return a.changes(ctx, cur, a.noteUnsent)
+}
+
+// PeekChanges is Changes without the comments naming files: it writes
+// nothing, for a dry run (see [adapters.Peeker]).
+func (a *Adapter) PeekChanges(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	return a.changes(ctx, cur, nil)
+}
+
+func (a *Adapter) changes(ctx context.Context, cur adapters.Cursor, note func(context.Context, adapters.Event, []string) error) ([]adapters.Event, adapters.Cursor, error) {
 	c, err := parseCursor(cur)
 	if err != nil {
 		return nil, cur, fmt.Errorf("changes: %w", err)
@@ -112,11 +126,12 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 	}
 	var (
 		events  []adapters.Event
-		young   time.Time              // transactions created after it are in the overlap
-		again   = map[int64]bool{}     // to be read again by a later call
-		floor   = c.floor              // the highest id done and older than the overlap
-		pending = int64(math.MaxInt64) // the lowest id in again
-		fresh   int                    // pages that held a transaction not yet done
+		files   = map[string][]string{} // event id -> names of its files
+		young   time.Time               // transactions created after it are in the overlap
+		again   = map[int64]bool{}      // to be read again by a later call
+		floor   = c.floor               // the highest id done and older than the overlap
+		pending = int64(math.MaxInt64)  // the lowest id in again
+		fresh   int                     // pages that held a transaction not yet done
 	)
 	for pg := 1; ; pg++ {
 		txns, more, now, err := a.transactions(ctx, s, c.floor, pg)
@@ -132,7 +147,7 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 				todo = append(todo, t)
 			}
 		}
-		evs, later, err := a.events(ctx, s, todo, young)
+		evs, later, err := a.events(ctx, s, todo, young, files)
 		if err != nil {
 			return nil, cur, fmt.Errorf("changes: %w", err)
 		}
@@ -172,6 +187,10 @@ func (a *Adapter) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.
 		}
 	}
 	slices.Sort(next.done)
+	events, err = adapters.NoteUnsent(ctx, a.log, events, files, note)
+	if err != nil {
+		return nil, cur, fmt.Errorf("changes: %w", err)
+	}
 	return events, next.String(), nil
 }
 
@@ -253,11 +272,12 @@ func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg in
 }
 
 // events turns transactions into events: those on mirrored tickets, with
-// their bodies, without the bridge's own. A reply or comment without a
-// body yet that was created after young is in later, to be read again: RT
-// inserts a message's attachments after its transaction, and may commit
-// them after a later transaction's search.
-func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction, young time.Time) (out []adapters.Event, later map[int64]bool, err error) {
+// their bodies, without the bridge's own; the names of a reply's or
+// comment's files go to files. A reply or comment without a body yet
+// that was created after young is in later, to be read again: RT inserts
+// a message's attachments after its transaction, and may commit them
+// after a later transaction's search.
+func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction, young time.Time, files map[string][]string) (out []adapters.Event, later map[int64]bool, err error) {
 	var withBody []int64
 	for _, t := range txns {
 		if t.Type == "Correspond" || t.Type == "Comment" {
@@ -306,18 +326,14 @@ func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction, yo
 			ev.Kind, ev.Status = adapters.EventStatus, st
 		case "Correspond", "Comment":
 			b := bodies[int64(t.ID)]
-			if _, own := parseMarker(b.text); own {
+			if ownText(b.text) {
 				a.logSkip(ctx, "the bridge's own message, written as another RT user", t)
 				continue
 			}
 			text := b.text
 			if len(b.files) > 0 {
-				if text != "" {
-					text += "\n\n"
-				}
-				text += "[Attached in RT, not sent: " + strings.Join(b.files, ", ") + "]"
-			}
-			if strings.TrimSpace(text) == "" {
+				files[ev.ID] = b.files // text or not, noted by Changes
+			} else if strings.TrimSpace(text) == "" {
 				if at.After(young) {
 					later[int64(t.ID)] = true
 					a.logSkip(ctx, "no text yet: read again while in the overlap", t)
@@ -447,6 +463,32 @@ func (a *Adapter) eachAttachment(ctx context.Context, conds []searchCond, fields
 			return nil
 		}
 	}
+}
+
+// noteUnsent leaves RT ticket ev.Ref a comment naming the files of event
+// ev that the API cannot carry, unless the ticket holds its marker
+// already. A comment notifies no requester and leaves the status alone.
+func (a *Adapter) noteUnsent(ctx context.Context, ev adapters.Event, files []string) error {
+	id, err := parseRef(ev.Ref)
+	if err != nil {
+		return fmt.Errorf("note the files of transaction %s: %w", ev.ID, err)
+	}
+	noted := false
+	if _, err := a.eachMarker(ctx, id, 0, func(m adapters.Marker, _ int64) {
+		noted = noted || m.Kind == adapters.MarkerUnsent && m.ID == ev.ID
+	}); err != nil {
+		return fmt.Errorf("note the files of transaction %s: %w", ev.ID, err)
+	}
+	if noted {
+		return nil
+	}
+	body := map[string]any{"Content": saas.UnsentText(ev, files) + "\n", "ContentType": "text/plain"}
+	if _, err := a.c.call(ctx, "note unsent", http.MethodPost, fmt.Sprintf("/ticket/%d/comment", id), nil, body, nil, false); err != nil {
+		return fmt.Errorf("note the files of transaction %s on RT ticket %d: %w", ev.ID, id, err)
+	}
+	a.log.LogAttrs(ctx, slog.LevelInfo, "noted the files not sent upstream", slog.String("op", "note unsent"),
+		slog.String("ticket", ev.UpstreamTicketID), slog.String("event", ev.ID), slog.Int64("rt_ticket", id), slog.Int("files", len(files)))
+	return nil
 }
 
 // logSkip notes, at debug level, an event left out.

@@ -30,20 +30,33 @@ type fakeTxn struct {
 	hidden  bool
 }
 
-// fakeAtt is an attachment of the fake; hidden ones are not committed yet.
+// fakeAtt is an attachment of the fake, a text part or, with a filename,
+// a file; hidden ones are not committed yet.
 type fakeAtt struct {
 	txn            int64
 	ctype, content string
+	filename       string
 	hidden         bool
 }
 
 // changesRT is the part of the fake that Changes reads: transactions,
 // attachments, mirrored tickets and RT's clock (the Date header).
 type changesRT struct {
-	now     time.Time
-	txns    []fakeTxn
-	atts    []fakeAtt
-	tickets map[int64]string // RT ticket id -> upstream id
+	now      time.Time
+	txns     []fakeTxn
+	atts     []fakeAtt
+	tickets  map[int64]string // RT ticket id -> upstream id
+	comments []string         // the texts of the comments the bridge wrote
+}
+
+// ticketOf returns the ticket of transaction id, 0 when unknown.
+func (c *changesRT) ticketOf(id int64) int64 {
+	for _, t := range c.txns {
+		if t.id == id {
+			return t.ticket
+		}
+	}
+	return 0
 }
 
 var idAfterRE = regexp.MustCompile(`\bid > (\d+)`)
@@ -85,23 +98,49 @@ func (f *fakeRT) serveChanges(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 		txns := map[int64]bool{}
-		textOnly := false
+		textOnly, filesOnly := false, false
 		for _, cd := range conds {
 			switch cd.Field {
 			case "TransactionId":
 				txns[int64(cd.Value.(float64))] = true
 			case "ContentType":
 				textOnly = true
+			case "Filename":
+				filesOnly = true
 			}
 		}
 		var items []map[string]any
 		for i, at := range c.atts {
-			if at.hidden || !txns[at.txn] || !textOnly {
-				continue // the fake's attachments are all text, none a file
+			if at.hidden || !txns[at.txn] || textOnly && at.filename != "" || filesOnly && at.filename == "" {
+				continue
 			}
-			items = append(items, map[string]any{"id": i + 1, "TransactionId": at.txn, "ContentType": at.ctype, "Content": at.content})
+			items = append(items, map[string]any{"id": i + 1, "TransactionId": at.txn, "ContentType": at.ctype, "Content": at.content, "Filename": at.filename})
 		}
 		writePage(w, r, items)
+	case strings.HasSuffix(r.URL.Path, "/attachments") && r.Method == http.MethodPost:
+		// a ticket's text parts, for the markers
+		id, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/REST/2.0/ticket/"), "/attachments"), 10, 64)
+		var items []map[string]any
+		for i, at := range c.atts {
+			if !at.hidden && at.filename == "" && at.ctype == "text/plain" && c.ticketOf(at.txn) == id {
+				items = append(items, map[string]any{"id": i + 1, "TransactionId": at.txn, "Content": at.content})
+			}
+		}
+		writePage(w, r, items)
+	case strings.HasSuffix(r.URL.Path, "/comment") && r.Method == http.MethodPost:
+		id, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/REST/2.0/ticket/"), "/comment"), 10, 64)
+		var in struct{ Content, ContentType string }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.ContentType != "text/plain" {
+			w.WriteHeader(http.StatusBadRequest)
+			return true
+		}
+		txn := int64(5000 + len(c.txns))
+		c.txns = append(c.txns, fakeTxn{id: txn, typ: "Comment", ticket: id, creator: "ticketbridge", created: c.now})
+		c.atts = append(c.atts, fakeAtt{txn: txn, ctype: "text/plain", content: in.Content})
+		c.comments = append(c.comments, in.Content)
+		w.Header().Set("Location", fmt.Sprintf("/REST/2.0/transaction/%d", txn))
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `["Comments added"]`)
 	case strings.HasPrefix(r.URL.Path, "/REST/2.0/ticket/"):
 		id, err := strconv.ParseInt(strings.TrimPrefix(r.URL.Path, "/REST/2.0/ticket/"), 10, 64)
 		up, ok := c.tickets[id]
@@ -176,6 +215,20 @@ func (f *fakeRT) attach(id int64, text string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.changes.atts = append(f.changes.atts, fakeAtt{txn: id, ctype: "text/plain", content: text})
+}
+
+// file attaches a file called name to transaction id.
+func (f *fakeRT) file(id int64, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changes.atts = append(f.changes.atts, fakeAtt{txn: id, ctype: "image/png", content: "\x89PNG", filename: name})
+}
+
+// comments returns the texts of the comments the bridge wrote.
+func (f *fakeRT) comments() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.changes.comments)
 }
 
 // advance moves the fake's clock.
@@ -341,5 +394,48 @@ func TestChangesBurstInOverlap(t *testing.T) {
 		if k != 1 {
 			t.Errorf("%s reported %d times", g, k)
 		}
+	}
+}
+
+// TestChangesAttachmentsNoted: RT holds a reply with a file and a reply
+// that is only a file. The text of the first goes upstream as it is, the
+// second sends nothing, and the ticket gets one comment naming the files
+// of each. Reading the same transactions again (the engine crashed before
+// it stored the cursor, or a dry run peeks) writes no second comment, and
+// the bridge's own comments do not come back.
+func TestChangesAttachmentsNoted(t *testing.T) {
+	f := newChangesFake()
+	a, _ := openFake(t, f, Config{})
+	f.reply(1000, "Here is the map.", false)
+	f.file(1000, "map.png")
+	f.file(1000, "invoice.pdf")
+	f.reply(1001, "", false)
+	f.file(1001, "photo.jpg")
+
+	want := []string{"1000:Here is the map."}
+	got, c := changesOnce(t, a, "999")
+	if !slices.Equal(got, want) {
+		t.Fatalf("Changes: %q, want %q (the text alone; nothing for the photo alone)", got, want)
+	}
+	notes := []string{
+		"Not sent to the guest: map.png, invoice.pdf (the Guest Requests API carries text only).\n\n[ticketbridge unsent 1000]\n",
+		"Not sent to the guest: photo.jpg (the Guest Requests API carries text only).\n\n[ticketbridge unsent 1001]\n",
+	}
+	if got := f.comments(); !slices.Equal(got, notes) {
+		t.Fatalf("comments written: %q, want %q", got, notes)
+	}
+	if again, _ := changesOnce(t, a, "999"); !slices.Equal(again, want) {
+		t.Errorf("read again: %q, want %q", again, want)
+	}
+	peek, _, err := a.PeekChanges(t.Context(), "999")
+	if err != nil || len(peek) != 1 || peek[0].Body != "Here is the map." {
+		t.Errorf("PeekChanges: %+v, %v; want the reply's text", peek, err)
+	}
+	if got := f.comments(); !slices.Equal(got, notes) {
+		t.Errorf("after reading again the comments are %q, want still %q", got, notes)
+	}
+	f.advance(time.Minute)
+	if got, _ = changesOnce(t, a, c); len(got) != 0 {
+		t.Errorf("the bridge's comments came back: %q", got)
 	}
 }

@@ -21,6 +21,24 @@ func (a *Adapter) sentOn() bool { return !strings.EqualFold(a.cfg.SentField, Sen
 // with its transaction id, and the highest attachment id read.
 func (a *Adapter) markers(ctx context.Context, id, after int64) (map[string]string, int64, error) {
 	out := map[string]string{}
+	maxID, err := a.eachMarker(ctx, id, after, func(m adapters.Marker, txn int64) {
+		if m.Kind != adapters.MarkerMessage || checkID("marker", m.ID) != nil {
+			return
+		}
+		if _, dup := out[m.ID]; !dup {
+			out[m.ID] = strconv.FormatInt(txn, 10)
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, maxID, nil
+}
+
+// eachMarker calls f with the marker of each text/plain part of ticket id
+// with an attachment id above after that ends in one, and its transaction
+// id, oldest first; it returns the highest attachment id read.
+func (a *Adapter) eachMarker(ctx context.Context, id, after int64, f func(m adapters.Marker, txn int64)) (int64, error) {
 	maxID := after
 	conds := []searchCond{{Field: "ContentType", Value: "text/plain"}}
 	if after > 0 {
@@ -36,18 +54,16 @@ func (a *Adapter) markers(ctx context.Context, id, after int64) (map[string]stri
 		}
 		var p page[rtAttachment]
 		if _, err := a.c.call(ctx, "read markers", http.MethodPost, fmt.Sprintf("/ticket/%d/attachments", id), q, conds, &p, true); err != nil {
-			return nil, 0, fmt.Errorf("read the messages of RT ticket %d: %w", id, err)
+			return 0, fmt.Errorf("read the messages of RT ticket %d: %w", id, err)
 		}
 		for _, at := range p.Items {
 			maxID = max(maxID, int64(at.ID))
-			if up, ok := parseMarker(at.Content); ok {
-				if _, dup := out[up]; !dup {
-					out[up] = strconv.FormatInt(int64(at.TransactionID), 10)
-				}
+			if m, ok := adapters.ParseMarker(at.Content); ok {
+				f(m, int64(at.TransactionID))
 			}
 		}
 		if !p.more() || len(p.Items) == 0 {
-			return out, maxID, nil
+			return maxID, nil
 		}
 	}
 }

@@ -54,6 +54,16 @@ func parseMarker(body string) (string, bool) {
 	return m.ID, true
 }
 
+// ownText reports whether body is one the bridge writes: a mirrored
+// message, or the comment naming the files of an event not sent.
+func ownText(body string) bool {
+	if _, ok := parseMarker(body); ok {
+		return true
+	}
+	m, ok := adapters.ParseMarker(body)
+	return ok && m.Kind == adapters.MarkerUnsent
+}
+
 // TimeFormat is how the adapter writes times into RT: the date first, so
 // an agent reads it at a glance whatever RT's own locale.
 const TimeFormat = "2006-01-02 15:04 UTC"

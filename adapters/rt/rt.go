@@ -43,6 +43,14 @@
 //     overlap. Only a change that takes longer than the overlap to commit
 //     can be missed. TestChangesLateCommit and TestChangesBodyCommittedLate
 //     show it, TestChangesMemoryBounded the cursor's bound.
+//   - The API carries text only. A reply or comment with files sends its
+//     text upstream, one that is only files sends nothing, and the ticket
+//     gets one comment by the bridge naming the files not sent, ending in
+//     "[ticketbridge unsent <transaction id>]"; Changes writes it before
+//     it reports the event and not when the ticket holds that marker
+//     already, so reading the transaction again (the overlap, a crash
+//     before the cursor was stored) writes no second one.
+//     TestChangesAttachmentsNoted shows it.
 //   - MarkSent records "<transaction id>=<upstream message id>" in a second,
 //     multi-value custom field (TICKETBRIDGE_RT_SENT_FIELD, "Guest Request
 //     Sent"), and Lookup returns those records. A custom field change

@@ -286,8 +286,21 @@ func TestRichTextReplyAndAttachment(t *testing.T) {
 	if evs[0].Body != want {
 		t.Errorf("the rich-text reply became %q, want %q", evs[0].Body, want)
 	}
-	if want := "Here is the map.\n\n[Attached in RT, not sent: map.png]"; evs[1].Body != want {
-		t.Errorf("the reply with a file became %q, want %q", evs[1].Body, want)
+	if want := "Here is the map."; evs[1].Body != want {
+		t.Errorf("the reply with a file became %q, want %q (the text alone)", evs[1].Body, want)
+	}
+	snap, err := g.Read(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, m := range snap.Messages {
+		if !m.Public && strings.Contains(m.Text, "Not sent to the guest: map.png") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("the ticket holds %d comments naming map.png as not sent, want 1: %+v", notes, snap.Messages)
 	}
 }
 

@@ -3,13 +3,16 @@ package rt_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,6 +187,30 @@ func (g *agent) Reply(ctx context.Context, ref adapters.Ref, _, body string) err
 func (g *agent) Note(ctx context.Context, ref adapters.Ref, _, body string) error {
 	return g.do(ctx, http.MethodPost, "/ticket/"+string(ref)+"/comment", nil,
 		map[string]string{"Content": body, "ContentType": "text/plain"}, nil)
+}
+
+// Attach adds correspondence (public) or a comment with files, each a few
+// bytes of the type its name says; an empty body is left out, as RT's web
+// UI sends files alone.
+func (g *agent) Attach(ctx context.Context, ref adapters.Ref, _, body string, public bool, files []string) error {
+	in := map[string]any{"ContentType": "text/plain"}
+	if body != "" {
+		in["Content"] = body
+	}
+	var atts []map[string]string
+	for _, f := range files {
+		ctype := mime.TypeByExtension(path.Ext(f))
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		atts = append(atts, map[string]string{"FileName": f, "FileType": ctype, "FileContent": base64.StdEncoding.EncodeToString([]byte("not really " + f))})
+	}
+	in["Attachments"] = atts
+	kind := "/comment"
+	if public {
+		kind = "/correspond"
+	}
+	return g.do(ctx, http.MethodPost, "/ticket/"+string(ref)+kind, nil, in, nil)
 }
 
 // SetStatus sets the status and checks that RT took it (REST2 answers a

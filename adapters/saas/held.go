@@ -8,11 +8,12 @@ import "github.com/ticketbridge/ticketbridge/adapters"
 type Held struct {
 	Messages map[string]string // upstream message id -> helpdesk comment id
 	Sent     map[string]string // helpdesk event id -> upstream message id
+	Unsent   map[string]bool   // helpdesk event ids whose files are noted as not sent
 }
 
 // NewHeld returns an empty Held.
 func NewHeld() Held {
-	return Held{Messages: map[string]string{}, Sent: map[string]string{}}
+	return Held{Messages: map[string]string{}, Sent: map[string]string{}, Unsent: map[string]bool{}}
 }
 
 // Add records the marker mk of the bridge's comment helpdeskID. Of two
@@ -27,6 +28,8 @@ func (h Held) Add(mk adapters.Marker, helpdeskID string) {
 		if _, dup := h.Sent[mk.ID]; !dup {
 			h.Sent[mk.ID] = mk.Arg
 		}
+	case adapters.MarkerUnsent:
+		h.Unsent[mk.ID] = true
 	}
 }
 
@@ -49,6 +52,9 @@ func (h Held) Merge(o Held) {
 		if _, dup := h.Sent[k]; !dup {
 			h.Sent[k] = v
 		}
+	}
+	for k := range o.Unsent {
+		h.Unsent[k] = true
 	}
 }
 

@@ -3,6 +3,7 @@ package saas
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -19,9 +20,10 @@ import (
 // T is the vendor's view of what mirrors one upstream ticket, as Resolve
 // reads it: a ticket, or a ticket with its follow-ups. Every method may be
 // called for different tickets at once. The errors of Self, Comment,
-// NoteSent, Status, Events and Prepare go to the engine as they are, so
+// Status, Events and Prepare go to the engine as they are, so
 // they say what failed where; those of Find, Create, Thread, Resolve and
-// Comments are wrapped with the method and the ticket.
+// Comments are wrapped with the method and the ticket, those of Note with
+// the event.
 type Vendor[T any] interface {
 	// Self returns the id of the helpdesk user the adapter acts as,
 	// asking the helpdesk once (see [Memo]).
@@ -50,15 +52,21 @@ type Vendor[T any] interface {
 	// comment's id. A write whose outcome is unknown is not repeated:
 	// the next Append finds it by its marker.
 	Comment(ctx context.Context, th T, m adapters.Message) (T, string, error)
-	// NoteSent writes the internal note of [SentText]; a ticket that
-	// cannot take it (closed for good) is skipped with nil.
-	NoteSent(ctx context.Context, th T, eventID, upstreamMessageID string) error
+	// Note writes text as an internal note (a private comment) of th, on
+	// the ticket that takes writes: [SentText] for MarkSent, [UnsentText]
+	// for the files of an event the API cannot carry. op names the write
+	// in logs ("mark sent", "note unsent"). A ticket that cannot take a
+	// note (closed for good) is skipped with nil.
+	Note(ctx context.Context, th T, op, text string) error
 	// Status sets the helpdesk status that s maps to (see [Target]).
 	Status(ctx context.Context, th T, s guestapi.Status) error
 	// Events returns the changes after cur, leaving out those the user me
 	// (the adapter's own) made, with the cursor after them; see
-	// [adapters.Helpdesk.Changes] and [Cursor].
-	Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error)
+	// [adapters.Helpdesk.Changes] and [Cursor]. files names, by event id,
+	// the files attached to a reply or note, which the API cannot carry;
+	// such an event is returned even without text, and Changes notes them
+	// (see [adapters.NoteUnsent]).
+	Events(ctx context.Context, cur adapters.Cursor, me int64) (evs []adapters.Event, files map[string][]string, next adapters.Cursor, err error)
 }
 
 // Preparer is implemented by a Vendor whose ticket must change before new
@@ -85,14 +93,16 @@ type Helpdesk[T any] struct {
 	v    Vendor[T]
 	utf8 bool
 	life Life
+	log  *slog.Logger
 }
 
 // NewHelpdesk returns the Helpdesk of vendor v named name (e.g.
 // "zendesk"); valid is [Input.Valid]. With texts set, descriptions,
 // departments, comments, message bodies and author names must also be
-// valid UTF-8, for a helpdesk that refuses anything else.
-func NewHelpdesk[T any](name string, v Vendor[T], valid func(string) bool, texts bool) *Helpdesk[T] {
-	h := &Helpdesk[T]{v: v, utf8: texts}
+// valid UTF-8, for a helpdesk that refuses anything else. log (nil: none)
+// takes the notes of files not sent (see Changes).
+func NewHelpdesk[T any](name string, v Vendor[T], valid func(string) bool, texts bool, log *slog.Logger) *Helpdesk[T] {
+	h := &Helpdesk[T]{v: v, utf8: texts, log: Logger(log)}
 	h.in = Input{Name: name, Valid: valid, Life: &h.life}
 	return h
 }
@@ -260,20 +270,10 @@ func (h *Helpdesk[T]) MarkSent(ctx context.Context, ref adapters.Ref, eventID, u
 	if _, ok := held.Sent[eventID]; ok {
 		return nil
 	}
-	return h.v.NoteSent(ctx, th, eventID, upstreamMessageID)
-}
-
-// Changes returns the vendor's events after cur, without the adapter's
-// own writes.
-func (h *Helpdesk[T]) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
-	if err := h.in.open(); err != nil {
-		return nil, cur, err
+	if err := h.v.Note(ctx, th, "mark sent", SentText(eventID, upstreamMessageID)); err != nil {
+		return fmt.Errorf("mark event %s sent: %w", eventID, err)
 	}
-	me, err := h.v.Self(ctx)
-	if err != nil {
-		return nil, cur, err
-	}
-	return h.v.Events(ctx, cur, me)
+	return nil
 }
 
 // Target returns the helpdesk status to set for s on a ticket whose

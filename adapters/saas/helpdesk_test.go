@@ -3,6 +3,7 @@ package saas_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -42,16 +43,16 @@ func (v *memVendor) Comment(_ context.Context, th int, m adapters.Message) (int,
 	v.comments = append(v.comments, saas.Comment{ID: id, Author: 1, Text: saas.MessageText(m)})
 	return th, id, nil
 }
-func (v *memVendor) NoteSent(_ context.Context, _ int, eventID, msg string) error {
-	v.comments = append(v.comments, saas.Comment{ID: "s", Author: 1, Text: saas.SentText(eventID, msg)})
+func (v *memVendor) Note(_ context.Context, _ int, _, text string) error {
+	v.comments = append(v.comments, saas.Comment{ID: "s", Author: 1, Text: text})
 	return nil
 }
 func (v *memVendor) Status(_ context.Context, _ int, s guestapi.Status) error {
 	v.status = string(s)
 	return nil
 }
-func (v *memVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, adapters.Cursor, error) {
-	return nil, cur, nil
+func (v *memVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
+	return nil, nil, cur, nil
 }
 
 func saasRef(ref adapters.Ref) (int, error) {
@@ -65,7 +66,7 @@ func TestHelpdeskMarkers(t *testing.T) {
 		{ID: "1", Author: 1, Text: saas.MessageText(adapters.Message{UpstreamID: "m1", Body: "a"})},
 		{ID: "2", Author: 9, Text: saas.MessageText(adapters.Message{UpstreamID: "m2", Body: "quoted by an agent"})},
 	}}
-	h := saas.NewHelpdesk[int]("mem", v, nil, false)
+	h := saas.NewHelpdesk[int]("mem", v, nil, false, nil)
 	f, ok, err := h.Lookup(ctx, "u1")
 	if err != nil || !ok || f.Ref != "7" || f.Messages["m1"] != "1" || len(f.Messages) != 1 {
 		t.Fatalf("Lookup = %+v, %v, %v; want m1 only (m2's marker is another user's)", f, ok, err)
@@ -144,5 +145,68 @@ func TestRefsURLNames(t *testing.T) {
 	}
 	if fetches != 1 {
 		t.Errorf("%d fetches, want the name kept after the first", fetches)
+	}
+}
+
+// eventsVendor is a memVendor whose Events reports evs with files.
+type eventsVendor struct {
+	*memVendor
+	evs     []adapters.Event
+	files   map[string][]string
+	noteErr error
+}
+
+func (v *eventsVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
+	return v.evs, v.files, cur + "+", nil
+}
+
+func (v *eventsVendor) Note(ctx context.Context, th int, op, text string) error {
+	if v.noteErr != nil {
+		return v.noteErr
+	}
+	return v.memVendor.Note(ctx, th, op, text)
+}
+
+func TestChangesNoteUnsent(t *testing.T) {
+	ctx := t.Context()
+	v := &eventsVendor{memVendor: &memVendor{}, evs: []adapters.Event{
+		{ID: "c1", Ref: "7", Kind: adapters.EventReply, Body: "Here is the map."},
+		{ID: "c2", Ref: "7", Kind: adapters.EventReply},
+		{ID: "c3", Ref: "7", Kind: adapters.EventNote, Body: "no files"},
+	}, files: map[string][]string{"c1": {"map.png", "invoice.pdf"}, "c2": {"photo.jpg"}}}
+	h := saas.NewHelpdesk[int]("mem", v, nil, false, nil)
+
+	peek, _, err := h.PeekChanges(ctx, "x")
+	if err != nil || len(peek) != 2 || len(v.comments) != 0 {
+		t.Fatalf("PeekChanges = %+v, %v with %d notes; want c1 and c3 and no note", peek, err, len(v.comments))
+	}
+	v.noteErr = errors.New("helpdesk down")
+	if _, next, err := h.Changes(ctx, "x"); err == nil || next != "x" {
+		t.Fatalf("Changes with the note failing = %q, %v; want the error and the cursor unmoved", next, err)
+	}
+	v.noteErr = nil
+	for range 2 { // the second read: the engine crashed before storing the cursor
+		evs, next, err := h.Changes(ctx, "x")
+		if err != nil || next != "x+" || len(evs) != 2 || evs[0].ID != "c1" || evs[0].Body != "Here is the map." || evs[1].ID != "c3" {
+			t.Fatalf("Changes = %+v, %q, %v; want c1 with its text, then c3", evs, next, err)
+		}
+	}
+	want := []string{
+		"Not sent to the guest: map.png, invoice.pdf (the Guest Requests API carries text only).\n\n[ticketbridge unsent c1]",
+		"Not sent to the guest: photo.jpg (the Guest Requests API carries text only).\n\n[ticketbridge unsent c2]",
+	}
+	if len(v.comments) != len(want) {
+		t.Fatalf("notes %+v, want %q", v.comments, want)
+	}
+	for i, c := range v.comments {
+		if c.Text != want[i] {
+			t.Errorf("note %d = %q, want %q", i, c.Text, want[i])
+		}
+	}
+
+	v.noteErr = fmt.Errorf("ticket gone: %w", adapters.ErrNotFound)
+	v.evs[0].ID, v.files = "c4", map[string][]string{"c4": {"x.png"}}
+	if evs, _, err := h.Changes(ctx, "x"); err != nil || len(evs) != 3 {
+		t.Errorf("Changes with a ticket gone = %+v, %v; want the events, the note skipped", evs, err)
 	}
 }

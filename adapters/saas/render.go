@@ -39,6 +39,12 @@ func SentText(eventID, upstreamMessageID string) string {
 	return adapters.SentNote(eventID, upstreamMessageID) + "\n\n" + adapters.Marker{Kind: adapters.MarkerSent, ID: eventID, Arg: upstreamMessageID}.Line()
 }
 
+// UnsentText is the internal note naming the files of event ev that the
+// API cannot carry (see [adapters.NoteUnsent]).
+func UnsentText(ev adapters.Event, files []string) string {
+	return adapters.UnsentNote(ev.Kind, files) + "\n\n" + adapters.Marker{Kind: adapters.MarkerUnsent, ID: ev.ID}.Line()
+}
+
 // NormalizeNewlines turns \r\n and \r into \n.
 func NormalizeNewlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")

@@ -4,8 +4,9 @@
 // what every vendor would otherwise write again: checking the input of the
 // Helpdesk methods, the open-or-closed state, reading the markers the
 // bridge leaves in its own comments (see [adapters.Marker]) into what
-// Lookup reports after a state loss, not writing a message twice, and
-// leaving the adapter's own user out of Changes. Beside it: loading an
+// Lookup reports after a state loss, not writing a message twice,
+// leaving the adapter's own user out of Changes, and the note naming the
+// files an agent attached that the API cannot carry. Beside it: loading an
 // env-tagged configuration with its defaults declared once, in the tags;
 // the texts of the bridge's comments; the start time and the framing of a
 // change cursor; the HTTP client, the API user asked for once, and user
@@ -35,8 +36,9 @@
 //     and Thread (by what the bridge stores in the ticket: an external id,
 //     a custom field), Create (with [DescriptionText]), Resolve (a Ref is
 //     [RefOf] the ticket number, read with [ParseRef]), Comments, Comment
-//     (with [MessageText]), NoteSent (with [SentText]), Status (with
-//     [Target]) and Events (a cursor framed by [Cursor]).
+//     (with [MessageText]), Note (an internal note), Status (with
+//     [Target]) and Events (a cursor framed by [Cursor], and the names of
+//     the files attached to replies and notes).
 //   - T, the vendor's view of what mirrors one upstream ticket: the ticket
 //     itself, or, where the helpdesk closes tickets for good, the ticket
 //     and its follow-ups; a [Preparer] when a ticket must change before

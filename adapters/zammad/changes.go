@@ -90,9 +90,10 @@ type candidate struct {
 
 // Events reports, oldest first, the articles and state changes made by
 // anyone but the API user on tickets whose attribute holds an upstream id:
-// public articles by agents are replies, internal ones notes, and state
-// changes (read from each ticket's history, so that every change counts,
-// not only the last) are mapped with the status map.
+// public articles by agents are replies, internal ones notes (with the
+// names of their files), and state changes (read from each ticket's
+// history, so that every change counts, not only the last) are mapped
+// with the status map.
 //
 // It finds the tickets changed since the cursor with a ticket search on
 // updated_at (sorted ascending, paged by time), which Zammad answers from
@@ -100,11 +101,11 @@ type candidate struct {
 // costs two more requests, its articles and its history. The new
 // watermark is Zammad's time (the Date header) at the start of the search;
 // the cursor carries the ids of the events reported in the overlap.
-func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
 	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	from := time.Unix(0, 0).UTC()
 	if !c.w.IsZero() && c.w.Add(-overlap).After(from) {
@@ -112,16 +113,17 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 	}
 	tickets, serverNow, err := a.scan(ctx, from)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	examined := map[string]time.Time{}
+	files := map[string][]string{}
 	var cands []candidate
 	for _, t := range tickets {
 		upstream, _ := t.attr(a.cfg.IDField)
 		if upstream == "" {
 			continue
 		}
-		cs, err := a.ticketEvents(ctx, t, upstream, from, me, examined)
+		cs, err := a.ticketEvents(ctx, t, upstream, from, me, examined, files)
 		if errors.Is(err, adapters.ErrNotFound) {
 			// Deleted since the search: it has nothing more to report.
 			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad ticket vanished while its changes were read",
@@ -129,7 +131,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			continue
 		}
 		if err != nil {
-			return nil, cur, err
+			return nil, nil, cur, err
 		}
 		cands = append(cands, cs...)
 	}
@@ -166,7 +168,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		ev := cd.ev
 		name, err := a.userName(ctx, cd.author)
 		if err != nil {
-			return nil, cur, err
+			return nil, nil, cur, err
 		}
 		if name == "" {
 			name = displayFrom(cd.from)
@@ -181,7 +183,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		}
 	}
 	slices.Sort(next.seen)
-	return out, adapters.Cursor(next.String()), nil
+	return out, files, adapters.Cursor(next.String()), nil
 }
 
 // scan returns the tickets updated after from, by id, and Zammad's time at
@@ -232,9 +234,10 @@ func (a *Adapter) scan(ctx context.Context, from time.Time) ([]zmTicket, time.Ti
 }
 
 // ticketEvents reads ticket t's articles and history and returns the
-// events created after from that the bridge carries up. Every article and
+// events created after from that the bridge carries up, recording in
+// files the names of the files of each article. Every article and
 // state change after from is recorded in examined with its time.
-func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string, from time.Time, me int64, examined map[string]time.Time) ([]candidate, error) {
+func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string, from time.Time, me int64, examined map[string]time.Time, files map[string][]string) ([]candidate, error) {
 	arts, err := a.articles(ctx, t.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read articles of zammad ticket %d: %w", t.ID, err)
@@ -257,7 +260,9 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 			continue
 		}
 		body := articleText(art)
-		if strings.TrimSpace(body) == "" {
+		if names := art.files(); len(names) > 0 {
+			files[id] = names
+		} else if strings.TrimSpace(body) == "" {
 			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad article without text is not carried up",
 				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("article", art.ID))
 			continue

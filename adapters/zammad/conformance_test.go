@@ -135,6 +135,15 @@ func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status str
 	return a.e.fake.SetState(id, a.e.agent(author), status)
 }
 
+func (a agent) Attach(_ context.Context, ref adapters.Ref, author, body string, public bool, files []string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Update(id, a.e.agent(author), zammadfake.AgentUpdate{Body: body, Internal: !public, HTML: true, Attachments: files})
+	return err
+}
+
 func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
 	id, err := ticketID(ref)
 	if err != nil {

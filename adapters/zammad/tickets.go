@@ -250,14 +250,13 @@ func (v vendor) Status(ctx context.Context, t zmTicket, s guestapi.Status) error
 	return nil
 }
 
-// NoteSent records the delivery of helpdesk event eventID in an internal
-// note. Zammad lets agents add notes to closed tickets without reopening
-// them.
-func (v vendor) NoteSent(ctx context.Context, t zmTicket, eventID, upstreamMessageID string) error {
-	_, err := v.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: v.url("/ticket_articles", nil), Op: "mark sent"},
-		articleIn{TicketID: t.ID, Body: saas.SentText(eventID, upstreamMessageID), ContentType: "text/plain", Type: "note", Internal: true}, nil)
+// Note writes text as an internal note. Zammad lets agents add notes to
+// closed tickets without reopening them.
+func (v vendor) Note(ctx context.Context, t zmTicket, op, text string) error {
+	_, err := v.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPost, URL: v.url("/ticket_articles", nil), Op: op},
+		articleIn{TicketID: t.ID, Body: text, ContentType: "text/plain", Type: "note", Internal: true}, nil)
 	if err != nil {
-		return fmt.Errorf("mark event %s sent on zammad ticket %d: %w", eventID, t.ID, err)
+		return fmt.Errorf("write note on zammad ticket %d: %w", t.ID, err)
 	}
 	return nil
 }

@@ -87,6 +87,20 @@ type zmArticle struct {
 	SenderID    int64     `json:"sender_id"`
 	CreatedByID int64     `json:"created_by_id"`
 	CreatedAt   time.Time `json:"created_at"`
+	// Attachments are the files attached to the article.
+	Attachments []struct {
+		ID       int64  `json:"id"`
+		Filename string `json:"filename"`
+	} `json:"attachments"`
+}
+
+// files returns the names of the article's files.
+func (a zmArticle) files() []string {
+	var out []string
+	for _, at := range a.Attachments {
+		out = append(out, at.Filename)
+	}
+	return out
 }
 
 // fromAgent reports whether the article's sender is an agent (not the

@@ -135,7 +135,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if a.maxEvents <= 0 {
 		a.maxEvents = DefaultMaxEvents
 	}
-	a.Helpdesk = saas.NewHelpdesk[zmTicket](Name, vendor{a}, nil, true)
+	a.Helpdesk = saas.NewHelpdesk[zmTicket](Name, vendor{a}, nil, true, a.log)
 	token := cfg.Token
 	a.http = saas.Client{
 		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,

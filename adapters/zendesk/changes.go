@@ -77,20 +77,22 @@ func (c cursor) next(p zdEventPage) cursor {
 // Events reads the incremental ticket event export (with the
 // comment_events sideload) from the cursor and reports, oldest first, the
 // public comments (replies), private comments (notes) and status changes
-// made by anyone but the API user on tickets that mirror a guest request.
+// made by anyone but the API user on tickets that mirror a guest request,
+// and the names of the files attached to the comments.
 // It reads whole pages, at most Options.EventPages of them while they hold
 // nothing for the bridge, and stops at the first that does. A second with
 // more events than a page is read whole through the ticket audits.
 //
 // Zendesk leaves the last minute out of the export, so an agent's reply
 // reaches the guest a minute or more after it was written.
-func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, adapters.Cursor, error) {
+func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
 	a := v.Adapter
 	c, err := parseCursor(cur, a.since)
 	if err != nil {
-		return nil, cur, err
+		return nil, nil, cur, err
 	}
 	var out []adapters.Event
+	files := map[string][]string{}
 	for range a.maxPages {
 		if a.now().Add(-minExportAge).Unix() < c.start {
 			// Zendesk refuses (400) a start_time less than a minute
@@ -104,7 +106,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			Op:     "read ticket events",
 		}, nil, &p)
 		if err != nil {
-			return nil, cur, fmt.Errorf("read zendesk ticket events since %s: %w", time.Unix(c.start, 0).UTC().Format(time.RFC3339), err)
+			return nil, nil, cur, fmt.Errorf("read zendesk ticket events since %s: %w", time.Unix(c.start, 0).UTC().Format(time.RFC3339), err)
 		}
 		n := c.next(p)
 		if !p.EndOfStream && n.start == c.start {
@@ -117,14 +119,14 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 				slog.String("op", "read ticket events"), slog.Int64("start_time", c.start), slog.Int("page", len(p.TicketEvents)))
 			rest, err := a.secondEvents(ctx, c.start, n.skip)
 			if err != nil {
-				return nil, cur, err
+				return nil, nil, cur, err
 			}
 			p.TicketEvents = append(p.TicketEvents, rest...)
 			n = cursor{start: c.start + 1}
 		}
-		evs, err := a.events(ctx, p.TicketEvents, c, me)
+		evs, err := a.events(ctx, p.TicketEvents, c, me, files)
 		if err != nil {
-			return nil, cur, err
+			return nil, nil, cur, err
 		}
 		out = append(out, evs...)
 		c = n
@@ -132,7 +134,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			break
 		}
 	}
-	return out, adapters.Cursor(c.String()), nil
+	return out, files, adapters.Cursor(c.String()), nil
 }
 
 // secondEvents returns the ticket events of second sec on mirrored tickets
@@ -204,8 +206,9 @@ type candidate struct {
 	author int64
 }
 
-// events turns one export page into the events the bridge carries up.
-func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me int64) ([]adapters.Event, error) {
+// events turns one export page into the events the bridge carries up,
+// and records in files the names of the files each comment carried.
+func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me int64, files map[string][]string) ([]adapters.Event, error) {
 	var cands []candidate
 	for _, te := range page {
 		if te.Timestamp == c.start && slices.Contains(c.skip, te.ID) {
@@ -267,6 +270,11 @@ func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me
 			ev.Body = cd.ch.Comment.Body
 			if !cd.ch.Comment.CreatedAt.IsZero() {
 				ev.At = cd.ch.Comment.CreatedAt
+			}
+			if names := cd.ch.Comment.files(); len(names) > 0 {
+				files[ev.ID] = names
+			} else if strings.TrimSpace(ev.Body) == "" {
+				continue // nothing to carry
 			}
 		}
 		if ev.At.IsZero() {

@@ -124,6 +124,15 @@ func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status str
 	return a.e.fake.SetStatus(id, a.e.agent(author), status)
 }
 
+func (a agent) Attach(_ context.Context, ref adapters.Ref, author, body string, public bool, files []string) error {
+	id, err := ticketID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = a.e.fake.Update(id, a.e.agent(author), zendeskfake.AgentUpdate{Body: body, Public: public, Attachments: files})
+	return err
+}
+
 func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
 	id, err := ticketID(ref)
 	if err != nil {

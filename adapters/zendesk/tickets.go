@@ -301,21 +301,20 @@ func (a *Adapter) Held(context.Context) []adapters.HeldError {
 	return out
 }
 
-// NoteSent records the delivery of helpdesk event eventID in a private
-// note on the ticket. A closed ticket cannot take the note; the delivery
-// then goes unrecorded (the engine's state still holds it) and is logged.
-func (v vendor) NoteSent(ctx context.Context, c chain, eventID, upstreamMessageID string) error {
+// Note writes text as a private comment on the ticket of the chain that
+// takes writes. A closed ticket cannot take it; the note (a delivery
+// record, the files not sent) then goes unwritten and is logged.
+func (v vendor) Note(ctx context.Context, c chain, op, text string) error {
 	active := c.active()
 	if active.Status == statusClosed {
-		v.log.LogAttrs(ctx, slog.LevelInfo, "zendesk ticket is closed, delivery not recorded in it",
-			slog.String("ticket", c.upstream), slog.String("op", "mark sent"),
-			slog.Int64("zendesk_ticket", active.ID), slog.String("event", eventID))
+		v.log.LogAttrs(ctx, slog.LevelInfo, "zendesk ticket is closed, note not written in it",
+			slog.String("ticket", c.upstream), slog.String("op", op), slog.Int64("zendesk_ticket", active.ID))
 		return nil
 	}
-	in := zdTicketIn{Comment: &zdCommentIn{Body: saas.SentText(eventID, upstreamMessageID), Public: false}}
-	if _, err := v.update(ctx, v.once, active.ID, in, "mark sent"); err != nil {
+	in := zdTicketIn{Comment: &zdCommentIn{Body: text, Public: false}}
+	if _, err := v.update(ctx, v.once, active.ID, in, op); err != nil {
 		err = v.closedMeanwhile(ctx, active.ID, err)
-		return fmt.Errorf("mark event %s sent on zendesk ticket %d: %w", eventID, active.ID, err)
+		return fmt.Errorf("write note on zendesk ticket %d: %w", active.ID, err)
 	}
 	return nil
 }

@@ -49,12 +49,32 @@ func (t zdTicket) followUp() bool {
 }
 
 type zdComment struct {
-	ID        int64     `json:"id"`
-	Type      string    `json:"type"`
-	AuthorID  int64     `json:"author_id"`
-	Body      string    `json:"body"`
-	Public    bool      `json:"public"`
-	CreatedAt time.Time `json:"created_at"`
+	ID          int64          `json:"id"`
+	Type        string         `json:"type"`
+	AuthorID    int64          `json:"author_id"`
+	Body        string         `json:"body"`
+	Public      bool           `json:"public"`
+	Attachments []zdAttachment `json:"attachments"`
+	CreatedAt   time.Time      `json:"created_at"`
+}
+
+// zdAttachment is a file attached to a comment. An inline one is an image
+// shown in the text; it does not travel with the text either.
+type zdAttachment struct {
+	ID       int64  `json:"id"`
+	FileName string `json:"file_name"`
+	Deleted  bool   `json:"deleted"`
+}
+
+// files returns the names of the comment's files that are not deleted.
+func (c zdComment) files() []string {
+	var out []string
+	for _, at := range c.Attachments {
+		if !at.Deleted {
+			out = append(out, at.FileName)
+		}
+	}
+	return out
 }
 
 // zdMeta is the cursor pagination block of a list answer.
@@ -166,6 +186,7 @@ func parseChild(raw map[string]json.RawMessage) child {
 		_ = json.Unmarshal(raw["body"], &cm.Body)
 		_ = json.Unmarshal(raw["public"], &cm.Public)
 		_ = json.Unmarshal(raw["created_at"], &cm.CreatedAt)
+		_ = json.Unmarshal(raw["attachments"], &cm.Attachments)
 		cm.ID = c.ID
 		c.Comment = &cm
 	case "Change", "Create":

@@ -161,7 +161,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		Secrets:   []string{token},
 		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
 	}
-	a.Helpdesk = saas.NewHelpdesk[chain](Name, vendor{a}, nil, false)
+	a.Helpdesk = saas.NewHelpdesk[chain](Name, vendor{a}, nil, false, a.log)
 	a.http = client.New()
 	client.MaxAttempts = 1
 	a.once = client.New()

@@ -3,7 +3,9 @@ package freshdeskfake
 import (
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -49,16 +51,27 @@ func (s *Server) AddGroup(name string) int64 {
 // Reply adds a public reply by agent to ticket id, with text typed into
 // the editor; it returns the conversation's id.
 func (s *Server) Reply(id, agent int64, text string) (int64, error) {
-	return s.converse(id, agent, text, SourceReply, false)
+	return s.converse(id, agent, text, SourceReply, false, nil)
 }
 
 // Note adds a note by agent to ticket id, private or public; it returns
 // the conversation's id.
 func (s *Server) Note(id, agent int64, text string, private bool) (int64, error) {
-	return s.converse(id, agent, text, SourceNote, private)
+	return s.converse(id, agent, text, SourceNote, private, nil)
 }
 
-func (s *Server) converse(id, agent int64, text string, source int, private bool) (int64, error) {
+// ReplyWithFiles is Reply with files attached (their names; the fake
+// keeps no content). text may be empty: the agent sent the files alone.
+func (s *Server) ReplyWithFiles(id, agent int64, text string, files []string) (int64, error) {
+	return s.converse(id, agent, text, SourceReply, false, files)
+}
+
+// NoteWithFiles is Note with files attached, as ReplyWithFiles.
+func (s *Server) NoteWithFiles(id, agent int64, text string, private bool, files []string) (int64, error) {
+	return s.converse(id, agent, text, SourceNote, private, files)
+}
+
+func (s *Server) converse(id, agent int64, text string, source int, private bool, files []string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tickets[id]
@@ -73,6 +86,13 @@ func (s *Server) converse(id, agent int64, text string, source int, private bool
 	c := Conversation{
 		ID: s.newID(), UserID: agent, Body: body, BodyText: s.bodyText(body), Private: private,
 		Source: source, CreatedAt: now, UpdatedAt: now,
+	}
+	for _, name := range files {
+		ctype := mime.TypeByExtension(path.Ext(name))
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		c.Attachments = append(c.Attachments, Attachment{ID: s.newID(), Name: name, ContentType: ctype, Size: int64(1024 + 17*len(name)), CreatedAt: now})
 	}
 	t.Conversations = append(t.Conversations, c)
 	t.UpdatedAt = now

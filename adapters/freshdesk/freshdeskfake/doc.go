@@ -7,7 +7,8 @@
 //
 // It is not Freshdesk and not a general-purpose Freshdesk emulator: it
 // keeps one helpdesk in memory, knows only the endpoints below, and leaves
-// out everything the adapter does not touch (attachments, contacts' own
+// out everything the adapter does not touch (uploading attachments and
+// their content, contacts' own
 // endpoints, search, automations, SLAs, e-mail notifications).
 //
 // # Endpoints and the pages they follow
@@ -48,7 +49,11 @@
 //     the agent-side writes.
 //   - GET /api/v2/tickets/{id}/conversations (#list_all_ticket_notes):
 //     replies and notes oldest first, with body (HTML), body_text,
-//     incoming, private, source (0 reply, 2 note), user_id.
+//     incoming, private, source (0 reply, 2 note), user_id, and
+//     attachments (id, name, content_type, size, attachment_url,
+//     thumb_url, created_at, updated_at) that only an agent adds
+//     ([Server.ReplyWithFiles], [Server.NoteWithFiles]; the text may then
+//     be empty).
 //   - POST /api/v2/tickets/{id}/notes (#add_note_to_a_ticket): body,
 //     private (true by default), incoming, user_id; POST
 //     /api/v2/tickets/{id}/reply (#reply_ticket): body, user_id. Both

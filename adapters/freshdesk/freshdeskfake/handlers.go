@@ -614,8 +614,23 @@ func conversationJSON(ticketID int64, c Conversation) map[string]any {
 		"id": c.ID, "body": c.Body, "body_text": c.BodyText, "incoming": c.Incoming, "private": c.Private,
 		"user_id": c.UserID, "support_email": nil, "source": c.Source, "ticket_id": ticketID,
 		"to_emails": []string{}, "from_email": nil, "cc_emails": []string{}, "bcc_emails": []string{},
-		"attachments": []any{}, "created_at": fdTime(c.CreatedAt), "updated_at": fdTime(c.UpdatedAt),
+		"attachments": attachmentsJSON(c.Attachments), "created_at": fdTime(c.CreatedAt), "updated_at": fdTime(c.UpdatedAt),
 	}
+}
+
+// attachmentsJSON is the "attachments" list of a conversation, each as
+// Freshdesk's API v2 shows an attachment: id, name, content_type, size,
+// attachment_url, thumb_url and its times.
+func attachmentsJSON(as []Attachment) []map[string]any {
+	out := make([]map[string]any, 0, len(as))
+	for _, at := range as {
+		link := fmt.Sprintf("https://fake-attachments.freshdesk.com/data/helpdesk/attachments/production/%d/original/%s", at.ID, url.PathEscape(at.Name))
+		out = append(out, map[string]any{
+			"id": at.ID, "name": at.Name, "content_type": at.ContentType, "size": at.Size,
+			"attachment_url": link, "thumb_url": link, "created_at": fdTime(at.CreatedAt), "updated_at": fdTime(at.CreatedAt),
+		})
+	}
+	return out
 }
 
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, t *Ticket) {

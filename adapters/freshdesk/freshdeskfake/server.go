@@ -157,6 +157,18 @@ type Conversation struct {
 	Source    int // SourceReply or SourceNote
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Attachments are the files an agent attached; the fake keeps no
+	// content.
+	Attachments []Attachment
+}
+
+// Attachment is a file attached to a conversation.
+type Attachment struct {
+	ID          int64
+	Name        string
+	ContentType string
+	Size        int64
+	CreatedAt   time.Time
 }
 
 // Ticket is a snapshot of a ticket of the fake helpdesk.

@@ -40,6 +40,9 @@ type AgentUpdate struct {
 	// PendingTime is the pending till of a pending state; zero means a
 	// day after now.
 	PendingTime time.Time
+	// Attachments are the names of files attached to the article (the
+	// fake keeps no content); with them the article may have no text.
+	Attachments []string
 }
 
 // Update applies an agent's save of ticket id and returns the new
@@ -63,8 +66,11 @@ func (s *Server) Update(id, agent int64, u AgentUpdate) (int64, error) {
 		}
 	}
 	var artID int64
-	if u.Body != "" {
+	if u.Body != "" || len(u.Attachments) > 0 {
 		a := Article{Body: u.Body, ContentType: "text/plain", Type: u.Type, Internal: u.Internal, Sender: u.Sender}
+		for _, name := range u.Attachments {
+			a.Attachments = append(a.Attachments, s.attachment(name))
+		}
 		if a.Sender == "" {
 			a.Sender = SenderAgent
 		}

@@ -7,8 +7,8 @@
 //
 // It is not Zammad and not a general-purpose Zammad emulator: it keeps one
 // system in memory, knows only the endpoints below, and leaves out what the
-// adapter does not touch (attachments, organisations, triggers, overviews,
-// SLAs, e-mail, tags, links, notifications).
+// adapter does not touch (uploads and attachment content, organisations,
+// triggers, overviews, SLAs, e-mail, tags, links, notifications).
 //
 // # Endpoints and the pages they follow
 //
@@ -46,7 +46,10 @@
 //     and https://github.com/zammad/zammad/blob/develop/app/models/concerns/can_search.rb
 //   - POST /api/v1/ticket_articles, GET /api/v1/ticket_articles/{id},
 //     GET /api/v1/ticket_articles/by_ticket/{id} (oldest first), with body,
-//     content_type, type, internal, sender, from and created_by_id:
+//     content_type, type, internal, sender, from, created_by_id and
+//     attachments (id, filename, size, preferences with the Mime-Type; only
+//     an agent attaches files, [AgentUpdate].Attachments, and the text may
+//     then be empty):
 //     https://docs.zammad.org/en/latest/api/ticket/articles.html. by_ticket
 //     is not paged: it answers every article the user may read in one
 //     array and ignores page and per_page, as index_by_ticket in

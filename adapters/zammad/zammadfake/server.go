@@ -141,6 +141,7 @@ type Article struct {
 	Sender      string
 	CreatedByID int64
 	CreatedAt   time.Time
+	Attachments []Attachment // files an agent attached
 }
 
 // HistoryEntry is one line of a ticket's history.
@@ -240,6 +241,7 @@ type Server struct {
 	nextTk    int64
 	nextArt   int64
 	nextHist  int64
+	nextAtt   int64
 	lastStamp time.Time
 	faults    []Fault
 	log       []Request
@@ -586,7 +588,7 @@ func (s *Server) articleJSON(a *Article) map[string]any {
 		"id": a.ID, "ticket_id": a.TicketID, "from": a.From, "to": "", "cc": "", "subject": a.Subject,
 		"body": a.Body, "content_type": a.ContentType, "type_id": articleTypes[a.Type], "type": a.Type,
 		"sender_id": senderIDs[a.Sender], "sender": a.Sender, "internal": a.Internal,
-		"message_id": nil, "preferences": map[string]any{}, "attachments": []any{},
+		"message_id": nil, "preferences": map[string]any{}, "attachments": attachmentsJSON(a.Attachments),
 		"created_by_id": a.CreatedByID, "created_by": s.userName(a.CreatedByID),
 		"updated_by_id": a.CreatedByID, "updated_by": s.userName(a.CreatedByID), "origin_by_id": nil,
 		"created_at": zmTime(a.CreatedAt), "updated_at": zmTime(a.CreatedAt),

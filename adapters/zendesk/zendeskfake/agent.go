@@ -54,6 +54,9 @@ type AgentUpdate struct {
 	Body   string // "" for none
 	Public bool
 	Status string // "" for none
+	// Attachments are the names of files attached to the comment; with
+	// them the comment may have no text, as in the agent interface.
+	Attachments []string
 }
 
 // CreateTicket makes a ticket as agent would in the agent interface, with
@@ -89,8 +92,8 @@ func (s *Server) Update(id, agent int64, u AgentUpdate) (int64, error) {
 	if t == nil {
 		return 0, fmt.Errorf("update ticket %d: %w", id, ErrNoTicket)
 	}
-	up := update{status: u.Status}
-	if u.Body != "" {
+	up := update{status: u.Status, files: u.Attachments}
+	if u.Body != "" || len(u.Attachments) > 0 {
 		body, public := u.Body, u.Public
 		up.comment = &commentIn{Body: &body, Public: &public}
 	}

@@ -8,9 +8,9 @@
 //
 // It is not Zendesk and not a general-purpose Zendesk emulator: it keeps
 // one account in memory, knows only the endpoints below, and leaves out
-// everything the adapter does not touch (attachments, organisations,
-// triggers, search other than by external_id, sideloads other than
-// comment_events, notifications).
+// everything the adapter does not touch (uploads and attachment content,
+// organisations, triggers, search other than by external_id, sideloads
+// other than comment_events, notifications).
 //
 // # Endpoints and the pages they follow
 //
@@ -49,6 +49,12 @@
 //   - GET /api/v2/tickets/{id}/comments, oldest first, with body, html_body,
 //     plain_body, public and author_id:
 //     https://developer.zendesk.com/api-reference/ticketing/tickets/ticket_comments/
+//   - A comment's "attachments" (in the comments list, the audits and the
+//     export's comment events), each in the form of the Attachments API:
+//     id, file_name, content_url, content_type, size, inline, deleted,
+//     thumbnails (https://developer.zendesk.com/api-reference/ticketing/tickets/ticket-attachments/).
+//     Only an agent attaches files ([AgentUpdate].Attachments), and a
+//     comment with files may have no text, as in the agent interface.
 //   - Paging: cursor pagination with page[size] and page[after], answered
 //     with meta.has_more, meta.after_cursor and links.next; offset
 //     pagination with page and per_page when page[size] is absent:

@@ -391,6 +391,7 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, user int64, b
 type update struct {
 	status  string
 	comment *commentIn
+	files   []string // names of the files attached to the comment, by an agent in the agent interface
 	group   *int64
 	tags    []string
 }
@@ -412,7 +413,7 @@ func (s *Server) apply(t *ticket, user int64, u update) (*audit, string, string)
 	var cbody, chtml string
 	if u.comment != nil {
 		cbody, chtml = commentText(u.comment)
-		if strings.TrimSpace(cbody) == "" {
+		if strings.TrimSpace(cbody) == "" && len(u.files) == 0 {
 			return nil, "comment", "Comment: body cannot be blank"
 		}
 	}
@@ -438,6 +439,9 @@ func (s *Server) apply(t *ticket, user int64, u update) (*audit, string, string)
 			}
 		}
 		c := &Comment{ID: s.newID(), AuditID: a.ID, AuthorID: author, Body: cbody, HTMLBody: chtml, Public: public, CreatedAt: now}
+		for _, name := range u.files {
+			c.Attachments = append(c.Attachments, s.attachment(name))
+		}
 		t.Comments = append(t.Comments, *c)
 		a.Events = append(a.Events, auditEvent{ID: c.ID, Type: "Comment", Comment: c})
 	}
@@ -580,7 +584,7 @@ func (s *Server) ticketEventJSON(a *audit, withComments bool) map[string]any {
 			child["body"] = c.Body
 			child["html_body"] = c.HTMLBody
 			child["public"] = c.Public
-			child["attachments"] = []any{}
+			child["attachments"] = attachmentsJSON(c.Attachments)
 			child["audit_id"] = c.AuditID
 			child["created_at"] = zdTime(c.CreatedAt)
 		case e.Comment != nil:

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,13 +152,23 @@ type User struct {
 
 // Comment is a ticket comment as the fake holds it.
 type Comment struct {
-	ID        int64
-	AuditID   int64
-	AuthorID  int64
-	Body      string
-	HTMLBody  string
-	Public    bool
-	CreatedAt time.Time
+	ID          int64
+	AuditID     int64
+	AuthorID    int64
+	Body        string
+	HTMLBody    string
+	Public      bool
+	Attachments []Attachment
+	CreatedAt   time.Time
+}
+
+// Attachment is a file attached to a comment: its name and what Zendesk
+// tells of it. The fake keeps no content.
+type Attachment struct {
+	ID          int64
+	FileName    string
+	ContentType string
+	Size        int64
 }
 
 // Ticket is a snapshot of a ticket of the fake account.
@@ -468,9 +480,34 @@ func (s *Server) ticketJSON(t *ticket) map[string]any {
 func commentJSON(c *Comment) map[string]any {
 	return map[string]any{
 		"id": c.ID, "type": "Comment", "author_id": c.AuthorID, "body": c.Body, "html_body": c.HTMLBody,
-		"plain_body": c.Body, "public": c.Public, "attachments": []any{}, "audit_id": c.AuditID,
+		"plain_body": c.Body, "public": c.Public, "attachments": attachmentsJSON(c.Attachments), "audit_id": c.AuditID,
 		"via": map[string]any{"channel": "api"}, "created_at": zdTime(c.CreatedAt), "metadata": map[string]any{},
 	}
+}
+
+// attachment makes the record of a file called name attached now.
+func (s *Server) attachment(name string) Attachment {
+	ctype := mime.TypeByExtension(path.Ext(name))
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	return Attachment{ID: s.newID(), FileName: name, ContentType: ctype, Size: int64(1024 + 17*len(name))}
+}
+
+// attachmentsJSON is the "attachments" list of a comment, each in the
+// form of Zendesk's Attachments API (Show Attachment).
+func attachmentsJSON(as []Attachment) []map[string]any {
+	out := make([]map[string]any, 0, len(as))
+	for _, at := range as {
+		content := fmt.Sprintf("https://fake.zendesk.com/attachments/token/%d/?name=%s", at.ID, url.QueryEscape(at.FileName))
+		out = append(out, map[string]any{
+			"id": at.ID, "url": fmt.Sprintf("/api/v2/attachments/%d.json", at.ID), "file_name": at.FileName,
+			"content_url": content, "mapped_content_url": content, "content_type": at.ContentType, "size": at.Size,
+			"width": nil, "height": nil, "inline": false, "deleted": false, "malware_scan_result": "malware_not_found",
+			"thumbnails": []any{},
+		})
+	}
+	return out
 }
 
 // auditJSON is an audit in the form of the ticket audits API, as create
