@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -212,6 +213,24 @@ type Deps struct {
 	// empty when the state is no file (PostgreSQL). Nothing defaults to the
 	// working directory.
 	StateDir string
+	// Transport carries every HTTP request the adapter makes: the daemon
+	// gives each hotel's adapter its round-tripper chain (package
+	// internal/httpx: the request slots a fleet's hotels share, the
+	// hotel's lease guard). nil means http.DefaultTransport. Adapters
+	// build their client with [Deps.HTTP].
+	Transport http.RoundTripper
+	// Guard, when set, says whether the adapter may still act for the
+	// hotel: nil lets it, an error says why not (a replica's lease of the
+	// hotel ended). Its HTTP requests are guarded by Transport already;
+	// an adapter that keeps files asks Guard before each write, so that
+	// nothing is written once it refuses, and returns its error.
+	Guard func() error
+}
+
+// HTTP returns the client an adapter sends its requests with: d's
+// Transport, each request bounded by timeout (0: no bound).
+func (d Deps) HTTP(timeout time.Duration) *http.Client {
+	return &http.Client{Transport: d.Transport, Timeout: timeout}
 }
 
 // Factory builds an adapter from its configuration.

@@ -152,7 +152,11 @@ type HTTPClient struct {
 	// [DefaultHTTPTimeout] per attempt. Do follows no redirect, whatever
 	// the client's CheckRedirect: a redirect is a permanent error naming
 	// the Location (httpretry.ErrRedirect), so that credentials go only to
-	// the configured address.
+	// the configured address. The daemon's policy (the request slots, the
+	// lease guard) is in its transport (see [Deps.HTTP]): each attempt
+	// holds a slot while it is sent and its answer read, never while Do
+	// waits to retry, and an attempt the guard refuses is neither sent nor
+	// repeated.
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default.
@@ -194,61 +198,6 @@ type HTTPClient struct {
 }
 
 var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout, CheckRedirect: httpretry.RefuseRedirect}
-
-// Slots bounds the requests in flight of every adapter whose context
-// carries it (see [WithSlots]): a daemon of many hotels shares one among
-// its hotels. Each attempt of [HTTPClient] holds a slot while it is sent
-// and its answer read, never while it waits to retry.
-type Slots chan struct{}
-
-type slotsKey struct{}
-
-// WithSlots returns ctx carrying s: the requests [HTTPClient] sends with
-// it, or with a context derived from it, each hold one of s's slots.
-func WithSlots(ctx context.Context, s Slots) context.Context {
-	return context.WithValue(ctx, slotsKey{}, s)
-}
-
-// acquire takes a slot of ctx's Slots, if it carries any, and returns
-// the function that gives it back.
-func acquire(ctx context.Context) (release func(), err error) {
-	s, ok := ctx.Value(slotsKey{}).(Slots)
-	if !ok || s == nil {
-		return func() {}, nil
-	}
-	select {
-	case s <- struct{}{}:
-		return func() { <-s }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Guard says whether the work of a context may still go on: nil lets it,
-// an error says why not. A daemon of replicas gives each hotel's context
-// the hotel's lease as a guard (see [WithGuard]), so that a replica whose
-// lease ended sends nothing more to the helpdesk or the API for it, even
-// in the moment before its cycle is cancelled.
-type Guard func() error
-
-type guardKey struct{}
-
-// WithGuard returns ctx carrying g: each attempt [HTTPClient] sends with
-// it, or with a context derived from it, asks g first, and is not sent
-// (nor repeated) when g refuses; adapters that keep files ask it through
-// [CheckGuard] before each operation on them.
-func WithGuard(ctx context.Context, g Guard) context.Context {
-	return context.WithValue(ctx, guardKey{}, g)
-}
-
-// CheckGuard returns the error of ctx's [Guard], or nil when it carries
-// none or the guard lets the work go on.
-func CheckGuard(ctx context.Context) error {
-	if g, ok := ctx.Value(guardKey{}).(Guard); ok && g != nil {
-		return g()
-	}
-	return nil
-}
 
 // Do sends req, repeating it while the answer is retryable and attempts
 // are left (see [HTTPRequest.Idempotent] for requests that are not safe to
@@ -370,18 +319,14 @@ func (c *HTTPClient) once(ctx context.Context, req HTTPRequest) (*HTTPResponse, 
 	if c.HTTP != nil {
 		hc = httpretry.NoRedirects(c.HTTP)
 	}
-	release, err := acquire(ctx)
-	if err != nil {
-		return nil, secrets, httpretry.Result{Err: err}
-	}
-	defer release()
-	if err := CheckGuard(ctx); err != nil {
-		// Checked last, after any wait for a slot: nothing is sent once
-		// the guard refuses, and repeating cannot change its mind.
-		return nil, secrets, httpretry.Result{Err: err, Class: httpretry.Permanent}
-	}
 	res, err := hc.Do(r)
 	if err != nil {
+		if errors.Is(err, httpretry.ErrRefused) {
+			// The transport's guard (see package internal/httpx): nothing
+			// was sent, and its error says why, even when the guard ended
+			// ctx as it refused.
+			return nil, secrets, httpretry.Result{Err: unwrapURLError(err), Class: httpretry.Permanent}
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, secrets, httpretry.Result{Err: ctxErr}
 		}

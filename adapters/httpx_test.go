@@ -20,6 +20,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
@@ -390,35 +391,53 @@ func TestDoStopsWhenTheContextEnds(t *testing.T) {
 	}
 }
 
-// TestDoAsksTheGuard: a guard that starts refusing while Do waits to
-// repeat an attempt stops the repeat, one that refuses from the start
-// lets nothing be sent, and Do's error wraps the guard's.
+// TestDoAsksTheGuard: a guard in the client's transport (package
+// internal/httpx) that starts refusing while Do waits to repeat an
+// attempt stops the repeat for good, one that refuses from the start lets
+// nothing be sent, and Do's error wraps the guard's.
 func TestDoAsksTheGuard(t *testing.T) {
 	s := &script{statuses: []int{503, 200}}
 	url := serve(t, s)
 	errEnded := errors.New("the lease ended")
 	var refuse atomic.Bool
-	ctx := adapters.WithGuard(t.Context(), func() error {
+	c := newClient(newSleeper())
+	c.HTTP = httpx.Chain{Guard: func() error {
 		if refuse.Load() {
 			return errEnded
 		}
 		return nil
-	})
-	c := newClient(newSleeper())
+	}}.Client(&http.Client{})
 	inner := c.Sleep
+	var waits int
 	c.Sleep = func(ctx context.Context, d time.Duration) error {
+		waits++
 		refuse.Store(true) // the lease ends while Do waits to repeat
 		return inner(ctx, d)
 	}
-	_, err := c.Do(ctx, adapters.HTTPRequest{Method: "POST", URL: url, Idempotent: true})
-	if !errors.Is(err, errEnded) || s.count() != 1 {
-		t.Errorf("Do = %v after %d requests, want the guard's error after the first", err, s.count())
+	_, err := c.Do(t.Context(), adapters.HTTPRequest{Method: "POST", URL: url, Idempotent: true})
+	if !errors.Is(err, errEnded) || s.count() != 1 || waits != 1 {
+		t.Errorf("Do = %v after %d requests and %d waits, want the guard's error after the first and no wait after the refusal", err, s.count(), waits)
 	}
-	if _, err := c.Do(ctx, adapters.HTTPRequest{URL: url}); !errors.Is(err, errEnded) || s.count() != 1 {
-		t.Errorf("Do with a guard refusing = %v after %d requests, want its error and none sent", err, s.count())
+	if _, err := c.Do(t.Context(), adapters.HTTPRequest{URL: url}); !errors.Is(err, errEnded) || s.count() != 1 || waits != 1 {
+		t.Errorf("Do with a guard refusing = %v after %d requests and %d waits, want its error, none sent and no wait", err, s.count(), waits)
 	}
-	if err := adapters.CheckGuard(t.Context()); err != nil {
-		t.Errorf("CheckGuard without a guard = %v", err)
+}
+
+// TestDoKeepsTheGuardsErrorWhenItEndsTheContext: the daemon's guard ends
+// the hotel's context as it refuses; Do's error is still the guard's, not
+// the context's, so that the engine sees why.
+func TestDoKeepsTheGuardsErrorWhenItEndsTheContext(t *testing.T) {
+	s := &script{statuses: []int{200}}
+	url := serve(t, s)
+	errEnded := errors.New("the lease ended")
+	ctx, end := context.WithCancelCause(t.Context())
+	c := newClient(newSleeper())
+	c.HTTP = httpx.Chain{Guard: func() error {
+		end(errEnded)
+		return errEnded
+	}}.Client(&http.Client{})
+	if _, err := c.Do(ctx, adapters.HTTPRequest{URL: url}); !errors.Is(err, errEnded) || s.count() != 0 {
+		t.Errorf("Do = %v after %d requests, want the guard's error and none sent", err, s.count())
 	}
 }
 

@@ -10,14 +10,15 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 )
 
-// TestDoHoldsASlotPerAttempt: with Slots in its context, each attempt
-// holds a slot while the helpdesk answers, none while waiting to retry,
-// and gives it back after; a full Slots holds the request back until the
-// context ends.
+// TestDoHoldsASlotPerAttempt: with slots in its client's transport
+// (package internal/httpx), each attempt holds a slot while the helpdesk
+// answers, none while waiting to retry, and gives it back after; full
+// slots hold the request back until the context ends.
 func TestDoHoldsASlotPerAttempt(t *testing.T) {
-	slots := make(adapters.Slots, 1)
+	slots := httpx.NewSlots(1)
 	var held, hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		held.Store(int32(len(slots)))
@@ -30,14 +31,14 @@ func TestDoHoldsASlotPerAttempt(t *testing.T) {
 	t.Cleanup(srv.Close)
 	var heldWhileWaiting int
 	c := &adapters.HTTPClient{
-		HTTP:    srv.Client(),
+		HTTP:    httpx.Chain{Slots: slots}.Client(srv.Client()),
 		Backoff: httpretry.Backoff{Base: time.Millisecond},
 		Sleep: func(context.Context, time.Duration) error {
 			heldWhileWaiting = len(slots)
 			return nil
 		},
 	}
-	ctx := adapters.WithSlots(t.Context(), slots)
+	ctx := t.Context()
 	if _, err := c.Do(ctx, adapters.HTTPRequest{Method: "GET", URL: srv.URL}); err != nil {
 		t.Fatal(err)
 	}

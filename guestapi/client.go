@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
@@ -212,13 +212,7 @@ func parseBaseURL(s string) (*url.URL, error) {
 }
 
 func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.TLSHandshakeTimeout = 10 * time.Second
-	t.ResponseHeaderTimeout = DefaultRequestTimeout
-	t.IdleConnTimeout = 90 * time.Second
-	t.MaxIdleConnsPerHost = 4
-	return &http.Client{Transport: t, Timeout: DefaultRequestTimeout, CheckRedirect: httpretry.RefuseRedirect}
+	return httpx.NewClient(DefaultRequestTimeout, 4)
 }
 
 // String describes the client without its key.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
@@ -667,6 +668,24 @@ func TestConnectionErrorsRetryOnlyWhenSafe(t *testing.T) {
 				t.Errorf("server saw %d requests, want %d", n, tc.attempts)
 			}
 		})
+	}
+}
+
+// TestGuardRefusalIsNotRepeated: a request the client's own transport
+// refuses (the lease guard of package internal/httpx) never reaches the
+// API, is not repeated, and its error wraps the guard's.
+func TestGuardRefusalIsNotRepeated(t *testing.T) {
+	errEnded := errors.New("the lease ended")
+	h := newHarness(t, func(c *guestapi.Config) {
+		c.HTTPClient = httpx.Chain{Guard: func() error { return errEnded }}.Client(&http.Client{})
+	})
+	h.on(listPath, answer{status: 200, body: `{"data":[]}`})
+	err := listCall(h.c)
+	if !errors.Is(err, errEnded) || !errors.Is(err, httpretry.ErrRefused) {
+		t.Errorf("a refused call: %v, want the guard's error", err)
+	}
+	if n, w := len(h.requests()), len(h.recordedWaits()); n != 0 || w != 0 {
+		t.Errorf("the server saw %d requests after %d waits, want none and none", n, w)
 	}
 }
 

@@ -172,6 +172,10 @@ type Options struct {
 	// missing folder reads as empty), only Lookup, PeekChanges and Close
 	// may be called, and the others fail with ErrReadOnly.
 	ReadOnly bool
+	// Guard, when set, is asked before each operation on the folder once
+	// its lock is held (see adapters.Deps.Guard): while it refuses,
+	// nothing is read or written and its error is returned.
+	Guard func() error
 }
 
 // ErrReadOnly is returned by the writes of an adapter opened with
@@ -189,6 +193,7 @@ type Adapter struct {
 	now       func() time.Time
 	log       *slog.Logger
 	readOnly  bool
+	guard     func() error // nil: none
 	// beforeOpen, when set (by a test), is called with the path of an
 	// outbox or processed file just before it is opened.
 	beforeOpen func(path string)
@@ -230,6 +235,7 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 		Settle:         c.Settle,
 		Logger:         deps.Logger,
 		ReadOnly:       deps.ReadOnly,
+		Guard:          deps.Guard,
 	})
 }
 
@@ -245,7 +251,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
-		page: opts.PageSize, now: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly,
+		page: opts.PageSize, now: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
 		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
 	}
 	if len(a.status.ToHelpdesk) == 0 {
@@ -327,7 +333,7 @@ func (a *Adapter) cleanStale() {
 }
 
 // do runs f holding the adapter's mutex and the directory's lock, unless
-// ctx's guard refuses (see [adapters.CheckGuard]) once the lock is held.
+// the adapter's guard refuses (see [Options.Guard]) once the lock is held.
 func (a *Adapter) do(ctx context.Context, f func() error) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -361,8 +367,10 @@ func (a *Adapter) do(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := adapters.CheckGuard(ctx); err != nil {
-		return err
+	if a.guard != nil {
+		if err := a.guard(); err != nil {
+			return err
+		}
 	}
 	return f()
 }

@@ -1,6 +1,7 @@
 package freshdesk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +92,8 @@ func statusMap(deps adapters.Deps) (adapters.StatusMap, error) {
 
 // Options are the adapter's collaborators; the zero value is usable.
 type Options struct {
-	// HTTP sends the requests; nil means a client with Config.Timeout.
+	// HTTP sends the requests; nil means deps' client (adapters.Deps.HTTP)
+	// with Config.Timeout.
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default.
@@ -189,7 +191,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	a.Helpdesk = saas.NewHelpdesk[thread](Name, vendor{a}, validToken, false, a.log)
 	key := cfg.APIKey
 	a.http = saas.Client{
-		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout, Transport: a.rate.Transport,
+		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)), Transport: a.rate.Transport,
 		Authorize: func(r *http.Request) { r.SetBasicAuth(key, "X") },
 		Secrets:   []string{key},
 		Wait:      rateLimitWait,

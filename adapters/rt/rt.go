@@ -81,6 +81,7 @@
 package rt
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -167,7 +168,8 @@ type setup struct {
 
 // Options are the adapter's hooks for tests and benchmarks.
 type Options struct {
-	// HTTP sends the requests; nil means a client with Config.Timeout.
+	// HTTP sends the requests; nil means deps' client (adapters.Deps.HTTP)
+	// with Config.Timeout.
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default, shared with the API client.
@@ -207,12 +209,8 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 	if now == nil {
 		now = time.Now
 	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
 	httpc := &adapters.HTTPClient{
-		HTTP:    hc,
+		HTTP:    cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Backoff: opts.Backoff,
 		Sleep:   opts.Sleep,
 		Now:     opts.Now,

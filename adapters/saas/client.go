@@ -19,9 +19,10 @@ import (
 type Client struct {
 	// Vendor names the helpdesk: the User-Agent is ticketbridge-<Vendor>.
 	Vendor string
-	// HTTP sends the requests; nil means a client with Timeout.
-	HTTP    *http.Client
-	Timeout time.Duration
+	// HTTP sends the requests: the adapter's client of adapters.Deps.HTTP
+	// (the daemon's round-tripper chain), or a test's; nil means a client
+	// with a timeout of adapters.DefaultHTTPTimeout.
+	HTTP *http.Client
 	// Transport, when set, wraps the client's transport (a rate-limit
 	// budget, see [adapters.Budgets]).
 	Transport func(http.RoundTripper) http.RoundTripper
@@ -42,7 +43,7 @@ type Client struct {
 func (c Client) New() *adapters.HTTPClient {
 	hc := c.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: c.Timeout}
+		hc = adapters.Deps{}.HTTP(adapters.DefaultHTTPTimeout)
 	}
 	if c.Transport != nil {
 		wrapped := *hc

@@ -195,5 +195,7 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 		Logger:   deps.Logger,
 		Status:   adapters.APIStatusMap().Override(deps),
 		ReadOnly: deps.ReadOnly,
+		HTTP:     deps.HTTP(cfg.Timeout),
+		Guard:    deps.Guard,
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -312,6 +314,55 @@ func TestReadOnlyMakesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a read-only adapter made its directory: %v", err)
+	}
+}
+
+// TestFactoryTakesTheDaemonsChain: the factory sends its deliveries
+// through the transport of adapters.Deps and asks its guard before each
+// record: once the guard refuses, no delivery reaches the helpdesk and
+// none is recorded.
+func TestFactoryTakesTheDaemonsChain(t *testing.T) {
+	rec := &recorder{statuses: []int{204}}
+	url := newLoopbackServer(t, rec)
+	env := envconfig.MapLookuper(map[string]string{
+		"TICKETBRIDGE_WEBHOOK_URL": url, "TICKETBRIDGE_WEBHOOK_SECRET": testSecret,
+		"TICKETBRIDGE_WEBHOOK_DIR": t.TempDir(), "TICKETBRIDGE_WEBHOOK_LISTEN": webhook.ListenOff,
+	})
+	errEnded := errors.New("the lease ended")
+	var refuse atomic.Bool
+	guard := func() error {
+		if refuse.Load() {
+			return errEnded
+		}
+		return nil
+	}
+	slots := httpx.NewSlots(1)
+	hd, err := webhook.Factory(t.Context(), adapters.Deps{Env: env, Guard: guard,
+		Transport: httpx.Chain{Slots: slots, Guard: guard}.Transport(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hd.Close() })
+	ref, err := hd.EnsureTicket(t.Context(), upTicket("t-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.attempts()); n != 1 || len(slots) != 0 {
+		t.Fatalf("%d deliveries, %d slots held after; want 1 and 0", n, len(slots))
+	}
+	refuse.Store(true)
+	if err := hd.SetStatus(t.Context(), ref, guestapi.StatusDone); err == nil || !strings.Contains(err.Error(), errEnded.Error()) {
+		t.Errorf("SetStatus under a refusing guard = %v, want refused", err)
+	}
+	if n := len(rec.attempts()); n != 1 {
+		t.Errorf("%d deliveries reached the helpdesk under a refusing guard, want none", n-1)
+	}
+	refuse.Store(false)
+	if err := hd.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
+		t.Errorf("SetStatus once the guard lets it = %v", err)
+	}
+	if n := len(rec.attempts()); n != 2 {
+		t.Errorf("%d deliveries, want the status delivered once the guard lets it", n)
 	}
 }
 

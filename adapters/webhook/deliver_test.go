@@ -16,6 +16,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 )
 
 // attempt is one request the receiver's URL got.
@@ -330,31 +331,43 @@ func TestOwnPostsAreNotEchoed(t *testing.T) {
 	}
 }
 
-// TestGuardStopsDeliveriesAndRecords: once the context's guard refuses
+// TestGuardStopsDeliveriesAndRecords: once the adapter's guard refuses
 // (a replica whose lease ended), nothing more is delivered and the
 // webhook directory's records are not written.
 func TestGuardStopsDeliveriesAndRecords(t *testing.T) {
 	r := newRig(t, false)
 	ctx := t.Context()
-	ref, err := r.a.EnsureTicket(ctx, upTicket("t-1"))
+	errEnded := errors.New("the lease ended")
+	var refuse atomic.Bool
+	guard := func() error {
+		if refuse.Load() {
+			return errEnded
+		}
+		return nil
+	}
+	opts := r.opts
+	opts.Listener, opts.Guard = nil, guard
+	opts.HTTP = httpx.Chain{Guard: guard}.Client(&http.Client{})
+	a := r.open(opts)
+	ref, err := a.EnsureTicket(ctx, upTicket("t-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	errEnded := errors.New("the lease ended")
-	refused := adapters.WithGuard(ctx, func() error { return errEnded })
+	refuse.Store(true)
 	before := len(r.rc.Deliveries())
 	msg := adapters.Message{UpstreamID: "up-1", AuthorType: guestapi.AuthorGuest, AuthorName: "Guest", Body: "A towel, please.", Public: true}
-	if _, err := r.a.Append(refused, ref, []adapters.Message{msg}); err == nil || !strings.Contains(err.Error(), errEnded.Error()) {
+	if _, err := a.Append(ctx, ref, []adapters.Message{msg}); err == nil || !strings.Contains(err.Error(), errEnded.Error()) {
 		t.Errorf("Append under a refusing guard = %v, want refused", err)
 	}
-	if err := r.a.MarkSent(refused, ref, "rx-1", "up-9"); !errors.Is(err, errEnded) {
+	if err := a.MarkSent(ctx, ref, "rx-1", "up-9"); !errors.Is(err, errEnded) {
 		t.Errorf("MarkSent under a refusing guard = %v, want its error", err)
 	}
 	if n := len(r.rc.Deliveries()); n != before {
 		t.Errorf("%d deliveries under a refusing guard, want none", n-before)
 	}
 	// Nothing was recorded: the same calls go through once allowed.
-	got, err := r.a.Append(ctx, ref, []adapters.Message{msg})
+	refuse.Store(false)
+	got, err := a.Append(ctx, ref, []adapters.Message{msg})
 	if err != nil || len(got) != 1 || got[0].Existed {
 		t.Errorf("Append after the refusal = %+v, %v; want the message added now", got, err)
 	}

@@ -52,8 +52,12 @@ type Options struct {
 	// means [adapters.DefaultHTTPAttempts].
 	MaxAttempts int
 	// HTTP sends the deliveries; nil means a client whose timeout is the
-	// configured Timeout.
+	// configured Timeout. The daemon's is made with adapters.Deps.HTTP.
 	HTTP *http.Client
+	// Guard, when set, is asked before each record of the webhook
+	// directory is written (see adapters.Deps.Guard): while it refuses,
+	// nothing is stored and its error is returned.
+	Guard func() error
 	// ChangesLimit caps the events of one Changes call; 0 means
 	// DefaultChangesLimit.
 	ChangesLimit int
@@ -78,6 +82,7 @@ type Adapter struct {
 	now    func() time.Time
 	limit  int
 	client *adapters.HTTPClient
+	guard  func() error // nil: none
 
 	mu       sync.Mutex // guards st, ln, srv, started and closed
 	st       *store     // nil until the directory is first used
@@ -111,7 +116,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("open webhook adapter: %w", err)
 	}
-	a := &Adapter{cfg: cfg, key: &key{cfg.Secret.Reveal()}, log: opts.Logger, status: opts.Status, now: opts.Now, limit: opts.ChangesLimit}
+	a := &Adapter{cfg: cfg, key: &key{cfg.Secret.Reveal()}, log: opts.Logger, status: opts.Status, now: opts.Now, limit: opts.ChangesLimit, guard: opts.Guard}
 	a.cfg.Secret = ""
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -448,8 +453,8 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 }
 
 // modify applies f to the record of ref under the ticket's lock, storing
-// it when f returns true and ctx's guard lets it (see
-// adapters.CheckGuard). A pending record is given to f only with
+// it when f returns true and the adapter's guard lets it (see
+// [Options.Guard]). A pending record is given to f only with
 // pending; exists says whether there was a record. It returns whether ref
 // had a delivered record that f left alone, for EnsureTicket.
 func (a *Adapter) modify(ctx context.Context, ref adapters.Ref, pending bool, f func(rec *ticketRecord, exists bool) bool) (delivered bool, err error) {
@@ -475,8 +480,10 @@ func (a *Adapter) modify(ctx context.Context, ref adapters.Ref, pending bool, f 
 	if !f(&rec, ok) {
 		return ok && !rec.Pending, nil
 	}
-	if err := adapters.CheckGuard(ctx); err != nil {
-		return false, err
+	if a.guard != nil {
+		if err := a.guard(); err != nil {
+			return false, err
+		}
 	}
 	return false, st.putTicket(rec)
 }

@@ -1,6 +1,7 @@
 package zammad
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,7 +61,8 @@ func DefaultStatusMap() adapters.StatusMap {
 
 // Options are the adapter's collaborators; the zero value is usable.
 type Options struct {
-	// HTTP sends the requests; nil means a client with Config.Timeout.
+	// HTTP sends the requests; nil means deps' client (adapters.Deps.HTTP)
+	// with Config.Timeout.
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the
 	// daemon's default.
@@ -138,7 +140,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	a.Helpdesk = saas.NewHelpdesk[zmTicket](Name, vendor{a}, nil, true, a.log)
 	token := cfg.Token
 	a.http = saas.Client{
-		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,
+		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Authorize: func(r *http.Request) { r.Header.Set("Authorization", "Token token="+token) },
 		Secrets:   []string{token},
 		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,

@@ -1,6 +1,7 @@
 package zendesk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,8 @@ func DefaultStatusMap() adapters.StatusMap {
 
 // Options are the adapter's collaborators; the zero value is usable.
 type Options struct {
-	// HTTP sends the requests; nil means a client with Config.Timeout.
+	// HTTP sends the requests; nil means deps' client (adapters.Deps.HTTP)
+	// with Config.Timeout.
 	HTTP *http.Client
 	// Backoff is the wait between attempts; the zero value is the
 	// daemon's default.
@@ -156,7 +158,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	}
 	user, token := cfg.Email+"/token", cfg.Token
 	client := saas.Client{
-		Vendor: Name, HTTP: opts.HTTP, Timeout: cfg.Timeout,
+		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Authorize: func(r *http.Request) { r.SetBasicAuth(user, token) },
 		Secrets:   []string{token},
 		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,

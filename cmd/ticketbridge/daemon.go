@@ -113,8 +113,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sl.keeping = true
 		go sl.keep(ctx, func() { lose(errLeaseLost) })
 		opts.Fence = sl.hl.get().Fence
-		opts.HTTPClient = guarded(opts.HTTPClient)
-		ctx = adapters.WithGuard(ctx, leaseGuard(sl.hl, lose, errLeaseLost))
+		opts.Chain.Guard = leaseGuard(sl.hl, lose, errLeaseLost)
 	}
 	w, err := wire(ctx, src.env, cfg, sc, log, opts)
 	if err != nil {

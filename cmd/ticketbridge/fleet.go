@@ -15,7 +15,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -31,10 +31,10 @@ type fleet struct {
 	hcfg hotelsConfig
 	log  *slog.Logger
 	tel  *telemetry
-	// slots bound the API and helpdesk requests in flight across hotels;
-	// api is the client every hotel's API client wraps, which holds one of
-	// them per request.
-	slots adapters.Slots
+	// slots bound the API and helpdesk requests in flight across hotels:
+	// every hotel's chain (see newRunning) holds one per request. api is
+	// the client every hotel's API client wraps.
+	slots httpx.Slots
 	api   *http.Client
 	opts  wireOptions
 	// afterCycle, when set, is called after each cycle of each hotel.
@@ -110,24 +110,11 @@ type runningHotel struct {
 // its hotels.
 func newFleet(life context.Context, src configSource, main Config, hcfg hotelsConfig, log *slog.Logger, tel *telemetry, opts wireOptions) *fleet {
 	tel.asFleet(hcfg.readyNames())
-	base := opts.HTTPClient
-	if base == nil {
-		base = newAPIClient(hcfg.MaxInFlight)
+	api := opts.HTTPClient
+	if api == nil {
+		api = newAPIClient(hcfg.MaxInFlight)
 	}
-	slots := make(adapters.Slots, hcfg.MaxInFlight)
-	tr := base.Transport
-	if tr == nil {
-		tr = http.DefaultTransport
-	}
-	api := *base
-	// After a slot, the hotel's lease again (see guarded), as the helpdesk
-	// adapters' client does: a request that waited for a slot is not
-	// sent once the lease ended meanwhile.
-	api.Transport = &boundedTransport{base: guardTransport{base: tr}, slots: slots}
-	// Every hotel's helpdesk requests hold a slot too: the adapters find
-	// the slots in the context of their calls.
-	life = adapters.WithSlots(life, slots)
-	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts, wire: wire,
+	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: httpx.NewSlots(hcfg.MaxInFlight), api: api, opts: opts, wire: wire,
 		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
 		leased: map[string]hotelConf{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}}
@@ -234,11 +221,12 @@ func (rh *runningHotel) alive() bool {
 	}
 }
 
-// newRunning prepares hotel h to run. A hotel whose state is in
-// PostgreSQL runs under hl, its lease: its Store commits under the
-// lease's fence, its API and helpdesk requests stop when the lease's view
-// ends, and the end of the view stops the hotel, its wiring or its cycle
-// in flight included.
+// newRunning prepares hotel h to run. Its API and helpdesk requests hold
+// the fleet's slots. A hotel whose state is in PostgreSQL runs under hl,
+// its lease: its Store commits under the lease's fence, its API and
+// helpdesk requests stop when the lease's view ends (its chain's guard),
+// and the end of the view stops the hotel, its wiring or its cycle in
+// flight included.
 func (f *fleet) newRunning(h hotelConf, hl *hotelLease) *runningHotel {
 	name := h.name()
 	log := f.log.With("hotel", name)
@@ -250,15 +238,14 @@ func (f *fleet) newRunning(h hotelConf, hl *hotelLease) *runningHotel {
 	opts := wireOptions{
 		Registry:   f.opts.Registry,
 		HTTPClient: tel.instrument(f.api),
+		Chain:      httpx.Chain{Slots: f.slots},
 		AfterCycle: after,
 		Hotel:      name,
 	}
 	life, end := context.WithCancelCause(f.life)
 	kill := func() { end(errLeaseEnded) }
 	if hl != nil {
-		life = adapters.WithGuard(life, leaseGuard(hl, end, errLeaseEnded))
-		// Refused before they are counted, as a daemon of one hotel does.
-		opts.HTTPClient = guarded(opts.HTTPClient)
+		opts.Chain.Guard = leaseGuard(hl, end, errLeaseEnded)
 		opts.Fence = hl.get().Fence
 	}
 	sctx, stop := context.WithCancel(life)

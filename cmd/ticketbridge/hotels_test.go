@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -505,37 +506,45 @@ func TestHotelCommands(t *testing.T) {
 	}
 }
 
-// TestBoundedTransport: an API request holds a slot until its body is
-// closed, and a full set of slots holds a request back until its context
-// ends.
-func TestBoundedTransport(t *testing.T) {
-	slots := make(adapters.Slots, 1)
+// TestFleetSharesItsSlots: every hotel's helpdesk adapter is given the
+// fleet's chain, so that its requests hold the slots the hotels' API
+// clients hold too (TICKETBRIDGE_MAX_IN_FLIGHT), each until its answer's
+// body is closed.
+func TestFleetSharesItsSlots(t *testing.T) {
+	fx := newFleetFixture(t)
+	var mu gosync.Mutex
+	var given []http.RoundTripper
+	fx.registry = adapters.Registry{files.Name: func(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
+		mu.Lock()
+		given = append(given, deps.Transport)
+		mu.Unlock()
+		return files.Factory(ctx, deps)
+	}}
+	fx.writeHotel("alpha", nil)
+	fx.writeHotel("beta", nil)
+	fx.start()
+	fx.waitCycles("alpha", "beta")
 	var held atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		held.Store(int32(len(slots)))
-		_, _ = w.Write([]byte("ok"))
+		held.Store(int32(len(fx.f.slots)))
 	}))
 	t.Cleanup(srv.Close)
-	hc := &http.Client{Transport: &boundedTransport{base: srv.Client().Transport, slots: slots}}
-	resp, err := hc.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(given) != 2 {
+		t.Fatalf("%d adapters opened, want 2", len(given))
 	}
-	if held.Load() != 1 || len(slots) != 1 {
-		t.Errorf("slots held while answered %d, before the body is closed %d; want 1 and 1", held.Load(), len(slots))
-	}
-	_, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	_ = resp.Body.Close()
-	if len(slots) != 0 {
-		t.Errorf("%d slots held after the body is closed twice, want 0", len(slots))
-	}
-	slots <- struct{}{}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	if _, err := hc.Do(req); err == nil {
-		t.Error("a request went through with every slot taken")
+	for i, tr := range given {
+		resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(fx.f.slots)
+		_ = resp.Body.Close()
+		if held.Load() != 1 || before != 1 || len(fx.f.slots) != 0 {
+			t.Errorf("hotel %d's helpdesk request: fleet slots held while answered %d, before its body is closed %d, after %d; want 1, 1, 0",
+				i, held.Load(), before, len(fx.f.slots))
+		}
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -118,13 +117,14 @@ func (hl *hotelLease) stopTimer() {
 // ended.
 var errLeaseEnded = errors.New("this replica's lease of the hotel ended: another replica may sync it now")
 
-// leaseGuard returns the guard of the context of a hotel held under hl
-// (see adapters.WithGuard): once the lease's view ended it ends the
+// leaseGuard returns the guard of the clients of a hotel held under hl
+// (see httpx.Chain.Guard and adapters.Deps.Guard): once the lease's view
+// ended it ends the
 // hotel's context with cause and refuses with it, so that a replica that
 // was paused or cut off sends nothing more for the hotel, to the API or
 // the helpdesk, even in the moment before the view's timer stops the
 // hotel; and the cycle sees its own end, not a failing request to record.
-func leaseGuard(hl *hotelLease, end context.CancelCauseFunc, cause error) adapters.Guard {
+func leaseGuard(hl *hotelLease, end context.CancelCauseFunc, cause error) func() error {
 	return func() error {
 		if hl.valid() {
 			return nil

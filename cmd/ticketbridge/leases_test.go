@@ -298,6 +298,29 @@ func TestLeaseGuardEndsTheHotel(t *testing.T) {
 	<-rh.done
 }
 
+// TestLeaseGuardRefusesAPIRequests: an API request a hotel tries after
+// its lease's view ended goes through the hotel's chain (package
+// internal/httpx) and is refused there: it never reaches the API, its
+// error is the lease's end, and the hotel ends with it.
+func TestLeaseGuardRefusesAPIRequests(t *testing.T) {
+	fx, _, _, rh := alphaOnADatabase(t)
+	rh.lease.stopTimer() // the timer has not fired yet
+	rh.lease.end()
+	const probe = "guard-probe"
+	if _, err := rh.w.client.GetTicket(t.Context(), probe); !errors.Is(err, errLeaseEnded) {
+		t.Errorf("an API request after the lease's view ended: %v, want refused with the lease's end", err)
+	}
+	for _, r := range fx.ts.Server.Requests() {
+		if strings.Contains(r.Path, probe) {
+			t.Errorf("the refused request reached the API: %s %s", r.Method, r.Path)
+		}
+	}
+	if cause := context.Cause(rh.life); !errors.Is(cause, errLeaseEnded) {
+		t.Fatalf("the hotel's context after a refused request: cause %v, want it ended by the lease", cause)
+	}
+	<-rh.done
+}
+
 // TestReplicaLeavesAnUnusedDatabase: once a reload leaves no hotel on a
 // database, the replica hands its hotels over, then quits that
 // database's replicas and closes its connections.

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -57,8 +58,14 @@ type wiring struct {
 type wireOptions struct {
 	// Registry holds the adapters; nil means daemonAdapters.
 	Registry adapters.Registry
-	// HTTPClient makes the API requests; nil means guestapi's default.
+	// HTTPClient makes the API requests, inside Chain; nil means
+	// newAPIClient's.
 	HTTPClient *http.Client
+	// Chain is the policy of the hotel's API and helpdesk clients: the
+	// request slots of a fleet, the lease guard of a hotel held under a
+	// lease. The adapter gets it through adapters.Deps: its HTTP
+	// requests as Transport, its guard for what else it writes.
+	Chain httpx.Chain
 	// DryRun leaves the state file closed and the engine unmade (the dry
 	// run opens a copy itself) and opens the adapter read-only.
 	DryRun bool
@@ -148,6 +155,10 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	if err != nil {
 		return nil, err
 	}
+	api := opts.HTTPClient
+	if api == nil {
+		api = newAPIClient(4)
+	}
 	w.client, err = guestapi.New(guestapi.Config{
 		BaseURL: cfg.APIURL,
 		APIKey:  key,
@@ -155,7 +166,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 		// restart (under systemd the credential is a copy made at start:
 		// there a restart takes it).
 		Rekey:      func() (string, error) { return cfg.apiKey(env) },
-		HTTPClient: opts.HTTPClient,
+		HTTPClient: opts.Chain.Client(api),
 		Logger:     log, // the client names each request's op itself
 	})
 	if err != nil {
@@ -174,7 +185,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	alog := log.With("adapter", cfg.Adapter)
 	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
 		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: opts.DryRun,
-		StateDir: cfg.stateDir(),
+		StateDir: cfg.stateDir(), Transport: opts.Chain.Transport(nil), Guard: opts.Chain.Guard,
 	})
 	if err != nil {
 		if errors.Is(err, adapters.ErrUnknownAdapter) {
@@ -190,6 +201,12 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 		}
 	}
 	return w, nil
+}
+
+// newAPIClient returns an HTTP client with the timeouts guestapi's
+// default client has, keeping up to idle connections per host.
+func newAPIClient(idle int) *http.Client {
+	return httpx.NewClient(guestapi.DefaultRequestTimeout, idle)
 }
 
 // openState opens the state file for writing, explaining a lock held by a

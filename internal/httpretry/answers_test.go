@@ -217,6 +217,7 @@ func TestClassify(t *testing.T) {
 		{"caller's deadline", ended, context.DeadlineExceeded, httpretry.Permanent},
 		{"cancelled", live, context.Canceled, httpretry.Permanent},
 		{"any error once the caller gave up", ended, io.ErrUnexpectedEOF, httpretry.Permanent},
+		{"refused by the client's transport", live, fmt.Errorf("lease ended: %w", httpretry.ErrRefused), httpretry.Permanent},
 	} {
 		if got := httpretry.Classify(c.ctx, 200, c.err); got != c.want {
 			t.Errorf("%s: Classify = %s, want %s", c.name, got, c.want)

@@ -27,6 +27,12 @@ import (
 	"strings"
 )
 
+// ErrRefused is matched by the error of a request the client's own
+// transport refused to send: the lease guard of package internal/httpx,
+// once a replica's lease of the hotel ended. Nothing was sent, and a
+// repeat is refused the same way: it is [Permanent].
+var ErrRefused = errors.New("request refused before it was sent")
+
 // Class is what one HTTP exchange means for the request that made it.
 type Class int
 
@@ -39,7 +45,8 @@ const (
 	Retryable
 	// Permanent cannot succeed when repeated unchanged: every other answer,
 	// a redirect ([ErrRedirect]), a certificate the client does not trust,
-	// and the caller's context ending (the caller gave up).
+	// a request its own transport refused ([ErrRefused]), and the caller's
+	// context ending (the caller gave up).
 	Permanent
 	// Auth is a 401 or 403: the credentials were refused or lack a right.
 	// Repeating cannot help until the configuration changes.
@@ -77,6 +84,10 @@ func Classify(ctx context.Context, status int, err error) Class {
 	)
 	switch {
 	case ctx.Err() != nil, errors.Is(err, context.Canceled):
+		return Permanent
+	case errors.Is(err, ErrRefused):
+		// The client itself may not send it (its lease ended): asking
+		// again is refused again.
 		return Permanent
 	case errors.Is(err, ErrRedirect):
 		// The server sends the client elsewhere: it answers the same
