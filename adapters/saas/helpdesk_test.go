@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
@@ -49,6 +50,9 @@ func (v *memVendor) NoteSent(_ context.Context, _ int, eventID, msg string) erro
 func (v *memVendor) Status(_ context.Context, _ int, s guestapi.Status) error {
 	v.status = string(s)
 	return nil
+}
+func (v *memVendor) Current(int) adapters.FoundStatus {
+	return adapters.APIStatusMap().Current(v.status, time.Time{})
 }
 func (v *memVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, adapters.Cursor, error) {
 	return nil, cur, nil
