@@ -54,6 +54,11 @@ const (
 	ReconcileJournaled   = "journaled"    // helpdesk events the feed missed, journaled
 )
 
+// ReconcileOutcomes lists the outcomes Report.Reconcile counts, for the
+// daemon's ticketbridge_reconcile_total{outcome}.
+var ReconcileOutcomes = []string{ReconcileInSync, ReconcileAgreed, ReconcileCarriedUp, ReconcileCarriedDown,
+	ReconcileConflict, ReconcileUnknown, ReconcileAppended, ReconcileJournaled}
+
 // reconcileSlotAfter returns the first reconcile slot of ticket id after
 // after: the time in each period of the reconcile interval that the id's
 // hash names (seeded apart from the full-read slots).
