@@ -94,7 +94,9 @@ func (p policy) reconcileDue(t *state.Ticket, now time.Time) bool {
 	if since.IsZero() {
 		since = t.CreatedAt
 	}
-	return !p.reconcileSlotAfter(t.ID, since).After(now.Add(p.slack()))
+	// A reconcile a little before its slot (within the slack) counts for
+	// that slot.
+	return !p.reconcileSlotAfter(t.ID, since.Add(p.slack())).After(now.Add(p.slack()))
 }
 
 // pickReconciles returns the tickets of tracked to reconcile in this
