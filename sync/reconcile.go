@@ -184,7 +184,7 @@ func mergeStatus(agreed, upstream guestapi.Status, upAt time.Time, hd adapters.F
 	}
 }
 
-// reconcileKey is the event id of a status carried up by reconcile: the
+// reconcileEventID is the event id of a status carried up by reconcile: the
 // same change found again (a crash before it was stored) gets the same id,
 // and so the same Idempotency-Key.
 func reconcileEventID(ticketID string, from, to guestapi.Status, at time.Time) string {
