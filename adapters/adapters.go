@@ -17,6 +17,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -98,6 +99,47 @@ type Found struct {
 	// Sent holds what MarkSent recorded: helpdesk event id -> upstream
 	// message id ("" for a status change).
 	Sent map[string]string
+	// Status is the helpdesk ticket's current status in the API's terms;
+	// the engine's reconcile compares it with the status both sides last
+	// agreed on. Its zero value says the helpdesk cannot tell.
+	Status FoundStatus
+	// Events holds, when the adapter can list them with the ticket, the
+	// team's events on it as Changes reports them (same ids), oldest
+	// first; reconcile journals those neither delivered nor journaled, so
+	// that an event the change feed skipped is still carried. nil when
+	// the adapter cannot list them.
+	Events []Event
+}
+
+// FoundStatus is a helpdesk ticket's current status as Lookup reports it,
+// in the API's terms. Build it with [StatusMap.Current] (or the SaaS
+// adapters' saas.Current); an adapter whose helpdesk cannot tell the
+// status (a one-way receiver such as the webhook adapter) returns
+// [NoStatus], and reconcile then leaves that side's status alone.
+type FoundStatus struct {
+	// Known is false when the helpdesk cannot tell its ticket's status.
+	Known bool
+	// Up is the upstream status the helpdesk's status maps to (see
+	// [StatusMap.Up]); "" when it maps to none, and then nothing is
+	// carried up from it.
+	Up guestapi.Status
+	// Shows holds the upstream statuses the helpdesk status stands for:
+	// those for which SetStatus would write nothing (several upstream
+	// statuses may share one helpdesk status).
+	Shows []guestapi.Status
+	// At is when the helpdesk status last changed, or, when the helpdesk
+	// keeps no such time, when its ticket last changed; zero when it does
+	// not say. The later of two conflicting changes wins by it.
+	At time.Time
+}
+
+// NoStatus is the FoundStatus of a helpdesk that cannot tell its tickets'
+// status.
+func NoStatus() FoundStatus { return FoundStatus{} }
+
+// Agrees reports whether the helpdesk status stands for upstream status s.
+func (f FoundStatus) Agrees(s guestapi.Status) bool {
+	return !f.Known || f.Up == s || slices.Contains(f.Shows, s)
 }
 
 // Helpdesk is the interface every adapter implements. Implementations are
@@ -180,6 +222,15 @@ type Starter interface {
 // it instead of Changes.
 type Peeker interface {
 	PeekChanges(ctx context.Context, cursor Cursor) ([]Event, Cursor, error)
+}
+
+// Paced is implemented by adapters whose helpdesk has a rate budget that
+// the engine's reconcile must keep within: ReconcilePace is the shortest
+// time between two of its lookups (each Lookup's requests included). The
+// engine then reconciles at most one ticket per pace in a cycle, and
+// leaves the others for the next.
+type Paced interface {
+	ReconcilePace() time.Duration
 }
 
 // ErrInvalid marks an error caused by the input itself (a body the helpdesk

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 )
@@ -67,6 +68,28 @@ func (m StatusMap) Down(s guestapi.Status) string {
 func (m StatusMap) Up(h string) (s guestapi.Status, ok bool) {
 	s, ok = m.FromHelpdesk[h]
 	return s, ok
+}
+
+// Current returns the [FoundStatus] of a ticket whose helpdesk status is
+// cur, changed at at: Up is cur mapped up, and Shows the upstream statuses
+// that cur maps up to or that map down to cur (SetStatus writes nothing
+// for them).
+func (m StatusMap) Current(cur string, at time.Time) FoundStatus {
+	return m.CurrentBy(cur, at, func(s guestapi.Status) bool { return m.Down(s) == cur })
+}
+
+// CurrentBy is [StatusMap.Current] for a helpdesk whose SetStatus leaves
+// more statuses as they are: shows(s) reports whether it writes nothing
+// for s on a ticket of status cur.
+func (m StatusMap) CurrentBy(cur string, at time.Time, shows func(guestapi.Status) bool) FoundStatus {
+	f := FoundStatus{Known: true, At: at}
+	f.Up, _ = m.Up(cur)
+	for _, s := range guestapi.Statuses() {
+		if s == f.Up || shows(s) {
+			f.Shows = append(f.Shows, s)
+		}
+	}
+	return f
 }
 
 // ParseStatusPairs parses "upstream=helpdesk,..." (TICKETBRIDGE_STATUS_TO_HELPDESK)

@@ -23,6 +23,36 @@ import (
 // relies on, checked on every backend (see eachBackend). The other
 // backend-neutral tests of the package run on every backend too.
 
+// A ticket keeps the status both sides agreed on and its last reconcile;
+// a record stored before they existed reads as unknown.
+func TestConformanceTicketAgreedStatus(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		s, _ := b.openTest(t, Options{})
+		at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.FixedZone("CEST", 2*3600))
+		rawPut(t, s, bucketTickets, "old", `{"v":1,"id":"old","ref":"r1","upstream_status":"new"}`)
+		update(t, s, func(tx *Tx) error {
+			return tx.PutTicket(Ticket{ID: "t1", AgreedStatus: "in_progress", ReconciledAt: at, LastReconcile: "agreed", ReconcileSoon: true})
+		})
+		view(t, s, func(tx *Tx) error {
+			old, _, err := tx.Ticket("old")
+			if err != nil {
+				return err
+			}
+			if old.AgreedStatus != "" || !old.ReconciledAt.IsZero() || old.ReconcileSoon {
+				t.Errorf("a record without agreed status reads as %+v, want it unknown", old)
+			}
+			got, _, err := tx.Ticket("t1")
+			if err != nil {
+				return err
+			}
+			if got.AgreedStatus != "in_progress" || !got.ReconciledAt.Equal(at) || got.LastReconcile != "agreed" || !got.ReconcileSoon {
+				t.Errorf("ticket reads back as %+v", got)
+			}
+			return nil
+		})
+	})
+}
+
 // The journal lists entries in the order they were journaled, across
 // Updates and reopens, and a sequence number is never handed out twice.
 func TestConformanceJournalOrder(t *testing.T) {

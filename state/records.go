@@ -51,6 +51,16 @@ type Ticket struct {
 	HelpdeskStatus   string    `json:"helpdesk_status,omitempty"`
 	HelpdeskStatusAt time.Time `json:"helpdesk_status_at,omitzero"`
 
+	// AgreedStatus is the status both sides last agreed on, in upstream
+	// terms; "" (unknown) until the first reconcile records one.
+	// ReconciledAt is when the ticket was last reconciled and
+	// LastReconcile what that found; ReconcileSoon asks for a reconcile
+	// in the next cycle (a call's outcome was unknown).
+	AgreedStatus  string    `json:"agreed_status,omitempty"`
+	ReconciledAt  time.Time `json:"reconciled_at,omitzero"`
+	LastReconcile string    `json:"last_reconcile,omitempty"`
+	ReconcileSoon bool      `json:"reconcile_soon,omitempty"`
+
 	// NextDue is when the ticket should be read again and DueReason why
 	// (e.g. "active", "quiet", "closed", "retry").
 	NextDue   time.Time `json:"next_due,omitzero"`
@@ -76,7 +86,7 @@ type Ticket struct {
 }
 
 func (t *Ticket) normalize() {
-	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
+	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
 }
 
 func (t *Ticket) validate() error {

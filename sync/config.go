@@ -33,6 +33,11 @@ type Config struct {
 	// by itself, down to a quarter, when a read finds a change no list
 	// signalled.
 	FullReadInterval time.Duration `env:"TICKETBRIDGE_FULL_READ_INTERVAL, default=10m"`
+	// ReconcileInterval is the longest an open ticket goes without being
+	// reconciled: both sides' current state compared with the status they
+	// last agreed on, and what one side missed carried to it (see
+	// reconcile.go). The reconciles are spread evenly over the cycles.
+	ReconcileInterval time.Duration `env:"TICKETBRIDGE_RECONCILE_INTERVAL, default=1h"`
 	// SweepInterval is accepted and ignored: every cycle now lists every
 	// status, which the periodic sweep of the whole queue used to do.
 	//
@@ -61,15 +66,16 @@ type Config struct {
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
 	return Config{
-		Schedule:         "@every 30s",
-		Concurrency:      4,
-		FullReadInterval: 10 * time.Minute,
-		QuietMax:         30 * time.Minute,
-		ClosedInterval:   time.Hour,
-		ClosedGrace:      72 * time.Hour,
-		RetiredInterval:  24 * time.Hour,
-		AuthorName:       "Support team",
-		NotesUpstream:    true,
+		Schedule:          "@every 30s",
+		Concurrency:       4,
+		FullReadInterval:  10 * time.Minute,
+		ReconcileInterval: time.Hour,
+		QuietMax:          30 * time.Minute,
+		ClosedInterval:    time.Hour,
+		ClosedGrace:       72 * time.Hour,
+		RetiredInterval:   24 * time.Hour,
+		AuthorName:        "Support team",
+		NotesUpstream:     true,
 	}
 }
 
@@ -183,6 +189,8 @@ func (c Config) parse() (parsed, error) {
 		return p, fmt.Errorf("TICKETBRIDGE_CONCURRENCY=%d: want 1 to %d", c.Concurrency, MaxConcurrency)
 	case c.FullReadInterval <= 0:
 		return p, fmt.Errorf("TICKETBRIDGE_FULL_READ_INTERVAL=%s: want a positive duration such as 10m", c.FullReadInterval)
+	case c.ReconcileInterval <= 0:
+		return p, fmt.Errorf("TICKETBRIDGE_RECONCILE_INTERVAL=%s: want a positive duration such as 1h", c.ReconcileInterval)
 	case c.QuietMax <= 0:
 		return p, fmt.Errorf("TICKETBRIDGE_QUIET_MAX=%s: want a positive duration such as 30m", c.QuietMax)
 	case c.ClosedInterval <= 0:
@@ -201,6 +209,9 @@ func (c Config) parse() (parsed, error) {
 	}
 	if c.FullReadInterval < p.interval {
 		p.FullReadInterval = p.interval
+	}
+	if c.ReconcileInterval < p.interval {
+		p.ReconcileInterval = p.interval
 	}
 	return p, nil
 }

@@ -39,6 +39,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{func(c *Config) { c.Backfill = "assigned, in-progress" }, `TICKETBRIDGE_BACKFILL: unknown status "in-progress"`},
 		{func(c *Config) { c.Concurrency = 0 }, "TICKETBRIDGE_CONCURRENCY=0: want 1 to 64"},
 		{func(c *Config) { c.FullReadInterval = 0 }, "TICKETBRIDGE_FULL_READ_INTERVAL"},
+		{func(c *Config) { c.ReconcileInterval = 0 }, "TICKETBRIDGE_RECONCILE_INTERVAL=0s: want a positive duration"},
 		{func(c *Config) { c.QuietMax = -time.Second }, "TICKETBRIDGE_QUIET_MAX"},
 		{func(c *Config) { c.ClosedInterval = 0 }, "TICKETBRIDGE_CLOSED_INTERVAL"},
 		{func(c *Config) { c.ClosedGrace = -time.Hour }, "TICKETBRIDGE_CLOSED_GRACE"},

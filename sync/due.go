@@ -93,11 +93,12 @@ type policy struct {
 	closedInterval time.Duration
 	closedGrace    time.Duration
 	retired        time.Duration
+	reconcile      time.Duration // TICKETBRIDGE_RECONCILE_INTERVAL (see reconcile.go)
 }
 
 func newPolicy(p parsed) policy {
 	return policy{interval: p.interval, quietMax: p.QuietMax, fullRead: p.FullReadInterval, listsShowAll: true,
-		closedInterval: p.ClosedInterval, closedGrace: p.ClosedGrace, retired: p.RetiredInterval}
+		closedInterval: p.ClosedInterval, closedGrace: p.ClosedGrace, retired: p.RetiredInterval, reconcile: p.ReconcileInterval}
 }
 
 // fullReadSlot returns the first full-read slot of ticket id after now

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,17 @@ type refreshResult struct {
 	appended                                     int   // messages newly written to the helpdesk
 	unsignalled                                  bool  // the read found a change no list could show
 	limited                                      error // the read was refused with a 429: the ticket is still due
+
+	// What a reconcile did (see reconcile.go): its outcome ("" when the
+	// ticket was not reconciled), whether it carried the status up, the
+	// messages it appended that state took for mirrored, the entries to
+	// journal and the conflict's note.
+	reconciled      string
+	recUp           bool
+	recAppended     int
+	journal         []state.Entry
+	conflictNote    []adapters.Message
+	reconciledTouch bool
 }
 
 // refresh reads every due ticket, a pool at a time (see readAll), and
@@ -69,7 +81,8 @@ func (c *cycle) refresh() {
 			}
 		}
 	}
-	due := planReads(tracked, waiting, e.pol, c.now)
+	recon := pickReconciles(tracked, e.pol, c.now, e.reconcileBudget())
+	due := planReads(tracked, waiting, recon, e.pol, c.now)
 	toImport := 0
 	for _, t := range due {
 		if t.Ref == "" {
@@ -78,7 +91,7 @@ func (c *cycle) refresh() {
 	}
 
 	results := make(chan refreshResult)
-	go c.readAll(due, func(t state.Ticket) refreshResult { return c.refreshTicket(t, pending[t.ID]) }, results)
+	go c.readAll(due, func(t state.Ticket) refreshResult { return c.refreshTicket(t, pending[t.ID], recon[t.ID]) }, results)
 	var batch []refreshResult
 	imported := 0
 	progressEvery := max(10, toImport/10)
@@ -101,8 +114,9 @@ func (c *cycle) refresh() {
 				rep.Unsignalled++
 			}
 			rep.Mirrored += r.appended
+			rep.countReconcile(r)
 			rep.Skipped += len(r.supersede)
-			if r.created || r.statusDown || r.appended > 0 {
+			if r.created || r.statusDown || r.appended > 0 || r.reconciledTouch {
 				rep.touch(r.t.ID)
 			}
 		})
@@ -135,11 +149,12 @@ func (c *cycle) refresh() {
 // the longest waiting. A ticket with a status change waiting to go up
 // (waiting) is read every cycle it is not backing off: send lets the
 // change go only after a read of the ticket in the same cycle, so that the
-// newer of the two changes wins. It does no I/O.
-func planReads(tracked []state.Ticket, waiting map[string]bool, pol policy, now time.Time) []state.Ticket {
+// newer of the two changes wins. A ticket to reconcile (recon) is read
+// too. It does no I/O.
+func planReads(tracked []state.Ticket, waiting, recon map[string]bool, pol policy, now time.Time) []state.Ticket {
 	var due []state.Ticket
 	for _, t := range tracked {
-		if pol.due(&t, now) || (waiting[t.ID] && t.Attempts == 0) {
+		if pol.due(&t, now) || (waiting[t.ID] && t.Attempts == 0) || recon[t.ID] {
 			due = append(due, t)
 		}
 	}
@@ -307,6 +322,17 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 			return err
 		}
 	}
+	for _, en := range r.journal {
+		if _, ok, err := tx.JournalEntry(en.EventID); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			continue // journaled meanwhile (collect): it stays as it is
+		}
+		if _, err := tx.PutJournal(en); err != nil {
+			return err
+		}
+	}
 	for _, en := range r.supersede {
 		if abandonedMeanwhile(tx, en.EventID) {
 			continue
@@ -321,8 +347,9 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 }
 
 // refreshTicket reads one ticket and brings the helpdesk up to date with
-// it. pend holds the ticket's pending journal entries, oldest first.
-func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult {
+// it, reconciling both sides when reconcile is set (see reconcile.go).
+// pend holds the ticket's pending journal entries, oldest first.
+func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool) refreshResult {
 	e := c.e
 	r := refreshResult{t: t}
 	th, err := e.api.GetTicket(c.ctx, t.ID)
@@ -347,10 +374,32 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 	if r.t.Department == "" || r.t.Department != d.Department {
 		r.t.Department = d.Department
 	}
+	if r.created {
+		// Made with it: the first reconcile comes at the next slot.
+		r.t.AgreedStatus, r.t.ReconciledAt = string(d.Status), c.now
+	}
+	var merge *statusMerge
+	believed := maps.Clone(known) // what state says the helpdesk holds
+	if reconcile && !r.created && !r.adopted {
+		f, ok, err := e.hd.Lookup(c.ctx, t.ID)
+		if err != nil {
+			return c.ticketError(r, "look up helpdesk ticket", err)
+		}
+		if ok {
+			m, err := c.reconcileFound(&r, d, f, known)
+			if err != nil {
+				return c.ticketError(r, "read state", err)
+			}
+			merge = &m
+		}
+	}
 
 	p := planThread(r.t, th, known, pend)
 	for _, id := range p.refused {
 		c.failure(t.ID, id, "refresh", fmt.Errorf("skip message: its id %q cannot be stored", id))
+	}
+	if merge != nil {
+		c.applyMerge(&r, &p, *merge, pend)
 	}
 	if len(p.append) > 0 {
 		app, err := e.hd.Append(c.ctx, ref, p.append)
@@ -360,20 +409,32 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry) refreshResult 
 				r.mirrored = append(r.mirrored, a)
 				if !a.Existed {
 					r.appended++
+					if believed[a.UpstreamID] {
+						r.recAppended++
+					}
 				}
 			}
 		}
 		if err != nil {
-			return c.ticketError(r, "append messages", err)
+			return c.ticketError(unknownOutcome(r, err), "append messages", err)
+		}
+	}
+	if len(r.conflictNote) > 0 {
+		if _, err := e.hd.Append(c.ctx, ref, r.conflictNote); err != nil {
+			return c.ticketError(unknownOutcome(r, err), "note a status conflict", err)
 		}
 	}
 	r.supersede, r.supersBy = p.supersede, d.Status
 	if p.setStatus != "" {
 		if err := e.hd.SetStatus(c.ctx, ref, p.setStatus); err != nil {
-			return c.ticketError(r, "set helpdesk status", err)
+			return c.ticketError(unknownOutcome(r, err), "set helpdesk status", err)
 		}
 		r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(p.setStatus), c.now
+		r.t.AgreedStatus = string(p.setStatus) // both sides show it now
 		r.statusDown = true
+	}
+	if merge != nil {
+		r.t.ReconciledAt, r.t.ReconcileSoon, r.t.LastReconcile = c.now, false, r.reconciled
 	}
 	r.t.UpstreamStatus = string(d.Status)
 	r.t.UpstreamUpdatedAt = d.UpdatedAt
@@ -431,7 +492,7 @@ func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapt
 			err = errors.New("the adapter returned an empty reference")
 		}
 		if err != nil {
-			*r = c.ticketError(*r, "create helpdesk ticket", err)
+			*r = c.ticketError(unknownOutcome(*r, err), "create helpdesk ticket", err)
 			return "", nil, err
 		}
 		r.created = true
@@ -547,6 +608,50 @@ func (c *cycle) ticketError(r refreshResult, op string, err error) refreshResult
 	}
 	c.unread(r.t.ID)
 	return r
+}
+
+// unknownOutcome marks r's ticket for a reconcile in the next cycle when
+// err leaves the outcome of a write unknown (anything but a refusal of
+// the input).
+func unknownOutcome(r refreshResult, err error) refreshResult {
+	if !errors.Is(err, adapters.ErrInvalid) && !errors.Is(err, adapters.ErrNotFound) {
+		r.t.ReconcileSoon = true
+	}
+	return r
+}
+
+// applyMerge carries out the reconcile's status merge m on the plan p:
+// a status carried up keeps the helpdesk's status as it is, one carried
+// down is set. While a helpdesk status change waits in the journal (pend),
+// the change-driven path is under way and the status is left to it.
+func (c *cycle) applyMerge(r *refreshResult, p *threadPlan, m statusMerge, pend []state.Entry) {
+	for _, en := range pend {
+		if en.Kind == state.KindStatus {
+			r.reconciled = ReconcileInSync
+			r.journal = slices.DeleteFunc(r.journal, func(en state.Entry) bool { return en.Kind == state.KindStatus })
+			r.conflictNote = nil
+			return
+		}
+	}
+	r.reconciled, r.recUp = m.outcome, m.up != ""
+	switch {
+	case m.up != "":
+		p.setStatus = ""
+		p.active = true
+	case m.down != "":
+		p.setStatus, p.active = m.down, true
+	}
+	if m.agreed != "" {
+		r.t.AgreedStatus = string(m.agreed)
+		if m.outcome == ReconcileAgreed {
+			// The helpdesk shows it already: nothing to write.
+			p.setStatus, r.t.HelpdeskStatus = "", string(m.agreed)
+		}
+	}
+	if m.outcome != ReconcileInSync && m.outcome != ReconcileUnknown {
+		r.t.LastActivity = c.now
+		r.reconciledTouch = true
+	}
 }
 
 // unread records that ticket id was due but not read in this cycle: its

@@ -55,6 +55,10 @@ type Report struct {
 	APIRequests int `json:"api_requests"` // calls of the Guest Requests API
 	Throttled   int `json:"throttled"`    // reads the API answered with 429; the cycle slowed down
 	Held        int `json:"held"`         // changes the helpdesk holds until its team acts (adapters.HeldError)
+	// Reconcile counts the reconciles by outcome (ReconcileInSync,
+	// ReconcileCarriedUp, ...) and the messages and events they repaired
+	// (ReconcileAppended, ReconcileJournaled).
+	Reconcile map[string]int `json:"reconcile,omitempty"`
 
 	// Touched names the requests (upstream ticket ids) the cycle changed
 	// on either side, in the order touched, at most maxTouched of them;

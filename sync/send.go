@@ -20,6 +20,7 @@ type sendOutcome struct {
 	sent    bool        // confirmed upstream (or nothing to send)
 	request bool        // a request was made and confirmed
 	failed  bool        // refused for good
+	unknown bool        // the request failed with its outcome unknown: reconcile the ticket next cycle
 }
 
 // send carries pending journal entries upstream, oldest first, in order
@@ -143,6 +144,7 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 				continue
 			}
 			o.en.NextAttempt = c.now.Add(e.pol.backoff(o.en.Attempts))
+			o.unknown = true
 			out = append(out, o)
 			return out // later entries wait behind this one
 		}
@@ -183,6 +185,11 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 				if _, err := tx.PutJournal(o.en); err != nil {
 					return err
 				}
+				if o.unknown {
+					if err := reconcileSoon(tx, o.en.TicketID); err != nil {
+						return err
+					}
+				}
 				if !o.sent {
 					continue
 				}
@@ -207,6 +214,7 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 					}
 					if ok {
 						t.UpstreamStatus = o.en.Payload.Status
+						t.AgreedStatus = o.en.Payload.Status // the helpdesk's change, now on both sides
 						if err := tx.PutTicket(t); err != nil {
 							return err
 						}
@@ -245,6 +253,16 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 			}
 		}
 	})
+}
+
+// reconcileSoon asks for a reconcile of ticket id in the next cycle.
+func reconcileSoon(tx *state.Tx, id string) error {
+	t, ok, err := tx.Ticket(id)
+	if err != nil || !ok || t.ReconcileSoon {
+		return err
+	}
+	t.ReconcileSoon = true
+	return tx.PutTicket(t)
 }
 
 // abandonedMeanwhile reports whether the stored entry of eventID was

@@ -73,8 +73,13 @@ type TicketStatus struct {
 	LastActivity   time.Time `json:"last_activity,omitzero"`
 	Attempts       int       `json:"attempts,omitempty"`
 	LastError      string    `json:"last_error,omitempty"`
-	Mirrored       int       `json:"mirrored"` // upstream messages in the helpdesk
-	Own            int       `json:"own"`      // the bridge's own upstream posts
+	// AgreedStatus is the status both sides last agreed on ("" unknown),
+	// ReconciledAt the last reconcile and LastReconcile its outcome.
+	AgreedStatus  string    `json:"agreed_status,omitempty"`
+	ReconciledAt  time.Time `json:"reconciled_at,omitzero"`
+	LastReconcile string    `json:"last_reconcile,omitempty"`
+	Mirrored      int       `json:"mirrored"` // upstream messages in the helpdesk
+	Own           int       `json:"own"`      // the bridge's own upstream posts
 	// Journal holds the ticket's newest journal entries, at most
 	// statusJournalPerTicket of them, oldest first.
 	Journal []EntryStatus `json:"journal,omitempty"`
@@ -154,6 +159,7 @@ func ReadStatus(st *state.Store, now time.Time) (Status, error) {
 				ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
 				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, LastActivity: t.LastActivity,
 				Attempts: t.Attempts, LastError: t.LastError,
+				AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 				Mirrored: mirrored[t.ID], Own: own[t.ID],
 			}
 			for _, e := range journals[t.ID] {
@@ -271,6 +277,7 @@ func readTicket(st *state.Store, id string, search bool) (TicketDetail, error) {
 			ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
 			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, LastActivity: t.LastActivity,
 			Attempts: t.Attempts, LastError: t.LastError,
+			AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 		}
 		m, err := tx.Mirrored(t.ID)
 		if err != nil {

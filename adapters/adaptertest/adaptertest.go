@@ -78,6 +78,9 @@ type Caps struct {
 	// AuthorName: events carry the author name the Agent passed (rather
 	// than, say, the helpdesk user the agent is logged in as).
 	AuthorName bool
+	// NoStatus: the helpdesk cannot tell its tickets' status (a one-way
+	// receiver), and Lookup says so with adapters.NoStatus.
+	NoStatus bool
 }
 
 // Harness is what the suite needs of an adapter and its backend.
@@ -152,6 +155,7 @@ func Run(t *testing.T, h Harness) {
 		{"AuthorTypeAndTimeVisible", s.testAuthorVisible},
 		{"StatusDown", s.testStatusDown},
 		{"StatusUp", s.testStatusUp},
+		{"LookupStatus", s.testLookupStatus},
 		{"ChangesCursor", s.testCursor},
 		{"OwnWritesFiltered", s.testOwnWrites},
 		{"LookupAfterStateLoss", s.testLookup},

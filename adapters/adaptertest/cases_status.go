@@ -71,3 +71,52 @@ func (s *suite) testStatusUp(t *testing.T) {
 		t.Errorf("agent status changes came back as %v, want %v", got, want)
 	}
 }
+
+// testLookupStatus checks the status Lookup reports: after each status
+// the bridge sets, one that stands for it; after each status an agent
+// sets, the one it maps to, with a time.
+func (s *suite) testLookupStatus(t *testing.T) {
+	tk := s.ticket("Extra towels")
+	a, ref := s.ensure(t, tk)
+	lookup := func(what string) adapters.FoundStatus {
+		t.Helper()
+		s.settle(t)
+		f, ok, err := s.open(t).Lookup(s.ctx, tk.UpstreamID)
+		if err != nil || !ok {
+			t.Fatalf("Lookup after %s: ok %v, %v", what, ok, err)
+		}
+		return f.Status
+	}
+	if s.h.Caps.NoStatus {
+		if st := lookup("creating the ticket"); st.Known {
+			t.Errorf("Lookup reports status %+v, want adapters.NoStatus (Caps.NoStatus)", st)
+		}
+		return
+	}
+	for _, st := range guestapi.Statuses() {
+		if err := a.SetStatus(s.ctx, ref, st); err != nil {
+			t.Fatalf("SetStatus(%s): %v", st, err)
+		}
+		got := lookup("SetStatus(" + string(st) + ")")
+		if !got.Known || !got.Agrees(st) {
+			t.Errorf("after SetStatus(%s) Lookup reports status %+v, which does not stand for %s", st, got, st)
+		}
+	}
+	for _, h := range s.agentStatuses() {
+		up, ok := s.h.Status.Up(h)
+		if !ok {
+			t.Fatalf("AgentStatuses lists %q, which Status.FromHelpdesk does not map", h)
+		}
+		agentDo(t, "set status "+h, s.h.Agent.SetStatus(s.ctx, ref, "Anna (front desk)", h))
+		// A helpdesk may take the change in when its feed is read (the
+		// files adapter's outbox).
+		s.drain(t, a, s.head)
+		got := lookup("the agent set " + h)
+		if !got.Known || got.Up != up || !got.Agrees(up) {
+			t.Errorf("after the agent set %q Lookup reports status %+v, want %s", h, got, up)
+		}
+		if got.At.IsZero() {
+			t.Errorf("after the agent set %q Lookup reports no time of the status", h)
+		}
+	}
+}

@@ -652,7 +652,7 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	err := a.do(ctx, func() error {
 		t, err := a.find(upstreamID)
 		if t != nil {
-			f, ok = t.found(), true
+			f, ok = t.found(a.status), true
 		}
 		return err
 	})

@@ -115,8 +115,15 @@ func (t *ticketFile) sentFor(eventID string) (sentRecord, bool) {
 	return sentRecord{}, false
 }
 
-func (t *ticketFile) found() adapters.Found {
-	f := adapters.Found{Ref: adapters.Ref(t.Folder), Messages: map[string]string{}, Sent: map[string]string{}}
+func (t *ticketFile) found(m adapters.StatusMap) adapters.Found {
+	at := t.CreatedAt // the status it was made with, until a change says otherwise
+	for _, e := range t.Thread {
+		if e.Kind == kindStatus && e.At.After(at) {
+			at = e.At
+		}
+	}
+	f := adapters.Found{Ref: adapters.Ref(t.Folder), Messages: map[string]string{}, Sent: map[string]string{},
+		Status: m.Current(t.Status, at)}
 	for _, e := range t.Thread {
 		if e.Kind == kindMessage && e.UpstreamID != "" {
 			f.Messages[e.UpstreamID] = e.ID

@@ -44,6 +44,17 @@ func (th thread) live() (fdTicket, bool) {
 	return th.t, true
 }
 
+// Current reports the status of the ticket that takes writes, or of the
+// archived ticket when it has no follow-up yet. Freshdesk keeps no time of
+// the last status change on the ticket: its updated_at stands for it.
+func (v vendor) Current(th thread) adapters.FoundStatus {
+	t, ok := th.live()
+	if !ok {
+		t = th.t
+	}
+	return saas.Current(v.status, strconv.Itoa(t.Status), t.UpdatedAt, "", "")
+}
+
 // Find returns the Ref of the ticket whose id field holds upstreamID
 // (see Thread).
 func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool, error) {

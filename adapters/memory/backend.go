@@ -34,6 +34,7 @@ type ticket struct {
 	ref      adapters.Ref
 	fields   adapters.Ticket
 	status   string
+	statusAt time.Time // when status last changed
 	messages []*message
 	sent     map[string]string // event id -> upstream message id
 }
@@ -220,8 +221,23 @@ func (b *Backend) SetStatus(ref adapters.Ref, author, status string) error {
 	if t == nil {
 		return fmt.Errorf("set status of %s: %w", ref, adapters.ErrNotFound)
 	}
-	t.status = status
+	t.status, t.statusAt = status, b.now().UTC()
 	b.record(change{ref: ref, kind: changeStatus, author: author, status: status})
+	return nil
+}
+
+// SetStatusUnreported sets the status of ticket ref as the agent author
+// would, without the change entering the log Changes reads: a change the
+// adapter's change feed skipped (a cursor moved past a late commit), which
+// only Lookup shows.
+func (b *Backend) SetStatusUnreported(ref adapters.Ref, status string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.ticket(ref)
+	if t == nil {
+		return fmt.Errorf("set status of %s: %w", ref, adapters.ErrNotFound)
+	}
+	t.status, t.statusAt = status, b.now().UTC()
 	return nil
 }
 
@@ -254,10 +270,11 @@ const refPrefix = "mem-"
 // create adds a ticket as the bridge. b.mu must be held.
 func (b *Backend) create(fields adapters.Ticket, status string) *ticket {
 	t := &ticket{
-		ref:    adapters.Ref(refPrefix + strconv.Itoa(len(b.tickets)+1)),
-		fields: fields,
-		status: status,
-		sent:   map[string]string{},
+		ref:      adapters.Ref(refPrefix + strconv.Itoa(len(b.tickets)+1)),
+		fields:   fields,
+		status:   status,
+		statusAt: b.now().UTC(),
+		sent:     map[string]string{},
 	}
 	b.tickets = append(b.tickets, t)
 	b.record(change{ref: t.ref, kind: changeCreate, byBridge: true, status: status})

@@ -253,7 +253,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 		return fmt.Errorf("set status of %s: %w", ref, adapters.ErrNotFound)
 	}
 	if h := a.status.Down(s); tk.status != h {
-		tk.status = h
+		tk.status, tk.statusAt = h, b.now().UTC()
 		b.record(change{ref: ref, kind: changeStatus, byBridge: true, status: h})
 	}
 	return ferr
@@ -293,26 +293,34 @@ func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapte
 		if c.byBridge {
 			continue
 		}
-		tk := b.ticket(c.ref)
-		ev := adapters.Event{ID: strconv.Itoa(c.seq), Ref: c.ref, UpstreamTicketID: tk.fields.UpstreamID, AuthorName: c.author, At: c.at}
-		switch c.kind {
-		case changeMessage:
-			ev.Kind, ev.Body = adapters.EventNote, c.body
-			if c.public {
-				ev.Kind = adapters.EventReply
-			}
-		case changeStatus:
-			up, ok := a.status.Up(c.status)
-			if !ok {
-				continue
-			}
-			ev.Kind, ev.Status = adapters.EventStatus, up
-		default:
-			continue
+		if ev, ok := a.event(b, c); ok {
+			evs = append(evs, ev)
 		}
-		evs = append(evs, ev)
 	}
 	return evs, adapters.Cursor(strconv.Itoa(next)), nil
+}
+
+// event returns the event the team's change c is, and false when it is
+// none the bridge carries. b.mu must be held.
+func (a *Adapter) event(b *Backend, c change) (adapters.Event, bool) {
+	tk := b.ticket(c.ref)
+	ev := adapters.Event{ID: strconv.Itoa(c.seq), Ref: c.ref, UpstreamTicketID: tk.fields.UpstreamID, AuthorName: c.author, At: c.at}
+	switch c.kind {
+	case changeMessage:
+		ev.Kind, ev.Body = adapters.EventNote, c.body
+		if c.public {
+			ev.Kind = adapters.EventReply
+		}
+	case changeStatus:
+		up, ok := a.status.Up(c.status)
+		if !ok {
+			return ev, false
+		}
+		ev.Kind, ev.Status = adapters.EventStatus, up
+	default:
+		return ev, false
+	}
+	return ev, true
 }
 
 // Lookup finds the ticket mirroring upstreamID.
@@ -336,10 +344,19 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if tk == nil {
 		return adapters.Found{}, false, nil
 	}
-	f := adapters.Found{Ref: tk.ref, Messages: map[string]string{}, Sent: maps.Clone(tk.sent)}
+	f := adapters.Found{Ref: tk.ref, Messages: map[string]string{}, Sent: maps.Clone(tk.sent),
+		Status: a.status.Current(tk.status, tk.statusAt), Events: []adapters.Event{}}
 	for _, m := range tk.messages {
 		if m.UpstreamID != "" {
 			f.Messages[m.UpstreamID] = m.ID
+		}
+	}
+	for _, c := range b.log {
+		if c.ref != tk.ref || c.byBridge {
+			continue
+		}
+		if ev, ok := a.event(b, c); ok {
+			f.Events = append(f.Events, ev)
 		}
 	}
 	return f, true, nil

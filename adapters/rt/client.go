@@ -119,6 +119,7 @@ type rtTicket struct {
 	ID           flexID    `json:"id"`
 	Status       string    `json:"Status"`
 	Created      string    `json:"Created"`
+	LastUpdated  string    `json:"LastUpdated"`
 	Queue        queueRef  `json:"Queue"`
 	CustomFields []cfValue `json:"CustomFields"`
 }

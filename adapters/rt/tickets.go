@@ -45,7 +45,7 @@ func (a *Adapter) getTicket(ctx context.Context, op string, id int64) (rtTicket,
 func (a *Adapter) findTickets(ctx context.Context, upstreamID string) ([]rtTicket, error) {
 	q := url.Values{
 		"query":    {fmt.Sprintf("'CF.{%s}' = %s", a.cfg.IDField, ticketSQLQuote(upstreamID))},
-		"fields":   {"Status,Created,CustomFields"},
+		"fields":   {"Status,Created,LastUpdated,CustomFields"},
 		"orderby":  {"id"},
 		"order":    {"ASC"},
 		"per_page": {strconv.Itoa(perPage)},
@@ -225,7 +225,11 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if err != nil {
 		return adapters.Found{}, false, fmt.Errorf("lookup: %w", err)
 	}
-	f := adapters.Found{Ref: refOf(int64(tk.ID)), Messages: msgs, Sent: map[string]string{}}
+	// RT keeps no time of the last status change on the ticket: its
+	// LastUpdated is the latest of any change, which is as late or later.
+	updated, _ := rtTime(tk.LastUpdated)
+	f := adapters.Found{Ref: refOf(int64(tk.ID)), Messages: msgs, Sent: map[string]string{},
+		Status: a.status.Current(tk.Status, updated)}
 	if s.sentCF != 0 {
 		for _, v := range tk.values(s.sentCF) {
 			if ev, up, ok := strings.Cut(v, "="); ok && ev != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -60,6 +61,9 @@ type Vendor[T any] interface {
 	Note(ctx context.Context, th T, op, text string) error
 	// Status sets the helpdesk status that s maps to (see [Target]).
 	Status(ctx context.Context, th T, s guestapi.Status) error
+	// Current returns the status of th as Lookup reports it (see
+	// [Current]), from what Thread read.
+	Current(th T) adapters.FoundStatus
 	// Events returns the changes after cur, leaving out those the user me
 	// (the adapter's own) made, with the cursor after them; see
 	// [adapters.Helpdesk.Changes] and [Cursor]. files names, by event id,
@@ -160,7 +164,9 @@ func (h *Helpdesk[T]) Lookup(ctx context.Context, upstreamID string) (adapters.F
 	if err != nil {
 		return adapters.Found{}, false, err
 	}
-	return held.Found(ref), true, nil
+	f := held.Found(ref)
+	f.Status = h.v.Current(th)
+	return f, true, nil
 }
 
 // held reads the markers of the comments the adapter's own user wrote in
@@ -274,6 +280,16 @@ func (h *Helpdesk[T]) MarkSent(ctx context.Context, ref adapters.Ref, eventID, u
 		return fmt.Errorf("mark event %s sent: %w", eventID, err)
 	}
 	return nil
+}
+
+// Current returns the [adapters.FoundStatus] of a ticket of status cur,
+// changed at at, for a vendor whose Status writes by [Target]: it shows
+// the upstream statuses Target writes nothing for.
+func Current(m adapters.StatusMap, cur string, at time.Time, initial, open string) adapters.FoundStatus {
+	return m.CurrentBy(cur, at, func(s guestapi.Status) bool {
+		_, write := Target(m, cur, s, initial, open)
+		return !write
+	})
 }
 
 // Target returns the helpdesk status to set for s on a ticket whose

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
@@ -50,6 +51,9 @@ func (v *memVendor) Note(_ context.Context, _ int, _, text string) error {
 func (v *memVendor) Status(_ context.Context, _ int, s guestapi.Status) error {
 	v.status = string(s)
 	return nil
+}
+func (v *memVendor) Current(int) adapters.FoundStatus {
+	return adapters.APIStatusMap().Current(v.status, time.Time{})
 }
 func (v *memVendor) Events(_ context.Context, cur adapters.Cursor, _ int64) ([]adapters.Event, map[string][]string, adapters.Cursor, error) {
 	return nil, nil, cur, nil

@@ -71,7 +71,7 @@ func TestConformance(t *testing.T) {
 				New:    func(testing.TB) adapters.Helpdesk { return r.open(opts) },
 				Agent:  agent{r.rc},
 				Status: adapters.APIStatusMap(),
-				Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true},
+				Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true, NoStatus: true},
 			})
 		})
 	}

@@ -622,7 +622,9 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	if !ok || rec.Pending {
 		return adapters.Found{}, false, nil
 	}
-	return adapters.Found{Ref: adapters.Ref(rec.UpstreamID), Messages: maps.Clone(rec.Messages), Sent: maps.Clone(rec.Sent)}, true, nil
+	// A one-way receiver keeps no status the bridge could read back.
+	return adapters.Found{Ref: adapters.Ref(rec.UpstreamID), Messages: maps.Clone(rec.Messages), Sent: maps.Clone(rec.Sent),
+		Status: adapters.NoStatus()}, true, nil
 }
 
 // MarkSent records that inbound event eventID became upstreamMessageID.

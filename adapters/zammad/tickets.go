@@ -250,6 +250,12 @@ func (v vendor) Status(ctx context.Context, t zmTicket, s guestapi.Status) error
 	return nil
 }
 
+// Current reports the ticket's state. Zammad keeps no time of the last
+// state change on the ticket: its updated_at stands for it.
+func (v vendor) Current(t zmTicket) adapters.FoundStatus {
+	return saas.Current(v.status, t.State, t.UpdatedAt, stateNew, stateOpen)
+}
+
 // Note writes text as an internal note. Zammad lets agents add notes to
 // closed tickets without reopening them.
 func (v vendor) Note(ctx context.Context, t zmTicket, op, text string) error {

@@ -319,6 +319,14 @@ func (v vendor) Note(ctx context.Context, c chain, op, text string) error {
 	return nil
 }
 
+// Current reports the status of the chain's active ticket. Zendesk keeps
+// no time of the last status change on the ticket: its updated_at, as
+// late or later, stands for it.
+func (v vendor) Current(c chain) adapters.FoundStatus {
+	active := c.active()
+	return saas.Current(v.status, active.Status, active.UpdatedAt, statusNew, statusOpen)
+}
+
 // Thread finds the tickets whose external_id names upstreamID, archived
 // ones included; the first of them is the Ref.
 func (v vendor) Thread(ctx context.Context, upstreamID string) (chain, adapters.Ref, bool, error) {

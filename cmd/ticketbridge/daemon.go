@@ -657,6 +657,7 @@ func printTicket(out io.Writer, d sync.TicketDetail, full bool) error {
 	fmt.Fprintf(tw, "Status\tupstream %s, helpdesk %s\n", orDash(d.UpstreamStatus), orDash(d.HelpdeskStatus))
 	fmt.Fprintf(tw, "Next read\t%s (%s)\n", dueText(d.TicketStatus, now), sync.DueReasonText(d.DueReason))
 	fmt.Fprintf(tw, "Last activity\t%s\n", when(d.LastActivity))
+	fmt.Fprintf(tw, "Reconciled\t%s (%s); agreed status %s\n", when(d.ReconciledAt), orDash(d.LastReconcile), orDash(d.AgreedStatus))
 	if d.LastError != "" {
 		fmt.Fprintf(tw, "Error\t%s (%d tries in a row)\n", d.LastError, d.Attempts)
 	}

@@ -170,6 +170,7 @@ type metrics struct {
 	lastCycle     prometheus.Gauge
 	ready         prometheus.Gauge
 	detect        *prometheus.CounterVec
+	reconcile     *prometheus.CounterVec
 	held          prometheus.Gauge
 	setAside      prometheus.Gauge
 	setAsideTotal prometheus.Counter
@@ -266,9 +267,11 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "ticketbridge_ticket_reads_total",
 			Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
 		}, []string{"cause"}),
+		reconcile: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
+			Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}, []string{"outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.apiRequests, m.apiDuration, m.mirrored,
-		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held, m.setAside, m.setAsideTotal} {
+		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held, m.setAside, m.setAsideTotal, m.reconcile} {
 		f(c)
 	}
 
@@ -285,6 +288,9 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	for _, c := range []string{"signalled", "unsignalled", "throttled"} {
 		m.detect.WithLabelValues(c)
+	}
+	for _, o := range sync.ReconcileOutcomes {
+		m.reconcile.WithLabelValues(o)
 	}
 	for _, s := range []string{"pending", "failed", "unmarked", "abandoned"} {
 		m.journal.WithLabelValues(s)
@@ -470,6 +476,9 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 	t.m.detect.WithLabelValues("signalled").Add(float64(r.Signalled))
 	t.m.detect.WithLabelValues("unsignalled").Add(float64(r.Unsignalled))
 	t.m.detect.WithLabelValues("throttled").Add(float64(r.Throttled))
+	for o, n := range r.Reconcile {
+		t.m.reconcile.WithLabelValues(o).Add(float64(n))
+	}
 	t.prop.add(r.Propagation)
 	if err != nil {
 		t.m.errors.WithLabelValues(errorKind(err)).Inc()

@@ -227,7 +227,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	// A partial cycle that synced counts as a success.
 	clock.Advance(30 * time.Second)
 	tel.cycleDone(sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
-		Signalled: 5, Unsignalled: 1, Throttled: 3}, nil)
+		Signalled: 5, Unsignalled: 1, Throttled: 3, Reconcile: map[string]int{sync.ReconcileCarriedUp: 2}}, nil)
 	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "partial") {
 		t.Fatalf("readyz after a partial cycle: %d %q", code, body)
 	}
@@ -253,6 +253,8 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		`ticketbridge_ticket_reads_total{cause="signalled"}`:            5,
 		`ticketbridge_ticket_reads_total{cause="unsignalled"}`:          1,
 		`ticketbridge_ticket_reads_total{cause="throttled"}`:            3,
+		`ticketbridge_reconcile_total{outcome="carried_up"}`:            2,
+		`ticketbridge_reconcile_total{outcome="conflict"}`:              0,
 		`ticketbridge_tickets{status="new"}`:                            2,
 		`ticketbridge_tickets{status="done"}`:                           1,
 		`ticketbridge_tickets{status="unknown"}`:                        1,
