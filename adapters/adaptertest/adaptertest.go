@@ -97,6 +97,11 @@ type Harness struct {
 	// means the keys of Status.FromHelpdesk, sorted; list them when the
 	// helpdesk's lifecycle forbids some orders.
 	AgentStatuses []string
+	// Unsearchable are the helpdesk statuses in which Lookup cannot find
+	// a ticket (Request Tracker leaves deleted tickets out of every
+	// search): LookupStatus checks that Lookup says so rather than
+	// reporting them.
+	Unsearchable []string
 	// UnknownRef is a well-formed Ref of a ticket the helpdesk does not
 	// have. Empty means "no-such-ticket-<uuid>".
 	UnknownRef adapters.Ref

@@ -286,9 +286,10 @@ func TestConformance(t *testing.T) {
 			}
 			return a
 		},
-		Agent:      r.agent(),
-		Status:     rt.DefaultStatusMap(),
-		UnknownRef: adapters.Ref(strconv.Itoa(999999999)),
-		Caps:       adaptertest.Caps{MarkSent: true},
+		Agent:        r.agent(),
+		Status:       rt.DefaultStatusMap(),
+		UnknownRef:   adapters.Ref(strconv.Itoa(999999999)),
+		Unsearchable: []string{"deleted"},
+		Caps:         adaptertest.Caps{MarkSent: true},
 	})
 }
