@@ -127,20 +127,6 @@ func (t *simTrace) tail(n int) string {
 	return strings.Join(t.lines[from:], "\n")
 }
 
-// count returns how many lines of the trace start with prefix and hold
-// part.
-func (t *simTrace) count(prefix, part string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, l := range t.lines {
-		if strings.HasPrefix(l, prefix) && strings.Contains(l, part) {
-			n++
-		}
-	}
-	return n
-}
-
 // calls returns how many calls were drawn.
 func (t *simTrace) calls() int {
 	t.mu.Lock()
