@@ -266,7 +266,11 @@ func (e *Engine) planCollect(in collectInput) collectPlan {
 			en.Payload = state.Payload{Body: ev.Body, AuthorName: author, Visible: ev.Kind == adapters.EventReply}
 		case adapters.EventStatus:
 			en.Payload = state.Payload{Status: string(ev.Status)}
-			t.HelpdeskStatus, t.HelpdeskStatusAt = string(ev.Status), ev.At
+			// A change seen after a newer one (a helpdesk that commits
+			// out of order) is not the helpdesk's status: send skips it.
+			if !ev.At.Before(t.HelpdeskStatusAt) {
+				t.HelpdeskStatus, t.HelpdeskStatusAt = string(ev.Status), ev.At
+			}
 		}
 		p.entries = append(p.entries, en)
 	}

@@ -123,7 +123,10 @@ func (e *env) open() *tbsync.Engine {
 		hd = e.wrapHD(hd)
 	}
 	e.hd = hd
-	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", hd.Name())
+	logger := slog.New(slog.DiscardHandler)
+	if e.logs != nil { // nil: no log kept
+		logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", hd.Name())
+	}
 	eng, err := tbsync.New(e.cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: e.clock.Now,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	if err != nil {

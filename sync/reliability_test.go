@@ -65,6 +65,14 @@ type activity struct {
 	agent map[string][]string // upstream id -> bodies the agents wrote (replies and notes)
 	notes map[string]bool     // bodies that are internal notes
 	guest int                 // messages written upstream through the console
+	// note, when set, is told each act (the simulator's trace).
+	note func(format string, args ...any)
+}
+
+func (a *activity) noted(format string, args ...any) {
+	if a.note != nil {
+		a.note(format, args...)
+	}
 }
 
 func newActivity(e *env, seed uint64) *activity {
@@ -74,6 +82,7 @@ func newActivity(e *env, seed uint64) *activity {
 func (a *activity) newTicket() {
 	a.seq++
 	id := a.e.newTicket(fmt.Sprintf("request %d: room %d", a.seq, 100+a.rnd.IntN(400)))
+	a.noted("  new request %s", id)
 	a.ids = append(a.ids, id)
 	a.guest++
 }
@@ -94,6 +103,7 @@ func (a *activity) step() {
 		if _, err := e.ts.Server.AddMessage(id, m); err != nil {
 			e.t.Fatal(err)
 		}
+		a.noted("  %s on %s: %q", m.AuthorType, id, m.Body)
 		a.guest++
 	}
 	for range a.rnd.IntN(3) {
@@ -113,23 +123,28 @@ func (a *activity) step() {
 		if _, err := do(refs[0], "Agent", body); err != nil {
 			e.t.Fatal(err)
 		}
+		a.noted("  agent on %s: %q", refs[0], body)
 		a.agent[id] = append(a.agent[id], body)
 	}
 	if a.rnd.IntN(100) < 15 {
 		id := a.ids[a.rnd.IntN(len(a.ids))]
 		if refs := e.backend.Find(id); len(refs) > 0 {
 			words := []string{"open", "working", "solved"}
-			if err := e.backend.SetStatus(refs[0], "Agent", words[a.rnd.IntN(len(words))]); err != nil {
+			word := words[a.rnd.IntN(len(words))]
+			if err := e.backend.SetStatus(refs[0], "Agent", word); err != nil {
 				e.t.Fatal(err)
 			}
+			a.noted("  agent sets %s to %s", refs[0], word)
 		}
 	}
 	if a.rnd.IntN(100) < 10 {
 		id := a.ids[a.rnd.IntN(len(a.ids))]
 		ss := guestapi.SettableStatuses()
-		if err := e.ts.Server.SetStatus(id, ss[a.rnd.IntN(len(ss))]); err != nil {
+		st := ss[a.rnd.IntN(len(ss))]
+		if err := e.ts.Server.SetStatus(id, st); err != nil {
 			e.t.Fatal(err)
 		}
+		a.noted("  console sets %s to %s", id, st)
 	}
 }
 

@@ -1,0 +1,76 @@
+package sync_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/memory"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+)
+
+// Regressions the simulator found, each named for what it found, each
+// replayed here without randomness.
+
+// lateEvent hides one helpdesk event from the reads of the changes until
+// it is let out, keeping the cursor before it, as RT does with a
+// transaction committed after a later one.
+type lateEvent struct {
+	adapters.Helpdesk
+	id   string // the event held back
+	held *bool  // while true, it is held back
+}
+
+func (h lateEvent) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	evs, next, err := h.Helpdesk.Changes(ctx, cur)
+	if err != nil || !*h.held {
+		return evs, next, err
+	}
+	for i, ev := range evs {
+		if ev.ID == h.id {
+			n, _ := strconv.Atoi(ev.ID)
+			return append(evs[:i:i], evs[i+1:]...), adapters.Cursor(strconv.Itoa(n - 1)), nil
+		}
+	}
+	return evs, next, err
+}
+
+// TestLateStatusEventDoesNotOvertakeANewerOne: an agent's status change
+// seen only after a newer one of the same ticket went up (seed 13) was
+// sent upstream too, and left the guest's ticket on the older status
+// while the helpdesk showed the newer one.
+func TestLateStatusEventDoesNotOvertakeANewerOne(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("late status")
+	held := true
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk { return lateEvent{Helpdesk: h, id: "3", held: &held} }
+	e.open()
+	e.cycle()
+	ref := e.ref(id)
+	// Changes 1 to 2: the ticket and its first message. 3: the agent
+	// opens the ticket; 4, a minute later: the agent solves it.
+	if err := e.backend.SetStatus(ref, "Agent", "open"); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	if err := e.backend.SetStatus(ref, "Agent", "solved"); err != nil {
+		t.Fatal(err)
+	}
+	e.tick() // 4 is seen and goes up; 3 is late
+	e.tick()
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusDone {
+		t.Fatalf("upstream status %s after the agent solved the ticket, want done", got)
+	}
+	held = false // 3 becomes visible
+	e.quiesce()
+	snap, _ := e.backend.Ticket(ref)
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusDone || snap.Status != "solved" {
+		t.Errorf("upstream %s, helpdesk %q after the late event; want done and solved (the newer change)", got, snap.Status)
+	}
+	e.checkExactlyOnce()
+	if want := memory.DefaultStatusMap().Down(e.upstream(id).Ticket.Status); snap.Status != want {
+		t.Errorf("sides disagree: helpdesk %q, upstream maps to %q", snap.Status, want)
+	}
+}
