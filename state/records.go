@@ -52,11 +52,13 @@ type Ticket struct {
 	HelpdeskStatusAt time.Time `json:"helpdesk_status_at,omitzero"`
 
 	// AgreedStatus is the status both sides last agreed on, in upstream
-	// terms; "" (unknown) until the first reconcile records one.
-	// ReconciledAt is when the ticket was last reconciled and
+	// terms; "" (unknown) until the first reconcile records one. AgreedAt
+	// is when it was recorded: a helpdesk status older than that is not a
+	// change the helpdesk made since. ReconciledAt is when the ticket was last reconciled and
 	// LastReconcile what that found; ReconcileSoon asks for a reconcile
 	// in the next cycle (a call's outcome was unknown).
 	AgreedStatus  string    `json:"agreed_status,omitempty"`
+	AgreedAt      time.Time `json:"agreed_at,omitzero"`
 	ReconciledAt  time.Time `json:"reconciled_at,omitzero"`
 	LastReconcile string    `json:"last_reconcile,omitempty"`
 	ReconcileSoon bool      `json:"reconcile_soon,omitempty"`
@@ -86,7 +88,7 @@ type Ticket struct {
 }
 
 func (t *Ticket) normalize() {
-	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
+	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
 }
 
 func (t *Ticket) validate() error {

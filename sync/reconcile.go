@@ -79,7 +79,8 @@ func (p policy) reconcileSlotAfter(id string, after time.Time) time.Time {
 // started at now: it has a helpdesk ticket and was read once, and either
 // a call on it had an unknown outcome (after its backoff, if any) or its
 // slot has come since its last reconcile (or since it was stored). A closed
-// ticket is reconciled only until the sides agreed on its status.
+// ticket is reconciled only until a reconcile after the agreement on its
+// status confirmed it.
 func (p policy) reconcileDue(t *state.Ticket, now time.Time) bool {
 	if t.Ref == "" || t.UpstreamStatus == "" || p.reconcile <= 0 {
 		return false
@@ -87,7 +88,7 @@ func (p policy) reconcileDue(t *state.Ticket, now time.Time) bool {
 	if t.ReconcileSoon {
 		return t.Attempts == 0 || p.due(t, now)
 	}
-	if t.Retired || (guestapi.Status(t.UpstreamStatus).Closed() && t.AgreedStatus == t.UpstreamStatus) {
+	if t.Retired || (guestapi.Status(t.UpstreamStatus).Closed() && t.AgreedStatus == t.UpstreamStatus && !t.ReconciledAt.Before(t.AgreedAt)) {
 		return false
 	}
 	since := t.ReconciledAt
@@ -147,10 +148,17 @@ type statusMerge struct {
 	conflict bool
 }
 
-// mergeStatus decides from the agreed status, the upstream status (and
-// when the upstream ticket last changed) and the helpdesk's status. It does
-// no I/O.
-func mergeStatus(agreed, upstream guestapi.Status, upAt time.Time, hd adapters.FoundStatus) statusMerge {
+// mergeStatus decides from the agreed status (and when it was recorded),
+// the upstream status (and when the upstream ticket last changed) and the
+// helpdesk's status. It does no I/O.
+//
+// The agreement is recorded on what the bridge knows: a status it set, or
+// an agent's change it carried upstream. A helpdesk that shows another
+// status changed no later than the agreement was recorded did not move
+// since: the agreement was wrong about it (the bridge's own write crossed
+// an agent's change it had not read yet, or a write whose answer was lost
+// landed after it), and the agreed status is set there again.
+func mergeStatus(agreed guestapi.Status, agreedAt time.Time, upstream guestapi.Status, upAt time.Time, hd adapters.FoundStatus) statusMerge {
 	switch {
 	case !hd.Known:
 		// The helpdesk cannot tell: its status is left alone, to the
@@ -163,9 +171,13 @@ func mergeStatus(agreed, upstream guestapi.Status, upAt time.Time, hd adapters.F
 		return statusMerge{outcome: ReconcileUnknown}
 	}
 	upMoved := upstream != agreed
+	differs := !hd.Agrees(agreed)
+	stale := differs && !hd.At.IsZero() && !agreedAt.IsZero() && !hd.At.After(agreedAt)
 	// A helpdesk status that maps to no upstream status cannot be carried.
-	hdMoved := !hd.Agrees(agreed) && hd.Up != ""
+	hdMoved := differs && !stale && hd.Up != ""
 	switch {
+	case !upMoved && !hdMoved && stale:
+		return statusMerge{outcome: ReconcileCarriedDown, down: upstream}
 	case !upMoved && !hdMoved:
 		return statusMerge{outcome: ReconcileInSync}
 	case upMoved && !hdMoved:
@@ -249,7 +261,7 @@ func (c *cycle) reconcileFound(r *refreshResult, d guestapi.TicketDetail, f adap
 	p := e.planCollect(in)
 	r.journal = p.entries
 	agreed := guestapi.Status(r.t.AgreedStatus)
-	m := mergeStatus(agreed, d.Status, d.UpdatedAt, f.Status)
+	m := mergeStatus(agreed, r.t.AgreedAt, d.Status, d.UpdatedAt, f.Status)
 	if m.up != "" {
 		at := f.Status.At
 		if at.IsZero() {

@@ -97,7 +97,25 @@ func TestMergeStatus(t *testing.T) {
 		{"helpdesk cannot tell", "new", "assigned", t1, adapters.NoStatus(), statusMerge{outcome: ReconcileInSync}},
 		{"unmapped helpdesk status", "new", "new", t0, hd("on hold", t1), statusMerge{outcome: ReconcileInSync}},
 	} {
-		if got := mergeStatus(c.agreed, c.upstream, c.upAt, c.hd); got != c.want {
+		if got := mergeStatus(c.agreed, time.Time{}, c.upstream, c.upAt, c.hd); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	// An agreement recorded at t1 (the agent's change carried upstream):
+	// a helpdesk status from before it is the bridge's own write that
+	// crossed the change, and the agreed status goes back there; one from
+	// after it is a move.
+	for _, c := range []struct {
+		name string
+		hd   adapters.FoundStatus
+		want statusMerge
+	}{
+		{"helpdesk older than the agreement", hd("open", t0), statusMerge{outcome: ReconcileCarriedDown, down: "done"}},
+		{"helpdesk as old as the agreement", hd("open", t1), statusMerge{outcome: ReconcileCarriedDown, down: "done"}},
+		{"helpdesk moved after the agreement", hd("open", t1.Add(time.Second)), statusMerge{outcome: ReconcileCarriedUp, up: "assigned"}},
+		{"helpdesk agrees", hd("solved", t0), statusMerge{outcome: ReconcileInSync}},
+	} {
+		if got := mergeStatus("done", t1, "done", t1, c.hd); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}

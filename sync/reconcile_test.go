@@ -70,6 +70,7 @@ func TestReconcileCarriesMissedHelpdeskStatusUp(t *testing.T) {
 	if got := e.stateTicket(id).AgreedStatus; got != string(guestapi.StatusNew) {
 		t.Fatalf("agreed status after the import: %q, want new", got)
 	}
+	e.clock.Advance(time.Second) // the agent acts after the import
 	if err := e.backend.SetStatusUnreported(e.ref(id), "working"); err != nil {
 		t.Fatal(err)
 	}

@@ -376,7 +376,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	}
 	if r.created {
 		// Made with it: the first reconcile comes at the next slot.
-		r.t.AgreedStatus, r.t.ReconciledAt = string(d.Status), c.now
+		r.t.AgreedStatus, r.t.AgreedAt, r.t.ReconciledAt = string(d.Status), e.now(), c.now
 	}
 	var merge *statusMerge
 	believed := maps.Clone(known) // what state says the helpdesk holds
@@ -430,7 +430,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 			return c.ticketError(unknownOutcome(r, err), "set helpdesk status", err)
 		}
 		r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(p.setStatus), c.now
-		r.t.AgreedStatus = string(p.setStatus) // both sides show it now
+		r.t.AgreedStatus, r.t.AgreedAt = string(p.setStatus), e.now() // both sides show it now
 		r.statusDown = true
 	}
 	if merge != nil {
@@ -642,7 +642,7 @@ func (c *cycle) applyMerge(r *refreshResult, p *threadPlan, m statusMerge, pend 
 		p.setStatus, p.active = m.down, true
 	}
 	if m.agreed != "" {
-		r.t.AgreedStatus = string(m.agreed)
+		r.t.AgreedStatus, r.t.AgreedAt = string(m.agreed), c.e.now()
 		if m.outcome == ReconcileAgreed {
 			// The helpdesk shows it already: nothing to write.
 			p.setStatus, r.t.HelpdeskStatus = "", string(m.agreed)

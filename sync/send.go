@@ -217,7 +217,12 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 					}
 					if ok {
 						t.UpstreamStatus = o.en.Payload.Status
-						t.AgreedStatus = o.en.Payload.Status // the helpdesk's change, now on both sides
+						// The helpdesk's change, now on both sides as far as
+						// the bridge knows; the helpdesk may have moved on
+						// since the change was made (a write of the bridge's
+						// own crossed it), so the next cycle's reconcile
+						// checks it.
+						t.AgreedStatus, t.AgreedAt, t.ReconcileSoon = o.en.Payload.Status, e.now(), true
 						if err := tx.PutTicket(t); err != nil {
 							return err
 						}

@@ -39,33 +39,8 @@ import (
 //	go test ./sync -run Simulation -seed 42 -v           # one seed, its trace's tail on failure
 var (
 	simSeeds = flag.Int("seeds", 200, "TestSimulation runs seeds 1 to `n`, in parallel on the machine's cores")
-	simSeed  = flag.Uint64("seed", 0, "TestSimulation runs this `seed` alone (0: the range of -seeds), known drifts included")
+	simSeed  = flag.Uint64("seed", 0, "TestSimulation runs this `seed` alone (0: the range of -seeds)")
 )
-
-// simKnownDrift lists the seeds whose sides drift apart in a way only the
-// state-based reconciliation (issue 19, point 1) can repair, each with
-// what its run showed. TestSimulation skips them unless -seed names one.
-var simKnownDrift = map[uint64]string{}
-
-// The two paths the seeds of simKnownDrift take; both leave the helpdesk
-// holding a status the bridge does not know it holds, which only reading
-// the helpdesk's status (reconciliation) can show.
-const (
-	driftLostStatusAnswer = "lost helpdesk status answer: the bridge's status, set in the helpdesk with its answer lost, " +
-		"landed after an agent's status change read only later; the agent's change went up, the helpdesk kept the bridge's"
-	driftCrossedStatus = "crossed status writes: an agent changed the helpdesk's status and, before the bridge read that " +
-		"change (a failed or late read of the changes), the bridge set the helpdesk to the guest side's status; the " +
-		"agent's change, read after, went up while the helpdesk holds the bridge's status"
-)
-
-func init() {
-	for _, seed := range []uint64{94, 1589, 1692} {
-		simKnownDrift[seed] = driftLostStatusAnswer
-	}
-	for _, seed := range []uint64{247, 511, 513, 626, 677, 745, 777, 944, 1398, 1400, 1563, 1572, 1742, 1791, 1946, 1957, 1962} {
-		simKnownDrift[seed] = driftCrossedStatus
-	}
-}
 
 // simConfig sizes a run.
 type simConfig struct {
@@ -258,19 +233,12 @@ func TestSimulation(t *testing.T) {
 	var (
 		mu      gosync.Mutex
 		failed  []uint64
-		skipped int
 		calls   atomic.Int64
 		crashes atomic.Int64
 	)
 	t.Run("seed", func(t *testing.T) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
-				if why, ok := simKnownDrift[seed]; ok && *simSeed == 0 {
-					mu.Lock()
-					skipped++
-					mu.Unlock()
-					t.Skipf("known drift, repaired only by reconciliation: %s", why)
-				}
 				t.Parallel()
 				defer func() {
 					if t.Failed() {
@@ -288,8 +256,8 @@ func TestSimulation(t *testing.T) {
 		}
 	})
 	slices.Sort(failed)
-	t.Logf("simulation: %d seeds in %s (%d skipped as known drift, %d failed); %d distinct calls, %d crashes",
-		len(seeds), time.Since(began).Round(100*time.Millisecond), skipped, len(failed), calls.Load(), crashes.Load())
+	t.Logf("simulation: %d seeds in %s (%d failed); %d distinct calls, %d crashes",
+		len(seeds), time.Since(began).Round(100*time.Millisecond), len(failed), calls.Load(), crashes.Load())
 	for _, seed := range failed {
 		t.Logf("go test ./sync -run 'Simulation' -seed %d -v", seed)
 	}

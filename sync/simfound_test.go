@@ -74,3 +74,29 @@ func TestLateStatusEventDoesNotOvertakeANewerOne(t *testing.T) {
 		t.Errorf("sides disagree: helpdesk %q, upstream maps to %q", snap.Status, want)
 	}
 }
+
+// The two paths by which seeds of the simulator left the sides on
+// different statuses until reconcile read the helpdesk's status; each
+// seed replays its run exactly (see TestSimulationReplays).
+//
+// TestSimulationLostStatusAnswerIsReconciled (seed 94): a status the bridge
+// set in the helpdesk, whose answer was lost, landed after an agent's
+// change the bridge had not read yet; the agent's change went upstream
+// and the helpdesk kept the bridge's.
+func TestSimulationLostStatusAnswerIsReconciled(t *testing.T) {
+	runSim(t, 94, simDefaults)
+}
+
+// TestSimulationCrossedStatusWritesAreReconciled (seed 247): an agent
+// changed the status and, before the bridge read that change, the bridge
+// set the helpdesk to the guest side's status; the agent's change went
+// upstream and the helpdesk held the bridge's. The agreement recorded then
+// was wrong about the helpdesk, whose status predates it.
+func TestSimulationCrossedStatusWritesAreReconciled(t *testing.T) {
+	s, _ := runSim(t, 247, simDefaults)
+	// The agent's change, the last of the run on that ticket, is what both
+	// sides end on; the bridge's crossed write is not carried upstream.
+	if got := s.e.upstream("t00007").Ticket.Status; got != guestapi.StatusDone {
+		t.Errorf("ticket t00007 ends %s upstream, want done: the agent solved it last", got)
+	}
+}
