@@ -23,6 +23,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -147,7 +148,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 			log.Warn("stop telemetry", slog.Any("error", err))
 		}
 	}()
-	v, _, _ := buildVersion()
+	v, _, _ := version.Get()
 	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.cfg.Adapter), slog.Any("state", state.Redacted(w.cfg.State)), slog.Any("schedule", w.syncCfg.Schedule), slog.Any("api", w.cfg.APIURL))
 
 	bctx, stopBackups := context.WithCancel(ctx)

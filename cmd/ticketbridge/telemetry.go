@@ -21,6 +21,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -295,7 +296,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 // registerProcessMetrics registers the series of the process, which a
 // daemon of many hotels has once: the build, the Go runtime, the process.
 func registerProcessMetrics(reg prometheus.Registerer) {
-	v, c, g := buildVersion()
+	v, c, g := version.Get()
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "ticketbridge_build_info",
 		Help:        "Always 1; the labels say which build runs.",

@@ -24,6 +24,7 @@ var plumbing = []string{
 	"internal/safefile",
 	"internal/secretfile",
 	"internal/testutil",
+	"internal/version",
 }
 
 // testKits are packages for tests and test fakes only.
