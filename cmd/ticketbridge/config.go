@@ -438,3 +438,11 @@ func checkAPIURL(raw string, allowInsecure bool) error {
 	}
 	return adapters.CheckHTTPS("TICKETBRIDGE_API_URL", u, allowInsecure)
 }
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
+		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}

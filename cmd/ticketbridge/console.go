@@ -17,7 +17,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
-	"github.com/ticketbridge/ticketbridge/sync"
 )
 
 // This file puts the status page (package statuspage) on the daemon's
@@ -116,12 +115,6 @@ type pageHandler interface {
 	AcceptsPost(r *http.Request) bool
 }
 
-// console is the daemon's status page; a nil *console (no listener) does
-// nothing.
-type console struct {
-	hotel *statuspage.Hotel
-}
-
 // setupConsole makes the status page of w's hotel and hands it to tel,
 // which serves it at / once started. Without a listener it makes none.
 func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, error) {
@@ -157,32 +150,4 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 		log.Info("status page is read-only: put a console token in /etc/ticketbridge/console-token (the service's credential console-token) or set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
 	return nil
-}
-
-// newConsole returns the page's source of w's hotel, named name ("" for
-// a daemon's one hotel), with the status read from its state. A hotel of
-// many ("" excepted) keeps only counts in memory and reads its request
-// list when its pages are viewed (statuspage.Hotel.OnDemand).
-func newConsole(w *wiring, name string) *console {
-	h := statuspage.NewHotel(name, w.store, nil)
-	if name != "" {
-		h.OnDemand()
-	}
-	if err := h.Refresh(); err != nil {
-		w.log.Warn("read status for the status page", slog.Any("error", err), slog.String("op", "console"))
-	}
-	return &console{hotel: h}
-}
-
-// cycleDone gives the page the cycle's report and the status read after
-// it, nil when the daemon read none this time.
-func (c *console) cycleDone(r sync.Report, s *sync.Status) {
-	if c == nil {
-		return
-	}
-	if s == nil {
-		c.hotel.CycleReported(r) // the daemon read no status this time
-		return
-	}
-	_ = c.hotel.CycleDone(r, s)
 }

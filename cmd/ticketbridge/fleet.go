@@ -366,9 +366,6 @@ func (f *fleet) stopAll() error {
 	return first
 }
 
-// closed reports whether Close released everything w opened.
-func (w *wiring) closed() bool { return w.hd == nil && w.store == nil }
-
 // running returns the names of the hotels running, sorted.
 func (f *fleet) running() []string {
 	f.mu.Lock()
@@ -391,12 +388,12 @@ func (f *fleet) backup(ctx context.Context) {
 	}
 	f.mu.Unlock()
 	for _, rh := range hs {
-		if state.IsURL(rh.conf.cfg.State) {
+		dest, err := rh.w.backup(ctx)
+		if errors.Is(err, errBackupPostgres) {
 			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
 			continue
 		}
-		dest := rh.w.cfg.State + backupSuffix
-		if err := rh.w.store.BackupFile(ctx, dest); err != nil {
+		if err != nil {
 			f.log.Error("back up state file", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
 			continue
 		}
@@ -464,6 +461,3 @@ func fleetGC() (int, bool) {
 	}
 	return fleetGCPercent, true
 }
-
-// errNoHotels is the error of --hotel without a hotels directory.
-var errNoHotels = errors.New("--hotel needs TICKETBRIDGE_HOTELS_DIR: this configuration serves one hotel")

@@ -141,3 +141,6 @@ func eachHotelJSON(out io.Writer, secs []hotelSection, do func(s hotelSection, o
 	}
 	return nil
 }
+
+// errNoHotels is the error of --hotel without a hotels directory.
+var errNoHotels = errors.New("--hotel needs TICKETBRIDGE_HOTELS_DIR: this configuration serves one hotel")

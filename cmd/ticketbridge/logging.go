@@ -1,23 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/lmittmann/tint"
 )
-
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
-		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
-	}
-	return l, nil
-}
 
 // newLogger returns the program's logger: tint's coloured lines on a
 // terminal, JSON otherwise (journald, files, pipes). Under systemd, with

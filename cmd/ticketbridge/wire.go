@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
@@ -18,6 +20,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -219,4 +223,168 @@ func (w *wiring) Close() error {
 		}
 	}
 	return nil
+}
+
+// Files the daemon keeps next to the state file.
+const (
+	// statusSuffix names the status snapshot the daemon writes after each
+	// cycle, for `ticketbridge status` while the daemon holds the state.
+	statusSuffix = ".status.json"
+	// snapshotEvery is the longest time between two status snapshots when
+	// taking one is slow (see serve).
+	snapshotEvery = 10 * time.Second
+	// backupSuffix names the live copy the daemon writes on SIGUSR1.
+	backupSuffix = ".backup"
+)
+
+// start starts the adapter's listeners and goroutines (only the daemon
+// does; the adapter's Close, in w.Close, stops them) and checks the
+// helpdesk: a state file of another adapter is an error, a helpdesk that
+// does not answer is logged and tried again by the first cycle.
+func (w *wiring) start(ctx context.Context) error {
+	if st, ok := w.hd.(adapters.Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := w.engine.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+		return err
+	} else if err != nil {
+		w.log.Warn("the helpdesk check failed; the first cycle tries again", slog.String("op", "start"), slog.Any("error", err))
+	}
+	return nil
+}
+
+// scheduler returns the scheduler of w's engine, reporting each cycle to
+// tel and to the status page (nil: none), and writing the status snapshot
+// after it. A non-nil life is the context the cycles run in instead of the
+// scheduler's: ending the scheduler's then lets the cycle in flight finish.
+func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) *sync.Scheduler {
+	var lastSnapshot time.Time
+	var snapshotCost time.Duration
+	return &sync.Scheduler{
+		Schedule: w.engine.Schedule(),
+		Deadline: tel.cfg.CycleMax,
+		Cycle: func(ctx context.Context) (sync.Report, error) {
+			if life != nil {
+				// The scheduler's deadline, on the context the cycle runs in.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
+				defer cancel()
+			}
+			tel.cycleStarted()
+			return w.engine.RunCycle(ctx)
+		},
+		AfterCycle: func(r sync.Report, err error) {
+			tel.cycleDone(r, err)
+			// The snapshot reads every record: it is taken after a cycle
+			// when the last one is older than twenty times what taking it
+			// cost (at most snapshotEvery), and after every cycle that did
+			// not sync. The page keeps the last one in between.
+			var snap *sync.Status
+			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
+				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
+				snapshotCost, lastSnapshot = time.Since(now), now
+			}
+			tel.observeHeld(held(context.Background(), w.hd), setAside(w.hd))
+			page.cycleDone(r, snap)
+			if w.afterCycle != nil {
+				w.afterCycle(r, err)
+			}
+		},
+		Logger: w.log,
+	}
+}
+
+// deadlineOf returns ctx's deadline, or a time far ahead when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return time.Now().Add(100 * 365 * 24 * time.Hour)
+}
+
+// writeSnapshot writes the status snapshot of st to path, atomically and
+// readable by the owner only. Failures are logged: the snapshot is a
+// convenience, the state file is the truth. With the state in PostgreSQL
+// no file is written (status reads the database). It returns the
+// snapshot, nil when it could not be read.
+func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) *sync.Status {
+	s, err := sync.ReadStatus(st, time.Now())
+	if err == nil {
+		s.Held = held(context.Background(), hd)
+	}
+	if err == nil && !state.IsURL(path) {
+		var b []byte
+		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
+			err = atomicfile.WriteFile(path, append(b, '\n'), 0o600)
+		}
+	}
+	if err != nil {
+		log.Warn("write status snapshot", slog.Any("error", err), slog.String("op", "status"), slog.Any("path", state.Redacted(path)))
+	}
+	if s.At.IsZero() {
+		return nil
+	}
+	return &s
+}
+
+// held returns the changes the helpdesk holds until its team acts, when the
+// adapter can tell (adapters.Holder).
+func held(ctx context.Context, hd adapters.Helpdesk) []adapters.HeldError {
+	if h, ok := hd.(adapters.Holder); ok {
+		return h.Held(ctx)
+	}
+	return nil
+}
+
+// closed reports whether Close released everything w opened.
+func (w *wiring) closed() bool { return w.hd == nil && w.store == nil }
+
+// console is the daemon's status page; a nil *console (no listener) does
+// nothing.
+type console struct {
+	hotel *statuspage.Hotel
+}
+
+// newConsole returns the page's source of w's hotel, named name ("" for
+// a daemon's one hotel), with the status read from its state. A hotel of
+// many ("" excepted) keeps only counts in memory and reads its request
+// list when its pages are viewed (statuspage.Hotel.OnDemand).
+func newConsole(w *wiring, name string) *console {
+	h := statuspage.NewHotel(name, w.store, nil)
+	if name != "" {
+		h.OnDemand()
+	}
+	if err := h.Refresh(); err != nil {
+		w.log.Warn("read status for the status page", slog.Any("error", err), slog.String("op", "console"))
+	}
+	return &console{hotel: h}
+}
+
+// cycleDone gives the page the cycle's report and the status read after
+// it, nil when the daemon read none this time.
+func (c *console) cycleDone(r sync.Report, s *sync.Status) {
+	if c == nil {
+		return
+	}
+	if s == nil {
+		c.hotel.CycleReported(r) // the daemon read no status this time
+		return
+	}
+	_ = c.hotel.CycleDone(r, s)
+}
+
+// errBackupPostgres is returned by backup when the state is in PostgreSQL:
+// the database is backed up with its own tools.
+var errBackupPostgres = errors.New("back up state: the state is in PostgreSQL")
+
+// backup writes a consistent copy of w's state file next to it (the state
+// file's name and backupSuffix) and returns the copy's path.
+func (w *wiring) backup(ctx context.Context) (string, error) {
+	if state.IsURL(w.cfg.State) {
+		return "", errBackupPostgres
+	}
+	dest := w.cfg.State + backupSuffix
+	return dest, w.store.BackupFile(ctx, dest)
 }
