@@ -58,3 +58,8 @@ func isTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// warnTo returns a warn function that logs to log.
+func warnTo(log *slog.Logger) func(string) {
+	return func(s string) { log.Warn(s, slog.String("op", "config")) }
+}

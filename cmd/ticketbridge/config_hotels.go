@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -349,9 +348,4 @@ func checkWebhookListen(hs []hotelConf) error {
 		seen = append(seen, endpoint{h.name(), addr, host, port})
 	}
 	return nil
-}
-
-// warnTo returns a warn function that logs to log.
-func warnTo(log *slog.Logger) func(string) {
-	return func(s string) { log.Warn(s, slog.String("op", "config")) }
 }
