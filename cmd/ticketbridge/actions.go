@@ -49,18 +49,19 @@ Otherwise it changes the state file itself.
 With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
 is; the daemon is then asked at /hotels/NAME/skip.`
 
-func runRetry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runAction(ctx, "retry", retryAbout, args, stdout, stderr)
+func runRetry(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, "retry", retryAbout, args)
 }
 
-func runSkip(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runAction(ctx, "skip", skipAbout, args, stdout, stderr)
+func runSkip(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, "skip", skipAbout, args)
 }
 
-func runAction(ctx context.Context, name, about string, args []string, stdout, stderr io.Writer) error {
+func runAction(ctx context.Context, sh shell, name, about string, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet(name+" ID", about, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	var hf hotelFlag
 	fs.StringVar(&hf.name, "hotel", "", "with TICKETBRIDGE_HOTELS_DIR, the hotel `NAME` whose entry it is (required there)")
 	var reason string
@@ -86,7 +87,7 @@ func runAction(ctx context.Context, name, about string, args []string, stdout, s
 	case name == "skip" && strings.TrimSpace(reason) == "":
 		return fmt.Errorf("%w: skip: --reason is required: say why the entry is set aside", errUsage)
 	}
-	src, err := ef.source(ctx)
+	src, err := ef.source()
 	if err != nil {
 		return err
 	}

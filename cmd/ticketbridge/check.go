@@ -56,10 +56,11 @@ type checkOptions struct {
 	Hotel string
 }
 
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCheck(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("check", checkAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	timeout := fs.Duration("timeout", 15*time.Second, "bound each network check to `duration`")
 	var hf hotelFlag
 	hf.register(fs)
@@ -75,7 +76,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return checkAll(ctx, ef.path, stdout, checkOptions{
 		Registry: daemonAdapters(),
 		Timeout:  *timeout,
-		Service:  layoutOf(ctx),
+		Service:  sh.layout,
 		// The table is check's whole output: what an adapter logs while
 		// it retries (a helpdesk down) is in its row's verdict already.
 		Logger: newLogger(stderr, "auto", "error"),
@@ -310,8 +311,8 @@ func (c *checker) verdict() error {
 // scratch directory, removed by the cleanup it returns.
 func (c *checker) environment() (func(), error) {
 	nop := func() {}
-	ef := envFlag{path: c.envFile}
-	src, err := ef.source(withLayout(c.ctx, c.opts.Service))
+	ef := envFlag{path: c.envFile, layout: c.opts.Service}
+	src, err := ef.source()
 	c.envFile = src.file
 	if err != nil {
 		return nop, err

@@ -66,11 +66,17 @@ func (s secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // envFlag is the --env-file flag shared by the commands that read the
 // configuration.
-type envFlag struct{ path string }
+type envFlag struct {
+	path string
+	// layout is where the packaged service keeps its files.
+	layout serviceLayout
+}
 
+// register adds the flag to fs; layout is the packaged service's.
 func (f *envFlag) register(fs interface {
 	StringVar(p *string, name, value, usage string)
-}) {
+}, layout serviceLayout) {
+	f.layout = layout
 	fs.StringVar(&f.path, "env-file", "", "read TICKETBRIDGE_* variables from `FILE` (KEY=VALUE lines, as config.example.env); the process environment wins. Default on an installed system: "+serviceEnvFile)
 }
 
@@ -96,23 +102,6 @@ type serviceLayout struct {
 
 // packagedLayout is the layout of the .deb.
 var packagedLayout = serviceLayout{EnvFile: serviceEnvFile, CredDir: serviceCredDir, StateDir: serviceStateDir}
-
-type layoutKey struct{}
-
-// withLayout returns ctx carrying l as the service's layout: tests put the
-// packaged layout in a temporary directory.
-func withLayout(ctx context.Context, l serviceLayout) context.Context {
-	return context.WithValue(ctx, layoutKey{}, l)
-}
-
-// layoutOf returns the service's layout ctx carries, the packaged one by
-// default.
-func layoutOf(ctx context.Context) serviceLayout {
-	if l, ok := ctx.Value(layoutKey{}).(serviceLayout); ok {
-		return l
-	}
-	return packagedLayout
-}
 
 // configSource is where a command's configuration comes from.
 type configSource struct {
@@ -143,8 +132,8 @@ type configSource struct {
 // are where the unit has them: the key in the directory its LoadCredential=
 // reads (a path below /run/credentials/ticketbridge.service/ is read from
 // there too), the state in its StateDirectory.
-func (f *envFlag) source(ctx context.Context) (configSource, error) {
-	l := layoutOf(ctx)
+func (f *envFlag) source() (configSource, error) {
+	l := f.layout
 	src := configSource{file: f.path, layout: l}
 	if src.file == "" && l.EnvFile != "" && !underSystemd() {
 		if _, err := os.Stat(l.EnvFile); err == nil {

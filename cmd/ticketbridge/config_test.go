@@ -66,7 +66,7 @@ func TestEnvironmentWinsOverEnvFile(t *testing.T) {
 	}
 	t.Setenv("TICKETBRIDGE_LOG_LEVEL", "warn")
 	f := envFlag{path: path}
-	src, err := f.source(withLayout(context.Background(), serviceLayout{}))
+	src, err := f.source()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,8 @@ configuration's values are every hotel's defaults. SIGHUP (systemctl reload
 ticketbridge) re-reads DIR: a new file starts its hotel, a removed one stops
 after its cycle in flight, an edited one restarts; the others go on.`
 
-func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDaemon(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	// SIGUSR1 asks for a live copy of the state file. Its default action
 	// ends the process, so it is caught from the start to the return,
 	// also while the daemon wires itself up or closes; serve acts on it.
@@ -58,7 +59,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	fs := newFlagSet("run", runAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -186,10 +187,11 @@ upstream, in the helpdesk, in the helpdesk's folders or in the state file
 (the cycle runs against a copy of it in a private temporary directory,
 removed after). A daemon holding the state file must be stopped first.`
 
-func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runOnce(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("once", onceAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	dry := fs.Bool("dry-run", false, "print what the cycle would write; write nothing")
 	var hf hotelFlag
 	hf.register(fs)
@@ -278,10 +280,11 @@ snapshot the daemon writes after each cycle (<state>.status.json), with
 each ticket's newest journal entries; the lists of messages need the daemon
 stopped.`
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runStatus(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("status", statusAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	var hf hotelFlag
 	hf.register(fs)
@@ -594,11 +597,12 @@ The copy is made with the file's own lock: while the daemon runs it holds
 the state file, so either stop it first, or send it SIGUSR1
 (systemctl kill -s USR1 ticketbridge), and it writes <state>.backup itself.`
 
-func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runState(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
 		fs := newFlagSet("state backup FILE", stateAbout, stdout)
 		var ef envFlag
-		ef.register(fs)
+		ef.register(fs, sh.layout)
 		fs.Usage()
 		if len(args) == 0 {
 			return &exitError{code: 2}
@@ -610,7 +614,7 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := newFlagSet("state backup FILE", stateAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	var hf hotelFlag
 	hf.register(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {

@@ -39,7 +39,8 @@ const (
 	demoStepGap = 10 * time.Minute // the engine's clock moves on this much per step
 )
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("demo", demoAbout, stdout)
 	dir := fs.String("dir", "", "put the helpdesk folder and the state file in `DIR` (new or empty) instead of a new temporary folder")
 	keep := fs.Bool("keep", false, "after the script, keep the server and the daemon running on the schedule until Ctrl-C")

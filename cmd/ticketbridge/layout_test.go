@@ -31,10 +31,9 @@ func TestInstalledCommandsShareTheConfiguration(t *testing.T) {
 		"TICKETBRIDGE_API_KEY_FILE="+serviceCredRuntime+"/api-key\nTICKETBRIDGE_FILES_SETTLE=0s\n", 0o640)
 	cwd := t.TempDir()
 	t.Chdir(cwd)
-	ctx := withLayout(context.Background(), l)
 	cmd := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
-		code := exitCode(run(ctx, args, &out, &errb), &errb)
+		code := exitCode(runWith(context.Background(), shell{layout: l, stdout: &out, stderr: &errb}, args), &errb)
 		return out.String(), errb.String(), code
 	}
 

@@ -66,10 +66,18 @@ func exitCode(err error, stderr io.Writer) int {
 	return 1
 }
 
+// shell is what every command is given besides its arguments: where it
+// prints, and where the packaged service keeps its files (tests put that
+// layout in a temporary directory).
+type shell struct {
+	layout         serviceLayout
+	stdout, stderr io.Writer
+}
+
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	run     func(ctx context.Context, sh shell, args []string) error
 }
 
 func commands() []command {
@@ -107,7 +115,15 @@ Run "ticketbridge <command> --help" for a command's flags.
 `)
 }
 
+// run runs the command args name, as the packaged service's layout has
+// it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, shell{layout: packagedLayout, stdout: stdout, stderr: stderr}, args)
+}
+
+// runWith runs the command args names in the shell sh.
+func runWith(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	if len(args) == 0 {
 		usage(stderr)
 		return &exitError{code: 2}
@@ -117,12 +133,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stdout)
 		return nil
 	case "-v", "--version":
-		return runVersion(ctx, nil, stdout, stderr)
+		return runVersion(ctx, sh, nil)
 	}
 	var names []string
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+			return c.run(ctx, sh, args[1:])
 		}
 		names = append(names, c.name)
 	}

@@ -90,7 +90,8 @@ func parseRefserverFlags(args []string, stdout io.Writer) (refserverFlags, bool,
 
 // runRefserver serves the reference server until ctx ends, then shuts it
 // down gracefully.
-func runRefserver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runRefserver(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	f, help, err := parseRefserverFlags(args, stdout)
 	if err != nil || help {
 		return err

@@ -3,14 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/ticketbridge/ticketbridge/internal/version"
 )
 
 // runVersion prints the version, the commit and the Go version of the binary.
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runVersion(_ context.Context, sh shell, args []string) error {
+	stdout := sh.stdout
 	fs := newFlagSet("version", "Print the version, the commit and the Go version.", stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err

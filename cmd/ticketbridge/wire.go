@@ -82,7 +82,7 @@ type wireOptions struct {
 // own, the engine's, and the logger made from it. It logs a warning for
 // each TICKETBRIDGE_* name that is not a variable.
 func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, sync.Config, *slog.Logger, error) {
-	src, err := ef.source(ctx)
+	src, err := ef.source()
 	if err != nil {
 		return src, Config{}, sync.Config{}, nil, err
 	}
@@ -111,7 +111,7 @@ func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, 
 // only read the state file (status, state backup), printing a warning to
 // stderr for each TICKETBRIDGE_* name that is not a variable.
 func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, error) {
-	src, err := ef.source(ctx)
+	src, err := ef.source()
 	if err != nil {
 		return src, Config{}, err
 	}
