@@ -64,22 +64,6 @@ func (s secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // MarshalText hides the value from encoders.
 func (s secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// envFlag is the --env-file flag shared by the commands that read the
-// configuration.
-type envFlag struct {
-	path string
-	// layout is where the packaged service keeps its files.
-	layout serviceLayout
-}
-
-// register adds the flag to fs; layout is the packaged service's.
-func (f *envFlag) register(fs interface {
-	StringVar(p *string, name, value, usage string)
-}, layout serviceLayout) {
-	f.layout = layout
-	fs.StringVar(&f.path, "env-file", "", "read TICKETBRIDGE_* variables from `FILE` (KEY=VALUE lines, as config.example.env); the process environment wins. Default on an installed system: "+serviceEnvFile)
-}
-
 // The service's layout, as deploy/ticketbridge.service sets it up.
 const (
 	serviceEnvFile     = "/etc/ticketbridge/ticketbridge.env"
@@ -125,16 +109,15 @@ type configSource struct {
 	skipped string
 }
 
-// source finds the configuration, the same way for every command: the
-// process environment, over the file named by --env-file. Without
-// --env-file, outside systemd and with no TICKETBRIDGE_* variable set, the
-// packaged env file is read when it exists, and then the key and the state
+// findSource finds the configuration, the same way for every command: the
+// process environment, over the env file at path (--env-file). With no
+// path, outside systemd and with no TICKETBRIDGE_* variable set, the
+// packaged env file of l is read when it exists, and then the key and the state
 // are where the unit has them: the key in the directory its LoadCredential=
 // reads (a path below /run/credentials/ticketbridge.service/ is read from
 // there too), the state in its StateDirectory.
-func (f *envFlag) source() (configSource, error) {
-	l := f.layout
-	src := configSource{file: f.path, layout: l}
+func findSource(path string, l serviceLayout) (configSource, error) {
+	src := configSource{file: path, layout: l}
 	if src.file == "" && l.EnvFile != "" && !underSystemd() {
 		if _, err := os.Stat(l.EnvFile); err == nil {
 			if anyTicketbridgeVar() {
