@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/internal/redact"
@@ -91,13 +93,13 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	if err != nil {
 		return err
 	}
-	if n := src.skipNote(); n != "" {
+	if n := src.SkipNote(); n != "" {
 		fmt.Fprintln(stderr, "ticketbridge:", n)
 	}
-	env := src.env
-	cfg, err := loadConfig(ctx, env)
+	env := src.Env
+	cfg, err := config.LoadDaemon(ctx, env)
 	if err != nil {
-		return src.explain(err)
+		return src.Explain(err)
 	}
 	// With a hotels directory the entry is one hotel's: its state, and
 	// its actions under /hotels/NAME/ on the daemon's listener.
@@ -117,7 +119,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		if secs[0].err != nil {
 			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
 		}
-		cfg = secs[0].conf.cfg
+		cfg = secs[0].conf.Daemon
 		path = "/hotels/" + url.PathEscape(secs[0].name) + "/" + name
 	}
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
@@ -163,15 +165,15 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 // actThroughDaemon asks the running daemon to act, on its listener at
 // path (/retry, or /hotels/NAME/retry with many hotels).
 func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, id, reason, who string, stdout io.Writer) error {
-	tc, err := loadTelemetryConfig(ctx, env)
+	tc, err := config.LoadTelemetry(ctx, env)
 	if err != nil {
 		return err
 	}
-	cs, err := loadConsole(ctx, env)
+	cs, err := config.LoadConsole(ctx, env)
 	if err != nil {
 		return err
 	}
-	tok := string(cs.token)
+	tok := string(cs.Token)
 	if tc.Listen == "" || tok == "" {
 		return fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -30,7 +32,7 @@ func clearServiceEnv(t testing.TB) {
 	for _, kv := range os.Environ() {
 		// The test kit's own variable (the test database) goes too: tests
 		// that need it read it first (statetest.PostgresURL).
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, config.EnvPrefix) {
 			keys = append(keys, k)
 		}
 	}
@@ -371,7 +373,7 @@ func TestCheckAsTheService(t *testing.T) {
 	envFile := h.envFile()
 	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
 	opts := checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second,
-		Service: serviceLayout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
+		Service: config.Layout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
 
 	out, code, v := runChecks(t, envFile, opts)
 	if code != 0 {
@@ -389,8 +391,8 @@ func TestCheckAsTheService(t *testing.T) {
 
 	// A key file named by its runtime credential path, and a state
 	// directory the service made.
-	h.vars["TICKETBRIDGE_API_KEY_FILE"] = serviceCredRuntime + "/api-key"
-	writeFile(t, envFile, "TICKETBRIDGE_API_URL="+h.ts.URL+"\nTICKETBRIDGE_API_KEY_FILE="+serviceCredRuntime+"/api-key\n", 0o600)
+	h.vars["TICKETBRIDGE_API_KEY_FILE"] = config.ServiceCredRuntime + "/api-key"
+	writeFile(t, envFile, "TICKETBRIDGE_API_URL="+h.ts.URL+"\nTICKETBRIDGE_API_KEY_FILE="+config.ServiceCredRuntime+"/api-key\n", 0o600)
 	if err := os.Mkdir(stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

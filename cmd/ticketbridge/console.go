@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
@@ -41,18 +43,18 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log 
 	if tel.cfg.Listen == "" {
 		return nil
 	}
-	cs, err := loadConsole(ctx, env)
+	cs, err := config.LoadConsole(ctx, env)
 	if err != nil {
 		return err
 	}
-	opts.Token, opts.Logger = string(cs.token), log
-	opts.SecureCookie, opts.TrustedProxies, opts.ExternalHost = cs.secureCookie, cs.trustedProxies, cs.externalHost
+	opts.Token, opts.Logger = string(cs.Token), log
+	opts.SecureCookie, opts.TrustedProxies, opts.ExternalHost = cs.SecureCookie, cs.TrustedProxies, cs.ExternalHost
 	srv, err := statuspage.New(opts)
 	if err != nil {
 		return err
 	}
 	tel.page = srv
-	if cs.token == "" {
+	if cs.Token == "" {
 		log.Info("status page is read-only: put a console token in /etc/ticketbridge/console-token (the service's credential console-token) or set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
 	return nil

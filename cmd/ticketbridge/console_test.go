@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
@@ -70,8 +72,8 @@ func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *co
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := src.env
-	tc, err := loadTelemetryConfig(ctx, env)
+	env := src.Env
+	tc, err := config.LoadTelemetry(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +321,7 @@ func (stubPage) AcceptsPost(r *http.Request) bool { return r.URL.Path == "/act" 
 // TestListenerAllowsPostToThePageOnly: the listener takes POST for the
 // page's forms only, and its body limit stays.
 func TestListenerAllowsPostToThePageOnly(t *testing.T) {
-	tel := newTelemetry(telemetryConfig{CycleMax: 20 * time.Minute}, nil)
+	tel := newTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, nil)
 	tel.page = stubPage{}
 	h := tel.handler()
 	for _, c := range []struct {
@@ -369,14 +371,14 @@ func TestConsoleTokenConfig(t *testing.T) {
 		// tests show it, on account files of their own.
 		{write("world", consoleToken, 0o604), "readable by other users: every user may (mode -rw----r--); run chmod 600"},
 	} {
-		cs, err := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
+		cs, err := config.LoadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("token file %q: %v", c.file, err)
-		case c.want == "" && c.file == "" && cs.token != "":
-			t.Errorf("no token file: token %q", cs.token)
-		case c.want == "" && c.file == good && string(cs.token) != consoleToken:
-			t.Errorf("token file %s: token %q", c.file, cs.token)
+		case c.want == "" && c.file == "" && cs.Token != "":
+			t.Errorf("no token file: token %q", cs.Token)
+		case c.want == "" && c.file == good && string(cs.Token) != consoleToken:
+			t.Errorf("token file %s: token %q", c.file, cs.Token)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), short) || strings.Contains(err.Error(), consoleToken)):
 			t.Errorf("token file %s: %v, want an error with %q and without the token", c.file, err, c.want)
 		}
@@ -390,15 +392,15 @@ func TestConsoleTokenConfig(t *testing.T) {
 func TestConsoleTokenFromCredentials(t *testing.T) {
 	creds := t.TempDir()
 	env := envconfig.MapLookuper(map[string]string{"CREDENTIALS_DIRECTORY": creds})
-	if cs, err := loadConsole(context.Background(), env); err != nil || cs.token != "" {
-		t.Fatalf("no credential: %q, %v", cs.token, err)
+	if cs, err := config.LoadConsole(context.Background(), env); err != nil || cs.Token != "" {
+		t.Fatalf("no credential: %q, %v", cs.Token, err)
 	}
-	p := filepath.Join(creds, consoleCredential)
+	p := filepath.Join(creds, config.ConsoleCredential)
 	if err := os.WriteFile(p, []byte("\n"), 0o400); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := loadConsole(context.Background(), env); err != nil || cs.token != "" {
-		t.Fatalf("blank credential: %q, %v", cs.token, err)
+	if cs, err := config.LoadConsole(context.Background(), env); err != nil || cs.Token != "" {
+		t.Fatalf("blank credential: %q, %v", cs.Token, err)
 	}
 	if err := os.Chmod(p, 0o600); err != nil {
 		t.Fatal(err)
@@ -406,19 +408,19 @@ func TestConsoleTokenFromCredentials(t *testing.T) {
 	if err := os.WriteFile(p, []byte(consoleToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := loadConsole(context.Background(), env); err != nil || string(cs.token) != consoleToken {
-		t.Fatalf("credential: %q, %v", cs.token, err)
+	if cs, err := config.LoadConsole(context.Background(), env); err != nil || string(cs.Token) != consoleToken {
+		t.Fatalf("credential: %q, %v", cs.Token, err)
 	}
 	if err := os.WriteFile(p, []byte("0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadConsole(context.Background(), env); err == nil || !strings.Contains(err.Error(), "the credential console-token: "+p+": the console token is 16 bytes long; want 32 or more") || strings.Contains(err.Error(), "0123456789abcdef") {
+	if _, err := config.LoadConsole(context.Background(), env); err == nil || !strings.Contains(err.Error(), "the credential console-token: "+p+": the console token is 16 bytes long; want 32 or more") || strings.Contains(err.Error(), "0123456789abcdef") {
 		t.Fatalf("short credential: %v", err)
 	}
 	if err := os.Chmod(p, 0o604); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadConsole(context.Background(), env); !errors.Is(err, errKeyFileOpen) {
+	if _, err := config.LoadConsole(context.Background(), env); !errors.Is(err, config.ErrKeyFileOpen) {
 		t.Fatalf("a credential every user may read: %v", err)
 	}
 }
@@ -439,18 +441,18 @@ func TestConsoleCookieAndProxyConfig(t *testing.T) {
 		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}, false, ""},
 		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, nginx"}, false, `TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: entry "nginx" is neither an address nor a network`},
 	} {
-		cs, err := loadConsole(context.Background(), envconfig.MapLookuper(c.vars))
+		cs, err := config.LoadConsole(context.Background(), envconfig.MapLookuper(c.vars))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%v: %v", c.vars, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v: %v, want an error with %q", c.vars, err, c.want)
-		case c.want == "" && cs.secureCookie != c.secure:
-			t.Errorf("%v: secure cookie %v, want %v", c.vars, cs.secureCookie, c.secure)
+		case c.want == "" && cs.SecureCookie != c.secure:
+			t.Errorf("%v: secure cookie %v, want %v", c.vars, cs.SecureCookie, c.secure)
 		}
 	}
-	cs, _ := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
-	if len(cs.trustedProxies) != 2 || cs.trustedProxies[1].String() != "10.0.0.0/8" {
-		t.Errorf("trusted proxies %v", cs.trustedProxies)
+	cs, _ := config.LoadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
+	if len(cs.TrustedProxies) != 2 || cs.TrustedProxies[1].String() != "10.0.0.0/8" {
+		t.Errorf("trusted proxies %v", cs.TrustedProxies)
 	}
 }

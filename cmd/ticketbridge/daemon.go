@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -70,17 +72,17 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	if src.service {
-		return fmt.Errorf("run: on an installed system the daemon runs as the service: systemctl start ticketbridge (the configuration is %s); to run it by hand, name a configuration with --env-file", src.file)
+	if src.Service {
+		return fmt.Errorf("run: on an installed system the daemon runs as the service: systemctl start ticketbridge (the configuration is %s); to run it by hand, name a configuration with --env-file", src.File)
 	}
-	tc, err := loadTelemetryConfig(ctx, src.env)
+	tc, err := config.LoadTelemetry(ctx, src.Env)
 	if err != nil {
 		return err
 	}
 	tel := newTelemetry(tc, log)
-	hc, err := loadHotelsConfig(ctx, src.env)
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
-		return src.explain(err)
+		return src.Explain(err)
 	}
 	if hc.Dir != "" {
 		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
@@ -105,7 +107,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 		opts.HTTPClient = guarded(opts.HTTPClient)
 		ctx = adapters.WithGuard(ctx, leaseGuard(sl.hl, lose, errLeaseLost))
 	}
-	w, err := wire(ctx, src.env, cfg, sc, log, opts)
+	w, err := wire(ctx, src.Env, cfg, sc, log, opts)
 	if err != nil {
 		return err
 	}
@@ -205,30 +207,30 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	if src.service && src.stateDirMissing && !*dry {
-		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.layout.StateDir)
+	if src.Service && src.StateDirMissing && !*dry {
+		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.Layout.StateDir)
 	}
 	secs, err := hf.sections(ctx, src, cfg, warnTo(log))
 	if err != nil {
 		return err
 	}
 	if secs == nil {
-		return onceHotel(ctx, src, src.env, cfg, sc, log, *dry, stdout)
+		return onceHotel(ctx, src, src.Env, cfg, sc, log, *dry, stdout)
 	}
 	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return onceHotel(ctx, src, h.conf.env, h.conf.cfg, h.conf.sc, log.With("hotel", h.name), *dry, out)
+		return onceHotel(ctx, src, h.conf.Env, h.conf.Daemon, h.conf.Sync, log.With("hotel", h.name), *dry, out)
 	})
 }
 
 // onceHotel runs one cycle of a hotel, or a dry run, and prints its report.
-func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
+func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
 	w, err := wire(ctx, env, cfg, sc, log, wireOptions{DryRun: dry})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	// The cycle has the daemon's deadline: a call that hangs ends it.
-	tc, err := loadTelemetryConfig(ctx, env)
+	tc, err := config.LoadTelemetry(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -240,11 +242,11 @@ func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cf
 	} else {
 		rep, err = w.engine.RunCycle(cycleCtx)
 		writeSnapshot(w.store, w.hd, cfg.State+statusSuffix, log)
-		if src.service {
+		if src.Service {
 			// Run by root in a shell: what the cycle made in the service's
 			// state directory, and in the staff's helpdesk folder, must
 			// stay the service's.
-			dirs := []string{src.layout.StateDir}
+			dirs := []string{src.Layout.StateDir}
 			if d, ok := env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
 				dirs = append(dirs, strings.TrimSpace(d))
 			}
@@ -311,12 +313,12 @@ func runStatus(ctx context.Context, sh shell, args []string) error {
 		each = eachHotelJSON
 	}
 	return each(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return statusHotel(h.conf.cfg, fs.Arg(0), *asJSON, log, out)
+		return statusHotel(h.conf.Daemon, fs.Arg(0), *asJSON, log, out)
 	})
 }
 
 // statusHotel prints the status of a hotel's state, or of one ticket.
-func statusHotel(cfg Config, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
+func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
@@ -637,7 +639,7 @@ func runState(ctx context.Context, sh shell, args []string) error {
 		return backupHotel(ctx, cfg, dest, stdout)
 	case hf.name != "":
 		return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
-			return backupHotel(ctx, h.conf.cfg, dest, out)
+			return backupHotel(ctx, h.conf.Daemon, dest, out)
 		})
 	}
 	// Every hotel: FILE is a directory that gets <name>.db of each.
@@ -645,12 +647,12 @@ func runState(ctx context.Context, sh shell, args []string) error {
 		return fmt.Errorf("state backup: with every hotel FILE is a directory: %w", err)
 	}
 	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return backupHotel(ctx, h.conf.cfg, filepath.Join(dest, h.name+".db"), out)
+		return backupHotel(ctx, h.conf.Daemon, filepath.Join(dest, h.name+".db"), out)
 	})
 }
 
 // backupHotel writes a consistent copy of a hotel's state file to dest.
-func backupHotel(ctx context.Context, cfg Config, dest string, stdout io.Writer) error {
+func backupHotel(ctx context.Context, cfg config.Daemon, dest string, stdout io.Writer) error {
 	if abs, err1 := filepath.Abs(dest); err1 == nil {
 		if src, err2 := filepath.Abs(cfg.State); err2 == nil && abs == src {
 			return fmt.Errorf("%w: state backup: FILE is the state file itself", errUsage)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
@@ -286,7 +288,7 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	}
 	cycles := make(chan sync.Report, 4)
 	backups := make(chan error, 1)
-	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{
+	w, err := wire(ctx, src.Env, cfg, sc, log, wireOptions{
 		AfterCycle:  func(r sync.Report, _ error) { cycles <- r },
 		AfterBackup: func(_ string, err error) { backups <- err },
 	})
@@ -298,7 +300,7 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	go func() { done <- serve(ctx, w, newTelemetry(telemetryConfig{}, log), usr1) }()
+	go func() { done <- serve(ctx, w, newTelemetry(config.Telemetry{}, log), usr1) }()
 	if r := <-cycles; r.Created != 1 {
 		t.Fatalf("first cycle: %s", r)
 	}

@@ -15,6 +15,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -52,7 +54,7 @@ func runDemo(ctx context.Context, sh shell, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: demo: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if _, err := parseLevel(*level); err != nil {
+	if _, err := config.ParseLevel(*level); err != nil {
 		return fmt.Errorf("%w: demo: --log-level %v", errUsage, err)
 	}
 	if _, err := sync.ParseSchedule(*schedule); err != nil {

@@ -13,6 +13,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -27,9 +29,9 @@ import (
 type fleet struct {
 	// life is the daemon's context: when it ends the cycles in flight stop.
 	life context.Context
-	src  configSource
-	main Config
-	hcfg hotelsConfig
+	src  config.Source
+	main config.Daemon
+	hcfg config.Hotels
 	log  *slog.Logger
 	tel  *telemetry
 	// slots bound the API and helpdesk requests in flight across hotels;
@@ -42,7 +44,7 @@ type fleet struct {
 	afterCycle func(hotel string, r sync.Report, err error)
 
 	// wire wires a hotel: wire, or a test's.
-	wire func(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error)
+	wire func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error)
 
 	// reloading is held by reload and stopAll, one at a time; they wait
 	// for cycles with it, never with mu.
@@ -61,7 +63,7 @@ type fleet struct {
 	// handover, a lease lost, a hotel that ended): their leases are
 	// renewed until their wiring closed, then released.
 	keeper  *leaseKeeper
-	leased  map[string]hotelConf
+	leased  map[string]config.Hotel
 	handing map[string]*runningHotel
 	// backoff holds the leased hotels this replica could not start, with
 	// when it tries again; a reload clears it.
@@ -76,7 +78,7 @@ type fleet struct {
 
 // runningHotel is one hotel the daemon runs.
 type runningHotel struct {
-	conf hotelConf
+	conf config.Hotel
 	tel  *telemetry
 	// stop ends the scheduling; the cycle in flight finishes first.
 	stop context.CancelFunc
@@ -109,8 +111,8 @@ type runningHotel struct {
 
 // newFleet returns the fleet of the directory hcfg names; reload starts
 // its hotels.
-func newFleet(life context.Context, src configSource, main Config, hcfg hotelsConfig, log *slog.Logger, tel *telemetry, opts wireOptions) *fleet {
-	tel.asFleet(hcfg.readyNames())
+func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry, opts wireOptions) *fleet {
+	tel.asFleet(hcfg.ReadyNames())
 	base := opts.HTTPClient
 	if base == nil {
 		base = newAPIClient(hcfg.MaxInFlight)
@@ -130,7 +132,7 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 	life = adapters.WithSlots(life, slots)
 	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts, wire: wire,
 		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
-		leased: map[string]hotelConf{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
+		leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}}
 }
 
@@ -147,26 +149,26 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 func (f *fleet) reload() error {
 	f.reloading.Lock()
 	defer f.reloading.Unlock()
-	good, bad, err := loadHotels(f.life, f.src, f.main, f.hcfg.Dir, warnTo(f.log))
+	good, bad, err := config.LoadHotelDir(f.life, f.src, f.main, f.hcfg.Dir, warnTo(f.log))
 	if err != nil {
 		return err
 	}
-	want := make(map[string]hotelConf, len(good))
+	want := make(map[string]config.Hotel, len(good))
 	for _, h := range good {
-		want[h.name()] = h
+		want[h.Name()] = h
 	}
 	f.mu.Lock()
 	clear(f.leased)
 	clear(f.backoff) // the files may have been fixed
 	for _, h := range good {
-		if state.IsURL(h.cfg.State) {
-			f.leased[h.name()] = h
-			f.keeper.keeper(f, h.cfg.State)
+		if state.IsURL(h.Daemon.State) {
+			f.leased[h.Name()] = h
+			f.keeper.keeper(f, h.Daemon.State)
 		}
 	}
 	var stopping []*runningHotel
 	for name, rh := range f.hotels {
-		if h, ok := want[name]; ok && h.file.Sum == rh.conf.file.Sum && rh.alive() {
+		if h, ok := want[name]; ok && h.File.Sum == rh.conf.File.Sum && rh.alive() {
 			continue
 		}
 		if rh.lease != nil {
@@ -184,14 +186,14 @@ func (f *fleet) reload() error {
 	for _, rh := range stopping {
 		<-rh.done
 		// Off the status page before its state closes.
-		f.tel.dropHotel(rh.conf.name(), "")
+		f.tel.dropHotel(rh.conf.Name(), "")
 		if err := rh.w.Close(); err != nil {
-			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
+			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.Name()), slog.String("op", "stop"))
 		}
-		if _, ok := want[rh.conf.name()]; ok {
-			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
+		if _, ok := want[rh.conf.Name()]; ok {
+			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.Name()), slog.String("op", "reload"))
 		} else {
-			f.log.Info("hotel stopped: its file is gone", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
+			f.log.Info("hotel stopped: its file is gone", slog.Any("hotel", rh.conf.Name()), slog.String("op", "reload"))
 		}
 	}
 	for name, err := range bad {
@@ -200,7 +202,7 @@ func (f *fleet) reload() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		h := want[name]
-		if state.IsURL(h.cfg.State) {
+		if state.IsURL(h.Daemon.State) {
 			continue // started by its keeper, once this replica holds its lease
 		}
 		f.mu.Lock()
@@ -240,8 +242,8 @@ func (rh *runningHotel) alive() bool {
 // lease's fence, its API and helpdesk requests stop when the lease's view
 // ends, and the end of the view stops the hotel, its wiring or its cycle
 // in flight included.
-func (f *fleet) newRunning(h hotelConf, hl *hotelLease) *runningHotel {
-	name := h.name()
+func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
+	name := h.Name()
 	log := f.log.With("hotel", name)
 	tel := f.tel.hotel(name)
 	var after func(sync.Report, error)
@@ -275,9 +277,9 @@ func (f *fleet) newRunning(h hotelConf, hl *hotelLease) *runningHotel {
 }
 
 // start wires a hotel whose state is a file and runs it in a goroutine.
-func (f *fleet) start(h hotelConf) (*runningHotel, error) {
+func (f *fleet) start(h config.Hotel) (*runningHotel, error) {
 	rh := f.newRunning(h, nil)
-	w, err := f.wire(rh.life, h.env, h.cfg, h.sc, rh.log, rh.opts)
+	w, err := f.wire(rh.life, h.Env, h.Daemon, h.Sync, rh.log, rh.opts)
 	if err != nil {
 		rh.kill()
 		return nil, err
@@ -291,9 +293,9 @@ func (f *fleet) start(h hotelConf) (*runningHotel, error) {
 // leased hotel is wired here, off its keeper's goroutine).
 func (f *fleet) run(rh *runningHotel) {
 	defer close(rh.done)
-	h, name, log, tel, sctx, life := rh.conf, rh.conf.name(), rh.log, rh.tel, rh.sctx, rh.life
+	h, name, log, tel, sctx, life := rh.conf, rh.conf.Name(), rh.log, rh.tel, rh.sctx, rh.life
 	if rh.w == nil {
-		w, err := f.wire(life, h.env, h.cfg, h.sc, log, rh.opts)
+		w, err := f.wire(life, h.Env, h.Daemon, h.Sync, log, rh.opts)
 		if err != nil {
 			close(rh.wired)
 			log.Error("hotel not started; left to the other replicas for a while", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "lease"))
@@ -327,7 +329,7 @@ func (f *fleet) run(rh *runningHotel) {
 		f.tel.showPage(name, page.hotel)
 		rh.page = page
 	}
-	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.cfg.Adapter), slog.String("state", state.Redacted(h.cfg.State)), slog.Any("schedule", h.sc.Schedule), slog.Any("api", h.cfg.APIURL), slog.Any("file", h.file.Path))
+	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
 	_ = w.scheduler(tel, page, life).Run(sctx)
 }
 
@@ -390,14 +392,14 @@ func (f *fleet) backup(ctx context.Context) {
 	for _, rh := range hs {
 		dest, err := rh.w.backup(ctx)
 		if errors.Is(err, errBackupPostgres) {
-			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
+			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
 			continue
 		}
 		if err != nil {
-			f.log.Error("back up state file", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
+			f.log.Error("back up state file", slog.Any("error", err), slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
 			continue
 		}
-		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"), slog.Any("path", dest))
+		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"), slog.Any("path", dest))
 	}
 }
 
@@ -410,7 +412,7 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 		debug.SetGCPercent(gc)
 		f.log.Debug(fmt.Sprintf("the Go collector runs at GOGC=%d: many hotels churn much and hold little (set GOGC or GOMEMLIMIT to choose)", gc), slog.String("op", "start"))
 	}
-	if err := setupPage(ctx, f.src.env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels}); err != nil {
+	if err := setupPage(ctx, f.src.Env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels}); err != nil {
 		return err
 	}
 	if err := f.tel.start(ctx, nil, 0, nil); err != nil {

@@ -17,7 +17,7 @@ const startBackoff = time.Minute
 func (f *fleet) namesOn(k *dbKeeper) []string {
 	var names []string
 	for name, h := range f.leased {
-		if h.cfg.State == k.url {
+		if h.Daemon.State == k.url {
 			names = append(names, name)
 		}
 	}
@@ -167,7 +167,7 @@ func (f *fleet) startLeased(name string, hl *hotelLease) bool {
 	h, ok := f.leased[name]
 	_, here := f.hotels[name]
 	_, busy := f.handing[name]
-	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.cfg.State != hl.keeper.url {
+	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.Daemon.State != hl.keeper.url {
 		return false
 	}
 	rh := f.newRunning(h, hl)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -37,12 +39,12 @@ func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
 		t.Fatal(err)
 	}
 	d := &daemonUnderTest{t: t, cycles: make(chan sync.Report, 16), done: make(chan error, 1), cancel: cancel}
-	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
+	w, err := wire(ctx, src.Env, cfg, sc, log, wireOptions{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	tel := newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
+	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
 	tel.watchdogEvery = -1
 	tel.notify = func(string) error { return nil }
 	go func() { d.done <- serve(ctx, w, tel, make(chan os.Signal)) }()

@@ -7,6 +7,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -63,7 +65,7 @@ func (t *telemetry) hotel(name string) *telemetry {
 	prop := newPropagationMetrics()
 	wrapped.MustRegister(prop)
 	h := &telemetry{
-		cfg:           telemetryConfig{CycleMax: t.cfg.CycleMax},
+		cfg:           config.Telemetry{CycleMax: t.cfg.CycleMax},
 		log:           t.log.With("hotel", name),
 		now:           t.now,
 		notify:        func(string) error { return nil },

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -141,7 +143,7 @@ func writeTemp(t *testing.T, content string) string {
 // stopping, a hotel handed over) is no failure for readiness or for the
 // metrics' error counts.
 func TestInterruptedCycleKeepsReadiness(t *testing.T) {
-	tel, clock, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+	tel, clock, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 	sched, _ := sync.ParseSchedule("@every 30s")
 	if err := tel.start(t.Context(), sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -92,11 +94,11 @@ func (fx *fleetFixture) newReplica(ctx context.Context) *fleet {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	hc, err := loadHotelsConfig(ctx, src.env)
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	tel := newTelemetry(telemetryConfig{CycleMax: 20 * time.Minute}, log)
+	tel := newTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, log)
 	tel.watchdogEvery = -1
 	tel.notify = func(string) error { return nil }
 	f := newFleet(ctx, src, cfg, hc, log, tel, wireOptions{Registry: fx.registry})
@@ -241,7 +243,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	}
 	for _, rh := range stale {
 		if rh.life.Err() == nil {
-			t.Errorf("hotel %s of b still runs", rh.conf.name())
+			t.Errorf("hotel %s of b still runs", rh.conf.Name())
 			continue
 		}
 		<-rh.done // its cycle in flight, if any, was cancelled

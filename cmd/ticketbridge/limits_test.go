@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -38,7 +40,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // server in refserver's TestOversizedBodiesRefused, the webhook inbound
 // endpoint in webhook's TestInboundAnswers, "too large".)
 func TestTelemetryBodyLimits(t *testing.T) {
-	tel, _, _ := testTelemetry(t, telemetryConfig{CycleMax: time.Hour})
+	tel, _, _ := testTelemetry(t, config.Telemetry{CycleMax: time.Hour})
 	h := tel.handler()
 	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut} {
 		for _, path := range []string{"/metrics", "/healthz", "/readyz", "/", "/nothing"} {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/lmittmann/tint"
 )
 
@@ -14,7 +16,7 @@ import (
 // format auto, text lines without colour or time (journald adds its own)
 // are written instead, because journalctl shows them well.
 func newLogger(w io.Writer, format, level string) *slog.Logger {
-	lvl, err := parseLevel(level)
+	lvl, err := config.ParseLevel(level)
 	if err != nil {
 		lvl = slog.LevelInfo
 	}

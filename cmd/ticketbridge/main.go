@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
 func main() {
@@ -70,7 +72,7 @@ func exitCode(err error, stderr io.Writer) int {
 // prints, and where the packaged service keeps its files (tests put that
 // layout in a temporary directory).
 type shell struct {
-	layout         serviceLayout
+	layout         config.Layout
 	stdout, stderr io.Writer
 }
 
@@ -118,7 +120,7 @@ Run "ticketbridge <command> --help" for a command's flags.
 // run runs the command args name, as the packaged service's layout has
 // it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runWith(ctx, shell{layout: packagedLayout, stdout: stdout, stderr: stderr}, args)
+	return runWith(ctx, shell{layout: config.Packaged, stdout: stdout, stderr: stderr}, args)
 }
 
 // runWith runs the command args names in the shell sh.
@@ -142,7 +144,7 @@ func runWith(ctx context.Context, sh shell, args []string) error {
 		}
 		names = append(names, c.name)
 	}
-	if best := closest(args[0], names); best != "" {
+	if best := config.Closest(args[0], names); best != "" {
 		return fmt.Errorf("%w: unknown command %q; did you mean %s? (ticketbridge --help lists the commands)", errUsage, args[0], best)
 	}
 	usage(stderr)

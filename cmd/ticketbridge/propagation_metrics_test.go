@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
 // TestPropagationHistograms: the engine's per-cycle measurements add up
 // in ticketbridge_propagation_seconds, one series per direction.
 func TestPropagationHistograms(t *testing.T) {
-	tel, _, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+	tel, _, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 	h := tel.handler()
 	text := scrape(t, h)
 	for _, want := range []string{

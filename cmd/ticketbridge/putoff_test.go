@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -28,7 +30,7 @@ func TestStatusShowsPutOff(t *testing.T) {
 // no failure: the daemon stays ready until nothing has synced for
 // TICKETBRIDGE_CYCLE_MAX past the next scheduled cycle.
 func TestPutOffCycleKeepsReadiness(t *testing.T) {
-	tel, clock, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+	tel, clock, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 	sched, _ := sync.ParseSchedule("@every 30s")
 	if err := tel.start(t.Context(), sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 )
 
@@ -82,7 +84,7 @@ func parseRefserverFlags(args []string, stdout io.Writer) (refserverFlags, bool,
 	if f.maxMessageBytes <= 0 {
 		return f, false, fmt.Errorf("%w: refserver: --max-message-bytes %d: want a positive size", errUsage, f.maxMessageBytes)
 	}
-	if _, err := parseLevel(f.logLevel); err != nil {
+	if _, err := config.ParseLevel(f.logLevel); err != nil {
 		return f, false, fmt.Errorf("%w: refserver: --log-level %v", errUsage, err)
 	}
 	return f, false, nil

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -39,7 +41,7 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tel, _, _ := testTelemetry(t, telemetryConfig{})
+	tel, _, _ := testTelemetry(t, config.Telemetry{})
 	tel.observeHeld(held(t.Context(), hd), setAside(hd))
 	text := scrape(t, tel.handler())
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||

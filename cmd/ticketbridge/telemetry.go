@@ -12,6 +12,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -72,7 +74,7 @@ const (
 // client (whose transport it instruments), then call start once the engine
 // exists and stop when the daemon shuts down.
 type telemetry struct {
-	cfg    telemetryConfig
+	cfg    config.Telemetry
 	log    *slog.Logger
 	now    func() time.Time
 	notify func(state string) error
@@ -270,7 +272,7 @@ func registerProcessMetrics(reg prometheus.Registerer) {
 
 // newTelemetry returns the daemon's telemetry with its own registry (never
 // Prometheus' global one). A nil logger discards.
-func newTelemetry(cfg telemetryConfig, log *slog.Logger) *telemetry {
+func newTelemetry(cfg config.Telemetry, log *slog.Logger) *telemetry {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -28,7 +30,7 @@ var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
 // testTelemetry returns telemetry on a fake clock whose notifications go
 // to the returned channel.
-func testTelemetry(t *testing.T, cfg telemetryConfig) (*telemetry, *refservertest.Clock, chan string) {
+func testTelemetry(t *testing.T, cfg config.Telemetry) (*telemetry, *refservertest.Clock, chan string) {
 	t.Helper()
 	clock := refservertest.NewClock(t0)
 	tel := newTelemetry(cfg, nil)
@@ -129,7 +131,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel, _, _ := testTelemetry(t, telemetryConfig{})
+	tel, _, _ := testTelemetry(t, config.Telemetry{})
 	cl, err := guestapi.New(guestapi.Config{BaseURL: ts.URL, APIKey: ts.Keys.TicketsWrite, HTTPClient: tel.instrument(nil), MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +187,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 }
 
 func TestCycleMetricsAndReadiness(t *testing.T) {
-	tel, clock, sent := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+	tel, clock, sent := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 	h := tel.handler()
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, path, nil)
@@ -345,7 +347,7 @@ func TestErrorKinds(t *testing.T) {
 // and a daily schedule, with and without cycle starts being reported.
 func TestWatchdogBound(t *testing.T) {
 	t.Run("every 30s", func(t *testing.T) {
-		tel, clock, sent := testTelemetry(t, telemetryConfig{CycleMax: 10 * time.Minute})
+		tel, clock, sent := testTelemetry(t, config.Telemetry{CycleMax: 10 * time.Minute})
 		sched, _ := sync.ParseSchedule("@every 30s")
 		if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
 			t.Fatal(err)
@@ -401,7 +403,7 @@ func TestWatchdogBound(t *testing.T) {
 		}
 	})
 	t.Run("daily", func(t *testing.T) {
-		tel, clock, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+		tel, clock, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 		sched, _ := sync.ParseSchedule("0 3 * * *")
 		if err := tel.start(context.Background(), sched, 24*time.Hour, nil); err != nil {
 			t.Fatal(err)
@@ -426,7 +428,7 @@ func TestWatchdogBound(t *testing.T) {
 
 // TestWatchdogLoop feeds the watchdog from ticks until stopped.
 func TestWatchdogLoop(t *testing.T) {
-	tel, _, sent := testTelemetry(t, telemetryConfig{})
+	tel, _, sent := testTelemetry(t, config.Telemetry{})
 	sched, _ := sync.ParseSchedule("@every 30s")
 	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
@@ -483,7 +485,7 @@ func TestSystemdNotifications(t *testing.T) {
 	conn := notifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "40000") // pings every 20ms
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
-	tel := newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: time.Hour}, nil)
+	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: time.Hour}, nil)
 	sched, _ := sync.ParseSchedule("@every 30s")
 	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
@@ -513,7 +515,7 @@ func TestSystemdNotifications(t *testing.T) {
 		}
 	}
 	// A second daemon on the same address fails to start.
-	other := newTelemetry(telemetryConfig{Listen: tel.Addr().String()}, nil)
+	other := newTelemetry(config.Telemetry{Listen: tel.Addr().String()}, nil)
 	other.notify = func(string) error { t.Error("a telemetry that failed to start notified systemd"); return nil }
 	if err := other.start(context.Background(), sched, 30*time.Second, nil); err == nil || !strings.Contains(err.Error(), "start metrics listener") {
 		t.Fatalf("second listener: %v", err)
@@ -534,11 +536,11 @@ func TestSystemdNotifications(t *testing.T) {
 
 func TestTelemetryConfig(t *testing.T) {
 	ctx := context.Background()
-	c, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(nil))
+	c, err := config.LoadTelemetry(ctx, envconfig.MapLookuper(nil))
 	if err != nil || c.Listen != "" || c.CycleMax != 20*time.Minute {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	c, err = loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": " [::1]:9464 ", "TICKETBRIDGE_CYCLE_MAX": "45m"}))
+	c, err = config.LoadTelemetry(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": " [::1]:9464 ", "TICKETBRIDGE_CYCLE_MAX": "45m"}))
 	if err != nil || c.Listen != "[::1]:9464" || c.CycleMax != 45*time.Minute {
 		t.Fatalf("set: %+v, %v", c, err)
 	}
@@ -546,12 +548,12 @@ func TestTelemetryConfig(t *testing.T) {
 		"TICKETBRIDGE_LISTEN":    "localhost",
 		"TICKETBRIDGE_CYCLE_MAX": "10s",
 	} {
-		_, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{k: v}))
+		_, err := config.LoadTelemetry(ctx, envconfig.MapLookuper(map[string]string{k: v}))
 		if err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v, want an error naming it", k, v, err)
 		}
 	}
-	if _, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": "127.0.0.1:99999"})); err == nil {
+	if _, err := config.LoadTelemetry(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": "127.0.0.1:99999"})); err == nil {
 		t.Error("port 99999 accepted")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -44,7 +46,7 @@ func daemonAdapters() adapters.Registry {
 // and the engine. Close releases what it opened.
 type wiring struct {
 	env     envconfig.Lookuper
-	cfg     Config
+	cfg     config.Daemon
 	syncCfg sync.Config
 	log     *slog.Logger
 	client  *guestapi.Client
@@ -81,27 +83,27 @@ type wireOptions struct {
 // loadEnv reads the configuration of the commands that sync: the daemon's
 // own, the engine's, and the logger made from it. It logs a warning for
 // each TICKETBRIDGE_* name that is not a variable.
-func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, sync.Config, *slog.Logger, error) {
+func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (config.Source, config.Daemon, sync.Config, *slog.Logger, error) {
 	src, err := ef.source()
 	if err != nil {
-		return src, Config{}, sync.Config{}, nil, err
+		return src, config.Daemon{}, sync.Config{}, nil, err
 	}
-	if n := src.skipNote(); n != "" {
+	if n := src.SkipNote(); n != "" {
 		fmt.Fprintln(stderr, "ticketbridge:", n)
 	}
-	cfg, err := loadConfig(ctx, src.env)
+	cfg, err := config.LoadDaemon(ctx, src.Env)
 	if err != nil {
-		return src, cfg, sync.Config{}, nil, src.explain(err)
+		return src, cfg, sync.Config{}, nil, src.Explain(err)
 	}
-	sc, err := sync.LoadConfig(ctx, src.env)
+	sc, err := sync.LoadConfig(ctx, src.Env)
 	if err != nil {
-		return src, cfg, sc, nil, src.explain(fmt.Errorf("read configuration: %w", errors.Unwrap(err)))
+		return src, cfg, sc, nil, src.Explain(fmt.Errorf("read configuration: %w", errors.Unwrap(err)))
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
-	if d := src.describe(); d != "" {
+	if d := src.Describe(); d != "" {
 		log.Debug("configuration from "+d, slog.String("op", "config"))
 	}
-	for _, w := range unknownVariables(ctx, src) {
+	for _, w := range config.UnknownVariables(ctx, src) {
 		log.Warn(w, slog.String("op", "config"))
 	}
 	return src, cfg, sc, log, nil
@@ -110,19 +112,19 @@ func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, 
 // loadPlain reads the daemon's own configuration for the commands that
 // only read the state file (status, state backup), printing a warning to
 // stderr for each TICKETBRIDGE_* name that is not a variable.
-func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource, Config, error) {
+func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (config.Source, config.Daemon, error) {
 	src, err := ef.source()
 	if err != nil {
-		return src, Config{}, err
+		return src, config.Daemon{}, err
 	}
-	if n := src.skipNote(); n != "" {
+	if n := src.SkipNote(); n != "" {
 		fmt.Fprintln(stderr, "ticketbridge:", n)
 	}
-	cfg, err := loadConfig(ctx, src.env)
+	cfg, err := config.LoadDaemon(ctx, src.Env)
 	if err != nil {
-		return src, cfg, src.explain(err)
+		return src, cfg, src.Explain(err)
 	}
-	for _, w := range unknownVariables(ctx, src) {
+	for _, w := range config.UnknownVariables(ctx, src) {
 		fmt.Fprintln(stderr, "ticketbridge: warning:", w)
 	}
 	return src, cfg, nil
@@ -130,14 +132,14 @@ func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (configSource
 
 // wire builds the engine from the configuration. On error everything it
 // opened is closed again.
-func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, opts wireOptions) (_ *wiring, err error) {
+func wire(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts wireOptions) (_ *wiring, err error) {
 	w := &wiring{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup}
 	defer func() {
 		if err != nil {
 			w.Close()
 		}
 	}()
-	if err := checkAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
+	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
 	to, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)
@@ -148,7 +150,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_FROM_HELPDESK: %w", err)
 	}
-	key, err := cfg.apiKey(env)
+	key, err := cfg.ReadAPIKey(env)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +160,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 		// A key rotated in its file is taken at the first 401, without a
 		// restart (under systemd the credential is a copy made at start:
 		// there a restart takes it).
-		Rekey:      func() (string, error) { return cfg.apiKey(env) },
+		Rekey:      func() (string, error) { return cfg.ReadAPIKey(env) },
 		HTTPClient: opts.HTTPClient,
 		Logger:     log, // the client names each request's op itself
 	})
@@ -178,7 +180,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 	alog := log.With("adapter", cfg.Adapter)
 	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
 		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: opts.DryRun,
-		StateDir: cfg.stateDir(),
+		StateDir: cfg.StateDir(),
 	})
 	if err != nil {
 		if errors.Is(err, adapters.ErrUnknownAdapter) {
@@ -198,7 +200,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Confi
 
 // openState opens the state file for writing, explaining a lock held by a
 // running daemon.
-func openState(cfg Config, log *slog.Logger, fence int64) (*state.Store, error) {
+func openState(cfg config.Daemon, log *slog.Logger, fence int64) (*state.Store, error) {
 	st, err := state.Open(cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel, Fence: fence})
 	if errors.Is(err, state.ErrLocked) {
 		return nil, fmt.Errorf("%w\nis the daemon running? `ticketbridge status` works alongside it; stop it (systemctl stop ticketbridge) to run this command", err)

@@ -77,6 +77,14 @@ var rules = []rule{
 		why:   "the status page reads a hotel's state and cycles; the daemon's parts that serve it use it, not the reverse",
 	},
 	{
+		name: "config",
+		from: []string{"internal/config/..."},
+		deny: []string{"cmd/...", "internal/bridge/...", "internal/lease/...", "internal/fleet/...",
+			"internal/telemetry/..."},
+		tests: true,
+		why:   "the configuration is read and checked before anything runs; the running parts are given it, it knows none of them",
+	},
+	{
 		name:  "looptest",
 		from:  []string{"internal/looptest/..."},
 		deny:  join([]string{"cmd/..."}, appParts),

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // minCycleMax is the shortest TICKETBRIDGE_CYCLE_MAX.
 const minCycleMax = time.Minute
 
-// telemetryConfig is read from the daemon's environment.
-type telemetryConfig struct {
+// Telemetry is read from the daemon's environment.
+type Telemetry struct {
 	// Listen is the host:port of the metrics and health endpoints; empty
 	// serves none.
 	Listen string `env:"TICKETBRIDGE_LISTEN"`
@@ -25,9 +25,9 @@ type telemetryConfig struct {
 	CycleMax time.Duration `env:"TICKETBRIDGE_CYCLE_MAX, default=20m"`
 }
 
-// loadTelemetryConfig reads and checks the telemetry's variables.
-func loadTelemetryConfig(ctx context.Context, env envconfig.Lookuper) (telemetryConfig, error) {
-	var c telemetryConfig
+// LoadTelemetry reads and checks the telemetry's variables.
+func LoadTelemetry(ctx context.Context, env envconfig.Lookuper) (Telemetry, error) {
+	var c Telemetry
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
 		return c, fmt.Errorf("read configuration: %w", err)
 	}

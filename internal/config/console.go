@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -36,33 +36,33 @@ type consoleConfig struct {
 	TrustedProxies string `env:"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES"`
 }
 
-// consoleCredential is the name of the console token among the unit's
+// ConsoleCredential is the name of the console token among the unit's
 // credentials (LoadCredential=console-token:...).
-const consoleCredential = "console-token"
+const ConsoleCredential = "console-token"
 
-// consoleSettings are the status page's settings, read and checked.
-type consoleSettings struct {
-	token          secret // "" keeps the page read-only; never printed
-	secureCookie   bool
-	trustedProxies []netip.Prefix
-	externalHost   string // TICKETBRIDGE_CONSOLE_EXTERNAL_URL's host; "" when unset
+// Console are the status page's settings, read and checked.
+type Console struct {
+	Token          Secret // "" keeps the page read-only; never printed
+	SecureCookie   bool
+	TrustedProxies []netip.Prefix
+	ExternalHost   string // TICKETBRIDGE_CONSOLE_EXTERNAL_URL's host; "" when unset
 }
 
-// loadConsole reads the status page's variables and the console token:
+// LoadConsole reads the status page's variables and the console token:
 // from TICKETBRIDGE_CONSOLE_TOKEN_FILE, or else from the credential
 // console-token ($CREDENTIALS_DIRECTORY/console-token, as the API key is
 // found), where a blank one means none (the unit's SetCredential=
 // default when /etc/ticketbridge/console-token does not exist). A token
 // file its group or other users may read, or a token shorter than
 // statuspage.MinTokenLen bytes, is refused; errors never hold the token.
-func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, error) {
+func LoadConsole(ctx context.Context, env envconfig.Lookuper) (Console, error) {
 	var c consoleConfig
-	var s consoleSettings
+	var s Console
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
 		return s, fmt.Errorf("read configuration: %w", err)
 	}
 	var err error
-	if s.trustedProxies, err = statuspage.ParseProxies(c.TrustedProxies); err != nil {
+	if s.TrustedProxies, err = statuspage.ParseProxies(c.TrustedProxies); err != nil {
 		return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: %w", err)
 	}
 	if u := strings.TrimSpace(c.ExternalURL); u != "" {
@@ -70,33 +70,33 @@ func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, 
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_EXTERNAL_URL=%q: want the address the page is opened at, e.g. https://bridge.example.com/", redact.URL(u))
 		}
-		s.secureCookie, s.externalHost = pu.Scheme == "https", pu.Host
+		s.SecureCookie, s.ExternalHost = pu.Scheme == "https", pu.Host
 	}
 	if v := strings.TrimSpace(c.SecureCookie); v != "" {
-		if s.secureCookie, err = strconv.ParseBool(v); err != nil {
+		if s.SecureCookie, err = strconv.ParseBool(v); err != nil {
 			return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_SECURE_COOKIE=%q: want true or false (empty: true when TICKETBRIDGE_CONSOLE_EXTERNAL_URL starts with https)", v)
 		}
 	}
 	path, what := strings.TrimSpace(c.TokenFile), "TICKETBRIDGE_CONSOLE_TOKEN_FILE"
 	if path == "" {
-		if path = credentialFile(env, consoleCredential); path == "" {
+		if path = credentialFile(env, ConsoleCredential); path == "" {
 			return s, nil
 		}
-		what = "the credential " + consoleCredential
+		what = "the credential " + ConsoleCredential
 		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "" {
 			return s, nil
 		}
 	}
 	tok, err := readSecretFile(path, "console token")
 	if err != nil {
-		if c.TokenFile != "" && underSystemd() && errors.Is(err, fs.ErrPermission) {
-			return s, fmt.Errorf("read configuration: %s: %w; under the service, leave the variable unset: the unit passes /etc/ticketbridge/console-token as its credential %s", what, err, consoleCredential)
+		if c.TokenFile != "" && UnderSystemd() && errors.Is(err, fs.ErrPermission) {
+			return s, fmt.Errorf("read configuration: %s: %w; under the service, leave the variable unset: the unit passes /etc/ticketbridge/console-token as its credential %s", what, err, ConsoleCredential)
 		}
 		return s, fmt.Errorf("read configuration: %s: %w", what, err)
 	}
 	if err := statuspage.CheckToken(tok); err != nil {
 		return s, fmt.Errorf("read configuration: %s: %s: %w", what, path, err)
 	}
-	s.token = secret(tok)
+	s.Token = Secret(tok)
 	return s, nil
 }
