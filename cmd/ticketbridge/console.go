@@ -23,39 +23,39 @@ type pageHandler interface {
 	AcceptsPost(r *http.Request) bool
 }
 
-// setupConsole makes the status page of w's hotel and hands it to tel,
-// which serves it at / once started. Without a listener it makes none.
-func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, error) {
+// setupConsole makes the status page of w's hotel, for tel to serve at /,
+// and the hotel's source it shows. Without a listener it makes neither.
+func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, pageHandler, error) {
 	if tel.cfg.Listen == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	c := newConsole(w, "")
-	if err := setupPage(ctx, w.env, tel, w.log, statuspage.Options{Source: c.hotel}); err != nil {
-		return nil, err
+	page, err := setupPage(ctx, w.env, tel, w.log, statuspage.Options{Source: c.hotel})
+	if err != nil {
+		return nil, nil, err
 	}
-	return c, nil
+	return c, page, nil
 }
 
 // setupPage makes the status page of opts (one hotel's Source, or the
-// Hotels of a fleet), with the console token of env, and hands it to tel,
-// which serves it at / once started. Without a listener it makes none.
-func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log *slog.Logger, opts statuspage.Options) error {
+// Hotels of a fleet), with the console token of env, for tel to serve at
+// /. Without a listener it makes none.
+func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log *slog.Logger, opts statuspage.Options) (pageHandler, error) {
 	if tel.cfg.Listen == "" {
-		return nil
+		return nil, nil
 	}
 	cs, err := config.LoadConsole(ctx, env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts.Token, opts.Logger = string(cs.Token), log
 	opts.SecureCookie, opts.TrustedProxies, opts.ExternalHost = cs.SecureCookie, cs.TrustedProxies, cs.ExternalHost
 	srv, err := statuspage.New(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tel.page = srv
 	if cs.Token == "" {
 		log.Info("status page is read-only: put a console token in /etc/ticketbridge/console-token (the service's credential console-token) or set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
-	return nil
+	return srv, nil
 }

@@ -322,8 +322,7 @@ func (stubPage) AcceptsPost(r *http.Request) bool { return r.URL.Path == "/act" 
 // page's forms only, and its body limit stays.
 func TestListenerAllowsPostToThePageOnly(t *testing.T) {
 	tel := newTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, nil)
-	tel.page = stubPage{}
-	h := tel.handler()
+	h := tel.handler(stubPage{})
 	for _, c := range []struct {
 		method, path string
 		body         string

@@ -126,11 +126,11 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 	if err := w.start(ctx); err != nil {
 		return err
 	}
-	page, err := setupConsole(ctx, w, tel)
+	page, handler, err := setupConsole(ctx, w, tel)
 	if err != nil {
 		return err
 	}
-	if err := tel.start(ctx, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
+	if err := tel.start(ctx, handler, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
 		return err
 	}
 	defer func() {

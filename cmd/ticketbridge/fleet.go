@@ -316,7 +316,7 @@ func (f *fleet) run(rh *runningHotel) {
 		f.tel.dropHotel(name, err.Error())
 		return
 	}
-	if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
+	if err := tel.start(sctx, nil, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.dropHotel(name, err.Error())
 		return
@@ -324,7 +324,7 @@ func (f *fleet) run(rh *runningHotel) {
 	// The hotel's page on the status page, fed after each of its
 	// cycles as the page of a daemon of one hotel is.
 	var page *console
-	if f.tel.page != nil {
+	if f.tel.cfg.Listen != "" { // the status page lists the hotels
 		page = newConsole(w, name)
 		f.tel.showPage(name, page.hotel)
 		rh.page = page
@@ -412,10 +412,11 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 		debug.SetGCPercent(gc)
 		f.log.Debug(fmt.Sprintf("the Go collector runs at GOGC=%d: many hotels churn much and hold little (set GOGC or GOMEMLIMIT to choose)", gc), slog.String("op", "start"))
 	}
-	if err := setupPage(ctx, f.src.Env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels}); err != nil {
+	page, err := setupPage(ctx, f.src.Env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels})
+	if err != nil {
 		return err
 	}
-	if err := f.tel.start(ctx, nil, 0, nil); err != nil {
+	if err := f.tel.start(ctx, page, nil, 0, nil); err != nil {
 		return err
 	}
 	defer func() {

@@ -649,7 +649,7 @@ func TestFleetWatchdogAndBrokenHotel(t *testing.T) {
 		t.Errorf("readiness = %v %q", ok, reason)
 	}
 	stuck := tel.hotel("stuck")
-	if err := stuck.start(context.Background(), nil, 0, nil); err != nil {
+	if err := stuck.start(context.Background(), nil, nil, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	stuck.cycleStarted()

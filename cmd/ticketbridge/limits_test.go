@@ -41,7 +41,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // endpoint in webhook's TestInboundAnswers, "too large".)
 func TestTelemetryBodyLimits(t *testing.T) {
 	tel, _, _ := testTelemetry(t, config.Telemetry{CycleMax: time.Hour})
-	h := tel.handler()
+	h := tel.handler(nil)
 	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut} {
 		for _, path := range []string{"/metrics", "/healthz", "/readyz", "/", "/nothing"} {
 			body := &countingBody{n: 10 << 20}
@@ -60,7 +60,7 @@ func TestTelemetryBodyLimits(t *testing.T) {
 	// On a real listener.
 	tel.cfg.Listen = "127.0.0.1:0"
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer tel.stop()

@@ -14,7 +14,7 @@ import (
 // in ticketbridge_propagation_seconds, one series per direction.
 func TestPropagationHistograms(t *testing.T) {
 	tel, _, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
-	h := tel.handler()
+	h := tel.handler(nil)
 	text := scrape(t, h)
 	for _, want := range []string{
 		`ticketbridge_propagation_seconds_count{direction="to_helpdesk"} 0`,

@@ -32,7 +32,7 @@ func TestStatusShowsPutOff(t *testing.T) {
 func TestPutOffCycleKeepsReadiness(t *testing.T) {
 	tel, clock, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(t.Context(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.start(t.Context(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer tel.stop()

@@ -107,10 +107,6 @@ type telemetry struct {
 	// (adapters.SetAsideCounter), for ticketbridge_outbox_failed_total.
 	setAside uint64
 
-	// page is the status page served at / (see console.go); nil serves a
-	// line naming the endpoints.
-	page pageHandler
-
 	srv    *http.Server
 	addr   net.Addr
 	served chan error
@@ -302,10 +298,11 @@ func sdNotify(state string) error {
 
 // start begins serving the endpoints (when TICKETBRIDGE_LISTEN is set),
 // starts feeding the watchdog (when systemd asks for it) and tells systemd
-// that the daemon is ready. sched and interval are the engine's schedule;
+// that the daemon is ready. page is the status page served at / (nil: a
+// line naming the endpoints). sched and interval are the engine's schedule;
 // stats summarises the state file after each cycle (nil: not summarised).
 // A listener that cannot be bound is an error: nothing is started then.
-func (t *telemetry) start(ctx context.Context, sched cron.Schedule, interval time.Duration, stats func() (state.Stats, error)) error {
+func (t *telemetry) start(ctx context.Context, page pageHandler, sched cron.Schedule, interval time.Duration, stats func() (state.Stats, error)) error {
 	t.mu.Lock()
 	t.sched, t.interval, t.stats = sched, interval, stats
 	t.begun = t.now()
@@ -320,7 +317,7 @@ func (t *telemetry) start(ctx context.Context, sched cron.Schedule, interval tim
 		}
 		t.addr = ln.Addr()
 		t.srv = &http.Server{
-			Handler:           t.handler(),
+			Handler:           t.handler(page),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
 			WriteTimeout:      scrapeTimeout + 5*time.Second,
@@ -566,8 +563,9 @@ func (t *telemetry) observeStats(st state.Stats) {
 }
 
 // handler serves /metrics, /healthz, /readyz and the status page; GET and
-// HEAD only (and POST to the page's forms), with request bodies capped.
-func (t *telemetry) handler() http.Handler {
+// HEAD only (and POST to the page's forms), with request bodies capped;
+// page is the status page at / (nil: a line naming the endpoints).
+func (t *telemetry) handler(page pageHandler) http.Handler {
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(t.gatherer(), promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
@@ -592,15 +590,15 @@ func (t *telemetry) handler() http.Handler {
 		}
 		plain(w, http.StatusOK, reason)
 	})
-	if t.page != nil {
-		mux.Handle("/", t.page)
+	if page != nil {
+		mux.Handle("/", page)
 	} else {
 		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
 			plain(w, http.StatusOK, "ticketbridge: /metrics /healthz /readyz")
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		postOK := r.Method == http.MethodPost && t.page != nil && t.page.AcceptsPost(r)
+		postOK := r.Method == http.MethodPost && page != nil && page.AcceptsPost(r)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !postOK {
 			w.Header().Set("Allow", "GET, HEAD")
 			plain(w, http.StatusMethodNotAllowed, "method not allowed")

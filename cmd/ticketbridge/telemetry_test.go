@@ -163,7 +163,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 		t.Fatal("list on a closed port succeeded")
 	}
 
-	text := scrape(t, tel.handler())
+	text := scrape(t, tel.handler(nil))
 	for series, want := range map[string]float64{
 		`ticketbridge_api_requests_total{code="200",endpoint="/tickets",method="GET"}`:                1,
 		`ticketbridge_api_requests_total{code="200",endpoint="/tickets/{id}",method="GET"}`:           1,
@@ -188,7 +188,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 
 func TestCycleMetricsAndReadiness(t *testing.T) {
 	tel, clock, sent := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
-	h := tel.handler()
+	h := tel.handler(nil)
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, path, nil)
 		rec := &recorder{header: http.Header{}}
@@ -204,7 +204,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	}
 	stats := state.Stats{ByStatus: map[string]int{"new": 2, "done": 1, "": 1, "frozen": 1}, Retired: 1,
 		JournalPending: 3, JournalFailed: 1, JournalUnmarked: 2, FileSize: 32768}
-	if err := tel.start(context.Background(), sched, 30*time.Second, func() (state.Stats, error) { return stats, nil }); err != nil {
+	if err := tel.start(context.Background(), nil, sched, 30*time.Second, func() (state.Stats, error) { return stats, nil }); err != nil {
 		t.Fatal(err)
 	}
 	defer tel.stop()
@@ -349,7 +349,7 @@ func TestWatchdogBound(t *testing.T) {
 	t.Run("every 30s", func(t *testing.T) {
 		tel, clock, sent := testTelemetry(t, config.Telemetry{CycleMax: 10 * time.Minute})
 		sched, _ := sync.ParseSchedule("@every 30s")
-		if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+		if err := tel.start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
 		defer tel.stop()
@@ -405,7 +405,7 @@ func TestWatchdogBound(t *testing.T) {
 	t.Run("daily", func(t *testing.T) {
 		tel, clock, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 		sched, _ := sync.ParseSchedule("0 3 * * *")
-		if err := tel.start(context.Background(), sched, 24*time.Hour, nil); err != nil {
+		if err := tel.start(context.Background(), nil, sched, 24*time.Hour, nil); err != nil {
 			t.Fatal(err)
 		}
 		defer tel.stop()
@@ -430,7 +430,7 @@ func TestWatchdogBound(t *testing.T) {
 func TestWatchdogLoop(t *testing.T) {
 	tel, _, sent := testTelemetry(t, config.Telemetry{})
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	drain(sent)
@@ -487,7 +487,7 @@ func TestSystemdNotifications(t *testing.T) {
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: time.Hour}, nil)
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readNotification(t, conn); got != "READY=1" {
@@ -517,7 +517,7 @@ func TestSystemdNotifications(t *testing.T) {
 	// A second daemon on the same address fails to start.
 	other := newTelemetry(config.Telemetry{Listen: tel.Addr().String()}, nil)
 	other.notify = func(string) error { t.Error("a telemetry that failed to start notified systemd"); return nil }
-	if err := other.start(context.Background(), sched, 30*time.Second, nil); err == nil || !strings.Contains(err.Error(), "start metrics listener") {
+	if err := other.start(context.Background(), nil, sched, 30*time.Second, nil); err == nil || !strings.Contains(err.Error(), "start metrics listener") {
 		t.Fatalf("second listener: %v", err)
 	}
 
