@@ -77,8 +77,7 @@ func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *co
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel := newTelemetry(tc, log)
-	tel.watchdogEvery = -1
+	tel := newTelemetry(tc, log, telemetryOptions{watchdogEvery: -1})
 	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil),
 		AfterCycle: func(r sync.Report, _ error) {
 			select {
@@ -321,7 +320,7 @@ func (stubPage) AcceptsPost(r *http.Request) bool { return r.URL.Path == "/act" 
 // TestListenerAllowsPostToThePageOnly: the listener takes POST for the
 // page's forms only, and its body limit stays.
 func TestListenerAllowsPostToThePageOnly(t *testing.T) {
-	tel := newTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, nil)
+	tel := newTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, nil, telemetryOptions{})
 	h := tel.handler(stubPage{})
 	for _, c := range []struct {
 		method, path string

@@ -79,14 +79,15 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	tel := newTelemetry(tc, log)
 	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
 		return src.Explain(err)
 	}
 	if hc.Dir != "" {
+		tel := newFleetTelemetry(tc, log, hc.ReadyNames(), telemetryOptions{})
 		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
 	}
+	tel := newTelemetry(tc, log, telemetryOptions{})
 	opts := wireOptions{HTTPClient: tel.instrument(nil)}
 	if state.IsURL(cfg.State) {
 		// One daemon at a time syncs the hotel; another stands by.

@@ -112,7 +112,6 @@ type runningHotel struct {
 // newFleet returns the fleet of the directory hcfg names; reload starts
 // its hotels.
 func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry, opts wireOptions) *fleet {
-	tel.asFleet(hcfg.ReadyNames())
 	base := opts.HTTPClient
 	if base == nil {
 		base = newAPIClient(hcfg.MaxInFlight)

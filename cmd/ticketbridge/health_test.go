@@ -44,9 +44,7 @@ func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
 		cancel()
 		t.Fatal(err)
 	}
-	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
-	tel.watchdogEvery = -1
-	tel.notify = func(string) error { return nil }
+	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log, telemetryOptions{watchdogEvery: -1, notify: func(string) error { return nil }})
 	go func() { d.done <- serve(ctx, w, tel, make(chan os.Signal)) }()
 	t.Cleanup(func() {
 		cancel()

@@ -47,15 +47,6 @@ func (t *telemetry) hotelsElsewhere(m map[string]string) {
 	t.hotels.elsewhere = m
 }
 
-// asFleet makes t the telemetry of a daemon of many hotels: its own
-// registry keeps only the process's series, and /readyz answers for the
-// hotels named in ready (nil: all).
-func (t *telemetry) asFleet(ready []string) {
-	t.reg = prometheus.NewRegistry()
-	registerProcessMetrics(t.reg)
-	t.hotels = &hotelBoard{tels: map[string]*telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
-}
-
 // hotel returns a new telemetry for the hotel name, replacing the one it
 // had: a hotel restarted after an edit starts its counters again. Its
 // endpoints, watchdog and systemd notifications are the daemon's.

@@ -134,9 +134,7 @@ func (fx *fleetFixture) start() {
 		cancel()
 		fx.t.Fatal(err)
 	}
-	fx.tel = newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
-	fx.tel.watchdogEvery = -1
-	fx.tel.notify = func(string) error { return nil }
+	fx.tel = newFleetTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log, hc.ReadyNames(), telemetryOptions{watchdogEvery: -1, notify: func(string) error { return nil }})
 	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, wireOptions{Registry: fx.registry})
 	fx.f.afterCycle = func(h string, r sync.Report, err error) {
 		select {
@@ -637,9 +635,7 @@ func TestHotelStateFileAmongReplicas(t *testing.T) {
 // that never completes a cycle does.
 func TestFleetWatchdogAndBrokenHotel(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	tel := newTelemetry(config.Telemetry{CycleMax: time.Hour}, nil)
-	tel.now = func() time.Time { return now }
-	tel.asFleet(nil)
+	tel := newFleetTelemetry(config.Telemetry{CycleMax: time.Hour}, nil, nil, telemetryOptions{now: func() time.Time { return now }})
 	tel.hotel("broken")
 	tel.dropHotel("broken", "state file of another adapter")
 	if u := tel.aliveUntil(); u.Before(now.Add(time.Hour)) {

@@ -98,9 +98,7 @@ func (fx *fleetFixture) newReplica(ctx context.Context) *fleet {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	tel := newTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, log)
-	tel.watchdogEvery = -1
-	tel.notify = func(string) error { return nil }
+	tel := newFleetTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, log, hc.ReadyNames(), telemetryOptions{watchdogEvery: -1, notify: func(string) error { return nil }})
 	f := newFleet(ctx, src, cfg, hc, log, tel, wireOptions{Registry: fx.registry})
 	fx.t.Cleanup(func() { _ = f.stopAll() })
 	return f

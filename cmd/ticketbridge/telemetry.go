@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
@@ -266,27 +267,65 @@ func registerProcessMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
-// newTelemetry returns the daemon's telemetry with its own registry (never
-// Prometheus' global one). A nil logger discards.
-func newTelemetry(cfg config.Telemetry, log *slog.Logger) *telemetry {
+// telemetryOptions replace, in tests, what the telemetry takes from the
+// process; the zero value is the daemon's.
+type telemetryOptions struct {
+	// now is the clock; nil: time.Now.
+	now func() time.Time
+	// notify sends systemd a notification; nil: sdNotify.
+	notify func(state string) error
+	// watchdogEvery is the ping period; 0 asks systemd's environment
+	// (WATCHDOG_USEC), negative disables the watchdog.
+	watchdogEvery time.Duration
+}
+
+// newTelemetry returns the telemetry of a daemon of one hotel: its series,
+// with the process's, carry no hotel label.
+func newTelemetry(cfg config.Telemetry, log *slog.Logger, opts telemetryOptions) *telemetry {
+	t := newProcessTelemetry(cfg, log, opts)
+	t.prop = newPropagationMetrics()
+	t.reg.MustRegister(t.prop)
+	t.m = newMetrics(t.reg)
+	return t
+}
+
+// newFleetTelemetry returns the telemetry of a daemon of many hotels: its
+// own registry keeps only the process's series, each hotel gets one of
+// its own (see [telemetry.hotel]), and /readyz answers for the hotels
+// named in ready (nil: all).
+func newFleetTelemetry(cfg config.Telemetry, log *slog.Logger, ready []string, opts telemetryOptions) *telemetry {
+	t := newProcessTelemetry(cfg, log, opts)
+	t.m = newMetrics(prometheus.NewRegistry()) // the cycle's series are the hotels'
+	t.prop = newPropagationMetrics()
+	t.hotels = &hotelBoard{tels: map[string]*telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
+	return t
+}
+
+// newProcessTelemetry returns a telemetry whose registry (its own, never
+// Prometheus' global one) holds the process's series only. A nil logger
+// discards.
+func newProcessTelemetry(cfg config.Telemetry, log *slog.Logger, opts telemetryOptions) *telemetry {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.CycleMax <= 0 {
 		cfg.CycleMax = 20 * time.Minute
 	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	if opts.notify == nil {
+		opts.notify = sdNotify
+	}
 	reg := prometheus.NewRegistry()
-	prop := newPropagationMetrics()
-	reg.MustRegister(prop)
 	registerProcessMetrics(reg)
 	return &telemetry{
-		cfg:    cfg,
-		log:    log,
-		now:    time.Now,
-		notify: sdNotify,
-		reg:    reg,
-		m:      newMetrics(reg),
-		prop:   prop,
+		cfg:           cfg,
+		log:           log,
+		now:           opts.now,
+		notify:        opts.notify,
+		watchdogEvery: opts.watchdogEvery,
+		reg:           reg,
 	}
 }
 

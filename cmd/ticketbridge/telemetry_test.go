@@ -33,11 +33,8 @@ var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 func testTelemetry(t *testing.T, cfg config.Telemetry) (*telemetry, *refservertest.Clock, chan string) {
 	t.Helper()
 	clock := refservertest.NewClock(t0)
-	tel := newTelemetry(cfg, nil)
-	tel.now = clock.Now
 	sent := make(chan string, 100)
-	tel.notify = func(s string) error { sent <- s; return nil }
-	tel.watchdogEvery = -1
+	tel := newTelemetry(cfg, nil, telemetryOptions{now: clock.Now, notify: func(s string) error { sent <- s; return nil }, watchdogEvery: -1})
 	return tel, clock, sent
 }
 
@@ -485,7 +482,7 @@ func TestSystemdNotifications(t *testing.T) {
 	conn := notifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "40000") // pings every 20ms
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
-	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: time.Hour}, nil)
+	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: time.Hour}, nil, telemetryOptions{})
 	sched, _ := sync.ParseSchedule("@every 30s")
 	if err := tel.start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
@@ -515,8 +512,8 @@ func TestSystemdNotifications(t *testing.T) {
 		}
 	}
 	// A second daemon on the same address fails to start.
-	other := newTelemetry(config.Telemetry{Listen: tel.Addr().String()}, nil)
-	other.notify = func(string) error { t.Error("a telemetry that failed to start notified systemd"); return nil }
+	other := newTelemetry(config.Telemetry{Listen: tel.Addr().String()}, nil,
+		telemetryOptions{notify: func(string) error { t.Error("a telemetry that failed to start notified systemd"); return nil }})
 	if err := other.start(context.Background(), nil, sched, 30*time.Second, nil); err == nil || !strings.Contains(err.Error(), "start metrics listener") {
 		t.Fatalf("second listener: %v", err)
 	}
