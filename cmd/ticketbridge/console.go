@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
@@ -17,16 +16,10 @@ import (
 // hotel, or the list of a fleet's hotels (fleet.go), each hotel's page
 // fed by its own scheduler.
 
-// pageHandler is what the telemetry listener needs of the status page.
-type pageHandler interface {
-	http.Handler
-	AcceptsPost(r *http.Request) bool
-}
-
 // setupConsole makes the status page of w's hotel, for tel to serve at /,
 // and the hotel's source it shows. Without a listener it makes neither.
 func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, pageHandler, error) {
-	if tel.cfg.Listen == "" {
+	if !tel.listens() {
 		return nil, nil, nil
 	}
 	c := newConsole(w, "")
@@ -41,7 +34,7 @@ func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, pag
 // Hotels of a fleet), with the console token of env, for tel to serve at
 // /. Without a listener it makes none.
 func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log *slog.Logger, opts statuspage.Options) (pageHandler, error) {
-	if tel.cfg.Listen == "" {
+	if !tel.listens() {
 		return nil, nil
 	}
 	cs, err := config.LoadConsole(ctx, env)

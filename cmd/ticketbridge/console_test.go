@@ -78,7 +78,7 @@ func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *co
 		t.Fatal(err)
 	}
 	tel := newTelemetry(tc, log, telemetryOptions{watchdogEvery: -1})
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil),
+	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: instrument(tel, nil),
 		AfterCycle: func(r sync.Report, _ error) {
 			select {
 			case d.cycles <- r:

@@ -88,7 +88,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
 	}
 	tel := newTelemetry(tc, log, telemetryOptions{})
-	opts := wireOptions{HTTPClient: tel.instrument(nil)}
+	opts := wireOptions{HTTPClient: instrument(tel, nil)}
 	if state.IsURL(cfg.State) {
 		// One daemon at a time syncs the hotel; another stands by.
 		sl, err := standBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log)

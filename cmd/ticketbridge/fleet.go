@@ -251,7 +251,7 @@ func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
 	}
 	opts := wireOptions{
 		Registry:   f.opts.Registry,
-		HTTPClient: tel.instrument(f.api),
+		HTTPClient: instrument(tel, f.api),
 		AfterCycle: after,
 		Hotel:      name,
 	}
@@ -323,7 +323,7 @@ func (f *fleet) run(rh *runningHotel) {
 	// The hotel's page on the status page, fed after each of its
 	// cycles as the page of a daemon of one hotel is.
 	var page *console
-	if f.tel.cfg.Listen != "" { // the status page lists the hotels
+	if f.tel.listens() { // the status page lists the hotels
 		page = newConsole(w, name)
 		f.tel.showPage(name, page.hotel)
 		rh.page = page

@@ -542,15 +542,6 @@ func errorKind(err error) string {
 	return errKindCycle
 }
 
-// setAside returns how many files the adapter set aside since it was
-// made, when it sets files aside (adapters.SetAsideCounter).
-func setAside(hd adapters.Helpdesk) uint64 {
-	if c, ok := hd.(adapters.SetAsideCounter); ok {
-		return c.SetAside()
-	}
-	return 0
-}
-
 // observeHeld sets the gauges of the changes the helpdesk holds and of
 // the files it set aside (h), and counts the files set aside since the
 // last call from the adapter's count (setAside).
@@ -655,21 +646,21 @@ func plain(w http.ResponseWriter, code int, line string) {
 	_, _ = fmt.Fprintln(w, line)
 }
 
-// instrument returns hc with its transport wrapped so that every request
-// is counted by endpoint template, method and status code. A nil hc gets
-// the timeouts guestapi's default client has.
-func (t *telemetry) instrument(hc *http.Client) *http.Client {
-	if hc == nil {
-		hc = newAPIClient(4)
-	}
-	c := *hc
-	base := c.Transport
+// countRequests returns base wrapped so that every request is counted by
+// endpoint template, method and status code.
+func (t *telemetry) countRequests(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = &countingTransport{base: base, m: &t.m}
-	return &c
+	return &countingTransport{base: base, m: &t.m}
 }
+
+// listens reports whether the telemetry serves HTTP
+// (TICKETBRIDGE_LISTEN), and with it the status page.
+func (t *telemetry) listens() bool { return t.cfg.Listen != "" }
+
+// cycleMax is each cycle's deadline (TICKETBRIDGE_CYCLE_MAX).
+func (t *telemetry) cycleMax() time.Duration { return t.cfg.CycleMax }
 
 // countingTransport counts the requests it carries.
 type countingTransport struct {
@@ -720,4 +711,10 @@ func endpointOf(p string) string {
 		return "/tickets/{id}/" + parts[1]
 	}
 	return "other"
+}
+
+// pageHandler is what the telemetry listener needs of the status page.
+type pageHandler interface {
+	http.Handler
+	AcceptsPost(r *http.Request) bool
 }

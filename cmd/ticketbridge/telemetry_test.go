@@ -129,7 +129,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	tel, _, _ := testTelemetry(t, config.Telemetry{})
-	cl, err := guestapi.New(guestapi.Config{BaseURL: ts.URL, APIKey: ts.Keys.TicketsWrite, HTTPClient: tel.instrument(nil), MaxAttempts: 1})
+	cl, err := guestapi.New(guestapi.Config{BaseURL: ts.URL, APIKey: ts.Keys.TicketsWrite, HTTPClient: instrument(tel, nil), MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 	if _, err := cl.Verify(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := guestapi.New(guestapi.Config{BaseURL: "http://" + closedPort(t), APIKey: ts.Keys.TicketsWrite, HTTPClient: tel.instrument(nil), MaxAttempts: 1})
+	dead, err := guestapi.New(guestapi.Config{BaseURL: "http://" + closedPort(t), APIKey: ts.Keys.TicketsWrite, HTTPClient: instrument(tel, nil), MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,7 +266,7 @@ func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) 
 	var snapshotCost time.Duration
 	return &sync.Scheduler{
 		Schedule: w.engine.Schedule(),
-		Deadline: tel.cfg.CycleMax,
+		Deadline: tel.cycleMax(),
 		Cycle: func(ctx context.Context) (sync.Report, error) {
 			if life != nil {
 				// The scheduler's deadline, on the context the cycle runs in.
@@ -389,4 +389,13 @@ func (w *wiring) backup(ctx context.Context) (string, error) {
 	}
 	dest := w.cfg.State + backupSuffix
 	return dest, w.store.BackupFile(ctx, dest)
+}
+
+// setAside returns how many files the adapter set aside since it was
+// made, when it sets files aside (adapters.SetAsideCounter).
+func setAside(hd adapters.Helpdesk) uint64 {
+	if c, ok := hd.(adapters.SetAsideCounter); ok {
+		return c.SetAside()
+	}
+	return 0
 }

@@ -1,0 +1,15 @@
+package main
+
+import "net/http"
+
+// instrument returns hc with its transport wrapped so that tel counts
+// every request by endpoint template, method and status code. A nil hc
+// gets the timeouts guestapi's default client has.
+func instrument(tel *telemetry, hc *http.Client) *http.Client {
+	if hc == nil {
+		hc = newAPIClient(4)
+	}
+	c := *hc
+	c.Transport = tel.countRequests(c.Transport)
+	return &c
+}
