@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/sethvargo/go-envconfig"
@@ -18,8 +20,8 @@ import (
 
 // setupConsole makes the status page of w's hotel, for tel to serve at /,
 // and the hotel's source it shows. Without a listener it makes neither.
-func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, pageHandler, error) {
-	if !tel.listens() {
+func setupConsole(ctx context.Context, w *wiring, tel *telemetry.Telemetry) (*console, telemetry.Page, error) {
+	if !tel.Listens() {
 		return nil, nil, nil
 	}
 	c := newConsole(w, "")
@@ -33,8 +35,8 @@ func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, pag
 // setupPage makes the status page of opts (one hotel's Source, or the
 // Hotels of a fleet), with the console token of env, for tel to serve at
 // /. Without a listener it makes none.
-func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log *slog.Logger, opts statuspage.Options) (pageHandler, error) {
-	if !tel.listens() {
+func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry.Telemetry, log *slog.Logger, opts statuspage.Options) (telemetry.Page, error) {
+	if !tel.Listens() {
 		return nil, nil
 	}
 	cs, err := config.LoadConsole(ctx, env)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/sethvargo/go-envconfig"
@@ -77,7 +79,7 @@ func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *co
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel := newTelemetry(tc, log, telemetryOptions{watchdogEvery: -1})
+	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax, WatchdogEvery: -1})
 	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: instrument(tel, nil),
 		AfterCycle: func(r sync.Report, _ error) {
 			select {
@@ -320,8 +322,8 @@ func (stubPage) AcceptsPost(r *http.Request) bool { return r.URL.Path == "/act" 
 // TestListenerAllowsPostToThePageOnly: the listener takes POST for the
 // page's forms only, and its body limit stays.
 func TestListenerAllowsPostToThePageOnly(t *testing.T) {
-	tel := newTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, nil, telemetryOptions{})
-	h := tel.handler(stubPage{})
+	tel := telemetry.New(nil, telemetry.Options{CycleMax: 20 * time.Minute})
+	h := tel.Handler(stubPage{})
 	for _, c := range []struct {
 		method, path string
 		body         string

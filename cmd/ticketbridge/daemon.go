@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/sethvargo/go-envconfig"
@@ -84,10 +86,10 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 		return src.Explain(err)
 	}
 	if hc.Dir != "" {
-		tel := newFleetTelemetry(tc, log, hc.ReadyNames(), telemetryOptions{})
+		tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
 		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
 	}
-	tel := newTelemetry(tc, log, telemetryOptions{})
+	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
 	opts := wireOptions{HTTPClient: instrument(tel, nil)}
 	if state.IsURL(cfg.State) {
 		// One daemon at a time syncs the hotel; another stands by.
@@ -122,7 +124,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 
 // serve runs w's engine on its schedule until ctx ends, writing a copy of
 // the state file on each signal from usr1.
-func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal) error {
+func serve(ctx context.Context, w *wiring, tel *telemetry.Telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.log, w.engine
 	if err := w.start(ctx); err != nil {
 		return err
@@ -131,11 +133,11 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 	if err != nil {
 		return err
 	}
-	if err := tel.start(ctx, handler, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
+	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
 		return err
 	}
 	defer func() {
-		if err := tel.stop(); err != nil {
+		if err := tel.Stop(); err != nil {
 			log.Warn("stop telemetry", slog.Any("error", err))
 		}
 	}()

@@ -13,6 +13,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/sethvargo/go-envconfig"
@@ -33,7 +35,7 @@ type fleet struct {
 	main config.Daemon
 	hcfg config.Hotels
 	log  *slog.Logger
-	tel  *telemetry
+	tel  *telemetry.Telemetry
 	// slots bound the API and helpdesk requests in flight across hotels;
 	// api is the client every hotel's API client wraps, which holds one of
 	// them per request.
@@ -79,7 +81,7 @@ type fleet struct {
 // runningHotel is one hotel the daemon runs.
 type runningHotel struct {
 	conf config.Hotel
-	tel  *telemetry
+	tel  *telemetry.Telemetry
 	// stop ends the scheduling; the cycle in flight finishes first.
 	stop context.CancelFunc
 	// kill ends the cycle in flight too, by ending life: the hotel's lease
@@ -111,7 +113,7 @@ type runningHotel struct {
 
 // newFleet returns the fleet of the directory hcfg names; reload starts
 // its hotels.
-func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry, opts wireOptions) *fleet {
+func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry.Telemetry, opts wireOptions) *fleet {
 	base := opts.HTTPClient
 	if base == nil {
 		base = newAPIClient(hcfg.MaxInFlight)
@@ -185,7 +187,7 @@ func (f *fleet) reload() error {
 	for _, rh := range stopping {
 		<-rh.done
 		// Off the status page before its state closes.
-		f.tel.dropHotel(rh.conf.Name(), "")
+		f.tel.DropHotel(rh.conf.Name(), "")
 		if err := rh.w.Close(); err != nil {
 			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.Name()), slog.String("op", "stop"))
 		}
@@ -197,7 +199,7 @@ func (f *fleet) reload() error {
 	}
 	for name, err := range bad {
 		f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
-		f.tel.dropHotel(name, err.Error())
+		f.tel.DropHotel(name, err.Error())
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		h := want[name]
@@ -213,7 +215,7 @@ func (f *fleet) reload() error {
 		rh, err := f.start(h)
 		if err != nil {
 			f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
-			f.tel.dropHotel(name, err.Error())
+			f.tel.DropHotel(name, err.Error())
 			continue
 		}
 		f.mu.Lock()
@@ -244,7 +246,7 @@ func (rh *runningHotel) alive() bool {
 func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
 	name := h.Name()
 	log := f.log.With("hotel", name)
-	tel := f.tel.hotel(name)
+	tel := f.tel.Hotel(name)
 	var after func(sync.Report, error)
 	if f.afterCycle != nil {
 		after = func(r sync.Report, err error) { f.afterCycle(name, r, err) }
@@ -298,7 +300,7 @@ func (f *fleet) run(rh *runningHotel) {
 		if err != nil {
 			close(rh.wired)
 			log.Error("hotel not started; left to the other replicas for a while", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "lease"))
-			f.tel.dropHotel(name, err.Error())
+			f.tel.DropHotel(name, err.Error())
 			return
 		}
 		rh.w = w
@@ -312,20 +314,20 @@ func (f *fleet) run(rh *runningHotel) {
 	// next reload tries it again.
 	if err := w.start(sctx); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.dropHotel(name, err.Error())
+		f.tel.DropHotel(name, err.Error())
 		return
 	}
-	if err := tel.start(sctx, nil, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
+	if err := tel.Start(sctx, nil, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.dropHotel(name, err.Error())
+		f.tel.DropHotel(name, err.Error())
 		return
 	}
 	// The hotel's page on the status page, fed after each of its
 	// cycles as the page of a daemon of one hotel is.
 	var page *console
-	if f.tel.listens() { // the status page lists the hotels
+	if f.tel.Listens() { // the status page lists the hotels
 		page = newConsole(w, name)
-		f.tel.showPage(name, page.hotel)
+		f.tel.ShowPage(name, page.hotel)
 		rh.page = page
 	}
 	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
@@ -411,15 +413,15 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 		debug.SetGCPercent(gc)
 		f.log.Debug(fmt.Sprintf("the Go collector runs at GOGC=%d: many hotels churn much and hold little (set GOGC or GOMEMLIMIT to choose)", gc), slog.String("op", "start"))
 	}
-	page, err := setupPage(ctx, f.src.Env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels})
+	page, err := setupPage(ctx, f.src.Env, f.tel, f.log, statuspage.Options{Hotels: f.tel.PageHotels})
 	if err != nil {
 		return err
 	}
-	if err := f.tel.start(ctx, page, nil, 0, nil); err != nil {
+	if err := f.tel.Start(ctx, page, nil, 0, nil); err != nil {
 		return err
 	}
 	defer func() {
-		if err := f.tel.stop(); err != nil {
+		if err := f.tel.Stop(); err != nil {
 			f.log.Warn("stop telemetry", slog.Any("error", err))
 		}
 	}()

@@ -43,7 +43,7 @@ func (f *fleet) dbFailed(k *dbKeeper, err error) (retire bool) {
 	f.log.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names), slog.String("op", "lease"))
 	for _, n := range names {
 		if _, ok := f.hotels[n]; !ok {
-			f.tel.dropHotel(n, err.Error())
+			f.tel.DropHotel(n, err.Error())
 		}
 	}
 	return false
@@ -84,7 +84,7 @@ func (f *fleet) planDB(k *dbKeeper, replicas []string, holders []state.Holder, l
 		if rh, ok := f.hotels[name]; ok && rh.lease == hl {
 			rh.kill()
 			delete(f.hotels, name)
-			f.tel.dropHotel(name, "")
+			f.tel.DropHotel(name, "")
 			f.closeLater(name, rh)
 		} else if rh, ok := f.handing[name]; ok && rh.lease == hl {
 			rh.kill()
@@ -119,7 +119,7 @@ func (f *fleet) planDB(k *dbKeeper, replicas []string, holders []state.Holder, l
 		if _, here := f.hotels[h.Hotel]; !here && h.Live && h.Replica != me {
 			// Another replica syncs it: a reason this replica could not
 			// start it is no longer what /readyz should say here.
-			f.tel.clearBroken(h.Hotel)
+			f.tel.ClearBroken(h.Hotel)
 		}
 	}
 	elsewhere = map[string]string{}
@@ -195,7 +195,7 @@ func (f *fleet) settle(k *dbKeeper, elsewhere map[string]string) {
 		}
 		maps.Copy(all, m)
 	}
-	f.tel.hotelsElsewhere(all)
+	f.tel.SetElsewhere(all)
 }
 
 // handOver stops a leased hotel after its cycle in flight; its keeper
@@ -204,7 +204,7 @@ func (f *fleet) settle(k *dbKeeper, elsewhere map[string]string) {
 func (f *fleet) handOver(name string, rh *runningHotel) {
 	rh.stop()
 	delete(f.hotels, name)
-	f.tel.dropHotel(name, "")
+	f.tel.DropHotel(name, "")
 	f.closeLater(name, rh)
 }
 
@@ -219,7 +219,7 @@ func (f *fleet) closeLater(name string, rh *runningHotel) {
 		<-rh.done
 		if rh.page != nil {
 			// Off the status page before its state closes.
-			f.tel.hidePage(name, rh.page.hotel)
+			f.tel.HidePage(name, rh.page.hotel)
 		}
 		if rh.lease != nil {
 			rh.lease.stopTimer()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -19,7 +19,7 @@ import (
 // on a loopback port.
 type daemonUnderTest struct {
 	t      *testing.T
-	tel    *telemetry
+	tel    *telemetry.Telemetry
 	addr   string
 	cycles chan sync.Report
 	done   chan error
@@ -44,7 +44,7 @@ func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
 		cancel()
 		t.Fatal(err)
 	}
-	tel := newTelemetry(config.Telemetry{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log, telemetryOptions{watchdogEvery: -1, notify: func(string) error { return nil }})
+	tel := telemetry.New(log, telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
 	go func() { d.done <- serve(ctx, w, tel, make(chan os.Signal)) }()
 	t.Cleanup(func() {
 		cancel()

@@ -1,15 +1,19 @@
 package main
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+)
 
 // instrument returns hc with its transport wrapped so that tel counts
 // every request by endpoint template, method and status code. A nil hc
 // gets the timeouts guestapi's default client has.
-func instrument(tel *telemetry, hc *http.Client) *http.Client {
+func instrument(tel *telemetry.Telemetry, hc *http.Client) *http.Client {
 	if hc == nil {
 		hc = newAPIClient(4)
 	}
 	c := *hc
-	c.Transport = tel.countRequests(c.Transport)
+	c.Transport = tel.CountRequests(c.Transport)
 	return &c
 }

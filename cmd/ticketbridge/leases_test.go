@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/jackc/pgx/v5"
@@ -98,7 +100,7 @@ func (fx *fleetFixture) newReplica(ctx context.Context) *fleet {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	tel := newFleetTelemetry(config.Telemetry{CycleMax: 20 * time.Minute}, log, hc.ReadyNames(), telemetryOptions{watchdogEvery: -1, notify: func(string) error { return nil }})
+	tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
 	f := newFleet(ctx, src, cfg, hc, log, tel, wireOptions{Registry: fx.registry})
 	fx.t.Cleanup(func() { _ = f.stopAll() })
 	return f
@@ -187,13 +189,13 @@ func TestReplicasShareHotels(t *testing.T) {
 	if got := b.running(); len(got) != 0 {
 		t.Fatalf("b started %v while a holds every lease", got)
 	}
-	if ok, body := b.tel.readiness(time.Now()); !ok || !strings.Contains(body, "synced by replica "+a.keeper.replica) {
+	if ok, body := b.tel.Readiness(time.Now()); !ok || !strings.Contains(body, "synced by replica "+a.keeper.replica) {
 		t.Errorf("b's /readyz while a holds every hotel: %t\n%s", ok, body)
 	}
 	// A hotel b failed to start is not failing on b while a syncs it.
-	b.tel.dropHotel("alpha", "could not start here")
+	b.tel.DropHotel("alpha", "could not start here")
 	b.balance()
-	if ok, body := b.tel.readiness(time.Now()); !ok {
+	if ok, body := b.tel.Readiness(time.Now()); !ok {
 		t.Errorf("b's /readyz after it failed to start a hotel a syncs: not ready\n%s", body)
 	}
 	a.balance() // a sees b and hands over b's share

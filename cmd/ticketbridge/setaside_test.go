@@ -42,8 +42,8 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	}
 
 	tel, _, _ := testTelemetry(t, config.Telemetry{})
-	tel.observeHeld(held(t.Context(), hd), setAside(hd))
-	text := scrape(t, tel.handler(nil))
+	tel.ObserveHeld(held(t.Context(), hd), setAside(hd))
+	text := scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||
 		metricValue(t, text, "ticketbridge_helpdesk_held_changes") != 0 {
 		t.Fatalf("metrics after one file set aside:\n%s", grepLines(text, "ticketbridge_"))
@@ -75,8 +75,8 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "outbox", "failed", "reply.txt")); err != nil {
 		t.Fatal(err)
 	}
-	tel.observeHeld(held(t.Context(), hd), setAside(hd))
-	text = scrape(t, tel.handler(nil))
+	tel.ObserveHeld(held(t.Context(), hd), setAside(hd))
+	text = scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 0 {
 		t.Fatalf("metrics after the file was removed:\n%s", grepLines(text, "ticketbridge_outbox"))
 	}

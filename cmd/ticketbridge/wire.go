@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/sethvargo/go-envconfig"
@@ -261,12 +263,12 @@ func (w *wiring) start(ctx context.Context) error {
 // tel and to the status page (nil: none), and writing the status snapshot
 // after it. A non-nil life is the context the cycles run in instead of the
 // scheduler's: ending the scheduler's then lets the cycle in flight finish.
-func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) *sync.Scheduler {
+func (w *wiring) scheduler(tel *telemetry.Telemetry, page *console, life context.Context) *sync.Scheduler {
 	var lastSnapshot time.Time
 	var snapshotCost time.Duration
 	return &sync.Scheduler{
 		Schedule: w.engine.Schedule(),
-		Deadline: tel.cycleMax(),
+		Deadline: tel.CycleMax(),
 		Cycle: func(ctx context.Context) (sync.Report, error) {
 			if life != nil {
 				// The scheduler's deadline, on the context the cycle runs in.
@@ -274,11 +276,11 @@ func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) 
 				ctx, cancel = context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
 				defer cancel()
 			}
-			tel.cycleStarted()
+			tel.CycleStarted()
 			return w.engine.RunCycle(ctx)
 		},
 		AfterCycle: func(r sync.Report, err error) {
-			tel.cycleDone(r, err)
+			tel.CycleDone(r, err)
 			// The snapshot reads every record: it is taken after a cycle
 			// when the last one is older than twenty times what taking it
 			// cost (at most snapshotEvery), and after every cycle that did
@@ -288,7 +290,7 @@ func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) 
 				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
 				snapshotCost, lastSnapshot = time.Since(now), now
 			}
-			tel.observeHeld(held(context.Background(), w.hd), setAside(w.hd))
+			tel.ObserveHeld(held(context.Background(), w.hd), setAside(w.hd))
 			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)

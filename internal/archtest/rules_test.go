@@ -85,6 +85,13 @@ var rules = []rule{
 		why:   "the configuration is read and checked before anything runs; the running parts are given it, it knows none of them",
 	},
 	{
+		name:  "telemetry",
+		from:  []string{"internal/telemetry/..."},
+		deny:  []string{"cmd/...", "internal/config/...", "internal/bridge/...", "internal/lease/...", "internal/fleet/..."},
+		tests: true,
+		why:   "telemetry is given its settings and its page by the daemon that serves it; it knows neither the env files nor the parts that run hotels",
+	},
+	{
 		name:  "looptest",
 		from:  []string{"internal/looptest/..."},
 		deny:  join([]string{"cmd/..."}, appParts),

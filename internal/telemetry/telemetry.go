@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	gosync "sync"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -70,16 +69,16 @@ const (
 	shutdownTelemetry = 5 * time.Second
 )
 
-// telemetry holds the metrics, the health state and the systemd
+// Telemetry holds the metrics, the health state and the systemd
 // notifications of one daemon. Make one with newTelemetry before the API
 // client (whose transport it instruments), then call start once the engine
 // exists and stop when the daemon shuts down.
-type telemetry struct {
-	cfg    config.Telemetry
+type Telemetry struct {
+	cfg    Options
 	log    *slog.Logger
 	now    func() time.Time
 	notify func(state string) error
-	// watchdogEvery is the ping period; 0 asks systemd's environment
+	// WatchdogEvery is the ping period; 0 asks systemd's environment
 	// (WATCHDOG_USEC), negative disables the watchdog.
 	watchdogEvery time.Duration
 
@@ -267,64 +266,74 @@ func registerProcessMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
-// telemetryOptions replace, in tests, what the telemetry takes from the
-// process; the zero value is the daemon's.
-type telemetryOptions struct {
-	// now is the clock; nil: time.Now.
-	now func() time.Time
-	// notify sends systemd a notification; nil: sdNotify.
-	notify func(state string) error
-	// watchdogEvery is the ping period; 0 asks systemd's environment
+// Options are the telemetry's settings: the listener and the cycle bound
+// from the daemon's configuration, and what tests replace of the process
+// (the clock, systemd's notifications, the watchdog's period), whose zero
+// values are the daemon's.
+type Options struct {
+	// Listen is the host:port of the metrics and health endpoints
+	// (TICKETBRIDGE_LISTEN); empty serves none.
+	Listen string
+	// CycleMax is how long a cycle may take past its scheduled start
+	// before the daemon counts as stuck (TICKETBRIDGE_CYCLE_MAX); 0 means
+	// 20 minutes.
+	CycleMax time.Duration
+
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Notify sends systemd a notification; nil: sdNotify.
+	Notify func(state string) error
+	// WatchdogEvery is the ping period; 0 asks systemd's environment
 	// (WATCHDOG_USEC), negative disables the watchdog.
-	watchdogEvery time.Duration
+	WatchdogEvery time.Duration
 }
 
-// newTelemetry returns the telemetry of a daemon of one hotel: its series,
+// New returns the telemetry of a daemon of one hotel: its series,
 // with the process's, carry no hotel label.
-func newTelemetry(cfg config.Telemetry, log *slog.Logger, opts telemetryOptions) *telemetry {
-	t := newProcessTelemetry(cfg, log, opts)
+func New(log *slog.Logger, opts Options) *Telemetry {
+	t := newProcessTelemetry(log, opts)
 	t.prop = newPropagationMetrics()
 	t.reg.MustRegister(t.prop)
 	t.m = newMetrics(t.reg)
 	return t
 }
 
-// newFleetTelemetry returns the telemetry of a daemon of many hotels: its
+// NewFleet returns the telemetry of a daemon of many hotels: its
 // own registry keeps only the process's series, each hotel gets one of
 // its own (see [telemetry.hotel]), and /readyz answers for the hotels
 // named in ready (nil: all).
-func newFleetTelemetry(cfg config.Telemetry, log *slog.Logger, ready []string, opts telemetryOptions) *telemetry {
-	t := newProcessTelemetry(cfg, log, opts)
+func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
+	t := newProcessTelemetry(log, opts)
 	t.m = newMetrics(prometheus.NewRegistry()) // the cycle's series are the hotels'
 	t.prop = newPropagationMetrics()
-	t.hotels = &hotelBoard{tels: map[string]*telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
+	t.hotels = &hotelBoard{tels: map[string]*Telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
 	return t
 }
 
 // newProcessTelemetry returns a telemetry whose registry (its own, never
 // Prometheus' global one) holds the process's series only. A nil logger
 // discards.
-func newProcessTelemetry(cfg config.Telemetry, log *slog.Logger, opts telemetryOptions) *telemetry {
+func newProcessTelemetry(log *slog.Logger, opts Options) *Telemetry {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.CycleMax <= 0 {
-		cfg.CycleMax = 20 * time.Minute
+	if opts.CycleMax <= 0 {
+		opts.CycleMax = 20 * time.Minute
 	}
-	if opts.now == nil {
-		opts.now = time.Now
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	if opts.notify == nil {
-		opts.notify = sdNotify
+	if opts.Notify == nil {
+		opts.Notify = sdNotify
 	}
 	reg := prometheus.NewRegistry()
 	registerProcessMetrics(reg)
-	return &telemetry{
-		cfg:           cfg,
+	return &Telemetry{
+		cfg:           opts,
 		log:           log,
-		now:           opts.now,
-		notify:        opts.notify,
-		watchdogEvery: opts.watchdogEvery,
+		now:           opts.Now,
+		notify:        opts.Notify,
+		watchdogEvery: opts.WatchdogEvery,
 		reg:           reg,
 	}
 }
@@ -335,13 +344,13 @@ func sdNotify(state string) error {
 	return err
 }
 
-// start begins serving the endpoints (when TICKETBRIDGE_LISTEN is set),
+// Start begins serving the endpoints (when TICKETBRIDGE_LISTEN is set),
 // starts feeding the watchdog (when systemd asks for it) and tells systemd
 // that the daemon is ready. page is the status page served at / (nil: a
 // line naming the endpoints). sched and interval are the engine's schedule;
 // stats summarises the state file after each cycle (nil: not summarised).
 // A listener that cannot be bound is an error: nothing is started then.
-func (t *telemetry) start(ctx context.Context, page pageHandler, sched cron.Schedule, interval time.Duration, stats func() (state.Stats, error)) error {
+func (t *Telemetry) Start(ctx context.Context, page Page, sched cron.Schedule, interval time.Duration, stats func() (state.Stats, error)) error {
 	t.mu.Lock()
 	t.sched, t.interval, t.stats = sched, interval, stats
 	t.begun = t.now()
@@ -356,7 +365,7 @@ func (t *telemetry) start(ctx context.Context, page pageHandler, sched cron.Sche
 		}
 		t.addr = ln.Addr()
 		t.srv = &http.Server{
-			Handler:           t.handler(page),
+			Handler:           t.Handler(page),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
 			WriteTimeout:      scrapeTimeout + 5*time.Second,
@@ -394,11 +403,11 @@ func (t *telemetry) start(ctx context.Context, page pageHandler, sched cron.Sche
 }
 
 // Addr returns the address the endpoints listen on, nil when off.
-func (t *telemetry) Addr() net.Addr { return t.addr }
+func (t *Telemetry) Addr() net.Addr { return t.addr }
 
-// stop tells systemd the daemon is stopping, stops the watchdog and shuts
+// Stop tells systemd the daemon is stopping, stops the watchdog and shuts
 // the endpoints down, waiting at most a few seconds for scrapes in flight.
-func (t *telemetry) stop() error {
+func (t *Telemetry) Stop() error {
 	if t.stopWD != nil {
 		t.stopWD()
 		<-t.wdDone
@@ -423,7 +432,7 @@ func (t *telemetry) stop() error {
 }
 
 // send passes a notification to systemd, logging the first failure only.
-func (t *telemetry) send(state string) {
+func (t *Telemetry) send(state string) {
 	if err := t.notify(state); err != nil {
 		t.mu.Lock()
 		first := !t.notifyErr
@@ -435,17 +444,17 @@ func (t *telemetry) send(state string) {
 	}
 }
 
-// cycleStarted marks a cycle as in flight. Calling it is optional: without
+// CycleStarted marks a cycle as in flight. Calling it is optional: without
 // it the watchdog bound still holds, counted from the scheduled start.
-func (t *telemetry) cycleStarted() {
+func (t *Telemetry) CycleStarted() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running = true
 	t.runningFrom = t.now()
 }
 
-// cycleDone records a finished cycle: it is the engine's after-cycle hook.
-func (t *telemetry) cycleDone(r sync.Report, err error) {
+// CycleDone records a finished cycle: it is the engine's after-cycle hook.
+func (t *Telemetry) CycleDone(r sync.Report, err error) {
 	now := t.now()
 	outcome := r.Outcome
 	interrupted := errors.Is(err, sync.ErrInterrupted)
@@ -516,7 +525,7 @@ func (t *telemetry) cycleDone(r sync.Report, err error) {
 			t.observeStats(st)
 		}
 	}
-	ok, _ := t.ready(now)
+	ok, _ := t.Ready(now)
 	t.m.ready.Set(boolFloat(ok))
 	t.send(fmt.Sprintf("STATUS=last cycle %s at %s: mirrored %d, sent %d, errors %d",
 		outcome, now.Format(time.TimeOnly), r.Mirrored, r.Sent, r.Errors))
@@ -542,10 +551,10 @@ func errorKind(err error) string {
 	return errKindCycle
 }
 
-// observeHeld sets the gauges of the changes the helpdesk holds and of
+// ObserveHeld sets the gauges of the changes the helpdesk holds and of
 // the files it set aside (h), and counts the files set aside since the
 // last call from the adapter's count (setAside).
-func (t *telemetry) observeHeld(h []adapters.HeldError, setAside uint64) {
+func (t *Telemetry) ObserveHeld(h []adapters.HeldError, setAside uint64) {
 	files := 0
 	for _, e := range h {
 		if e.SetAside() {
@@ -565,7 +574,7 @@ func (t *telemetry) observeHeld(h []adapters.HeldError, setAside uint64) {
 }
 
 // observeStats sets the gauges taken from the state file.
-func (t *telemetry) observeStats(st state.Stats) {
+func (t *Telemetry) observeStats(st state.Stats) {
 	t.m.tickets.Reset()
 	for _, s := range guestapi.Statuses() {
 		t.m.tickets.WithLabelValues(string(s))
@@ -592,10 +601,10 @@ func (t *telemetry) observeStats(st state.Stats) {
 	t.m.stateBytes.Set(float64(st.FileSize))
 }
 
-// handler serves /metrics, /healthz, /readyz and the status page; GET and
+// Handler serves /metrics, /healthz, /readyz and the status page; GET and
 // HEAD only (and POST to the page's forms), with request bodies capped;
 // page is the status page at / (nil: a line naming the endpoints).
-func (t *telemetry) handler(page pageHandler) http.Handler {
+func (t *Telemetry) Handler(page Page) http.Handler {
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(t.gatherer(), promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
@@ -606,14 +615,14 @@ func (t *telemetry) handler(page pageHandler) http.Handler {
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// Readiness depends on the clock too (nothing synced for
 		// TICKETBRIDGE_CYCLE_MAX): judge it at each scrape.
-		t.readiness(t.now()) // sets the ready gauges
+		t.Readiness(t.now()) // sets the ready gauges
 		metrics.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		plain(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, reason := t.readiness(t.now())
+		ok, reason := t.Readiness(t.now())
 		if !ok {
 			plain(w, http.StatusServiceUnavailable, "not ready: "+reason)
 			return
@@ -646,21 +655,21 @@ func plain(w http.ResponseWriter, code int, line string) {
 	_, _ = fmt.Fprintln(w, line)
 }
 
-// countRequests returns base wrapped so that every request is counted by
+// CountRequests returns base wrapped so that every request is counted by
 // endpoint template, method and status code.
-func (t *telemetry) countRequests(base http.RoundTripper) http.RoundTripper {
+func (t *Telemetry) CountRequests(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	return &countingTransport{base: base, m: &t.m}
 }
 
-// listens reports whether the telemetry serves HTTP
+// Listens reports whether the telemetry serves HTTP
 // (TICKETBRIDGE_LISTEN), and with it the status page.
-func (t *telemetry) listens() bool { return t.cfg.Listen != "" }
+func (t *Telemetry) Listens() bool { return t.cfg.Listen != "" }
 
-// cycleMax is each cycle's deadline (TICKETBRIDGE_CYCLE_MAX).
-func (t *telemetry) cycleMax() time.Duration { return t.cfg.CycleMax }
+// CycleMax is each cycle's deadline (TICKETBRIDGE_CYCLE_MAX).
+func (t *Telemetry) CycleMax() time.Duration { return t.cfg.CycleMax }
 
 // countingTransport counts the requests it carries.
 type countingTransport struct {
@@ -713,8 +722,8 @@ func endpointOf(p string) string {
 	return "other"
 }
 
-// pageHandler is what the telemetry listener needs of the status page.
-type pageHandler interface {
+// Page is what the telemetry listener needs of the status page.
+type Page interface {
 	http.Handler
 	AcceptsPost(r *http.Request) bool
 }
