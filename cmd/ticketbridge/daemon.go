@@ -93,7 +93,10 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	opts := wireOptions{HTTPClient: instrument(tel, nil)}
 	if state.IsURL(cfg.State) {
 		// One daemon at a time syncs the hotel; another stands by.
-		sl, err := standBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log)
+		var lose context.CancelCauseFunc
+		ctx, lose = context.WithCancelCause(ctx)
+		defer lose(nil)
+		sl, err := standBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log, func() { lose(errLeaseLost) })
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while standing by
@@ -101,11 +104,6 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 			return err
 		}
 		defer sl.close()
-		var lose context.CancelCauseFunc
-		ctx, lose = context.WithCancelCause(ctx)
-		defer lose(nil)
-		sl.keeping = true
-		go sl.keep(ctx, func() { lose(errLeaseLost) })
 		opts.Fence = sl.hl.get().Fence
 		opts.HTTPClient = guarded(opts.HTTPClient)
 		ctx = adapters.WithGuard(ctx, leaseGuard(sl.hl, lose, errLeaseLost))

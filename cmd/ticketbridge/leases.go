@@ -221,16 +221,18 @@ type singleLease struct {
 	db      leaseDB
 	hotel   string
 	hl      *hotelLease
-	// kept is closed when keep returned; close waits for it, so that no
-	// heartbeat follows the leave.
-	kept    chan struct{}
-	keeping bool
+	// stopKeeping ends keep; kept is closed when keep returned. close
+	// does both, so that no heartbeat follows the leave.
+	stopKeeping context.CancelFunc
+	kept        chan struct{}
 }
 
 // standBy takes the lease of hotel in the database at url, waiting as long
 // as another daemon holds it (checking every tick); it returns ctx's error
-// when ctx ends first.
-func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger) (*singleLease, error) {
+// when ctx ends first. The lease it returns is renewed on a goroutine of
+// its own (see keep) until ctx ends or close; lost is called once when the
+// lease is gone or its view ended without a renewal.
+func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger, lost func()) (*singleLease, error) {
 	sl := &singleLease{replica: newReplicaID(), ttl: ttl, log: log, clock: realClock{}, url: url, hotel: hotel, kept: make(chan struct{})}
 	db, err := openStateLeases(ctx, url, sl.replica, leaseLife(ttl))
 	if err != nil {
@@ -251,6 +253,9 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 				if said != "" {
 					log.Info("this daemon holds the lease of hotel "+hotel+" now", slog.String("op", "lease"), slog.Any("fence", l.Fence))
 				}
+				var kctx context.Context
+				kctx, sl.stopKeeping = context.WithCancel(ctx)
+				go sl.keep(kctx, lost)
 				return sl, nil
 			}
 			for _, h := range holders {
@@ -273,8 +278,8 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 }
 
 // keep renews the lease every tick until ctx ends, and calls lost once
-// when the lease is gone or its view ended without a renewal. Run it in a
-// goroutine of its own after setting keeping; end ctx before close.
+// when the lease is gone or its view ended without a renewal. standBy
+// runs it on a goroutine of its own.
 func (sl *singleLease) keep(ctx context.Context, lost func()) {
 	defer close(sl.kept)
 	var once gosync.Once
@@ -316,9 +321,8 @@ func (sl *singleLease) leave(ctx context.Context) {
 // close stops the view's timer, releases the lease and leaves the
 // replicas, so that a daemon standing by takes over at once.
 func (sl *singleLease) close() {
-	if sl.keeping {
-		<-sl.kept
-	}
+	sl.stopKeeping()
+	<-sl.kept
 	sl.hl.stopTimer()
 	ctx, cancel := context.WithTimeout(context.Background(), sl.ttl)
 	defer cancel()
