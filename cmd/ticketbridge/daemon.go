@@ -171,7 +171,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry.Telemetry, usr1 <-chan
 		wg.Wait()
 	}()
 
-	err = w.scheduler(tel, page, nil).Run(ctx)
+	err = w.scheduler(tel, tel.CycleMax(), page, nil).Run(ctx)
 	log.Info("ticketbridge stopped", slog.String("op", "stop"))
 	return err
 }

@@ -331,7 +331,7 @@ func (f *fleet) run(rh *runningHotel) {
 		rh.page = page
 	}
 	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
-	_ = w.scheduler(tel, page, life).Run(sctx)
+	_ = w.scheduler(tel, tel.CycleMax(), page, life).Run(sctx)
 }
 
 // stopAll stops every hotel, waiting for the cycles in flight, closes

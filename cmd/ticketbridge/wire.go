@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
@@ -80,56 +77,6 @@ type wireOptions struct {
 	// Fence is the fence of the hotel's lease (see state.Options.Fence);
 	// zero for a state file, or a database written without a lease.
 	Fence int64
-}
-
-// loadEnv reads the configuration of the commands that sync: the daemon's
-// own, the engine's, and the logger made from it. It logs a warning for
-// each TICKETBRIDGE_* name that is not a variable.
-func loadEnv(ctx context.Context, ef *envFlag, stderr io.Writer) (config.Source, config.Daemon, sync.Config, *slog.Logger, error) {
-	src, err := ef.source()
-	if err != nil {
-		return src, config.Daemon{}, sync.Config{}, nil, err
-	}
-	if n := src.SkipNote(); n != "" {
-		fmt.Fprintln(stderr, "ticketbridge:", n)
-	}
-	cfg, err := config.LoadDaemon(ctx, src.Env)
-	if err != nil {
-		return src, cfg, sync.Config{}, nil, src.Explain(err)
-	}
-	sc, err := sync.LoadConfig(ctx, src.Env)
-	if err != nil {
-		return src, cfg, sc, nil, src.Explain(fmt.Errorf("read configuration: %w", errors.Unwrap(err)))
-	}
-	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
-	if d := src.Describe(); d != "" {
-		log.Debug("configuration from "+d, slog.String("op", "config"))
-	}
-	for _, w := range config.UnknownVariables(ctx, src) {
-		log.Warn(w, slog.String("op", "config"))
-	}
-	return src, cfg, sc, log, nil
-}
-
-// loadPlain reads the daemon's own configuration for the commands that
-// only read the state file (status, state backup), printing a warning to
-// stderr for each TICKETBRIDGE_* name that is not a variable.
-func loadPlain(ctx context.Context, ef *envFlag, stderr io.Writer) (config.Source, config.Daemon, error) {
-	src, err := ef.source()
-	if err != nil {
-		return src, config.Daemon{}, err
-	}
-	if n := src.SkipNote(); n != "" {
-		fmt.Fprintln(stderr, "ticketbridge:", n)
-	}
-	cfg, err := config.LoadDaemon(ctx, src.Env)
-	if err != nil {
-		return src, cfg, src.Explain(err)
-	}
-	for _, w := range config.UnknownVariables(ctx, src) {
-		fmt.Fprintln(stderr, "ticketbridge: warning:", w)
-	}
-	return src, cfg, nil
 }
 
 // wire builds the engine from the configuration. On error everything it
@@ -259,16 +206,26 @@ func (w *wiring) start(ctx context.Context) error {
 	return nil
 }
 
-// scheduler returns the scheduler of w's engine, reporting each cycle to
-// tel and to the status page (nil: none), and writing the status snapshot
-// after it. A non-nil life is the context the cycles run in instead of the
-// scheduler's: ending the scheduler's then lets the cycle in flight finish.
-func (w *wiring) scheduler(tel *telemetry.Telemetry, page *console, life context.Context) *sync.Scheduler {
+// cycleReporter is told of each cycle of a hotel: the telemetry.
+type cycleReporter interface {
+	CycleStarted()
+	CycleDone(r sync.Report, err error)
+	// ObserveHeld is given, after each cycle, the changes the helpdesk
+	// holds and how many files the adapter set aside so far.
+	ObserveHeld(held []adapters.HeldError, setAside uint64)
+}
+
+// scheduler returns the scheduler of w's engine, each cycle bound by
+// deadline, reporting each cycle to rep and to the status page (nil:
+// none), and writing the status snapshot after it. A non-nil life is the
+// context the cycles run in instead of the scheduler's: ending the
+// scheduler's then lets the cycle in flight finish.
+func (w *wiring) scheduler(rep cycleReporter, deadline time.Duration, page *console, life context.Context) *sync.Scheduler {
 	var lastSnapshot time.Time
 	var snapshotCost time.Duration
 	return &sync.Scheduler{
 		Schedule: w.engine.Schedule(),
-		Deadline: tel.CycleMax(),
+		Deadline: deadline,
 		Cycle: func(ctx context.Context) (sync.Report, error) {
 			if life != nil {
 				// The scheduler's deadline, on the context the cycle runs in.
@@ -276,11 +233,11 @@ func (w *wiring) scheduler(tel *telemetry.Telemetry, page *console, life context
 				ctx, cancel = context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
 				defer cancel()
 			}
-			tel.CycleStarted()
+			rep.CycleStarted()
 			return w.engine.RunCycle(ctx)
 		},
 		AfterCycle: func(r sync.Report, err error) {
-			tel.CycleDone(r, err)
+			rep.CycleDone(r, err)
 			// The snapshot reads every record: it is taken after a cycle
 			// when the last one is older than twenty times what taking it
 			// cost (at most snapshotEvery), and after every cycle that did
@@ -290,7 +247,7 @@ func (w *wiring) scheduler(tel *telemetry.Telemetry, page *console, life context
 				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
 				snapshotCost, lastSnapshot = time.Since(now), now
 			}
-			tel.ObserveHeld(held(context.Background(), w.hd), setAside(w.hd))
+			rep.ObserveHeld(held(context.Background(), w.hd), setAside(w.hd))
 			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
