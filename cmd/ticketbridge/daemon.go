@@ -160,9 +160,6 @@ func serve(ctx context.Context, w *wiring, tel *telemetry.Telemetry, usr1 <-chan
 				} else {
 					log.Info("wrote a copy of the state file", slog.String("op", "backup"), slog.Any("path", dest))
 				}
-				if w.afterBackup != nil {
-					w.afterBackup(dest, err)
-				}
 			}
 		}
 	})
@@ -242,7 +239,7 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 		rep, err = w.dryRun(cycleCtx, stdout)
 	} else {
 		rep, err = w.engine.RunCycle(cycleCtx)
-		writeSnapshot(w.store, w.hd, cfg.State+statusSuffix, log)
+		w.writeSnapshot()
 		if src.Service {
 			// Run by root in a shell: what the cycle made in the service's
 			// state directory, and in the staff's helpdesk folder, must

@@ -42,14 +42,14 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	}
 
 	tel, _, _ := testTelemetry(t, config.Telemetry{})
-	tel.ObserveHeld(held(t.Context(), hd), setAside(hd))
+	reportHeld(t.Context(), tel, hd)
 	text := scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||
 		metricValue(t, text, "ticketbridge_helpdesk_held_changes") != 0 {
 		t.Fatalf("metrics after one file set aside:\n%s", grepLines(text, "ticketbridge_"))
 	}
 
-	snap := &sync.Status{At: time.Now(), Adapter: files.Name, Tickets: []sync.TicketStatus{}, Held: held(t.Context(), hd)}
+	snap := &sync.Status{At: time.Now(), Adapter: files.Name, Tickets: []sync.TicketStatus{}, Held: hd.Held(t.Context())}
 	var b strings.Builder
 	if err := printStatus(&b, "state.db", snap); err != nil {
 		t.Fatal(err)
@@ -75,12 +75,12 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "outbox", "failed", "reply.txt")); err != nil {
 		t.Fatal(err)
 	}
-	tel.ObserveHeld(held(t.Context(), hd), setAside(hd))
+	reportHeld(t.Context(), tel, hd)
 	text = scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 0 {
 		t.Fatalf("metrics after the file was removed:\n%s", grepLines(text, "ticketbridge_outbox"))
 	}
-	if s := (sync.Status{Held: held(t.Context(), hd)}); len(s.SetAside()) != 0 {
+	if s := (sync.Status{Held: hd.Held(t.Context())}); len(s.SetAside()) != 0 {
 		t.Errorf("still listed: %+v", s.Held)
 	}
 }

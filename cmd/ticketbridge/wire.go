@@ -244,10 +244,10 @@ func (w *wiring) scheduler(rep cycleReporter, deadline time.Duration, page *cons
 			// not sync. The page keeps the last one in between.
 			var snap *sync.Status
 			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
-				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
+				snap = w.writeSnapshot()
 				snapshotCost, lastSnapshot = time.Since(now), now
 			}
-			rep.ObserveHeld(held(context.Background(), w.hd), setAside(w.hd))
+			reportHeld(context.Background(), rep, w.hd)
 			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
@@ -265,12 +265,18 @@ func deadlineOf(ctx context.Context) time.Time {
 	return time.Now().Add(100 * 365 * 24 * time.Hour)
 }
 
-// writeSnapshot writes the status snapshot of st to path, atomically and
+// writeSnapshot writes the status snapshot of w's hotel next to its state
+// file (see snapshot) and returns it, nil when it could not be read.
+func (w *wiring) writeSnapshot() *sync.Status {
+	return snapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
+}
+
+// snapshot writes the status snapshot of st to path, atomically and
 // readable by the owner only. Failures are logged: the snapshot is a
 // convenience, the state file is the truth. With the state in PostgreSQL
 // no file is written (status reads the database). It returns the
 // snapshot, nil when it could not be read.
-func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) *sync.Status {
+func snapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) *sync.Status {
 	s, err := sync.ReadStatus(st, time.Now())
 	if err == nil {
 		s.Held = held(context.Background(), hd)
@@ -341,13 +347,24 @@ func (c *console) cycleDone(r sync.Report, s *sync.Status) {
 var errBackupPostgres = errors.New("back up state: the state is in PostgreSQL")
 
 // backup writes a consistent copy of w's state file next to it (the state
-// file's name and backupSuffix) and returns the copy's path.
+// file's name and backupSuffix) and returns the copy's path; the
+// AfterBackup option is called after it.
 func (w *wiring) backup(ctx context.Context) (string, error) {
 	if state.IsURL(w.cfg.State) {
 		return "", errBackupPostgres
 	}
 	dest := w.cfg.State + backupSuffix
-	return dest, w.store.BackupFile(ctx, dest)
+	err := w.store.BackupFile(ctx, dest)
+	if w.afterBackup != nil {
+		w.afterBackup(dest, err)
+	}
+	return dest, err
+}
+
+// reportHeld tells rep what the helpdesk hd holds until its team acts and
+// how many files it set aside, when the adapter can tell.
+func reportHeld(ctx context.Context, rep cycleReporter, hd adapters.Helpdesk) {
+	rep.ObserveHeld(held(ctx, hd), setAside(hd))
 }
 
 // setAside returns how many files the adapter set aside since it was
