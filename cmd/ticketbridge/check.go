@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/google/uuid"
@@ -76,7 +78,7 @@ func runCheck(ctx context.Context, sh shell, args []string) error {
 		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
 	}
 	return checkAll(ctx, ef.path, stdout, checkOptions{
-		Registry: daemonAdapters(),
+		Registry: bridge.Adapters(),
 		Timeout:  *timeout,
 		Service:  sh.layout,
 		// The table is check's whole output: what an adapter logs while
@@ -232,7 +234,7 @@ func (c *checker) checkOne() {
 // its team acts (adapters.HeldError), naming each and what it needs, and
 // warns of each file the team handed it that it set aside.
 func (c *checker) checkHeld(cfg config.Daemon) {
-	snap, err := readSnapshot(cfg.State + statusSuffix)
+	snap, err := readSnapshot(cfg.State + bridge.StatusSuffix)
 	if err != nil || len(snap.Held) == 0 {
 		return
 	}
@@ -272,7 +274,7 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 			f = &fr
 		}
 	case errors.Is(err, state.ErrLocked):
-		if snap, err := readSnapshot(cfg.State + statusSuffix); err == nil {
+		if snap, err := readSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
 			f = snap.FullRead
 			if f == nil {
 				f = &sync.FullRead{Configured: sc.FullReadInterval, Effective: sc.FullReadInterval}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -97,7 +99,7 @@ func (h *hotel) envFile() string {
 // status of each check by name.
 func (h *hotel) check() (string, int, map[string]string) {
 	h.t.Helper()
-	return runChecks(h.t, h.envFile(), checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second})
+	return runChecks(h.t, h.envFile(), checkOptions{Registry: bridge.Adapters(), Timeout: 5 * time.Second})
 }
 
 func runChecks(t *testing.T, envFile string, opts checkOptions) (string, int, map[string]string) {
@@ -336,7 +338,7 @@ func TestCheckStateFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, h.vars["TICKETBRIDGE_STATE"]+statusSuffix, string(body), 0o600)
+		writeFile(t, h.vars["TICKETBRIDGE_STATE"]+bridge.StatusSuffix, string(body), 0o600)
 		out, code, v := h.check()
 		if code != 1 || v["held changes"] != checkFail || !strings.Contains(out, "Room number is required on solve") {
 			t.Fatalf("exit %d, held %q:\n%s", code, v["held changes"], out)
@@ -372,7 +374,7 @@ func TestCheckAsTheService(t *testing.T) {
 	delete(h.vars, "TICKETBRIDGE_FILES_DIR")
 	envFile := h.envFile()
 	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
-	opts := checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second,
+	opts := checkOptions{Registry: bridge.Adapters(), Timeout: 5 * time.Second,
 		Service: config.Layout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
 
 	out, code, v := runChecks(t, envFile, opts)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
@@ -20,12 +22,12 @@ import (
 
 // setupConsole makes the status page of w's hotel, for tel to serve at /,
 // and the hotel's source it shows. Without a listener it makes neither.
-func setupConsole(ctx context.Context, w *wiring, tel *telemetry.Telemetry) (*console, telemetry.Page, error) {
+func setupConsole(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry) (*bridge.Console, telemetry.Page, error) {
 	if !tel.Listens() {
 		return nil, nil, nil
 	}
-	c := newConsole(w, "")
-	page, err := setupPage(ctx, w.env, tel, w.log, statuspage.Options{Source: c.hotel})
+	c := bridge.NewConsole(w, "")
+	page, err := setupPage(ctx, w.Env(), tel, w.Logger(), statuspage.Options{Source: c.Hotel})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
@@ -30,7 +32,7 @@ const consoleToken = "test-console-token-0123456789abcdef"
 // page and a console token, against the bridge's reference server and
 // files helpdesk, one cycle a second.
 type consoleDaemon struct {
-	b      *bridge
+	b      *hotelKit
 	addr   string
 	cycles chan sync.Report
 	logs   *bytes.Buffer
@@ -40,7 +42,7 @@ type consoleDaemon struct {
 	broken atomic.Value
 }
 
-func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *consoleDaemon {
+func startConsoleDaemon(t *testing.T, b *hotelKit, setup func(*consoleDaemon)) *consoleDaemon {
 	t.Helper()
 	tokFile := filepath.Join(b.dir, "console-token")
 	if err := os.WriteFile(tokFile, []byte(consoleToken+"\n"), 0o600); err != nil {
@@ -80,7 +82,7 @@ func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *co
 		t.Fatal(err)
 	}
 	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax, WatchdogEvery: -1})
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: instrument(tel, nil),
+	w, err := bridge.New(ctx, env, cfg, sc, log, bridge.Options{HTTPClient: instrument(tel, nil),
 		AfterCycle: func(r sync.Report, _ error) {
 			select {
 			case d.cycles <- r:
@@ -156,7 +158,7 @@ const snapshotCycles = 15
 
 func (d *consoleDaemon) snapshot(t *testing.T) sync.Status {
 	t.Helper()
-	s, err := readSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + statusSuffix)
+	s, err := readSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + bridge.StatusSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func (l *lockedWriter) String() string {
 }
 
 // countUpstream counts the upstream messages of ticket id with body.
-func countUpstream(t *testing.T, b *bridge, id, body string) int {
+func countUpstream(t *testing.T, b *hotelKit, id, body string) int {
 	t.Helper()
 	v, err := b.ts.Server.Ticket(id)
 	if err != nil {
@@ -284,7 +286,7 @@ func TestRetryAndSkipCommandsWhileRunning(t *testing.T) {
 
 // newConsoleDaemonRefusing starts the daemon with the API refusing posts
 // and waits for the cycle that journals and refuses them.
-func newConsoleDaemonRefusing(t *testing.T, b *bridge) *consoleDaemon {
+func newConsoleDaemonRefusing(t *testing.T, b *hotelKit) *consoleDaemon {
 	t.Helper()
 	d := startConsoleDaemon(t, b, func(d *consoleDaemon) { d.refuse.Store(true) })
 	for range snapshotCycles {

@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
@@ -87,10 +89,10 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	}
 	if hc.Dir != "" {
 		tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
-		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
+		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, bridge.Options{}), hup, usr1)
 	}
 	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
-	opts := wireOptions{HTTPClient: instrument(tel, nil)}
+	opts := bridge.Options{HTTPClient: instrument(tel, nil)}
 	if state.IsURL(cfg.State) {
 		// One daemon at a time syncs the hotel; another stands by.
 		var lose context.CancelCauseFunc
@@ -108,7 +110,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 		opts.HTTPClient = guarded(opts.HTTPClient)
 		ctx = adapters.WithGuard(ctx, leaseGuard(sl.hl, lose, errLeaseLost))
 	}
-	w, err := wire(ctx, src.Env, cfg, sc, log, opts)
+	w, err := bridge.New(ctx, src.Env, cfg, sc, log, opts)
 	if err != nil {
 		return err
 	}
@@ -122,16 +124,16 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 
 // serve runs w's engine on its schedule until ctx ends, writing a copy of
 // the state file on each signal from usr1.
-func serve(ctx context.Context, w *wiring, tel *telemetry.Telemetry, usr1 <-chan os.Signal) error {
-	log, eng := w.log, w.engine
-	if err := w.start(ctx); err != nil {
+func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1 <-chan os.Signal) error {
+	log, eng := w.Logger(), w.Engine()
+	if err := w.Start(ctx); err != nil {
 		return err
 	}
 	page, handler, err := setupConsole(ctx, w, tel)
 	if err != nil {
 		return err
 	}
-	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
+	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), w.Store().Stats); err != nil {
 		return err
 	}
 	defer func() {
@@ -140,7 +142,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry.Telemetry, usr1 <-chan
 		}
 	}()
 	v, _, _ := version.Get()
-	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.cfg.Adapter), slog.Any("state", state.Redacted(w.cfg.State)), slog.Any("schedule", w.syncCfg.Schedule), slog.Any("api", w.cfg.APIURL))
+	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.Daemon().Adapter), slog.Any("state", state.Redacted(w.Daemon().State)), slog.Any("schedule", w.Sync().Schedule), slog.Any("api", w.Daemon().APIURL))
 
 	bctx, stopBackups := context.WithCancel(ctx)
 	var wg gosync.WaitGroup
@@ -150,8 +152,8 @@ func serve(ctx context.Context, w *wiring, tel *telemetry.Telemetry, usr1 <-chan
 			case <-bctx.Done():
 				return
 			case <-usr1:
-				dest, err := w.backup(bctx)
-				if errors.Is(err, errBackupPostgres) {
+				dest, err := w.Backup(bctx)
+				if errors.Is(err, bridge.ErrBackupPostgres) {
 					log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup FILE", slog.String("op", "backup"))
 					continue
 				}
@@ -168,7 +170,7 @@ func serve(ctx context.Context, w *wiring, tel *telemetry.Telemetry, usr1 <-chan
 		wg.Wait()
 	}()
 
-	err = w.scheduler(tel, tel.CycleMax(), page, nil).Run(ctx)
+	err = w.Scheduler(tel, tel.CycleMax(), page, nil).Run(ctx)
 	log.Info("ticketbridge stopped", slog.String("op", "stop"))
 	return err
 }
@@ -222,7 +224,7 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 
 // onceHotel runs one cycle of a hotel, or a dry run, and prints its report.
 func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{DryRun: dry})
+	w, err := bridge.New(ctx, env, cfg, sc, log, bridge.Options{DryRun: dry})
 	if err != nil {
 		return err
 	}
@@ -236,10 +238,10 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 	defer cancel()
 	var rep sync.Report
 	if dry {
-		rep, err = w.dryRun(cycleCtx, stdout)
+		rep, err = w.DryRun(cycleCtx, stdout)
 	} else {
-		rep, err = w.engine.RunCycle(cycleCtx)
-		w.writeSnapshot()
+		rep, err = w.Engine().RunCycle(cycleCtx)
+		w.WriteSnapshot()
 		if src.Service {
 			// Run by root in a shell: what the cycle made in the service's
 			// state directory, and in the staff's helpdesk folder, must
@@ -324,7 +326,7 @@ func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger
 	var snap *sync.Status
 	switch {
 	case errors.Is(err, state.ErrLocked):
-		s, serr := readSnapshot(cfg.State + statusSuffix)
+		s, serr := readSnapshot(cfg.State + bridge.StatusSuffix)
 		if serr != nil {
 			return fmt.Errorf("the daemon holds %s and %w", cfg.State, serr)
 		}
@@ -669,7 +671,7 @@ func backupHotel(ctx context.Context, cfg config.Daemon, dest string, stdout io.
 	}
 	if err := backup(); err != nil {
 		if errors.Is(err, state.ErrLocked) {
-			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State+backupSuffix)
+			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State+bridge.BackupSuffix)
 		}
 		return err
 	}

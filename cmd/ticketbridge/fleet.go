@@ -13,6 +13,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
@@ -41,12 +43,12 @@ type fleet struct {
 	// them per request.
 	slots adapters.Slots
 	api   *http.Client
-	opts  wireOptions
+	opts  bridge.Options
 	// afterCycle, when set, is called after each cycle of each hotel.
 	afterCycle func(hotel string, r sync.Report, err error)
 
 	// wire wires a hotel: wire, or a test's.
-	wire func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error)
+	wire func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error)
 
 	// reloading is held by reload and stopAll, one at a time; they wait
 	// for cycles with it, never with mu.
@@ -91,11 +93,11 @@ type runningHotel struct {
 	// sctx is the scheduler's context, ended by stop.
 	sctx context.Context
 	log  *slog.Logger
-	opts wireOptions
+	opts bridge.Options
 	// w is the hotel's wiring: set before its goroutine starts for a
 	// hotel whose state is a file, by the goroutine for a leased hotel;
 	// read it after wired (nil when the wiring failed).
-	w *wiring
+	w *bridge.Bridge
 	// wired is closed once the goroutine wired the hotel, or failed to;
 	// done once the goroutine ended.
 	wired chan struct{}
@@ -108,12 +110,12 @@ type runningHotel struct {
 	lease *hotelLease
 	// page is the hotel's source of the status page (nil: none); its
 	// goroutine sets it, read it after done.
-	page *console
+	page *bridge.Console
 }
 
 // newFleet returns the fleet of the directory hcfg names; reload starts
 // its hotels.
-func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry.Telemetry, opts wireOptions) *fleet {
+func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry.Telemetry, opts bridge.Options) *fleet {
 	base := opts.HTTPClient
 	if base == nil {
 		base = newAPIClient(hcfg.MaxInFlight)
@@ -131,7 +133,7 @@ func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg 
 	// Every hotel's helpdesk requests hold a slot too: the adapters find
 	// the slots in the context of their calls.
 	life = adapters.WithSlots(life, slots)
-	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts, wire: wire,
+	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: slots, api: &api, opts: opts, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
 		leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}}
@@ -251,7 +253,7 @@ func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
 	if f.afterCycle != nil {
 		after = func(r sync.Report, err error) { f.afterCycle(name, r, err) }
 	}
-	opts := wireOptions{
+	opts := bridge.Options{
 		Registry:   f.opts.Registry,
 		HTTPClient: instrument(tel, f.api),
 		AfterCycle: after,
@@ -312,26 +314,26 @@ func (f *fleet) run(rh *runningHotel) {
 	// A hotel that cannot start is listed as failing by /readyz, and
 	// no longer counts for the watchdog: the others go on, and the
 	// next reload tries it again.
-	if err := w.start(sctx); err != nil {
+	if err := w.Start(sctx); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
 		return
 	}
-	if err := tel.Start(sctx, nil, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
+	if err := tel.Start(sctx, nil, w.Engine().Schedule(), w.Engine().Interval(), w.Store().Stats); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
 		return
 	}
 	// The hotel's page on the status page, fed after each of its
 	// cycles as the page of a daemon of one hotel is.
-	var page *console
+	var page *bridge.Console
 	if f.tel.Listens() { // the status page lists the hotels
-		page = newConsole(w, name)
-		f.tel.ShowPage(name, page.hotel)
+		page = bridge.NewConsole(w, name)
+		f.tel.ShowPage(name, page.Hotel)
 		rh.page = page
 	}
 	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
-	_ = w.scheduler(tel, tel.CycleMax(), page, life).Run(sctx)
+	_ = w.Scheduler(tel, tel.CycleMax(), page, life).Run(sctx)
 }
 
 // stopAll stops every hotel, waiting for the cycles in flight, closes
@@ -391,8 +393,8 @@ func (f *fleet) backup(ctx context.Context) {
 	}
 	f.mu.Unlock()
 	for _, rh := range hs {
-		dest, err := rh.w.backup(ctx)
-		if errors.Is(err, errBackupPostgres) {
+		dest, err := rh.w.Backup(ctx)
+		if errors.Is(err, bridge.ErrBackupPostgres) {
 			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
 			continue
 		}

@@ -219,7 +219,7 @@ func (f *fleet) closeLater(name string, rh *runningHotel) {
 		<-rh.done
 		if rh.page != nil {
 			// Off the status page before its state closes.
-			f.tel.HidePage(name, rh.page.hotel)
+			f.tel.HidePage(name, rh.page.Hotel)
 		}
 		if rh.lease != nil {
 			rh.lease.stopTimer()

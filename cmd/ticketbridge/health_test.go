@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -29,7 +31,7 @@ type daemonUnderTest struct {
 // startDaemon runs the daemon of b's configuration with the endpoints on
 // 127.0.0.1 and returns once it is wired; each finished cycle's report
 // arrives on cycles.
-func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
+func startDaemon(t *testing.T, b *hotelKit) *daemonUnderTest {
 	t.Helper()
 	ef := envFlag{path: b.envFile()}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -39,7 +41,7 @@ func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
 		t.Fatal(err)
 	}
 	d := &daemonUnderTest{t: t, cycles: make(chan sync.Report, 16), done: make(chan error, 1), cancel: cancel}
-	w, err := wire(ctx, src.Env, cfg, sc, log, wireOptions{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
+	w, err := bridge.New(ctx, src.Env, cfg, sc, log, bridge.Options{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

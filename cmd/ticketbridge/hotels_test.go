@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
@@ -137,7 +139,7 @@ func (fx *fleetFixture) start() {
 		fx.t.Fatal(err)
 	}
 	fx.tel = telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
-	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, wireOptions{Registry: fx.registry})
+	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, bridge.Options{Registry: fx.registry})
 	fx.f.afterCycle = func(h string, r sync.Report, err error) {
 		select {
 		case fx.cycles <- hotelCycle{h, r, err}:
@@ -366,7 +368,7 @@ func TestFleetReload(t *testing.T) {
 	if after["delta"] == nil || len(fx.folders("delta")) != 1 {
 		t.Error("delta, whose file is new, did not start or sync")
 	}
-	if !before["gamma"].w.closed() {
+	if !before["gamma"].w.Closed() {
 		t.Error("gamma's wiring was not closed")
 	}
 

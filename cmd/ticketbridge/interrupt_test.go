@@ -100,7 +100,7 @@ func TestNoDoubledErrorPrefix(t *testing.T) {
 	bad := newBridge(t)
 	bad.vars["TICKETBRIDGE_SCHEDULE"] = "every now and then"
 	for name, c := range map[string]struct {
-		b    *bridge
+		b    *hotelKit
 		args []string
 	}{
 		"key refused": {refused, []string{"once"}},

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/sethvargo/go-envconfig"
@@ -151,7 +153,7 @@ func (w *keeperWorld) start() {
 		return db, nil
 	}
 	realWire := f.wire
-	f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error) {
+	f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error) {
 		if !state.IsURL(cfg.State) {
 			return realWire(ctx, env, cfg, sc, log, opts)
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
@@ -101,7 +103,7 @@ func (fx *fleetFixture) newReplica(ctx context.Context) *fleet {
 		fx.t.Fatal(err)
 	}
 	tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
-	f := newFleet(ctx, src, cfg, hc, log, tel, wireOptions{Registry: fx.registry})
+	f := newFleet(ctx, src, cfg, hc, log, tel, bridge.Options{Registry: fx.registry})
 	fx.t.Cleanup(func() { _ = f.stopAll() })
 	return f
 }
@@ -149,7 +151,7 @@ func cycleEach(t *testing.T, f *fleet) {
 	f.mu.Unlock()
 	for name, rh := range hs {
 		<-rh.wired
-		if _, err := rh.w.engine.RunCycle(context.Background()); err != nil {
+		if _, err := rh.w.Engine().RunCycle(context.Background()); err != nil {
 			t.Errorf("hotel %s: cycle: %v", name, err)
 		}
 	}
@@ -231,7 +233,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	stale := maps.Clone(b.hotels)
 	b.mu.Unlock()
 	for name, rh := range stale {
-		err := rh.w.store.Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: "stale-write"}) })
+		err := rh.w.Store().Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: "stale-write"}) })
 		if !errorsIsLeaseLost(err) {
 			t.Errorf("hotel %s: b's write after the takeover: %v, want the lease lost", name, err)
 		}
@@ -291,7 +293,7 @@ func TestLeaseGuardEndsTheHotel(t *testing.T) {
 	if rh.life.Err() != nil {
 		t.Fatal("the hotel ended before it tried anything")
 	}
-	if _, _, err := rh.w.hd.Changes(rh.life, ""); err == nil || !strings.Contains(err.Error(), "lease") {
+	if _, _, err := rh.w.Helpdesk().Changes(rh.life, ""); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("a helpdesk call after the lease's view ended: %v, want refused", err)
 	}
 	if cause := context.Cause(rh.life); !errors.Is(cause, errLeaseEnded) {
@@ -348,10 +350,10 @@ func TestLeaseViewEndStopsTheHotel(t *testing.T) {
 	// view ended and before the hotel was stopped, as a replica resumed
 	// after a pause lives it.
 	ctx := context.WithoutCancel(rh.life)
-	if _, err := rh.w.client.ListTickets(ctx, guestapi.ListOptions{}); err == nil || !strings.Contains(err.Error(), "lease") {
+	if _, err := rh.w.API().ListTickets(ctx, guestapi.ListOptions{}); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("an API request after the lease's view ended: %v, want refused", err)
 	}
-	if _, _, err := rh.w.hd.Changes(ctx, ""); err == nil || !strings.Contains(err.Error(), "lease") {
+	if _, _, err := rh.w.Helpdesk().Changes(ctx, ""); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("a helpdesk call after the lease's view ended: %v, want refused", err)
 	}
 	// After the lapse the replica runs alpha again, under a new lease.

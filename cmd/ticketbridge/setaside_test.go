@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+
 	"github.com/ticketbridge/ticketbridge/internal/config"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -42,7 +44,7 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	}
 
 	tel, _, _ := testTelemetry(t, config.Telemetry{})
-	reportHeld(t.Context(), tel, hd)
+	bridge.ReportHeld(t.Context(), tel, hd)
 	text := scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||
 		metricValue(t, text, "ticketbridge_helpdesk_held_changes") != 0 {
@@ -64,7 +66,7 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, h.vars["TICKETBRIDGE_STATE"]+statusSuffix, string(body), 0o600)
+	writeFile(t, h.vars["TICKETBRIDGE_STATE"]+bridge.StatusSuffix, string(body), 0o600)
 	out, code, _ := h.check()
 	if code != 0 || !strings.Contains(out, "WARN  file set aside") || !strings.Contains(out, "outbox/failed/reply.txt") ||
 		!strings.Contains(out, "fix: fix it as its .error.txt says") || strings.Contains(out, secret) {
@@ -75,7 +77,7 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "outbox", "failed", "reply.txt")); err != nil {
 		t.Fatal(err)
 	}
-	reportHeld(t.Context(), tel, hd)
+	bridge.ReportHeld(t.Context(), tel, hd)
 	text = scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 0 {
 		t.Fatalf("metrics after the file was removed:\n%s", grepLines(text, "ticketbridge_outbox"))

@@ -92,6 +92,13 @@ var rules = []rule{
 		why:   "telemetry is given its settings and its page by the daemon that serves it; it knows neither the env files nor the parts that run hotels",
 	},
 	{
+		name:  "bridge",
+		from:  []string{"internal/bridge/..."},
+		deny:  []string{"cmd/...", "internal/lease/...", "internal/fleet/...", "internal/telemetry/..."},
+		tests: true,
+		why:   "a bridge is one hotel wired; what leases it, runs many of them or reports on them sits above it",
+	},
+	{
 		name:  "looptest",
 		from:  []string{"internal/looptest/..."},
 		deny:  join([]string{"cmd/..."}, appParts),

@@ -1,4 +1,4 @@
-package main
+package bridge
 
 import (
 	"context"
@@ -27,9 +27,9 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// daemonAdapters is every helpdesk adapter the daemon can run, by
+// Adapters is every helpdesk adapter the daemon can run, by
 // TICKETBRIDGE_ADAPTER.
-func daemonAdapters() adapters.Registry {
+func Adapters() adapters.Registry {
 	return adapters.Registry{
 		files.Name:     files.Factory,
 		rt.Name:        rt.Factory,
@@ -40,10 +40,10 @@ func daemonAdapters() adapters.Registry {
 	}
 }
 
-// wiring is everything a command that syncs needs, built from the
+// Bridge is everything a command that syncs needs, built from the
 // configuration: the logger, the API client, the adapter, the state file
 // and the engine. Close releases what it opened.
-type wiring struct {
+type Bridge struct {
 	env     envconfig.Lookuper
 	cfg     config.Daemon
 	syncCfg sync.Config
@@ -58,8 +58,8 @@ type wiring struct {
 	afterBackup func(path string, err error)
 }
 
-// wireOptions are the parts of the wiring a command or a test replaces.
-type wireOptions struct {
+// Options are the parts of the wiring a command or a test replaces.
+type Options struct {
 	// Registry holds the adapters; nil means daemonAdapters.
 	Registry adapters.Registry
 	// HTTPClient makes the API requests; nil means guestapi's default.
@@ -79,10 +79,10 @@ type wireOptions struct {
 	Fence int64
 }
 
-// wire builds the engine from the configuration. On error everything it
+// New builds the engine from the configuration. On error everything it
 // opened is closed again.
-func wire(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts wireOptions) (_ *wiring, err error) {
-	w := &wiring{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup}
+func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts Options) (_ *Bridge, err error) {
+	w := &Bridge{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup}
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -124,7 +124,7 @@ func wire(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc syn
 	}
 	reg := opts.Registry
 	if reg == nil {
-		reg = daemonAdapters()
+		reg = Adapters()
 	}
 	alog := log.With("adapter", cfg.Adapter)
 	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
@@ -158,7 +158,7 @@ func openState(cfg config.Daemon, log *slog.Logger, fence int64) (*state.Store, 
 }
 
 // Close closes the adapter and the state file and returns the first error.
-func (w *wiring) Close() error {
+func (w *Bridge) Close() error {
 	var errs []error
 	if w.hd != nil {
 		errs = append(errs, w.hd.Close())
@@ -178,21 +178,21 @@ func (w *wiring) Close() error {
 
 // Files the daemon keeps next to the state file.
 const (
-	// statusSuffix names the status snapshot the daemon writes after each
+	// StatusSuffix names the status snapshot the daemon writes after each
 	// cycle, for `ticketbridge status` while the daemon holds the state.
-	statusSuffix = ".status.json"
+	StatusSuffix = ".status.json"
 	// snapshotEvery is the longest time between two status snapshots when
 	// taking one is slow (see serve).
 	snapshotEvery = 10 * time.Second
-	// backupSuffix names the live copy the daemon writes on SIGUSR1.
-	backupSuffix = ".backup"
+	// BackupSuffix names the live copy the daemon writes on SIGUSR1.
+	BackupSuffix = ".backup"
 )
 
-// start starts the adapter's listeners and goroutines (only the daemon
+// Start starts the adapter's listeners and goroutines (only the daemon
 // does; the adapter's Close, in w.Close, stops them) and checks the
 // helpdesk: a state file of another adapter is an error, a helpdesk that
 // does not answer is logged and tried again by the first cycle.
-func (w *wiring) start(ctx context.Context) error {
+func (w *Bridge) Start(ctx context.Context) error {
 	if st, ok := w.hd.(adapters.Starter); ok {
 		if err := st.Start(ctx); err != nil {
 			return err
@@ -206,8 +206,8 @@ func (w *wiring) start(ctx context.Context) error {
 	return nil
 }
 
-// cycleReporter is told of each cycle of a hotel: the telemetry.
-type cycleReporter interface {
+// Reporter is told of each cycle of a hotel: the telemetry.
+type Reporter interface {
 	CycleStarted()
 	CycleDone(r sync.Report, err error)
 	// ObserveHeld is given, after each cycle, the changes the helpdesk
@@ -215,12 +215,12 @@ type cycleReporter interface {
 	ObserveHeld(held []adapters.HeldError, setAside uint64)
 }
 
-// scheduler returns the scheduler of w's engine, each cycle bound by
+// Scheduler returns the scheduler of w's engine, each cycle bound by
 // deadline, reporting each cycle to rep and to the status page (nil:
 // none), and writing the status snapshot after it. A non-nil life is the
 // context the cycles run in instead of the scheduler's: ending the
 // scheduler's then lets the cycle in flight finish.
-func (w *wiring) scheduler(rep cycleReporter, deadline time.Duration, page *console, life context.Context) *sync.Scheduler {
+func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, life context.Context) *sync.Scheduler {
 	var lastSnapshot time.Time
 	var snapshotCost time.Duration
 	return &sync.Scheduler{
@@ -244,10 +244,10 @@ func (w *wiring) scheduler(rep cycleReporter, deadline time.Duration, page *cons
 			// not sync. The page keeps the last one in between.
 			var snap *sync.Status
 			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
-				snap = w.writeSnapshot()
+				snap = w.WriteSnapshot()
 				snapshotCost, lastSnapshot = time.Since(now), now
 			}
-			reportHeld(context.Background(), rep, w.hd)
+			ReportHeld(context.Background(), rep, w.hd)
 			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
@@ -265,10 +265,10 @@ func deadlineOf(ctx context.Context) time.Time {
 	return time.Now().Add(100 * 365 * 24 * time.Hour)
 }
 
-// writeSnapshot writes the status snapshot of w's hotel next to its state
+// WriteSnapshot writes the status snapshot of w's hotel next to its state
 // file (see snapshot) and returns it, nil when it could not be read.
-func (w *wiring) writeSnapshot() *sync.Status {
-	return snapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
+func (w *Bridge) WriteSnapshot() *sync.Status {
+	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, w.log)
 }
 
 // snapshot writes the status snapshot of st to path, atomically and
@@ -305,20 +305,20 @@ func held(ctx context.Context, hd adapters.Helpdesk) []adapters.HeldError {
 	return nil
 }
 
-// closed reports whether Close released everything w opened.
-func (w *wiring) closed() bool { return w.hd == nil && w.store == nil }
+// Closed reports whether Close released everything w opened.
+func (w *Bridge) Closed() bool { return w.hd == nil && w.store == nil }
 
-// console is the daemon's status page; a nil *console (no listener) does
+// Console is the daemon's status page; a nil *console (no listener) does
 // nothing.
-type console struct {
-	hotel *statuspage.Hotel
+type Console struct {
+	Hotel *statuspage.Hotel
 }
 
-// newConsole returns the page's source of w's hotel, named name ("" for
+// NewConsole returns the page's source of w's hotel, named name ("" for
 // a daemon's one hotel), with the status read from its state. A hotel of
 // many ("" excepted) keeps only counts in memory and reads its request
 // list when its pages are viewed (statuspage.Hotel.OnDemand).
-func newConsole(w *wiring, name string) *console {
+func NewConsole(w *Bridge, name string) *Console {
 	h := statuspage.NewHotel(name, w.store, nil)
 	if name != "" {
 		h.OnDemand()
@@ -326,34 +326,34 @@ func newConsole(w *wiring, name string) *console {
 	if err := h.Refresh(); err != nil {
 		w.log.Warn("read status for the status page", slog.Any("error", err), slog.String("op", "console"))
 	}
-	return &console{hotel: h}
+	return &Console{Hotel: h}
 }
 
 // cycleDone gives the page the cycle's report and the status read after
 // it, nil when the daemon read none this time.
-func (c *console) cycleDone(r sync.Report, s *sync.Status) {
+func (c *Console) cycleDone(r sync.Report, s *sync.Status) {
 	if c == nil {
 		return
 	}
 	if s == nil {
-		c.hotel.CycleReported(r) // the daemon read no status this time
+		c.Hotel.CycleReported(r) // the daemon read no status this time
 		return
 	}
-	_ = c.hotel.CycleDone(r, s)
+	_ = c.Hotel.CycleDone(r, s)
 }
 
-// errBackupPostgres is returned by backup when the state is in PostgreSQL:
+// ErrBackupPostgres is returned by backup when the state is in PostgreSQL:
 // the database is backed up with its own tools.
-var errBackupPostgres = errors.New("back up state: the state is in PostgreSQL")
+var ErrBackupPostgres = errors.New("back up state: the state is in PostgreSQL")
 
-// backup writes a consistent copy of w's state file next to it (the state
+// Backup writes a consistent copy of w's state file next to it (the state
 // file's name and backupSuffix) and returns the copy's path; the
 // AfterBackup option is called after it.
-func (w *wiring) backup(ctx context.Context) (string, error) {
+func (w *Bridge) Backup(ctx context.Context) (string, error) {
 	if state.IsURL(w.cfg.State) {
-		return "", errBackupPostgres
+		return "", ErrBackupPostgres
 	}
-	dest := w.cfg.State + backupSuffix
+	dest := w.cfg.State + BackupSuffix
 	err := w.store.BackupFile(ctx, dest)
 	if w.afterBackup != nil {
 		w.afterBackup(dest, err)
@@ -361,9 +361,9 @@ func (w *wiring) backup(ctx context.Context) (string, error) {
 	return dest, err
 }
 
-// reportHeld tells rep what the helpdesk hd holds until its team acts and
+// ReportHeld tells rep what the helpdesk hd holds until its team acts and
 // how many files it set aside, when the adapter can tell.
-func reportHeld(ctx context.Context, rep cycleReporter, hd adapters.Helpdesk) {
+func ReportHeld(ctx context.Context, rep Reporter, hd adapters.Helpdesk) {
 	rep.ObserveHeld(held(ctx, hd), setAside(hd))
 }
 
@@ -375,3 +375,27 @@ func setAside(hd adapters.Helpdesk) uint64 {
 	}
 	return 0
 }
+
+// Env looks up the hotel's variables.
+func (w *Bridge) Env() envconfig.Lookuper { return w.env }
+
+// Logger is the hotel's logger.
+func (w *Bridge) Logger() *slog.Logger { return w.log }
+
+// Daemon is the hotel's daemon-level configuration.
+func (w *Bridge) Daemon() config.Daemon { return w.cfg }
+
+// Sync is the engine's configuration.
+func (w *Bridge) Sync() sync.Config { return w.syncCfg }
+
+// API is the hotel's API client.
+func (w *Bridge) API() *guestapi.Client { return w.client }
+
+// Helpdesk is the hotel's helpdesk adapter; nil once closed.
+func (w *Bridge) Helpdesk() adapters.Helpdesk { return w.hd }
+
+// Store is the hotel's state; nil for a dry run and once closed.
+func (w *Bridge) Store() *state.Store { return w.store }
+
+// Engine is the hotel's engine; nil for a dry run.
+func (w *Bridge) Engine() *sync.Engine { return w.engine }
