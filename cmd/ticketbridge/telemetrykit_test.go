@@ -24,18 +24,6 @@ func testTelemetry(t *testing.T, cfg config.Telemetry) (*telemetry.Telemetry, *r
 	return tel, clock, sent
 }
 
-func drain(ch chan string) []string {
-	var out []string
-	for {
-		select {
-		case s := <-ch:
-			out = append(out, s)
-		default:
-			return out
-		}
-	}
-}
-
 func scrape(t *testing.T, h http.Handler) string {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
