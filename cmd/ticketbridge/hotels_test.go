@@ -299,7 +299,7 @@ func TestHotelConfiguration(t *testing.T) {
 	if b.Daemon.State != filepath.Join(fx.dir, "beta.db") {
 		t.Errorf("beta's state = %s, want its own", b.Daemon.State)
 	}
-	if strings.Contains(a.Key, "main-key") || a.Key == b.Key {
+	if strings.Contains(string(a.Key), "main-key") || a.Key == b.Key {
 		t.Error("a hotel got the main configuration's key, or the two hotels the same")
 	}
 

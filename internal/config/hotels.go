@@ -147,12 +147,13 @@ func ReadHotelsDir(dir string, warn func(string)) ([]HotelFile, error) {
 // Hotel is one hotel's resolved configuration.
 type Hotel struct {
 	File HotelFile
-	// env looks up the hotel's variables: its file, with the state and key
+	// Env looks up the hotel's variables: its file, with the state and key
 	// settings made its own, then the main configuration.
 	Env    envconfig.Lookuper
 	Daemon Daemon
 	Sync   sync.Config
-	Key    string
+	// Key is the hotel's API key, read to check it is there and its own.
+	Key Secret
 }
 
 // Name is the hotel's name, its file's without the suffix.
@@ -212,9 +213,11 @@ func loadHotel(ctx context.Context, src Source, main Daemon, h HotelFile) (Hotel
 	if hc.Sync, err = sync.LoadConfig(ctx, hc.Env); err != nil {
 		return hc, fmt.Errorf("hotel %s (%s): read configuration: %w", h.Name, h.Path, errors.Unwrap(err))
 	}
-	if hc.Key, err = hc.Daemon.ReadAPIKey(hc.Env); err != nil {
+	key, err := hc.Daemon.ReadAPIKey(hc.Env)
+	if err != nil {
 		return hc, fmt.Errorf("hotel %s (%s): %w; each hotel names its own key in its file", h.Name, h.Path, err)
 	}
+	hc.Key = Secret(key)
 	return hc, nil
 }
 
