@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
