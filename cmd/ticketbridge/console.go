@@ -4,15 +4,12 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/ticketbridge/ticketbridge/internal/bridge"
-
-	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-
-	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 )
 
 // This file puts the status page (package statuspage) on the daemon's

@@ -19,15 +19,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/bridge"
-
-	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-
-	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"

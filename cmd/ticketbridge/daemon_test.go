@@ -11,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/bridge"
-
-	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )

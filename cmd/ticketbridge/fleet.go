@@ -13,16 +13,13 @@ import (
 	gosync "sync"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/bridge"
-
-	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-
-	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 

@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/lmittmann/tint"
+
+	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
 // newLogger returns the program's logger: tint's coloured lines on a

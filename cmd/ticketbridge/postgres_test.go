@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
-
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 

@@ -14,9 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
 const refserverAbout = `Serve the reference Guest Requests API v1 over HTTP: tickets under

@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/bridge"
-
-	"github.com/ticketbridge/ticketbridge/internal/config"
-
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 

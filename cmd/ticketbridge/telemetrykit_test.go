@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 )
 
 // testTelemetry returns telemetry on a fake clock whose notifications go

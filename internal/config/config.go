@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"

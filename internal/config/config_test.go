@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sethvargo/go-envconfig"
+
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"

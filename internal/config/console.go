@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
+
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 )
