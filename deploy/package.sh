@@ -38,7 +38,7 @@ rm -rf "$stage"
 mkdir -p "$stage/doc" "$OUT"
 
 CGO_ENABLED=0 GOOS=linux GOARCH=$GOARCH go build -trimpath -buildvcs=false \
-	-ldflags "-s -w -buildid= -X main.version=$VERSION -X main.commit=$commit" \
+	-ldflags "-s -w -buildid= -X github.com/ticketbridge/ticketbridge/internal/version.version=$VERSION -X github.com/ticketbridge/ticketbridge/internal/version.commit=$commit" \
 	-o "$stage/ticketbridge" ./cmd/ticketbridge
 
 if [ ! -f config.example.env ]; then

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -49,18 +50,19 @@ Otherwise it changes the state file itself.
 With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
 is; the daemon is then asked at /hotels/NAME/skip.`
 
-func runRetry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runAction(ctx, "retry", retryAbout, args, stdout, stderr)
+func runRetry(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, "retry", retryAbout, args)
 }
 
-func runSkip(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runAction(ctx, "skip", skipAbout, args, stdout, stderr)
+func runSkip(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, "skip", skipAbout, args)
 }
 
-func runAction(ctx context.Context, name, about string, args []string, stdout, stderr io.Writer) error {
+func runAction(ctx context.Context, sh shell, name, about string, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet(name+" ID", about, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	var hf hotelFlag
 	fs.StringVar(&hf.name, "hotel", "", "with TICKETBRIDGE_HOTELS_DIR, the hotel `NAME` whose entry it is (required there)")
 	var reason string
@@ -86,17 +88,17 @@ func runAction(ctx context.Context, name, about string, args []string, stdout, s
 	case name == "skip" && strings.TrimSpace(reason) == "":
 		return fmt.Errorf("%w: skip: --reason is required: say why the entry is set aside", errUsage)
 	}
-	src, err := ef.source(ctx)
+	src, err := ef.source()
 	if err != nil {
 		return err
 	}
-	if n := src.skipNote(); n != "" {
+	if n := src.SkipNote(); n != "" {
 		fmt.Fprintln(stderr, "ticketbridge:", n)
 	}
-	env := src.env
-	cfg, err := loadConfig(ctx, env)
+	env := src.Env
+	cfg, err := config.LoadDaemon(ctx, env)
 	if err != nil {
-		return src.explain(err)
+		return src.Explain(err)
 	}
 	// With a hotels directory the entry is one hotel's: its state, and
 	// its actions under /hotels/NAME/ on the daemon's listener.
@@ -116,7 +118,7 @@ func runAction(ctx context.Context, name, about string, args []string, stdout, s
 		if secs[0].err != nil {
 			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
 		}
-		cfg = secs[0].conf.cfg
+		cfg = secs[0].conf.Daemon
 		path = "/hotels/" + url.PathEscape(secs[0].name) + "/" + name
 	}
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
@@ -162,15 +164,15 @@ func runAction(ctx context.Context, name, about string, args []string, stdout, s
 // actThroughDaemon asks the running daemon to act, on its listener at
 // path (/retry, or /hotels/NAME/retry with many hotels).
 func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, id, reason, who string, stdout io.Writer) error {
-	tc, err := loadTelemetryConfig(ctx, env)
+	tc, err := config.LoadTelemetry(ctx, env)
 	if err != nil {
 		return err
 	}
-	cs, err := loadConsole(ctx, env)
+	cs, err := config.LoadConsole(ctx, env)
 	if err != nil {
 		return err
 	}
-	tok := string(cs.token)
+	tok := string(cs.Token)
 	if tc.Listen == "" || tok == "" {
 		return fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
 	}

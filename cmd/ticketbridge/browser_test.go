@@ -160,7 +160,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 func filepathName(n int, name string) string { return fmt.Sprintf("%02d-%s.png", n, name) }
 
-func guest(t *testing.T, b *bridge, id, body string) {
+func guest(t *testing.T, b *hotelKit, id, body string) {
 	t.Helper()
 	if _, err := b.ts.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Guest", Body: body}); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -48,7 +50,7 @@ type checkOptions struct {
 	Timeout time.Duration
 	// Service is the packaged service's layout (see checkAbout); an
 	// empty EnvFile turns the service emulation off.
-	Service serviceLayout
+	Service config.Layout
 	// Logger receives the adapters' and the store's warnings.
 	Logger *slog.Logger
 	// Hotel, with TICKETBRIDGE_HOTELS_DIR, checks that hotel only; empty
@@ -56,10 +58,11 @@ type checkOptions struct {
 	Hotel string
 }
 
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCheck(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("check", checkAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	timeout := fs.Duration("timeout", 15*time.Second, "bound each network check to `duration`")
 	var hf hotelFlag
 	hf.register(fs)
@@ -73,9 +76,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
 	}
 	return checkAll(ctx, ef.path, stdout, checkOptions{
-		Registry: daemonAdapters(),
+		Registry: bridge.Adapters(),
 		Timeout:  *timeout,
-		Service:  layoutOf(ctx),
+		Service:  sh.layout,
 		// The table is check's whole output: what an adapter logs while
 		// it retries (a helpdesk down) is in its row's verdict already.
 		Logger: newLogger(stderr, "auto", "error"),
@@ -104,7 +107,7 @@ type checker struct {
 	out     io.Writer
 	opts    checkOptions
 	env     envconfig.Lookuper
-	src     configSource
+	src     config.Source
 	envFile string // the env file read, for the fixes
 	scratch string // the service's state directory stands in here; "" when none
 	results []checkResult
@@ -154,7 +157,7 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 		c.report(skip("the rest", "the configuration could not be read"))
 		return c.verdict()
 	}
-	hc, err := loadHotelsConfig(c.ctx, c.env)
+	hc, err := config.LoadHotels(c.ctx, c.env)
 	switch {
 	case err != nil:
 		c.report(fail("configuration", c.fixEnv()+": correct the variable named", "%s", strings.TrimPrefix(err.Error(), "read configuration: ")))
@@ -171,13 +174,13 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 // checkHotels runs the checks of every hotel of the hotels directory, or
 // of the one --hotel names, one section each.
 func (c *checker) checkHotels() error {
-	main, err := loadConfig(c.ctx, c.env)
+	main, err := config.LoadDaemon(c.ctx, c.env)
 	if err != nil {
 		c.report(fail("configuration", c.fixEnv()+": correct the variables named", "%s", strings.TrimPrefix(err.Error(), "read configuration: ")))
 		return c.verdict()
 	}
 	src := c.src
-	src.env = c.env
+	src.Env = c.env
 	var warnings []string
 	secs, err := hotelFlag{name: c.opts.Hotel}.sections(c.ctx, src, main, func(w string) { warnings = append(warnings, w) })
 	if err != nil {
@@ -193,7 +196,7 @@ func (c *checker) checkHotels() error {
 			c.report(fail("configuration", "correct the hotel's file (config.example.env shows each variable's form)", "%v", h.err))
 			continue
 		}
-		c.env, c.src, c.envFile = h.conf.env, hotelSource(src, h.conf.file, h.conf.env), h.conf.file.Path
+		c.env, c.src, c.envFile = h.conf.Env, config.HotelSource(src, h.conf.File, h.conf.Env), h.conf.File.Path
 		c.checkOne()
 	}
 	for _, w := range warnings {
@@ -228,8 +231,8 @@ func (c *checker) checkOne() {
 // checkHeld fails when the running daemon's helpdesk holds changes until
 // its team acts (adapters.HeldError), naming each and what it needs, and
 // warns of each file the team handed it that it set aside.
-func (c *checker) checkHeld(cfg Config) {
-	snap, err := readSnapshot(cfg.State + statusSuffix)
+func (c *checker) checkHeld(cfg config.Daemon) {
+	snap, err := readSnapshot(cfg.State + bridge.StatusSuffix)
 	if err != nil || len(snap.Held) == 0 {
 		return
 	}
@@ -254,7 +257,7 @@ func (c *checker) checkHeld(cfg Config) {
 // lists show, and whether the engine shortened that because the API left
 // updated_at behind a change. It reads the state file, or the running
 // daemon's status snapshot; it prints nothing before the first cycle.
-func (c *checker) checkFullReads(cfg Config) {
+func (c *checker) checkFullReads(cfg config.Daemon) {
 	sc, err := sync.LoadConfig(c.ctx, c.env)
 	if err != nil {
 		return
@@ -269,7 +272,7 @@ func (c *checker) checkFullReads(cfg Config) {
 			f = &fr
 		}
 	case errors.Is(err, state.ErrLocked):
-		if snap, err := readSnapshot(cfg.State + statusSuffix); err == nil {
+		if snap, err := readSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
 			f = snap.FullRead
 			if f == nil {
 				f = &sync.FullRead{Configured: sc.FullReadInterval, Effective: sc.FullReadInterval}
@@ -310,14 +313,14 @@ func (c *checker) verdict() error {
 // scratch directory, removed by the cleanup it returns.
 func (c *checker) environment() (func(), error) {
 	nop := func() {}
-	ef := envFlag{path: c.envFile}
-	src, err := ef.source(withLayout(c.ctx, c.opts.Service))
-	c.envFile = src.file
+	ef := envFlag{path: c.envFile, layout: c.opts.Service}
+	src, err := ef.source()
+	c.envFile = src.File
 	if err != nil {
 		return nop, err
 	}
-	c.src, c.env = src, src.env
-	if n := src.skipNote(); n != "" {
+	c.src, c.env = src, src.Env
+	if n := src.SkipNote(); n != "" {
 		fmt.Fprintf(c.out, "%s%s.\n", strings.ToUpper(n[:1]), n[1:])
 	}
 	if c.envFile != "" {
@@ -325,13 +328,13 @@ func (c *checker) environment() (func(), error) {
 	} else {
 		fmt.Fprintln(c.out, "Checking the TICKETBRIDGE_* variables of the environment.")
 	}
-	if !src.service {
+	if !src.Service {
 		return nop, nil
 	}
 	cleanup := nop
 	l := c.opts.Service
 	note := fmt.Sprintf("Checking as the service runs: credentials from %s; ", l.CredDir)
-	if !src.stateDirMissing {
+	if !src.StateDirMissing {
 		note += "state in " + l.StateDir + "."
 	} else {
 		// The service never ran: systemd makes its state directory at the
@@ -343,7 +346,7 @@ func (c *checker) environment() (func(), error) {
 		}
 		cleanup = func() { _ = os.RemoveAll(scratch) }
 		c.scratch = scratch
-		c.env = envconfig.MultiLookuper(envconfig.MapLookuper(map[string]string{"STATE_DIRECTORY": scratch}), src.env)
+		c.env = envconfig.MultiLookuper(envconfig.MapLookuper(map[string]string{"STATE_DIRECTORY": scratch}), src.Env)
 		note += l.StateDir + " does not exist yet (systemd makes it at the first start), so the state and helpdesk folders are tried in a scratch directory."
 	}
 	fmt.Fprintln(c.out, note)
@@ -358,9 +361,9 @@ func (c *checker) fixEnv() string {
 }
 
 // checkConfig reads every variable the daemon reads and checks its form.
-func (c *checker) checkConfig() (Config, bool) {
+func (c *checker) checkConfig() (config.Daemon, bool) {
 	var problems []string
-	cfg, err := loadConfig(c.ctx, c.env)
+	cfg, err := config.LoadDaemon(c.ctx, c.env)
 	if err != nil {
 		problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 	}
@@ -368,14 +371,14 @@ func (c *checker) checkConfig() (Config, bool) {
 	if err != nil {
 		problems = append(problems, strings.TrimPrefix(err.Error(), "read sync configuration: "))
 	}
-	tc, err := loadTelemetryConfig(c.ctx, c.env)
+	tc, err := config.LoadTelemetry(c.ctx, c.env)
 	if err != nil {
 		problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 	}
 	if err == nil && tc.Listen != "" {
 		// The daemon reads the status page's settings and token at start:
 		// one it would refuse (too short, readable by others) stops it.
-		if _, err := loadConsole(c.ctx, c.env); err != nil {
+		if _, err := config.LoadConsole(c.ctx, c.env); err != nil {
 			problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 		}
 	}
@@ -385,13 +388,13 @@ func (c *checker) checkConfig() (Config, bool) {
 	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
 		problems = append(problems, "TICKETBRIDGE_STATUS_FROM_HELPDESK: "+err.Error())
 	}
-	if err := checkAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
+	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if _, ok := c.opts.Registry[cfg.Adapter]; !ok && c.opts.Registry != nil {
 		problems = append(problems, fmt.Sprintf("TICKETBRIDGE_ADAPTER=%q: not an adapter of this ticketbridge; set it to one of %s", cfg.Adapter, strings.Join(c.opts.Registry.Names(), ", ")))
 	}
-	problems = append(problems, unknownVariables(c.ctx, c.src)...)
+	problems = append(problems, config.UnknownVariables(c.ctx, c.src)...)
 	if len(problems) > 0 {
 		c.report(fail("configuration", c.fixEnv()+": correct the variables named (config.example.env shows each one's form)",
 			"%s", strings.Join(problems, "; ")))
@@ -406,8 +409,8 @@ func (c *checker) checkConfig() (Config, bool) {
 }
 
 // checkKey finds the API key without contacting anybody.
-func (c *checker) checkKey(cfg Config) (string, bool) {
-	key, err := cfg.apiKey(c.env)
+func (c *checker) checkKey(cfg config.Daemon) (string, bool) {
+	key, err := cfg.ReadAPIKey(c.env)
 	if err != nil {
 		c.report(fail("API key", keyFileFix(err, c.keyPath(cfg)), "%v", err))
 		return "", false
@@ -420,7 +423,7 @@ func (c *checker) checkKey(cfg Config) (string, bool) {
 	return key, true
 }
 
-func (c *checker) keySource(cfg Config) string {
+func (c *checker) keySource(cfg config.Daemon) string {
 	switch {
 	case cfg.APIKey != "":
 		return "TICKETBRIDGE_API_KEY"
@@ -431,12 +434,12 @@ func (c *checker) keySource(cfg Config) string {
 }
 
 // keyPath is the file the key should be in.
-func (c *checker) keyPath(cfg Config) string {
+func (c *checker) keyPath(cfg config.Daemon) string {
 	if cfg.APIKeyFile != "" {
 		return cfg.APIKeyFile
 	}
 	if dir, ok := c.env.Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
-		if strings.HasPrefix(dir, serviceCredRuntime) || c.src.service {
+		if strings.HasPrefix(dir, config.ServiceCredRuntime) || c.src.Service {
 			return filepath.Join(c.opts.Service.CredDir, "api-key")
 		}
 		return filepath.Join(dir, "api-key")
@@ -448,7 +451,7 @@ func (c *checker) keyPath(cfg Config) string {
 func keyFileFix(err error, path string) string {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, errKeyFileOpen):
+	case errors.Is(err, config.ErrKeyFileOpen):
 		return "run chmod 600 " + path
 	case errors.Is(err, fs.ErrPermission) || strings.Contains(msg, "permission denied"):
 		return "run the check as root (sudo ticketbridge check), as the service reads the key"
@@ -469,7 +472,7 @@ func keyFix(path string) string {
 	return fmt.Sprintf("create a key with the right tickets:write in the platform's console, write it to %s and run chmod 600 on that file", path)
 }
 
-func (c *checker) client(cfg Config, key string) (*guestapi.Client, error) {
+func (c *checker) client(cfg config.Daemon, key string) (*guestapi.Client, error) {
 	return guestapi.New(guestapi.Config{
 		BaseURL:     cfg.APIURL,
 		APIKey:      key,
@@ -480,13 +483,13 @@ func (c *checker) client(cfg Config, key string) (*guestapi.Client, error) {
 
 // checkAPI lists one ticket: the API is reachable, the key accepted and
 // allowed to read tickets.
-func (c *checker) checkAPI(cfg Config, key string) bool {
+func (c *checker) checkAPI(cfg config.Daemon, key string) bool {
 	const name = "API"
-	if err := checkAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
+	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		c.report(skip(name, "TICKETBRIDGE_API_URL is not usable (see configuration)"))
 		return false
 	}
-	urlFix := "set TICKETBRIDGE_API_URL to " + apiURLExample + ", without /ops-public-api/v1"
+	urlFix := "set TICKETBRIDGE_API_URL to " + config.APIURLExample + ", without /ops-public-api/v1"
 	cl, err := c.client(cfg, key)
 	if err != nil {
 		c.report(fail(name, c.fixEnv()+": "+urlFix, "%s", strings.TrimPrefix(err.Error(), "check config: ")))
@@ -536,7 +539,7 @@ func orRight(err error, def string) string {
 
 // checkWrite proves the right tickets:write without writing: see
 // checkAbout.
-func (c *checker) checkWrite(cfg Config, key string) {
+func (c *checker) checkWrite(cfg config.Daemon, key string) {
 	const name = "API write"
 	cl, err := c.client(cfg, key)
 	if err != nil {
@@ -566,7 +569,7 @@ func (c *checker) checkWrite(cfg Config, key string) {
 
 // checkHelpdesk opens the configured adapter and lets it check its
 // helpdesk.
-func (c *checker) checkHelpdesk(cfg Config, cfgOK bool) {
+func (c *checker) checkHelpdesk(cfg config.Daemon, cfgOK bool) {
 	const name = "helpdesk"
 	if cfg.Adapter == "" {
 		c.report(fail(name, c.fixEnv()+": set TICKETBRIDGE_ADAPTER", "TICKETBRIDGE_ADAPTER is empty"))
@@ -593,7 +596,7 @@ func (c *checker) checkHelpdesk(cfg Config, cfgOK bool) {
 		Logger:             c.opts.Logger.With("adapter", cfg.Adapter),
 		StatusToHelpdesk:   to,
 		StatusFromHelpdesk: from,
-		StateDir:           cfg.stateDir(),
+		StateDir:           cfg.StateDir(),
 	})
 	if err != nil {
 		c.report(fail(name, fix, "%v", err))
@@ -614,7 +617,7 @@ func (c *checker) checkHelpdesk(cfg Config, cfgOK bool) {
 
 // checkState opens the state file read-only, or makes sure it can be
 // created.
-func (c *checker) checkState(cfg Config) {
+func (c *checker) checkState(cfg config.Daemon) {
 	const name = "state file"
 	path := cfg.State
 	fix := c.fixEnv() + ": point TICKETBRIDGE_STATE at a file in a directory the daemon may write"
@@ -719,7 +722,7 @@ func creatable(path string) error {
 // checkPostgresState opens the PostgreSQL state read-only: it writes
 // nothing, so whether the role may create the tables shows at the first
 // start.
-func (c *checker) checkPostgresState(cfg Config) {
+func (c *checker) checkPostgresState(cfg config.Daemon) {
 	const name = "state database"
 	where := state.Redacted(cfg.State)
 	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger, Hotel: cfg.Hotel})

@@ -17,6 +17,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -30,7 +32,7 @@ func clearServiceEnv(t testing.TB) {
 	for _, kv := range os.Environ() {
 		// The test kit's own variable (the test database) goes too: tests
 		// that need it read it first (statetest.PostgresURL).
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, config.EnvPrefix) {
 			keys = append(keys, k)
 		}
 	}
@@ -95,7 +97,7 @@ func (h *hotel) envFile() string {
 // status of each check by name.
 func (h *hotel) check() (string, int, map[string]string) {
 	h.t.Helper()
-	return runChecks(h.t, h.envFile(), checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second})
+	return runChecks(h.t, h.envFile(), checkOptions{Registry: bridge.Adapters(), Timeout: 5 * time.Second})
 }
 
 func runChecks(t *testing.T, envFile string, opts checkOptions) (string, int, map[string]string) {
@@ -334,7 +336,7 @@ func TestCheckStateFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, h.vars["TICKETBRIDGE_STATE"]+statusSuffix, string(body), 0o600)
+		writeFile(t, h.vars["TICKETBRIDGE_STATE"]+bridge.StatusSuffix, string(body), 0o600)
 		out, code, v := h.check()
 		if code != 1 || v["held changes"] != checkFail || !strings.Contains(out, "Room number is required on solve") {
 			t.Fatalf("exit %d, held %q:\n%s", code, v["held changes"], out)
@@ -370,8 +372,8 @@ func TestCheckAsTheService(t *testing.T) {
 	delete(h.vars, "TICKETBRIDGE_FILES_DIR")
 	envFile := h.envFile()
 	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
-	opts := checkOptions{Registry: daemonAdapters(), Timeout: 5 * time.Second,
-		Service: serviceLayout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
+	opts := checkOptions{Registry: bridge.Adapters(), Timeout: 5 * time.Second,
+		Service: config.Layout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
 
 	out, code, v := runChecks(t, envFile, opts)
 	if code != 0 {
@@ -389,8 +391,8 @@ func TestCheckAsTheService(t *testing.T) {
 
 	// A key file named by its runtime credential path, and a state
 	// directory the service made.
-	h.vars["TICKETBRIDGE_API_KEY_FILE"] = serviceCredRuntime + "/api-key"
-	writeFile(t, envFile, "TICKETBRIDGE_API_URL="+h.ts.URL+"\nTICKETBRIDGE_API_KEY_FILE="+serviceCredRuntime+"/api-key\n", 0o600)
+	h.vars["TICKETBRIDGE_API_KEY_FILE"] = config.ServiceCredRuntime + "/api-key"
+	writeFile(t, envFile, "TICKETBRIDGE_API_URL="+h.ts.URL+"\nTICKETBRIDGE_API_KEY_FILE="+config.ServiceCredRuntime+"/api-key\n", 0o600)
 	if err := os.Mkdir(stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

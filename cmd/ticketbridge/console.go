@@ -2,22 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"log/slog"
-	"net/http"
-	"net/netip"
-	"net/url"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/ticketbridge/ticketbridge/internal/redact"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
-	"github.com/ticketbridge/ticketbridge/sync"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 )
 
 // This file puts the status page (package statuspage) on the daemon's
@@ -25,164 +17,39 @@ import (
 // hotel, or the list of a fleet's hotels (fleet.go), each hotel's page
 // fed by its own scheduler.
 
-// consoleConfig is read from the daemon's environment.
-type consoleConfig struct {
-	// TokenFile holds the console token that signs in to the status page
-	// and authorises `ticketbridge retry` and `skip` while the daemon runs.
-	// Unset, the token is systemd's credential console-token (the unit's
-	// LoadCredential=, from /etc/ticketbridge/console-token) when there is
-	// one; without either the page is read-only.
-	TokenFile string `env:"TICKETBRIDGE_CONSOLE_TOKEN_FILE"`
-	// ExternalURL is the address people open the page at through a proxy,
-	// e.g. https://bridge.example.com/; with https the session cookies are
-	// Secure by default.
-	ExternalURL string `env:"TICKETBRIDGE_CONSOLE_EXTERNAL_URL"`
-	// SecureCookie is true or false; empty follows ExternalURL.
-	SecureCookie string `env:"TICKETBRIDGE_CONSOLE_SECURE_COOKIE"`
-	// TrustedProxies lists the proxies (addresses or CIDR networks) whose
-	// X-Forwarded-For names the client a failed sign-in is counted
-	// against; empty trusts none.
-	TrustedProxies string `env:"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES"`
-}
-
-// consoleCredential is the name of the console token among the unit's
-// credentials (LoadCredential=console-token:...).
-const consoleCredential = "console-token"
-
-// consoleSettings are the status page's settings, read and checked.
-type consoleSettings struct {
-	token          secret // "" keeps the page read-only; never printed
-	secureCookie   bool
-	trustedProxies []netip.Prefix
-	externalHost   string // TICKETBRIDGE_CONSOLE_EXTERNAL_URL's host; "" when unset
-}
-
-// loadConsole reads the status page's variables and the console token:
-// from TICKETBRIDGE_CONSOLE_TOKEN_FILE, or else from the credential
-// console-token ($CREDENTIALS_DIRECTORY/console-token, as the API key is
-// found), where a blank one means none (the unit's SetCredential=
-// default when /etc/ticketbridge/console-token does not exist). A token
-// file its group or other users may read, or a token shorter than
-// statuspage.MinTokenLen bytes, is refused; errors never hold the token.
-func loadConsole(ctx context.Context, env envconfig.Lookuper) (consoleSettings, error) {
-	var c consoleConfig
-	var s consoleSettings
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return s, fmt.Errorf("read configuration: %w", err)
+// setupConsole makes the status page of w's hotel, for tel to serve at /,
+// and the hotel's source it shows. Without a listener it makes neither.
+func setupConsole(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry) (*bridge.Console, telemetry.Page, error) {
+	if !tel.Listens() {
+		return nil, nil, nil
 	}
-	var err error
-	if s.trustedProxies, err = statuspage.ParseProxies(c.TrustedProxies); err != nil {
-		return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: %w", err)
-	}
-	if u := strings.TrimSpace(c.ExternalURL); u != "" {
-		pu, err := url.Parse(u)
-		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_EXTERNAL_URL=%q: want the address the page is opened at, e.g. https://bridge.example.com/", redact.URL(u))
-		}
-		s.secureCookie, s.externalHost = pu.Scheme == "https", pu.Host
-	}
-	if v := strings.TrimSpace(c.SecureCookie); v != "" {
-		if s.secureCookie, err = strconv.ParseBool(v); err != nil {
-			return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_SECURE_COOKIE=%q: want true or false (empty: true when TICKETBRIDGE_CONSOLE_EXTERNAL_URL starts with https)", v)
-		}
-	}
-	path, what := strings.TrimSpace(c.TokenFile), "TICKETBRIDGE_CONSOLE_TOKEN_FILE"
-	if path == "" {
-		if path = credentialFile(env, consoleCredential); path == "" {
-			return s, nil
-		}
-		what = "the credential " + consoleCredential
-		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "" {
-			return s, nil
-		}
-	}
-	tok, err := readSecretFile(path, "console token")
+	c := bridge.NewConsole(w, "")
+	page, err := setupPage(ctx, w.Env(), tel, w.Logger(), statuspage.Options{Source: c.Hotel})
 	if err != nil {
-		if c.TokenFile != "" && underSystemd() && errors.Is(err, fs.ErrPermission) {
-			return s, fmt.Errorf("read configuration: %s: %w; under the service, leave the variable unset: the unit passes /etc/ticketbridge/console-token as its credential %s", what, err, consoleCredential)
-		}
-		return s, fmt.Errorf("read configuration: %s: %w", what, err)
+		return nil, nil, err
 	}
-	if err := statuspage.CheckToken(tok); err != nil {
-		return s, fmt.Errorf("read configuration: %s: %s: %w", what, path, err)
-	}
-	s.token = secret(tok)
-	return s, nil
-}
-
-// pageHandler is what the telemetry listener needs of the status page.
-type pageHandler interface {
-	http.Handler
-	AcceptsPost(r *http.Request) bool
-}
-
-// console is the daemon's status page; a nil *console (no listener) does
-// nothing.
-type console struct {
-	hotel *statuspage.Hotel
-}
-
-// setupConsole makes the status page of w's hotel and hands it to tel,
-// which serves it at / once started. Without a listener it makes none.
-func setupConsole(ctx context.Context, w *wiring, tel *telemetry) (*console, error) {
-	if tel.cfg.Listen == "" {
-		return nil, nil
-	}
-	c := newConsole(w, "")
-	if err := setupPage(ctx, w.env, tel, w.log, statuspage.Options{Source: c.hotel}); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c, page, nil
 }
 
 // setupPage makes the status page of opts (one hotel's Source, or the
-// Hotels of a fleet), with the console token of env, and hands it to tel,
-// which serves it at / once started. Without a listener it makes none.
-func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry, log *slog.Logger, opts statuspage.Options) error {
-	if tel.cfg.Listen == "" {
-		return nil
+// Hotels of a fleet), with the console token of env, for tel to serve at
+// /. Without a listener it makes none.
+func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry.Telemetry, log *slog.Logger, opts statuspage.Options) (telemetry.Page, error) {
+	if !tel.Listens() {
+		return nil, nil
 	}
-	cs, err := loadConsole(ctx, env)
+	cs, err := config.LoadConsole(ctx, env)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	opts.Token, opts.Logger = string(cs.token), log
-	opts.SecureCookie, opts.TrustedProxies, opts.ExternalHost = cs.secureCookie, cs.trustedProxies, cs.externalHost
+	opts.Token, opts.Logger = string(cs.Token), log
+	opts.SecureCookie, opts.TrustedProxies, opts.ExternalHost = cs.SecureCookie, cs.TrustedProxies, cs.ExternalHost
 	srv, err := statuspage.New(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tel.page = srv
-	if cs.token == "" {
+	if cs.Token == "" {
 		log.Info("status page is read-only: put a console token in /etc/ticketbridge/console-token (the service's credential console-token) or set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
-	return nil
-}
-
-// newConsole returns the page's source of w's hotel, named name ("" for
-// a daemon's one hotel), with the status read from its state. A hotel of
-// many ("" excepted) keeps only counts in memory and reads its request
-// list when its pages are viewed (statuspage.Hotel.OnDemand).
-func newConsole(w *wiring, name string) *console {
-	h := statuspage.NewHotel(name, w.store, nil)
-	if name != "" {
-		h.OnDemand()
-	}
-	if err := h.Refresh(); err != nil {
-		w.log.Warn("read status for the status page", slog.Any("error", err), slog.String("op", "console"))
-	}
-	return &console{hotel: h}
-}
-
-// cycleDone gives the page the cycle's report and the status read after
-// it, nil when the daemon read none this time.
-func (c *console) cycleDone(r sync.Report, s *sync.Status) {
-	if c == nil {
-		return
-	}
-	if s == nil {
-		c.hotel.CycleReported(r) // the daemon read no status this time
-		return
-	}
-	_ = c.hotel.CycleDone(r, s)
+	return srv, nil
 }

@@ -16,7 +16,10 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -26,7 +29,7 @@ const consoleToken = "test-console-token-0123456789abcdef"
 // page and a console token, against the bridge's reference server and
 // files helpdesk, one cycle a second.
 type consoleDaemon struct {
-	b      *bridge
+	b      *hotelKit
 	addr   string
 	cycles chan sync.Report
 	logs   *bytes.Buffer
@@ -36,7 +39,7 @@ type consoleDaemon struct {
 	broken atomic.Value
 }
 
-func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *consoleDaemon {
+func startConsoleDaemon(t *testing.T, b *hotelKit, setup func(*consoleDaemon)) *consoleDaemon {
 	t.Helper()
 	tokFile := filepath.Join(b.dir, "console-token")
 	if err := os.WriteFile(tokFile, []byte(consoleToken+"\n"), 0o600); err != nil {
@@ -70,14 +73,13 @@ func startConsoleDaemon(t *testing.T, b *bridge, setup func(*consoleDaemon)) *co
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := src.env
-	tc, err := loadTelemetryConfig(ctx, env)
+	env := src.Env
+	tc, err := config.LoadTelemetry(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel := newTelemetry(tc, log)
-	tel.watchdogEvery = -1
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{HTTPClient: tel.instrument(nil),
+	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax, WatchdogEvery: -1})
+	w, err := bridge.New(ctx, env, cfg, sc, log, bridge.Options{HTTPClient: instrument(tel, nil),
 		AfterCycle: func(r sync.Report, _ error) {
 			select {
 			case d.cycles <- r:
@@ -153,7 +155,7 @@ const snapshotCycles = 15
 
 func (d *consoleDaemon) snapshot(t *testing.T) sync.Status {
 	t.Helper()
-	s, err := readSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + statusSuffix)
+	s, err := readSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + bridge.StatusSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func (l *lockedWriter) String() string {
 }
 
 // countUpstream counts the upstream messages of ticket id with body.
-func countUpstream(t *testing.T, b *bridge, id, body string) int {
+func countUpstream(t *testing.T, b *hotelKit, id, body string) int {
 	t.Helper()
 	v, err := b.ts.Server.Ticket(id)
 	if err != nil {
@@ -281,7 +283,7 @@ func TestRetryAndSkipCommandsWhileRunning(t *testing.T) {
 
 // newConsoleDaemonRefusing starts the daemon with the API refusing posts
 // and waits for the cycle that journals and refuses them.
-func newConsoleDaemonRefusing(t *testing.T, b *bridge) *consoleDaemon {
+func newConsoleDaemonRefusing(t *testing.T, b *hotelKit) *consoleDaemon {
 	t.Helper()
 	d := startConsoleDaemon(t, b, func(d *consoleDaemon) { d.refuse.Store(true) })
 	for range snapshotCycles {
@@ -319,9 +321,8 @@ func (stubPage) AcceptsPost(r *http.Request) bool { return r.URL.Path == "/act" 
 // TestListenerAllowsPostToThePageOnly: the listener takes POST for the
 // page's forms only, and its body limit stays.
 func TestListenerAllowsPostToThePageOnly(t *testing.T) {
-	tel := newTelemetry(telemetryConfig{CycleMax: 20 * time.Minute}, nil)
-	tel.page = stubPage{}
-	h := tel.handler()
+	tel := telemetry.New(nil, telemetry.Options{CycleMax: 20 * time.Minute})
+	h := tel.Handler(stubPage{})
 	for _, c := range []struct {
 		method, path string
 		body         string
@@ -369,14 +370,14 @@ func TestConsoleTokenConfig(t *testing.T) {
 		// tests show it, on account files of their own.
 		{write("world", consoleToken, 0o604), "readable by other users: every user may (mode -rw----r--); run chmod 600"},
 	} {
-		cs, err := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
+		cs, err := config.LoadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("token file %q: %v", c.file, err)
-		case c.want == "" && c.file == "" && cs.token != "":
-			t.Errorf("no token file: token %q", cs.token)
-		case c.want == "" && c.file == good && string(cs.token) != consoleToken:
-			t.Errorf("token file %s: token %q", c.file, cs.token)
+		case c.want == "" && c.file == "" && cs.Token != "":
+			t.Errorf("no token file: token %q", cs.Token)
+		case c.want == "" && c.file == good && string(cs.Token) != consoleToken:
+			t.Errorf("token file %s: token %q", c.file, cs.Token)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), short) || strings.Contains(err.Error(), consoleToken)):
 			t.Errorf("token file %s: %v, want an error with %q and without the token", c.file, err, c.want)
 		}
@@ -390,15 +391,15 @@ func TestConsoleTokenConfig(t *testing.T) {
 func TestConsoleTokenFromCredentials(t *testing.T) {
 	creds := t.TempDir()
 	env := envconfig.MapLookuper(map[string]string{"CREDENTIALS_DIRECTORY": creds})
-	if cs, err := loadConsole(context.Background(), env); err != nil || cs.token != "" {
-		t.Fatalf("no credential: %q, %v", cs.token, err)
+	if cs, err := config.LoadConsole(context.Background(), env); err != nil || cs.Token != "" {
+		t.Fatalf("no credential: %q, %v", cs.Token, err)
 	}
-	p := filepath.Join(creds, consoleCredential)
+	p := filepath.Join(creds, config.ConsoleCredential)
 	if err := os.WriteFile(p, []byte("\n"), 0o400); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := loadConsole(context.Background(), env); err != nil || cs.token != "" {
-		t.Fatalf("blank credential: %q, %v", cs.token, err)
+	if cs, err := config.LoadConsole(context.Background(), env); err != nil || cs.Token != "" {
+		t.Fatalf("blank credential: %q, %v", cs.Token, err)
 	}
 	if err := os.Chmod(p, 0o600); err != nil {
 		t.Fatal(err)
@@ -406,19 +407,19 @@ func TestConsoleTokenFromCredentials(t *testing.T) {
 	if err := os.WriteFile(p, []byte(consoleToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := loadConsole(context.Background(), env); err != nil || string(cs.token) != consoleToken {
-		t.Fatalf("credential: %q, %v", cs.token, err)
+	if cs, err := config.LoadConsole(context.Background(), env); err != nil || string(cs.Token) != consoleToken {
+		t.Fatalf("credential: %q, %v", cs.Token, err)
 	}
 	if err := os.WriteFile(p, []byte("0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadConsole(context.Background(), env); err == nil || !strings.Contains(err.Error(), "the credential console-token: "+p+": the console token is 16 bytes long; want 32 or more") || strings.Contains(err.Error(), "0123456789abcdef") {
+	if _, err := config.LoadConsole(context.Background(), env); err == nil || !strings.Contains(err.Error(), "the credential console-token: "+p+": the console token is 16 bytes long; want 32 or more") || strings.Contains(err.Error(), "0123456789abcdef") {
 		t.Fatalf("short credential: %v", err)
 	}
 	if err := os.Chmod(p, 0o604); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadConsole(context.Background(), env); !errors.Is(err, errKeyFileOpen) {
+	if _, err := config.LoadConsole(context.Background(), env); !errors.Is(err, config.ErrKeyFileOpen) {
 		t.Fatalf("a credential every user may read: %v", err)
 	}
 }
@@ -439,18 +440,18 @@ func TestConsoleCookieAndProxyConfig(t *testing.T) {
 		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}, false, ""},
 		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, nginx"}, false, `TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: entry "nginx" is neither an address nor a network`},
 	} {
-		cs, err := loadConsole(context.Background(), envconfig.MapLookuper(c.vars))
+		cs, err := config.LoadConsole(context.Background(), envconfig.MapLookuper(c.vars))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%v: %v", c.vars, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v: %v, want an error with %q", c.vars, err, c.want)
-		case c.want == "" && cs.secureCookie != c.secure:
-			t.Errorf("%v: secure cookie %v, want %v", c.vars, cs.secureCookie, c.secure)
+		case c.want == "" && cs.SecureCookie != c.secure:
+			t.Errorf("%v: secure cookie %v, want %v", c.vars, cs.SecureCookie, c.secure)
 		}
 	}
-	cs, _ := loadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
-	if len(cs.trustedProxies) != 2 || cs.trustedProxies[1].String() != "10.0.0.0/8" {
-		t.Errorf("trusted proxies %v", cs.trustedProxies)
+	cs, _ := config.LoadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}))
+	if len(cs.TrustedProxies) != 2 || cs.TrustedProxies[1].String() != "10.0.0.0/8" {
+		t.Errorf("trusted proxies %v", cs.TrustedProxies)
 	}
 }

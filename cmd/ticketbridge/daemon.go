@@ -21,22 +21,12 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/ticketbridge/ticketbridge/adapters"
-	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
-)
-
-// Files the daemon keeps next to the state file.
-const (
-	// statusSuffix names the status snapshot the daemon writes after each
-	// cycle, for `ticketbridge status` while the daemon holds the state.
-	statusSuffix = ".status.json"
-	// snapshotEvery is the longest time between two status snapshots when
-	// taking one is slow (see serve).
-	snapshotEvery = 10 * time.Second
-	// backupSuffix names the live copy the daemon writes on SIGUSR1.
-	backupSuffix = ".backup"
 )
 
 const runAbout = `Run the daemon: a sync cycle at once and then on every tick of
@@ -55,7 +45,8 @@ configuration's values are every hotel's defaults. SIGHUP (systemctl reload
 ticketbridge) re-reads DIR: a new file starts its hotel, a removed one stops
 after its cycle in flight, an edited one restarts; the others go on.`
 
-func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDaemon(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	// SIGUSR1 asks for a live copy of the state file. Its default action
 	// ends the process, so it is caught from the start to the return,
 	// also while the daemon wires itself up or closes; serve acts on it.
@@ -70,7 +61,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	fs := newFlagSet("run", runAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -81,25 +72,29 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if src.service {
-		return fmt.Errorf("run: on an installed system the daemon runs as the service: systemctl start ticketbridge (the configuration is %s); to run it by hand, name a configuration with --env-file", src.file)
+	if src.Service {
+		return fmt.Errorf("run: on an installed system the daemon runs as the service: systemctl start ticketbridge (the configuration is %s); to run it by hand, name a configuration with --env-file", src.File)
 	}
-	tc, err := loadTelemetryConfig(ctx, src.env)
+	tc, err := config.LoadTelemetry(ctx, src.Env)
 	if err != nil {
 		return err
 	}
-	tel := newTelemetry(tc, log)
-	hc, err := loadHotelsConfig(ctx, src.env)
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
-		return src.explain(err)
+		return src.Explain(err)
 	}
 	if hc.Dir != "" {
-		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, wireOptions{}), hup, usr1)
+		tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
+		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, bridge.Options{}), hup, usr1)
 	}
-	opts := wireOptions{HTTPClient: tel.instrument(nil)}
+	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
+	opts := bridge.Options{HTTPClient: instrument(tel, nil)}
 	if state.IsURL(cfg.State) {
 		// One daemon at a time syncs the hotel; another stands by.
-		sl, err := standBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log)
+		var lose context.CancelCauseFunc
+		ctx, lose = context.WithCancelCause(ctx)
+		defer lose(nil)
+		sl, err := standBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log, func() { lose(errLeaseLost) })
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while standing by
@@ -107,15 +102,10 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer sl.close()
-		var lose context.CancelCauseFunc
-		ctx, lose = context.WithCancelCause(ctx)
-		defer lose(nil)
-		sl.keeping = true
-		go sl.keep(ctx, func() { lose(errLeaseLost) })
 		opts.Fence = sl.hl.get().Fence
 		opts.Chain.Guard = leaseGuard(sl.hl, lose, errLeaseLost)
 	}
-	w, err := wire(ctx, src.env, cfg, sc, log, opts)
+	w, err := bridge.New(ctx, src.Env, cfg, sc, log, opts)
 	if err != nil {
 		return err
 	}
@@ -129,25 +119,25 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // serve runs w's engine on its schedule until ctx ends, writing a copy of
 // the state file on each signal from usr1.
-func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal) error {
-	log, eng := w.log, w.engine
-	if err := w.start(ctx); err != nil {
+func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1 <-chan os.Signal) error {
+	log, eng := w.Logger(), w.Engine()
+	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	page, err := setupConsole(ctx, w, tel)
+	page, handler, err := setupConsole(ctx, w, tel)
 	if err != nil {
 		return err
 	}
-	if err := tel.start(ctx, eng.Schedule(), eng.Interval(), w.store.Stats); err != nil {
+	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), w.Store().Stats); err != nil {
 		return err
 	}
 	defer func() {
-		if err := tel.stop(); err != nil {
+		if err := tel.Stop(); err != nil {
 			log.Warn("stop telemetry", slog.Any("error", err))
 		}
 	}()
-	v, _, _ := buildVersion()
-	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.cfg.Adapter), slog.Any("state", state.Redacted(w.cfg.State)), slog.Any("schedule", w.syncCfg.Schedule), slog.Any("api", w.cfg.APIURL))
+	v, _, _ := version.Get()
+	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.Daemon().Adapter), slog.Any("state", state.Redacted(w.Daemon().State)), slog.Any("schedule", w.Sync().Schedule), slog.Any("api", w.Daemon().APIURL))
 
 	bctx, stopBackups := context.WithCancel(ctx)
 	var wg gosync.WaitGroup
@@ -157,19 +147,15 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 			case <-bctx.Done():
 				return
 			case <-usr1:
-				if state.IsURL(w.cfg.State) {
+				dest, err := w.Backup(bctx)
+				if errors.Is(err, bridge.ErrBackupPostgres) {
 					log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup FILE", slog.String("op", "backup"))
 					continue
 				}
-				dest := w.cfg.State + backupSuffix
-				err := w.store.BackupFile(bctx, dest)
 				if err != nil {
 					log.Error("back up state file", slog.Any("error", err), slog.String("op", "backup"))
 				} else {
 					log.Info("wrote a copy of the state file", slog.String("op", "backup"), slog.Any("path", dest))
-				}
-				if w.afterBackup != nil {
-					w.afterBackup(dest, err)
 				}
 			}
 		}
@@ -179,110 +165,9 @@ func serve(ctx context.Context, w *wiring, tel *telemetry, usr1 <-chan os.Signal
 		wg.Wait()
 	}()
 
-	err = w.scheduler(tel, page, nil).Run(ctx)
+	err = w.Scheduler(tel, tel.CycleMax(), page, nil).Run(ctx)
 	log.Info("ticketbridge stopped", slog.String("op", "stop"))
 	return err
-}
-
-// start starts the adapter's listeners and goroutines (only the daemon
-// does; the adapter's Close, in w.Close, stops them) and checks the
-// helpdesk: a state file of another adapter is an error, a helpdesk that
-// does not answer is logged and tried again by the first cycle.
-func (w *wiring) start(ctx context.Context) error {
-	if st, ok := w.hd.(adapters.Starter); ok {
-		if err := st.Start(ctx); err != nil {
-			return err
-		}
-	}
-	if err := w.engine.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
-		return err
-	} else if err != nil {
-		w.log.Warn("the helpdesk check failed; the first cycle tries again", slog.String("op", "start"), slog.Any("error", err))
-	}
-	return nil
-}
-
-// scheduler returns the scheduler of w's engine, reporting each cycle to
-// tel and to the status page (nil: none), and writing the status snapshot
-// after it. A non-nil life is the context the cycles run in instead of the
-// scheduler's: ending the scheduler's then lets the cycle in flight finish.
-func (w *wiring) scheduler(tel *telemetry, page *console, life context.Context) *sync.Scheduler {
-	var lastSnapshot time.Time
-	var snapshotCost time.Duration
-	return &sync.Scheduler{
-		Schedule: w.engine.Schedule(),
-		Deadline: tel.cfg.CycleMax,
-		Cycle: func(ctx context.Context) (sync.Report, error) {
-			if life != nil {
-				// The scheduler's deadline, on the context the cycle runs in.
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
-				defer cancel()
-			}
-			tel.cycleStarted()
-			return w.engine.RunCycle(ctx)
-		},
-		AfterCycle: func(r sync.Report, err error) {
-			tel.cycleDone(r, err)
-			// The snapshot reads every record: it is taken after a cycle
-			// when the last one is older than twenty times what taking it
-			// cost (at most snapshotEvery), and after every cycle that did
-			// not sync. The page keeps the last one in between.
-			var snap *sync.Status
-			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
-				snap = writeSnapshot(w.store, w.hd, w.cfg.State+statusSuffix, w.log)
-				snapshotCost, lastSnapshot = time.Since(now), now
-			}
-			tel.observeHeld(held(context.Background(), w.hd), setAside(w.hd))
-			page.cycleDone(r, snap)
-			if w.afterCycle != nil {
-				w.afterCycle(r, err)
-			}
-		},
-		Logger: w.log,
-	}
-}
-
-// deadlineOf returns ctx's deadline, or a time far ahead when it has none.
-func deadlineOf(ctx context.Context) time.Time {
-	if dl, ok := ctx.Deadline(); ok {
-		return dl
-	}
-	return time.Now().Add(100 * 365 * 24 * time.Hour)
-}
-
-// writeSnapshot writes the status snapshot of st to path, atomically and
-// readable by the owner only. Failures are logged: the snapshot is a
-// convenience, the state file is the truth. With the state in PostgreSQL
-// no file is written (status reads the database). It returns the
-// snapshot, nil when it could not be read.
-func writeSnapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) *sync.Status {
-	s, err := sync.ReadStatus(st, time.Now())
-	if err == nil {
-		s.Held = held(context.Background(), hd)
-	}
-	if err == nil && !state.IsURL(path) {
-		var b []byte
-		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
-			err = atomicfile.WriteFile(path, append(b, '\n'), 0o600)
-		}
-	}
-	if err != nil {
-		log.Warn("write status snapshot", slog.Any("error", err), slog.String("op", "status"), slog.Any("path", state.Redacted(path)))
-	}
-	if s.At.IsZero() {
-		return nil
-	}
-	return &s
-}
-
-// held returns the changes the helpdesk holds until its team acts, when the
-// adapter can tell (adapters.Holder).
-func held(ctx context.Context, hd adapters.Helpdesk) []adapters.HeldError {
-	if h, ok := hd.(adapters.Holder); ok {
-		return h.Held(ctx)
-	}
-	return nil
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the
@@ -299,10 +184,11 @@ upstream, in the helpdesk, in the helpdesk's folders or in the state file
 (the cycle runs against a copy of it in a private temporary directory,
 removed after). A daemon holding the state file must be stopped first.`
 
-func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runOnce(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("once", onceAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	dry := fs.Bool("dry-run", false, "print what the cycle would write; write nothing")
 	var hf hotelFlag
 	hf.register(fs)
@@ -316,30 +202,30 @@ func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if src.service && src.stateDirMissing && !*dry {
-		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.layout.StateDir)
+	if src.Service && src.StateDirMissing && !*dry {
+		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.Layout.StateDir)
 	}
 	secs, err := hf.sections(ctx, src, cfg, warnTo(log))
 	if err != nil {
 		return err
 	}
 	if secs == nil {
-		return onceHotel(ctx, src, src.env, cfg, sc, log, *dry, stdout)
+		return onceHotel(ctx, src, src.Env, cfg, sc, log, *dry, stdout)
 	}
 	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return onceHotel(ctx, src, h.conf.env, h.conf.cfg, h.conf.sc, log.With("hotel", h.name), *dry, out)
+		return onceHotel(ctx, src, h.conf.Env, h.conf.Daemon, h.conf.Sync, log.With("hotel", h.name), *dry, out)
 	})
 }
 
 // onceHotel runs one cycle of a hotel, or a dry run, and prints its report.
-func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
-	w, err := wire(ctx, env, cfg, sc, log, wireOptions{DryRun: dry})
+func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
+	w, err := bridge.New(ctx, env, cfg, sc, log, bridge.Options{DryRun: dry})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	// The cycle has the daemon's deadline: a call that hangs ends it.
-	tc, err := loadTelemetryConfig(ctx, env)
+	tc, err := config.LoadTelemetry(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -347,15 +233,15 @@ func onceHotel(ctx context.Context, src configSource, env envconfig.Lookuper, cf
 	defer cancel()
 	var rep sync.Report
 	if dry {
-		rep, err = w.dryRun(cycleCtx, stdout)
+		rep, err = w.DryRun(cycleCtx, stdout)
 	} else {
-		rep, err = w.engine.RunCycle(cycleCtx)
-		writeSnapshot(w.store, w.hd, cfg.State+statusSuffix, log)
-		if src.service {
+		rep, err = w.Engine().RunCycle(cycleCtx)
+		w.WriteSnapshot()
+		if src.Service {
 			// Run by root in a shell: what the cycle made in the service's
 			// state directory, and in the staff's helpdesk folder, must
 			// stay the service's.
-			dirs := []string{src.layout.StateDir}
+			dirs := []string{src.Layout.StateDir}
 			if d, ok := env.Lookup("TICKETBRIDGE_FILES_DIR"); ok && strings.TrimSpace(d) != "" && cfg.Adapter == "files" {
 				dirs = append(dirs, strings.TrimSpace(d))
 			}
@@ -391,10 +277,11 @@ snapshot the daemon writes after each cycle (<state>.status.json), with
 each ticket's newest journal entries; the lists of messages need the daemon
 stopped.`
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runStatus(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("status", statusAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	var hf hotelFlag
 	hf.register(fs)
@@ -421,12 +308,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		each = eachHotelJSON
 	}
 	return each(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return statusHotel(h.conf.cfg, fs.Arg(0), *asJSON, log, out)
+		return statusHotel(h.conf.Daemon, fs.Arg(0), *asJSON, log, out)
 	})
 }
 
 // statusHotel prints the status of a hotel's state, or of one ticket.
-func statusHotel(cfg Config, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
+func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
@@ -434,7 +321,7 @@ func statusHotel(cfg Config, ticket string, asJSON bool, log *slog.Logger, stdou
 	var snap *sync.Status
 	switch {
 	case errors.Is(err, state.ErrLocked):
-		s, serr := readSnapshot(cfg.State + statusSuffix)
+		s, serr := readSnapshot(cfg.State + bridge.StatusSuffix)
 		if serr != nil {
 			return fmt.Errorf("the daemon holds %s and %w", cfg.State, serr)
 		}
@@ -708,11 +595,12 @@ The copy is made with the file's own lock: while the daemon runs it holds
 the state file, so either stop it first, or send it SIGUSR1
 (systemctl kill -s USR1 ticketbridge), and it writes <state>.backup itself.`
 
-func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runState(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
 		fs := newFlagSet("state backup FILE", stateAbout, stdout)
 		var ef envFlag
-		ef.register(fs)
+		ef.register(fs, sh.layout)
 		fs.Usage()
 		if len(args) == 0 {
 			return &exitError{code: 2}
@@ -724,7 +612,7 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := newFlagSet("state backup FILE", stateAbout, stdout)
 	var ef envFlag
-	ef.register(fs)
+	ef.register(fs, sh.layout)
 	var hf hotelFlag
 	hf.register(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
@@ -747,7 +635,7 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return backupHotel(ctx, cfg, dest, stdout)
 	case hf.name != "":
 		return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
-			return backupHotel(ctx, h.conf.cfg, dest, out)
+			return backupHotel(ctx, h.conf.Daemon, dest, out)
 		})
 	}
 	// Every hotel: FILE is a directory that gets <name>.db of each.
@@ -755,12 +643,12 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("state backup: with every hotel FILE is a directory: %w", err)
 	}
 	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return backupHotel(ctx, h.conf.cfg, filepath.Join(dest, h.name+".db"), out)
+		return backupHotel(ctx, h.conf.Daemon, filepath.Join(dest, h.name+".db"), out)
 	})
 }
 
 // backupHotel writes a consistent copy of a hotel's state file to dest.
-func backupHotel(ctx context.Context, cfg Config, dest string, stdout io.Writer) error {
+func backupHotel(ctx context.Context, cfg config.Daemon, dest string, stdout io.Writer) error {
 	if abs, err1 := filepath.Abs(dest); err1 == nil {
 		if src, err2 := filepath.Abs(cfg.State); err2 == nil && abs == src {
 			return fmt.Errorf("%w: state backup: FILE is the state file itself", errUsage)
@@ -779,7 +667,7 @@ func backupHotel(ctx context.Context, cfg Config, dest string, stdout io.Writer)
 	}
 	if err := backup(); err != nil {
 		if errors.Is(err, state.ErrLocked) {
-			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State+backupSuffix)
+			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State+bridge.BackupSuffix)
 		}
 		return err
 	}

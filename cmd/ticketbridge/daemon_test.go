@@ -14,20 +14,22 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// bridge is a hotel configured for the files adapter against a reference
+// hotelKit is a hotel configured for the files adapter against a reference
 // server, with the commands run in-process.
-type bridge struct {
+type hotelKit struct {
 	t    *testing.T
 	ts   *refservertest.TestServer
 	dir  string
 	vars map[string]string
 }
 
-func newBridge(t *testing.T) *bridge {
+func newBridge(t *testing.T) *hotelKit {
 	t.Helper()
 	clearServiceEnv(t)
 	ts := refservertest.New(t)
@@ -36,7 +38,7 @@ func newBridge(t *testing.T) *bridge {
 	if err := os.WriteFile(keyFile, []byte(ts.Keys.TicketsWrite+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &bridge{t: t, ts: ts, dir: dir, vars: map[string]string{
+	return &hotelKit{t: t, ts: ts, dir: dir, vars: map[string]string{
 		"TICKETBRIDGE_API_URL":      ts.URL,
 		"TICKETBRIDGE_API_KEY_FILE": keyFile,
 		"TICKETBRIDGE_ADAPTER":      "files",
@@ -48,7 +50,7 @@ func newBridge(t *testing.T) *bridge {
 	}}
 }
 
-func (b *bridge) envFile() string {
+func (b *hotelKit) envFile() string {
 	b.t.Helper()
 	var s strings.Builder
 	for k, v := range b.vars {
@@ -63,7 +65,7 @@ func (b *bridge) envFile() string {
 
 // cmd runs a command with --env-file and returns stdout, stderr and the
 // exit code.
-func (b *bridge) cmd(name string, args ...string) (string, string, int) {
+func (b *hotelKit) cmd(name string, args ...string) (string, string, int) {
 	b.t.Helper()
 	var out, errb bytes.Buffer
 	full := append([]string{name, "--env-file", b.envFile()}, args...)
@@ -75,7 +77,7 @@ func (b *bridge) cmd(name string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-func (b *bridge) ticket(desc string) string {
+func (b *hotelKit) ticket(desc string) string {
 	b.t.Helper()
 	tv, err := b.ts.Server.CreateTicket(b.ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: desc})
 	if err != nil {
@@ -88,7 +90,7 @@ func (b *bridge) ticket(desc string) string {
 }
 
 // folder returns the helpdesk folder of an upstream ticket.
-func (b *bridge) folder(id string) string {
+func (b *hotelKit) folder(id string) string {
 	b.t.Helper()
 	des, _ := os.ReadDir(filepath.Join(b.vars["TICKETBRIDGE_FILES_DIR"], "tickets"))
 	for _, de := range des {
@@ -100,7 +102,7 @@ func (b *bridge) folder(id string) string {
 	return ""
 }
 
-func (b *bridge) drop(name, content string) string {
+func (b *hotelKit) drop(name, content string) string {
 	b.t.Helper()
 	p := filepath.Join(b.vars["TICKETBRIDGE_FILES_DIR"], "outbox", name)
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -109,7 +111,7 @@ func (b *bridge) drop(name, content string) string {
 	return p
 }
 
-func (b *bridge) posts() int {
+func (b *hotelKit) posts() int {
 	n := 0
 	for route, byStatus := range b.ts.Server.Stats().Requests {
 		if strings.HasPrefix(route, "POST "+refserver.BasePath) {
@@ -286,7 +288,7 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	}
 	cycles := make(chan sync.Report, 4)
 	backups := make(chan error, 1)
-	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{
+	w, err := bridge.New(ctx, src.Env, cfg, sc, log, bridge.Options{
 		AfterCycle:  func(r sync.Report, _ error) { cycles <- r },
 		AfterBackup: func(_ string, err error) { backups <- err },
 	})
@@ -298,7 +300,7 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	go func() { done <- serve(ctx, w, newTelemetry(telemetryConfig{}, log), usr1) }()
+	go func() { done <- serve(ctx, w, telemetry.New(log, telemetry.Options{}), usr1) }()
 	if r := <-cycles; r.Created != 1 {
 		t.Fatalf("first cycle: %s", r)
 	}
@@ -328,10 +330,10 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	if err := <-backups; err != nil {
 		t.Fatalf("backup: %v", err)
 	}
-	if _, err := os.Stat(b.vars["TICKETBRIDGE_STATE"] + backupSuffix); err != nil {
+	if _, err := os.Stat(b.vars["TICKETBRIDGE_STATE"] + bridge.BackupSuffix); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(b.vars["TICKETBRIDGE_STATE"] + statusSuffix)
+	fi, err := os.Stat(b.vars["TICKETBRIDGE_STATE"] + bridge.StatusSuffix)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("status snapshot: %v, mode %v", err, fi.Mode())
 	}

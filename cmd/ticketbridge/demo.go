@@ -18,6 +18,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -39,7 +40,8 @@ const (
 	demoStepGap = 10 * time.Minute // the engine's clock moves on this much per step
 )
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("demo", demoAbout, stdout)
 	dir := fs.String("dir", "", "put the helpdesk folder and the state file in `DIR` (new or empty) instead of a new temporary folder")
 	keep := fs.Bool("keep", false, "after the script, keep the server and the daemon running on the schedule until Ctrl-C")
@@ -51,7 +53,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: demo: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if _, err := parseLevel(*level); err != nil {
+	if _, err := config.ParseLevel(*level); err != nil {
 		return fmt.Errorf("%w: demo: --log-level %v", errUsage, err)
 	}
 	if _, err := sync.ParseSchedule(*schedule); err != nil {

@@ -15,8 +15,12 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -26,22 +30,22 @@ import (
 type fleet struct {
 	// life is the daemon's context: when it ends the cycles in flight stop.
 	life context.Context
-	src  configSource
-	main Config
-	hcfg hotelsConfig
+	src  config.Source
+	main config.Daemon
+	hcfg config.Hotels
 	log  *slog.Logger
-	tel  *telemetry
+	tel  *telemetry.Telemetry
 	// slots bound the API and helpdesk requests in flight across hotels:
 	// every hotel's chain (see newRunning) holds one per request. api is
 	// the client every hotel's API client wraps.
 	slots httpx.Slots
 	api   *http.Client
-	opts  wireOptions
+	opts  bridge.Options
 	// afterCycle, when set, is called after each cycle of each hotel.
 	afterCycle func(hotel string, r sync.Report, err error)
 
 	// wire wires a hotel: wire, or a test's.
-	wire func(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error)
+	wire func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error)
 
 	// reloading is held by reload and stopAll, one at a time; they wait
 	// for cycles with it, never with mu.
@@ -60,7 +64,7 @@ type fleet struct {
 	// handover, a lease lost, a hotel that ended): their leases are
 	// renewed until their wiring closed, then released.
 	keeper  *leaseKeeper
-	leased  map[string]hotelConf
+	leased  map[string]config.Hotel
 	handing map[string]*runningHotel
 	// backoff holds the leased hotels this replica could not start, with
 	// when it tries again; a reload clears it.
@@ -75,8 +79,8 @@ type fleet struct {
 
 // runningHotel is one hotel the daemon runs.
 type runningHotel struct {
-	conf hotelConf
-	tel  *telemetry
+	conf config.Hotel
+	tel  *telemetry.Telemetry
 	// stop ends the scheduling; the cycle in flight finishes first.
 	stop context.CancelFunc
 	// kill ends the cycle in flight too, by ending life: the hotel's lease
@@ -86,11 +90,11 @@ type runningHotel struct {
 	// sctx is the scheduler's context, ended by stop.
 	sctx context.Context
 	log  *slog.Logger
-	opts wireOptions
+	opts bridge.Options
 	// w is the hotel's wiring: set before its goroutine starts for a
 	// hotel whose state is a file, by the goroutine for a leased hotel;
 	// read it after wired (nil when the wiring failed).
-	w *wiring
+	w *bridge.Bridge
 	// wired is closed once the goroutine wired the hotel, or failed to;
 	// done once the goroutine ended.
 	wired chan struct{}
@@ -103,20 +107,19 @@ type runningHotel struct {
 	lease *hotelLease
 	// page is the hotel's source of the status page (nil: none); its
 	// goroutine sets it, read it after done.
-	page *console
+	page *bridge.Console
 }
 
 // newFleet returns the fleet of the directory hcfg names; reload starts
 // its hotels.
-func newFleet(life context.Context, src configSource, main Config, hcfg hotelsConfig, log *slog.Logger, tel *telemetry, opts wireOptions) *fleet {
-	tel.asFleet(hcfg.readyNames())
+func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry.Telemetry, opts bridge.Options) *fleet {
 	api := opts.HTTPClient
 	if api == nil {
-		api = newAPIClient(hcfg.MaxInFlight)
+		api = bridge.NewAPIClient(hcfg.MaxInFlight)
 	}
-	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: httpx.NewSlots(hcfg.MaxInFlight), api: api, opts: opts, wire: wire,
+	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: httpx.NewSlots(hcfg.MaxInFlight), api: api, opts: opts, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
-		leased: map[string]hotelConf{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
+		leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}}
 }
 
@@ -133,26 +136,26 @@ func newFleet(life context.Context, src configSource, main Config, hcfg hotelsCo
 func (f *fleet) reload() error {
 	f.reloading.Lock()
 	defer f.reloading.Unlock()
-	good, bad, err := loadHotels(f.life, f.src, f.main, f.hcfg.Dir, warnTo(f.log))
+	good, bad, err := config.LoadHotelDir(f.life, f.src, f.main, f.hcfg.Dir, warnTo(f.log))
 	if err != nil {
 		return err
 	}
-	want := make(map[string]hotelConf, len(good))
+	want := make(map[string]config.Hotel, len(good))
 	for _, h := range good {
-		want[h.name()] = h
+		want[h.Name()] = h
 	}
 	f.mu.Lock()
 	clear(f.leased)
 	clear(f.backoff) // the files may have been fixed
 	for _, h := range good {
-		if state.IsURL(h.cfg.State) {
-			f.leased[h.name()] = h
-			f.keeper.keeper(f, h.cfg.State)
+		if state.IsURL(h.Daemon.State) {
+			f.leased[h.Name()] = h
+			f.keeper.keeper(f, h.Daemon.State)
 		}
 	}
 	var stopping []*runningHotel
 	for name, rh := range f.hotels {
-		if h, ok := want[name]; ok && h.file.Sum == rh.conf.file.Sum && rh.alive() {
+		if h, ok := want[name]; ok && h.File.Sum == rh.conf.File.Sum && rh.alive() {
 			continue
 		}
 		if rh.lease != nil {
@@ -170,23 +173,23 @@ func (f *fleet) reload() error {
 	for _, rh := range stopping {
 		<-rh.done
 		// Off the status page before its state closes.
-		f.tel.dropHotel(rh.conf.name(), "")
+		f.tel.DropHotel(rh.conf.Name(), "")
 		if err := rh.w.Close(); err != nil {
-			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "stop"))
+			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.Name()), slog.String("op", "stop"))
 		}
-		if _, ok := want[rh.conf.name()]; ok {
-			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
+		if _, ok := want[rh.conf.Name()]; ok {
+			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.Name()), slog.String("op", "reload"))
 		} else {
-			f.log.Info("hotel stopped: its file is gone", slog.Any("hotel", rh.conf.name()), slog.String("op", "reload"))
+			f.log.Info("hotel stopped: its file is gone", slog.Any("hotel", rh.conf.Name()), slog.String("op", "reload"))
 		}
 	}
 	for name, err := range bad {
 		f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
-		f.tel.dropHotel(name, err.Error())
+		f.tel.DropHotel(name, err.Error())
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		h := want[name]
-		if state.IsURL(h.cfg.State) {
+		if state.IsURL(h.Daemon.State) {
 			continue // started by its keeper, once this replica holds its lease
 		}
 		f.mu.Lock()
@@ -198,7 +201,7 @@ func (f *fleet) reload() error {
 		rh, err := f.start(h)
 		if err != nil {
 			f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
-			f.tel.dropHotel(name, err.Error())
+			f.tel.DropHotel(name, err.Error())
 			continue
 		}
 		f.mu.Lock()
@@ -227,17 +230,17 @@ func (rh *runningHotel) alive() bool {
 // helpdesk requests stop when the lease's view ends (its chain's guard),
 // and the end of the view stops the hotel, its wiring or its cycle in
 // flight included.
-func (f *fleet) newRunning(h hotelConf, hl *hotelLease) *runningHotel {
-	name := h.name()
+func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
+	name := h.Name()
 	log := f.log.With("hotel", name)
-	tel := f.tel.hotel(name)
+	tel := f.tel.Hotel(name)
 	var after func(sync.Report, error)
 	if f.afterCycle != nil {
 		after = func(r sync.Report, err error) { f.afterCycle(name, r, err) }
 	}
-	opts := wireOptions{
+	opts := bridge.Options{
 		Registry:   f.opts.Registry,
-		HTTPClient: tel.instrument(f.api),
+		HTTPClient: instrument(tel, f.api),
 		Chain:      httpx.Chain{Slots: f.slots},
 		AfterCycle: after,
 		Hotel:      name,
@@ -261,9 +264,9 @@ func (f *fleet) newRunning(h hotelConf, hl *hotelLease) *runningHotel {
 }
 
 // start wires a hotel whose state is a file and runs it in a goroutine.
-func (f *fleet) start(h hotelConf) (*runningHotel, error) {
+func (f *fleet) start(h config.Hotel) (*runningHotel, error) {
 	rh := f.newRunning(h, nil)
-	w, err := f.wire(rh.life, h.env, h.cfg, h.sc, rh.log, rh.opts)
+	w, err := f.wire(rh.life, h.Env, h.Daemon, h.Sync, rh.log, rh.opts)
 	if err != nil {
 		rh.kill()
 		return nil, err
@@ -277,13 +280,13 @@ func (f *fleet) start(h hotelConf) (*runningHotel, error) {
 // leased hotel is wired here, off its keeper's goroutine).
 func (f *fleet) run(rh *runningHotel) {
 	defer close(rh.done)
-	h, name, log, tel, sctx, life := rh.conf, rh.conf.name(), rh.log, rh.tel, rh.sctx, rh.life
+	h, name, log, tel, sctx, life := rh.conf, rh.conf.Name(), rh.log, rh.tel, rh.sctx, rh.life
 	if rh.w == nil {
-		w, err := f.wire(life, h.env, h.cfg, h.sc, log, rh.opts)
+		w, err := f.wire(life, h.Env, h.Daemon, h.Sync, log, rh.opts)
 		if err != nil {
 			close(rh.wired)
 			log.Error("hotel not started; left to the other replicas for a while", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "lease"))
-			f.tel.dropHotel(name, err.Error())
+			f.tel.DropHotel(name, err.Error())
 			return
 		}
 		rh.w = w
@@ -295,26 +298,26 @@ func (f *fleet) run(rh *runningHotel) {
 	// A hotel that cannot start is listed as failing by /readyz, and
 	// no longer counts for the watchdog: the others go on, and the
 	// next reload tries it again.
-	if err := w.start(sctx); err != nil {
+	if err := w.Start(sctx); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.dropHotel(name, err.Error())
+		f.tel.DropHotel(name, err.Error())
 		return
 	}
-	if err := tel.start(sctx, w.engine.Schedule(), w.engine.Interval(), w.store.Stats); err != nil {
+	if err := tel.Start(sctx, nil, w.Engine().Schedule(), w.Engine().Interval(), w.Store().Stats); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.dropHotel(name, err.Error())
+		f.tel.DropHotel(name, err.Error())
 		return
 	}
 	// The hotel's page on the status page, fed after each of its
 	// cycles as the page of a daemon of one hotel is.
-	var page *console
-	if f.tel.page != nil {
-		page = newConsole(w, name)
-		f.tel.showPage(name, page.hotel)
+	var page *bridge.Console
+	if f.tel.Listens() { // the status page lists the hotels
+		page = bridge.NewConsole(w, name)
+		f.tel.ShowPage(name, page.Hotel)
 		rh.page = page
 	}
-	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.cfg.Adapter), slog.String("state", state.Redacted(h.cfg.State)), slog.Any("schedule", h.sc.Schedule), slog.Any("api", h.cfg.APIURL), slog.Any("file", h.file.Path))
-	_ = w.scheduler(tel, page, life).Run(sctx)
+	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
+	_ = w.Scheduler(tel, tel.CycleMax(), page, life).Run(sctx)
 }
 
 // stopAll stops every hotel, waiting for the cycles in flight, closes
@@ -352,9 +355,6 @@ func (f *fleet) stopAll() error {
 	return first
 }
 
-// closed reports whether Close released everything w opened.
-func (w *wiring) closed() bool { return w.hd == nil && w.store == nil }
-
 // running returns the names of the hotels running, sorted.
 func (f *fleet) running() []string {
 	f.mu.Lock()
@@ -377,16 +377,16 @@ func (f *fleet) backup(ctx context.Context) {
 	}
 	f.mu.Unlock()
 	for _, rh := range hs {
-		if state.IsURL(rh.conf.cfg.State) {
-			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
+		dest, err := rh.w.Backup(ctx)
+		if errors.Is(err, bridge.ErrBackupPostgres) {
+			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
 			continue
 		}
-		dest := rh.w.cfg.State + backupSuffix
-		if err := rh.w.store.BackupFile(ctx, dest); err != nil {
-			f.log.Error("back up state file", slog.Any("error", err), slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"))
+		if err != nil {
+			f.log.Error("back up state file", slog.Any("error", err), slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
 			continue
 		}
-		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.name()), slog.String("op", "backup"), slog.Any("path", dest))
+		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"), slog.Any("path", dest))
 	}
 }
 
@@ -399,21 +399,22 @@ func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error
 		debug.SetGCPercent(gc)
 		f.log.Debug(fmt.Sprintf("the Go collector runs at GOGC=%d: many hotels churn much and hold little (set GOGC or GOMEMLIMIT to choose)", gc), slog.String("op", "start"))
 	}
-	if err := setupPage(ctx, f.src.env, f.tel, f.log, statuspage.Options{Hotels: f.tel.pageHotels}); err != nil {
+	page, err := setupPage(ctx, f.src.Env, f.tel, f.log, statuspage.Options{Hotels: f.tel.PageHotels})
+	if err != nil {
 		return err
 	}
-	if err := f.tel.start(ctx, nil, 0, nil); err != nil {
+	if err := f.tel.Start(ctx, page, nil, 0, nil); err != nil {
 		return err
 	}
 	defer func() {
-		if err := f.tel.stop(); err != nil {
+		if err := f.tel.Stop(); err != nil {
 			f.log.Warn("stop telemetry", slog.Any("error", err))
 		}
 	}()
 	if err := f.reload(); err != nil {
 		return err
 	}
-	v, _, _ := buildVersion()
+	v, _, _ := version.Get()
 	f.log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", f.hcfg.Dir), slog.Any("hotels", len(f.running())), slog.Any("max_in_flight", f.hcfg.MaxInFlight), slog.String("replica", f.keeper.replica))
 	// The lease keepers renew and balance on goroutines of their own.
 	for {
@@ -450,6 +451,3 @@ func fleetGC() (int, bool) {
 	}
 	return fleetGCPercent, true
 }
-
-// errNoHotels is the error of --hotel without a hotels directory.
-var errNoHotels = errors.New("--hotel needs TICKETBRIDGE_HOTELS_DIR: this configuration serves one hotel")

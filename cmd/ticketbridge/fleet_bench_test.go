@@ -172,7 +172,7 @@ func (bf *benchFleet) measure(b *testing.B, cycles int) ([]time.Duration, int64)
 		var wg gosync.WaitGroup
 		for name, rh := range running {
 			wg.Go(func() {
-				rep, err := rh.w.engine.RunCycle(context.Background())
+				rep, err := rh.w.Engine().RunCycle(context.Background())
 				if err != nil || rep.Mirrored != 1 {
 					b.Errorf("hotel %s: cycle: %v, %s", name, err, rep)
 				}
@@ -193,7 +193,7 @@ func stateCommits(b *testing.B, hs map[string]*runningHotel) int64 {
 	b.Helper()
 	var sum int64
 	for _, rh := range hs {
-		sum += boltTxID(b, rh.w.cfg.State)
+		sum += boltTxID(b, rh.w.Daemon().State)
 	}
 	return sum
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -17,7 +19,7 @@ import (
 // on a loopback port.
 type daemonUnderTest struct {
 	t      *testing.T
-	tel    *telemetry
+	tel    *telemetry.Telemetry
 	addr   string
 	cycles chan sync.Report
 	done   chan error
@@ -27,7 +29,7 @@ type daemonUnderTest struct {
 // startDaemon runs the daemon of b's configuration with the endpoints on
 // 127.0.0.1 and returns once it is wired; each finished cycle's report
 // arrives on cycles.
-func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
+func startDaemon(t *testing.T, b *hotelKit) *daemonUnderTest {
 	t.Helper()
 	ef := envFlag{path: b.envFile()}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -37,14 +39,12 @@ func startDaemon(t *testing.T, b *bridge) *daemonUnderTest {
 		t.Fatal(err)
 	}
 	d := &daemonUnderTest{t: t, cycles: make(chan sync.Report, 16), done: make(chan error, 1), cancel: cancel}
-	w, err := wire(ctx, src.env, cfg, sc, log, wireOptions{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
+	w, err := bridge.New(ctx, src.Env, cfg, sc, log, bridge.Options{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	tel := newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
-	tel.watchdogEvery = -1
-	tel.notify = func(string) error { return nil }
+	tel := telemetry.New(log, telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
 	go func() { d.done <- serve(ctx, w, tel, make(chan os.Signal)) }()
 	t.Cleanup(func() {
 		cancel()

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -28,7 +29,7 @@ func (f *hotelFlag) register(fs interface {
 // error that its configuration is.
 type hotelSection struct {
 	name string
-	conf hotelConf
+	conf config.Hotel
 	err  error
 }
 
@@ -36,10 +37,10 @@ type hotelSection struct {
 // --hotel names or every hotel of the directory. It returns nil when the
 // configuration serves one hotel (no TICKETBRIDGE_HOTELS_DIR); --hotel is
 // then an error.
-func (f hotelFlag) sections(ctx context.Context, src configSource, main Config, warn func(string)) ([]hotelSection, error) {
-	hc, err := loadHotelsConfig(ctx, src.env)
+func (f hotelFlag) sections(ctx context.Context, src config.Source, main config.Daemon, warn func(string)) ([]hotelSection, error) {
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
-		return nil, src.explain(err)
+		return nil, src.Explain(err)
 	}
 	if hc.Dir == "" {
 		if f.name != "" {
@@ -47,13 +48,13 @@ func (f hotelFlag) sections(ctx context.Context, src configSource, main Config, 
 		}
 		return nil, nil
 	}
-	good, bad, err := loadHotels(ctx, src, main, hc.Dir, warn)
+	good, bad, err := config.LoadHotelDir(ctx, src, main, hc.Dir, warn)
 	if err != nil {
 		return nil, err
 	}
 	var out []hotelSection
 	for _, h := range good {
-		out = append(out, hotelSection{name: h.name(), conf: h})
+		out = append(out, hotelSection{name: h.Name(), conf: h})
 	}
 	for n, err := range bad {
 		out = append(out, hotelSection{name: n, err: err})
@@ -61,7 +62,7 @@ func (f hotelFlag) sections(ctx context.Context, src configSource, main Config, 
 	slices.SortFunc(out, func(a, b hotelSection) int { return strings.Compare(a.name, b.name) })
 	if f.name == "" {
 		if len(out) == 0 {
-			return nil, fmt.Errorf("the hotels directory %s holds no hotel (<name>%s)", hc.Dir, hotelSuffix)
+			return nil, fmt.Errorf("the hotels directory %s holds no hotel (<name>%s)", hc.Dir, config.HotelSuffix)
 		}
 		return out, nil
 	}
@@ -141,3 +142,6 @@ func eachHotelJSON(out io.Writer, secs []hotelSection, do func(s hotelSection, o
 	}
 	return nil
 }
+
+// errNoHotels is the error of --hotel without a hotels directory.
+var errNoHotels = errors.New("--hotel needs TICKETBRIDGE_HOTELS_DIR: this configuration serves one hotel")

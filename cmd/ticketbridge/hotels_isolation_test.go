@@ -58,7 +58,7 @@ func TestFleetIsolation(t *testing.T) {
 		var wg gosync.WaitGroup
 		for name, rh := range fx.running() {
 			wg.Go(func() {
-				if _, err := rh.w.engine.RunCycle(context.Background()); err != nil {
+				if _, err := rh.w.Engine().RunCycle(context.Background()); err != nil {
 					t.Errorf("hotel %s: cycle: %v", name, err)
 				}
 			})

@@ -23,6 +23,9 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -38,7 +41,7 @@ type fleetFixture struct {
 	orgs      map[string]string // hotel -> organisation
 	cycles    chan hotelCycle
 	f         *fleet
-	tel       *telemetry
+	tel       *telemetry.Telemetry
 	hup       chan os.Signal
 	done      chan error
 	// registry, when set, holds the adapters instead of the daemon's.
@@ -128,15 +131,13 @@ func (fx *fleetFixture) start() {
 		cancel()
 		fx.t.Fatal(err)
 	}
-	hc, err := loadHotelsConfig(ctx, src.env)
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
 		cancel()
 		fx.t.Fatal(err)
 	}
-	fx.tel = newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute}, log)
-	fx.tel.watchdogEvery = -1
-	fx.tel.notify = func(string) error { return nil }
-	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, wireOptions{Registry: fx.registry})
+	fx.tel = telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
+	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, bridge.Options{Registry: fx.registry})
 	fx.f.afterCycle = func(h string, r sync.Report, err error) {
 		select {
 		case fx.cycles <- hotelCycle{h, r, err}:
@@ -236,7 +237,7 @@ func TestHotelsDirectoryNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	files, err := readHotelsDir(dir, func(s string) { warnings = append(warnings, s) })
+	files, err := config.ReadHotelsDir(dir, func(s string) { warnings = append(warnings, s) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,13 +253,13 @@ func TestHotelsDirectoryNames(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(d, bad), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := readHotelsDir(d, func(string) {})
+			_, err := config.ReadHotelsDir(d, func(string) {})
 			if err == nil || !strings.Contains(err.Error(), filepath.Join(d, bad)) || !strings.Contains(err.Error(), "not a hotel name") {
 				t.Errorf("error = %v, want one naming %s as not a hotel name", err, bad)
 			}
 		})
 	}
-	if _, err := readHotelsDir(filepath.Join(dir, "missing"), func(string) {}); err == nil || !strings.Contains(err.Error(), "read hotels directory") {
+	if _, err := config.ReadHotelsDir(filepath.Join(dir, "missing"), func(string) {}); err == nil || !strings.Contains(err.Error(), "read hotels directory") {
 		t.Errorf("a missing directory: error = %v", err)
 	}
 }
@@ -279,24 +280,24 @@ func TestHotelConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := func() ([]hotelConf, map[string]error, error) {
-		return loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
+	load := func() ([]config.Hotel, map[string]error, error) {
+		return config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(string) {})
 	}
 	good, bad, err := load()
 	if err != nil || len(bad) != 0 || len(good) != 2 {
 		t.Fatalf("load: %v, bad %v, good %d", err, bad, len(good))
 	}
 	a, b := good[0], good[1]
-	if a.sc.AuthorName != "Front desk" || b.sc.AuthorName != "Beta desk" {
-		t.Errorf("author names %q and %q, want the main's default and beta's own", a.sc.AuthorName, b.sc.AuthorName)
+	if a.Sync.AuthorName != "Front desk" || b.Sync.AuthorName != "Beta desk" {
+		t.Errorf("author names %q and %q, want the main's default and beta's own", a.Sync.AuthorName, b.Sync.AuthorName)
 	}
-	if want := filepath.Join(fx.dir, "state", "hotels", "alpha.db"); a.cfg.State != want {
-		t.Errorf("alpha's state = %s, want %s", a.cfg.State, want)
+	if want := filepath.Join(fx.dir, "state", "hotels", "alpha.db"); a.Daemon.State != want {
+		t.Errorf("alpha's state = %s, want %s", a.Daemon.State, want)
 	}
-	if b.cfg.State != filepath.Join(fx.dir, "beta.db") {
-		t.Errorf("beta's state = %s, want its own", b.cfg.State)
+	if b.Daemon.State != filepath.Join(fx.dir, "beta.db") {
+		t.Errorf("beta's state = %s, want its own", b.Daemon.State)
 	}
-	if strings.Contains(a.key, "main-key") || a.key == b.key {
+	if strings.Contains(string(a.Key), "main-key") || a.Key == b.Key {
 		t.Error("a hotel got the main configuration's key, or the two hotels the same")
 	}
 
@@ -365,7 +366,7 @@ func TestFleetReload(t *testing.T) {
 	if after["delta"] == nil || len(fx.folders("delta")) != 1 {
 		t.Error("delta, whose file is new, did not start or sync")
 	}
-	if !before["gamma"].w.closed() {
+	if !before["gamma"].w.Closed() {
 		t.Error("gamma's wiring was not closed")
 	}
 
@@ -417,13 +418,8 @@ func TestFleetReadiness(t *testing.T) {
 		t.Error("/metrics carries series of no hotel besides the process's, or the process's series per hotel")
 	}
 
-	// Every hotel counts by default.
-	fx.tel.hotels.mu.Lock()
-	fx.tel.hotels.ready = nil
-	fx.tel.hotels.mu.Unlock()
-	if code, body := fx.get("/readyz"); code != 503 || !strings.HasPrefix(body, "not ready: hotels failing: revoked\n") {
-		t.Errorf("/readyz with every hotel counting: %d\n%s", code, body)
-	}
+	// That every hotel counts by default: TestFleetReadinessEveryHotel
+	// (internal/telemetry).
 }
 
 // cmd runs a command of the fixture's main file and returns stdout,
@@ -562,8 +558,8 @@ func TestHotelStateInADatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, bad, err := loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
-	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].cfg.State != db || good[1].cfg.State != db {
+	good, bad, err := config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(string) {})
+	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].Daemon.State != db || good[1].Daemon.State != db {
 		t.Errorf("hotels on a database: %v %v %+v", err, bad, good)
 	}
 }
@@ -609,7 +605,7 @@ func TestWebhookHotelsListenApart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = loadHotels(ctx, src, cfg, fx.hotelsDir, func(string) {})
+		_, _, err = config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(string) {})
 		if tc.clash != (err != nil) || err != nil && !(strings.Contains(err.Error(), "hotels alpha and beta") && strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_LISTEN")) {
 			t.Errorf("alpha on %q, beta on %q: error = %v, want a clash: %v", tc.a, tc.b, err, tc.clash)
 		}
@@ -631,7 +627,7 @@ func TestHotelStateFileAmongReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	if _, _, err := loadHotels(ctx, src, cfg, fx.hotelsDir, func(w string) { warnings = append(warnings, w) }); err != nil {
+	if _, _, err := config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(w string) { warnings = append(warnings, w) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "hotel beta keeps its state in the file") || !strings.Contains(warnings[0], "every replica") {
@@ -644,24 +640,22 @@ func TestHotelStateFileAmongReplicas(t *testing.T) {
 // that never completes a cycle does.
 func TestFleetWatchdogAndBrokenHotel(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	tel := newTelemetry(telemetryConfig{CycleMax: time.Hour}, nil)
-	tel.now = func() time.Time { return now }
-	tel.asFleet(nil)
-	tel.hotel("broken")
-	tel.dropHotel("broken", "state file of another adapter")
-	if u := tel.aliveUntil(); u.Before(now.Add(time.Hour)) {
+	tel := telemetry.NewFleet(nil, nil, telemetry.Options{CycleMax: time.Hour, Now: func() time.Time { return now }})
+	tel.Hotel("broken")
+	tel.DropHotel("broken", "state file of another adapter")
+	if u := tel.AliveUntil(); u.Before(now.Add(time.Hour)) {
 		t.Errorf("alive until %s with no hotel running, want an hour on", u)
 	}
-	if ok, reason := tel.readiness(now); ok || !strings.Contains(reason, "hotel broken: not ready: failed to start: state file of another adapter") {
+	if ok, reason := tel.Readiness(now); ok || !strings.Contains(reason, "hotel broken: not ready: failed to start: state file of another adapter") {
 		t.Errorf("readiness = %v %q", ok, reason)
 	}
-	stuck := tel.hotel("stuck")
-	if err := stuck.start(context.Background(), nil, 0, nil); err != nil {
+	stuck := tel.Hotel("stuck")
+	if err := stuck.Start(context.Background(), nil, nil, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	stuck.cycleStarted()
+	stuck.CycleStarted()
 	now = now.Add(2 * time.Hour)
-	if tel.feedWatchdog() {
+	if tel.FeedWatchdog() {
 		t.Error("the watchdog was fed while a hotel's cycle hung for two hours")
 	}
 }

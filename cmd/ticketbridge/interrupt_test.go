@@ -11,10 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/ticketbridge/ticketbridge/sync"
 )
 
 // TestOnceInterrupted: Ctrl-C (the command's context cancelled) in the
@@ -104,7 +100,7 @@ func TestNoDoubledErrorPrefix(t *testing.T) {
 	bad := newBridge(t)
 	bad.vars["TICKETBRIDGE_SCHEDULE"] = "every now and then"
 	for name, c := range map[string]struct {
-		b    *bridge
+		b    *hotelKit
 		args []string
 	}{
 		"key refused": {refused, []string{"once"}},
@@ -135,26 +131,4 @@ func writeTemp(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// TestInterruptedCycleKeepsReadiness: a cycle cancelled (a daemon
-// stopping, a hotel handed over) is no failure for readiness or for the
-// metrics' error counts.
-func TestInterruptedCycleKeepsReadiness(t *testing.T) {
-	tel, clock, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
-	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(t.Context(), sched, 30*time.Second, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer tel.stop()
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
-	clock.Advance(30 * time.Second)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeInterrupted}, sync.ErrInterrupted)
-	if ok, why := tel.ready(clock.Now()); !ok {
-		t.Errorf("not ready after an interrupted cycle: %s", why)
-	}
-	var m dto.Metric
-	if err := tel.m.cycles.WithLabelValues(sync.OutcomeFailed).Write(&m); err != nil || m.GetCounter().GetValue() != 0 {
-		t.Errorf("an interrupted cycle counted as failed: %v, %v", m.GetCounter().GetValue(), err)
-	}
 }

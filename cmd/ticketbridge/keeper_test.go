@@ -13,6 +13,8 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -149,7 +151,7 @@ func (w *keeperWorld) start() {
 		return db, nil
 	}
 	realWire := f.wire
-	f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg Config, sc sync.Config, log *slog.Logger, opts wireOptions) (*wiring, error) {
+	f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error) {
 		if !state.IsURL(cfg.State) {
 			return realWire(ctx, env, cfg, sc, log, opts)
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
 // TestInstalledCommandsShareTheConfiguration: on an installed system (the
@@ -19,7 +21,7 @@ func TestInstalledCommandsShareTheConfiguration(t *testing.T) {
 	b := newBridge(t) // clears TICKETBRIDGE_* from the environment
 	id := b.ticket("towels")
 	root := t.TempDir()
-	l := serviceLayout{
+	l := config.Layout{
 		EnvFile:  filepath.Join(root, "etc", "ticketbridge.env"),
 		CredDir:  filepath.Join(root, "etc"),
 		StateDir: filepath.Join(root, "var-lib-ticketbridge"),
@@ -28,13 +30,12 @@ func TestInstalledCommandsShareTheConfiguration(t *testing.T) {
 	// As the packaged file is edited: the API and the adapter, the key
 	// named by its runtime credential path, nothing else.
 	writeFile(t, l.EnvFile, "TICKETBRIDGE_API_URL="+b.ts.URL+"\nTICKETBRIDGE_ADAPTER=files\n"+
-		"TICKETBRIDGE_API_KEY_FILE="+serviceCredRuntime+"/api-key\nTICKETBRIDGE_FILES_SETTLE=0s\n", 0o640)
+		"TICKETBRIDGE_API_KEY_FILE="+config.ServiceCredRuntime+"/api-key\nTICKETBRIDGE_FILES_SETTLE=0s\n", 0o640)
 	cwd := t.TempDir()
 	t.Chdir(cwd)
-	ctx := withLayout(context.Background(), l)
 	cmd := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
-		code := exitCode(run(ctx, args, &out, &errb), &errb)
+		code := exitCode(runWith(context.Background(), shell{layout: l, stdout: &out, stderr: &errb}, args), &errb)
 		return out.String(), errb.String(), code
 	}
 

@@ -17,6 +17,9 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
@@ -92,14 +95,12 @@ func (fx *fleetFixture) newReplica(ctx context.Context) *fleet {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	hc, err := loadHotelsConfig(ctx, src.env)
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	tel := newTelemetry(telemetryConfig{CycleMax: 20 * time.Minute}, log)
-	tel.watchdogEvery = -1
-	tel.notify = func(string) error { return nil }
-	f := newFleet(ctx, src, cfg, hc, log, tel, wireOptions{Registry: fx.registry})
+	tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
+	f := newFleet(ctx, src, cfg, hc, log, tel, bridge.Options{Registry: fx.registry})
 	fx.t.Cleanup(func() { _ = f.stopAll() })
 	return f
 }
@@ -147,7 +148,7 @@ func cycleEach(t *testing.T, f *fleet) {
 	f.mu.Unlock()
 	for name, rh := range hs {
 		<-rh.wired
-		if _, err := rh.w.engine.RunCycle(context.Background()); err != nil {
+		if _, err := rh.w.Engine().RunCycle(context.Background()); err != nil {
 			t.Errorf("hotel %s: cycle: %v", name, err)
 		}
 	}
@@ -187,13 +188,13 @@ func TestReplicasShareHotels(t *testing.T) {
 	if got := b.running(); len(got) != 0 {
 		t.Fatalf("b started %v while a holds every lease", got)
 	}
-	if ok, body := b.tel.readiness(time.Now()); !ok || !strings.Contains(body, "synced by replica "+a.keeper.replica) {
+	if ok, body := b.tel.Readiness(time.Now()); !ok || !strings.Contains(body, "synced by replica "+a.keeper.replica) {
 		t.Errorf("b's /readyz while a holds every hotel: %t\n%s", ok, body)
 	}
 	// A hotel b failed to start is not failing on b while a syncs it.
-	b.tel.dropHotel("alpha", "could not start here")
+	b.tel.DropHotel("alpha", "could not start here")
 	b.balance()
-	if ok, body := b.tel.readiness(time.Now()); !ok {
+	if ok, body := b.tel.Readiness(time.Now()); !ok {
 		t.Errorf("b's /readyz after it failed to start a hotel a syncs: not ready\n%s", body)
 	}
 	a.balance() // a sees b and hands over b's share
@@ -229,7 +230,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	stale := maps.Clone(b.hotels)
 	b.mu.Unlock()
 	for name, rh := range stale {
-		err := rh.w.store.Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: "stale-write"}) })
+		err := rh.w.Store().Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: "stale-write"}) })
 		if !errorsIsLeaseLost(err) {
 			t.Errorf("hotel %s: b's write after the takeover: %v, want the lease lost", name, err)
 		}
@@ -241,7 +242,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	}
 	for _, rh := range stale {
 		if rh.life.Err() == nil {
-			t.Errorf("hotel %s of b still runs", rh.conf.name())
+			t.Errorf("hotel %s of b still runs", rh.conf.Name())
 			continue
 		}
 		<-rh.done // its cycle in flight, if any, was cancelled
@@ -289,7 +290,7 @@ func TestLeaseGuardEndsTheHotel(t *testing.T) {
 	if rh.life.Err() != nil {
 		t.Fatal("the hotel ended before it tried anything")
 	}
-	if _, _, err := rh.w.hd.Changes(rh.life, ""); err == nil || !strings.Contains(err.Error(), "lease") {
+	if _, _, err := rh.w.Helpdesk().Changes(rh.life, ""); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("a helpdesk call after the lease's view ended: %v, want refused", err)
 	}
 	if cause := context.Cause(rh.life); !errors.Is(cause, errLeaseEnded) {
@@ -307,7 +308,7 @@ func TestLeaseGuardRefusesAPIRequests(t *testing.T) {
 	rh.lease.stopTimer() // the timer has not fired yet
 	rh.lease.end()
 	const probe = "guard-probe"
-	if _, err := rh.w.client.GetTicket(t.Context(), probe); !errors.Is(err, errLeaseEnded) {
+	if _, err := rh.w.API().GetTicket(t.Context(), probe); !errors.Is(err, errLeaseEnded) {
 		t.Errorf("an API request after the lease's view ended: %v, want refused with the lease's end", err)
 	}
 	for _, r := range fx.ts.Server.Requests() {
@@ -369,10 +370,10 @@ func TestLeaseViewEndStopsTheHotel(t *testing.T) {
 	// view ended and before the hotel was stopped, as a replica resumed
 	// after a pause lives it.
 	ctx := context.WithoutCancel(rh.life)
-	if _, err := rh.w.client.ListTickets(ctx, guestapi.ListOptions{}); err == nil || !strings.Contains(err.Error(), "lease") {
+	if _, err := rh.w.API().ListTickets(ctx, guestapi.ListOptions{}); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("an API request after the lease's view ended: %v, want refused", err)
 	}
-	if _, _, err := rh.w.hd.Changes(ctx, ""); err == nil || !strings.Contains(err.Error(), "lease") {
+	if _, _, err := rh.w.Helpdesk().Changes(ctx, ""); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("a helpdesk call after the lease's view ended: %v, want refused", err)
 	}
 	// After the lapse the replica runs alpha again, under a new lease.

@@ -1,30 +1,22 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/lmittmann/tint"
-)
 
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
-		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
-	}
-	return l, nil
-}
+	"github.com/ticketbridge/ticketbridge/internal/config"
+)
 
 // newLogger returns the program's logger: tint's coloured lines on a
 // terminal, JSON otherwise (journald, files, pipes). Under systemd, with
 // format auto, text lines without colour or time (journald adds its own)
 // are written instead, because journalctl shows them well.
 func newLogger(w io.Writer, format, level string) *slog.Logger {
-	lvl, err := parseLevel(level)
+	lvl, err := config.ParseLevel(level)
 	if err != nil {
 		lvl = slog.LevelInfo
 	}
@@ -67,4 +59,9 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// warnTo returns a warn function that logs to log.
+func warnTo(log *slog.Logger) func(string) {
+	return func(s string) { log.Warn(s, slog.String("op", "config")) }
 }

@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
 func main() {
@@ -66,10 +68,18 @@ func exitCode(err error, stderr io.Writer) int {
 	return 1
 }
 
+// shell is what every command is given besides its arguments: where it
+// prints, and where the packaged service keeps its files (tests put that
+// layout in a temporary directory).
+type shell struct {
+	layout         config.Layout
+	stdout, stderr io.Writer
+}
+
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	run     func(ctx context.Context, sh shell, args []string) error
 }
 
 func commands() []command {
@@ -107,7 +117,15 @@ Run "ticketbridge <command> --help" for a command's flags.
 `)
 }
 
+// run runs the command args name, as the packaged service's layout has
+// it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, shell{layout: config.Packaged, stdout: stdout, stderr: stderr}, args)
+}
+
+// runWith runs the command args names in the shell sh.
+func runWith(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	if len(args) == 0 {
 		usage(stderr)
 		return &exitError{code: 2}
@@ -117,16 +135,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stdout)
 		return nil
 	case "-v", "--version":
-		return runVersion(ctx, nil, stdout, stderr)
+		return runVersion(ctx, sh, nil)
 	}
 	var names []string
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+			return c.run(ctx, sh, args[1:])
 		}
 		names = append(names, c.name)
 	}
-	if best := closest(args[0], names); best != "" {
+	if best := config.Closest(args[0], names); best != "" {
 		return fmt.Errorf("%w: unknown command %q; did you mean %s? (ticketbridge --help lists the commands)", errUsage, args[0], best)
 	}
 	usage(stderr)

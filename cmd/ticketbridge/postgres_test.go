@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
@@ -27,7 +28,7 @@ func TestPostgresState(t *testing.T) {
 	}
 	a := b.ticket("towels")
 
-	out, _, v := runChecks(t, b.envFile(), checkOptions{Registry: daemonAdapters()})
+	out, _, v := runChecks(t, b.envFile(), checkOptions{Registry: bridge.Adapters()})
 	noPassword("check", out)
 	if v["state database"] != checkPass || !strings.Contains(out, "holds no state yet") {
 		t.Errorf("check before the first run: state database %q:\n%s", v["state database"], out)
@@ -56,7 +57,7 @@ func TestPostgresState(t *testing.T) {
 	// not discovered and adopted again.
 	mustContain(t, "dry run", out, "would post a reply the guest sees to ticket "+a, "tickets discovered 0")
 
-	out, _, v = runChecks(t, b.envFile(), checkOptions{Registry: daemonAdapters()})
+	out, _, v = runChecks(t, b.envFile(), checkOptions{Registry: bridge.Adapters()})
 	noPassword("check", out)
 	if v["state database"] != checkPass || !strings.Contains(out, "1 tickets tracked") {
 		t.Errorf("check after a run: state database %q:\n%s", v["state database"], out)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -28,20 +29,20 @@ func TestStatusShowsPutOff(t *testing.T) {
 // no failure: the daemon stays ready until nothing has synced for
 // TICKETBRIDGE_CYCLE_MAX past the next scheduled cycle.
 func TestPutOffCycleKeepsReadiness(t *testing.T) {
-	tel, clock, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+	tel, clock, _ := testTelemetry(t, config.Telemetry{CycleMax: 20 * time.Minute})
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(t.Context(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.Start(t.Context(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	defer tel.stop()
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
+	defer tel.Stop()
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
 	clock.Advance(30 * time.Second)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomePutOff,
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomePutOff,
 		PutOff: []sync.PutOff{{Side: sync.SideAPI, Until: clock.Now().Add(time.Hour)}}}, nil)
-	if ok, why := tel.ready(clock.Now()); !ok {
+	if ok, why := tel.Ready(clock.Now()); !ok {
 		t.Errorf("not ready after a put-off cycle: %s", why)
 	}
-	if ok, _ := tel.ready(clock.Now().Add(21 * time.Minute)); ok {
+	if ok, _ := tel.Ready(clock.Now().Add(21 * time.Minute)); ok {
 		t.Error("still ready although nothing synced for TICKETBRIDGE_CYCLE_MAX")
 	}
 }

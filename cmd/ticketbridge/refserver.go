@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
 const refserverAbout = `Serve the reference Guest Requests API v1 over HTTP: tickets under
@@ -82,7 +83,7 @@ func parseRefserverFlags(args []string, stdout io.Writer) (refserverFlags, bool,
 	if f.maxMessageBytes <= 0 {
 		return f, false, fmt.Errorf("%w: refserver: --max-message-bytes %d: want a positive size", errUsage, f.maxMessageBytes)
 	}
-	if _, err := parseLevel(f.logLevel); err != nil {
+	if _, err := config.ParseLevel(f.logLevel); err != nil {
 		return f, false, fmt.Errorf("%w: refserver: --log-level %v", errUsage, err)
 	}
 	return f, false, nil
@@ -90,7 +91,8 @@ func parseRefserverFlags(args []string, stdout io.Writer) (refserverFlags, bool,
 
 // runRefserver serves the reference server until ctx ends, then shuts it
 // down gracefully.
-func runRefserver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runRefserver(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
 	f, help, err := parseRefserverFlags(args, stdout)
 	if err != nil || help {
 		return err

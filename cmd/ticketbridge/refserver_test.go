@@ -44,7 +44,7 @@ func (w *lineWriter) String() string {
 
 func TestRefserverHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if err := runRefserver(t.Context(), []string{"--help"}, &stdout, &stderr); err != nil {
+	if err := runRefserver(t.Context(), shell{stdout: &stdout, stderr: &stderr}, []string{"--help"}); err != nil {
 		t.Fatalf("--help: %v", err)
 	}
 	for _, want := range []string{"Usage: ticketbridge refserver", "-addr", "-seed", "-console-token", "-demo", "-fault-rate", "-latency"} {
@@ -63,7 +63,7 @@ func TestRefserverBadFlags(t *testing.T) {
 		{"extra"},
 		{"--log-level", "loud"},
 	} {
-		err := runRefserver(t.Context(), args, &bytes.Buffer{}, &bytes.Buffer{})
+		err := runRefserver(t.Context(), shell{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, args)
 		if !errors.Is(err, errUsage) {
 			t.Errorf("%v: got %v, want a usage error", args, err)
 		}
@@ -75,7 +75,7 @@ func TestRefserverBadSeed(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"organizations":[{"id":"o","keys":[{"name":"k","value":"nope"}]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := runRefserver(t.Context(), []string{"--addr", "127.0.0.1:0", "--seed", path}, &bytes.Buffer{}, &bytes.Buffer{})
+	err := runRefserver(t.Context(), shell{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, []string{"--addr", "127.0.0.1:0", "--seed", path})
 	if err == nil || !strings.Contains(err.Error(), "organizations[0].keys[0].value") {
 		t.Fatalf("got %v, want an error naming organizations[0].keys[0].value", err)
 	}
@@ -88,7 +88,7 @@ func TestRefserverServesDemoAndShutsDown(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runRefserver(ctx, []string{"--addr", "127.0.0.1:0", "--demo", "--log-format", "json"}, stdout, &stderr)
+		done <- runRefserver(ctx, shell{stdout: stdout, stderr: &stderr}, []string{"--addr", "127.0.0.1:0", "--demo", "--log-format", "json"})
 	}()
 	var url string
 	select {

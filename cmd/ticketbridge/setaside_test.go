@@ -11,6 +11,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -39,15 +41,15 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tel, _, _ := testTelemetry(t, telemetryConfig{})
-	tel.observeHeld(held(t.Context(), hd), setAside(hd))
-	text := scrape(t, tel.handler())
+	tel, _, _ := testTelemetry(t, config.Telemetry{})
+	bridge.ReportHeld(t.Context(), tel, hd)
+	text := scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||
 		metricValue(t, text, "ticketbridge_helpdesk_held_changes") != 0 {
 		t.Fatalf("metrics after one file set aside:\n%s", grepLines(text, "ticketbridge_"))
 	}
 
-	snap := &sync.Status{At: time.Now(), Adapter: files.Name, Tickets: []sync.TicketStatus{}, Held: held(t.Context(), hd)}
+	snap := &sync.Status{At: time.Now(), Adapter: files.Name, Tickets: []sync.TicketStatus{}, Held: hd.Held(t.Context())}
 	var b strings.Builder
 	if err := printStatus(&b, "state.db", snap); err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, h.vars["TICKETBRIDGE_STATE"]+statusSuffix, string(body), 0o600)
+	writeFile(t, h.vars["TICKETBRIDGE_STATE"]+bridge.StatusSuffix, string(body), 0o600)
 	out, code, _ := h.check()
 	if code != 0 || !strings.Contains(out, "WARN  file set aside") || !strings.Contains(out, "outbox/failed/reply.txt") ||
 		!strings.Contains(out, "fix: fix it as its .error.txt says") || strings.Contains(out, secret) {
@@ -73,12 +75,12 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "outbox", "failed", "reply.txt")); err != nil {
 		t.Fatal(err)
 	}
-	tel.observeHeld(held(t.Context(), hd), setAside(hd))
-	text = scrape(t, tel.handler())
+	bridge.ReportHeld(t.Context(), tel, hd)
+	text = scrape(t, tel.Handler(nil))
 	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 0 {
 		t.Fatalf("metrics after the file was removed:\n%s", grepLines(text, "ticketbridge_outbox"))
 	}
-	if s := (sync.Status{Held: held(t.Context(), hd)}); len(s.SetAside()) != 0 {
+	if s := (sync.Status{Held: hd.Held(t.Context())}); len(s.SetAside()) != 0 {
 		t.Errorf("still listed: %+v", s.Held)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -55,7 +56,7 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 		return errors.New(a.String())
 	}
 	checks := map[string]func(v string) error{
-		"TICKETBRIDGE_API_URL": func(v string) error { return checkAPIURL(v, false) },
+		"TICKETBRIDGE_API_URL": func(v string) error { return config.CheckAPIURL(v, false) },
 		"TICKETBRIDGE_RT_URL": func(v string) error {
 			return rt.Config{URL: v, Token: "rt-token-0123456789"}.Validate()
 		},

@@ -2,100 +2,20 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"runtime"
-	"runtime/debug"
+
+	"github.com/ticketbridge/ticketbridge/internal/version"
 )
 
-// version and commit are set at link time by release builds:
-//
-//	go build -trimpath -ldflags "-X main.version=1.2.3 -X main.commit=abc1234" ./cmd/ticketbridge
-//
-// Left empty, they are read from the module's build information.
-var (
-	version string
-	commit  string
-)
-
-// buildVersion returns the version, the commit and the Go version.
-func buildVersion() (v, c, goVersion string) {
-	v, c = version, commit
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-			v = info.Main.Version
-		}
-		if c == "" {
-			for _, s := range info.Settings {
-				if s.Key == "vcs.revision" {
-					c = s.Value
-				}
-			}
-		}
-	}
-	if v == "" {
-		v = "devel"
-	}
-	if c == "" {
-		c = "unknown"
-	}
-	return v, c, runtime.Version()
-}
-
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// runVersion prints the version, the commit and the Go version of the binary.
+func runVersion(_ context.Context, sh shell, args []string) error {
+	stdout := sh.stdout
 	fs := newFlagSet("version", "Print the version, the commit and the Go version.", stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	v, c, g := buildVersion()
+	v, c, g := version.Get()
 	fmt.Fprintf(stdout, "ticketbridge %s\ncommit %s\n%s %s/%s\n", v, c, g, runtime.GOOS, runtime.GOARCH)
 	return nil
-}
-
-// newFlagSet returns a flag set that prints its usage, headed by about, to
-// out and reports errors instead of exiting.
-func newFlagSet(name, about string, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: ticketbridge %s [flags]\n\n%s\n", name, about)
-		var n int
-		fs.VisitAll(func(*flag.Flag) { n++ })
-		if n > 0 {
-			fmt.Fprintln(out, "\nFlags:")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-// errHelp is returned by parseFlags after --help printed the usage; the
-// command then returns nil.
-var errHelp = flag.ErrHelp
-
-// parseFlags parses args; --help prints usage and yields errHelp wrapped in
-// an exitError of code 0, and a bad flag an errUsage. Flags may come after
-// positional arguments (status ID --json); everything after "--" is
-// positional. fs.Args() then holds the positional arguments in order.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if err == errHelp {
-				return &exitError{code: 0}
-			}
-			return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-	return fs.Parse(append([]string{"--"}, pos...))
 }

@@ -65,7 +65,7 @@ func TestWebhookRecordsBesideTheStateFile(t *testing.T) {
 
 // newWebhookBridge is a bridge with one request on the webhook adapter,
 // delivering to a receiver that acknowledges everything.
-func newWebhookBridge(t *testing.T) *bridge {
+func newWebhookBridge(t *testing.T) *hotelKit {
 	t.Helper()
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)

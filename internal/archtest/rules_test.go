@@ -25,6 +25,7 @@ var plumbing = []string{
 	"internal/safefile",
 	"internal/secretfile",
 	"internal/testutil",
+	"internal/version",
 }
 
 // testKits are packages for tests and test fakes only.
@@ -77,6 +78,28 @@ var rules = []rule{
 		why:   "the status page reads a hotel's state and cycles; the daemon's parts that serve it use it, not the reverse",
 	},
 	{
+		name: "config",
+		from: []string{"internal/config/..."},
+		deny: []string{"cmd/...", "internal/bridge/...", "internal/lease/...", "internal/fleet/...",
+			"internal/telemetry/..."},
+		tests: true,
+		why:   "the configuration is read and checked before anything runs; the running parts are given it, it knows none of them",
+	},
+	{
+		name:  "telemetry",
+		from:  []string{"internal/telemetry/..."},
+		deny:  []string{"cmd/...", "internal/config/...", "internal/bridge/...", "internal/lease/...", "internal/fleet/..."},
+		tests: true,
+		why:   "telemetry is given its settings and its page by the daemon that serves it; it knows neither the env files nor the parts that run hotels",
+	},
+	{
+		name:  "bridge",
+		from:  []string{"internal/bridge/..."},
+		deny:  []string{"cmd/...", "internal/lease/...", "internal/fleet/...", "internal/telemetry/..."},
+		tests: true,
+		why:   "a bridge is one hotel wired; what leases it, runs many of them or reports on them sits above it",
+	},
+	{
 		name:  "looptest",
 		from:  []string{"internal/looptest/..."},
 		deny:  join([]string{"cmd/..."}, appParts),
@@ -119,9 +142,6 @@ var allowed = []allowance{}
 var contextValues = map[string]map[string]string{
 	"internal/httpretry": {
 		"maxWaitKey": "the longest wait of the calls of one cycle, set by the engine on the cycle's context: a bound of the call, as a deadline is",
-	},
-	"cmd/ticketbridge": {
-		"layoutKey": "the systemd layout a test substitutes (withLayout); issue 21 removes it",
 	},
 }
 

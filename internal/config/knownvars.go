@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -27,19 +27,19 @@ func (a askedFor) Lookup(key string) (string, bool) {
 	return "", false
 }
 
-// knownVariables returns every TICKETBRIDGE_* name ticketbridge reads. Each
+// KnownVariables returns every TICKETBRIDGE_* name ticketbridge reads. Each
 // part's configuration (the daemon's, the engine's, the telemetry's and
 // every adapter's) is loaded against an empty environment that records
 // the names asked for, so a variable added to any env-tagged struct is
 // known without a list to keep.
-func knownVariables(ctx context.Context) []string {
+func KnownVariables(ctx context.Context) []string {
 	a := askedFor{}
 	var env envconfig.Lookuper = a
-	_, _ = loadConfig(ctx, env)
+	_, _ = LoadDaemon(ctx, env)
 	_, _ = sync.LoadConfig(ctx, env)
-	_, _ = loadTelemetryConfig(ctx, env)
-	_, _ = loadConsole(ctx, env)
-	_, _ = loadHotelsConfig(ctx, env)
+	_, _ = LoadTelemetry(ctx, env)
+	_, _ = LoadConsole(ctx, env)
+	_, _ = LoadHotels(ctx, env)
 	_, _ = files.LoadConfig(ctx, env)
 	_, _ = rt.LoadConfig(ctx, env)
 	_, _ = zendesk.LoadConfig(ctx, env)
@@ -48,7 +48,7 @@ func knownVariables(ctx context.Context) []string {
 	_, _ = webhook.LoadConfig(ctx, env, "")
 	var names []string
 	for k := range a {
-		if strings.HasPrefix(k, envPrefix) {
+		if strings.HasPrefix(k, EnvPrefix) {
 			names = append(names, k)
 		}
 	}
@@ -56,13 +56,13 @@ func knownVariables(ctx context.Context) []string {
 	return names
 }
 
-// unknownVariables returns one warning for each TICKETBRIDGE_* name src
+// UnknownVariables returns one warning for each TICKETBRIDGE_* name src
 // sets that ticketbridge does not read, suggesting the closest known name.
-func unknownVariables(ctx context.Context, src configSource) []string {
+func UnknownVariables(ctx context.Context, src Source) []string {
 	if len(src.names) == 0 {
 		return nil
 	}
-	known := knownVariables(ctx)
+	known := KnownVariables(ctx)
 	var out []string
 	for _, n := range src.names {
 		if _, ok := slices.BinarySearch(known, n); ok {
@@ -70,10 +70,10 @@ func unknownVariables(ctx context.Context, src configSource) []string {
 		}
 		where := "the environment"
 		if src.inFile[n] {
-			where = src.file
+			where = src.File
 		}
 		msg := fmt.Sprintf("%s (in %s) is not a ticketbridge variable and is ignored", n, where)
-		if best := closest(n, known); best != "" {
+		if best := Closest(n, known); best != "" {
 			msg += "; did you mean " + best + "?"
 		} else {
 			msg += " (config.example.env lists every variable)"
@@ -83,13 +83,13 @@ func unknownVariables(ctx context.Context, src configSource) []string {
 	return out
 }
 
-// closest returns the name of known nearest to name, "" when none is
+// Closest returns the name of known nearest to name, "" when none is
 // near enough to be a likely typo.
-func closest(name string, known []string) string {
-	s := strings.TrimPrefix(name, envPrefix)
+func Closest(name string, known []string) string {
+	s := strings.TrimPrefix(name, EnvPrefix)
 	best, bestD := "", -1
 	for _, k := range known {
-		d := textdist.Levenshtein(s, strings.TrimPrefix(k, envPrefix))
+		d := textdist.Levenshtein(s, strings.TrimPrefix(k, EnvPrefix))
 		if bestD < 0 || d < bestD {
 			best, bestD = k, d
 		}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bufio"
@@ -15,18 +15,19 @@ import (
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
-// Config is the daemon's own configuration; the engine, the adapters and
+// Daemon is the daemon's own configuration; the engine, the adapters and
 // the metrics server declare theirs in their packages and process them
 // against the same lookuper. Every variable is listed in config.example.env.
-type Config struct {
+type Daemon struct {
 	APIURL     string `env:"TICKETBRIDGE_API_URL"`
-	APIKey     secret `env:"TICKETBRIDGE_API_KEY"`
+	APIKey     Secret `env:"TICKETBRIDGE_API_KEY"`
 	APIKeyFile string `env:"TICKETBRIDGE_API_KEY_FILE"`
 	State      string `env:"TICKETBRIDGE_STATE"`
 	// Hotel is the name of the hotel of a daemon of many (its file's
@@ -45,10 +46,10 @@ type Config struct {
 	AllowInsecureHTTP bool `env:"TICKETBRIDGE_ALLOW_INSECURE_HTTP, default=false"`
 }
 
-// secret is a string that never prints itself.
-type secret string
+// Secret is a string that never prints itself.
+type Secret string
 
-func (s secret) String() string {
+func (s Secret) String() string {
 	if s == "" {
 		return ""
 	}
@@ -56,36 +57,26 @@ func (s secret) String() string {
 }
 
 // GoString hides the value from %#v too.
-func (s secret) GoString() string { return s.String() }
+func (s Secret) GoString() string { return s.String() }
 
 // LogValue hides the value from log/slog handlers, which do not call String.
-func (s secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // MarshalText hides the value from encoders.
-func (s secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// envFlag is the --env-file flag shared by the commands that read the
-// configuration.
-type envFlag struct{ path string }
-
-func (f *envFlag) register(fs interface {
-	StringVar(p *string, name, value, usage string)
-}) {
-	fs.StringVar(&f.path, "env-file", "", "read TICKETBRIDGE_* variables from `FILE` (KEY=VALUE lines, as config.example.env); the process environment wins. Default on an installed system: "+serviceEnvFile)
-}
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // The service's layout, as deploy/ticketbridge.service sets it up.
 const (
-	serviceEnvFile     = "/etc/ticketbridge/ticketbridge.env"
-	serviceCredDir     = "/etc/ticketbridge"
-	serviceStateDir    = "/var/lib/ticketbridge"
-	serviceCredRuntime = "/run/credentials/ticketbridge.service"
+	ServiceEnvFile     = "/etc/ticketbridge/ticketbridge.env"
+	ServiceCredDir     = "/etc/ticketbridge"
+	ServiceStateDir    = "/var/lib/ticketbridge"
+	ServiceCredRuntime = "/run/credentials/ticketbridge.service"
 )
 
-// serviceLayout is where the packaged service keeps its configuration,
+// Layout is where the packaged service keeps its configuration,
 // its key and its state. On an installed system every command reads the
 // configuration as the service does (see [envFlag.source]).
-type serviceLayout struct {
+type Layout struct {
 	// EnvFile is the packaged env file; "" turns the emulation off.
 	EnvFile string
 	// CredDir holds the files the unit's LoadCredential= reads (api-key).
@@ -94,39 +85,22 @@ type serviceLayout struct {
 	StateDir string
 }
 
-// packagedLayout is the layout of the .deb.
-var packagedLayout = serviceLayout{EnvFile: serviceEnvFile, CredDir: serviceCredDir, StateDir: serviceStateDir}
+// Packaged is the layout of the .deb.
+var Packaged = Layout{EnvFile: ServiceEnvFile, CredDir: ServiceCredDir, StateDir: ServiceStateDir}
 
-type layoutKey struct{}
-
-// withLayout returns ctx carrying l as the service's layout: tests put the
-// packaged layout in a temporary directory.
-func withLayout(ctx context.Context, l serviceLayout) context.Context {
-	return context.WithValue(ctx, layoutKey{}, l)
-}
-
-// layoutOf returns the service's layout ctx carries, the packaged one by
-// default.
-func layoutOf(ctx context.Context) serviceLayout {
-	if l, ok := ctx.Value(layoutKey{}).(serviceLayout); ok {
-		return l
-	}
-	return packagedLayout
-}
-
-// configSource is where a command's configuration comes from.
-type configSource struct {
+// Source is where a command's configuration comes from.
+type Source struct {
 	// env looks the variables up.
-	env envconfig.Lookuper
+	Env envconfig.Lookuper
 	// file is the env file read, "" when none.
-	file string
+	File string
 	// service is set when the packaged env file is read outside systemd:
 	// the key and the state are then looked for where the unit has them.
-	service bool
-	layout  serviceLayout
+	Service bool
+	Layout  Layout
 	// stateDirMissing is set when service is and the service's state
 	// directory does not exist yet (systemd makes it at the first start).
-	stateDirMissing bool
+	StateDirMissing bool
 	// names are the TICKETBRIDGE_* names set, in the environment or the
 	// file; inFile holds those set in the file only.
 	names  []string
@@ -136,38 +110,37 @@ type configSource struct {
 	skipped string
 }
 
-// source finds the configuration, the same way for every command: the
-// process environment, over the file named by --env-file. Without
-// --env-file, outside systemd and with no TICKETBRIDGE_* variable set, the
-// packaged env file is read when it exists, and then the key and the state
+// FindSource finds the configuration, the same way for every command: the
+// process environment, over the env file at path (--env-file). With no
+// path, outside systemd and with no TICKETBRIDGE_* variable set, the
+// packaged env file of l is read when it exists, and then the key and the state
 // are where the unit has them: the key in the directory its LoadCredential=
 // reads (a path below /run/credentials/ticketbridge.service/ is read from
 // there too), the state in its StateDirectory.
-func (f *envFlag) source(ctx context.Context) (configSource, error) {
-	l := layoutOf(ctx)
-	src := configSource{file: f.path, layout: l}
-	if src.file == "" && l.EnvFile != "" && !underSystemd() {
+func FindSource(path string, l Layout) (Source, error) {
+	src := Source{File: path, Layout: l}
+	if src.File == "" && l.EnvFile != "" && !UnderSystemd() {
 		if _, err := os.Stat(l.EnvFile); err == nil {
 			if anyTicketbridgeVar() {
 				src.skipped = l.EnvFile
 			} else {
-				src.file = l.EnvFile
+				src.File = l.EnvFile
 			}
 		}
 	}
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, envPrefix) {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, EnvPrefix) {
 			src.names = append(src.names, k)
 		}
 	}
-	src.env = envconfig.OsLookuper()
-	if src.file != "" {
-		m, err := readEnvFile(src.file)
+	src.Env = envconfig.OsLookuper()
+	if src.File != "" {
+		m, err := readEnvFile(src.File)
 		if err != nil {
 			return src, err
 		}
 		for k := range m {
-			if strings.HasPrefix(k, envPrefix) && !slices.Contains(src.names, k) {
+			if strings.HasPrefix(k, EnvPrefix) && !slices.Contains(src.names, k) {
 				src.names = append(src.names, k)
 				if src.inFile == nil {
 					src.inFile = map[string]bool{}
@@ -175,27 +148,27 @@ func (f *envFlag) source(ctx context.Context) (configSource, error) {
 				src.inFile[k] = true
 			}
 		}
-		src.env = envconfig.MultiLookuper(envconfig.OsLookuper(), envconfig.MapLookuper(m))
+		src.Env = envconfig.MultiLookuper(envconfig.OsLookuper(), envconfig.MapLookuper(m))
 	}
 	slices.Sort(src.names)
-	if !src.isServiceFile() || underSystemd() {
+	if !src.IsServiceFile() || UnderSystemd() {
 		return src, nil
 	}
-	src.service = true
+	src.Service = true
 	if fi, err := os.Stat(l.StateDir); err != nil || !fi.IsDir() {
-		src.stateDirMissing = true
+		src.StateDirMissing = true
 	}
 	over := map[string]string{"CREDENTIALS_DIRECTORY": l.CredDir, "STATE_DIRECTORY": l.StateDir}
-	src.env = serviceLookuper{base: envconfig.MultiLookuper(envconfig.MapLookuper(over), src.env), credDir: l.CredDir}
+	src.Env = serviceLookuper{base: envconfig.MultiLookuper(envconfig.MapLookuper(over), src.Env), credDir: l.CredDir}
 	return src, nil
 }
 
-// skipNote says, when the packaged env file is not read because
+// SkipNote says, when the packaged env file is not read because
 // TICKETBRIDGE_* variables are set in the environment, which file, why,
 // and how to read it as well; "" otherwise. Every command prints it
 // first, so that a variable in the shell never silently replaces the
 // installed configuration.
-func (s configSource) skipNote() string {
+func (s Source) SkipNote() string {
 	if s.skipped == "" {
 		return ""
 	}
@@ -207,40 +180,40 @@ func (s configSource) skipNote() string {
 		s.skipped, strings.Join(set, ", "), s.skipped)
 }
 
-// explain adds to a configuration error which file it comes from, when
+// Explain adds to a configuration error which file it comes from, when
 // the packaged one was read without being named.
-func (s configSource) explain(err error) error {
-	if err == nil || s.file == "" {
+func (s Source) Explain(err error) error {
+	if err == nil || s.File == "" {
 		return err
 	}
-	return fmt.Errorf("%w (configuration from %s)", err, s.describe())
+	return fmt.Errorf("%w (configuration from %s)", err, s.Describe())
 }
 
-// isServiceFile reports whether the file read is the packaged env file.
-func (s configSource) isServiceFile() bool {
-	if s.layout.EnvFile == "" || s.file == "" {
+// IsServiceFile reports whether the file read is the packaged env file.
+func (s Source) IsServiceFile() bool {
+	if s.Layout.EnvFile == "" || s.File == "" {
 		return false
 	}
-	a, err1 := filepath.Abs(s.file)
-	b, err2 := filepath.Abs(s.layout.EnvFile)
+	a, err1 := filepath.Abs(s.File)
+	b, err2 := filepath.Abs(s.Layout.EnvFile)
 	return err1 == nil && err2 == nil && a == b
 }
 
-// describe says where the configuration comes from, for a note to the
+// Describe says where the configuration comes from, for a note to the
 // user; "" for the process environment alone.
-func (s configSource) describe() string {
+func (s Source) Describe() string {
 	switch {
-	case s.service:
-		return fmt.Sprintf("%s, as the service reads it: the key from %s, the state in %s", s.file, s.layout.CredDir, s.layout.StateDir)
-	case s.file != "":
-		return s.file
+	case s.Service:
+		return fmt.Sprintf("%s, as the service reads it: the key from %s, the state in %s", s.File, s.Layout.CredDir, s.Layout.StateDir)
+	case s.File != "":
+		return s.File
 	}
 	return ""
 }
 
-// underSystemd reports whether systemd started this process for a unit
+// UnderSystemd reports whether systemd started this process for a unit
 // with state or credentials: its environment is then the unit's.
-func underSystemd() bool {
+func UnderSystemd() bool {
 	for _, k := range []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY"} {
 		if v, ok := os.LookupEnv(k); ok && v != "" {
 			return true
@@ -249,12 +222,12 @@ func underSystemd() bool {
 	return false
 }
 
-// envPrefix starts every variable ticketbridge reads.
-const envPrefix = "TICKETBRIDGE_"
+// EnvPrefix starts every variable ticketbridge reads.
+const EnvPrefix = "TICKETBRIDGE_"
 
 func anyTicketbridgeVar() bool {
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, envPrefix) {
+		if strings.HasPrefix(kv, EnvPrefix) {
 			return true
 		}
 	}
@@ -270,8 +243,8 @@ type serviceLookuper struct {
 
 func (l serviceLookuper) Lookup(key string) (string, bool) {
 	v, ok := l.base.Lookup(key)
-	if ok && strings.HasPrefix(v, serviceCredRuntime+"/") {
-		v = filepath.Join(l.credDir, strings.TrimPrefix(v, serviceCredRuntime+"/"))
+	if ok && strings.HasPrefix(v, ServiceCredRuntime+"/") {
+		v = filepath.Join(l.credDir, strings.TrimPrefix(v, ServiceCredRuntime+"/"))
 	}
 	return v, ok
 }
@@ -287,10 +260,12 @@ func readEnvFile(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("read env file: %w", err)
 	}
 	defer f.Close()
-	return parseEnv(f, path)
+	return ParseEnv(f, path)
 }
 
-func parseEnv(r io.Reader, name string) (map[string]string, error) {
+// ParseEnv reads the KEY=VALUE lines of an env file from r (see
+// readEnvFile); name, the file's, is in its errors.
+func ParseEnv(r io.Reader, name string) (map[string]string, error) {
 	m := map[string]string{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -324,11 +299,11 @@ func parseEnv(r io.Reader, name string) (map[string]string, error) {
 	return m, nil
 }
 
-// loadConfig processes the daemon's variables and resolves the defaults
+// LoadDaemon processes the daemon's variables and resolves the defaults
 // that depend on the environment (systemd's state and credentials
 // directories).
-func loadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	var c Config
+func LoadDaemon(ctx context.Context, env envconfig.Lookuper) (Daemon, error) {
+	var c Daemon
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
 		return c, fmt.Errorf("read configuration: %w", err)
 	}
@@ -346,27 +321,27 @@ func loadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	default:
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_FORMAT=%q: want auto, text, json, journal or tint", c.LogFormat)
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if _, err := ParseLevel(c.LogLevel); err != nil {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LOG_LEVEL: %w", err)
 	}
 	return c, nil
 }
 
-// stateDir is the directory of the state file, where an adapter keeps
+// StateDir is the directory of the state file, where an adapter keeps
 // what it stores on disk when its configuration names no place
 // (adapters.Deps.StateDir); "" when the state is in PostgreSQL.
-func (c Config) stateDir() string {
+func (c Daemon) StateDir() string {
 	if state.IsURL(c.State) {
 		return ""
 	}
 	return filepath.Dir(c.State)
 }
 
-// apiKey returns the API key from, in order: TICKETBRIDGE_API_KEY,
+// ReadAPIKey returns the API key from, in order: TICKETBRIDGE_API_KEY,
 // TICKETBRIDGE_API_KEY_FILE, or systemd's $CREDENTIALS_DIRECTORY/api-key.
 // A key file its group or other users may read is refused: the key opens
 // every guest request of the hotel.
-func (c Config) apiKey(env envconfig.Lookuper) (string, error) {
+func (c Daemon) ReadAPIKey(env envconfig.Lookuper) (string, error) {
 	if c.APIKey != "" {
 		if c.APIKeyFile != "" {
 			return "", errors.New("read API key: set TICKETBRIDGE_API_KEY or TICKETBRIDGE_API_KEY_FILE, not both")
@@ -398,25 +373,25 @@ func credentialFile(env envconfig.Lookuper, name string) string {
 	return p
 }
 
-// errKeyFileOpen is matched by the error of a secret file that users
+// ErrKeyFileOpen is matched by the error of a secret file that users
 // other than the service may read.
-var errKeyFileOpen = secretfile.ErrReadable
+var ErrKeyFileOpen = secretfile.ErrReadable
 
 // readSecretFile reads a one-line secret from path, refusing a file that
 // users other than the service may read (see package secretfile: the
 // group ticketbridge holds the staff of the files helpdesk).
 func readSecretFile(path, what string) (string, error) { return secretfile.Read(path, what+" file") }
 
-// apiURLExample is the form of TICKETBRIDGE_API_URL the messages show.
-const apiURLExample = "the API root the platform gave, e.g. https://api.example.com"
+// APIURLExample is the form of TICKETBRIDGE_API_URL the messages show.
+const APIURLExample = "the API root the platform gave, e.g. https://api.example.com"
 
-// checkAPIURL says what is wrong with TICKETBRIDGE_API_URL, naming the
+// CheckAPIURL says what is wrong with TICKETBRIDGE_API_URL, naming the
 // value (never credentials in it). Plain http is accepted for a loopback
 // host, or anywhere with allowInsecure (adapters.CheckHTTPS).
-func checkAPIURL(raw string, allowInsecure bool) error {
+func CheckAPIURL(raw string, allowInsecure bool) error {
 	v := strings.TrimSpace(raw)
 	if v == "" {
-		return fmt.Errorf("TICKETBRIDGE_API_URL is not set: want %s", apiURLExample)
+		return fmt.Errorf("TICKETBRIDGE_API_URL is not set: want %s", APIURLExample)
 	}
 	u, err := url.Parse(v)
 	if err == nil && u.User != nil {
@@ -428,13 +403,22 @@ func checkAPIURL(raw string, allowInsecure bool) error {
 		first, _, _ := strings.Cut(strings.ReplaceAll(v, "\t", " "), " ")
 		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a space: in an env file a # after a value is part of the value; put comments on lines of their own", redact.URL(first)+" …")
 	case err != nil:
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q does not parse as a URL: want %s", redact.URL(v), apiURLExample)
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q does not parse as a URL: want %s", redact.URL(v), APIURLExample)
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q: want %s (with https:// before the host)", redact.URL(v), apiURLExample)
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q: want %s (with https:// before the host)", redact.URL(v), APIURLExample)
 	case u.Fragment != "" || strings.Contains(v, "#"):
 		return fmt.Errorf("TICKETBRIDGE_API_URL=%q holds a #: in an env file a # after a value is part of the value; put comments on lines of their own", redact.URL(v))
 	case u.RawQuery != "":
-		return fmt.Errorf("TICKETBRIDGE_API_URL=%q has a query: want %s", redact.URL(v), apiURLExample)
+		return fmt.Errorf("TICKETBRIDGE_API_URL=%q has a query: want %s", redact.URL(v), APIURLExample)
 	}
 	return adapters.CheckHTTPS("TICKETBRIDGE_API_URL", u, allowInsecure)
+}
+
+// ParseLevel reads TICKETBRIDGE_LOG_LEVEL: debug, info, warn or error.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
+		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
 }

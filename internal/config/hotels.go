@@ -1,4 +1,4 @@
-package main
+package config
 
 // This file is the daemon's many hotels: TICKETBRIDGE_HOTELS_DIR names a
 // directory of <name>.env files, one per hotel. Each hotel's variables are
@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,8 +29,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// hotelsConfig is read from the main configuration only.
-type hotelsConfig struct {
+// Hotels is read from the main configuration only.
+type Hotels struct {
 	// Dir holds one <name>.env file per hotel; empty serves the one hotel
 	// of the main configuration.
 	Dir string `env:"TICKETBRIDGE_HOTELS_DIR"`
@@ -45,13 +44,13 @@ type hotelsConfig struct {
 	// without a replica when the one syncing it dies: replicas renew their
 	// leases every tenth of it, a lease lives five eighths of it, and a
 	// replica that could not renew stops the hotel before another may take
-	// it (see leases.go).
+	// it (see the daemon's leases).
 	LeaseTTL time.Duration `env:"TICKETBRIDGE_LEASE_TTL, default=8s"`
 }
 
-// loadHotelsConfig reads and checks the variables of the many hotels.
-func loadHotelsConfig(ctx context.Context, env envconfig.Lookuper) (hotelsConfig, error) {
-	var c hotelsConfig
+// LoadHotels reads and checks the variables of the many hotels.
+func LoadHotels(ctx context.Context, env envconfig.Lookuper) (Hotels, error) {
+	var c Hotels
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
 		return c, fmt.Errorf("read configuration: %w", err)
 	}
@@ -62,7 +61,7 @@ func loadHotelsConfig(ctx context.Context, env envconfig.Lookuper) (hotelsConfig
 	if c.LeaseTTL < 2*time.Second || c.LeaseTTL > 10*time.Minute {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_LEASE_TTL=%s: want 2s to 10m, such as 8s", c.LeaseTTL)
 	}
-	for _, n := range c.readyNames() {
+	for _, n := range c.ReadyNames() {
 		if !hotelName.MatchString(n) {
 			return c, fmt.Errorf("read configuration: TICKETBRIDGE_READY_HOTELS: %q is not a hotel name (lower-case letters, digits and -)", n)
 		}
@@ -70,9 +69,9 @@ func loadHotelsConfig(ctx context.Context, env envconfig.Lookuper) (hotelsConfig
 	return c, nil
 }
 
-// readyNames returns the hotels TICKETBRIDGE_READY_HOTELS names; nil means
+// ReadyNames returns the hotels TICKETBRIDGE_READY_HOTELS names; nil means
 // every hotel.
-func (c hotelsConfig) readyNames() []string {
+func (c Hotels) ReadyNames() []string {
 	var out []string
 	for _, n := range strings.Split(c.Ready, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -85,8 +84,8 @@ func (c hotelsConfig) readyNames() []string {
 // hotelName is the form of a hotel's name, the base name of its file.
 var hotelName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
-// hotelSuffix ends the name of every hotel file.
-const hotelSuffix = ".env"
+// HotelSuffix ends the name of every hotel file.
+const HotelSuffix = ".env"
 
 // processVars are read from the main configuration only: a hotel file that
 // sets one is warned about.
@@ -99,8 +98,8 @@ var processVars = []string{
 	"TICKETBRIDGE_LEASE_TTL", // one heartbeat for every hotel of the replica
 }
 
-// hotelFile is one file of the hotels directory.
-type hotelFile struct {
+// HotelFile is one file of the hotels directory.
+type HotelFile struct {
 	Name string
 	Path string
 	Vars map[string]string
@@ -108,15 +107,15 @@ type hotelFile struct {
 	Sum [sha256.Size]byte
 }
 
-// readHotelsDir reads every <name>.env file of dir, in name order. Hidden
+// ReadHotelsDir reads every <name>.env file of dir, in name order. Hidden
 // entries are skipped, other entries passed to warn and skipped; a .env file whose name is not a
 // hotel name, or that does not parse, is an error naming it.
-func readHotelsDir(dir string, warn func(string)) ([]hotelFile, error) {
+func ReadHotelsDir(dir string, warn func(string)) ([]HotelFile, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read hotels directory: %w", err)
 	}
-	var out []hotelFile
+	var out []HotelFile
 	for _, de := range des {
 		if strings.HasPrefix(de.Name(), ".") {
 			// Hidden: an editor's swap file, or the ..data links of a
@@ -124,9 +123,9 @@ func readHotelsDir(dir string, warn func(string)) ([]hotelFile, error) {
 			continue
 		}
 		path := filepath.Join(dir, de.Name())
-		name, ok := strings.CutSuffix(de.Name(), hotelSuffix)
+		name, ok := strings.CutSuffix(de.Name(), HotelSuffix)
 		if !ok || de.IsDir() {
-			warn(fmt.Sprintf("%s is not a hotel file (<name>%s) and is ignored", path, hotelSuffix))
+			warn(fmt.Sprintf("%s is not a hotel file (<name>%s) and is ignored", path, HotelSuffix))
 			continue
 		}
 		if !hotelName.MatchString(name) {
@@ -136,27 +135,29 @@ func readHotelsDir(dir string, warn func(string)) ([]hotelFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read hotel %s: %w", name, err)
 		}
-		vars, err := parseEnv(strings.NewReader(string(b)), path)
+		vars, err := ParseEnv(strings.NewReader(string(b)), path)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, hotelFile{Name: name, Path: path, Vars: vars, Sum: sha256.Sum256(b)})
+		out = append(out, HotelFile{Name: name, Path: path, Vars: vars, Sum: sha256.Sum256(b)})
 	}
 	return out, nil
 }
 
-// hotelConf is one hotel's resolved configuration.
-type hotelConf struct {
-	file hotelFile
-	// env looks up the hotel's variables: its file, with the state and key
+// Hotel is one hotel's resolved configuration.
+type Hotel struct {
+	File HotelFile
+	// Env looks up the hotel's variables: its file, with the state and key
 	// settings made its own, then the main configuration.
-	env envconfig.Lookuper
-	cfg Config
-	sc  sync.Config
-	key string
+	Env    envconfig.Lookuper
+	Daemon Daemon
+	Sync   sync.Config
+	// Key is the hotel's API key, read to check it is there and its own.
+	Key Secret
 }
 
-func (h hotelConf) name() string { return h.file.Name }
+// Name is the hotel's name, its file's without the suffix.
+func (h Hotel) Name() string { return h.File.Name }
 
 // hotelEnv returns the lookuper of a hotel whose file sets vars: vars
 // first, then base. A key or a state file that the file does not set is
@@ -183,12 +184,12 @@ func hotelEnv(base envconfig.Lookuper, vars map[string]string, defaultState stri
 	return envconfig.MultiLookuper(m, base)
 }
 
-// hotelSource is src narrowed to a hotel: the names are those its file
+// HotelSource is src narrowed to a hotel: the names are those its file
 // sets, for the warnings about unknown variables.
-func hotelSource(src configSource, h hotelFile, env envconfig.Lookuper) configSource {
-	hs := configSource{env: env, file: h.Path, layout: src.layout, service: src.service, inFile: map[string]bool{}}
+func HotelSource(src Source, h HotelFile, env envconfig.Lookuper) Source {
+	hs := Source{Env: env, File: h.Path, Layout: src.Layout, Service: src.Service, inFile: map[string]bool{}}
 	for k := range h.Vars {
-		if strings.HasPrefix(k, envPrefix) {
+		if strings.HasPrefix(k, EnvPrefix) {
 			hs.names = append(hs.names, k)
 			hs.inFile[k] = true
 		}
@@ -198,49 +199,51 @@ func hotelSource(src configSource, h hotelFile, env envconfig.Lookuper) configSo
 }
 
 // loadHotel resolves one hotel's configuration against the main one.
-func loadHotel(ctx context.Context, src configSource, main Config, h hotelFile) (hotelConf, error) {
+func loadHotel(ctx context.Context, src Source, main Daemon, h HotelFile) (Hotel, error) {
 	def := filepath.Join(filepath.Dir(main.State), "hotels", h.Name+".db")
 	if state.IsURL(main.State) {
 		def = main.State
 	}
-	hc := hotelConf{file: h, env: hotelEnv(src.env, h.Vars, def)}
+	hc := Hotel{File: h, Env: hotelEnv(src.Env, h.Vars, def)}
 	var err error
-	if hc.cfg, err = loadConfig(ctx, hc.env); err != nil {
+	if hc.Daemon, err = LoadDaemon(ctx, hc.Env); err != nil {
 		return hc, fmt.Errorf("hotel %s (%s): %w", h.Name, h.Path, err)
 	}
-	hc.cfg.Hotel = h.Name
-	if hc.sc, err = sync.LoadConfig(ctx, hc.env); err != nil {
+	hc.Daemon.Hotel = h.Name
+	if hc.Sync, err = sync.LoadConfig(ctx, hc.Env); err != nil {
 		return hc, fmt.Errorf("hotel %s (%s): read configuration: %w", h.Name, h.Path, errors.Unwrap(err))
 	}
-	if hc.key, err = hc.cfg.apiKey(hc.env); err != nil {
+	key, err := hc.Daemon.ReadAPIKey(hc.Env)
+	if err != nil {
 		return hc, fmt.Errorf("hotel %s (%s): %w; each hotel names its own key in its file", h.Name, h.Path, err)
 	}
+	hc.Key = Secret(key)
 	return hc, nil
 }
 
 // hotelWarnings returns the warnings about what a hotel file sets: unknown
 // names, and names only the main configuration may set.
-func hotelWarnings(ctx context.Context, src configSource, hc hotelConf) []string {
-	out := unknownVariables(ctx, hotelSource(src, hc.file, hc.env))
+func hotelWarnings(ctx context.Context, src Source, hc Hotel) []string {
+	out := UnknownVariables(ctx, HotelSource(src, hc.File, hc.Env))
 	for _, k := range processVars {
-		if _, ok := hc.file.Vars[k]; ok {
-			out = append(out, fmt.Sprintf("%s (in %s) is read from the main configuration only and is ignored here", k, hc.file.Path))
+		if _, ok := hc.File.Vars[k]; ok {
+			out = append(out, fmt.Sprintf("%s (in %s) is read from the main configuration only and is ignored here", k, hc.File.Path))
 		}
 	}
 	return out
 }
 
-// loadHotels resolves every hotel of the directory. A directory that
+// LoadHotelDir resolves every hotel of the directory. A directory that
 // cannot be read, a bad file name, or two hotels that would share a key, a
 // state file or a helpdesk folder is an error; a hotel whose own
 // configuration is wrong is returned in bad, and the others go on.
-func loadHotels(ctx context.Context, src configSource, main Config, dir string, warn func(string)) (good []hotelConf, bad map[string]error, err error) {
-	files, err := readHotelsDir(dir, warn)
+func LoadHotelDir(ctx context.Context, src Source, main Daemon, dir string, warn func(string)) (good []Hotel, bad map[string]error, err error) {
+	files, err := ReadHotelsDir(dir, warn)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(files) == 0 {
-		warn(fmt.Sprintf("the hotels directory %s holds no <name>%s file: no hotel is served", dir, hotelSuffix))
+		warn(fmt.Sprintf("the hotels directory %s holds no <name>%s file: no hotel is served", dir, HotelSuffix))
 	}
 	bad = map[string]error{}
 	for _, f := range files {
@@ -252,8 +255,8 @@ func loadHotels(ctx context.Context, src configSource, main Config, dir string, 
 		for _, w := range hotelWarnings(ctx, src, hc) {
 			warn(w)
 		}
-		if state.IsURL(main.State) && !state.IsURL(hc.cfg.State) {
-			warn(fmt.Sprintf("hotel %s keeps its state in the file %s while the main configuration's is in PostgreSQL: a hotel with a state file holds no lease, so every replica given this hotels directory syncs it on its own; set its TICKETBRIDGE_STATE to the database, or serve it from one daemon only", hc.name(), hc.cfg.State))
+		if state.IsURL(main.State) && !state.IsURL(hc.Daemon.State) {
+			warn(fmt.Sprintf("hotel %s keeps its state in the file %s while the main configuration's is in PostgreSQL: a hotel with a state file holds no lease, so every replica given this hotels directory syncs it on its own; set its TICKETBRIDGE_STATE to the database, or serve it from one daemon only", hc.Name(), hc.Daemon.State))
 		}
 		good = append(good, hc)
 	}
@@ -264,19 +267,19 @@ func loadHotels(ctx context.Context, src configSource, main Config, dir string, 
 // the API key (the key decides the organisation), the state file, the
 // folders of the files and webhook adapters, and the webhook adapter's
 // inbound address.
-func checkDistinct(hs []hotelConf) error {
+func checkDistinct(hs []Hotel) error {
 	if err := checkWebhookListen(hs); err != nil {
 		return err
 	}
 	seen := map[string]string{}
-	claim := func(h hotelConf, what, v string) error {
+	claim := func(h Hotel, what, v string) error {
 		if v == "" {
 			return nil
 		}
 		if other, ok := seen[what+"\x00"+v]; ok {
-			return fmt.Errorf("read hotels directory: hotels %s and %s share %s; each hotel needs its own", other, h.name(), what)
+			return fmt.Errorf("read hotels directory: hotels %s and %s share %s; each hotel needs its own", other, h.Name(), what)
 		}
-		seen[what+"\x00"+v] = h.name()
+		seen[what+"\x00"+v] = h.Name()
 		return nil
 	}
 	abs := func(p string) string {
@@ -290,22 +293,22 @@ func checkDistinct(hs []hotelConf) error {
 		return a
 	}
 	for _, h := range hs {
-		sum := sha256.Sum256([]byte(h.key))
+		sum := sha256.Sum256([]byte(h.Key))
 		if err := claim(h, "an API key", string(sum[:])); err != nil {
 			return err
 		}
-		if !state.IsURL(h.cfg.State) {
-			if err := claim(h, "the state file "+abs(h.cfg.State), abs(h.cfg.State)); err != nil {
+		if !state.IsURL(h.Daemon.State) {
+			if err := claim(h, "the state file "+abs(h.Daemon.State), abs(h.Daemon.State)); err != nil {
 				return err
 			}
 		}
 		for adapter, v := range map[string]string{"files": "TICKETBRIDGE_FILES_DIR", "webhook": "TICKETBRIDGE_WEBHOOK_DIR"} {
-			if h.cfg.Adapter != adapter {
+			if h.Daemon.Adapter != adapter {
 				continue
 			}
-			d, _ := h.env.Lookup(v)
+			d, _ := h.Env.Lookup(v)
 			if d = strings.TrimSpace(d); d == "" {
-				return fmt.Errorf("read hotels directory: hotel %s (%s): set %s in its file: each hotel needs a folder of its own", h.name(), h.file.Path, v)
+				return fmt.Errorf("read hotels directory: hotel %s (%s): set %s in its file: each hotel needs a folder of its own", h.Name(), h.File.Path, v)
 			}
 			if err := claim(h, v+"="+abs(d), abs(d)); err != nil {
 				return err
@@ -319,15 +322,15 @@ func checkDistinct(hs []hotelConf) error {
 // would listen on the same port of the same address (an address such as
 // 0.0.0.0 takes the port on every address), which would leave the second
 // hotel unable to start.
-func checkWebhookListen(hs []hotelConf) error {
+func checkWebhookListen(hs []Hotel) error {
 	type endpoint struct{ hotel, addr, host, port string }
 	var seen []endpoint
 	wildcard := func(host string) bool { return host == "" || host == "0.0.0.0" || host == "::" }
 	for _, h := range hs {
-		if h.cfg.Adapter != webhook.Name {
+		if h.Daemon.Adapter != webhook.Name {
 			continue
 		}
-		addr, _ := h.env.Lookup("TICKETBRIDGE_WEBHOOK_LISTEN")
+		addr, _ := h.Env.Lookup("TICKETBRIDGE_WEBHOOK_LISTEN")
 		if addr == "" {
 			addr = webhook.DefaultListen
 		}
@@ -343,15 +346,10 @@ func checkWebhookListen(hs []hotelConf) error {
 		}
 		for _, o := range seen {
 			if o.port == port && (o.host == host || wildcard(o.host) || wildcard(host)) {
-				return fmt.Errorf("read hotels directory: hotels %s and %s would both listen on %s (TICKETBRIDGE_WEBHOOK_LISTEN=%s); give each webhook hotel an address of its own in its file", o.hotel, h.name(), addr, o.addr)
+				return fmt.Errorf("read hotels directory: hotels %s and %s would both listen on %s (TICKETBRIDGE_WEBHOOK_LISTEN=%s); give each webhook hotel an address of its own in its file", o.hotel, h.Name(), addr, o.addr)
 			}
 		}
-		seen = append(seen, endpoint{h.name(), addr, host, port})
+		seen = append(seen, endpoint{h.Name(), addr, host, port})
 	}
 	return nil
-}
-
-// warnTo returns a warn function that logs to log.
-func warnTo(log *slog.Logger) func(string) {
-	return func(s string) { log.Warn(s, slog.String("op", "config")) }
 }

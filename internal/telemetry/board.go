@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"fmt"
@@ -15,17 +15,17 @@ import (
 
 // The telemetry of many hotels. The daemon's telemetry serves the
 // endpoints, feeds the watchdog and carries the series of the process;
-// each hotel has a telemetry of its own (see [telemetry.hotel]) whose
+// each hotel has a telemetry of its own (see [Telemetry.Hotel]) whose
 // series carry a hotel label and whose readiness is the hotel's. A daemon
 // of one hotel has no hotel label at all, which PromQL reads as
-// hotel="": its series are those it always had.
+// Hotel="": its series are those it always had.
 
 // hotelBoard is the set of the hotels' telemetries.
 type hotelBoard struct {
 	mu gosync.Mutex
 	// tels holds the running hotels'; broken the reasons of the hotels
 	// whose configuration or start failed.
-	tels   map[string]*telemetry
+	tels   map[string]*Telemetry
 	broken map[string]string
 	// pages holds the status page's source of each hotel that runs
 	// (once it started: see fleet.start).
@@ -37,33 +37,24 @@ type hotelBoard struct {
 	elsewhere map[string]string
 }
 
-// hotelsElsewhere sets the hotels other replicas sync: /readyz lists them
+// SetElsewhere sets the hotels other replicas sync: /readyz lists them
 // as ready here, saying where they are.
-func (t *telemetry) hotelsElsewhere(m map[string]string) {
+func (t *Telemetry) SetElsewhere(m map[string]string) {
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
 	t.hotels.elsewhere = m
 }
 
-// asFleet makes t the telemetry of a daemon of many hotels: its own
-// registry keeps only the process's series, and /readyz answers for the
-// hotels named in ready (nil: all).
-func (t *telemetry) asFleet(ready []string) {
-	t.reg = prometheus.NewRegistry()
-	registerProcessMetrics(t.reg)
-	t.hotels = &hotelBoard{tels: map[string]*telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
-}
-
-// hotel returns a new telemetry for the hotel name, replacing the one it
+// Hotel returns a new telemetry for the hotel name, replacing the one it
 // had: a hotel restarted after an edit starts its counters again. Its
 // endpoints, watchdog and systemd notifications are the daemon's.
-func (t *telemetry) hotel(name string) *telemetry {
+func (t *Telemetry) Hotel(name string) *Telemetry {
 	reg := prometheus.NewRegistry()
 	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg)
 	prop := newPropagationMetrics()
 	wrapped.MustRegister(prop)
-	h := &telemetry{
-		cfg:           telemetryConfig{CycleMax: t.cfg.CycleMax},
+	h := &Telemetry{
+		cfg:           Options{CycleMax: t.cfg.CycleMax},
 		log:           t.log.With("hotel", name),
 		now:           t.now,
 		notify:        func(string) error { return nil },
@@ -80,9 +71,9 @@ func (t *telemetry) hotel(name string) *telemetry {
 	return h
 }
 
-// dropHotel forgets a hotel that stopped; a non-empty reason keeps it
+// DropHotel forgets a hotel that stopped; a non-empty reason keeps it
 // listed as failing.
-func (t *telemetry) dropHotel(name, reason string) {
+func (t *Telemetry) DropHotel(name, reason string) {
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
 	delete(t.hotels.tels, name)
@@ -93,15 +84,15 @@ func (t *telemetry) dropHotel(name, reason string) {
 	}
 }
 
-// clearBroken forgets why a hotel failed to start here, if it did.
-func (t *telemetry) clearBroken(name string) {
+// ClearBroken forgets why a hotel failed to start here, if it did.
+func (t *Telemetry) ClearBroken(name string) {
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
 	delete(t.hotels.broken, name)
 }
 
 // gatherer gathers the daemon's series and every hotel's.
-func (t *telemetry) gatherer() prometheus.Gatherer {
+func (t *Telemetry) gatherer() prometheus.Gatherer {
 	if t.hotels == nil {
 		return t.reg
 	}
@@ -116,9 +107,9 @@ func (t *telemetry) gatherer() prometheus.Gatherer {
 	})
 }
 
-// showPage lists the hotel name's page source on the status page; the
-// hotel's next start or drop takes it off.
-func (t *telemetry) showPage(name string, src statuspage.Source) {
+// ShowPage lists the hotel name's page source on the status page; the
+// Hotel's next start or drop takes it off.
+func (t *Telemetry) ShowPage(name string, src statuspage.Source) {
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
 	if _, running := t.hotels.tels[name]; running {
@@ -126,9 +117,9 @@ func (t *telemetry) showPage(name string, src statuspage.Source) {
 	}
 }
 
-// hidePage takes src, the page source of the hotel name, off the status
+// HidePage takes src, the page source of the hotel name, off the status
 // page; a source the hotel got since (it started again) stays.
-func (t *telemetry) hidePage(name string, src statuspage.Source) {
+func (t *Telemetry) HidePage(name string, src statuspage.Source) {
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
 	if t.hotels.pages[name] == src {
@@ -152,7 +143,7 @@ type hotelReadiness struct {
 // sets the ready gauges.
 func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 	b.mu.Lock()
-	tels := make(map[string]*telemetry, len(b.tels))
+	tels := make(map[string]*Telemetry, len(b.tels))
 	for n, h := range b.tels {
 		tels[n] = h
 	}
@@ -191,7 +182,7 @@ func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 		hr := hotelReadiness{name: n, counts: ready == nil || slices.Contains(ready, n), page: pages[n]}
 		switch h, running := tels[n]; {
 		case running:
-			hr.ok, hr.reason = h.ready(now)
+			hr.ok, hr.reason = h.Ready(now)
 			h.m.ready.Set(boolFloat(hr.ok))
 		case broken[n] != "":
 			hr.reason = "failed to start: " + oneLine(broken[n])
@@ -205,12 +196,12 @@ func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 	return out
 }
 
-// readiness is what /readyz answers: for one hotel its readiness, for many
+// Readiness is what /readyz answers: for one hotel its readiness, for many
 // one line per hotel after a first line that says whether every hotel
 // /readyz answers for is ready.
-func (t *telemetry) readiness(now time.Time) (bool, string) {
+func (t *Telemetry) Readiness(now time.Time) (bool, string) {
 	if t.hotels == nil {
-		ok, reason := t.ready(now)
+		ok, reason := t.Ready(now)
 		t.m.ready.Set(boolFloat(ok))
 		return ok, reason
 	}
@@ -236,9 +227,9 @@ func (t *telemetry) readiness(now time.Time) (bool, string) {
 	return len(failing) == 0, strings.Join(append([]string{head}, lines...), "\n")
 }
 
-// pageHotels lists the hotels on the status page, with the readiness
+// PageHotels lists the hotels on the status page, with the readiness
 // /readyz gives them.
-func (t *telemetry) pageHotels() []statuspage.Listed {
+func (t *Telemetry) PageHotels() []statuspage.Listed {
 	hs := t.hotels.judge(t.now())
 	out := make([]statuspage.Listed, 0, len(hs))
 	for _, h := range hs {
@@ -254,14 +245,14 @@ func (t *telemetry) pageHotels() []statuspage.Listed {
 // counts as alive.
 func (b *hotelBoard) aliveUntil(now time.Time, cycleMax time.Duration) time.Time {
 	b.mu.Lock()
-	tels := make([]*telemetry, 0, len(b.tels))
+	tels := make([]*Telemetry, 0, len(b.tels))
 	for _, h := range b.tels {
 		tels = append(tels, h)
 	}
 	b.mu.Unlock()
 	until := now.Add(cycleMax)
 	for _, h := range tels {
-		if u := h.aliveUntil(); u.Before(until) {
+		if u := h.AliveUntil(); u.Before(until) {
 			until = u
 		}
 	}

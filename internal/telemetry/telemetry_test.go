@@ -1,7 +1,6 @@
-package main
+package telemetry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sethvargo/go-envconfig"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -23,80 +22,6 @@ import (
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
-
-var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-
-// testTelemetry returns telemetry on a fake clock whose notifications go
-// to the returned channel.
-func testTelemetry(t *testing.T, cfg telemetryConfig) (*telemetry, *refservertest.Clock, chan string) {
-	t.Helper()
-	clock := refservertest.NewClock(t0)
-	tel := newTelemetry(cfg, nil)
-	tel.now = clock.Now
-	sent := make(chan string, 100)
-	tel.notify = func(s string) error { sent <- s; return nil }
-	tel.watchdogEvery = -1
-	return tel, clock, sent
-}
-
-func drain(ch chan string) []string {
-	var out []string
-	for {
-		select {
-		case s := <-ch:
-			out = append(out, s)
-		default:
-			return out
-		}
-	}
-}
-
-func scrape(t *testing.T, h http.Handler) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
-	rec := &recorder{header: http.Header{}}
-	h.ServeHTTP(rec, req)
-	if rec.code != 0 && rec.code != http.StatusOK {
-		t.Fatalf("GET /metrics: %d %s", rec.code, rec.body.String())
-	}
-	return rec.body.String()
-}
-
-// recorder is a minimal http.ResponseWriter.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(c int) {
-	if r.code == 0 {
-		r.code = c
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.body.Write(b)
-}
-
-// metricValue returns the value of the sample line that starts with
-// series, or -1 when there is none.
-func metricValue(t *testing.T, text, series string) float64 {
-	t.Helper()
-	for _, line := range strings.Split(text, "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return v
-		}
-	}
-	return -1
-}
 
 func TestEndpointTemplates(t *testing.T) {
 	id := "0d9a7c1e-5b43-4e2f-8a61-7c0b9e1f2a11"
@@ -129,8 +54,8 @@ func TestAPIRequestsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel, _, _ := testTelemetry(t, telemetryConfig{})
-	cl, err := guestapi.New(guestapi.Config{BaseURL: ts.URL, APIKey: ts.Keys.TicketsWrite, HTTPClient: tel.instrument(nil), MaxAttempts: 1})
+	tel, _, _ := testTelemetry(t, Options{})
+	cl, err := guestapi.New(guestapi.Config{BaseURL: ts.URL, APIKey: ts.Keys.TicketsWrite, HTTPClient: &http.Client{Transport: tel.CountRequests(nil)}, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +78,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 	if _, err := cl.Verify(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := guestapi.New(guestapi.Config{BaseURL: "http://" + closedPort(t), APIKey: ts.Keys.TicketsWrite, HTTPClient: tel.instrument(nil), MaxAttempts: 1})
+	dead, err := guestapi.New(guestapi.Config{BaseURL: "http://" + closedPort(t), APIKey: ts.Keys.TicketsWrite, HTTPClient: &http.Client{Transport: tel.CountRequests(nil)}, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +86,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 		t.Fatal("list on a closed port succeeded")
 	}
 
-	text := scrape(t, tel.handler())
+	text := scrape(t, tel.Handler(nil))
 	for series, want := range map[string]float64{
 		`ticketbridge_api_requests_total{code="200",endpoint="/tickets",method="GET"}`:                1,
 		`ticketbridge_api_requests_total{code="200",endpoint="/tickets/{id}",method="GET"}`:           1,
@@ -185,8 +110,8 @@ func TestAPIRequestsCounted(t *testing.T) {
 }
 
 func TestCycleMetricsAndReadiness(t *testing.T) {
-	tel, clock, sent := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
-	h := tel.handler()
+	tel, clock, sent := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
+	h := tel.Handler(nil)
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, path, nil)
 		rec := &recorder{header: http.Header{}}
@@ -202,10 +127,10 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	}
 	stats := state.Stats{ByStatus: map[string]int{"new": 2, "done": 1, "": 1, "frozen": 1}, Retired: 1,
 		JournalPending: 3, JournalFailed: 1, JournalUnmarked: 2, FileSize: 32768}
-	if err := tel.start(context.Background(), sched, 30*time.Second, func() (state.Stats, error) { return stats, nil }); err != nil {
+	if err := tel.Start(context.Background(), nil, sched, 30*time.Second, func() (state.Stats, error) { return stats, nil }); err != nil {
 		t.Fatal(err)
 	}
-	defer tel.stop()
+	defer tel.Stop()
 	if got := drain(sent); len(got) < 1 || got[0] != "READY=1" {
 		t.Fatalf("notifications at start: %q, want READY=1 first", got)
 	}
@@ -219,14 +144,14 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	// A failed cycle: not ready, with its reason.
 	clock.Advance(2 * time.Second)
 	fatal := fmt.Errorf("list tickets: %w", sync.ErrKeyRefused)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Fatal: fatal.Error()}, fatal)
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Fatal: fatal.Error()}, fatal)
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "revoked, expired or mistyped") {
 		t.Fatalf("readyz after a failed cycle: %d %q", code, body)
 	}
 
 	// A partial cycle that synced counts as a success.
 	clock.Advance(30 * time.Second)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
 		Signalled: 5, Unsignalled: 1, Throttled: 3, Reconcile: map[string]int{sync.ReconcileCarriedUp: 2}}, nil)
 	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "partial") {
 		t.Fatalf("readyz after a partial cycle: %d %q", code, body)
@@ -299,7 +224,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	// success timestamp stays.
 	clock.Advance(time.Second)
 	down := fmt.Errorf("run cycle: %w: list tickets: connection refused", sync.ErrNoAPISuccess)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: down.Error()}, down)
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: down.Error()}, down)
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "the last cycle failed") || !strings.Contains(body, "connection refused") {
 		t.Fatalf("readyz after a cycle with the API down: %d %q", code, body)
 	}
@@ -311,7 +236,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		t.Fatalf("api_down errors = %v, want 1", got)
 	}
 	// A report without Synced (nothing succeeded upstream) is no success.
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK}, nil)
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK}, nil)
 	if code, _ := get("/readyz"); code != 503 {
 		t.Fatalf("readyz after a cycle that did not sync: %d, want 503", code)
 	}
@@ -347,80 +272,80 @@ func TestErrorKinds(t *testing.T) {
 // and a daily schedule, with and without cycle starts being reported.
 func TestWatchdogBound(t *testing.T) {
 	t.Run("every 30s", func(t *testing.T) {
-		tel, clock, sent := testTelemetry(t, telemetryConfig{CycleMax: 10 * time.Minute})
+		tel, clock, sent := testTelemetry(t, Options{CycleMax: 10 * time.Minute})
 		sched, _ := sync.ParseSchedule("@every 30s")
-		if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+		if err := tel.Start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
-		defer tel.stop()
+		defer tel.Stop()
 		drain(sent)
 		// The first cycle runs at once: alive for CycleMax from the start.
 		clock.Advance(10*time.Minute - time.Second)
-		if !tel.feedWatchdog() {
+		if !tel.FeedWatchdog() {
 			t.Fatal("not fed during the first cycle")
 		}
 		if got := drain(sent); len(got) != 1 || got[0] != "WATCHDOG=1" {
 			t.Fatalf("notifications when fed: %q", got)
 		}
 		clock.Advance(time.Second)
-		if tel.feedWatchdog() {
+		if tel.FeedWatchdog() {
 			t.Fatal("fed although the first cycle has run for CycleMax")
 		}
 		if got := drain(sent); len(got) != 1 || !strings.HasPrefix(got[0], "STATUS=stuck") {
 			t.Fatalf("notifications when stuck: %q", got)
 		}
 		// A cycle completes: fed again until the next start + CycleMax.
-		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
+		tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
 		end := clock.Now()
-		if !tel.feedWatchdog() {
+		if !tel.FeedWatchdog() {
 			t.Fatal("not fed after a cycle completed")
 		}
 		if got := drain(sent); got[len(got)-1] != "WATCHDOG=1" {
 			t.Fatalf("notifications: %q", got)
 		}
 		clock.Set(sched.Next(end).Add(10*time.Minute - time.Second))
-		if !tel.feedWatchdog() {
+		if !tel.FeedWatchdog() {
 			t.Fatal("not fed within CycleMax of the next start")
 		}
 		clock.Set(sched.Next(end).Add(10 * time.Minute))
-		if tel.feedWatchdog() {
+		if tel.FeedWatchdog() {
 			t.Fatal("fed although no cycle completed within CycleMax of the next start")
 		}
 		// A failed cycle still completes.
-		tel.cycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: "API down"}, errors.New("API down"))
-		if !tel.feedWatchdog() {
+		tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: "API down"}, errors.New("API down"))
+		if !tel.FeedWatchdog() {
 			t.Fatal("a failed cycle did not feed the watchdog")
 		}
 		// A reported start bounds the cycle itself.
-		tel.cycleStarted()
+		tel.CycleStarted()
 		clock.Advance(10*time.Minute - time.Second)
-		if !tel.feedWatchdog() {
+		if !tel.FeedWatchdog() {
 			t.Fatal("not fed while a cycle runs within CycleMax")
 		}
 		clock.Advance(time.Second)
-		if tel.feedWatchdog() {
+		if tel.FeedWatchdog() {
 			t.Fatal("fed while a cycle runs past CycleMax")
 		}
 	})
 	t.Run("daily", func(t *testing.T) {
-		tel, clock, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
+		tel, clock, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
 		sched, _ := sync.ParseSchedule("0 3 * * *")
-		if err := tel.start(context.Background(), sched, 24*time.Hour, nil); err != nil {
+		if err := tel.Start(context.Background(), nil, sched, 24*time.Hour, nil); err != nil {
 			t.Fatal(err)
 		}
-		defer tel.stop()
-		tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil) // 09:00
+		defer tel.Stop()
+		tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil) // 09:00
 		// Alive through the quiet day, until the next 03:00 + CycleMax.
 		next := sched.Next(t0)
 		clock.Set(next.Add(20*time.Minute - time.Second))
-		if !tel.feedWatchdog() {
+		if !tel.FeedWatchdog() {
 			t.Fatalf("not fed before %s + CycleMax", next)
 		}
 		clock.Set(next.Add(20 * time.Minute))
-		if tel.feedWatchdog() {
+		if tel.FeedWatchdog() {
 			t.Fatalf("fed although the cycle of %s did not complete", next)
 		}
-		if ok, why := tel.ready(next.Add(20*time.Minute - time.Second)); !ok {
+		if ok, why := tel.Ready(next.Add(20*time.Minute - time.Second)); !ok {
 			t.Fatalf("not ready before %s + CycleMax: %s", next, why)
 		}
 	})
@@ -428,9 +353,9 @@ func TestWatchdogBound(t *testing.T) {
 
 // TestWatchdogLoop feeds the watchdog from ticks until stopped.
 func TestWatchdogLoop(t *testing.T) {
-	tel, _, sent := testTelemetry(t, telemetryConfig{})
+	tel, _, sent := testTelemetry(t, Options{})
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.Start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	drain(sent)
@@ -446,7 +371,7 @@ func TestWatchdogLoop(t *testing.T) {
 	}
 	cancel()
 	<-done
-	tel.stop()
+	tel.Stop()
 	if got := drain(sent); len(got) != 1 || got[0] != "STOPPING=1" {
 		t.Fatalf("at stop: %q, want STOPPING=1", got)
 	}
@@ -485,9 +410,9 @@ func TestSystemdNotifications(t *testing.T) {
 	conn := notifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "40000") // pings every 20ms
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
-	tel := newTelemetry(telemetryConfig{Listen: "127.0.0.1:0", CycleMax: time.Hour}, nil)
+	tel := New(nil, Options{Listen: "127.0.0.1:0", CycleMax: time.Hour})
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.Start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readNotification(t, conn); got != "READY=1" {
@@ -515,13 +440,13 @@ func TestSystemdNotifications(t *testing.T) {
 		}
 	}
 	// A second daemon on the same address fails to start.
-	other := newTelemetry(telemetryConfig{Listen: tel.Addr().String()}, nil)
-	other.notify = func(string) error { t.Error("a telemetry that failed to start notified systemd"); return nil }
-	if err := other.start(context.Background(), sched, 30*time.Second, nil); err == nil || !strings.Contains(err.Error(), "start metrics listener") {
+	other := New(nil, Options{Listen: tel.Addr().String(),
+		Notify: func(string) error { t.Error("a telemetry that failed to start notified systemd"); return nil }})
+	if err := other.Start(context.Background(), nil, sched, 30*time.Second, nil); err == nil || !strings.Contains(err.Error(), "start metrics listener") {
 		t.Fatalf("second listener: %v", err)
 	}
 
-	if err := tel.stop(); err != nil {
+	if err := tel.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	for got := readNotification(t, conn); got != "STOPPING=1"; got = readNotification(t, conn) {
@@ -534,26 +459,24 @@ func TestSystemdNotifications(t *testing.T) {
 	}
 }
 
-func TestTelemetryConfig(t *testing.T) {
-	ctx := context.Background()
-	c, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(nil))
-	if err != nil || c.Listen != "" || c.CycleMax != 20*time.Minute {
-		t.Fatalf("defaults: %+v, %v", c, err)
+// TestInterruptedCycleKeepsReadiness: a cycle cancelled (a daemon
+// stopping, a hotel handed over) is no failure for readiness or for the
+// metrics' error counts.
+func TestInterruptedCycleKeepsReadiness(t *testing.T) {
+	tel, clock, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
+	sched, _ := sync.ParseSchedule("@every 30s")
+	if err := tel.Start(t.Context(), nil, sched, 30*time.Second, nil); err != nil {
+		t.Fatal(err)
 	}
-	c, err = loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": " [::1]:9464 ", "TICKETBRIDGE_CYCLE_MAX": "45m"}))
-	if err != nil || c.Listen != "[::1]:9464" || c.CycleMax != 45*time.Minute {
-		t.Fatalf("set: %+v, %v", c, err)
+	defer tel.Stop()
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
+	clock.Advance(30 * time.Second)
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeInterrupted}, sync.ErrInterrupted)
+	if ok, why := tel.Ready(clock.Now()); !ok {
+		t.Errorf("not ready after an interrupted cycle: %s", why)
 	}
-	for k, v := range map[string]string{
-		"TICKETBRIDGE_LISTEN":    "localhost",
-		"TICKETBRIDGE_CYCLE_MAX": "10s",
-	} {
-		_, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{k: v}))
-		if err == nil || !strings.Contains(err.Error(), k) {
-			t.Errorf("%s=%s: %v, want an error naming it", k, v, err)
-		}
-	}
-	if _, err := loadTelemetryConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_LISTEN": "127.0.0.1:99999"})); err == nil {
-		t.Error("port 99999 accepted")
+	var m dto.Metric
+	if err := tel.m.cycles.WithLabelValues(sync.OutcomeFailed).Write(&m); err != nil || m.GetCounter().GetValue() != 0 {
+		t.Errorf("an interrupted cycle counted as failed: %v, %v", m.GetCounter().GetValue(), err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bridge
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// dryRun runs one cycle of w (wired with DryRun) that writes nothing: the
+// DryRun runs one cycle of w (wired with DryRun) that writes nothing: the
 // engine records its work in a copy of the state file in a private
 // temporary directory, removed afterwards (an empty state when there is no
 // state file yet), and sync.DryRun prints the writes to plan instead of
 // making them.
-func (w *wiring) dryRun(ctx context.Context, plan io.Writer) (sync.Report, error) {
+func (w *Bridge) DryRun(ctx context.Context, plan io.Writer) (sync.Report, error) {
 	path := w.cfg.State
 	url := state.IsURL(path) // PostgreSQL: copy the hotel, if it is there yet
 	_, err := os.Stat(path)

@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"strings"
@@ -11,8 +11,8 @@ import (
 // TestPropagationHistograms: the engine's per-cycle measurements add up
 // in ticketbridge_propagation_seconds, one series per direction.
 func TestPropagationHistograms(t *testing.T) {
-	tel, _, _ := testTelemetry(t, telemetryConfig{CycleMax: 20 * time.Minute})
-	h := tel.handler()
+	tel, _, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
+	h := tel.Handler(nil)
 	text := scrape(t, h)
 	for _, want := range []string{
 		`ticketbridge_propagation_seconds_count{direction="to_helpdesk"} 0`,
@@ -25,8 +25,8 @@ func TestPropagationHistograms(t *testing.T) {
 	var p sync.Propagation
 	p.ToHelpdesk.Observe(3 * time.Second)
 	p.ToGuest.Observe(90 * time.Second)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Propagation: p}, nil)
-	tel.cycleDone(sync.Report{Outcome: sync.OutcomeOK, Propagation: p}, nil)
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Propagation: p}, nil)
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Propagation: p}, nil)
 	text = scrape(t, h)
 	for _, want := range []string{
 		`ticketbridge_propagation_seconds_bucket{direction="to_helpdesk",le="1"} 0`,
@@ -40,14 +40,4 @@ func TestPropagationHistograms(t *testing.T) {
 			t.Errorf("no %s in\n%s", want, grepLines(text, "propagation"))
 		}
 	}
-}
-
-func grepLines(text, sub string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 // The daemon's health as the systemd watchdog and /readyz judge it, from
 // what telemetry records of the cycles.
@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// aliveUntil is the instant until which the daemon counts as alive for
+// AliveUntil is the instant until which the daemon counts as alive for
 // the watchdog (see the comment at the top of telemetry.go).
-func (t *telemetry) aliveUntil() time.Time {
+func (t *Telemetry) AliveUntil() time.Time {
 	if t.hotels != nil {
 		return t.hotels.aliveUntil(t.now(), t.cfg.CycleMax)
 	}
@@ -30,22 +31,22 @@ func (t *telemetry) aliveUntil() time.Time {
 
 // runWatchdog pings systemd on every tick while the daemon counts as
 // alive, until ctx ends.
-func (t *telemetry) runWatchdog(ctx context.Context, tick <-chan time.Time) {
+func (t *Telemetry) runWatchdog(ctx context.Context, tick <-chan time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
-			t.feedWatchdog()
+			t.FeedWatchdog()
 		}
 	}
 }
 
-// feedWatchdog sends one WATCHDOG=1 when the daemon counts as alive and
+// FeedWatchdog sends one WATCHDOG=1 when the daemon counts as alive and
 // reports whether it did.
-func (t *telemetry) feedWatchdog() bool {
+func (t *Telemetry) FeedWatchdog() bool {
 	now := t.now()
-	until := t.aliveUntil()
+	until := t.AliveUntil()
 	alive := now.Before(until)
 	t.mu.Lock()
 	changed := t.starved == alive
@@ -65,7 +66,7 @@ func (t *telemetry) feedWatchdog() bool {
 	return true
 }
 
-func (t *telemetry) lastEndText() string {
+func (t *Telemetry) lastEndText() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.lastEnd.IsZero() {
@@ -77,7 +78,7 @@ func (t *telemetry) lastEndText() string {
 // syncDue is the instant after which the daemon counts as not ready for
 // want of a cycle that synced: TICKETBRIDGE_CYCLE_MAX past the scheduled
 // start that followed the last sync (or the daemon's start).
-func (t *telemetry) syncDue() time.Time {
+func (t *Telemetry) syncDue() time.Time {
 	from := t.lastOK
 	if from.IsZero() {
 		from = t.begun
@@ -91,9 +92,9 @@ func (t *telemetry) syncDue() time.Time {
 	return next.Add(t.cfg.CycleMax)
 }
 
-// ready reports whether the last cycle synced and the next is not overdue,
+// Ready reports whether the last cycle synced and the next is not overdue,
 // and why not.
-func (t *telemetry) ready(now time.Time) (bool, string) {
+func (t *Telemetry) Ready(now time.Time) (bool, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {

@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"bufio"
@@ -38,8 +38,8 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // server in refserver's TestOversizedBodiesRefused, the webhook inbound
 // endpoint in webhook's TestInboundAnswers, "too large".)
 func TestTelemetryBodyLimits(t *testing.T) {
-	tel, _, _ := testTelemetry(t, telemetryConfig{CycleMax: time.Hour})
-	h := tel.handler()
+	tel, _, _ := testTelemetry(t, Options{CycleMax: time.Hour})
+	h := tel.Handler(nil)
 	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut} {
 		for _, path := range []string{"/metrics", "/healthz", "/readyz", "/", "/nothing"} {
 			body := &countingBody{n: 10 << 20}
@@ -58,10 +58,10 @@ func TestTelemetryBodyLimits(t *testing.T) {
 	// On a real listener.
 	tel.cfg.Listen = "127.0.0.1:0"
 	sched, _ := sync.ParseSchedule("@every 30s")
-	if err := tel.start(context.Background(), sched, 30*time.Second, nil); err != nil {
+	if err := tel.Start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	defer tel.stop()
+	defer tel.Stop()
 	status := func(head string) string {
 		t.Helper()
 		conn, err := net.Dial("tcp", tel.Addr().String())

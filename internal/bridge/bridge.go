@@ -1,0 +1,417 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/files"
+	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
+	"github.com/ticketbridge/ticketbridge/adapters/rt"
+	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/adapters/zammad"
+	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
+	"github.com/ticketbridge/ticketbridge/internal/statuspage"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// Adapters is every helpdesk adapter the daemon can run, by
+// TICKETBRIDGE_ADAPTER.
+func Adapters() adapters.Registry {
+	return adapters.Registry{
+		files.Name:     files.Factory,
+		rt.Name:        rt.Factory,
+		zendesk.Name:   zendesk.Factory,
+		freshdesk.Name: freshdesk.Factory,
+		zammad.Name:    zammad.Factory,
+		webhook.Name:   webhook.Factory,
+	}
+}
+
+// Bridge is everything a command that syncs needs, built from the
+// configuration: the logger, the API client, the adapter, the state file
+// and the engine. Close releases what it opened.
+type Bridge struct {
+	env     envconfig.Lookuper
+	cfg     config.Daemon
+	syncCfg sync.Config
+	log     *slog.Logger
+	client  *guestapi.Client
+	hd      adapters.Helpdesk
+	store   *state.Store // nil for a dry run
+	engine  *sync.Engine // nil for a dry run
+	deps    sync.Deps
+
+	afterCycle  func(sync.Report, error)
+	afterBackup func(path string, err error)
+}
+
+// Options are the parts of the wiring a command or a test replaces.
+type Options struct {
+	// Registry holds the adapters; nil means daemonAdapters.
+	Registry adapters.Registry
+	// HTTPClient makes the API requests, inside Chain; nil means
+	// NewAPIClient's.
+	HTTPClient *http.Client
+	// Chain is the policy of the hotel's API and helpdesk clients: the
+	// request slots of a fleet, the lease guard of a hotel held under a
+	// lease. The adapter gets it through adapters.Deps: its HTTP
+	// requests as Transport, its guard for what else it writes.
+	Chain httpx.Chain
+	// DryRun leaves the state file closed and the engine unmade (the dry
+	// run opens a copy itself) and opens the adapter read-only.
+	DryRun bool
+	// AfterCycle is called after each cycle the daemon runs.
+	AfterCycle func(sync.Report, error)
+	// AfterBackup is called after each backup the daemon makes on SIGUSR1.
+	AfterBackup func(path string, err error)
+	// Hotel names the hotel of a daemon of many; empty for one hotel. A
+	// state database that holds many hotels keeps this one's under it.
+	Hotel string
+	// Fence is the fence of the hotel's lease (see state.Options.Fence);
+	// zero for a state file, or a database written without a lease.
+	Fence int64
+}
+
+// NewAPIClient returns an HTTP client with the timeouts guestapi's
+// default client has, keeping up to idle connections per host.
+func NewAPIClient(idle int) *http.Client {
+	return httpx.NewClient(guestapi.DefaultRequestTimeout, idle)
+}
+
+// New builds the engine from the configuration. On error everything it
+// opened is closed again.
+func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts Options) (_ *Bridge, err error) {
+	w := &Bridge{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup}
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	to, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_TO_HELPDESK: %w", err)
+	}
+	from, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_FROM_HELPDESK: %w", err)
+	}
+	key, err := cfg.ReadAPIKey(env)
+	if err != nil {
+		return nil, err
+	}
+	api := opts.HTTPClient
+	if api == nil {
+		api = NewAPIClient(4)
+	}
+	w.client, err = guestapi.New(guestapi.Config{
+		BaseURL: cfg.APIURL,
+		APIKey:  key,
+		// A key rotated in its file is taken at the first 401, without a
+		// restart (under systemd the credential is a copy made at start:
+		// there a restart takes it).
+		Rekey:      func() (string, error) { return cfg.ReadAPIKey(env) },
+		HTTPClient: opts.Chain.Client(api),
+		Logger:     log, // the client names each request's op itself
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
+	}
+	if !opts.DryRun {
+		w.store, err = openState(cfg, log, opts.Fence)
+		if err != nil {
+			return nil, err
+		}
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = Adapters()
+	}
+	alog := log.With("adapter", cfg.Adapter)
+	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
+		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: opts.DryRun,
+		StateDir: cfg.StateDir(), Transport: opts.Chain.Transport(nil), Guard: opts.Chain.Guard,
+	})
+	if err != nil {
+		if errors.Is(err, adapters.ErrUnknownAdapter) {
+			return nil, fmt.Errorf("read configuration: TICKETBRIDGE_ADAPTER=%q: %w", cfg.Adapter, err)
+		}
+		return nil, err
+	}
+	w.deps = sync.Deps{API: w.client, Helpdesk: w.hd, Store: w.store, Logger: alog}
+	if w.store != nil {
+		w.engine, err = sync.New(sc, w.deps)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// openState opens the state file for writing, explaining a lock held by a
+// running daemon.
+func openState(cfg config.Daemon, log *slog.Logger, fence int64) (*state.Store, error) {
+	st, err := state.Open(cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel, Fence: fence})
+	if errors.Is(err, state.ErrLocked) {
+		return nil, fmt.Errorf("%w\nis the daemon running? `ticketbridge status` works alongside it; stop it (systemctl stop ticketbridge) to run this command", err)
+	}
+	return st, err
+}
+
+// Close closes the adapter and the state file and returns the first error.
+func (w *Bridge) Close() error {
+	var errs []error
+	if w.hd != nil {
+		errs = append(errs, w.hd.Close())
+		w.hd = nil
+	}
+	if w.store != nil {
+		errs = append(errs, w.store.Close())
+		w.store = nil
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Files the daemon keeps next to the state file.
+const (
+	// StatusSuffix names the status snapshot the daemon writes after each
+	// cycle, for `ticketbridge status` while the daemon holds the state.
+	StatusSuffix = ".status.json"
+	// snapshotEvery is the longest time between two status snapshots when
+	// taking one is slow (see serve).
+	snapshotEvery = 10 * time.Second
+	// BackupSuffix names the live copy the daemon writes on SIGUSR1.
+	BackupSuffix = ".backup"
+)
+
+// Start starts the adapter's listeners and goroutines (only the daemon
+// does; the adapter's Close, in w.Close, stops them) and checks the
+// helpdesk: a state file of another adapter is an error, a helpdesk that
+// does not answer is logged and tried again by the first cycle.
+func (w *Bridge) Start(ctx context.Context) error {
+	if st, ok := w.hd.(adapters.Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := w.engine.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+		return err
+	} else if err != nil {
+		w.log.Warn("the helpdesk check failed; the first cycle tries again", slog.String("op", "start"), slog.Any("error", err))
+	}
+	return nil
+}
+
+// Reporter is told of each cycle of a hotel: the telemetry.
+type Reporter interface {
+	CycleStarted()
+	CycleDone(r sync.Report, err error)
+	// ObserveHeld is given, after each cycle, the changes the helpdesk
+	// holds and how many files the adapter set aside so far.
+	ObserveHeld(held []adapters.HeldError, setAside uint64)
+}
+
+// Scheduler returns the scheduler of w's engine, each cycle bound by
+// deadline, reporting each cycle to rep and to the status page (nil:
+// none), and writing the status snapshot after it. A non-nil life is the
+// context the cycles run in instead of the scheduler's: ending the
+// scheduler's then lets the cycle in flight finish.
+func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, life context.Context) *sync.Scheduler {
+	var lastSnapshot time.Time
+	var snapshotCost time.Duration
+	return &sync.Scheduler{
+		Schedule: w.engine.Schedule(),
+		Deadline: deadline,
+		Cycle: func(ctx context.Context) (sync.Report, error) {
+			if life != nil {
+				// The scheduler's deadline, on the context the cycle runs in.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
+				defer cancel()
+			}
+			rep.CycleStarted()
+			return w.engine.RunCycle(ctx)
+		},
+		AfterCycle: func(r sync.Report, err error) {
+			rep.CycleDone(r, err)
+			// The snapshot reads every record: it is taken after a cycle
+			// when the last one is older than twenty times what taking it
+			// cost (at most snapshotEvery), and after every cycle that did
+			// not sync. The page keeps the last one in between.
+			var snap *sync.Status
+			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
+				snap = w.WriteSnapshot()
+				snapshotCost, lastSnapshot = time.Since(now), now
+			}
+			ReportHeld(context.Background(), rep, w.hd)
+			page.cycleDone(r, snap)
+			if w.afterCycle != nil {
+				w.afterCycle(r, err)
+			}
+		},
+		Logger: w.log,
+	}
+}
+
+// deadlineOf returns ctx's deadline, or a time far ahead when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return time.Now().Add(100 * 365 * 24 * time.Hour)
+}
+
+// WriteSnapshot writes the status snapshot of w's hotel next to its state
+// file (see snapshot) and returns it, nil when it could not be read.
+func (w *Bridge) WriteSnapshot() *sync.Status {
+	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, w.log)
+}
+
+// snapshot writes the status snapshot of st to path, atomically and
+// readable by the owner only. Failures are logged: the snapshot is a
+// convenience, the state file is the truth. With the state in PostgreSQL
+// no file is written (status reads the database). It returns the
+// snapshot, nil when it could not be read.
+func snapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) *sync.Status {
+	s, err := sync.ReadStatus(st, time.Now())
+	if err == nil {
+		s.Held = held(context.Background(), hd)
+	}
+	if err == nil && !state.IsURL(path) {
+		var b []byte
+		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
+			err = atomicfile.WriteFile(path, append(b, '\n'), 0o600)
+		}
+	}
+	if err != nil {
+		log.Warn("write status snapshot", slog.Any("error", err), slog.String("op", "status"), slog.Any("path", state.Redacted(path)))
+	}
+	if s.At.IsZero() {
+		return nil
+	}
+	return &s
+}
+
+// held returns the changes the helpdesk holds until its team acts, when the
+// adapter can tell (adapters.Holder).
+func held(ctx context.Context, hd adapters.Helpdesk) []adapters.HeldError {
+	if h, ok := hd.(adapters.Holder); ok {
+		return h.Held(ctx)
+	}
+	return nil
+}
+
+// Closed reports whether Close released everything w opened.
+func (w *Bridge) Closed() bool { return w.hd == nil && w.store == nil }
+
+// Console is the daemon's status page; a nil *console (no listener) does
+// nothing.
+type Console struct {
+	Hotel *statuspage.Hotel
+}
+
+// NewConsole returns the page's source of w's hotel, named name ("" for
+// a daemon's one hotel), with the status read from its state. A hotel of
+// many ("" excepted) keeps only counts in memory and reads its request
+// list when its pages are viewed (statuspage.Hotel.OnDemand).
+func NewConsole(w *Bridge, name string) *Console {
+	h := statuspage.NewHotel(name, w.store, nil)
+	if name != "" {
+		h.OnDemand()
+	}
+	if err := h.Refresh(); err != nil {
+		w.log.Warn("read status for the status page", slog.Any("error", err), slog.String("op", "console"))
+	}
+	return &Console{Hotel: h}
+}
+
+// cycleDone gives the page the cycle's report and the status read after
+// it, nil when the daemon read none this time.
+func (c *Console) cycleDone(r sync.Report, s *sync.Status) {
+	if c == nil {
+		return
+	}
+	if s == nil {
+		c.Hotel.CycleReported(r) // the daemon read no status this time
+		return
+	}
+	_ = c.Hotel.CycleDone(r, s)
+}
+
+// ErrBackupPostgres is returned by backup when the state is in PostgreSQL:
+// the database is backed up with its own tools.
+var ErrBackupPostgres = errors.New("back up state: the state is in PostgreSQL")
+
+// Backup writes a consistent copy of w's state file next to it (the state
+// file's name and backupSuffix) and returns the copy's path; the
+// AfterBackup option is called after it.
+func (w *Bridge) Backup(ctx context.Context) (string, error) {
+	if state.IsURL(w.cfg.State) {
+		return "", ErrBackupPostgres
+	}
+	dest := w.cfg.State + BackupSuffix
+	err := w.store.BackupFile(ctx, dest)
+	if w.afterBackup != nil {
+		w.afterBackup(dest, err)
+	}
+	return dest, err
+}
+
+// ReportHeld tells rep what the helpdesk hd holds until its team acts and
+// how many files it set aside, when the adapter can tell.
+func ReportHeld(ctx context.Context, rep Reporter, hd adapters.Helpdesk) {
+	rep.ObserveHeld(held(ctx, hd), setAside(hd))
+}
+
+// setAside returns how many files the adapter set aside since it was
+// made, when it sets files aside (adapters.SetAsideCounter).
+func setAside(hd adapters.Helpdesk) uint64 {
+	if c, ok := hd.(adapters.SetAsideCounter); ok {
+		return c.SetAside()
+	}
+	return 0
+}
+
+// Env looks up the hotel's variables.
+func (w *Bridge) Env() envconfig.Lookuper { return w.env }
+
+// Logger is the hotel's logger.
+func (w *Bridge) Logger() *slog.Logger { return w.log }
+
+// Daemon is the hotel's daemon-level configuration.
+func (w *Bridge) Daemon() config.Daemon { return w.cfg }
+
+// Sync is the engine's configuration.
+func (w *Bridge) Sync() sync.Config { return w.syncCfg }
+
+// API is the hotel's API client.
+func (w *Bridge) API() *guestapi.Client { return w.client }
+
+// Helpdesk is the hotel's helpdesk adapter; nil once closed.
+func (w *Bridge) Helpdesk() adapters.Helpdesk { return w.hd }
+
+// Store is the hotel's state; nil for a dry run and once closed.
+func (w *Bridge) Store() *state.Store { return w.store }
+
+// Engine is the hotel's engine; nil for a dry run.
+func (w *Bridge) Engine() *sync.Engine { return w.engine }

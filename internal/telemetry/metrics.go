@@ -1,0 +1,193 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/version"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// metrics are the daemon's Prometheus series. Every label takes a bounded
+// set of values: no ticket id, URL, key or free text ever becomes a label.
+type metrics struct {
+	cycles        *prometheus.CounterVec
+	cycleDuration prometheus.Histogram
+	apiRequests   *prometheus.CounterVec
+	apiDuration   *prometheus.HistogramVec
+	mirrored      *prometheus.CounterVec
+	errors        *prometheus.CounterVec
+	tickets       *prometheus.GaugeVec
+	retired       prometheus.Gauge
+	journal       *prometheus.GaugeVec
+	stateBytes    prometheus.Gauge
+	lastSuccess   prometheus.Gauge
+	lastCycle     prometheus.Gauge
+	ready         prometheus.Gauge
+	detect        *prometheus.CounterVec
+	reconcile     *prometheus.CounterVec
+	held          prometheus.Gauge
+	setAside      prometheus.Gauge
+	setAsideTotal prometheus.Counter
+}
+
+// Label values.
+const (
+	dirToHelpdesk = "to_helpdesk"
+	dirToAPI      = "to_api"
+
+	errKindTicket       = "ticket"           // a ticket or journal entry failed; it is retried with backoff
+	errKindRefused      = "refused"          // a journal entry was refused for good
+	errKindKeyRefused   = "key_refused"      // a cycle stopped: the API refused the key (401)
+	errKindMissingRight = "missing_right"    // a cycle stopped: the key lacks a right (403)
+	errKindAPIDown      = "api_down"         // a cycle failed: no API call succeeded
+	errKindHelpdesk     = "helpdesk_refused" // a cycle stopped: the helpdesk refused the credentials (401/403)
+	errKindState        = "state"            // a cycle stopped: the state file belongs to another adapter
+	errKindCanceled     = "canceled"         // a cycle was cut short by the daemon stopping
+	errKindCycle        = "cycle"            // a cycle stopped for another reason
+)
+
+var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindAPIDown, errKindHelpdesk, errKindState, errKindCanceled, errKindCycle}
+
+func newMetrics(reg prometheus.Registerer) metrics {
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	m := metrics{
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_cycles_total",
+			Help: "Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped).",
+		}, []string{"outcome"}),
+		cycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ticketbridge_cycle_duration_seconds",
+			Help:    "How long sync cycles took.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200},
+		}),
+		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_api_requests_total",
+			Help: "HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came).",
+		}, []string{"endpoint", "method", "code"}),
+		apiDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ticketbridge_api_request_duration_seconds",
+			Help:    "How long requests to the Guest Requests API took until their answer's headers, by endpoint.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}, []string{"endpoint"}),
+		mirrored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_messages_mirrored_total",
+			Help: "Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API.",
+		}, []string{"direction"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_errors_total",
+			Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped).",
+		}, []string{"kind"}),
+		tickets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketbridge_tickets",
+			Help: "Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included.",
+		}, []string{"status"}),
+		retired: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_tickets_retired",
+			Help: "Tickets closed long enough to be read no more.",
+		}),
+		journal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketbridge_journal_entries",
+			Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent).",
+		}, []string{"state"}),
+		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_state_file_bytes",
+			Help: "Size of the state file; 0 when the state is in PostgreSQL.",
+		}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_last_success_timestamp_seconds",
+			Help: "When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first.",
+		}),
+		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_last_cycle_timestamp_seconds",
+			Help: "When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first.",
+		}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_ready",
+			Help: "1 while /readyz answers 200, else 0.",
+		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_helpdesk_held_changes",
+			Help: "Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes.",
+		}),
+		setAside: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketbridge_outbox_failed_files",
+			Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again.",
+		}),
+		setAsideTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketbridge_outbox_failed_total",
+			Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/.",
+		}),
+		detect: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_ticket_reads_total",
+			Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
+		}, []string{"cause"}),
+		reconcile: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
+			Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}, []string{"outcome"}),
+	}
+	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.apiRequests, m.apiDuration, m.mirrored,
+		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held, m.setAside, m.setAsideTotal, m.reconcile} {
+		f(c)
+	}
+
+	// Series that exist from the start, so that rate() and alerts see a
+	// zero before the first event.
+	for _, o := range []string{sync.OutcomeOK, sync.OutcomePartial, sync.OutcomePutOff, sync.OutcomeFailed} {
+		m.cycles.WithLabelValues(o)
+	}
+	for _, d := range []string{dirToHelpdesk, dirToAPI} {
+		m.mirrored.WithLabelValues(d)
+	}
+	for _, k := range errorKinds {
+		m.errors.WithLabelValues(k)
+	}
+	for _, c := range []string{"signalled", "unsignalled", "throttled"} {
+		m.detect.WithLabelValues(c)
+	}
+	for _, o := range sync.ReconcileOutcomes {
+		m.reconcile.WithLabelValues(o)
+	}
+	for _, s := range []string{"pending", "failed", "unmarked", "abandoned"} {
+		m.journal.WithLabelValues(s)
+	}
+	return m
+}
+
+// registerProcessMetrics registers the series of the process, which a
+// daemon of many hotels has once: the build, the Go runtime, the process.
+func registerProcessMetrics(reg prometheus.Registerer) {
+	v, c, g := version.Get()
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "ticketbridge_build_info",
+		Help:        "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": v, "commit": c, "goversion": g},
+	})
+	info.Set(1)
+	reg.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// errorKind names the kind of error that stopped a cycle.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, sync.ErrKeyRefused), errors.Is(err, guestapi.ErrUnauthorized):
+		return errKindKeyRefused
+	case errors.Is(err, sync.ErrMissingRight), errors.Is(err, guestapi.ErrForbidden):
+		return errKindMissingRight
+	case errors.Is(err, sync.ErrNoAPISuccess):
+		return errKindAPIDown
+	case errors.Is(err, sync.ErrHelpdeskRefused), errors.Is(err, adapters.ErrAuth):
+		return errKindHelpdesk
+	case errors.Is(err, sync.ErrAdapterMismatch), errors.Is(err, state.ErrLocked),
+		errors.Is(err, state.ErrReadOnly), errors.Is(err, state.ErrNewerSchema):
+		return errKindState
+	case errors.Is(err, context.Canceled):
+		return errKindCanceled
+	}
+	return errKindCycle
+}

@@ -1,0 +1,319 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	gosync "sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/statuspage"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// This file is what a running daemon shows the world: Prometheus metrics
+// and two health endpoints on TICKETBRIDGE_LISTEN, and systemd's
+// notification protocol (READY, STATUS, STOPPING and the watchdog).
+//
+// # The watchdog
+//
+// Under a unit with WatchdogSec, systemd kills and restarts a service that
+// stops sending WATCHDOG=1. The daemon sends it every WatchdogSec/2, but
+// only while cycles complete: it counts as alive until
+//
+//	the next scheduled start after the last completed cycle + TICKETBRIDGE_CYCLE_MAX
+//
+// (before the first cycle: the start of the daemon + TICKETBRIDGE_CYCLE_MAX).
+// A cycle that hangs, or a scheduler that stops starting cycles, therefore
+// stops the pings TICKETBRIDGE_CYCLE_MAX after the cycle should have
+// started, and systemd restarts the daemon at most WatchdogSec later.
+// Because the bound follows the schedule's own next start, long cron
+// schedules ("@daily", "0 3 * * *") work without tuning: the daemon is not
+// declared stuck during the hours between two cycles. A failed cycle (the
+// API down, a refused key) still completes: restarting would not help, so
+// it keeps the watchdog fed; /readyz and the metrics report it instead.
+//
+// # Readiness
+//
+// /readyz answers 200 while the last cycle synced (see sync.Report.Synced:
+// nothing stopped it and at least one API call succeeded; some tickets may
+// have failed while the rest went on) and the next cycle is not overdue,
+// and 503 with a one-line reason otherwise: at once when a cycle failed
+// (the API unreachable, a refused key), and when nothing synced for
+// TICKETBRIDGE_CYCLE_MAX past the start the schedule set after the last
+// sync. The bound follows the schedule, like the watchdog's, so a daily
+// schedule stays ready between its cycles. /healthz answers 200 while the
+// process serves HTTP at all.
+
+// Telemetry holds the metrics, the health state and the systemd
+// notifications of one daemon. Make one with newTelemetry before the API
+// client (whose transport it instruments), then call start once the engine
+// exists and stop when the daemon shuts down.
+type Telemetry struct {
+	cfg    Options
+	log    *slog.Logger
+	now    func() time.Time
+	notify func(state string) error
+	// WatchdogEvery is the ping period; 0 asks systemd's environment
+	// (WATCHDOG_USEC), negative disables the watchdog.
+	watchdogEvery time.Duration
+
+	reg  *prometheus.Registry
+	m    metrics
+	prop *propagationMetrics
+	// hotels is set when the daemon serves a hotels directory (see
+	// hotels_telemetry.go): each hotel then has a telemetry of its own.
+	hotels *hotelBoard
+
+	mu          gosync.Mutex
+	sched       cron.Schedule
+	interval    time.Duration
+	stats       func() (state.Stats, error)
+	begun       time.Time // when start ran
+	running     bool      // a cycle reported through cycleStarted is in flight
+	runningFrom time.Time
+	nextDue     time.Time // when the next cycle is due to start at the latest
+	lastEnd     time.Time // when the last cycle ended; zero before the first
+	lastOK      time.Time // when the last cycle that synced ended
+	lastOutcome string
+	lastFatal   string
+	starved     bool // the watchdog is not being fed (logged once per episode)
+	notifyErr   bool // a notification failed (logged once)
+	// setAside is the adapter's count of files set aside when last seen
+	// (adapters.SetAsideCounter), for ticketbridge_outbox_failed_total.
+	setAside uint64
+
+	srv    *http.Server
+	addr   net.Addr
+	served chan error
+	stopWD context.CancelFunc
+	wdDone chan struct{}
+}
+
+// Options are the telemetry's settings: the listener and the cycle bound
+// from the daemon's configuration, and what tests replace of the process
+// (the clock, systemd's notifications, the watchdog's period), whose zero
+// values are the daemon's.
+type Options struct {
+	// Listen is the host:port of the metrics and health endpoints
+	// (TICKETBRIDGE_LISTEN); empty serves none.
+	Listen string
+	// CycleMax is how long a cycle may take past its scheduled start
+	// before the daemon counts as stuck (TICKETBRIDGE_CYCLE_MAX); 0 means
+	// 20 minutes.
+	CycleMax time.Duration
+
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Notify sends systemd a notification; nil: sdNotify.
+	Notify func(state string) error
+	// WatchdogEvery is the ping period; 0 asks systemd's environment
+	// (WATCHDOG_USEC), negative disables the watchdog.
+	WatchdogEvery time.Duration
+}
+
+// New returns the telemetry of a daemon of one hotel: its series,
+// with the process's, carry no hotel label.
+func New(log *slog.Logger, opts Options) *Telemetry {
+	t := newProcessTelemetry(log, opts)
+	t.prop = newPropagationMetrics()
+	t.reg.MustRegister(t.prop)
+	t.m = newMetrics(t.reg)
+	return t
+}
+
+// NewFleet returns the telemetry of a daemon of many hotels: its
+// own registry keeps only the process's series, each hotel gets one of
+// its own (see [telemetry.hotel]), and /readyz answers for the hotels
+// named in ready (nil: all).
+func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
+	t := newProcessTelemetry(log, opts)
+	t.m = newMetrics(prometheus.NewRegistry()) // the cycle's series are the hotels'
+	t.prop = newPropagationMetrics()
+	t.hotels = &hotelBoard{tels: map[string]*Telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
+	return t
+}
+
+// newProcessTelemetry returns a telemetry whose registry (its own, never
+// Prometheus' global one) holds the process's series only. A nil logger
+// discards.
+func newProcessTelemetry(log *slog.Logger, opts Options) *Telemetry {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.CycleMax <= 0 {
+		opts.CycleMax = 20 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Notify == nil {
+		opts.Notify = sdNotify
+	}
+	reg := prometheus.NewRegistry()
+	registerProcessMetrics(reg)
+	return &Telemetry{
+		cfg:           opts,
+		log:           log,
+		now:           opts.Now,
+		notify:        opts.Notify,
+		watchdogEvery: opts.WatchdogEvery,
+		reg:           reg,
+	}
+}
+
+// CycleStarted marks a cycle as in flight. Calling it is optional: without
+// it the watchdog bound still holds, counted from the scheduled start.
+func (t *Telemetry) CycleStarted() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.running = true
+	t.runningFrom = t.now()
+}
+
+// CycleDone records a finished cycle: it is the engine's after-cycle hook.
+func (t *Telemetry) CycleDone(r sync.Report, err error) {
+	now := t.now()
+	outcome := r.Outcome
+	interrupted := errors.Is(err, sync.ErrInterrupted)
+	if interrupted {
+		// Cancelled, not failed: the next run resumes.
+		outcome, err = sync.OutcomeInterrupted, nil
+	}
+	if outcome == "" {
+		outcome = sync.OutcomeOK
+		if err != nil {
+			outcome = sync.OutcomeFailed
+		}
+	}
+	if err != nil {
+		outcome = sync.OutcomeFailed
+	}
+	t.m.cycles.WithLabelValues(outcome).Inc()
+	t.m.cycleDuration.Observe(r.Duration.Seconds())
+	t.m.mirrored.WithLabelValues(dirToHelpdesk).Add(float64(r.Mirrored))
+	t.m.mirrored.WithLabelValues(dirToAPI).Add(float64(r.Sent))
+	t.m.errors.WithLabelValues(errKindTicket).Add(float64(r.Errors))
+	t.m.errors.WithLabelValues(errKindRefused).Add(float64(r.Failed))
+	t.m.detect.WithLabelValues("signalled").Add(float64(r.Signalled))
+	t.m.detect.WithLabelValues("unsignalled").Add(float64(r.Unsignalled))
+	t.m.detect.WithLabelValues("throttled").Add(float64(r.Throttled))
+	for o, n := range r.Reconcile {
+		t.m.reconcile.WithLabelValues(o).Add(float64(n))
+	}
+	t.prop.add(r.Propagation)
+	if err != nil {
+		t.m.errors.WithLabelValues(errorKind(err)).Inc()
+	}
+	synced := r.Synced && err == nil && outcome != sync.OutcomeFailed
+	t.m.lastCycle.Set(float64(now.UnixMilli()) / 1e3)
+	if synced {
+		t.m.lastSuccess.Set(float64(now.UnixMilli()) / 1e3)
+	}
+
+	t.mu.Lock()
+	t.running = false
+	t.lastEnd = now
+	t.lastOutcome = outcome
+	t.lastFatal = ""
+	switch {
+	case synced:
+		t.lastOK = now
+	case outcome == sync.OutcomePutOff && err == nil, interrupted:
+		// A side asked the bridge to stay away for a while, or the cycle
+		// was cancelled: no failure; readiness turns if nothing syncs for
+		// TICKETBRIDGE_CYCLE_MAX.
+	default:
+		t.lastOutcome = sync.OutcomeFailed
+		t.lastFatal = r.Fatal
+		if t.lastFatal == "" && err != nil {
+			t.lastFatal = err.Error()
+		}
+	}
+	t.nextDue = now
+	if t.sched != nil {
+		if next := t.sched.Next(now); !next.IsZero() {
+			t.nextDue = next
+		}
+	}
+	stats := t.stats
+	t.mu.Unlock()
+
+	if stats != nil {
+		if st, serr := stats(); serr != nil {
+			t.log.Warn("summarise state for metrics", slog.Any("error", serr))
+		} else {
+			t.observeStats(st)
+		}
+	}
+	ok, _ := t.Ready(now)
+	t.m.ready.Set(boolFloat(ok))
+	t.send(fmt.Sprintf("STATUS=last cycle %s at %s: mirrored %d, sent %d, errors %d",
+		outcome, now.Format(time.TimeOnly), r.Mirrored, r.Sent, r.Errors))
+}
+
+// ObserveHeld sets the gauges of the changes the helpdesk holds and of
+// the files it set aside (h), and counts the files set aside since the
+// last call from the adapter's count (setAside).
+func (t *Telemetry) ObserveHeld(h []adapters.HeldError, setAside uint64) {
+	files := 0
+	for _, e := range h {
+		if e.SetAside() {
+			files++
+		}
+	}
+	t.m.held.Set(float64(len(h) - files))
+	t.m.setAside.Set(float64(files))
+	t.mu.Lock()
+	last := t.setAside
+	t.setAside = setAside
+	t.mu.Unlock()
+	if setAside < last {
+		last = 0 // a new adapter counts from zero
+	}
+	t.m.setAsideTotal.Add(float64(setAside - last))
+}
+
+// observeStats sets the gauges taken from the state file.
+func (t *Telemetry) observeStats(st state.Stats) {
+	t.m.tickets.Reset()
+	for _, s := range guestapi.Statuses() {
+		t.m.tickets.WithLabelValues(string(s))
+	}
+	known := map[string]bool{}
+	for _, s := range guestapi.Statuses() {
+		known[string(s)] = true
+	}
+	for s, n := range st.ByStatus {
+		label := s
+		switch {
+		case s == "":
+			label = "unknown"
+		case !known[s]:
+			label = "other"
+		}
+		t.m.tickets.WithLabelValues(label).Add(float64(n))
+	}
+	t.m.retired.Set(float64(st.Retired))
+	t.m.journal.WithLabelValues("pending").Set(float64(st.JournalPending))
+	t.m.journal.WithLabelValues("failed").Set(float64(st.JournalFailed))
+	t.m.journal.WithLabelValues("unmarked").Set(float64(st.JournalUnmarked))
+	t.m.journal.WithLabelValues("abandoned").Set(float64(st.JournalAbandoned))
+	t.m.stateBytes.Set(float64(st.FileSize))
+}
+
+// Listens reports whether the telemetry serves HTTP
+// (TICKETBRIDGE_LISTEN), and with it the status page.
+func (t *Telemetry) Listens() bool { return t.cfg.Listen != "" }
+
+// CycleMax is each cycle's deadline (TICKETBRIDGE_CYCLE_MAX).
+func (t *Telemetry) CycleMax() time.Duration { return t.cfg.CycleMax }
