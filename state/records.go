@@ -50,6 +50,12 @@ type Ticket struct {
 	// terms, and HelpdeskStatusAt when it changed.
 	HelpdeskStatus   string    `json:"helpdesk_status,omitempty"`
 	HelpdeskStatusAt time.Time `json:"helpdesk_status_at,omitzero"`
+	// HelpdeskEventAt is the time, on the helpdesk's clock, of the newest
+	// status change the helpdesk reported: a change reported later with
+	// an older time (a helpdesk that commits out of order) is superseded.
+	// It is compared only with the helpdesk's own times, never with the
+	// bridge's clock.
+	HelpdeskEventAt time.Time `json:"helpdesk_event_at,omitzero"`
 
 	// AgreedStatus is the status both sides last agreed on, in upstream
 	// terms; "" (unknown) until the first reconcile records one. AgreedAt
@@ -88,7 +94,7 @@ type Ticket struct {
 }
 
 func (t *Ticket) normalize() {
-	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
+	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
 }
 
 func (t *Ticket) validate() error {

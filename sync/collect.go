@@ -268,8 +268,8 @@ func (e *Engine) planCollect(in collectInput) collectPlan {
 			en.Payload = state.Payload{Status: string(ev.Status)}
 			// A change seen after a newer one (a helpdesk that commits
 			// out of order) is not the helpdesk's status: send skips it.
-			if !ev.At.Before(t.HelpdeskStatusAt) {
-				t.HelpdeskStatus, t.HelpdeskStatusAt = string(ev.Status), ev.At
+			if !ev.At.Before(t.HelpdeskEventAt) {
+				t.HelpdeskStatus, t.HelpdeskStatusAt, t.HelpdeskEventAt = string(ev.Status), ev.At, ev.At
 			}
 		}
 		p.entries = append(p.entries, en)

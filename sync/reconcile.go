@@ -180,6 +180,9 @@ func mergeStatus(agreed guestapi.Status, agreedAt time.Time, upstream guestapi.S
 		return statusMerge{outcome: ReconcileCarriedDown, down: upstream}
 	case !upMoved && !hdMoved:
 		return statusMerge{outcome: ReconcileInSync}
+	case upMoved && hd.Agrees(upstream):
+		// Both at the same place, however the helpdesk came there.
+		return statusMerge{outcome: ReconcileAgreed, agreed: upstream}
 	case upMoved && !hdMoved:
 		return statusMerge{outcome: ReconcileCarriedDown, down: upstream}
 	case !upMoved:
@@ -187,8 +190,6 @@ func mergeStatus(agreed guestapi.Status, agreedAt time.Time, upstream guestapi.S
 			return statusMerge{outcome: ReconcileInSync}
 		}
 		return statusMerge{outcome: ReconcileCarriedUp, up: hd.Up}
-	case hd.Agrees(upstream):
-		return statusMerge{outcome: ReconcileAgreed, agreed: upstream}
 	case hd.At.After(upAt) && hd.Up.Settable():
 		return statusMerge{outcome: ReconcileConflict, up: hd.Up, conflict: true}
 	default:

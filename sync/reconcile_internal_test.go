@@ -119,4 +119,9 @@ func TestMergeStatus(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}
+	// Upstream moved to where the helpdesk, older than the agreement,
+	// already is: agreed, nothing to write.
+	if got, want := mergeStatus("in_progress", t1, "assigned", t1, hd("open", t0)), (statusMerge{outcome: ReconcileAgreed, agreed: "assigned"}); got != want {
+		t.Errorf("upstream moved to the stale helpdesk's status: %+v, want %+v", got, want)
+	}
 }

@@ -115,7 +115,7 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 			switch {
 			case !s.Settable():
 				perm = fmt.Errorf("status %q cannot be set through the API (settable: %s)", s, settableList())
-			case en.CreatedAt.Before(t.HelpdeskStatusAt):
+			case en.CreatedAt.Before(t.HelpdeskEventAt):
 				// Seen late: the helpdesk's status changed again after it.
 				skip = "superseded: the helpdesk's status changed again after this change"
 			case s == upstream:

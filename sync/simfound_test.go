@@ -100,3 +100,12 @@ func TestSimulationCrossedStatusWritesAreReconciled(t *testing.T) {
 		t.Errorf("ticket t00007 ends %s upstream, want done: the agent solved it last", got)
 	}
 }
+
+// TestSimulationStaleHelpdeskAtTheNewStatusIsAgreed (seed 4667): the
+// helpdesk held a status older than the last agreement, and the guest
+// side then moved to that very status. Reconcile set it again in every
+// slot, for the stale helpdesk counted as not moved; both sides at one
+// status are now recorded as agreed.
+func TestSimulationStaleHelpdeskAtTheNewStatusIsAgreed(t *testing.T) {
+	runSim(t, 4667, simDefaults)
+}
