@@ -125,7 +125,17 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		return fmt.Errorf("no state file at %s: the bridge has not run yet; TICKETBRIDGE_STATE names the file", cfg.State)
 	}
 	who := operator()
-	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel})
+	// On PostgreSQL the hotel's lease says whether a daemon acts for it:
+	// one on this host is asked, as a daemon holding a state file is.
+	ctx, h, err := holdHotel(ctx, name, env, cfg, newLogger(stderr, cfg.LogFormat, "error"))
+	if held := (*leaseHeldError)(nil); errors.As(err, &held) && onThisHost(held.holder.Replica) {
+		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
+	}
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel, Fence: h.fence()})
 	if errors.Is(err, state.ErrLocked) {
 		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
 	}
