@@ -182,7 +182,10 @@ With --dry-run both sides are read and the cycle's writes are printed
 ("would create", "would post") instead of made: nothing is written
 upstream, in the helpdesk, in the helpdesk's folders or in the state file
 (the cycle runs against a copy of it in a private temporary directory,
-removed after). A daemon holding the state file must be stopped first.`
+removed after). A daemon holding the state file must be stopped first.
+
+With the state in PostgreSQL, once holds the hotel's lease while it runs,
+as a daemon does; when a daemon holds it, once refuses and names it.`
 
 func runOnce(ctx context.Context, sh shell, args []string) error {
 	stdout, stderr := sh.stdout, sh.stderr
