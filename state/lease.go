@@ -161,6 +161,27 @@ func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Ho
 	return replicas, holders, nil
 }
 
+// Holder returns the lease of hotel as the database has it; ok is false
+// when no replica ever held it. Unlike Heartbeat it changes nothing, so a
+// command that acts for one hotel from outside the daemon learns who holds
+// it without being counted among the replicas the hotels are spread over.
+func (l *Leases) Holder(ctx context.Context, hotel string) (h Holder, ok bool, err error) {
+	err = l.exec(ctx, func(ctx context.Context) error {
+		var free float64
+		err := l.p.pool.QueryRow(ctx, `SELECT hotel, replica, fence, expires_at > now(), greatest(extract(epoch FROM now() - expires_at), 0)::float8
+			FROM `+pgLeaseTable+` WHERE hotel = $1`, hotel).Scan(&h.Hotel, &h.Replica, &h.Fence, &h.Live, &free)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		h.Free, ok = time.Duration(free*float64(time.Second)), err == nil
+		return err
+	})
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("read the lease of hotel %s: %w", hotel, err)
+	}
+	return h, ok, nil
+}
+
 // Acquire takes the lease of hotel when it is free, expired or already
 // this replica's, raising the hotel's fence. ok is false when another
 // replica holds it.

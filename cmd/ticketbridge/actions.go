@@ -32,7 +32,10 @@ cycle, also while it backs off after errors.
 While the daemon runs it holds the state file: the command then asks the
 daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
 /etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
-Otherwise it changes the state file itself.
+Otherwise it changes the state file itself. With the state in PostgreSQL,
+a daemon's lease of the hotel says whether one runs: the command asks it
+when it runs on this host, refuses naming it when elsewhere, and otherwise
+holds the lease while it changes the state itself.
 
 With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
 is; the daemon is then asked at /hotels/NAME/retry.`
@@ -45,7 +48,10 @@ entry cannot be skipped; ticketbridge retry ID undoes a skip.
 While the daemon runs it holds the state file: the command then asks the
 daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
 /etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
-Otherwise it changes the state file itself.
+Otherwise it changes the state file itself. With the state in PostgreSQL,
+a daemon's lease of the hotel says whether one runs: the command asks it
+when it runs on this host, refuses naming it when elsewhere, and otherwise
+holds the lease while it changes the state itself.
 
 With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
 is; the daemon is then asked at /hotels/NAME/skip.`
@@ -125,7 +131,17 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		return fmt.Errorf("no state file at %s: the bridge has not run yet; TICKETBRIDGE_STATE names the file", cfg.State)
 	}
 	who := operator()
-	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel})
+	// On PostgreSQL the hotel's lease says whether a daemon acts for it:
+	// one on this host is asked, as a daemon holding a state file is.
+	ctx, h, err := holdHotel(ctx, name, env, cfg, newLogger(stderr, cfg.LogFormat, "error"))
+	if held := (*leaseHeldError)(nil); errors.As(err, &held) && onThisHost(held.holder.Replica) {
+		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
+	}
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel, Fence: h.fence()})
 	if errors.Is(err, state.ErrLocked) {
 		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -46,40 +44,6 @@ func TestFlagsAfterArguments(t *testing.T) {
 	}
 	if _, _, code = b.cmd("status", id[:8], "--nope"); code != 2 {
 		t.Fatalf("an unknown flag after an argument: exit %d, want 2", code)
-	}
-}
-
-// TestDemoCurlExampleWorks sends the request the demo prints to write as a
-// guest, as curl would, and wants it accepted.
-func TestDemoCurlExampleWorks(t *testing.T) {
-	b := newBridge(t)
-	id := b.ticket("towels")
-	line := guestCurl(b.ts.ConsoleToken, b.ts.URL, id)
-	var headers [][2]string
-	for _, m := range regexp.MustCompile(`-H '([^:]+): ([^']*)'`).FindAllStringSubmatch(line, -1) {
-		headers = append(headers, [2]string{m[1], m[2]})
-	}
-	data := regexp.MustCompile(`-d '([^']*)'`).FindStringSubmatch(line)
-	url := line[strings.LastIndex(line, " ")+1:]
-	if data == nil || !strings.HasPrefix(url, "http://") {
-		t.Fatalf("cannot read the example: %s", line)
-	}
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(data[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// curl -d sends this unless a header says otherwise.
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for _, h := range headers {
-		req.Header.Set(h[0], h[1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("the demo's curl example gets %d:\n%s", resp.StatusCode, line)
 	}
 }
 

@@ -182,7 +182,10 @@ With --dry-run both sides are read and the cycle's writes are printed
 ("would create", "would post") instead of made: nothing is written
 upstream, in the helpdesk, in the helpdesk's folders or in the state file
 (the cycle runs against a copy of it in a private temporary directory,
-removed after). A daemon holding the state file must be stopped first.`
+removed after). A daemon holding the state file must be stopped first.
+
+With the state in PostgreSQL, once holds the hotel's lease while it runs,
+as a daemon does; when a daemon holds it, once refuses and names it.`
 
 func runOnce(ctx context.Context, sh shell, args []string) error {
 	stdout, stderr := sh.stdout, sh.stderr
@@ -218,8 +221,20 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 }
 
 // onceHotel runs one cycle of a hotel, or a dry run, and prints its report.
+// On PostgreSQL it holds the hotel's lease for the run (a dry run writes
+// nothing and needs none), or refuses when a replica holds it.
 func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
-	w, err := bridge.New(ctx, env, cfg, sc, log, bridge.Options{DryRun: dry})
+	opts := bridge.Options{DryRun: dry}
+	if !dry {
+		var h *hold
+		var err error
+		if ctx, h, err = holdHotel(ctx, "once", src.Env, cfg, log); err != nil {
+			return err
+		}
+		defer h.release()
+		h.options(&opts)
+	}
+	w, err := bridge.New(ctx, env, cfg, sc, log, opts)
 	if err != nil {
 		return err
 	}
@@ -258,6 +273,8 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 		}
 	}
 	switch {
+	case errors.Is(context.Cause(ctx), errHoldLost):
+		return &exitError{code: 1, err: context.Cause(ctx)}
 	case errors.Is(err, sync.ErrInterrupted):
 		return &exitError{code: exitInterrupted, err: err}
 	case err != nil:

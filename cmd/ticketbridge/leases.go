@@ -221,6 +221,10 @@ type singleLease struct {
 	db      leaseDB
 	hotel   string
 	hl      *hotelLease
+	// visitor is set for a command acting from outside the daemon
+	// (takeLease): it renews its lease without heartbeats, so that the
+	// replicas of a fleet do not count it among them.
+	visitor bool
 	// stopKeeping ends keep; kept is closed when keep returned. close
 	// does both, so that no heartbeat follows the leave.
 	stopKeeping context.CancelFunc
@@ -277,6 +281,35 @@ func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 	}
 }
 
+// takeLease takes the lease of hotel in the database at url for a command
+// that acts for the hotel from outside the daemon (once, retry, skip),
+// without waiting: when a live replica holds it, takeLease returns a nil
+// lease and that replica's hold. The lease it takes is renewed as
+// standBy's is, but with no heartbeat (see singleLease.visitor); lost is
+// called once when it is gone. Close it when done.
+func takeLease(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger, lost func()) (*singleLease, state.Holder, error) {
+	sl := &singleLease{replica: newReplicaID(), ttl: ttl, log: log, clock: realClock{}, url: url, hotel: hotel, visitor: true, kept: make(chan struct{})}
+	db, err := state.OpenLeases(ctx, url, sl.replica, leaseLife(ttl))
+	if err != nil {
+		return nil, state.Holder{}, err
+	}
+	sl.db = db
+	l, ok, err := db.Acquire(ctx, hotel)
+	if err != nil || !ok {
+		var h state.Holder
+		if err == nil {
+			h, _, err = db.Holder(ctx, hotel)
+		}
+		sl.leave(context.Background())
+		return nil, h, err
+	}
+	sl.hl = newHotelLease(nil, sl.clock, l)
+	var kctx context.Context
+	kctx, sl.stopKeeping = context.WithCancel(ctx)
+	go sl.keep(kctx, lost)
+	return sl, state.Holder{}, nil
+}
+
 // keep renews the lease every tick until ctx ends, and calls lost once
 // when the lease is gone or its view ended without a renewal. standBy
 // runs it on a goroutine of its own.
@@ -293,9 +326,11 @@ func (sl *singleLease) keep(ctx context.Context, lost func()) {
 			return
 		case <-tick:
 		}
-		if _, _, err := sl.db.Heartbeat(ctx); err != nil {
-			sl.log.Warn("lease heartbeat failed", slog.Any("error", err), slog.String("op", "lease"))
-			continue // the view's timer ends it if this lasts
+		if !sl.visitor {
+			if _, _, err := sl.db.Heartbeat(ctx); err != nil {
+				sl.log.Warn("lease heartbeat failed", slog.Any("error", err), slog.String("op", "lease"))
+				continue // the view's timer ends it if this lasts
+			}
 		}
 		kept, err := sl.db.Renew(ctx, []state.Lease{sl.hl.get()})
 		switch {

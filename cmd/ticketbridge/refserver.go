@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -130,34 +129,10 @@ func runRefserver(ctx context.Context, sh shell, args []string) error {
 		return fmt.Errorf("start refserver: listen on %s: %w", f.addr, err)
 	}
 	url := "http://" + ln.Addr().String()
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-
 	printStart(stdout, url, srv, seeds, f.consoleToken == "")
 	log.Info("refserver started", slog.Any("url", url), slog.Any("base_url", url+refserver.BasePath), slog.Any("organizations", len(srv.Organizations())), slog.Any("fault_rate", f.faultRate), slog.Any("latency", f.latency))
-
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve refserver: %w", err)
-	case <-ctx.Done():
-	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shutCtx); err != nil {
-		_ = hs.Close()
-		return fmt.Errorf("shut down refserver: %w", err)
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve refserver: %w", err)
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
 	}
 	log.Info("refserver stopped")
 	return nil

@@ -107,6 +107,23 @@ var rules = []rule{
 		why:   "the end-to-end kit runs the engine as an adapter's test needs it, not the daemon",
 	},
 	{
+		name: "demo",
+		from: []string{"internal/demo/..."},
+		deny: join([]string{"cmd/...", "internal/looptest/...", "adapters/memory/...", "adapters/rt/...",
+			"adapters/saas/...", "adapters/zendesk/...", "adapters/freshdesk/...", "adapters/zammad/...",
+			"adapters/webhook/..."}, appParts),
+		tests: true,
+		why: "the demo plays the library on one machine: the engine, a state file, the reference server and " +
+			"the files adapter; not the daemon's parts, nor another helpdesk",
+	},
+	{
+		name:  "demo users",
+		from:  []string{"adapters/...", "deploy/...", "guestapi/...", "internal/...", "state/...", "sync/..."},
+		deny:  []string{"internal/demo/..."},
+		tests: true,
+		why:   "the demo is an application of the library: only the commands run it",
+	},
+	{
 		name: "plumbing",
 		from: plumbing,
 		only: plumbing,

@@ -1,0 +1,134 @@
+package main
+
+// This file makes the commands that write a hotel's state or helpdesk
+// from outside the daemon (once, retry, skip) hold the hotel's lease when
+// its state is in PostgreSQL, as a daemon does: a state file's lock keeps
+// them from acting beside a daemon, a database does not.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// errHoldLost ends a command whose lease of the hotel ended while it ran.
+var errHoldLost = errors.New("the lease of the hotel ended while this command ran (another replica took it over, or the state database was out of reach past TICKETBRIDGE_LEASE_TTL); it stopped, and the next cycle does what it left undone")
+
+// hold is a command's lease of a hotel: the context that ends when the
+// lease does, and the fence and guard the hotel's store and clients take.
+// A hotel whose state is a file needs none; hold is then empty.
+type hold struct {
+	sl  *singleLease
+	end context.CancelCauseFunc
+}
+
+// holdHotel takes the lease of cfg's hotel for the command name when its
+// state is in PostgreSQL, without waiting. When another replica holds the
+// lease it returns a *leaseHeldError. Otherwise ctx is returned ending
+// when the lease does (with cause errHoldLost); call release when done.
+func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg config.Daemon, log *slog.Logger) (context.Context, *hold, error) {
+	if !state.IsURL(cfg.State) {
+		return ctx, &hold{}, nil
+	}
+	hc, err := config.LoadHotels(ctx, env)
+	if err != nil {
+		return ctx, nil, err
+	}
+	hotel := cmp.Or(cfg.Hotel, state.DefaultHotel)
+	ctx, end := context.WithCancelCause(ctx)
+	sl, holder, err := takeLease(ctx, cfg.State, hotel, hc.LeaseTTL, log, func() { end(errHoldLost) })
+	switch {
+	case err != nil:
+		end(nil)
+		return ctx, nil, fmt.Errorf("%s: %w", name, err)
+	case sl == nil:
+		end(nil)
+		return ctx, nil, &leaseHeldError{command: name, hotel: hotel, holder: holder}
+	}
+	return ctx, &hold{sl: sl, end: end}, nil
+}
+
+// options puts the lease's fence and guard into a hotel's wiring.
+func (h *hold) options(o *bridge.Options) {
+	if h.sl == nil {
+		return
+	}
+	o.Fence = h.sl.hl.get().Fence
+	o.Chain.Guard = leaseGuard(h.sl.hl, h.end, errHoldLost)
+}
+
+// fence is the fence to open the hotel's store with; 0 without a lease.
+func (h *hold) fence() int64 {
+	if h.sl == nil {
+		return 0
+	}
+	return h.sl.hl.get().Fence
+}
+
+// release gives the lease back at once, so that a daemon standing by, or
+// the replica the hotel belongs to, takes it at its next look.
+func (h *hold) release() {
+	if h.sl == nil {
+		return
+	}
+	h.sl.close()
+	h.end(nil)
+}
+
+// leaseHeldError is a command's refusal to act for a hotel whose lease a
+// live replica holds.
+type leaseHeldError struct {
+	command, hotel string
+	holder         state.Holder
+}
+
+func (e *leaseHeldError) Error() string {
+	who, where := "replica "+e.holder.Replica, "its host"
+	if host := replicaHost(e.holder.Replica); host != "" {
+		who += " (host " + host + ")"
+		where = host
+	}
+	head := fmt.Sprintf("%s: hotel %s is synced by %s, which holds its lease", e.command, e.hotel, who)
+	lapse := "or wait until that daemon stopped and its lease lapsed (at most TICKETBRIDGE_LEASE_TTL after its last renewal)"
+	if e.command == "once" {
+		return fmt.Sprintf("%s; once does not run beside it, as both would write the same helpdesk tickets. That daemon's next cycle does what once would; to run once by hand, stop that daemon (on %s) and run once again, %s", head, where, lapse)
+	}
+	return fmt.Sprintf("%s: run %s on %s, where it asks that daemon through its console (TICKETBRIDGE_LISTEN and the console token), or stop that daemon and run it again, %s", head, e.command, where, lapse)
+}
+
+// replicaHost returns the host part of a replica id made by newReplicaID
+// (host-xxxxxxxx), or "" when id is not of that form.
+func replicaHost(id string) string {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 || len(id)-i-1 != 8 {
+		return ""
+	}
+	for _, c := range id[i+1:] {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return ""
+		}
+	}
+	return id[:i]
+}
+
+// onThisHost reports whether the replica id was made on this host.
+func onThisHost(id string) bool {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "replica"
+	}
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	return replicaHost(id) == host
+}
