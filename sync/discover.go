@@ -120,9 +120,10 @@ type discoverPlan struct {
 func (c *cycle) readDiscoverState() (discoverInput, error) {
 	e := c.e
 	in := discoverInput{now: c.now, tracked: map[string]state.Ticket{}}
-	err := e.st.View(func(tx *state.Tx) error {
+	ws := &workingSet{commits: e.st.Commits()}
+	err := e.st.ViewWorkingSet(func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
-			in.tracked[t.ID] = t
+			ws.tickets = append(ws.tickets, t)
 			return nil
 		}); err != nil {
 			if !errors.Is(err, state.ErrCorrupt) {
@@ -140,10 +141,19 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 				return fmt.Errorf("%w: meta %s=%q is not a time: %w", state.ErrCorrupt, MetaImportSince, v, err)
 			}
 		}
-		in.fullRead, in.fullReadNew, err = readFullRead(tx, e.cfg.FullReadInterval, e.cfg.interval)
-		return err
+		if in.fullRead, in.fullReadNew, err = readFullRead(tx, e.cfg.FullReadInterval, e.cfg.interval); err != nil {
+			return err
+		}
+		return ws.read(tx, e.hd.Name())
 	})
-	return in, err
+	if err != nil {
+		return in, err
+	}
+	for _, t := range ws.tickets {
+		in.tracked[t.ID] = t
+	}
+	c.ws = ws
+	return in, nil
 }
 
 // planDiscover decides, from the state read and the lists of this cycle,

@@ -277,6 +277,7 @@ type cycle struct {
 	rep      Report
 	fatal    error
 	readFail map[string]bool // tickets whose refresh failed in this cycle
+	ws       *workingSet     // what discover read of state (see workingSet); nil before
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
 }
