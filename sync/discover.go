@@ -119,8 +119,9 @@ type discoverPlan struct {
 
 func (c *cycle) readDiscoverState() (discoverInput, error) {
 	e := c.e
-	in := discoverInput{now: c.now, tracked: map[string]state.Ticket{}}
-	ws := &workingSet{commits: e.st.Commits()}
+	in := discoverInput{now: c.now}
+	// Sized as the last cycle found them: a quiet cycle grows nothing.
+	ws := &workingSet{commits: e.st.Commits(), tickets: make([]state.Ticket, 0, e.tracked)}
 	err := e.st.ViewWorkingSet(func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
 			ws.tickets = append(ws.tickets, t)
@@ -149,10 +150,11 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 	if err != nil {
 		return in, err
 	}
+	in.tracked = make(map[string]state.Ticket, len(ws.tickets))
 	for _, t := range ws.tickets {
 		in.tracked[t.ID] = t
 	}
-	c.ws = ws
+	e.tracked, c.ws = len(ws.tickets), ws
 	return in, nil
 }
 
@@ -264,7 +266,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 // covers the open tickets the lists cannot show. It reports whether every
 // request succeeded.
 func (c *cycle) listQueue(known, live map[string]bool) (map[string]guestapi.Ticket, coverage, bool) {
-	out := map[string]guestapi.Ticket{}
+	out := make(map[string]guestapi.Ticket, c.e.tracked)
 	cv := coverage{status: map[guestapi.Status]bool{}, dept: map[[2]string]bool{}}
 	if c.e.queueFits {
 		ts, ok := c.listOnce(guestapi.ListOptions{Limit: ListLimit})

@@ -119,6 +119,8 @@ type Engine struct {
 	// recordedQuiet whether that cycle was quiet (see quietRecordEvery).
 	recorded      time.Time
 	recordedQuiet bool
+	// tracked is how many tickets the last cycle's working set held.
+	tracked int
 }
 
 // quietRecordEvery is how often a run of quiet cycles (each a success
