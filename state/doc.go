@@ -120,12 +120,15 @@
 // and at the end sends every write, the hotel's commit row and COMMIT in
 // one pipelined round trip. So an Update costs one round trip per read that
 // its writes and earlier reads cannot answer, plus one, however much it
-// writes. A View costs one round trip per read plus one for COMMIT. Two
+// writes. A View costs one round trip per read plus one for COMMIT;
+// [Store.ViewWorkingSet], what a sync cycle reads at its start, costs one
+// round trip in all (one statement, no BEGIN or COMMIT). Two
 // Updates of one hotel both write its commit row, so under REPEATABLE READ
 // the one that did not see the other's commit fails with [ErrConflict] and
 // keeps nothing: writers of a hotel are serialised without SERIALIZABLE's
 // predicate locks. Stores of one process opened with the same URL share a
-// connection pool (pool_max_conns in the URL sizes it).
+// connection pool of at most [DefaultMaxConns] connections
+// (pool_max_conns in the URL, or TICKETBRIDGE_PG_MAX_CONNS, sizes it).
 //
 // There is no lock like bbolt's: readers (ticketbridge status) read the
 // database while the daemon runs, [Options.LockTimeout] does not apply, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	gosync "sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
+
+// DefaultMaxConns is how many connections a process opens to one
+// PostgreSQL database at most, unless the URL's pool_max_conns says
+// otherwise (TICKETBRIDGE_PG_MAX_CONNS sets it): four replicas take 80 of
+// PostgreSQL's default max_connections of 100, which leaves room for its
+// reserved connections, `ticketbridge status` and a psql. Every hotel and
+// the leases of a process share the pool; a quiet hotel-cycle holds a
+// connection for one round trip.
+const DefaultMaxConns = 20
 
 // pgRoundTripTimeout bounds each exchange with PostgreSQL, so that a dead
 // server or a lock held elsewhere fails an Update instead of hanging it.
@@ -68,6 +78,9 @@ func acquirePool(rawURL string) (*sharedPool, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: parse the PostgreSQL URL: %w", ErrInvalid, parseURLError(rawURL, err))
+	}
+	if u, err := url.Parse(rawURL); err == nil && !u.Query().Has("pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	p := &sharedPool{url: rawURL, secret: cfg.ConnConfig.Password, refs: 1}
 	dialer := &net.Dialer{KeepAlive: 5 * time.Minute}

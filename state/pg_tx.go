@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -45,6 +46,9 @@ type pgTx struct {
 	reads  map[string]map[string][]byte
 	counts map[string]int // key counts of a view, read once
 	bytes  int64          // the hotel's key and value bytes, read with counts
+	// whole is set in a working-set view (see viewWorkingSet): the
+	// buckets reads holds whole. Such a view reads nothing else.
+	whole map[string]bool
 }
 
 type pgPrefix struct {
@@ -101,6 +105,9 @@ func (t *pgTx) remember(bucket string, key, val []byte) {
 }
 
 func (t *pgTx) get(bucket string, key []byte) ([]byte, error) {
+	if v, ok, err := t.fromWorkingSet(bucket, key); ok {
+		return v, err
+	}
 	if v, ok := t.buffered(bucket, key); ok {
 		return v, nil
 	}
@@ -126,6 +133,16 @@ func (t *pgTx) get(bucket string, key []byte) ([]byte, error) {
 
 func (t *pgTx) getMany(bucket string, keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
+	if t.whole != nil {
+		for i, k := range keys {
+			v, _, err := t.fromWorkingSet(bucket, k)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
 	var ask [][]byte
 	idx := map[string][]int{}
 	for i, k := range keys {
@@ -172,6 +189,9 @@ func (t *pgTx) getMany(bucket string, keys [][]byte) ([][]byte, error) {
 }
 
 func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) error {
+	if t.whole != nil {
+		return t.scanWorkingSet(bucket, prefix, fn)
+	}
 	type kv struct{ k, v []byte }
 	var rows []kv
 	err := t.exchange(func(b *pgx.Batch) {
@@ -216,6 +236,12 @@ func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) er
 }
 
 func (t *pgTx) count(bucket string) (int, error) {
+	if t.whole != nil {
+		if !t.whole[bucket] {
+			return 0, fmt.Errorf("%w: bucket %s", errOutsideWorkingSet, bucket)
+		}
+		return len(t.reads[bucket]), nil
+	}
 	if t.rw {
 		n := 0
 		err := t.scan(bucket, nil, func(_, _ []byte) error { n++; return nil })

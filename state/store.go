@@ -321,6 +321,26 @@ func (s *Store) View(fn func(*Tx) error) error {
 	return err
 }
 
+// ViewWorkingSet is View for what every sync cycle reads: the tickets,
+// the meta keys, the cursors, and the pending and unmarked journal
+// entries. On PostgreSQL it reads all of that in one statement before fn
+// runs, one round trip with no BEGIN or COMMIT, and fn reading anything
+// else fails; on bbolt it is View.
+func (s *Store) ViewWorkingSet(fn func(*Tx) error) error {
+	if s.pg == nil {
+		return s.View(fn)
+	}
+	var fnErr error
+	err := s.pg.viewWorkingSet(func(kv kvTx) error {
+		fnErr = fn(&Tx{kv: kv, s: s})
+		return fnErr
+	})
+	if err != nil && fnErr == nil {
+		return fmt.Errorf("read state %s: %w", s.path, err)
+	}
+	return err
+}
+
 // Update runs fn in a read-write transaction and commits it when fn returns
 // nil; when fn returns an error (or panics), or the commit fails, nothing
 // fn did is kept and the error is returned (fn's as is). Updates are
@@ -348,6 +368,20 @@ func (s *Store) Update(fn func(*Tx) error) error {
 // Commits returns how many Updates this store committed since it opened:
 // whether a stretch of work wrote anything.
 func (s *Store) Commits() int64 { return s.commits.Load() }
+
+// RoundTrips returns how many round trips the connection pool of a
+// PostgreSQL store made since it opened, those of the other stores of the
+// process that share the pool included (see [Open]); 0 on bbolt. Tests
+// and benchmarks count a cycle's round trips with it.
+func (s *Store) RoundTrips() int64 {
+	if s.pg == nil {
+		return 0
+	}
+	if p := s.pg.pool.Load(); p != nil {
+		return p.roundTrips.Load()
+	}
+	return 0
+}
 
 // Tx is a transaction on the store, handed to the functions of View and
 // Update. Inside View its putters fail. A Tx is not safe for concurrent

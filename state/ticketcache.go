@@ -6,9 +6,8 @@ import (
 )
 
 // ticketCache keeps each ticket as last decoded, with a hash of the bytes
-// it was decoded from. A quiet cycle reads every ticket record (discover
-// and refresh each scan them) and nearly all are as the cycle before left
-// them; a record whose bytes hash as before is not decoded again, which
+// it was decoded from. A quiet cycle reads every ticket record and nearly
+// all are as the cycle before left them; a record whose bytes hash as before is not decoded again, which
 // was the larger half of a quiet cycle's work in the engine.
 //
 // The hash is keyed with a seed drawn when the store opens, so no record

@@ -22,7 +22,9 @@ func (c *cycle) collect() {
 	e := c.e
 	name := e.hd.Name()
 	var cursor string
-	if err := e.st.View(func(tx *state.Tx) error {
+	if ws, ok := c.fresh(); ok && ws.cursorOK {
+		cursor = ws.cursor
+	} else if err := e.st.View(func(tx *state.Tx) error {
 		var err error
 		cursor, err = tx.Cursor(name)
 		return err

@@ -119,10 +119,12 @@ type discoverPlan struct {
 
 func (c *cycle) readDiscoverState() (discoverInput, error) {
 	e := c.e
-	in := discoverInput{now: c.now, tracked: map[string]state.Ticket{}}
-	err := e.st.View(func(tx *state.Tx) error {
+	in := discoverInput{now: c.now}
+	// Sized as the last cycle found them: a quiet cycle grows nothing.
+	ws := &workingSet{commits: e.st.Commits(), tickets: make([]state.Ticket, 0, e.tracked)}
+	err := e.st.ViewWorkingSet(func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
-			in.tracked[t.ID] = t
+			ws.tickets = append(ws.tickets, t)
 			return nil
 		}); err != nil {
 			if !errors.Is(err, state.ErrCorrupt) {
@@ -140,10 +142,20 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 				return fmt.Errorf("%w: meta %s=%q is not a time: %w", state.ErrCorrupt, MetaImportSince, v, err)
 			}
 		}
-		in.fullRead, in.fullReadNew, err = readFullRead(tx, e.cfg.FullReadInterval, e.cfg.interval)
-		return err
+		if in.fullRead, in.fullReadNew, err = readFullRead(tx, e.cfg.FullReadInterval, e.cfg.interval); err != nil {
+			return err
+		}
+		return ws.read(tx, e.hd.Name())
 	})
-	return in, err
+	if err != nil {
+		return in, err
+	}
+	in.tracked = make(map[string]state.Ticket, len(ws.tickets))
+	for _, t := range ws.tickets {
+		in.tracked[t.ID] = t
+	}
+	e.tracked, c.ws = len(ws.tickets), ws
+	return in, nil
 }
 
 // planDiscover decides, from the state read and the lists of this cycle,
@@ -254,7 +266,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 // covers the open tickets the lists cannot show. It reports whether every
 // request succeeded.
 func (c *cycle) listQueue(known, live map[string]bool) (map[string]guestapi.Ticket, coverage, bool) {
-	out := map[string]guestapi.Ticket{}
+	out := make(map[string]guestapi.Ticket, c.e.tracked)
 	cv := coverage{status: map[guestapi.Status]bool{}, dept: map[[2]string]bool{}}
 	if c.e.queueFits {
 		ts, ok := c.listOnce(guestapi.ListOptions{Limit: ListLimit})

@@ -119,6 +119,8 @@ type Engine struct {
 	// recordedQuiet whether that cycle was quiet (see quietRecordEvery).
 	recorded      time.Time
 	recordedQuiet bool
+	// tracked is how many tickets the last cycle's working set held.
+	tracked int
 }
 
 // quietRecordEvery is how often a run of quiet cycles (each a success
@@ -277,6 +279,7 @@ type cycle struct {
 	rep      Report
 	fatal    error
 	readFail map[string]bool // tickets whose refresh failed in this cycle
+	ws       *workingSet     // what discover read of state (see workingSet); nil before
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
 }

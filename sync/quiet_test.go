@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
 
 // TestQuietCycleWritesNothing: once a run of quiet cycles has stored one
@@ -52,5 +53,39 @@ func TestQuietCycleWritesNothing(t *testing.T) {
 	r = e.cycle()
 	if got := lastStored(); got.Equal(stored) {
 		t.Errorf("ten minutes on, cycle %s stored no record (last stored %s)", r, got)
+	}
+}
+
+// maxQuietRoundTrips is what a quiet cycle may cost on PostgreSQL: one
+// read of the cycle's working set (state.Store.ViewWorkingSet), no write.
+const maxQuietRoundTrips = 1
+
+// TestQuietCycleRoundTrips: on PostgreSQL a quiet cycle takes one round
+// trip, and a busy one after it still carries each change across.
+func TestQuietCycleRoundTrips(t *testing.T) {
+	e := newEnv(t)
+	e.path = statetest.PostgresURL(t)
+	id := e.newTicket("Two towels to room 214")
+	e.newTicket("A taxi at six")
+	e.quiesce()
+	e.clock.Advance(time.Second)
+	e.cycle() // the first quiet cycle stores its record
+	for range 3 {
+		e.clock.Advance(time.Second)
+		rt := e.store.RoundTrips()
+		if r := e.cycle(); r.Outcome != "ok" || r.Refreshed+r.Events != 0 {
+			t.Fatalf("quiet cycle: %s", r)
+		}
+		if n := e.store.RoundTrips() - rt; n > maxQuietRoundTrips {
+			t.Errorf("a quiet cycle took %d round trips to PostgreSQL, want at most %d", n, maxQuietRoundTrips)
+		}
+	}
+
+	e.guest(id, "And a bathrobe, please.")
+	if _, err := e.backend.Reply(e.ref(id), "Ana", "On its way."); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.cycle(); r.Mirrored != 1 || r.Sent != 1 {
+		t.Errorf("a cycle with a guest message and a staff reply: %s, want one mirrored and one sent", r)
 	}
 }

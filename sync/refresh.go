@@ -51,27 +51,14 @@ type refreshResult struct {
 // stores the results in batches.
 func (c *cycle) refresh() {
 	e := c.e
-	var tracked []state.Ticket
 	pending := map[string][]state.Entry{}
-	err := e.st.View(func(tx *state.Tx) error {
-		if err := tx.ForEachTicket(func(t state.Ticket) error {
-			tracked = append(tracked, t)
-			return nil
-		}); err != nil && !errors.Is(err, state.ErrCorrupt) {
-			return err
-		}
-		ps, err := tx.PendingJournal()
-		if err != nil && !errors.Is(err, state.ErrCorrupt) {
-			return err
-		}
-		for _, p := range ps {
-			pending[p.TicketID] = append(pending[p.TicketID], p)
-		}
-		return nil
-	})
+	tracked, entries, err := c.readRefreshState()
 	if err != nil {
 		c.stop(fmt.Errorf("read state: %w", err))
 		return
+	}
+	for _, p := range entries {
+		pending[p.TicketID] = append(pending[p.TicketID], p)
 	}
 	waiting := map[string]bool{} // tickets with a status change waiting to go up
 	for id, ps := range pending {
@@ -143,6 +130,29 @@ func (c *cycle) refresh() {
 	if len(unsignalled) > 0 && !c.storeBroken {
 		c.noteUnsignalled(unsignalled)
 	}
+}
+
+// readRefreshState returns the tracked tickets and the pending journal
+// entries: those of the working set while it is fresh, else read again.
+func (c *cycle) readRefreshState() (tracked []state.Ticket, pending []state.Entry, err error) {
+	if ws, ok := c.fresh(); ok {
+		return ws.tickets, ws.pending, nil
+	}
+	err = c.e.st.View(func(tx *state.Tx) error {
+		if err := tx.ForEachTicket(func(t state.Ticket) error {
+			tracked = append(tracked, t)
+			return nil
+		}); err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		var err error
+		pending, err = tx.PendingJournal()
+		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		return nil
+	})
+	return tracked, pending, err
 }
 
 // planReads returns the tracked tickets due at now, imports first, then

@@ -30,15 +30,11 @@ func (c *cycle) send() {
 	var order []string
 	byTicket := map[string][]state.Entry{}
 	tickets := map[string]state.Ticket{}
-	err := e.st.View(func(tx *state.Tx) error {
-		ps, err := tx.PendingJournal()
-		if err != nil && !errors.Is(err, state.ErrCorrupt) {
-			return err
-		}
+	group := func(ps []state.Entry, ticket func(id string) (state.Ticket, bool, error)) error {
 		for _, p := range ps {
 			if _, ok := byTicket[p.TicketID]; !ok {
 				order = append(order, p.TicketID)
-				t, ok, err := tx.Ticket(p.TicketID)
+				t, ok, err := ticket(p.TicketID)
 				if err != nil {
 					return err
 				}
@@ -50,7 +46,19 @@ func (c *cycle) send() {
 			byTicket[p.TicketID] = append(byTicket[p.TicketID], p)
 		}
 		return nil
-	})
+	}
+	var err error
+	if ws, ok := c.fresh(); ok {
+		err = group(ws.pending, ws.ticket)
+	} else {
+		err = e.st.View(func(tx *state.Tx) error {
+			ps, err := tx.PendingJournal()
+			if err != nil && !errors.Is(err, state.ErrCorrupt) {
+				return err
+			}
+			return group(ps, tx.Ticket)
+		})
+	}
 	if err != nil {
 		c.stop(fmt.Errorf("read journal: %w", err))
 		return
@@ -291,7 +299,9 @@ func (c *cycle) markSent() {
 	}
 	e := c.e
 	var unmarked []state.Entry
-	if err := e.st.View(func(tx *state.Tx) error {
+	if ws, ok := c.fresh(); ok {
+		unmarked = slices.Clone(ws.unmarked)
+	} else if err := e.st.View(func(tx *state.Tx) error {
 		var err error
 		unmarked, err = tx.UnmarkedJournal()
 		if errors.Is(err, state.ErrCorrupt) {

@@ -197,9 +197,14 @@ const (
 	// StatusSuffix names the status snapshot the daemon writes after each
 	// cycle, for `ticketbridge status` while the daemon holds the state.
 	StatusSuffix = ".status.json"
-	// snapshotEvery is the longest time between two status snapshots when
-	// taking one is slow (see serve).
+	// snapshotEvery is the longest time between two status snapshots after
+	// cycles that changed something, when taking one is slow (see
+	// snapshotTimer).
 	snapshotEvery = 10 * time.Second
+	// snapshotQuietEvery is how often the status snapshot is taken while
+	// the cycles change nothing: it reads every record, which a quiet
+	// cycle does not need, and only its times would differ.
+	snapshotQuietEvery = time.Minute
 	// BackupSuffix names the live copy the daemon writes on SIGUSR1.
 	BackupSuffix = ".backup"
 )
@@ -237,8 +242,7 @@ type Reporter interface {
 // context the cycles run in instead of the scheduler's: ending the
 // scheduler's then lets the cycle in flight finish.
 func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, life context.Context) *sync.Scheduler {
-	var lastSnapshot time.Time
-	var snapshotCost time.Duration
+	var timer snapshotTimer
 	return &sync.Scheduler{
 		Schedule: w.engine.Schedule(),
 		Deadline: deadline,
@@ -254,14 +258,12 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			rep.CycleDone(r, err)
-			// The snapshot reads every record: it is taken after a cycle
-			// when the last one is older than twenty times what taking it
-			// cost (at most snapshotEvery), and after every cycle that did
-			// not sync. The page keeps the last one in between.
+			// The page keeps the last snapshot between two, and is given
+			// each cycle's report.
 			var snap *sync.Status
-			if now := time.Now(); now.Sub(lastSnapshot) >= min(snapshotEvery, 20*snapshotCost) || !r.Synced {
-				snap = w.WriteSnapshot()
-				snapshotCost, lastSnapshot = time.Since(now), now
+			if now, commits := time.Now(), w.store.Commits(); timer.due(now, r, commits) {
+				snap = w.snapshotAfter(&r)
+				timer.taken(now, time.Since(now), commits)
 			}
 			ReportHeld(context.Background(), rep, w.hd)
 			page.cycleDone(r, snap)
@@ -281,21 +283,66 @@ func deadlineOf(ctx context.Context) time.Time {
 	return time.Now().Add(100 * 365 * 24 * time.Hour)
 }
 
+// snapshotTimer decides after which cycles the status snapshot is taken.
+// Taking it reads every record. It is taken after every cycle that did
+// not sync; after one that changed the state (the store committed since
+// the last snapshot) when the last is older than twenty times what taking
+// it cost, at most snapshotEvery; and after a quiet one only when the last
+// is older than snapshotQuietEvery.
+type snapshotTimer struct {
+	last    time.Time     // when the last snapshot was taken; zero: none yet
+	cost    time.Duration // what taking it cost
+	commits int64         // the store's commits when it was taken
+}
+
+// due reports whether the snapshot is to be taken now, after the cycle
+// of report r, the store having committed commits writes since it opened.
+func (t *snapshotTimer) due(now time.Time, r sync.Report, commits int64) bool {
+	since := now.Sub(t.last)
+	switch {
+	case t.last.IsZero() || !r.Synced:
+		return true
+	case commits != t.commits:
+		return since >= min(snapshotEvery, 20*t.cost)
+	default:
+		return since >= snapshotQuietEvery
+	}
+}
+
+// taken records a snapshot taken at now that cost cost.
+func (t *snapshotTimer) taken(now time.Time, cost time.Duration, commits int64) {
+	t.last, t.cost, t.commits = now, cost, commits
+}
+
 // WriteSnapshot writes the status snapshot of w's hotel next to its state
 // file (see snapshot) and returns it, nil when it could not be read.
 func (w *Bridge) WriteSnapshot() *sync.Status {
-	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, w.log)
+	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, nil, w.log)
+}
+
+// snapshotAfter is WriteSnapshot after the cycle of report r, which the
+// snapshot shows as the last cycle: a quiet cycle does not always store
+// its record (see sync's quietRecordEvery).
+func (w *Bridge) snapshotAfter(r *sync.Report) *sync.Status {
+	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, r, w.log)
 }
 
 // snapshot writes the status snapshot of st to path, atomically and
-// readable by the owner only. Failures are logged: the snapshot is a
-// convenience, the state file is the truth. With the state in PostgreSQL
-// no file is written (status reads the database). It returns the
-// snapshot, nil when it could not be read.
-func snapshot(st *state.Store, hd adapters.Helpdesk, path string, log *slog.Logger) *sync.Status {
+// readable by the owner only, with last (when not nil) as its last cycle.
+// Failures are logged: the snapshot is a convenience, the state file is
+// the truth. With the state in PostgreSQL no file is written (status
+// reads the database). It returns the snapshot, nil when it could not be
+// read.
+func snapshot(st *state.Store, hd adapters.Helpdesk, path string, last *sync.Report, log *slog.Logger) *sync.Status {
 	s, err := sync.ReadStatus(st, time.Now())
 	if err == nil {
 		s.Held = held(context.Background(), hd)
+		if last != nil && last.Outcome != "" {
+			s.LastCycle = last
+			if last.Synced {
+				s.LastSuccess = last.Start.Add(last.Duration)
+			}
+		}
 	}
 	if err == nil && !state.IsURL(path) {
 		var b []byte

@@ -37,7 +37,10 @@ func (r *reporter) ObserveHeld([]adapters.HeldError, uint64) { r.held++ }
 // reference server, runs one cycle through its scheduler, and checks what
 // the cycle leaves: the report, the ticket in the helpdesk, the status
 // snapshot next to the state, a backup on demand, and everything closed.
-func TestBridgeRunsAHotel(t *testing.T) {
+// hotel gives a test a hotel on the files adapter against the reference
+// server, holding one ticket, and returns its configuration.
+func hotel(t *testing.T) (envconfig.Lookuper, config.Daemon, sync.Config) {
+	t.Helper()
 	ts := refservertest.New(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")
@@ -65,6 +68,12 @@ func TestBridgeRunsAHotel(t *testing.T) {
 	if _, err := ts.Server.CreateTicket(ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "Towels to 214"}); err != nil {
 		t.Fatal(err)
 	}
+	return env, cfg, sc
+}
+
+func TestBridgeRunsAHotel(t *testing.T) {
+	ctx := t.Context()
+	env, cfg, sc := hotel(t)
 	var backups []string
 	b, err := New(ctx, env, cfg, sc, slog.New(slog.DiscardHandler), Options{AfterBackup: func(path string, err error) {
 		if err == nil {

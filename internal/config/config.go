@@ -30,6 +30,10 @@ type Daemon struct {
 	APIKey     Secret `env:"TICKETBRIDGE_API_KEY"`
 	APIKeyFile string `env:"TICKETBRIDGE_API_KEY_FILE"`
 	State      string `env:"TICKETBRIDGE_STATE"`
+	// PGMaxConns bounds the connections the process opens to the
+	// PostgreSQL database of State (0: state.DefaultMaxConns); LoadDaemon
+	// puts it into State as the URL's pool_max_conns.
+	PGMaxConns int `env:"TICKETBRIDGE_PG_MAX_CONNS"`
 	// Hotel is the name of the hotel of a daemon of many (its file's
 	// name); empty for one hotel. State in PostgreSQL is kept under it.
 	Hotel     string
@@ -313,6 +317,19 @@ func LoadDaemon(ctx context.Context, env envconfig.Lookuper) (Daemon, error) {
 			// systemd may pass several directories separated by colons.
 			c.State = filepath.Join(strings.Split(dir, ":")[0], "state.db")
 		}
+	}
+	if c.PGMaxConns < 0 {
+		return c, fmt.Errorf("read configuration: TICKETBRIDGE_PG_MAX_CONNS=%d: want a positive number of connections", c.PGMaxConns)
+	}
+	if c.PGMaxConns > 0 && state.IsURL(c.State) {
+		u, err := url.Parse(c.State)
+		if err != nil {
+			return c, fmt.Errorf("read configuration: TICKETBRIDGE_STATE is not a URL: %w", redact.Error(err))
+		}
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(c.PGMaxConns))
+		u.RawQuery = q.Encode()
+		c.State = u.String()
 	}
 	c.Adapter = strings.ToLower(strings.TrimSpace(c.Adapter))
 	c.LogFormat = strings.ToLower(strings.TrimSpace(c.LogFormat))

@@ -96,6 +96,27 @@ func TestLoadConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+// TICKETBRIDGE_PG_MAX_CONNS sizes the pool to a PostgreSQL state as the
+// URL's pool_max_conns; a state file takes no such setting.
+func TestPGMaxConns(t *testing.T) {
+	ctx := context.Background()
+	load := func(vars map[string]string) (Daemon, error) { return LoadDaemon(ctx, envconfig.MapLookuper(vars)) }
+	c, err := load(map[string]string{"TICKETBRIDGE_STATE": "postgres://tb:secret@db.example/tb?sslmode=verify-full", "TICKETBRIDGE_PG_MAX_CONNS": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.State, "pool_max_conns=7") || !strings.Contains(c.State, "sslmode=verify-full") || !strings.Contains(c.State, "tb:secret@db.example/tb") {
+		t.Errorf("state URL %q: want the URL given with pool_max_conns=7", c.State)
+	}
+	if c, err = load(map[string]string{"TICKETBRIDGE_STATE": "/var/lib/ticketbridge/state.db", "TICKETBRIDGE_PG_MAX_CONNS": "7"}); err != nil || c.State != "/var/lib/ticketbridge/state.db" {
+		t.Errorf("a state file with TICKETBRIDGE_PG_MAX_CONNS: %q, %v", c.State, err)
+	}
+	_, err = load(map[string]string{"TICKETBRIDGE_STATE": "postgres://tb:secret@db.example/tb", "TICKETBRIDGE_PG_MAX_CONNS": "-1"})
+	if err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_PG_MAX_CONNS") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("TICKETBRIDGE_PG_MAX_CONNS=-1: error %v, want one naming the variable", err)
+	}
+}
+
 func TestAPIKeySources(t *testing.T) {
 	const key = "rta_0123456789abcdef"
 	dir := t.TempDir()

@@ -1,0 +1,82 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// readWorkingSet reads, in tx, what a sync cycle reads at its start.
+func readWorkingSet(tx *Tx) (string, error) {
+	var out []string
+	if err := tx.ForEachTicket(func(t Ticket) error { out = append(out, fmt.Sprintf("ticket %+v", t)); return nil }); err != nil {
+		return "", err
+	}
+	for _, key := range []string{"adapter", "missing", metaSchema} {
+		v, ok, err := tx.Meta(key)
+		if err != nil {
+			return "", err
+		}
+		out = append(out, fmt.Sprintf("meta %s=%q %t", key, v, ok))
+	}
+	for _, name := range []string{"changes", "none"} {
+		c, err := tx.Cursor(name)
+		if err != nil {
+			return "", err
+		}
+		out = append(out, fmt.Sprintf("cursor %s=%q", name, c))
+	}
+	p, err := tx.PendingJournal()
+	if err != nil {
+		return "", err
+	}
+	u, err := tx.UnmarkedJournal()
+	if err != nil {
+		return "", err
+	}
+	out = append(out, fmt.Sprintf("pending %+v", p), fmt.Sprintf("unmarked %+v", u))
+	return fmt.Sprint(out), nil
+}
+
+// ViewWorkingSet reads what View reads, and on PostgreSQL in one round
+// trip; a read of anything else fails there instead of seeing another
+// snapshot.
+func TestViewWorkingSet(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		s, _ := b.openTest(t, Options{})
+		seed(t, s)
+		update(t, s, func(tx *Tx) error {
+			e, err := tx.PutJournal(reply("e2", "t2", "sent"))
+			if err != nil {
+				return err
+			}
+			e.State, e.SentAt = Sent, t0
+			_, err = tx.PutJournal(e)
+			return err
+		})
+		var want, got string
+		view(t, s, func(tx *Tx) (err error) { want, err = readWorkingSet(tx); return err })
+		rt0 := s.RoundTrips()
+		if err := s.ViewWorkingSet(func(tx *Tx) (err error) { got, err = readWorkingSet(tx); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if b.name == "postgres" {
+			if n := s.RoundTrips() - rt0; n != 1 {
+				t.Errorf("ViewWorkingSet: %d round trips, want 1", n)
+			}
+		}
+		if got != want {
+			t.Errorf("ViewWorkingSet read\n%s\nView read\n%s", got, want)
+		}
+		err := s.ViewWorkingSet(func(tx *Tx) error {
+			_, err := tx.Mirrored("t1")
+			return err
+		})
+		if b.name == "postgres" && !errors.Is(err, errOutsideWorkingSet) {
+			t.Errorf("ViewWorkingSet reading the mirrored messages: %v, want %v", err, errOutsideWorkingSet)
+		}
+		if b.name == "bbolt" && err != nil {
+			t.Errorf("ViewWorkingSet reading the mirrored messages on bbolt: %v", err)
+		}
+	})
+}
