@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -335,10 +336,10 @@ func TestListenerAllowsPostToThePageOnly(t *testing.T) {
 		{"PUT", "/act", "", http.StatusMethodNotAllowed},
 	} {
 		req, _ := http.NewRequest(c.method, c.path, strings.NewReader(c.body))
-		rec := &recorder{header: http.Header{}}
+		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		if rec.code != c.want {
-			t.Errorf("%s %s: %d, want %d", c.method, c.path, rec.code, c.want)
+		if rec.Code != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, rec.Code, c.want)
 		}
 	}
 }

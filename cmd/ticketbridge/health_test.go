@@ -12,6 +12,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -92,7 +93,7 @@ func (d *daemonUnderTest) metric(series string) float64 {
 	if code != 200 {
 		d.t.Fatalf("/metrics: %d", code)
 	}
-	return metricValue(d.t, text, series)
+	return testutil.MetricValue(d.t, text, series)
 }
 
 // TestHealthWithTheAPIUnreachable: a cycle in which no API call succeeded

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -43,10 +44,10 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 
 	tel, _, _ := testTelemetry(t, config.Telemetry{})
 	bridge.ReportHeld(t.Context(), tel, hd)
-	text := scrape(t, tel.Handler(nil))
-	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||
-		metricValue(t, text, "ticketbridge_helpdesk_held_changes") != 0 {
-		t.Fatalf("metrics after one file set aside:\n%s", grepLines(text, "ticketbridge_"))
+	text := testutil.Scrape(t, tel.Handler(nil))
+	if testutil.MetricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || testutil.MetricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||
+		testutil.MetricValue(t, text, "ticketbridge_helpdesk_held_changes") != 0 {
+		t.Fatalf("metrics after one file set aside:\n%s", testutil.GrepLines(text, "ticketbridge_"))
 	}
 
 	snap := &sync.Status{At: time.Now(), Adapter: files.Name, Tickets: []sync.TicketStatus{}, Held: hd.Held(t.Context())}
@@ -76,9 +77,9 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	bridge.ReportHeld(t.Context(), tel, hd)
-	text = scrape(t, tel.Handler(nil))
-	if metricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || metricValue(t, text, "ticketbridge_outbox_failed_files") != 0 {
-		t.Fatalf("metrics after the file was removed:\n%s", grepLines(text, "ticketbridge_outbox"))
+	text = testutil.Scrape(t, tel.Handler(nil))
+	if testutil.MetricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || testutil.MetricValue(t, text, "ticketbridge_outbox_failed_files") != 0 {
+		t.Fatalf("metrics after the file was removed:\n%s", testutil.GrepLines(text, "ticketbridge_outbox"))
 	}
 	if s := (sync.Status{Held: hd.Held(t.Context())}); len(s.SetAside()) != 0 {
 		t.Errorf("still listed: %+v", s.Held)

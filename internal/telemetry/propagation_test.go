@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestPropagationHistograms(t *testing.T) {
 	tel, _, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
 	h := tel.Handler(nil)
-	text := scrape(t, h)
+	text := testutil.Scrape(t, h)
 	for _, want := range []string{
 		`ticketbridge_propagation_seconds_count{direction="to_helpdesk"} 0`,
 		`ticketbridge_propagation_seconds_count{direction="to_api"} 0`,
@@ -27,7 +28,7 @@ func TestPropagationHistograms(t *testing.T) {
 	p.ToGuest.Observe(90 * time.Second)
 	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Propagation: p}, nil)
 	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Propagation: p}, nil)
-	text = scrape(t, h)
+	text = testutil.Scrape(t, h)
 	for _, want := range []string{
 		`ticketbridge_propagation_seconds_bucket{direction="to_helpdesk",le="1"} 0`,
 		`ticketbridge_propagation_seconds_bucket{direction="to_helpdesk",le="5"} 2`,
@@ -37,7 +38,7 @@ func TestPropagationHistograms(t *testing.T) {
 		`ticketbridge_propagation_seconds_sum{direction="to_api"} 180`,
 	} {
 		if !strings.Contains(text, want) {
-			t.Errorf("no %s in\n%s", want, grepLines(text, "propagation"))
+			t.Errorf("no %s in\n%s", want, testutil.GrepLines(text, "propagation"))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -86,7 +88,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 		t.Fatal("list on a closed port succeeded")
 	}
 
-	text := scrape(t, tel.Handler(nil))
+	text := testutil.Scrape(t, tel.Handler(nil))
 	for series, want := range map[string]float64{
 		`ticketbridge_api_requests_total{code="200",endpoint="/tickets",method="GET"}`:                1,
 		`ticketbridge_api_requests_total{code="200",endpoint="/tickets/{id}",method="GET"}`:           1,
@@ -98,7 +100,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 		`ticketbridge_api_requests_total{code="error",endpoint="/tickets",method="GET"}`:              1,
 		`ticketbridge_api_request_duration_seconds_count{endpoint="/tickets/{id}"}`:                   2,
 	} {
-		if got := metricValue(t, text, series); got != want {
+		if got := testutil.MetricValue(t, text, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
@@ -114,9 +116,9 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	h := tel.Handler(nil)
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, path, nil)
-		rec := &recorder{header: http.Header{}}
+		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		return rec.code, rec.body.String()
+		return rec.Code, rec.Body.String()
 	}
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "not started") {
 		t.Fatalf("readyz before start: %d %q", code, body)
@@ -161,7 +163,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		t.Fatalf("no STATUS after the cycle: %q", status)
 	}
 
-	text := scrape(t, h)
+	text := testutil.Scrape(t, h)
 	okAt := float64(clock.Now().Unix())
 	for series, want := range map[string]float64{
 		`ticketbridge_cycles_total{outcome="failed"}`:                   1,
@@ -194,7 +196,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		`ticketbridge_last_cycle_timestamp_seconds`:                     okAt,
 		`ticketbridge_ready`:                                            1,
 	} {
-		if got := metricValue(t, text, series); got != want {
+		if got := testutil.MetricValue(t, text, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
@@ -213,7 +215,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	clock.Advance(time.Second)
 	// The gauge follows the clock at each scrape, not only when a cycle
 	// ends or /readyz is asked: a hung cycle turns it to 0.
-	if got := metricValue(t, scrape(t, h), "ticketbridge_ready"); got != 0 {
+	if got := testutil.MetricValue(t, testutil.Scrape(t, h), "ticketbridge_ready"); got != 0 {
 		t.Fatalf("ticketbridge_ready = %v past the bound, want 0", got)
 	}
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "nothing synced since") || !strings.Contains(body, "TICKETBRIDGE_CYCLE_MAX (20m0s)") {
@@ -228,11 +230,11 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "the last cycle failed") || !strings.Contains(body, "connection refused") {
 		t.Fatalf("readyz after a cycle with the API down: %d %q", code, body)
 	}
-	text = scrape(t, h)
-	if got := metricValue(t, text, "ticketbridge_last_success_timestamp_seconds"); got != okAt {
+	text = testutil.Scrape(t, h)
+	if got := testutil.MetricValue(t, text, "ticketbridge_last_success_timestamp_seconds"); got != okAt {
 		t.Fatalf("last success moved to %v on a failed cycle, want %v", got, okAt)
 	}
-	if got := metricValue(t, text, `ticketbridge_errors_total{kind="api_down"}`); got != 1 {
+	if got := testutil.MetricValue(t, text, `ticketbridge_errors_total{kind="api_down"}`); got != 1 {
 		t.Fatalf("api_down errors = %v, want 1", got)
 	}
 	// A report without Synced (nothing succeeded upstream) is no success.
@@ -244,10 +246,10 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		t.Fatalf("metrics: %d", code)
 	}
 	req, _ := http.NewRequest(http.MethodPost, "/metrics", strings.NewReader("x"))
-	rec := &recorder{header: http.Header{}}
+	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.code != http.StatusMethodNotAllowed || rec.header.Get("Allow") == "" {
-		t.Fatalf("POST /metrics: %d", rec.code)
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") == "" {
+		t.Fatalf("POST /metrics: %d", rec.Code)
 	}
 	if code, _ := get("/nothing"); code != 404 {
 		t.Fatalf("unknown path: %d, want 404", code)
