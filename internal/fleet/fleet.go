@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -7,27 +7,52 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"os"
-	"runtime/debug"
 	"slices"
 	gosync "sync"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/httpx"
-	"github.com/ticketbridge/ticketbridge/internal/statuspage"
+	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// fleet runs the hotels of a hotels directory, each with its own wiring
+// Options are what a Fleet runs its hotels with.
+type Options struct {
+	// Source and Daemon are the main configuration: every hotel's
+	// defaults. Hotels is the directory's.
+	Source config.Source
+	Daemon config.Daemon
+	Hotels config.Hotels
+	Logger *slog.Logger
+	// Telemetry is the daemon's, of many hotels (telemetry.NewFleet).
+	Telemetry *telemetry.Telemetry
+	// Registry holds the adapters; nil is the daemon's.
+	Registry adapters.Registry
+	// HTTPClient is the client every hotel's API client wraps; nil is
+	// bridge.NewAPIClient's.
+	HTTPClient *http.Client
+	// Slots bound the API and helpdesk requests in flight across the
+	// hotels; nil is httpx.NewSlots(Hotels.MaxInFlight).
+	Slots httpx.Slots
+	// AfterCycle, when set, is called after each cycle of each hotel.
+	AfterCycle func(hotel string, r sync.Report, err error)
+	// Clock is the time of the leases and of the restarts' backoff; nil
+	// is the system's.
+	Clock lease.Clock
+	// OpenLeases joins a database's replicas; nil is lease.OpenState.
+	OpenLeases lease.Opener
+}
+
+// Fleet runs the hotels of a hotels directory, each with its own wiring
 // and scheduler in a goroutine of its own.
-type fleet struct {
+type Fleet struct {
 	// life is the daemon's context: when it ends the cycles in flight stop.
 	life context.Context
 	src  config.Source
@@ -38,32 +63,34 @@ type fleet struct {
 	// slots bound the API and helpdesk requests in flight across hotels:
 	// every hotel's chain (see newRunning) holds one per request. api is
 	// the client every hotel's API client wraps.
-	slots httpx.Slots
-	api   *http.Client
-	opts  bridge.Options
+	slots    httpx.Slots
+	api      *http.Client
+	registry adapters.Registry
 	// afterCycle, when set, is called after each cycle of each hotel.
 	afterCycle func(hotel string, r sync.Report, err error)
+	clock      lease.Clock
 
-	// wire wires a hotel: wire, or a test's.
+	// wire wires a hotel: bridge.New, or a test's.
 	wire func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error)
 
-	// reloading is held by reload and stopAll, one at a time; they wait
-	// for cycles with it, never with mu.
+	// reloading is held by Reload and Stop, one at a time; neither waits
+	// for a hotel's cycle with it, nor with mu.
 	reloading gosync.Mutex
 	// mu guards what follows; it is never held while waiting for a hotel
 	// or a database, so that the lease keepers, which take it to balance,
 	// renew in time.
 	mu     gosync.Mutex
 	hotels map[string]*runningHotel
-	// stopping is set by stopAll: no hotel starts any more.
+	// stopping is set by Stop: no hotel starts any more.
 	stopping bool
 
 	// keeper holds the leases of the hotels whose state is in PostgreSQL:
 	// those are leased, started here only while this replica holds their
-	// lease (see leases.go). handing holds the leased hotels stopping (a
-	// handover, a lease lost, a hotel that ended): their leases are
-	// renewed until their wiring closed, then released.
-	keeper  *leaseKeeper
+	// lease (see package lease). handing holds the hotels stopping (a
+	// reload, a handover, a lease lost, a hotel that ended): none starts
+	// again here before its wiring closed, and a leased one's lease is
+	// renewed until then, and released after.
+	keeper  *lease.Keepers
 	leased  map[string]config.Hotel
 	handing map[string]*runningHotel
 	// backoff holds the leased hotels this replica could not start, with
@@ -77,66 +104,48 @@ type fleet struct {
 	closing gosync.WaitGroup
 }
 
-// runningHotel is one hotel the daemon runs.
-type runningHotel struct {
-	conf config.Hotel
-	tel  *telemetry.Telemetry
-	// stop ends the scheduling; the cycle in flight finishes first.
-	stop context.CancelFunc
-	// kill ends the cycle in flight too, by ending life: the hotel's lease
-	// ended.
-	kill context.CancelFunc
-	life context.Context
-	// sctx is the scheduler's context, ended by stop.
-	sctx context.Context
-	log  *slog.Logger
-	opts bridge.Options
-	// w is the hotel's wiring: set before its goroutine starts for a
-	// hotel whose state is a file, by the goroutine for a leased hotel;
-	// read it after wired (nil when the wiring failed).
-	w *bridge.Bridge
-	// wired is closed once the goroutine wired the hotel, or failed to;
-	// done once the goroutine ended.
-	wired chan struct{}
-	done  chan struct{}
-	// closed is closed once the wiring closed too, and the lease was
-	// given back (see closeLater): its helpdesk's listeners and files are
-	// let go.
-	closed chan struct{}
-	// lease is the hotel's lease; nil for a hotel whose state is a file.
-	lease *hotelLease
-	// page is the hotel's source of the status page (nil: none); its
-	// goroutine sets it, read it after done.
-	page *bridge.Console
-}
-
-// newFleet returns the fleet of the directory hcfg names; reload starts
-// its hotels.
-func newFleet(life context.Context, src config.Source, main config.Daemon, hcfg config.Hotels, log *slog.Logger, tel *telemetry.Telemetry, opts bridge.Options) *fleet {
+// New returns the fleet of the directory opts.Hotels names; Reload starts
+// its hotels, and Stop stops them. life is the daemon's: when it ends,
+// the cycles in flight stop.
+func New(life context.Context, opts Options) *Fleet {
 	api := opts.HTTPClient
 	if api == nil {
-		api = bridge.NewAPIClient(hcfg.MaxInFlight)
+		api = bridge.NewAPIClient(opts.Hotels.MaxInFlight)
 	}
-	return &fleet{life: life, src: src, main: main, hcfg: hcfg, log: log, tel: tel, slots: httpx.NewSlots(hcfg.MaxInFlight), api: api, opts: opts, wire: bridge.New,
-		hotels: map[string]*runningHotel{}, keeper: newLeaseKeeper(hcfg.LeaseTTL, log),
-		leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
+	slots := opts.Slots
+	if slots == nil {
+		slots = httpx.NewSlots(opts.Hotels.MaxInFlight)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = lease.SystemClock{}
+	}
+	f := &Fleet{life: life, src: opts.Source, main: opts.Daemon, hcfg: opts.Hotels, log: opts.Logger, tel: opts.Telemetry,
+		slots: slots, api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
+		hotels: map[string]*runningHotel{}, leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}}
+	f.keeper = lease.NewKeepers(lease.Options{TTL: opts.Hotels.LeaseTTL, Logger: opts.Logger, Clock: clock, Open: opts.OpenLeases}, balancer{f})
+	return f
 }
 
-// reload reads the hotels directory again and makes the running hotels
+// Replica returns this process's name among the replicas of a state
+// database.
+func (f *Fleet) Replica() string { return f.keeper.Replica() }
+
+// Reload reads the hotels directory again and makes the running hotels
 // match it: a hotel whose file is new starts, one whose file is gone
-// stops after its cycle in flight, one whose file changed restarts, and
-// the others are not touched. A directory that cannot be read, or that
-// names a hotel badly, changes nothing and is the error returned. A hotel
-// whose configuration is wrong, or that cannot start, is logged and
-// reported failing by /readyz; the next reload tries it again. Leased
-// hotels are started by their databases' keepers, which reload wakes; it
-// waits for the cycles in flight of the hotels with a state file it
-// restarts, but without the lock the keepers balance with.
-func (f *fleet) reload() error {
+// stops after its cycle in flight, one whose file changed restarts once
+// its wiring closed, and the others are not touched. A directory that
+// cannot be read, or that names a hotel badly, changes nothing and is the
+// error returned. A hotel whose configuration is wrong, or that cannot
+// start, is logged and reported failing by /readyz; the next reload tries
+// it again. Leased hotels are started by their databases' keepers, which
+// Reload wakes. Reload waits for no hotel's cycle: the hotels it stops
+// close in the background.
+func (f *Fleet) Reload() error {
 	f.reloading.Lock()
 	defer f.reloading.Unlock()
-	good, bad, err := config.LoadHotelDir(f.life, f.src, f.main, f.hcfg.Dir, warnTo(f.log))
+	good, bad, err := config.LoadHotelDir(f.life, f.src, f.main, f.hcfg.Dir, func(s string) { f.log.Warn(s, slog.String("op", "config")) })
 	if err != nil {
 		return err
 	}
@@ -145,76 +154,58 @@ func (f *fleet) reload() error {
 		want[h.Name()] = h
 	}
 	f.mu.Lock()
+	if f.stopping {
+		f.mu.Unlock()
+		return nil
+	}
 	clear(f.leased)
 	clear(f.backoff) // the files may have been fixed
 	for _, h := range good {
 		if state.IsURL(h.Daemon.State) {
 			f.leased[h.Name()] = h
-			f.keeper.keeper(f, h.Daemon.State)
+			f.keeper.Keeper(f.life, h.Daemon.State)
 		}
 	}
-	var stopping []*runningHotel
+	var start []config.Hotel
 	for name, rh := range f.hotels {
-		if h, ok := want[name]; ok && h.File.Sum == rh.conf.File.Sum && rh.alive() {
+		h, ok := want[name]
+		if ok && h.File.Sum == rh.conf.File.Sum && rh.alive() {
 			continue
 		}
-		if rh.lease != nil {
-			// Not waited for: its keeper renews its lease until its cycle
-			// ended and its wiring closed, then it gives the lease back.
-			f.handOver(name, rh)
-			f.log.Info("hotel stopping: its file changed or is gone", slog.Any("hotel", name), slog.String("op", "reload"))
-			continue
+		// Not waited for: a leased hotel's keeper renews its lease until
+		// its cycle ended and its wiring closed, then it gives the lease
+		// back; a hotel whose file changed starts again after.
+		f.handOver(name, rh)
+		switch {
+		case !ok:
+			f.log.Info("hotel stopping: its file is gone", slog.Any("hotel", name), slog.String("op", "reload"))
+		case rh.lease == nil:
+			f.log.Info("hotel restarting: its file changed", slog.Any("hotel", name), slog.String("op", "reload"))
+		default:
+			f.log.Info("hotel stopping: its file changed", slog.Any("hotel", name), slog.String("op", "reload"))
 		}
-		rh.stop()
-		stopping = append(stopping, rh)
-		delete(f.hotels, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		h := want[name]
+		if _, ok := f.hotels[name]; ok || state.IsURL(h.Daemon.State) {
+			continue // leased ones start by their keeper, once this replica holds their lease
+		}
+		start = append(start, h)
 	}
 	f.mu.Unlock()
-	for _, rh := range stopping {
-		<-rh.done
-		// Off the status page before its state closes.
-		f.tel.DropHotel(rh.conf.Name(), "")
-		if err := rh.w.Close(); err != nil {
-			f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", rh.conf.Name()), slog.String("op", "stop"))
-		}
-		if _, ok := want[rh.conf.Name()]; ok {
-			f.log.Info("hotel stopped for a restart: its file changed", slog.Any("hotel", rh.conf.Name()), slog.String("op", "reload"))
-		} else {
-			f.log.Info("hotel stopped: its file is gone", slog.Any("hotel", rh.conf.Name()), slog.String("op", "reload"))
-		}
-	}
 	for name, err := range bad {
 		f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
 		f.tel.DropHotel(name, err.Error())
 	}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		h := want[name]
-		if state.IsURL(h.Daemon.State) {
-			continue // started by its keeper, once this replica holds its lease
-		}
-		f.mu.Lock()
-		_, ok := f.hotels[name]
-		f.mu.Unlock()
-		if ok {
-			continue
-		}
-		rh, err := f.start(h)
-		if err != nil {
-			f.log.Error("hotel not started", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "reload"))
-			f.tel.DropHotel(name, err.Error())
-			continue
-		}
-		f.mu.Lock()
-		f.hotels[name] = rh
-		f.mu.Unlock()
+	for _, h := range start {
+		f.startFile(h)
 	}
-	f.keeper.wake()
+	f.keeper.Wake()
 	return nil
 }
 
 // alive reports whether the hotel's goroutine still runs: one that ended
-// (its helpdesk belongs to another adapter's state) is started again by a
-// reload.
+// (it could not start) is started again by a reload.
 func (rh *runningHotel) alive() bool {
 	select {
 	case <-rh.done:
@@ -230,7 +221,7 @@ func (rh *runningHotel) alive() bool {
 // helpdesk requests stop when the lease's view ends (its chain's guard),
 // and the end of the view stops the hotel, its wiring or its cycle in
 // flight included.
-func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
+func (f *Fleet) newRunning(h config.Hotel, hl *lease.Held) *runningHotel {
 	name := h.Name()
 	log := f.log.With("hotel", name)
 	tel := f.tel.Hotel(name)
@@ -238,24 +229,26 @@ func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
 	if f.afterCycle != nil {
 		after = func(r sync.Report, err error) { f.afterCycle(name, r, err) }
 	}
+	api := *f.api
+	api.Transport = tel.CountRequests(api.Transport)
 	opts := bridge.Options{
-		Registry:   f.opts.Registry,
-		HTTPClient: instrument(tel, f.api),
+		Registry:   f.registry,
+		HTTPClient: &api,
 		Chain:      httpx.Chain{Slots: f.slots},
 		AfterCycle: after,
 		Hotel:      name,
 	}
 	life, end := context.WithCancelCause(f.life)
-	kill := func() { end(errLeaseEnded) }
+	kill := func() { end(lease.ErrEnded) }
 	if hl != nil {
-		opts.Chain.Guard = leaseGuard(hl, end, errLeaseEnded)
-		opts.Fence = hl.get().Fence
+		opts.Chain.Guard = lease.Guard(hl, end, lease.ErrEnded)
+		opts.Fence = hl.Get().Fence
 	}
 	sctx, stop := context.WithCancel(life)
 	rh := &runningHotel{conf: h, tel: tel, stop: stop, kill: kill, life: life, sctx: sctx, log: log, opts: opts,
 		wired: make(chan struct{}), done: make(chan struct{}), closed: make(chan struct{}), lease: hl}
 	if hl != nil {
-		hl.expireWith(func() {
+		hl.ExpireWith(func() {
 			log.Warn("hotel stopped: its lease was not renewed in time (the state database was out of reach, or this process was paused); another replica may take it over", slog.String("op", "lease"))
 			kill()
 		})
@@ -263,68 +256,33 @@ func (f *fleet) newRunning(h config.Hotel, hl *hotelLease) *runningHotel {
 	return rh
 }
 
-// start wires a hotel whose state is a file and runs it in a goroutine.
-func (f *fleet) start(h config.Hotel) (*runningHotel, error) {
+// startFile starts a hotel whose state is a file, in a goroutine of its
+// own that wires it once the hotel's previous run (a restart) let its
+// state file and helpdesk go.
+func (f *Fleet) startFile(h config.Hotel) {
+	name := h.Name()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping || f.life.Err() != nil {
+		return
+	}
+	if _, here := f.hotels[name]; here {
+		return
+	}
+	var prev <-chan struct{}
+	if old, ok := f.handing[name]; ok {
+		prev = old.closed
+	}
 	rh := f.newRunning(h, nil)
-	w, err := f.wire(rh.life, h.Env, h.Daemon, h.Sync, rh.log, rh.opts)
-	if err != nil {
-		rh.kill()
-		return nil, err
-	}
-	rh.w = w
-	go f.run(rh)
-	return rh, nil
+	f.hotels[name] = rh
+	go f.run(rh, prev)
 }
 
-// run runs a hotel's scheduler, after wiring it when it is not yet (a
-// leased hotel is wired here, off its keeper's goroutine).
-func (f *fleet) run(rh *runningHotel) {
-	defer close(rh.done)
-	h, name, log, tel, sctx, life := rh.conf, rh.conf.Name(), rh.log, rh.tel, rh.sctx, rh.life
-	if rh.w == nil {
-		w, err := f.wire(life, h.Env, h.Daemon, h.Sync, log, rh.opts)
-		if err != nil {
-			close(rh.wired)
-			log.Error("hotel not started; left to the other replicas for a while", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "lease"))
-			f.tel.DropHotel(name, err.Error())
-			return
-		}
-		rh.w = w
-	}
-	close(rh.wired)
-	w := rh.w
-	// The adapter's start and the helpdesk check run here, so that a
-	// slow helpdesk delays its own hotel only.
-	// A hotel that cannot start is listed as failing by /readyz, and
-	// no longer counts for the watchdog: the others go on, and the
-	// next reload tries it again.
-	if err := w.Start(sctx); err != nil {
-		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.DropHotel(name, err.Error())
-		return
-	}
-	if err := tel.Start(sctx, nil, w.Engine().Schedule(), w.Engine().Interval(), w.Store().Stats); err != nil {
-		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.DropHotel(name, err.Error())
-		return
-	}
-	// The hotel's page on the status page, fed after each of its
-	// cycles as the page of a daemon of one hotel is.
-	var page *bridge.Console
-	if f.tel.Listens() { // the status page lists the hotels
-		page = bridge.NewConsole(w, name)
-		f.tel.ShowPage(name, page.Hotel)
-		rh.page = page
-	}
-	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
-	_ = w.Scheduler(tel, tel.CycleMax(), page, life).Run(sctx)
-}
-
-// stopAll stops every hotel, waiting for the cycles in flight, closes
-// their wirings and leaves the replicas (releasing every lease, so that
-// the other replicas take the hotels at once); it returns the first error
-// of a close.
-func (f *fleet) stopAll() error {
+// Stop stops every hotel, waiting for the cycles in flight, closes their
+// wirings and leaves the replicas (releasing every lease, so that the
+// other replicas take the hotels at once); it returns the first error of
+// a close.
+func (f *Fleet) Stop() error {
 	f.reloading.Lock()
 	defer f.reloading.Unlock()
 	f.mu.Lock()
@@ -339,24 +297,28 @@ func (f *fleet) stopAll() error {
 	var first error
 	for name, rh := range hotels {
 		<-rh.done
-		if rh.w != nil {
-			if err := rh.w.Close(); err != nil && first == nil {
+		if w := rh.bridge(); w != nil {
+			if err := w.Close(); err != nil && first == nil {
 				first = fmt.Errorf("close hotel %s: %w", name, err)
 			}
 		}
 		if rh.lease != nil {
-			rh.lease.stopTimer()
+			rh.lease.StopTimer()
 		}
 	}
 	f.closing.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
 	defer cancel()
-	f.keeper.leave(ctx)
+	f.keeper.Leave(ctx)
 	return first
 }
 
-// running returns the names of the hotels running, sorted.
-func (f *fleet) running() []string {
+// WaitClosed waits for the hotels stopped so far (by Reload, or handed
+// over) to have closed their wirings and given their leases back.
+func (f *Fleet) WaitClosed() { f.closing.Wait() }
+
+// Running returns the names of the hotels running, sorted.
+func (f *Fleet) Running() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]string, 0, len(f.hotels))
@@ -367,9 +329,24 @@ func (f *fleet) running() []string {
 	return out
 }
 
-// backup writes a consistent copy of each running hotel's state file next
+// Bridges returns the wirings of the hotels running, by name: a hotel
+// not wired yet, or waiting to start again after a panic, is left out.
+func (f *Fleet) Bridges() map[string]*bridge.Bridge {
+	f.mu.Lock()
+	hs := maps.Clone(f.hotels)
+	f.mu.Unlock()
+	out := make(map[string]*bridge.Bridge, len(hs))
+	for name, rh := range hs {
+		if w := rh.bridge(); w != nil {
+			out[name] = w
+		}
+	}
+	return out
+}
+
+// Backup writes a consistent copy of each running hotel's state file next
 // to it (<state>.backup), as the daemon of one hotel does on SIGUSR1.
-func (f *fleet) backup(ctx context.Context) {
+func (f *Fleet) Backup(ctx context.Context) {
 	f.mu.Lock()
 	hs := make([]*runningHotel, 0, len(f.hotels))
 	for _, rh := range f.hotels {
@@ -377,7 +354,11 @@ func (f *fleet) backup(ctx context.Context) {
 	}
 	f.mu.Unlock()
 	for _, rh := range hs {
-		dest, err := rh.w.Backup(ctx)
+		w := rh.bridge()
+		if w == nil {
+			continue // not wired yet, or waiting to restart
+		}
+		dest, err := w.Backup(ctx)
 		if errors.Is(err, bridge.ErrBackupPostgres) {
 			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
 			continue
@@ -388,66 +369,4 @@ func (f *fleet) backup(ctx context.Context) {
 		}
 		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"), slog.Any("path", dest))
 	}
-}
-
-// serveFleet runs the hotels of the directory until ctx ends: SIGHUP (on
-// hup) reloads the directory, SIGUSR1 (on usr1) backs up every hotel's
-// state file. The status page at / lists the hotels, each hotel's page
-// under /hotels/NAME/, with the console token of the main configuration.
-func serveFleet(ctx context.Context, f *fleet, hup, usr1 <-chan os.Signal) error {
-	if gc, ok := fleetGC(); ok {
-		debug.SetGCPercent(gc)
-		f.log.Debug(fmt.Sprintf("the Go collector runs at GOGC=%d: many hotels churn much and hold little (set GOGC or GOMEMLIMIT to choose)", gc), slog.String("op", "start"))
-	}
-	page, err := setupPage(ctx, f.src.Env, f.tel, f.log, statuspage.Options{Hotels: f.tel.PageHotels})
-	if err != nil {
-		return err
-	}
-	if err := f.tel.Start(ctx, page, nil, 0, nil); err != nil {
-		return err
-	}
-	defer func() {
-		if err := f.tel.Stop(); err != nil {
-			f.log.Warn("stop telemetry", slog.Any("error", err))
-		}
-	}()
-	if err := f.reload(); err != nil {
-		return err
-	}
-	v, _, _ := version.Get()
-	f.log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", f.hcfg.Dir), slog.Any("hotels", len(f.running())), slog.Any("max_in_flight", f.hcfg.MaxInFlight), slog.String("replica", f.keeper.replica))
-	// The lease keepers renew and balance on goroutines of their own.
-	for {
-		select {
-		case <-ctx.Done():
-			err := f.stopAll()
-			f.log.Info("ticketbridge stopped", slog.String("op", "stop"))
-			return err
-		case <-hup:
-			f.log.Info("reloading the hotels directory", slog.String("op", "reload"), slog.Any("dir", f.hcfg.Dir))
-			if err := f.reload(); err != nil {
-				f.log.Error("reload failed; the hotels running go on unchanged", slog.Any("error", err), slog.String("op", "reload"))
-			} else {
-				f.log.Info("hotels directory reloaded", slog.String("op", "reload"), slog.Any("hotels", len(f.running())))
-			}
-		case <-usr1:
-			f.backup(ctx)
-		}
-	}
-}
-
-// fleetGCPercent is the collector's target of a daemon of many hotels,
-// half Go's default: its hotels' cycles make much garbage around little
-// live data, and the default headroom put a daemon of 200 hotels at a peak
-// of 150 MiB (126 MiB at 50, for a few percent more CPU).
-const fleetGCPercent = 50
-
-// fleetGC returns the collector's target for a daemon of many hotels; ok
-// is false when the environment sets GOGC or GOMEMLIMIT, which the Go
-// runtime follows instead.
-func fleetGC() (int, bool) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return 0, false
-	}
-	return fleetGCPercent, true
 }

@@ -1,17 +1,14 @@
-package main
+package lease
 
-// This file shares the hotels of a PostgreSQL state among replicas: any
-// number of `ticketbridge run` processes with the same hotels directory
-// and the same database. Each hotel is synced by the one replica that
-// holds its lease (see state.Leases); the hotels are spread evenly over
-// the live replicas and move when replicas join or leave.
+// This file holds what the leases share: the parts of the time to live,
+// a running hotel's lease (Held) and its guard, and how the hotels are
+// spread over the replicas (Assign).
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"hash/fnv"
-	"log/slog"
 	"os"
 	"slices"
 	gosync "sync"
@@ -22,26 +19,27 @@ import (
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
-// The time to live splits as follows: a lease lives leaseLife of it in the
-// database from its last renewal, and replicas renew every leaseTick of it.
+// The time to live splits as follows: a lease lives Life of it in the
+// database from its last renewal, and replicas renew every Tick of it.
 // A free hotel is taken by the replica it belongs to at its next tick; one
 // free for leaseOrphan ticks (its replica died too, or has not seen the
 // change yet) by any replica. A killed replica's hotels are thus free at
-// most leaseLife after its last renewal, and taken at most 1+leaseOrphan
+// most Life after its last renewal, and taken at most 1+leaseOrphan
 // ticks later: 5/8 + 3/10 of the time to live, within it.
 const (
-	leaseLifeNum, leaseLifeDen = 5, 8 // leaseLife = ttl * 5/8
-	leaseTickDen               = 10   // leaseTick = ttl / 10
+	leaseLifeNum, leaseLifeDen = 5, 8 // Life = ttl * 5/8
+	leaseTickDen               = 10   // Tick = ttl / 10
 	leaseOrphan                = 2    // ticks a free hotel waits for its replica
 )
 
-// leaseLife and leaseTick return the parts of ttl.
-func leaseLife(ttl time.Duration) time.Duration { return ttl * leaseLifeNum / leaseLifeDen }
-func leaseTick(ttl time.Duration) time.Duration { return ttl / leaseTickDen }
+// Life and Tick return the parts of ttl: how long a lease lives in the
+// database from its last renewal, and how often replicas renew.
+func Life(ttl time.Duration) time.Duration { return ttl * leaseLifeNum / leaseLifeDen }
+func Tick(ttl time.Duration) time.Duration { return ttl / leaseTickDen }
 
-// newReplicaID names this process among the replicas: the host, for the
+// NewReplicaID names this process among the replicas: the host, for the
 // person reading the lease table, and a random part, unique per start.
-func newReplicaID() string {
+func NewReplicaID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "replica"
@@ -52,36 +50,41 @@ func newReplicaID() string {
 	return host + "-" + uuid.NewString()[:8]
 }
 
-// hotelLease is a running hotel's lease: while its view lasts the hotel
-// may act; when the view ends without a renewal, the hotel stops at once.
-type hotelLease struct {
+// Held is a running hotel's lease: while its view lasts the hotel may
+// act; when the view ends without a renewal, the hotel stops at once.
+type Held struct {
 	// keeper renews the lease; nil for the lease of a daemon of one hotel.
-	keeper *dbKeeper
-	clock  clock
+	keeper *Keeper
+	clock  Clock
 	mu     gosync.Mutex
 	lease  state.Lease
-	timer  clockTimer
+	timer  Timer
 }
 
-func newHotelLease(k *dbKeeper, c clock, l state.Lease) *hotelLease {
-	return &hotelLease{keeper: k, clock: c, lease: l}
+func newHeld(k *Keeper, c Clock, l state.Lease) *Held {
+	return &Held{keeper: k, clock: c, lease: l}
 }
 
-// valid reports whether the hotel may still act.
-func (hl *hotelLease) valid() bool {
+// Keeper returns the keeper that renews the lease; nil for the lease of
+// a daemon of one hotel.
+func (hl *Held) Keeper() *Keeper { return hl.keeper }
+
+// Valid reports whether the hotel may still act.
+func (hl *Held) Valid() bool {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	return hl.lease.Valid(hl.clock.Now())
 }
 
-func (hl *hotelLease) get() state.Lease {
+// Get returns the lease as last renewed.
+func (hl *Held) Get() state.Lease {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	return hl.lease
 }
 
 // extend moves the view's end to l's, and the timer with it.
-func (hl *hotelLease) extend(l state.Lease) {
+func (hl *Held) extend(l state.Lease) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	hl.lease = l
@@ -90,21 +93,22 @@ func (hl *hotelLease) extend(l state.Lease) {
 	}
 }
 
-// end ends the view at once: the hotel's requests are refused from now.
-func (hl *hotelLease) end() {
+// End ends the view at once: the hotel's requests are refused from now.
+func (hl *Held) End() {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	hl.lease.Until = time.Time{}
 }
 
-// expireWith arms the timer that calls lost when the view ends.
-func (hl *hotelLease) expireWith(lost func()) {
+// ExpireWith arms the timer that calls lost when the view ends.
+func (hl *Held) ExpireWith(lost func()) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	hl.timer = hl.clock.AfterFunc(hl.lease.Until.Sub(hl.clock.Now()), lost)
 }
 
-func (hl *hotelLease) stopTimer() {
+// StopTimer disarms the timer ExpireWith armed.
+func (hl *Held) StopTimer() {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	if hl.timer != nil {
@@ -112,20 +116,18 @@ func (hl *hotelLease) stopTimer() {
 	}
 }
 
-// errLeaseEnded is the error of a request a hotel tries after its lease
-// ended.
-var errLeaseEnded = errors.New("this replica's lease of the hotel ended: another replica may sync it now")
+// ErrEnded is the error of a request a hotel tries after its lease ended.
+var ErrEnded = errors.New("this replica's lease of the hotel ended: another replica may sync it now")
 
-// leaseGuard returns the guard of the clients of a hotel held under hl
-// (see httpx.Chain.Guard and adapters.Deps.Guard): once the lease's view
-// ended it ends the
-// hotel's context with cause and refuses with it, so that a replica that
+// Guard returns the guard of the clients of a hotel held under hl (see
+// httpx.Chain.Guard and adapters.Deps.Guard): once the lease's view ended
+// it ends the hotel's context with cause and refuses with it, so that a replica that
 // was paused or cut off sends nothing more for the hotel, to the API or
 // the helpdesk, even in the moment before the view's timer stops the
 // hotel; and the cycle sees its own end, not a failing request to record.
-func leaseGuard(hl *hotelLease, end context.CancelCauseFunc, cause error) func() error {
+func Guard(hl *Held, end context.CancelCauseFunc, cause error) func() error {
 	return func() error {
-		if hl.valid() {
+		if hl.Valid() {
 			return nil
 		}
 		end(cause)
@@ -133,14 +135,14 @@ func leaseGuard(hl *hotelLease, end context.CancelCauseFunc, cause error) func()
 	}
 }
 
-// assign spreads hotels over replicas evenly: their loads differ by one at
+// Assign spreads hotels over replicas evenly: their loads differ by one at
 // most. Each hotel goes to the first replica with room in an order drawn
 // from a hash of the hotel and the replica (rendezvous hashing with
 // bounded loads): first with room up to the lower share, then the hotels
 // left over go one to a replica. Every replica computes the same answer
 // from the same names, and a replica joining or leaving moves few hotels
 // besides its own share (measured: at most three times it).
-func assign(hotels, replicas []string) map[string]string {
+func Assign(hotels, replicas []string) map[string]string {
 	out := make(map[string]string, len(hotels))
 	if len(replicas) == 0 {
 		return out
@@ -185,146 +187,20 @@ func assign(hotels, replicas []string) map[string]string {
 	return out
 }
 
-// orphan reports whether a hotel's lease has been free long enough for
+// Orphan reports whether a hotel's lease has been free long enough for
 // any replica to take it: the replica it belongs to did not, in
 // leaseOrphan ticks (it died as well, or is about to be seen dead). A
 // hotel no replica ever held waits for its own. The hotel moves to its
 // replica later by a handover.
-func orphan(h state.Holder, ttl time.Duration) bool {
-	return h.Hotel != "" && !h.Live && h.Free >= leaseOrphan*leaseTick(ttl)
+func Orphan(h state.Holder, ttl time.Duration) bool {
+	return h.Hotel != "" && !h.Live && h.Free >= leaseOrphan*Tick(ttl)
 }
 
-// elsewhereReason says, for /readyz and the log, where a hotel is synced
+// ElsewhereReason says, for /readyz and the log, where a hotel is synced
 // when not here.
-func elsewhereReason(h state.Holder, ok bool) string {
+func ElsewhereReason(h state.Holder, ok bool) string {
 	if ok && h.Live {
 		return "synced by replica " + h.Replica
 	}
 	return "waiting for a replica to take its lease"
-}
-
-// A daemon of one hotel whose state is in PostgreSQL holds the hotel's
-// lease as a replica of a fleet does: a second daemon of the same hotel
-// stands by until the first stops or dies, and a daemon that loses the
-// lease stops, to stand by again when its service manager restarts it.
-
-// errLeaseLost ends a daemon of one hotel whose lease ended.
-var errLeaseLost = errors.New("this daemon's lease of the hotel ended (another daemon took it over, or the state database was out of reach past TICKETBRIDGE_LEASE_TTL); it stopped syncing, and stands by once started again")
-
-// singleLease is the lease of a daemon of one hotel.
-type singleLease struct {
-	replica string
-	ttl     time.Duration
-	log     *slog.Logger
-	clock   clock
-	url     string
-	db      leaseDB
-	hotel   string
-	hl      *hotelLease
-	// stopKeeping ends keep; kept is closed when keep returned. close
-	// does both, so that no heartbeat follows the leave.
-	stopKeeping context.CancelFunc
-	kept        chan struct{}
-}
-
-// standBy takes the lease of hotel in the database at url, waiting as long
-// as another daemon holds it (checking every tick); it returns ctx's error
-// when ctx ends first. The lease it returns is renewed on a goroutine of
-// its own (see keep) until ctx ends or close; lost is called once when the
-// lease is gone or its view ended without a renewal.
-func standBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger, lost func()) (*singleLease, error) {
-	sl := &singleLease{replica: newReplicaID(), ttl: ttl, log: log, clock: realClock{}, url: url, hotel: hotel, kept: make(chan struct{})}
-	db, err := openStateLeases(ctx, url, sl.replica, leaseLife(ttl))
-	if err != nil {
-		return nil, err
-	}
-	sl.db = db
-	tick, stop := sl.clock.NewTicker(leaseTick(ttl))
-	defer stop()
-	said := ""
-	for {
-		_, holders, err := db.Heartbeat(ctx)
-		if err == nil {
-			var l state.Lease
-			var ok bool
-			l, ok, err = db.Acquire(ctx, hotel)
-			if err == nil && ok {
-				sl.hl = newHotelLease(nil, sl.clock, l)
-				if said != "" {
-					log.Info("this daemon holds the lease of hotel "+hotel+" now", slog.String("op", "lease"), slog.Any("fence", l.Fence))
-				}
-				var kctx context.Context
-				kctx, sl.stopKeeping = context.WithCancel(ctx)
-				go sl.keep(kctx, lost)
-				return sl, nil
-			}
-			for _, h := range holders {
-				if h.Hotel == hotel && h.Live && said != h.Replica {
-					said = h.Replica
-					log.Info("standing by: replica "+h.Replica+" syncs hotel "+hotel+"; this daemon takes over when it stops or dies", slog.String("op", "lease"), slog.String("replica", sl.replica))
-				}
-			}
-		}
-		if err != nil {
-			log.Warn("take the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
-		}
-		select {
-		case <-ctx.Done():
-			sl.leave(context.Background())
-			return nil, ctx.Err()
-		case <-tick: // the next look at the lease
-		}
-	}
-}
-
-// keep renews the lease every tick until ctx ends, and calls lost once
-// when the lease is gone or its view ended without a renewal. standBy
-// runs it on a goroutine of its own.
-func (sl *singleLease) keep(ctx context.Context, lost func()) {
-	defer close(sl.kept)
-	var once gosync.Once
-	end := func() { once.Do(lost) }
-	sl.hl.expireWith(end)
-	tick, stop := sl.clock.NewTicker(leaseTick(sl.ttl))
-	defer stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		}
-		if _, _, err := sl.db.Heartbeat(ctx); err != nil {
-			sl.log.Warn("lease heartbeat failed", slog.Any("error", err), slog.String("op", "lease"))
-			continue // the view's timer ends it if this lasts
-		}
-		kept, err := sl.db.Renew(ctx, []state.Lease{sl.hl.get()})
-		switch {
-		case err != nil:
-			sl.log.Warn("renew the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
-		case len(kept) == 0:
-			end()
-			return
-		default:
-			sl.hl.extend(kept[0])
-		}
-	}
-}
-
-// leave releases the lease and leaves the replicas of the database.
-func (sl *singleLease) leave(ctx context.Context) {
-	if err := sl.db.Leave(ctx); err != nil {
-		sl.log.Warn("leave the replicas of a database", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(sl.url)))
-	}
-	_ = sl.db.Close()
-}
-
-// close stops the view's timer, releases the lease and leaves the
-// replicas, so that a daemon standing by takes over at once.
-func (sl *singleLease) close() {
-	sl.stopKeeping()
-	<-sl.kept
-	sl.hl.stopTimer()
-	ctx, cancel := context.WithTimeout(context.Background(), sl.ttl)
-	defer cancel()
-	sl.leave(ctx)
 }
