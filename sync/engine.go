@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	gosync "sync"
 	"sync/atomic"
 	"time"
@@ -551,6 +552,8 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
 	}
 	sem := make(chan struct{}, n)
 	var wg gosync.WaitGroup
+	var first gosync.Once
+	var panicked *CyclePanic
 	for _, it := range items {
 		if ctx.Err() != nil {
 			break
@@ -559,10 +562,30 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			defer carryPanic(func(p *CyclePanic) { first.Do(func() { panicked = p }) })
 			fn(it)
 		}()
 	}
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked) // on the caller's goroutine, where it can be recovered
+	}
+}
+
+// carryPanic, deferred on a goroutine of the cycle, recovers its panic and
+// hands it to to, which carries it to the cycle's goroutine: a panic on a
+// goroutine no one recovers ends the process, and a daemon of many hotels
+// recovers one hotel's panic to fail that hotel alone.
+func carryPanic(to func(*CyclePanic)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	p, ok := v.(*CyclePanic)
+	if !ok {
+		p = &CyclePanic{Value: v, Stack: debug.Stack()}
+	}
+	to(p)
 }
 
 // validID reports whether id can key a state record (see state.CheckID).

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,9 @@ const refreshBatch = 100
 
 // refreshResult is what refreshing one ticket did, to be stored.
 type refreshResult struct {
+	// panic is the read's panic, carried to the cycle's goroutine (see
+	// carryPanic).
+	panic     *CyclePanic
 	t         state.Ticket
 	seed      *adoption           // Lookup found the ticket: what it holds
 	mirrored  []adapters.Appended // messages now held by the helpdesk
@@ -83,7 +87,17 @@ func (c *cycle) refresh() {
 	imported := 0
 	progressEvery := max(10, toImport/10)
 	var unsignalled []string
+	var panicked *CyclePanic
+	defer func() {
+		if panicked != nil {
+			panic(panicked) // once every read ended
+		}
+	}()
 	for r := range results {
+		if r.panic != nil || panicked != nil {
+			panicked = cmp.Or(panicked, r.panic)
+			continue
+		}
 		c.count(func(rep *Report) {
 			if r.read {
 				rep.Refreshed++
@@ -235,7 +249,10 @@ func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResul
 			t := due[next]
 			next++
 			inFlight++
-			go func() { done <- read(t) }()
+			go func() {
+				defer carryPanic(func(p *CyclePanic) { done <- refreshResult{t: t, panic: p} })
+				done <- read(t)
+			}()
 		}
 		if inFlight == 0 {
 			break

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -40,7 +41,10 @@ type Scheduler struct {
 
 // Run runs one cycle at once and then one on every tick until ctx ends.
 // When ctx ends, the cycle in flight sees its context cancelled; Run waits
-// for it to return and then returns nil.
+// for it to return and then returns nil. A cycle that panics makes Run
+// panic with a *CyclePanic on its caller's goroutine, where the caller
+// may recover it: the cycle runs on a goroutine of its own, where no one
+// could.
 func (s *Scheduler) Run(ctx context.Context) error {
 	now := s.Now
 	if now == nil {
@@ -59,25 +63,30 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 
 	type result struct {
-		rep Report
-		err error
+		rep   Report
+		err   error
+		panic *CyclePanic
 	}
 	done := make(chan result)
 	running := false
 	start := func() {
 		running = true
 		go func() {
+			defer carryPanic(func(p *CyclePanic) { done <- result{panic: p} })
 			cctx, cancel := ctx, context.CancelFunc(func() {})
 			if s.Deadline > 0 {
 				cctx, cancel = context.WithTimeoutCause(ctx, s.Deadline, ErrCycleDeadline)
 			}
 			rep, err := s.Cycle(cctx)
 			cancel()
-			done <- result{rep, err}
+			done <- result{rep: rep, err: err}
 		}()
 	}
 	finished := func(r result) {
 		running = false
+		if r.panic != nil {
+			panic(r.panic) // on Run's goroutine, for its caller to recover
+		}
 		if s.AfterCycle != nil {
 			s.AfterCycle(r.rep, r.err)
 		}
@@ -114,4 +123,22 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			tick, stop = arm()
 		}
 	}
+}
+
+// CyclePanic is what Run panics with when a cycle panicked: the cycle's
+// panic value and the stack of the goroutine it panicked on.
+type CyclePanic struct {
+	Value any
+	Stack []byte
+}
+
+// Error says what the cycle panicked with, and where.
+func (p *CyclePanic) Error() string {
+	return fmt.Sprintf("cycle panicked: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (p *CyclePanic) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -134,7 +135,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	// On PostgreSQL the hotel's lease says whether a daemon acts for it:
 	// one on this host is asked, as a daemon holding a state file is.
 	ctx, h, err := holdHotel(ctx, name, env, cfg, newLogger(stderr, cfg.LogFormat, "error"))
-	if held := (*leaseHeldError)(nil); errors.As(err, &held) && onThisHost(held.holder.Replica) {
+	if held := (*leaseHeldError)(nil); errors.As(err, &held) && lease.MadeHere(held.holder.Replica) {
 		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
 	}
 	if err != nil {

@@ -23,6 +23,8 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/fleet"
+	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -85,7 +87,8 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	}
 	if hc.Dir != "" {
 		tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
-		return serveFleet(ctx, newFleet(ctx, src, cfg, hc, log, tel, bridge.Options{}), hup, usr1)
+		fo := fleet.Options{Source: src, Daemon: cfg, Hotels: hc, Logger: log, Telemetry: tel}
+		return serveFleet(ctx, fleet.New(ctx, fo), fo, hup, usr1)
 	}
 	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
 	opts := bridge.Options{HTTPClient: instrument(tel, nil)}
@@ -94,16 +97,16 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 		var lose context.CancelCauseFunc
 		ctx, lose = context.WithCancelCause(ctx)
 		defer lose(nil)
-		sl, err := standBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log, func() { lose(errLeaseLost) })
+		sl, err := lease.StandBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log, func() { lose(lease.ErrLost) })
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while standing by
 			}
 			return err
 		}
-		defer sl.close()
-		opts.Fence = sl.hl.get().Fence
-		opts.Chain.Guard = leaseGuard(sl.hl, lose, errLeaseLost)
+		defer sl.Close()
+		opts.Fence = sl.Held().Get().Fence
+		opts.Chain.Guard = lease.Guard(sl.Held(), lose, lease.ErrLost)
 	}
 	w, err := bridge.New(ctx, src.Env, cfg, sc, log, opts)
 	if err != nil {
@@ -111,7 +114,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	}
 	defer w.Close()
 	err = serve(ctx, w, tel, usr1)
-	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLost) {
+	if cause := context.Cause(ctx); errors.Is(cause, lease.ErrLost) {
 		return cause
 	}
 	return err

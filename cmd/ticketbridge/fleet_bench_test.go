@@ -21,6 +21,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/memory"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
 )
 
 // BenchmarkFleet measures one daemon serving many hotels in steady state:
@@ -133,7 +134,7 @@ func (bf *benchFleet) startAll(b *testing.B) {
 	for _, n := range bf.names[1:] {
 		bf.fx.writeHotel(n, nil)
 	}
-	if err := bf.fx.f.reload(); err != nil {
+	if err := bf.fx.f.Reload(); err != nil {
 		b.Fatal(err)
 	}
 	bf.imported(b, bf.names[1:])
@@ -172,7 +173,7 @@ func (bf *benchFleet) measure(b *testing.B, cycles int) ([]time.Duration, int64)
 		var wg gosync.WaitGroup
 		for name, rh := range running {
 			wg.Go(func() {
-				rep, err := rh.w.Engine().RunCycle(context.Background())
+				rep, err := rh.Engine().RunCycle(context.Background())
 				if err != nil || rep.Mirrored != 1 {
 					b.Errorf("hotel %s: cycle: %v, %s", name, err, rep)
 				}
@@ -189,11 +190,11 @@ func (bf *benchFleet) measure(b *testing.B, cycles int) ([]time.Duration, int64)
 
 // stateCommits sums the transaction ids of the hotels' bbolt files: each
 // committed write transaction adds one.
-func stateCommits(b *testing.B, hs map[string]*runningHotel) int64 {
+func stateCommits(b *testing.B, hs map[string]*bridge.Bridge) int64 {
 	b.Helper()
 	var sum int64
 	for _, rh := range hs {
-		sum += boltTxID(b, rh.w.Daemon().State)
+		sum += boltTxID(b, rh.Daemon().State)
 	}
 	return sum
 }

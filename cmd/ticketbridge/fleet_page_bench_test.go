@@ -125,7 +125,7 @@ func (bf *benchFleet) cycleRounds(b *testing.B, n int) (round, cycle time.Durati
 		var wg gosync.WaitGroup
 		for name, rh := range running {
 			wg.Go(func() {
-				rep, err := rh.w.Engine().RunCycle(context.Background())
+				rep, err := rh.Engine().RunCycle(context.Background())
 				if err != nil || rep.Mirrored != 1 {
 					b.Errorf("hotel %s: cycle: %v, %s", name, err, rep)
 				}

@@ -66,7 +66,7 @@ func TestFleetStatusPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx.writeHotel("gamma", nil)
-	if err := fx.f.reload(); err != nil {
+	if err := fx.f.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	fx.waitCycles("gamma")

@@ -11,13 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -28,7 +27,7 @@ var errHoldLost = errors.New("the lease of the hotel ended while this command ra
 // lease does, and the fence and guard the hotel's store and clients take.
 // A hotel whose state is a file needs none; hold is then empty.
 type hold struct {
-	sl  *singleLease
+	sl  *lease.Single
 	end context.CancelCauseFunc
 }
 
@@ -46,7 +45,7 @@ func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg con
 	}
 	hotel := cmp.Or(cfg.Hotel, state.DefaultHotel)
 	ctx, end := context.WithCancelCause(ctx)
-	sl, holder, err := takeLease(ctx, cfg.State, hotel, hc.LeaseTTL, log, func() { end(errHoldLost) })
+	sl, holder, err := lease.Take(ctx, cfg.State, hotel, hc.LeaseTTL, log, func() { end(errHoldLost) })
 	switch {
 	case err != nil:
 		end(nil)
@@ -63,8 +62,8 @@ func (h *hold) options(o *bridge.Options) {
 	if h.sl == nil {
 		return
 	}
-	o.Fence = h.sl.hl.get().Fence
-	o.Chain.Guard = leaseGuard(h.sl.hl, h.end, errHoldLost)
+	o.Fence = h.sl.Held().Get().Fence
+	o.Chain.Guard = lease.Guard(h.sl.Held(), h.end, errHoldLost)
 }
 
 // fence is the fence to open the hotel's store with; 0 without a lease.
@@ -72,7 +71,7 @@ func (h *hold) fence() int64 {
 	if h.sl == nil {
 		return 0
 	}
-	return h.sl.hl.get().Fence
+	return h.sl.Held().Get().Fence
 }
 
 // release gives the lease back at once, so that a daemon standing by, or
@@ -81,7 +80,7 @@ func (h *hold) release() {
 	if h.sl == nil {
 		return
 	}
-	h.sl.close()
+	h.sl.Close()
 	h.end(nil)
 }
 
@@ -94,7 +93,7 @@ type leaseHeldError struct {
 
 func (e *leaseHeldError) Error() string {
 	who, where := "replica "+e.holder.Replica, "its host"
-	if host := replicaHost(e.holder.Replica); host != "" {
+	if host := lease.HostOf(e.holder.Replica); host != "" {
 		who += " (host " + host + ")"
 		where = host
 	}
@@ -104,31 +103,4 @@ func (e *leaseHeldError) Error() string {
 		return fmt.Sprintf("%s; once does not run beside it, as both would write the same helpdesk tickets. That daemon's next cycle does what once would; to run once by hand, stop that daemon (on %s) and run once again, %s", head, where, lapse)
 	}
 	return fmt.Sprintf("%s: run %s on %s, where it asks that daemon through its console (TICKETBRIDGE_LISTEN and the console token), or stop that daemon and run it again, %s", head, e.command, where, lapse)
-}
-
-// replicaHost returns the host part of a replica id made by newReplicaID
-// (host-xxxxxxxx), or "" when id is not of that form.
-func replicaHost(id string) string {
-	i := strings.LastIndexByte(id, '-')
-	if i <= 0 || len(id)-i-1 != 8 {
-		return ""
-	}
-	for _, c := range id[i+1:] {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return ""
-		}
-	}
-	return id[:i]
-}
-
-// onThisHost reports whether the replica id was made on this host.
-func onThisHost(id string) bool {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "replica"
-	}
-	if len(host) > 40 {
-		host = host[:40]
-	}
-	return replicaHost(id) == host
 }

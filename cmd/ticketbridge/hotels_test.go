@@ -25,6 +25,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/fleet"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -40,12 +42,14 @@ type fleetFixture struct {
 	mainVars  map[string]string
 	orgs      map[string]string // hotel -> organisation
 	cycles    chan hotelCycle
-	f         *fleet
+	f         *fleet.Fleet
 	tel       *telemetry.Telemetry
 	hup       chan os.Signal
 	done      chan error
 	// registry, when set, holds the adapters instead of the daemon's.
 	registry adapters.Registry
+	// slots are the fleet's request slots.
+	slots httpx.Slots
 }
 
 type hotelCycle struct {
@@ -137,15 +141,17 @@ func (fx *fleetFixture) start() {
 		fx.t.Fatal(err)
 	}
 	fx.tel = telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
-	fx.f = newFleet(ctx, src, cfg, hc, log, fx.tel, bridge.Options{Registry: fx.registry})
-	fx.f.afterCycle = func(h string, r sync.Report, err error) {
-		select {
-		case fx.cycles <- hotelCycle{h, r, err}:
-		default:
-		}
-	}
+	fx.slots = httpx.NewSlots(hc.MaxInFlight)
+	opts := fleet.Options{Source: src, Daemon: cfg, Hotels: hc, Logger: log, Telemetry: fx.tel, Registry: fx.registry, Slots: fx.slots,
+		AfterCycle: func(h string, r sync.Report, err error) {
+			select {
+			case fx.cycles <- hotelCycle{h, r, err}:
+			default:
+			}
+		}}
+	fx.f = fleet.New(ctx, opts)
 	fx.hup, fx.done = make(chan os.Signal, 1), make(chan error, 1)
-	go func() { fx.done <- serveFleet(ctx, fx.f, fx.hup, make(chan os.Signal)) }()
+	go func() { fx.done <- serveFleet(ctx, fx.f, opts, fx.hup, make(chan os.Signal)) }()
 	fx.t.Cleanup(func() {
 		cancel()
 		select {
@@ -181,15 +187,8 @@ func (fx *fleetFixture) waitCycles(names ...string) map[string]hotelCycle {
 	return got
 }
 
-func (fx *fleetFixture) running() map[string]*runningHotel {
-	fx.f.mu.Lock()
-	defer fx.f.mu.Unlock()
-	out := map[string]*runningHotel{}
-	for n, rh := range fx.f.hotels {
-		out[n] = rh
-	}
-	return out
-}
+// running returns the wirings of the hotels running, by name.
+func (fx *fleetFixture) running() map[string]*bridge.Bridge { return fx.f.Bridges() }
 
 func (fx *fleetFixture) get(path string) (int, string) {
 	fx.t.Helper()
@@ -349,7 +348,7 @@ func TestFleetReload(t *testing.T) {
 	}
 	fx.writeHotel("delta", nil)
 	fx.ticket("delta", "a late checkout")
-	if err := fx.f.reload(); err != nil {
+	if err := fx.f.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	fx.waitCycles("beta", "delta")
@@ -366,7 +365,8 @@ func TestFleetReload(t *testing.T) {
 	if after["delta"] == nil || len(fx.folders("delta")) != 1 {
 		t.Error("delta, whose file is new, did not start or sync")
 	}
-	if !before["gamma"].w.Closed() {
+	fx.f.WaitClosed()
+	if !before["gamma"].Closed() {
 		t.Error("gamma's wiring was not closed")
 	}
 
@@ -374,7 +374,7 @@ func TestFleetReload(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fx.hotelsDir, "Bad_Name.env"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := fx.f.reload(); err == nil || !strings.Contains(err.Error(), "Bad_Name.env") {
+	if err := fx.f.Reload(); err == nil || !strings.Contains(err.Error(), "Bad_Name.env") {
 		t.Errorf("reload with a bad name: %v", err)
 	}
 	if got := fx.running(); len(got) != 3 || got["alpha"] != after["alpha"] || got["delta"] != after["delta"] {
@@ -522,7 +522,7 @@ func TestFleetSharesItsSlots(t *testing.T) {
 	fx.waitCycles("alpha", "beta")
 	var held atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		held.Store(int32(len(fx.f.slots)))
+		held.Store(int32(len(fx.slots)))
 	}))
 	t.Cleanup(srv.Close)
 	mu.Lock()
@@ -535,11 +535,11 @@ func TestFleetSharesItsSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := len(fx.f.slots)
+		before := len(fx.slots)
 		_ = resp.Body.Close()
-		if held.Load() != 1 || before != 1 || len(fx.f.slots) != 0 {
+		if held.Load() != 1 || before != 1 || len(fx.slots) != 0 {
 			t.Errorf("hotel %d's helpdesk request: fleet slots held while answered %d, before its body is closed %d, after %d; want 1, 1, 0",
-				i, held.Load(), before, len(fx.f.slots))
+				i, held.Load(), before, len(fx.slots))
 		}
 	}
 }

@@ -32,6 +32,7 @@ var plumbing = []string{
 var testKits = []string{
 	"internal/testutil",
 	"internal/looptest/...",
+	"internal/lease/leasetest",
 	"state/statetest",
 	"guestapi/refserver/refservertest",
 	"adapters/adaptertest/...",
@@ -98,6 +99,21 @@ var rules = []rule{
 		deny:  []string{"cmd/...", "internal/lease/...", "internal/fleet/...", "internal/telemetry/..."},
 		tests: true,
 		why:   "a bridge is one hotel wired; what leases it, runs many of them or reports on them sits above it",
+	},
+	{
+		name:  "lease",
+		from:  []string{"internal/lease"},
+		deny:  []string{"cmd/...", "internal/config/...", "internal/bridge/...", "internal/fleet/...", "internal/telemetry/..."},
+		tests: true,
+		why:   "a keeper renews leases on its own goroutine and balances through the Balancer it is given; what runs the hotels sits above it",
+	},
+	{
+		name: "fleet",
+		from: []string{"sync/...", "state/...", "adapters/...", "guestapi/...", "internal/config/...", "internal/bridge/...",
+			"internal/lease/...", "internal/telemetry/...", "internal/statuspage/...", "internal/looptest/..."},
+		deny:  []string{"internal/fleet/..."},
+		tests: true,
+		why:   "the fleet is the top of the daemon's parts: only the commands run it",
 	},
 	{
 		name:  "looptest",

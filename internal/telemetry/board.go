@@ -35,6 +35,26 @@ type hotelBoard struct {
 	// elsewhere holds the hotels another replica syncs (or will), with
 	// what /readyz says of them.
 	elsewhere map[string]string
+	// panics counts the panics recovered in each hotel's goroutine, on
+	// the daemon's registry: it outlives the hotel's own telemetry.
+	panics *prometheus.CounterVec
+}
+
+// newHotelBoard returns the board of a daemon of many hotels, its
+// series registered on reg.
+func newHotelBoard(reg prometheus.Registerer, ready []string) *hotelBoard {
+	b := &hotelBoard{tels: map[string]*Telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready,
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketbridge_hotel_panics_total",
+			Help: "Panics recovered in a hotel's cycle, adapter or state; the hotel restarts after a backoff while the others go on.",
+		}, []string{"hotel"})}
+	reg.MustRegister(b.panics)
+	return b
+}
+
+// HotelPanicked counts a panic recovered in the hotel name's goroutine.
+func (t *Telemetry) HotelPanicked(name string) {
+	t.hotels.panics.WithLabelValues(name).Inc()
 }
 
 // SetElsewhere sets the hotels other replicas sync: /readyz lists them

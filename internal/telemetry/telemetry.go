@@ -15,7 +15,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -139,7 +138,7 @@ func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
 	t := newProcessTelemetry(log, opts)
 	t.m = newMetrics(prometheus.NewRegistry()) // the cycle's series are the hotels'
 	t.prop = newPropagationMetrics()
-	t.hotels = &hotelBoard{tels: map[string]*Telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}, ready: ready}
+	t.hotels = newHotelBoard(t.reg, ready)
 	return t
 }
 

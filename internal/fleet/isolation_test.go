@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func TestFleetIsolation(t *testing.T) {
 		var wg gosync.WaitGroup
 		for name, rh := range fx.running() {
 			wg.Go(func() {
-				if _, err := rh.w.Engine().RunCycle(context.Background()); err != nil {
+				if _, err := rh.bridge().Engine().RunCycle(context.Background()); err != nil {
 					t.Errorf("hotel %s: cycle: %v", name, err)
 				}
 			})

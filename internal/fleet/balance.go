@@ -1,28 +1,30 @@
-package main
+package fleet
 
 import (
 	"log/slog"
 	"maps"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
-// startBackoff is how long a replica leaves a hotel it could not start to
-// the others.
-const startBackoff = time.Minute
+// balancer balances the hotels of a keeper's database with the fleet
+// (see lease.Balancer). Its methods take f.mu and never wait for a hotel
+// or a database.
+type balancer struct{ f *Fleet }
 
 // namesOn returns the leased hotels of k's database: those of the
 // directory, and those running here under a lease of it. Hold f.mu.
-func (f *fleet) namesOn(k *dbKeeper) []string {
+func (f *Fleet) namesOn(k *lease.Keeper) []string {
 	var names []string
 	for name, h := range f.leased {
-		if h.Daemon.State == k.url {
+		if h.Daemon.State == k.URL() {
 			names = append(names, name)
 		}
 	}
 	for name, rh := range f.hotels {
-		if rh.lease != nil && rh.lease.keeper == k {
+		if rh.lease != nil && rh.lease.Keeper() == k {
 			if _, ok := f.leased[name]; !ok {
 				names = append(names, name)
 			}
@@ -31,14 +33,15 @@ func (f *fleet) namesOn(k *dbKeeper) []string {
 	return names
 }
 
-// dbFailed reports that k's database could not be opened; it reports
+// Failed reports that k's database could not be opened; it reports
 // whether the database is no longer in use, and k is to retire.
-func (f *fleet) dbFailed(k *dbKeeper, err error) (retire bool) {
+func (b balancer) Failed(k *lease.Keeper, err error) (retire bool) {
+	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	names := f.namesOn(k)
 	if len(names) == 0 {
-		return f.retireLocked(k)
+		return f.keeper.Retire(k)
 	}
 	f.log.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names), slog.String("op", "lease"))
 	for _, n := range names {
@@ -49,24 +52,7 @@ func (f *fleet) dbFailed(k *dbKeeper, err error) (retire bool) {
 	return false
 }
 
-// retireLocked takes k out of the keepers when no hotel names its
-// database and it holds no lease. Hold f.mu.
-func (f *fleet) retireLocked(k *dbKeeper) bool {
-	if k.holds() {
-		return false
-	}
-	lk := f.keeper
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.dbs[k.url] != k {
-		return false // leaving
-	}
-	delete(lk.dbs, k.url)
-	lk.retiring.Add(1)
-	return true
-}
-
-// planDB balances the hotels of k's database after k's heartbeat and
+// Plan balances the hotels of k's database after k's heartbeat and
 // renewal, without waiting for anything: it stops the hotels whose
 // leases were lost, clears away those that ended, hands over the hotels
 // that belong to another replica now (they stop after their cycle in
@@ -74,18 +60,17 @@ func (f *fleet) retireLocked(k *dbKeeper) bool {
 // returns the hotels k is to take, with what /readyz says of those
 // synced elsewhere. elsewhere is nil when the fleet is stopping; retire
 // is true when no hotel names the database any more.
-func (f *fleet) planDB(k *dbKeeper, replicas []string, holders []state.Holder, lost []*hotelLease) (take []string, elsewhere map[string]string, retire bool) {
+func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holder, lost []*lease.Held) (take []string, elsewhere map[string]string, retire bool) {
+	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	opLog := f.log.With(slog.String("op", "lease"))
 	for _, hl := range lost {
-		name := hl.get().Hotel
+		name := hl.Get().Hotel
 		opLog.Warn("hotel stopped: its lease was taken over by another replica", slog.Any("hotel", name))
 		if rh, ok := f.hotels[name]; ok && rh.lease == hl {
 			rh.kill()
-			delete(f.hotels, name)
-			f.tel.DropHotel(name, "")
-			f.closeLater(name, rh)
+			f.handOver(name, rh)
 		} else if rh, ok := f.handing[name]; ok && rh.lease == hl {
 			rh.kill()
 		}
@@ -98,21 +83,21 @@ func (f *fleet) planDB(k *dbKeeper, replicas []string, holders []state.Holder, l
 	// to start (this replica leaves it to the others for a while; it stays
 	// among the hotels the replicas share out, so that they agree).
 	for name, rh := range f.hotels {
-		if rh.lease == nil || rh.lease.keeper != k || rh.alive() {
+		if rh.lease == nil || rh.lease.Keeper() != k || rh.alive() {
 			continue
 		}
 		delete(f.hotels, name)
 		f.closeLater(name, rh)
 		if rh.life.Err() == nil {
-			f.backoff[name] = k.lk.clock.Now().Add(startBackoff)
+			f.backoff[name] = f.clock.Now().Add(startBackoff)
 		}
 	}
 	names := f.namesOn(k)
 	if len(names) == 0 {
-		return nil, nil, f.retireLocked(k)
+		return nil, nil, f.keeper.Retire(k)
 	}
-	me := k.lk.replica
-	owner := assign(names, replicas)
+	me := f.keeper.Replica()
+	owner := lease.Assign(names, replicas)
 	holder := map[string]state.Holder{}
 	for _, h := range holders {
 		holder[h.Hotel] = h
@@ -136,20 +121,20 @@ func (f *fleet) planDB(k *dbKeeper, replicas []string, holders []state.Holder, l
 			elsewhere[name] = "handed over to replica " + owner[name]
 		case here:
 		case !wanted:
-		case owner[name] != me && !orphan(holder[name], k.lk.ttl):
+		case owner[name] != me && !lease.Orphan(holder[name], f.keeper.TTL()):
 			h, ok := holder[name]
-			elsewhere[name] = elsewhereReason(h, ok)
+			elsewhere[name] = lease.ElsewhereReason(h, ok)
 		default:
 			if _, busy := f.handing[name]; busy {
 				elsewhere[name] = "handing over"
 				continue
 			}
-			if until, ok := f.backoff[name]; ok && k.lk.clock.Now().Before(until) {
+			if until, ok := f.backoff[name]; ok && f.clock.Now().Before(until) {
 				elsewhere[name] = "could not start on this replica; left to the others until " + until.Format(time.TimeOnly)
 				continue
 			}
 			if h, ok := holder[name]; ok && h.Live && h.Replica != me {
-				elsewhere[name] = elsewhereReason(h, ok)
+				elsewhere[name] = lease.ElsewhereReason(h, ok)
 				continue // its holder hands it over at its next tick
 			}
 			take = append(take, name)
@@ -158,34 +143,36 @@ func (f *fleet) planDB(k *dbKeeper, replicas []string, holders []state.Holder, l
 	return take, elsewhere, false
 }
 
-// startLeased starts a hotel k took the lease of, in a goroutine of its
+// Start starts a hotel a keeper took the lease of, in a goroutine of its
 // own that wires it; it reports false when the hotel is no longer to run
 // here (a reload removed it, or the fleet is stopping).
-func (f *fleet) startLeased(name string, hl *hotelLease) bool {
+func (b balancer) Start(name string, hl *lease.Held) bool {
+	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, ok := f.leased[name]
 	_, here := f.hotels[name]
 	_, busy := f.handing[name]
-	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.Daemon.State != hl.keeper.url {
+	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.Daemon.State != hl.Keeper().URL() {
 		return false
 	}
 	rh := f.newRunning(h, hl)
 	f.hotels[name] = rh
-	go f.run(rh)
+	go f.run(rh, nil)
 	return true
 }
 
-// settle records what /readyz says of the hotels of k's database synced
+// Settle records what /readyz says of the hotels of k's database synced
 // elsewhere. A database that did not answer keeps what was said of its
 // hotels.
-func (f *fleet) settle(k *dbKeeper, elsewhere map[string]string) {
+func (b balancer) Settle(k *lease.Keeper, elsewhere map[string]string) {
+	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.elsewhere[k.url] = elsewhere
+	f.elsewhere[k.URL()] = elsewhere
 	inUse := map[string]bool{}
-	for _, k := range f.keeper.all() {
-		inUse[k.url] = true
+	for _, k := range f.keeper.All() {
+		inUse[k.URL()] = true
 	}
 	all := map[string]string{}
 	for url, m := range f.elsewhere {
@@ -196,47 +183,4 @@ func (f *fleet) settle(k *dbKeeper, elsewhere map[string]string) {
 		maps.Copy(all, m)
 	}
 	f.tel.SetElsewhere(all)
-}
-
-// handOver stops a leased hotel after its cycle in flight; its keeper
-// renews its lease until then, and it gives the lease back after. Hold
-// f.mu.
-func (f *fleet) handOver(name string, rh *runningHotel) {
-	rh.stop()
-	delete(f.hotels, name)
-	f.tel.DropHotel(name, "")
-	f.closeLater(name, rh)
-}
-
-// closeLater closes a stopped hotel's wiring once its goroutine ended,
-// then gives its lease back, so that the next holder finds the
-// helpdesk's listener and folder let go; until then the hotel is
-// stopping (handing), and not started again here. rh.closed is closed
-// after. stopAll waits for it. Hold f.mu.
-func (f *fleet) closeLater(name string, rh *runningHotel) {
-	f.handing[name] = rh
-	f.closing.Go(func() {
-		<-rh.done
-		if rh.page != nil {
-			// Off the status page before its state closes.
-			f.tel.HidePage(name, rh.page.Hotel)
-		}
-		if rh.lease != nil {
-			rh.lease.stopTimer()
-		}
-		if rh.w != nil {
-			if err := rh.w.Close(); err != nil {
-				f.log.Warn("close hotel", slog.Any("error", err), slog.Any("hotel", name), slog.String("op", "stop"))
-			}
-		}
-		if rh.lease != nil {
-			rh.lease.keeper.release(rh.lease)
-		}
-		f.mu.Lock()
-		if f.handing[name] == rh {
-			delete(f.handing, name)
-		}
-		f.mu.Unlock()
-		close(rh.closed)
-	})
 }

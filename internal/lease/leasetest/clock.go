@@ -1,22 +1,43 @@
-package main
+// Package leasetest holds what tests of the leases share: a lease.Clock
+// that moves only when the test advances it. It is for tests only.
+package leasetest
 
 import (
+	"slices"
 	gosync "sync"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/lease"
 )
 
-// fakeClock is a clock that moves only when the test advances it.
-type fakeClock struct {
-	mu      gosync.Mutex
+// Clock is a lease.Clock that moves only when the test advances it.
+type Clock struct {
+	mu gosync.Mutex
+	// armed is broadcast whenever a timer is armed (see AwaitTimer).
+	armed   *gosync.Cond
 	now     time.Time
 	tickers []*fakeTicker
 	timers  []*fakeTimer
 }
 
-// newFakeClock starts at the present: the views of leases a real
-// database gives (counted on the real clock) last as long on it, while it
-// stands still.
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
+// NewClock starts at the present: the views of leases a real database
+// gives (counted on the real clock) last as long on it, while it stands
+// still.
+func NewClock() *Clock {
+	c := &Clock{now: time.Now()}
+	c.armed = gosync.NewCond(&c.mu)
+	return c
+}
+
+// AwaitTimer waits until a timer is armed and has not fired, so that a
+// test advances the clock past a wait the code under test began.
+func (c *Clock) AwaitTimer() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !slices.ContainsFunc(c.timers, func(t *fakeTimer) bool { return t.active }) {
+		c.armed.Wait()
+	}
+}
 
 type fakeTicker struct {
 	c       chan time.Time
@@ -26,19 +47,21 @@ type fakeTicker struct {
 }
 
 type fakeTimer struct {
-	c      *fakeClock
+	c      *Clock
 	at     time.Time
 	f      func()
 	active bool
 }
 
-func (c *fakeClock) Now() time.Time {
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *fakeClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
+// NewTicker returns a ticker that ticks when Advance passes its times.
+func (c *Clock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTicker{c: make(chan time.Time, 1), every: d, next: c.now.Add(d)}
@@ -50,18 +73,20 @@ func (c *fakeClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
 	}
 }
 
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) clockTimer {
+// AfterFunc calls f in a goroutine of its own once Advance passed d.
+func (c *Clock) AfterFunc(d time.Duration, f func()) lease.Timer {
 	t := &fakeTimer{c: c, f: f}
 	t.Reset(d)
 	c.mu.Lock()
 	c.timers = append(c.timers, t)
+	c.armed.Broadcast()
 	c.mu.Unlock()
 	return t
 }
 
 // Advance moves the clock by d: the tickers due tick (a tick the reader
 // has not taken yet is dropped, as time.Ticker does), the timers due fire.
-func (c *fakeClock) Advance(d time.Duration) {
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	for _, t := range c.tickers {
@@ -106,6 +131,7 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 		return was
 	}
 	t.at, t.active = t.c.now.Add(d), true
+	t.c.armed.Broadcast()
 	t.c.mu.Unlock()
 	return was
 }

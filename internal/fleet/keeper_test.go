@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/lease"
+	"github.com/ticketbridge/ticketbridge/internal/lease/leasetest"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -26,7 +28,7 @@ import (
 // fakeLeases is the leases of one database held in memory, with this
 // replica the only one.
 type fakeLeases struct {
-	clock   *fakeClock
+	clock   *leasetest.Clock
 	life    time.Duration
 	replica string
 
@@ -106,8 +108,8 @@ func (db *fakeLeases) Close() error               { return nil }
 type keeperWorld struct {
 	t     *testing.T
 	fx    *fleetFixture
-	clock *fakeClock
-	f     *fleet
+	clock *leasetest.Clock
+	f     *Fleet
 
 	mu  gosync.Mutex
 	dbs map[string]*fakeLeases
@@ -116,7 +118,7 @@ type keeperWorld struct {
 	wiring chan string
 	opened chan struct{}
 	// setup, when set, sees the replica before it loads the hotels.
-	setup func(*fleet)
+	setup func(*Fleet)
 }
 
 const (
@@ -126,16 +128,14 @@ const (
 
 func newKeeperWorld(t *testing.T) *keeperWorld {
 	t.Helper()
-	w := &keeperWorld{t: t, fx: newFleetFixture(t), clock: newFakeClock(), dbs: map[string]*fakeLeases{}, wiring: make(chan string, 1024), opened: make(chan struct{}, 16)}
+	w := &keeperWorld{t: t, fx: newFleetFixture(t), clock: leasetest.NewClock(), dbs: map[string]*fakeLeases{}, wiring: make(chan string, 1024), opened: make(chan struct{}, 16)}
 	return w
 }
 
 // start builds the replica of the hotels written so far and loads them.
 func (w *keeperWorld) start() {
 	w.t.Helper()
-	f := w.fx.newReplica(w.t.Context())
-	f.keeper.clock = w.clock
-	f.keeper.open = func(ctx context.Context, url, replica string, life time.Duration) (leaseDB, error) {
+	open := func(ctx context.Context, url, replica string, life time.Duration) (lease.DB, error) {
 		if strings.Contains(url, "hang.invalid") {
 			<-ctx.Done() // a database that never answers
 			return nil, ctx.Err()
@@ -150,6 +150,7 @@ func (w *keeperWorld) start() {
 		}
 		return db, nil
 	}
+	f := w.fx.newReplica(w.t.Context(), func(o *Options) { o.Clock, o.OpenLeases = w.clock, open })
 	realWire := f.wire
 	f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error) {
 		if !state.IsURL(cfg.State) {
@@ -163,7 +164,7 @@ func (w *keeperWorld) start() {
 	if w.setup != nil {
 		w.setup(f)
 	}
-	if err := f.reload(); err != nil {
+	if err := f.Reload(); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -217,7 +218,7 @@ func (w *keeperWorld) renewedAt(db *fakeLeases, now time.Time) []string {
 // stay valid. It takes nothing the fleet holds.
 func (w *keeperWorld) ticks(n int, db *fakeLeases, hotels []string, running map[string]*runningHotel) {
 	w.t.Helper()
-	tick := leaseTick(w.f.hcfg.LeaseTTL)
+	tick := lease.Tick(w.f.hcfg.LeaseTTL)
 	for i := range n {
 		w.clock.Advance(tick)
 		got := w.renewedAt(db, w.clock.Now())
@@ -225,7 +226,7 @@ func (w *keeperWorld) ticks(n int, db *fakeLeases, hotels []string, running map[
 			w.t.Fatalf("tick %d: renewed %d leases (%v), want %d", i+1, len(got), firstFew(got), len(hotels))
 		}
 		for _, h := range hotels {
-			if rh := running[h]; rh == nil || !rh.lease.valid() || !rh.alive() {
+			if rh := running[h]; rh == nil || !rh.lease.Valid() || !rh.alive() {
 				w.t.Fatalf("tick %d: hotel %s no longer runs under a valid lease", i+1, h)
 			}
 		}
@@ -280,20 +281,21 @@ func TestKeeperRenewsWhileADatabaseHangs(t *testing.T) {
 	db := w.db(okDB)
 	w.started("bravo")
 	w.ticks(20, db, []string{"bravo"}, w.runningNow([]string{"bravo"}))
-	if got := w.f.running(); !slices.Equal(got, []string{"bravo"}) {
+	if got := w.f.Running(); !slices.Equal(got, []string{"bravo"}) {
 		t.Errorf("the replica runs %v, want bravo alone (alpha's database never opened)", got)
 	}
 }
 
 // TestKeeperRenewsWhileAReloadWaits: a reload restarts a hotel whose
-// state is a file while its cycle runs for ten minutes; it waits for the
-// cycle, and meanwhile the leases are renewed at every tick.
+// state is a file while its cycle runs for ten minutes: the reload
+// returns at once, the hotel's next run waits for the cycle and the
+// close, and meanwhile the leases are renewed at every tick.
 func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	w := newKeeperWorld(t)
 	w.fx.writeHotel("gamma", nil)
 	w.leased("bravo", okDB)
 	inCycle, release := make(chan struct{}, 1), make(chan struct{})
-	w.setup = func(f *fleet) {
+	w.setup = func(f *Fleet) {
 		f.afterCycle = func(h string, _ sync.Report, _ error) {
 			if h != "gamma" {
 				return
@@ -315,25 +317,24 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	running := w.runningNow([]string{"bravo", "gamma"})
 	gamma := running["gamma"]
 	w.fx.writeHotel("gamma", map[string]string{"TICKETBRIDGE_LOG_LEVEL": "warn"}) // as a SIGHUP after an edit
-	reloaded := make(chan error, 1)
-	go func() { reloaded <- w.f.reload() }()
-	<-gamma.sctx.Done() // the reload stopped gamma, and waits for its cycle
-	w.ticks(20, db, []string{"bravo"}, running)
-	select {
-	case err := <-reloaded:
-		t.Fatalf("the reload returned (%v) while gamma's cycle ran", err)
-	default:
-	}
-	end()
-	if err := <-reloaded; err != nil {
+	if err := w.f.Reload(); err != nil {                                          // returns while gamma's cycle runs
 		t.Fatal(err)
 	}
+	<-gamma.sctx.Done() // the reload stopped gamma
 	w.f.mu.Lock()
 	again := w.f.hotels["gamma"]
 	w.f.mu.Unlock()
 	if again == nil || again == gamma {
-		t.Errorf("gamma was not restarted by the reload")
+		t.Fatalf("gamma was not restarted by the reload")
 	}
+	w.ticks(20, db, []string{"bravo"}, running)
+	select {
+	case <-again.wired:
+		t.Fatal("gamma's next run was wired while its previous cycle ran")
+	default:
+	}
+	end()
+	<-again.wired // once the previous run closed
 }
 
 // TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken at once, and

@@ -1,0 +1,241 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	gosync "sync"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/lease"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// startBackoff is how long a hotel that could not start, or panicked,
+// waits before it starts again: a leased one is left to the other
+// replicas meanwhile.
+const startBackoff = time.Minute
+
+// runningHotel is one hotel the daemon runs, on a goroutine of its own
+// (run) that wires it, runs its scheduler, and restarts it after a panic.
+type runningHotel struct {
+	conf config.Hotel
+	tel  *telemetry.Telemetry
+	// stop ends the scheduling; the cycle in flight finishes first.
+	stop context.CancelFunc
+	// kill ends the cycle in flight too, by ending life: the hotel's lease
+	// ended.
+	kill context.CancelFunc
+	life context.Context
+	// sctx is the scheduler's context, ended by stop.
+	sctx context.Context
+	log  *slog.Logger
+	opts bridge.Options
+	// wired is closed once the goroutine wired the hotel the first time,
+	// or failed to; done once the goroutine ended.
+	wired     chan struct{}
+	wiredOnce gosync.Once
+	done      chan struct{}
+	// closed is closed once the wiring closed too, and the lease was
+	// given back (see closeLater): its helpdesk's listeners and files are
+	// let go.
+	closed chan struct{}
+	// lease is the hotel's lease; nil for a hotel whose state is a file.
+	lease *lease.Held
+	// page is the hotel's source of the status page (nil: none); its
+	// goroutine sets it, read it after done.
+	page *bridge.Console
+
+	// mu guards w, the hotel's wiring: nil before the goroutine wired it,
+	// when its wiring failed, and while it waits to restart after a
+	// panic.
+	mu gosync.Mutex
+	w  *bridge.Bridge
+}
+
+// bridge returns the hotel's wiring (see w).
+func (rh *runningHotel) bridge() *bridge.Bridge {
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	return rh.w
+}
+
+func (rh *runningHotel) setBridge(w *bridge.Bridge) {
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	rh.w = w
+}
+
+// run is the hotel's goroutine. It waits for prev (the hotel's previous
+// run letting its state and helpdesk go), then wires and runs the hotel
+// until it is stopped. A panic in the hotel's cycle, adapter or state is
+// recovered here: it is logged with its stack and counted, the hotel is
+// listed as failing, and, its state being a file, it starts again after
+// startBackoff; a leased hotel ends, and its keeper leaves it to the
+// other replicas for as long. The other hotels go on.
+func (f *Fleet) run(rh *runningHotel, prev <-chan struct{}) {
+	defer close(rh.done)
+	defer rh.wiredOnce.Do(func() { close(rh.wired) })
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-rh.sctx.Done():
+			return
+		}
+	}
+	name := rh.conf.Name()
+	for {
+		if !f.runOnce(rh) {
+			return
+		}
+		if rh.lease != nil {
+			return // its keeper leaves it to the others for a while
+		}
+		f.closeWiring(rh)
+		if !f.wait(rh.sctx, startBackoff) {
+			return
+		}
+		rh.log.Info("hotel starting again after its panic", slog.String("op", "start"))
+		rh.tel = f.tel.Hotel(name)
+	}
+}
+
+// wait waits d on the fleet's clock; it reports false when ctx ended
+// first.
+func (f *Fleet) wait(ctx context.Context, d time.Duration) bool {
+	passed := make(chan struct{})
+	t := f.clock.AfterFunc(d, func() { close(passed) })
+	defer t.Stop()
+	select {
+	case <-passed:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runOnce wires the hotel when it is not yet, starts it, and runs its
+// scheduler until it is stopped; it reports whether it panicked.
+func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
+	h, name, log, sctx, life := rh.conf, rh.conf.Name(), rh.log, rh.sctx, rh.life
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		panicked = true
+		stack := debug.Stack()
+		if p, ok := v.(*sync.CyclePanic); ok {
+			v, stack = p.Value, p.Stack
+		}
+		reason := fmt.Sprintf("panicked: %v; starts again in %s", v, startBackoff)
+		if rh.lease != nil {
+			reason = fmt.Sprintf("panicked: %v; left to the other replicas for %s", v, startBackoff)
+		}
+		log.Error("hotel failed: a panic in its cycle, adapter or state; the other hotels go on", slog.Any("panic", fmt.Sprint(v)), slog.String("stack", string(stack)), slog.Duration("backoff", startBackoff), slog.String("op", "panic"))
+		f.tel.HotelPanicked(name)
+		f.tel.DropHotel(name, reason)
+	}()
+	w := rh.bridge()
+	if w == nil {
+		var err error
+		w, err = f.wire(life, h.Env, h.Daemon, h.Sync, log, rh.opts)
+		if err != nil {
+			rh.wiredOnce.Do(func() { close(rh.wired) })
+			log.Error("hotel not started", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "start"))
+			f.tel.DropHotel(name, err.Error())
+			return false
+		}
+		rh.setBridge(w)
+	}
+	rh.wiredOnce.Do(func() { close(rh.wired) })
+	// The adapter's start and the helpdesk check run here, so that a
+	// slow helpdesk delays its own hotel only.
+	// A hotel that cannot start is listed as failing by /readyz, and
+	// no longer counts for the watchdog: the others go on, and the
+	// next reload tries it again.
+	if err := w.Start(sctx); err != nil {
+		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
+		f.tel.DropHotel(name, err.Error())
+		return false
+	}
+	tel := rh.tel
+	if err := tel.Start(sctx, nil, w.Engine().Schedule(), w.Engine().Interval(), w.Store().Stats); err != nil {
+		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
+		f.tel.DropHotel(name, err.Error())
+		return false
+	}
+	// The hotel's page on the status page, fed after each of its
+	// cycles as the page of a daemon of one hotel is.
+	var page *bridge.Console
+	if f.tel.Listens() { // the status page lists the hotels
+		page = bridge.NewConsole(w, name)
+		f.tel.ShowPage(name, page.Hotel)
+		rh.page = page
+	}
+	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
+	_ = w.Scheduler(tel, tel.CycleMax(), page, life).Run(sctx)
+	return false
+}
+
+// closeWiring closes the wiring of a hotel that panicked, before it
+// starts again: off the status page before its state closes. A panic of
+// the close itself is logged: the state may be what panicked.
+func (f *Fleet) closeWiring(rh *runningHotel) {
+	name := rh.conf.Name()
+	if rh.page != nil {
+		f.tel.HidePage(name, rh.page.Hotel)
+		rh.page = nil
+	}
+	w := rh.bridge()
+	rh.setBridge(nil)
+	if w == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			rh.log.Error("close hotel: panicked", slog.Any("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())), slog.String("op", "panic"))
+		}
+	}()
+	if err := w.Close(); err != nil {
+		rh.log.Warn("close hotel", slog.Any("error", err), slog.String("op", "stop"))
+	}
+}
+
+// handOver stops a hotel after its cycle in flight, and takes it off the
+// hotels running: it closes in the background (see closeLater), and a
+// leased hotel's keeper renews its lease until then. Hold f.mu.
+func (f *Fleet) handOver(name string, rh *runningHotel) {
+	rh.stop()
+	delete(f.hotels, name)
+	f.tel.DropHotel(name, "")
+	f.closeLater(name, rh)
+}
+
+// closeLater closes a stopped hotel's wiring once its goroutine ended,
+// then gives its lease back, so that the next holder (or the hotel's
+// next run here) finds the state, the helpdesk's listener and folder let
+// go; until then the hotel is stopping (handing), and not started again
+// here. rh.closed is closed after. Stop waits for it. Hold f.mu.
+func (f *Fleet) closeLater(name string, rh *runningHotel) {
+	f.handing[name] = rh
+	f.closing.Go(func() {
+		<-rh.done
+		f.closeWiring(rh)
+		if rh.lease != nil {
+			rh.lease.StopTimer()
+			rh.lease.Keeper().Release(rh.lease)
+		}
+		f.mu.Lock()
+		if f.handing[name] == rh {
+			delete(f.handing, name)
+		}
+		f.mu.Unlock()
+		close(rh.closed)
+	})
+}

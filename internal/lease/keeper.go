@@ -1,0 +1,465 @@
+package lease
+
+// This file keeps the leases of a replica of many hotels: one keeper per
+// database, renewing on a goroutine of its own, on a clock that tests
+// replace (see lease.go for what the leases share and promise).
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	gosync "sync"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// Clock is the time the leases are kept by: the system's, or a test's
+// that moves only when the test advances it.
+type Clock interface {
+	Now() time.Time
+	// NewTicker returns a channel that receives every d (dropping ticks
+	// a slow reader missed, as time.Ticker does) and the ticker's stop.
+	NewTicker(d time.Duration) (<-chan time.Time, func())
+	// AfterFunc calls f in a goroutine of its own once d passed.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a timer of a Clock, as *time.Timer is.
+type Timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// SystemClock is the clock of the time package.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// NewTicker is time.NewTicker.
+func (SystemClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
+// AfterFunc is time.AfterFunc.
+func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// DB is a database's leases as a replica uses them: *state.Leases, or a
+// test's.
+type DB interface {
+	Heartbeat(ctx context.Context) (replicas []string, holders []state.Holder, err error)
+	Acquire(ctx context.Context, hotel string) (state.Lease, bool, error)
+	Renew(ctx context.Context, leases []state.Lease) ([]state.Lease, error)
+	Release(ctx context.Context, l state.Lease) error
+	Leave(ctx context.Context) error
+	Quit(ctx context.Context) error
+	Close() error
+}
+
+// Opener joins the replicas of the database at url; leases live life.
+type Opener func(ctx context.Context, url, replica string, life time.Duration) (DB, error)
+
+// OpenState is an Opener on PostgreSQL.
+func OpenState(ctx context.Context, url, replica string, life time.Duration) (DB, error) {
+	l, err := state.OpenLeases(ctx, url, replica, life)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Balancer balances the hotels of a keeper's database with what runs
+// them (the fleet). A keeper calls it on its own goroutine, once per
+// round; its methods must not wait for a hotel or a database, so that the
+// renewals of every database go on in time.
+type Balancer interface {
+	// Failed reports that k's database could not be opened; it returns
+	// whether the database is no longer in use, and k is to retire (see
+	// Keepers.Retire).
+	Failed(k *Keeper, err error) (retire bool)
+	// Plan balances the hotels of k's database after k's heartbeat and
+	// renewal: lost are the leases k no longer holds (taken over by
+	// another replica; their views ended). It returns the hotels k is to
+	// take, with what /readyz says of those synced elsewhere; elsewhere
+	// is nil when nothing is to be taken any more (the fleet is
+	// stopping), and retire is true when no hotel names the database.
+	Plan(k *Keeper, replicas []string, holders []state.Holder, lost []*Held) (take []string, elsewhere map[string]string, retire bool)
+	// Start starts hotel name under hl, the lease k just took, without
+	// waiting for it; it returns false when the hotel is no longer to
+	// run here, and k gives the lease back.
+	Start(name string, hl *Held) bool
+	// Settle records what /readyz says of the hotels of k's database
+	// synced elsewhere.
+	Settle(k *Keeper, elsewhere map[string]string)
+}
+
+// Options are what Keepers keep leases with.
+type Options struct {
+	// TTL is the leases' time to live (TICKETBRIDGE_LEASE_TTL).
+	TTL    time.Duration
+	Logger *slog.Logger
+	// Clock is the time; nil is SystemClock.
+	Clock Clock
+	// Open joins a database's replicas; nil is OpenState.
+	Open Opener
+	// Replica names this process among the replicas; empty is a new
+	// NewReplicaID.
+	Replica string
+}
+
+// Keepers hold the leases of a replica of many hotels: one Keeper per
+// database the hotels name, each renewing on a goroutine of its own, so
+// that a database that does not answer (or answers slowly) holds up the
+// renewals of no other.
+type Keepers struct {
+	replica string
+	ttl     time.Duration
+	log     *slog.Logger
+	clock   Clock
+	open    Opener
+	bal     Balancer
+
+	mu  gosync.Mutex
+	dbs map[string]*Keeper // by state URL
+	// retiring counts the keepers of databases no hotel names any more
+	// that are leaving them; Leave waits for them.
+	retiring gosync.WaitGroup
+}
+
+// NewKeepers returns the keepers of a replica, balancing with b; none
+// runs before Keeper is asked for its database.
+func NewKeepers(opts Options, b Balancer) *Keepers {
+	lk := &Keepers{replica: opts.Replica, ttl: opts.TTL, log: opts.Logger, clock: opts.Clock, open: opts.Open, bal: b, dbs: map[string]*Keeper{}}
+	if lk.replica == "" {
+		lk.replica = NewReplicaID()
+	}
+	if lk.clock == nil {
+		lk.clock = SystemClock{}
+	}
+	if lk.open == nil {
+		lk.open = OpenState
+	}
+	if lk.log == nil {
+		lk.log = slog.New(slog.DiscardHandler)
+	}
+	return lk
+}
+
+// Replica returns this process's name among the replicas.
+func (lk *Keepers) Replica() string { return lk.replica }
+
+// TTL returns the leases' time to live.
+func (lk *Keepers) TTL() time.Duration { return lk.ttl }
+
+// Clock returns the clock the leases are kept by.
+func (lk *Keepers) Clock() Clock { return lk.clock }
+
+// Keeper returns the keeper of the database at url, started on first use
+// on a goroutine of its own that runs until ctx ends or Leave.
+func (lk *Keepers) Keeper(ctx context.Context, url string) *Keeper {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if k, ok := lk.dbs[url]; ok {
+		return k
+	}
+	k := &Keeper{lk: lk, url: url, wake: make(chan struct{}, 1), now: make(chan chan struct{}),
+		quit: make(chan struct{}), done: make(chan struct{}), held: map[string]*Held{}}
+	lk.dbs[url] = k
+	k.wake <- struct{}{} // the first round at once
+	go k.run(ctx)
+	return k
+}
+
+// All returns the keepers of the databases in use.
+func (lk *Keepers) All() []*Keeper {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return slices.Collect(maps.Values(lk.dbs))
+}
+
+// Wake has every keeper balance now rather than at its next tick.
+func (lk *Keepers) Wake() {
+	for _, k := range lk.All() {
+		select {
+		case k.wake <- struct{}{}:
+		default: // a round is due already
+		}
+	}
+}
+
+// Retire takes k out of the keepers when it holds no lease, and reports
+// whether it did: k then quits its database after its releases in
+// flight. The Balancer calls it when no hotel names k's database.
+func (lk *Keepers) Retire(k *Keeper) bool {
+	if k.Holds() {
+		return false
+	}
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.dbs[k.url] != k {
+		return false // leaving
+	}
+	delete(lk.dbs, k.url)
+	lk.retiring.Add(1)
+	return true
+}
+
+// WaitRetired waits for the keepers retiring to have left their
+// databases.
+func (lk *Keepers) WaitRetired() { lk.retiring.Wait() }
+
+// Leave stops the keepers, releases every lease and leaves the replicas
+// of each database, after the databases being retired.
+func (lk *Keepers) Leave(ctx context.Context) {
+	lk.mu.Lock()
+	ks := slices.Collect(maps.Values(lk.dbs))
+	clear(lk.dbs)
+	lk.mu.Unlock()
+	for _, k := range ks {
+		close(k.quit)
+	}
+	for _, k := range ks {
+		<-k.done
+	}
+	lk.retiring.Wait()
+	for _, k := range ks {
+		db := k.database()
+		if db == nil {
+			continue
+		}
+		if err := db.Leave(ctx); err != nil {
+			lk.log.Warn("leave the replicas of a database", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(k.url)))
+		}
+		_ = db.Close()
+	}
+}
+
+// Keeper keeps this replica's leases in one database. Its goroutine opens
+// the database, then every tick heartbeats, renews the leases it holds,
+// and balances the database's hotels with the Balancer: hands over those
+// that belong to another replica now and takes those that belong here
+// and are free. It never waits for a hotel: the Balancer starts the
+// hotels it takes in goroutines of their own, and stops them without
+// waiting; a stopped hotel gives its lease back (Release) once its wiring
+// closed.
+type Keeper struct {
+	lk   *Keepers
+	url  string
+	wake chan struct{}      // a round now (buffered: one is enough)
+	now  chan chan struct{} // a round now, the channel closed after it
+	quit chan struct{}
+	done chan struct{}
+
+	mu   gosync.Mutex
+	db   DB               // nil until opened
+	held map[string]*Held // the leases renewed: running or stopping here
+	// releasing counts the releases in flight; a retiring keeper closes
+	// the database after them.
+	releasing gosync.WaitGroup
+}
+
+// URL returns the state URL of k's database.
+func (k *Keeper) URL() string { return k.url }
+
+// Keepers returns the keepers k is one of.
+func (k *Keeper) Keepers() *Keepers { return k.lk }
+
+func (k *Keeper) database() DB {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.db
+}
+
+// Holds reports whether k renews any lease.
+func (k *Keeper) Holds() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.held) > 0
+}
+
+// Balance has k balance its database now, and waits for the round; a
+// round asked for before (a wake) is run by this one. It returns at once
+// when k no longer runs.
+func (k *Keeper) Balance() {
+	select {
+	case <-k.wake: // this round does it
+	default:
+	}
+	reply := make(chan struct{})
+	select {
+	case k.now <- reply:
+	case <-k.done:
+		return
+	}
+	select {
+	case <-reply:
+	case <-k.done:
+	}
+}
+
+// run balances at once, then at every tick (or when woken), until quit,
+// ctx ending, or the database no longer being in use.
+func (k *Keeper) run(ctx context.Context) {
+	defer close(k.done)
+	tick, stop := k.lk.clock.NewTicker(Tick(k.lk.ttl))
+	defer stop()
+	for {
+		var reply chan struct{}
+		select {
+		case <-tick:
+		case <-k.wake:
+		case reply = <-k.now:
+		case <-k.quit:
+			return
+		case <-ctx.Done():
+			return
+		}
+		if k.round(ctx) {
+			k.retire() // done tells who asked for the round
+			return
+		}
+		if reply != nil {
+			close(reply)
+		}
+	}
+}
+
+// round is one balance of the database; it reports whether the database
+// is no longer in use, and k is to retire.
+func (k *Keeper) round(ctx context.Context) (retire bool) {
+	if ctx.Err() != nil {
+		return false
+	}
+	c, ttl, bal := k.lk.clock, k.lk.ttl, k.lk.bal
+	begin := c.Now()
+	opLog := k.lk.log.With(slog.String("op", "lease"))
+	db := k.database()
+	if db == nil {
+		var err error
+		if db, err = k.lk.open(ctx, k.url, k.lk.replica, Life(ttl)); err != nil {
+			return bal.Failed(k, err)
+		}
+		k.mu.Lock()
+		k.db = db
+		k.mu.Unlock()
+	}
+	replicas, holders, err := db.Heartbeat(ctx)
+	if err != nil {
+		// The hotels running here go on while their leases' views last.
+		opLog.Warn("lease heartbeat failed; the hotels running here go on while their leases last", slog.Any("error", err))
+		return false
+	}
+	// Renew what runs here, and what is stopping.
+	k.mu.Lock()
+	mine := maps.Clone(k.held)
+	k.mu.Unlock()
+	leases := make([]state.Lease, 0, len(mine))
+	for _, hl := range mine {
+		leases = append(leases, hl.Get())
+	}
+	kept, err := db.Renew(ctx, leases)
+	if err != nil {
+		opLog.Warn("renew leases", slog.Any("error", err))
+		return false
+	}
+	renewed := map[string]state.Lease{}
+	for _, l := range kept {
+		renewed[l.Hotel] = l
+	}
+	var lost []*Held
+	k.mu.Lock()
+	for name, hl := range mine {
+		if l, ok := renewed[name]; ok {
+			hl.extend(l)
+			continue
+		}
+		if k.held[name] != hl {
+			continue // released meanwhile
+		}
+		delete(k.held, name)
+		hl.End()
+		hl.StopTimer()
+		lost = append(lost, hl)
+	}
+	k.mu.Unlock()
+	take, elsewhere, retire := bal.Plan(k, replicas, holders, lost)
+	if retire || elsewhere == nil {
+		return retire
+	}
+	holder := map[string]state.Holder{}
+	for _, h := range holders {
+		holder[h.Hotel] = h
+	}
+	for _, name := range take {
+		// Hotels are taken during the first half of a tick only, so that
+		// taking many does not hold up the renewals; the rest wait for
+		// the next ticks.
+		if c.Now().Sub(begin) > Tick(ttl)/2 {
+			elsewhere[name] = "waiting for this replica's next tick"
+			continue
+		}
+		l, ok, err := db.Acquire(ctx, name)
+		if err != nil || !ok {
+			if err != nil {
+				opLog.Warn("take the hotel's lease", slog.Any("error", err), slog.Any("hotel", name))
+			}
+			elsewhere[name] = ElsewhereReason(holder[name], false)
+			continue
+		}
+		opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", name), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
+		hl := newHeld(k, c, l)
+		k.mu.Lock()
+		k.held[name] = hl
+		k.mu.Unlock()
+		if !bal.Start(name, hl) {
+			k.Release(hl) // a reload removed it meanwhile
+		}
+	}
+	bal.Settle(k, elsewhere)
+	return false
+}
+
+// Release gives a lease back, if k still holds it.
+func (k *Keeper) Release(hl *Held) {
+	hl.StopTimer()
+	l := hl.Get()
+	k.mu.Lock()
+	if k.held[l.Hotel] != hl {
+		k.mu.Unlock()
+		return // lost, or released already
+	}
+	delete(k.held, l.Hotel)
+	db := k.db
+	k.releasing.Add(1)
+	k.mu.Unlock()
+	defer k.releasing.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), k.lk.ttl)
+	defer cancel()
+	if err := db.Release(ctx, l); err != nil {
+		k.lk.log.Warn("release the hotel's lease", slog.Any("error", err), slog.Any("hotel", l.Hotel), slog.String("op", "lease"))
+	}
+}
+
+// retire quits and closes the database no hotel in use names any more (a
+// reload moved the hotels elsewhere, or removed them), so that a replica
+// does not keep its connections until it stops. Retire took k out of its
+// keepers already.
+func (k *Keeper) retire() {
+	defer k.lk.retiring.Done()
+	k.releasing.Wait()
+	db := k.database()
+	if db == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Tick(k.lk.ttl))
+	defer cancel()
+	if err := db.Quit(ctx); err != nil {
+		k.lk.log.Warn("leave the replicas of a database no hotel names any more", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(k.url)))
+	} else {
+		k.lk.log.Info("left the replicas of a database no hotel names any more", slog.String("op", "lease"), slog.String("state", state.Redacted(k.url)))
+	}
+	_ = db.Close()
+}

@@ -1,0 +1,230 @@
+package lease
+
+// This file holds what the leases share: the parts of the time to live,
+// a running hotel's lease (Held) and its guard, and how the hotels are
+// spread over the replicas (Assign).
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// The time to live splits as follows: a lease lives Life of it in the
+// database from its last renewal, and replicas renew every Tick of it.
+// A free hotel is taken by the replica it belongs to at its next tick; one
+// free for leaseOrphan ticks (its replica died too, or has not seen the
+// change yet) by any replica. A killed replica's hotels are thus free at
+// most Life after its last renewal, and taken at most 1+leaseOrphan
+// ticks later: 5/8 + 3/10 of the time to live, within it.
+const (
+	leaseLifeNum, leaseLifeDen = 5, 8 // Life = ttl * 5/8
+	leaseTickDen               = 10   // Tick = ttl / 10
+	leaseOrphan                = 2    // ticks a free hotel waits for its replica
+)
+
+// Life and Tick return the parts of ttl: how long a lease lives in the
+// database from its last renewal, and how often replicas renew.
+func Life(ttl time.Duration) time.Duration { return ttl * leaseLifeNum / leaseLifeDen }
+func Tick(ttl time.Duration) time.Duration { return ttl / leaseTickDen }
+
+// NewReplicaID names this process among the replicas: the host, for the
+// person reading the lease table, and a random part, unique per start.
+func NewReplicaID() string {
+	return thisHost() + "-" + uuid.NewString()[:8]
+}
+
+// thisHost is the host part of the replica ids this process makes.
+func thisHost() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "replica"
+	}
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	return host
+}
+
+// HostOf returns the host part of a replica id made by NewReplicaID, or ""
+// when id is not of that form.
+func HostOf(id string) string {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 || len(id)-i-1 != 8 {
+		return ""
+	}
+	for _, c := range id[i+1:] {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return ""
+		}
+	}
+	return id[:i]
+}
+
+// MadeHere reports whether the replica id was made on this host.
+func MadeHere(id string) bool { return HostOf(id) == thisHost() }
+
+// Held is a running hotel's lease: while its view lasts the hotel may
+// act; when the view ends without a renewal, the hotel stops at once.
+type Held struct {
+	// keeper renews the lease; nil for the lease of a daemon of one hotel.
+	keeper *Keeper
+	clock  Clock
+	mu     gosync.Mutex
+	lease  state.Lease
+	timer  Timer
+}
+
+func newHeld(k *Keeper, c Clock, l state.Lease) *Held {
+	return &Held{keeper: k, clock: c, lease: l}
+}
+
+// Keeper returns the keeper that renews the lease; nil for the lease of
+// a daemon of one hotel.
+func (hl *Held) Keeper() *Keeper { return hl.keeper }
+
+// Valid reports whether the hotel may still act.
+func (hl *Held) Valid() bool {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	return hl.lease.Valid(hl.clock.Now())
+}
+
+// Get returns the lease as last renewed.
+func (hl *Held) Get() state.Lease {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	return hl.lease
+}
+
+// extend moves the view's end to l's, and the timer with it.
+func (hl *Held) extend(l state.Lease) {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	hl.lease = l
+	if hl.timer != nil {
+		hl.timer.Reset(l.Until.Sub(hl.clock.Now()))
+	}
+}
+
+// End ends the view at once: the hotel's requests are refused from now.
+func (hl *Held) End() {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	hl.lease.Until = time.Time{}
+}
+
+// ExpireWith arms the timer that calls lost when the view ends.
+func (hl *Held) ExpireWith(lost func()) {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	hl.timer = hl.clock.AfterFunc(hl.lease.Until.Sub(hl.clock.Now()), lost)
+}
+
+// StopTimer disarms the timer ExpireWith armed.
+func (hl *Held) StopTimer() {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	if hl.timer != nil {
+		hl.timer.Stop()
+	}
+}
+
+// ErrEnded is the error of a request a hotel tries after its lease ended.
+var ErrEnded = errors.New("this replica's lease of the hotel ended: another replica may sync it now")
+
+// Guard returns the guard of the clients of a hotel held under hl (see
+// httpx.Chain.Guard and adapters.Deps.Guard): once the lease's view ended
+// it ends the hotel's context with cause and refuses with it, so that a replica that
+// was paused or cut off sends nothing more for the hotel, to the API or
+// the helpdesk, even in the moment before the view's timer stops the
+// hotel; and the cycle sees its own end, not a failing request to record.
+func Guard(hl *Held, end context.CancelCauseFunc, cause error) func() error {
+	return func() error {
+		if hl.Valid() {
+			return nil
+		}
+		end(cause)
+		return cause
+	}
+}
+
+// Assign spreads hotels over replicas evenly: their loads differ by one at
+// most. Each hotel goes to the first replica with room in an order drawn
+// from a hash of the hotel and the replica (rendezvous hashing with
+// bounded loads): first with room up to the lower share, then the hotels
+// left over go one to a replica. Every replica computes the same answer
+// from the same names, and a replica joining or leaving moves few hotels
+// besides its own share (measured: at most three times it).
+func Assign(hotels, replicas []string) map[string]string {
+	out := make(map[string]string, len(hotels))
+	if len(replicas) == 0 {
+		return out
+	}
+	hs := slices.Sorted(slices.Values(hotels))
+	floor := len(hs) / len(replicas)
+	load := map[string]int{}
+	type rank struct {
+		replica string
+		score   uint64
+	}
+	order := func(h string) []rank {
+		ranks := make([]rank, len(replicas))
+		for i, r := range replicas {
+			f := fnv.New64a()
+			_, _ = f.Write([]byte(h + "\x00" + r))
+			ranks[i] = rank{r, f.Sum64()}
+		}
+		slices.SortFunc(ranks, func(a, b rank) int {
+			if c := cmp.Compare(b.score, a.score); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.replica, b.replica)
+		})
+		return ranks
+	}
+	// Once every replica has the lower share, the rest get one each.
+	for _, limit := range []int{floor, floor + 1} {
+		for _, h := range hs {
+			if _, done := out[h]; done {
+				continue
+			}
+			for _, r := range order(h) {
+				if load[r.replica] < limit {
+					out[h] = r.replica
+					load[r.replica]++
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Orphan reports whether a hotel's lease has been free long enough for
+// any replica to take it: the replica it belongs to did not, in
+// leaseOrphan ticks (it died as well, or is about to be seen dead). A
+// hotel no replica ever held waits for its own. The hotel moves to its
+// replica later by a handover.
+func Orphan(h state.Holder, ttl time.Duration) bool {
+	return h.Hotel != "" && !h.Live && h.Free >= leaseOrphan*Tick(ttl)
+}
+
+// ElsewhereReason says, for /readyz and the log, where a hotel is synced
+// when not here.
+func ElsewhereReason(h state.Holder, ok bool) string {
+	if ok && h.Live {
+		return "synced by replica " + h.Replica
+	}
+	return "waiting for a replica to take its lease"
+}
