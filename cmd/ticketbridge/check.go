@@ -56,6 +56,9 @@ type checkOptions struct {
 	// Hotel, with TICKETBRIDGE_HOTELS_DIR, checks that hotel only; empty
 	// checks every hotel.
 	Hotel string
+	// Account finds the user the installed unit runs the daemon as;
+	// nil looks it up in the system's users (config.LookupAccount).
+	Account func(name, group string, extra ...string) (config.Account, error)
 }
 
 func runCheck(ctx context.Context, sh shell, args []string) error {
@@ -111,6 +114,10 @@ type checker struct {
 	envFile string // the env file read, for the fixes
 	scratch string // the service's state directory stands in here; "" when none
 	results []checkResult
+	// svc is whom the installed service runs as, read once (svcDone);
+	// nil when no unit is installed (see service).
+	svc     *serviceView
+	svcDone bool
 }
 
 func (c *checker) report(r checkResult) checkResult {
@@ -223,6 +230,7 @@ func (c *checker) checkOne() {
 	c.checkHelpdesk(cfg, cfgOK)
 	c.checkState(cfg)
 	if cfgOK {
+		c.checkAsService(cfg)
 		c.checkFullReads(cfg)
 		c.checkHeld(cfg)
 	}
