@@ -173,3 +173,25 @@ func TestCheckJudgesAsTheService(t *testing.T) {
 		}
 	})
 }
+
+// TestStartErrorsCarryCheckFix: once and run on a state directory their
+// user may not write fail with the fix check gives, not only "permission
+// denied".
+func TestStartErrorsCarryCheckFix(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes to any directory")
+	}
+	b := newBridge(t)
+	ro := filepath.Join(b.dir, "ro")
+	if err := os.Mkdir(ro, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	b.vars["TICKETBRIDGE_STATE"] = filepath.Join(ro, "state.db")
+	want := "; fix: " + config.NotWritable.Fix(config.Where{Path: ro, Account: config.CurrentAccount()})
+	for _, name := range []string{"once", "run"} {
+		_, errOut, code := b.cmd(name)
+		if code != 1 || !strings.Contains(errOut, "permission denied"+want) {
+			t.Errorf("%s: exit %d, want the fix %q:\n%s", name, code, want, errOut)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	}
 	w, err := bridge.New(ctx, src.Env, cfg, sc, log, opts)
 	if err != nil {
-		return err
+		return config.WithFix(err, cfg, src.Env, config.CurrentAccount())
 	}
 	defer w.Close()
 	err = serve(ctx, w, tel, usr1)
@@ -122,7 +122,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.Logger(), w.Engine()
 	if err := w.Start(ctx); err != nil {
-		return err
+		return config.WithFix(err, w.Daemon(), w.Env(), config.CurrentAccount())
 	}
 	page, handler, err := setupConsole(ctx, w, tel)
 	if err != nil {
@@ -221,7 +221,7 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
 	w, err := bridge.New(ctx, env, cfg, sc, log, bridge.Options{DryRun: dry})
 	if err != nil {
-		return err
+		return config.WithFix(err, cfg, env, config.CurrentAccount())
 	}
 	defer w.Close()
 	// The cycle has the daemon's deadline: a call that hangs ends it.
