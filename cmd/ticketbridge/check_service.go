@@ -9,6 +9,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +18,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
@@ -282,13 +285,20 @@ type folderRef struct{ variable, path string }
 
 // folders lists the helpdesk folders the hotel's adapter writes.
 func (c *checker) folders(cfg config.Daemon) []folderRef {
+	return helpdeskFolders(c.ctx, cfg, c.env)
+}
+
+// helpdeskFolders lists the folders the adapter of cfg keeps on disk (the
+// files helpdesk's folder, the webhook's delivery records), absolute;
+// none for a helpdesk reached over the network.
+func helpdeskFolders(ctx context.Context, cfg config.Daemon, env envconfig.Lookuper) []folderRef {
 	switch cfg.Adapter {
 	case files.Name:
-		if fc, err := files.LoadConfig(c.ctx, c.env); err == nil {
+		if fc, err := files.LoadConfig(ctx, env); err == nil {
 			return []folderRef{{"TICKETBRIDGE_FILES_DIR", abs(fc.Dir)}}
 		}
 	case webhook.Name:
-		if wc, err := webhook.LoadConfig(c.ctx, c.env, cfg.StateDir()); err == nil && wc.Dir != "" {
+		if wc, err := webhook.LoadConfig(ctx, env, cfg.StateDir()); err == nil && wc.Dir != "" {
 			return []folderRef{{"TICKETBRIDGE_WEBHOOK_DIR", abs(wc.Dir)}}
 		}
 	}
