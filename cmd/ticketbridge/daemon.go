@@ -205,6 +205,10 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 	if src.Service && src.StateDirMissing && !*dry {
 		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.Layout.StateDir)
 	}
+	if src.Service && !*dry {
+		// Run by root in a shell: make what the service would make.
+		defer useUnitUmask(src.Layout)()
+	}
 	secs, err := hf.sections(ctx, src, cfg, warnTo(log))
 	if err != nil {
 		return err

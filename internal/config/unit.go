@@ -42,6 +42,8 @@ type Unit struct {
 	// /root, /run/user, and /tmp, /var/tmp, from the daemon.
 	ProtectHome string
 	PrivateTmp  bool
+	// UMask= as written (octal), "" when the unit sets none.
+	UMask string
 }
 
 // UnitFiles returns the unit files systemd reads for l's unit, in order: the
@@ -127,6 +129,8 @@ func ReadUnit(files ...string) (Unit, error) {
 				u.ProtectHome = val
 			case "PrivateTmp":
 				u.PrivateTmp = isYes(val)
+			case "UMask":
+				u.UMask = val
 			}
 		}
 		if err := sc.Err(); err != nil {

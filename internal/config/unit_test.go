@@ -43,6 +43,9 @@ func TestReadUnitOfThePackage(t *testing.T) {
 	if why := u.ReadOnly("/srv/hotels/seaside", "/var/lib/ticketbridge"); why == "" {
 		t.Error("a folder outside ReadWritePaths is not read-only under ProtectSystem=strict")
 	}
+	if u.UMask != "0007" {
+		t.Errorf("UMask %q, want 0007", u.UMask)
+	}
 	if u.Hidden("/home/ops/key") == "" || u.Hidden("/tmp/key") == "" || u.Hidden("/etc/ticketbridge/api-key") != "" {
 		t.Error("ProtectHome= and PrivateTmp= are not judged")
 	}
