@@ -34,6 +34,12 @@ With the packaged /etc/ticketbridge/ticketbridge.env (the default when it
 exists and no TICKETBRIDGE_* variable is set, for every command), the check
 runs as the service would: credentials from /etc/ticketbridge (where the
 unit's LoadCredential reads them), the state below /var/lib/ticketbridge.
+There, with the unit installed, "as the service" judges what the daemon
+reads and writes at start as the unit runs it: its user (from the unit's
+User= or DynamicUser=), its credentials (LoadCredential=) and its sandbox
+(ProtectSystem=, ReadWritePaths=, ProtectHome=, PrivateTmp=), with the
+files' owners, groups and modes; a key, token, state or helpdesk folder
+the service could not use fails, though root could.
 A TICKETBRIDGE_* name that is not a variable fails the configuration
 check.
 
