@@ -6,8 +6,11 @@
 # known keys), the daemon against it with the files helpdesk, /readyz,
 # /metrics, `ticketbridge check` on good and broken configurations, once
 # with the API unreachable, every command on the packaged configuration,
-# and the daemon as the unit runs it (the service's user, the unit's
-# credentials, the console token made as the README says) up to /readyz.
+# and the README's install path on the installed package: `once` as root,
+# the console token made as the README says, two hotels the first of which
+# adopts the one hotel; after each step the daemon runs as the unit runs it
+# (the service's user, the DynamicUser layout of /var/lib/private, the
+# unit's credentials) and /readyz must answer 200.
 #
 # Runs as root on a fresh Debian 12 with Go, git and openssl (the README's
 # console-token recipe); needs nothing else (HTTP goes through bash's
@@ -143,6 +146,7 @@ grep -q '^FAIL  API key' "$work/check-packaged" || die "no FAIL for the missing 
 step "reference server"
 key=rta_ci_bridge_key_0123456789abcdef
 readonly_key=rta_ci_readonly_key_0123456789abcd
+airport_key=rta_ci_airport_key_0123456789abcde
 cat >"$work/seed.json" <<EOF
 {
   "organizations": [
@@ -165,6 +169,28 @@ cat >"$work/seed.json" <<EOF
             {"id": "5d2a6c74-0e3f-4b5a-9c9d-7e8f9a0b1c23", "author_type": "guest", "author_name": "Ines Ortiz",
              "body": "Could we have two more pillows, please?", "visible_to_guest": true,
              "created_at": "2026-03-04T10:00:00.000000+00:00"}
+          ]
+        }
+      ]
+    },
+    {
+      "id": "6e3b7d85-1f4a-4c6b-8dae-8f9a0b1c2d34",
+      "product_type": "hotel",
+      "keys": [
+        {"name": "bridge", "value": "$airport_key", "platform": "read", "tickets": "write"}
+      ],
+      "tickets": [
+        {
+          "id": "7f4c8e96-2a5b-4d7c-9ebf-9a0b1c2d3e45",
+          "department": "reception",
+          "status": "new",
+          "task_description": "Late check-out for room 12",
+          "origin": "guest",
+          "created_at": "2026-03-04T11:00:00.000000+00:00",
+          "messages": [
+            {"id": "8a5d9fa7-3b6c-4e8d-8fc0-0b1c2d3e4f56", "author_type": "guest", "author_name": "Tom Berg",
+             "body": "May we leave at two?", "visible_to_guest": true,
+             "created_at": "2026-03-04T11:00:00.000000+00:00"}
           ]
         }
       ]
@@ -306,31 +332,9 @@ if [ "$code" != 1 ] || ! grep -q "/var/lib/ticketbridge does not exist yet" "$wo
 	cat "$work/p-once0" >&2
 	die "once before the service's first start: exit $code, want 1 and the reason"
 fi
-mkdir -m 0700 /var/lib/ticketbridge # what systemd does at the first start
-packaged once >"$work/p-once" 2>&1 || { cat "$work/p-once" >&2; die "once with the packaged configuration failed"; }
-[ -f /var/lib/ticketbridge/state.db ] || die "once did not keep its state in /var/lib/ticketbridge"
-thread=$(find /srv/ticketbridge/helpdesk/tickets -name thread.md | head -n1)
-[ -n "$thread" ] || die "once did not write into /srv/ticketbridge/helpdesk"
-[ "$(stat -c %U "$thread")" = ticketbridge ] || die "once left $thread owned by $(stat -c %U "$thread"), not by the service's user"
-runuser -u ci-staff -- cat "$thread" >/dev/null || die "staff cannot read $thread"
-packaged status >"$work/p-status" 2>&1 || { cat "$work/p-status" >&2; die "status with the packaged configuration failed"; }
-grep -q "1 tracked" "$work/p-status" || { cat "$work/p-status" >&2; die "status does not show the ticket once mirrored"; }
-packaged state backup "$work/p-backup.db" || die "state backup with the packaged configuration failed"
-[ -z "$(ls -A "$work/cwd")" ] || die "the commands wrote in the working directory: $(ls -A "$work/cwd")"
-echo "ok: check, once --dry-run, once, status and state backup share /etc/ticketbridge/ticketbridge.env"
-
-step "the console token as the README makes it, the daemon run as the unit runs it"
-# The README's recipe, as root: the daemon finds the token by itself, as
-# the unit's credential console-token.
-recipe="sh -c 'umask 077; openssl rand -hex 32 > /etc/ticketbridge/console-token'"
-grep -qF "sudo $recipe" README.md || die "the README no longer makes the console token with: sudo $recipe"
-eval "$recipe"
-[ "$(stat -c '%U %a' /etc/ticketbridge/console-token)" = "root 600" ] ||
-	die "the recipe made /etc/ticketbridge/console-token $(stat -c '%U %a' /etc/ticketbridge/console-token)"
-console_token=$(cat /etc/ticketbridge/console-token)
+# What the unit does, emulated: the credentials, the state directory of
+# DynamicUser=yes, the service's user.
 unit=/lib/systemd/system/ticketbridge.service
-grep -qx 'LoadCredential=console-token:/etc/ticketbridge/console-token' "$unit" || die "the unit does not pass the console token"
-
 # unit_credentials makes what systemd makes of the unit's LoadCredential=
 # and SetCredential= lines in $creds: a copy of each readable source, else
 # the SetCredential= default, owned by the service's user, read-only.
@@ -357,20 +361,45 @@ unit_credentials() {
 	chmod 0400 "$creds"/*
 	chmod 0500 "$creds"
 }
-# The unit's EnvironmentFile=, its StateDirectory= (systemd hands it to
-# the service's user) and the service's user, without --env-file; its own
-# port, as something else may listen on the packaged one.
-mapfile -t unit_env < <(grep -E '^TICKETBRIDGE_[A-Z0-9_]+=' /etc/ticketbridge/ticketbridge.env | grep -v '^TICKETBRIDGE_LISTEN=')
-chown -R ticketbridge:ticketbridge /var/lib/ticketbridge
+# unit_first_start makes the state directory as systemd does at the first
+# start under DynamicUser=yes: /var/lib/private/ticketbridge, the service's,
+# in /var/lib/private (root's, 0700), and the link /var/lib/ticketbridge.
+made_private=
+unit_first_start() {
+	if [ ! -d /var/lib/private ]; then
+		install -d -m 0700 /var/lib/private
+		made_private=1
+	fi
+	install -d -m 0700 -o ticketbridge -g ticketbridge /var/lib/private/ticketbridge
+	ln -s private/ticketbridge /var/lib/ticketbridge
+}
+# The service reaches /var/lib/private/ticketbridge in its own mount
+# namespace only, where systemd mounts a tmpfs over /var/lib/private that
+# holds the service's directory: private_ns runs a command so.
+stash="$work/private-stash"
+mkdir "$stash"
+private_ns=(unshare --mount --propagation private -- sh -c 'mount --bind /var/lib/private/ticketbridge "$0" &&
+	mount -t tmpfs -o mode=0755 tmpfs /var/lib/private && mkdir /var/lib/private/ticketbridge &&
+	mount --bind "$0" /var/lib/private/ticketbridge && exec "$@"' "$stash")
+if ! unshare --mount --propagation private true 2>/dev/null; then
+	echo "note: no mount namespace here; /var/lib/private is opened to the service (0711) instead"
+	private_ns=()
+fi
 unit_port=$(free_port)
 unit_pid=
-# unit_start [VAR=VALUE...] runs the installed daemon as the unit does,
-# with VAR=VALUE added to its environment; setpriv and env exec, so that
-# $unit_pid is the daemon's.
+# unit_start [VAR=VALUE...] runs the installed daemon as the unit does:
+# the unit's EnvironmentFile= (its own port, as something else may listen on
+# the packaged one), $CREDENTIALS_DIRECTORY, $STATE_DIRECTORY, the
+# service's user, in the namespace of private_ns, with VAR=VALUE added;
+# unshare, sh, setpriv and env exec, so that $unit_pid is the daemon's.
 unit_start() {
-	setpriv --reuid=ticketbridge --regid=ticketbridge --init-groups -- env -i PATH=/usr/bin:/bin CREDENTIALS_DIRECTORY="$creds" \
-		STATE_DIRECTORY=/var/lib/ticketbridge "${unit_env[@]}" TICKETBRIDGE_LISTEN="127.0.0.1:$unit_port" \
-		TICKETBRIDGE_LOG_FORMAT=json "$@" /usr/bin/ticketbridge run >"$work/unit.out" 2>"$work/unit.log" &
+	local -a unit_env
+	mapfile -t unit_env < <(grep -E '^TICKETBRIDGE_[A-Z0-9_]+=' /etc/ticketbridge/ticketbridge.env | grep -v '^TICKETBRIDGE_LISTEN=')
+	[ ${#private_ns[@]} != 0 ] || chmod 0711 /var/lib/private
+	"${private_ns[@]}" setpriv --reuid=ticketbridge --regid=ticketbridge --init-groups -- env -i PATH=/usr/bin:/bin \
+		CREDENTIALS_DIRECTORY="$creds" STATE_DIRECTORY=/var/lib/ticketbridge "${unit_env[@]}" \
+		TICKETBRIDGE_LISTEN="127.0.0.1:$unit_port" TICKETBRIDGE_LOG_FORMAT=json "$@" \
+		/usr/bin/ticketbridge run >"$work/unit.out" 2>"$work/unit.log" &
 	unit_pid=$!
 	pids+=("$unit_pid")
 }
@@ -381,6 +410,7 @@ unit_ready() {
 unit_wait_ready() {
 	wait_for 60 unit_ready && kill -0 "$unit_pid" 2>/dev/null || {
 		cat "$work/unit.out" "$work/unit.log" >&2
+		http_get "127.0.0.1:$unit_port" /readyz >&2 || true
 		die "$1: the daemon, run as the unit runs it, did not answer /readyz 200 within 60s"
 	}
 }
@@ -388,8 +418,52 @@ unit_stop() {
 	local code=0
 	kill -TERM "$unit_pid"
 	wait "$unit_pid" || code=$?
+	[ ${#private_ns[@]} != 0 ] || chmod 0700 /var/lib/private
 	[ "$code" = 0 ] || { cat "$work/unit.log" >&2; die "the daemon run as the unit exited $code after SIGTERM"; }
 }
+# unit_run NAME starts the daemon as the unit, wants /readyz 200, stops it.
+unit_run() {
+	unit_credentials
+	unit_start
+	unit_wait_ready "$1"
+	unit_stop
+	echo "ok: $1: the daemon run as the unit answers /readyz 200"
+}
+
+unit_first_start
+packaged once >"$work/p-once" 2>&1 || { cat "$work/p-once" >&2; die "once with the packaged configuration failed"; }
+[ -f /var/lib/ticketbridge/state.db ] || die "once did not keep its state in /var/lib/ticketbridge"
+# Through the link, what once made is the service's.
+for f in /var/lib/private/ticketbridge/state.db /var/lib/private/ticketbridge/state.db.status.json; do
+	[ "$(stat -c %U "$f")" = ticketbridge ] || die "once left $f owned by $(stat -c %U "$f"), not by the service's user"
+done
+thread=$(find /srv/ticketbridge/helpdesk/tickets -name thread.md | head -n1)
+[ -n "$thread" ] || die "once did not write into /srv/ticketbridge/helpdesk"
+[ "$(stat -c %U "$thread")" = ticketbridge ] || die "once left $thread owned by $(stat -c %U "$thread"), not by the service's user"
+runuser -u ci-staff -- cat "$thread" >/dev/null || die "staff cannot read $thread"
+packaged status >"$work/p-status" 2>&1 || { cat "$work/p-status" >&2; die "status with the packaged configuration failed"; }
+grep -q "1 tracked" "$work/p-status" || { cat "$work/p-status" >&2; die "status does not show the ticket once mirrored"; }
+packaged state backup "$work/p-backup.db" || die "state backup with the packaged configuration failed"
+[ -z "$(ls -A "$work/cwd")" ] || die "the commands wrote in the working directory: $(ls -A "$work/cwd")"
+echo "ok: check, once --dry-run, once, status and state backup share /etc/ticketbridge/ticketbridge.env"
+packaged check >"$work/p-check2" 2>&1 || { cat "$work/p-check2" >&2; die "check after once as root failed"; }
+grep -q '^PASS  as the service' "$work/p-check2" || { cat "$work/p-check2" >&2; die "check does not judge as the service"; }
+
+step "the daemon as the unit runs it, after once as root"
+unit_run "after once as root"
+
+step "the console token as the README makes it, the daemon run as the unit runs it"
+# The README's recipe, as root: the daemon finds the token by itself, as
+# the unit's credential console-token.
+recipe="sh -c 'umask 077; openssl rand -hex 32 > /etc/ticketbridge/console-token'"
+grep -qF "sudo $recipe" README.md || die "the README no longer makes the console token with: sudo $recipe"
+eval "$recipe"
+[ "$(stat -c '%U %a' /etc/ticketbridge/console-token)" = "root 600" ] ||
+	die "the recipe made /etc/ticketbridge/console-token $(stat -c '%U %a' /etc/ticketbridge/console-token)"
+console_token=$(cat /etc/ticketbridge/console-token)
+grep -qx 'LoadCredential=console-token:/etc/ticketbridge/console-token' "$unit" || die "the unit does not pass the console token"
+packaged check >"$work/p-check3" 2>&1 || { cat "$work/p-check3" >&2; die "check with the console token failed"; }
+
 # http_post_bearer HOST:PORT PATH TOKEN prints the status code of a POST
 # with the token as bearer credential.
 http_post_bearer() {
@@ -416,18 +490,31 @@ fi
 unit_stop
 echo "ok: the daemon runs as the service's user with the token of /etc/ticketbridge/console-token, and /readyz answers"
 
-# The recipe of before, naming the root-owned file, is refused with the way out.
+# The recipe of before, naming the root-owned file, is refused with the
+# way out, by check first and by the daemon.
+set +e
+env "${unset_vars[@]}" TICKETBRIDGE_CONSOLE_TOKEN_FILE=/etc/ticketbridge/console-token /usr/bin/ticketbridge check \
+	--env-file /etc/ticketbridge/ticketbridge.env >"$work/p-check4" 2>&1
+code=$?
+set -e
+[ "$code" = 1 ] && grep -q '^FAIL  as the service' "$work/p-check4" || {
+	cat "$work/p-check4" >&2
+	die "check passes a console token file the service cannot read"
+}
+unit_credentials
+[ ${#private_ns[@]} != 0 ] || chmod 0711 /var/lib/private
 unit_start TICKETBRIDGE_CONSOLE_TOKEN_FILE=/etc/ticketbridge/console-token
 set +e
 wait "$unit_pid"
 code=$?
 set -e
+[ ${#private_ns[@]} != 0 ] || chmod 0700 /var/lib/private
 [ "$code" != 0 ] || die "the daemon started with a token file its user cannot read"
 grep -q 'leave the variable unset' "$work/unit.log" || { cat "$work/unit.log" >&2; die "the refusal of an unreadable token file does not say what to do"; }
 if grep -qF "$console_token" "$work/unit.log" "$work/unit.out"; then
 	die "the refusal holds the console token"
 fi
-echo "ok: TICKETBRIDGE_CONSOLE_TOKEN_FILE naming root's file is refused with what to do"
+echo "ok: TICKETBRIDGE_CONSOLE_TOKEN_FILE naming root's file is refused with what to do, by check and the daemon"
 
 # Without the token file the unit still starts (SetCredential= default),
 # with a read-only page.
@@ -438,9 +525,42 @@ unit_wait_ready "without a console token"
 [ "$(http_get "127.0.0.1:$unit_port" /login | head -n1)" = 404 ] || die "without a console token the page offers a sign-in"
 unit_stop
 echo "ok: without /etc/ticketbridge/console-token the daemon starts with a read-only page"
+
+step "two hotels, the first adopting the one hotel (README: Many hotels)"
+printf '%s\n' TICKETBRIDGE_HOTELS_DIR=/etc/ticketbridge/hotels.d >>/etc/ticketbridge/ticketbridge.env
+for h in seaside airport; do
+	hkey=$key
+	[ "$h" = seaside ] || hkey=$airport_key
+	printf '%s\n' "$hkey" >"/etc/ticketbridge/keys/$h.key"
+	chown ticketbridge:ticketbridge "/etc/ticketbridge/keys/$h.key"
+	chmod 600 "/etc/ticketbridge/keys/$h.key"
+	printf '%s\n' "TICKETBRIDGE_API_KEY_FILE=/etc/ticketbridge/keys/$h.key" TICKETBRIDGE_ADAPTER=files \
+		"TICKETBRIDGE_FILES_DIR=/srv/ticketbridge/helpdesk/$h" >"/etc/ticketbridge/hotels.d/$h.env"
+	chgrp ticketbridge "/etc/ticketbridge/hotels.d/$h.env"
+	chmod 640 "/etc/ticketbridge/hotels.d/$h.env"
+done
+packaged hotels adopt seaside >"$work/p-adopt" 2>&1 || { cat "$work/p-adopt" >&2; die "hotels adopt seaside failed"; }
+cat "$work/p-adopt"
+[ "$(find /srv/ticketbridge/helpdesk/seaside/tickets -name thread.md | wc -l)" = 1 ] || die "the one hotel's helpdesk folder did not move to seaside's"
+[ ! -e /srv/ticketbridge/helpdesk/tickets ] || die "adopt left the one hotel's tickets behind"
+[ "$(stat -c %U /var/lib/private/ticketbridge/hotels/seaside.db)" = ticketbridge ] || die "adopt left seaside's state not the service's"
+packaged check >"$work/p-check5" 2>&1 || { cat "$work/p-check5" >&2; die "check of two hotels failed"; }
+[ "$(grep -c '^PASS  as the service' "$work/p-check5")" = 2 ] || { cat "$work/p-check5" >&2; die "check does not judge each hotel as the service"; }
+packaged once >"$work/p-once2" 2>&1 || { cat "$work/p-once2" >&2; die "once of two hotels failed"; }
+[ "$(find /srv/ticketbridge/helpdesk/seaside/tickets -name thread.md | wc -l)" = 1 ] || die "seaside imported its requests again"
+[ "$(find /srv/ticketbridge/helpdesk/airport/tickets -name thread.md | wc -l)" = 1 ] || die "once did not mirror airport's request"
+unit_credentials
+unit_start
+unit_wait_ready "two hotels"
+readyz=$(http_get "127.0.0.1:$unit_port" /readyz)
+grep -q seaside <<<"$readyz" && grep -q airport <<<"$readyz" || die "/readyz does not list both hotels: $readyz"
+unit_stop
+echo "ok: two hotels, seaside with the one hotel's state and folder: once as root, check, then the daemon as the unit, ready"
+
 cp "$work/packaged.env" /etc/ticketbridge/ticketbridge.env
-rm -rf /var/lib/ticketbridge /etc/ticketbridge/api-key /etc/ticketbridge/console-token "$creds"
-find /srv/ticketbridge/helpdesk/tickets /srv/ticketbridge/helpdesk/outbox/processed -mindepth 1 -delete
+rm -rf /var/lib/ticketbridge /var/lib/private/ticketbridge /etc/ticketbridge/api-key "$creds" \
+	/etc/ticketbridge/hotels.d/*.env /etc/ticketbridge/keys/*.key /srv/ticketbridge/helpdesk/seaside /srv/ticketbridge/helpdesk/airport
+[ -z "$made_private" ] || rmdir /var/lib/private
 
 step "stop"
 kill -TERM "$run_pid"

@@ -34,6 +34,12 @@ With the packaged /etc/ticketbridge/ticketbridge.env (the default when it
 exists and no TICKETBRIDGE_* variable is set, for every command), the check
 runs as the service would: credentials from /etc/ticketbridge (where the
 unit's LoadCredential reads them), the state below /var/lib/ticketbridge.
+There, with the unit installed, "as the service" judges what the daemon
+reads and writes at start as the unit runs it: its user (from the unit's
+User= or DynamicUser=), its credentials (LoadCredential=) and its sandbox
+(ProtectSystem=, ReadWritePaths=, ProtectHome=, PrivateTmp=), with the
+files' owners, groups and modes; a key, token, state or helpdesk folder
+the service could not use fails, though root could.
 A TICKETBRIDGE_* name that is not a variable fails the configuration
 check.
 
@@ -56,6 +62,9 @@ type checkOptions struct {
 	// Hotel, with TICKETBRIDGE_HOTELS_DIR, checks that hotel only; empty
 	// checks every hotel.
 	Hotel string
+	// Account finds the user the installed unit runs the daemon as;
+	// nil looks it up in the system's users (config.LookupAccount).
+	Account func(name, group string, extra ...string) (config.Account, error)
 }
 
 func runCheck(ctx context.Context, sh shell, args []string) error {
@@ -111,6 +120,10 @@ type checker struct {
 	envFile string // the env file read, for the fixes
 	scratch string // the service's state directory stands in here; "" when none
 	results []checkResult
+	// svc is whom the installed service runs as, read once (svcDone);
+	// nil when no unit is installed (see service).
+	svc     *serviceView
+	svcDone bool
 }
 
 func (c *checker) report(r checkResult) checkResult {
@@ -223,6 +236,7 @@ func (c *checker) checkOne() {
 	c.checkHelpdesk(cfg, cfgOK)
 	c.checkState(cfg)
 	if cfgOK {
+		c.checkAsService(cfg)
 		c.checkFullReads(cfg)
 		c.checkHeld(cfg)
 	}

@@ -110,7 +110,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	}
 	w, err := bridge.New(ctx, src.Env, cfg, sc, log, opts)
 	if err != nil {
-		return err
+		return config.WithFix(err, cfg, src.Env, config.CurrentAccount())
 	}
 	defer w.Close()
 	err = serve(ctx, w, tel, usr1)
@@ -125,7 +125,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1 <-chan os.Signal) error {
 	log, eng := w.Logger(), w.Engine()
 	if err := w.Start(ctx); err != nil {
-		return err
+		return config.WithFix(err, w.Daemon(), w.Env(), config.CurrentAccount())
 	}
 	page, handler, err := setupConsole(ctx, w, tel)
 	if err != nil {
@@ -211,6 +211,10 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 	if src.Service && src.StateDirMissing && !*dry {
 		return fmt.Errorf("once: %s does not exist yet: systemd makes it at the service's first start (systemctl start ticketbridge); until then, once --dry-run shows what a cycle would do", src.Layout.StateDir)
 	}
+	if src.Service && !*dry {
+		// Run by root in a shell: make what the service would make.
+		defer useUnitUmask(src.Layout)()
+	}
 	secs, err := hf.sections(ctx, src, cfg, warnTo(log))
 	if err != nil {
 		return err
@@ -239,7 +243,7 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 	}
 	w, err := bridge.New(ctx, env, cfg, sc, log, opts)
 	if err != nil {
-		return err
+		return config.WithFix(err, cfg, env, config.CurrentAccount())
 	}
 	defer w.Close()
 	// The cycle has the daemon's deadline: a call that hangs ends it.

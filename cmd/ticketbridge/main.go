@@ -3,7 +3,8 @@
 // replies and status changes back to the guest.
 //
 // Subcommands: run (the daemon), once (one cycle), status, retry, skip,
-// check, demo, refserver (the reference server), state backup, version.
+// check, demo, refserver (the reference server), state backup, hotels
+// adopt, version.
 // Each takes --help. main only maps the error of run to an exit code;
 // everything else lives in functions that take their context, arguments
 // and writers, so tests call them directly.
@@ -93,6 +94,7 @@ func commands() []command {
 		{"demo", "play the whole loop locally: reference server, engine, files adapter", runDemo},
 		{"refserver", "serve the reference Guest Requests API v1 (tests, local runs)", runRefserver},
 		{"state", "state file tools: state backup FILE", runState},
+		{"hotels", "hotels directory tools: hotels adopt NAME makes the one hotel a hotel of it", runHotels},
 		{"version", "print version, commit and Go version", runVersion},
 	}
 }

@@ -6,11 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
+
+	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
 // giveToOwner makes every file and folder below dir owned by dir's owner,
-// keeping their groups. It does something only for root: a command run by
+// keeping their groups; a dir of root's in a folder of another's is given,
+// with what it holds, to that folder's owner. It does something only for root: a command run by
 // root on the service's state directory must not leave files the service
 // (another user) cannot open.
 func giveToOwner(dir string) error {
@@ -29,10 +33,23 @@ func giveToOwner(dir string) error {
 		return err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Uid == 0 {
+	if !ok {
 		return nil
 	}
 	owner := int(st.Uid)
+	if owner == 0 {
+		// A folder root made (once making a hotel's helpdesk folder in
+		// the staff's): it is the service's when its parent is.
+		pfi, err := os.Stat(filepath.Dir(dir))
+		if err != nil {
+			return err
+		}
+		pst, ok := pfi.Sys().(*syscall.Stat_t)
+		if !ok || pst.Uid == 0 {
+			return nil
+		}
+		owner = int(pst.Uid)
+	}
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -46,4 +63,39 @@ func giveToOwner(dir string) error {
 		}
 		return nil
 	})
+}
+
+// fileOwner returns the owner and group ids of the file fi describes.
+func fileOwner(fi fs.FileInfo) (uid, gid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
+}
+
+// useUnitUmask sets the process's umask to the UMask= of the unit l
+// installs, so that what once, run by root in a shell, makes is made as
+// the service would make it (folders the staff's group may write); it
+// returns what restores the umask of before. Without an installed unit
+// it does nothing.
+func useUnitUmask(l config.Layout) (restore func()) {
+	nop := func() {}
+	files := l.UnitFiles()
+	if len(files) == 0 {
+		return nop
+	}
+	if _, err := os.Stat(files[0]); err != nil {
+		return nop
+	}
+	u, err := config.ReadUnit(files...)
+	if err != nil || u.UMask == "" {
+		return nop
+	}
+	m, err := strconv.ParseUint(u.UMask, 8, 32)
+	if err != nil {
+		return nop
+	}
+	old := syscall.Umask(int(m))
+	return func() { syscall.Umask(old) }
 }

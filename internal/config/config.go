@@ -75,6 +75,8 @@ const (
 	ServiceCredDir     = "/etc/ticketbridge"
 	ServiceStateDir    = "/var/lib/ticketbridge"
 	ServiceCredRuntime = "/run/credentials/ticketbridge.service"
+	ServiceUnit        = "/lib/systemd/system/ticketbridge.service"
+	ServiceUnitDir     = "/etc/systemd/system"
 )
 
 // Layout is where the packaged service keeps its configuration,
@@ -87,10 +89,14 @@ type Layout struct {
 	CredDir string
 	// StateDir is the unit's StateDirectory.
 	StateDir string
+	// Unit is the unit file the package installs, and UnitDir where the
+	// administrator's copy and drop-ins of it are (see UnitFiles); check
+	// reads them to judge what the service may reach. "" for none.
+	Unit, UnitDir string
 }
 
 // Packaged is the layout of the .deb.
-var Packaged = Layout{EnvFile: ServiceEnvFile, CredDir: ServiceCredDir, StateDir: ServiceStateDir}
+var Packaged = Layout{EnvFile: ServiceEnvFile, CredDir: ServiceCredDir, StateDir: ServiceStateDir, Unit: ServiceUnit, UnitDir: ServiceUnitDir}
 
 // Source is where a command's configuration comes from.
 type Source struct {
@@ -438,4 +444,14 @@ func ParseLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// Unmapped returns env without the reading of the service's runtime
+// credential paths from their source files (see FindSource): the values
+// as the service itself sees them.
+func Unmapped(env envconfig.Lookuper) envconfig.Lookuper {
+	if sl, ok := env.(serviceLookuper); ok {
+		return sl.base
+	}
+	return env
 }

@@ -3,7 +3,10 @@
 // telemetry's, the hotels directory's), the env files and how they are
 // found (--env-file, the packaged service's layout under systemd or not),
 // the hotel files of TICKETBRIDGE_HOTELS_DIR resolved against the main
-// configuration, secret files, and the check for variables nobody reads.
+// configuration, secret files, the check for variables nobody reads, the
+// installed systemd unit (whom the service runs as, its credentials and
+// sandbox: Unit), and the one table of fixes that check's rows and the
+// daemon's start errors share (Problem, WithFix).
 //
 // It reads and checks; it starts nothing. The engine and the adapters
 // declare their own variables in their packages, which config loads

@@ -1,0 +1,226 @@
+package main
+
+// This file is `ticketbridge hotels adopt NAME`: the move from one hotel
+// to many that keeps what the one hotel has. Its state and its helpdesk
+// folder become those of a hotel of the hotels directory, so that the
+// hotel goes on where the single one stopped: nothing is imported again,
+// and what staff left in the outbox is read by the hotel.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+const hotelsAbout = `Tools for the hotels of TICKETBRIDGE_HOTELS_DIR.
+
+  hotels adopt NAME   make the one hotel served so far the hotel NAME
+
+adopt moves the state file of the configuration's one hotel
+(TICKETBRIDGE_STATE, or state.db in the service's state directory) to the
+state of the hotel NAME (hotels/NAME.db unless its file sets one), and the
+content of its helpdesk folder (TICKETBRIDGE_FILES_DIR, or the webhook's
+TICKETBRIDGE_WEBHOOK_DIR) into the folder NAME's file names. The hotel then
+goes on where the one hotel stopped: nothing is imported again, and the
+replies staff left in the outbox are read. Folders of other hotels inside
+the old folder stay where they are.
+
+Before: stop the daemon, set TICKETBRIDGE_HOTELS_DIR in the main
+configuration, and write NAME's file (its key, its adapter, its folder).
+The hotel must use the same adapter, and its key the same hotel's
+organisation. adopt refuses, changing nothing, when the hotel already has
+a state or an entry of its folder would overwrite one.`
+
+func runHotels(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
+	fs := newFlagSet("hotels adopt NAME", hotelsAbout, stdout)
+	var ef envFlag
+	ef.register(fs, sh.layout)
+	if len(args) == 0 {
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return &exitError{code: 2}
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	names := fs.Args()
+	if len(names) == 0 || names[0] != "adopt" {
+		return fmt.Errorf("%w: hotels: want the command adopt NAME", errUsage)
+	}
+	names = names[1:]
+	if len(names) != 1 {
+		return fmt.Errorf("%w: hotels adopt: want one NAME, the hotel of TICKETBRIDGE_HOTELS_DIR to become", errUsage)
+	}
+	src, main, err := loadPlain(ctx, &ef, stderr)
+	if err != nil {
+		return err
+	}
+	return adoptHotel(ctx, src, main, names[0], stdout)
+}
+
+// adoptHotel moves the state and helpdesk folder of main's one hotel to
+// the hotel name (see hotelsAbout), after checking that nothing stands in
+// the way; it changes nothing when something does.
+func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name string, out io.Writer) error {
+	hc, err := config.LoadHotels(ctx, src.Env)
+	if err != nil {
+		return src.Explain(err)
+	}
+	if hc.Dir == "" {
+		return fmt.Errorf("hotels adopt: TICKETBRIDGE_HOTELS_DIR is not set: set it in the main configuration and write %s%s there first", name, config.HotelSuffix)
+	}
+	var warnings []string
+	good, bad, err := config.LoadHotelDir(ctx, src, main, hc.Dir, func(w string) { warnings = append(warnings, w) })
+	if err != nil {
+		return fmt.Errorf("hotels adopt: %w", err)
+	}
+	if err := bad[name]; err != nil {
+		return fmt.Errorf("hotels adopt: %w", err)
+	}
+	i := slices.IndexFunc(good, func(h config.Hotel) bool { return h.Name() == name })
+	if i < 0 {
+		return fmt.Errorf("hotels adopt: no hotel %s in %s: write %s first", name, hc.Dir, filepath.Join(hc.Dir, name+config.HotelSuffix))
+	}
+	h := good[i]
+	from, to := main.State, h.Daemon.State
+	switch {
+	case state.IsURL(from) || state.IsURL(to):
+		return errors.New("hotels adopt: the state is in PostgreSQL: adopt moves state files only")
+	case main.Adapter != h.Daemon.Adapter:
+		return fmt.Errorf("hotels adopt: hotel %s uses the adapter %s and the one hotel %s: the state holds the one hotel's helpdesk tickets; set TICKETBRIDGE_ADAPTER=%s in %s", name, h.Daemon.Adapter, main.Adapter, main.Adapter, h.File.Path)
+	}
+	if _, err := os.Stat(from); err != nil {
+		return fmt.Errorf("hotels adopt: no state of the one hotel to adopt: %w", err)
+	}
+	if _, err := os.Stat(to); err == nil {
+		return fmt.Errorf("hotels adopt: hotel %s has a state already (%s): it ran; adopt only into a hotel that never ran", name, to)
+	}
+	// The daemon holds the state while it runs.
+	st, err := state.Open(from, state.Options{LockTimeout: 300 * time.Millisecond})
+	if errors.Is(err, state.ErrLocked) {
+		return fmt.Errorf("hotels adopt: %s is in use: stop the daemon first (systemctl stop ticketbridge)", from)
+	}
+	if err != nil {
+		return fmt.Errorf("hotels adopt: %w", err)
+	}
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("hotels adopt: %w", err)
+	}
+
+	moves, err := folderMoves(ctx, main, src, h, good)
+	if err != nil {
+		return err
+	}
+	if err := mkdirLike(filepath.Dir(to), filepath.Dir(from)); err != nil {
+		return fmt.Errorf("hotels adopt: %w", err)
+	}
+	for _, suffix := range []string{"", bridge.StatusSuffix} {
+		if err := os.Rename(from+suffix, to+suffix); err != nil && !(suffix != "" && errors.Is(err, fs.ErrNotExist)) {
+			return fmt.Errorf("hotels adopt: move state: %w", err)
+		}
+	}
+	fmt.Fprintf(out, "moved the state %s to %s\n", from, to)
+	for _, m := range moves {
+		if err := mkdirLike(m.to, m.from); err != nil {
+			return fmt.Errorf("hotels adopt: %w", err)
+		}
+		for _, e := range m.entries {
+			if err := os.Rename(filepath.Join(m.from, e), filepath.Join(m.to, e)); err != nil {
+				return fmt.Errorf("hotels adopt: move helpdesk folder: %w", err)
+			}
+		}
+		fmt.Fprintf(out, "moved %s of %s into %s\n", strings.Join(m.entries, ", "), m.from, m.to)
+	}
+	if src.Service {
+		// Run by root: the folders made stay the service's.
+		_ = giveToOwner(src.Layout.StateDir)
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(out, "warning:", w)
+	}
+	fmt.Fprintf(out, "hotel %s goes on where the one hotel stopped; start the daemon (systemctl start ticketbridge)\n", name)
+	return nil
+}
+
+// folderMove is the content of one helpdesk folder to move.
+type folderMove struct {
+	from, to string
+	entries  []string
+}
+
+// folderMoves finds what of the one hotel's helpdesk folders moves into
+// hotel h's: every entry but those holding another hotel's folder (or
+// h's). An entry that would overwrite one is an error.
+func folderMoves(ctx context.Context, main config.Daemon, src config.Source, h config.Hotel, all []config.Hotel) ([]folderMove, error) {
+	olds := helpdeskFolders(ctx, main, src.Env)
+	news := helpdeskFolders(ctx, h.Daemon, h.Env)
+	var keep []string
+	for _, o := range all {
+		for _, f := range helpdeskFolders(ctx, o.Daemon, o.Env) {
+			keep = append(keep, f.path)
+		}
+	}
+	var out []folderMove
+	for _, o := range olds {
+		j := slices.IndexFunc(news, func(n folderRef) bool { return n.variable == o.variable })
+		if j < 0 || news[j].path == o.path {
+			continue
+		}
+		des, err := os.ReadDir(o.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("hotels adopt: %w", err)
+		}
+		m := folderMove{from: o.path, to: news[j].path}
+		for _, de := range des {
+			p := filepath.Join(o.path, de.Name())
+			if slices.ContainsFunc(keep, func(k string) bool { return within(k, p) }) {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(m.to, de.Name())); err == nil {
+				return nil, fmt.Errorf("hotels adopt: %s holds %s already: adopt would overwrite it; empty %s or name another folder in %s", m.to, de.Name(), m.to, o.variable)
+			}
+			m.entries = append(m.entries, de.Name())
+		}
+		if len(m.entries) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// mkdirLike makes dir, when it does not exist, with the mode of like
+// (the setgid bit too), and, run by root, its owner and group.
+func mkdirLike(dir, like string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	fi, err := os.Stat(like)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, fi.Mode()&(fs.ModePerm|fs.ModeSetgid)); err != nil {
+		return err
+	}
+	if uid, gid, ok := fileOwner(fi); ok && os.Geteuid() == 0 {
+		return os.Lchown(dir, uid, gid)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package config
+
+// This file is the one table of fixes for what stops the daemon at start:
+// `check` prints them in its fix column, and the daemon's and `once`'s
+// errors carry the same text, so that a problem reads alike before and
+// after the service started.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// Problem is a kind of problem that stops the daemon at start.
+type Problem int
+
+const (
+	// NotWritable: the daemon's user may not write a folder or file it
+	// writes (the state, a helpdesk folder).
+	NotWritable Problem = iota + 1
+	// SecretUnreadable: the daemon's user may not read a secret file.
+	SecretUnreadable
+	// SecretIsCredential: a variable names the source of one of the
+	// unit's credentials, which the daemon's user may not read; the
+	// credential's copy it may.
+	SecretIsCredential
+	// CredentialMissing: the daemon reads a credential the unit does not
+	// pass.
+	CredentialMissing
+	// CredentialSourceMissing: the file a credential is loaded from does
+	// not exist, and the unit does not start without it.
+	CredentialSourceMissing
+	// Sandboxed: the unit's sandbox hides a path from the daemon.
+	Sandboxed
+	// ReadOnlyPath: the unit's ProtectSystem=strict keeps a folder the
+	// daemon writes read-only.
+	ReadOnlyPath
+)
+
+// Where is what a fix names.
+type Where struct {
+	// Path is the file or folder.
+	Path string
+	// Var is the variable that names it, when one does.
+	Var string
+	// Credential is the unit's credential concerned, when one is.
+	Credential string
+	// Account is the user the daemon runs as.
+	Account Account
+}
+
+// fixes is the table: each problem's fix, from what it names.
+var fixes = map[Problem]func(w Where) string{
+	NotWritable: func(w Where) string {
+		return fmt.Sprintf("run sudo chown -R %s:%s %s && sudo chmod -R u+rwX %s: the daemon runs as %s and writes there",
+			w.Account.Name, w.Account.Group, w.Path, w.Path, w.Account.Name)
+	},
+	SecretUnreadable: func(w Where) string {
+		return fmt.Sprintf("run sudo chown %s:%s %s (it stays mode 600), or pass it as a credential: LoadCredential=NAME:%s (sudo systemctl edit ticketbridge) and %s=%s/NAME",
+			w.Account.Name, w.Account.Group, w.Path, w.Path, orVar(w.Var), ServiceCredRuntime)
+	},
+	SecretIsCredential: func(w Where) string {
+		return fmt.Sprintf("the unit passes %s as its credential %s, which the daemon reads by itself: remove %s from the configuration (or set it to %s/%s)",
+			w.Path, w.Credential, orVar(w.Var), ServiceCredRuntime, w.Credential)
+	},
+	CredentialMissing: func(w Where) string {
+		return fmt.Sprintf("add LoadCredential=%s:/etc/ticketbridge/%s to the unit (sudo systemctl edit ticketbridge) and put the file there, or name another file in %s",
+			w.Credential, w.Credential, orVar(w.Var))
+	},
+	CredentialSourceMissing: func(w Where) string {
+		return fmt.Sprintf("write it to %s (sudo sh -c 'umask 077; cat > %s'): systemd does not start the service without the file its credential %s is loaded from",
+			w.Path, w.Path, w.Credential)
+	},
+	Sandboxed: func(w Where) string {
+		return fmt.Sprintf("move it below /etc/ticketbridge or /srv/ticketbridge and name the new place in %s", orVar(w.Var))
+	},
+	ReadOnlyPath: func(w Where) string {
+		return fmt.Sprintf("add ReadWritePaths=%s to the unit (sudo systemctl edit ticketbridge), or name a folder below one it lists in %s", w.Path, orVar(w.Var))
+	},
+}
+
+func orVar(v string) string {
+	if v == "" {
+		return "the configuration"
+	}
+	return v
+}
+
+// Fix returns the fix of p for what w names.
+func (p Problem) Fix(w Where) string {
+	if f, ok := fixes[p]; ok {
+		return f(w)
+	}
+	return ""
+}
+
+// Account is a user the daemon runs as: its name, its primary group's, and
+// the ids that decide what it may open.
+type Account struct {
+	Name, Group string
+	UID         int
+	GIDs        []int // the primary group first
+}
+
+// LookupAccount returns the account of the user name, with its groups;
+// group, when not empty, is its primary group instead (a unit's Group=),
+// and extra its supplementary groups (SupplementaryGroups=).
+func LookupAccount(name, group string, extra ...string) (Account, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return Account{}, fmt.Errorf("look up user %s: %w", name, err)
+	}
+	a := Account{Name: u.Username}
+	if _, err := fmt.Sscan(u.Uid, &a.UID); err != nil {
+		return a, fmt.Errorf("look up user %s: uid %q: %w", name, u.Uid, err)
+	}
+	primary := u.Gid
+	if group != "" && group != name {
+		g, err := user.LookupGroup(group)
+		if err != nil {
+			return a, fmt.Errorf("look up group %s: %w", group, err)
+		}
+		primary = g.Gid
+	}
+	ids := []string{primary}
+	if more, err := u.GroupIds(); err == nil {
+		ids = append(ids, more...)
+	}
+	for _, n := range extra {
+		if g, err := user.LookupGroup(n); err == nil {
+			ids = append(ids, g.Gid)
+		}
+	}
+	for _, s := range ids {
+		var id int
+		if _, err := fmt.Sscan(s, &id); err == nil {
+			a.GIDs = append(a.GIDs, id)
+		}
+	}
+	a.Group = group
+	if a.Group == "" {
+		if g, err := user.LookupGroupId(primary); err == nil {
+			a.Group = g.Name
+		} else {
+			a.Group = primary
+		}
+	}
+	return a, nil
+}
+
+// CurrentAccount is the account of this process, for the fixes of its
+// own errors; on failure it names the user by uid.
+func CurrentAccount() Account {
+	if u, err := user.Current(); err == nil {
+		if a, err := LookupAccount(u.Username, ""); err == nil {
+			return a
+		}
+	}
+	uid := os.Getuid()
+	return Account{Name: fmt.Sprint(uid), Group: fmt.Sprint(os.Getgid()), UID: uid, GIDs: []int{os.Getgid()}}
+}
+
+// WithFix returns err with the fix of the table that check would give for
+// it, when it is a problem of the table: a file or folder of the state or
+// of the helpdesk (TICKETBRIDGE_FILES_DIR, TICKETBRIDGE_WEBHOOK_DIR) that
+// who may not write, or that the system keeps read-only. Any other error
+// is returned as it is.
+func WithFix(err error, d Daemon, env envconfig.Lookuper, who Account) error {
+	var pe *fs.PathError
+	if err == nil || !errors.As(err, &pe) {
+		return err
+	}
+	w := Where{Account: who}
+	path := pe.Path
+	switch {
+	case !state.IsURL(d.State) && within(path, d.StateDir()):
+		w.Path, w.Var = d.StateDir(), "TICKETBRIDGE_STATE"
+	default:
+		for _, v := range []string{"TICKETBRIDGE_FILES_DIR", "TICKETBRIDGE_WEBHOOK_DIR"} {
+			if dir, ok := env.Lookup(v); ok && strings.TrimSpace(dir) != "" && within(path, filepath.Clean(strings.TrimSpace(dir))) {
+				w.Path, w.Var = filepath.Clean(strings.TrimSpace(dir)), v
+			}
+		}
+	}
+	if w.Path == "" {
+		return err
+	}
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w; fix: %s", err, ReadOnlyPath.Fix(w))
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w; fix: %s", err, NotWritable.Fix(w))
+	}
+	return err
+}
