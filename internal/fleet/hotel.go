@@ -146,6 +146,8 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 		var err error
 		w, err = f.wire(life, h.Env, h.Daemon, h.Sync, log, rh.opts)
 		if err != nil {
+			// A folder the service may not write gets check's fix.
+			err = config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount())
 			rh.wiredOnce.Do(func() { close(rh.wired) })
 			log.Error("hotel not started", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "start"))
 			f.tel.DropHotel(name, err.Error())
@@ -160,6 +162,7 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 	// no longer counts for the watchdog: the others go on, and the
 	// next reload tries it again.
 	if err := w.Start(sctx); err != nil {
+		err = config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount())
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
 		return false
