@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -246,9 +245,13 @@ func (l *Leases) Renew(ctx context.Context, leases []Lease) ([]Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
+	renewed := make(map[string]bool, len(kept))
+	for _, h := range kept {
+		renewed[h] = true
+	}
 	out := make([]Lease, 0, len(kept))
 	for _, le := range leases {
-		if slices.Contains(kept, le.Hotel) {
+		if renewed[le.Hotel] {
 			le.Until = sent.Add(l.ttl)
 			out = append(out, le)
 		}
