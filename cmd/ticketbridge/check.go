@@ -246,7 +246,7 @@ func (c *checker) checkOne() {
 // its team acts (adapters.HeldError), naming each and what it needs, and
 // warns of each file the team handed it that it set aside.
 func (c *checker) checkHeld(cfg config.Daemon) {
-	snap, err := readSnapshot(cfg.State + bridge.StatusSuffix)
+	snap, err := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix)
 	if err != nil || len(snap.Held) == 0 {
 		return
 	}
@@ -286,7 +286,7 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 			f = &fr
 		}
 	case errors.Is(err, state.ErrLocked):
-		if snap, err := readSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
+		if snap, err := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
 			f = snap.FullRead
 			if f == nil {
 				f = &sync.FullRead{Configured: sc.FullReadInterval, Effective: sc.FullReadInterval}
