@@ -5,7 +5,8 @@
 // the hotel files of TICKETBRIDGE_HOTELS_DIR resolved against the main
 // configuration, secret files, the check for variables nobody reads, the
 // installed systemd unit (whom the service runs as, its credentials and
-// sandbox: Unit), and the one table of fixes that check's rows and the
+// sandbox: Unit; who owns a file: FileOwner), the helpdesk folders a
+// configuration keeps on disk (HelpdeskFolders), and the one table of fixes that check's rows and the
 // daemon's start errors share (Problem, WithFix).
 //
 // It reads and checks; it starts nothing. The engine and the adapters
