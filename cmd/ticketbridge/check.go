@@ -178,7 +178,7 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 	case hc.Dir != "":
 		return c.checkHotels()
 	case opts.Hotel != "":
-		return fmt.Errorf("%w: %w", errUsage, errNoHotels)
+		return hotelUsage(config.ErrNoHotels)
 	}
 	c.checkOne()
 	return c.verdict()
