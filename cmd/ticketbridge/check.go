@@ -25,29 +25,6 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-const checkAbout = `Check what the daemon needs, one line each, PASS or FAIL with the fix:
-the configuration, the API key, the API (reachable, key accepted, tickets
-readable), the right to write (proven without writing anything), the
-helpdesk and the state file. Exit status 0 only when everything passed.
-
-With the packaged /etc/ticketbridge/ticketbridge.env (the default when it
-exists and no TICKETBRIDGE_* variable is set, for every command), the check
-runs as the service would: credentials from /etc/ticketbridge (where the
-unit's LoadCredential reads them), the state below /var/lib/ticketbridge.
-There, with the unit installed, "as the service" judges what the daemon
-reads and writes at start as the unit runs it: its user (from the unit's
-User= or DynamicUser=), its credentials (LoadCredential=) and its sandbox
-(ProtectSystem=, ReadWritePaths=, ProtectHome=, PrivateTmp=), with the
-files' owners, groups and modes; a key, token, state or helpdesk folder
-the service could not use fails, though root could.
-A TICKETBRIDGE_* name that is not a variable fails the configuration
-check.
-
-The write right is probed with POST /tickets/<random id>/status and an empty
-status: an API that knows the key's rights answers 403 (tickets:write
-missing) or 404 (the right is there; no such ticket). The ticket does not
-exist and the status is not valid, so nothing is created or changed.`
-
 // checkOptions are the parts of a check that tests replace.
 type checkOptions struct {
 	// Registry holds the adapters the check may open.
@@ -65,34 +42,6 @@ type checkOptions struct {
 	// Account finds the user the installed unit runs the daemon as;
 	// nil looks it up in the system's users (config.LookupAccount).
 	Account func(name, group string, extra ...string) (config.Account, error)
-}
-
-func runCheck(ctx context.Context, sh shell, args []string) error {
-	stdout, stderr := sh.stdout, sh.stderr
-	fs := newFlagSet("check", checkAbout, stdout)
-	var ef envFlag
-	ef.register(fs, sh.layout)
-	timeout := fs.Duration("timeout", 15*time.Second, "bound each network check to `duration`")
-	var hf hotelFlag
-	hf.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: check: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if *timeout <= 0 {
-		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
-	}
-	return checkAll(ctx, ef.path, stdout, checkOptions{
-		Registry: bridge.Adapters(),
-		Timeout:  *timeout,
-		Service:  sh.layout,
-		// The table is check's whole output: what an adapter logs while
-		// it retries (a helpdesk down) is in its row's verdict already.
-		Logger: newLogger(stderr, "auto", "error"),
-		Hotel:  hf.name,
-	})
 }
 
 // checkResult is one line of the check's verdict.
@@ -151,10 +100,16 @@ func skip(name, why string) checkResult {
 	return checkResult{name: name, status: checkSkip, detail: "not checked: " + why}
 }
 
-// checkAll runs every check against the environment (and envFile when it
-// is set), printing one verdict per check to out. It returns an exitError
-// of code 1 when any check failed.
-func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOptions) error {
+// errCheckFailed is checkRun's error when a check failed; the verdict is
+// printed already.
+var errCheckFailed = errors.New("a check failed")
+
+// checkRun runs every check against the environment (and envFile when it
+// is set), printing one verdict per check to out. It returns
+// errCheckFailed when any check failed, and config.ErrNoHotels or an
+// error wrapping config.ErrNoSuchHotel when opts.Hotel names no hotel of
+// the configuration.
+func checkRun(ctx context.Context, envFile string, out io.Writer, opts checkOptions) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -178,7 +133,7 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 	case hc.Dir != "":
 		return c.checkHotels()
 	case opts.Hotel != "":
-		return hotelUsage(config.ErrNoHotels)
+		return config.ErrNoHotels
 	}
 	c.checkOne()
 	return c.verdict()
@@ -195,21 +150,21 @@ func (c *checker) checkHotels() error {
 	src := c.src
 	src.Env = c.env
 	var warnings []string
-	secs, err := hotelFlag{name: c.opts.Hotel}.sections(c.ctx, src, main, func(w string) { warnings = append(warnings, w) })
+	secs, err := config.Sections(c.ctx, src, main, c.opts.Hotel, func(w string) { warnings = append(warnings, w) })
 	if err != nil {
-		if errors.Is(err, errUsage) {
+		if errors.Is(err, config.ErrNoHotels) || errors.Is(err, config.ErrNoSuchHotel) {
 			return err
 		}
 		c.report(fail("hotels", c.fixEnv()+": correct the hotels directory", "%v", err))
 		return c.verdict()
 	}
 	for _, h := range secs {
-		fmt.Fprintf(c.out, "\n== hotel %s ==\n", h.name)
-		if h.err != nil {
-			c.report(fail("configuration", "correct the hotel's file (config.example.env shows each variable's form)", "%v", h.err))
+		fmt.Fprintf(c.out, "\n== hotel %s ==\n", h.Name)
+		if h.Err != nil {
+			c.report(fail("configuration", "correct the hotel's file (config.example.env shows each variable's form)", "%v", h.Err))
 			continue
 		}
-		c.env, c.src, c.envFile = h.conf.Env, config.HotelSource(src, h.conf.File, h.conf.Env), h.conf.File.Path
+		c.env, c.src, c.envFile = h.Conf.Env, config.HotelSource(src, h.Conf.File, h.Conf.Env), h.Conf.File.Path
 		c.checkOne()
 	}
 	for _, w := range warnings {
@@ -318,17 +273,16 @@ func (c *checker) verdict() error {
 		return nil
 	}
 	fmt.Fprintf(c.out, "\n%d of %d checks failed.\n", failed, len(c.results))
-	return &exitError{code: 1}
+	return errCheckFailed
 }
 
 // environment builds the lookuper as every command does (see
-// envFlag.source). When the packaged env file is checked outside systemd
+// config.FindSource). When the packaged env file is checked outside systemd
 // before the service ever ran, its state directory is stood in for by a
 // scratch directory, removed by the cleanup it returns.
 func (c *checker) environment() (func(), error) {
 	nop := func() {}
-	ef := envFlag{path: c.envFile, layout: c.opts.Service}
-	src, err := ef.source()
+	src, err := config.FindSource(c.envFile, c.opts.Service)
 	c.envFile = src.File
 	if err != nil {
 		return nop, err
