@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/check"
 )
 
 const checkAbout = `Check what the daemon needs, one line each, PASS or FAIL with the fix:
@@ -50,7 +51,7 @@ func runCheck(ctx context.Context, sh shell, args []string) error {
 	if *timeout <= 0 {
 		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
 	}
-	return checkAll(ctx, ef.path, stdout, checkOptions{
+	return checkAll(ctx, ef.path, stdout, check.Options{
 		Registry: bridge.Adapters(),
 		Timeout:  *timeout,
 		Service:  sh.layout,
@@ -61,12 +62,12 @@ func runCheck(ctx context.Context, sh shell, args []string) error {
 	})
 }
 
-// checkAll runs the checks (see checkRun) and gives their verdict its exit
+// checkAll runs the checks (see check.Run) and gives their verdict its exit
 // status: 1 when a check failed, 2 when --hotel names no hotel of the
 // configuration.
-func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOptions) error {
-	err := checkRun(ctx, envFile, out, opts)
-	if errors.Is(err, errCheckFailed) {
+func checkAll(ctx context.Context, envFile string, out io.Writer, opts check.Options) error {
+	err := check.Run(ctx, envFile, out, opts)
+	if errors.Is(err, check.ErrFailed) {
 		return &exitError{code: 1}
 	}
 	return hotelUsage(err)

@@ -1,4 +1,4 @@
-package main
+package check
 
 // This file is check's view from inside the service: on an installed
 // system it reads the unit the package installed (its user, credentials

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"context"
@@ -25,13 +25,14 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// checkOptions are the parts of a check that tests replace.
-type checkOptions struct {
+// Options are what Run is given besides the env file: the command's
+// flags and the parts that tests replace.
+type Options struct {
 	// Registry holds the adapters the check may open.
 	Registry adapters.Registry
 	// Timeout bounds each check that talks to the network.
 	Timeout time.Duration
-	// Service is the packaged service's layout (see checkAbout); an
+	// Service is the packaged service's layout (see the package doc); an
 	// empty EnvFile turns the service emulation off.
 	Service config.Layout
 	// Logger receives the adapters' and the store's warnings.
@@ -52,18 +53,19 @@ type checkResult struct {
 	fix    string
 }
 
+// The statuses of a row, first on its line.
 const (
-	checkPass = "PASS"
-	checkFail = "FAIL"
-	checkWarn = "WARN" // something waits for a person; the exit status stays 0
-	checkSkip = "SKIP"
+	Pass = "PASS"
+	Fail = "FAIL"
+	Warn = "WARN" // something waits for a person; the exit status stays 0
+	Skip = "SKIP"
 )
 
 // checker runs the checks in order and prints each as it ends.
 type checker struct {
 	ctx     context.Context
 	out     io.Writer
-	opts    checkOptions
+	opts    Options
 	env     envconfig.Lookuper
 	src     config.Source
 	envFile string // the env file read, for the fixes
@@ -78,38 +80,38 @@ type checker struct {
 func (c *checker) report(r checkResult) checkResult {
 	c.results = append(c.results, r)
 	fmt.Fprintf(c.out, "%s  %-14s %s\n", r.status, r.name, r.detail)
-	if r.fix != "" && (r.status == checkFail || r.status == checkWarn) {
+	if r.fix != "" && (r.status == Fail || r.status == Warn) {
 		fmt.Fprintf(c.out, "      %-14s fix: %s\n", "", r.fix)
 	}
 	return r
 }
 
 func pass(name, format string, a ...any) checkResult {
-	return checkResult{name: name, status: checkPass, detail: fmt.Sprintf(format, a...)}
+	return checkResult{name: name, status: Pass, detail: fmt.Sprintf(format, a...)}
 }
 
 func fail(name, fix, format string, a ...any) checkResult {
-	return checkResult{name: name, status: checkFail, detail: fmt.Sprintf(format, a...), fix: fix}
+	return checkResult{name: name, status: Fail, detail: fmt.Sprintf(format, a...), fix: fix}
 }
 
 func warn(name, fix, format string, a ...any) checkResult {
-	return checkResult{name: name, status: checkWarn, detail: fmt.Sprintf(format, a...), fix: fix}
+	return checkResult{name: name, status: Warn, detail: fmt.Sprintf(format, a...), fix: fix}
 }
 
 func skip(name, why string) checkResult {
-	return checkResult{name: name, status: checkSkip, detail: "not checked: " + why}
+	return checkResult{name: name, status: Skip, detail: "not checked: " + why}
 }
 
-// errCheckFailed is checkRun's error when a check failed; the verdict is
-// printed already.
-var errCheckFailed = errors.New("a check failed")
+// ErrFailed is Run's error when a check failed; the verdict is printed
+// already.
+var ErrFailed = errors.New("a check failed")
 
-// checkRun runs every check against the environment (and envFile when it
-// is set), printing one verdict per check to out. It returns
-// errCheckFailed when any check failed, and config.ErrNoHotels or an
-// error wrapping config.ErrNoSuchHotel when opts.Hotel names no hotel of
-// the configuration.
-func checkRun(ctx context.Context, envFile string, out io.Writer, opts checkOptions) error {
+// Run runs every check against the environment (and envFile when it is
+// set), printing one verdict per check to out, and a summary. It returns
+// ErrFailed when any check failed, and config.ErrNoHotels or an error
+// wrapping config.ErrNoSuchHotel when opts.Hotel names no hotel of the
+// configuration.
+func Run(ctx context.Context, envFile string, out io.Writer, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -222,6 +224,14 @@ func (c *checker) checkHeld(cfg config.Daemon) {
 		"as the daemon saw at %s, the helpdesk holds %d changes: %s", at, len(what), strings.Join(what, "; ")))
 }
 
+// when is t in the local time, as status prints it; "-" for none.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}
+
 // checkFullReads says how often every open request is read whatever the
 // lists show, and whether the engine shortened that because the API left
 // updated_at behind a change. It reads the state file, or the running
@@ -258,9 +268,9 @@ func (c *checker) verdict() error {
 	failed, warned := 0, 0
 	for _, r := range c.results {
 		switch r.status {
-		case checkFail:
+		case Fail:
 			failed++
-		case checkWarn:
+		case Warn:
 			warned++
 		}
 	}
@@ -273,7 +283,7 @@ func (c *checker) verdict() error {
 		return nil
 	}
 	fmt.Fprintf(c.out, "\n%d of %d checks failed.\n", failed, len(c.results))
-	return errCheckFailed
+	return ErrFailed
 }
 
 // environment builds the lookuper as every command does (see
@@ -505,8 +515,8 @@ func orRight(err error, def string) string {
 	return def
 }
 
-// checkWrite proves the right tickets:write without writing: see
-// checkAbout.
+// checkWrite proves the right tickets:write without writing: see the
+// package doc.
 func (c *checker) checkWrite(cfg config.Daemon, key string) {
 	const name = "API write"
 	cl, err := c.client(cfg, key)
