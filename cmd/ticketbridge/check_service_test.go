@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/check"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 )
 
@@ -81,7 +82,7 @@ func (s *serviceLayout) dropIn(more string) {
 func (s *serviceLayout) check() (string, int, map[string]string) {
 	s.h.t.Helper()
 	s.l.EnvFile = s.h.envFile()
-	return runChecks(s.h.t, s.l.EnvFile, checkOptions{Registry: bridge.Adapters(), Timeout: 5 * time.Second, Service: s.l,
+	return runChecks(s.h.t, s.l.EnvFile, check.Options{Registry: bridge.Adapters(), Timeout: 5 * time.Second, Service: s.l,
 		Account: func(name, group string, _ ...string) (config.Account, error) {
 			if name != "ticketbridge" || group != "ticketbridge" {
 				s.h.t.Errorf("the unit's user and group are read as %s:%s, want ticketbridge:ticketbridge", name, group)
@@ -97,7 +98,7 @@ func (s *serviceLayout) check() (string, int, map[string]string) {
 func TestCheckJudgesAsTheService(t *testing.T) {
 	s := newServiceLayout(t)
 	out, code, v := s.check()
-	if code != 0 || v["as the service"] != checkPass || !strings.Contains(out, filepath.Join(s.helpRoot, "seaside")) {
+	if code != 0 || v["as the service"] != check.Pass || !strings.Contains(out, filepath.Join(s.helpRoot, "seaside")) {
 		t.Fatalf("a good installation: exit %d:\n%s", code, out)
 	}
 
@@ -110,7 +111,7 @@ func TestCheckJudgesAsTheService(t *testing.T) {
 		defer os.Remove(dir)
 		out, code, v := s.check()
 		want := "fix: run sudo chown -R ticketbridge:ticketbridge " + dir
-		if code != 1 || v["as the service"] != checkFail || !strings.Contains(out, want) {
+		if code != 1 || v["as the service"] != check.Fail || !strings.Contains(out, want) {
 			t.Fatalf("exit %d, want a FAIL with %q:\n%s", code, want, out)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/check"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -97,10 +98,10 @@ func (h *hotel) envFile() string {
 // status of each check by name.
 func (h *hotel) check() (string, int, map[string]string) {
 	h.t.Helper()
-	return runChecks(h.t, h.envFile(), checkOptions{Registry: bridge.Adapters(), Timeout: 5 * time.Second})
+	return runChecks(h.t, h.envFile(), check.Options{Registry: bridge.Adapters(), Timeout: 5 * time.Second})
 }
 
-func runChecks(t *testing.T, envFile string, opts checkOptions) (string, int, map[string]string) {
+func runChecks(t *testing.T, envFile string, opts check.Options) (string, int, map[string]string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	err := checkAll(context.Background(), envFile, &out, opts)
@@ -111,7 +112,7 @@ func runChecks(t *testing.T, envFile string, opts checkOptions) (string, int, ma
 			continue
 		}
 		st := line[:4]
-		if st == checkPass || st == checkFail || st == checkSkip {
+		if st == check.Pass || st == check.Fail || st == check.Skip {
 			verdicts[strings.TrimSpace(line[6:20])] = st
 		}
 	}
@@ -129,7 +130,7 @@ func TestCheckGoodConfiguration(t *testing.T) {
 		t.Fatalf("exit %d, want 0:\n%s", code, out)
 	}
 	for _, name := range []string{"configuration", "API key", "API", "API write", "helpdesk", "state file"} {
-		if v[name] != checkPass {
+		if v[name] != check.Pass {
 			t.Errorf("%s: %q, want PASS:\n%s", name, v[name], out)
 		}
 	}
@@ -237,12 +238,12 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1:\n%s", code, out)
 			}
-			if v[tc.check] != checkFail {
+			if v[tc.check] != check.Fail {
 				t.Fatalf("%s: %q, want FAIL:\n%s", tc.check, v[tc.check], out)
 			}
 			var line string
 			for _, l := range strings.Split(out, "\n") {
-				if strings.HasPrefix(l, checkFail+"  "+tc.check+" ") {
+				if strings.HasPrefix(l, check.Fail+"  "+tc.check+" ") {
 					line = l
 				}
 			}
@@ -259,7 +260,7 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 			}
 			// Only the broken part fails.
 			for name, st := range v {
-				if st == checkFail && name != tc.check {
+				if st == check.Fail && name != tc.check {
 					t.Errorf("%s also failed:\n%s", name, out)
 				}
 			}
@@ -288,7 +289,7 @@ func TestCheckStateFile(t *testing.T) {
 		}
 		defer st.Close()
 		out, code, v := h.check()
-		if code != 0 || v["state file"] != checkPass || !strings.Contains(out, "in use by the running daemon") {
+		if code != 0 || v["state file"] != check.Pass || !strings.Contains(out, "in use by the running daemon") {
 			t.Fatalf("exit %d, state %q:\n%s", code, v["state file"], out)
 		}
 	})
@@ -303,7 +304,7 @@ func TestCheckStateFile(t *testing.T) {
 		}
 		st.Close()
 		out, code, v := h.check()
-		if code != 0 || v["state file"] != checkPass || !strings.Contains(out, "0 tickets tracked") {
+		if code != 0 || v["state file"] != check.Pass || !strings.Contains(out, "0 tickets tracked") {
 			t.Fatalf("exit %d, state %q:\n%s", code, v["state file"], out)
 		}
 	})
@@ -324,7 +325,7 @@ func TestCheckStateFile(t *testing.T) {
 		}
 		st.Close()
 		out, code, v := h.check()
-		if code != 0 || v["full reads"] != checkPass || !strings.Contains(out, "at least every 5m0s, shortened from 10m0s") {
+		if code != 0 || v["full reads"] != check.Pass || !strings.Contains(out, "at least every 5m0s, shortened from 10m0s") {
 			t.Fatalf("exit %d, full reads %q:\n%s", code, v["full reads"], out)
 		}
 	})
@@ -338,7 +339,7 @@ func TestCheckStateFile(t *testing.T) {
 		}
 		writeFile(t, h.vars["TICKETBRIDGE_STATE"]+bridge.StatusSuffix, string(body), 0o600)
 		out, code, v := h.check()
-		if code != 1 || v["held changes"] != checkFail || !strings.Contains(out, "Room number is required on solve") {
+		if code != 1 || v["held changes"] != check.Fail || !strings.Contains(out, "Room number is required on solve") {
 			t.Fatalf("exit %d, held %q:\n%s", code, v["held changes"], out)
 		}
 	})
@@ -353,7 +354,7 @@ func TestCheckStateFile(t *testing.T) {
 		}
 		h.vars["TICKETBRIDGE_STATE"] = filepath.Join(ro, "state.db")
 		out, code, v := h.check()
-		if code != 1 || v["state file"] != checkFail || !strings.Contains(out, "not writable") {
+		if code != 1 || v["state file"] != check.Fail || !strings.Contains(out, "not writable") {
 			t.Fatalf("exit %d, state %q:\n%s", code, v["state file"], out)
 		}
 	})
@@ -372,14 +373,14 @@ func TestCheckAsTheService(t *testing.T) {
 	delete(h.vars, "TICKETBRIDGE_FILES_DIR")
 	envFile := h.envFile()
 	stateDir := filepath.Join(t.TempDir(), "var-lib-ticketbridge")
-	opts := checkOptions{Registry: bridge.Adapters(), Timeout: 5 * time.Second,
+	opts := check.Options{Registry: bridge.Adapters(), Timeout: 5 * time.Second,
 		Service: config.Layout{EnvFile: envFile, CredDir: etc, StateDir: stateDir}}
 
 	out, code, v := runChecks(t, envFile, opts)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	if v["API key"] != checkPass || !strings.Contains(out, filepath.Join(etc, "api-key")) || !strings.Contains(out, "scratch directory") {
+	if v["API key"] != check.Pass || !strings.Contains(out, filepath.Join(etc, "api-key")) || !strings.Contains(out, "scratch directory") {
 		t.Fatalf("key not taken from the credentials' source, or no scratch note:\n%s", out)
 	}
 	if !strings.Contains(out, filepath.Join(stateDir, "state.db")+" does not exist yet; systemd makes") {
@@ -397,7 +398,7 @@ func TestCheckAsTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, v = runChecks(t, envFile, opts)
-	if code != 0 || v["API"] != checkPass {
+	if code != 0 || v["API"] != check.Pass {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	if !strings.Contains(out, filepath.Join(stateDir, "state.db")) {
@@ -409,7 +410,7 @@ func TestCheckAsTheService(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(stateDir, "helpdesk")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("check made the helpdesk folder: %v", err)
 	}
-	if v["helpdesk"] != checkPass {
+	if v["helpdesk"] != check.Pass {
 		t.Fatalf("the helpdesk folder the service would make is not judged makeable:\n%s", out)
 	}
 	// One the service could not make fails, naming it.
@@ -419,7 +420,7 @@ func TestCheckAsTheService(t *testing.T) {
 	defer os.Chmod(stateDir, 0o700)
 	if os.Geteuid() != 0 { // root may write anywhere: access(2) says yes
 		out, _, v = runChecks(t, envFile, opts)
-		if v["helpdesk"] != checkFail || !strings.Contains(out, filepath.Join(stateDir, "helpdesk")) {
+		if v["helpdesk"] != check.Fail || !strings.Contains(out, filepath.Join(stateDir, "helpdesk")) {
 			t.Fatalf("a helpdesk folder that cannot be made passes:\n%s", out)
 		}
 	}

@@ -156,7 +156,7 @@ const snapshotCycles = 15
 
 func (d *consoleDaemon) snapshot(t *testing.T) sync.Status {
 	t.Helper()
-	s, err := readSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + bridge.StatusSuffix)
+	s, err := bridge.ReadSnapshot(d.b.vars["TICKETBRIDGE_STATE"] + bridge.StatusSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}

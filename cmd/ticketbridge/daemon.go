@@ -345,7 +345,7 @@ func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger
 	var snap *sync.Status
 	switch {
 	case errors.Is(err, state.ErrLocked):
-		s, serr := readSnapshot(cfg.State + bridge.StatusSuffix)
+		s, serr := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix)
 		if serr != nil {
 			return fmt.Errorf("the daemon holds %s and %w", cfg.State, serr)
 		}
@@ -392,22 +392,6 @@ func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger
 		return printJSON(stdout, d)
 	}
 	return printTicket(stdout, d, true)
-}
-
-// readSnapshot reads the daemon's status snapshot.
-func readSnapshot(path string) (sync.Status, error) {
-	var s sync.Status
-	b, err := os.ReadFile(path)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return s, errors.New("has written no status snapshot yet; wait for its first cycle")
-	}
-	if err != nil {
-		return s, fmt.Errorf("its status snapshot cannot be read: %w", err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("its status snapshot %s is damaged: %w", path, err)
-	}
-	return s, nil
 }
 
 func findSnapshotTicket(s *sync.Status, id string) (sync.TicketStatus, error) {

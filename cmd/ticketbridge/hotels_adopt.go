@@ -164,35 +164,35 @@ type folderMove struct {
 // hotel h's: every entry but those holding another hotel's folder (or
 // h's). An entry that would overwrite one is an error.
 func folderMoves(ctx context.Context, main config.Daemon, src config.Source, h config.Hotel, all []config.Hotel) ([]folderMove, error) {
-	olds := helpdeskFolders(ctx, main, src.Env)
-	news := helpdeskFolders(ctx, h.Daemon, h.Env)
+	olds := config.HelpdeskFolders(ctx, main, src.Env)
+	news := config.HelpdeskFolders(ctx, h.Daemon, h.Env)
 	var keep []string
 	for _, o := range all {
-		for _, f := range helpdeskFolders(ctx, o.Daemon, o.Env) {
-			keep = append(keep, f.path)
+		for _, f := range config.HelpdeskFolders(ctx, o.Daemon, o.Env) {
+			keep = append(keep, f.Path)
 		}
 	}
 	var out []folderMove
 	for _, o := range olds {
-		j := slices.IndexFunc(news, func(n folderRef) bool { return n.variable == o.variable })
-		if j < 0 || news[j].path == o.path {
+		j := slices.IndexFunc(news, func(n config.Folder) bool { return n.Var == o.Var })
+		if j < 0 || news[j].Path == o.Path {
 			continue
 		}
-		des, err := os.ReadDir(o.path)
+		des, err := os.ReadDir(o.Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("hotels adopt: %w", err)
 		}
-		m := folderMove{from: o.path, to: news[j].path}
+		m := folderMove{from: o.Path, to: news[j].Path}
 		for _, de := range des {
-			p := filepath.Join(o.path, de.Name())
-			if slices.ContainsFunc(keep, func(k string) bool { return within(k, p) }) {
+			p := filepath.Join(o.Path, de.Name())
+			if slices.ContainsFunc(keep, func(k string) bool { return config.Within(k, p) }) {
 				continue
 			}
 			if _, err := os.Lstat(filepath.Join(m.to, de.Name())); err == nil {
-				return nil, fmt.Errorf("hotels adopt: %s holds %s already: adopt would overwrite it; empty %s or name another folder in %s", m.to, de.Name(), m.to, o.variable)
+				return nil, fmt.Errorf("hotels adopt: %s holds %s already: adopt would overwrite it; empty %s or name another folder in %s", m.to, de.Name(), m.to, o.Var)
 			}
 			m.entries = append(m.entries, de.Name())
 		}
@@ -219,7 +219,7 @@ func mkdirLike(dir, like string) error {
 	if err := os.Chmod(dir, fi.Mode()&(fs.ModePerm|fs.ModeSetgid)); err != nil {
 		return err
 	}
-	if uid, gid, ok := fileOwner(fi); ok && os.Geteuid() == 0 {
+	if uid, gid, ok := config.FileOwner(fi); ok && os.Geteuid() == 0 {
 		return os.Lchown(dir, uid, gid)
 	}
 	return nil

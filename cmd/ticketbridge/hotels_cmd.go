@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
@@ -34,46 +33,31 @@ type hotelSection struct {
 }
 
 // sections returns the hotels a command acts on, in name order: the one
-// --hotel names or every hotel of the directory. It returns nil when the
-// configuration serves one hotel (no TICKETBRIDGE_HOTELS_DIR); --hotel is
-// then an error.
+// --hotel names or every hotel of the directory (see config.Sections). It
+// returns nil when the configuration serves one hotel (no
+// TICKETBRIDGE_HOTELS_DIR); --hotel is then an error.
 func (f hotelFlag) sections(ctx context.Context, src config.Source, main config.Daemon, warn func(string)) ([]hotelSection, error) {
-	hc, err := config.LoadHotels(ctx, src.Env)
+	secs, err := config.Sections(ctx, src, main, f.name, warn)
 	if err != nil {
-		return nil, src.Explain(err)
+		return nil, hotelUsage(err)
 	}
-	if hc.Dir == "" {
-		if f.name != "" {
-			return nil, fmt.Errorf("%w: %w", errUsage, errNoHotels)
-		}
+	if secs == nil {
 		return nil, nil
 	}
-	good, bad, err := config.LoadHotelDir(ctx, src, main, hc.Dir, warn)
-	if err != nil {
-		return nil, err
+	out := make([]hotelSection, len(secs))
+	for i, s := range secs {
+		out[i] = hotelSection{name: s.Name, conf: s.Conf, err: s.Err}
 	}
-	var out []hotelSection
-	for _, h := range good {
-		out = append(out, hotelSection{name: h.Name(), conf: h})
+	return out, nil
+}
+
+// hotelUsage marks the errors of --hotel (config.ErrNoHotels,
+// config.ErrNoSuchHotel) as errors of the command line.
+func hotelUsage(err error) error {
+	if errors.Is(err, config.ErrNoHotels) || errors.Is(err, config.ErrNoSuchHotel) {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	for n, err := range bad {
-		out = append(out, hotelSection{name: n, err: err})
-	}
-	slices.SortFunc(out, func(a, b hotelSection) int { return strings.Compare(a.name, b.name) })
-	if f.name == "" {
-		if len(out) == 0 {
-			return nil, fmt.Errorf("the hotels directory %s holds no hotel (<name>%s)", hc.Dir, config.HotelSuffix)
-		}
-		return out, nil
-	}
-	names := make([]string, 0, len(out))
-	for _, s := range out {
-		if s.name == f.name {
-			return []hotelSection{s}, nil
-		}
-		names = append(names, s.name)
-	}
-	return nil, fmt.Errorf("%w: --hotel %s: no such hotel in %s (hotels: %s)", errUsage, f.name, hc.Dir, strings.Join(names, ", "))
+	return err
 }
 
 // eachHotel runs do for each section, under a heading when there are
@@ -142,6 +126,3 @@ func eachHotelJSON(out io.Writer, secs []hotelSection, do func(s hotelSection, o
 	}
 	return nil
 }
-
-// errNoHotels is the error of --hotel without a hotels directory.
-var errNoHotels = errors.New("--hotel needs TICKETBRIDGE_HOTELS_DIR: this configuration serves one hotel")

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/ticketbridge/ticketbridge/internal/check"
 )
 
 // TestMisspelledVariableWarned: TICKETBRIDGE_ADAPTOR=rt is named with the
@@ -13,7 +15,7 @@ func TestMisspelledVariableWarned(t *testing.T) {
 	delete(h.vars, "TICKETBRIDGE_ADAPTER")
 	h.vars["TICKETBRIDGE_ADAPTOR"] = "rt"
 	out, code, v := h.check()
-	if code != 1 || v["configuration"] != checkFail ||
+	if code != 1 || v["configuration"] != check.Fail ||
 		!strings.Contains(out, "TICKETBRIDGE_ADAPTOR (in ") || !strings.Contains(out, "ticketbridge.env) is not a ticketbridge variable and is ignored; did you mean TICKETBRIDGE_ADAPTER?") {
 		t.Fatalf("check with a misspelled variable: exit %d, configuration %q:\n%s", code, v["configuration"], out)
 	}

@@ -65,15 +65,6 @@ func giveToOwner(dir string) error {
 	})
 }
 
-// fileOwner returns the owner and group ids of the file fi describes.
-func fileOwner(fi fs.FileInfo) (uid, gid int, ok bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, false
-	}
-	return int(st.Uid), int(st.Gid), true
-}
-
 // useUnitUmask sets the process's umask to the UMask= of the unit l
 // installs, so that what once, run by root in a shell, makes is made as
 // the service would make it (folders the staff's group may write); it

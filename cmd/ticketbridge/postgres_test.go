@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/check"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
@@ -28,9 +29,9 @@ func TestPostgresState(t *testing.T) {
 	}
 	a := b.ticket("towels")
 
-	out, _, v := runChecks(t, b.envFile(), checkOptions{Registry: bridge.Adapters()})
+	out, _, v := runChecks(t, b.envFile(), check.Options{Registry: bridge.Adapters()})
 	noPassword("check", out)
-	if v["state database"] != checkPass || !strings.Contains(out, "holds no state yet") {
+	if v["state database"] != check.Pass || !strings.Contains(out, "holds no state yet") {
 		t.Errorf("check before the first run: state database %q:\n%s", v["state database"], out)
 	}
 
@@ -57,9 +58,9 @@ func TestPostgresState(t *testing.T) {
 	// not discovered and adopted again.
 	mustContain(t, "dry run", out, "would post a reply the guest sees to ticket "+a, "tickets discovered 0")
 
-	out, _, v = runChecks(t, b.envFile(), checkOptions{Registry: bridge.Adapters()})
+	out, _, v = runChecks(t, b.envFile(), check.Options{Registry: bridge.Adapters()})
 	noPassword("check", out)
-	if v["state database"] != checkPass || !strings.Contains(out, "1 tickets tracked") {
+	if v["state database"] != check.Pass || !strings.Contains(out, "1 tickets tracked") {
 		t.Errorf("check after a run: state database %q:\n%s", v["state database"], out)
 	}
 

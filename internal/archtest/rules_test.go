@@ -140,6 +140,22 @@ var rules = []rule{
 		why:   "the demo is an application of the library: only the commands run it",
 	},
 	{
+		name: "check",
+		from: []string{"internal/check/..."},
+		deny: []string{"cmd/...", "internal/fleet/...", "internal/lease/...", "internal/telemetry/...",
+			"internal/demo/...", "internal/looptest/..."},
+		tests: true,
+		why: "check judges the configuration, the API, the helpdesk and the state as the daemon would find them at start; " +
+			"it runs none of the daemon's parts (of the bridge it reads the status snapshot only)",
+	},
+	{
+		name:  "check users",
+		from:  []string{"adapters/...", "deploy/...", "guestapi/...", "internal/...", "state/...", "sync/..."},
+		deny:  []string{"internal/check/..."},
+		tests: true,
+		why:   "check is a command's work: only the commands run it",
+	},
+	{
 		name: "plumbing",
 		from: plumbing,
 		only: plumbing,

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -318,6 +320,25 @@ func (t *snapshotTimer) taken(now time.Time, cost time.Duration, commits int64) 
 // file (see snapshot) and returns it, nil when it could not be read.
 func (w *Bridge) WriteSnapshot() *sync.Status {
 	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, nil, w.log)
+}
+
+// ReadSnapshot reads the status snapshot the daemon wrote at path (the
+// state file's path and StatusSuffix). Its errors finish a sentence about
+// the daemon ("the daemon has written no status snapshot yet"), as status
+// prints them.
+func ReadSnapshot(path string) (sync.Status, error) {
+	var s sync.Status
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, errors.New("has written no status snapshot yet; wait for its first cycle")
+	}
+	if err != nil {
+		return s, fmt.Errorf("its status snapshot cannot be read: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("its status snapshot %s is damaged: %w", path, err)
+	}
+	return s, nil
 }
 
 // snapshotAfter is WriteSnapshot after the cycle of report r, which the

@@ -182,11 +182,11 @@ func WithFix(err error, d Daemon, env envconfig.Lookuper, who Account) error {
 	w := Where{Account: who}
 	path := pe.Path
 	switch {
-	case !state.IsURL(d.State) && within(path, d.StateDir()):
+	case !state.IsURL(d.State) && Within(path, d.StateDir()):
 		w.Path, w.Var = d.StateDir(), "TICKETBRIDGE_STATE"
 	default:
 		for _, v := range []string{"TICKETBRIDGE_FILES_DIR", "TICKETBRIDGE_WEBHOOK_DIR"} {
-			if dir, ok := env.Lookup(v); ok && strings.TrimSpace(dir) != "" && within(path, filepath.Clean(strings.TrimSpace(dir))) {
+			if dir, ok := env.Lookup(v); ok && strings.TrimSpace(dir) != "" && Within(path, filepath.Clean(strings.TrimSpace(dir))) {
 				w.Path, w.Var = filepath.Clean(strings.TrimSpace(dir)), v
 			}
 		}

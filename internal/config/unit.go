@@ -171,14 +171,14 @@ func isYes(v string) bool {
 func (u Unit) Hidden(path string) string {
 	if ph := strings.ToLower(u.ProtectHome); ph != "" && !isNo(ph) {
 		for _, d := range []string{"/home", "/root", "/run/user"} {
-			if within(path, d) {
+			if Within(path, d) {
 				return fmt.Sprintf("the unit's ProtectHome=%s hides %s from the service", u.ProtectHome, d)
 			}
 		}
 	}
 	if u.PrivateTmp {
 		for _, d := range []string{"/tmp", "/var/tmp"} {
-			if within(path, d) {
+			if Within(path, d) {
 				return fmt.Sprintf("the unit's PrivateTmp=yes gives the service a %s of its own", d)
 			}
 		}
@@ -190,11 +190,11 @@ func (u Unit) Hidden(path string) string {
 // below dir, "" when it does not; stateDir is the unit's state directory,
 // which it may write.
 func (u Unit) ReadOnly(dir, stateDir string) string {
-	if strings.ToLower(u.ProtectSystem) != "strict" || within(dir, stateDir) {
+	if strings.ToLower(u.ProtectSystem) != "strict" || Within(dir, stateDir) {
 		return ""
 	}
 	for _, p := range u.ReadWritePaths {
-		if within(dir, p) {
+		if Within(dir, p) {
 			return ""
 		}
 	}
@@ -209,8 +209,8 @@ func isNo(v string) bool {
 	return false
 }
 
-// within reports whether path is dir or below it.
-func within(path, dir string) bool {
+// Within reports whether path is dir or below it.
+func Within(path, dir string) bool {
 	if dir == "" {
 		return false
 	}

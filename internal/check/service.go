@@ -1,4 +1,4 @@
-package main
+package check
 
 // This file is check's view from inside the service: on an installed
 // system it reads the unit the package installed (its user, credentials
@@ -9,7 +9,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,10 +18,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sethvargo/go-envconfig"
-
-	"github.com/ticketbridge/ticketbridge/adapters/files"
-	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 )
@@ -106,7 +101,7 @@ func (c *checker) checkAsService(cfg config.Daemon) {
 	}
 	for _, f := range c.folders(cfg) {
 		if c.judgeFolder(sv, f, stateDir, problem) {
-			wrote = append(wrote, f.path)
+			wrote = append(wrote, f.Path)
 		}
 	}
 	for _, p := range problems {
@@ -230,11 +225,11 @@ func (c *checker) judgeSecret(sv *serviceView, s secretRef, problem func(config.
 func (c *checker) judgeState(sv *serviceView, path, stateDir string, problem func(config.Problem, config.Where, string, ...any)) bool {
 	dir := filepath.Dir(path)
 	w := config.Where{Path: dir, Var: "TICKETBRIDGE_STATE"}
-	if c.scratch != "" && within(path, c.scratch) {
+	if c.scratch != "" && config.Within(path, c.scratch) {
 		return true // systemd makes the state directory, the service's
 	}
 	var top string
-	if within(path, stateDir) {
+	if config.Within(path, stateDir) {
 		real, err := filepath.EvalSymlinks(stateDir)
 		if err != nil {
 			return true // systemd makes it at the first start, the service's
@@ -243,7 +238,7 @@ func (c *checker) judgeState(sv *serviceView, path, stateDir string, problem fun
 		if err != nil {
 			return true
 		}
-		if uid, gid, ok := fileOwner(fi); ok && (uid != sv.acct.UID || len(sv.acct.GIDs) == 0 || gid != sv.acct.GIDs[0]) {
+		if uid, gid, ok := config.FileOwner(fi); ok && (uid != sv.acct.UID || len(sv.acct.GIDs) == 0 || gid != sv.acct.GIDs[0]) {
 			// systemd gives the whole directory to the service at start
 			// when its top is another's.
 			return true
@@ -280,65 +275,38 @@ func (c *checker) judgeState(sv *serviceView, path, stateDir string, problem fun
 	return true
 }
 
-// folderRef is a helpdesk folder the daemon writes.
-type folderRef struct{ variable, path string }
-
 // folders lists the helpdesk folders the hotel's adapter writes.
-func (c *checker) folders(cfg config.Daemon) []folderRef {
-	return helpdeskFolders(c.ctx, cfg, c.env)
-}
-
-// helpdeskFolders lists the folders the adapter of cfg keeps on disk (the
-// files helpdesk's folder, the webhook's delivery records), absolute;
-// none for a helpdesk reached over the network.
-func helpdeskFolders(ctx context.Context, cfg config.Daemon, env envconfig.Lookuper) []folderRef {
-	switch cfg.Adapter {
-	case files.Name:
-		if fc, err := files.LoadConfig(ctx, env); err == nil {
-			return []folderRef{{"TICKETBRIDGE_FILES_DIR", abs(fc.Dir)}}
-		}
-	case webhook.Name:
-		if wc, err := webhook.LoadConfig(ctx, env, cfg.StateDir()); err == nil && wc.Dir != "" {
-			return []folderRef{{"TICKETBRIDGE_WEBHOOK_DIR", abs(wc.Dir)}}
-		}
-	}
-	return nil
-}
-
-func abs(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
+func (c *checker) folders(cfg config.Daemon) []config.Folder {
+	return config.HelpdeskFolders(c.ctx, cfg, c.env)
 }
 
 // judgeFolder reports what keeps the service from writing the folder f
 // and what is in it; ok when nothing does.
-func (c *checker) judgeFolder(sv *serviceView, f folderRef, stateDir string, problem func(config.Problem, config.Where, string, ...any)) bool {
-	w := config.Where{Path: f.path, Var: f.variable}
-	if within(f.path, stateDir) || (c.scratch != "" && within(f.path, c.scratch)) {
+func (c *checker) judgeFolder(sv *serviceView, f config.Folder, stateDir string, problem func(config.Problem, config.Where, string, ...any)) bool {
+	w := config.Where{Path: f.Path, Var: f.Var}
+	if config.Within(f.Path, stateDir) || (c.scratch != "" && config.Within(f.Path, c.scratch)) {
 		// In the state directory, judged with it: systemd gives it to the
 		// service.
 		return true
 	}
-	if why := sv.unit.Hidden(f.path); why != "" {
-		problem(config.Sandboxed, w, "%s=%s: %s", f.variable, f.path, why)
+	if why := sv.unit.Hidden(f.Path); why != "" {
+		problem(config.Sandboxed, w, "%s=%s: %s", f.Var, f.Path, why)
 		return false
 	}
-	if why := sv.unit.ReadOnly(f.path, stateDir); why != "" {
-		problem(config.ReadOnlyPath, w, "%s=%s: %s", f.variable, f.path, why)
+	if why := sv.unit.ReadOnly(f.Path, stateDir); why != "" {
+		problem(config.ReadOnlyPath, w, "%s=%s: %s", f.Var, f.Path, why)
 		return false
 	}
-	if err := judgePath(sv.acct, "/", f.path, mayRead|mayWrite|maySearch); err != nil {
+	if err := judgePath(sv.acct, "/", f.Path, mayRead|mayWrite|maySearch); err != nil {
 		problem(config.NotWritable, w, "the helpdesk folder: %v", err)
 		return false
 	}
-	if _, err := os.Stat(f.path); err != nil {
+	if _, err := os.Stat(f.Path); err != nil {
 		return true // judged above: the daemon may make it
 	}
 	// What is in it: every folder the daemon writes, every file it reads,
 	// its lock file it opens to write.
-	err := filepath.WalkDir(f.path, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(f.Path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -418,7 +386,7 @@ func mayUse(a config.Account, fi fs.FileInfo, want fs.FileMode) bool {
 	if a.UID == 0 {
 		return true
 	}
-	uid, gid, ok := fileOwner(fi)
+	uid, gid, ok := config.FileOwner(fi)
 	if !ok {
 		return true
 	}
@@ -446,7 +414,7 @@ func wantWords(want fs.FileMode) string {
 
 // describe says who owns the file fi describes and its mode, as ls does.
 func describe(fi fs.FileInfo) string {
-	uid, gid, ok := fileOwner(fi)
+	uid, gid, ok := config.FileOwner(fi)
 	if !ok {
 		return fi.Mode().String()
 	}
@@ -458,13 +426,4 @@ func describe(fi fs.FileInfo) string {
 		gn = g.Name
 	}
 	return fmt.Sprintf("%s:%s %s", un, gn, fi.Mode())
-}
-
-// within reports whether path is dir or below it.
-func within(path, dir string) bool {
-	if dir == "" {
-		return false
-	}
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && (filepath.IsLocal(rel) || rel == ".")
 }

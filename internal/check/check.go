@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"context"
@@ -25,36 +25,14 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-const checkAbout = `Check what the daemon needs, one line each, PASS or FAIL with the fix:
-the configuration, the API key, the API (reachable, key accepted, tickets
-readable), the right to write (proven without writing anything), the
-helpdesk and the state file. Exit status 0 only when everything passed.
-
-With the packaged /etc/ticketbridge/ticketbridge.env (the default when it
-exists and no TICKETBRIDGE_* variable is set, for every command), the check
-runs as the service would: credentials from /etc/ticketbridge (where the
-unit's LoadCredential reads them), the state below /var/lib/ticketbridge.
-There, with the unit installed, "as the service" judges what the daemon
-reads and writes at start as the unit runs it: its user (from the unit's
-User= or DynamicUser=), its credentials (LoadCredential=) and its sandbox
-(ProtectSystem=, ReadWritePaths=, ProtectHome=, PrivateTmp=), with the
-files' owners, groups and modes; a key, token, state or helpdesk folder
-the service could not use fails, though root could.
-A TICKETBRIDGE_* name that is not a variable fails the configuration
-check.
-
-The write right is probed with POST /tickets/<random id>/status and an empty
-status: an API that knows the key's rights answers 403 (tickets:write
-missing) or 404 (the right is there; no such ticket). The ticket does not
-exist and the status is not valid, so nothing is created or changed.`
-
-// checkOptions are the parts of a check that tests replace.
-type checkOptions struct {
+// Options are what Run is given besides the env file: the command's
+// flags and the parts that tests replace.
+type Options struct {
 	// Registry holds the adapters the check may open.
 	Registry adapters.Registry
 	// Timeout bounds each check that talks to the network.
 	Timeout time.Duration
-	// Service is the packaged service's layout (see checkAbout); an
+	// Service is the packaged service's layout (see the package doc); an
 	// empty EnvFile turns the service emulation off.
 	Service config.Layout
 	// Logger receives the adapters' and the store's warnings.
@@ -67,34 +45,6 @@ type checkOptions struct {
 	Account func(name, group string, extra ...string) (config.Account, error)
 }
 
-func runCheck(ctx context.Context, sh shell, args []string) error {
-	stdout, stderr := sh.stdout, sh.stderr
-	fs := newFlagSet("check", checkAbout, stdout)
-	var ef envFlag
-	ef.register(fs, sh.layout)
-	timeout := fs.Duration("timeout", 15*time.Second, "bound each network check to `duration`")
-	var hf hotelFlag
-	hf.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: check: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if *timeout <= 0 {
-		return fmt.Errorf("%w: check: --timeout %s: want a positive duration", errUsage, *timeout)
-	}
-	return checkAll(ctx, ef.path, stdout, checkOptions{
-		Registry: bridge.Adapters(),
-		Timeout:  *timeout,
-		Service:  sh.layout,
-		// The table is check's whole output: what an adapter logs while
-		// it retries (a helpdesk down) is in its row's verdict already.
-		Logger: newLogger(stderr, "auto", "error"),
-		Hotel:  hf.name,
-	})
-}
-
 // checkResult is one line of the check's verdict.
 type checkResult struct {
 	name   string
@@ -103,18 +53,19 @@ type checkResult struct {
 	fix    string
 }
 
+// The statuses of a row, first on its line.
 const (
-	checkPass = "PASS"
-	checkFail = "FAIL"
-	checkWarn = "WARN" // something waits for a person; the exit status stays 0
-	checkSkip = "SKIP"
+	Pass = "PASS"
+	Fail = "FAIL"
+	Warn = "WARN" // something waits for a person; the exit status stays 0
+	Skip = "SKIP"
 )
 
 // checker runs the checks in order and prints each as it ends.
 type checker struct {
 	ctx     context.Context
 	out     io.Writer
-	opts    checkOptions
+	opts    Options
 	env     envconfig.Lookuper
 	src     config.Source
 	envFile string // the env file read, for the fixes
@@ -129,32 +80,38 @@ type checker struct {
 func (c *checker) report(r checkResult) checkResult {
 	c.results = append(c.results, r)
 	fmt.Fprintf(c.out, "%s  %-14s %s\n", r.status, r.name, r.detail)
-	if r.fix != "" && (r.status == checkFail || r.status == checkWarn) {
+	if r.fix != "" && (r.status == Fail || r.status == Warn) {
 		fmt.Fprintf(c.out, "      %-14s fix: %s\n", "", r.fix)
 	}
 	return r
 }
 
 func pass(name, format string, a ...any) checkResult {
-	return checkResult{name: name, status: checkPass, detail: fmt.Sprintf(format, a...)}
+	return checkResult{name: name, status: Pass, detail: fmt.Sprintf(format, a...)}
 }
 
 func fail(name, fix, format string, a ...any) checkResult {
-	return checkResult{name: name, status: checkFail, detail: fmt.Sprintf(format, a...), fix: fix}
+	return checkResult{name: name, status: Fail, detail: fmt.Sprintf(format, a...), fix: fix}
 }
 
 func warn(name, fix, format string, a ...any) checkResult {
-	return checkResult{name: name, status: checkWarn, detail: fmt.Sprintf(format, a...), fix: fix}
+	return checkResult{name: name, status: Warn, detail: fmt.Sprintf(format, a...), fix: fix}
 }
 
 func skip(name, why string) checkResult {
-	return checkResult{name: name, status: checkSkip, detail: "not checked: " + why}
+	return checkResult{name: name, status: Skip, detail: "not checked: " + why}
 }
 
-// checkAll runs every check against the environment (and envFile when it
-// is set), printing one verdict per check to out. It returns an exitError
-// of code 1 when any check failed.
-func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOptions) error {
+// ErrFailed is Run's error when a check failed; the verdict is printed
+// already.
+var ErrFailed = errors.New("a check failed")
+
+// Run runs every check against the environment (and envFile when it is
+// set), printing one verdict per check to out, and a summary. It returns
+// ErrFailed when any check failed, and config.ErrNoHotels or an error
+// wrapping config.ErrNoSuchHotel when opts.Hotel names no hotel of the
+// configuration.
+func Run(ctx context.Context, envFile string, out io.Writer, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -178,7 +135,7 @@ func checkAll(ctx context.Context, envFile string, out io.Writer, opts checkOpti
 	case hc.Dir != "":
 		return c.checkHotels()
 	case opts.Hotel != "":
-		return fmt.Errorf("%w: %w", errUsage, errNoHotels)
+		return config.ErrNoHotels
 	}
 	c.checkOne()
 	return c.verdict()
@@ -195,21 +152,21 @@ func (c *checker) checkHotels() error {
 	src := c.src
 	src.Env = c.env
 	var warnings []string
-	secs, err := hotelFlag{name: c.opts.Hotel}.sections(c.ctx, src, main, func(w string) { warnings = append(warnings, w) })
+	secs, err := config.Sections(c.ctx, src, main, c.opts.Hotel, func(w string) { warnings = append(warnings, w) })
 	if err != nil {
-		if errors.Is(err, errUsage) {
+		if errors.Is(err, config.ErrNoHotels) || errors.Is(err, config.ErrNoSuchHotel) {
 			return err
 		}
 		c.report(fail("hotels", c.fixEnv()+": correct the hotels directory", "%v", err))
 		return c.verdict()
 	}
 	for _, h := range secs {
-		fmt.Fprintf(c.out, "\n== hotel %s ==\n", h.name)
-		if h.err != nil {
-			c.report(fail("configuration", "correct the hotel's file (config.example.env shows each variable's form)", "%v", h.err))
+		fmt.Fprintf(c.out, "\n== hotel %s ==\n", h.Name)
+		if h.Err != nil {
+			c.report(fail("configuration", "correct the hotel's file (config.example.env shows each variable's form)", "%v", h.Err))
 			continue
 		}
-		c.env, c.src, c.envFile = h.conf.Env, config.HotelSource(src, h.conf.File, h.conf.Env), h.conf.File.Path
+		c.env, c.src, c.envFile = h.Conf.Env, config.HotelSource(src, h.Conf.File, h.Conf.Env), h.Conf.File.Path
 		c.checkOne()
 	}
 	for _, w := range warnings {
@@ -246,7 +203,7 @@ func (c *checker) checkOne() {
 // its team acts (adapters.HeldError), naming each and what it needs, and
 // warns of each file the team handed it that it set aside.
 func (c *checker) checkHeld(cfg config.Daemon) {
-	snap, err := readSnapshot(cfg.State + bridge.StatusSuffix)
+	snap, err := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix)
 	if err != nil || len(snap.Held) == 0 {
 		return
 	}
@@ -265,6 +222,14 @@ func (c *checker) checkHeld(cfg config.Daemon) {
 	}
 	c.report(fail("held changes", "do in the helpdesk what each names (for example fill in the fields required on solve); the daemon tries again every few minutes",
 		"as the daemon saw at %s, the helpdesk holds %d changes: %s", at, len(what), strings.Join(what, "; ")))
+}
+
+// when is t in the local time, as status prints it; "-" for none.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
 }
 
 // checkFullReads says how often every open request is read whatever the
@@ -286,7 +251,7 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 			f = &fr
 		}
 	case errors.Is(err, state.ErrLocked):
-		if snap, err := readSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
+		if snap, err := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
 			f = snap.FullRead
 			if f == nil {
 				f = &sync.FullRead{Configured: sc.FullReadInterval, Effective: sc.FullReadInterval}
@@ -303,9 +268,9 @@ func (c *checker) verdict() error {
 	failed, warned := 0, 0
 	for _, r := range c.results {
 		switch r.status {
-		case checkFail:
+		case Fail:
 			failed++
-		case checkWarn:
+		case Warn:
 			warned++
 		}
 	}
@@ -318,17 +283,16 @@ func (c *checker) verdict() error {
 		return nil
 	}
 	fmt.Fprintf(c.out, "\n%d of %d checks failed.\n", failed, len(c.results))
-	return &exitError{code: 1}
+	return ErrFailed
 }
 
 // environment builds the lookuper as every command does (see
-// envFlag.source). When the packaged env file is checked outside systemd
+// config.FindSource). When the packaged env file is checked outside systemd
 // before the service ever ran, its state directory is stood in for by a
 // scratch directory, removed by the cleanup it returns.
 func (c *checker) environment() (func(), error) {
 	nop := func() {}
-	ef := envFlag{path: c.envFile, layout: c.opts.Service}
-	src, err := ef.source()
+	src, err := config.FindSource(c.envFile, c.opts.Service)
 	c.envFile = src.File
 	if err != nil {
 		return nop, err
@@ -551,8 +515,8 @@ func orRight(err error, def string) string {
 	return def
 }
 
-// checkWrite proves the right tickets:write without writing: see
-// checkAbout.
+// checkWrite proves the right tickets:write without writing: see the
+// package doc.
 func (c *checker) checkWrite(cfg config.Daemon, key string) {
 	const name = "API write"
 	cl, err := c.client(cfg, key)
