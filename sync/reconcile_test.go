@@ -1,10 +1,15 @@
 package sync_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/memory"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -271,5 +276,80 @@ func TestReconcileJournalsMissedHelpdeskReply(t *testing.T) {
 	e.cycle()
 	if e.upstreamCount(id, "on its way") != 1 {
 		t.Fatal("sent twice")
+	}
+}
+
+// hiddenFeed is a helpdesk whose change feed leaves out the events whose
+// body holds body while hide is set, as a feed does whose cursor moved
+// past a reply committed late; Lookup still lists them. It counts in
+// reported how often the feed reported one.
+type hiddenFeed struct {
+	adapters.Helpdesk
+	f *feedFilter
+}
+
+type feedFilter struct {
+	body     string
+	hide     bool
+	reported int
+}
+
+func (h hiddenFeed) Changes(ctx context.Context, cur adapters.Cursor) ([]adapters.Event, adapters.Cursor, error) {
+	evs, next, err := h.Helpdesk.Changes(ctx, cur)
+	evs = slices.DeleteFunc(evs, func(ev adapters.Event) bool {
+		if !strings.Contains(ev.Body, h.f.body) {
+			return false
+		}
+		if !h.f.hide {
+			h.f.reported++
+		}
+		return h.f.hide
+	})
+	return evs, next, err
+}
+
+// TestReconcileCarriesReplyTheFeedHid: on a real adapter (the files
+// helpdesk), an agent's reply that Changes never reported reaches the
+// guest once at the ticket's reconcile, and not again when Changes reports
+// it later.
+func TestReconcileCarriesReplyTheFeedHid(t *testing.T) {
+	e := newReconcileEnv(t)
+	e.filesDir = filepath.Join(t.TempDir(), "helpdesk")
+	const reply = "Two pillows are on their way."
+	feed := &feedFilter{body: reply, hide: true}
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk { return hiddenFeed{Helpdesk: h, f: feed} }
+	id := e.newTicket("extra pillows")
+	e.cycle()
+	folder := readFolder(t, e.filesDir, id).Folder
+
+	e.clock.Advance(time.Minute)
+	p := filepath.Join(e.filesDir, "outbox", "reply.txt")
+	if err := os.WriteFile(p, []byte("ticket: "+folder+"\nkind: reply\nauthor: Maria\n\n"+reply+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if n := e.upstreamCount(id, reply); n != 0 {
+		t.Fatalf("the hidden reply went upstream %d times before the reconcile", n)
+	}
+
+	e.toSlot()
+	r := e.cycle()
+	if n := e.upstreamCount(id, reply); n != 1 || r.Reconcile[tbsync.ReconcileJournaled] != 1 {
+		t.Fatalf("after the ticket's reconcile the reply is upstream %d times, want 1; reconcile %v", n, r.Reconcile)
+	}
+
+	// The feed reports it at last: read again from the beginning.
+	feed.hide = false
+	if err := e.store.Update(func(tx *state.Tx) error { return tx.SetCursor(e.hd.Name(), "") }); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	e.toSlot()
+	e.cycle()
+	if feed.reported == 0 {
+		t.Fatal("the feed read from the beginning never reported the reply")
+	}
+	if n := e.upstreamCount(id, reply); n != 1 {
+		t.Fatalf("after the feed reported the reply, it is upstream %d times, want 1", n)
 	}
 }

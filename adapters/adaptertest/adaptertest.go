@@ -81,6 +81,10 @@ type Caps struct {
 	// NoStatus: the helpdesk cannot tell its tickets' status (a one-way
 	// receiver), and Lookup says so with adapters.NoStatus.
 	NoStatus bool
+	// Events: Lookup lists the team's replies and notes on the ticket in
+	// Found.Events, as Changes reports them. Without it Found.Events is
+	// nil.
+	Events bool
 }
 
 // Harness is what the suite needs of an adapter and its backend.
@@ -164,6 +168,7 @@ func Run(t *testing.T, h Harness) {
 		{"ChangesCursor", s.testCursor},
 		{"OwnWritesFiltered", s.testOwnWrites},
 		{"LookupAfterStateLoss", s.testLookup},
+		{"LookupEvents", s.testLookupEvents},
 		{"UnknownRef", s.testUnknownRef},
 		{"BadInput", s.testBadInput},
 		{"TextPreserved", s.testText},

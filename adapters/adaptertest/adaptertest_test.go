@@ -301,7 +301,7 @@ func harness(flaw string) adaptertest.Harness {
 		},
 		Agent:   agent{b},
 		Status:  memory.DefaultStatusMap(),
-		Caps:    adaptertest.Caps{MarkSent: true, AuthorName: true},
+		Caps:    adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
 		Faults:  faults,
 		Secrets: []string{secret},
 		Archive: func(t testing.TB, ref adapters.Ref) {

@@ -58,6 +58,8 @@ func (s *suite) testAttachments(t *testing.T) {
 		checkEvent(t, ev, ref, tk.UpstreamID)
 	}
 	s.checkUnsentNotes(t, ref, withText, alone, noted)
+	// Lookup lists the texts as Changes does, and the files alone not.
+	s.checkLookupEvents(t, tk.UpstreamID, first)
 
 	// The same events read again, by this instance from the old cursor
 	// (the engine crashed before it stored c1) and by a fresh one from

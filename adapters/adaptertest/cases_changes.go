@@ -131,3 +131,89 @@ func (s *suite) testOwnWrites(t *testing.T) {
 		t.Errorf("Changes reported the bridge's own writes: %+v", evs)
 	}
 }
+
+// testLookupEvents checks that Lookup lists the team's reply and note on
+// the ticket as Changes reports them (the same ids, kinds, bodies, authors
+// and times: reconcile recognises an event as journaled or delivered by
+// its id alone), and none of the bridge's own writes.
+func (s *suite) testLookupEvents(t *testing.T) {
+	tk := s.ticket("Late checkout")
+	a, ref := s.ensure(t, tk)
+	refs := []adapters.Ref{ref}
+	c0 := s.drain(t, a, s.head)
+	own := []adapters.Message{
+		s.message(1, guestapi.AuthorGuest, "Ada Guest", true),
+		s.message(2, guestapi.AuthorStaff, "Front desk", false),
+	}
+	if _, err := a.Append(s.ctx, ref, own); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	const author = "Anna (front desk)"
+	reply := fmt.Sprintf("Checkout at 14:00 is fine. [run %s lookup reply]", s.run)
+	note := fmt.Sprintf("Told housekeeping to leave the room for last. [run %s lookup note]", s.run)
+	agentDo(t, "reply", s.h.Agent.Reply(s.ctx, ref, author, reply))
+	agentDo(t, "add a note", s.h.Agent.Note(s.ctx, ref, author, note))
+	evs, _ := s.collect(t, a, c0, refs)
+	if len(evs) != 2 {
+		t.Fatalf("Changes after a reply and a note returned %d events on the ticket, want 2: %+v", len(evs), evs)
+	}
+	if s.h.Caps.MarkSent {
+		if err := a.MarkSent(s.ctx, ref, evs[0].ID, own[0].UpstreamID); err != nil {
+			t.Fatalf("MarkSent: %v", err)
+		}
+	}
+	s.checkLookupEvents(t, tk.UpstreamID, evs, own...)
+}
+
+// checkLookupEvents checks that a fresh instance's Lookup of upstreamID
+// lists in Found.Events exactly the replies and notes want, as Changes
+// reported them, oldest first, and no event holding the body of one of
+// the bridge's messages own. Without Caps.Events it checks that
+// Found.Events is nil.
+func (s *suite) checkLookupEvents(t *testing.T, upstreamID string, want []adapters.Event, own ...adapters.Message) {
+	t.Helper()
+	s.settle(t)
+	f, ok, err := s.open(t).Lookup(s.ctx, upstreamID)
+	if err != nil || !ok {
+		t.Fatalf("Lookup(%s) = ok %v, %v; want the ticket", upstreamID, ok, err)
+	}
+	if !s.h.Caps.Events {
+		if f.Events != nil {
+			t.Errorf("Lookup lists events %+v, but the harness says it cannot (Caps.Events)", f.Events)
+		}
+		return
+	}
+	if f.Events == nil {
+		t.Fatal("Lookup's Found.Events is nil: it says it cannot list the ticket's events")
+	}
+	var got []adapters.Event
+	for _, ev := range f.Events {
+		for _, m := range own {
+			if strings.Contains(ev.Body, m.Body) {
+				t.Errorf("Lookup lists the bridge's own message %s as the team's event %+v", m.UpstreamID, ev)
+			}
+		}
+		if ev.Kind == adapters.EventStatus {
+			continue // reconcile merges the status itself
+		}
+		got = append(got, ev)
+	}
+	byID := func(x, y adapters.Event) int { return strings.Compare(x.ID, y.ID) }
+	wantIDs, gotIDs := ids(slices.SortedFunc(slices.Values(want), byID)), ids(slices.SortedFunc(slices.Values(got), byID))
+	if !slices.Equal(gotIDs, wantIDs) {
+		t.Fatalf("Lookup lists the replies and notes %v, want those Changes reported: %v", gotIDs, wantIDs)
+	}
+	for _, ev := range got {
+		i := slices.IndexFunc(want, func(w adapters.Event) bool { return w.ID == ev.ID })
+		w := want[i]
+		if ev.Ref != w.Ref || ev.UpstreamTicketID != w.UpstreamTicketID || ev.Kind != w.Kind || ev.Body != w.Body ||
+			ev.AuthorName != w.AuthorName || !ev.At.Equal(w.At) {
+			t.Errorf("Lookup's event %s differs from Changes':\n  Lookup  %+v\n  Changes %+v", ev.ID, ev, w)
+		}
+	}
+	for i := 1; i < len(f.Events); i++ {
+		if f.Events[i].At.Before(f.Events[i-1].At) {
+			t.Errorf("Lookup's events not oldest first: %s at %s after %s at %s", f.Events[i].ID, f.Events[i].At, f.Events[i-1].ID, f.Events[i-1].At)
+		}
+	}
+}

@@ -642,7 +642,8 @@ func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapte
 	return evs, adapters.Cursor(strconv.FormatInt(next, 10)), nil
 }
 
-// Lookup finds the folder mirroring upstreamID by the ids in ticket.json.
+// Lookup finds the folder mirroring upstreamID by the ids in ticket.json,
+// with the replies and notes of the outbox that Changes recorded there.
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
 	if strings.TrimSpace(upstreamID) == "" {
 		return adapters.Found{}, false, fmt.Errorf("look up ticket: upstream id is empty: %w", adapters.ErrInvalid)
@@ -653,6 +654,7 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 		t, err := a.find(upstreamID)
 		if t != nil {
 			f, ok = t.found(a.status), true
+			f.Events = a.events(t)
 		}
 		return err
 	})

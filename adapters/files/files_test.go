@@ -128,7 +128,7 @@ func TestConformance(t *testing.T) {
 		New:    func(t testing.TB) adapters.Helpdesk { return open(t, dir) },
 		Agent:  &agent{dir: dir},
 		Status: adapters.APIStatusMap(),
-		Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true},
+		Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
 	})
 }
 
@@ -144,7 +144,7 @@ func TestConformancePageOfOne(t *testing.T) {
 		},
 		Agent:  &agent{dir: dir},
 		Status: adapters.APIStatusMap(),
-		Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true},
+		Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
 	})
 }
 

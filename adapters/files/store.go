@@ -135,6 +135,24 @@ func (t *ticketFile) found(m adapters.StatusMap) adapters.Found {
 	return f
 }
 
+// events returns the replies and notes of the outbox that Changes applied
+// to t, as it reported them (a.event builds both), oldest first.
+func (a *Adapter) events(t *ticketFile) []adapters.Event {
+	evs := []adapters.Event{}
+	for _, e := range t.Thread {
+		if e.Source != sourceOutbox || (e.Kind != kindReply && e.Kind != kindNote) {
+			continue
+		}
+		kind := adapters.EventReply
+		if e.Kind == kindNote {
+			kind = adapters.EventNote
+		}
+		evs = append(evs, a.event(e.EventID, t, OutboxItem{Kind: kind, Author: e.AuthorName, Body: e.Body}, "", e.At))
+	}
+	slices.SortStableFunc(evs, func(x, y adapters.Event) int { return x.At.Compare(y.At) })
+	return evs
+}
+
 // validFolder reports whether name can be a ticket folder's name: one
 // plain path element that the adapter would not skip.
 func validFolder(name string) bool {

@@ -105,36 +105,24 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 			if cv.UserID == me || cv.Incoming || cv.CreatedAt.Before(from) {
 				continue
 			}
-			var kind adapters.EventKind
-			switch {
-			case cv.Source == sourceReply:
-				kind = adapters.EventReply
-			case cv.Source == sourceNote && cv.Private:
-				kind = adapters.EventNote
-			case cv.Source == sourceNote:
-				kind = adapters.EventReply // a public note: the requester sees it
-			default:
+			ev, ok := conversationEvent(cv, ref, upstream)
+			if !ok {
 				continue // forwards, e-mails and the like are not agent work for the guest
 			}
-			id := conversationEventID(cv.ID)
-			if _, dup := convs[id]; dup {
+			if _, dup := convs[ev.ID]; dup {
 				continue
 			}
-			body := strings.TrimRight(cv.text(), " \t\n")
 			if names := cv.files(); len(names) > 0 {
-				files[id] = names
-			} else if strings.TrimSpace(body) == "" {
+				files[ev.ID] = names
+			} else if strings.TrimSpace(ev.Body) == "" {
 				a.log.LogAttrs(ctx, slog.LevelInfo, "freshdesk conversation without text not carried upstream",
 					slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("conversation", cv.ID))
 				continue
 			}
-			name, err := a.agentName(ctx, cv.UserID)
-			if err != nil {
+			if ev.AuthorName, err = a.agentName(ctx, cv.UserID); err != nil {
 				return err
 			}
-			convs[id] = adapters.Event{
-				ID: id, Ref: ref, UpstreamTicketID: upstream, Kind: kind, Body: body, AuthorName: name, At: cv.CreatedAt.UTC(),
-			}
+			convs[ev.ID] = ev
 		}
 		return nil
 	})
@@ -173,6 +161,32 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		}
 	}
 	return out, files, adapters.Cursor(next.String()), nil
+}
+
+// conversationEvent is the event of conversation cv of ticket ref, which
+// mirrors upstream, without its author's name: a reply or a public note
+// is a reply, a private note a note. ok is false for a conversation that
+// is not an agent's work for the guest (a guest's, a forward, an e-mail).
+// Changes and Lookup both make it here, so that the two report the same
+// event.
+func conversationEvent(cv fdConversation, ref adapters.Ref, upstream string) (ev adapters.Event, ok bool) {
+	var kind adapters.EventKind
+	switch {
+	case cv.Incoming:
+		return adapters.Event{}, false
+	case cv.Source == sourceReply:
+		kind = adapters.EventReply
+	case cv.Source == sourceNote && cv.Private:
+		kind = adapters.EventNote
+	case cv.Source == sourceNote:
+		kind = adapters.EventReply // a public note: the requester sees it
+	default:
+		return adapters.Event{}, false
+	}
+	return adapters.Event{
+		ID: conversationEventID(cv.ID), Ref: ref, UpstreamTicketID: upstream, Kind: kind,
+		Body: strings.TrimRight(cv.text(), " \t\n"), At: cv.CreatedAt.UTC(),
+	}, true
 }
 
 // statusEvent reports the status change ticket t shows, if any.

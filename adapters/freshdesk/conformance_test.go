@@ -223,7 +223,7 @@ func TestConformance(t *testing.T) {
 				Status:        freshdesk.DefaultStatusMap(),
 				AgentStatuses: []string{"4"},
 				UnknownRef:    "999999",
-				Caps:          adaptertest.Caps{MarkSent: true, AuthorName: true},
+				Caps:          adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
 				// No Archive: Freshdesk cannot find an archived ticket by
 				// a custom field, so a fresh instance does not find one
 				// without a follow-up (TestArchivedTicket covers the rest).

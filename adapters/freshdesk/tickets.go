@@ -341,10 +341,18 @@ func (v vendor) Comments(ctx context.Context, th thread) ([]saas.Comment, error)
 			if mk, ok := c.marker(); ok {
 				cm.Text = mk.Line()
 			}
+			if ev, ok := conversationEvent(c, saas.RefOf(t.ID), th.upstream); ok {
+				cm.Event, cm.Files = &ev, c.files()
+			}
 			out = append(out, cm)
 		}
 	}
 	return out, nil
+}
+
+// AuthorName returns the name Changes gives the author of c.
+func (v vendor) AuthorName(ctx context.Context, c saas.Comment) (string, error) {
+	return v.agentName(ctx, c.Author)
 }
 
 // resolve reads the ticket ref names and the upstream id it mirrors. A

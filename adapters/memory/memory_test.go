@@ -51,7 +51,7 @@ func TestConformance(t *testing.T) {
 				},
 				Agent:  agent{b},
 				Status: memory.DefaultStatusMap(),
-				Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true},
+				Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
 			})
 		})
 	}

@@ -236,18 +236,33 @@ func (a *Adapter) queueSQL(s *setup, field string) string {
 }
 
 // transactions returns page pg of the candidate transactions after id
-// after, and RT's time when it answered (its Date header, else the
-// adapter's clock): correspondence, comments and status changes on tickets
-// in the configured queues, not the bridge's own. A transaction RT commits
+// after, and RT's time when it answered (see [Adapter.searchTransactions]):
+// correspondence, comments and status changes on tickets in the
+// configured queues, not the bridge's own. A transaction RT commits
 // late joins the pages before the newest; the pages after it then repeat
 // one transaction, which [Adapter.Changes] leaves out as done.
 func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg int) ([]rtTransaction, bool, time.Time, error) {
-	types := []string{"Type = 'Correspond'", "Type = 'Status'"}
+	where := fmt.Sprintf("id > %d AND (%s)", after, a.queueSQL(s, "TicketQueue"))
+	txns, more, now, err := a.searchTransactions(ctx, s, where, true, pg)
+	if err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("search RT transactions after %d: %w", after, err)
+	}
+	return txns, more, now, nil
+}
+
+// searchTransactions returns page pg of the correspondence, comments
+// (unless SendComments is off) and, with statuses, status changes on
+// tickets that also match where, not the bridge's own, and RT's time when
+// it answered (its Date header, else the adapter's clock).
+func (a *Adapter) searchTransactions(ctx context.Context, s *setup, where string, statuses bool, pg int) ([]rtTransaction, bool, time.Time, error) {
+	types := []string{"Type = 'Correspond'"}
+	if statuses {
+		types = append(types, "Type = 'Status'")
+	}
 	if a.cfg.SendComments {
 		types = append(types, "Type = 'Comment'")
 	}
-	sql := fmt.Sprintf("ObjectType = 'RT::Ticket' AND id > %d AND (%s) AND (%s) AND Creator != %d",
-		after, strings.Join(types, " OR "), a.queueSQL(s, "TicketQueue"), s.meID)
+	sql := fmt.Sprintf("ObjectType = 'RT::Ticket' AND %s AND (%s) AND Creator != %d", where, strings.Join(types, " OR "), s.meID)
 	q := url.Values{
 		"query":           {sql},
 		"fields":          {"Type,ObjectId,Creator,Created,OldValue,NewValue"},
@@ -260,7 +275,7 @@ func (a *Adapter) transactions(ctx context.Context, s *setup, after int64, pg in
 	var p page[rtTransaction]
 	resp, err := a.c.get(ctx, "changes", "/transactions", q, &p)
 	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("search RT transactions after %d: %w", after, err)
+		return nil, false, time.Time{}, err
 	}
 	now := a.now().UTC()
 	if resp != nil {
@@ -495,4 +510,32 @@ func (a *Adapter) noteUnsent(ctx context.Context, ev adapters.Event, files []str
 func (a *Adapter) logSkip(ctx context.Context, why string, t rtTransaction) {
 	a.log.LogAttrs(ctx, slog.LevelDebug, why, slog.String("op", "changes"),
 		slog.Int64("rt_ticket", int64(t.ObjectID)), slog.Int64("rt_transaction", int64(t.ID)))
+}
+
+// ticketEvents returns the replies and comments of RT ticket id, which
+// mirrors upstreamID, as Changes reports them (the same [Adapter.events]
+// makes them), oldest first: for Lookup, so that reconcile carries one
+// the change feed skipped. One with files keeps its text, one with files
+// only is left out (see [adapters.NoteUnsent]); the comment naming the
+// files is Changes' to write, Lookup being a read. One without a body yet
+// is left out: Changes reads it again while it is in the overlap.
+func (a *Adapter) ticketEvents(ctx context.Context, s *setup, id int64, upstreamID string) ([]adapters.Event, error) {
+	a.remember(id, upstreamID)
+	out := []adapters.Event{}
+	files := map[string][]string{}
+	for pg := 1; ; pg++ {
+		txns, more, _, err := a.searchTransactions(ctx, s, fmt.Sprintf("ObjectId = %d", id), false, pg)
+		if err != nil {
+			return nil, fmt.Errorf("read the replies of RT ticket %d: %w", id, err)
+		}
+		evs, _, err := a.events(ctx, s, txns, time.Time{}, files)
+		if err != nil {
+			return nil, fmt.Errorf("read the replies of RT ticket %d: %w", id, err)
+		}
+		out = append(out, evs...)
+		if !more {
+			break
+		}
+	}
+	return adapters.NoteUnsent(ctx, nil, out, files, nil)
 }

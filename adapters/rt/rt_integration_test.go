@@ -290,6 +290,6 @@ func TestConformance(t *testing.T) {
 		Status:       rt.DefaultStatusMap(),
 		UnknownRef:   adapters.Ref(strconv.Itoa(999999999)),
 		Unsearchable: []string{"deleted"},
-		Caps:         adaptertest.Caps{MarkSent: true},
+		Caps:         adaptertest.Caps{MarkSent: true, Events: true},
 	})
 }

@@ -195,7 +195,8 @@ func (a *Adapter) upstreamOf(id int64) string {
 }
 
 // Lookup finds the RT ticket of upstreamID with the upstream messages it
-// holds (by their markers) and the deliveries MarkSent recorded.
+// holds (by their markers), the deliveries MarkSent recorded, and the
+// team's replies and comments (see [Adapter.ticketEvents]).
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
 	if err := checkID("upstream ticket id", upstreamID); err != nil {
 		return adapters.Found{}, false, fmt.Errorf("lookup: %w", err)
@@ -236,6 +237,9 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 				f.Sent[ev] = up
 			}
 		}
+	}
+	if f.Events, err = a.ticketEvents(ctx, s, int64(tk.ID), upstreamID); err != nil {
+		return adapters.Found{}, false, fmt.Errorf("lookup: %w", err)
 	}
 	return f, true, nil
 }

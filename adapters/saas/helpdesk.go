@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -45,8 +47,13 @@ type Vendor[T any] interface {
 	// whose ticket mirrors no upstream ticket, is [adapters.ErrNotFound].
 	Resolve(ctx context.Context, ref adapters.Ref) (T, error)
 	// Comments lists the comments of every ticket of th with their
-	// authors; Helpdesk reads the markers of those Self wrote.
+	// authors; Helpdesk reads the markers of those Self wrote, and Lookup
+	// reports the events of the others (see [Comment.Event]).
 	Comments(ctx context.Context, th T) ([]Comment, error)
+	// AuthorName returns the name Events gives the author of comment c,
+	// an event's (asking the helpdesk only about a user the adapter has
+	// not met).
+	AuthorName(ctx context.Context, c Comment) (string, error)
 	// Comment writes m ([MessageText]) as one comment, public after
 	// m.Public, reopening the ticket when the vendor needs that to show a
 	// guest's message, and returns th as it is after the write and the
@@ -88,6 +95,14 @@ type Comment struct {
 	ID     string
 	Author int64
 	Text   string
+	// Event is, for a reply or note of the team that Events reports, the
+	// event Events makes of it (same id, kind, body and time), built by
+	// the same code; its AuthorName is what Events falls back to when the
+	// user has no name, and Lookup sets it with Vendor.AuthorName. nil for
+	// the bridge's own comments and for those Events leaves out.
+	Event *adapters.Event
+	// Files names the files of the comment, which the API cannot carry.
+	Files []string
 }
 
 // Helpdesk is the [adapters.Helpdesk] of a SaaS adapter, on its [Vendor].
@@ -160,33 +175,73 @@ func (h *Helpdesk[T]) Lookup(ctx context.Context, upstreamID string) (adapters.F
 		}
 		return adapters.Found{}, false, err
 	}
-	held, err := h.held(ctx, th, "look up "+h.in.Name+" ticket for "+upstreamID)
+	what := "look up " + h.in.Name + " ticket for " + upstreamID
+	held, cs, err := h.read(ctx, th, what)
 	if err != nil {
 		return adapters.Found{}, false, err
 	}
 	f := held.Found(ref)
 	f.Status = h.v.Current(th)
+	if f.Events, err = h.events(ctx, cs); err != nil {
+		return adapters.Found{}, false, fmt.Errorf("%s: %w", what, err)
+	}
 	return f, true, nil
+}
+
+// events returns the events of the team's comments in cs, as Changes
+// reports them, oldest first: one without text or files is left out, a
+// reply or note with files keeps its text, and one with files only is
+// left out (the rule of [adapters.NoteUnsent]).
+// Lookup is a read: the note naming the files is Changes' to write.
+func (h *Helpdesk[T]) events(ctx context.Context, cs []Comment) ([]adapters.Event, error) {
+	evs := []adapters.Event{}
+	files := map[string][]string{}
+	for _, c := range cs {
+		if c.Event == nil || len(c.Files) == 0 && strings.TrimSpace(c.Event.Body) == "" {
+			continue // nothing to carry, as Changes leaves it out
+		}
+		ev := *c.Event
+		name, err := h.v.AuthorName(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if name != "" {
+			ev.AuthorName = name
+		}
+		if len(c.Files) > 0 {
+			files[ev.ID] = c.Files
+		}
+		evs = append(evs, ev)
+	}
+	slices.SortStableFunc(evs, func(x, y adapters.Event) int { return x.At.Compare(y.At) })
+	return adapters.NoteUnsent(ctx, nil, evs, files, nil)
 }
 
 // held reads the markers of the comments the adapter's own user wrote in
 // th. An error reading the user is returned as it is, the others say what.
 func (h *Helpdesk[T]) held(ctx context.Context, th T, what string) (Held, error) {
+	held, _, err := h.read(ctx, th, what)
+	return held, err
+}
+
+// read is held, with the comments it read.
+func (h *Helpdesk[T]) read(ctx context.Context, th T, what string) (Held, []Comment, error) {
 	me, err := h.v.Self(ctx)
 	if err != nil {
-		return Held{}, err
+		return Held{}, nil, err
 	}
 	cs, err := h.v.Comments(ctx, th)
 	if err != nil {
-		return Held{}, fmt.Errorf("%s: %w", what, err)
+		return Held{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	held := NewHeld()
-	for _, c := range cs {
+	for i, c := range cs {
 		if c.Author == me {
 			held.Text(c.Text, c.ID)
+			cs[i].Event = nil // never the bridge's own
 		}
 	}
-	return held, nil
+	return held, cs, nil
 }
 
 // Append writes each message the ticket does not hold yet (by its

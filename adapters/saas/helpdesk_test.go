@@ -34,7 +34,8 @@ func (v *memVendor) Thread(context.Context, string) (int, adapters.Ref, bool, er
 func (v *memVendor) Resolve(_ context.Context, ref adapters.Ref) (int, error) {
 	return saasRef(ref)
 }
-func (v *memVendor) Comments(context.Context, int) ([]saas.Comment, error) { return v.comments, nil }
+func (v *memVendor) Comments(context.Context, int) ([]saas.Comment, error)    { return v.comments, nil }
+func (v *memVendor) AuthorName(context.Context, saas.Comment) (string, error) { return "", nil }
 func (v *memVendor) Comment(_ context.Context, th int, m adapters.Message) (int, string, error) {
 	v.calls++
 	if v.calls == v.failAt {

@@ -166,12 +166,9 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 	for _, cd := range cands {
 		keep[cd.ev.ID] = true
 		ev := cd.ev
-		name, err := a.userName(ctx, cd.author)
+		name, err := a.authorName(ctx, cd.author, cd.from)
 		if err != nil {
 			return nil, nil, cur, err
-		}
-		if name == "" {
-			name = displayFrom(cd.from)
 		}
 		ev.AuthorName = name
 		out = append(out, ev)
@@ -256,22 +253,19 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 		}
 		id := articlePrefix + idString(art.ID)
 		examined[id] = art.CreatedAt
-		if art.CreatedByID == me || !art.fromAgent() {
+		if art.CreatedByID == me {
 			continue
 		}
-		body := articleText(art)
+		ev, ok := articleEvent(art, base.Ref, upstream)
+		if !ok {
+			continue
+		}
 		if names := art.files(); len(names) > 0 {
 			files[id] = names
-		} else if strings.TrimSpace(body) == "" {
+		} else if strings.TrimSpace(ev.Body) == "" {
 			a.log.LogAttrs(ctx, slog.LevelInfo, "zammad article without text is not carried up",
 				slog.String("ticket", upstream), slog.String("op", "read changes"), slog.Int64("article", art.ID))
 			continue
-		}
-		ev := base
-		ev.ID, ev.At, ev.Body = id, art.CreatedAt, body
-		ev.Kind = adapters.EventReply
-		if art.Internal {
-			ev.Kind = adapters.EventNote
 		}
 		out = append(out, candidate{ev: ev, rank: 0, num: art.ID, author: art.CreatedByID, from: art.From})
 	}
@@ -293,6 +287,33 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 		out = append(out, candidate{ev: ev, rank: 1, num: h.ID, author: h.CreatedByID})
 	}
 	return out, nil
+}
+
+// articleEvent is the event of article art of ticket ref, which mirrors
+// upstream, without its author's name: an agent's public article is a
+// reply, an internal one a note. ok is false for an article not by an
+// agent. Changes and Lookup both make it here, so that the two report the
+// same event.
+func articleEvent(art zmArticle, ref adapters.Ref, upstream string) (ev adapters.Event, ok bool) {
+	if !art.fromAgent() {
+		return adapters.Event{}, false
+	}
+	ev = adapters.Event{ID: articlePrefix + idString(art.ID), Ref: ref, UpstreamTicketID: upstream,
+		Kind: adapters.EventReply, Body: articleText(art), At: art.CreatedAt}
+	if art.Internal {
+		ev.Kind = adapters.EventNote
+	}
+	return ev, true
+}
+
+// authorName is the name Changes gives the author of an article: the
+// user's, else the one in its from.
+func (a *Adapter) authorName(ctx context.Context, author int64, from string) (string, error) {
+	name, err := a.userName(ctx, author)
+	if err != nil || name != "" {
+		return name, err
+	}
+	return displayFrom(from), nil
 }
 
 // displayFrom is the name in an article's from: "Anna Lopez

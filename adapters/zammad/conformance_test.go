@@ -208,7 +208,7 @@ func TestConformance(t *testing.T) {
 				Agent:      agent{e},
 				Status:     zammad.DefaultStatusMap(),
 				UnknownRef: "999999",
-				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true},
+				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
 				Faults:     faults{e},
 				Secrets:    []string{testToken},
 				Logs:       e.logs.String,

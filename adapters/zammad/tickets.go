@@ -287,9 +287,19 @@ func (v vendor) Comments(ctx context.Context, t zmTicket) ([]saas.Comment, error
 	if err != nil {
 		return nil, err
 	}
+	upstream, _ := t.attr(v.cfg.IDField)
 	out := make([]saas.Comment, len(arts))
 	for i, art := range arts {
 		out[i] = saas.Comment{ID: idString(art.ID), Author: art.CreatedByID, Text: articleText(art)}
+		if ev, ok := articleEvent(art, saas.RefOf(t.ID), upstream); ok {
+			ev.AuthorName = displayFrom(art.From) // Changes' fallback
+			out[i].Event, out[i].Files = &ev, art.files()
+		}
 	}
 	return out, nil
+}
+
+// AuthorName returns the name Changes gives the author of c.
+func (v vendor) AuthorName(ctx context.Context, c saas.Comment) (string, error) {
+	return v.authorName(ctx, c.Author, "")
 }

@@ -266,15 +266,17 @@ func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me
 			ev.ID = "status-" + idString(cd.ch.ID)
 			ev.Status, _ = a.status.Up(cd.ch.Value)
 		} else {
-			ev.ID = "comment-" + idString(cd.ch.ID)
-			ev.Body = cd.ch.Comment.Body
-			if !cd.ch.Comment.CreatedAt.IsZero() {
-				ev.At = cd.ch.Comment.CreatedAt
+			at := cd.te.CreatedAt
+			if at.IsZero() {
+				at = time.Unix(cd.te.Timestamp, 0).UTC()
 			}
-			if names := cd.ch.Comment.files(); len(names) > 0 {
-				files[ev.ID] = names
-			} else if strings.TrimSpace(ev.Body) == "" {
+			var attached []string
+			var ok bool
+			if ev, attached, ok = commentEvent(*cd.ch.Comment, info.root, info.upstream, ev.AuthorName, at); !ok {
 				continue // nothing to carry
+			}
+			if len(attached) > 0 {
+				files[ev.ID] = attached
 			}
 		}
 		if ev.At.IsZero() {
@@ -283,6 +285,31 @@ func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me
 		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// commentEvent is the event of comment cm, by someone other than the
+// bridge, on a ticket of the chain whose first ticket is root and which
+// mirrors upstream: a reply if public, else a note, by the user named
+// name, at the comment's time (at when it gives none). Changes and Lookup
+// both make it here, so that the two report the same event. It returns
+// the names of the comment's files too; ok is false when the comment has
+// nothing to carry (no text and no file).
+func commentEvent(cm zdComment, root int64, upstream, name string, at time.Time) (ev adapters.Event, files []string, ok bool) {
+	ev = adapters.Event{
+		ID: "comment-" + idString(cm.ID), Ref: saas.RefOf(root), UpstreamTicketID: upstream,
+		Kind: adapters.EventNote, Body: cm.Body, AuthorName: name, At: at,
+	}
+	if cm.Public {
+		ev.Kind = adapters.EventReply
+	}
+	if !cm.CreatedAt.IsZero() {
+		ev.At = cm.CreatedAt
+	}
+	files = cm.files()
+	if len(files) == 0 && strings.TrimSpace(ev.Body) == "" {
+		return adapters.Event{}, nil, false
+	}
+	return ev, files, true
 }
 
 // showManyLimit is how many ids one show_many request takes.

@@ -185,7 +185,7 @@ func TestConformance(t *testing.T) {
 				Status:     zendesk.DefaultStatusMap(),
 				UnknownRef: "999999",
 				Settle:     e.settle,
-				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true},
+				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
 				Faults:     faults{e},
 				Secrets:    []string{testToken},
 				Logs:       e.logs.String,

@@ -539,7 +539,8 @@ func (a *Adapter) pages(ctx context.Context, path string, query []string, op str
 	return fmt.Errorf("%s: more than %d pages", op, maxListPages)
 }
 
-// Comments lists the comments of every ticket of the chain.
+// Comments lists the comments of every ticket of the chain, each with the
+// event Changes makes of it.
 func (v vendor) Comments(ctx context.Context, c chain) ([]saas.Comment, error) {
 	var out []saas.Comment
 	for _, t := range c.tickets {
@@ -548,8 +549,21 @@ func (v vendor) Comments(ctx context.Context, c chain) ([]saas.Comment, error) {
 			return nil, err
 		}
 		for _, cm := range cs {
-			out = append(out, saas.Comment{ID: idString(cm.ID), Author: cm.AuthorID, Text: cm.Body})
+			sc := saas.Comment{ID: idString(cm.ID), Author: cm.AuthorID, Text: cm.Body}
+			if ev, files, ok := commentEvent(cm, c.root().ID, c.upstream, "", t.UpdatedAt); ok {
+				sc.Event, sc.Files = &ev, files
+			}
+			out = append(out, sc)
 		}
 	}
 	return out, nil
+}
+
+// AuthorName returns the name Changes gives the author of c.
+func (v vendor) AuthorName(ctx context.Context, c saas.Comment) (string, error) {
+	names, err := v.userNames(ctx, []int64{c.Author})
+	if err != nil {
+		return "", err
+	}
+	return names[c.Author], nil
 }
