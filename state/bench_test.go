@@ -43,7 +43,7 @@ func BenchmarkCycleUpdate(b *testing.B) {
 				}
 				for m := range perTicket {
 					msg := uuidish('m', (i*tickets+n)*perTicket+m)
-					if err := tx.PutMirrored(id, msg, fmt.Sprintf("%d", 100000+m), now); err != nil {
+					if err := tx.PutMirrored(id, msg, fmt.Sprintf("%d", 100000+m), now, MessageInfo{}); err != nil {
 						return err
 					}
 				}
@@ -101,7 +101,7 @@ func BenchmarkKnown(b *testing.B) {
 				count = 5000
 			}
 			for m := range count {
-				if err := tx.PutMirrored(id, uuidish('m', n*10000+m), "h", time.Time{}); err != nil {
+				if err := tx.PutMirrored(id, uuidish('m', n*10000+m), "h", time.Time{}, MessageInfo{}); err != nil {
 					return err
 				}
 			}
@@ -193,7 +193,7 @@ func BenchmarkCycleTransactions(b *testing.B) {
 							return err
 						}
 						for m := range 5 {
-							if err := tx.PutMirrored(id, uuidish('m', n*100+m), "h", now); err != nil {
+							if err := tx.PutMirrored(id, uuidish('m', n*100+m), "h", now, MessageInfo{}); err != nil {
 								return err
 							}
 						}
@@ -288,7 +288,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 				if err := tx.PutTicket(t); err != nil {
 					return err
 				}
-				if err := tx.PutMirrored(t.ID, uuidish('g', i*1000+n), "h", now); err != nil {
+				if err := tx.PutMirrored(t.ID, uuidish('g', i*1000+n), "h", now, MessageInfo{}); err != nil {
 					return err
 				}
 			}
@@ -355,7 +355,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 				if _, err := tx.PutJournal(p); err != nil {
 					return err
 				}
-				if err := tx.MarkOwn(p.TicketID, p.UpstreamMessageID, p.EventID, now); err != nil {
+				if err := tx.MarkOwn(p.TicketID, p.UpstreamMessageID, p.EventID, now, MessageInfo{}); err != nil {
 					return err
 				}
 			}

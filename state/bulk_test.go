@@ -18,12 +18,12 @@ func fillTickets(t *testing.T, s *Store, n int) {
 				return err
 			}
 			for j := range i % 4 {
-				if err := tx.PutMirrored(id, fmt.Sprintf("m%d", j), fmt.Sprintf("h%d", j), t0); err != nil {
+				if err := tx.PutMirrored(id, fmt.Sprintf("m%d", j), fmt.Sprintf("h%d", j), t0, MessageInfo{}); err != nil {
 					return err
 				}
 			}
 			for j := range i % 3 {
-				if err := tx.MarkOwn(id, fmt.Sprintf("o%d", j), fmt.Sprintf("e-%s-%d", id, j), t0); err != nil {
+				if err := tx.MarkOwn(id, fmt.Sprintf("o%d", j), fmt.Sprintf("e-%s-%d", id, j), t0, MessageInfo{}); err != nil {
 					return err
 				}
 			}

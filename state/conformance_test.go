@@ -246,7 +246,7 @@ func TestHelperProcessCrash(t *testing.T) {
 		if _, err := tx.PutJournal(e); err != nil {
 			return err
 		}
-		if err := tx.MarkOwn("t1", "m1", "e1", t0); err != nil {
+		if err := tx.MarkOwn("t1", "m1", "e1", t0, MessageInfo{}); err != nil {
 			return err
 		}
 		if _, err := tx.PutJournal(reply("e2", "t1", "second")); err != nil {
@@ -463,7 +463,7 @@ func TestPostgresHotelsAreApart(t *testing.T) {
 			if err := tx.PutTicket(Ticket{ID: "t-" + s.Hotel()}); err != nil {
 				return err
 			}
-			if err := tx.PutMirrored("t-"+s.Hotel(), "m1", "h-"+s.Hotel(), t0); err != nil {
+			if err := tx.PutMirrored("t-"+s.Hotel(), "m1", "h-"+s.Hotel(), t0, MessageInfo{}); err != nil {
 				return err
 			}
 			_, err := tx.PutJournal(reply("e-"+s.Hotel(), "t-"+s.Hotel(), s.Hotel()))
@@ -619,7 +619,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 					return err
 				}
 				for m := range 5 {
-					if err := tx.PutMirrored(id, fmt.Sprintf("m%d", m), "h", t0); err != nil {
+					if err := tx.PutMirrored(id, fmt.Sprintf("m%d", m), "h", t0, MessageInfo{}); err != nil {
 						return err
 					}
 				}
@@ -683,5 +683,57 @@ func TestPostgresLostConnection(t *testing.T) {
 			t.Errorf("t9 after recovery: %t, %v", ok, err)
 		}
 		return nil
+	})
+}
+
+// A mirrored or own message record keeps who wrote the message, when, and
+// its first words; a record stored before it kept them reads as before,
+// with none.
+func TestConformanceMessageInfo(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		s, _ := b.openTest(t, Options{})
+		written := time.Date(2026, 5, 1, 9, 30, 0, 0, time.FixedZone("CEST", 2*3600))
+		guest := MessageInfo{AuthorType: "guest", AuthorName: "Mrs Example", WrittenAt: written, FirstWords: "Two more pillows, please…"}
+		staff := MessageInfo{AuthorType: "staff", AuthorName: "Ana", WrittenAt: written.Add(time.Hour), FirstWords: "On their way."}
+		update(t, s, func(tx *Tx) error {
+			if err := tx.PutTicket(Ticket{ID: "t1"}); err != nil {
+				return err
+			}
+			if err := tx.PutMirrored("t1", "m-new", "c-new", t0, guest); err != nil {
+				return err
+			}
+			if err := tx.PutMirrored("t1", "m-bare", "c-bare", t0, MessageInfo{}); err != nil {
+				return err
+			}
+			return tx.MarkOwn("t1", "o-new", "ev-new", t0, staff)
+		})
+		rawPut(t, s, bucketMirrored, "t1/m-old", `{"v":1,"helpdesk_id":"c-old","at":"2026-05-01T08:00:00Z"}`)
+		rawPut(t, s, bucketOwn, "t1/o-old", `{"v":1,"event_id":"ev-old","at":"2026-05-01T08:00:00Z"}`)
+		view(t, s, func(tx *Tx) error {
+			m, err := tx.Mirrored("t1")
+			if err != nil {
+				return err
+			}
+			if got := m["m-new"]; got.HelpdeskID != "c-new" || got.AuthorType != guest.AuthorType || got.AuthorName != guest.AuthorName || !got.WrittenAt.Equal(written) || got.WrittenAt.Location() != time.UTC || got.FirstWords != guest.FirstWords {
+				t.Errorf("mirrored message with its info reads back as %+v", got)
+			}
+			if got := m["m-bare"]; got.HelpdeskID != "c-bare" || got.MessageInfo != (MessageInfo{}) {
+				t.Errorf("mirrored message without info reads back as %+v", got)
+			}
+			if got := m["m-old"]; got.HelpdeskID != "c-old" || got.MessageInfo != (MessageInfo{}) {
+				t.Errorf("an older mirrored record reads as %+v", got)
+			}
+			o, err := tx.OwnMessages("t1")
+			if err != nil {
+				return err
+			}
+			if got := o["o-new"]; got.EventID != "ev-new" || got.AuthorName != "Ana" || got.FirstWords != staff.FirstWords || !got.WrittenAt.Equal(staff.WrittenAt) {
+				t.Errorf("own message with its info reads back as %+v", got)
+			}
+			if got := o["o-old"]; got.EventID != "ev-old" || got.MessageInfo != (MessageInfo{}) {
+				t.Errorf("an older own record reads as %+v", got)
+			}
+			return nil
+		})
 	})
 }

@@ -116,6 +116,7 @@ type MirroredMessage struct {
 	HelpdeskID string `json:"helpdesk_id,omitempty"`
 	// At is when it was mirrored.
 	At time.Time `json:"at,omitzero"`
+	MessageInfo
 }
 
 // OwnMessage is an upstream message the bridge posted itself (an agent reply
@@ -125,6 +126,23 @@ type OwnMessage struct {
 	EventID string `json:"event_id,omitempty"`
 	// At is when the upstream post was confirmed.
 	At time.Time `json:"at,omitzero"`
+	MessageInfo
+}
+
+// MessageInfo is what a mirrored or own message record keeps of the
+// message for staff (the status page shows it to signed-in users): who
+// wrote it, when, and its first words. The guest's words are personal
+// data: nothing logs them. Records written before it was kept, and
+// messages found in the helpdesk rather than mirrored, hold none.
+type MessageInfo struct {
+	// AuthorType is the API's author_type (guest, staff, ai, system).
+	AuthorType string `json:"author_type,omitempty"`
+	AuthorName string `json:"author_name,omitempty"`
+	// WrittenAt is when the message was written upstream.
+	WrittenAt time.Time `json:"written_at,omitzero"`
+	// FirstWords is the start of the message, about 80 characters cut at
+	// a word, its line breaks and runs of spaces made one space.
+	FirstWords string `json:"first_words,omitempty"`
 }
 
 // Journal entry kinds: the values of adapters.EventKind.

@@ -33,11 +33,11 @@ func seed(t *testing.T, s *Store) {
 			if err := tx.PutTicket(Ticket{ID: id, Ref: "ref-" + id, UpstreamStatus: "new"}); err != nil {
 				return err
 			}
-			if err := tx.PutMirrored(id, "m1", "h1", t0); err != nil {
+			if err := tx.PutMirrored(id, "m1", "h1", t0, MessageInfo{}); err != nil {
 				return err
 			}
 		}
-		if err := tx.MarkOwn("t1", "m2", "e0", t0); err != nil {
+		if err := tx.MarkOwn("t1", "m2", "e0", t0, MessageInfo{}); err != nil {
 			return err
 		}
 		if _, err := tx.PutJournal(reply("e1", "t1", "hi")); err != nil {
@@ -193,17 +193,17 @@ func TestMessagesRoundTrip(t *testing.T) {
 			for _, m := range []struct{ tk, msg, hd string }{
 				{"t1", "m1", "c1"}, {"t1", "m2", "c2"}, {"t10", "m1", "c10"}, {"t2", "m3", ""},
 			} {
-				if err := tx.PutMirrored(m.tk, m.msg, m.hd, t0); err != nil {
+				if err := tx.PutMirrored(m.tk, m.msg, m.hd, t0, MessageInfo{}); err != nil {
 					return err
 				}
 			}
-			if err := tx.PutMirrored("t1", "m2", "c2b", later); err != nil { // replaces
+			if err := tx.PutMirrored("t1", "m2", "c2b", later, MessageInfo{}); err != nil { // replaces
 				return err
 			}
-			if err := tx.MarkOwn("t1", "m9", "ev9", later); err != nil {
+			if err := tx.MarkOwn("t1", "m9", "ev9", later, MessageInfo{}); err != nil {
 				return err
 			}
-			return tx.MarkOwn("t10", "m8", "ev8", t0)
+			return tx.MarkOwn("t10", "m8", "ev8", t0, MessageInfo{})
 		})
 
 		view(t, s, func(tx *Tx) error {
@@ -252,15 +252,15 @@ func TestMessagesRoundTrip(t *testing.T) {
 
 		// Messages need their ticket, and ids are checked.
 		for _, f := range []func(tx *Tx) error{
-			func(tx *Tx) error { return tx.PutMirrored("t9", "m1", "c", t0) },
-			func(tx *Tx) error { return tx.MarkOwn("t9", "m1", "e", t0) },
+			func(tx *Tx) error { return tx.PutMirrored("t9", "m1", "c", t0, MessageInfo{}) },
+			func(tx *Tx) error { return tx.MarkOwn("t9", "m1", "e", t0, MessageInfo{}) },
 		} {
 			err := s.Update(f)
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `ticket "t9" is not in state`) {
 				t.Errorf("message of an unknown ticket: err = %v", err)
 			}
 		}
-		err := s.Update(func(tx *Tx) error { return tx.PutMirrored("t1", "", "c", t0) })
+		err := s.Update(func(tx *Tx) error { return tx.PutMirrored("t1", "", "c", t0, MessageInfo{}) })
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "message id is empty") {
 			t.Errorf("empty message id: err = %v", err)
 		}

@@ -318,10 +318,10 @@ func TestFailedUpdateChangesNothing(t *testing.T) {
 			if err := tx.PutTicket(Ticket{ID: "t1", UpstreamStatus: "done", LastError: "x"}); err != nil {
 				return err
 			}
-			if err := tx.PutMirrored("t9", "m1", "h1", t0); err != nil {
+			if err := tx.PutMirrored("t9", "m1", "h1", t0, MessageInfo{}); err != nil {
 				return err
 			}
-			if err := tx.MarkOwn("t1", "m9", "e9", t0); err != nil {
+			if err := tx.MarkOwn("t1", "m9", "e9", t0, MessageInfo{}); err != nil {
 				return err
 			}
 			if _, err := tx.PutJournal(reply("e9", "t9", "hello")); err != nil {

@@ -212,11 +212,12 @@ func (k messageKind[M]) all(tx *Tx, ticketID string) (map[string]M, error) {
 }
 
 // PutMirrored records that upstream message upstreamMsgID of ticket ticketID
-// was copied into the helpdesk as helpdeskID at time at. The ticket must be
-// in state. Putting the same message again replaces the record.
-func (tx *Tx) PutMirrored(ticketID, upstreamMsgID, helpdeskID string, at time.Time) error {
-	m := MirroredMessage{HelpdeskID: helpdeskID, At: at}
-	utc(&m.At)
+// was copied into the helpdesk as helpdeskID at time at, with what staff
+// see of it (info; zero when unknown). The ticket must be in state.
+// Putting the same message again replaces the record.
+func (tx *Tx) PutMirrored(ticketID, upstreamMsgID, helpdeskID string, at time.Time, info MessageInfo) error {
+	m := MirroredMessage{HelpdeskID: helpdeskID, At: at, MessageInfo: info}
+	utc(&m.At, &m.WrittenAt)
 	return mirroredKind.put(tx, fmt.Sprintf("put mirrored message %q of ticket %q", upstreamMsgID, ticketID), ticketID, upstreamMsgID, &m)
 }
 
@@ -234,10 +235,11 @@ func (tx *Tx) Mirrored(ticketID string) (map[string]MirroredMessage, error) {
 
 // MarkOwn records that upstream message upstreamMsgID of ticket ticketID is
 // the bridge's own post, made for helpdesk event eventID and confirmed at
-// at, so that refresh never mirrors it back. The ticket must be in state.
-func (tx *Tx) MarkOwn(ticketID, upstreamMsgID, eventID string, at time.Time) error {
-	m := OwnMessage{EventID: eventID, At: at}
-	utc(&m.At)
+// at, so that refresh never mirrors it back; info is what staff see of it
+// (zero when unknown). The ticket must be in state.
+func (tx *Tx) MarkOwn(ticketID, upstreamMsgID, eventID string, at time.Time, info MessageInfo) error {
+	m := OwnMessage{EventID: eventID, At: at, MessageInfo: info}
+	utc(&m.At, &m.WrittenAt)
 	return ownKind.put(tx, fmt.Sprintf("mark own message %q of ticket %q", upstreamMsgID, ticketID), ticketID, upstreamMsgID, &m)
 }
 

@@ -342,7 +342,7 @@ func putSeeds(tx *state.Tx, adapterName, id string, ref adapters.Ref, f adapters
 		if !validID(msgID) {
 			continue
 		}
-		if err := tx.PutMirrored(id, msgID, hdID, now); err != nil {
+		if err := tx.PutMirrored(id, msgID, hdID, now, state.MessageInfo{}); err != nil {
 			return err
 		}
 	}
@@ -354,7 +354,7 @@ func putSeeds(tx *state.Tx, adapterName, id string, ref adapters.Ref, f adapters
 			msgID = "" // a status change, or an id that cannot be stored
 		}
 		if msgID != "" {
-			if err := tx.MarkOwn(id, msgID, eventID, now); err != nil {
+			if err := tx.MarkOwn(id, msgID, eventID, now, state.MessageInfo{}); err != nil {
 				return err
 			}
 		}

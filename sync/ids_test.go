@@ -32,7 +32,7 @@ func TestValidIDMatchesState(t *testing.T) {
 			if err := tx.PutTicket(state.Ticket{ID: id, NextDue: now}); err != nil {
 				return err
 			}
-			return tx.PutMirrored("0f8fad5b-d9cb-469f-a165-70867728950e", id, "hd-1", now)
+			return tx.PutMirrored("0f8fad5b-d9cb-469f-a165-70867728950e", id, "hd-1", now, state.MessageInfo{})
 		})
 		if stored := err == nil; stored != validID(id) {
 			t.Errorf("id %q: validID %v, state stores it: %v (%v)", id, validID(id), stored, err)

@@ -236,7 +236,7 @@ func TestReconcileAppendsMissingMessageOnce(t *testing.T) {
 	e.cycle()
 	e.clock.Advance(time.Minute)
 	msg := e.guest(id, "the lamp flickers")
-	if err := e.store.Update(func(tx *state.Tx) error { return tx.PutMirrored(id, msg, "lost", e.clock.Now()) }); err != nil {
+	if err := e.store.Update(func(tx *state.Tx) error { return tx.PutMirrored(id, msg, "lost", e.clock.Now(), state.MessageInfo{}) }); err != nil {
 		t.Fatal(err)
 	}
 	e.toSlot()

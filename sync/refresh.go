@@ -29,9 +29,10 @@ type refreshResult struct {
 	// carryPanic).
 	panic     *CyclePanic
 	t         state.Ticket
-	seed      *adoption           // Lookup found the ticket: what it holds
-	mirrored  []adapters.Appended // messages now held by the helpdesk
-	supersede []state.Entry       // pending status entries a newer upstream change overrode
+	seed      *adoption                    // Lookup found the ticket: what it holds
+	mirrored  []adapters.Appended          // messages now held by the helpdesk
+	info      map[string]state.MessageInfo // what state keeps for staff of each message appended, by upstream id
+	supersede []state.Entry                // pending status entries a newer upstream change overrode
 	supersBy  guestapi.Status
 
 	read, imported, created, adopted, statusDown bool
@@ -345,7 +346,7 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 		}
 	}
 	for _, a := range r.mirrored {
-		if err := tx.PutMirrored(r.t.ID, a.UpstreamID, a.HelpdeskID, c.now); err != nil {
+		if err := tx.PutMirrored(r.t.ID, a.UpstreamID, a.HelpdeskID, c.now, r.info[a.UpstreamID]); err != nil {
 			return err
 		}
 	}
@@ -431,6 +432,10 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	if len(p.append) > 0 {
 		app, err := e.hd.Append(c.ctx, ref, p.append)
 		c.observeToHelpdesk(t, p.append, app)
+		r.info = make(map[string]state.MessageInfo, len(p.append))
+		for _, m := range p.append {
+			r.info[m.UpstreamID] = messageInfo(m)
+		}
 		for _, a := range app {
 			if validID(a.UpstreamID) {
 				r.mirrored = append(r.mirrored, a)

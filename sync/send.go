@@ -214,7 +214,7 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 					e.log.LogAttrs(c.ctx, slog.LevelWarn, fmt.Sprintf("the API returned a message id that cannot be stored (%q): the post is recorded as sent but not as the bridge's own", o.en.UpstreamMessageID),
 						slog.String("op", "send"), slog.String("ticket", o.en.TicketID), slog.String("message", o.en.EventID))
 				default:
-					if err := tx.MarkOwn(o.en.TicketID, o.en.UpstreamMessageID, o.en.EventID, o.en.SentAt); err != nil {
+					if err := tx.MarkOwn(o.en.TicketID, o.en.UpstreamMessageID, o.en.EventID, o.en.SentAt, ownInfo(o.en)); err != nil {
 						return err
 					}
 				}

@@ -227,6 +227,11 @@ type TicketDetail struct {
 	// OwnMessages maps the bridge's upstream posts to the helpdesk events
 	// they were made for.
 	OwnMessages map[string]string `json:"own_messages"`
+	// Messages holds, by upstream message id, who wrote each message
+	// mirrored or posted, when, and its first words, where the state
+	// keeps them. The guest's words are personal data: the status page
+	// shows them to signed-in users only, and the JSON leaves them out.
+	Messages map[string]state.MessageInfo `json:"-"`
 }
 
 // ReadTicket returns what st holds of the ticket whose upstream id or
@@ -284,8 +289,12 @@ func readTicket(st *state.Store, id string, search bool) (TicketDetail, error) {
 			return err
 		}
 		d.MirroredMessages = map[string]string{}
+		d.Messages = map[string]state.MessageInfo{}
 		for k, v := range m {
 			d.MirroredMessages[k] = v.HelpdeskID
+			if v.MessageInfo != (state.MessageInfo{}) {
+				d.Messages[k] = v.MessageInfo
+			}
 		}
 		o, err := tx.OwnMessages(t.ID)
 		if err != nil {
@@ -294,6 +303,9 @@ func readTicket(st *state.Store, id string, search bool) (TicketDetail, error) {
 		d.OwnMessages = map[string]string{}
 		for k, v := range o {
 			d.OwnMessages[k] = v.EventID
+			if v.MessageInfo != (state.MessageInfo{}) {
+				d.Messages[k] = v.MessageInfo
+			}
 		}
 		d.Mirrored, d.Own = len(m), len(o)
 		js, err := tx.JournalForTicket(t.ID)

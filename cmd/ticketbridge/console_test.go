@@ -91,7 +91,7 @@ func startConsoleDaemon(t *testing.T, b *hotelKit, setup func(*consoleDaemon)) *
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, w, tel, nil) }()
+	go func() { done <- serve(ctx, w, tel, nil, nil) }()
 	d.stop = func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -39,7 +39,9 @@ tries again.
 While it runs the daemon holds the state file. After each cycle it writes
 <state>.status.json (mode 0600), which ` + "`ticketbridge status`" + ` shows meanwhile.
 On SIGUSR1 it writes a consistent copy of the state file to <state>.backup
-(systemctl kill -s USR1 ticketbridge).
+(systemctl kill -s USR1 ticketbridge). On SIGHUP (systemctl reload
+ticketbridge) it reads its key and helpdesk secret files again and, when
+one changed, wires the hotel anew with them between two cycles.
 
 With TICKETBRIDGE_HOTELS_DIR=DIR it serves every hotel of DIR/<name>.env
 instead, each with its own cycle, schedule, state file and errors; the main
@@ -55,8 +57,8 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	// SIGHUP re-reads the hotels directory. A daemon of one hotel has
-	// nothing to re-read and ignores it rather than end.
+	// SIGHUP re-reads the hotels directory, or the secret files of a
+	// daemon of one hotel.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -113,7 +115,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 		return config.WithFix(err, cfg, src.Env, config.CurrentAccount())
 	}
 	defer w.Close()
-	err = serve(ctx, w, tel, usr1)
+	err = serve(ctx, w, tel, usr1, hup)
 	if cause := context.Cause(ctx); errors.Is(cause, lease.ErrLost) {
 		return cause
 	}
@@ -121,8 +123,10 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 }
 
 // serve runs w's engine on its schedule until ctx ends, writing a copy of
-// the state file on each signal from usr1.
-func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1 <-chan os.Signal) error {
+// the state file on each signal from usr1, and rewiring w when its secret
+// files changed on each signal from hup (bridge.Rewire); a rewiring that
+// fails stops it with its error.
+func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1, hup <-chan os.Signal) error {
 	log, eng := w.Logger(), w.Engine()
 	if err := w.Start(ctx); err != nil {
 		return config.WithFix(err, w.Daemon(), w.Env(), config.CurrentAccount())
@@ -142,13 +146,17 @@ func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1
 	v, _, _ := version.Get()
 	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.Daemon().Adapter), slog.Any("state", state.Redacted(w.Daemon().State)), slog.Any("schedule", w.Sync().Schedule), slog.Any("api", w.Daemon().APIURL))
 
-	bctx, stopBackups := context.WithCancel(ctx)
+	sctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	bctx, stopBackups := context.WithCancel(sctx)
 	var wg gosync.WaitGroup
 	wg.Go(func() {
 		for {
 			select {
 			case <-bctx.Done():
 				return
+			case <-hup:
+				reloadSecrets(bctx, w, fail)
 			case <-usr1:
 				dest, err := w.Backup(bctx)
 				if errors.Is(err, bridge.ErrBackupPostgres) {
@@ -168,9 +176,36 @@ func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1
 		wg.Wait()
 	}()
 
-	err = w.Scheduler(tel, tel.CycleMax(), page, nil).Run(ctx)
+	err = w.Scheduler(tel, tel.CycleMax(), page, nil).Run(sctx)
 	log.Info("ticketbridge stopped", slog.String("op", "stop"))
+	if cause := context.Cause(sctx); ctx.Err() == nil && cause != nil {
+		return cause
+	}
 	return err
+}
+
+// reloadSecrets is a daemon of one hotel's SIGHUP: it rewires w when its
+// key or helpdesk secret files changed, and calls fail with the error
+// when that fails. The log names the variables, never their files'
+// contents.
+func reloadSecrets(ctx context.Context, w *bridge.Bridge, fail context.CancelCauseFunc) {
+	log := w.Logger()
+	changed, err := w.Rewire(ctx)
+	switch {
+	case err != nil:
+		log.Error("reload failed: the hotel cannot run with its new secrets; the daemon stops", slog.Any("changed", changed), slog.Any("error", err), slog.String("op", "reload"))
+		fail(fmt.Errorf("reload secrets: %w", err))
+	case len(changed) > 0:
+		log.Info("secret files changed: rewired the hotel with them between two cycles", slog.Any("changed", changed), slog.String("op", "reload"))
+	default:
+		msg := "reload: no key or helpdesk secret file changed"
+		if dir, ok := w.Env().Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
+			// systemd copies credentials at start: a reload cannot see a
+			// new key in the file the unit loads them from.
+			msg += "; the credentials are copies systemd made at start: after changing the file a LoadCredential= line names, run systemctl restart ticketbridge"
+		}
+		log.Info(msg, slog.String("op", "reload"))
+	}
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the

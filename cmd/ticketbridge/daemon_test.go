@@ -300,7 +300,7 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	go func() { done <- serve(ctx, w, telemetry.New(log, telemetry.Options{}), usr1) }()
+	go func() { done <- serve(ctx, w, telemetry.New(log, telemetry.Options{}), usr1, nil) }()
 	if r := <-cycles; r.Created != 1 {
 		t.Fatalf("first cycle: %s", r)
 	}

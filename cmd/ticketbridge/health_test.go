@@ -46,7 +46,7 @@ func startDaemon(t *testing.T, b *hotelKit) *daemonUnderTest {
 		t.Fatal(err)
 	}
 	tel := telemetry.New(log, telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
-	go func() { d.done <- serve(ctx, w, tel, make(chan os.Signal)) }()
+	go func() { d.done <- serve(ctx, w, tel, make(chan os.Signal), nil) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

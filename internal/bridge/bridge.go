@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	gosync "sync"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -58,6 +59,16 @@ type Bridge struct {
 
 	afterCycle  func(sync.Report, error)
 	afterBackup func(path string, err error)
+
+	// opts are the options New was given, for Rewire; secrets the secret
+	// files the wiring was made with.
+	opts    Options
+	secrets config.SecretFiles
+	// cycle is held by each cycle the scheduler runs and by Rewire, which
+	// so rewires between cycles. mu guards client, hd, engine and deps,
+	// which Rewire replaces.
+	cycle gosync.Mutex
+	mu    gosync.Mutex
 }
 
 // Options are the parts of the wiring a command or a test replaces.
@@ -96,7 +107,7 @@ func NewAPIClient(idle int) *http.Client {
 // New builds the engine from the configuration. On error everything it
 // opened is closed again.
 func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts Options) (_ *Bridge, err error) {
-	w := &Bridge{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup}
+	w := &Bridge{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup, opts: opts}
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -105,34 +116,17 @@ func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync
 	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
-	to, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)
-	if err != nil {
+	if _, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk); err != nil {
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_TO_HELPDESK: %w", err)
 	}
-	from, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk)
-	if err != nil {
+	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_FROM_HELPDESK: %w", err)
 	}
-	key, err := cfg.ReadAPIKey(env)
-	if err != nil {
+	// Read before the secrets themselves: a file changed in between is
+	// seen by the next Rewire.
+	w.secrets = config.ReadSecretFiles(env, cfg.Adapter)
+	if w.client, err = w.newClient(); err != nil {
 		return nil, err
-	}
-	api := opts.HTTPClient
-	if api == nil {
-		api = NewAPIClient(4)
-	}
-	w.client, err = guestapi.New(guestapi.Config{
-		BaseURL: cfg.APIURL,
-		APIKey:  key,
-		// A key rotated in its file is taken at the first 401, without a
-		// restart (under systemd the credential is a copy made at start:
-		// there a restart takes it).
-		Rekey:      func() (string, error) { return cfg.ReadAPIKey(env) },
-		HTTPClient: opts.Chain.Client(api),
-		Logger:     log, // the client names each request's op itself
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
 	}
 	if !opts.DryRun {
 		w.store, err = openState(cfg, log, opts.Fence)
@@ -140,22 +134,10 @@ func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync
 			return nil, err
 		}
 	}
-	reg := opts.Registry
-	if reg == nil {
-		reg = Adapters()
-	}
-	alog := log.With("adapter", cfg.Adapter)
-	w.hd, err = reg.Open(ctx, cfg.Adapter, adapters.Deps{
-		Env: env, Logger: alog, StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: opts.DryRun,
-		StateDir: cfg.StateDir(), Transport: opts.Chain.Transport(nil), Guard: opts.Chain.Guard,
-	})
-	if err != nil {
-		if errors.Is(err, adapters.ErrUnknownAdapter) {
-			return nil, fmt.Errorf("read configuration: TICKETBRIDGE_ADAPTER=%q: %w", cfg.Adapter, err)
-		}
+	if w.hd, err = w.openHelpdesk(ctx); err != nil {
 		return nil, err
 	}
-	w.deps = sync.Deps{API: w.client, Helpdesk: w.hd, Store: w.store, Logger: alog}
+	w.deps = w.depsOf(w.client, w.hd)
 	if w.store != nil {
 		w.engine, err = sync.New(sc, w.deps)
 		if err != nil {
@@ -163,6 +145,60 @@ func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync
 		}
 	}
 	return w, nil
+}
+
+// newClient makes the hotel's API client with the key it reads now.
+func (w *Bridge) newClient() (*guestapi.Client, error) {
+	cfg, env := w.cfg, w.env
+	key, err := cfg.ReadAPIKey(env)
+	if err != nil {
+		return nil, err
+	}
+	api := w.opts.HTTPClient
+	if api == nil {
+		api = NewAPIClient(4)
+	}
+	c, err := guestapi.New(guestapi.Config{
+		BaseURL: cfg.APIURL,
+		APIKey:  key,
+		// A key rotated in its file is taken at the first 401, without a
+		// restart (under systemd the credential is a copy made at start:
+		// there a restart takes it).
+		Rekey:      func() (string, error) { return cfg.ReadAPIKey(env) },
+		HTTPClient: w.opts.Chain.Client(api),
+		Logger:     w.log, // the client names each request's op itself
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_API_URL or the API key: %w", err)
+	}
+	return c, nil
+}
+
+// openHelpdesk opens the hotel's adapter with the secrets it reads now.
+func (w *Bridge) openHelpdesk(ctx context.Context) (adapters.Helpdesk, error) {
+	cfg := w.cfg
+	to, _ := adapters.ParseStatusPairs(cfg.StatusToHelpdesk) // checked by New
+	from, _ := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk)
+	reg := w.opts.Registry
+	if reg == nil {
+		reg = Adapters()
+	}
+	hd, err := reg.Open(ctx, cfg.Adapter, adapters.Deps{
+		Env: w.env, Logger: w.log.With("adapter", cfg.Adapter), StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: w.opts.DryRun,
+		StateDir: cfg.StateDir(), Transport: w.opts.Chain.Transport(nil), Guard: w.opts.Chain.Guard,
+	})
+	if err != nil {
+		if errors.Is(err, adapters.ErrUnknownAdapter) {
+			return nil, fmt.Errorf("read configuration: TICKETBRIDGE_ADAPTER=%q: %w", cfg.Adapter, err)
+		}
+		return nil, err
+	}
+	return hd, nil
+}
+
+// depsOf returns the engine's dependencies with client and hd.
+func (w *Bridge) depsOf(client *guestapi.Client, hd adapters.Helpdesk) sync.Deps {
+	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter)}
 }
 
 // openState opens the state file for writing, explaining a lock held by a
@@ -178,9 +214,12 @@ func openState(cfg config.Daemon, log *slog.Logger, fence int64) (*state.Store, 
 // Close closes the adapter and the state file and returns the first error.
 func (w *Bridge) Close() error {
 	var errs []error
-	if w.hd != nil {
-		errs = append(errs, w.hd.Close())
-		w.hd = nil
+	w.mu.Lock()
+	hd := w.hd
+	w.hd = nil
+	w.mu.Unlock()
+	if hd != nil {
+		errs = append(errs, hd.Close())
 	}
 	if w.store != nil {
 		errs = append(errs, w.store.Close())
@@ -216,12 +255,12 @@ const (
 // helpdesk: a state file of another adapter is an error, a helpdesk that
 // does not answer is logged and tried again by the first cycle.
 func (w *Bridge) Start(ctx context.Context) error {
-	if st, ok := w.hd.(adapters.Starter); ok {
+	if st, ok := w.Helpdesk().(adapters.Starter); ok {
 		if err := st.Start(ctx); err != nil {
 			return err
 		}
 	}
-	if err := w.engine.Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
+	if err := w.Engine().Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
 		return err
 	} else if err != nil {
 		w.log.Warn("the helpdesk check failed; the first cycle tries again", slog.String("op", "start"), slog.Any("error", err))
@@ -246,9 +285,15 @@ type Reporter interface {
 func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, life context.Context) *sync.Scheduler {
 	var timer snapshotTimer
 	return &sync.Scheduler{
-		Schedule: w.engine.Schedule(),
+		Schedule: w.Engine().Schedule(),
 		Deadline: deadline,
 		Cycle: func(ctx context.Context) (sync.Report, error) {
+			w.cycle.Lock() // Rewire waits for the cycle
+			defer w.cycle.Unlock()
+			eng := w.Engine()
+			if eng == nil {
+				return sync.Report{}, errUnwired
+			}
 			if life != nil {
 				// The scheduler's deadline, on the context the cycle runs in.
 				var cancel context.CancelFunc
@@ -256,7 +301,7 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 				defer cancel()
 			}
 			rep.CycleStarted()
-			return w.engine.RunCycle(ctx)
+			return eng.RunCycle(ctx)
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			rep.CycleDone(r, err)
@@ -267,7 +312,7 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 				snap = w.snapshotAfter(&r)
 				timer.taken(now, time.Since(now), commits)
 			}
-			ReportHeld(context.Background(), rep, w.hd)
+			ReportHeld(context.Background(), rep, w.Helpdesk())
 			page.cycleDone(r, snap)
 			if w.afterCycle != nil {
 				w.afterCycle(r, err)
@@ -319,7 +364,7 @@ func (t *snapshotTimer) taken(now time.Time, cost time.Duration, commits int64) 
 // WriteSnapshot writes the status snapshot of w's hotel next to its state
 // file (see snapshot) and returns it, nil when it could not be read.
 func (w *Bridge) WriteSnapshot() *sync.Status {
-	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, nil, w.log)
+	return snapshot(w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, nil, w.log)
 }
 
 // ReadSnapshot reads the status snapshot the daemon wrote at path (the
@@ -345,7 +390,7 @@ func ReadSnapshot(path string) (sync.Status, error) {
 // snapshot shows as the last cycle: a quiet cycle does not always store
 // its record (see sync's quietRecordEvery).
 func (w *Bridge) snapshotAfter(r *sync.Report) *sync.Status {
-	return snapshot(w.store, w.hd, w.cfg.State+StatusSuffix, r, w.log)
+	return snapshot(w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, r, w.log)
 }
 
 // snapshot writes the status snapshot of st to path, atomically and
@@ -390,7 +435,7 @@ func held(ctx context.Context, hd adapters.Helpdesk) []adapters.HeldError {
 }
 
 // Closed reports whether Close released everything w opened.
-func (w *Bridge) Closed() bool { return w.hd == nil && w.store == nil }
+func (w *Bridge) Closed() bool { return w.Helpdesk() == nil && w.store == nil }
 
 // Console is the daemon's status page; a nil *console (no listener) does
 // nothing.
@@ -473,13 +518,26 @@ func (w *Bridge) Daemon() config.Daemon { return w.cfg }
 func (w *Bridge) Sync() sync.Config { return w.syncCfg }
 
 // API is the hotel's API client.
-func (w *Bridge) API() *guestapi.Client { return w.client }
+func (w *Bridge) API() *guestapi.Client {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.client
+}
 
 // Helpdesk is the hotel's helpdesk adapter; nil once closed.
-func (w *Bridge) Helpdesk() adapters.Helpdesk { return w.hd }
+func (w *Bridge) Helpdesk() adapters.Helpdesk {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hd
+}
 
 // Store is the hotel's state; nil for a dry run and once closed.
 func (w *Bridge) Store() *state.Store { return w.store }
 
-// Engine is the hotel's engine; nil for a dry run.
-func (w *Bridge) Engine() *sync.Engine { return w.engine }
+// Engine is the hotel's engine; nil for a dry run, and after a Rewire
+// that failed.
+func (w *Bridge) Engine() *sync.Engine {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.engine
+}

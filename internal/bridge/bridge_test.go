@@ -41,6 +41,13 @@ func (r *reporter) ObserveHeld([]adapters.HeldError, uint64) { r.held++ }
 // server, holding one ticket, and returns its configuration.
 func hotel(t *testing.T) (envconfig.Lookuper, config.Daemon, sync.Config) {
 	t.Helper()
+	env, cfg, sc, _ := hotelOn(t)
+	return env, cfg, sc
+}
+
+// hotelOn is hotel, with its reference server.
+func hotelOn(t *testing.T) (envconfig.Lookuper, config.Daemon, sync.Config, *refservertest.TestServer) {
+	t.Helper()
 	ts := refservertest.New(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")
@@ -68,7 +75,7 @@ func hotel(t *testing.T) (envconfig.Lookuper, config.Daemon, sync.Config) {
 	if _, err := ts.Server.CreateTicket(ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "Towels to 214"}); err != nil {
 		t.Fatal(err)
 	}
-	return env, cfg, sc
+	return env, cfg, sc, ts
 }
 
 func TestBridgeRunsAHotel(t *testing.T) {

@@ -154,6 +154,9 @@ type Hotel struct {
 	Sync   sync.Config
 	// Key is the hotel's API key, read to check it is there and its own.
 	Key Secret
+	// Secrets are the secret files the hotel reads: one that changed
+	// restarts the hotel at a reload.
+	Secrets SecretFiles
 }
 
 // Name is the hotel's name, its file's without the suffix.
@@ -218,6 +221,7 @@ func loadHotel(ctx context.Context, src Source, main Daemon, h HotelFile) (Hotel
 		return hc, fmt.Errorf("hotel %s (%s): %w; each hotel names its own key in its file", h.Name, h.Path, err)
 	}
 	hc.Key = Secret(key)
+	hc.Secrets = ReadSecretFiles(hc.Env, hc.Daemon.Adapter)
 	return hc, nil
 }
 

@@ -134,8 +134,10 @@ func (f *Fleet) Replica() string { return f.keeper.Replica() }
 
 // Reload reads the hotels directory again and makes the running hotels
 // match it: a hotel whose file is new starts, one whose file is gone
-// stops after its cycle in flight, one whose file changed restarts once
-// its wiring closed, and the others are not touched. A directory that
+// stops after its cycle in flight, one whose file changed, or one of
+// whose secret files changed (its API key, its helpdesk's token: see
+// config.SecretFiles), restarts once its wiring closed, and the others
+// are not touched. A directory that
 // cannot be read, or that names a hotel badly, changes nothing and is the
 // error returned. A hotel whose configuration is wrong, or that cannot
 // start, is logged and reported failing by /readyz; the next reload tries
@@ -169,7 +171,11 @@ func (f *Fleet) Reload() error {
 	var start []config.Hotel
 	for name, rh := range f.hotels {
 		h, ok := want[name]
-		if ok && h.File.Sum == rh.conf.File.Sum && rh.alive() {
+		var secrets []string
+		if ok {
+			secrets = rh.conf.Secrets.Changed(h.Secrets)
+		}
+		if ok && h.File.Sum == rh.conf.File.Sum && len(secrets) == 0 && rh.alive() {
 			continue
 		}
 		// Not waited for: a leased hotel's keeper renews its lease until
@@ -179,6 +185,9 @@ func (f *Fleet) Reload() error {
 		switch {
 		case !ok:
 			f.log.Info("hotel stopping: its file is gone", slog.Any("hotel", name), slog.String("op", "reload"))
+		case h.File.Sum == rh.conf.File.Sum && len(secrets) > 0:
+			// Named, never shown: the files' contents stay unread here.
+			f.log.Info("hotel restarting: a secret file it reads changed", slog.Any("hotel", name), slog.Any("changed", secrets), slog.String("op", "reload"))
 		case rh.lease == nil:
 			f.log.Info("hotel restarting: its file changed", slog.Any("hotel", name), slog.String("op", "reload"))
 		default:

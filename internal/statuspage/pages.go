@@ -181,9 +181,17 @@ type ticketData struct {
 	D        sync.TicketDetail
 	Due      string
 	Why      string
-	Mirrored [][2]string
-	Own      [][2]string
+	Mirrored []messageRow
+	Own      []messageRow
 	Journal  []journalRow
+}
+
+// messageRow is a message of a request's page: its upstream id, its
+// helpdesk id (or the helpdesk event it was posted for), and, to a
+// signed-in user, who wrote it, when, and its first words.
+type messageRow struct {
+	ID, Other string
+	Info      *state.MessageInfo // nil unless signed in and kept
 }
 
 type journalRow struct {
@@ -201,8 +209,12 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
 	}
 	v := s.view(r, p, "Request "+short(d.ID))
 	td := &ticketData{D: d, Due: dueText(d.TicketStatus, v.Now), Why: sync.DueReasonText(d.DueReason)}
-	td.Mirrored = sortedPairs(d.MirroredMessages)
-	td.Own = sortedPairs(d.OwnMessages)
+	var info map[string]state.MessageInfo
+	if v.SignedIn {
+		info = d.Messages // the guest's words: personal data, for staff only
+	}
+	td.Mirrored = messageRows(d.MirroredMessages, info)
+	td.Own = messageRows(d.OwnMessages, info)
 	var payloads map[string]state.Payload
 	if v.SignedIn {
 		if payloads, err = p.src.Payloads(d.ID); err != nil {
@@ -220,11 +232,17 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
 	s.render(w, http.StatusOK, "ticket", v)
 }
 
-func sortedPairs(m map[string]string) [][2]string {
-	out := make([][2]string, 0, len(m))
+// messageRows returns the rows of m (upstream id to the other side's),
+// sorted by id, each with its entry of info.
+func messageRows(m map[string]string, info map[string]state.MessageInfo) []messageRow {
+	out := make([]messageRow, 0, len(m))
 	for k, v := range m {
-		out = append(out, [2]string{k, v})
+		row := messageRow{ID: k, Other: v}
+		if in, ok := info[k]; ok {
+			row.Info = &in
+		}
+		out = append(out, row)
 	}
-	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	slices.SortFunc(out, func(a, b messageRow) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

@@ -26,6 +26,13 @@ const (
 	secretBody = "Dear Mrs Example, your room 512 is ready."
 )
 
+// What the state keeps of ticket 0's message m-0-0, a guest's, and of
+// m-own, the bridge's post of a staff reply.
+var (
+	guestWords = state.MessageInfo{AuthorType: "guest", AuthorName: "Mrs Example", WrittenAt: t0.Add(-2 * time.Hour), FirstWords: "Could we have two more pillows in 512…"}
+	staffWords = state.MessageInfo{AuthorType: "staff", AuthorName: "Ana Agent", WrittenAt: t0.Add(-time.Hour), FirstWords: "Of course, on their way."}
+)
+
 // fixture fills a state file with n tickets; ticket 0 fails, and has a
 // refused entry ("ev-refused") and a pending one ("ev-pending"), whose
 // texts are secretBody.
@@ -48,7 +55,16 @@ func fixture(tb testing.TB, n int) *state.Store {
 				return err
 			}
 			for j := range 3 {
-				if err := tx.PutMirrored(t.ID, fmt.Sprintf("m-%d-%d", i, j), fmt.Sprintf("c-%d-%d", i, j), t0); err != nil {
+				var info state.MessageInfo
+				if i == 0 && j == 0 {
+					info = guestWords
+				}
+				if err := tx.PutMirrored(t.ID, fmt.Sprintf("m-%d-%d", i, j), fmt.Sprintf("c-%d-%d", i, j), t0, info); err != nil {
+					return err
+				}
+			}
+			if i == 0 {
+				if err := tx.MarkOwn(t.ID, "m-own", "ev-sent", t0, staffWords); err != nil {
 					return err
 				}
 			}
@@ -186,7 +202,7 @@ func TestReadOnlyPage(t *testing.T) {
 		if h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("GET %s: no nosniff", path)
 		}
-		for _, bad := range []string{secretBody, "Ana Agent", "<script", "Retry</button>", "csrf"} {
+		for _, bad := range []string{secretBody, "Ana Agent", "<script", "Retry</button>", "csrf", guestWords.FirstWords, guestWords.AuthorName, staffWords.FirstWords} {
 			if strings.Contains(body, bad) {
 				t.Errorf("GET %s shows %q without sign-in", path, bad)
 			}
