@@ -76,7 +76,7 @@ func (s *Store) BackupFile(ctx context.Context, dest string) error {
 // file, as [Store.BackupFile] does, while the daemon runs.
 func BackupFile(ctx context.Context, statePath, dest string) error {
 	if IsURL(statePath) {
-		s, err := Open(statePath, Options{ReadOnly: true})
+		s, err := Open(ctx, statePath, Options{ReadOnly: true})
 		if err != nil {
 			return fmt.Errorf("back up state to %s: %w", dest, err)
 		}
@@ -187,14 +187,14 @@ func (s *Store) pgBackup(ctx context.Context, w io.Writer) (int64, error) {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "state.db")
-	dst, err := Open(path, Options{Now: s.now, Hotel: s.hotel})
+	dst, err := Open(ctx, path, Options{Now: s.now, Hotel: s.hotel})
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = dst.Close() }()
 	var seq int64
-	err = s.be.view(func(src kvTx) error {
-		return dst.be.update(func(d kvTx) error {
+	err = s.be.view(ctx, func(src kvTx) error {
+		return dst.be.update(ctx, func(d kvTx) error {
 			for _, name := range allBuckets {
 				if err := ctx.Err(); err != nil {
 					return err

@@ -56,7 +56,7 @@ func TestBackupWhileOpen(t *testing.T) {
 		// An Update started during the copy must neither wait for it nor
 		// end up in it.
 		go func() {
-			done <- s.Update(func(tx *Tx) error { return tx.SetMeta("during", "backup") })
+			done <- s.Update(t.Context(), func(tx *Tx) error { return tx.SetMeta("during", "backup") })
 		}()
 	}}
 	n, err := s.Backup(context.Background(), w)

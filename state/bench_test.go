@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func uuidish(kind byte, n int) string {
 func BenchmarkCycleUpdate(b *testing.B) {
 	const tickets, perTicket = 1000, 10
 	path := filepath.Join(b.TempDir(), "state.db")
-	s, err := Open(path, Options{})
+	s, err := Open(b.Context(), path, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func BenchmarkCycleUpdate(b *testing.B) {
 	msgs := 0
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(b.Context(), func(tx *Tx) error {
 			for n := range tickets {
 				id := uuidish('t', n)
 				t := Ticket{
@@ -61,7 +62,7 @@ func BenchmarkCycleUpdate(b *testing.B) {
 		b.Fatal(err)
 	}
 	var used int64
-	_ = s.View(func(tx *Tx) error { used = tx.kv.(boltTx).tx.Size(); return nil })
+	_ = s.View(b.Context(), func(tx *Tx) error { used = tx.kv.(boltTx).tx.Size(); return nil })
 	b.ReportMetric(float64(fi.Size())/float64(msgs)*1000, "file-bytes/1000msgs")
 	b.ReportMetric(float64(used)/float64(msgs)*1000, "used-bytes/1000msgs")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(msgs), "ns/msg")
@@ -70,13 +71,13 @@ func BenchmarkCycleUpdate(b *testing.B) {
 // BenchmarkSmallUpdate is the floor of an Update: one ticket, one commit,
 // two fsyncs.
 func BenchmarkSmallUpdate(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "state.db"), Options{})
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "state.db"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
 	for b.Loop() {
-		if err := s.Update(func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t1", UpstreamStatus: "new"}) }); err != nil {
+		if err := s.Update(b.Context(), func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t1", UpstreamStatus: "new"}) }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -85,12 +86,12 @@ func BenchmarkSmallUpdate(b *testing.B) {
 // BenchmarkKnown asks whether a message is known, on a ticket with 5,000
 // messages among 1,000 tickets.
 func BenchmarkKnown(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "state.db"), Options{})
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "state.db"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(b.Context(), func(tx *Tx) error {
 		for n := range 1000 {
 			id := uuidish('t', n)
 			if err := tx.PutTicket(Ticket{ID: id}); err != nil {
@@ -114,7 +115,7 @@ func BenchmarkKnown(b *testing.B) {
 	id := uuidish('t', 500)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		err := s.View(func(tx *Tx) error {
+		err := s.View(b.Context(), func(tx *Tx) error {
 			ok, err := tx.Known(id, uuidish('m', 500*10000+i%5000))
 			if !ok {
 				return fmt.Errorf("message %d not known", i%5000)
@@ -129,12 +130,12 @@ func BenchmarkKnown(b *testing.B) {
 
 // BenchmarkStats summarises a state of 10,000 tickets.
 func BenchmarkStats(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "state.db"), Options{})
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "state.db"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(b.Context(), func(tx *Tx) error {
 		for n := range 10000 {
 			if err := tx.PutTicket(Ticket{ID: uuidish('t', n), UpstreamStatus: "new", Ref: "r"}); err != nil {
 				return err
@@ -146,7 +147,7 @@ func BenchmarkStats(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := s.Stats(); err != nil {
+		if _, err := s.Stats(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -180,13 +181,13 @@ func BenchmarkCycleTransactions(b *testing.B) {
 					}
 					loc = pgSchemaURL(b, base)
 				}
-				s, err := Open(loc, Options{})
+				s, err := Open(b.Context(), loc, Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer func() { _ = s.Close() }()
 				now := time.Now().UTC()
-				if err := s.Update(func(tx *Tx) error {
+				if err := s.Update(b.Context(), func(tx *Tx) error {
 					for n := range tracked {
 						id := uuidish('t', n)
 						if err := tx.PutTicket(Ticket{ID: id, Ref: fmt.Sprint(n), UpstreamStatus: "open", NextDue: now.Add(time.Hour)}); err != nil {
@@ -206,7 +207,7 @@ func BenchmarkCycleTransactions(b *testing.B) {
 				b.ResetTimer()
 				cycles := 0
 				for i := 0; b.Loop(); i++ {
-					if err := replayCycle(s, i, load.due, load.events, now); err != nil {
+					if err := replayCycle(b.Context(), s, i, load.due, load.events, now); err != nil {
 						b.Fatal(err)
 					}
 					cycles++
@@ -239,9 +240,9 @@ func (s *Store) counters() (commits, roundTrips int64) {
 
 // replayCycle makes the transactions of one engine cycle (see
 // BenchmarkCycleTransactions); i makes the cycle's ids new.
-func replayCycle(s *Store, i, due, events int, now time.Time) error {
+func replayCycle(ctx context.Context, s *Store, i, due, events int, now time.Time) error {
 	// discover: the tracked tickets and the engine's meta keys.
-	if err := s.View(func(tx *Tx) error {
+	if err := s.View(ctx, func(tx *Tx) error {
 		if err := tx.ForEachTicket(func(Ticket) error { return nil }); err != nil {
 			return err
 		}
@@ -256,7 +257,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 	// refresh: what is due and pending, then each due ticket's known
 	// messages, then the results in one Update.
 	var dueTickets []Ticket
-	if err := s.View(func(tx *Tx) error {
+	if err := s.View(ctx, func(tx *Tx) error {
 		if err := tx.ForEachTicket(func(t Ticket) error {
 			if len(dueTickets) < due {
 				dueTickets = append(dueTickets, t)
@@ -271,7 +272,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 		return err
 	}
 	for _, t := range dueTickets {
-		if err := s.View(func(tx *Tx) error {
+		if err := s.View(ctx, func(tx *Tx) error {
 			if _, err := tx.Mirrored(t.ID); err != nil {
 				return err
 			}
@@ -282,7 +283,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 		}
 	}
 	if len(dueTickets) > 0 {
-		if err := s.Update(func(tx *Tx) error {
+		if err := s.Update(ctx, func(tx *Tx) error {
 			for n, t := range dueTickets {
 				t.LastActivity = now
 				if err := tx.PutTicket(t); err != nil {
@@ -299,7 +300,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 	}
 	// collect: the cursor, then the events' entries and tickets, then the
 	// journal and the cursor in one Update.
-	if err := s.View(func(tx *Tx) error { _, err := tx.Cursor("files"); return err }); err != nil {
+	if err := s.View(ctx, func(tx *Tx) error { _, err := tx.Cursor("files"); return err }); err != nil {
 		return err
 	}
 	var entries []Entry
@@ -308,7 +309,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 		entries = append(entries, reply(fmt.Sprintf("ev-%d-%d", i, n), id, "agent reply"))
 	}
 	if events > 0 {
-		if err := s.View(func(tx *Tx) error {
+		if err := s.View(ctx, func(tx *Tx) error {
 			for _, en := range entries {
 				if _, _, err := tx.JournalEntry(en.EventID); err != nil {
 					return err
@@ -321,7 +322,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 		}); err != nil {
 			return err
 		}
-		if err := s.Update(func(tx *Tx) error {
+		if err := s.Update(ctx, func(tx *Tx) error {
 			for _, en := range entries {
 				if _, err := tx.PutJournal(en); err != nil {
 					return err
@@ -334,7 +335,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 	}
 	// send: the pending entries and their tickets, then the outcomes.
 	var pending []Entry
-	if err := s.View(func(tx *Tx) error {
+	if err := s.View(ctx, func(tx *Tx) error {
 		var err error
 		if pending, err = tx.PendingJournal(); err != nil {
 			return err
@@ -349,7 +350,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 		return err
 	}
 	if len(pending) > 0 {
-		if err := s.Update(func(tx *Tx) error {
+		if err := s.Update(ctx, func(tx *Tx) error {
 			for n, p := range pending {
 				p.State, p.SentAt, p.UpstreamMessageID = Sent, now, uuidish('u', i*1000+n)
 				if _, err := tx.PutJournal(p); err != nil {
@@ -366,11 +367,11 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 	}
 	// mark sent: the unmarked entries, then their marks.
 	var unmarked []Entry
-	if err := s.View(func(tx *Tx) error { var err error; unmarked, err = tx.UnmarkedJournal(); return err }); err != nil {
+	if err := s.View(ctx, func(tx *Tx) error { var err error; unmarked, err = tx.UnmarkedJournal(); return err }); err != nil {
 		return err
 	}
 	if len(unmarked) > 0 {
-		if err := s.Update(func(tx *Tx) error {
+		if err := s.Update(ctx, func(tx *Tx) error {
 			for _, u := range unmarked {
 				u.MarkedAt = now
 				if _, err := tx.PutJournal(u); err != nil {
@@ -383,7 +384,7 @@ func replayCycle(s *Store, i, due, events int, now time.Time) error {
 		}
 	}
 	// The cycle's record.
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		return tx.PutCycle(Cycle{Start: now, End: now, Outcome: "ok", Success: true, Report: []byte(`{"tickets":100}`)})
 	})
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sync/atomic"
 
@@ -17,12 +18,32 @@ type boltBackend struct {
 	commits atomic.Int64
 }
 
-func (b *boltBackend) view(fn func(kvTx) error) error {
-	return b.db.View(func(btx *bolt.Tx) error { return fn(boltTx{btx}) })
+// view and update check ctx when they start and when fn returns: a bbolt
+// transaction cannot be interrupted, and costs a local read or two fsyncs,
+// so a done ctx only keeps the next one from starting, and an update
+// from committing.
+func (b *boltBackend) view(ctx context.Context, fn func(kvTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.db.View(func(btx *bolt.Tx) error {
+		if err := fn(boltTx{btx}); err != nil {
+			return err
+		}
+		return ctx.Err()
+	})
 }
 
-func (b *boltBackend) update(fn func(kvTx) error) error {
-	err := b.db.Update(func(btx *bolt.Tx) error { return fn(boltTx{btx}) })
+func (b *boltBackend) update(ctx context.Context, fn func(kvTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := b.db.Update(func(btx *bolt.Tx) error {
+		if err := fn(boltTx{btx}); err != nil {
+			return err
+		}
+		return ctx.Err() // a non-nil error rolls back
+	})
 	if err == nil {
 		b.commits.Add(1)
 	}

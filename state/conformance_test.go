@@ -77,7 +77,7 @@ func TestConformanceJournalOrder(t *testing.T) {
 		}
 		// A failed Update takes its sequence numbers with it on bbolt; on
 		// either backend no stored entry shares one.
-		_ = s.Update(func(tx *Tx) error {
+		_ = s.Update(t.Context(), func(tx *Tx) error {
 			if _, err := tx.PutJournal(reply("e0", "t1", "lost")); err != nil {
 				return err
 			}
@@ -146,7 +146,7 @@ func TestConformanceCursorMovesOnlyPastStoredWork(t *testing.T) {
 		// The events and the cursor past them, in one Update that fails
 		// at its end: neither is kept.
 		boom := errors.New("boom")
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(t.Context(), func(tx *Tx) error {
 			for _, id := range []string{"e1", "e2"} {
 				if _, err := tx.PutJournal(reply(id, "t1", id)); err != nil {
 					return err
@@ -219,12 +219,12 @@ func TestHelperProcessCrash(t *testing.T) {
 	if loc == "" {
 		t.Skip("helper for TestConformanceCrash")
 	}
-	s, err := Open(loc, Options{})
+	s, err := Open(t.Context(), loc, Options{})
 	if err != nil {
 		fmt.Println("OPEN-ERROR", err)
 		os.Exit(3)
 	}
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(t.Context(), func(tx *Tx) error {
 		if err := tx.PutTicket(Ticket{ID: "t1"}); err != nil {
 			return err
 		}
@@ -237,7 +237,7 @@ func TestHelperProcessCrash(t *testing.T) {
 		fmt.Println("UPDATE-ERROR", err)
 		os.Exit(3)
 	}
-	_ = s.Update(func(tx *Tx) error {
+	_ = s.Update(t.Context(), func(tx *Tx) error {
 		e, _, err := tx.JournalEntry("e1")
 		if err != nil {
 			return err
@@ -330,7 +330,7 @@ func TestConformanceSchemaVersion(t *testing.T) {
 		}
 		setSchema(t, loc, want+1)
 		for _, ro := range []bool{false, true} {
-			_, err := Open(loc, Options{ReadOnly: ro})
+			_, err := Open(t.Context(), loc, Options{ReadOnly: ro})
 			if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), fmt.Sprintf("schema %d", want+1)) {
 				t.Errorf("Open (read-only %t) of a newer schema: err = %v, want ErrNewerSchema naming it", ro, err)
 			}
@@ -372,7 +372,7 @@ func TestPostgresMigrations(t *testing.T) {
 	loc := b.location(t)
 	cur := pgMigrations
 	n := len(cur)
-	s, err := openPG(context.Background(), loc, Options{}, cur)
+	s, err := openPG(t.Context(), loc, Options{}, cur)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,17 +383,17 @@ func TestPostgresMigrations(t *testing.T) {
 		`CREATE TABLE ticketbridge_extra (x int)`,
 		`SELECT no_such_function()`,
 	})
-	if _, err := openPG(context.Background(), loc, Options{}, bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migrate schema %d to %d", n, n+1)) {
+	if _, err := openPG(t.Context(), loc, Options{}, bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migrate schema %d to %d", n, n+1)) {
 		t.Fatalf("open with a failing migration: err = %v", err)
 	}
-	if s, err = openPG(context.Background(), loc, Options{}, cur); err != nil {
+	if s, err = openPG(t.Context(), loc, Options{}, cur); err != nil {
 		t.Fatalf("after a failed migration the old schema does not open: %v", err)
 	}
 	_ = s.Close()
 
 	good := append(slices.Clone(cur), pgMigration{`CREATE TABLE ticketbridge_extra (x int)`})
 	var logs strings.Builder
-	s, err = openPG(context.Background(), loc, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, good)
+	s, err = openPG(t.Context(), loc, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,10 +407,10 @@ func TestPostgresMigrations(t *testing.T) {
 		return nil
 	})
 	_ = s.Close()
-	if _, err := openPG(context.Background(), loc, Options{}, cur); !errors.Is(err, ErrNewerSchema) {
+	if _, err := openPG(t.Context(), loc, Options{}, cur); !errors.Is(err, ErrNewerSchema) {
 		t.Errorf("older binary on a migrated database: err = %v, want ErrNewerSchema", err)
 	}
-	if _, err := openPG(context.Background(), b.location(t), Options{ReadOnly: true}, cur); !errors.Is(err, ErrNotStateFile) {
+	if _, err := openPG(t.Context(), b.location(t), Options{ReadOnly: true}, cur); !errors.Is(err, ErrNotStateFile) {
 		t.Errorf("read-only open of an empty database: err = %v, want ErrNotStateFile", err)
 	}
 }
@@ -420,13 +420,13 @@ func TestPostgresMigrations(t *testing.T) {
 func TestPostgresMigratesFromSchema1(t *testing.T) {
 	b := postgresBackend(t)
 	loc := b.location(t)
-	s, err := openPG(context.Background(), loc, Options{Hotel: "h1"}, pgMigrations[:1])
+	s, err := openPG(t.Context(), loc, Options{Hotel: "h1"}, pgMigrations[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Close()
 	pgExec(t, loc, `INSERT INTO `+pgStateTable+` (hotel, bucket, key, value) SELECT 'h1', bucket, 'k', 'v' FROM unnest(ARRAY['meta']) AS b(bucket)`)
-	s, err = openPG(context.Background(), loc, Options{Hotel: "h1"}, pgMigrations)
+	s, err = openPG(t.Context(), loc, Options{Hotel: "h1"}, pgMigrations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,15 +483,15 @@ func TestPostgresHotelsAreApart(t *testing.T) {
 			}
 			return nil
 		})
-		st, err := s.Stats()
+		st, err := s.Stats(t.Context())
 		if err != nil || st.Tickets != 1 || st.Mirrored != 1 || st.JournalPending != 1 {
 			t.Errorf("Stats of %s = %+v, %v", s.Hotel(), st, err)
 		}
 	}
-	if _, err := Open(loc, Options{Hotel: "Bad_Name"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Bad_Name") {
+	if _, err := Open(t.Context(), loc, Options{Hotel: "Bad_Name"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Bad_Name") {
 		t.Errorf("Open with a bad hotel name: err = %v", err)
 	}
-	if _, err := Open(loc, Options{Hotel: "gamma", ReadOnly: true}); !errors.Is(err, ErrNotStateFile) || !strings.Contains(err.Error(), `"gamma"`) {
+	if _, err := Open(t.Context(), loc, Options{Hotel: "gamma", ReadOnly: true}); !errors.Is(err, ErrNotStateFile) || !strings.Contains(err.Error(), `"gamma"`) {
 		t.Errorf("read-only Open of an unknown hotel: err = %v, want ErrNotStateFile naming it", err)
 	}
 }
@@ -504,13 +504,13 @@ func TestConformanceSecondWriter(t *testing.T) {
 		s, loc := b.openTest(t, Options{})
 		seed(t, s)
 		if b.name == "bbolt" {
-			if _, err := Open(loc, Options{LockTimeout: 10 * time.Millisecond}); !errors.Is(err, ErrLocked) {
+			if _, err := Open(t.Context(), loc, Options{LockTimeout: 10 * time.Millisecond}); !errors.Is(err, ErrLocked) {
 				t.Errorf("second Open: err = %v, want ErrLocked", err)
 			}
 			return
 		}
 		other := openAt(t, loc, Options{})
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(t.Context(), func(tx *Tx) error {
 			tk, _, err := tx.Ticket("t1") // the snapshot is taken here
 			if err != nil {
 				return err
@@ -543,9 +543,9 @@ func TestPostgresPasswordIsRedacted(t *testing.T) {
 		"postgresql://127.0.0.1:1/db?password=" + secret + "&connect_timeout=1",
 		"postgres://tb:" + secret + "@[::1/db",
 	} {
-		_, err := Open(bad, Options{})
+		_, err := Open(t.Context(), bad, Options{})
 		if err == nil {
-			t.Errorf("Open(%s) succeeded", redact.URL(bad))
+			t.Errorf("Open(t.Context(), %s) succeeded", redact.URL(bad))
 			continue
 		}
 		if strings.Contains(err.Error(), secret) {
@@ -569,7 +569,7 @@ func TestPostgresPasswordIsRedacted(t *testing.T) {
 	if u == loc {
 		t.Skip(postgresEnv + " holds no password to replace")
 	}
-	_, err := Open(u, Options{})
+	_, err := Open(t.Context(), u, Options{})
 	if err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), pgPassword(loc)) {
 		t.Errorf("Open with a wrong password: err = %v; want an error without the password", err)
 	}
@@ -659,7 +659,7 @@ func TestPostgresLostConnection(t *testing.T) {
 	s, loc := b.openTest(t, Options{})
 	seed(t, s)
 	before := dump(t, s)
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(t.Context(), func(tx *Tx) error {
 		if _, _, err := tx.Ticket("t1"); err != nil { // the transaction begins
 			return err
 		}

@@ -33,7 +33,7 @@ func TestCorruptTicketIsNamedAndOthersStayReadable(t *testing.T) {
 				})
 				rawPut(t, s, bucketTickets, "t2", c.val)
 
-				err := s.View(func(tx *Tx) error { _, _, err := tx.Ticket("t2"); return err })
+				err := s.View(t.Context(), func(tx *Tx) error { _, _, err := tx.Ticket("t2"); return err })
 				var rerr *RecordError
 				if !errors.As(err, &rerr) || !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("Ticket(t2): err = %v, want a *RecordError matching ErrCorrupt", err)
@@ -43,7 +43,7 @@ func TestCorruptTicketIsNamedAndOthersStayReadable(t *testing.T) {
 				}
 
 				var seen []string
-				err = s.View(func(tx *Tx) error {
+				err = s.View(t.Context(), func(tx *Tx) error {
 					if tk, ok, err := tx.Ticket("t1"); err != nil || !ok || tk.Ref != "ref-t1" {
 						t.Errorf("Ticket(t1) beside a corrupt record = %+v, %t, %v", tk, ok, err)
 					}
@@ -83,10 +83,10 @@ func TestCorruptJournalEntry(t *testing.T) {
 		})
 		// A well-formed record whose payload no longer matches its hash.
 		var raw string
-		_ = s.View(func(tx *Tx) error { v, err := tx.kv.get(bucketJournal, []byte("e2")); raw = string(v); return err })
+		_ = s.View(t.Context(), func(tx *Tx) error { v, err := tx.kv.get(bucketJournal, []byte("e2")); raw = string(v); return err })
 		rawPut(t, s, bucketJournal, "e2", strings.Replace(raw, "body e2", "body XX", 1))
 
-		err := s.View(func(tx *Tx) error { _, _, err := tx.JournalEntry("e2"); return err })
+		err := s.View(t.Context(), func(tx *Tx) error { _, _, err := tx.JournalEntry("e2"); return err })
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `journal/"e2"`) || !strings.Contains(err.Error(), "does not match the payload") {
 			t.Errorf("JournalEntry(e2): err = %v, want ErrCorrupt naming journal/e2 and the hash", err)
 		}
@@ -95,7 +95,7 @@ func TestCorruptJournalEntry(t *testing.T) {
 			"JournalForTicket": func(tx *Tx) ([]Entry, error) { return tx.JournalForTicket("t1") },
 		} {
 			var got []Entry
-			err := s.View(func(tx *Tx) (err error) { got, err = list(tx); return err })
+			err := s.View(t.Context(), func(tx *Tx) (err error) { got, err = list(tx); return err })
 			if ids := eventIDs(got); !reflect.DeepEqual(ids, []string{"e1", "e3"}) {
 				t.Errorf("%s beside a corrupt entry = %v, want e1 and e3", name, ids)
 			}
@@ -104,12 +104,12 @@ func TestCorruptJournalEntry(t *testing.T) {
 			}
 		}
 		// A put cannot overwrite it silently: its old index keys are unknown.
-		err = s.Update(func(tx *Tx) error { _, err := tx.PutJournal(reply("e2", "t1", "body e2")); return err })
+		err = s.Update(t.Context(), func(tx *Tx) error { _, err := tx.PutJournal(reply("e2", "t1", "body e2")); return err })
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("PutJournal over a corrupt entry: err = %v, want ErrCorrupt", err)
 		}
 		// Pruning skips it and says so.
-		err = s.Update(func(tx *Tx) error { _, err := tx.PruneJournal(t0); return err })
+		err = s.Update(t.Context(), func(tx *Tx) error { _, err := tx.PruneJournal(t0); return err })
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("PruneJournal: err = %v, want ErrCorrupt", err)
 		}
@@ -129,7 +129,7 @@ func TestCorruptJournalEntry(t *testing.T) {
 		})
 		// An index pointing nowhere is reported too.
 		rawPut(t, s, bucketJournalPending, string(seqKey(99)), "ghost")
-		err = s.View(func(tx *Tx) error { _, err := tx.PendingJournal(); return err })
+		err = s.View(t.Context(), func(tx *Tx) error { _, err := tx.PendingJournal(); return err })
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `journal_pending/"0000000000000063"`) || !strings.Contains(err.Error(), `"ghost", which does not exist`) {
 			t.Errorf("dangling index: err = %v", err)
 		}
@@ -156,7 +156,7 @@ func TestCorruptOtherRecords(t *testing.T) {
 			{func(tx *Tx) error { _, _, err := tx.LastCycle(); return err }, `cycles/"last"`},
 			{func(tx *Tx) error { _, err := tx.CreatedAt(); return err }, `meta/"created_at"`},
 		} {
-			err := s.View(c.fn)
+			err := s.View(t.Context(), c.fn)
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want ErrCorrupt containing %q", err, c.want)
 			}

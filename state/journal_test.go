@@ -176,7 +176,7 @@ func TestJournalLifecycle(t *testing.T) {
 			{func(e *Entry) { e.Kind, e.Payload.Visible = KindNote, false }, "kind changed"},
 			{func(e *Entry) { e.Seq = 99 }, "seq changed from 2 to 99"},
 		} {
-			err := s.Update(func(tx *Tx) error {
+			err := s.Update(t.Context(), func(tx *Tx) error {
 				e, _, err := tx.JournalEntry("e2")
 				if err != nil {
 					return err
@@ -206,7 +206,7 @@ func TestJournalLifecycle(t *testing.T) {
 		if !reflect.DeepEqual(p, []string{"e3"}) || u != nil || f != nil || !reflect.DeepEqual(a, []string{"e3"}) {
 			t.Errorf("after prune: pending %v unmarked %v failed %v all %v", p, u, f, a)
 		}
-		st, err := s.Stats()
+		st, err := s.Stats(t.Context())
 		if err != nil || st.JournalPending != 1 || st.JournalSent != 0 || st.JournalFailed != 0 {
 			t.Errorf("Stats after prune = %+v, %v", st, err)
 		}
@@ -253,12 +253,12 @@ func TestJournalValidation(t *testing.T) {
 			{status(func(e *Entry) { e.Payload.Status = "" }), "payload.status is empty on a status entry"},
 			{status(func(e *Entry) { e.Payload.Body = "x" }), "payload carries a body"},
 		} {
-			err := s.Update(func(tx *Tx) error { _, err := tx.PutJournal(c.e); return err })
+			err := s.Update(t.Context(), func(tx *Tx) error { _, err := tx.PutJournal(c.e); return err })
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("PutJournal(%+v):\n err = %v\nwant ErrInvalid containing %q", c.e, err, c.want)
 			}
 		}
-		if st, _ := s.Stats(); st.JournalPending+st.JournalSent+st.JournalFailed != 0 {
+		if st, _ := s.Stats(t.Context()); st.JournalPending+st.JournalSent+st.JournalFailed != 0 {
 			t.Errorf("refused entries were stored: %+v", st)
 		}
 		// The right hash is accepted.
@@ -304,7 +304,7 @@ func TestJournalAbandoned(t *testing.T) {
 	update(t, s, func(tx *Tx) error { _, err := tx.PutJournal(e); return err })
 	view := func() (p, f, u, all []Entry) {
 		t.Helper()
-		if err := s.View(func(tx *Tx) (err error) {
+		if err := s.View(t.Context(), func(tx *Tx) (err error) {
 			if p, err = tx.PendingJournal(); err != nil {
 				return err
 			}
@@ -324,7 +324,7 @@ func TestJournalAbandoned(t *testing.T) {
 	if p, f, u, all := view(); len(p)+len(f)+len(u) != 0 || len(all) != 1 || all[0].State != Abandoned {
 		t.Fatalf("abandoned entry listed as pending %v failed %v unmarked %v; all %v", p, f, u, all)
 	}
-	st, err := s.Stats()
+	st, err := s.Stats(t.Context())
 	if err != nil || st.JournalAbandoned != 1 || st.JournalSent != 0 || st.JournalPending != 0 || st.JournalFailed != 0 {
 		t.Errorf("Stats = %+v, %v; want one abandoned entry only", st, err)
 	}

@@ -1,19 +1,25 @@
 package state
 
-import "bytes"
+import (
+	"bytes"
+	"context"
+)
 
 // backend is where a Store keeps its buckets: a bbolt file ([boltBackend])
 // or a PostgreSQL database ([pgBackend]). Everything above it (records,
 // validation, the journal's indexes) is written once, against [kvTx].
 type backend interface {
 	// view runs fn in a read-only transaction that sees one consistent
-	// snapshot. fn's error is returned as is.
-	view(fn func(kvTx) error) error
+	// snapshot. fn's error is returned as is. The transaction fails with
+	// ctx's error once ctx is done (bbolt: when it starts, and when fn
+	// returns).
+	view(ctx context.Context, fn func(kvTx) error) error
 	// update runs fn in a read-write transaction and commits it when fn
 	// returns nil; when fn fails, or the commit does, nothing of it is
 	// kept. fn's error is returned as is; a commit error is returned
-	// unwrapped, for the Store to wrap.
-	update(fn func(kvTx) error) error
+	// unwrapped, for the Store to wrap. ctx bounds it as it does view:
+	// nothing is kept once ctx is done before the commit.
+	update(ctx context.Context, fn func(kvTx) error) error
 	// close releases the backend; a second call returns nil.
 	close() error
 }

@@ -83,14 +83,20 @@ func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) 
 }
 
 // migrate brings the schema up to date, as a Store's open does.
-func (l *Leases) migrate(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
+func (l *Leases) migrate(ctx context.Context) (err error) {
+	ctx, cancel := roundTripCtx(ctx)
 	defer cancel()
+	defer func() { err = ctxErr(ctx, err) }()
 	tx, err := l.p.pool.BeginTx(ctx, migrateTx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback(ctx) }()
+	defer func() {
+		// After a commit, a no-op; after ctx ended, still sent.
+		rctx, cancel := rollbackCtx(ctx)
+		_ = tx.Rollback(rctx)
+		cancel()
+	}()
 	if _, err := migratePG(ctx, tx, false, pgMigrations); err != nil {
 		return err
 	}
@@ -107,7 +113,7 @@ func (l *Leases) TTL() time.Duration { return l.ttl }
 func (l *Leases) exec(ctx context.Context, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, min(pgRoundTripTimeout, l.ttl))
 	defer cancel()
-	return hideSecret(fn(ctx), l.p.secret)
+	return hideSecret(ctxErr(ctx, fn(ctx)), l.p.secret)
 }
 
 func (l *Leases) interval() string { return fmt.Sprintf("%d milliseconds", l.ttl.Milliseconds()) }

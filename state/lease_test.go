@@ -56,7 +56,7 @@ func TestLeaseFencesTheFormerHolder(t *testing.T) {
 	if lb.Fence <= la.Fence {
 		t.Fatalf("fence went from %d to %d, want it raised", la.Fence, lb.Fence)
 	}
-	err := sa.Update(func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "late-a"}) })
+	err := sa.Update(t.Context(), func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "late-a"}) })
 	if !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("a's Update after the takeover: %v, want ErrLeaseLost", err)
 	}
@@ -87,7 +87,7 @@ func TestLeaseTakeoverDuringAnUpdate(t *testing.T) {
 	la := mustAcquire(t, a, "h1")
 	sa := openAt(t, loc, Options{Hotel: "h1", Fence: la.Fence})
 	update(t, sa, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t0"}) })
-	err := sa.Update(func(tx *Tx) error {
+	err := sa.Update(t.Context(), func(tx *Tx) error {
 		if _, _, err := tx.Ticket("t0"); err != nil { // begins: the snapshot is taken
 			return err
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
@@ -25,8 +27,32 @@ import (
 const DefaultMaxConns = 20
 
 // pgRoundTripTimeout bounds each exchange with PostgreSQL, so that a dead
-// server or a lock held elsewhere fails an Update instead of hanging it.
+// server or a lock held elsewhere fails an Update instead of hanging it,
+// also when the caller's context has no deadline (or a later one).
 const pgRoundTripTimeout = 30 * time.Second
+
+// pgRollbackTimeout bounds the ROLLBACK of a transaction that failed. It
+// is sent also after the transaction's context ended (on a context that
+// keeps its values but not its end), so that the connection goes back to
+// the pool clean; a server that does not answer it within this costs the
+// connection, not the caller's wait.
+const pgRollbackTimeout = 5 * time.Second
+
+// pgCancelGrace is how long a round trip whose context ended waits for the
+// server to answer its cancel request before the connection is given up.
+const pgCancelGrace = time.Second
+
+// roundTripCtx returns the context of one exchange of a transaction run
+// under ctx: ctx, bounded by pgRoundTripTimeout.
+func roundTripCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, pgRoundTripTimeout)
+}
+
+// rollbackCtx returns the context of a ROLLBACK after a transaction under ctx
+// failed: not cancelled with ctx, bounded by pgRollbackTimeout.
+func rollbackCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), pgRollbackTimeout)
+}
 
 // The PostgreSQL tables. Every row carries its hotel.
 const (
@@ -97,11 +123,23 @@ func acquirePool(rawURL string) (*sharedPool, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
+	// A round trip whose context ends asks the server to cancel the
+	// statement, so that it stops waiting (on a lock, say) and the rest of
+	// its pipelined batch, COMMIT included, does not run after the caller
+	// was told the transaction failed. The connection's deadline follows
+	// after pgCancelGrace, for a server that does not answer.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: pgCancelGrace}
+	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "ticketbridge"
 	// Each statement travels with its arguments' types, unprepared: one
 	// round trip per exchange, always (a statement cache would add a
 	// prepare round trip on each connection's first use of a statement).
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	// The pool is shared by every Store of the process opened with this
+	// URL and outlives the Open that made it: no caller's context is its.
+	// NewWithConfig makes no connection (MinConns is zero); each
+	// transaction connects under its own context.
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, hideSecret(fmt.Errorf("connect to PostgreSQL: %w", err), p.secret)
@@ -176,32 +214,40 @@ func (b *pgBackend) close() error {
 // errClosed is returned by transactions on a closed store.
 var errClosed = errors.New("the store is closed")
 
-func (b *pgBackend) view(fn func(kvTx) error) error {
-	return b.run(false, fn)
+func (b *pgBackend) view(ctx context.Context, fn func(kvTx) error) error {
+	return b.run(ctx, false, fn)
 }
 
-func (b *pgBackend) update(fn func(kvTx) error) error {
+func (b *pgBackend) update(ctx context.Context, fn func(kvTx) error) error {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	err := b.run(true, fn)
+	err := b.run(ctx, true, fn)
 	if err == nil {
 		b.commits.Add(1)
 	}
 	return err
 }
 
-func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
+// run runs fn in a transaction whose every round trip uses ctx (see
+// pgTx.exchange): once ctx is done, the transaction fails with ctx's error
+// and is rolled back, also when fn returned nil.
+func (b *pgBackend) run(ctx context.Context, rw bool, fn func(kvTx) error) (err error) {
 	p := b.pool.Load()
 	if p == nil {
 		return errClosed
 	}
-	t := &pgTx{b: b, p: p, rw: rw}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := &pgTx{ctx: ctx, b: b, p: p, rw: rw}
 	defer func() {
-		// Also on a panic in fn: end the transaction, free the connection.
+		// Also on a panic in fn, or after ctx ended: end the transaction,
+		// free the connection. A connection that a cancelled round trip
+		// broke is closed already; the pool drops it on Release.
 		if t.conn != nil {
 			if t.begun {
-				ctx, cancel := context.WithTimeout(context.Background(), pgRoundTripTimeout)
-				_, _ = t.conn.Exec(ctx, "ROLLBACK")
+				rctx, cancel := rollbackCtx(ctx)
+				_, _ = t.conn.Exec(rctx, "ROLLBACK")
 				cancel()
 			}
 			t.conn.Release()
@@ -209,6 +255,9 @@ func (b *pgBackend) run(rw bool, fn func(kvTx) error) (err error) {
 	}()
 	if err := fn(t); err != nil {
 		return hideSecret(err, p.secret) // err itself when the password is not in it
+	}
+	if err := ctx.Err(); err != nil {
+		return err // ctx ended while fn ran: commit nothing
 	}
 	if err := t.commit(); err != nil {
 		return hideSecret(err, p.secret)

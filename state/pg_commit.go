@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,14 +9,15 @@ import (
 )
 
 // exchange runs one round trip: BEGIN first when the transaction has not
-// begun, then queue's statements, whose results read reads in order.
+// begun, then queue's statements, whose results read reads in order. It
+// runs under the transaction's context, bounded by pgRoundTripTimeout.
 func (t *pgTx) exchange(queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), pgRoundTripTimeout)
+	ctx, cancel := roundTripCtx(t.ctx)
 	defer cancel()
 	if t.conn == nil {
 		c, err := t.p.pool.Acquire(ctx)
 		if err != nil {
-			return fmt.Errorf("connect to PostgreSQL: %w", err)
+			return fmt.Errorf("connect to PostgreSQL: %w", ctxErr(ctx, err))
 		}
 		t.conn = c
 	}
@@ -54,7 +54,7 @@ func (t *pgTx) exchange(queue func(*pgx.Batch), read func(pgx.BatchResults) erro
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return classify(err)
+	return classify(ctxErr(ctx, err))
 }
 
 func (t *pgTx) nextSeq(bucket string) (uint64, error) {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -87,3 +88,13 @@ func classify(err error) error {
 // pgLeaseLostCode is the SQLSTATE ticketbridge_commit raises for a stale
 // fence.
 const pgLeaseLostCode = "TBL01"
+
+// ctxErr returns err as the error of ctx's end when ctx has ended: a round
+// trip cut short by its context fails with the context's error, which pgx
+// reports as the server's "canceling statement" or a broken connection.
+func ctxErr(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", ctx.Err(), err)
+}

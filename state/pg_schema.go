@@ -94,14 +94,20 @@ const PostgresSchemaVersion = 2
 // leaves the old schema), and adds the hotel when it is new. Concurrent
 // opens (replicas starting together) wait for each other on an advisory
 // lock.
-func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration) error {
-	ctx, cancel := context.WithTimeout(ctx, pgRoundTripTimeout)
+func (b *pgBackend) initSchema(ctx context.Context, s *Store, migs []pgMigration) (err error) {
+	ctx, cancel := roundTripCtx(ctx)
+	defer func() { err = ctxErr(ctx, err) }()
 	defer cancel()
 	tx, err := b.pool.Load().pool.BeginTx(ctx, migrateTx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback(ctx) }()
+	defer func() {
+		// After a commit, a no-op; after ctx ended, still sent.
+		rctx, cancel := rollbackCtx(ctx)
+		_ = tx.Rollback(rctx)
+		cancel()
+	}()
 	found, err := migratePG(ctx, tx, s.readOnly, migs)
 	if err != nil {
 		return err

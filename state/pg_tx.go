@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +30,8 @@ type pgWrite struct {
 // fails with ErrConflict instead of overwriting. Updates of one hotel are
 // thus serialisable without SERIALIZABLE's predicate locks.
 type pgTx struct {
+	// ctx is the context of the View or Update: every round trip uses it.
+	ctx   context.Context
 	b     *pgBackend
 	p     *sharedPool
 	rw    bool

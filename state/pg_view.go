@@ -22,12 +22,13 @@ var (
 // viewWorkingSet runs fn in a view whose reads are all answered from the
 // working set, read in one statement before fn runs: one round trip, with
 // no BEGIN and no COMMIT (a single statement sees one snapshot).
-func (b *pgBackend) viewWorkingSet(fn func(kvTx) error) error {
+// Once ctx is done it fails with ctx's error, also when fn returned nil.
+func (b *pgBackend) viewWorkingSet(ctx context.Context, fn func(kvTx) error) error {
 	p := b.pool.Load()
 	if p == nil {
 		return errClosed
 	}
-	t := &pgTx{b: b, p: p, whole: map[string]bool{}}
+	t := &pgTx{ctx: ctx, b: b, p: p, whole: map[string]bool{}}
 	for _, name := range workingSetBuckets {
 		t.whole[name] = true
 	}
@@ -37,12 +38,12 @@ func (b *pgBackend) viewWorkingSet(fn func(kvTx) error) error {
 	if err := fn(t); err != nil {
 		return hideSecret(err, p.secret)
 	}
-	return nil
+	return ctx.Err()
 }
 
 // readWorkingSet reads the working set into t.reads, in one statement.
 func (t *pgTx) readWorkingSet() error {
-	ctx, cancel := context.WithTimeout(context.Background(), pgRoundTripTimeout)
+	ctx, cancel := roundTripCtx(t.ctx)
 	defer cancel()
 	rows, err := t.p.pool.Query(ctx, `SELECT bucket, key, value, true FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = ANY($2)
 		UNION ALL
@@ -51,7 +52,7 @@ func (t *pgTx) readWorkingSet() error {
 			WHERE i.hotel = $1 AND i.bucket = ANY($3)`,
 		t.b.hotel, workingSetBuckets, workingSetIndexes, bucketJournal)
 	if err != nil {
-		return classify(fmt.Errorf("read the working set: %w", err))
+		return classify(fmt.Errorf("read the working set: %w", ctxErr(ctx, err)))
 	}
 	defer rows.Close()
 	t.reads = map[string]map[string][]byte{}
@@ -65,7 +66,7 @@ func (t *pgTx) readWorkingSet() error {
 			found  bool
 		)
 		if err := rows.Scan(&bucket, &k, &v, &found); err != nil {
-			return classify(fmt.Errorf("read the working set: %w", err))
+			return classify(fmt.Errorf("read the working set: %w", ctxErr(ctx, err)))
 		}
 		switch {
 		case !found:
@@ -76,7 +77,7 @@ func (t *pgTx) readWorkingSet() error {
 		t.remember(bucket, k, v)
 	}
 	if err := rows.Err(); err != nil {
-		return classify(fmt.Errorf("read the working set: %w", err))
+		return classify(fmt.Errorf("read the working set: %w", ctxErr(ctx, err)))
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func seed(t *testing.T, s *Store) {
 func dump(t *testing.T, s *Store) string {
 	t.Helper()
 	var b strings.Builder
-	err := s.be.view(func(kv kvTx) error {
+	err := s.be.view(t.Context(), func(kv kvTx) error {
 		for _, name := range allBuckets {
 			err := kv.scan(name, nil, func(k, v []byte) error {
 				fmt.Fprintf(&b, "%s/%s=%s\n", name, k, v)
@@ -142,7 +142,7 @@ func TestTicketRoundTrip(t *testing.T) {
 			t.Errorf("ForEachTicket ids = %v, want %v", ids, want)
 		}
 		stop := errors.New("stop")
-		err := s.View(func(tx *Tx) error {
+		err := s.View(t.Context(), func(tx *Tx) error {
 			return tx.ForEachTicket(func(Ticket) error { return stop })
 		})
 		if !errors.Is(err, stop) {
@@ -168,12 +168,12 @@ func TestTicketValidation(t *testing.T) {
 			{Ticket{ID: "t", QuietStreak: -2}, "quiet_streak -2 is negative"},
 		}
 		for _, c := range cases {
-			err := s.Update(func(tx *Tx) error { return tx.PutTicket(c.t) })
+			err := s.Update(t.Context(), func(tx *Tx) error { return tx.PutTicket(c.t) })
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("PutTicket(%+v): err = %v, want ErrInvalid containing %q", c.t, err, c.want)
 			}
 		}
-		if st, err := s.Stats(); err != nil || st.Tickets != 0 {
+		if st, err := s.Stats(t.Context()); err != nil || st.Tickets != 0 {
 			t.Errorf("after refused puts: Stats = %+v, %v", st, err)
 		}
 	})
@@ -255,16 +255,16 @@ func TestMessagesRoundTrip(t *testing.T) {
 			func(tx *Tx) error { return tx.PutMirrored("t9", "m1", "c", t0, MessageInfo{}) },
 			func(tx *Tx) error { return tx.MarkOwn("t9", "m1", "e", t0, MessageInfo{}) },
 		} {
-			err := s.Update(f)
+			err := s.Update(t.Context(), f)
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `ticket "t9" is not in state`) {
 				t.Errorf("message of an unknown ticket: err = %v", err)
 			}
 		}
-		err := s.Update(func(tx *Tx) error { return tx.PutMirrored("t1", "", "c", t0, MessageInfo{}) })
+		err := s.Update(t.Context(), func(tx *Tx) error { return tx.PutMirrored("t1", "", "c", t0, MessageInfo{}) })
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "message id is empty") {
 			t.Errorf("empty message id: err = %v", err)
 		}
-		err = s.View(func(tx *Tx) error {
+		err = s.View(t.Context(), func(tx *Tx) error {
 			_, err := tx.IsMirrored("a/b", "m")
 			return err
 		})
@@ -378,7 +378,7 @@ func TestCursorsMetaCycles(t *testing.T) {
 			{"bad report", func(tx *Tx) error { return tx.PutCycle(Cycle{Report: json.RawMessage("{")}) }, "report is not valid JSON"},
 			{"end before start", func(tx *Tx) error { return tx.PutCycle(Cycle{Start: t0, End: t0.Add(-time.Second)}) }, "is before start"},
 		} {
-			err := s.Update(c.fn)
+			err := s.Update(t.Context(), c.fn)
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: err = %v, want ErrInvalid containing %q", c.name, err, c.want)
 			}
@@ -465,7 +465,7 @@ func TestStats(t *testing.T) {
 			return err
 		})
 		rawPut(t, s, bucketTickets, "t6", "{broken")
-		st, err := s.Stats()
+		st, err := s.Stats(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -556,7 +556,7 @@ func TestForEachTicketMayWrite(t *testing.T) {
 				t.Errorf("ticket %s visited %d times", id, c)
 			}
 		}
-		st, err := s.Stats()
+		st, err := s.Stats(t.Context())
 		if err != nil || st.Tickets != 2*(n-n/10) {
 			t.Errorf("after the walk: %d tickets, %v; want %d", st.Tickets, err, 2*(n-n/10))
 		}

@@ -55,7 +55,7 @@ var migrations = []migration{}
 // initSchema creates the buckets of a fresh file, checks the version of an
 // existing one and migrates it forward. migs decides the target version
 // (len(migs)+1), so tests can run a table of their own.
-func (s *Store) initSchema(migs []migration) error {
+func (s *Store) initSchema(ctx context.Context, migs []migration) error {
 	target := len(migs) + 1
 	var (
 		found int
@@ -93,7 +93,7 @@ func (s *Store) initSchema(migs []migration) error {
 		return fmt.Errorf("open state file %s: %w: file has schema %d, this ticketbridge needs %d; run the daemon once to migrate it",
 			s.path, ErrOldSchema, found, target)
 	case found < target:
-		if err := s.migrate(found, target, migs); err != nil {
+		if err := s.migrate(ctx, found, target, migs); err != nil {
 			return err
 		}
 	}
@@ -152,9 +152,9 @@ func createBuckets(btx *bolt.Tx) error {
 
 // migrate copies the file aside, then runs migs[from-1:target-1] and bumps
 // the version in one transaction.
-func (s *Store) migrate(from, target int, migs []migration) error {
+func (s *Store) migrate(ctx context.Context, from, target int, migs []migration) error {
 	bak := fmt.Sprintf("%s.schema-%d.bak", s.path, from)
-	if err := s.BackupFile(context.Background(), bak); err != nil {
+	if err := s.BackupFile(ctx, bak); err != nil {
 		return fmt.Errorf("migrate state file %s: copy old schema aside: %w", s.path, err)
 	}
 	err := s.db.Update(func(btx *bolt.Tx) error {

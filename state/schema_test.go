@@ -52,7 +52,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	})
 	before, _ := os.ReadFile(path)
 	for _, ro := range []bool{false, true} {
-		_, err := Open(path, Options{ReadOnly: ro})
+		_, err := Open(t.Context(), path, Options{ReadOnly: ro})
 		if !errors.Is(err, ErrNewerSchema) {
 			t.Fatalf("Open (read-only %t): err = %v, want ErrNewerSchema", ro, err)
 		}
@@ -69,7 +69,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 func TestBadSchemaRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	rawFile(t, path, func(btx *bolt.Tx) error { return putRaw(btx, bucketMeta, metaSchema, "one") })
-	_, err := Open(path, Options{})
+	_, err := Open(t.Context(), path, Options{})
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `meta/"schema_version"`) {
 		t.Errorf("err = %v, want ErrCorrupt naming meta/schema_version", err)
 	}
@@ -129,7 +129,7 @@ func testMigrations(fail bool) []migration {
 
 func TestMigrationsRunForward(t *testing.T) {
 	path := legacyFile(t)
-	s, err := open(path, Options{}, testMigrations(false))
+	s, err := open(t.Context(), path, Options{}, testMigrations(false))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -196,7 +196,7 @@ func TestMigrationsRunForward(t *testing.T) {
 	if err := os.Remove(bak); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := open(path, Options{}, testMigrations(true)) // would fail if run
+	s2, err := open(t.Context(), path, Options{}, testMigrations(true)) // would fail if run
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -208,7 +208,7 @@ func TestMigrationsRunForward(t *testing.T) {
 
 func TestFailedMigrationChangesNothing(t *testing.T) {
 	path := legacyFile(t)
-	s, err := open(path, Options{}, testMigrations(true))
+	s, err := open(t.Context(), path, Options{}, testMigrations(true))
 	if err == nil {
 		_ = s.Close()
 		t.Fatal("open succeeded with a failing migration")
@@ -236,7 +236,7 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 
 func TestReadOnlyOpenOfOldSchema(t *testing.T) {
 	path := legacyFile(t)
-	_, err := open(path, Options{ReadOnly: true}, testMigrations(false))
+	_, err := open(t.Context(), path, Options{ReadOnly: true}, testMigrations(false))
 	if !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "file has schema 1, this ticketbridge needs 3") {
 		t.Errorf("err = %v, want ErrOldSchema naming both versions", err)
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 )
@@ -52,10 +53,10 @@ type Stats struct {
 // Stats summarises the state in one read transaction. It decodes every
 // ticket record and counts the other buckets' keys, so it costs some tens of
 // milliseconds per ten thousand tickets; corrupt ticket records are counted,
-// not returned as an error.
-func (s *Store) Stats() (Stats, error) {
+// not returned as an error. ctx bounds it as it does View.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{Backend: s.Backend(), Schema: s.schema, ByStatus: map[string]int{}}
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		err := tx.kv.scan(bucketTickets, nil, func(k, v []byte) error {
 			st.Tickets++
 			t, err := s.tickets.decode(k, v)

@@ -171,11 +171,20 @@ type Store struct {
 // state in that PostgreSQL database instead (see the package
 // documentation); the database's schema is created or migrated as a file's
 // is.
-func Open(path string, opts Options) (*Store, error) {
-	if IsURL(path) {
-		return openPG(context.Background(), path, opts, pgMigrations)
+//
+// ctx bounds the opening's I/O: on PostgreSQL every round trip of it (the
+// schema's check or migration, the hotel's row); on bbolt Open fails at
+// once when ctx is already done, and otherwise waits for the file lock at
+// most opts.LockTimeout. ctx does not outlive Open: the Store's later
+// transactions take their own.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open state %s: %w", Redacted(path), err)
 	}
-	return open(path, opts, migrations)
+	if IsURL(path) {
+		return openPG(ctx, path, opts, pgMigrations)
+	}
+	return open(ctx, path, opts, migrations)
 }
 
 // newStore fills a Store's defaults from opts.
@@ -196,7 +205,7 @@ func newStore(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func open(path string, opts Options, migs []migration) (*Store, error) {
+func open(ctx context.Context, path string, opts Options, migs []migration) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open state file: %w: empty path", ErrInvalid)
 	}
@@ -236,7 +245,7 @@ func open(path string, opts Options, migs []migration) (*Store, error) {
 	s.db = db
 	s.be = &boltBackend{db: db}
 
-	if err := s.initSchema(migs); err != nil {
+	if err := s.initSchema(ctx, migs); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -309,9 +318,16 @@ func (s *Store) Schema() int { return s.schema }
 // View runs fn in a read-only transaction. Several Views run at once and
 // alongside an Update; each sees the state as of its start. The Tx must not
 // be used after fn returns. fn's error is returned as is.
-func (s *Store) View(fn func(*Tx) error) error {
+//
+// ctx bounds the transaction. On PostgreSQL every round trip of it uses
+// ctx: once ctx is done, the read in flight and those after it fail with
+// ctx's error, and the transaction is rolled back. A bbolt transaction
+// cannot be interrupted: there ctx is only checked when the transaction
+// starts and when fn returns. Either way a View whose ctx ends before it
+// returns fails with ctx's error (unless fn failed first).
+func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	var fnErr error
-	err := s.be.view(func(kv kvTx) error {
+	err := s.be.view(ctx, func(kv kvTx) error {
 		fnErr = fn(&Tx{kv: kv, s: s})
 		return fnErr
 	})
@@ -325,13 +341,13 @@ func (s *Store) View(fn func(*Tx) error) error {
 // the meta keys, the cursors, and the pending and unmarked journal
 // entries. On PostgreSQL it reads all of that in one statement before fn
 // runs, one round trip with no BEGIN or COMMIT, and fn reading anything
-// else fails; on bbolt it is View.
-func (s *Store) ViewWorkingSet(fn func(*Tx) error) error {
+// else fails; on bbolt it is View. ctx bounds it as it does View.
+func (s *Store) ViewWorkingSet(ctx context.Context, fn func(*Tx) error) error {
 	if s.pg == nil {
-		return s.View(fn)
+		return s.View(ctx, fn)
 	}
 	var fnErr error
-	err := s.pg.viewWorkingSet(func(kv kvTx) error {
+	err := s.pg.viewWorkingSet(ctx, func(kv kvTx) error {
 		fnErr = fn(&Tx{kv: kv, s: s})
 		return fnErr
 	})
@@ -347,12 +363,18 @@ func (s *Store) ViewWorkingSet(fn func(*Tx) error) error {
 // serialised: one waits for the one before it. A commit costs two fsyncs
 // on bbolt and one round trip on PostgreSQL (see the package
 // documentation), so group a cycle's writes into few Updates.
-func (s *Store) Update(fn func(*Tx) error) error {
+//
+// ctx bounds the transaction as it does View's: an Update whose ctx ends
+// before it commits keeps nothing and fails with ctx's error. On
+// PostgreSQL that is so also while a round trip waits on the database;
+// a bbolt transaction cannot be interrupted, and checks ctx when it
+// starts and before it commits.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	if s.readOnly {
 		return fmt.Errorf("update state %s: %w", s.path, ErrReadOnly)
 	}
 	var fnErr error
-	err := s.be.update(func(kv kvTx) error {
+	err := s.be.update(ctx, func(kv kvTx) error {
 		fnErr = fn(&Tx{kv: kv, s: s})
 		return fnErr
 	})

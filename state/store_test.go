@@ -30,7 +30,7 @@ func openAt(t *testing.T, path string, opts Options) *Store {
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = 20 * time.Millisecond
 	}
-	s, err := Open(path, opts)
+	s, err := Open(t.Context(), path, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -46,14 +46,14 @@ func openTest(t *testing.T, opts Options) (*Store, string) {
 
 func update(t *testing.T, s *Store, fn func(*Tx) error) {
 	t.Helper()
-	if err := s.Update(fn); err != nil {
+	if err := s.Update(t.Context(), fn); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 }
 
 func view(t *testing.T, s *Store, fn func(*Tx) error) {
 	t.Helper()
-	if err := s.View(fn); err != nil {
+	if err := s.View(t.Context(), fn); err != nil {
 		t.Fatalf("View: %v", err)
 	}
 }
@@ -62,7 +62,7 @@ func view(t *testing.T, s *Store, fn func(*Tx) error) {
 // file or a buggy older release would.
 func rawPut(t *testing.T, s *Store, bucket, key, val string) {
 	t.Helper()
-	err := s.be.update(func(kv kvTx) error {
+	err := s.be.update(t.Context(), func(kv kvTx) error {
 		return kv.put(bucket, []byte(key), []byte(val))
 	})
 	if err != nil {
@@ -134,7 +134,7 @@ func TestOpenTightensWorldReadableFile(t *testing.T) {
 func TestSecondOpenFailsWithErrLocked(t *testing.T) {
 	s, path := openTest(t, Options{})
 	for _, ro := range []bool{false, true} {
-		_, err := Open(path, Options{ReadOnly: ro, LockTimeout: 10 * time.Millisecond})
+		_, err := Open(t.Context(), path, Options{ReadOnly: ro, LockTimeout: 10 * time.Millisecond})
 		if !errors.Is(err, ErrLocked) {
 			t.Fatalf("second Open (read-only %t): err = %v, want ErrLocked", ro, err)
 		}
@@ -165,20 +165,20 @@ func TestReadOnlyOpensShareTheFile(t *testing.T) {
 		if v != "files" {
 			t.Errorf("Meta(adapter) = %q", v)
 		}
-		err := ro.Update(func(*Tx) error { return nil })
+		err := ro.Update(t.Context(), func(*Tx) error { return nil })
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("Update on a read-only store: err = %v, want ErrReadOnly", err)
 		}
 	}
 	// A read-write open waits for the readers and gives up.
-	if _, err := Open(path, Options{LockTimeout: 10 * time.Millisecond}); !errors.Is(err, ErrLocked) {
+	if _, err := Open(t.Context(), path, Options{LockTimeout: 10 * time.Millisecond}); !errors.Is(err, ErrLocked) {
 		t.Errorf("read-write Open beside readers: err = %v, want ErrLocked", err)
 	}
 }
 
 func TestReadOnlyOpenOfMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "none.db")
-	_, err := Open(path, Options{ReadOnly: true})
+	_, err := Open(t.Context(), path, Options{ReadOnly: true})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("err = %v, want fs.ErrNotExist", err)
 	}
@@ -197,7 +197,7 @@ func TestHelperProcessOpen(t *testing.T) {
 	if path == "" {
 		t.Skip("helper for TestLockedAcrossProcesses")
 	}
-	s, err := Open(path, Options{LockTimeout: 50 * time.Millisecond})
+	s, err := Open(t.Context(), path, Options{LockTimeout: 50 * time.Millisecond})
 	if err != nil {
 		os.Stdout.WriteString("OPEN-ERROR " + err.Error() + "\n")
 		os.Exit(3)
@@ -249,8 +249,8 @@ func TestOpenRefusesOtherFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(text)
-	if _, err := Open(text, Options{}); !errors.Is(err, ErrNotStateFile) {
-		t.Errorf("Open(text file): err = %v, want ErrNotStateFile", err)
+	if _, err := Open(t.Context(), text, Options{}); !errors.Is(err, ErrNotStateFile) {
+		t.Errorf("Open(t.Context(), text file): err = %v, want ErrNotStateFile", err)
 	}
 	if after, _ := os.ReadFile(text); !bytes.Equal(before, after) {
 		t.Errorf("Open changed a file that is not a state file")
@@ -269,16 +269,16 @@ func TestOpenRefusesOtherFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = db.Close()
-	_, err = Open(other, Options{})
+	_, err = Open(t.Context(), other, Options{})
 	if !errors.Is(err, ErrNotStateFile) || !strings.Contains(err.Error(), `no "meta" bucket`) {
-		t.Errorf("Open(other bbolt file): err = %v, want ErrNotStateFile naming the meta bucket", err)
+		t.Errorf("Open(t.Context(), other bbolt file): err = %v, want ErrNotStateFile naming the meta bucket", err)
 	}
 
-	if _, err := Open(dir, Options{}); err == nil {
-		t.Errorf("Open(directory) succeeded")
+	if _, err := Open(t.Context(), dir, Options{}); err == nil {
+		t.Errorf("Open(t.Context(), directory) succeeded")
 	}
-	if _, err := Open("", Options{}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("Open(\"\"): err = %v, want ErrInvalid", err)
+	if _, err := Open(t.Context(), "", Options{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Open(t.Context(), \"\"): err = %v, want ErrInvalid", err)
 	}
 }
 
@@ -290,7 +290,7 @@ func TestCloseTwice(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := s.View(func(*Tx) error { return nil }); err == nil {
+	if err := s.View(t.Context(), func(*Tx) error { return nil }); err == nil {
 		t.Errorf("View after Close succeeded")
 	}
 }
@@ -311,7 +311,7 @@ func TestFailedUpdateChangesNothing(t *testing.T) {
 		beforeBytes := snapshot()
 
 		boom := errors.New("boom")
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(t.Context(), func(tx *Tx) error {
 			if err := tx.PutTicket(Ticket{ID: "t9", UpstreamStatus: "new"}); err != nil {
 				return err
 			}
@@ -391,7 +391,7 @@ func TestOpenDamagedFile(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(path, Options{})
+	_, err = Open(t.Context(), path, Options{})
 	if err == nil || !strings.Contains(err.Error(), "the file is damaged") || errors.Is(err, ErrNotStateFile) {
 		t.Errorf("err = %v, want a damaged-file error", err)
 	}

@@ -45,7 +45,7 @@ func TestTicketCacheNeverServesAnOldRecord(t *testing.T) {
 		}
 
 		rollback := errors.New("roll back")
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(t.Context(), func(tx *Tx) error {
 			if err := tx.PutTicket(Ticket{ID: "t-1", UpstreamStatus: "closed"}); err != nil {
 				return err
 			}

@@ -57,7 +57,7 @@ func TestViewWorkingSet(t *testing.T) {
 		var want, got string
 		view(t, s, func(tx *Tx) (err error) { want, err = readWorkingSet(tx); return err })
 		rt0 := s.RoundTrips()
-		if err := s.ViewWorkingSet(func(tx *Tx) (err error) { got, err = readWorkingSet(tx); return err }); err != nil {
+		if err := s.ViewWorkingSet(t.Context(), func(tx *Tx) (err error) { got, err = readWorkingSet(tx); return err }); err != nil {
 			t.Fatal(err)
 		}
 		if b.name == "postgres" {
@@ -68,7 +68,7 @@ func TestViewWorkingSet(t *testing.T) {
 		if got != want {
 			t.Errorf("ViewWorkingSet read\n%s\nView read\n%s", got, want)
 		}
-		err := s.ViewWorkingSet(func(tx *Tx) error {
+		err := s.ViewWorkingSet(t.Context(), func(tx *Tx) error {
 			_, err := tx.Mirrored("t1")
 			return err
 		})

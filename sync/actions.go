@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,9 +44,9 @@ var (
 // (a skip undone), or a pending one backing off. It keeps the entry's
 // Idempotency-Key, payload and attempts; the next cycle sends it. A sent
 // entry is refused with ErrNotActionable.
-func RetryEntry(st *state.Store, eventID string, now time.Time) (state.Entry, error) {
+func RetryEntry(ctx context.Context, st *state.Store, eventID string, now time.Time) (state.Entry, error) {
 	var out state.Entry
-	err := st.Update(func(tx *state.Tx) error {
+	err := st.Update(ctx, func(tx *state.Tx) error {
 		en, err := actionEntry(tx, eventID)
 		if err != nil {
 			return err
@@ -70,7 +71,7 @@ func RetryEntry(st *state.Store, eventID string, now time.Time) (state.Entry, er
 // skipping an abandoned entry again replaces the reason. An entry whose
 // request a running cycle has already started may still go through: the
 // cycle then records it as sent, which is what happened.
-func SkipEntry(st *state.Store, eventID, who, reason string) (state.Entry, error) {
+func SkipEntry(ctx context.Context, st *state.Store, eventID, who, reason string) (state.Entry, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
 		return state.Entry{}, fmt.Errorf("skip journal entry %q: %w: %w", eventID, ErrBadReason, err)
@@ -80,7 +81,7 @@ func SkipEntry(st *state.Store, eventID, who, reason string) (state.Entry, error
 		who = "an operator"
 	}
 	var out state.Entry
-	err := st.Update(func(tx *state.Tx) error {
+	err := st.Update(ctx, func(tx *state.Tx) error {
 		en, err := actionEntry(tx, eventID)
 		if err != nil {
 			return err
@@ -101,9 +102,9 @@ func SkipEntry(st *state.Store, eventID, who, reason string) (state.Entry, error
 
 // ReadNow makes tracked ticket ticketID due at now, also when it backs off
 // after errors or is retired: the next cycle reads it.
-func ReadNow(st *state.Store, ticketID string, now time.Time) (state.Ticket, error) {
+func ReadNow(ctx context.Context, st *state.Store, ticketID string, now time.Time) (state.Ticket, error) {
 	var out state.Ticket
-	err := st.Update(func(tx *state.Tx) error {
+	err := st.Update(ctx, func(tx *state.Tx) error {
 		if err := state.CheckID(ticketID); err != nil {
 			return fmt.Errorf("%w: %w", ErrNoSuchTicket, err)
 		}

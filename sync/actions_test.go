@@ -56,7 +56,7 @@ func TestRetryRefusedEntrySentOnce(t *testing.T) {
 		t.Fatalf("a refused entry was sent %d times without a retry", n)
 	}
 
-	got, err := tbsync.RetryEntry(e.store, en.EventID, e.clock.Now())
+	got, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRetryRefusedEntrySentOnce(t *testing.T) {
 	if en := entry(t, e.store, id, body); en.State != state.Sent {
 		t.Fatalf("entry after the retry: %+v", en)
 	}
-	if _, err := tbsync.RetryEntry(e.store, en.EventID, e.clock.Now()); !errors.Is(err, tbsync.ErrNotActionable) {
+	if _, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, e.clock.Now()); !errors.Is(err, tbsync.ErrNotActionable) {
 		t.Errorf("retry of a sent entry: %v, want ErrNotActionable", err)
 	}
 	e.checkExactlyOnce()
@@ -98,7 +98,7 @@ func TestRetryAfterLostAnswerSentOnce(t *testing.T) {
 	if n := e.upstreamCount(id, body); n != 1 {
 		t.Fatalf("the server holds the reply %d times before the retry", n)
 	}
-	if _, err := tbsync.RetryEntry(e.store, en.EventID, e.clock.Now()); err != nil {
+	if _, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.cycle() // no clock advance: the retry makes it due now
@@ -124,10 +124,10 @@ func TestSkippedEntryNeverSent(t *testing.T) {
 	e.tick()
 	e.ts.Server.SetHook(nil)
 	en := entry(t, e.store, id, body)
-	if _, err := tbsync.SkipEntry(e.store, en.EventID, "ops", ""); err == nil {
+	if _, err := tbsync.SkipEntry(t.Context(), e.store, en.EventID, "ops", ""); err == nil {
 		t.Fatal("a skip without a reason was accepted")
 	}
-	got, err := tbsync.SkipEntry(e.store, en.EventID, "ops", "sent by phone instead")
+	got, err := tbsync.SkipEntry(t.Context(), e.store, en.EventID, "ops", "sent by phone instead")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestSkippedEntryNeverSent(t *testing.T) {
 	if en := entry(t, e.store, id, body); en.State != state.Abandoned {
 		t.Fatalf("skipped entry became %+v", en)
 	}
-	if _, err := tbsync.SkipEntry(e.store, "no-such-event", "ops", "x"); !errors.Is(err, tbsync.ErrNoSuchEntry) {
+	if _, err := tbsync.SkipEntry(t.Context(), e.store, "no-such-event", "ops", "x"); !errors.Is(err, tbsync.ErrNoSuchEntry) {
 		t.Errorf("skip of an unknown event: %v, want ErrNoSuchEntry", err)
 	}
 }
@@ -171,14 +171,14 @@ func TestSkipDuringCycleStaysSkipped(t *testing.T) {
 	e.wrapAPI = func(a tbsync.API) tbsync.API {
 		return skipDuringPost{API: a, skip: func() {
 			var en state.Entry
-			e.store.View(func(tx *state.Tx) error {
+			e.store.View(t.Context(), func(tx *state.Tx) error {
 				es, err := tx.PendingJournal()
 				if len(es) > 0 {
 					en = es[0]
 				}
 				return err
 			})
-			if _, err := tbsync.SkipEntry(e.store, en.EventID, "ops", "not needed"); err != nil {
+			if _, err := tbsync.SkipEntry(t.Context(), e.store, en.EventID, "ops", "not needed"); err != nil {
 				t.Error(err)
 			}
 			skipped = true
@@ -212,7 +212,7 @@ func TestReadNow(t *testing.T) {
 	if r := e.tick(); r.Refreshed != 0 {
 		t.Fatalf("a quiet ticket was read: %s", r)
 	}
-	tk, err := tbsync.ReadNow(e.store, id, e.clock.Now())
+	tk, err := tbsync.ReadNow(t.Context(), e.store, id, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestReadNow(t *testing.T) {
 	if r := e.tick(); r.Refreshed != 1 {
 		t.Fatalf("the asked ticket was not read: %s", r)
 	}
-	if _, err := tbsync.ReadNow(e.store, "nope", e.clock.Now()); !errors.Is(err, tbsync.ErrNoSuchTicket) || !strings.Contains(err.Error(), "nope") {
+	if _, err := tbsync.ReadNow(t.Context(), e.store, "nope", e.clock.Now()); !errors.Is(err, tbsync.ErrNoSuchTicket) || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("read now of an unknown ticket: %v", err)
 	}
 }

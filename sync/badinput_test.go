@@ -290,13 +290,13 @@ func (b *badEnv) snapshot() string {
 		Helpdesk any
 		Upstream []refserver.InternalView
 	}
-	st, err := b.store.Stats()
+	st, err := b.store.Stats(b.t.Context())
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	st.FileSize, st.WithErrors = 0, 0
 	snap.Stats = st
-	err = b.store.View(func(tx *state.Tx) error {
+	err = b.store.View(b.t.Context(), func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
 			tk := ticket{ID: t.ID, Department: t.Department, Ref: t.Ref, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
 				UpstreamUpdatedAt: t.UpstreamUpdatedAt, HelpdeskStatusAt: t.HelpdeskStatusAt, ClosedAt: t.ClosedAt, Retired: t.Retired}

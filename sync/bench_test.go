@@ -126,7 +126,7 @@ func benchSteady(b *testing.B, step time.Duration, allDue bool) {
 // makeAllDue marks every ticket due now, as when their quiet backoff ends.
 func makeAllDue(b *testing.B, st *state.Store, now time.Time) {
 	b.Helper()
-	err := st.Update(func(tx *state.Tx) error {
+	err := st.Update(b.Context(), func(tx *state.Tx) error {
 		var ts []state.Ticket
 		if err := tx.ForEachTicket(func(t state.Ticket) error { ts = append(ts, t); return nil }); err != nil {
 			return err

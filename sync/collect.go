@@ -24,7 +24,7 @@ func (c *cycle) collect() {
 	var cursor string
 	if ws, ok := c.fresh(); ok && ws.cursorOK {
 		cursor = ws.cursor
-	} else if err := e.st.View(func(tx *state.Tx) error {
+	} else if err := e.st.View(c.ctx, func(tx *state.Tx) error {
 		var err error
 		cursor, err = tx.Cursor(name)
 		return err
@@ -41,7 +41,7 @@ func (c *cycle) collect() {
 	}
 	if len(events) == 0 {
 		if string(next) != cursor {
-			if err := e.st.Update(func(tx *state.Tx) error { return tx.SetCursor(name, string(next)) }); err != nil {
+			if err := e.st.Update(c.keep(), func(tx *state.Tx) error { return tx.SetCursor(name, string(next)) }); err != nil {
 				c.stop(fmt.Errorf("store cursor: %w", err))
 			}
 		}
@@ -49,7 +49,7 @@ func (c *cycle) collect() {
 	}
 
 	in := collectInput{now: c.now, events: events, tickets: map[string]*state.Ticket{}, journaled: map[string]bool{}}
-	if err := e.st.View(func(tx *state.Tx) error { return in.read(tx) }); err != nil {
+	if err := e.st.View(c.ctx, func(tx *state.Tx) error { return in.read(tx) }); err != nil {
 		c.stop(fmt.Errorf("read journal: %w", err))
 		return
 	}
@@ -65,7 +65,7 @@ func (c *cycle) collect() {
 		c.failure(f.Ticket, f.Message, f.Op, errors.New(f.Error))
 	}
 
-	err = e.st.Update(func(tx *state.Tx) error {
+	err = e.st.Update(c.keep(), func(tx *state.Tx) error {
 		for _, t := range p.puts {
 			if err := tx.PutTicket(t); err != nil {
 				return err

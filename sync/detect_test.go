@@ -206,7 +206,7 @@ func TestMessagesThatDoNotMoveUpdatedAt(t *testing.T) {
 	if unsignalled != len(ids) {
 		t.Errorf("%d reads counted as finding an unsignalled change, want %d", unsignalled, len(ids))
 	}
-	st, err := tbsync.ReadStatus(e.store, e.clock.Now())
+	st, err := tbsync.ReadStatus(t.Context(), e.store, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,13 +237,13 @@ func TestMessagesThatDoNotMoveUpdatedAt(t *testing.T) {
 	// starts over from it.
 	e.open()
 	e.tick()
-	if st, _ := tbsync.ReadStatus(e.store, e.clock.Now()); st.FullRead == nil || st.FullRead.Effective != 150*time.Second {
+	if st, _ := tbsync.ReadStatus(t.Context(), e.store, e.clock.Now()); st.FullRead == nil || st.FullRead.Effective != 150*time.Second {
 		t.Errorf("after a restart: %+v", st.FullRead)
 	}
 	e.cfg.FullReadInterval = 20 * time.Minute
 	e.open()
 	e.tick()
-	if st, _ := tbsync.ReadStatus(e.store, e.clock.Now()); st.FullRead == nil || st.FullRead.Effective != 20*time.Minute {
+	if st, _ := tbsync.ReadStatus(t.Context(), e.store, e.clock.Now()); st.FullRead == nil || st.FullRead.Effective != 20*time.Minute {
 		t.Errorf("after a new TICKETBRIDGE_FULL_READ_INTERVAL: %+v", st.FullRead)
 	}
 	e.checkExactlyOnce()
@@ -264,7 +264,7 @@ func TestClosedRequestSeenInOneCycle(t *testing.T) {
 	e.cycle()
 	e.clock.Advance(2 * time.Hour)
 	e.cycle()
-	if st, _ := tbsync.ReadTicket(e.store, id); !st.Retired {
+	if st, _ := tbsync.ReadTicket(t.Context(), e.store, id); !st.Retired {
 		t.Fatalf("ticket not retired: %+v", st.TicketStatus)
 	}
 	e.guest(id, "I left my charger in the room")
@@ -351,7 +351,7 @@ func TestHelpdeskRefusedStopsTheCycle(t *testing.T) {
 	if r.Errors > e.cfg.Concurrency {
 		t.Errorf("%d ticket errors: every ticket failed in turn", r.Errors)
 	}
-	st, err := tbsync.ReadTicket(e.store, ids[0])
+	st, err := tbsync.ReadTicket(t.Context(), e.store, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestHeldStatusGoesThroughOnceReleased(t *testing.T) {
 	if r := e.tick(); r.Held != 1 {
 		t.Fatalf("held changes in the report: %s", r)
 	}
-	st, _ := tbsync.ReadTicket(e.store, id)
+	st, _ := tbsync.ReadTicket(t.Context(), e.store, id)
 	if st.DueReason != tbsync.DueHeld || !strings.Contains(st.LastError, "Room number is required") {
 		t.Fatalf("the held change is not shown on the ticket: %+v", st.TicketStatus)
 	}
@@ -546,7 +546,7 @@ func TestOpenTicketClosedBeyondTheClosedLists(t *testing.T) {
 	if snap, _ := e.backend.Ticket(e.ref(old.ID)); snap.Status != "solved" {
 		t.Fatalf("helpdesk status %q one cycle after the console closed it, want solved", snap.Status)
 	}
-	if st, _ := tbsync.ReadTicket(e.store, old.ID); st.UpstreamStatus != "completed" {
+	if st, _ := tbsync.ReadTicket(t.Context(), e.store, old.ID); st.UpstreamStatus != "completed" {
 		t.Fatalf("state: %+v", st.TicketStatus)
 	}
 }

@@ -33,7 +33,7 @@ func (c *cycle) discover() {
 		c.failure(id, "", "discover", fmt.Errorf("ticket id %q cannot be stored: want a UUID", id))
 	}
 	if len(p.puts) > 0 || !p.importSince.IsZero() || p.fullRead != nil {
-		err = e.st.Update(func(tx *state.Tx) error {
+		err = e.st.Update(c.keep(), func(tx *state.Tx) error {
 			for _, t := range p.puts {
 				if err := tx.PutTicket(t); err != nil {
 					return err
@@ -122,7 +122,7 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 	in := discoverInput{now: c.now}
 	// Sized as the last cycle found them: a quiet cycle grows nothing.
 	ws := &workingSet{commits: e.st.Commits(), tickets: make([]state.Ticket, 0, e.tracked)}
-	err := e.st.ViewWorkingSet(func(tx *state.Tx) error {
+	err := e.st.ViewWorkingSet(c.ctx, func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
 			ws.tickets = append(ws.tickets, t)
 			return nil

@@ -50,7 +50,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if err := state.BackupFile(context.Background(), e.path, scratch); err != nil {
 		t.Fatal(err)
 	}
-	st, err := state.Open(scratch, state.Options{Now: e.clock.Now})
+	st, err := state.Open(t.Context(), scratch, state.Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,7 +187,7 @@ func (e *Engine) Check(ctx context.Context) error {
 	name := e.hd.Name()
 	var stored string
 	var ok bool
-	if err := e.st.View(func(tx *state.Tx) error {
+	if err := e.st.View(ctx, func(tx *state.Tx) error {
 		var err error
 		stored, ok, err = tx.Meta(MetaAdapter)
 		return err
@@ -199,7 +199,7 @@ func (e *Engine) Check(ctx context.Context) error {
 		return fmt.Errorf("check state file %s: %w: it was made with adapter %q, but TICKETBRIDGE_ADAPTER is %q; point TICKETBRIDGE_STATE at another file, or set TICKETBRIDGE_ADAPTER=%s",
 			e.st.Path(), ErrAdapterMismatch, stored, name, stored)
 	case !ok && !e.st.ReadOnly():
-		if err := e.st.Update(func(tx *state.Tx) error { return tx.SetMeta(MetaAdapter, name) }); err != nil {
+		if err := e.st.Update(ctx, func(tx *state.Tx) error { return tx.SetMeta(MetaAdapter, name) }); err != nil {
 			return fmt.Errorf("record state adapter: %w", err)
 		}
 	}
@@ -220,10 +220,11 @@ func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.putOffRead {
-		e.readPutOff()
+		e.readPutOff(ctx)
 	}
 	c := e.newCycle(ctx)
 	defer c.cancel(nil)
+	defer c.keepEnd()
 
 	if !e.checked && !c.skips("collect") {
 		if err := e.Check(c.ctx); err != nil {
@@ -244,9 +245,9 @@ func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 // readPutOff takes the sides the last cycle stored put off, so that a
 // restart does not call them before their wait is up; e.mu is held. A
 // report it cannot read puts nothing off.
-func (e *Engine) readPutOff() {
+func (e *Engine) readPutOff(ctx context.Context) {
 	var last Report
-	err := e.st.View(func(tx *state.Tx) error {
+	err := e.st.View(ctx, func(tx *state.Tx) error {
 		c, ok, err := tx.LastCycle()
 		if err != nil || !ok || len(c.Report) == 0 {
 			return err
@@ -283,6 +284,37 @@ type cycle struct {
 	ws       *workingSet     // what discover read of state (see workingSet); nil before
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
+
+	// keepCtx is the context of the cycle's writes (see keep); keepMu
+	// guards keepTimer, which ends it storeGrace after ctx ended.
+	keepCtx    context.Context
+	keepCancel context.CancelFunc
+	keepStop   func() bool
+	keepMu     gosync.Mutex
+	keepTimer  *time.Timer
+}
+
+// storeGrace is how long the cycle's writes outlive its context. A write
+// records what the cycle did or learnt (a ticket the helpdesk now holds,
+// a post the API took, the cycle's report): worth keeping when the cycle
+// is stopped, interrupted or past its deadline. A database that does not
+// answer within the grace costs the record, not a stopping daemon's wait.
+const storeGrace = 5 * time.Second
+
+// keep returns the context of the cycle's writes: the cycle's context,
+// which ends storeGrace after the cycle's does (reads use c.ctx: they
+// start new work, and end with the cycle).
+func (c *cycle) keep() context.Context { return c.keepCtx }
+
+// keepEnd ends the writes' context when RunCycle returns.
+func (c *cycle) keepEnd() {
+	c.keepStop()
+	c.keepMu.Lock()
+	if c.keepTimer != nil {
+		c.keepTimer.Stop()
+	}
+	c.keepMu.Unlock()
+	c.keepCancel()
 }
 
 // newCycle starts a cycle; e.mu is held. No call of the cycle waits
@@ -306,6 +338,12 @@ func (e *Engine) newCycle(ctx context.Context) *cycle {
 			c.rep.PutOff = append(c.rep.PutOff, p)
 		}
 	}
+	c.keepCtx, c.keepCancel = context.WithCancel(context.WithoutCancel(cctx))
+	c.keepStop = context.AfterFunc(cctx, func() {
+		c.keepMu.Lock()
+		c.keepTimer = time.AfterFunc(storeGrace, c.keepCancel)
+		c.keepMu.Unlock()
+	})
 	e.api.cycle.Store(c)
 	return c
 }
@@ -325,8 +363,14 @@ func (c *cycle) phase(name string, d *time.Duration, fn func()) {
 func (c *cycle) stopped() bool { return c.ctx.Err() != nil }
 
 // stop ends the cycle with err: no further writes are started. The first
-// error wins; finish logs it, once, in the cycle's line.
+// error wins; finish logs it, once, in the cycle's line. An error that
+// came after the cycle's context ended (a read of state cut short by a
+// shutdown, say) is the cycle's end, not an error of its own (see
+// interrupted): finish names the end.
 func (c *cycle) stop(err error) {
+	if c.interrupted(err) {
+		return
+	}
 	c.mu.Lock()
 	first := c.fatal == nil
 	if first {
@@ -460,7 +504,7 @@ func (c *cycle) finish() (Report, error) {
 			if end.Before(rep.Start) {
 				end = rep.Start
 			}
-			err = c.e.st.Update(func(tx *state.Tx) error {
+			err = c.e.st.Update(c.keep(), func(tx *state.Tx) error {
 				return tx.PutCycle(state.Cycle{Start: rep.Start, End: end, Outcome: rep.Outcome,
 					Success: rep.Synced, Report: body})
 			})
@@ -468,7 +512,7 @@ func (c *cycle) finish() (Report, error) {
 		c.e.recorded, c.e.recordedQuiet = c.now, quiet && err == nil
 		if err != nil {
 			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report", slog.Any("error", err), slog.String("op", "cycle"))
-			if fatal == nil {
+			if fatal == nil && !interrupted {
 				fatal = fmt.Errorf("store cycle report: %w", err)
 				rep.Outcome, rep.Fatal, rep.Synced = OutcomeFailed, fatal.Error(), false
 			}

@@ -98,7 +98,7 @@ func (e *env) open() *tbsync.Engine {
 	if e.store != nil {
 		e.store.Close()
 	}
-	st, err := state.Open(e.path, state.Options{Now: e.clock.Now})
+	st, err := state.Open(e.t.Context(), e.path, state.Options{Now: e.clock.Now})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -74,9 +75,9 @@ func putFullRead(tx *state.Tx, f FullRead) error {
 
 // ReadFullRead returns the full-read interval a state file holds, for
 // `status`; configured is TICKETBRIDGE_FULL_READ_INTERVAL.
-func ReadFullRead(st *state.Store, configured time.Duration) (FullRead, error) {
+func ReadFullRead(ctx context.Context, st *state.Store, configured time.Duration) (FullRead, error) {
 	var f FullRead
-	err := st.View(func(tx *state.Tx) error {
+	err := st.View(ctx, func(tx *state.Tx) error {
 		var err error
 		f, _, err = readFullRead(tx, configured, 0)
 		return err

@@ -16,7 +16,7 @@ import (
 // TestValidIDMatchesState: validID accepts exactly the ids state stores, so
 // an id it lets through never fails a whole transaction.
 func TestValidIDMatchesState(t *testing.T) {
-	st, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	st, err := state.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestValidIDMatchesState(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, id := range ids {
-		err := st.Update(func(tx *state.Tx) error {
+		err := st.Update(t.Context(), func(tx *state.Tx) error {
 			if err := tx.PutTicket(state.Ticket{ID: id, NextDue: now}); err != nil {
 				return err
 			}
@@ -55,7 +55,7 @@ type noAPI struct{ API }
 // TestStoreSentNothingCommitsNothing: when every pending entry waits, the
 // send phase commits nothing.
 func TestStoreSentNothingCommitsNothing(t *testing.T) {
-	st, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	st, err := state.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestStoreSentNothingCommitsNothing(t *testing.T) {
 	c := e.newCycle(context.Background())
 	defer c.cancel(nil)
 	before := commits(t, st)
-	if err := st.Update(func(*state.Tx) error { return nil }); err != nil {
+	if err := st.Update(t.Context(), func(*state.Tx) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if commits(t, st) != before+1 {

@@ -44,7 +44,7 @@ func fail500(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
 func entry(t testing.TB, st *state.Store, id, body string) state.Entry {
 	t.Helper()
 	var found []state.Entry
-	err := st.View(func(tx *state.Tx) error {
+	err := st.View(t.Context(), func(tx *state.Tx) error {
 		es, err := tx.JournalForTicket(id)
 		for _, en := range es {
 			if en.Payload.Body == body || en.Payload.Status == body {
@@ -65,7 +65,7 @@ func entry(t testing.TB, st *state.Store, id, body string) state.Entry {
 func ticketState(t testing.TB, st *state.Store, id string) state.Ticket {
 	t.Helper()
 	var tk state.Ticket
-	err := st.View(func(tx *state.Tx) error {
+	err := st.View(t.Context(), func(tx *state.Tx) error {
 		var ok bool
 		var err error
 		tk, ok, err = tx.Ticket(id)
@@ -83,7 +83,7 @@ func ticketState(t testing.TB, st *state.Store, id string) state.Ticket {
 func mirrored(t testing.TB, st *state.Store, id string) map[string]state.MirroredMessage {
 	t.Helper()
 	var m map[string]state.MirroredMessage
-	if err := st.View(func(tx *state.Tx) error {
+	if err := st.View(t.Context(), func(tx *state.Tx) error {
 		var err error
 		m, err = tx.Mirrored(id)
 		return err
@@ -150,7 +150,7 @@ func TestInvariant1NothingLost(t *testing.T) {
 	e.ts.Server.SetHook(refserver.Match(http.MethodGet, "/ops-public-api/v1/tickets/"+other, fail500))
 	e.tick()
 	var cursorBefore string
-	e.store.View(func(tx *state.Tx) error { cursorBefore, _ = tx.Cursor("memory"); return nil })
+	e.store.View(t.Context(), func(tx *state.Tx) error { cursorBefore, _ = tx.Cursor("memory"); return nil })
 	e.backend.ClearFaults()
 	e.ts.Server.SetHook(nil)
 	e.clock.Advance(time.Hour)
@@ -369,7 +369,7 @@ func TestInvariant6NoSecretInLogs(t *testing.T) {
 		t.Fatal("a revoked key went through")
 	}
 	texts = append(texts, err.Error(), r.String())
-	snap, err := tbsync.ReadStatus(e.store, e.clock.Now())
+	snap, err := tbsync.ReadStatus(t.Context(), e.store, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func BenchmarkLoad(b *testing.B) {
 		mirrored += rep.Mirrored
 	}
 	b.StopTimer()
-	st, err := e.store.Stats()
+	st, err := e.store.Stats(b.Context())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func BenchmarkLoad(b *testing.B) {
 // interval, as they are once the bridge has run for a while.
 func spreadDue(b *testing.B, st *state.Store, now time.Time, quiet time.Duration, rnd *rand.Rand) {
 	b.Helper()
-	err := st.Update(func(tx *state.Tx) error {
+	err := st.Update(b.Context(), func(tx *state.Tx) error {
 		var ts []state.Ticket
 		if err := tx.ForEachTicket(func(t state.Ticket) error { ts = append(ts, t); return nil }); err != nil {
 			return err

@@ -85,7 +85,7 @@ func TestLongRetryAfterPutsTheAPIOff(t *testing.T) {
 	if !strings.Contains(rep.String(), "api put off until") || !strings.Contains(rep.PutOff[0].Reason, "503") {
 		t.Errorf("report %q, reason %q: want the put-off and the 503 named", rep, rep.PutOff[0].Reason)
 	}
-	st, err := tbsync.ReadStatus(e.store, e.clock.Now())
+	st, err := tbsync.ReadStatus(t.Context(), e.store, e.clock.Now())
 	if err != nil || st.LastCycle == nil || len(st.LastCycle.PutOff) != 1 {
 		t.Fatalf("status %+v (%v): want the last cycle's put-off", st.LastCycle, err)
 	}
@@ -250,7 +250,7 @@ func TestCycleInterrupted(t *testing.T) {
 		rep.Outcome != tbsync.OutcomeInterrupted || rep.Fatal != "" || rep.Synced {
 		t.Fatalf("error %v, report %s: want an interrupted cycle", err, rep)
 	}
-	if st, err := tbsync.ReadStatus(e.store, time.Now()); err != nil || st.LastCycle == nil || st.LastCycle.Outcome != tbsync.OutcomeInterrupted {
+	if st, err := tbsync.ReadStatus(t.Context(), e.store, time.Now()); err != nil || st.LastCycle == nil || st.LastCycle.Outcome != tbsync.OutcomeInterrupted {
 		t.Fatalf("the stored cycle: %+v, %v", st.LastCycle, err)
 	}
 	hang = false

@@ -19,7 +19,7 @@ func TestQuietCycleWritesNothing(t *testing.T) {
 	lastStored := func() time.Time {
 		t.Helper()
 		var start time.Time
-		if err := e.store.View(func(tx *state.Tx) error {
+		if err := e.store.View(t.Context(), func(tx *state.Tx) error {
 			c, _, err := tx.LastCycle()
 			start = c.Start
 			return err

@@ -245,7 +245,7 @@ func (c *cycle) reconcileFound(r *refreshResult, d guestapi.TicketDetail, f adap
 		evs = append(evs, ev)
 	}
 	in := collectInput{now: c.now, events: evs, tickets: map[string]*state.Ticket{}, journaled: map[string]bool{}}
-	err := e.st.View(func(tx *state.Tx) error {
+	err := e.st.View(c.ctx, func(tx *state.Tx) error {
 		o, err := tx.OwnMessages(r.t.ID)
 		for id := range o {
 			known[id] = true

@@ -33,7 +33,7 @@ func (e *env) toSlot() { e.clock.Advance(reconcileInterval) }
 func (e *env) stateTicket(id string) state.Ticket {
 	e.t.Helper()
 	var t state.Ticket
-	if err := e.store.View(func(tx *state.Tx) error {
+	if err := e.store.View(e.t.Context(), func(tx *state.Tx) error {
 		var err error
 		t, _, err = tx.Ticket(id)
 		return err
@@ -47,7 +47,7 @@ func (e *env) stateTicket(id string) state.Ticket {
 // went wrong would have left it.
 func (e *env) editTicket(id string, fn func(t *state.Ticket)) {
 	e.t.Helper()
-	if err := e.store.Update(func(tx *state.Tx) error {
+	if err := e.store.Update(e.t.Context(), func(tx *state.Tx) error {
 		t, _, err := tx.Ticket(id)
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func TestReconcileAppendsMissingMessageOnce(t *testing.T) {
 	e.cycle()
 	e.clock.Advance(time.Minute)
 	msg := e.guest(id, "the lamp flickers")
-	if err := e.store.Update(func(tx *state.Tx) error { return tx.PutMirrored(id, msg, "lost", e.clock.Now(), state.MessageInfo{}) }); err != nil {
+	if err := e.store.Update(t.Context(), func(tx *state.Tx) error { return tx.PutMirrored(id, msg, "lost", e.clock.Now(), state.MessageInfo{}) }); err != nil {
 		t.Fatal(err)
 	}
 	e.toSlot()
@@ -264,7 +264,7 @@ func TestReconcileJournalsMissedHelpdeskReply(t *testing.T) {
 	}
 	// The feed moves past the reply without reporting it.
 	name := e.hd.Name()
-	if err := e.store.Update(func(tx *state.Tx) error { return tx.SetCursor(name, "1000") }); err != nil {
+	if err := e.store.Update(t.Context(), func(tx *state.Tx) error { return tx.SetCursor(name, "1000") }); err != nil {
 		t.Fatal(err)
 	}
 	e.toSlot()
@@ -340,7 +340,7 @@ func TestReconcileCarriesReplyTheFeedHid(t *testing.T) {
 
 	// The feed reports it at last: read again from the beginning.
 	feed.hide = false
-	if err := e.store.Update(func(tx *state.Tx) error { return tx.SetCursor(e.hd.Name(), "") }); err != nil {
+	if err := e.store.Update(t.Context(), func(tx *state.Tx) error { return tx.SetCursor(e.hd.Name(), "") }); err != nil {
 		t.Fatal(err)
 	}
 	e.quiesce()

@@ -153,7 +153,7 @@ func (c *cycle) readRefreshState() (tracked []state.Ticket, pending []state.Entr
 	if ws, ok := c.fresh(); ok {
 		return ws.tickets, ws.pending, nil
 	}
-	err = c.e.st.View(func(tx *state.Tx) error {
+	err = c.e.st.View(c.ctx, func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
 			tracked = append(tracked, t)
 			return nil
@@ -279,7 +279,7 @@ func (c *cycle) noteUnsignalled(ids []string) {
 	slices.Sort(ids)
 	var f FullRead
 	var shortened bool
-	err := e.st.Update(func(tx *state.Tx) error {
+	err := e.st.Update(c.keep(), func(tx *state.Tx) error {
 		var err error
 		if f, _, err = readFullRead(tx, e.cfg.FullReadInterval, e.cfg.interval); err != nil {
 			return err
@@ -307,7 +307,7 @@ func (c *cycle) flush(batch []refreshResult) {
 		return
 	}
 	e := c.e
-	err := e.st.Update(func(tx *state.Tx) error {
+	err := e.st.Update(c.keep(), func(tx *state.Tx) error {
 		for _, r := range batch {
 			if err := c.put(tx, r); err != nil {
 				return err
@@ -324,7 +324,7 @@ func (c *cycle) flush(batch []refreshResult) {
 		return
 	}
 	for _, r := range batch {
-		err := e.st.Update(func(tx *state.Tx) error { return c.put(tx, r) })
+		err := e.st.Update(c.keep(), func(tx *state.Tx) error { return c.put(tx, r) })
 		if errors.Is(err, state.ErrInvalid) {
 			c.failure(r.t.ID, "", "store ticket", err)
 		} else if err != nil {
@@ -484,7 +484,7 @@ func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapt
 	known := map[string]bool{}
 	ref := adapters.Ref(r.t.Ref)
 	if ref != "" {
-		err := e.st.View(func(tx *state.Tx) error {
+		err := e.st.View(c.ctx, func(tx *state.Tx) error {
 			m, err := tx.Mirrored(r.t.ID)
 			if err != nil {
 				return err

@@ -258,16 +258,16 @@ func (c *crashWorld) checkStateOpens() {
 	if perm := fi.Mode().Perm(); perm != 0o600 {
 		c.t.Errorf("state file mode %v, want 0600", perm)
 	}
-	st, err := state.Open(c.state, state.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
+	st, err := state.Open(c.t.Context(), c.state, state.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
 	if err != nil {
 		c.t.Fatalf("the state file does not open after a kill: %v", err)
 	}
 	defer st.Close()
-	s, err := st.Stats()
+	s, err := st.Stats(c.t.Context())
 	if err != nil || s.Corrupt != 0 {
 		c.t.Fatalf("the state file after a kill: %+v, %v", s, err)
 	}
-	if err := st.View(func(tx *state.Tx) error {
+	if err := st.View(c.t.Context(), func(tx *state.Tx) error {
 		return tx.ForEachTicket(func(state.Ticket) error { return nil })
 	}); err != nil {
 		c.t.Fatalf("read the state file after a kill: %v", err)
@@ -337,12 +337,12 @@ func (c *crashWorld) check() {
 			t.Errorf("outbox files left in outbox/%s: %v", sub, left)
 		}
 	}
-	st, err := state.Open(c.state, state.Options{ReadOnly: true})
+	st, err := state.Open(c.t.Context(), c.state, state.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := st.Stats()
+	s, err := st.Stats(c.t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

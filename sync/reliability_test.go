@@ -186,14 +186,14 @@ func (a *activity) checkAllDelivered() {
 			t.Errorf("ticket %s: helpdesk status %q, upstream %s (want %q)", id, snap.Status, view.Ticket.Status, want)
 		}
 	}
-	st, err := e.store.Stats()
+	st, err := e.store.Stats(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.JournalPending != 0 || st.JournalUnmarked != 0 || st.WithErrors != 0 || st.Corrupt != 0 {
 		t.Errorf("state after the run: %+v", st)
 	}
-	if err := e.store.View(func(tx *state.Tx) error {
+	if err := e.store.View(t.Context(), func(tx *state.Tx) error {
 		failed, err := tx.FailedJournal()
 		for _, en := range failed {
 			if en.Kind != state.KindStatus || !strings.HasPrefix(en.LastError, "superseded") {

@@ -51,7 +51,7 @@ func (c *cycle) send() {
 	if ws, ok := c.fresh(); ok {
 		err = group(ws.pending, ws.ticket)
 	} else {
-		err = e.st.View(func(tx *state.Tx) error {
+		err = e.st.View(c.ctx, func(tx *state.Tx) error {
 			ps, err := tx.PendingJournal()
 			if err != nil && !errors.Is(err, state.ErrCorrupt) {
 				return err
@@ -187,7 +187,7 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 	if n == 0 {
 		return // every entry waits: a commit would cost two fsyncs for nothing
 	}
-	err := e.st.Update(func(tx *state.Tx) error {
+	err := e.st.Update(c.keep(), func(tx *state.Tx) error {
 		for _, os := range out {
 			for _, o := range os {
 				if !o.sent && abandonedMeanwhile(tx, o.en.EventID) {
@@ -301,7 +301,7 @@ func (c *cycle) markSent() {
 	var unmarked []state.Entry
 	if ws, ok := c.fresh(); ok {
 		unmarked = slices.Clone(ws.unmarked)
-	} else if err := e.st.View(func(tx *state.Tx) error {
+	} else if err := e.st.View(c.ctx, func(tx *state.Tx) error {
 		var err error
 		unmarked, err = tx.UnmarkedJournal()
 		if errors.Is(err, state.ErrCorrupt) {
@@ -334,7 +334,7 @@ func (c *cycle) markSent() {
 		return
 	}
 	now := e.now()
-	err := e.st.Update(func(tx *state.Tx) error {
+	err := e.st.Update(c.keep(), func(tx *state.Tx) error {
 		for i, en := range unmarked {
 			if !done[i] {
 				continue

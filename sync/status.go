@@ -2,6 +2,7 @@ package sync
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,9 +115,9 @@ func entryStatus(e state.Entry) EntryStatus {
 
 // ReadStatus takes a snapshot of st in one read transaction. now stamps it
 // and decides which tickets count as active.
-func ReadStatus(st *state.Store, now time.Time) (Status, error) {
+func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, error) {
 	s := Status{At: now, Tickets: []TicketStatus{}}
-	err := st.View(func(tx *state.Tx) error {
+	err := st.View(ctx, func(tx *state.Tx) error {
 		var err error
 		if s.Adapter, _, err = tx.Meta(MetaAdapter); err != nil {
 			return err
@@ -238,19 +239,21 @@ type TicketDetail struct {
 // helpdesk reference is id, or whose upstream id starts with it (at least
 // 8 characters, and only one ticket may match). An id that is not an
 // upstream id costs a read of every ticket record.
-func ReadTicket(st *state.Store, id string) (TicketDetail, error) { return readTicket(st, id, true) }
+func ReadTicket(ctx context.Context, st *state.Store, id string) (TicketDetail, error) {
+	return readTicket(ctx, st, id, true)
+}
 
 // ReadTicketByID returns what st holds of the ticket whose upstream id is
 // id, by key: it never reads other tickets' records, so its cost does not
 // grow with the state (the status page's reads, which anyone who reaches
 // the page may ask for).
-func ReadTicketByID(st *state.Store, id string) (TicketDetail, error) {
-	return readTicket(st, id, false)
+func ReadTicketByID(ctx context.Context, st *state.Store, id string) (TicketDetail, error) {
+	return readTicket(ctx, st, id, false)
 }
 
-func readTicket(st *state.Store, id string, search bool) (TicketDetail, error) {
+func readTicket(ctx context.Context, st *state.Store, id string, search bool) (TicketDetail, error) {
 	var d TicketDetail
-	err := st.View(func(tx *state.Tx) error {
+	err := st.View(ctx, func(tx *state.Tx) error {
 		t, ok, err := tx.Ticket(id)
 		if err != nil {
 			return err

@@ -142,7 +142,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		return err
 	}
 	defer h.release()
-	st, err := state.Open(cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel, Fence: h.fence()})
+	st, err := state.Open(ctx, cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel, Fence: h.fence()})
 	if errors.Is(err, state.ErrLocked) {
 		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
 	}
@@ -153,9 +153,9 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	now := time.Now()
 	switch name {
 	case "retry":
-		e, err := sync.RetryEntry(st, id, now)
+		e, err := sync.RetryEntry(ctx, st, id, now)
 		if errors.Is(err, sync.ErrNoSuchEntry) {
-			t, terr := sync.ReadNow(st, id, now)
+			t, terr := sync.ReadNow(ctx, st, id, now)
 			if terr == nil {
 				fmt.Fprintf(stdout, "read now: ticket %s is due: the next cycle reads it.\n", t.ID)
 				return nil
@@ -169,7 +169,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		}
 		fmt.Fprintf(stdout, "retry: entry %s of ticket %s is pending again: the next cycle sends it, with its own Idempotency-Key.\n", e.EventID, e.TicketID)
 	case "skip":
-		e, err := sync.SkipEntry(st, id, who, reason)
+		e, err := sync.SkipEntry(ctx, st, id, who, reason)
 		if err != nil {
 			return err
 		}

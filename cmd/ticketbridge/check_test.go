@@ -215,11 +215,11 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 			h.vars["TICKETBRIDGE_STATE"] = filepath.Join(h.dir, "afile", "state.db")
 		}, "state file", "not a directory"},
 		{"state file of another adapter", func(h *hotel) {
-			st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+			st, err := state.Open(t.Context(), h.vars["TICKETBRIDGE_STATE"], state.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := st.Update(func(tx *state.Tx) error { return tx.SetMeta(sync.MetaAdapter, "zendesk") }); err != nil {
+			if err := st.Update(t.Context(), func(tx *state.Tx) error { return tx.SetMeta(sync.MetaAdapter, "zendesk") }); err != nil {
 				t.Fatal(err)
 			}
 			if err := st.Close(); err != nil {
@@ -283,7 +283,7 @@ func closedPort(t *testing.T) string {
 func TestCheckStateFile(t *testing.T) {
 	t.Run("in use by the daemon", func(t *testing.T) {
 		h := newHotel(t)
-		st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+		st, err := state.Open(t.Context(), h.vars["TICKETBRIDGE_STATE"], state.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,11 +295,11 @@ func TestCheckStateFile(t *testing.T) {
 	})
 	t.Run("existing", func(t *testing.T) {
 		h := newHotel(t)
-		st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+		st, err := state.Open(t.Context(), h.vars["TICKETBRIDGE_STATE"], state.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Update(func(tx *state.Tx) error { return tx.SetMeta(sync.MetaAdapter, "files") }); err != nil {
+		if err := st.Update(t.Context(), func(tx *state.Tx) error { return tx.SetMeta(sync.MetaAdapter, "files") }); err != nil {
 			t.Fatal(err)
 		}
 		st.Close()
@@ -310,12 +310,12 @@ func TestCheckStateFile(t *testing.T) {
 	})
 	t.Run("full reads shortened", func(t *testing.T) {
 		h := newHotel(t)
-		st, err := state.Open(h.vars["TICKETBRIDGE_STATE"], state.Options{})
+		st, err := state.Open(t.Context(), h.vars["TICKETBRIDGE_STATE"], state.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		body := `{"configured":600000000000,"effective":300000000000,"unsignalled":3,"shortened_at":"2026-03-02T09:00:00Z","ticket":"t-1"}`
-		if err := st.Update(func(tx *state.Tx) error {
+		if err := st.Update(t.Context(), func(tx *state.Tx) error {
 			if err := tx.SetMeta(sync.MetaAdapter, "files"); err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("state backup FILE --env-file X: exit %d\n%s%s", code, out, errOut)
 	}
-	if st, err := state.Open(dest, state.Options{ReadOnly: true}); err != nil {
+	if st, err := state.Open(t.Context(), dest, state.Options{ReadOnly: true}); err != nil {
 		t.Fatalf("the copy: %v", err)
 	} else {
 		st.Close()

@@ -181,7 +181,7 @@ func TestKilledProcessExactlyOnce(t *testing.T) {
 			t.Errorf("agent message %q is upstream %d times, want 1", body, upstreamBodies[body])
 		}
 	}
-	st, err := state.Open(statePath, state.Options{ReadOnly: true})
+	st, err := state.Open(t.Context(), statePath, state.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("the state file does not open after the kills: %v", err)
 	}

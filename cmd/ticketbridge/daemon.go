@@ -135,7 +135,7 @@ func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1
 	if err != nil {
 		return err
 	}
-	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), w.Store().Stats); err != nil {
+	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), func() (state.Stats, error) { return w.Store().Stats(ctx) }); err != nil {
 		return err
 	}
 	defer func() {
@@ -293,7 +293,7 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 		rep, err = w.DryRun(cycleCtx, stdout)
 	} else {
 		rep, err = w.Engine().RunCycle(cycleCtx)
-		w.WriteSnapshot()
+		w.WriteSnapshot(ctx)
 		if src.Service {
 			// Run by root in a shell: what the cycle made in the service's
 			// state directory, and in the staff's helpdesk folder, must
@@ -360,23 +360,23 @@ func runStatus(ctx context.Context, sh shell, args []string) error {
 	}
 	log := newLogger(stderr, cfg.LogFormat, "error")
 	if secs == nil {
-		return statusHotel(cfg, fs.Arg(0), *asJSON, log, stdout)
+		return statusHotel(ctx, cfg, fs.Arg(0), *asJSON, log, stdout)
 	}
 	each := eachHotel
 	if *asJSON {
 		each = eachHotelJSON
 	}
 	return each(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return statusHotel(h.conf.Daemon, fs.Arg(0), *asJSON, log, out)
+		return statusHotel(ctx, h.conf.Daemon, fs.Arg(0), *asJSON, log, out)
 	})
 }
 
 // statusHotel prints the status of a hotel's state, or of one ticket.
-func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
+func statusHotel(ctx context.Context, cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
-	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log, Hotel: cfg.Hotel})
+	st, err := state.Open(ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log, Hotel: cfg.Hotel})
 	var snap *sync.Status
 	switch {
 	case errors.Is(err, state.ErrLocked):
@@ -394,7 +394,7 @@ func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger
 	if ticket == "" {
 		s := snap
 		if s == nil {
-			live, err := sync.ReadStatus(st, time.Now())
+			live, err := sync.ReadStatus(ctx, st, time.Now())
 			if err != nil {
 				return err
 			}
@@ -419,7 +419,7 @@ func statusHotel(cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger
 		fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s (newest journal entries only).\n\n", snap.At.Local().Format(time.DateTime))
 		return printTicket(stdout, sync.TicketDetail{TicketStatus: t}, false)
 	}
-	d, err := sync.ReadTicket(st, ticket)
+	d, err := sync.ReadTicket(ctx, st, ticket)
 	if err != nil {
 		return err
 	}
@@ -700,7 +700,7 @@ func backupHotel(ctx context.Context, cfg config.Daemon, dest string, stdout io.
 	backup := func() error { return state.BackupFile(ctx, cfg.State, dest) }
 	if state.IsURL(cfg.State) && cfg.Hotel != "" { // a hotel of many in one database
 		backup = func() error {
-			st, err := state.Open(cfg.State, state.Options{ReadOnly: true, Hotel: cfg.Hotel})
+			st, err := state.Open(ctx, cfg.State, state.Options{ReadOnly: true, Hotel: cfg.Hotel})
 			if err != nil {
 				return err
 			}

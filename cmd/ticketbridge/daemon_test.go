@@ -199,11 +199,11 @@ func TestOnceStatusDryRunBackup(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("state backup: exit %d\n%s\n%s", code, out, errOut)
 	}
-	st, err := state.Open(dest, state.Options{ReadOnly: true})
+	st, err := state.Open(t.Context(), dest, state.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, _ := st.Stats()
+	stats, _ := st.Stats(t.Context())
 	st.Close()
 	if stats.Tickets != 2 {
 		t.Fatalf("the backup holds %d tickets", stats.Tickets)

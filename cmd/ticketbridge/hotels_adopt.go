@@ -108,7 +108,7 @@ func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name
 		return fmt.Errorf("hotels adopt: hotel %s has a state already (%s): it ran; adopt only into a hotel that never ran", name, to)
 	}
 	// The daemon holds the state while it runs.
-	st, err := state.Open(from, state.Options{LockTimeout: 300 * time.Millisecond})
+	st, err := state.Open(ctx, from, state.Options{LockTimeout: 300 * time.Millisecond})
 	if errors.Is(err, state.ErrLocked) {
 		return fmt.Errorf("hotels adopt: %s is in use: stop the daemon first (systemctl stop ticketbridge)", from)
 	}

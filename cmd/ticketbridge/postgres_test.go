@@ -70,11 +70,11 @@ func TestPostgresState(t *testing.T) {
 		t.Fatalf("state backup: exit %d\n%s\n%s", code, out, errOut)
 	}
 	noPassword("state backup", out+errOut)
-	st, err := state.Open(dest, state.Options{ReadOnly: true})
+	st, err := state.Open(t.Context(), dest, state.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, _ := st.Stats()
+	stats, _ := st.Stats(t.Context())
 	st.Close()
 	if stats.Tickets != 1 {
 		t.Errorf("the copy holds %d tickets, want 1", stats.Tickets)

@@ -101,7 +101,7 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 		if !state.IsURL(v) {
 			continue
 		}
-		s, err := state.Open(v, state.Options{Hotel: "default"})
+		s, err := state.Open(t.Context(), v, state.Options{Hotel: "default"})
 		if err == nil {
 			s.Close()
 			t.Errorf("TICKETBRIDGE_STATE=%s opened", v)

@@ -129,7 +129,7 @@ func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync
 		return nil, err
 	}
 	if !opts.DryRun {
-		w.store, err = openState(cfg, log, opts.Fence)
+		w.store, err = openState(ctx, cfg, log, opts.Fence)
 		if err != nil {
 			return nil, err
 		}
@@ -203,8 +203,8 @@ func (w *Bridge) depsOf(client *guestapi.Client, hd adapters.Helpdesk) sync.Deps
 
 // openState opens the state file for writing, explaining a lock held by a
 // running daemon.
-func openState(cfg config.Daemon, log *slog.Logger, fence int64) (*state.Store, error) {
-	st, err := state.Open(cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel, Fence: fence})
+func openState(ctx context.Context, cfg config.Daemon, log *slog.Logger, fence int64) (*state.Store, error) {
+	st, err := state.Open(ctx, cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel, Fence: fence})
 	if errors.Is(err, state.ErrLocked) {
 		return nil, fmt.Errorf("%w\nis the daemon running? `ticketbridge status` works alongside it; stop it (systemctl stop ticketbridge) to run this command", err)
 	}
@@ -309,7 +309,9 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 			// each cycle's report.
 			var snap *sync.Status
 			if now, commits := time.Now(), w.store.Commits(); timer.due(now, r, commits) {
-				snap = w.snapshotAfter(&r)
+				// The hook is given no context: the snapshot's read is
+				// bounded by the state's round-trip timeout.
+				snap = w.snapshotAfter(context.Background(), &r)
 				timer.taken(now, time.Since(now), commits)
 			}
 			ReportHeld(context.Background(), rep, w.Helpdesk())
@@ -363,8 +365,8 @@ func (t *snapshotTimer) taken(now time.Time, cost time.Duration, commits int64) 
 
 // WriteSnapshot writes the status snapshot of w's hotel next to its state
 // file (see snapshot) and returns it, nil when it could not be read.
-func (w *Bridge) WriteSnapshot() *sync.Status {
-	return snapshot(w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, nil, w.log)
+func (w *Bridge) WriteSnapshot(ctx context.Context) *sync.Status {
+	return snapshot(ctx, w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, nil, w.log)
 }
 
 // ReadSnapshot reads the status snapshot the daemon wrote at path (the
@@ -389,8 +391,8 @@ func ReadSnapshot(path string) (sync.Status, error) {
 // snapshotAfter is WriteSnapshot after the cycle of report r, which the
 // snapshot shows as the last cycle: a quiet cycle does not always store
 // its record (see sync's quietRecordEvery).
-func (w *Bridge) snapshotAfter(r *sync.Report) *sync.Status {
-	return snapshot(w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, r, w.log)
+func (w *Bridge) snapshotAfter(ctx context.Context, r *sync.Report) *sync.Status {
+	return snapshot(ctx, w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, r, w.log)
 }
 
 // snapshot writes the status snapshot of st to path, atomically and
@@ -399,8 +401,8 @@ func (w *Bridge) snapshotAfter(r *sync.Report) *sync.Status {
 // the truth. With the state in PostgreSQL no file is written (status
 // reads the database). It returns the snapshot, nil when it could not be
 // read.
-func snapshot(st *state.Store, hd adapters.Helpdesk, path string, last *sync.Report, log *slog.Logger) *sync.Status {
-	s, err := sync.ReadStatus(st, time.Now())
+func snapshot(ctx context.Context, st *state.Store, hd adapters.Helpdesk, path string, last *sync.Report, log *slog.Logger) *sync.Status {
+	s, err := sync.ReadStatus(ctx, st, time.Now())
 	if err == nil {
 		s.Held = held(context.Background(), hd)
 		if last != nil && last.Outcome != "" {

@@ -29,7 +29,7 @@ func (w *Bridge) DryRun(ctx context.Context, plan io.Writer) (sync.Report, error
 	}
 	if exists && !url {
 		// A running daemon holds it; the copy would fail after the reads.
-		st, err := state.Open(path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+		st, err := state.Open(ctx, path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
 		if err != nil {
 			return sync.Report{}, fmt.Errorf("dry run: %w", err)
 		}
@@ -47,7 +47,7 @@ func (w *Bridge) DryRun(ctx context.Context, plan io.Writer) (sync.Report, error
 			return sync.Report{}, fmt.Errorf("dry run: copy state: %w", err)
 		}
 	}
-	st, err := state.Open(scratch, state.Options{Logger: w.log})
+	st, err := state.Open(ctx, scratch, state.Options{Logger: w.log})
 	if err != nil {
 		return sync.Report{}, fmt.Errorf("dry run: open state copy: %w", err)
 	}

@@ -71,7 +71,7 @@ func TestCycleKeepsWhoWroteEachMessage(t *testing.T) {
 	if _, err := b.Engine().RunCycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	d, err := sync.ReadTicketByID(b.Store(), tv.ID)
+	d, err := sync.ReadTicketByID(ctx, b.Store(), tv.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestSnapshotShowsTheLastCycle(t *testing.T) {
 		last = r
 	}
 	last.Start = last.Start.Add(time.Hour) // a report the state does not hold
-	b.snapshotAfter(&last)
+	b.snapshotAfter(t.Context(), &last)
 	body, err := os.ReadFile(cfg + StatusSuffix)
 	if err != nil {
 		t.Fatal(err)

@@ -242,10 +242,10 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 		return
 	}
 	var f *sync.FullRead
-	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger, Hotel: cfg.Hotel})
+	st, err := state.Open(c.ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger, Hotel: cfg.Hotel})
 	switch {
 	case err == nil:
-		fr, ferr := sync.ReadFullRead(st, sc.FullReadInterval)
+		fr, ferr := sync.ReadFullRead(c.ctx, st, sc.FullReadInterval)
 		_ = st.Close()
 		if ferr == nil {
 			f = &fr
@@ -624,7 +624,7 @@ func (c *checker) checkState(cfg config.Daemon) {
 		c.report(fail(name, fix, "%s is not a regular file", path))
 		return
 	}
-	st, err := state.Open(path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger})
+	st, err := state.Open(c.ctx, path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger})
 	switch {
 	case errors.Is(err, state.ErrLocked):
 		c.report(pass(name, "%s is in use by the running daemon (not opened)", path))
@@ -639,7 +639,7 @@ func (c *checker) checkState(cfg config.Daemon) {
 		c.report(fail(name, fix, "%v", err))
 		return
 	}
-	stored, ok, merr, stats, serr := stateFacts(st)
+	stored, ok, merr, stats, serr := stateFacts(c.ctx, st)
 	switch {
 	case merr != nil:
 		c.report(fail(name, fix, "%v", merr))
@@ -703,7 +703,7 @@ func creatable(path string) error {
 func (c *checker) checkPostgresState(cfg config.Daemon) {
 	const name = "state database"
 	where := state.Redacted(cfg.State)
-	st, err := state.Open(cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger, Hotel: cfg.Hotel})
+	st, err := state.Open(c.ctx, cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger, Hotel: cfg.Hotel})
 	switch {
 	case errors.Is(err, state.ErrNotStateFile):
 		c.report(pass(name, "%s answers and holds no state yet; the daemon creates its tables at its first start", where))
@@ -715,7 +715,7 @@ func (c *checker) checkPostgresState(cfg config.Daemon) {
 		c.report(fail(name, c.fixEnv()+": point TICKETBRIDGE_STATE at a PostgreSQL database the daemon may use", "%v", err))
 		return
 	}
-	stored, ok, merr, stats, serr := stateFacts(st)
+	stored, ok, merr, stats, serr := stateFacts(c.ctx, st)
 	switch {
 	case merr != nil:
 		c.report(fail(name, "check the database", "%v", merr))
@@ -732,13 +732,13 @@ func (c *checker) checkPostgresState(cfg config.Daemon) {
 // stateFacts reads what check says of an open state and closes it: the
 // adapter it was made with (ok false when none is recorded), with the
 // error of that read, and its summary, with the error of that one.
-func stateFacts(st *state.Store) (stored string, ok bool, merr error, stats state.Stats, serr error) {
-	merr = st.View(func(tx *state.Tx) error {
+func stateFacts(ctx context.Context, st *state.Store) (stored string, ok bool, merr error, stats state.Stats, serr error) {
+	merr = st.View(ctx, func(tx *state.Tx) error {
 		var err error
 		stored, ok, err = tx.Meta(sync.MetaAdapter)
 		return err
 	})
-	stats, serr = st.Stats()
+	stats, serr = st.Stats(ctx)
 	_ = st.Close()
 	return stored, ok, merr, stats, serr
 }

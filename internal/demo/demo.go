@@ -122,7 +122,7 @@ func Start(ctx context.Context, dir string, log *slog.Logger, out io.Writer) (_ 
 	if d.hd, err = files.New(ctx, files.Options{Dir: d.hdDir, Logger: log.With("adapter", files.Name)}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if d.store, err = state.Open(filepath.Join(d.dir, "state.db"), state.Options{Logger: log}); err != nil {
+	if d.store, err = state.Open(ctx, filepath.Join(d.dir, "state.db"), state.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	d.cfg = sync.DefaultConfig()

@@ -168,7 +168,7 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 		return false
 	}
 	tel := rh.tel
-	if err := tel.Start(sctx, nil, w.Engine().Schedule(), w.Engine().Interval(), w.Store().Stats); err != nil {
+	if err := tel.Start(sctx, nil, w.Engine().Schedule(), w.Engine().Interval(), func() (state.Stats, error) { return w.Store().Stats(sctx) }); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
 		return false

@@ -209,7 +209,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	stale := maps.Clone(b.hotels)
 	b.mu.Unlock()
 	for name, rh := range stale {
-		err := rh.bridge().Store().Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: "stale-write"}) })
+		err := rh.bridge().Store().Update(t.Context(), func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: "stale-write"}) })
 		if !errorsIsLeaseLost(err) {
 			t.Errorf("hotel %s: b's write after the takeover: %v, want the lease lost", name, err)
 		}

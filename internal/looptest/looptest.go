@@ -125,7 +125,7 @@ func (l *Loop) open() {
 	if l.store != nil {
 		l.store.Close()
 	}
-	st, err := state.Open(l.path, state.Options{Now: l.Clock.Now})
+	st, err := state.Open(l.t.Context(), l.path, state.Options{Now: l.Clock.Now})
 	if err != nil {
 		l.t.Fatal(err)
 	}

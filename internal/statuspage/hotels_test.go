@@ -58,7 +58,7 @@ func newFleetPage(t *testing.T, token string) *fleetPage {
 func entryOf(t *testing.T, st *state.Store, id string) state.Entry {
 	t.Helper()
 	var e state.Entry
-	if err := st.View(func(tx *state.Tx) error {
+	if err := st.View(t.Context(), func(tx *state.Tx) error {
 		var err error
 		e, _, err = tx.JournalEntry(id)
 		return err

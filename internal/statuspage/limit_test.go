@@ -37,7 +37,7 @@ func TestOnDemandReadsOncePerCycle(t *testing.T) {
 	// A request the state gained since: the page shows it after the next
 	// cycle, not before.
 	const newID = "99999999-0000-4000-8000-000000000099"
-	if err := st.Update(func(tx *state.Tx) error {
+	if err := st.Update(t.Context(), func(tx *state.Tx) error {
 		return tx.PutTicket(state.Ticket{ID: newID, Ref: "hd-new", UpstreamStatus: "new", NextDue: t0})
 	}); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func TestOverviewShowsPutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Update(func(tx *state.Tx) error {
+	if err := st.Update(t.Context(), func(tx *state.Tx) error {
 		return tx.PutCycle(state.Cycle{Start: r.Start, End: t0, Outcome: r.Outcome, Report: b})
 	}); err != nil {
 		t.Fatal(err)

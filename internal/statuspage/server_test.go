@@ -38,12 +38,12 @@ var (
 // texts are secretBody.
 func fixture(tb testing.TB, n int) *state.Store {
 	tb.Helper()
-	st, err := state.Open(filepath.Join(tb.TempDir(), "state.db"), state.Options{Now: func() time.Time { return t0 }})
+	st, err := state.Open(tb.Context(), filepath.Join(tb.TempDir(), "state.db"), state.Options{Now: func() time.Time { return t0 }})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	err = st.Update(func(tx *state.Tx) error {
+	err = st.Update(tb.Context(), func(tx *state.Tx) error {
 		for i := range n {
 			t := state.Ticket{ID: fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i), Ref: fmt.Sprintf("hd-%d", i),
 				Department: fmt.Sprintf("dept-%d", i%40), UpstreamStatus: "in_progress", HelpdeskStatus: "in_progress",
@@ -175,7 +175,7 @@ func (p *testPage) loginWith(who, token string, hdr map[string]string) *http.Res
 func (p *testPage) entry(id string) state.Entry {
 	p.t.Helper()
 	var e state.Entry
-	if err := p.st.View(func(tx *state.Tx) error {
+	if err := p.st.View(p.t.Context(), func(tx *state.Tx) error {
 		var err error
 		e, _, err = tx.JournalEntry(id)
 		return err
@@ -392,7 +392,7 @@ func TestHotelKeepsAnHourOfCycles(t *testing.T) {
 		t.Fatalf("kept %d cycles from %s; want 61 from %s", len(cs), cs[0].Start, now.Add(-time.Hour))
 	}
 	// A restarted daemon starts from the cycle stored in state.
-	if err := st.Update(func(tx *state.Tx) error {
+	if err := st.Update(t.Context(), func(tx *state.Tx) error {
 		return tx.PutCycle(state.Cycle{Start: now, End: now, Outcome: "ok", Report: []byte(`{"start":"` + now.Format(time.RFC3339) + `","outcome":"ok","api_requests":3}`)})
 	}); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func TestOverviewListsStaffFilesSetAside(t *testing.T) {
 			}
 			return string(body)
 		}
-		status, err := sync.ReadStatus(st, t0)
+		status, err := sync.ReadStatus(t.Context(), st, t0)
 		if err != nil {
 			t.Fatal(err)
 		}

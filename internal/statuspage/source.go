@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -97,6 +98,12 @@ func NewHotel(name string, st *state.Store, now func() time.Time) *Hotel {
 	return &Hotel{name: name, st: st, now: now, keep: keepCycles, status: sync.Status{Tickets: []sync.TicketStatus{}}}
 }
 
+// ctx is the context of h's reads and writes of state. Source's methods
+// take no context yet (the request's would be theirs), so none is at
+// hand: each transaction is bounded by the state's own round-trip
+// timeout, as before contexts reached the state.
+func (h *Hotel) ctx() context.Context { return context.Background() }
+
 // Name implements Source.
 func (h *Hotel) Name() string { return h.name }
 
@@ -104,7 +111,7 @@ func (h *Hotel) Name() string { return h.name }
 // takes the last cycle stored in state (one run before a restart) as the
 // first of the recent cycles.
 func (h *Hotel) Refresh() error {
-	s, err := sync.ReadStatus(h.st, h.now())
+	s, err := sync.ReadStatus(h.ctx(), h.st, h.now())
 	if err != nil {
 		return err
 	}
@@ -123,7 +130,7 @@ func (h *Hotel) CycleDone(r sync.Report, s *sync.Status) error {
 	var err error
 	if s == nil {
 		var live sync.Status
-		if live, err = sync.ReadStatus(h.st, h.now()); err == nil {
+		if live, err = sync.ReadStatus(h.ctx(), h.st, h.now()); err == nil {
 			s = &live
 		}
 	}
@@ -178,7 +185,7 @@ func (h *Hotel) Snapshot() Snapshot {
 	read := h.read
 	h.mu.Unlock()
 	if read == nil {
-		s, err := sync.ReadStatus(h.st, h.now())
+		s, err := sync.ReadStatus(h.ctx(), h.st, h.now())
 		if err != nil {
 			return snap
 		}
@@ -209,7 +216,7 @@ func (h *Hotel) Ticket(id string) (sync.TicketDetail, error) {
 	if err != nil {
 		return sync.TicketDetail{}, err
 	}
-	return sync.ReadTicketByID(h.st, full)
+	return sync.ReadTicketByID(h.ctx(), h.st, full)
 }
 
 // resolve finds the upstream id of the ticket whose upstream id or
@@ -237,7 +244,7 @@ func resolve(ts []sync.TicketStatus, id string) (string, error) {
 // Payloads implements Source.
 func (h *Hotel) Payloads(id string) (map[string]state.Payload, error) {
 	out := map[string]state.Payload{}
-	err := h.st.View(func(tx *state.Tx) error {
+	err := h.st.View(h.ctx(), func(tx *state.Tx) error {
 		es, err := tx.JournalForTicket(id)
 		for _, e := range es {
 			out[e.EventID] = e.Payload
@@ -255,7 +262,7 @@ func (h *Hotel) Payloads(id string) (map[string]state.Payload, error) {
 
 // ReadNow implements Source.
 func (h *Hotel) ReadNow(ticketID string) (state.Ticket, error) {
-	t, err := sync.ReadNow(h.st, ticketID, h.now())
+	t, err := sync.ReadNow(h.ctx(), h.st, ticketID, h.now())
 	if err == nil {
 		h.patchTicket(t)
 	}
@@ -264,7 +271,7 @@ func (h *Hotel) ReadNow(ticketID string) (state.Ticket, error) {
 
 // Retry implements Source.
 func (h *Hotel) Retry(eventID string) (state.Entry, error) {
-	e, err := sync.RetryEntry(h.st, eventID, h.now())
+	e, err := sync.RetryEntry(h.ctx(), h.st, eventID, h.now())
 	if err == nil {
 		h.patchEntry(e)
 	}
@@ -273,7 +280,7 @@ func (h *Hotel) Retry(eventID string) (state.Entry, error) {
 
 // Skip implements Source.
 func (h *Hotel) Skip(eventID, who, reason string) (state.Entry, error) {
-	e, err := sync.SkipEntry(h.st, eventID, who, reason)
+	e, err := sync.SkipEntry(h.ctx(), h.st, eventID, who, reason)
 	if err == nil {
 		h.patchEntry(e)
 	}

@@ -33,14 +33,14 @@ func TestHotelKeepsBriefCycles(t *testing.T) {
 // On demand, a hotel keeps counts only and reads its requests from the
 // state when a page of it is viewed.
 func TestHotelOnDemand(t *testing.T) {
-	st, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	st, err := state.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	put := func(id string) {
 		t.Helper()
-		if err := st.Update(func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: id, UpstreamStatus: "new"}) }); err != nil {
+		if err := st.Update(t.Context(), func(tx *state.Tx) error { return tx.PutTicket(state.Ticket{ID: id, UpstreamStatus: "new"}) }); err != nil {
 			t.Fatal(err)
 		}
 	}
