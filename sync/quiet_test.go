@@ -13,9 +13,9 @@ import (
 // changed something, and a quiet one ten minutes after the last record,
 // store theirs.
 func TestQuietCycleWritesNothing(t *testing.T) {
-	e := newEnv(t)
+	e := newQuietEnv(t)
 	id := e.newTicket("Two towels to room 214")
-	e.quiesce() // the first quiet cycle after work stores its record
+	e.quiesce()
 	lastStored := func() time.Time {
 		t.Helper()
 		var start time.Time
@@ -28,18 +28,32 @@ func TestQuietCycleWritesNothing(t *testing.T) {
 		}
 		return start
 	}
-	before, stored := e.store.Commits(), lastStored()
-	for range 3 {
+	// A cycle that read a ticket (a full read's slot, which the ticket's
+	// id places, and the reference server draws the id) writes what it
+	// read, and so stores its record. The rule is about a cycle that read
+	// nothing after one that read nothing either: it commits nothing.
+	checked, prevQuiet := 0, false
+	for range 10 {
 		e.clock.Advance(time.Second)
-		if r := e.cycle(); r.Outcome != "ok" {
+		before, stored := e.store.Commits(), lastStored()
+		r := e.cycle()
+		if r.Outcome != "ok" || r.Mirrored+r.Created+r.Sent+r.StatusDown != 0 {
 			t.Fatalf("quiet cycle: %s", r)
 		}
+		quiet := r.Refreshed == 0 && len(r.Reconcile) == 0
+		if quiet && prevQuiet {
+			checked++
+			if n := e.store.Commits() - before; n != 0 {
+				t.Errorf("a quiet cycle after a quiet one committed %d writes, want none: %s", n, r)
+			}
+			if got := lastStored(); !got.Equal(stored) {
+				t.Errorf("a quiet cycle after a quiet one stored its record (start %s, want the earlier %s)", got, stored)
+			}
+		}
+		prevQuiet = quiet
 	}
-	if n := e.store.Commits() - before; n != 0 {
-		t.Errorf("three quiet cycles committed %d writes, want none", n)
-	}
-	if got := lastStored(); !got.Equal(stored) {
-		t.Errorf("a quiet cycle stored its record (start %s, want the earlier %s)", got, stored)
+	if checked < 2 {
+		t.Fatalf("only %d quiet cycles after a quiet one, of ten", checked)
 	}
 
 	e.guest(id, "And a bathrobe, please.")
@@ -48,7 +62,7 @@ func TestQuietCycleWritesNothing(t *testing.T) {
 		t.Errorf("a cycle that mirrored a message: %s; its record start %s, want %s", r, lastStored(), r.Start)
 	}
 	e.quiesce()
-	stored = lastStored()
+	stored := lastStored()
 	e.clock.Advance(10 * time.Minute)
 	r = e.cycle()
 	if got := lastStored(); got.Equal(stored) {
@@ -63,22 +77,33 @@ const maxQuietRoundTrips = 1
 // TestQuietCycleRoundTrips: on PostgreSQL a quiet cycle takes one round
 // trip, and a busy one after it still carries each change across.
 func TestQuietCycleRoundTrips(t *testing.T) {
-	e := newEnv(t)
+	e := newQuietEnv(t)
 	e.path = statetest.PostgresURL(t)
 	id := e.newTicket("Two towels to room 214")
 	e.newTicket("A taxi at six")
 	e.quiesce()
-	e.clock.Advance(time.Second)
-	e.cycle() // the first quiet cycle stores its record
-	for range 3 {
+	// As in TestQuietCycleWritesNothing: a cycle that reads a ticket (a
+	// full read's slot) writes; the bound is on a cycle that read nothing
+	// after one that read nothing either.
+	checked, prevQuiet := 0, false
+	for range 10 {
 		e.clock.Advance(time.Second)
 		rt := e.store.RoundTrips()
-		if r := e.cycle(); r.Outcome != "ok" || r.Refreshed+r.Events != 0 {
+		r := e.cycle()
+		if r.Outcome != "ok" || r.Events != 0 {
 			t.Fatalf("quiet cycle: %s", r)
 		}
-		if n := e.store.RoundTrips() - rt; n > maxQuietRoundTrips {
-			t.Errorf("a quiet cycle took %d round trips to PostgreSQL, want at most %d", n, maxQuietRoundTrips)
+		quiet := r.Refreshed == 0 && len(r.Reconcile) == 0
+		if quiet && prevQuiet {
+			checked++
+			if n := e.store.RoundTrips() - rt; n > maxQuietRoundTrips {
+				t.Errorf("a quiet cycle took %d round trips to PostgreSQL, want at most %d", n, maxQuietRoundTrips)
+			}
 		}
+		prevQuiet = quiet
+	}
+	if checked < 2 {
+		t.Fatalf("only %d quiet cycles after a quiet one, of ten", checked)
 	}
 
 	e.guest(id, "And a bathrobe, please.")
@@ -88,4 +113,15 @@ func TestQuietCycleRoundTrips(t *testing.T) {
 	if r := e.cycle(); r.Mirrored != 1 || r.Sent != 1 {
 		t.Errorf("a cycle with a guest message and a staff reply: %s, want one mirrored and one sent", r)
 	}
+}
+
+// newQuietEnv is an env whose tickets' reconcile slots stay out of the
+// test's minutes: a slot follows from the ticket's id, which the reference
+// server draws, and a reconcile is a read and a write of its own. With
+// one slot in some eleven years, one falls in a test's few minutes about
+// once in a million runs.
+func newQuietEnv(t *testing.T) *env {
+	e := newEnv(t)
+	e.cfg.ReconcileInterval = 100_000 * time.Hour
+	return e
 }
