@@ -344,7 +344,7 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 		if err != nil {
 			t.Fatalf("daemon: %v", err)
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(time.Minute): // a hang's report, not a timing
 		t.Fatal("the daemon did not stop")
 	}
 }

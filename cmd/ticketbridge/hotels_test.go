@@ -159,7 +159,7 @@ func (fx *fleetFixture) start() {
 			if err != nil {
 				fx.t.Errorf("the daemon stopped with %v", err)
 			}
-		case <-time.After(time.Minute):
+		case <-time.After(time.Minute): // a hang's report, not a timing
 			fx.t.Error("the daemon did not stop")
 		}
 	})
@@ -180,7 +180,7 @@ func (fx *fleetFixture) waitCycles(names ...string) map[string]hotelCycle {
 			}
 		case err := <-fx.done:
 			fx.t.Fatalf("the daemon stopped: %v", err)
-		case <-time.After(time.Minute):
+		case <-time.After(time.Minute): // a hang's report, not a timing
 			fx.t.Fatalf("no cycle of every hotel of %v within a minute; got %v", names, got)
 		}
 	}
@@ -713,7 +713,7 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 			}
 		case err := <-done:
 			t.Fatalf("run ended: %v", err)
-		case <-time.After(time.Minute):
+		case <-time.After(time.Minute): // a hang's report, not a timing
 			t.Fatalf("hotel %s did not start within a minute", hotel)
 		}
 	}

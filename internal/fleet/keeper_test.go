@@ -178,7 +178,7 @@ func (w *keeperWorld) leased(name, url string) {
 // round, which the reload asked for). A minute without fails the test.
 func (w *keeperWorld) db(url string) *fakeLeases {
 	w.t.Helper()
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	for {
 		w.mu.Lock()
 		db := w.dbs[url]
@@ -199,7 +199,7 @@ func (w *keeperWorld) db(url string) *fakeLeases {
 // keeper's round that tick should have made is not coming.
 func (w *keeperWorld) renewedAt(db *fakeLeases, now time.Time) []string {
 	w.t.Helper()
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	for {
 		select {
 		case r := <-db.renewals:
@@ -238,7 +238,7 @@ func (w *keeperWorld) ticks(n int, db *fakeLeases, hotels []string, running map[
 // fails the test.
 func (w *keeperWorld) started(names ...string) {
 	w.t.Helper()
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	left := map[string]bool{}
 	for _, n := range names {
 		left[n] = true
@@ -350,7 +350,7 @@ func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 	}
 	w.start()
 	db := w.db(okDB)
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	for i := range hotels {
 		select {
 		case <-w.wiring: // every hotel is starting
