@@ -171,7 +171,7 @@ func (w *keeperWorld) start() {
 
 // leased writes the file of a hotel whose state is in the database at url.
 func (w *keeperWorld) leased(name, url string) {
-	w.fx.writeHotel(name, map[string]string{"TICKETBRIDGE_STATE": url})
+	w.fx.WriteHotel(name, map[string]string{"TICKETBRIDGE_STATE": url})
 }
 
 // db returns the database at url once its keeper opened it (its first
@@ -292,7 +292,7 @@ func TestKeeperRenewsWhileADatabaseHangs(t *testing.T) {
 // close, and meanwhile the leases are renewed at every tick.
 func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	w := newKeeperWorld(t)
-	w.fx.writeHotel("gamma", nil)
+	w.fx.WriteHotel("gamma", nil)
 	w.leased("bravo", okDB)
 	inCycle, release := make(chan struct{}, 1), make(chan struct{})
 	w.setup = func(f *Fleet) {
@@ -316,7 +316,7 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	w.started("bravo")
 	running := w.runningNow([]string{"bravo", "gamma"})
 	gamma := running["gamma"]
-	w.fx.writeHotel("gamma", map[string]string{"TICKETBRIDGE_LOG_LEVEL": "warn"}) // as a SIGHUP after an edit
+	w.fx.WriteHotel("gamma", map[string]string{"TICKETBRIDGE_LOG_LEVEL": "warn"}) // as a SIGHUP after an edit
 	if err := w.f.Reload(); err != nil {                                          // returns while gamma's cycle runs
 		t.Fatal(err)
 	}
