@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 )
 
 // PipeURL is the address of a PipeServer's handler: any host would do, as
@@ -22,7 +23,10 @@ const PipeURL = "http://127.0.0.1"
 func PipeServer(t testing.TB, h http.Handler) *http.Transport {
 	t.Helper()
 	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-	srv := &http.Server{Handler: h}
+	// The timeouts every server of the project sets; in a bubble they run
+	// on its clock, past any the tests' clients set.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute, ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, IdleTimeout: time.Minute}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
