@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -495,26 +496,30 @@ func TestHTTPErrorHidesTheURLsSecrets(t *testing.T) {
 
 // TestDoRetriesAnAttemptThatTimedOut checks that http.Client.Timeout ending
 // one attempt is a slow answer to retry, unlike the caller's context ending.
+// In a bubble, on in-memory connections: the timeout ends the held attempt
+// on the bubble's clock, and the next answer takes none of it, however
+// busy the machine.
 func TestDoRetriesAnAttemptThatTimedOut(t *testing.T) {
-	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) == 1 {
-			<-r.Context().Done() // too slow: the client gives up first
-			return
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		tr := testutil.PipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				<-r.Context().Done() // too slow: the client gives up first
+				return
+			}
+			fmt.Fprint(w, "ok")
+		}))
+		sl := newSleeper()
+		c := newClient(sl)
+		c.HTTP = &http.Client{Timeout: 100 * time.Millisecond, Transport: tr}
+		resp, err := c.Do(t.Context(), adapters.HTTPRequest{Method: "GET", URL: testutil.PipeURL})
+		if err != nil {
+			t.Fatalf("Do after one slow answer: %v", err)
 		}
-		fmt.Fprint(w, "ok")
-	}))
-	t.Cleanup(srv.Close)
-	sl := newSleeper()
-	c := newClient(sl)
-	c.HTTP = &http.Client{Timeout: 100 * time.Millisecond}
-	resp, err := c.Do(t.Context(), adapters.HTTPRequest{Method: "GET", URL: srv.URL})
-	if err != nil {
-		t.Fatalf("Do after one slow answer: %v", err)
-	}
-	if string(resp.Body) != "ok" || n.Load() != 2 || len(sl.Sleeps()) != 1 {
-		t.Errorf("answer %q after %d requests and %d waits; want ok after 2 and 1", resp.Body, n.Load(), len(sl.Sleeps()))
-	}
+		if string(resp.Body) != "ok" || n.Load() != 2 || len(sl.Sleeps()) != 1 {
+			t.Errorf("answer %q after %d requests and %d waits; want ok after 2 and 1", resp.Body, n.Load(), len(sl.Sleeps()))
+		}
+	})
 }
 
 // TestBackoffLongerThanTheCycleAllowsIsShortened: the client's own

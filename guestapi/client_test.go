@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -708,33 +709,33 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 	}
 }
 
+// TestAttemptTimeoutIsRetried: an attempt the client's timeout ends is
+// retried. In a bubble, on in-memory connections: the timeout ends the
+// held attempt on the bubble's clock, and the answer to the next one
+// takes none of it, however busy the machine.
 func TestAttemptTimeoutIsRetried(t *testing.T) {
-	release := make(chan struct{})
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			select { // hold the first attempt until the client gave up on it
-			case <-r.Context().Done():
-			case <-release:
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		tr := testutil.PipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				<-r.Context().Done() // hold the first attempt until the client gave up on it
+				return
 			}
-			return
+			io.WriteString(w, `{"tickets":[]}`)
+		}))
+		c, err := guestapi.New(guestapi.Config{BaseURL: testutil.PipeURL, APIKey: testKey,
+			HTTPClient: &http.Client{Timeout: 50 * time.Millisecond, Transport: tr},
+			Sleep:      func(ctx context.Context, d time.Duration) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
 		}
-		io.WriteString(w, `{"tickets":[]}`)
-	}))
-	defer srv.Close()
-	defer close(release)
-	c, err := guestapi.New(guestapi.Config{BaseURL: srv.URL, APIKey: testKey,
-		HTTPClient: &http.Client{Timeout: 50 * time.Millisecond},
-		Sleep:      func(ctx context.Context, d time.Duration) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ListTickets(context.Background(), guestapi.ListOptions{}); err != nil {
-		t.Fatalf("ListTickets after a timed-out attempt: %v", err)
-	}
-	if calls.Load() != 2 {
-		t.Errorf("server saw %d requests, want 2", calls.Load())
-	}
+		if _, err := c.ListTickets(context.Background(), guestapi.ListOptions{}); err != nil {
+			t.Fatalf("ListTickets after a timed-out attempt: %v", err)
+		}
+		if calls.Load() != 2 {
+			t.Errorf("server saw %d requests, want 2", calls.Load())
+		}
+	})
 }
 
 func TestRateLimitWaits(t *testing.T) {

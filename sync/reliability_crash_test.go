@@ -439,7 +439,7 @@ func (d *daemon) next() (daemonLine, bool) {
 			}
 		}
 		return l, true
-	case <-time.After(time.Minute):
+	case <-time.After(time.Minute): // a hang's report, not a timing
 		d.t.Fatalf("the daemon wrote nothing for a minute\n%s", d.tail())
 		return daemonLine{}, false
 	}

@@ -80,7 +80,7 @@ func startReceiver(t *testing.T, bin, replyURL string) *receiverProcess {
 			t.Fatalf("the receiver said %q, want its address; stderr:\n%s", line, p.stderr)
 		}
 		p.url = u
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Minute): // a process of the built receiver: a hang's report, not a timing
 		_ = cmd.Process.Kill()
 		t.Fatalf("the receiver did not start; stderr:\n%s", p.stderr)
 	}
@@ -91,7 +91,7 @@ func startReceiver(t *testing.T, bin, replyURL string) *receiverProcess {
 			if err != nil {
 				t.Errorf("the receiver exited with %v; stderr:\n%s", err, p.stderr)
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(time.Minute): // a process of the built receiver: a hang's report, not a timing
 			_ = cmd.Process.Kill()
 			t.Errorf("the receiver did not stop on SIGINT")
 		}

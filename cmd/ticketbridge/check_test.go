@@ -20,28 +20,10 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/check"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/fleet/fleettest"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
-
-// clearServiceEnv keeps the test process's own systemd variables and
-// every TICKETBRIDGE_* variable (CI exports the Request Tracker tests'
-// ones) out of the checks.
-func clearServiceEnv(t testing.TB) {
-	t.Helper()
-	keys := []string{"STATE_DIRECTORY", "CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM"}
-	for _, kv := range os.Environ() {
-		// The test kit's own variable (the test database) goes too: tests
-		// that need it read it first (statetest.PostgresURL).
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, config.EnvPrefix) {
-			keys = append(keys, k)
-		}
-	}
-	for _, k := range keys {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-}
 
 // hotel is a working configuration against a reference server.
 type hotel struct {
@@ -53,7 +35,7 @@ type hotel struct {
 
 func newHotel(t *testing.T) *hotel {
 	t.Helper()
-	clearServiceEnv(t)
+	fleettest.ClearServiceEnv(t)
 	ts := refservertest.New(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")
@@ -436,7 +418,7 @@ func TestCheckFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}
-	clearServiceEnv(t)
+	fleettest.ClearServiceEnv(t)
 	out.Reset()
 	err := run(context.Background(), []string{"check", "--env-file", filepath.Join(t.TempDir(), "missing.env")}, &out, &errb)
 	if code := exitCode(err, &errb); code != 1 || !strings.Contains(out.String(), "FAIL  configuration") {

@@ -123,7 +123,10 @@ func (c *chromium) read(out *os.File) {
 	}
 }
 
-const cdpTimeout = 30 * time.Second
+// cdpTimeout bounds each call and page load of the real browser, which no
+// fake clock reaches. It only reports a hang: a page loads within a second
+// or two on a busy machine.
+const cdpTimeout = time.Minute
 
 // call sends a command (to the browser when session is "") and decodes
 // its result into out (nil: ignored).

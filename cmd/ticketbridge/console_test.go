@@ -117,7 +117,7 @@ func (d *consoleDaemon) next(t *testing.T) sync.Report {
 	select {
 	case r := <-d.cycles:
 		return r
-	case <-time.After(time.Minute):
+	case <-time.After(time.Minute): // a hang's report, not a timing
 		t.Fatal("no cycle in a minute")
 	}
 	return sync.Report{}

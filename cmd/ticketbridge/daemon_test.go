@@ -15,6 +15,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/fleet/fleettest"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -31,7 +32,7 @@ type hotelKit struct {
 
 func newBridge(t *testing.T) *hotelKit {
 	t.Helper()
-	clearServiceEnv(t)
+	fleettest.ClearServiceEnv(t)
 	ts := refservertest.New(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")
@@ -344,7 +345,7 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 		if err != nil {
 			t.Fatalf("daemon: %v", err)
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(time.Minute): // a hang's report, not a timing
 		t.Fatal("the daemon did not stop")
 	}
 }

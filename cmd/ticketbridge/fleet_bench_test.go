@@ -92,8 +92,8 @@ type benchFleet struct {
 func newBenchFleet(b *testing.B, hotels, tickets int) *benchFleet {
 	b.Helper()
 	fx := newFleetFixture(b)
-	fx.mainVars["TICKETBRIDGE_ADAPTER"] = memory.Name
-	fx.mainVars["TICKETBRIDGE_LOG_LEVEL"] = "error"
+	fx.MainVars["TICKETBRIDGE_ADAPTER"] = memory.Name
+	fx.MainVars["TICKETBRIDGE_LOG_LEVEL"] = "error"
 	// Every hotel has a memory helpdesk of its own.
 	fx.registry = adapters.Registry{memory.Name: func(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
 		return memory.Factory(memory.NewBackend())(ctx, deps)
@@ -102,21 +102,21 @@ func newBenchFleet(b *testing.B, hotels, tickets int) *benchFleet {
 	for i := range hotels {
 		name := fmt.Sprintf("hotel-%03d", i)
 		bf.names = append(bf.names, name)
-		fx.writeHotel(name, nil)
+		fx.WriteHotel(name, nil)
 		for j := range tickets {
-			tv, err := fx.ts.Server.CreateTicket(fx.orgs[name], refserver.NewTicket{
+			tv, err := fx.TS.Server.CreateTicket(fx.Orgs[name], refserver.NewTicket{
 				Department: fmt.Sprintf("dept%d", j%5), TaskDescription: fmt.Sprintf("request %d of %s: towels for room %d", j, name, 100+j),
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := fx.ts.Server.AddMessage(tv.ID, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "could we have two more towels, please?"}); err != nil {
+			if _, err := fx.TS.Server.AddMessage(tv.ID, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "could we have two more towels, please?"}); err != nil {
 				b.Fatal(err)
 			}
 			bf.ids[name] = append(bf.ids[name], tv.ID)
 		}
 		if i > 0 {
-			if err := os.Remove(filepath.Join(fx.hotelsDir, name+".env")); err != nil {
+			if err := os.Remove(filepath.Join(fx.HotelsDir, name+".env")); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -132,7 +132,7 @@ func newBenchFleet(b *testing.B, hotels, tickets int) *benchFleet {
 func (bf *benchFleet) startAll(b *testing.B) {
 	b.Helper()
 	for _, n := range bf.names[1:] {
-		bf.fx.writeHotel(n, nil)
+		bf.fx.WriteHotel(n, nil)
 	}
 	if err := bf.fx.f.Reload(); err != nil {
 		b.Fatal(err)
@@ -144,9 +144,9 @@ func (bf *benchFleet) startAll(b *testing.B) {
 // its requests.
 func (bf *benchFleet) imported(b *testing.B, names []string) {
 	b.Helper()
-	for n, c := range bf.fx.waitCycles(names...) {
-		if c.err != nil || c.rep.Created != bf.tickets {
-			b.Fatalf("hotel %s's import: %v, %s", n, c.err, c.rep)
+	for n, c := range bf.fx.WaitCycles(names...) {
+		if c.Err != nil || c.Report.Created != bf.tickets {
+			b.Fatalf("hotel %s's import: %v, %s", n, c.Err, c.Report)
 		}
 	}
 }
@@ -163,7 +163,7 @@ func (bf *benchFleet) measure(b *testing.B, cycles int) ([]time.Duration, int64)
 		b.StopTimer()
 		for _, n := range bf.names {
 			ids := bf.ids[n]
-			if _, err := bf.fx.ts.Server.AddMessage(ids[bf.rnd.IntN(len(ids))], refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "one more thing: the window does not close"}); err != nil {
+			if _, err := bf.fx.TS.Server.AddMessage(ids[bf.rnd.IntN(len(ids))], refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "one more thing: the window does not close"}); err != nil {
 				b.Fatal(err)
 			}
 		}

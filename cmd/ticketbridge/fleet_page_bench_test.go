@@ -115,7 +115,7 @@ func (bf *benchFleet) cycleRounds(b *testing.B, n int) (round, cycle time.Durati
 	for range n {
 		for _, name := range bf.names {
 			ids := bf.ids[name]
-			if _, err := bf.fx.ts.Server.AddMessage(ids[bf.rnd.IntN(len(ids))], refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "and a second pillow"}); err != nil {
+			if _, err := bf.fx.TS.Server.AddMessage(ids[bf.rnd.IntN(len(ids))], refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "and a second pillow"}); err != nil {
 				b.Fatal(err)
 			}
 		}

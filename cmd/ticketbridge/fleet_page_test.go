@@ -14,18 +14,18 @@ import (
 func startPagedFleet(t *testing.T) (fx *fleetFixture, alphaTicket, betaTicket string) {
 	t.Helper()
 	fx = newFleetFixture(t)
-	tokFile := filepath.Join(fx.dir, "console-token")
+	tokFile := filepath.Join(fx.Dir, "console-token")
 	if err := os.WriteFile(tokFile, []byte(consoleToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fx.mainVars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = tokFile
-	fx.writeHotel("alpha", nil)
-	fx.writeHotel("beta", nil)
-	fx.writeHotel("broken", map[string]string{"TICKETBRIDGE_ADAPTER": "no-such-helpdesk"})
-	alphaTicket, betaTicket = fx.ticket("alpha", "extra pillows"), fx.ticket("beta", "a taxi at six")
+	fx.MainVars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = tokFile
+	fx.WriteHotel("alpha", nil)
+	fx.WriteHotel("beta", nil)
+	fx.WriteHotel("broken", map[string]string{"TICKETBRIDGE_ADAPTER": "no-such-helpdesk"})
+	alphaTicket, betaTicket = fx.Ticket("alpha", "extra pillows"), fx.Ticket("beta", "a taxi at six")
 	fx.start()
-	fx.waitCycles("alpha", "beta")
-	fx.mainVars["TICKETBRIDGE_LISTEN"] = fx.tel.Addr().String()
+	fx.WaitCycles("alpha", "beta")
+	fx.MainVars["TICKETBRIDGE_LISTEN"] = fx.tel.Addr().String()
 	return fx, alphaTicket, betaTicket
 }
 
@@ -62,14 +62,14 @@ func TestFleetStatusPage(t *testing.T) {
 	}
 
 	// A reload: beta's file is gone, gamma's is new.
-	if err := os.Remove(filepath.Join(fx.hotelsDir, "beta.env")); err != nil {
+	if err := os.Remove(filepath.Join(fx.HotelsDir, "beta.env")); err != nil {
 		t.Fatal(err)
 	}
-	fx.writeHotel("gamma", nil)
+	fx.WriteHotel("gamma", nil)
 	if err := fx.f.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	fx.waitCycles("gamma")
+	fx.WaitCycles("gamma")
 	_, body = fx.get("/")
 	if strings.Contains(body, "/hotels/beta/") || !strings.Contains(body, `href="/hotels/gamma/"`) {
 		t.Errorf("after the reload the list is\n%s", body)
@@ -102,7 +102,7 @@ func TestFleetRetryCommand(t *testing.T) {
 	if _, errOut, code := fx.cmd("skip", a, "--hotel", "nope", "--reason", "x"); code != 2 || !strings.Contains(errOut, "no such hotel") {
 		t.Errorf("skip --hotel nope: exit %d %s", code, errOut)
 	}
-	delete(fx.mainVars, "TICKETBRIDGE_HOTELS_DIR")
+	delete(fx.MainVars, "TICKETBRIDGE_HOTELS_DIR")
 	if _, errOut, code := fx.cmd("retry", a, "--hotel", "alpha"); code != 2 || !strings.Contains(errOut, "--hotel needs TICKETBRIDGE_HOTELS_DIR") {
 		t.Errorf("retry --hotel without a hotels directory: exit %d %s", code, errOut)
 	}

@@ -187,7 +187,7 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
-		case <-time.After(time.Minute):
+		case <-time.After(time.Minute): // a hang's report, not a timing
 			_ = cmd.Process.Kill()
 			<-done
 		}

@@ -51,7 +51,7 @@ func startDaemon(t *testing.T, b *hotelKit) *daemonUnderTest {
 		cancel()
 		select {
 		case <-d.done:
-		case <-time.After(time.Minute):
+		case <-time.After(time.Minute): // a hang's report, not a timing
 			t.Error("the daemon did not stop")
 		}
 		w.Close()
@@ -70,7 +70,7 @@ func (d *daemonUnderTest) next() sync.Report {
 		return r
 	case err := <-d.done:
 		d.t.Fatalf("the daemon stopped: %v", err)
-	case <-time.After(time.Minute):
+	case <-time.After(time.Minute): // a hang's report, not a timing
 		d.t.Fatal("no cycle finished within a minute")
 	}
 	return sync.Report{}

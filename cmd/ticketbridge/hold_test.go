@@ -107,9 +107,9 @@ func TestOnceTakesAndReleasesTheLease(t *testing.T) {
 func TestOnceOfManyHotelsBesideTheLeaseHolder(t *testing.T) {
 	db := statetest.PostgresURL(t)
 	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_STATE"] = db
-	fx.writeHotel("alpha", nil)
-	fx.writeHotel("beta", nil)
+	fx.MainVars["TICKETBRIDGE_STATE"] = db
+	fx.WriteHotel("alpha", nil)
+	fx.WriteHotel("beta", nil)
 	web1 := otherReplica(t, db, "web1-0a1b2c3d")
 	if _, ok, err := web1.Acquire(context.Background(), "alpha"); err != nil || !ok {
 		t.Fatalf("the other replica takes alpha's lease: %t, %v", ok, err)

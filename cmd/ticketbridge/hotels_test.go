@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,111 +16,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
-	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
-	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/fleet"
+	"github.com/ticketbridge/ticketbridge/internal/fleet/fleettest"
 	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// fleetFixture is a daemon of many hotels in-process: one reference
-// server, each hotel an organisation of its own with its own key, files
-// helpdesk and state file.
+// fleetFixture is a daemon of many hotels in-process, served as `run`
+// serves it, on the kit of package fleettest.
 type fleetFixture struct {
-	t         testing.TB
-	ts        *refservertest.TestServer
-	dir       string
-	hotelsDir string
-	mainVars  map[string]string
-	orgs      map[string]string // hotel -> organisation
-	cycles    chan hotelCycle
-	f         *fleet.Fleet
-	tel       *telemetry.Telemetry
-	hup       chan os.Signal
-	done      chan error
+	*fleettest.Kit
+	t    testing.TB
+	f    *fleet.Fleet
+	tel  *telemetry.Telemetry
+	hup  chan os.Signal
+	done chan error
 	// registry, when set, holds the adapters instead of the daemon's.
 	registry adapters.Registry
 	// slots are the fleet's request slots.
 	slots httpx.Slots
 }
 
-type hotelCycle struct {
-	hotel string
-	rep   sync.Report
-	err   error
-}
-
 func newFleetFixture(t testing.TB) *fleetFixture {
 	t.Helper()
-	clearServiceEnv(t)
-	dir := t.TempDir()
-	fx := &fleetFixture{t: t, ts: refservertest.New(t), dir: dir, hotelsDir: filepath.Join(dir, "hotels.d"),
-		orgs: map[string]string{}, cycles: make(chan hotelCycle, 4096)}
-	if err := os.Mkdir(fx.hotelsDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	fx.mainVars = map[string]string{
-		"TICKETBRIDGE_API_URL":      fx.ts.URL,
-		"TICKETBRIDGE_ADAPTER":      "files",
-		"TICKETBRIDGE_FILES_SETTLE": "0s",
-		"TICKETBRIDGE_STATE":        filepath.Join(dir, "state", "main.db"),
-		"TICKETBRIDGE_SCHEDULE":     "@every 1000h", // cycles after the first are run by the tests
-		"TICKETBRIDGE_HOTELS_DIR":   fx.hotelsDir,
-		"TICKETBRIDGE_LOG_FORMAT":   "text",
-		"TICKETBRIDGE_LOG_LEVEL":    "warn",
-	}
+	fx := &fleetFixture{Kit: fleettest.New(t), t: t}
+	fx.MainVars["TICKETBRIDGE_LOG_FORMAT"] = "text"
+	fx.MainVars["TICKETBRIDGE_LOG_LEVEL"] = "warn"
 	return fx
-}
-
-// writeHotel writes the file of a hotel with an organisation and a key of
-// its own (made at the first call), plus extra variables.
-func (fx *fleetFixture) writeHotel(name string, extra map[string]string) {
-	fx.t.Helper()
-	if _, ok := fx.orgs[name]; !ok {
-		org := uuid.NewString()
-		if err := fx.ts.Server.AddOrganization(org, "hotel"); err != nil {
-			fx.t.Fatal(err)
-		}
-		k, err := fx.ts.Server.IssueKey(org, refserver.KeySpec{Name: "bridge", Platform: refserver.PlatformRead, Tickets: refserver.TicketsWrite})
-		if err != nil {
-			fx.t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(fx.dir, name+".key"), []byte(k.Value+"\n"), 0o600); err != nil {
-			fx.t.Fatal(err)
-		}
-		fx.orgs[name] = org
-	}
-	var s strings.Builder
-	fmt.Fprintf(&s, "# hotel %s\nTICKETBRIDGE_API_KEY_FILE=%s\nTICKETBRIDGE_FILES_DIR=%s\n",
-		name, filepath.Join(fx.dir, name+".key"), fx.filesDir(name))
-	for k, v := range extra {
-		fmt.Fprintf(&s, "%s=%s\n", k, v)
-	}
-	if err := os.WriteFile(filepath.Join(fx.hotelsDir, name+".env"), []byte(s.String()), 0o600); err != nil {
-		fx.t.Fatal(err)
-	}
-}
-
-func (fx *fleetFixture) filesDir(name string) string { return filepath.Join(fx.dir, "helpdesk", name) }
-
-func (fx *fleetFixture) mainFile() string {
-	fx.t.Helper()
-	var s strings.Builder
-	for k, v := range fx.mainVars {
-		s.WriteString(k + "=" + v + "\n")
-	}
-	path := filepath.Join(fx.dir, "ticketbridge.env")
-	if err := os.WriteFile(path, []byte(s.String()), 0o600); err != nil {
-		fx.t.Fatal(err)
-	}
-	return path
 }
 
 // start runs the daemon of the fixture's files, its endpoints on a
@@ -129,7 +54,7 @@ func (fx *fleetFixture) mainFile() string {
 func (fx *fleetFixture) start() {
 	fx.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ef := envFlag{path: fx.mainFile()}
+	ef := envFlag{path: fx.MainFile()}
 	src, cfg, _, log, err := loadEnv(ctx, &ef, io.Discard)
 	if err != nil {
 		cancel()
@@ -143,14 +68,10 @@ func (fx *fleetFixture) start() {
 	fx.tel = telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
 	fx.slots = httpx.NewSlots(hc.MaxInFlight)
 	opts := fleet.Options{Source: src, Daemon: cfg, Hotels: hc, Logger: log, Telemetry: fx.tel, Registry: fx.registry, Slots: fx.slots,
-		AfterCycle: func(h string, r sync.Report, err error) {
-			select {
-			case fx.cycles <- hotelCycle{h, r, err}:
-			default:
-			}
-		}}
+		AfterCycle: fx.AfterCycle}
 	fx.f = fleet.New(ctx, opts)
 	fx.hup, fx.done = make(chan os.Signal, 1), make(chan error, 1)
+	fx.Stopped = fx.done
 	go func() { fx.done <- serveFleet(ctx, fx.f, opts, fx.hup, make(chan os.Signal)) }()
 	fx.t.Cleanup(func() {
 		cancel()
@@ -159,32 +80,10 @@ func (fx *fleetFixture) start() {
 			if err != nil {
 				fx.t.Errorf("the daemon stopped with %v", err)
 			}
-		case <-time.After(time.Minute):
+		case <-time.After(time.Minute): // a hang's report, not a timing
 			fx.t.Error("the daemon did not stop")
 		}
 	})
-}
-
-// waitCycles waits until each hotel named has finished a cycle, and
-// returns the last report of each.
-func (fx *fleetFixture) waitCycles(names ...string) map[string]hotelCycle {
-	fx.t.Helper()
-	got := map[string]hotelCycle{}
-	for len(got) < len(names) {
-		select {
-		case c := <-fx.cycles:
-			for _, n := range names {
-				if n == c.hotel {
-					got[n] = c
-				}
-			}
-		case err := <-fx.done:
-			fx.t.Fatalf("the daemon stopped: %v", err)
-		case <-time.After(time.Minute):
-			fx.t.Fatalf("no cycle of every hotel of %v within a minute; got %v", names, got)
-		}
-	}
-	return got
 }
 
 // running returns the wirings of the hotels running, by name.
@@ -199,25 +98,6 @@ func (fx *fleetFixture) get(path string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-func (fx *fleetFixture) ticket(hotel, desc string) string {
-	fx.t.Helper()
-	tv, err := fx.ts.Server.CreateTicket(fx.orgs[hotel], refserver.NewTicket{Department: "housekeeping", TaskDescription: desc})
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	return tv.ID
-}
-
-// folders returns the ticket folders of a hotel's files helpdesk.
-func (fx *fleetFixture) folders(hotel string) []string {
-	des, _ := os.ReadDir(filepath.Join(fx.filesDir(hotel), "tickets"))
-	var out []string
-	for _, de := range des {
-		out = append(out, de.Name())
-	}
-	return out
 }
 
 func TestHotelsDirectoryNames(t *testing.T) {
@@ -269,18 +149,18 @@ func TestHotelsDirectoryNames(t *testing.T) {
 // helpdesk folder.
 func TestHotelConfiguration(t *testing.T) {
 	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_AUTHOR_NAME"] = "Front desk"
-	fx.mainVars["TICKETBRIDGE_API_KEY"] = "rta_the-main-key-is-never-a-hotel-key"
-	fx.writeHotel("alpha", nil)
-	fx.writeHotel("beta", map[string]string{"TICKETBRIDGE_AUTHOR_NAME": "Beta desk", "TICKETBRIDGE_STATE": filepath.Join(fx.dir, "beta.db")})
+	fx.MainVars["TICKETBRIDGE_AUTHOR_NAME"] = "Front desk"
+	fx.MainVars["TICKETBRIDGE_API_KEY"] = "rta_the-main-key-is-never-a-hotel-key"
+	fx.WriteHotel("alpha", nil)
+	fx.WriteHotel("beta", map[string]string{"TICKETBRIDGE_AUTHOR_NAME": "Beta desk", "TICKETBRIDGE_STATE": filepath.Join(fx.Dir, "beta.db")})
 	ctx := context.Background()
-	ef := envFlag{path: fx.mainFile()}
+	ef := envFlag{path: fx.MainFile()}
 	src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	load := func() ([]config.Hotel, map[string]error, error) {
-		return config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(string) {})
+		return config.LoadHotelDir(ctx, src, cfg, fx.HotelsDir, func(string) {})
 	}
 	good, bad, err := load()
 	if err != nil || len(bad) != 0 || len(good) != 2 {
@@ -290,10 +170,10 @@ func TestHotelConfiguration(t *testing.T) {
 	if a.Sync.AuthorName != "Front desk" || b.Sync.AuthorName != "Beta desk" {
 		t.Errorf("author names %q and %q, want the main's default and beta's own", a.Sync.AuthorName, b.Sync.AuthorName)
 	}
-	if want := filepath.Join(fx.dir, "state", "hotels", "alpha.db"); a.Daemon.State != want {
+	if want := filepath.Join(fx.Dir, "state", "hotels", "alpha.db"); a.Daemon.State != want {
 		t.Errorf("alpha's state = %s, want %s", a.Daemon.State, want)
 	}
-	if b.Daemon.State != filepath.Join(fx.dir, "beta.db") {
+	if b.Daemon.State != filepath.Join(fx.Dir, "beta.db") {
 		t.Errorf("beta's state = %s, want its own", b.Daemon.State)
 	}
 	if strings.Contains(string(a.Key), "main-key") || a.Key == b.Key {
@@ -301,7 +181,7 @@ func TestHotelConfiguration(t *testing.T) {
 	}
 
 	// A hotel without a key of its own is refused, the others go on.
-	if err := os.WriteFile(filepath.Join(fx.hotelsDir, "gamma.env"), []byte("TICKETBRIDGE_FILES_DIR="+fx.filesDir("gamma")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(fx.HotelsDir, "gamma.env"), []byte("TICKETBRIDGE_FILES_DIR="+fx.FilesDir("gamma")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	good, bad, err = load()
@@ -309,15 +189,15 @@ func TestHotelConfiguration(t *testing.T) {
 		strings.Contains(bad["gamma"].Error(), "main-key") {
 		t.Errorf("gamma without a key: err %v, bad %v, good %d", err, bad, len(good))
 	}
-	_ = os.Remove(filepath.Join(fx.hotelsDir, "gamma.env"))
+	_ = os.Remove(filepath.Join(fx.HotelsDir, "gamma.env"))
 
 	// Shared key, state or folder: the directory is refused.
 	for what, extra := range map[string]map[string]string{
-		"an API key":             {"TICKETBRIDGE_API_KEY_FILE": filepath.Join(fx.dir, "alpha.key")},
-		"the state file":         {"TICKETBRIDGE_STATE": filepath.Join(fx.dir, "beta.db")},
-		"TICKETBRIDGE_FILES_DIR": {"TICKETBRIDGE_FILES_DIR": fx.filesDir("alpha")},
+		"an API key":             {"TICKETBRIDGE_API_KEY_FILE": filepath.Join(fx.Dir, "alpha.key")},
+		"the state file":         {"TICKETBRIDGE_STATE": filepath.Join(fx.Dir, "beta.db")},
+		"TICKETBRIDGE_FILES_DIR": {"TICKETBRIDGE_FILES_DIR": fx.FilesDir("alpha")},
 	} {
-		fx.writeHotel("delta", extra)
+		fx.WriteHotel("delta", extra)
 		if _, _, err := load(); err == nil || !strings.Contains(err.Error(), what) || !strings.Contains(err.Error(), "delta") {
 			t.Errorf("delta sharing %s: error = %v", what, err)
 		}
@@ -330,28 +210,28 @@ func TestHotelConfiguration(t *testing.T) {
 func TestFleetReload(t *testing.T) {
 	fx := newFleetFixture(t)
 	for _, n := range []string{"alpha", "beta", "gamma"} {
-		fx.writeHotel(n, nil)
-		fx.ticket(n, "towels for "+n)
+		fx.WriteHotel(n, nil)
+		fx.Ticket(n, "towels for "+n)
 	}
 	fx.start()
-	fx.waitCycles("alpha", "beta", "gamma")
+	fx.WaitCycles("alpha", "beta", "gamma")
 	for _, n := range []string{"alpha", "beta", "gamma"} {
-		if got := fx.folders(n); len(got) != 1 {
+		if got := fx.Folders(n); len(got) != 1 {
 			t.Errorf("hotel %s's helpdesk holds %v, want its one ticket", n, got)
 		}
 	}
 	before := fx.running()
 
-	fx.writeHotel("beta", map[string]string{"TICKETBRIDGE_AUTHOR_NAME": "Beta front desk"})
-	if err := os.Remove(filepath.Join(fx.hotelsDir, "gamma.env")); err != nil {
+	fx.WriteHotel("beta", map[string]string{"TICKETBRIDGE_AUTHOR_NAME": "Beta front desk"})
+	if err := os.Remove(filepath.Join(fx.HotelsDir, "gamma.env")); err != nil {
 		t.Fatal(err)
 	}
-	fx.writeHotel("delta", nil)
-	fx.ticket("delta", "a late checkout")
+	fx.WriteHotel("delta", nil)
+	fx.Ticket("delta", "a late checkout")
 	if err := fx.f.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	fx.waitCycles("beta", "delta")
+	fx.WaitCycles("beta", "delta")
 	after := fx.running()
 	if after["alpha"] != before["alpha"] {
 		t.Error("alpha, whose file did not change, was restarted")
@@ -362,7 +242,7 @@ func TestFleetReload(t *testing.T) {
 	if after["gamma"] != nil {
 		t.Error("gamma, whose file is gone, still runs")
 	}
-	if after["delta"] == nil || len(fx.folders("delta")) != 1 {
+	if after["delta"] == nil || len(fx.Folders("delta")) != 1 {
 		t.Error("delta, whose file is new, did not start or sync")
 	}
 	fx.f.WaitClosed()
@@ -371,7 +251,7 @@ func TestFleetReload(t *testing.T) {
 	}
 
 	// A bad name refuses the whole directory; what runs goes on.
-	if err := os.WriteFile(filepath.Join(fx.hotelsDir, "Bad_Name.env"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(fx.HotelsDir, "Bad_Name.env"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := fx.f.Reload(); err == nil || !strings.Contains(err.Error(), "Bad_Name.env") {
@@ -380,12 +260,12 @@ func TestFleetReload(t *testing.T) {
 	if got := fx.running(); len(got) != 3 || got["alpha"] != after["alpha"] || got["delta"] != after["delta"] {
 		t.Errorf("after a refused reload the hotels are %v", got)
 	}
-	_ = os.Remove(filepath.Join(fx.hotelsDir, "Bad_Name.env"))
+	_ = os.Remove(filepath.Join(fx.HotelsDir, "Bad_Name.env"))
 
 	// SIGHUP's path: the daemon reloads on its channel.
-	fx.writeHotel("gamma", nil)
+	fx.WriteHotel("gamma", nil)
 	fx.hup <- syscall.SIGHUP
-	fx.waitCycles("gamma")
+	fx.WaitCycles("gamma")
 	if got := fx.running(); got["gamma"] == nil || got["alpha"] != after["alpha"] {
 		t.Errorf("after SIGHUP the hotels are %v", got)
 	}
@@ -395,14 +275,14 @@ func TestFleetReload(t *testing.T) {
 // a hotel it answers for fails; the metrics carry the hotel label.
 func TestFleetReadiness(t *testing.T) {
 	fx := newFleetFixture(t)
-	fx.writeHotel("good", nil)
-	fx.writeHotel("revoked", nil)
-	if err := fx.ts.Server.RevokeKey(fx.orgs["revoked"], "bridge"); err != nil {
+	fx.WriteHotel("good", nil)
+	fx.WriteHotel("revoked", nil)
+	if err := fx.TS.Server.RevokeKey(fx.Orgs["revoked"], "bridge"); err != nil {
 		t.Fatal(err)
 	}
-	fx.mainVars["TICKETBRIDGE_READY_HOTELS"] = "good"
+	fx.MainVars["TICKETBRIDGE_READY_HOTELS"] = "good"
 	fx.start()
-	fx.waitCycles("good", "revoked")
+	fx.WaitCycles("good", "revoked")
 	code, body := fx.get("/readyz")
 	if code != 200 || !strings.Contains(body, "hotel good: ready") || !strings.Contains(body, "hotel revoked: not ready (not in TICKETBRIDGE_READY_HOTELS)") {
 		t.Errorf("/readyz with revoked outside the ready set: %d\n%s", code, body)
@@ -427,9 +307,9 @@ func TestFleetReadiness(t *testing.T) {
 func (fx *fleetFixture) cmd(args ...string) (string, string, int) {
 	fx.t.Helper()
 	var out, errb bytes.Buffer
-	full := append([]string{args[0], "--env-file", fx.mainFile()}, args[1:]...)
+	full := append([]string{args[0], "--env-file", fx.MainFile()}, args[1:]...)
 	if args[0] == "state" {
-		full = append([]string{"state", args[1], "--env-file", fx.mainFile()}, args[2:]...)
+		full = append([]string{"state", args[1], "--env-file", fx.MainFile()}, args[2:]...)
 	}
 	err := run(context.Background(), full, &out, &errb)
 	code := exitCode(err, &errb)
@@ -440,17 +320,17 @@ func (fx *fleetFixture) cmd(args ...string) (string, string, int) {
 // hotel, one section each, or the one --hotel names.
 func TestHotelCommands(t *testing.T) {
 	fx := newFleetFixture(t)
-	fx.writeHotel("alpha", nil)
-	fx.writeHotel("beta", nil)
-	fx.ticket("alpha", "extra pillows")
-	fx.ticket("beta", "a taxi at six")
+	fx.WriteHotel("alpha", nil)
+	fx.WriteHotel("beta", nil)
+	fx.Ticket("alpha", "extra pillows")
+	fx.Ticket("beta", "a taxi at six")
 
 	out, errOut, code := fx.cmd("once", "--hotel", "alpha")
-	if code != 0 || strings.Contains(out, "== hotel") || len(fx.folders("alpha")) != 1 || len(fx.folders("beta")) != 0 {
+	if code != 0 || strings.Contains(out, "== hotel") || len(fx.Folders("alpha")) != 1 || len(fx.Folders("beta")) != 0 {
 		t.Fatalf("once --hotel alpha: %d\n%s\n%s", code, out, errOut)
 	}
 	out, errOut, code = fx.cmd("once")
-	if code != 0 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, "== hotel beta ==") || len(fx.folders("beta")) != 1 {
+	if code != 0 || !strings.Contains(out, "== hotel alpha ==") || !strings.Contains(out, "== hotel beta ==") || len(fx.Folders("beta")) != 1 {
 		t.Fatalf("once: %d\n%s\n%s", code, out, errOut)
 	}
 	out, _, code = fx.cmd("status")
@@ -466,7 +346,7 @@ func TestHotelCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "== hotel beta ==") || strings.Contains(out, "alpha") {
 		t.Errorf("check --hotel beta: %d\n%s", code, out)
 	}
-	backups := filepath.Join(fx.dir, "backups")
+	backups := filepath.Join(fx.Dir, "backups")
 	out, _, code = fx.cmd("state", "backup", backups)
 	if code != 0 {
 		t.Errorf("state backup: %d\n%s", code, out)
@@ -478,7 +358,7 @@ func TestHotelCommands(t *testing.T) {
 	}
 
 	// A hotel that fails fails the command, the others still run.
-	if err := fx.ts.Server.RevokeKey(fx.orgs["beta"], "bridge"); err != nil {
+	if err := fx.TS.Server.RevokeKey(fx.Orgs["beta"], "bridge"); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = fx.cmd("once")
@@ -494,7 +374,7 @@ func TestHotelCommands(t *testing.T) {
 	if _, errOut, code := fx.cmd("status", "--hotel", "gamma"); code != 2 || !strings.Contains(errOut, "no such hotel") || !strings.Contains(errOut, "alpha, beta") {
 		t.Errorf("status --hotel gamma: %d %s", code, errOut)
 	}
-	delete(fx.mainVars, "TICKETBRIDGE_HOTELS_DIR")
+	delete(fx.MainVars, "TICKETBRIDGE_HOTELS_DIR")
 	for _, args := range [][]string{{"once", "--hotel", "alpha"}, {"status", "--hotel", "alpha"}, {"check", "--hotel", "alpha"}, {"state", "backup", "--hotel", "alpha", backups + "/x"}} {
 		if _, errOut, code := fx.cmd(args...); code != 2 || !strings.Contains(errOut, "--hotel needs TICKETBRIDGE_HOTELS_DIR") {
 			t.Errorf("%v without a hotels directory: %d %s", args, code, errOut)
@@ -516,10 +396,10 @@ func TestFleetSharesItsSlots(t *testing.T) {
 		mu.Unlock()
 		return files.Factory(ctx, deps)
 	}}
-	fx.writeHotel("alpha", nil)
-	fx.writeHotel("beta", nil)
+	fx.WriteHotel("alpha", nil)
+	fx.WriteHotel("beta", nil)
 	fx.start()
-	fx.waitCycles("alpha", "beta")
+	fx.WaitCycles("alpha", "beta")
 	var held atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		held.Store(int32(len(fx.slots)))
@@ -549,16 +429,16 @@ func TestFleetSharesItsSlots(t *testing.T) {
 func TestHotelStateInADatabase(t *testing.T) {
 	fx := newFleetFixture(t)
 	db := "postgres://tb@127.0.0.1:1/tb"
-	fx.mainVars["TICKETBRIDGE_STATE"] = db
-	fx.writeHotel("alpha", nil)
-	fx.writeHotel("beta", nil)
+	fx.MainVars["TICKETBRIDGE_STATE"] = db
+	fx.WriteHotel("alpha", nil)
+	fx.WriteHotel("beta", nil)
 	ctx := context.Background()
-	ef := envFlag{path: fx.mainFile()}
+	ef := envFlag{path: fx.MainFile()}
 	src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, bad, err := config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(string) {})
+	good, bad, err := config.LoadHotelDir(ctx, src, cfg, fx.HotelsDir, func(string) {})
 	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].Daemon.State != db || good[1].Daemon.State != db {
 		t.Errorf("hotels on a database: %v %v %+v", err, bad, good)
 	}
@@ -576,12 +456,12 @@ func TestWebhookHotelsListenApart(t *testing.T) {
 			"TICKETBRIDGE_ADAPTER":        "webhook",
 			"TICKETBRIDGE_WEBHOOK_URL":    "http://127.0.0.1:1/" + name,
 			"TICKETBRIDGE_WEBHOOK_SECRET": "a-webhook-secret-long-enough-of-" + name,
-			"TICKETBRIDGE_WEBHOOK_DIR":    filepath.Join(fx.dir, "webhook", name),
+			"TICKETBRIDGE_WEBHOOK_DIR":    filepath.Join(fx.Dir, "webhook", name),
 		}
 		if listen != "" {
 			vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = listen
 		}
-		fx.writeHotel(name, vars)
+		fx.WriteHotel(name, vars)
 	}
 	for _, tc := range []struct {
 		a, b  string // the two hotels' TICKETBRIDGE_WEBHOOK_LISTEN; "" is the default
@@ -600,12 +480,12 @@ func TestWebhookHotelsListenApart(t *testing.T) {
 	} {
 		hook("alpha", tc.a)
 		hook("beta", tc.b)
-		ef := envFlag{path: fx.mainFile()}
+		ef := envFlag{path: fx.MainFile()}
 		src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(string) {})
+		_, _, err = config.LoadHotelDir(ctx, src, cfg, fx.HotelsDir, func(string) {})
 		if tc.clash != (err != nil) || err != nil && !(strings.Contains(err.Error(), "hotels alpha and beta") && strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_LISTEN")) {
 			t.Errorf("alpha on %q, beta on %q: error = %v, want a clash: %v", tc.a, tc.b, err, tc.clash)
 		}
@@ -617,17 +497,17 @@ func TestWebhookHotelsListenApart(t *testing.T) {
 // no lease, so every replica would sync it.
 func TestHotelStateFileAmongReplicas(t *testing.T) {
 	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_STATE"] = "postgres://tb@127.0.0.1:1/tb"
-	fx.writeHotel("alpha", nil)
-	fx.writeHotel("beta", map[string]string{"TICKETBRIDGE_STATE": filepath.Join(fx.dir, "beta.db")})
+	fx.MainVars["TICKETBRIDGE_STATE"] = "postgres://tb@127.0.0.1:1/tb"
+	fx.WriteHotel("alpha", nil)
+	fx.WriteHotel("beta", map[string]string{"TICKETBRIDGE_STATE": filepath.Join(fx.Dir, "beta.db")})
 	ctx := context.Background()
-	ef := envFlag{path: fx.mainFile()}
+	ef := envFlag{path: fx.MainFile()}
 	src, cfg, _, _, err := loadEnv(ctx, &ef, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var warnings []string
-	if _, _, err := config.LoadHotelDir(ctx, src, cfg, fx.hotelsDir, func(w string) { warnings = append(warnings, w) }); err != nil {
+	if _, _, err := config.LoadHotelDir(ctx, src, cfg, fx.HotelsDir, func(w string) { warnings = append(warnings, w) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "hotel beta keeps its state in the file") || !strings.Contains(warnings[0], "every replica") {
@@ -692,12 +572,12 @@ func (w *lineWatch) Write(p []byte) (int, error) {
 // starts a hotel added to it when the process gets SIGHUP.
 func TestRunReloadsOnSIGHUP(t *testing.T) {
 	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_LOG_LEVEL"] = "info"
-	fx.writeHotel("alpha", nil)
+	fx.MainVars["TICKETBRIDGE_LOG_LEVEL"] = "info"
+	fx.WriteHotel("alpha", nil)
 	logs := &lineWatch{want: "hotel started", lines: make(chan string, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"run", "--env-file", fx.mainFile()}, io.Discard, logs) }()
+	go func() { done <- run(ctx, []string{"run", "--env-file", fx.MainFile()}, io.Discard, logs) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -713,12 +593,12 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 			}
 		case err := <-done:
 			t.Fatalf("run ended: %v", err)
-		case <-time.After(time.Minute):
+		case <-time.After(time.Minute): // a hang's report, not a timing
 			t.Fatalf("hotel %s did not start within a minute", hotel)
 		}
 	}
 	started("alpha")
-	fx.writeHotel("beta", nil)
+	fx.WriteHotel("beta", nil)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestSingleHotelStandsBy(t *testing.T) {
 				}
 			case <-d.done:
 				t.Fatalf("%s ended before %q: %v", who, want, d.err)
-			case <-time.After(time.Minute):
+			case <-time.After(time.Minute): // a hang's report, not a timing
 				t.Fatalf("%s wrote no %q within a minute", who, want)
 			}
 		}

@@ -122,15 +122,15 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 // secrets.
 func TestHotelNotReadyHidesURLSecrets(t *testing.T) {
 	fx := newFleetFixture(t)
-	fx.writeHotel("good", nil)
-	fx.writeHotel("badapi", map[string]string{"TICKETBRIDGE_API_URL": "https://api.example/x?api_key=" + urlMarker})
-	fx.writeHotel("badrt", map[string]string{"TICKETBRIDGE_ADAPTER": "rt",
+	fx.WriteHotel("good", nil)
+	fx.WriteHotel("badapi", map[string]string{"TICKETBRIDGE_API_URL": "https://api.example/x?api_key=" + urlMarker})
+	fx.WriteHotel("badrt", map[string]string{"TICKETBRIDGE_ADAPTER": "rt",
 		"TICKETBRIDGE_RT_URL": "https://rt.example/?api_key=" + urlMarker, "TICKETBRIDGE_RT_TOKEN": "rt-token-0123456789"})
-	fx.writeHotel("badzendesk", map[string]string{"TICKETBRIDGE_ADAPTER": "zendesk",
+	fx.WriteHotel("badzendesk", map[string]string{"TICKETBRIDGE_ADAPTER": "zendesk",
 		"TICKETBRIDGE_ZENDESK_URL":   "ftp://bob:" + urlMarker + "@zd.example/?api_key=" + urlMarker,
 		"TICKETBRIDGE_ZENDESK_EMAIL": "a@b.example", "TICKETBRIDGE_ZENDESK_TOKEN": "zendesk-token-0123456789"})
 	fx.start()
-	fx.waitCycles("good")
+	fx.WaitCycles("good")
 	code, ready := fx.get("/readyz")
 	for _, h := range []string{"badapi", "badrt", "badzendesk"} {
 		if code != 503 || !strings.Contains(ready, "hotel "+h+": not ready") {

@@ -33,6 +33,7 @@ var testKits = []string{
 	"internal/testutil",
 	"internal/looptest/...",
 	"internal/lease/leasetest",
+	"internal/fleet/fleettest",
 	"state/statetest",
 	"guestapi/refserver/refservertest",
 	"adapters/adaptertest/...",

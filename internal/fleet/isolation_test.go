@@ -35,7 +35,7 @@ func TestFleetIsolation(t *testing.T) {
 	for i := range 3 + rnd.IntN(3) {
 		n := fmt.Sprintf("hotel-%d", i)
 		hotels = append(hotels, n)
-		fx.writeHotel(n, nil)
+		fx.WriteHotel(n, nil)
 	}
 	// texts[h] holds every text that belongs to hotel h alone; tickets[h]
 	// its organisation's requests.
@@ -44,7 +44,7 @@ func TestFleetIsolation(t *testing.T) {
 	replies := map[string]string{} // reply text -> hotel
 	addTicket := func(h string) {
 		desc := fmt.Sprintf("request %d of %s, private", len(tickets[h]), h)
-		id := fx.ticket(h, desc)
+		id := fx.Ticket(h, desc)
 		tickets[h] = append(tickets[h], id)
 		texts[h] = append(texts[h], desc)
 	}
@@ -52,7 +52,7 @@ func TestFleetIsolation(t *testing.T) {
 		addTicket(h)
 	}
 	fx.start()
-	fx.waitCycles(hotels...)
+	fx.WaitCycles(hotels...)
 
 	cycleAll := func() {
 		var wg gosync.WaitGroup
@@ -74,17 +74,17 @@ func TestFleetIsolation(t *testing.T) {
 			case 1:
 				id := tickets[h][rnd.IntN(len(tickets[h]))]
 				body := fmt.Sprintf("guest message %d.%d of %s, private", r, rnd.IntN(1000), h)
-				if _, err := fx.ts.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: body}); err != nil {
+				if _, err := fx.TS.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: body}); err != nil {
 					t.Fatal(err)
 				}
 				texts[h] = append(texts[h], body)
 			case 2:
-				fs := fx.folders(h)
+				fs := fx.Folders(h)
 				if len(fs) == 0 {
 					continue
 				}
 				body := fmt.Sprintf("agent reply %d.%d from %s", r, rnd.IntN(1000), h)
-				p := filepath.Join(fx.filesDir(h), "outbox", fmt.Sprintf("r%d-%d.txt", r, rnd.IntN(1e6)))
+				p := filepath.Join(fx.FilesDir(h), "outbox", fmt.Sprintf("r%d-%d.txt", r, rnd.IntN(1e6)))
 				if err := os.WriteFile(p, []byte("ticket: "+fs[rnd.IntN(len(fs))]+"\nkind: reply\nauthor: Maria\n\n"+body+"\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
@@ -105,7 +105,7 @@ func TestFleetIsolation(t *testing.T) {
 	for _, h := range hotels {
 		// Each folder is a request of the hotel's own organisation, and
 		// every request of it has its folder.
-		folders := fx.folders(h)
+		folders := fx.Folders(h)
 		if len(folders) != len(tickets[h]) {
 			t.Errorf("hotel %s: %d folders for %d requests", h, len(folders), len(tickets[h]))
 		}
@@ -124,7 +124,7 @@ func TestFleetIsolation(t *testing.T) {
 			}
 		}
 		// No text of another hotel is in any file of its helpdesk.
-		err := filepath.WalkDir(fx.filesDir(h), func(p string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(fx.FilesDir(h), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
@@ -152,7 +152,7 @@ func TestFleetIsolation(t *testing.T) {
 	for reply, h := range replies {
 		n := 0
 		for id, o := range owner {
-			iv, err := fx.ts.Server.Ticket(id)
+			iv, err := fx.TS.Server.Ticket(id)
 			if err != nil {
 				t.Fatal(err)
 			}

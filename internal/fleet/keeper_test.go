@@ -171,14 +171,14 @@ func (w *keeperWorld) start() {
 
 // leased writes the file of a hotel whose state is in the database at url.
 func (w *keeperWorld) leased(name, url string) {
-	w.fx.writeHotel(name, map[string]string{"TICKETBRIDGE_STATE": url})
+	w.fx.WriteHotel(name, map[string]string{"TICKETBRIDGE_STATE": url})
 }
 
 // db returns the database at url once its keeper opened it (its first
 // round, which the reload asked for). A minute without fails the test.
 func (w *keeperWorld) db(url string) *fakeLeases {
 	w.t.Helper()
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	for {
 		w.mu.Lock()
 		db := w.dbs[url]
@@ -199,7 +199,7 @@ func (w *keeperWorld) db(url string) *fakeLeases {
 // keeper's round that tick should have made is not coming.
 func (w *keeperWorld) renewedAt(db *fakeLeases, now time.Time) []string {
 	w.t.Helper()
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	for {
 		select {
 		case r := <-db.renewals:
@@ -238,7 +238,7 @@ func (w *keeperWorld) ticks(n int, db *fakeLeases, hotels []string, running map[
 // fails the test.
 func (w *keeperWorld) started(names ...string) {
 	w.t.Helper()
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	left := map[string]bool{}
 	for _, n := range names {
 		left[n] = true
@@ -292,7 +292,7 @@ func TestKeeperRenewsWhileADatabaseHangs(t *testing.T) {
 // close, and meanwhile the leases are renewed at every tick.
 func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	w := newKeeperWorld(t)
-	w.fx.writeHotel("gamma", nil)
+	w.fx.WriteHotel("gamma", nil)
 	w.leased("bravo", okDB)
 	inCycle, release := make(chan struct{}, 1), make(chan struct{})
 	w.setup = func(f *Fleet) {
@@ -316,7 +316,7 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	w.started("bravo")
 	running := w.runningNow([]string{"bravo", "gamma"})
 	gamma := running["gamma"]
-	w.fx.writeHotel("gamma", map[string]string{"TICKETBRIDGE_LOG_LEVEL": "warn"}) // as a SIGHUP after an edit
+	w.fx.WriteHotel("gamma", map[string]string{"TICKETBRIDGE_LOG_LEVEL": "warn"}) // as a SIGHUP after an edit
 	if err := w.f.Reload(); err != nil {                                          // returns while gamma's cycle runs
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 	}
 	w.start()
 	db := w.db(okDB)
-	timeout := time.After(time.Minute)
+	timeout := time.After(time.Minute) // a hang's report, not a timing
 	for i := range hotels {
 		select {
 		case <-w.wiring: // every hotel is starting

@@ -152,12 +152,12 @@ func waitHandovers(f *Fleet) {
 func TestReplicasShareHotels(t *testing.T) {
 	db := statetest.PostgresURL(t)
 	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_STATE"] = db
+	fx.MainVars["TICKETBRIDGE_STATE"] = db
 	hotels := []string{"alpha", "bravo", "charlie", "delta"}
 	ids := map[string]string{}
 	for _, h := range hotels {
-		fx.writeHotel(h, nil)
-		ids[h] = fx.ticket(h, "towels for "+h)
+		fx.WriteHotel(h, nil)
+		ids[h] = fx.Ticket(h, "towels for "+h)
 	}
 	ctx := t.Context()
 	a := fx.replica(ctx)
@@ -187,7 +187,7 @@ func TestReplicasShareHotels(t *testing.T) {
 	// Each hotel's new guest message crosses once, by whichever replica
 	// holds it.
 	for _, h := range hotels {
-		if _, err := fx.ts.Server.AddMessage(ids[h], refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "also a bathrobe for " + h}); err != nil {
+		if _, err := fx.TS.Server.AddMessage(ids[h], refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "also a bathrobe for " + h}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,10 +242,10 @@ func alphaOnADatabase(t *testing.T, requests ...string) (*fleetFixture, string, 
 	t.Helper()
 	db := statetest.PostgresURL(t)
 	fx := newFleetFixture(t)
-	fx.mainVars["TICKETBRIDGE_STATE"] = db
-	fx.writeHotel("alpha", nil)
+	fx.MainVars["TICKETBRIDGE_STATE"] = db
+	fx.WriteHotel("alpha", nil)
 	for _, r := range requests {
-		fx.ticket("alpha", r)
+		fx.Ticket("alpha", r)
 	}
 	a := fx.replica(t.Context())
 	a.mu.Lock()
@@ -290,7 +290,7 @@ func TestLeaseGuardRefusesAPIRequests(t *testing.T) {
 	if _, err := rh.bridge().API().GetTicket(t.Context(), probe); !errors.Is(err, lease.ErrEnded) {
 		t.Errorf("an API request after the lease's view ended: %v, want refused with the lease's end", err)
 	}
-	for _, r := range fx.ts.Server.Requests() {
+	for _, r := range fx.TS.Server.Requests() {
 		if strings.Contains(r.Path, probe) {
 			t.Errorf("the refused request reached the API: %s %s", r.Method, r.Path)
 		}
@@ -309,7 +309,7 @@ func TestReplicaLeavesAnUnusedDatabase(t *testing.T) {
 	if n := len(a.keeper.All()); n != 1 {
 		t.Fatalf("the replica holds leases in %d databases, want the one", n)
 	}
-	if err := os.Remove(filepath.Join(fx.hotelsDir, "alpha.env")); err != nil {
+	if err := os.Remove(filepath.Join(fx.HotelsDir, "alpha.env")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Reload(); err != nil {
@@ -364,8 +364,8 @@ func TestLeaseViewEndStopsTheHotel(t *testing.T) {
 func (fx *fleetFixture) threads(hotel string) string {
 	fx.t.Helper()
 	var s strings.Builder
-	for _, f := range fx.folders(hotel) {
-		b, err := os.ReadFile(filepath.Join(fx.filesDir(hotel), "tickets", f, "ticket.json"))
+	for _, f := range fx.Folders(hotel) {
+		b, err := os.ReadFile(filepath.Join(fx.FilesDir(hotel), "tickets", f, "ticket.json"))
 		if err != nil {
 			fx.t.Fatal(err)
 		}

@@ -52,11 +52,11 @@ func TestHotelPanicFailsAlone(t *testing.T) {
 		return hd, nil
 	}}
 	for _, n := range []string{"alpha", "bad", "beta"} {
-		fx.writeHotel(n, nil)
-		fx.ticket(n, "towels for "+n)
+		fx.WriteHotel(n, nil)
+		fx.Ticket(n, "towels for "+n)
 	}
 	fx.start()
-	fx.waitCycles("alpha", "beta")
+	fx.WaitCycles("alpha", "beta")
 	<-panicked
 	clock.AwaitTimer() // the hotel waits for its backoff
 	if ok, body := fx.tel.Readiness(time.Now()); ok || !strings.Contains(body, "panicked: a damaged page") {
@@ -70,20 +70,20 @@ func TestHotelPanicFailsAlone(t *testing.T) {
 	}
 
 	// The others go on.
-	fx.ticket("alpha", "a late checkout")
+	fx.Ticket("alpha", "a late checkout")
 	if _, err := fx.running()["alpha"].bridge().Engine().RunCycle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := fx.folders("alpha"); len(got) != 2 {
+	if got := fx.Folders("alpha"); len(got) != 2 {
 		t.Errorf("alpha's helpdesk holds %v after bad's panic, want two tickets", got)
 	}
 
 	// After its backoff the hotel starts again and syncs.
 	clock.Advance(startBackoff)
-	if c := fx.waitCycles("bad")["bad"]; c.err != nil {
-		t.Errorf("bad's cycle after its restart: %v", c.err)
+	if c := fx.WaitCycles("bad")["bad"]; c.Err != nil {
+		t.Errorf("bad's cycle after its restart: %v", c.Err)
 	}
-	if got := fx.folders("bad"); len(got) != 1 {
+	if got := fx.Folders("bad"); len(got) != 1 {
 		t.Errorf("bad's helpdesk holds %v after its restart, want its ticket", got)
 	}
 	if ok, body := fx.tel.Readiness(time.Now()); !ok {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -30,8 +31,13 @@ var backoff = httpretry.Backoff{Base: 100 * time.Millisecond, Max: time.Second, 
 type answerKind struct {
 	name  string
 	first func(w http.ResponseWriter, r *http.Request, cancel context.CancelFunc)
-	tls   bool          // served over TLS with a certificate the client does not trust
-	short time.Duration // the client's per-attempt timeout, when it matters
+	tls   bool // served over TLS with a certificate the client does not trust
+	// short is the client's per-attempt timeout, when it matters. Such a
+	// kind runs in a testing/synctest bubble on in-memory connections
+	// (testutil.PipeServer): the timeout ends the held attempt on the
+	// bubble's clock, and the answer to the next takes none of it, however
+	// busy the machine.
+	short time.Duration
 	// requests the server handles, and whether the call ends well.
 	requests int
 	ok       bool
@@ -137,7 +143,8 @@ var clients = []client{
 }
 
 // TestEveryAnswerKindMeansTheSameToBothClients runs each kind of answer
-// against the API client and the helpdesk client over loopback HTTP: both
+// against the API client and the helpdesk client over loopback HTTP (the
+// attempt timeout on in-memory connections, see answerKind.short): both
 // repeat the same answers, after the same waits (but for the API's one
 // minute after a bare 429), and give up on the same.
 func TestEveryAnswerKindMeansTheSameToBothClients(t *testing.T) {
@@ -161,6 +168,10 @@ func TestEveryAnswerKindMeansTheSameToBothClients(t *testing.T) {
 					}
 					io.WriteString(w, `{"tickets":[]}`)
 				})
+				if k.short > 0 {
+					synctest.Test(t, func(t *testing.T) { answerTimed(t, k, cl, h, &mu, &n) })
+					return
+				}
 				var srv *httptest.Server
 				if k.tls {
 					srv = httptest.NewUnstartedServer(h)
@@ -170,11 +181,8 @@ func TestEveryAnswerKindMeansTheSameToBothClients(t *testing.T) {
 					srv = httptest.NewServer(h)
 				}
 				defer srv.Close()
-				timeout := 10 * time.Second
-				if k.short > 0 {
-					timeout = k.short
-				}
-				hc := &http.Client{Timeout: timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+				// Only a hang's end: no kind but the timed one waits for it.
+				hc := &http.Client{Timeout: time.Minute, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 				clock := testutil.NewClock(time.Now())
 
 				err := cl.call(ctx, srv.URL, hc, clock)
@@ -196,6 +204,27 @@ func TestEveryAnswerKindMeansTheSameToBothClients(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// answerTimed runs a kind whose first attempt the client's short timeout
+// ends, in a bubble on in-memory connections, and checks as the loopback
+// kinds are checked.
+func answerTimed(t *testing.T, k answerKind, cl client, h http.Handler, mu *sync.Mutex, n *int) {
+	tr := testutil.PipeServer(t, h)
+	clock := testutil.NewClock(time.Now())
+	err := cl.call(t.Context(), testutil.PipeURL, &http.Client{Timeout: k.short, Transport: tr}, clock)
+	if (err == nil) != k.ok {
+		t.Fatalf("error %v, want success %v", err, k.ok)
+	}
+	mu.Lock()
+	got := *n
+	mu.Unlock()
+	if got != k.requests {
+		t.Errorf("server handled %d requests, want %d", got, k.requests)
+	}
+	if want := cl.waits(k); !slices.Equal(clock.Sleeps(), want) {
+		t.Errorf("waits %v, want %v", clock.Sleeps(), want)
 	}
 }
 

@@ -1,0 +1,80 @@
+package testutil
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// PipeURL is the address of a PipeServer's handler: any host would do, as
+// the transport dials the handler whatever the URL names.
+const PipeURL = "http://127.0.0.1"
+
+// PipeServer serves h over in-memory connections (net.Pipe) and returns a
+// transport that dials it, both closed when the test ends. Made in a
+// testing/synctest bubble, every wait on it is one the bubble's clock sees:
+// an http.Client.Timeout ends an attempt the handler holds when the fake
+// clock reaches it, and an answer takes no time at all, however busy the
+// machine (an httptest server's socket is no such wait, and a short
+// timeout on it races the machine).
+func PipeServer(t testing.TB, h http.Handler) *http.Transport {
+	t.Helper()
+	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	// The timeouts every server of the project sets; in a bubble they run
+	// on its clock, past any the tests' clients set.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute, ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, IdleTimeout: time.Minute}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		client, server := net.Pipe()
+		select {
+		case ln.conns <- server:
+			return client, nil
+		case <-ln.done:
+			return nil, net.ErrClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = srv.Close()
+		<-served
+	})
+	return tr
+}
+
+// pipeListener hands the server the connections the transport dials.
+type pipeListener struct {
+	conns chan net.Conn
+	once  sync.Once
+	done  chan struct{}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
