@@ -15,11 +15,11 @@ import (
 func TestReloadRestartsTheHotelWhoseKeyFileChanged(t *testing.T) {
 	fx := newFleetFixture(t)
 	for _, n := range []string{"alpha", "beta"} {
-		fx.writeHotel(n, nil)
-		fx.ticket(n, "towels for "+n)
+		fx.WriteHotel(n, nil)
+		fx.Ticket(n, "towels for "+n)
 	}
 	fx.start()
-	fx.waitCycles("alpha", "beta")
+	fx.WaitCycles("alpha", "beta")
 	before := fx.running()
 	beta := before["beta"].bridge()
 
@@ -30,11 +30,11 @@ func TestReloadRestartsTheHotelWhoseKeyFileChanged(t *testing.T) {
 		t.Fatal("a reload with nothing changed restarted a hotel")
 	}
 
-	k, err := fx.ts.Server.IssueKey(fx.orgs["alpha"], refserver.KeySpec{Name: "rotated", Platform: refserver.PlatformRead, Tickets: refserver.TicketsWrite})
+	k, err := fx.TS.Server.IssueKey(fx.Orgs["alpha"], refserver.KeySpec{Name: "rotated", Platform: refserver.PlatformRead, Tickets: refserver.TicketsWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(fx.dir, "alpha.key"), []byte(k.Value+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(fx.Dir, "alpha.key"), []byte(k.Value+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := fx.f.Reload(); err != nil {
@@ -47,8 +47,8 @@ func TestReloadRestartsTheHotelWhoseKeyFileChanged(t *testing.T) {
 	if after["beta"] != before["beta"] || after["beta"].bridge() != beta {
 		t.Error("beta, whose secrets did not change, was restarted")
 	}
-	fx.ticket("alpha", "a late checkout")
-	if c := fx.waitCycles("alpha")["alpha"]; c.err != nil || c.rep.Created != 1 {
-		t.Errorf("alpha's first cycle after the restart: %v, %+v", c.err, c.rep)
+	fx.Ticket("alpha", "a late checkout")
+	if c := fx.WaitCycles("alpha")["alpha"]; c.Err != nil || c.Report.Created != 1 {
+		t.Errorf("alpha's first cycle after the restart: %v, %+v", c.Err, c.Report)
 	}
 }
