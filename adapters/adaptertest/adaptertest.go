@@ -113,6 +113,12 @@ type Harness struct {
 	// adapter what it has just written (Changes, Lookup), for helpdesks
 	// whose search lags behind their writes.
 	Settle func(t testing.TB)
+	// Late, when set, runs act as a write the helpdesk commits late: the
+	// changes act makes carry a time before the adapter's last poll, and
+	// become visible only after it (Request Tracker's late commits, clocks
+	// a little apart). ChangesLateCommit checks that the cursor still
+	// reports them, once. A harness on a fake clock sets it back for act.
+	Late func(t testing.TB, act func())
 	// Caps says what the adapter can do.
 	Caps Caps
 	// Faults, when set, makes the backend fail as a real helpdesk does;
@@ -166,6 +172,7 @@ func Run(t *testing.T, h Harness) {
 		{"StatusUp", s.testStatusUp},
 		{"LookupStatus", s.testLookupStatus},
 		{"ChangesCursor", s.testCursor},
+		{"ChangesLateCommit", s.testLateCommit},
 		{"OwnWritesFiltered", s.testOwnWrites},
 		{"LookupAfterStateLoss", s.testLookup},
 		{"LookupEvents", s.testLookupEvents},

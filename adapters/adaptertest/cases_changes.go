@@ -94,6 +94,29 @@ func (s *suite) testCursor(t *testing.T) {
 	}
 }
 
+// testLateCommit checks that a cursor cannot skip a reply that became
+// visible after the poll its time lies before.
+func (s *suite) testLateCommit(t *testing.T) {
+	if s.h.Late == nil {
+		t.Skip("the harness cannot commit late (Harness.Late); the adapter's own tests cover its cursor")
+	}
+	tk := s.ticket("Late checkout")
+	a, ref := s.ensure(t, tk)
+	refs := []adapters.Ref{ref}
+	cur := s.drain(t, a, s.head)
+	const author = "Anna (front desk)"
+	body := fmt.Sprintf("Committed late. [run %s L]", s.run)
+	s.h.Late(t, func() { agentDo(t, "reply", s.h.Agent.Reply(s.ctx, ref, author, body)) })
+	evs, next := s.collect(t, a, cur, refs)
+	if len(evs) != 1 {
+		t.Fatalf("Changes after a reply committed late gave %d events on the ticket, want the reply: %+v", len(evs), evs)
+	}
+	checkAgentEvent(t, s.h.Caps, evs[0], adapters.EventReply, author, body)
+	if again, _ := s.collect(t, a, next, refs); len(again) != 0 {
+		t.Errorf("the late reply was reported again: %+v", again)
+	}
+}
+
 func checkAgentEvent(t testing.TB, caps Caps, ev adapters.Event, kind adapters.EventKind, author, body string) {
 	t.Helper()
 	if ev.Kind != kind {

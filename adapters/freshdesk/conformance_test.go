@@ -230,6 +230,12 @@ func TestConformance(t *testing.T) {
 				Faults:  faults{e},
 				Secrets: []string{testKey},
 				Logs:    e.logs.String,
+				Late: func(t testing.TB, act func()) {
+					now := e.clock.Now()
+					e.clock.Set(now.Add(-30 * time.Second))
+					act()
+					e.clock.Set(now.Add(time.Second))
+				},
 			})
 			if bytes.Contains([]byte(e.logs.String()), []byte(testKey)) {
 				t.Errorf("the API key appears in the adapter's log")

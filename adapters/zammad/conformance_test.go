@@ -204,6 +204,12 @@ func TestConformance(t *testing.T) {
 			opts := e.options()
 			opts.MaxEvents = tc.max
 			adaptertest.Run(t, adaptertest.Harness{
+				Late: func(t testing.TB, act func()) {
+					now := e.clock.Now()
+					e.clock.Set(now.Add(-30 * time.Second))
+					act()
+					e.clock.Set(now.Add(time.Second))
+				},
 				New:        func(t testing.TB) adapters.Helpdesk { return e.open(t, cfg, opts) },
 				Agent:      agent{e},
 				Status:     zammad.DefaultStatusMap(),

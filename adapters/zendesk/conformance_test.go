@@ -185,10 +185,16 @@ func TestConformance(t *testing.T) {
 				Status:     zendesk.DefaultStatusMap(),
 				UnknownRef: "999999",
 				Settle:     e.settle,
-				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
-				Faults:     faults{e},
-				Secrets:    []string{testToken},
-				Logs:       e.logs.String,
+				Late: func(t testing.TB, act func()) {
+					now := e.clock.Now()
+					e.clock.Set(now.Add(-30 * time.Second))
+					act()
+					e.clock.Set(now.Add(time.Second))
+				},
+				Caps:    adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
+				Faults:  faults{e},
+				Secrets: []string{testToken},
+				Logs:    e.logs.String,
 				Archive: func(t testing.TB, ref adapters.Ref) {
 					id := mustRef(t, ref)
 					if tk, _ := e.fake.Ticket(id); tk.Status != "closed" {
