@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/check"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/fleet/fleettest"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -183,7 +183,7 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 		{"URL without a scheme", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "api.example.com" }, "configuration", `TICKETBRIDGE_API_URL="api.example.com": want the API root the platform gave, e.g. https://api.example.com (with https:// before the host)`},
 		{"URL with the API path", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = h.ts.URL + "/wrong" }, "API", "404"},
 		{"no URL", func(h *hotel) { delete(h.vars, "TICKETBRIDGE_API_URL") }, "configuration", "TICKETBRIDGE_API_URL is not set"},
-		{"unreachable API", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "http://" + closedPort(t) }, "API", "cannot reach"},
+		{"unreachable API", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "http://" + testutil.ClosedPort(t) }, "API", "cannot reach"},
 		{"unknown adapter", func(h *hotel) { h.vars["TICKETBRIDGE_ADAPTER"] = "jira" }, "configuration", `TICKETBRIDGE_ADAPTER="jira": not an adapter of this ticketbridge; set it to one of files,`},
 		{"helpdesk folder not a directory", func(h *hotel) {
 			writeFile(t, filepath.Join(h.dir, "plain"), "x", 0o600)
@@ -248,18 +248,6 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 			}
 		})
 	}
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 func TestCheckStateFile(t *testing.T) {

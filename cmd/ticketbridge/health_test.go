@@ -102,7 +102,7 @@ func (d *daemonUnderTest) metric(series string) float64 {
 func TestHealthWithTheAPIUnreachable(t *testing.T) {
 	b := newBridge(t)
 	b.ticket("towels")
-	b.vars["TICKETBRIDGE_API_URL"] = "http://" + closedPort(t)
+	b.vars["TICKETBRIDGE_API_URL"] = "http://" + testutil.ClosedPort(t)
 	b.vars["TICKETBRIDGE_LOG_LEVEL"] = "info"
 
 	out, errOut, code := b.cmd("once")

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -88,7 +89,7 @@ func testSecretsNeverShow(t *testing.T, base, adapter string) {
 		b.vars["TICKETBRIDGE_WEBHOOK_URL"] = hooks.URL + "/hooks"
 		b.vars["TICKETBRIDGE_WEBHOOK_SECRET"] = secret
 		b.vars["TICKETBRIDGE_WEBHOOK_DIR"] = filepath.Join(b.dir, "webhook")
-		b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = closedPort(t)
+		b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = testutil.ClosedPort(t)
 	}
 	for name, v := range secrets {
 		if len(v) < 8 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // TestCheckBesideARunningWebhookDaemon: while a daemon with the webhook
@@ -17,7 +18,7 @@ import (
 func TestCheckBesideARunningWebhookDaemon(t *testing.T) {
 	b := newWebhookBridge(t)
 	b.vars["TICKETBRIDGE_WEBHOOK_DIR"] = filepath.Join(b.dir, "webhook")
-	b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = closedPort(t)
+	b.vars["TICKETBRIDGE_WEBHOOK_LISTEN"] = testutil.ClosedPort(t)
 	b.vars["TICKETBRIDGE_STATE"] = filepath.Join(b.dir, "daemon.db")
 	b.vars["TICKETBRIDGE_SCHEDULE"] = "@every 1h"
 	d := startDaemon(t, b)

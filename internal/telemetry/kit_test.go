@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -31,15 +30,3 @@ func drain(ch chan string) []string {
 }
 
 var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-
-// closedPort returns an address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}

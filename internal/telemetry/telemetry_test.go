@@ -80,7 +80,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 	if _, err := cl.Verify(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := guestapi.New(guestapi.Config{BaseURL: "http://" + closedPort(t), APIKey: ts.Keys.TicketsWrite, HTTPClient: &http.Client{Transport: tel.CountRequests(nil)}, MaxAttempts: 1})
+	dead, err := guestapi.New(guestapi.Config{BaseURL: "http://" + testutil.ClosedPort(t), APIKey: ts.Keys.TicketsWrite, HTTPClient: &http.Client{Transport: tel.CountRequests(nil)}, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

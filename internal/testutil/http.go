@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -45,4 +46,16 @@ func GrepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// ClosedPort returns a loopback address nothing listens on.
+func ClosedPort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
