@@ -91,7 +91,19 @@ type Ticket struct {
 	// given); UpdatedAt is set by PutTicket on every put.
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
+
+	// rev is the record's revision as read (see Revision); not stored.
+	rev uint64
 }
+
+// Revision identifies the stored bytes the ticket was read from: a hash
+// of them, keyed with a seed the store draws when it opens, so it differs
+// between two records of one store open unless their bytes are the same.
+// It is zero for a ticket not read from state. A caller that keeps a
+// change to a ticket in memory (the engine's quiet reads) applies it only
+// while the stored record's revision is the one it read, so that a newer
+// write always wins.
+func (t Ticket) Revision() uint64 { return t.rev }
 
 func (t *Ticket) normalize() {
 	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)

@@ -109,6 +109,7 @@ func TestTicketRoundTrip(t *testing.T) {
 		var got Ticket
 		var ok bool
 		view(t, s, func(tx *Tx) (err error) { got, ok, err = tx.Ticket(in.ID); return err })
+		want.rev = got.rev // the read's (see TestTicketRevision)
 		if !ok || !reflect.DeepEqual(got, want) {
 			t.Fatalf("Ticket:\n got %+v\nwant %+v", got, want)
 		}
@@ -559,6 +560,61 @@ func TestForEachTicketMayWrite(t *testing.T) {
 		st, err := s.Stats(t.Context())
 		if err != nil || st.Tickets != 2*(n-n/10) {
 			t.Errorf("after the walk: %d tickets, %v; want %d", st.Tickets, err, 2*(n-n/10))
+		}
+	})
+}
+
+// TestTicketRevision: a ticket read from state carries its record's
+// revision: the same for the same stored bytes (a View, an Update, the
+// batch lookup, a scan), a new one after a put, zero for a ticket not
+// read from state.
+func TestTicketRevision(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		clk := testutil.NewClock(t0)
+		s, _ := b.openTest(t, Options{Now: clk.Now})
+		in := Ticket{ID: "7f3c1f7e-9a51-4d7c-8f0e-2b6a1c9d0e11", Department: "housekeeping"}
+		if in.Revision() != 0 {
+			t.Fatalf("a ticket made in memory has revision %d, want 0", in.Revision())
+		}
+		update(t, s, func(tx *Tx) error { return tx.PutTicket(in) })
+		revs := func() (one, many, scan uint64) {
+			t.Helper()
+			view(t, s, func(tx *Tx) error {
+				got, _, err := tx.Ticket(in.ID)
+				one = got.Revision()
+				if err != nil {
+					return err
+				}
+				m, err := tx.Tickets([]string{in.ID, "absent"})
+				if _, ok := m["absent"]; ok || len(m) != 1 {
+					t.Errorf("Tickets of one stored id and one absent: %v, want the stored one only", m)
+				}
+				many = m[in.ID].Revision()
+				if err != nil {
+					return err
+				}
+				return tx.ForEachTicket(func(t Ticket) error { scan = t.Revision(); return nil })
+			})
+			return one, many, scan
+		}
+		one, many, scan := revs()
+		if one == 0 || one != many || one != scan {
+			t.Fatalf("revisions of one record: Ticket %d, Tickets %d, ForEachTicket %d; want equal and not zero", one, many, scan)
+		}
+		if again, _, _ := revs(); again != one {
+			t.Errorf("a second read gave revision %d, want %d", again, one)
+		}
+		clk.Set(t0.Add(time.Second))
+		update(t, s, func(tx *Tx) error {
+			got, _, err := tx.Ticket(in.ID)
+			if err != nil {
+				return err
+			}
+			got.QuietStreak++
+			return tx.PutTicket(got)
+		})
+		if after, _, _ := revs(); after == one || after == 0 {
+			t.Errorf("after a put the revision is %d, want a new one (was %d)", after, one)
 		}
 	})
 }

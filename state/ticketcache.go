@@ -45,6 +45,7 @@ func (c *ticketCache) decode(key []byte, data []byte) (Ticket, error) {
 	if err != nil {
 		return Ticket{}, err
 	}
+	t.rev = max(sum, 1) // zero is "not read from state"
 	c.mu.Lock()
 	c.m[k] = cachedTicket{sum: sum, t: t}
 	c.mu.Unlock()

@@ -42,6 +42,32 @@ func (tx *Tx) Ticket(id string) (t Ticket, ok bool, err error) {
 	return t, true, nil
 }
 
+// Tickets returns the tickets of ids that state holds, by id: one lookup
+// for all of them (one round trip on PostgreSQL). An id state does not
+// hold is left out.
+func (tx *Tx) Tickets(ids []string) (map[string]Ticket, error) {
+	keys := make([][]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = []byte(id)
+	}
+	vals, err := tx.kv.getMany(bucketTickets, keys)
+	if err != nil {
+		return nil, fmt.Errorf("get %d tickets: %w", len(ids), err)
+	}
+	out := make(map[string]Ticket, len(ids))
+	for i, data := range vals {
+		if data == nil {
+			continue
+		}
+		t, err := tx.s.tickets.decode(keys[i], data)
+		if err != nil {
+			return nil, err
+		}
+		out[ids[i]] = t
+	}
+	return out, nil
+}
+
 // PutTicket stores t under t.ID, replacing what was there. It sets UpdatedAt
 // to now, and CreatedAt to the stored record's (or now) when t's is zero.
 // Times are stored in UTC.

@@ -150,6 +150,7 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 	if err != nil {
 		return in, err
 	}
+	e.overlay(ws.tickets)
 	in.tracked = make(map[string]state.Ticket, len(ws.tickets))
 	for _, t := range ws.tickets {
 		in.tracked[t.ID] = t

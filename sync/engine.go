@@ -122,6 +122,9 @@ type Engine struct {
 	recordedQuiet bool
 	// tracked is how many tickets the last cycle's working set held.
 	tracked int
+	// deferred holds the schedules of quiet reads not yet stored, by
+	// ticket id (see deferred.go).
+	deferred map[string]deferredRead
 }
 
 // quietRecordEvery is how often a run of quiet cycles (each a success
@@ -505,9 +508,15 @@ func (c *cycle) finish() (Report, error) {
 				end = rep.Start
 			}
 			err = c.e.st.Update(c.keep(), func(tx *state.Tx) error {
+				if err := c.e.storeDeferred(tx); err != nil {
+					return err
+				}
 				return tx.PutCycle(state.Cycle{Start: rep.Start, End: end, Outcome: rep.Outcome,
 					Success: rep.Synced, Report: body})
 			})
+			if err == nil {
+				c.e.deferred = nil
+			}
 		}
 		c.e.recorded, c.e.recordedQuiet = c.now, quiet && err == nil
 		if err != nil {

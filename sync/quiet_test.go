@@ -1,6 +1,7 @@
 package sync_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,4 +125,132 @@ func newQuietEnv(t *testing.T) *env {
 	e := newEnv(t)
 	e.cfg.ReconcileInterval = 100_000 * time.Hour
 	return e
+}
+
+// TestQuietFullReadsWriteNothing: the full reads of a quiet hotel (each
+// ticket once per full-read interval, at a slot its id places) find
+// nothing and commit nothing. Their next reads are kept in memory, so no
+// ticket is read twice in the interval, and stored with the next cycle
+// record: after it, a restart finds no ticket due.
+func TestQuietFullReadsWriteNothing(t *testing.T) {
+	e := newQuietEnv(t)
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, e.newTicket(fmt.Sprintf("Request %d", i)))
+	}
+	e.quiesce()
+	e.clock.Advance(10 * time.Minute) // past every full-read slot, and the record's ten minutes
+	e.cycle()
+
+	// Nine minutes of cycles, all within ten minutes of that record.
+	reads := 0
+	for range 36 {
+		e.clock.Advance(15 * time.Second)
+		before := e.store.Commits()
+		r := e.cycle()
+		if r.Outcome != "ok" || r.Mirrored+r.Created+r.Sent+r.StatusDown+r.Events != 0 {
+			t.Fatalf("quiet cycle: %s", r)
+		}
+		if n := e.store.Commits() - before; n != 0 {
+			t.Fatalf("a quiet cycle that read %d tickets committed %d writes, want none: %s", r.Refreshed, n, r)
+		}
+		reads += r.Refreshed
+	}
+	if reads == 0 || reads > len(ids) {
+		t.Fatalf("%d reads of %d tickets in nine minutes, want each ticket's full read at most once (and some)", reads, len(ids))
+	}
+
+	e.clock.Advance(90 * time.Second) // the record's ten minutes are up
+	before := e.store.Commits()
+	e.cycle()
+	if n := e.store.Commits() - before; n != 1 {
+		t.Fatalf("the cycle ten minutes on committed %d writes, want one (its record, with the next reads)", n)
+	}
+	for _, id := range ids {
+		if st := e.stateTicket(id); !st.NextDue.After(e.clock.Now()) {
+			t.Errorf("ticket %s: stored next read %s (%s), want after now (%s)", id, st.NextDue, st.DueReason, e.clock.Now())
+		}
+	}
+	e.open() // a restart
+	if r := e.cycle(); r.Refreshed != 0 {
+		t.Errorf("after a restart the first cycle read %d tickets, want none: %s", r.Refreshed, r)
+	}
+}
+
+// TestDeferredReadYieldsToAWrite: a read kept in memory is not laid over
+// a record written since: the stored record wins.
+func TestDeferredReadYieldsToAWrite(t *testing.T) {
+	e := newQuietEnv(t)
+	// A full-read interval other than the cycle record's ten minutes, so
+	// that the read's cycle is not always the record's (see below).
+	e.cfg.FullReadInterval = 7 * time.Minute
+	id := e.newTicket("Two towels to room 214")
+	e.quiesce()
+	// Find a quiet full read kept in memory: a cycle that read the ticket
+	// and committed nothing (one that also stored its ten-minute record
+	// does not count: it stored the read too). With the full read every
+	// ten minutes, both fall in the same cycle each time once they did.
+	kept := false
+	for range 3 * 28 { // three full-read intervals of 15 s steps
+		e.clock.Advance(15 * time.Second)
+		before := e.store.Commits()
+		if r := e.cycle(); r.Refreshed == 1 && e.store.Commits() == before {
+			kept = true
+			break
+		}
+	}
+	if !kept {
+		t.Fatal("no quiet full read kept in memory in three intervals")
+	}
+	// Another write makes the ticket due now (as `ticketbridge retry`
+	// does); the next cycle must read it, not the read kept in memory.
+	e.editTicket(id, func(t *state.Ticket) { t.NextDue, t.DueReason = e.clock.Now(), "retry" })
+	e.clock.Advance(time.Second)
+	if r := e.cycle(); r.Refreshed != 1 {
+		t.Errorf("after a write that made the ticket due, the cycle read %d tickets, want it: %s", r.Refreshed, r)
+	}
+}
+
+// TestFlushStoresKeptReads: Flush, which the daemon calls when it stops,
+// stores the next reads kept in memory, so that a restart does not read
+// those tickets again at once.
+func TestFlushStoresKeptReads(t *testing.T) {
+	e := newQuietEnv(t)
+	// As in TestDeferredReadYieldsToAWrite: with a ten-minute interval
+	// the full read of a single ticket can fall in the record's cycle
+	// every time.
+	e.cfg.FullReadInterval = 7 * time.Minute
+	id := e.newTicket("Two towels to room 214")
+	e.quiesce()
+	kept := false
+	for range 3 * 28 { // three full-read intervals of 15 s steps
+		e.clock.Advance(15 * time.Second)
+		before := e.store.Commits()
+		if r := e.cycle(); r.Refreshed == 1 && e.store.Commits() == before {
+			kept = true
+			break
+		}
+	}
+	if !kept {
+		t.Fatal("no quiet full read kept in memory in three intervals")
+	}
+	stored := e.stateTicket(id)
+	before := e.store.Commits()
+	if err := e.engine.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.store.Commits() - before; n != 1 {
+		t.Errorf("Flush committed %d writes, want one", n)
+	}
+	if err := e.engine.Flush(t.Context()); err != nil || e.store.Commits() != before+1 {
+		t.Errorf("a second Flush: %v, %d commits; want nothing to store", err, e.store.Commits()-before-1)
+	}
+	if st := e.stateTicket(id); !st.NextDue.After(e.clock.Now()) || !st.NextDue.After(stored.NextDue) {
+		t.Errorf("after Flush the stored next read is %s (%s), want after now (%s) and after the one stored before (%s)", st.NextDue, st.DueReason, e.clock.Now(), stored.NextDue)
+	}
+	e.open()
+	e.clock.Advance(time.Second)
+	if r := e.cycle(); r.Refreshed != 0 {
+		t.Errorf("after a restart the first cycle read %d tickets, want none: %s", r.Refreshed, r)
+	}
 }

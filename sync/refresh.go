@@ -27,7 +27,9 @@ const refreshBatch = 100
 type refreshResult struct {
 	// panic is the read's panic, carried to the cycle's goroutine (see
 	// carryPanic).
-	panic     *CyclePanic
+	panic *CyclePanic
+	// orig is the record the read began from, t the one to store.
+	orig      state.Ticket
 	t         state.Ticket
 	seed      *adoption                    // Lookup found the ticket: what it holds
 	mirrored  []adapters.Appended          // messages now held by the helpdesk
@@ -135,6 +137,10 @@ func (c *cycle) refresh() {
 			c.unread(r.t.ID) // nothing changed: the ticket stays due
 			continue
 		}
+		if quietRead(r) {
+			e.deferRead(r) // stored with the cycle record: see deferred.go
+			continue
+		}
 		batch = append(batch, r)
 		if len(batch) >= refreshBatch {
 			c.flush(batch)
@@ -167,6 +173,7 @@ func (c *cycle) readRefreshState() (tracked []state.Ticket, pending []state.Entr
 		}
 		return nil
 	})
+	c.e.overlay(tracked)
 	return tracked, pending, err
 }
 
@@ -379,7 +386,7 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 // pend holds the ticket's pending journal entries, oldest first.
 func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool) refreshResult {
 	e := c.e
-	r := refreshResult{t: t}
+	r := refreshResult{orig: t, t: t}
 	th, err := e.api.GetTicket(c.ctx, t.ID)
 	if err != nil {
 		// A 429 whose wait puts the API off ended the cycle itself: it is

@@ -214,6 +214,7 @@ func openState(ctx context.Context, cfg config.Daemon, log *slog.Logger, fence i
 // Close closes the adapter and the state file and returns the first error.
 func (w *Bridge) Close() error {
 	var errs []error
+	w.flush("stop")
 	w.mu.Lock()
 	hd := w.hd
 	w.hd = nil
@@ -231,6 +232,20 @@ func (w *Bridge) Close() error {
 		}
 	}
 	return nil
+}
+
+// flush stores the next reads the engine keeps in memory (sync.Engine.Flush),
+// before the engine is let go (op names why, for the log). A failure
+// costs only a read of those tickets in the next cycle, and is logged.
+// The write is bounded by the state's own round-trip timeout.
+func (w *Bridge) flush(op string) {
+	eng := w.Engine()
+	if eng == nil || w.store == nil {
+		return
+	}
+	if err := eng.Flush(context.Background()); err != nil {
+		w.log.Info("the next reads of quiet tickets were not stored: the next cycle reads them again", slog.Any("error", err), slog.String("op", op))
+	}
 }
 
 // Files the daemon keeps next to the state file.

@@ -37,6 +37,7 @@ func (w *Bridge) Rewire(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return changed, err
 	}
+	w.flush("reload")
 	// The old adapter lets its folder's lock and its listener go first.
 	w.mu.Lock()
 	old := w.hd

@@ -1,0 +1,125 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/state"
+)
+
+// Quiet reads are kept in memory.
+//
+// A read that found nothing changes only when the ticket is read next:
+// its NextDue, DueReason and QuietStreak. Storing that after every such
+// read was most of what a quiet hotel still wrote: each ticket's full
+// read (once per TICKETBRIDGE_FULL_READ_INTERVAL) is a read that finds
+// nothing, so a hotel of 100 requests at a 30 s schedule committed in
+// most of its cycles (two fsyncs on bbolt, a round trip on PostgreSQL).
+//
+// The engine keeps such a read's schedule in memory instead, against the
+// revision of the record it read (state.Ticket.Revision), and lays it
+// over the record each time the cycle reads the tickets, while the stored
+// record is still that revision. Any write of the ticket (a list showed it
+// changed, a failure, a command) makes a new revision, and the stored
+// record wins. The schedules are stored with the next cycle record (a busy
+// cycle's, or a quiet run's once in ten minutes: quietRecordEvery), and
+// when the daemon stops or rewires (Flush). A crash loses them, which
+// costs a read of those tickets in the next cycle: a read finds what it
+// finds, so nothing is missed and nothing is sent twice.
+
+// deferredRead is the schedule a quiet read gave a ticket, and the
+// revision of the record it read.
+type deferredRead struct {
+	rev     uint64
+	nextDue time.Time
+	reason  string
+	streak  int
+}
+
+func (d deferredRead) apply(t *state.Ticket) {
+	t.NextDue, t.DueReason, t.QuietStreak = d.nextDue, d.reason, d.streak
+}
+
+// quietRead reports whether r is a read that found nothing: the record
+// it would store differs from the one read only in its schedule.
+func quietRead(r refreshResult) bool {
+	if !r.read || r.created || r.adopted || r.statusDown || r.unsignalled || r.limited != nil ||
+		r.seed != nil || len(r.mirrored) > 0 || len(r.supersede) > 0 || len(r.journal) > 0 ||
+		len(r.conflictNote) > 0 || r.reconciled != "" || r.reconciledTouch || r.orig.Revision() == 0 {
+		return false
+	}
+	t := r.t
+	t.NextDue, t.DueReason, t.QuietStreak = r.orig.NextDue, r.orig.DueReason, r.orig.QuietStreak
+	return t == r.orig
+}
+
+// deferRead keeps the schedule of quiet read r in memory.
+func (e *Engine) deferRead(r refreshResult) {
+	if e.deferred == nil {
+		e.deferred = map[string]deferredRead{}
+	}
+	e.deferred[r.t.ID] = deferredRead{rev: r.orig.Revision(), nextDue: r.t.NextDue, reason: r.t.DueReason, streak: r.t.QuietStreak}
+}
+
+// overlay lays the schedules kept in memory over tickets as read from
+// state, and forgets those whose record was written since.
+func (e *Engine) overlay(tickets []state.Ticket) {
+	if len(e.deferred) == 0 {
+		return
+	}
+	for i := range tickets {
+		t := &tickets[i]
+		d, ok := e.deferred[t.ID]
+		if !ok {
+			continue
+		}
+		if t.Revision() != d.rev {
+			delete(e.deferred, t.ID) // written since: the record wins
+			continue
+		}
+		d.apply(t)
+	}
+}
+
+// storeDeferred writes the schedules kept in memory into tx, each onto
+// its record if that is still the revision it was read from.
+func (e *Engine) storeDeferred(tx *state.Tx) error {
+	if len(e.deferred) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(e.deferred))
+	cur, err := tx.Tickets(ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		t, ok := cur[id]
+		if d := e.deferred[id]; ok && t.Revision() == d.rev {
+			d.apply(&t)
+			if err := tx.PutTicket(t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Flush stores the schedules of the quiet reads the engine keeps in
+// memory (see above), between cycles: the daemon calls it when it stops
+// or replaces the engine. It is a no-op when there are none, and on a
+// read-only state.
+func (e *Engine) Flush(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.deferred) == 0 || e.st.ReadOnly() {
+		return nil
+	}
+	if err := e.st.Update(ctx, e.storeDeferred); err != nil {
+		return fmt.Errorf("store the next reads of %d tickets: %w", len(e.deferred), err)
+	}
+	e.deferred = nil
+	return nil
+}
