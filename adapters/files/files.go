@@ -215,6 +215,11 @@ type Adapter struct {
 	// scanned whole: while it stays, no folder was added, removed or
 	// renamed, so a lookup that misses needs no scan.
 	scanStamp time.Time
+	// processedStamp is processed/'s modification time when a report last
+	// listed it and found no event after processedLast, its highest
+	// sequence number (see reportedAll); zero when unknown.
+	processedStamp time.Time
+	processedLast  int64
 }
 
 var (

@@ -539,11 +539,24 @@ func (a *Adapter) apply(t *ticketFile, ev adapters.Event, hd string) error {
 // report returns the events of processed/ after seq, at most a page, each
 // applied to its ticket, and the sequence number to resume after.
 func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, int64, error) {
-	files, _, err := a.listProcessed()
+	if a.reportedAll(after) {
+		return nil, after, nil
+	}
+	dir, statErr := os.Stat(a.processedDir())
+	files, last, err := a.listProcessed()
 	if err != nil {
 		return nil, after, err
 	}
 	cursor := after
+	defer func() {
+		// processed/ as listed is stamped when the cursor reached its end
+		// and its time is not so recent that a coarse clock could give a
+		// later change the same one (as the tickets folder's scan).
+		a.processedStamp = time.Time{}
+		if statErr == nil && cursor >= last && time.Since(dir.ModTime()) > 2*time.Second {
+			a.processedStamp, a.processedLast = dir.ModTime(), last
+		}
+	}()
 	var evs []adapters.Event
 	for _, p := range files {
 		if p.seq <= after {
@@ -569,6 +582,20 @@ func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, in
 		}
 	}
 	return evs, cursor, nil
+}
+
+// reportedAll reports whether every event of processed/ is at or before
+// after, without listing it: a cursor at the end of processed/ as the last
+// report saw it whole, and processed/ unchanged since (its modification
+// time, which each file taken or pruned moves). It is what a quiet cycle
+// asks, and listing processed/, which keeps every file ever taken, grew
+// with the helpdesk's age.
+func (a *Adapter) reportedAll(after int64) bool {
+	if a.processedStamp.IsZero() || after < a.processedLast {
+		return false
+	}
+	fi, err := os.Stat(a.processedDir())
+	return err == nil && fi.ModTime().Equal(a.processedStamp)
 }
 
 // reread rebuilds the event of a processed file and makes sure its ticket

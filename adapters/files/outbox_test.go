@@ -3,8 +3,11 @@ package files_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -159,5 +162,46 @@ func TestParseOutboxQuotesNothing(t *testing.T) {
 				t.Errorf("ParseOutbox(%q) = %q: quotes the file", c.data, err)
 			}
 		}
+	}
+}
+
+// TestQuietChangesListNothing: once a report reached the end of
+// processed/, a Changes that finds the outbox empty and processed/
+// unchanged (its modification time) answers from memory, without
+// listing processed/, which keeps every file ever taken. A file taken
+// after that moves the folder's time, and is reported.
+func TestQuietChangesListNothing(t *testing.T) {
+	f := newFixture(t)
+	f.dropAged(t, "reply.txt", "ticket: "+string(f.ref)+"\nkind: reply\nauthor: Anna\n\nOn the way.", time.Minute)
+	evs, cur := f.changes(t, "")
+	if len(evs) != 1 {
+		t.Fatalf("Changes = %+v, want the reply", evs)
+	}
+	processed := filepath.Join(f.dir, "outbox", "processed")
+	old := time.Now().Add(-time.Hour) // not so recent that a later change could share it
+	if err := os.Chtimes(processed, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := f.changes(t, cur); len(evs) != 0 { // lists processed/, and stamps it
+		t.Fatalf("Changes after the reply = %+v, want none", evs)
+	}
+	// A file written into processed/ behind the adapter's back, the
+	// folder's time set back: the quiet answer does not list processed/,
+	// so it does not see it.
+	stray := filepath.Join(processed, "000000000002-stray.txt")
+	if err := os.WriteFile(stray, []byte("ticket: "+string(f.ref)+"\nkind: note\n\nStray."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(processed, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if evs, next := f.changes(t, cur); len(evs) != 0 || next != cur {
+		t.Fatalf("a quiet Changes = %+v, %q; want none and %q, answered without listing processed/", evs, next, cur)
+	}
+	// A file the adapter takes moves processed/'s time: both are reported.
+	f.dropAged(t, "note.txt", "ticket: "+string(f.ref)+"\nkind: note\n\nChecked.", time.Minute)
+	evs, _ = f.changes(t, cur)
+	if len(evs) != 2 || evs[0].ID != "000000000002-stray.txt" || evs[1].ID != "000000000003-note.txt" {
+		t.Fatalf("Changes after a new outbox file = %+v, want the stray file and the note", evs)
 	}
 }
