@@ -105,6 +105,17 @@ type Ticket struct {
 // write always wins.
 func (t Ticket) Revision() uint64 { return t.rev }
 
+// Same reports whether t and u are the same record: every field equal,
+// times as instants (a time read from the API and the same time read
+// back from state differ in their location only). The revision is not
+// compared.
+func (t Ticket) Same(u Ticket) bool {
+	t.normalize()
+	u.normalize()
+	t.rev, u.rev = 0, 0
+	return t == u
+}
+
 func (t *Ticket) normalize() {
 	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
 }

@@ -618,3 +618,19 @@ func TestTicketRevision(t *testing.T) {
 		}
 	})
 }
+
+// TestTicketSame: Same compares times as instants, whatever their
+// location, and leaves the revision out.
+func TestTicketSame(t *testing.T) {
+	at := time.Date(2026, 2, 1, 10, 0, 0, 5, time.UTC)
+	a := Ticket{ID: "t1", NextDue: at, UpstreamUpdatedAt: at, rev: 7}
+	b := a
+	b.NextDue, b.UpstreamUpdatedAt, b.rev = at.In(time.FixedZone("CET", 3600)), at.Local(), 9
+	if a == b || !a.Same(b) {
+		t.Errorf("the same instants in other locations: == %v, Same %v; want false, true", a == b, a.Same(b))
+	}
+	b.NextDue = at.Add(time.Nanosecond)
+	if a.Same(b) {
+		t.Error("Same holds for a NextDue a nanosecond later")
+	}
+}

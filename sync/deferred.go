@@ -13,55 +13,72 @@ import (
 // Quiet reads are kept in memory.
 //
 // A read that found nothing changes only when the ticket is read next:
-// its NextDue, DueReason and QuietStreak. Storing that after every such
-// read was most of what a quiet hotel still wrote: each ticket's full
-// read (once per TICKETBRIDGE_FULL_READ_INTERVAL) is a read that finds
-// nothing, so a hotel of 100 requests at a 30 s schedule committed in
+// its NextDue, DueReason and QuietStreak, and for a reconcile that found
+// both sides in sync, when and how it was last reconciled. Storing that
+// after every such read was most of what a quiet hotel still wrote: each
+// ticket's full read (once per TICKETBRIDGE_FULL_READ_INTERVAL) and its
+// reconcile (once per TICKETBRIDGE_RECONCILE_INTERVAL) find nothing in a
+// quiet hotel, so a hotel of 100 requests at a 30 s schedule committed in
 // most of its cycles (two fsyncs on bbolt, a round trip on PostgreSQL).
 //
-// The engine keeps such a read's schedule in memory instead, against the
-// revision of the record it read (state.Ticket.Revision), and lays it
+// The engine keeps what such a read changed in memory instead, against
+// the revision of the record it read (state.Ticket.Revision), and lays it
 // over the record each time the cycle reads the tickets, while the stored
-// record is still that revision. Any write of the ticket (a list showed it
-// changed, a failure, a command) makes a new revision, and the stored
-// record wins. The schedules are stored with the next cycle record (a busy
+// record is still that revision. Any write of the ticket (a list showed
+// it changed, a failure, a command) makes a new revision, and the stored
+// record wins. What is kept is stored with the next cycle record (a busy
 // cycle's, or a quiet run's once in ten minutes: quietRecordEvery), and
-// when the daemon stops or rewires (Flush). A crash loses them, which
-// costs a read of those tickets in the next cycle: a read finds what it
-// finds, so nothing is missed and nothing is sent twice.
+// when the daemon stops or rewires (Flush). A crash loses it, which costs
+// a read (or a reconcile) of those tickets in the next cycle: a read
+// finds what it finds, so nothing is missed and nothing is sent twice.
 
-// deferredRead is the schedule a quiet read gave a ticket, and the
-// revision of the record it read.
+// deferredRead is what a quiet read changed in a ticket's record (its
+// schedule, and what a reconcile that found both sides in sync records),
+// and the revision of the record it read.
 type deferredRead struct {
-	rev     uint64
-	nextDue time.Time
-	reason  string
-	streak  int
+	rev           uint64
+	nextDue       time.Time
+	reason        string
+	streak        int
+	reconciledAt  time.Time
+	lastReconcile string
+	reconcileSoon bool
+}
+
+func deferredOf(t state.Ticket) deferredRead {
+	return deferredRead{rev: t.Revision(), nextDue: t.NextDue, reason: t.DueReason, streak: t.QuietStreak,
+		reconciledAt: t.ReconciledAt, lastReconcile: t.LastReconcile, reconcileSoon: t.ReconcileSoon}
 }
 
 func (d deferredRead) apply(t *state.Ticket) {
 	t.NextDue, t.DueReason, t.QuietStreak = d.nextDue, d.reason, d.streak
+	t.ReconciledAt, t.LastReconcile, t.ReconcileSoon = d.reconciledAt, d.lastReconcile, d.reconcileSoon
 }
 
-// quietRead reports whether r is a read that found nothing: the record
-// it would store differs from the one read only in its schedule.
+// quietRead reports whether r is a read that found nothing, a reconcile
+// that found both sides in sync included: the record it would store
+// differs from the one read only in what a deferredRead holds.
 func quietRead(r refreshResult) bool {
+	inSync := r.reconciled == "" || (r.reconciled == ReconcileInSync && !r.recUp && r.recAppended == 0)
 	if !r.read || r.created || r.adopted || r.statusDown || r.unsignalled || r.limited != nil ||
 		r.seed != nil || len(r.mirrored) > 0 || len(r.supersede) > 0 || len(r.journal) > 0 ||
-		len(r.conflictNote) > 0 || r.reconciled != "" || r.reconciledTouch || r.orig.Revision() == 0 {
+		len(r.conflictNote) > 0 || !inSync || r.reconciledTouch || r.orig.Revision() == 0 {
 		return false
 	}
 	t := r.t
-	t.NextDue, t.DueReason, t.QuietStreak = r.orig.NextDue, r.orig.DueReason, r.orig.QuietStreak
-	return t == r.orig
+	d := deferredOf(r.orig)
+	d.apply(&t)
+	return t.Same(r.orig)
 }
 
-// deferRead keeps the schedule of quiet read r in memory.
+// deferRead keeps what quiet read r changed in memory.
 func (e *Engine) deferRead(r refreshResult) {
 	if e.deferred == nil {
 		e.deferred = map[string]deferredRead{}
 	}
-	e.deferred[r.t.ID] = deferredRead{rev: r.orig.Revision(), nextDue: r.t.NextDue, reason: r.t.DueReason, streak: r.t.QuietStreak}
+	d := deferredOf(r.t)
+	d.rev = r.orig.Revision()
+	e.deferred[r.t.ID] = d
 }
 
 // overlay lays the schedules kept in memory over tickets as read from

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
+	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
 // TestQuietCycleWritesNothing: once a run of quiet cycles has stored one
@@ -252,5 +253,44 @@ func TestFlushStoresKeptReads(t *testing.T) {
 	e.clock.Advance(time.Second)
 	if r := e.cycle(); r.Refreshed != 0 {
 		t.Errorf("after a restart the first cycle read %d tickets, want none: %s", r.Refreshed, r)
+	}
+}
+
+// TestInSyncReconcileWritesNothing: a reconcile that finds both sides in
+// sync is a quiet read too: it commits nothing, and what it records (when
+// the ticket was reconciled) is stored with the next cycle record.
+func TestInSyncReconcileWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.ReconcileInterval = 3 * time.Minute
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, e.newTicket(fmt.Sprintf("Request %d", i)))
+	}
+	e.quiesce()
+	e.clock.Advance(10 * time.Minute) // past every slot, and the record's ten minutes
+	e.cycle()
+	reconciled := 0
+	for range 36 { // nine minutes
+		e.clock.Advance(15 * time.Second)
+		before := e.store.Commits()
+		r := e.cycle()
+		if n := e.store.Commits() - before; n != 0 {
+			t.Fatalf("a cycle that reconciled %v committed %d writes, want none: %s", r.Reconcile, n, r)
+		}
+		if len(r.Reconcile) > 0 && r.Reconcile[tbsync.ReconcileInSync] == 0 {
+			t.Fatalf("reconcile outcomes %v in a quiet hotel, want in sync", r.Reconcile)
+		}
+		reconciled += r.Reconcile[tbsync.ReconcileInSync]
+	}
+	// Each ticket every three minutes: about twelve in nine minutes.
+	if reconciled < len(ids) || reconciled > 4*len(ids) {
+		t.Fatalf("%d reconciles of %d tickets in nine minutes, want each about three times", reconciled, len(ids))
+	}
+	e.clock.Advance(90 * time.Second)
+	e.cycle() // stores the record, and what the reconciles recorded
+	for _, id := range ids {
+		if st := e.stateTicket(id); e.clock.Now().Sub(st.ReconciledAt) > 4*time.Minute || st.LastReconcile != tbsync.ReconcileInSync {
+			t.Errorf("ticket %s: stored last reconcile %s at %s, want in sync within the last three minutes (now %s)", id, st.LastReconcile, st.ReconciledAt, e.clock.Now())
+		}
 	}
 }
