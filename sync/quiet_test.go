@@ -294,3 +294,35 @@ func TestInSyncReconcileWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietHotelCommitsOnceInTenMinutes: a quiet hotel on the default
+// intervals (every request's full read once in ten minutes, its
+// reconcile once an hour) commits once in ten minutes, its cycle record
+// carrying what the reads kept in memory, over two hours of cycles.
+func TestQuietHotelCommitsOnceInTenMinutes(t *testing.T) {
+	e := newEnv(t)
+	for i := range 20 {
+		e.newTicket(fmt.Sprintf("Request %d", i))
+	}
+	e.quiesce()
+	e.clock.Advance(time.Hour) // past every slot
+	e.cycle()
+	before, reads, reconciles := e.store.Commits(), 0, 0
+	const cycles = 2 * 120 // two hours at 30 s
+	for range cycles {
+		r := e.tick()
+		if r.Outcome != "ok" || r.Mirrored+r.Created+r.Sent+r.StatusDown+r.Events != 0 {
+			t.Fatalf("quiet cycle: %s", r)
+		}
+		reads += r.Refreshed
+		reconciles += r.Reconcile[tbsync.ReconcileInSync]
+	}
+	if reads < 12*20 || reconciles < 2*20 {
+		t.Fatalf("%d reads and %d reconciles of 20 requests in two hours, want every request's full reads (12 each) and reconciles (2 each)", reads, reconciles)
+	}
+	n := e.store.Commits() - before
+	t.Logf("%d commits in %d cycles (%d reads, %d reconciles)", n, cycles, reads, reconciles)
+	if n > 12 {
+		t.Errorf("a quiet hotel committed %d times in two hours (%d reads, %d reconciles), want once in ten minutes: 12", n, reads, reconciles)
+	}
+}
