@@ -117,3 +117,40 @@ func (t *pgTx) scanWorkingSet(bucket string, prefix []byte, fn func(k, v []byte)
 	}
 	return nil
 }
+
+// keysUnder calls fn with every key of buckets under one of prefixes, in
+// one statement (no BEGIN or COMMIT: a single statement sees one
+// snapshot).
+func (b *pgBackend) keysUnder(ctx context.Context, buckets []string, prefixes [][]byte, fn func(k []byte)) error {
+	p := b.pool.Load()
+	if p == nil {
+		return errClosed
+	}
+	lo, hi := make([][]byte, len(prefixes)), make([][]byte, len(prefixes))
+	for i, pre := range prefixes {
+		lo[i], hi[i] = pre, prefixEnd(pre)
+		if hi[i] == nil {
+			return fmt.Errorf("key prefix %q has no end", pre)
+		}
+	}
+	rctx, cancel := roundTripCtx(ctx)
+	defer cancel()
+	rows, err := p.pool.Query(rctx, `SELECT s.key FROM `+pgStateTable+` s
+		JOIN unnest($3::bytea[], $4::bytea[]) AS r(lo, hi) ON s.key >= r.lo AND s.key < r.hi
+		WHERE s.hotel = $1 AND s.bucket = ANY($2)`, b.hotel, buckets, lo, hi)
+	if err != nil {
+		return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k []byte
+		if err := rows.Scan(&k); err != nil {
+			return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
+		}
+		fn(k)
+	}
+	if err := rows.Err(); err != nil {
+		return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -355,6 +356,51 @@ func (s *Store) ViewWorkingSet(ctx context.Context, fn func(*Tx) error) error {
 		return fmt.Errorf("read state %s: %w", s.path, err)
 	}
 	return err
+}
+
+// MessageIDs returns, for each ticket of ticketIDs, the ids of the
+// upstream messages state records for it: those mirrored into the
+// helpdesk and those the bridge posted (see Tx.Known). It reads them all
+// at once: on PostgreSQL in one statement, one round trip with no BEGIN
+// or COMMIT, keys only. A ticket with none is absent from the result.
+// The engine reads those of a cycle's due tickets before it reads their
+// threads, instead of one transaction per ticket.
+func (s *Store) MessageIDs(ctx context.Context, ticketIDs []string) (map[string][]string, error) {
+	prefixes := make([][]byte, 0, len(ticketIDs))
+	for _, id := range ticketIDs {
+		if err := checkID("ticket id", id); err != nil {
+			return nil, invalid(fmt.Sprintf("read the message ids of ticket %q", id), err)
+		}
+		prefixes = append(prefixes, messageKey(id, ""))
+	}
+	out := map[string][]string{}
+	add := func(k []byte) {
+		if i := bytes.IndexByte(k, '/'); i > 0 {
+			out[string(k[:i])] = append(out[string(k[:i])], string(k[i+1:]))
+		}
+	}
+	if len(prefixes) == 0 {
+		return out, nil
+	}
+	var err error
+	if s.pg != nil {
+		err = s.pg.keysUnder(ctx, []string{bucketMirrored, bucketOwn}, prefixes, add)
+	} else {
+		err = s.View(ctx, func(tx *Tx) error {
+			for _, b := range []string{bucketMirrored, bucketOwn} {
+				for _, p := range prefixes {
+					if err := tx.kv.scan(b, p, func(k, _ []byte) error { add(k); return nil }); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the message ids of %d tickets from state %s: %w", len(ticketIDs), s.path, err)
+	}
+	return out, nil
 }
 
 // Update runs fn in a read-write transaction and commits it when fn returns

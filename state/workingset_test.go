@@ -3,6 +3,8 @@ package state
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -77,6 +79,48 @@ func TestViewWorkingSet(t *testing.T) {
 		}
 		if b.name == "bbolt" && err != nil {
 			t.Errorf("ViewWorkingSet reading the mirrored messages on bbolt: %v", err)
+		}
+	})
+}
+
+// MessageIDs reads the mirrored and own message ids of many tickets at
+// once, and on PostgreSQL in one round trip; a ticket whose id starts
+// another's gets its own only.
+func TestMessageIDs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		s, _ := b.openTest(t, Options{})
+		update(t, s, func(tx *Tx) error {
+			for _, id := range []string{"t1", "t10", "t2", "t3"} {
+				if err := tx.PutTicket(Ticket{ID: id}); err != nil {
+					return err
+				}
+			}
+			for _, m := range [][2]string{{"t1", "m1"}, {"t1", "m3"}, {"t10", "m9"}, {"t3", "m7"}} {
+				if err := tx.PutMirrored(m[0], m[1], "h-"+m[1], t0, MessageInfo{}); err != nil {
+					return err
+				}
+			}
+			return tx.MarkOwn("t1", "m2", "e1", t0, MessageInfo{})
+		})
+		rt0 := s.RoundTrips()
+		got, err := s.MessageIDs(t.Context(), []string{"t1", "t2", "t3"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.name == "postgres" {
+			if n := s.RoundTrips() - rt0; n != 1 {
+				t.Errorf("MessageIDs: %d round trips, want 1", n)
+			}
+		}
+		for id := range got {
+			slices.Sort(got[id])
+		}
+		want := map[string][]string{"t1": {"m1", "m2", "m3"}, "t3": {"m7"}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("MessageIDs = %v, want %v", got, want)
+		}
+		if _, err := s.MessageIDs(t.Context(), []string{"a/b"}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("MessageIDs of an id with a slash: %v, want ErrInvalid", err)
 		}
 	})
 }

@@ -285,6 +285,10 @@ type cycle struct {
 	fatal    error
 	readFail map[string]bool // tickets whose refresh failed in this cycle
 	ws       *workingSet     // what discover read of state (see workingSet); nil before
+	// known holds the message ids state records for the tickets refresh
+	// reads (see readKnown), by ticket id; set before the reads start,
+	// then only read.
+	known map[string]map[string]bool
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
 

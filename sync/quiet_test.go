@@ -117,6 +117,36 @@ func TestQuietCycleRoundTrips(t *testing.T) {
 	}
 }
 
+// TestQuietFullReadsRoundTrips: on PostgreSQL a cycle whose full reads
+// find nothing takes two round trips however many it reads: the working
+// set, and the message ids of the tickets it reads.
+func TestQuietFullReadsRoundTrips(t *testing.T) {
+	e := newQuietEnv(t)
+	e.path = statetest.PostgresURL(t)
+	for i := range 8 {
+		e.newTicket(fmt.Sprintf("Request %d", i))
+	}
+	e.quiesce()
+	e.clock.Advance(10 * time.Minute) // past every full-read slot, and the record's ten minutes
+	e.cycle()
+	reads := 0
+	for range 36 { // nine minutes, within ten of that record
+		e.clock.Advance(15 * time.Second)
+		rt := e.store.RoundTrips()
+		r := e.cycle()
+		if r.Outcome != "ok" || r.Mirrored+r.Created+r.Sent+r.StatusDown+r.Events != 0 {
+			t.Fatalf("quiet cycle: %s", r)
+		}
+		if n := e.store.RoundTrips() - rt; r.Refreshed > 0 && n > 2 {
+			t.Errorf("a cycle whose %d full reads found nothing took %d round trips to PostgreSQL, want 2", r.Refreshed, n)
+		}
+		reads += r.Refreshed
+	}
+	if reads == 0 {
+		t.Fatal("no full read in nine minutes")
+	}
+}
+
 // newQuietEnv is an env whose tickets' reconcile slots stay out of the
 // test's minutes: a slot follows from the ticket's id, which the reference
 // server draws, and a reconcile is a read and a write of its own. With

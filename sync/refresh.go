@@ -84,6 +84,10 @@ func (c *cycle) refresh() {
 		}
 	}
 
+	if err := c.readKnown(due); err != nil {
+		c.stop(fmt.Errorf("read state: %w", err))
+		return
+	}
 	results := make(chan refreshResult)
 	go c.readAll(due, func(t state.Ticket) refreshResult { return c.refreshTicket(t, pending[t.ID], recon[t.ID]) }, results)
 	var batch []refreshResult
@@ -175,6 +179,42 @@ func (c *cycle) readRefreshState() (tracked []state.Ticket, pending []state.Entr
 	})
 	c.e.overlay(tracked)
 	return tracked, pending, err
+}
+
+// knownMax bounds how many tickets' message ids readKnown reads at once:
+// the reads after them read their own, one transaction each.
+const knownMax = 1000
+
+// readKnown reads, in one read of state (one round trip on PostgreSQL),
+// the message ids state records for the first knownMax tickets of due
+// that the helpdesk holds: what helpdeskTicket needs of each, which was a
+// transaction per ticket (three round trips on PostgreSQL, for every
+// ticket's full read). Refresh is the only phase that writes them before
+// send, and a cycle reads each ticket once, so what is read here stays
+// true until the ticket's own read.
+func (c *cycle) readKnown(due []state.Ticket) error {
+	var ids []string
+	for _, t := range due {
+		if t.Ref != "" && len(ids) < knownMax {
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	got, err := c.e.st.MessageIDs(c.ctx, ids)
+	if err != nil {
+		return err
+	}
+	c.known = make(map[string]map[string]bool, len(ids))
+	for _, id := range ids {
+		k := make(map[string]bool, len(got[id]))
+		for _, m := range got[id] {
+			k[m] = true
+		}
+		c.known[id] = k
+	}
+	return nil
 }
 
 // planReads returns the tracked tickets due at now, imports first, then
@@ -488,8 +528,11 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 // A failure is recorded on r, and returned.
 func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapters.Ref, map[string]bool, error) {
 	e := c.e
-	known := map[string]bool{}
 	ref := adapters.Ref(r.t.Ref)
+	if k, ok := c.known[r.t.ID]; ok && ref != "" {
+		return ref, k, nil // read with the others' (readKnown); this read's own
+	}
+	known := map[string]bool{}
 	if ref != "" {
 		err := e.st.View(c.ctx, func(tx *state.Tx) error {
 			m, err := tx.Mirrored(r.t.ID)
