@@ -19,12 +19,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // TempPrefix starts the name of every temporary file of this package: the
 // files are hidden, and a directory's owner can tell a leftover of a crash
 // by it (see [IsTemp]).
 const TempPrefix = ".tmp-"
+
+// syncs counts the fsyncs this package made, of files and directories.
+var syncs atomic.Int64
+
+// Syncs returns how many fsyncs, of files and directories, this package
+// made in the process so far: what a benchmark divides by its work.
+func Syncs() int64 { return syncs.Load() }
 
 // IsTemp reports whether name (a base name) is a temporary file of this
 // package, left behind when a crash came before its rename.
@@ -96,6 +104,7 @@ func writeTemp(path string, perm fs.FileMode, fill func(w io.Writer) error) (_ s
 	if err := fill(f); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
+	syncs.Add(1)
 	if err := f.Sync(); err != nil {
 		return "", fmt.Errorf("sync %s: %w", path, err)
 	}
@@ -113,6 +122,7 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	defer d.Close()
+	syncs.Add(1)
 	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
