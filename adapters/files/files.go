@@ -215,6 +215,12 @@ type Adapter struct {
 	// scanned whole: while it stays, no folder was added, removed or
 	// renamed, so a lookup that misses needs no scan.
 	scanStamp time.Time
+	// ownStamp is the tickets folder's modification time right after the
+	// adapter's own last creation in it: a scan that finds it so saw every
+	// change made before, however recent (see scan).
+	ownStamp time.Time
+	// scans counts the reads of the tickets folder (tests).
+	scans int
 }
 
 var (
@@ -520,9 +526,7 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 		}
 		a.index[t.UpstreamID] = adapters.Ref(name)
 		a.scanned[name] = true
-		if fresh {
-			a.restamp(root) // the change is our own: the scan stays whole
-		}
+		a.restamp(root, fresh) // the change is our own: a whole scan stays whole
 		a.log.Info("created ticket folder", slog.String("op", "ensure"), slog.String("ticket", t.UpstreamID), slog.String("folder", name))
 		return adapters.Ref(name), nil
 	}

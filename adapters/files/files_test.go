@@ -639,3 +639,24 @@ func TestLookupFindsAFolderCopiedInSlowly(t *testing.T) {
 		t.Fatalf("lookup after the file arrived: %+v %v %v; want the restored folder", f, ok, err)
 	}
 }
+
+// TestImportScansOnce: importing into a folder made a moment ago (every
+// creation moves its time) reads the tickets folder a few times, not at
+// every lookup that misses.
+func TestImportScansOnce(t *testing.T) {
+	a := open(t, t.TempDir())
+	ctx := t.Context()
+	const n = 50
+	for i := range n {
+		id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+		if _, ok, err := a.Lookup(ctx, id); err != nil || ok {
+			t.Fatalf("lookup %d: %v %v", i, ok, err)
+		}
+		if _, err := a.EnsureTicket(ctx, adapters.Ticket{UpstreamID: id, Department: "hk", Status: guestapi.StatusNew}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := files.Scans(a); got > 3 {
+		t.Fatalf("%d creations read the tickets folder %d times, want 3 at most", n, got)
+	}
+}

@@ -310,6 +310,7 @@ func (a *Adapter) scan() error {
 		return nil
 	}
 	fi, statErr := os.Stat(root) // before reading: a change while reading shows next time
+	a.scans++
 	des, err := os.ReadDir(root)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 		return fmt.Errorf("scan tickets: %w", err)
@@ -317,8 +318,13 @@ func (a *Adapter) scan() error {
 	// The stamp is trusted only when the scan saw every folder whole (a
 	// folder still being copied in does not move the tickets folder's time
 	// when its ticket.json arrives) and the time is not so recent that a
-	// coarse clock could give a later change the same one.
-	whole := statErr == nil && time.Since(fi.ModTime()) > 2*time.Second
+	// coarse clock could give a later change the same one, unless the time
+	// is the one the adapter's own last creation left: then a change the
+	// stamp hides came in the same tick as that creation, as after a
+	// restamp. Without that, an import into a young folder (each creation
+	// moves its time) read the whole folder at every lookup.
+	whole := statErr == nil && (time.Since(fi.ModTime()) > 2*time.Second ||
+		(!a.ownStamp.IsZero() && fi.ModTime().Equal(a.ownStamp)))
 	a.scanStamp = time.Time{}
 	defer func() {
 		if whole {
@@ -360,9 +366,17 @@ func (a *Adapter) scanFresh(root string) bool {
 	return err == nil && fi.ModTime().Equal(a.scanStamp)
 }
 
-// restamp records root's modification time after the adapter's own change.
-func (a *Adapter) restamp(root string) {
-	if fi, err := os.Stat(root); err == nil {
+// restamp records root's modification time after the adapter's own
+// change, as the last whole scan's when fresh says that scan still held
+// before the change.
+func (a *Adapter) restamp(root string, fresh bool) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		a.ownStamp, a.scanStamp = time.Time{}, time.Time{}
+		return
+	}
+	a.ownStamp = fi.ModTime()
+	if fresh {
 		a.scanStamp = fi.ModTime()
 	}
 }
