@@ -78,8 +78,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,8 +208,15 @@ type Adapter struct {
 	heldMu    sync.Mutex
 	heldCache map[string]heldFile
 
-	mu      sync.Mutex
-	lock    *os.File // nil when read-only and the folder has no lock file yet
+	// flushMu makes Flush calls take turns, so that none returns while
+	// another still syncs what it took.
+	flushMu sync.Mutex
+
+	mu   sync.Mutex
+	lock *os.File // nil when read-only and the folder has no lock file yet
+	// pending holds the folders that EnsureTicket, Append and SetStatus
+	// changed since the last Flush, to sync (see Flush).
+	pending map[string]bool
 	closed  bool
 	index   map[string]adapters.Ref // upstream id -> folder
 	scanned map[string]bool         // folders read into index
@@ -226,6 +235,7 @@ type Adapter struct {
 var (
 	_ adapters.Helpdesk = (*Adapter)(nil)
 	_ adapters.Checker  = (*Adapter)(nil)
+	_ adapters.Flusher  = (*Adapter)(nil)
 )
 
 // Factory is the registry's factory: it reads [Config] from deps.Env.
@@ -258,7 +268,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	a := &Adapter{
 		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
 		page: opts.PageSize, now: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
-		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
+		index: map[string]adapters.Ref{}, scanned: map[string]bool{}, pending: map[string]bool{},
 	}
 	if len(a.status.ToHelpdesk) == 0 {
 		a.status = adapters.APIStatusMap()
@@ -387,18 +397,46 @@ func (a *Adapter) Name() string { return Name }
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
 
-// Close releases the directory's lock file.
+// Close flushes (see [Adapter.Flush]) and releases the directory's lock
+// file.
 func (a *Adapter) Close() error {
+	ferr := a.Flush(context.Background())
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil
+		return ferr
 	}
 	a.closed = true
 	if a.lock == nil {
-		return nil
+		return ferr
 	}
-	return a.lock.Close()
+	return errors.Join(ferr, a.lock.Close())
+}
+
+// Flush makes durable the writes of EnsureTicket, Append and SetStatus
+// that returned before it: each folder they changed is synced once, where
+// they synced theirs at every write (see adapters.Flusher). The engine
+// calls it before it stores what those writes did. The adapter's other
+// writes sync their folders themselves. A folder removed meanwhile has
+// nothing left to sync.
+func (a *Adapter) Flush(context.Context) error {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	a.mu.Lock()
+	dirs := slices.Sorted(maps.Keys(a.pending))
+	clear(a.pending)
+	a.mu.Unlock()
+	for i, d := range dirs {
+		if err := atomicfile.SyncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			a.mu.Lock()
+			for _, d := range dirs[i:] {
+				a.pending[d] = true
+			}
+			a.mu.Unlock()
+			return fmt.Errorf("flush files helpdesk: %w", err)
+		}
+	}
+	return nil
 }
 
 // writable refuses a write of an adapter opened read-only.
@@ -508,10 +546,15 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := writeFileAtomic(filepath.Join(tmp, ticketJSON), b); err != nil {
+		if err := replaceFile(filepath.Join(tmp, ticketJSON), b); err != nil {
 			return "", err
 		}
-		if err := writeFileAtomic(filepath.Join(tmp, threadMD), renderThread(tf, a.status.FromHelpdesk)); err != nil {
+		if err := replaceFile(filepath.Join(tmp, threadMD), renderThread(tf, a.status.FromHelpdesk)); err != nil {
+			return "", err
+		}
+		// Both files are there before the folder is: a crash never leaves
+		// a ticket folder without its ticket.json.
+		if err := atomicfile.SyncDir(tmp); err != nil {
 			return "", err
 		}
 		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
@@ -521,9 +564,7 @@ func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
 			os.RemoveAll(tmp)
 			return "", fmt.Errorf("create ticket folder %s: %w", name, err)
 		}
-		if err := atomicfile.SyncDir(root); err != nil {
-			return "", err
-		}
+		a.pending[root] = true // the folder's name: synced by Flush
 		a.index[t.UpstreamID] = adapters.Ref(name)
 		a.scanned[name] = true
 		a.restamp(root, fresh) // the change is our own: a whole scan stays whole
@@ -579,9 +620,10 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		}
 		if !added {
 			dir, _ := a.ticketDir(ref)
+			a.pending[dir] = true
 			return a.render(dir, t) // mend a thread.md a crash left stale
 		}
-		return a.save(t)
+		return a.saveGrouped(t)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", ref, err)
@@ -608,7 +650,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 		}
 		t.Status = h
 		t.Thread = append(t.Thread, entry{ID: t.nextID(), Kind: kindStatus, Source: sourceBridge, Status: h, At: a.now().UTC()})
-		return a.save(t)
+		return a.saveGrouped(t)
 	})
 	if err != nil {
 		return fmt.Errorf("set status of %s: %w", ref, err)

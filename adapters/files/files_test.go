@@ -20,6 +20,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 )
 
 // agent acts on a files helpdesk the way a person does: it drops files
@@ -658,5 +659,56 @@ func TestImportScansOnce(t *testing.T) {
 	}
 	if got := files.Scans(a); got > 3 {
 		t.Fatalf("%d creations read the tickets folder %d times, want 3 at most", n, got)
+	}
+}
+
+// TestFlushSyncsEachFolderOnce: creations, appends and status changes
+// leave their folders' syncs to Flush, which syncs each folder they
+// changed once; Close flushes what is left.
+func TestFlushSyncsEachFolderOnce(t *testing.T) {
+	a := open(t, t.TempDir())
+	ctx := t.Context()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+		ref, err := a.EnsureTicket(ctx, adapters.Ticket{UpstreamID: id, Department: "hk", Status: guestapi.StatusNew})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 2 {
+			m := adapters.Message{UpstreamID: fmt.Sprintf("m%d-%d", i, j), AuthorType: guestapi.AuthorGuest, Body: "Hello", Public: true}
+			if _, err := a.Append(ctx, ref, []adapters.Message{m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.SetStatus(ctx, ref, guestapi.StatusAssigned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flushed := func(f func() error) int64 {
+		t.Helper()
+		s := atomicfile.Syncs()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return atomicfile.Syncs() - s
+	}
+	if got := flushed(func() error { return a.Flush(ctx) }); got != 4 {
+		t.Fatalf("Flush made %d syncs, want 4: the three ticket folders and the tickets folder", got)
+	}
+	if got := flushed(func() error { return a.Flush(ctx) }); got != 0 {
+		t.Fatalf("a second Flush made %d syncs, want none", got)
+	}
+	f, ok, err := a.Lookup(ctx, "00000001-0000-4000-8000-000000000000")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := a.Append(ctx, f.Ref, []adapters.Message{{UpstreamID: "late", AuthorType: guestapi.AuthorGuest, Body: "Hi", Public: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := flushed(a.Close); got != 1 {
+		t.Fatalf("Close made %d syncs, want 1: the folder of the last append", got)
 	}
 }

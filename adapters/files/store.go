@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/internal/textdist"
 )
@@ -212,22 +213,43 @@ func readTicket(path string) (*ticketFile, error) {
 	return &t, nil
 }
 
-// save writes ticket.json, then thread.md, each atomically. ticket.json is
-// the truth; a thread.md left stale by a crash between the two is rewritten
-// by the next save or by [Adapter.render].
+// save writes ticket.json, then thread.md, each atomically, and syncs the
+// ticket's folder once for both. ticket.json is the truth; a thread.md left
+// stale by a crash between the two is rewritten by the next save or by
+// [Adapter.render].
 func (a *Adapter) save(t *ticketFile) error {
-	dir, err := a.ticketDir(adapters.Ref(t.Folder))
+	dir, err := a.write(t)
 	if err != nil {
 		return err
+	}
+	return atomicfile.SyncDir(dir)
+}
+
+// saveGrouped is save for the writes whose folder's sync waits for the
+// next [Adapter.Flush]: those of EnsureTicket, Append and SetStatus.
+func (a *Adapter) saveGrouped(t *ticketFile) error {
+	dir, err := a.write(t)
+	if dir != "" {
+		a.pending[dir] = true
+	}
+	return err
+}
+
+// write writes ticket.json, then thread.md, each whole, and returns the
+// ticket's folder, whose sync makes both durable ("" when t has none).
+func (a *Adapter) write(t *ticketFile) (string, error) {
+	dir, err := a.ticketDir(adapters.Ref(t.Folder))
+	if err != nil {
+		return "", err
 	}
 	b, err := encodeTicket(t)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ticketJSON), b); err != nil {
-		return err
+	if err := replaceFile(filepath.Join(dir, ticketJSON), b); err != nil {
+		return dir, err
 	}
-	return a.render(dir, t)
+	return dir, a.render(dir, t)
 }
 
 func encodeTicket(t *ticketFile) ([]byte, error) {
@@ -239,7 +261,8 @@ func encodeTicket(t *ticketFile) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// render writes thread.md when its content differs from t's rendering.
+// render writes thread.md when its content differs from t's rendering,
+// leaving the folder's sync to its caller.
 func (a *Adapter) render(dir string, t *ticketFile) error {
 	path := filepath.Join(dir, threadMD)
 	want := renderThread(t, a.status.FromHelpdesk)
@@ -247,7 +270,7 @@ func (a *Adapter) render(dir string, t *ticketFile) error {
 	if old, _, err := safefile.ReadFile(path, int64(len(want))); err == nil && bytes.Equal(old, want) {
 		return nil
 	}
-	return writeFileAtomic(path, want)
+	return replaceFile(path, want)
 }
 
 // slug turns s into a lower-case file-name fragment of letters, digits and

@@ -50,6 +50,25 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 // before the umask, like os.WriteFile. When fill or any step fails, path is
 // left as it was and the temporary file removed.
 func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
+	if err := replace(path, perm, fill); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Replace replaces path with data like [WriteFile], but leaves the sync
+// of its directory to the caller: whenever path is there it is whole, but
+// until the caller's [SyncDir] a crash may bring the old content back. It
+// is for writers that sync a directory once for many files.
+func Replace(path string, data []byte, perm fs.FileMode) error {
+	return replace(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// replace writes a synced temporary file and renames it to path.
+func replace(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 	tmp, err := writeTemp(path, perm, fill)
 	if err != nil {
 		return err
@@ -58,7 +77,7 @@ func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return SyncDir(filepath.Dir(path))
+	return nil
 }
 
 // Create writes data to path, which must not exist yet: where a file of
