@@ -78,10 +78,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -411,32 +409,6 @@ func (a *Adapter) Close() error {
 		return ferr
 	}
 	return errors.Join(ferr, a.lock.Close())
-}
-
-// Flush makes durable the writes of EnsureTicket, Append and SetStatus
-// that returned before it: each folder they changed is synced once, where
-// they synced theirs at every write (see adapters.Flusher). The engine
-// calls it before it stores what those writes did. The adapter's other
-// writes sync their folders themselves. A folder removed meanwhile has
-// nothing left to sync.
-func (a *Adapter) Flush(context.Context) error {
-	a.flushMu.Lock()
-	defer a.flushMu.Unlock()
-	a.mu.Lock()
-	dirs := slices.Sorted(maps.Keys(a.pending))
-	clear(a.pending)
-	a.mu.Unlock()
-	for i, d := range dirs {
-		if err := atomicfile.SyncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			a.mu.Lock()
-			for _, d := range dirs[i:] {
-				a.pending[d] = true
-			}
-			a.mu.Unlock()
-			return fmt.Errorf("flush files helpdesk: %w", err)
-		}
-	}
-	return nil
 }
 
 // writable refuses a write of an adapter opened read-only.

@@ -712,3 +712,19 @@ func TestFlushSyncsEachFolderOnce(t *testing.T) {
 		t.Fatalf("Close made %d syncs, want 1: the folder of the last append", got)
 	}
 }
+
+// TestFlushAfterAFolderWasRemoved: a folder removed by hand before the
+// Flush has nothing left to sync; the Flush succeeds.
+func TestFlushAfterAFolderWasRemoved(t *testing.T) {
+	f := newFixture(t)
+	m := adapters.Message{UpstreamID: "m1", AuthorType: guestapi.AuthorGuest, Body: "Hello", Public: true}
+	if _, err := f.a.Append(t.Context(), f.ref, []adapters.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(f.dir, "tickets", string(f.ref))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.a.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
