@@ -21,7 +21,11 @@
 // ticket.json files for the upstream id, so its name may be changed by
 // hand. Every write is atomic (temporary file, fsync, rename, fsync of the
 // directory), and one adapter at a time works on a directory (an advisory
-// lock on <dir>/.lock).
+// lock on <dir>/.lock). The writes the engine makes in a batch
+// (EnsureTicket, Append, SetStatus) leave the fsync of their folders to
+// [Adapter.Flush], which syncs each folder once and which the engine calls
+// before it stores what they did; a new folder is synced before its rename,
+// so that it never appears without its ticket.json.
 //
 // # Outbox files
 //
