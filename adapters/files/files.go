@@ -95,7 +95,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
@@ -219,9 +218,11 @@ type Adapter struct {
 	// pending holds the folders that EnsureTicket, Append and SetStatus
 	// changed since the last Flush, to sync (see Flush).
 	pending map[string]bool
-	closed  bool
-	index   map[string]adapters.Ref // upstream id -> folder
-	scanned map[string]bool         // folders read into index
+	// reserved holds the names of the folders being built (see ensure).
+	reserved map[string]bool
+	closed   bool
+	index    map[string]adapters.Ref // upstream id -> folder
+	scanned  map[string]bool         // folders read into index
 	// scanStamp is the tickets folder's modification time when it was last
 	// scanned whole: while it stays, no folder was added, removed or
 	// renamed, so a lookup that misses needs no scan.
@@ -270,7 +271,8 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	a := &Adapter{
 		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
 		page: opts.PageSize, now: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
-		index: map[string]adapters.Ref{}, scanned: map[string]bool{}, pending: map[string]bool{},
+		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
+		pending: map[string]bool{}, reserved: map[string]bool{},
 	}
 	if len(a.status.ToHelpdesk) == 0 {
 		a.status = adapters.APIStatusMap()
@@ -456,7 +458,7 @@ func checkText(field, s string) error {
 
 // EnsureTicket returns the folder mirroring t.UpstreamID, creating it when
 // there is none. A new folder appears complete or not at all: it is built
-// under a hidden name and renamed into place.
+// under a hidden name and renamed into place (see create.go).
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
 	if err := a.writable("ensure ticket"); err != nil {
 		return "", err
@@ -472,81 +474,11 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 			return "", fmt.Errorf("ensure ticket %q: %w", clip(t.UpstreamID), err)
 		}
 	}
-	var ref adapters.Ref
-	err := a.do(ctx, func() error {
-		found, err := a.find(t.UpstreamID)
-		if err != nil {
-			return err
-		}
-		if found != nil {
-			ref = adapters.Ref(found.Folder)
-			return nil
-		}
-		ref, err = a.create(t)
-		return err
-	})
+	ref, err := a.ensure(ctx, t)
 	if err != nil {
 		return "", fmt.Errorf("ensure ticket %s: %w", t.UpstreamID, err)
 	}
 	return ref, nil
-}
-
-func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
-	status := t.Status
-	if status == "" {
-		status = guestapi.StatusNew
-	}
-	tf := &ticketFile{
-		UpstreamID: t.UpstreamID, Department: t.Department, Status: a.status.Down(status),
-		TaskDescription: t.TaskDescription, Origin: string(t.Origin), Comments: t.Comments,
-		GuestRating: t.GuestRating, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(),
-		Thread: []entry{}, Sent: []sentRecord{},
-	}
-	root := filepath.Join(a.dir, ticketsDir)
-	fresh := a.scanFresh(root) // nobody else changed the folder since the last scan
-	tmp := filepath.Join(root, newPrefix+randomSuffix())
-	if err := os.Mkdir(tmp, dirMode); err != nil {
-		return "", fmt.Errorf("create ticket folder: %w", err)
-	}
-	names := folderNames(t)
-	for i := 0; ; i++ {
-		name := names[min(i, len(names)-1)]
-		if i >= len(names) {
-			name += "-" + strconv.Itoa(i-len(names)+2)
-		}
-		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
-			continue
-		}
-		tf.Folder = name
-		b, err := encodeTicket(tf)
-		if err != nil {
-			return "", err
-		}
-		if err := replaceFile(filepath.Join(tmp, ticketJSON), b); err != nil {
-			return "", err
-		}
-		if err := replaceFile(filepath.Join(tmp, threadMD), renderThread(tf, a.status.FromHelpdesk)); err != nil {
-			return "", err
-		}
-		// Both files are there before the folder is: a crash never leaves
-		// a ticket folder without its ticket.json.
-		if err := atomicfile.SyncDir(tmp); err != nil {
-			return "", err
-		}
-		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
-			if _, statErr := os.Lstat(filepath.Join(root, name)); statErr == nil && i < 100 {
-				continue // taken meanwhile: try the next name
-			}
-			os.RemoveAll(tmp)
-			return "", fmt.Errorf("create ticket folder %s: %w", name, err)
-		}
-		a.pending[root] = true // the folder's name: synced by Flush
-		a.index[t.UpstreamID] = adapters.Ref(name)
-		a.scanned[name] = true
-		a.restamp(root, fresh) // the change is our own: a whole scan stays whole
-		a.log.Info("created ticket folder", slog.String("op", "ensure"), slog.String("ticket", t.UpstreamID), slog.String("folder", name))
-		return adapters.Ref(name), nil
-	}
 }
 
 // Append adds msgs to the ticket's thread, skipping those it holds.

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -727,4 +728,84 @@ func TestFlushAfterAFolderWasRemoved(t *testing.T) {
 	if err := f.a.Flush(t.Context()); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
+}
+
+// TestConcurrentEnsureMakesOneFolderEach: tickets ensured at once, each
+// of them from several goroutines, get one folder each, and no hidden
+// folder is left behind.
+func TestConcurrentEnsureMakesOneFolderEach(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir)
+	defer a.Close()
+	const tickets, callers = 8, 3
+	refs := make([][callers]adapters.Ref, tickets)
+	var wg gosync.WaitGroup
+	for i := range tickets {
+		for j := range callers {
+			wg.Go(func() {
+				id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+				ref, err := a.EnsureTicket(t.Context(), adapters.Ticket{UpstreamID: id, Department: "hk", Status: guestapi.StatusNew})
+				if err != nil {
+					t.Error(err)
+				}
+				refs[i][j] = ref
+			})
+		}
+	}
+	wg.Wait()
+	seen := map[adapters.Ref]bool{}
+	for i, r := range refs {
+		if r[0] == "" || r[0] != r[1] || r[0] != r[2] || seen[r[0]] {
+			t.Fatalf("ticket %d: refs %v (seen before: %v)", i, r, seen[r[0]])
+		}
+		seen[r[0]] = true
+	}
+	if got := entries(t, filepath.Join(dir, "tickets")); len(got) != tickets {
+		t.Fatalf("tickets folder holds %v, want %d folders", got, tickets)
+	}
+}
+
+// TestEnsureTakesTheNextNameWhenItsNameIsTakenMeanwhile: a folder of the
+// name a new ticket's folder chose appears while the folder is built (the
+// adapter's turn is not held then); the ticket takes its next name.
+func TestEnsureTakesTheNextNameWhenItsNameIsTakenMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	tk := adapters.Ticket{UpstreamID: "3f2a9c1b-7d4e-4f60-9a8b-0c1d2e3f4a5b", Department: "Housekeeping", Status: guestapi.StatusNew,
+		CreatedAt: time.Date(2026, 3, 14, 8, 26, 0, 0, time.UTC)}
+	short := "2026-03-14-housekeeping-3f2a9c1b"
+	calls := 0
+	a, err := files.New(t.Context(), files.Options{Dir: dir, Guard: func() error {
+		if calls++; calls == 3 { // New's turn, EnsureTicket's first, then the build
+			return os.Mkdir(filepath.Join(dir, "tickets", short), 0o700)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ref, err := a.EnsureTicket(t.Context(), tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := adapters.Ref("2026-03-14-housekeeping-" + tk.UpstreamID); ref != want {
+		t.Fatalf("ref %s, want %s", ref, want)
+	}
+	if got := entries(t, filepath.Join(dir, "tickets")); !slices.Equal(got, []string{short, string(ref)}) {
+		t.Fatalf("tickets folder holds %v", got)
+	}
+}
+
+// entries lists every name in dir, hidden ones too.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	return out
 }

@@ -67,6 +67,34 @@ func Replace(path string, data []byte, perm fs.FileMode) error {
 	})
 }
 
+// WriteNew writes data to path, which must not exist, and syncs it,
+// leaving the sync of its directory to the caller: it is for the files of
+// a folder made under a hidden name, which appear with the folder's
+// rename. When a step fails, the file is removed.
+func WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(path)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	syncs.Add(1)
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return nil
+}
+
 // replace writes a synced temporary file and renames it to path.
 func replace(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 	tmp, err := writeTemp(path, perm, fill)

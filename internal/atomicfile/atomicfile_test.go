@@ -76,6 +76,25 @@ func TestReplaceLeavesTheDirectoryToTheCaller(t *testing.T) {
 	noTemps(t, dir)
 }
 
+// TestWriteNewRefusesAnExistingFile: WriteNew writes a new file, synced,
+// and leaves a file already there as it is.
+func TestWriteNewRefusesAnExistingFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ticket.json")
+	s := atomicfile.Syncs()
+	if err := atomicfile.WriteNew(p, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := atomicfile.Syncs() - s; got != 1 {
+		t.Errorf("%d syncs, want 1", got)
+	}
+	if err := atomicfile.WriteNew(p, []byte("second\n"), 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("WriteNew over a file: %v, want fs.ErrExist", err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != "first\n" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+}
+
 func TestWriteKeepsTheOldFileWhenFillFails(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "backup.db")
