@@ -233,6 +233,18 @@ type Paced interface {
 	ReconcilePace() time.Duration
 }
 
+// Flusher is implemented by adapters that leave part of what makes their
+// writes durable for later, to do it once for many writes (the files
+// adapter syncs each folder once, where it synced it at every write).
+// Flush makes every write that returned before it durable. The engine
+// calls it before each state transaction that records what refresh wrote
+// (a ticket created, a message mirrored, a status set), so that state
+// never records what a crash could take from the helpdesk. An adapter
+// without it makes each write durable before it returns.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // ErrInvalid marks an error caused by the input itself (a body the helpdesk
 // refuses, an unknown status): repeating the same call cannot succeed.
 var ErrInvalid = errors.New("invalid input")

@@ -348,12 +348,20 @@ func (c *cycle) noteUnsignalled(ids []string) {
 
 // flush stores a batch of results in one transaction. When a record is
 // refused, the batch is stored result by result so that the others are
-// kept.
+// kept. A helpdesk that groups what makes its writes durable (see
+// adapters.Flusher) is flushed first: nothing is stored that a crash
+// could still take from it.
 func (c *cycle) flush(batch []refreshResult) {
 	if len(batch) == 0 || c.storeBroken {
 		return
 	}
 	e := c.e
+	if f, ok := e.hd.(adapters.Flusher); ok {
+		if err := f.Flush(c.keep()); err != nil {
+			c.stop(fmt.Errorf("flush helpdesk: %w", err))
+			return
+		}
+	}
 	err := e.st.Update(c.keep(), func(tx *state.Tx) error {
 		for _, r := range batch {
 			if err := c.put(tx, r); err != nil {

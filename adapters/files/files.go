@@ -21,7 +21,11 @@
 // ticket.json files for the upstream id, so its name may be changed by
 // hand. Every write is atomic (temporary file, fsync, rename, fsync of the
 // directory), and one adapter at a time works on a directory (an advisory
-// lock on <dir>/.lock).
+// lock on <dir>/.lock). The writes the engine makes in a batch
+// (EnsureTicket, Append, SetStatus) leave the fsync of their folders to
+// [Adapter.Flush], which syncs each folder once and which the engine calls
+// before it stores what they did; a new folder is synced before its rename,
+// so that it never appears without its ticket.json.
 //
 // # Outbox files
 //
@@ -91,7 +95,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
@@ -206,11 +209,20 @@ type Adapter struct {
 	heldMu    sync.Mutex
 	heldCache map[string]heldFile
 
-	mu      sync.Mutex
-	lock    *os.File // nil when read-only and the folder has no lock file yet
-	closed  bool
-	index   map[string]adapters.Ref // upstream id -> folder
-	scanned map[string]bool         // folders read into index
+	// flushMu makes Flush calls take turns, so that none returns while
+	// another still syncs what it took.
+	flushMu sync.Mutex
+
+	mu   sync.Mutex
+	lock *os.File // nil when read-only and the folder has no lock file yet
+	// pending holds the folders that EnsureTicket, Append and SetStatus
+	// changed since the last Flush, to sync (see Flush).
+	pending map[string]bool
+	// reserved holds the names of the folders being built (see ensure).
+	reserved map[string]bool
+	closed   bool
+	index    map[string]adapters.Ref // upstream id -> folder
+	scanned  map[string]bool         // folders read into index
 	// scanStamp is the tickets folder's modification time when it was last
 	// scanned whole: while it stays, no folder was added, removed or
 	// renamed, so a lookup that misses needs no scan.
@@ -220,11 +232,18 @@ type Adapter struct {
 	// sequence number (see reportedAll); zero when unknown.
 	processedStamp time.Time
 	processedLast  int64
+	// ownStamp is the tickets folder's modification time right after the
+	// adapter's own last creation in it: a scan that finds it so saw every
+	// change made before, however recent (see scan).
+	ownStamp time.Time
+	// scans counts the reads of the tickets folder (tests).
+	scans int
 }
 
 var (
 	_ adapters.Helpdesk = (*Adapter)(nil)
 	_ adapters.Checker  = (*Adapter)(nil)
+	_ adapters.Flusher  = (*Adapter)(nil)
 )
 
 // Factory is the registry's factory: it reads [Config] from deps.Env.
@@ -258,6 +277,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
 		page: opts.PageSize, now: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
 		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
+		pending: map[string]bool{}, reserved: map[string]bool{},
 	}
 	if len(a.status.ToHelpdesk) == 0 {
 		a.status = adapters.APIStatusMap()
@@ -386,18 +406,20 @@ func (a *Adapter) Name() string { return Name }
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
 
-// Close releases the directory's lock file.
+// Close flushes (see [Adapter.Flush]) and releases the directory's lock
+// file.
 func (a *Adapter) Close() error {
+	ferr := a.Flush(context.Background())
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil
+		return ferr
 	}
 	a.closed = true
 	if a.lock == nil {
-		return nil
+		return ferr
 	}
-	return a.lock.Close()
+	return errors.Join(ferr, a.lock.Close())
 }
 
 // writable refuses a write of an adapter opened read-only.
@@ -441,7 +463,7 @@ func checkText(field, s string) error {
 
 // EnsureTicket returns the folder mirroring t.UpstreamID, creating it when
 // there is none. A new folder appears complete or not at all: it is built
-// under a hidden name and renamed into place.
+// under a hidden name and renamed into place (see create.go).
 func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
 	if err := a.writable("ensure ticket"); err != nil {
 		return "", err
@@ -457,80 +479,11 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 			return "", fmt.Errorf("ensure ticket %q: %w", clip(t.UpstreamID), err)
 		}
 	}
-	var ref adapters.Ref
-	err := a.do(ctx, func() error {
-		found, err := a.find(t.UpstreamID)
-		if err != nil {
-			return err
-		}
-		if found != nil {
-			ref = adapters.Ref(found.Folder)
-			return nil
-		}
-		ref, err = a.create(t)
-		return err
-	})
+	ref, err := a.ensure(ctx, t)
 	if err != nil {
 		return "", fmt.Errorf("ensure ticket %s: %w", t.UpstreamID, err)
 	}
 	return ref, nil
-}
-
-func (a *Adapter) create(t adapters.Ticket) (adapters.Ref, error) {
-	status := t.Status
-	if status == "" {
-		status = guestapi.StatusNew
-	}
-	tf := &ticketFile{
-		UpstreamID: t.UpstreamID, Department: t.Department, Status: a.status.Down(status),
-		TaskDescription: t.TaskDescription, Origin: string(t.Origin), Comments: t.Comments,
-		GuestRating: t.GuestRating, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(),
-		Thread: []entry{}, Sent: []sentRecord{},
-	}
-	root := filepath.Join(a.dir, ticketsDir)
-	fresh := a.scanFresh(root) // nobody else changed the folder since the last scan
-	tmp := filepath.Join(root, newPrefix+randomSuffix())
-	if err := os.Mkdir(tmp, dirMode); err != nil {
-		return "", fmt.Errorf("create ticket folder: %w", err)
-	}
-	names := folderNames(t)
-	for i := 0; ; i++ {
-		name := names[min(i, len(names)-1)]
-		if i >= len(names) {
-			name += "-" + strconv.Itoa(i-len(names)+2)
-		}
-		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
-			continue
-		}
-		tf.Folder = name
-		b, err := encodeTicket(tf)
-		if err != nil {
-			return "", err
-		}
-		if err := writeFileAtomic(filepath.Join(tmp, ticketJSON), b); err != nil {
-			return "", err
-		}
-		if err := writeFileAtomic(filepath.Join(tmp, threadMD), renderThread(tf, a.status.FromHelpdesk)); err != nil {
-			return "", err
-		}
-		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
-			if _, statErr := os.Lstat(filepath.Join(root, name)); statErr == nil && i < 100 {
-				continue // taken meanwhile: try the next name
-			}
-			os.RemoveAll(tmp)
-			return "", fmt.Errorf("create ticket folder %s: %w", name, err)
-		}
-		if err := atomicfile.SyncDir(root); err != nil {
-			return "", err
-		}
-		a.index[t.UpstreamID] = adapters.Ref(name)
-		a.scanned[name] = true
-		if fresh {
-			a.restamp(root) // the change is our own: the scan stays whole
-		}
-		a.log.Info("created ticket folder", slog.String("op", "ensure"), slog.String("ticket", t.UpstreamID), slog.String("folder", name))
-		return adapters.Ref(name), nil
-	}
 }
 
 // Append adds msgs to the ticket's thread, skipping those it holds.
@@ -580,9 +533,10 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 		}
 		if !added {
 			dir, _ := a.ticketDir(ref)
+			a.pending[dir] = true
 			return a.render(dir, t) // mend a thread.md a crash left stale
 		}
-		return a.save(t)
+		return a.saveGrouped(t)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", ref, err)
@@ -609,7 +563,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 		}
 		t.Status = h
 		t.Thread = append(t.Thread, entry{ID: t.nextID(), Kind: kindStatus, Source: sourceBridge, Status: h, At: a.now().UTC()})
-		return a.save(t)
+		return a.saveGrouped(t)
 	})
 	if err != nil {
 		return fmt.Errorf("set status of %s: %w", ref, err)

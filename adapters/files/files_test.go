@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 )
 
 // agent acts on a files helpdesk the way a person does: it drops files
@@ -638,4 +640,172 @@ func TestLookupFindsAFolderCopiedInSlowly(t *testing.T) {
 	if err != nil || !ok || f.Ref != adapters.Ref(filepath.Base(restored)) {
 		t.Fatalf("lookup after the file arrived: %+v %v %v; want the restored folder", f, ok, err)
 	}
+}
+
+// TestImportScansOnce: importing into a folder made a moment ago (every
+// creation moves its time) reads the tickets folder a few times, not at
+// every lookup that misses.
+func TestImportScansOnce(t *testing.T) {
+	a := open(t, t.TempDir())
+	ctx := t.Context()
+	const n = 50
+	for i := range n {
+		id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+		if _, ok, err := a.Lookup(ctx, id); err != nil || ok {
+			t.Fatalf("lookup %d: %v %v", i, ok, err)
+		}
+		if _, err := a.EnsureTicket(ctx, adapters.Ticket{UpstreamID: id, Department: "hk", Status: guestapi.StatusNew}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := files.Scans(a); got > 3 {
+		t.Fatalf("%d creations read the tickets folder %d times, want 3 at most", n, got)
+	}
+}
+
+// TestFlushSyncsEachFolderOnce: creations, appends and status changes
+// leave their folders' syncs to Flush, which syncs each folder they
+// changed once; Close flushes what is left.
+func TestFlushSyncsEachFolderOnce(t *testing.T) {
+	a := open(t, t.TempDir())
+	ctx := t.Context()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+		ref, err := a.EnsureTicket(ctx, adapters.Ticket{UpstreamID: id, Department: "hk", Status: guestapi.StatusNew})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 2 {
+			m := adapters.Message{UpstreamID: fmt.Sprintf("m%d-%d", i, j), AuthorType: guestapi.AuthorGuest, Body: "Hello", Public: true}
+			if _, err := a.Append(ctx, ref, []adapters.Message{m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.SetStatus(ctx, ref, guestapi.StatusAssigned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flushed := func(f func() error) int64 {
+		t.Helper()
+		s := atomicfile.Syncs()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return atomicfile.Syncs() - s
+	}
+	if got := flushed(func() error { return a.Flush(ctx) }); got != 4 {
+		t.Fatalf("Flush made %d syncs, want 4: the three ticket folders and the tickets folder", got)
+	}
+	if got := flushed(func() error { return a.Flush(ctx) }); got != 0 {
+		t.Fatalf("a second Flush made %d syncs, want none", got)
+	}
+	f, ok, err := a.Lookup(ctx, "00000001-0000-4000-8000-000000000000")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := a.Append(ctx, f.Ref, []adapters.Message{{UpstreamID: "late", AuthorType: guestapi.AuthorGuest, Body: "Hi", Public: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := flushed(a.Close); got != 1 {
+		t.Fatalf("Close made %d syncs, want 1: the folder of the last append", got)
+	}
+}
+
+// TestFlushAfterAFolderWasRemoved: a folder removed by hand before the
+// Flush has nothing left to sync; the Flush succeeds.
+func TestFlushAfterAFolderWasRemoved(t *testing.T) {
+	f := newFixture(t)
+	m := adapters.Message{UpstreamID: "m1", AuthorType: guestapi.AuthorGuest, Body: "Hello", Public: true}
+	if _, err := f.a.Append(t.Context(), f.ref, []adapters.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(f.dir, "tickets", string(f.ref))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.a.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+// TestConcurrentEnsureMakesOneFolderEach: tickets ensured at once, each
+// of them from several goroutines, get one folder each, and no hidden
+// folder is left behind.
+func TestConcurrentEnsureMakesOneFolderEach(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir)
+	defer a.Close()
+	const tickets, callers = 8, 3
+	refs := make([][callers]adapters.Ref, tickets)
+	var wg gosync.WaitGroup
+	for i := range tickets {
+		for j := range callers {
+			wg.Go(func() {
+				id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+				ref, err := a.EnsureTicket(t.Context(), adapters.Ticket{UpstreamID: id, Department: "hk", Status: guestapi.StatusNew})
+				if err != nil {
+					t.Error(err)
+				}
+				refs[i][j] = ref
+			})
+		}
+	}
+	wg.Wait()
+	seen := map[adapters.Ref]bool{}
+	for i, r := range refs {
+		if r[0] == "" || r[0] != r[1] || r[0] != r[2] || seen[r[0]] {
+			t.Fatalf("ticket %d: refs %v (seen before: %v)", i, r, seen[r[0]])
+		}
+		seen[r[0]] = true
+	}
+	if got := entries(t, filepath.Join(dir, "tickets")); len(got) != tickets {
+		t.Fatalf("tickets folder holds %v, want %d folders", got, tickets)
+	}
+}
+
+// TestEnsureTakesTheNextNameWhenItsNameIsTakenMeanwhile: a folder of the
+// name a new ticket's folder chose appears while the folder is built (the
+// adapter's turn is not held then); the ticket takes its next name.
+func TestEnsureTakesTheNextNameWhenItsNameIsTakenMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	tk := adapters.Ticket{UpstreamID: "3f2a9c1b-7d4e-4f60-9a8b-0c1d2e3f4a5b", Department: "Housekeeping", Status: guestapi.StatusNew,
+		CreatedAt: time.Date(2026, 3, 14, 8, 26, 0, 0, time.UTC)}
+	short := "2026-03-14-housekeeping-3f2a9c1b"
+	calls := 0
+	a, err := files.New(t.Context(), files.Options{Dir: dir, Guard: func() error {
+		if calls++; calls == 3 { // New's turn, EnsureTicket's first, then the build
+			return os.Mkdir(filepath.Join(dir, "tickets", short), 0o700)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ref, err := a.EnsureTicket(t.Context(), tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := adapters.Ref("2026-03-14-housekeeping-" + tk.UpstreamID); ref != want {
+		t.Fatalf("ref %s, want %s", ref, want)
+	}
+	if got := entries(t, filepath.Join(dir, "tickets")); !slices.Equal(got, []string{short, string(ref)}) {
+		t.Fatalf("tickets folder holds %v", got)
+	}
+}
+
+// entries lists every name in dir, hidden ones too.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	return out
 }

@@ -24,6 +24,12 @@ func writeFileAtomic(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, fileMode)
 }
 
+// replaceFile replaces path with data like writeFileAtomic, but leaves the
+// sync of its folder to the caller (see atomicfile.Replace).
+func replaceFile(path string, data []byte) error {
+	return atomicfile.Replace(path, data, fileMode)
+}
+
 // renameDurable renames from to to (both in directories that exist) and
 // syncs both directories.
 func renameDurable(from, to string) error {

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/internal/textdist"
 )
@@ -212,22 +213,43 @@ func readTicket(path string) (*ticketFile, error) {
 	return &t, nil
 }
 
-// save writes ticket.json, then thread.md, each atomically. ticket.json is
-// the truth; a thread.md left stale by a crash between the two is rewritten
-// by the next save or by [Adapter.render].
+// save writes ticket.json, then thread.md, each atomically, and syncs the
+// ticket's folder once for both. ticket.json is the truth; a thread.md left
+// stale by a crash between the two is rewritten by the next save or by
+// [Adapter.render].
 func (a *Adapter) save(t *ticketFile) error {
-	dir, err := a.ticketDir(adapters.Ref(t.Folder))
+	dir, err := a.write(t)
 	if err != nil {
 		return err
+	}
+	return atomicfile.SyncDir(dir)
+}
+
+// saveGrouped is save for the writes whose folder's sync waits for the
+// next [Adapter.Flush]: those of EnsureTicket, Append and SetStatus.
+func (a *Adapter) saveGrouped(t *ticketFile) error {
+	dir, err := a.write(t)
+	if dir != "" {
+		a.pending[dir] = true
+	}
+	return err
+}
+
+// write writes ticket.json, then thread.md, each whole, and returns the
+// ticket's folder, whose sync makes both durable ("" when t has none).
+func (a *Adapter) write(t *ticketFile) (string, error) {
+	dir, err := a.ticketDir(adapters.Ref(t.Folder))
+	if err != nil {
+		return "", err
 	}
 	b, err := encodeTicket(t)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ticketJSON), b); err != nil {
-		return err
+	if err := replaceFile(filepath.Join(dir, ticketJSON), b); err != nil {
+		return dir, err
 	}
-	return a.render(dir, t)
+	return dir, a.render(dir, t)
 }
 
 func encodeTicket(t *ticketFile) ([]byte, error) {
@@ -239,7 +261,8 @@ func encodeTicket(t *ticketFile) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// render writes thread.md when its content differs from t's rendering.
+// render writes thread.md when its content differs from t's rendering,
+// leaving the folder's sync to its caller.
 func (a *Adapter) render(dir string, t *ticketFile) error {
 	path := filepath.Join(dir, threadMD)
 	want := renderThread(t, a.status.FromHelpdesk)
@@ -247,7 +270,7 @@ func (a *Adapter) render(dir string, t *ticketFile) error {
 	if old, _, err := safefile.ReadFile(path, int64(len(want))); err == nil && bytes.Equal(old, want) {
 		return nil
 	}
-	return writeFileAtomic(path, want)
+	return replaceFile(path, want)
 }
 
 // slug turns s into a lower-case file-name fragment of letters, digits and
@@ -310,6 +333,7 @@ func (a *Adapter) scan() error {
 		return nil
 	}
 	fi, statErr := os.Stat(root) // before reading: a change while reading shows next time
+	a.scans++
 	des, err := os.ReadDir(root)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 		return fmt.Errorf("scan tickets: %w", err)
@@ -317,8 +341,13 @@ func (a *Adapter) scan() error {
 	// The stamp is trusted only when the scan saw every folder whole (a
 	// folder still being copied in does not move the tickets folder's time
 	// when its ticket.json arrives) and the time is not so recent that a
-	// coarse clock could give a later change the same one.
-	whole := statErr == nil && time.Since(fi.ModTime()) > 2*time.Second
+	// coarse clock could give a later change the same one, unless the time
+	// is the one the adapter's own last creation left: then a change the
+	// stamp hides came in the same tick as that creation, as after a
+	// restamp. Without that, an import into a young folder (each creation
+	// moves its time) read the whole folder at every lookup.
+	whole := statErr == nil && (time.Since(fi.ModTime()) > 2*time.Second ||
+		(!a.ownStamp.IsZero() && fi.ModTime().Equal(a.ownStamp)))
 	a.scanStamp = time.Time{}
 	defer func() {
 		if whole {
@@ -360,9 +389,17 @@ func (a *Adapter) scanFresh(root string) bool {
 	return err == nil && fi.ModTime().Equal(a.scanStamp)
 }
 
-// restamp records root's modification time after the adapter's own change.
-func (a *Adapter) restamp(root string) {
-	if fi, err := os.Stat(root); err == nil {
+// restamp records root's modification time after the adapter's own
+// change, as the last whole scan's when fresh says that scan still held
+// before the change.
+func (a *Adapter) restamp(root string, fresh bool) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		a.ownStamp, a.scanStamp = time.Time{}, time.Time{}
+		return
+	}
+	a.ownStamp = fi.ModTime()
+	if fresh {
 		a.scanStamp = fi.ModTime()
 	}
 }

@@ -19,12 +19,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // TempPrefix starts the name of every temporary file of this package: the
 // files are hidden, and a directory's owner can tell a leftover of a crash
 // by it (see [IsTemp]).
 const TempPrefix = ".tmp-"
+
+// syncs counts the fsyncs this package made, of files and directories.
+var syncs atomic.Int64
+
+// Syncs returns how many fsyncs, of files and directories, this package
+// made in the process so far: what a benchmark divides by its work.
+func Syncs() int64 { return syncs.Load() }
 
 // IsTemp reports whether name (a base name) is a temporary file of this
 // package, left behind when a crash came before its rename.
@@ -42,6 +50,53 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 // before the umask, like os.WriteFile. When fill or any step fails, path is
 // left as it was and the temporary file removed.
 func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
+	if err := replace(path, perm, fill); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Replace replaces path with data like [WriteFile], but leaves the sync
+// of its directory to the caller: whenever path is there it is whole, but
+// until the caller's [SyncDir] a crash may bring the old content back. It
+// is for writers that sync a directory once for many files.
+func Replace(path string, data []byte, perm fs.FileMode) error {
+	return replace(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteNew writes data to path, which must not exist, and syncs it,
+// leaving the sync of its directory to the caller: it is for the files of
+// a folder made under a hidden name, which appear with the folder's
+// rename. When a step fails, the file is removed.
+func WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(path)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	syncs.Add(1)
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return nil
+}
+
+// replace writes a synced temporary file and renames it to path.
+func replace(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 	tmp, err := writeTemp(path, perm, fill)
 	if err != nil {
 		return err
@@ -50,7 +105,7 @@ func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return SyncDir(filepath.Dir(path))
+	return nil
 }
 
 // Create writes data to path, which must not exist yet: where a file of
@@ -96,6 +151,7 @@ func writeTemp(path string, perm fs.FileMode, fill func(w io.Writer) error) (_ s
 	if err := fill(f); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
+	syncs.Add(1)
 	if err := f.Sync(); err != nil {
 		return "", fmt.Errorf("sync %s: %w", path, err)
 	}
@@ -113,6 +169,7 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	defer d.Close()
+	syncs.Add(1)
 	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}

@@ -50,6 +50,51 @@ func TestWriteFileCreatesAndReplaces(t *testing.T) {
 	noTemps(t, dir)
 }
 
+// TestReplaceLeavesTheDirectoryToTheCaller: Replace writes the file whole,
+// syncing the file but not its directory, which WriteFile syncs.
+func TestReplaceLeavesTheDirectoryToTheCaller(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "ticket.json")
+	for _, c := range []struct {
+		write func([]byte) error
+		syncs int64
+	}{
+		{func(b []byte) error { return atomicfile.Replace(p, b, 0o600) }, 1},
+		{func(b []byte) error { return atomicfile.WriteFile(p, b, 0o600) }, 2},
+	} {
+		s := atomicfile.Syncs()
+		if err := c.write([]byte("content\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := atomicfile.Syncs() - s; got != c.syncs {
+			t.Errorf("%d syncs, want %d", got, c.syncs)
+		}
+		if got, err := os.ReadFile(p); err != nil || string(got) != "content\n" {
+			t.Fatalf("read back %q, %v", got, err)
+		}
+	}
+	noTemps(t, dir)
+}
+
+// TestWriteNewRefusesAnExistingFile: WriteNew writes a new file, synced,
+// and leaves a file already there as it is.
+func TestWriteNewRefusesAnExistingFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ticket.json")
+	s := atomicfile.Syncs()
+	if err := atomicfile.WriteNew(p, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := atomicfile.Syncs() - s; got != 1 {
+		t.Errorf("%d syncs, want 1", got)
+	}
+	if err := atomicfile.WriteNew(p, []byte("second\n"), 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("WriteNew over a file: %v, want fs.ErrExist", err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != "first\n" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+}
+
 func TestWriteKeepsTheOldFileWhenFillFails(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "backup.db")
