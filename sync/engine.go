@@ -612,10 +612,13 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
 	var first gosync.Once
 	var panicked *CyclePanic
 	for _, it := range items {
+		sem <- struct{}{}
+		// Checked once a slot is free: a worker that ended the cycle
+		// (a fatal answer, a crash) stops the next item from starting.
 		if ctx.Err() != nil {
+			<-sem
 			break
 		}
-		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()

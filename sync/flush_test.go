@@ -5,6 +5,7 @@ import (
 	"fmt"
 	gosync "sync"
 	"testing"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -111,8 +112,11 @@ func TestStateWaitsForHelpdeskFlush(t *testing.T) {
 		t.Fatalf("import: %s", rep)
 	}
 	id := e.ts.Server.Tickets(e.ts.Org)[0].ID
+	e.clock.Advance(time.Second) // so that the message moves updated_at, and a list shows it
 	e.guest(id, "one more")
-	e.tick()
+	if rep := e.tick(); rep.Mirrored != 1 {
+		t.Fatalf("the guest message: %s, want it mirrored", rep)
+	}
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
