@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
@@ -22,6 +23,10 @@ import (
 const (
 	benchImportEnv     = "TICKETBRIDGE_BENCH_IMPORT"
 	benchImportConcEnv = "TICKETBRIDGE_BENCH_IMPORT_CONCURRENCY"
+	// benchImportLatencyEnv, a duration, is added before every answer of
+	// the API (default none): a hosted API answers in tens of
+	// milliseconds, the reference server in process in microseconds.
+	benchImportLatencyEnv = "TICKETBRIDGE_BENCH_IMPORT_LATENCY"
 )
 
 // BenchmarkImport measures the first cycle of a hotel (files helpdesk,
@@ -33,12 +38,37 @@ const (
 // of 150 at most (a list shows 200 at most, and the import must see them
 // all in its first cycle). Logs are discarded.
 //
+// TICKETBRIDGE_BENCH_IMPORT_LATENCY adds a latency to every answer, as
+// a hosted API has.
+//
 //	TICKETBRIDGE_BENCH_IMPORT=10000 go test -run '^$' -bench BenchmarkImport -benchtime 1x ./sync/
+//	TICKETBRIDGE_BENCH_IMPORT=10000 TICKETBRIDGE_BENCH_IMPORT_LATENCY=50ms TICKETBRIDGE_BENCH_IMPORT_CONCURRENCY=32 \
+//	  go test -run '^$' -bench BenchmarkImport -benchtime 1x ./sync/
 func BenchmarkImport(b *testing.B) {
 	n := benchEnvInt(b, benchImportEnv, 1000)
 	conc := benchEnvInt(b, benchImportConcEnv, tbsync.DefaultConfig().Concurrency)
 	depts := max(benchDepts, (n+149)/150)
-	e := newEnv(b)
+	var opts []refservertest.Option
+	if v := os.Getenv(benchImportLatencyEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			b.Fatalf("%s=%q: want a duration such as 50ms", benchImportLatencyEnv, v)
+		}
+		opts = append(opts, refservertest.WithOptions(refserver.Options{
+			Faults: refserver.Faults{Latency: d, LatencyRate: 1},
+			Sleep: func(ctx context.Context, d time.Duration) error { // on the wall clock: the latency is real
+				t := time.NewTimer(d)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			},
+		}))
+	}
+	e := newEnv(b, opts...)
 	ids := make([]string, 0, n)
 	for i := range n {
 		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{
