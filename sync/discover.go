@@ -322,9 +322,21 @@ func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, listed bool
 		names = append(names, d)
 	}
 	slices.Sort(names)
+	// The department lists go out Concurrency at a time, as the reads
+	// do: at a hosted API's latency one after the other they were most
+	// of a large hotel's cycle. Their answers are taken in name order.
+	lists := make([][]guestapi.Ticket, len(names))
+	oks := make([]bool, len(names))
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	forEach(c.ctx, c.e.cfg.Concurrency, idx, func(i int) {
+		lists[i], oks[i] = c.listOnce(guestapi.ListOptions{Status: s, Department: names[i], Limit: ListLimit})
+	})
 	all := true
-	for _, d := range names {
-		dts, ok := c.listOnce(guestapi.ListOptions{Status: s, Department: d, Limit: ListLimit})
+	for i, d := range names {
+		dts, ok := lists[i], oks[i]
 		if !ok {
 			all = false
 			continue
