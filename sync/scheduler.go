@@ -13,6 +13,15 @@ import (
 // schedule, never two at once: a tick that comes while a cycle runs is
 // skipped and logged. It is what `ticketbridge run` drives; tests drive it
 // with a fake timer.
+//
+// It measures each cycle's lag (Report.Lag): the time from the cycle's
+// scheduled start to its end. The scheduled start is the activation of
+// the schedule (the tick) the cycle serves, not when the timer fired or
+// the cycle got going, so a timer that fires late and a cycle that waits
+// for a slot count in it; the first cycle's is Run's start. A skipped tick
+// does not vanish: the next cycle that starts serves it, and its lag is
+// counted from the earliest tick skipped, so it is at least one interval
+// longer than its own.
 type Scheduler struct {
 	// Schedule says when cycles run. Required.
 	Schedule cron.Schedule
@@ -25,7 +34,8 @@ type Scheduler struct {
 	// daemon passes TICKETBRIDGE_CYCLE_MAX, after which the watchdog
 	// would restart it). The next tick starts the next cycle.
 	Deadline time.Duration
-	// AfterCycle, when set, is called after each cycle with its report and
+	// AfterCycle, when set, is called after each cycle with its report
+	// (its Lag set) and
 	// error (metrics, the systemd watchdog), from Run's goroutine, once the
 	// scheduler counts the cycle as finished: a tick after AfterCycle
 	// returned starts the next cycle.
@@ -69,8 +79,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	done := make(chan result)
 	running := false
-	start := func() {
+	// serving is the scheduled start of the cycle in flight; owed the
+	// earliest tick skipped since the last start (zero: none).
+	var serving, owed time.Time
+	start := func(scheduled time.Time) {
 		running = true
+		serving = scheduled
 		go func() {
 			defer carryPanic(func(p *CyclePanic) { done <- result{panic: p} })
 			cctx, cancel := ctx, context.CancelFunc(func() {})
@@ -87,21 +101,24 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if r.panic != nil {
 			panic(r.panic) // on Run's goroutine, for its caller to recover
 		}
+		r.rep.Lag = now().Sub(serving)
 		if s.AfterCycle != nil {
 			s.AfterCycle(r.rep, r.err)
 		}
 	}
+	// due is the activation the armed timer stands for.
+	var due time.Time
 	arm := func() (<-chan time.Time, func() bool) {
 		t := now()
-		next := s.Schedule.Next(t)
-		if next.IsZero() {
+		due = s.Schedule.Next(t)
+		if due.IsZero() {
 			// A schedule that never fires again: wait for the end.
 			return nil, func() bool { return false }
 		}
-		return newTimer(next.Sub(t))
+		return newTimer(due.Sub(t))
 	}
 
-	start()
+	start(now())
 	tick, stop := arm()
 	for {
 		select {
@@ -114,11 +131,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case r := <-done:
 			finished(r)
 		case <-tick:
-			if running {
+			switch {
+			case running:
 				log.LogAttrs(ctx, slog.LevelWarn, "cycle skipped: the previous one is still running",
 					slog.String("op", "schedule"))
-			} else {
-				start()
+				if owed.IsZero() {
+					owed = due
+				}
+			case !owed.IsZero():
+				start(owed) // it serves the ticks skipped too
+				owed = time.Time{}
+			default:
+				start(due)
 			}
 			tick, stop = arm()
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -92,5 +93,77 @@ func TestSchedulerNeverOverlaps(t *testing.T) {
 	}
 	if running.Load() != 0 {
 		t.Fatal("a cycle still runs after Run returned")
+	}
+}
+
+// TestSchedulerLag checks each cycle's lag: from Run's start for the first
+// cycle, from its tick (not from when the timer fired) for the next, and,
+// when a tick was skipped while a cycle ran, from the skipped tick for the
+// cycle that serves it.
+func TestSchedulerLag(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	clock := testutil.NewClock(t0)
+	timers := &fakeTimers{armed: make(chan chan time.Time, 10)}
+	started := make(chan struct{}, 10)
+	release := make(chan struct{})
+	after := make(chan tbsync.Report, 10)
+	s := &tbsync.Scheduler{
+		Schedule: cron.Every(30 * time.Second),
+		Cycle: func(ctx context.Context) (tbsync.Report, error) {
+			started <- struct{}{}
+			select {
+			case <-release:
+				return tbsync.Report{Outcome: tbsync.OutcomeOK}, nil
+			case <-ctx.Done():
+				return tbsync.Report{}, ctx.Err()
+			}
+		},
+		AfterCycle: func(r tbsync.Report, _ error) { after <- r },
+		NewTimer:   timers.newTimer,
+		Now:        clock.Now,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	at := func(d time.Duration) { clock.Set(t0.Add(d)) }
+	finish := func(end, want time.Duration) {
+		t.Helper()
+		at(end)
+		release <- struct{}{}
+		if r := <-after; r.Lag != want {
+			t.Fatalf("cycle ending at +%s: lag %s, want %s", end, r.Lag, want)
+		}
+	}
+
+	<-started
+	tick := <-timers.armed // due at +30s
+	finish(2*time.Second, 2*time.Second)
+
+	// The timer fires a second late: the lag counts from the tick.
+	at(31 * time.Second)
+	tick <- clock.Now()
+	<-started
+	tick = <-timers.armed // due at +61s
+	finish(32*time.Second, 2*time.Second)
+
+	// A cycle runs past the next tick (+91s), which is skipped; the cycle
+	// that starts at the tick after (+121s) serves it.
+	at(61 * time.Second)
+	tick <- clock.Now()
+	<-started
+	tick = <-timers.armed // due at +91s
+	at(91 * time.Second)
+	tick <- clock.Now()
+	tick = <-timers.armed // due at +121s: the tick at +91s was handled
+	finish(100*time.Second, 39*time.Second)
+	at(121 * time.Second)
+	tick <- clock.Now()
+	<-started
+	<-timers.armed
+	finish(122*time.Second, 31*time.Second)
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v", err)
 	}
 }
