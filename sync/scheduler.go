@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"time"
 
@@ -147,6 +148,64 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			tick, stop = arm()
 		}
 	}
+}
+
+// spreadBound is the most Spread moves the activations of a schedule that
+// is not @every: a cron expression names times of day people expect.
+const spreadBound = time.Minute
+
+// Spread returns sched with its activations moved later by a phase drawn
+// from key (a hotel's name), the same for the same key and schedule in
+// every process, so that the hotels of a daemon, or of replicas, that
+// share a schedule do not all start their cycles in the same second.
+//
+// An @every schedule ticks on a grid of its interval counted from the Unix
+// epoch, shifted by a phase anywhere in the interval: the load of many
+// hotels is flat over it, and a hotel keeps its instants across restarts
+// and replicas. A cron expression keeps its times, each moved later by a
+// phase under a minute (under the interval when that is shorter): "0 3 *
+// * *" starts between 3:00:00 and 3:01:00. A schedule that never fires is
+// returned as it is.
+func Spread(sched cron.Schedule, key string) cron.Schedule {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	sum := h.Sum64()
+	if c, ok := sched.(cron.ConstantDelaySchedule); ok && c.Delay > 0 {
+		return gridSchedule{every: c.Delay, phase: time.Duration(sum % uint64(c.Delay))}
+	}
+	bound := min(interval(sched), spreadBound)
+	if bound <= 0 {
+		return sched
+	}
+	return shiftedSchedule{inner: sched, phase: time.Duration(sum % uint64(bound))}
+}
+
+// gridSchedule fires at every instant t where t - phase is a multiple of
+// every since the Unix epoch.
+type gridSchedule struct {
+	every, phase time.Duration
+}
+
+func (g gridSchedule) Next(t time.Time) time.Time {
+	off := (t.UnixNano() - int64(g.phase)) % int64(g.every)
+	if off < 0 {
+		off += int64(g.every)
+	}
+	return t.Add(g.every - time.Duration(off))
+}
+
+// shiftedSchedule fires phase after each activation of inner.
+type shiftedSchedule struct {
+	inner cron.Schedule
+	phase time.Duration
+}
+
+func (s shiftedSchedule) Next(t time.Time) time.Time {
+	n := s.inner.Next(t.Add(-s.phase))
+	if n.IsZero() {
+		return n
+	}
+	return n.Add(s.phase)
 }
 
 // CyclePanic is what Run panics with when a cycle panicked: the cycle's

@@ -3,6 +3,7 @@ package sync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,5 +166,56 @@ func TestSchedulerLag(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run returned %v", err)
+	}
+}
+
+// TestSpread checks the phases Spread gives: an @every schedule's hotels
+// spread flat over the interval, each on a grid of the interval, the same
+// in every process; a cron expression's activations kept, each moved less
+// than a minute later.
+func TestSpread(t *testing.T) {
+	every := cron.Every(30 * time.Second)
+	from := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	perSecond := map[int64]int{}
+	const hotels = 2000
+	for i := range hotels {
+		name := fmt.Sprintf("hotel-%04d", i)
+		s := tbsync.Spread(every, name)
+		a := s.Next(from)
+		if !a.After(from) || a.Sub(from) > 30*time.Second {
+			t.Fatalf("%s: first tick %s after %s", name, a, from)
+		}
+		if b := s.Next(a); b.Sub(a) != 30*time.Second {
+			t.Fatalf("%s: ticks %s and %s are not 30s apart", name, a, b)
+		}
+		if again := tbsync.Spread(every, name).Next(from.Add(-time.Hour)); (a.Sub(again) % (30 * time.Second)) != 0 {
+			t.Fatalf("%s: another process's grid %s is not %s's", name, again, a)
+		}
+		perSecond[a.Unix()]++
+	}
+	if len(perSecond) != 30 {
+		t.Fatalf("the ticks of %d hotels fall in %d seconds of 30", hotels, len(perSecond))
+	}
+	for sec, n := range perSecond {
+		if n > 2*hotels/30 {
+			t.Errorf("%d hotels tick in the second %d: more than twice the mean", n, sec-from.Unix())
+		}
+	}
+
+	daily, err := tbsync.ParseSchedule("CRON_TZ=UTC 0 3 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[time.Duration]bool{}
+	for i := range 50 {
+		a := tbsync.Spread(daily, fmt.Sprintf("hotel-%d", i)).Next(from)
+		at3 := time.Date(2026, 3, 3, 3, 0, 0, 0, time.UTC)
+		if a.Before(at3) || !a.Before(at3.Add(time.Minute)) {
+			t.Fatalf("a daily cycle at 3:00 spread to %s", a)
+		}
+		seen[a.Sub(at3)] = true
+	}
+	if len(seen) < 40 {
+		t.Errorf("50 hotels of a daily schedule got %d phases", len(seen))
 	}
 }
