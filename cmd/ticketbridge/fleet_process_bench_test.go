@@ -33,8 +33,9 @@ import (
 // hotel-cycle of both daemons and their ratio, the daemon's CPU as a share
 // of one core, its peak RSS (VmHWM), the peak of its anonymous part
 // (RssAnon, sampled every 200 ms: the rest is file pages, the binary and
-// the bbolt files it maps) in all and per hotel, the cycle lag's 99th
-// percentile over every hotel-cycle of the window
+// the bbolt files it maps) in all and per hotel, RssAnon per hotel at the
+// end of the quiet window (the import's peak behind it), the cycle lag's
+// 99th percentile over every hotel-cycle of the window
 // (ticketbridge_cycle_lag_seconds, interpolated in its bucket), the import's
 // time, and the state's round trips per hotel-cycle: for bbolt its fsyncs
 // (two per committed write transaction, read from the files' meta pages),
@@ -70,6 +71,7 @@ func BenchmarkFleetProcess(b *testing.B) {
 				b.ReportMetric(float64(many.hwm)/(1<<20), "RSS-MB")
 				b.ReportMetric(float64(many.anon)/(1<<20), "RssAnon-MB")
 				b.ReportMetric(float64(many.anon)/1024/float64(hotels), "RssAnon-KB/hotel")
+				b.ReportMetric(float64(many.quietAnon)/1024/float64(hotels), "RssAnon-KB/hotel-quiet")
 				b.ReportMetric(many.lagP99, "lag-p99-s")
 				b.ReportMetric(one.lagP99, "lag-p99-s-one-hotel")
 				b.ReportMetric(many.importTook.Seconds(), "import-s")
@@ -88,8 +90,11 @@ type fleetProcessFigures struct {
 	cpuPerCycle time.Duration
 	// cpuPct is the daemon's CPU over the quiet window, in percent of one
 	// core.
-	cpuPct     float64
-	hwm, anon  int64
+	cpuPct    float64
+	hwm, anon int64
+	// quietAnon is RssAnon at the end of the quiet window: the import's
+	// peak is behind it.
+	quietAnon  int64
 	importTook time.Duration
 	// stateTrips is the state's round trips per hotel-cycle (see
 	// BenchmarkFleetProcess).
@@ -227,6 +232,7 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	f.lagP99 = lag1.quantile(lag0, 0.99)
 	f.hwm = procStatus(cmd.Process.Pid, "VmHWM:")
 	f.anon = anonPeak.Load()
+	f.quietAnon = procStatus(cmd.Process.Pid, "RssAnon:")
 	return f
 }
 
