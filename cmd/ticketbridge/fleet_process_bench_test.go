@@ -198,8 +198,10 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 		return true
 	})
 	f := fleetProcessFigures{importTook: time.Since(start)}
-	// Let the cycles in flight end, then count quiet cycles.
-	time.Sleep(max(3*time.Second, interval))
+	// Let the cycles in flight end, and the ones after them, which serve
+	// the ticks skipped while the import ran (their lag is the import's),
+	// then count quiet cycles.
+	time.Sleep(max(3*time.Second, 2*interval+5*time.Second))
 	// One hotel's quiet cycles take a few milliseconds and the kernel
 	// counts CPU in 10 ms ticks: it is watched longer.
 	window := max(20*time.Second, 2*interval)
