@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -169,24 +170,33 @@ func benchSchedule(b *testing.B, def string) (string, time.Duration) {
 type lagBuckets map[float64]float64
 
 // scrapeMetrics reads the daemon's metrics page at addr: the lag
-// histogram summed over its hotels, and the hotels its series name.
-func scrapeMetrics(b *testing.B, addr string) (lagBuckets, map[string]bool) {
+// histogram summed over its hotels, and the hotels its series name with
+// the cycles each ended ("" for a daemon of one hotel).
+func scrapeMetrics(b *testing.B, addr string) (lagBuckets, map[string]float64) {
 	b.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	lag, hotels := lagBuckets{}, map[string]bool{}
+	lag, hotels := lagBuckets{}, map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "ticketbridge_cycle_lag_seconds_count"); ok {
+			hotel := ""
+			if h, ok := strings.CutPrefix(rest, `{hotel="`); ok {
+				hotel = h[:strings.IndexByte(h, '"')]
+			}
+			n, err := strconv.ParseFloat(strings.TrimSpace(rest[strings.LastIndexByte(rest, ' ')+1:]), 64)
+			if err == nil {
+				hotels[hotel] = n
+			}
+			continue
+		}
 		labels, ok := strings.CutPrefix(line, "ticketbridge_cycle_lag_seconds_bucket{")
 		if !ok {
-			if rest, ok := strings.CutPrefix(line, `ticketbridge_cycle_lag_seconds_count{hotel="`); ok {
-				hotels[rest[:strings.IndexByte(rest, '"')]] = true
-			}
 			continue
 		}
 		_, le, _ := strings.Cut(labels, `le="`)
@@ -201,6 +211,17 @@ func scrapeMetrics(b *testing.B, addr string) (lagBuckets, map[string]bool) {
 		b.Fatal(err)
 	}
 	return lag, hotels
+}
+
+// overBound returns the share of the cycles counted in a but not in before
+// whose lag was over bound, one of the histogram's bounds.
+func (a lagBuckets) overBound(before lagBuckets, bound float64) float64 {
+	inf := math.Inf(1)
+	total := a[inf] - before[inf]
+	if total <= 0 {
+		return 0
+	}
+	return (total - (a[bound] - before[bound])) / total
 }
 
 // quantile returns the q quantile of the cycles counted in a but not in

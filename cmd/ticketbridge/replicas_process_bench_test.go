@@ -77,7 +77,7 @@ func (l *takenLog) add(replica int, hotel string, at time.Time) {
 
 // lastTaken returns the time the last of hotels was taken by a replica
 // other than but since; ok is false while one is not.
-func (l *takenLog) lastTaken(hotels map[string]bool, but int, since time.Time) (last time.Time, ok bool) {
+func (l *takenLog) lastTaken(hotels map[string]float64, but int, since time.Time) (last time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for h := range hotels {
@@ -160,7 +160,7 @@ func runReplicasProcess(b *testing.B, bin string, replicas, hotels, tickets int)
 	start := time.Now()
 
 	time.Sleep(time.Minute)
-	held := make([]map[string]bool, replicas)
+	held := make([]map[string]float64, replicas)
 	most, total := 0, 0
 	for i, r := range reps {
 		_, held[i] = scrapeMetrics(b, r.listen)
