@@ -28,8 +28,11 @@ const (
 type Report struct {
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
-	Outcome  string        `json:"outcome"`
-	DryRun   bool          `json:"dry_run,omitempty"`
+	// Lag is the time from the cycle's scheduled start to its end, set by
+	// the [Scheduler] that ran it (see there); 0 for a cycle run otherwise.
+	Lag     time.Duration `json:"lag,omitempty"`
+	Outcome string        `json:"outcome"`
+	DryRun  bool          `json:"dry_run,omitempty"`
 	// Synced says whether the cycle really synced: nothing stopped it and
 	// at least one call of the Guest Requests API succeeded. Only such a
 	// cycle counts as a success (the last-success time, readiness, the

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"time"
 
@@ -13,6 +14,15 @@ import (
 // schedule, never two at once: a tick that comes while a cycle runs is
 // skipped and logged. It is what `ticketbridge run` drives; tests drive it
 // with a fake timer.
+//
+// It measures each cycle's lag (Report.Lag): the time from the cycle's
+// scheduled start to its end. The scheduled start is the activation of
+// the schedule (the tick) the cycle serves, not when the timer fired or
+// the cycle got going, so a timer that fires late and a cycle that waits
+// for a slot count in it; the first cycle's is Run's start. A skipped tick
+// does not vanish: the next cycle that starts serves it, and its lag is
+// counted from the earliest tick skipped, so it is at least one interval
+// longer than its own.
 type Scheduler struct {
 	// Schedule says when cycles run. Required.
 	Schedule cron.Schedule
@@ -25,7 +35,8 @@ type Scheduler struct {
 	// daemon passes TICKETBRIDGE_CYCLE_MAX, after which the watchdog
 	// would restart it). The next tick starts the next cycle.
 	Deadline time.Duration
-	// AfterCycle, when set, is called after each cycle with its report and
+	// AfterCycle, when set, is called after each cycle with its report
+	// (its Lag set) and
 	// error (metrics, the systemd watchdog), from Run's goroutine, once the
 	// scheduler counts the cycle as finished: a tick after AfterCycle
 	// returned starts the next cycle.
@@ -69,8 +80,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	done := make(chan result)
 	running := false
-	start := func() {
+	// serving is the scheduled start of the cycle in flight; owed the
+	// earliest tick skipped since the last start (zero: none).
+	var serving, owed time.Time
+	start := func(scheduled time.Time) {
 		running = true
+		serving = scheduled
 		go func() {
 			defer carryPanic(func(p *CyclePanic) { done <- result{panic: p} })
 			cctx, cancel := ctx, context.CancelFunc(func() {})
@@ -87,21 +102,24 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if r.panic != nil {
 			panic(r.panic) // on Run's goroutine, for its caller to recover
 		}
+		r.rep.Lag = now().Sub(serving)
 		if s.AfterCycle != nil {
 			s.AfterCycle(r.rep, r.err)
 		}
 	}
+	// due is the activation the armed timer stands for.
+	var due time.Time
 	arm := func() (<-chan time.Time, func() bool) {
 		t := now()
-		next := s.Schedule.Next(t)
-		if next.IsZero() {
+		due = s.Schedule.Next(t)
+		if due.IsZero() {
 			// A schedule that never fires again: wait for the end.
 			return nil, func() bool { return false }
 		}
-		return newTimer(next.Sub(t))
+		return newTimer(due.Sub(t))
 	}
 
-	start()
+	start(now())
 	tick, stop := arm()
 	for {
 		select {
@@ -114,15 +132,80 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case r := <-done:
 			finished(r)
 		case <-tick:
-			if running {
+			switch {
+			case running:
 				log.LogAttrs(ctx, slog.LevelWarn, "cycle skipped: the previous one is still running",
 					slog.String("op", "schedule"))
-			} else {
-				start()
+				if owed.IsZero() {
+					owed = due
+				}
+			case !owed.IsZero():
+				start(owed) // it serves the ticks skipped too
+				owed = time.Time{}
+			default:
+				start(due)
 			}
 			tick, stop = arm()
 		}
 	}
+}
+
+// spreadBound is the most Spread moves the activations of a schedule that
+// is not @every: a cron expression names times of day people expect.
+const spreadBound = time.Minute
+
+// Spread returns sched with its activations moved later by a phase drawn
+// from key (a hotel's name), the same for the same key and schedule in
+// every process, so that the hotels of a daemon, or of replicas, that
+// share a schedule do not all start their cycles in the same second.
+//
+// An @every schedule ticks on a grid of its interval counted from the Unix
+// epoch, shifted by a phase anywhere in the interval: the load of many
+// hotels is flat over it, and a hotel keeps its instants across restarts
+// and replicas. A cron expression keeps its times, each moved later by a
+// phase under a minute (under the interval when that is shorter): "0 3 *
+// * *" starts between 3:00:00 and 3:01:00. A schedule that never fires is
+// returned as it is.
+func Spread(sched cron.Schedule, key string) cron.Schedule {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	sum := h.Sum64()
+	if c, ok := sched.(cron.ConstantDelaySchedule); ok && c.Delay > 0 {
+		return gridSchedule{every: c.Delay, phase: time.Duration(sum % uint64(c.Delay))}
+	}
+	bound := min(interval(sched), spreadBound)
+	if bound <= 0 {
+		return sched
+	}
+	return shiftedSchedule{inner: sched, phase: time.Duration(sum % uint64(bound))}
+}
+
+// gridSchedule fires at every instant t where t - phase is a multiple of
+// every since the Unix epoch.
+type gridSchedule struct {
+	every, phase time.Duration
+}
+
+func (g gridSchedule) Next(t time.Time) time.Time {
+	off := (t.UnixNano() - int64(g.phase)) % int64(g.every)
+	if off < 0 {
+		off += int64(g.every)
+	}
+	return t.Add(g.every - time.Duration(off))
+}
+
+// shiftedSchedule fires phase after each activation of inner.
+type shiftedSchedule struct {
+	inner cron.Schedule
+	phase time.Duration
+}
+
+func (s shiftedSchedule) Next(t time.Time) time.Time {
+	n := s.inner.Next(t.Add(-s.phase))
+	if n.IsZero() {
+		return n
+	}
+	return n.Add(s.phase)
 }
 
 // CyclePanic is what Run panics with when a cycle panicked: the cycle's

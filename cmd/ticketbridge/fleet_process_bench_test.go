@@ -15,36 +15,43 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
-	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
 
 // BenchmarkFleetProcess runs `ticketbridge run` as a process of its own,
-// the reference server in the benchmark's process: first a daemon of one
-// hotel (no hotels directory), then a daemon of 200 hotels
+// the reference server as another (`ticketbridge refserver --seed`), so
+// that the daemon's figures are its own: first a daemon of one hotel (no
+// hotels directory), then a daemon of 200 hotels
 // (TICKETBRIDGE_FLEET_HOTELS) of 100 requests each
 // (TICKETBRIDGE_FLEET_TICKETS), every hotel on a files helpdesk of its own,
-// @every 2s, once with the state in bbolt files and once in PostgreSQL
-// (when TICKETBRIDGE_TEST_POSTGRES names a test database; it skips
-// otherwise). After the import it counts the daemon's CPU time (utime +
-// stime of its /proc stat) and its cycles (its metrics) over 20 s of quiet
-// cycles (a minute for the one hotel), and reports the CPU per hotel-cycle
-// of both daemons and their ratio, the daemon's peak RSS (VmHWM: the
-// reference server is not in it), the peak of its anonymous part (RssAnon,
-// sampled every 200 ms: the rest is file pages, the binary and the bbolt
-// files it maps), and the state's round trips per hotel-cycle: for bbolt
-// its fsyncs (two per committed write transaction, read from the files'
-// meta pages), for PostgreSQL the client's turns on the wire, counted by a
-// proxy between the daemon and the database.
+// @every 2s (TICKETBRIDGE_FLEET_SCHEDULE), once with the state in bbolt
+// files and once in PostgreSQL (when TICKETBRIDGE_TEST_POSTGRES names a
+// test database; it skips otherwise). Once every hotel ended the cycle
+// after its import (settled-s: that cycle serves the ticks skipped while
+// the import ran, and its lag is the import's), it counts the daemon's CPU
+// time (utime + stime of its /proc stat) and its cycles (its
+// metrics) over quiet cycles (20 s or two intervals, whichever is longer;
+// a minute at least for the one hotel), and reports the CPU per
+// hotel-cycle of both daemons and their ratio, the daemon's CPU as a share
+// of one core, its peak RSS (VmHWM), the peak of its anonymous part
+// (RssAnon, sampled every 200 ms: the rest is file pages, the binary and
+// the bbolt files it maps) in all and per hotel, RssAnon per hotel at the
+// end of the quiet window (the import's peak behind it), the cycle lag's
+// 99th percentile over every hotel-cycle of the window
+// (ticketbridge_cycle_lag_seconds, interpolated in its bucket) and the share
+// of them over 5 s, the import's
+// time, and the state's round trips per hotel-cycle: for bbolt its fsyncs
+// (two per committed write transaction, read from the files' meta pages),
+// for PostgreSQL the client's turns on the wire, counted by a proxy between
+// the daemon and the database.
 //
 //	go test -run '^$' -bench BenchmarkFleetProcess -benchtime 1x ./cmd/ticketbridge/
+//	TICKETBRIDGE_FLEET_HOTELS=2000 TICKETBRIDGE_FLEET_SCHEDULE='@every 30s' \
+//	    go test -run '^$' -bench 'BenchmarkFleetProcess/bbolt' -benchtime 1x -timeout 2h ./cmd/ticketbridge/
 func BenchmarkFleetProcess(b *testing.B) {
 	hotels := benchEnvInt(b, "TICKETBRIDGE_FLEET_HOTELS", 200)
 	tickets := benchEnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
+	schedule, _ := benchSchedule(b, "@every 2s")
 	bin := filepath.Join(b.TempDir(), "ticketbridge")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
@@ -57,13 +64,28 @@ func BenchmarkFleetProcess(b *testing.B) {
 			for b.Loop() {
 				one := runFleetProcess(b, bin, backend, 1, tickets, false)
 				many := runFleetProcess(b, bin, backend, hotels, tickets, true)
+				b.Logf("%s, %d hotels of %d requests, %s: lag p99 %.2f s (one hotel %.2f s), CPU %.1f %% of a core, RssAnon %.0f KB a hotel, import %.1f s",
+					backend, hotels, tickets, schedule, many.lagP99, one.lagP99, many.cpuPct, float64(many.anon)/1024/float64(hotels), many.importTook.Seconds())
 				b.ReportMetric(float64(one.cpuPerCycle.Microseconds()), "cpu-us/cycle-one-hotel")
 				b.ReportMetric(float64(many.cpuPerCycle.Microseconds()), "cpu-us/hotel-cycle")
-				b.ReportMetric(float64(many.cpuPerCycle)/float64(one.cpuPerCycle), "cpu-ratio")
+				if one.cpuPerCycle > 0 {
+					b.ReportMetric(float64(many.cpuPerCycle)/float64(one.cpuPerCycle), "cpu-ratio")
+				} else {
+					// At a long schedule one hotel's minute holds too few
+					// cycles for the kernel's 10 ms ticks of CPU time.
+					b.Log("one hotel's CPU per cycle is under the resolution of its window: no ratio")
+				}
+				b.ReportMetric(many.cpuPct, "cpu-pct-of-core")
 				b.ReportMetric(float64(one.hwm)/(1<<20), "RSS-MB-one-hotel")
 				b.ReportMetric(float64(many.hwm)/(1<<20), "RSS-MB")
 				b.ReportMetric(float64(many.anon)/(1<<20), "RssAnon-MB")
+				b.ReportMetric(float64(many.anon)/1024/float64(hotels), "RssAnon-KB/hotel")
+				b.ReportMetric(float64(many.quietAnon)/1024/float64(hotels), "RssAnon-KB/hotel-quiet")
+				b.ReportMetric(many.lagP99, "lag-p99-s")
+				b.ReportMetric(one.lagP99, "lag-p99-s-one-hotel")
 				b.ReportMetric(many.importTook.Seconds(), "import-s")
+				b.ReportMetric(many.settled.Seconds(), "settled-s")
+				b.ReportMetric(100*many.lagOver5, "lag-over-5s-pct")
 				unit := "fsyncs/hotel-cycle"
 				if backend == "postgres" {
 					unit = "round-trips/hotel-cycle"
@@ -77,11 +99,25 @@ func BenchmarkFleetProcess(b *testing.B) {
 
 type fleetProcessFigures struct {
 	cpuPerCycle time.Duration
-	hwm, anon   int64
-	importTook  time.Duration
+	// cpuPct is the daemon's CPU over the quiet window, in percent of one
+	// core.
+	cpuPct    float64
+	hwm, anon int64
+	// quietAnon is RssAnon at the end of the quiet window: the import's
+	// peak is behind it.
+	quietAnon  int64
+	importTook time.Duration
 	// stateTrips is the state's round trips per hotel-cycle (see
 	// BenchmarkFleetProcess).
 	stateTrips float64
+	// lagP99 is the 99th percentile of the cycle lag over the hotel-cycles
+	// that ended in the quiet window, in seconds.
+	lagP99 float64
+	// lagOver5 is the share of those hotel-cycles whose lag was over 5 s.
+	lagOver5 float64
+	// settled is the time from the start until every hotel ended the
+	// cycle after its first.
+	settled time.Duration
 }
 
 // runFleetProcess runs a daemon of hotels hotels (through a hotels
@@ -89,17 +125,19 @@ type fleetProcessFigures struct {
 // its state on backend, and measures it.
 func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dirMode bool) fleetProcessFigures {
 	b.Helper()
-	ts := refservertest.New(b)
+	schedule, interval := benchSchedule(b, "@every 2s")
 	dir := b.TempDir()
 	hotelsDir := filepath.Join(dir, "hotels.d")
 	if err := os.Mkdir(hotelsDir, 0o700); err != nil {
 		b.Fatal(err)
 	}
+	seed, hs := writeBenchHotels(b, dir, map[bool]string{true: hotelsDir}[dirMode], hotels, tickets)
+	apiURL := startRefserverProcess(b, bin, seed)
 	listen := freeAddr(b)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"TICKETBRIDGE_API_URL=" + ts.URL, "TICKETBRIDGE_ADAPTER=files", "TICKETBRIDGE_FILES_SETTLE=0s",
+		"TICKETBRIDGE_API_URL=" + apiURL, "TICKETBRIDGE_ADAPTER=files", "TICKETBRIDGE_FILES_SETTLE=0s",
 		"TICKETBRIDGE_LOG_FORMAT=json",
-		"TICKETBRIDGE_LOG_LEVEL=warn", "TICKETBRIDGE_SCHEDULE=@every 2s", "TICKETBRIDGE_LISTEN=" + listen}
+		"TICKETBRIDGE_LOG_LEVEL=warn", "TICKETBRIDGE_SCHEDULE=" + schedule, "TICKETBRIDGE_LISTEN=" + listen}
 	var (
 		proxy      *pgProxy
 		stateFiles []string
@@ -114,43 +152,13 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 		}
 	}
 	var filesDirs []string
-	for i := range hotels {
-		name := fmt.Sprintf("hotel-%03d", i)
-		org := uuid.NewString()
-		if err := ts.Server.AddOrganization(org, "hotel"); err != nil {
-			b.Fatal(err)
-		}
-		k, err := ts.Server.IssueKey(org, refserver.KeySpec{Name: "bridge", Platform: refserver.PlatformRead, Tickets: refserver.TicketsWrite})
-		if err != nil {
-			b.Fatal(err)
-		}
-		keyFile := filepath.Join(dir, name+".key")
-		if err := os.WriteFile(keyFile, []byte(k.Value+"\n"), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		filesDir := filepath.Join(dir, "helpdesk", name)
-		filesDirs = append(filesDirs, filesDir)
+	for _, h := range hs {
+		filesDirs = append(filesDirs, h.filesDir)
 		if backend == "bbolt" && dirMode {
-			stateFiles = append(stateFiles, filepath.Join(dir, "state", "hotels", name+".db"))
+			stateFiles = append(stateFiles, filepath.Join(dir, "state", "hotels", h.name+".db"))
 		}
-		vars := "TICKETBRIDGE_API_KEY_FILE=" + keyFile + "\nTICKETBRIDGE_FILES_DIR=" + filesDir + "\n"
-		if dirMode {
-			if err := os.WriteFile(filepath.Join(hotelsDir, name+".env"), []byte(vars), 0o600); err != nil {
-				b.Fatal(err)
-			}
-		} else {
-			env = append(env, strings.Split(strings.TrimSpace(vars), "\n")...)
-		}
-		for j := range tickets {
-			tv, err := ts.Server.CreateTicket(org, refserver.NewTicket{
-				Department: fmt.Sprintf("dept%d", j%5), TaskDescription: fmt.Sprintf("request %d of %s: towels for room %d", j, name, 100+j),
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := ts.Server.AddMessage(tv.ID, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "could we have two more towels, please?"}); err != nil {
-				b.Fatal(err)
-			}
+		if !dirMode {
+			env = append(env, "TICKETBRIDGE_API_KEY_FILE="+h.keyFile, "TICKETBRIDGE_FILES_DIR="+h.filesDir)
 		}
 	}
 	if dirMode {
@@ -197,7 +205,7 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	}()
 
 	// The import: every hotel's helpdesk holds every request.
-	waitFor(b, 20*time.Minute, done, func() bool {
+	waitFor(b, 2*time.Hour, done, func() bool {
 		for _, d := range filesDirs {
 			if des, _ := os.ReadDir(filepath.Join(d, "tickets")); len(des) < tickets {
 				return false
@@ -206,13 +214,29 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 		return true
 	})
 	f := fleetProcessFigures{importTook: time.Since(start)}
-	// Let the cycle in flight end, then count quiet cycles.
-	time.Sleep(3 * time.Second)
+	// Let every hotel end its first cycle (the import, whose lag counts
+	// from the daemon's start) and the one after, which serves the ticks
+	// skipped while the import ran, then count quiet cycles.
+	// (Polled every 2 s: the metrics of 2,000 hotels are megabytes.)
+	for settled := false; !settled; {
+		select {
+		case <-done:
+			b.Fatal("the daemon exited")
+		case <-time.After(2 * time.Second):
+		}
+		_, ended := scrapeMetrics(b, listen)
+		settled = len(ended) >= hotels
+		for _, n := range ended {
+			settled = settled && n >= 2
+		}
+	}
+	f.settled = time.Since(start)
+	time.Sleep(max(3*time.Second, interval))
 	// One hotel's quiet cycles take a few milliseconds and the kernel
 	// counts CPU in 10 ms ticks: it is watched longer.
-	window := 20 * time.Second
+	window := max(20*time.Second, 2*interval)
 	if hotels == 1 {
-		window = time.Minute
+		window = max(time.Minute, window)
 	}
 	trips := func() int64 {
 		if proxy != nil {
@@ -225,17 +249,23 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 		return fsyncs
 	}
 	_, c0 := scrapeCounts(b, listen)
+	lag0, _ := scrapeMetrics(b, listen)
 	cpu0, t0 := procCPU(b, cmd.Process.Pid), trips()
 	time.Sleep(window)
-	_, c1 := scrapeCounts(b, listen)
 	cpu1, t1 := procCPU(b, cmd.Process.Pid), trips()
+	_, c1 := scrapeCounts(b, listen)
+	lag1, _ := scrapeMetrics(b, listen)
 	if c1 <= c0 {
 		b.Fatalf("no cycle in %s (%v -> %v)", window, c0, c1)
 	}
 	f.cpuPerCycle = time.Duration(float64(cpu1-cpu0) / (c1 - c0))
+	f.cpuPct = 100 * float64(cpu1-cpu0) / float64(window)
 	f.stateTrips = float64(t1-t0) / (c1 - c0)
+	f.lagP99 = lag1.quantile(lag0, 0.99)
+	f.lagOver5 = lag1.overBound(lag0, 5)
 	f.hwm = procStatus(cmd.Process.Pid, "VmHWM:")
 	f.anon = anonPeak.Load()
+	f.quietAnon = procStatus(cmd.Process.Pid, "RssAnon:")
 	return f
 }
 

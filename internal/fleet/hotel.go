@@ -168,7 +168,9 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 		return false
 	}
 	tel := rh.tel
-	if err := tel.Start(sctx, nil, w.Engine().Schedule(), w.Engine().Interval(), func() (state.Stats, error) { return w.Store().Stats(sctx) }); err != nil {
+	// The hotel's ticks at a phase of its own (see the package doc).
+	sched := sync.Spread(w.Engine().Schedule(), name)
+	if err := tel.Start(sctx, nil, sched, w.Engine().Interval(), func() (state.Stats, error) { return w.Store().Stats(sctx) }); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
 		return false
@@ -182,7 +184,9 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 		rh.page = page
 	}
 	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
-	_ = w.Scheduler(tel, tel.CycleMax(), page, life).Run(sctx)
+	s := w.Scheduler(tel, tel.CycleMax(), page, life)
+	s.Schedule = sched
+	_ = s.Run(sctx)
 	return false
 }
 

@@ -19,6 +19,7 @@ import (
 type metrics struct {
 	cycles        *prometheus.CounterVec
 	cycleDuration prometheus.Histogram
+	cycleLag      prometheus.Histogram
 	apiRequests   *prometheus.CounterVec
 	apiDuration   *prometheus.HistogramVec
 	mirrored      *prometheus.CounterVec
@@ -66,6 +67,11 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name:    "ticketbridge_cycle_duration_seconds",
 			Help:    "How long sync cycles took.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200},
+		}),
+		cycleLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ticketbridge_cycle_lag_seconds",
+			Help:    "How long after its scheduled start each sync cycle ended (for the first cycle: after the daemon or hotel started): its duration plus any wait for its turn. A tick skipped because the previous cycle still ran counts from that tick into the next cycle's lag.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1200},
 		}),
 		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketbridge_api_requests_total",
@@ -131,7 +137,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		reconcile: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
 			Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}, []string{"outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.apiRequests, m.apiDuration, m.mirrored,
+	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.cycleLag, m.apiRequests, m.apiDuration, m.mirrored,
 		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held, m.setAside, m.setAsideTotal, m.reconcile} {
 		f(c)
 	}

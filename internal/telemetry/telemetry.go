@@ -199,6 +199,9 @@ func (t *Telemetry) CycleDone(r sync.Report, err error) {
 	}
 	t.m.cycles.WithLabelValues(outcome).Inc()
 	t.m.cycleDuration.Observe(r.Duration.Seconds())
+	if r.Lag > 0 { // 0: a cycle no scheduler ran
+		t.m.cycleLag.Observe(r.Lag.Seconds())
+	}
 	t.m.mirrored.WithLabelValues(dirToHelpdesk).Add(float64(r.Mirrored))
 	t.m.mirrored.WithLabelValues(dirToAPI).Add(float64(r.Sent))
 	t.m.errors.WithLabelValues(errKindTicket).Add(float64(r.Errors))

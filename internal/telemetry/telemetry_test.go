@@ -146,14 +146,14 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	// A failed cycle: not ready, with its reason.
 	clock.Advance(2 * time.Second)
 	fatal := fmt.Errorf("list tickets: %w", sync.ErrKeyRefused)
-	tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Fatal: fatal.Error()}, fatal)
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Lag: 2500 * time.Millisecond, Fatal: fatal.Error()}, fatal)
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "revoked, expired or mistyped") {
 		t.Fatalf("readyz after a failed cycle: %d %q", code, body)
 	}
 
 	// A partial cycle that synced counts as a success.
 	clock.Advance(30 * time.Second)
-	tel.CycleDone(sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
+	tel.CycleDone(sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Lag: 4 * time.Second, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
 		Signalled: 5, Unsignalled: 1, Throttled: 3, Reconcile: map[string]int{sync.ReconcileCarriedUp: 2}}, nil)
 	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "partial") {
 		t.Fatalf("readyz after a partial cycle: %d %q", code, body)
@@ -171,6 +171,10 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 		`ticketbridge_cycles_total{outcome="ok"}`:                       0,
 		`ticketbridge_cycle_duration_seconds_count`:                     2,
 		`ticketbridge_cycle_duration_seconds_sum`:                       3.5,
+		`ticketbridge_cycle_lag_seconds_count`:                          2,
+		`ticketbridge_cycle_lag_seconds_sum`:                            6.5,
+		`ticketbridge_cycle_lag_seconds_bucket{le="3"}`:                 1,
+		`ticketbridge_cycle_lag_seconds_bucket{le="5"}`:                 2,
 		`ticketbridge_messages_mirrored_total{direction="to_helpdesk"}`: 4,
 		`ticketbridge_messages_mirrored_total{direction="to_api"}`:      2,
 		`ticketbridge_errors_total{kind="key_refused"}`:                 1,
