@@ -324,10 +324,18 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 			// each cycle's report.
 			var snap *sync.Status
 			if now, commits := time.Now(), w.store.Commits(); timer.due(now, r, commits) {
-				// The hook is given no context: the snapshot's read is
-				// bounded by the state's round-trip timeout.
-				snap = w.snapshotAfter(context.Background(), &r)
-				timer.taken(now, time.Since(now), commits)
+				if prev := timer.reuse(r, commits); prev != nil {
+					// Nothing committed since the last read: only its
+					// times and the last cycle differ.
+					s := prev.Restamp(now)
+					snap = w.snapshotOf(&s, &r)
+				} else {
+					// The hook is given no context: the snapshot's read is
+					// bounded by the state's round-trip timeout.
+					snap = w.snapshotAfter(context.Background(), &r)
+					timer.cost = time.Since(now)
+				}
+				timer.taken(now, commits, snap)
 			}
 			ReportHeld(context.Background(), rep, w.Helpdesk())
 			page.cycleDone(r, snap)
@@ -355,8 +363,11 @@ func deadlineOf(ctx context.Context) time.Time {
 // is older than snapshotQuietEvery.
 type snapshotTimer struct {
 	last    time.Time     // when the last snapshot was taken; zero: none yet
-	cost    time.Duration // what taking it cost
+	cost    time.Duration // what reading the last one from state cost
 	commits int64         // the store's commits when it was taken
+	// prev is the last snapshot (nil: none, or it could not be read); a
+	// quiet cycle's is prev restamped, not read from state again.
+	prev *sync.Status
 }
 
 // due reports whether the snapshot is to be taken now, after the cycle
@@ -373,9 +384,20 @@ func (t *snapshotTimer) due(now time.Time, r sync.Report, commits int64) bool {
 	}
 }
 
-// taken records a snapshot taken at now that cost cost.
-func (t *snapshotTimer) taken(now time.Time, cost time.Duration, commits int64) {
-	t.last, t.cost, t.commits = now, cost, commits
+// reuse returns the last snapshot when the next, after the cycle of
+// report r with the store at commits, may be that one restamped: the
+// cycle synced and the state committed nothing since it was read. Else
+// nil: the state is read again.
+func (t *snapshotTimer) reuse(r sync.Report, commits int64) *sync.Status {
+	if t.prev == nil || commits != t.commits || !r.Synced {
+		return nil
+	}
+	return t.prev
+}
+
+// taken records snapshot s, taken at now with the store at commits.
+func (t *snapshotTimer) taken(now time.Time, commits int64, s *sync.Status) {
+	t.last, t.commits, t.prev = now, commits, s
 }
 
 // WriteSnapshot writes the status snapshot of w's hotel next to its state
@@ -410,6 +432,12 @@ func (w *Bridge) snapshotAfter(ctx context.Context, r *sync.Report) *sync.Status
 	return snapshot(ctx, w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, r, w.log)
 }
 
+// snapshotOf writes s, the last snapshot restamped, as the snapshot after
+// the cycle of report r (see snapshot), reading nothing of the state.
+func (w *Bridge) snapshotOf(s *sync.Status, r *sync.Report) *sync.Status {
+	return writeSnapshot(*s, nil, w.Helpdesk(), w.cfg.State+StatusSuffix, r, w.log)
+}
+
 // snapshot writes the status snapshot of st to path, atomically and
 // readable by the owner only, with last (when not nil) as its last cycle.
 // Failures are logged: the snapshot is a convenience, the state file is
@@ -418,6 +446,12 @@ func (w *Bridge) snapshotAfter(ctx context.Context, r *sync.Report) *sync.Status
 // read.
 func snapshot(ctx context.Context, st *state.Store, hd adapters.Helpdesk, path string, last *sync.Report, log *slog.Logger) *sync.Status {
 	s, err := sync.ReadStatus(ctx, st, time.Now())
+	return writeSnapshot(s, err, hd, path, last, log)
+}
+
+// writeSnapshot completes s, read with err, and writes it as snapshot
+// does.
+func writeSnapshot(s sync.Status, err error, hd adapters.Helpdesk, path string, last *sync.Report, log *slog.Logger) *sync.Status {
 	if err == nil {
 		s.Held = held(context.Background(), hd)
 		if last != nil && last.Outcome != "" {

@@ -20,7 +20,8 @@ func TestSnapshotTimer(t *testing.T) {
 	if !timer.due(t0, synced, 0) {
 		t.Error("the first cycle took no snapshot")
 	}
-	timer.taken(t0, 10*time.Millisecond, 0)
+	timer.cost = 10 * time.Millisecond
+	timer.taken(t0, 0, nil)
 	for _, c := range []struct {
 		what    string
 		after   time.Duration
@@ -39,9 +40,37 @@ func TestSnapshotTimer(t *testing.T) {
 			t.Errorf("%s: due %t, want %t", c.what, got, c.want)
 		}
 	}
-	timer.taken(t0, time.Minute, 0)
+	timer.cost = time.Minute
+	timer.taken(t0, 0, nil)
 	if timer.due(t0.Add(9*time.Second), synced, 1) || !timer.due(t0.Add(10*time.Second), synced, 1) {
 		t.Error("a snapshot that cost a minute: a cycle that wrote does not take the next one after snapshotEvery")
+	}
+}
+
+// A quiet cycle's snapshot is the last one restamped, not read from the
+// state again: only after a cycle that synced, with nothing committed
+// since the last one was read.
+func TestSnapshotReuse(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	synced := sync.Report{Outcome: sync.OutcomeOK, Synced: true}
+	var timer snapshotTimer
+	if timer.reuse(synced, 0) != nil {
+		t.Fatal("a snapshot reused before any was taken")
+	}
+	timer.taken(t0, 0, nil) // could not be read
+	if timer.reuse(synced, 0) != nil {
+		t.Error("a snapshot that could not be read reused")
+	}
+	s := &sync.Status{At: t0}
+	timer.taken(t0, 4, s)
+	if timer.reuse(synced, 4) != s {
+		t.Error("a quiet cycle's snapshot read the state again")
+	}
+	if timer.reuse(synced, 5) != nil {
+		t.Error("a snapshot reused after the state committed")
+	}
+	if timer.reuse(sync.Report{Outcome: sync.OutcomeFailed}, 4) != nil {
+		t.Error("a snapshot reused after a cycle that did not sync")
 	}
 }
 
