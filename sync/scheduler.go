@@ -36,10 +36,9 @@ type Scheduler struct {
 	// would restart it). The next tick starts the next cycle.
 	Deadline time.Duration
 	// AfterCycle, when set, is called after each cycle with its report
-	// (its Lag set) and
-	// error (metrics, the systemd watchdog), from Run's goroutine, once the
-	// scheduler counts the cycle as finished: a tick after AfterCycle
-	// returned starts the next cycle.
+	// (its Lag set) and error (metrics, the systemd watchdog), from Run's
+	// goroutine, once the scheduler counts the cycle as finished: a tick
+	// after AfterCycle returned starts the next cycle.
 	AfterCycle func(Report, error)
 	// Logger receives skipped ticks; nil discards.
 	Logger *slog.Logger
