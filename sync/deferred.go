@@ -45,9 +45,15 @@ type deferredRead struct {
 	reconcileSoon bool
 }
 
+// deferredOf returns what d keeps of t. Its times are kept as state
+// stores them, in UTC and without the clock's monotonic reading: two times
+// that both carry one compare by it, and the monotonic and the wall clock
+// drift apart, so a next read kept with it came out a few microseconds
+// after the full-read slot computed from the wall clock, and discover
+// stored it again in most cycles.
 func deferredOf(t state.Ticket) deferredRead {
-	return deferredRead{rev: t.Revision(), nextDue: t.NextDue, reason: t.DueReason, streak: t.QuietStreak,
-		reconciledAt: t.ReconciledAt, lastReconcile: t.LastReconcile, reconcileSoon: t.ReconcileSoon}
+	return deferredRead{rev: t.Revision(), nextDue: t.NextDue.UTC(), reason: t.DueReason, streak: t.QuietStreak,
+		reconciledAt: t.ReconciledAt.UTC(), lastReconcile: t.LastReconcile, reconcileSoon: t.ReconcileSoon}
 }
 
 func (d deferredRead) apply(t *state.Ticket) {
