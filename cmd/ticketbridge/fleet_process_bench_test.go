@@ -83,6 +83,7 @@ func BenchmarkFleetProcess(b *testing.B) {
 				b.ReportMetric(float64(many.anon)/1024/float64(hotels), "RssAnon-KB/hotel")
 				b.ReportMetric(float64(many.quietAnon)/1024/float64(hotels), "RssAnon-KB/hotel-quiet")
 				b.ReportMetric(many.lagP99, "lag-p99-s")
+				b.ReportMetric(many.apiPerCycle, "api-requests/hotel-cycle")
 				b.ReportMetric(one.lagP99, "lag-p99-s-one-hotel")
 				b.ReportMetric(many.importTook.Seconds(), "import-s")
 				b.ReportMetric(many.settled.Seconds(), "settled-s")
@@ -108,6 +109,8 @@ type fleetProcessFigures struct {
 	// peak is behind it.
 	quietAnon  int64
 	importTook time.Duration
+	// apiPerCycle is the API requests per hotel-cycle of the window.
+	apiPerCycle float64
 	// stateTrips is the state's round trips per hotel-cycle (see
 	// BenchmarkFleetProcess).
 	stateTrips float64
@@ -251,12 +254,12 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 		}
 		return fsyncs
 	}
-	_, c0 := scrapeCounts(b, listen)
+	r0, c0 := scrapeCounts(b, listen)
 	lag0, _ := scrapeMetrics(b, listen)
 	cpu0, t0 := procCPU(b, cmd.Process.Pid), trips()
 	time.Sleep(window)
 	cpu1, t1 := procCPU(b, cmd.Process.Pid), trips()
-	_, c1 := scrapeCounts(b, listen)
+	r1, c1 := scrapeCounts(b, listen)
 	lag1, _ := scrapeMetrics(b, listen)
 	if c1 <= c0 {
 		b.Fatalf("no cycle in %s (%v -> %v)", window, c0, c1)
@@ -264,6 +267,7 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	f.cpuPerCycle = time.Duration(float64(cpu1-cpu0) / (c1 - c0))
 	f.cpuPct = 100 * float64(cpu1-cpu0) / float64(window)
 	f.stateTrips = float64(t1-t0) / (c1 - c0)
+	f.apiPerCycle = (r1 - r0) / (c1 - c0)
 	f.lagP99 = lag1.quantile(lag0, 0.99)
 	f.lagOver5 = lag1.overBound(lag0, 5)
 	f.hwm = procStatus(cmd.Process.Pid, "VmHWM:")
