@@ -208,31 +208,33 @@ func TestQuietFullReadsWriteNothing(t *testing.T) {
 	}
 }
 
-// TestDeferredReadYieldsToAWrite: a read kept in memory is not laid over
-// a record written since: the stored record wins.
-func TestDeferredReadYieldsToAWrite(t *testing.T) {
+// keptRead makes a hotel of one quiet ticket and runs cycles until one
+// reads the ticket, finds nothing and commits nothing: its next read is
+// kept in memory. It returns the ticket's id. The full-read interval is
+// other than the cycle record's ten minutes: with ten, the full read of a
+// single ticket can fall in the record's cycle (which stores the read
+// too) every time once it did.
+func keptRead(t *testing.T) (*env, string) {
+	t.Helper()
 	e := newQuietEnv(t)
-	// A full-read interval other than the cycle record's ten minutes, so
-	// that the read's cycle is not always the record's (see below).
 	e.cfg.FullReadInterval = 7 * time.Minute
 	id := e.newTicket("Two towels to room 214")
 	e.quiesce()
-	// Find a quiet full read kept in memory: a cycle that read the ticket
-	// and committed nothing (one that also stored its ten-minute record
-	// does not count: it stored the read too). With the full read every
-	// ten minutes, both fall in the same cycle each time once they did.
-	kept := false
 	for range 3 * 28 { // three full-read intervals of 15 s steps
 		e.clock.Advance(15 * time.Second)
 		before := e.store.Commits()
 		if r := e.cycle(); r.Refreshed == 1 && e.store.Commits() == before {
-			kept = true
-			break
+			return e, id
 		}
 	}
-	if !kept {
-		t.Fatal("no quiet full read kept in memory in three intervals")
-	}
+	t.Fatal("no quiet full read kept in memory in three intervals")
+	return nil, ""
+}
+
+// TestDeferredReadYieldsToAWrite: a read kept in memory is not laid over
+// a record written since: the stored record wins.
+func TestDeferredReadYieldsToAWrite(t *testing.T) {
+	e, id := keptRead(t)
 	// Another write makes the ticket due now (as `ticketbridge retry`
 	// does); the next cycle must read it, not the read kept in memory.
 	e.editTicket(id, func(t *state.Ticket) { t.NextDue, t.DueReason = e.clock.Now(), "retry" })
@@ -246,25 +248,7 @@ func TestDeferredReadYieldsToAWrite(t *testing.T) {
 // stores the next reads kept in memory, so that a restart does not read
 // those tickets again at once.
 func TestFlushStoresKeptReads(t *testing.T) {
-	e := newQuietEnv(t)
-	// As in TestDeferredReadYieldsToAWrite: with a ten-minute interval
-	// the full read of a single ticket can fall in the record's cycle
-	// every time.
-	e.cfg.FullReadInterval = 7 * time.Minute
-	id := e.newTicket("Two towels to room 214")
-	e.quiesce()
-	kept := false
-	for range 3 * 28 { // three full-read intervals of 15 s steps
-		e.clock.Advance(15 * time.Second)
-		before := e.store.Commits()
-		if r := e.cycle(); r.Refreshed == 1 && e.store.Commits() == before {
-			kept = true
-			break
-		}
-	}
-	if !kept {
-		t.Fatal("no quiet full read kept in memory in three intervals")
-	}
+	e, id := keptRead(t)
 	stored := e.stateTicket(id)
 	before := e.store.Commits()
 	if err := e.engine.Flush(t.Context()); err != nil {
