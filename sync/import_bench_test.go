@@ -69,21 +69,7 @@ func BenchmarkImport(b *testing.B) {
 		}))
 	}
 	e := newEnv(b, opts...)
-	ids := make([]string, 0, n)
-	for i := range n {
-		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{
-			Department: fmt.Sprintf("dept%03d", i%depts), TaskDescription: fmt.Sprintf("request %d", i),
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := e.ts.Server.AddMessage(tv.ID, refserver.ConsoleMessage{
-			AuthorType: guestapi.AuthorGuest, Body: fmt.Sprintf("a message of request %d", i),
-		}); err != nil {
-			b.Fatal(err)
-		}
-		ids = append(ids, tv.ID)
-	}
+	ids := addRequests(b, e, n, depts)
 	e.cfg.Concurrency = conc
 	e.logs = nil
 	api := e.client(e.key)

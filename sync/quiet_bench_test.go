@@ -74,19 +74,7 @@ func BenchmarkCycleQuiet(b *testing.B) {
 // quiet.
 func quietHotel(b *testing.B, e *env, n int) {
 	b.Helper()
-	for i := range n {
-		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{
-			Department: fmt.Sprintf("dept%02d", i%benchDepts), TaskDescription: fmt.Sprintf("request %d", i),
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := e.ts.Server.AddMessage(tv.ID, refserver.ConsoleMessage{
-			AuthorType: guestapi.AuthorGuest, Body: fmt.Sprintf("a message of request %d", i),
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	addRequests(b, e, n, benchDepts)
 	e.cfg.Concurrency = tbsync.DefaultConfig().Concurrency
 	e.logs = nil
 	e.open()
@@ -139,4 +127,26 @@ func profileLoop(b *testing.B) func() {
 		}
 		heap("mem-" + name + ".pprof")
 	}
+}
+
+// addRequests adds n requests of one guest message each to e's hotel,
+// spread over depts departments, and returns their ids.
+func addRequests(b *testing.B, e *env, n, depts int) []string {
+	b.Helper()
+	ids := make([]string, 0, n)
+	for i := range n {
+		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{
+			Department: fmt.Sprintf("dept%03d", i%depts), TaskDescription: fmt.Sprintf("request %d", i),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.ts.Server.AddMessage(tv.ID, refserver.ConsoleMessage{
+			AuthorType: guestapi.AuthorGuest, Body: fmt.Sprintf("a message of request %d", i),
+		}); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, tv.ID)
+	}
+	return ids
 }

@@ -198,13 +198,6 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 	return s, nil
 }
 
-// Restamp returns s taken at now: the snapshot of a state that has
-// committed nothing since s was read, without reading it again.
-func (s Status) Restamp(now time.Time) Status {
-	s.At = now
-	return s
-}
-
 func countTickets(s Status) StatusCounts {
 	c := StatusCounts{Tickets: len(s.Tickets), Pending: len(s.Pending), Failed: len(s.Failed)}
 	for _, t := range s.Tickets {

@@ -327,7 +327,8 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 				if prev := timer.reuse(r, commits); prev != nil {
 					// Nothing committed since the last read: only its
 					// times and the last cycle differ.
-					s := prev.Restamp(now)
+					s := *prev
+					s.At = now
 					snap = w.snapshotOf(&s, &r)
 				} else {
 					// The hook is given no context: the snapshot's read is
