@@ -110,3 +110,32 @@ func BenchmarkAuthManyKeys(b *testing.B) {
 		serve(b, srv, "GET", "/ops-public-api/v1/tickets?limit=1", key, "", "")
 	}
 }
+
+// BenchmarkListTicketsManyOrgs measures GET /tickets?limit=200 of one
+// organisation of 100 tickets when the server holds 2,000 such
+// organisations, as the fleet benchmarks' reference server does: a list
+// must cost what its own organisation holds, not what the server holds.
+func BenchmarkListTicketsManyOrgs(b *testing.B) {
+	srv := refserver.New(refserver.Options{TokenRateLimit: refserver.RateLimit{Requests: -1}})
+	var key string
+	for o := range 2000 {
+		org := fmt.Sprint("org-", o)
+		if err := srv.AddOrganization(org, "hotel"); err != nil {
+			b.Fatal(err)
+		}
+		k, err := srv.IssueKey(org, refserver.KeySpec{Name: "bench", Tickets: refserver.TicketsRead})
+		if err != nil {
+			b.Fatal(err)
+		}
+		key = k.Value
+		for i := range 100 {
+			if _, err := srv.CreateTicket(org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "towels",
+				CreatedAt: start.Add(time.Duration(i) * time.Second)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for b.Loop() {
+		serve(b, srv, "GET", "/ops-public-api/v1/tickets?limit=200", key, "", "")
+	}
+}

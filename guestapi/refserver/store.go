@@ -96,6 +96,10 @@ type organization struct {
 	productType string
 	idem        map[string]idemEntry
 	pruneAt     time.Time // when expired idempotency keys are next swept out
+	// tickets are the organisation's tickets, newest first while sorted:
+	// a list costs what the organisation holds, not what the server holds.
+	tickets []*ticket
+	sorted  bool
 }
 
 type idemEntry struct {
@@ -403,6 +407,9 @@ func (st *store) insertTicket(t *ticket) {
 	st.seq++
 	t.seq = st.seq
 	st.tickets[t.id] = t
+	o := st.orgs[t.org]
+	o.tickets = append(o.tickets, t)
+	o.sorted = false
 }
 
 // checkTicketFields checks the fields of a ticket to create; the errors
@@ -616,19 +623,21 @@ func (s *Server) Tickets(org string) []TicketView {
 // sortedTickets returns org's tickets newest first (created_at, then the
 // later created). Caller holds mu.
 func (st *store) sortedTickets(org string) []*ticket {
-	var ts []*ticket
-	for _, t := range st.tickets {
-		if t.org == org {
-			ts = append(ts, t)
-		}
+	o := st.orgs[org]
+	if o == nil {
+		return nil
 	}
-	slices.SortFunc(ts, func(a, b *ticket) int {
-		if c := b.created.Compare(a.created); c != 0 {
-			return c
-		}
-		return int(b.seq) - int(a.seq)
-	})
-	return ts
+	if !o.sorted {
+		// created_at never changes after a ticket is created.
+		slices.SortFunc(o.tickets, func(a, b *ticket) int {
+			if c := b.created.Compare(a.created); c != 0 {
+				return c
+			}
+			return int(b.seq) - int(a.seq)
+		})
+		o.sorted = true
+	}
+	return o.tickets
 }
 
 // IssueKey issues a key in org and returns its value, which is stored only
