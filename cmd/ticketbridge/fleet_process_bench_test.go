@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -46,6 +48,11 @@ import (
 // for PostgreSQL the client's turns on the wire, counted by a proxy between
 // the daemon and the database.
 //
+// TICKETBRIDGE_FLEET_PROFILE names a folder for the many-hotel daemon's
+// profiles: the binary is then built with -tags pprof, and the folder gets
+// a CPU profile of the quiet window (cpu-BACKEND.prof) and a heap profile
+// at its end (heap-BACKEND.prof), for go tool pprof.
+//
 //	go test -run '^$' -bench BenchmarkFleetProcess -benchtime 1x ./cmd/ticketbridge/
 //	TICKETBRIDGE_FLEET_HOTELS=2000 TICKETBRIDGE_FLEET_SCHEDULE='@every 30s' \
 //	    go test -run '^$' -bench 'BenchmarkFleetProcess/bbolt' -benchtime 1x -timeout 2h ./cmd/ticketbridge/
@@ -54,7 +61,11 @@ func BenchmarkFleetProcess(b *testing.B) {
 	tickets := benchEnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
 	schedule, _ := benchSchedule(b, "@every 2s")
 	bin := filepath.Join(b.TempDir(), "ticketbridge")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := []string{"build", "-o", bin}
+	if os.Getenv("TICKETBRIDGE_FLEET_PROFILE") != "" {
+		build = append(build, "-tags", "pprof")
+	}
+	if out, err := exec.Command("go", append(build, ".")...).CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, backend := range []string{"bbolt", "postgres"} {
@@ -168,6 +179,11 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	if dirMode {
 		env = append(env, "TICKETBRIDGE_HOTELS_DIR="+hotelsDir)
 	}
+	profiles, pprofAddr := os.Getenv("TICKETBRIDGE_FLEET_PROFILE"), ""
+	if profiles != "" && dirMode {
+		pprofAddr = freeAddr(b)
+		env = append(env, "PPROF_ADDR="+pprofAddr)
+	}
 
 	cmd := exec.Command(bin, "run")
 	cmd.Env = env
@@ -257,8 +273,16 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	r0, c0 := scrapeCounts(b, listen)
 	lag0, _ := scrapeMetrics(b, listen)
 	cpu0, t0 := procCPU(b, cmd.Process.Pid), trips()
-	time.Sleep(window)
+	if pprofAddr != "" {
+		// The profile spans the window; its request returns at its end.
+		saveProfile(b, pprofAddr, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), filepath.Join(profiles, "cpu-"+backend+".prof"))
+	} else {
+		time.Sleep(window)
+	}
 	cpu1, t1 := procCPU(b, cmd.Process.Pid), trips()
+	if pprofAddr != "" {
+		saveProfile(b, pprofAddr, "heap", filepath.Join(profiles, "heap-"+backend+".prof"))
+	}
 	r1, c1 := scrapeCounts(b, listen)
 	lag1, _ := scrapeMetrics(b, listen)
 	if c1 <= c0 {
@@ -274,6 +298,25 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	f.anon = anonPeak.Load()
 	f.quietAnon = procStatus(cmd.Process.Pid, "RssAnon:")
 	return f
+}
+
+// saveProfile fetches /debug/pprof/<which> from a daemon built with -tags
+// pprof into path.
+func saveProfile(b *testing.B, addr, which, path string) {
+	b.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + which)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("profile %s: %v %s", which, err, resp.Status)
+	}
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("profile: %s", path)
 }
 
 // procCPU is the user and system time process pid has used.
