@@ -43,6 +43,9 @@ type Deps struct {
 	// only where the API asked it to (a 429's Retry-After); tests pass one
 	// that returns at once.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Imports, when set, bounds the large imports that run at once across
+	// the engines sharing it (see [Imports]); nil bounds nothing.
+	Imports *Imports
 }
 
 // Meta keys the engine keeps in state.
@@ -95,14 +98,15 @@ var ErrCycleDeadline = errors.New("the cycle ran past its deadline (TICKETBRIDGE
 // Engine runs sync cycles. Make one with [New]; it is safe for concurrent
 // use, but cycles never overlap: RunCycle waits for the one in flight.
 type Engine struct {
-	cfg   parsed
-	pol   policy
-	api   *countingAPI
-	hd    adapters.Helpdesk
-	st    *state.Store
-	log   *slog.Logger
-	now   func() time.Time
-	sleep func(ctx context.Context, d time.Duration) error
+	cfg     parsed
+	pol     policy
+	api     *countingAPI
+	hd      adapters.Helpdesk
+	st      *state.Store
+	log     *slog.Logger
+	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) error
+	imports *Imports
 
 	mu      gosync.Mutex // one cycle at a time; guards what follows and pol's changes
 	checked bool
@@ -152,14 +156,15 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		return nil, errors.New("check sync deps: Store is nil")
 	}
 	e := &Engine{
-		cfg:   p,
-		pol:   newPolicy(p),
-		api:   &countingAPI{API: deps.API},
-		hd:    deps.Helpdesk,
-		st:    deps.Store,
-		log:   deps.Logger,
-		now:   deps.Now,
-		sleep: deps.Sleep,
+		cfg:     p,
+		pol:     newPolicy(p),
+		api:     &countingAPI{API: deps.API},
+		hd:      deps.Helpdesk,
+		st:      deps.Store,
+		log:     deps.Logger,
+		imports: deps.Imports,
+		now:     deps.Now,
+		sleep:   deps.Sleep,
 
 		queueFits: true,
 		putOff:    map[string]PutOff{},

@@ -46,6 +46,8 @@ type env struct {
 	wrapAPI func(tbsync.API) tbsync.API
 	wrapHD  func(adapters.Helpdesk) adapters.Helpdesk
 	wrapRT  func(http.RoundTripper) http.RoundTripper
+	// imports, when set, is the engines' Deps.Imports.
+	imports *tbsync.Imports
 }
 
 func testConfig() tbsync.Config {
@@ -128,7 +130,7 @@ func (e *env) open() *tbsync.Engine {
 		logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", hd.Name())
 	}
 	eng, err := tbsync.New(e.cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: e.clock.Now,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, Imports: e.imports})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -64,6 +64,11 @@ func (c *cycle) refresh() {
 		c.stop(fmt.Errorf("read state: %w", err))
 		return
 	}
+	release, ok := c.waitForImport(tracked)
+	if !ok {
+		return
+	}
+	defer release()
 	for _, p := range entries {
 		pending[p.TicketID] = append(pending[p.TicketID], p)
 	}
@@ -155,6 +160,33 @@ func (c *cycle) refresh() {
 	if len(unsignalled) > 0 && !c.storeBroken {
 		c.noteUnsignalled(unsignalled)
 	}
+}
+
+// waitForImport takes one of the engine's import slots when tracked holds
+// importGateMin tickets or more to import, waiting for one, and returns
+// what gives it back; false when the cycle ended while it waited (it
+// stopped; the imports stay due).
+func (c *cycle) waitForImport(tracked []state.Ticket) (release func(), ok bool) {
+	none := func() {}
+	if c.e.imports == nil {
+		return none, true
+	}
+	n := 0
+	for _, t := range tracked {
+		if t.Ref == "" {
+			n++
+		}
+	}
+	if n < importGateMin {
+		return none, true
+	}
+	c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: taking an import slot", n), slog.String("op", "import"))
+	release, err := c.e.imports.acquire(c.ctx)
+	if err != nil {
+		c.stop(fmt.Errorf("wait for an import slot: %w", err))
+		return nil, false
+	}
+	return release, true
 }
 
 // readRefreshState returns the tracked tickets and the pending journal

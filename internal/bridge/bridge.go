@@ -83,6 +83,9 @@ type Options struct {
 	// lease. The adapter gets it through adapters.Deps: its HTTP
 	// requests as Transport, its guard for what else it writes.
 	Chain httpx.Chain
+	// Imports bounds the large imports the hotels of a fleet run at once
+	// (see sync.Imports); nil for one hotel.
+	Imports *sync.Imports
 	// DryRun leaves the state file closed and the engine unmade (the dry
 	// run opens a copy itself) and opens the adapter read-only.
 	DryRun bool
@@ -198,7 +201,7 @@ func (w *Bridge) openHelpdesk(ctx context.Context) (adapters.Helpdesk, error) {
 
 // depsOf returns the engine's dependencies with client and hd.
 func (w *Bridge) depsOf(client *guestapi.Client, hd adapters.Helpdesk) sync.Deps {
-	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter)}
+	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter), Imports: w.opts.Imports}
 }
 
 // openState opens the state file for writing, explaining a lock held by a

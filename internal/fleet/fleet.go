@@ -63,7 +63,11 @@ type Fleet struct {
 	// slots bound the API and helpdesk requests in flight across hotels:
 	// every hotel's chain (see newRunning) holds one per request. api is
 	// the client every hotel's API client wraps.
-	slots    httpx.Slots
+	slots httpx.Slots
+	// imports bounds the hotels' large imports at once, as many as the
+	// requests in flight: more could not go faster, and would each hold
+	// their planned reads in memory while they wait (see sync.Imports).
+	imports  *sync.Imports
 	api      *http.Client
 	registry adapters.Registry
 	// afterCycle, when set, is called after each cycle of each hotel.
@@ -121,7 +125,7 @@ func New(life context.Context, opts Options) *Fleet {
 		clock = lease.SystemClock{}
 	}
 	f := &Fleet{life: life, src: opts.Source, main: opts.Daemon, hcfg: opts.Hotels, log: opts.Logger, tel: opts.Telemetry,
-		slots: slots, api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
+		slots: slots, imports: sync.NewImports(opts.Hotels.MaxInFlight), api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}}
 	f.keeper = lease.NewKeepers(lease.Options{TTL: opts.Hotels.LeaseTTL, Logger: opts.Logger, Clock: clock, Open: opts.OpenLeases}, balancer{f})
@@ -244,6 +248,7 @@ func (f *Fleet) newRunning(h config.Hotel, hl *lease.Held) *runningHotel {
 		Registry:   f.registry,
 		HTTPClient: &api,
 		Chain:      httpx.Chain{Slots: f.slots},
+		Imports:    f.imports,
 		AfterCycle: after,
 		Hotel:      name,
 	}

@@ -1,0 +1,72 @@
+package sync_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	tbsync "github.com/ticketbridge/ticketbridge/sync"
+)
+
+// TestLargeImportWaitsForASlot: while another hotel holds the only import
+// slot, a hotel's import of 25 requests waits for it, reading nothing; a
+// cycle that ends while it waits ends without an error of its own and
+// imports nothing, and the next cycle, with the slot free, imports them
+// all. A hotel with a few new requests does not wait at all.
+func TestLargeImportWaitsForASlot(t *testing.T) {
+	e := newEnv(t)
+	e.imports = tbsync.NewImports(1)
+	for range 25 {
+		e.newTicket("towels")
+	}
+	e.open()
+	release, err := e.imports.Take(t.Context()) // another hotel's import
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { _, err := e.engine.RunCycle(ctx); done <- err }()
+	for e.imports.Waiting() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the cycle ended without waiting for the import slot: %v", err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	if n := len(e.backend.Tickets()); n != 0 {
+		t.Errorf("the helpdesk holds %d tickets while the import waits, want 0", n)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("a cycle stopped while it waited for an import slot ended as a success")
+	}
+	if n := len(e.backend.Tickets()); n != 0 {
+		t.Errorf("the helpdesk holds %d tickets after the waiting cycle ended, want 0", n)
+	}
+
+	release()
+	e.tick()
+	if n := len(e.backend.Tickets()); n != 25 {
+		t.Errorf("the helpdesk holds %d tickets once the slot was free, want 25", n)
+	}
+	if n := e.imports.Waiting(); n != 0 {
+		t.Errorf("%d imports still wait", n)
+	}
+
+	// A few new requests import while another hotel holds the slot.
+	release, err = e.imports.Take(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for range 3 {
+		e.newTicket("a lamp")
+	}
+	e.tick()
+	if n := len(e.backend.Tickets()); n != 28 {
+		t.Errorf("the helpdesk holds %d tickets after 3 more came in, want 28", n)
+	}
+}
