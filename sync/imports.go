@@ -16,8 +16,8 @@ const importGateMin = 20
 // until its batches are stored, and with every hotel importing at once
 // they all hold them for the whole start, although the API's request
 // slots let only a few progress at a time. Bounded, the hotels import a
-// few at a time at the same total speed: the first are served within
-// seconds, not at the end, and the memory is a few hotels' imports. A slot
+// few at a time at the same total speed: the first are served early,
+// not all at the end, and the memory is a few hotels' imports. A slot
 // is held for the refresh phase only, which the cycle's deadline
 // (TICKETBRIDGE_CYCLE_MAX) bounds; a cycle whose context ends while it
 // waits ends without reading, and its imports stay due.
