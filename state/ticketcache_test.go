@@ -2,7 +2,10 @@ package state
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 // TestTicketCacheNeverServesAnOldRecord: tickets decoded once are served
@@ -77,4 +80,70 @@ func TestTicketCacheNeverServesAnOldRecord(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestTicketPackRoundTrip: a ticket packed for the cache unpacks to the
+// very struct its record decoded to (times included, compared with ==,
+// so that location and monotonic reading count), for a ticket of every
+// field set, one of none, times before 1970 and at the nanosecond.
+func TestTicketPackRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 30, 1, 123456789, time.UTC)
+	full := Ticket{ID: "t-ü-long-id", Department: "hk", Ref: "RT#42", UpstreamStatus: "in_progress",
+		HelpdeskStatus: "open", HelpdeskStatusAt: at, HelpdeskEventAt: at.Add(time.Nanosecond),
+		UpstreamUpdatedAt: at.Add(-time.Hour), AgreedStatus: "open", AgreedAt: time.Date(1969, 7, 20, 20, 17, 40, 1, time.UTC),
+		ReconciledAt: at, LastReconcile: "in_sync", ReconcileSoon: true, NextDue: at.Add(10 * time.Minute),
+		DueReason: "quiet", QuietStreak: 300, LastActivity: at, ClosedAt: at, Retired: true,
+		LastError: strings.Repeat("é", 200), Attempts: 1 << 40, CreatedAt: at, UpdatedAt: at}
+	for _, in := range []Ticket{full, {ID: "x"}} {
+		data, err := encode(ticketVersion, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := decodeTicket(in.ID, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed, ok := packTicket(want)
+		if !ok {
+			t.Fatalf("%s: not packed", in.ID)
+		}
+		if got := unpackTicket(packed, len(in.ID)); got != want {
+			t.Errorf("unpacked\n %+v\nwant\n %+v", got, want)
+		}
+	}
+	local := full
+	local.NextDue = at.In(time.FixedZone("CET", 3600))
+	if _, ok := packTicket(local); ok {
+		t.Error("a time outside UTC was packed: it would come back in UTC")
+	}
+}
+
+// TestTicketCacheHitAllocatesNothing: serving an unchanged record from
+// the cache allocates nothing, and the cached ticket costs a fraction of
+// the decoded struct's memory.
+func TestTicketCacheHitAllocatesNothing(t *testing.T) {
+	c := newTicketCache()
+	at := time.Date(2026, 11, 28, 12, 30, 1, 0, time.UTC)
+	data, err := encode(ticketVersion, Ticket{ID: "t-1", Department: "hk", Ref: "7", UpstreamStatus: "new",
+		NextDue: at, DueReason: "quiet", UpstreamUpdatedAt: at, LastActivity: at, CreatedAt: at, UpdatedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("t-1")
+	first, err := c.decode(key, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		got, err := c.decode(key, data)
+		if err != nil || got != first {
+			t.Fatalf("hit: %+v, %v; want %+v", got, err, first)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a cache hit allocates %.0f times, want 0", allocs)
+	}
+	if n, size := len(c.m["t-1"].packed), int(unsafe.Sizeof(Ticket{})); n*3 > size {
+		t.Errorf("packed ticket is %d bytes, the struct %d: want under a third", n, size)
+	}
 }
