@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -36,7 +37,7 @@ type listedTickets struct {
 }
 
 func (l *listedTickets) UnmarshalJSON(b []byte) error {
-	var items []listedWire
+	items := l.items[:0] // a buffer of listItems, or nil
 	if err := json.Unmarshal(b, &items); err != nil {
 		return fmt.Errorf("tickets: %w", err)
 	}
@@ -44,12 +45,35 @@ func (l *listedTickets) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxListItems is the spec's largest list; a buffer grown past it by a
+// server that answers more is not kept.
+const maxListItems = 200
+
+// listItems holds the slices lists are decoded into before their items
+// are copied out, so that a list does not grow a new one each time.
+var listItems = sync.Pool{New: func() any { return new([]listedWire) }}
+
 // decodeList decodes the answer of GET /tickets.
 func decodeList(body []byte) ([]Ticket, error) {
+	buf := listItems.Get().(*[]listedWire)
+	defer func() {
+		// Cleared to its capacity: encoding/json fills a reused element
+		// field by field, and a field a later list leaves out must not
+		// keep this one's value.
+		clear((*buf)[:cap(*buf)])
+		if cap(*buf) <= maxListItems {
+			listItems.Put(buf)
+		}
+	}()
 	var w struct {
 		Tickets listedTickets `json:"tickets"`
 	}
-	if err := decodeObject(body, &w); err != nil {
+	w.Tickets.items = (*buf)[:0]
+	err := decodeObject(body, &w)
+	if cap(w.Tickets.items) > cap(*buf) {
+		*buf = w.Tickets.items[:0]
+	}
+	if err != nil {
 		return nil, err
 	}
 	if !w.Tickets.present {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
@@ -97,6 +98,31 @@ func (c *Client) doOnce(ctx context.Context, r request) ([]byte, error) {
 	return nil, fmt.Errorf("%s: %w", r.op, last)
 }
 
+// readBuffers holds the buffers answers are read into, so that a daemon
+// polling thousands of hotels does not grow a new one for every list.
+var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// keepBuffer is the largest read buffer put back for reuse: a rare large
+// answer does not stay in memory.
+const keepBuffer = 1 << 20
+
+// readBody reads at most limit bytes of r into a reused buffer and returns
+// a copy of exactly their length: one allocation the size of the answer,
+// where io.ReadAll grows a slice to about twice that.
+func readBody(r io.Reader, limit int64) ([]byte, error) {
+	buf := readBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	_, err := buf.ReadFrom(io.LimitReader(r, limit))
+	body := bytes.Clone(buf.Bytes())
+	if body == nil {
+		body = []byte{}
+	}
+	if buf.Cap() <= keepBuffer {
+		readBuffers.Put(buf)
+	}
+	return body, err
+}
+
 // attempt makes one HTTP exchange. It returns the body of a 2xx answer,
 // what the exchange was for the retry loop, and the error to report when
 // it failed.
@@ -143,7 +169,7 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt
 	res := httpretry.Result{Status: resp.StatusCode, Header: resp.Header}
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
+		body, err := readBody(resp.Body, MaxBodySize+1)
 		c.logAttempt(ctx, r, attempt, resp.StatusCode, time.Since(start), err)
 		if err != nil {
 			err = fmt.Errorf("read answer: %w", err)

@@ -1,0 +1,41 @@
+package guestapi
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestListDecodeReusesNothingVisible: lists are decoded into reused
+// buffers, and nothing of one list shows in the tickets of another: not a
+// field the later list leaves out, not a rating the earlier list's
+// tickets point to.
+func TestListDecodeReusesNothingVisible(t *testing.T) {
+	first, err := decodeList([]byte(`{"tickets":[{"id":"a","department":"hk","status":"new","guest_rating":4.5,
+		"target_due_at":"2026-11-28T12:00:00.000000+00:00","task_description":"towels",
+		"created_at":"2026-11-28T10:00:00.000000+00:00","updated_at":"2026-11-28T11:00:00.000000+00:00"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the pool may hand out the same buffer, or a new one
+		second, err := decodeList([]byte(`{"tickets":[{"id":"b","status":"done","guest_rating":1},{"id":"c"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(second) != 2 {
+			t.Fatalf("decoded %d tickets, want 2", len(second))
+		}
+		b, c := second[0], second[1]
+		if b.Department != "" || b.TaskDescription != "" || b.TargetDueAt != nil || !b.CreatedAt.IsZero() {
+			t.Errorf("ticket b carries fields of the earlier list: %+v", b)
+		}
+		if c.GuestRating != nil || c.Status != "" {
+			t.Errorf("ticket c carries fields of the earlier list: %+v", c)
+		}
+		if r := first[0].GuestRating; r == nil || *r != 4.5 {
+			t.Errorf("the earlier list's rating changed to %v", r)
+		}
+	}
+	if _, err := decodeList([]byte(`{"tickets":[{"id":"x"},{"id":"x"}]}`)); err == nil || !strings.Contains(err.Error(), "repeats") {
+		t.Fatalf("repeated id: %v", err)
+	}
+}
