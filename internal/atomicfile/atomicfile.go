@@ -95,12 +95,33 @@ func WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
 	return nil
 }
 
-// replace writes a synced temporary file and renames it to path.
-func replace(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
-	tmp, err := writeTemp(path, perm, fill)
+// WriteVolatile replaces path with data like [WriteFile], whole or not
+// at all for every reader, but syncs nothing: after a power loss the file
+// may hold the old content, or be empty or damaged. It is for files the
+// writer makes again soon after it starts (a status snapshot), whose
+// fsyncs would be all of their cost.
+func WriteVolatile(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := writeTemp(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, false)
 	if err != nil {
 		return err
 	}
+	return rename(tmp, path)
+}
+
+// replace writes a synced temporary file and renames it to path.
+func replace(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
+	tmp, err := writeTemp(path, perm, fill, true)
+	if err != nil {
+		return err
+	}
+	return rename(tmp, path)
+}
+
+// rename moves the temporary file tmp to path, removing it on failure.
+func rename(tmp, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
@@ -116,7 +137,7 @@ func Create(path string, data []byte, perm fs.FileMode) error {
 	tmp, err := writeTemp(path, perm, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
-	})
+	}, true)
 	if err != nil {
 		return err
 	}
@@ -130,9 +151,9 @@ func Create(path string, data []byte, perm fs.FileMode) error {
 	return SyncDir(filepath.Dir(path))
 }
 
-// writeTemp writes a synced temporary file next to path and returns its
-// name.
-func writeTemp(path string, perm fs.FileMode, fill func(w io.Writer) error) (_ string, err error) {
+// writeTemp writes a temporary file next to path, synced when sync is
+// set, and returns its name.
+func writeTemp(path string, perm fs.FileMode, fill func(w io.Writer) error, sync bool) (_ string, err error) {
 	base := filepath.Base(path)
 	if len(base) > 64 { // keep the temporary name within NAME_MAX
 		base = strings.ToValidUTF8(base[:64], "")
@@ -151,9 +172,11 @@ func writeTemp(path string, perm fs.FileMode, fill func(w io.Writer) error) (_ s
 	if err := fill(f); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
-	syncs.Add(1)
-	if err := f.Sync(); err != nil {
-		return "", fmt.Errorf("sync %s: %w", path, err)
+	if sync {
+		syncs.Add(1)
+		if err := f.Sync(); err != nil {
+			return "", fmt.Errorf("sync %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("close %s: %w", path, err)

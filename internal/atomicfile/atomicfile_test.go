@@ -197,3 +197,26 @@ func TestReadersSeeWholeVersions(t *testing.T) {
 	wg.Wait()
 	noTemps(t, dir)
 }
+
+// TestWriteVolatileSyncsNothing: WriteVolatile replaces the file whole,
+// with its mode and no temporary file left, and makes no fsync.
+func TestWriteVolatileSyncsNothing(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "status.json")
+	before := atomicfile.Syncs()
+	for _, content := range []string{"first\n", "second, longer than the first\n"} {
+		if err := atomicfile.WriteVolatile(p, []byte(content), 0o600); err != nil {
+			t.Fatalf("WriteVolatile(%q): %v", content, err)
+		}
+		if got, err := os.ReadFile(p); err != nil || string(got) != content {
+			t.Fatalf("read back %q, %v; want %q", got, err, content)
+		}
+	}
+	if n := atomicfile.Syncs() - before; n != 0 {
+		t.Errorf("%d fsyncs, want none", n)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("stat: %v, %v; want no access for group and others", fi, err)
+	}
+	noTemps(t, dir)
+}

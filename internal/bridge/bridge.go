@@ -264,6 +264,10 @@ const (
 	// the cycles change nothing: it reads every record, which a quiet
 	// cycle does not need, and only its times would differ.
 	snapshotQuietEvery = time.Minute
+	// snapshotLeanQuietEvery is snapshotQuietEvery for a hotel that keeps
+	// no request lines in memory (see snapshotTimer.lean) and writes a
+	// file: its quiet snapshot is read from state again, not restamped.
+	snapshotLeanQuietEvery = 5 * time.Minute
 	// BackupSuffix names the live copy the daemon writes on SIGUSR1.
 	BackupSuffix = ".backup"
 )
@@ -301,7 +305,7 @@ type Reporter interface {
 // context the cycles run in instead of the scheduler's: ending the
 // scheduler's then lets the cycle in flight finish.
 func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, life context.Context) *sync.Scheduler {
-	var timer snapshotTimer
+	timer := snapshotTimer{lean: page.lean(), file: !state.IsURL(w.cfg.State)}
 	return &sync.Scheduler{
 		Schedule: w.Engine().Schedule(),
 		Deadline: deadline,
@@ -364,7 +368,8 @@ func deadlineOf(ctx context.Context) time.Time {
 // not sync; after one that changed the state (the store committed since
 // the last snapshot) when the last is older than twenty times what taking
 // it cost, at most snapshotEvery; and after a quiet one only when the last
-// is older than snapshotQuietEvery.
+// is older than snapshotQuietEvery (snapshotLeanQuietEvery for a lean
+// hotel that writes a file).
 type snapshotTimer struct {
 	last    time.Time     // when the last snapshot was taken; zero: none yet
 	cost    time.Duration // what reading the last one from state cost
@@ -372,6 +377,12 @@ type snapshotTimer struct {
 	// prev is the last snapshot (nil: none, or it could not be read); a
 	// quiet cycle's is prev restamped, not read from state again.
 	prev *sync.Status
+	// lean is set for a hotel whose page keeps no request lines (a hotel
+	// of many, or no page): prev keeps the counts only, about 400 bytes
+	// a request less. A quiet snapshot that writes a file (file) is then
+	// read from state again; one that does not (PostgreSQL) needs only
+	// the counts the page shows.
+	lean, file bool
 }
 
 // due reports whether the snapshot is to be taken now, after the cycle
@@ -383,6 +394,8 @@ func (t *snapshotTimer) due(now time.Time, r sync.Report, commits int64) bool {
 		return true
 	case commits != t.commits:
 		return since >= min(snapshotEvery, 20*t.cost)
+	case t.lean && t.file:
+		return since >= snapshotLeanQuietEvery
 	default:
 		return since >= snapshotQuietEvery
 	}
@@ -390,17 +403,24 @@ func (t *snapshotTimer) due(now time.Time, r sync.Report, commits int64) bool {
 
 // reuse returns the last snapshot when the next, after the cycle of
 // report r with the store at commits, may be that one restamped: the
-// cycle synced and the state committed nothing since it was read. Else
-// nil: the state is read again.
+// cycle synced, the state committed nothing since it was read, and the
+// snapshot kept what the next one needs. Else nil: the state is read
+// again.
 func (t *snapshotTimer) reuse(r sync.Report, commits int64) *sync.Status {
-	if t.prev == nil || commits != t.commits || !r.Synced {
+	if t.prev == nil || commits != t.commits || !r.Synced || (t.lean && t.file) {
 		return nil
 	}
 	return t.prev
 }
 
-// taken records snapshot s, taken at now with the store at commits.
+// taken records snapshot s, taken at now with the store at commits; a
+// lean timer keeps it without its lists.
 func (t *snapshotTimer) taken(now time.Time, commits int64, s *sync.Status) {
+	if s != nil && t.lean {
+		c := *s
+		c.Tickets, c.Pending, c.Failed = nil, nil, nil
+		s = &c
+	}
 	t.last, t.commits, t.prev = now, commits, s
 }
 
@@ -468,7 +488,8 @@ func writeSnapshot(s sync.Status, err error, hd adapters.Helpdesk, path string, 
 	if err == nil && !state.IsURL(path) {
 		var b []byte
 		if b, err = json.MarshalIndent(s, "", "  "); err == nil {
-			err = atomicfile.WriteFile(path, append(b, '\n'), 0o600)
+			// No fsync: the daemon writes it again after a restart.
+			err = atomicfile.WriteVolatile(path, append(b, '\n'), 0o600)
 		}
 	}
 	if err != nil {
@@ -512,6 +533,10 @@ func NewConsole(w *Bridge, name string) *Console {
 	}
 	return &Console{Hotel: h}
 }
+
+// lean reports whether the page keeps no request lines in memory: there
+// is none, or it reads them on demand.
+func (c *Console) lean() bool { return c == nil || c.Hotel.IsOnDemand() }
 
 // cycleDone gives the page the cycle's report and the status read after
 // it, nil when the daemon read none this time.

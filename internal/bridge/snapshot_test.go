@@ -74,6 +74,41 @@ func TestSnapshotReuse(t *testing.T) {
 	}
 }
 
+// A lean hotel (a hotel of many: its page reads its request lines on
+// demand) keeps its last snapshot without them. Writing a file, it reads
+// a quiet snapshot from the state again, every snapshotLeanQuietEvery;
+// on PostgreSQL (no file) it restamps the counts it keeps.
+func TestSnapshotLean(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	synced := sync.Report{Outcome: sync.OutcomeOK, Synced: true}
+	full := &sync.Status{At: t0, Counts: sync.StatusCounts{Tickets: 1}, Tickets: []sync.TicketStatus{{ID: "t-1"}},
+		Pending: []sync.EntryStatus{{EventID: "e-1"}}, Failed: []sync.EntryStatus{{EventID: "e-2"}}}
+	for _, file := range []bool{true, false} {
+		timer := snapshotTimer{lean: true, file: file}
+		timer.taken(t0, 4, full)
+		if p := timer.prev; p == nil || p.Tickets != nil || p.Pending != nil || p.Failed != nil || p.Counts.Tickets != 1 {
+			t.Errorf("file %t: a lean timer keeps %+v, want the counts only", file, p)
+		}
+		if len(full.Tickets) != 1 {
+			t.Fatal("taking the snapshot emptied the caller's")
+		}
+		reused := timer.reuse(synced, 4)
+		if file && reused != nil {
+			t.Error("a lean hotel writing a file restamps a snapshot without its request lines")
+		}
+		if !file && reused == nil {
+			t.Error("a lean hotel on PostgreSQL reads the state again for a quiet snapshot")
+		}
+		quiet := snapshotQuietEvery
+		if file {
+			quiet = snapshotLeanQuietEvery
+		}
+		if timer.due(t0.Add(quiet-time.Second), synced, 4) || !timer.due(t0.Add(quiet), synced, 4) {
+			t.Errorf("file %t: a quiet snapshot is not due after %s", file, quiet)
+		}
+	}
+}
+
 // The snapshot taken after a cycle shows that cycle as the last, though a
 // quiet cycle does not store its record every time.
 func TestSnapshotShowsTheLastCycle(t *testing.T) {

@@ -83,6 +83,10 @@ func (h *Hotel) OnDemand() *Hotel {
 	return h
 }
 
+// IsOnDemand reports whether h reads its request list on demand (see
+// OnDemand).
+func (h *Hotel) IsOnDemand() bool { return h.onDemand }
+
 // Recent cycles are kept for an hour, at most maxCycles of them.
 const (
 	keepCycles = time.Hour
