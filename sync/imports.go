@@ -2,7 +2,11 @@ package sync
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"sync/atomic"
+
+	"github.com/ticketbridge/ticketbridge/state"
 )
 
 // importGateMin is the smallest import that takes one of a fleet's import
@@ -50,3 +54,30 @@ func (im *Imports) acquire(ctx context.Context) (release func(), err error) {
 
 // Waiting is how many imports wait for a slot now.
 func (im *Imports) Waiting() int { return int(im.waiting.Load()) }
+
+// waitForImport takes one of the engine's import slots when tracked holds
+// importGateMin tickets or more to import, waiting for one, and returns
+// what gives it back; false when the cycle ended while it waited (it
+// stopped; the imports stay due).
+func (c *cycle) waitForImport(tracked []state.Ticket) (release func(), ok bool) {
+	none := func() {}
+	if c.e.imports == nil {
+		return none, true
+	}
+	n := 0
+	for _, t := range tracked {
+		if t.Ref == "" {
+			n++
+		}
+	}
+	if n < importGateMin {
+		return none, true
+	}
+	c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: taking an import slot", n), slog.String("op", "import"))
+	release, err := c.e.imports.acquire(c.ctx)
+	if err != nil {
+		c.stop(fmt.Errorf("wait for an import slot: %w", err))
+		return nil, false
+	}
+	return release, true
+}

@@ -162,33 +162,6 @@ func (c *cycle) refresh() {
 	}
 }
 
-// waitForImport takes one of the engine's import slots when tracked holds
-// importGateMin tickets or more to import, waiting for one, and returns
-// what gives it back; false when the cycle ended while it waited (it
-// stopped; the imports stay due).
-func (c *cycle) waitForImport(tracked []state.Ticket) (release func(), ok bool) {
-	none := func() {}
-	if c.e.imports == nil {
-		return none, true
-	}
-	n := 0
-	for _, t := range tracked {
-		if t.Ref == "" {
-			n++
-		}
-	}
-	if n < importGateMin {
-		return none, true
-	}
-	c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: taking an import slot", n), slog.String("op", "import"))
-	release, err := c.e.imports.acquire(c.ctx)
-	if err != nil {
-		c.stop(fmt.Errorf("wait for an import slot: %w", err))
-		return nil, false
-	}
-	return release, true
-}
-
 // readRefreshState returns the tracked tickets and the pending journal
 // entries: those of the working set while it is fresh, else read again.
 func (c *cycle) readRefreshState() (tracked []state.Ticket, pending []state.Entry, err error) {
@@ -275,80 +248,6 @@ func planReads(tracked []state.Ticket, waiting, recon map[string]bool, pol polic
 		return strings.Compare(a.ID, b.ID)
 	})
 	return due
-}
-
-// readAll runs read over due with at most Concurrency reads in flight and
-// sends each result to out, which it closes at the end. A read the API
-// refused with a 429 halves that bound (it grows back by one after as many
-// reads in a row went through), and no read starts before the 429's
-// Retry-After has passed. A Retry-After longer than the schedule's interval
-// puts the API off (see [PutOff]): the cycle ends, the tickets not read
-// stay due, and no cycle calls the API before the wait has passed.
-func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResult, out chan<- refreshResult) {
-	defer close(out)
-	limit := c.e.cfg.Concurrency
-	done := make(chan refreshResult)
-	var (
-		next, inFlight, okRun, limited int
-		pause                          time.Duration // to wait before the next read starts
-	)
-	handle := func(r refreshResult) {
-		inFlight--
-		out <- r
-		if r.limited == nil {
-			if limit < c.e.cfg.Concurrency {
-				if okRun++; okRun >= limit {
-					limit, okRun = limit+1, 0
-				}
-			}
-			return
-		}
-		limited++
-		limit, okRun = max(1, limit/2), 0
-		wait := c.e.cfg.interval / 4 // a 429 without Retry-After
-		var ae *guestapi.Error
-		if errors.As(r.limited, &ae) && ae.RetryAfter > 0 {
-			wait = ae.RetryAfter
-		}
-		if wait > c.e.cfg.interval {
-			c.putOff(SideAPI, c.e.now().Add(wait), r.limited)
-		}
-		pause = max(pause, wait)
-	}
-	for {
-		for inFlight < limit && next < len(due) && !c.stopped() {
-			if pause > 0 {
-				if inFlight > 0 {
-					break // let the reads in flight end first
-				}
-				if c.e.sleep(c.ctx, pause) != nil {
-					break
-				}
-				pause = 0
-			}
-			t := due[next]
-			next++
-			inFlight++
-			go func() {
-				defer carryPanic(func(p *CyclePanic) { done <- refreshResult{t: t, panic: p} })
-				done <- read(t)
-			}()
-		}
-		if inFlight == 0 {
-			break
-		}
-		handle(<-done)
-	}
-	for _, t := range due[next:] {
-		c.unread(t.ID) // put off: not read in this cycle
-	}
-	if limited > 0 {
-		left := len(due) - next + limited
-		c.count(func(r *Report) { r.Throttled += limited })
-		c.e.log.LogAttrs(c.ctx, slog.LevelWarn,
-			fmt.Sprintf("the API answered %d reads with 429 (too many requests): reads slowed down to %d at once; %d tickets wait for the next cycle", limited, limit, left),
-			slog.String("op", "refresh"))
-	}
 }
 
 // noteUnsignalled records that the reads of ids found changes no list
