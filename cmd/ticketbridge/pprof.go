@@ -12,7 +12,7 @@ import (
 
 // A binary built with -tags pprof serves Go's profiles on the loopback
 // address PPROF_ADDR names, for the benchmarks that profile a running
-// daemon (BenchmarkFleetProcess with TICKETBRIDGE_FLEET_PROFILE). Release
+// daemon (BenchmarkFleetProcess, when asked for profiles). Release
 // builds hold none of it.
 func init() {
 	addr := os.Getenv("PPROF_ADDR")
