@@ -35,12 +35,12 @@ func TestPlanDiscover(t *testing.T) {
 	updated := planNow.Add(-time.Hour)
 	in := discoverInput{
 		now: planNow, importSince: planNow.Add(-24 * time.Hour),
-		tracked: map[string]state.Ticket{
-			id('a'): {ID: id('a'), Ref: "1", UpstreamStatus: "assigned", UpstreamUpdatedAt: updated, NextDue: planNow.Add(time.Minute), DueReason: DueFull},
-			id('b'): {ID: id('b'), Ref: "2", UpstreamStatus: "assigned", UpstreamUpdatedAt: updated, NextDue: planNow.Add(time.Minute), DueReason: DueFull},
-			id('c'): {ID: id('c'), Ref: "3", UpstreamStatus: "done", UpstreamUpdatedAt: updated, NextDue: planNow.Add(20 * time.Hour), DueReason: DueRetired, Retired: true},
-			id('d'): {ID: id('d'), Ref: "4", UpstreamStatus: "new", UpstreamUpdatedAt: updated, NextDue: planNow.Add(2 * time.Hour), DueReason: DueQuiet},
-			id('x'): {ID: id('x'), Ref: "5", UpstreamStatus: "assigned", UpstreamUpdatedAt: updated, NextDue: planNow.Add(time.Minute), DueReason: DueFull},
+		tracked: []state.Ticket{
+			{ID: id('a'), Ref: "1", UpstreamStatus: "assigned", UpstreamUpdatedAt: updated, NextDue: planNow.Add(time.Minute), DueReason: DueFull},
+			{ID: id('b'), Ref: "2", UpstreamStatus: "assigned", UpstreamUpdatedAt: updated, NextDue: planNow.Add(time.Minute), DueReason: DueFull},
+			{ID: id('c'), Ref: "3", UpstreamStatus: "done", UpstreamUpdatedAt: updated, NextDue: planNow.Add(20 * time.Hour), DueReason: DueRetired, Retired: true},
+			{ID: id('d'), Ref: "4", UpstreamStatus: "new", UpstreamUpdatedAt: updated, NextDue: planNow.Add(2 * time.Hour), DueReason: DueQuiet},
+			{ID: id('x'), Ref: "5", UpstreamStatus: "assigned", UpstreamUpdatedAt: updated, NextDue: planNow.Add(time.Minute), DueReason: DueFull},
 		},
 		listed: map[string]guestapi.Ticket{
 			id('a'):  {ID: id('a'), Status: "assigned", UpdatedAt: updated},                  // unchanged
