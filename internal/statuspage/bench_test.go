@@ -25,7 +25,7 @@ func BenchmarkPage(b *testing.B) {
 		r := sync.Report{Start: t0.Add(-time.Hour + time.Duration(i)*30*time.Second), Duration: time.Duration(200+i) * time.Millisecond, Outcome: sync.OutcomeOK, APIRequests: 10 + i%7}
 		r.Propagation.ToHelpdesk.Observe(time.Duration(i) * time.Second)
 		r.Propagation.ToGuest.Observe(time.Duration(i) * 3 * time.Second)
-		h.cycles = append(h.cycles, r)
+		h.keepCycle(r)
 	}
 	if err := h.Refresh(); err != nil {
 		b.Fatal(err)

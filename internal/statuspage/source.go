@@ -65,7 +65,11 @@ type Hotel struct {
 
 	mu     gosync.Mutex
 	status sync.Status
-	cycles []sync.Report
+	// cycles are the recent cycles, oldest first, as pastCycle keeps
+	// them; last is the newest in full (without its lists), valid when
+	// cycles is not empty.
+	cycles []pastCycle
+	last   sync.Report
 	// read is the status read on demand since the last cycle, nil when
 	// none was (or an action changed the state since).
 	read *sync.Status
@@ -122,7 +126,7 @@ func (h *Hotel) Refresh() error {
 	h.mu.Lock()
 	h.status = h.kept(s)
 	if len(h.cycles) == 0 && s.LastCycle != nil && !s.LastCycle.Start.Before(h.now().Add(-h.keep)) {
-		h.cycles = []sync.Report{*s.LastCycle}
+		h.keepCycle(*s.LastCycle)
 	}
 	h.mu.Unlock()
 	return nil
@@ -155,16 +159,62 @@ func (h *Hotel) record(r sync.Report, s *sync.Status) {
 	}
 	if !r.Start.IsZero() {
 		h.read = nil // the next view reads what this cycle did
-		// An hour of a hotel's cycles, many hotels to a daemon: each is
-		// kept without its lists of requests and failures.
-		h.cycles = append(h.cycles, r.Brief())
-		cut := 0
-		from := h.now().Add(-h.keep)
-		for cut < len(h.cycles) && (h.cycles[cut].Start.Before(from) || len(h.cycles)-cut > maxCycles) {
-			cut++
-		}
-		h.cycles = append(h.cycles[:0:0], h.cycles[cut:]...)
+		h.keepCycle(r)
 	}
+}
+
+// pastCycle is what a hotel keeps of each recent cycle: what the chart
+// and the overview's hour show. A daemon of many hotels keeps an hour of
+// each hotel's; a whole sync.Report is 408 bytes, 49 KB a hotel for an
+// hour at a 30 s schedule, where this is 48.
+type pastCycle struct {
+	start    int64 // Unix nanoseconds
+	duration time.Duration
+	outcome  string
+	requests int
+	prop     *sync.Propagation // nil when nothing crossed
+}
+
+// keepCycle adds r to the recent cycles and drops those older than the
+// hour, or beyond maxCycles. Called with h.mu held.
+func (h *Hotel) keepCycle(r sync.Report) {
+	h.last = r.Brief()
+	c := pastCycle{start: r.Start.UnixNano(), duration: r.Duration, outcome: r.Outcome, requests: r.APIRequests}
+	if !r.Propagation.IsZero() {
+		p := r.Propagation
+		c.prop = &p
+	}
+	h.cycles = append(h.cycles, c)
+	from := h.now().Add(-h.keep).UnixNano()
+	cut := 0
+	for cut < len(h.cycles) && (h.cycles[cut].start < from || len(h.cycles)-cut > maxCycles) {
+		cut++
+	}
+	if cut > 0 {
+		// In place: no view holds h.cycles (reports reads a copy), and a
+		// copy of the hour in every cycle was that cycle's largest
+		// allocation.
+		n := copy(h.cycles, h.cycles[cut:])
+		clear(h.cycles[n:])
+		h.cycles = h.cycles[:n]
+	}
+}
+
+// reports returns the recent cycles as reports, oldest first, the newest
+// whole and the others with what pastCycle keeps. Called with h.mu held.
+func (h *Hotel) reports() []sync.Report {
+	if len(h.cycles) == 0 {
+		return nil
+	}
+	out := make([]sync.Report, len(h.cycles))
+	for i, c := range h.cycles[:len(h.cycles)-1] {
+		out[i] = sync.Report{Start: time.Unix(0, c.start), Duration: c.duration, Outcome: c.outcome, APIRequests: c.requests}
+		if c.prop != nil {
+			out[i].Propagation = *c.prop
+		}
+	}
+	out[len(out)-1] = h.last
+	return out
 }
 
 // kept is what h keeps of s.
@@ -179,7 +229,7 @@ func (h *Hotel) kept(s sync.Status) sync.Status {
 // from the state at the first view after a cycle, and serves that read
 // until the next cycle; when the read fails, it returns what h keeps.
 func (h *Hotel) Snapshot() Snapshot {
-	snap := h.Summary()
+	snap := h.recent()
 	if !h.onDemand || h.st == nil {
 		return snap
 	}
@@ -204,12 +254,24 @@ func (h *Hotel) Snapshot() Snapshot {
 	return snap
 }
 
-// Summary returns the counts of the status and the recent cycles, as kept
+// Summary returns the counts of the status and the newest cycle, as kept
 // in memory: what the list of hotels shows.
 func (h *Hotel) Summary() Snapshot {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return Snapshot{Status: h.status, Cycles: h.cycles}
+	snap := Snapshot{Status: h.status}
+	if len(h.cycles) > 0 {
+		snap.Cycles = []sync.Report{h.last}
+	}
+	return snap
+}
+
+// recent returns the counts of the status and every recent cycle, as kept
+// in memory.
+func (h *Hotel) recent() Snapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return Snapshot{Status: h.status, Cycles: h.reports()}
 }
 
 // Ticket implements Source. The id, a reference or a prefix is resolved in

@@ -58,3 +58,49 @@ func TestHotelOnDemand(t *testing.T) {
 		t.Errorf("a page view lists %d tickets, want the 2 in the state", len(got))
 	}
 }
+
+// A hotel keeps of each recent cycle what the chart and the overview
+// show, the newest whole; the list of hotels is given the newest only;
+// and a cycle kept once the hour is full allocates nothing (a copy of the
+// hour in every cycle was its largest allocation).
+func TestHotelKeepsCompactCycles(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	h := NewHotel("alpha", nil, func() time.Time { return now })
+	cycle := func(i int) sync.Report {
+		r := sync.Report{Start: now, Duration: time.Duration(i) * time.Millisecond, Outcome: sync.OutcomeOK, APIRequests: i % 7,
+			TouchedCount: i, Errors: 1}
+		if i%2 == 0 {
+			r.Propagation.ToGuest.Observe(time.Duration(i) * time.Second)
+		}
+		return r
+	}
+	for i := range 240 {
+		now = now.Add(30 * time.Second)
+		h.CycleReported(cycle(i))
+	}
+	cs := h.Snapshot().Cycles
+	if len(cs) != 121 {
+		t.Fatalf("%d cycles kept, want the hour's 121 (both ends in)", len(cs))
+	}
+	for i, c := range cs {
+		want := cycle(119 + i)
+		if !c.Start.Equal(now.Add(-time.Duration(120-i)*30*time.Second)) || c.Duration != want.Duration || c.Outcome != want.Outcome ||
+			c.APIRequests != want.APIRequests || c.Propagation.ToGuest.Count() != want.Propagation.ToGuest.Count() {
+			t.Fatalf("cycle %d kept as %+v, want %+v", i, c, want)
+		}
+	}
+	if last := cs[len(cs)-1]; last.TouchedCount != 239 || last.Errors != 1 {
+		t.Errorf("the newest cycle lost its counts: %+v", last)
+	}
+	if sum := h.Summary().Cycles; len(sum) != 1 || sum[0].TouchedCount != 239 {
+		t.Errorf("the summary holds %d cycles (%+v), want the newest", len(sum), sum)
+	}
+	quiet := cycle(1)
+	allocs := testing.AllocsPerRun(100, func() {
+		now = now.Add(30 * time.Second)
+		h.CycleReported(quiet)
+	})
+	if allocs != 0 {
+		t.Errorf("keeping a cycle in a full hour allocates %.0f times, want 0", allocs)
+	}
+}
