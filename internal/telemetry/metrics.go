@@ -14,28 +14,29 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// metrics are the daemon's Prometheus series. Every label takes a bounded
-// set of values: no ticket id, URL, key or free text ever becomes a label.
+// metrics are the daemon's Prometheus series (see series.go). Every
+// label takes a bounded set of values: no ticket id, URL, key or free
+// text ever becomes a label.
 type metrics struct {
-	cycles        *prometheus.CounterVec
-	cycleDuration prometheus.Histogram
-	cycleLag      prometheus.Histogram
-	apiRequests   *prometheus.CounterVec
-	apiDuration   *prometheus.HistogramVec
-	mirrored      *prometheus.CounterVec
-	errors        *prometheus.CounterVec
-	tickets       *prometheus.GaugeVec
-	retired       prometheus.Gauge
-	journal       *prometheus.GaugeVec
-	stateBytes    prometheus.Gauge
-	lastSuccess   prometheus.Gauge
-	lastCycle     prometheus.Gauge
-	ready         prometheus.Gauge
-	detect        *prometheus.CounterVec
-	reconcile     *prometheus.CounterVec
-	held          prometheus.Gauge
-	setAside      prometheus.Gauge
-	setAsideTotal prometheus.Counter
+	cycles        *vec[value]
+	cycleDuration *histogram
+	cycleLag      *histogram
+	apiRequests   *vec[value]
+	apiDuration   *vec[histogram]
+	mirrored      *vec[value]
+	errors        *vec[value]
+	tickets       *vec[value]
+	retired       *value
+	journal       *vec[value]
+	stateBytes    *value
+	lastSuccess   *value
+	lastCycle     *value
+	ready         *value
+	detect        *vec[value]
+	reconcile     *vec[value]
+	held          *value
+	setAside      *value
+	setAsideTotal *value
 }
 
 // Label values.
@@ -56,91 +57,98 @@ const (
 
 var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindAPIDown, errKindHelpdesk, errKindState, errKindCanceled, errKindCycle}
 
+// The buckets of the histograms.
+var (
+	cycleDurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200}
+	cycleLagBuckets      = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1200}
+	apiDurationBuckets   = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+)
+
+// The descriptions of the series, shared by every hotel's metrics.
+var (
+	cyclesDesc = prometheus.NewDesc("ticketbridge_cycles_total",
+		"Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped).",
+		[]string{"outcome"}, nil)
+	cycleDurationDesc = prometheus.NewDesc("ticketbridge_cycle_duration_seconds",
+		"How long sync cycles took.",
+		nil, nil)
+	cycleLagDesc = prometheus.NewDesc("ticketbridge_cycle_lag_seconds",
+		"How long after its scheduled start each sync cycle ended (for the first cycle: after the daemon or hotel started): its duration plus any wait for its turn. A tick skipped because the previous cycle still ran counts from that tick into the next cycle's lag.",
+		nil, nil)
+	apiRequestsDesc = prometheus.NewDesc("ticketbridge_api_requests_total",
+		"HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came).",
+		[]string{"endpoint", "method", "code"}, nil)
+	apiDurationDesc = prometheus.NewDesc("ticketbridge_api_request_duration_seconds",
+		"How long requests to the Guest Requests API took until their answer's headers, by endpoint.",
+		[]string{"endpoint"}, nil)
+	mirroredDesc = prometheus.NewDesc("ticketbridge_messages_mirrored_total",
+		"Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API.",
+		[]string{"direction"}, nil)
+	errorsDesc = prometheus.NewDesc("ticketbridge_errors_total",
+		"Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped).",
+		[]string{"kind"}, nil)
+	ticketsDesc = prometheus.NewDesc("ticketbridge_tickets",
+		"Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included.",
+		[]string{"status"}, nil)
+	retiredDesc = prometheus.NewDesc("ticketbridge_tickets_retired",
+		"Tickets closed long enough to be read no more.",
+		nil, nil)
+	journalDesc = prometheus.NewDesc("ticketbridge_journal_entries",
+		"Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent).",
+		[]string{"state"}, nil)
+	stateBytesDesc = prometheus.NewDesc("ticketbridge_state_file_bytes",
+		"Size of the state file; 0 when the state is in PostgreSQL.",
+		nil, nil)
+	lastSuccessDesc = prometheus.NewDesc("ticketbridge_last_success_timestamp_seconds",
+		"When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first.",
+		nil, nil)
+	lastCycleDesc = prometheus.NewDesc("ticketbridge_last_cycle_timestamp_seconds",
+		"When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first.",
+		nil, nil)
+	readyDesc = prometheus.NewDesc("ticketbridge_ready",
+		"1 while /readyz answers 200, else 0.",
+		nil, nil)
+	detectDesc = prometheus.NewDesc("ticketbridge_ticket_reads_total",
+		"How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
+		[]string{"cause"}, nil)
+	heldDesc = prometheus.NewDesc("ticketbridge_helpdesk_held_changes",
+		"Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes.",
+		nil, nil)
+	setAsideDesc = prometheus.NewDesc("ticketbridge_outbox_failed_files",
+		"Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again.",
+		nil, nil)
+	setAsideTotalDesc = prometheus.NewDesc("ticketbridge_outbox_failed_total",
+		"Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/.",
+		nil, nil)
+	reconcileDesc = prometheus.NewDesc("ticketbridge_reconcile_total",
+		"Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired.",
+		[]string{"outcome"}, nil)
+)
+
+// newMetrics returns a hotel's series, registered with reg.
 func newMetrics(reg prometheus.Registerer) metrics {
-	f := func(c prometheus.Collector) { reg.MustRegister(c) }
 	m := metrics{
-		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketbridge_cycles_total",
-			Help: "Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped).",
-		}, []string{"outcome"}),
-		cycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "ticketbridge_cycle_duration_seconds",
-			Help:    "How long sync cycles took.",
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200},
-		}),
-		cycleLag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "ticketbridge_cycle_lag_seconds",
-			Help:    "How long after its scheduled start each sync cycle ended (for the first cycle: after the daemon or hotel started): its duration plus any wait for its turn. A tick skipped because the previous cycle still ran counts from that tick into the next cycle's lag.",
-			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1200},
-		}),
-		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketbridge_api_requests_total",
-			Help: "HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came).",
-		}, []string{"endpoint", "method", "code"}),
-		apiDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "ticketbridge_api_request_duration_seconds",
-			Help:    "How long requests to the Guest Requests API took until their answer's headers, by endpoint.",
-			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
-		}, []string{"endpoint"}),
-		mirrored: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketbridge_messages_mirrored_total",
-			Help: "Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API.",
-		}, []string{"direction"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketbridge_errors_total",
-			Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped).",
-		}, []string{"kind"}),
-		tickets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketbridge_tickets",
-			Help: "Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included.",
-		}, []string{"status"}),
-		retired: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketbridge_tickets_retired",
-			Help: "Tickets closed long enough to be read no more.",
-		}),
-		journal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketbridge_journal_entries",
-			Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent).",
-		}, []string{"state"}),
-		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketbridge_state_file_bytes",
-			Help: "Size of the state file; 0 when the state is in PostgreSQL.",
-		}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketbridge_last_success_timestamp_seconds",
-			Help: "When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first.",
-		}),
-		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketbridge_last_cycle_timestamp_seconds",
-			Help: "When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first.",
-		}),
-		ready: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketbridge_ready",
-			Help: "1 while /readyz answers 200, else 0.",
-		}),
-		held: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketbridge_helpdesk_held_changes",
-			Help: "Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes.",
-		}),
-		setAside: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketbridge_outbox_failed_files",
-			Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again.",
-		}),
-		setAsideTotal: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ticketbridge_outbox_failed_total",
-			Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/.",
-		}),
-		detect: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketbridge_ticket_reads_total",
-			Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
-		}, []string{"cause"}),
-		reconcile: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
-			Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}, []string{"outcome"}),
+		cycles:        newVec(newValue),
+		cycleDuration: newHistogram(cycleDurationBuckets),
+		cycleLag:      newHistogram(cycleLagBuckets),
+		apiRequests:   newVec(newValue),
+		apiDuration:   newVec(func() *histogram { return newHistogram(apiDurationBuckets) }),
+		mirrored:      newVec(newValue),
+		errors:        newVec(newValue),
+		tickets:       newVec(newValue),
+		retired:       newValue(),
+		journal:       newVec(newValue),
+		stateBytes:    newValue(),
+		lastSuccess:   newValue(),
+		lastCycle:     newValue(),
+		ready:         newValue(),
+		detect:        newVec(newValue),
+		held:          newValue(),
+		setAside:      newValue(),
+		setAsideTotal: newValue(),
+		reconcile:     newVec(newValue),
 	}
-	for _, c := range []prometheus.Collector{m.cycles, m.cycleDuration, m.cycleLag, m.apiRequests, m.apiDuration, m.mirrored,
-		m.errors, m.tickets, m.retired, m.journal, m.stateBytes, m.lastSuccess, m.lastCycle, m.ready, m.detect, m.held, m.setAside, m.setAsideTotal, m.reconcile} {
-		f(c)
-	}
+	reg.MustRegister(m)
 
 	// Series that exist from the start, so that rate() and alerts see a
 	// zero before the first event.
@@ -163,6 +171,52 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		m.journal.WithLabelValues(s)
 	}
 	return m
+}
+
+// Describe implements prometheus.Collector.
+func (m metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{cyclesDesc, cycleDurationDesc, cycleLagDesc, apiRequestsDesc, apiDurationDesc, mirroredDesc, errorsDesc, ticketsDesc, retiredDesc, journalDesc, stateBytesDesc, lastSuccessDesc, lastCycleDesc, readyDesc, detectDesc, heldDesc, setAsideDesc, setAsideTotalDesc, reconcileDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: every series as it is now.
+func (m metrics) Collect(ch chan<- prometheus.Metric) {
+	m.cycles.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(cyclesDesc, prometheus.CounterValue, v.get(), l...)
+	})
+	ch <- m.cycleDuration.metric(cycleDurationDesc)
+	ch <- m.cycleLag.metric(cycleLagDesc)
+	m.apiRequests.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(apiRequestsDesc, prometheus.CounterValue, v.get(), l...)
+	})
+	m.apiDuration.each(func(l []string, h *histogram) { ch <- h.metric(apiDurationDesc, l...) })
+	m.mirrored.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(mirroredDesc, prometheus.CounterValue, v.get(), l...)
+	})
+	m.errors.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, v.get(), l...)
+	})
+	m.tickets.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(ticketsDesc, prometheus.GaugeValue, v.get(), l...)
+	})
+	ch <- prometheus.MustNewConstMetric(retiredDesc, prometheus.GaugeValue, m.retired.get())
+	m.journal.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(journalDesc, prometheus.GaugeValue, v.get(), l...)
+	})
+	ch <- prometheus.MustNewConstMetric(stateBytesDesc, prometheus.GaugeValue, m.stateBytes.get())
+	ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, m.lastSuccess.get())
+	ch <- prometheus.MustNewConstMetric(lastCycleDesc, prometheus.GaugeValue, m.lastCycle.get())
+	ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, m.ready.get())
+	m.detect.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(detectDesc, prometheus.CounterValue, v.get(), l...)
+	})
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, m.held.get())
+	ch <- prometheus.MustNewConstMetric(setAsideDesc, prometheus.GaugeValue, m.setAside.get())
+	ch <- prometheus.MustNewConstMetric(setAsideTotalDesc, prometheus.CounterValue, m.setAsideTotal.get())
+	m.reconcile.each(func(l []string, v *value) {
+		ch <- prometheus.MustNewConstMetric(reconcileDesc, prometheus.CounterValue, v.get(), l...)
+	})
 }
 
 // registerProcessMetrics registers the series of the process, which a
