@@ -40,10 +40,7 @@ func IsTemp(name string) bool { return strings.HasPrefix(name, TempPrefix) }
 
 // WriteFile replaces path with data; see [Write].
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return Write(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return Write(path, perm, writeAll(data))
 }
 
 // Write replaces path with what fill writes. The file is created with perm
@@ -61,10 +58,7 @@ func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 // until the caller's [SyncDir] a crash may bring the old content back. It
 // is for writers that sync a directory once for many files.
 func Replace(path string, data []byte, perm fs.FileMode) error {
-	return replace(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return replace(path, perm, writeAll(data))
 }
 
 // WriteNew writes data to path, which must not exist, and syncs it,
@@ -101,14 +95,19 @@ func WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
 // writer makes again soon after it starts (a status snapshot), whose
 // fsyncs would be all of their cost.
 func WriteVolatile(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := writeTemp(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}, false)
+	tmp, err := writeTemp(path, perm, writeAll(data), false)
 	if err != nil {
 		return err
 	}
 	return rename(tmp, path)
+}
+
+// writeAll returns the fill of a file that holds data.
+func writeAll(data []byte) func(w io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
 }
 
 // replace writes a synced temporary file and renames it to path.
@@ -134,10 +133,7 @@ func rename(tmp, path string) error {
 // fs.ErrExist and leaves that file alone. It links the synced temporary
 // file into place, so no reader sees a part either.
 func Create(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := writeTemp(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}, true)
+	tmp, err := writeTemp(path, perm, writeAll(data), true)
 	if err != nil {
 		return err
 	}
