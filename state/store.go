@@ -159,6 +159,7 @@ type Store struct {
 	schema   int
 	tickets  *ticketCache // decoded ticket records, by key (see ticketCache)
 	commits  atomic.Int64 // Updates committed (see Commits)
+	stats    statsCache   // the last Stats (see StatsOnCommit)
 }
 
 // Open opens the state file at path, creating it (mode 0600, and its

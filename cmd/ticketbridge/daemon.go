@@ -135,7 +135,7 @@ func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1
 	if err != nil {
 		return err
 	}
-	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), func() (state.Stats, error) { return w.Store().Stats(ctx) }); err != nil {
+	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), func() (state.Stats, error) { return w.Store().StatsOnCommit(ctx) }); err != nil {
 		return err
 	}
 	defer func() {

@@ -170,7 +170,7 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 	tel := rh.tel
 	// The hotel's ticks at a phase of its own (see the package doc).
 	sched := sync.Spread(w.Engine().Schedule(), name)
-	if err := tel.Start(sctx, nil, sched, w.Engine().Interval(), func() (state.Stats, error) { return w.Store().Stats(sctx) }); err != nil {
+	if err := tel.Start(sctx, nil, sched, w.Engine().Interval(), func() (state.Stats, error) { return w.Store().StatsOnCommit(sctx) }); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
 		return false
