@@ -34,31 +34,50 @@ import (
 
 // deferredRead is what a quiet read changed in a ticket's record (its
 // schedule, and what a reconcile that found both sides in sync records),
-// and the revision of the record it read.
+// and the revision of the record it read. Its times are Unix nanoseconds
+// (0: the zero time): a daemon of thousands of hotels keeps up to one a
+// ticket, and a time.Time is three times the size.
 type deferredRead struct {
 	rev           uint64
-	nextDue       time.Time
+	nextDue       int64
+	reconciledAt  int64
 	reason        string
-	streak        int
-	reconciledAt  time.Time
 	lastReconcile string
+	streak        int32
 	reconcileSoon bool
 }
 
-// deferredOf returns what d keeps of t. Its times are kept as state
+// deferredOf returns what d keeps of t. Its times come back as state
 // stores them, in UTC and without the clock's monotonic reading: two times
 // that both carry one compare by it, and the monotonic and the wall clock
 // drift apart, so a next read kept with it came out a few microseconds
 // after the full-read slot computed from the wall clock, and discover
 // stored it again in most cycles.
 func deferredOf(t state.Ticket) deferredRead {
-	return deferredRead{rev: t.Revision(), nextDue: t.NextDue.UTC(), reason: t.DueReason, streak: t.QuietStreak,
-		reconciledAt: t.ReconciledAt.UTC(), lastReconcile: t.LastReconcile, reconcileSoon: t.ReconcileSoon}
+	return deferredRead{rev: t.Revision(), nextDue: packTime(t.NextDue), reason: t.DueReason, streak: int32(t.QuietStreak),
+		reconciledAt: packTime(t.ReconciledAt), lastReconcile: t.LastReconcile, reconcileSoon: t.ReconcileSoon}
 }
 
 func (d deferredRead) apply(t *state.Ticket) {
-	t.NextDue, t.DueReason, t.QuietStreak = d.nextDue, d.reason, d.streak
-	t.ReconciledAt, t.LastReconcile, t.ReconcileSoon = d.reconciledAt, d.lastReconcile, d.reconcileSoon
+	t.NextDue, t.DueReason, t.QuietStreak = unpackTime(d.nextDue), d.reason, int(d.streak)
+	t.ReconciledAt, t.LastReconcile, t.ReconcileSoon = unpackTime(d.reconciledAt), d.lastReconcile, d.reconcileSoon
+}
+
+// packTime returns t as Unix nanoseconds, 0 for the zero time.
+func packTime(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// unpackTime is packTime's inverse: the time in UTC, with no monotonic
+// reading.
+func unpackTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
 
 // quietRead reports whether r is a read that found nothing, a reconcile
