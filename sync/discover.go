@@ -130,8 +130,14 @@ type discoverPlan struct {
 func (c *cycle) readDiscoverState() (discoverInput, error) {
 	e := c.e
 	in := discoverInput{now: c.now}
-	// Sized as the last cycle found them: a quiet cycle grows nothing.
-	ws := &workingSet{commits: e.st.Commits(), tickets: make([]state.Ticket, 0, e.tracked)}
+	// The last cycle's slice (see recycle), or one sized as the last
+	// cycle found them: a quiet cycle grows nothing.
+	tickets := e.spareTickets
+	e.spareTickets = nil
+	if cap(tickets) < e.tracked {
+		tickets = make([]state.Ticket, 0, e.tracked)
+	}
+	ws := &workingSet{commits: e.st.Commits(), tickets: tickets[:0]}
 	err := e.st.ViewWorkingSet(c.ctx, func(tx *state.Tx) error {
 		if err := tx.ForEachTicket(func(t state.Ticket) error {
 			ws.tickets = append(ws.tickets, t)
