@@ -2,6 +2,8 @@ package sync
 
 import "context"
 
-// Take takes one of im's slots, as a cycle's import does: a test holds it
-// for another hotel.
-func (im *Imports) Take(ctx context.Context) (release func(), err error) { return im.acquire(ctx) }
+// Take takes room for an import of reads reads at once, as a cycle's
+// import does: a test holds it for another hotel.
+func (im *Imports) Take(ctx context.Context, reads int) (release func(), err error) {
+	return im.acquire(ctx, reads)
+}

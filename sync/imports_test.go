@@ -20,7 +20,7 @@ func TestLargeImportWaitsForASlot(t *testing.T) {
 		e.newTicket("towels")
 	}
 	e.open()
-	release, err := e.imports.Take(t.Context()) // another hotel's import
+	release, err := e.imports.Take(t.Context(), 1) // another hotel's import: all the room
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLargeImportWaitsForASlot(t *testing.T) {
 	}
 
 	// A few new requests import while another hotel holds the slot.
-	release, err = e.imports.Take(t.Context())
+	release, err = e.imports.Take(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +68,48 @@ func TestLargeImportWaitsForASlot(t *testing.T) {
 	e.tick()
 	if n := len(e.backend.Tickets()); n != 28 {
 		t.Errorf("the helpdesk holds %d tickets after 3 more came in, want 28", n)
+	}
+}
+
+// TestImportsCountReadsInFlight: the room is in reads in flight. With 8,
+// two imports of 4 reads at once run together and a third waits for one
+// of them; an import wider than the room takes all of it.
+func TestImportsCountReadsInFlight(t *testing.T) {
+	im := tbsync.NewImports(8)
+	r1, err := im.Take(t.Context(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := im.Take(t.Context(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := make(chan func(), 1)
+	go func() {
+		r, err := im.Take(t.Context(), 4)
+		if err != nil {
+			t.Error(err)
+		}
+		taken <- r
+	}()
+	for im.Waiting() == 0 {
+		runtime.Gosched()
+	}
+	r1()
+	r3 := <-taken
+	r2()
+	r3()
+	wide, err := im.Take(t.Context(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := im.Take(ctx, 1); err == nil {
+		t.Error("an import fitted beside one that took all the room")
+	}
+	wide()
+	if _, err := im.Take(ctx, 8); err != nil {
+		t.Errorf("the whole room, free again: %v", err)
 	}
 }

@@ -64,9 +64,10 @@ type Fleet struct {
 	// every hotel's chain (see newRunning) holds one per request. api is
 	// the client every hotel's API client wraps.
 	slots httpx.Slots
-	// imports bounds the hotels' large imports at once, as many as the
-	// requests in flight: more could not go faster, and would each hold
-	// their planned reads in memory while they wait (see sync.Imports).
+	// imports bounds the hotels' large imports at once, their reads at
+	// once as many as the requests in flight: more could not go faster,
+	// and would each hold their planned reads in memory while they wait
+	// (see sync.Imports).
 	imports  *sync.Imports
 	api      *http.Client
 	registry adapters.Registry
