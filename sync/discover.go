@@ -130,10 +130,9 @@ type discoverPlan struct {
 func (c *cycle) readDiscoverState() (discoverInput, error) {
 	e := c.e
 	in := discoverInput{now: c.now}
-	// The last cycle's slice (see recycle), or one sized as the last
+	// A slice of an earlier cycle (see recycle), or one sized as the last
 	// cycle found them: a quiet cycle grows nothing.
-	tickets := e.spareTickets
-	e.spareTickets = nil
+	tickets := *ticketSlices.Get().(*[]state.Ticket)
 	if cap(tickets) < e.tracked {
 		tickets = make([]state.Ticket, 0, e.tracked)
 	}

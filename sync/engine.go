@@ -124,10 +124,8 @@ type Engine struct {
 	// recordedQuiet whether that cycle was quiet (see quietRecordEvery).
 	recorded      time.Time
 	recordedQuiet bool
-	// tracked is how many tickets the last cycle's working set held, and
-	// spareTickets that set's slice, emptied, for the next (see recycle).
-	tracked      int
-	spareTickets []state.Ticket
+	// tracked is how many tickets the last cycle's working set held.
+	tracked int
 	// deferred holds the schedules of quiet reads not yet stored, by
 	// ticket id (see deferred.go).
 	deferred map[string]deferredRead
@@ -253,18 +251,32 @@ func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 	return c.finish()
 }
 
-// recycle keeps the working set's ticket slice for the next cycle's read
-// of state: at 100 requests it was a sixth of what a quiet cycle
-// allocated, made anew in every cycle. It runs last in RunCycle, when
-// every goroutine of the cycle has ended; e.mu is held. The slice is
-// cleared, so that it holds no ticket's strings until it is filled again.
+// ticketSlices holds the working sets' ticket slices between cycles. At
+// 100 requests a slice was a sixth of what a quiet cycle allocated, made
+// anew in every cycle; kept by each engine, it was 50 KB a hotel of a
+// daemon of many, most of them between cycles. Shared, a daemon holds
+// about as many as it runs cycles at once.
+var ticketSlices = gosync.Pool{New: func() any { return new([]state.Ticket) }}
+
+// maxPooledTickets is the largest ticket slice put back for reuse.
+const maxPooledTickets = 1 << 14
+
+// recycle puts the working set's ticket slice back into ticketSlices. It
+// runs last in RunCycle, when every goroutine of the cycle has ended. The
+// slice is cleared, so that it holds no ticket's strings until it is
+// filled again.
 func (c *cycle) recycle() {
 	if c.ws == nil {
 		return
 	}
-	clear(c.ws.tickets)
-	c.e.spareTickets = c.ws.tickets[:0]
+	ts := c.ws.tickets
 	c.ws = nil
+	if cap(ts) > maxPooledTickets {
+		return
+	}
+	clear(ts[:cap(ts)])
+	ts = ts[:0]
+	ticketSlices.Put(&ts)
 }
 
 // readPutOff takes the sides the last cycle stored put off, so that a

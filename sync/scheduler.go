@@ -36,9 +36,10 @@ type Scheduler struct {
 	// would restart it). The next tick starts the next cycle.
 	Deadline time.Duration
 	// AfterCycle, when set, is called after each cycle with its report
-	// (its Lag set) and error (metrics, the systemd watchdog), from Run's
-	// goroutine, once the scheduler counts the cycle as finished: a tick
-	// after AfterCycle returned starts the next cycle.
+	// (its Lag set) and error (metrics, the systemd watchdog), once the
+	// scheduler counts the cycle as finished, while Run waits for it (on
+	// a goroutine of its own: see afterCycle): a tick after AfterCycle
+	// returned starts the next cycle.
 	AfterCycle func(Report, error)
 	// Logger receives skipped ticks; nil discards.
 	Logger *slog.Logger
@@ -103,7 +104,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		r.rep.Lag = now().Sub(serving)
 		if s.AfterCycle != nil {
-			s.AfterCycle(r.rep, r.err)
+			s.afterCycle(r.rep, r.err)
 		}
 	}
 	// due is the activation the armed timer stands for.
@@ -146,6 +147,25 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			tick, stop = arm()
 		}
+	}
+}
+
+// afterCycle calls AfterCycle on a goroutine of its own and waits for it,
+// so that Run's goroutine, which lives as long as the hotel, keeps a small
+// stack: what AfterCycle does (the status snapshot and its JSON, the
+// metrics) grew it to about 20 KB, a hotel of a daemon of many each. A
+// panic of AfterCycle comes back on Run's goroutine, as a cycle's does.
+func (s *Scheduler) afterCycle(r Report, err error) {
+	var p *CyclePanic
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer carryPanic(func(cp *CyclePanic) { p = cp })
+		s.AfterCycle(r, err)
+	}()
+	<-done
+	if p != nil {
+		panic(p)
 	}
 }
 
