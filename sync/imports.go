@@ -46,15 +46,28 @@ func NewImports(n int) *Imports {
 	return &Imports{reads: int64(n), sem: semaphore.NewWeighted(int64(n))}
 }
 
+// weight is the room an import of reads reads at once takes: an import
+// wider than the whole bound takes all of it.
+func (im *Imports) weight(reads int) int64 { return min(max(1, int64(reads)), im.reads) }
+
+// tryAcquire takes room for an import of reads reads at once if it is
+// free now; release gives it back.
+func (im *Imports) tryAcquire(reads int) (release func(), ok bool) {
+	w := im.weight(reads)
+	if !im.sem.TryAcquire(w) {
+		return nil, false
+	}
+	return func() { im.sem.Release(w) }, true
+}
+
 // acquire waits until an import of reads reads at once fits, or for the
-// end of ctx; release gives its room back. An import wider than the whole
-// bound takes all of it.
+// end of ctx; release gives its room back.
 func (im *Imports) acquire(ctx context.Context, reads int) (release func(), err error) {
-	w := min(max(1, int64(reads)), im.reads)
-	release = func() { im.sem.Release(w) }
-	if im.sem.TryAcquire(w) {
+	if release, ok := im.tryAcquire(reads); ok {
 		return release, nil
 	}
+	w := im.weight(reads)
+	release = func() { im.sem.Release(w) }
 	im.waiting.Add(1)
 	defer im.waiting.Add(-1)
 	if err := im.sem.Acquire(ctx, w); err != nil {
@@ -66,14 +79,14 @@ func (im *Imports) acquire(ctx context.Context, reads int) (release func(), err 
 // Waiting is how many imports wait for a slot now.
 func (im *Imports) Waiting() int { return int(im.waiting.Load()) }
 
-// waitForImport takes one of the engine's import slots when tracked holds
-// importGateMin tickets or more to import, waiting for one, and returns
-// what gives it back; false when the cycle ended while it waited (it
-// stopped; the imports stay due).
-func (c *cycle) waitForImport(tracked []state.Ticket) (release func(), ok bool) {
+// importGate takes room in the engine's import slots when tracked holds
+// importGateMin tickets or more to import and the room is free now; wait
+// is true when it is not, and the cycle is to wait for it
+// (waitForImport). release gives the room back.
+func (c *cycle) importGate(tracked []state.Ticket) (release func(), wait bool) {
 	none := func() {}
 	if c.e.imports == nil {
-		return none, true
+		return none, false
 	}
 	n := 0
 	for _, t := range tracked {
@@ -82,9 +95,19 @@ func (c *cycle) waitForImport(tracked []state.Ticket) (release func(), ok bool) 
 		}
 	}
 	if n < importGateMin {
-		return none, true
+		return none, false
 	}
-	c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: taking an import slot", n), slog.String("op", "import"))
+	if release, ok := c.e.imports.tryAcquire(c.e.cfg.Concurrency); ok {
+		return release, false
+	}
+	c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: waiting for room among the imports", n), slog.String("op", "import"))
+	return nil, true
+}
+
+// waitForImport waits for room in the engine's import slots and returns
+// what gives it back; false when the cycle ended while it waited (it
+// stopped; the imports stay due).
+func (c *cycle) waitForImport() (release func(), ok bool) {
 	release, err := c.e.imports.acquire(c.ctx, c.e.cfg.Concurrency)
 	if err != nil {
 		c.stop(fmt.Errorf("wait for an import slot: %w", err))

@@ -64,9 +64,21 @@ func (c *cycle) refresh() {
 		c.stop(fmt.Errorf("read state: %w", err))
 		return
 	}
-	release, ok := c.waitForImport(tracked)
-	if !ok {
-		return
+	release, wait := c.importGate(tracked)
+	if wait {
+		// While it waits, the cycle holds nothing of its reads of state:
+		// 2,000 hotels starting together held about 100 KB each. They
+		// are read again once there is room.
+		tracked, entries, c.ws = nil, nil, nil
+		var ok bool
+		if release, ok = c.waitForImport(); !ok {
+			return
+		}
+		if tracked, entries, err = c.readRefreshState(); err != nil {
+			release()
+			c.stop(fmt.Errorf("read state: %w", err))
+			return
+		}
 	}
 	defer release()
 	for _, p := range entries {
