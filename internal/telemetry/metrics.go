@@ -57,73 +57,65 @@ const (
 
 var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindAPIDown, errKindHelpdesk, errKindState, errKindCanceled, errKindCycle}
 
-// The buckets of the histograms.
+// The series' descriptions, shared by every hotel's metrics, each from
+// the options client_golang would take for it (which the monitoring
+// tests read for the names the daemon exports), and the histograms'
+// buckets.
 var (
-	cycleDurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200}
-	cycleLagBuckets      = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1200}
-	apiDurationBuckets   = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+	cyclesDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_cycles_total",
+		Help: "Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped)."}), "outcome")
+	cycleDurationDesc, cycleDurationBuckets = histogramDesc(prometheus.HistogramOpts{Name: "ticketbridge_cycle_duration_seconds",
+		Help:    "How long sync cycles took.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200}})
+	cycleLagDesc, cycleLagBuckets = histogramDesc(prometheus.HistogramOpts{Name: "ticketbridge_cycle_lag_seconds",
+		Help:    "How long after its scheduled start each sync cycle ended (for the first cycle: after the daemon or hotel started): its duration plus any wait for its turn. A tick skipped because the previous cycle still ran counts from that tick into the next cycle's lag.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1200}})
+	apiRequestsDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_api_requests_total",
+		Help: "HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came)."}), "endpoint", "method", "code")
+	apiDurationDesc, apiDurationBuckets = histogramDesc(prometheus.HistogramOpts{Name: "ticketbridge_api_request_duration_seconds",
+		Help:    "How long requests to the Guest Requests API took until their answer's headers, by endpoint.",
+		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}}, "endpoint")
+	mirroredDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_messages_mirrored_total",
+		Help: "Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API."}), "direction")
+	errorsDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_errors_total",
+		Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped)."}), "kind")
+	ticketsDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_tickets",
+		Help: "Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included."}), "status")
+	retiredDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_tickets_retired",
+		Help: "Tickets closed long enough to be read no more."}))
+	journalDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_journal_entries",
+		Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent)."}), "state")
+	stateBytesDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_state_file_bytes",
+		Help: "Size of the state file; 0 when the state is in PostgreSQL."}))
+	lastSuccessDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_last_success_timestamp_seconds",
+		Help: "When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first."}))
+	lastCycleDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_last_cycle_timestamp_seconds",
+		Help: "When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first."}))
+	readyDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_ready",
+		Help: "1 while /readyz answers 200, else 0."}))
+	detectDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_ticket_reads_total",
+		Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off)."}), "cause")
+	heldDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_helpdesk_held_changes",
+		Help: "Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes."}))
+	setAsideDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_outbox_failed_files",
+		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again."}))
+	setAsideTotalDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_outbox_failed_total",
+		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/."}))
+	reconcileDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
+		Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}), "outcome")
 )
 
-// The descriptions of the series, shared by every hotel's metrics.
-var (
-	cyclesDesc = prometheus.NewDesc("ticketbridge_cycles_total",
-		"Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped).",
-		[]string{"outcome"}, nil)
-	cycleDurationDesc = prometheus.NewDesc("ticketbridge_cycle_duration_seconds",
-		"How long sync cycles took.",
-		nil, nil)
-	cycleLagDesc = prometheus.NewDesc("ticketbridge_cycle_lag_seconds",
-		"How long after its scheduled start each sync cycle ended (for the first cycle: after the daemon or hotel started): its duration plus any wait for its turn. A tick skipped because the previous cycle still ran counts from that tick into the next cycle's lag.",
-		nil, nil)
-	apiRequestsDesc = prometheus.NewDesc("ticketbridge_api_requests_total",
-		"HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came).",
-		[]string{"endpoint", "method", "code"}, nil)
-	apiDurationDesc = prometheus.NewDesc("ticketbridge_api_request_duration_seconds",
-		"How long requests to the Guest Requests API took until their answer's headers, by endpoint.",
-		[]string{"endpoint"}, nil)
-	mirroredDesc = prometheus.NewDesc("ticketbridge_messages_mirrored_total",
-		"Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API.",
-		[]string{"direction"}, nil)
-	errorsDesc = prometheus.NewDesc("ticketbridge_errors_total",
-		"Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped).",
-		[]string{"kind"}, nil)
-	ticketsDesc = prometheus.NewDesc("ticketbridge_tickets",
-		"Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included.",
-		[]string{"status"}, nil)
-	retiredDesc = prometheus.NewDesc("ticketbridge_tickets_retired",
-		"Tickets closed long enough to be read no more.",
-		nil, nil)
-	journalDesc = prometheus.NewDesc("ticketbridge_journal_entries",
-		"Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent).",
-		[]string{"state"}, nil)
-	stateBytesDesc = prometheus.NewDesc("ticketbridge_state_file_bytes",
-		"Size of the state file; 0 when the state is in PostgreSQL.",
-		nil, nil)
-	lastSuccessDesc = prometheus.NewDesc("ticketbridge_last_success_timestamp_seconds",
-		"When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first.",
-		nil, nil)
-	lastCycleDesc = prometheus.NewDesc("ticketbridge_last_cycle_timestamp_seconds",
-		"When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first.",
-		nil, nil)
-	readyDesc = prometheus.NewDesc("ticketbridge_ready",
-		"1 while /readyz answers 200, else 0.",
-		nil, nil)
-	detectDesc = prometheus.NewDesc("ticketbridge_ticket_reads_total",
-		"How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off).",
-		[]string{"cause"}, nil)
-	heldDesc = prometheus.NewDesc("ticketbridge_helpdesk_held_changes",
-		"Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes.",
-		nil, nil)
-	setAsideDesc = prometheus.NewDesc("ticketbridge_outbox_failed_files",
-		"Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again.",
-		nil, nil)
-	setAsideTotalDesc = prometheus.NewDesc("ticketbridge_outbox_failed_total",
-		"Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/.",
-		nil, nil)
-	reconcileDesc = prometheus.NewDesc("ticketbridge_reconcile_total",
-		"Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired.",
-		[]string{"outcome"}, nil)
-)
+// optsDesc returns the description of a counter or gauge of o with the
+// label names labels.
+func optsDesc(o prometheus.Opts, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(o.Name, o.Help, labels, nil)
+}
+
+// histogramDesc returns the description of a histogram of o with the
+// label names labels, and its buckets.
+func histogramDesc(o prometheus.HistogramOpts, labels ...string) (*prometheus.Desc, []float64) {
+	return prometheus.NewDesc(o.Name, o.Help, labels, nil), o.Buckets
+}
 
 // newMetrics returns a hotel's series, registered with reg.
 func newMetrics(reg prometheus.Registerer) metrics {
