@@ -95,16 +95,6 @@ func (cv coverage) whole(s guestapi.Status, dept string) bool {
 	return cv.all || cv.status[s] || cv.dept[[2]string{string(s), dept}]
 }
 
-// trackedTicket returns the tracked ticket id, by a search of the tickets
-// in id order.
-func (in discoverInput) trackedTicket(id string) (state.Ticket, bool) {
-	i, ok := slices.BinarySearchFunc(in.tracked, id, func(t state.Ticket, id string) int { return strings.Compare(t.ID, id) })
-	if !ok {
-		return state.Ticket{}, false
-	}
-	return in.tracked[i], true
-}
-
 // departments returns the departments of the tracked tickets; live, those
 // of the tracked tickets not retired.
 func (in discoverInput) departments(live bool) map[string]bool {
@@ -212,7 +202,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	slices.Sort(ids)
 	for _, id := range ids {
 		lt := in.listed[id]
-		t, ok := in.trackedTicket(id)
+		t, ok := findTicket(in.tracked, id)
 		if !ok {
 			if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
 				continue

@@ -48,12 +48,19 @@ func (c *cycle) fresh() (*workingSet, bool) {
 	return c.ws, true
 }
 
-// ticket returns the ticket id of the working set, by a search of its
-// sorted tickets.
+// ticket returns the ticket id of the working set, in the form of
+// state.Tx.Ticket, which it stands in for.
 func (ws *workingSet) ticket(id string) (state.Ticket, bool, error) {
-	i, ok := slices.BinarySearchFunc(ws.tickets, id, func(t state.Ticket, id string) int { return strings.Compare(t.ID, id) })
+	t, ok := findTicket(ws.tickets, id)
+	return t, ok, nil
+}
+
+// findTicket returns the ticket id of ts, tickets in id order (a working
+// set's), by a binary search.
+func findTicket(ts []state.Ticket, id string) (state.Ticket, bool) {
+	i, ok := slices.BinarySearchFunc(ts, id, func(t state.Ticket, id string) int { return strings.Compare(t.ID, id) })
 	if !ok {
-		return state.Ticket{}, false, nil
+		return state.Ticket{}, false
 	}
-	return ws.tickets[i], true, nil
+	return ts[i], true
 }
