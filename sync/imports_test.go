@@ -113,3 +113,41 @@ func TestImportsCountReadsInFlight(t *testing.T) {
 		t.Errorf("the whole room, free again: %v", err)
 	}
 }
+
+// TestWaitingImportReadsStateAgain: an import that finds no room drops
+// its reads of state while it waits, and once room frees in the same
+// cycle it reads the state again and imports every request, each once;
+// the next cycle creates nothing more.
+func TestWaitingImportReadsStateAgain(t *testing.T) {
+	e := newEnv(t)
+	e.imports = tbsync.NewImports(1)
+	for range 25 {
+		e.newTicket("towels")
+	}
+	e.open()
+	release, err := e.imports.Take(t.Context(), 1) // another hotel's import: all the room
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := e.engine.RunCycle(t.Context()); done <- err }()
+	for e.imports.Waiting() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the cycle ended without waiting for room: %v", err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the cycle that waited: %v", err)
+	}
+	if n := len(e.backend.Tickets()); n != 25 {
+		t.Errorf("the helpdesk holds %d tickets after the wait, want 25", n)
+	}
+	e.tick()
+	if n := len(e.backend.Tickets()); n != 25 {
+		t.Errorf("the helpdesk holds %d tickets after the next cycle, want 25: created twice", n)
+	}
+}
