@@ -45,9 +45,11 @@ func (l *listedTickets) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// maxListItems is the spec's largest list; a buffer grown past it by a
-// server that answers more is not kept.
-const maxListItems = 200
+// keepListItems is the largest list buffer kept for reuse: twice the
+// spec's largest list (200), as growing a buffer to hold that rounds its
+// capacity up. One grown past it, by a server that answers more, is not
+// kept.
+const keepListItems = 400
 
 // listItems holds the slices lists are decoded into before their items
 // are copied out, so that a list does not grow a new one each time.
@@ -61,7 +63,7 @@ func decodeList(body []byte) ([]Ticket, error) {
 		// field by field, and a field a later list leaves out must not
 		// keep this one's value.
 		clear((*buf)[:cap(*buf)])
-		if cap(*buf) <= maxListItems {
+		if cap(*buf) <= keepListItems {
 			listItems.Put(buf)
 		}
 	}()
@@ -83,7 +85,11 @@ func decodeList(body []byte) ([]Ticket, error) {
 	for i := range w.Tickets.items {
 		ts[i] = w.Tickets.items[i].ticket()
 	}
-	seen := make(map[string]int, len(ts))
+	seen := listSeen.Get().(map[string]int)
+	defer func() {
+		clear(seen)
+		listSeen.Put(seen)
+	}()
 	for i, t := range ts {
 		if t.ID == "" {
 			return nil, fmt.Errorf("tickets[%d]: id is missing", i)
@@ -95,6 +101,10 @@ func decodeList(body []byte) ([]Ticket, error) {
 	}
 	return ts, nil
 }
+
+// listSeen holds the maps a list's ids are checked for repeats in, kept
+// empty between lists: a map grown for one list serves the next.
+var listSeen = sync.Pool{New: func() any { return map[string]int{} }}
 
 // decodeThread decodes the answer of GET /tickets/{id}.
 func decodeThread(body []byte) (*Thread, error) {

@@ -1,6 +1,7 @@
 package guestapi
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -38,4 +39,32 @@ func TestListDecodeReusesNothingVisible(t *testing.T) {
 	if _, err := decodeList([]byte(`{"tickets":[{"id":"x"},{"id":"x"}]}`)); err == nil || !strings.Contains(err.Error(), "repeats") {
 		t.Fatalf("repeated id: %v", err)
 	}
+}
+
+// TestListBufferKeptAtTheSpecsLargest: the buffer a list of 200 tickets
+// (the spec's largest) grew is kept for the next list. Growing to 200
+// rounds the capacity past 200, and a bound at 200 dropped every such
+// buffer, so each list grew a new one.
+func TestListBufferKeptAtTheSpecsLargest(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"tickets":[`)
+	for i := range 200 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"id":"t-` + strconv.Itoa(i) + `","status":"new"}`)
+	}
+	sb.WriteString(`]}`)
+	for range 20 { // the race detector's pool drops some of what is put
+		if _, err := decodeList([]byte(sb.String())); err != nil {
+			t.Fatal(err)
+		}
+		buf := listItems.Get().(*[]listedWire)
+		kept := cap(*buf) >= 200
+		listItems.Put(buf)
+		if kept {
+			return
+		}
+	}
+	t.Fatal("no list buffer that held 200 tickets was kept")
 }

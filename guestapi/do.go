@@ -33,24 +33,42 @@ func (r request) decodeErr(err error) error {
 	return fmt.Errorf("%s: decode answer of %s %s: %w: %w", r.op, r.method, r.path, ErrBadResponse, err)
 }
 
-// do runs r and returns the body of its 2xx answer. When the API refuses
-// the key (401) and Rekey gives another, r is made once more with it.
-func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
-	body, err := c.doOnce(ctx, r)
-	if !errors.Is(err, ErrUnauthorized) {
-		return body, err
+// do runs r and hands the body of its 2xx answer to decode; an error of
+// decode comes back as r's [ErrBadResponse]. The body is a pooled read
+// buffer, given back when decode returns: decode must not keep it (what
+// encoding/json decodes is a copy). When the API refuses the key (401)
+// and Rekey gives another, r is made once more with it.
+func (c *Client) do(ctx context.Context, r request, decode func(body []byte) error) error {
+	buf, err := c.doOnce(ctx, r)
+	if errors.Is(err, ErrUnauthorized) {
+		if again, ok := c.rekeyed(ctx, r); ok {
+			buf, err = c.doOnce(ctx, again)
+		}
 	}
+	if err != nil {
+		return err
+	}
+	defer putBuffer(buf)
+	if err := decode(buf.Bytes()); err != nil {
+		return r.decodeErr(err)
+	}
+	return nil
+}
+
+// rekeyed returns r with the key Rekey gives in place of the one the API
+// refused, and false when there is none to try.
+func (c *Client) rekeyed(ctx context.Context, r request) (request, bool) {
 	refused := r.auth
 	tr, isToken := r.body.(TokenRequest)
 	if isToken {
 		refused = tr.APIKey
 	}
 	if refused == "" {
-		return body, err
+		return r, false
 	}
 	key, ok := c.renewKey(ctx, refused)
 	if !ok {
-		return body, err
+		return r, false
 	}
 	if isToken {
 		tr.APIKey = key
@@ -58,11 +76,12 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	} else {
 		r.auth = key
 	}
-	return c.doOnce(ctx, r)
+	return r, true
 }
 
-// doOnce runs r through the retry loop.
-func (c *Client) doOnce(ctx context.Context, r request) ([]byte, error) {
+// doOnce runs r through the retry loop and returns the body of its 2xx
+// answer in a read buffer, for putBuffer once decoded.
+func (c *Client) doOnce(ctx context.Context, r request) (*bytes.Buffer, error) {
 	var payload []byte
 	if r.body != nil {
 		var err error
@@ -71,18 +90,20 @@ func (c *Client) doOnce(ctx context.Context, r request) ([]byte, error) {
 		}
 	}
 	var (
-		body []byte
+		body *bytes.Buffer
 		last error // the last attempt's error
 	)
 	call := httpretry.Call{Op: r.op, Idempotent: r.retry || httpretry.IdempotentMethod(r.method)}
 	out := c.retrier.Do(ctx, call, func(ctx context.Context, n int) httpretry.Result {
 		var res httpretry.Result
+		putBuffer(body) // an earlier attempt's, were there one
 		body, res, last = c.attempt(ctx, r, payload, n)
 		return res
 	})
 	if out.Class == httpretry.Success && out.Err == nil {
 		return body, nil
 	}
+	putBuffer(body) // nil unless the last attempt read one
 	var ae *Error
 	if out.Asked && errors.As(last, &ae) {
 		ae.RetryAfter = out.Wait
@@ -106,27 +127,28 @@ var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // answer does not stay in memory.
 const keepBuffer = 1 << 20
 
-// readBody reads at most limit bytes of r into a reused buffer and returns
-// a copy of exactly their length: one allocation the size of the answer,
-// where io.ReadAll grows a slice to about twice that.
-func readBody(r io.Reader, limit int64) ([]byte, error) {
+// readBody reads at most limit bytes of r into a read buffer, for
+// putBuffer once decoded: a list is decoded where it was read, with no
+// copy of its own, and no buffer is grown for each answer.
+func readBody(r io.Reader, limit int64) (*bytes.Buffer, error) {
 	buf := readBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	_, err := buf.ReadFrom(io.LimitReader(r, limit))
-	body := bytes.Clone(buf.Bytes())
-	if body == nil {
-		body = []byte{}
-	}
-	if buf.Cap() <= keepBuffer {
-		readBuffers.Put(buf)
-	}
-	return body, err
+	return buf, err
 }
 
-// attempt makes one HTTP exchange. It returns the body of a 2xx answer,
-// what the exchange was for the retry loop, and the error to report when
-// it failed.
-func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt int) ([]byte, httpretry.Result, error) {
+// putBuffer gives buf back for reuse, unless it grew past keepBuffer; a
+// nil buf is ignored.
+func putBuffer(buf *bytes.Buffer) {
+	if buf != nil && buf.Cap() <= keepBuffer {
+		readBuffers.Put(buf)
+	}
+}
+
+// attempt makes one HTTP exchange. It returns the body of a 2xx answer (a
+// read buffer: see readBody), what the exchange was for the retry loop,
+// and the error to report when it failed.
+func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt int) (*bytes.Buffer, httpretry.Result, error) {
 	u := *c.base
 	// r.path is escaped; set both forms so that escaped ids keep their
 	// escapes (an id holding "/" stays one path segment).
@@ -172,10 +194,12 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, attempt
 		body, err := readBody(resp.Body, MaxBodySize+1)
 		c.logAttempt(ctx, r, attempt, resp.StatusCode, time.Since(start), err)
 		if err != nil {
+			putBuffer(body)
 			err = fmt.Errorf("read answer: %w", err)
 			return nil, httpretry.Result{Err: err}, transportError(r, err)
 		}
-		if len(body) > MaxBodySize {
+		if body.Len() > MaxBodySize {
+			putBuffer(body)
 			res.Class = httpretry.Permanent
 			return nil, res, fmt.Errorf("read answer of %s %s: %w: larger than %d bytes", r.method, r.path, ErrBadResponse, MaxBodySize)
 		}

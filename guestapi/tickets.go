@@ -40,13 +40,13 @@ func (c *Client) ListTickets(ctx context.Context, opt ListOptions) ([]Ticket, er
 		q.Set("limit", strconv.Itoa(opt.Limit))
 	}
 	r := request{op: op, method: http.MethodGet, path: TicketsPrefix + "/tickets", query: q, auth: c.currentKey()}
-	body, err := c.do(ctx, r)
+	var ts []Ticket
+	err := c.do(ctx, r, func(body []byte) (err error) {
+		ts, err = decodeList(body)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	ts, err := decodeList(body)
-	if err != nil {
-		return nil, r.decodeErr(err)
 	}
 	return ts, nil
 }
@@ -60,13 +60,13 @@ func (c *Client) GetTicket(ctx context.Context, id string) (*Thread, error) {
 		return nil, err
 	}
 	r := request{op: op, method: http.MethodGet, path: p, auth: c.currentKey()}
-	body, err := c.do(ctx, r)
+	var th *Thread
+	err = c.do(ctx, r, func(body []byte) (err error) {
+		th, err = decodeThread(body)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	th, err := decodeThread(body)
-	if err != nil {
-		return nil, r.decodeErr(err)
 	}
 	return th, nil
 }
@@ -86,13 +86,9 @@ func (c *Client) PostMessage(ctx context.Context, id string, m NewMessage, idemp
 		return PostMessageResult{}, err
 	}
 	r := request{op: op, method: http.MethodPost, path: p, body: m, auth: c.currentKey(), idemKey: idempotencyKey, retry: idempotencyKey != ""}
-	body, err := c.do(ctx, r)
-	if err != nil {
-		return PostMessageResult{}, err
-	}
 	var res PostMessageResult
-	if err := decodeObject(body, &res); err != nil {
-		return PostMessageResult{}, r.decodeErr(err)
+	if err := c.do(ctx, r, func(body []byte) error { return decodeObject(body, &res) }); err != nil {
+		return PostMessageResult{}, err
 	}
 	if res.MessageID == "" {
 		return PostMessageResult{}, r.decodeErr(errors.New("message_id is missing"))
@@ -113,13 +109,9 @@ func (c *Client) SetStatus(ctx context.Context, id string, s Status, idempotency
 		return SetStatusResult{}, err
 	}
 	r := request{op: op, method: http.MethodPost, path: p, body: SetStatusRequest{Status: s}, auth: c.currentKey(), idemKey: idempotencyKey, retry: idempotencyKey != ""}
-	body, err := c.do(ctx, r)
-	if err != nil {
-		return SetStatusResult{}, err
-	}
 	var res SetStatusResult
-	if err := decodeObject(body, &res); err != nil {
-		return SetStatusResult{}, r.decodeErr(err)
+	if err := c.do(ctx, r, func(body []byte) error { return decodeObject(body, &res) }); err != nil {
+		return SetStatusResult{}, err
 	}
 	if res.Status == "" {
 		return SetStatusResult{}, r.decodeErr(errors.New("status is missing"))

@@ -84,13 +84,9 @@ func (c *Client) forgetToken(tok string) {
 func (c *Client) exchange(ctx context.Context) (AccessToken, error) {
 	const op = "get access token"
 	r := request{op: op, method: http.MethodPost, path: TokenPath, body: TokenRequest{APIKey: c.currentKey()}, retry: true}
-	body, err := c.do(ctx, r)
-	if err != nil {
-		return AccessToken{}, err
-	}
 	var tok AccessToken
-	if err := decodeObject(body, &tok); err != nil {
-		return AccessToken{}, r.decodeErr(err)
+	if err := c.do(ctx, r, func(body []byte) error { return decodeObject(body, &tok) }); err != nil {
+		return AccessToken{}, err
 	}
 	switch {
 	case tok.AccessToken == "":
@@ -116,17 +112,14 @@ func (c *Client) Verify(ctx context.Context) (Verification, error) {
 			return Verification{}, fmt.Errorf("%s: %w", op, err)
 		}
 		r := request{op: op, method: http.MethodPost, path: VerifyPath, auth: tok.AccessToken, retry: true}
-		body, err := c.do(ctx, r)
+		var v Verification
+		err = c.do(ctx, r, func(body []byte) error { return decodeObject(body, &v) })
 		if errors.Is(err, ErrUnauthorized) && try == 0 {
 			c.forgetToken(tok.AccessToken)
 			continue
 		}
 		if err != nil {
 			return Verification{}, err
-		}
-		var v Verification
-		if err := decodeObject(body, &v); err != nil {
-			return Verification{}, r.decodeErr(err)
 		}
 		return v, nil
 	}
