@@ -24,7 +24,7 @@ func (c *cycle) discover() {
 		return
 	}
 	e.pol.fullRead, e.pol.listsShowAll = in.fullRead.Effective, in.fullRead.Unsignalled == 0
-	in.listed, in.cover, in.listOK = c.listQueue(in.departments(false), in.departments(true))
+	in.listed, in.cover, in.listOK = c.listQueue(in)
 	if c.stopped() {
 		return
 	}
@@ -76,9 +76,9 @@ type discoverInput struct {
 	fullRead    FullRead       // the stored full-read interval, already reset to the configured one if that changed
 	fullReadNew bool           // fullRead differs from what is stored
 
-	listed map[string]guestapi.Ticket // every ticket the lists of this cycle showed
-	cover  coverage                   // which lists were whole
-	listOK bool                       // every list request succeeded
+	listed []guestapi.Ticket // every ticket the lists of this cycle showed, in id order (see byID)
+	cover  coverage          // which lists were whole
+	listOK bool              // every list request succeeded
 }
 
 // coverage says which lists of a cycle were whole (below the limit): a
@@ -195,13 +195,8 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	// The slack covers clocks that differ a little.
 	horizon := importSince.Add(-2 * e.cfg.interval)
 
-	ids := make([]string, 0, len(in.listed))
-	for id := range in.listed {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		lt := in.listed[id]
+	for _, lt := range in.listed {
+		id := lt.ID
 		t, ok := findTicket(in.tracked, id)
 		if !ok {
 			if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
@@ -232,7 +227,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	for _, t := range in.tracked {
 		id := t.ID
 		st := guestapi.Status(t.UpstreamStatus)
-		if _, ok := in.listed[id]; ok || t.Ref == "" || t.Retired || st.Closed() || !in.cover.whole(st, t.Department) {
+		if _, ok := findListed(in.listed, id); ok || t.Ref == "" || t.Retired || st.Closed() || !in.cover.whole(st, t.Department) {
 			continue
 		}
 		before := t
@@ -271,52 +266,47 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 // reaches the limit is logged as a warning: the full-read safety net then
 // covers the open tickets the lists cannot show. It reports whether every
 // request succeeded.
-func (c *cycle) listQueue(known, live map[string]bool) (map[string]guestapi.Ticket, coverage, bool) {
-	out := make(map[string]guestapi.Ticket, c.e.tracked)
+func (c *cycle) listQueue(in discoverInput) ([]guestapi.Ticket, coverage, bool) {
+	var out []guestapi.Ticket
 	cv := coverage{status: map[guestapi.Status]bool{}, dept: map[[2]string]bool{}}
 	if c.e.queueFits {
 		ts, ok := c.listOnce(guestapi.ListOptions{Limit: ListLimit})
 		if !ok {
-			return out, cv, false
+			return nil, cv, false
 		}
-		add(out, ts)
 		if len(ts) < ListLimit {
 			cv.all = true
-			return out, cv, true
+			return byID(ts), cv, true
 		}
+		out = ts
 	}
 	all := true
 	for _, s := range guestapi.Statuses() {
-		depts := known
-		if s.Closed() {
-			depts = live
-		}
-		if !c.listStatus(s, depts, !s.Closed() || slices.Contains(c.e.cfg.backfill, s), out, cv) {
+		if !c.listStatus(s, in, !s.Closed() || slices.Contains(c.e.cfg.backfill, s), &out, cv) {
 			all = false
 		}
 	}
+	out = byID(out)
 	c.e.queueFits = all && len(out) < ListLimit
 	return out, cv, all
 }
 
-// listStatus lists the tickets of status s into out; a list that reaches
-// the limit is asked again per department of known, and with listed, of
-// the list. It records in cv the lists that were whole, and reports
-// whether every request succeeded.
-func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, listed bool, out map[string]guestapi.Ticket, cv coverage) bool {
+// listStatus appends the tickets of status s to out; a list that reaches
+// the limit is asked again per department of the tracked tickets (those
+// not retired, for a closed status), and with listed, of the list. It
+// records in cv the lists that were whole, and reports whether every
+// request succeeded.
+func (c *cycle) listStatus(s guestapi.Status, in discoverInput, listed bool, out *[]guestapi.Ticket, cv coverage) bool {
 	ts, ok := c.listOnce(guestapi.ListOptions{Status: s, Limit: ListLimit})
 	if !ok {
 		return false
 	}
-	add(out, ts)
+	*out = append(*out, ts...)
 	if len(ts) < ListLimit {
 		cv.status[s] = true
 		return true
 	}
-	depts := map[string]bool{}
-	for d := range known {
-		depts[d] = true
-	}
+	depts := in.departments(s.Closed())
 	for _, t := range ts {
 		if listed && t.Department != "" {
 			depts[t.Department] = true
@@ -346,7 +336,7 @@ func (c *cycle) listStatus(s guestapi.Status, known map[string]bool, listed bool
 			all = false
 			continue
 		}
-		add(out, dts)
+		*out = append(*out, dts...)
 		if len(dts) >= ListLimit {
 			c.warnFull(s, d)
 		} else {
@@ -390,15 +380,30 @@ func (c *cycle) listOnce(opt guestapi.ListOptions) ([]guestapi.Ticket, bool) {
 	return ts, true
 }
 
-// add puts ts into out; of a ticket listed twice (it changed between two
-// requests), the later update is kept.
-func add(out map[string]guestapi.Ticket, ts []guestapi.Ticket) {
-	for _, t := range ts {
-		if o, ok := out[t.ID]; ok && o.UpdatedAt.After(t.UpdatedAt) {
-			continue
+// byID sorts ts by id, in place, and keeps one of each: of a ticket
+// listed twice (it changed between two requests), the later update. The
+// lists of a cycle are kept this way, not in a map: a quiet cycle of one
+// list then copies none of its tickets.
+func byID(ts []guestapi.Ticket) []guestapi.Ticket {
+	// Reversed, then sorted stably: of two listings of one update the one
+	// listed last comes first, and is kept.
+	slices.Reverse(ts)
+	slices.SortStableFunc(ts, func(a, b guestapi.Ticket) int {
+		if c := strings.Compare(a.ID, b.ID); c != 0 {
+			return c
 		}
-		out[t.ID] = t
+		return b.UpdatedAt.Compare(a.UpdatedAt) // the later first
+	})
+	return slices.CompactFunc(ts, func(a, b guestapi.Ticket) bool { return a.ID == b.ID })
+}
+
+// findListed returns the ticket id of listed (in id order) shows.
+func findListed(listed []guestapi.Ticket, id string) (guestapi.Ticket, bool) {
+	i, ok := slices.BinarySearchFunc(listed, id, func(t guestapi.Ticket, id string) int { return strings.Compare(t.ID, id) })
+	if !ok {
+		return guestapi.Ticket{}, false
 	}
+	return listed[i], true
 }
 
 // few names up to five ids, then how many more.

@@ -42,16 +42,16 @@ func TestPlanDiscover(t *testing.T) {
 			{ID: id('d'), Ref: "4", UpstreamStatus: "new", UpstreamUpdatedAt: updated, NextDue: planNow.Add(2 * time.Hour), DueReason: DueQuiet},
 			{ID: id('x'), Ref: "5", UpstreamStatus: "assigned", UpstreamUpdatedAt: updated, NextDue: planNow.Add(time.Minute), DueReason: DueFull},
 		},
-		listed: map[string]guestapi.Ticket{
-			id('a'):  {ID: id('a'), Status: "assigned", UpdatedAt: updated},                  // unchanged
-			id('b'):  {ID: id('b'), Status: "in_progress", UpdatedAt: updated},               // status moved, updated_at did not
-			id('c'):  {ID: id('c'), Status: "done", UpdatedAt: planNow.Add(-time.Minute)},    // a guest wrote on a retired one
-			id('e'):  {ID: id('e'), Status: "new", CreatedAt: old},                           // new: imported
-			id('f'):  {ID: id('f'), Status: "assigned", CreatedAt: old},                      // a backfill status: imported
-			id('g'):  {ID: id('g'), Status: "done", CreatedAt: old},                          // old and closed: left alone
-			id('h'):  {ID: id('h'), Status: "cancelled", CreatedAt: planNow.Add(-time.Hour)}, // made since the start: imported
-			"bad/id": {ID: "bad/id", Status: "new"},
-		},
+		listed: byID([]guestapi.Ticket{
+			{ID: id('a'), Status: "assigned", UpdatedAt: updated},                  // unchanged
+			{ID: id('b'), Status: "in_progress", UpdatedAt: updated},               // status moved, updated_at did not
+			{ID: id('c'), Status: "done", UpdatedAt: planNow.Add(-time.Minute)},    // a guest wrote on a retired one
+			{ID: id('e'), Status: "new", CreatedAt: old},                           // new: imported
+			{ID: id('f'), Status: "assigned", CreatedAt: old},                      // a backfill status: imported
+			{ID: id('g'), Status: "done", CreatedAt: old},                          // old and closed: left alone
+			{ID: id('h'), Status: "cancelled", CreatedAt: planNow.Add(-time.Hour)}, // made since the start: imported
+			{ID: "bad/id", Status: "new"},
+		}),
 		listOK: true,
 	}
 	p := e.planDiscover(in)
@@ -188,5 +188,35 @@ func TestPlanCollect(t *testing.T) {
 	}
 	if known.NextDue.Equal(planNow) {
 		t.Error("the plan changed what was read")
+	}
+}
+
+// TestByIDKeepsTheLaterUpdate: a ticket that changed between two list
+// requests shows twice; the lists of a cycle keep its later update, and
+// of two listings of one update the one listed last.
+func TestByIDKeepsTheLaterUpdate(t *testing.T) {
+	t1, t2 := planNow.Add(-time.Hour), planNow
+	got := byID([]guestapi.Ticket{
+		{ID: "b", Status: "new", UpdatedAt: t2},
+		{ID: "a", Status: "assigned", UpdatedAt: t2},
+		{ID: "c", Status: "new", UpdatedAt: t1},
+		{ID: "a", Status: "new", UpdatedAt: t1},
+		{ID: "c", Status: "done", UpdatedAt: t1},
+	})
+	want := []guestapi.Ticket{
+		{ID: "a", Status: "assigned", UpdatedAt: t2},
+		{ID: "b", Status: "new", UpdatedAt: t2},
+		{ID: "c", Status: "done", UpdatedAt: t1},
+	}
+	if !slices.EqualFunc(got, want, func(x, y guestapi.Ticket) bool {
+		return x.ID == y.ID && x.Status == y.Status && x.UpdatedAt.Equal(y.UpdatedAt)
+	}) {
+		t.Errorf("byID = %+v, want %+v", got, want)
+	}
+	if l, ok := findListed(got, "b"); !ok || l.Status != "new" {
+		t.Errorf("findListed(b) = %+v, %v", l, ok)
+	}
+	if _, ok := findListed(got, "d"); ok {
+		t.Error("findListed found d, which no list showed")
 	}
 }
