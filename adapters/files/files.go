@@ -208,6 +208,8 @@ type Adapter struct {
 	// failed/, by its name, so that it reads again only what changed.
 	heldMu    sync.Mutex
 	heldCache map[string]heldFile
+	// failedEmpty is failed/ when Held last found it empty (heldMu).
+	failedEmpty emptyStamp
 
 	// flushMu makes Flush calls take turns, so that none returns while
 	// another still syncs what it took.
@@ -232,6 +234,8 @@ type Adapter struct {
 	// sequence number (see reportedAll); zero when unknown.
 	processedStamp time.Time
 	processedLast  int64
+	// outboxEmpty is the outbox when ingest last found it empty.
+	outboxEmpty emptyStamp
 	// ownStamp is the tickets folder's modification time right after the
 	// adapter's own last creation in it: a scan that finds it so saw every
 	// change made before, however recent (see scan).

@@ -26,8 +26,14 @@ func (a *Adapter) Flush(context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
 	a.mu.Lock()
+	if len(a.pending) == 0 {
+		a.mu.Unlock()
+		return nil
+	}
 	dirs := slices.Sorted(maps.Keys(a.pending))
-	clear(a.pending)
+	// A new map, not the old one cleared: a Go map keeps the room it grew,
+	// and an import's hundreds of folders would stay a hotel's for good.
+	a.pending = map[string]bool{}
 	a.mu.Unlock()
 	errs := make([]error, len(dirs))
 	next := make(chan int)

@@ -35,6 +35,13 @@ const maxReasonBytes = 2048
 // list when it is moved back into the outbox or removed; an explanation
 // without its file is not listed.
 func (a *Adapter) Held(context.Context) []adapters.HeldError {
+	a.heldMu.Lock()
+	defer a.heldMu.Unlock()
+	same, before, err := a.failedEmpty.unchanged(a.failedDir())
+	if same || errors.Is(err, fs.ErrNotExist) { // none set aside yet
+		a.heldCache = nil
+		return nil
+	}
 	des, err := os.ReadDir(a.failedDir())
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -42,12 +49,11 @@ func (a *Adapter) Held(context.Context) []adapters.HeldError {
 		}
 		return nil
 	}
+	a.failedEmpty.record(before, len(des) == 0)
 	names := make(map[string]bool, len(des))
 	for _, de := range des {
 		names[de.Name()] = true
 	}
-	a.heldMu.Lock()
-	defer a.heldMu.Unlock()
 	seen := make(map[string]heldFile, len(des))
 	var out []adapters.HeldError
 	for _, de := range des {

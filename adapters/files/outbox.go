@@ -316,17 +316,24 @@ type candidate struct {
 // file gets its explanation written before it is moved, so failed/ never
 // holds a file without one.
 func (a *Adapter) ingest(ctx context.Context, floor int64) error {
+	same, before, _ := a.outboxEmpty.unchanged(a.outboxDir()) // an error shows in the read
+	if same {
+		return nil
+	}
 	des, err := os.ReadDir(a.outboxDir())
 	if err != nil {
 		return fmt.Errorf("list outbox: %w", err)
 	}
 	now := a.now()
 	var cands []candidate
+	files := 0
+	defer func() { a.outboxEmpty.record(before, files == 0) }()
 	for _, de := range des {
 		name := de.Name()
 		if skipName(name) || de.IsDir() {
 			continue
 		}
+		files++
 		info, err := de.Info()
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -553,7 +560,7 @@ func (a *Adapter) report(ctx context.Context, after int64) ([]adapters.Event, in
 		// and its time is not so recent that a coarse clock could give a
 		// later change the same one (as the tickets folder's scan).
 		a.processedStamp = time.Time{}
-		if statErr == nil && cursor >= last && time.Since(dir.ModTime()) > 2*time.Second {
+		if statErr == nil && cursor >= last && time.Since(dir.ModTime()) > stampSettle {
 			a.processedStamp, a.processedLast = dir.ModTime(), last
 		}
 	}()

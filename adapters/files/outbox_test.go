@@ -205,3 +205,59 @@ func TestQuietChangesListNothing(t *testing.T) {
 		t.Fatalf("Changes after a new outbox file = %+v, want the stray file and the note", evs)
 	}
 }
+
+// TestEmptyOutboxIsNotListedAgain: an outbox that was read empty is not
+// read again while its modification time stands (one stat a quiet
+// cycle, not an open, a read and a close); the same for failed/. A file
+// put in moves the folder's time and is taken.
+func TestEmptyOutboxIsNotListedAgain(t *testing.T) {
+	f := newFixture(t)
+	outbox, failed := filepath.Join(f.dir, "outbox"), filepath.Join(f.dir, "outbox", "failed")
+	if err := os.MkdirAll(failed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour) // not so recent that a later change could share it
+	for _, d := range []string{outbox, failed} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, cur := f.changes(t, "") // reads the outbox empty, and stamps it
+	if got := f.a.Held(t.Context()); len(got) != 0 {
+		t.Fatalf("Held = %+v, want none", got)
+	}
+	// A file put in behind the adapter's back, the folder's time set
+	// back: the quiet cycle does not read the folder, so it misses it.
+	reply := "ticket: " + string(f.ref) + "\nkind: reply\nauthor: Anna\n\nOn the way."
+	f.dropAged(t, "reply.txt", reply, time.Minute)
+	if err := os.WriteFile(filepath.Join(failed, "x.txt"), []byte("kind: shout\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(failed, "x.txt.error.txt"), []byte("why"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{outbox, failed} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if evs, _ := f.changes(t, cur); len(evs) != 0 {
+		t.Fatalf("Changes = %+v: the empty outbox was read again", evs)
+	}
+	if got := f.a.Held(t.Context()); len(got) != 0 {
+		t.Fatalf("Held = %+v: the empty failed/ was read again", got)
+	}
+	// As a file put in leaves them: both are read, and what is there seen.
+	now := time.Now()
+	for _, d := range []string{outbox, failed} {
+		if err := os.Chtimes(d, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if evs, _ := f.changes(t, cur); len(evs) != 1 || evs[0].Body != "On the way." {
+		t.Fatalf("Changes after the folder's time moved = %+v, want the reply", evs)
+	}
+	if got := f.a.Held(t.Context()); len(got) != 1 {
+		t.Fatalf("Held after the folder's time moved = %+v, want x.txt", got)
+	}
+}

@@ -346,7 +346,7 @@ func (a *Adapter) scan() error {
 	// stamp hides came in the same tick as that creation, as after a
 	// restamp. Without that, an import into a young folder (each creation
 	// moves its time) read the whole folder at every lookup.
-	whole := statErr == nil && (time.Since(fi.ModTime()) > 2*time.Second ||
+	whole := statErr == nil && (time.Since(fi.ModTime()) > stampSettle ||
 		(!a.ownStamp.IsZero() && fi.ModTime().Equal(a.ownStamp)))
 	a.scanStamp = time.Time{}
 	defer func() {
