@@ -88,21 +88,39 @@ func (f *Fleet) run(rh *runningHotel, prev <-chan struct{}) {
 			return
 		}
 	}
-	name := rh.conf.Name()
 	for {
-		if !f.runOnce(rh) {
+		// Wired and started in a call of its own, which returns before
+		// the scheduler runs: its frames (and what the start grew the stack
+		// to) are not under the scheduler's wait, which lasts as long as
+		// the hotel, and the collector can shrink its stack.
+		s, panicked := f.start(rh)
+		if s != nil {
+			panicked = f.serve(rh, s)
+		}
+		if !panicked {
 			return
 		}
-		if rh.lease != nil {
-			return // its keeper leaves it to the others for a while
-		}
-		f.closeWiring(rh)
-		if !f.wait(rh.sctx, startBackoff) {
+		if !f.again(rh) {
 			return
 		}
-		rh.log.Info("hotel starting again after its panic", slog.String("op", "start"))
-		rh.tel = f.tel.Hotel(name)
 	}
+}
+
+// again makes ready to start a hotel of a state file again after its
+// panic, once startBackoff passed; it reports false for a leased hotel
+// (its keeper leaves it to the others for a while) or when the hotel was
+// stopped meanwhile. (Out of run, whose frame lasts as long as the hotel.)
+func (f *Fleet) again(rh *runningHotel) bool {
+	if rh.lease != nil {
+		return false
+	}
+	f.closeWiring(rh)
+	if !f.wait(rh.sctx, startBackoff) {
+		return false
+	}
+	rh.log.Info("hotel starting again after its panic", slog.String("op", "start"))
+	rh.tel = f.tel.Hotel(rh.conf.Name())
+	return true
 }
 
 // wait waits d on the fleet's clock; it reports false when ctx ended
@@ -119,27 +137,16 @@ func (f *Fleet) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// runOnce wires the hotel when it is not yet, starts it, and runs its
-// scheduler until it is stopped; it reports whether it panicked.
-func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
+// start wires the hotel when it is not yet and starts it, returning its
+// scheduler; nil when it cannot start (it is listed as failing) or
+// panicked, which it reports.
+func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 	h, name, log, sctx, life := rh.conf, rh.conf.Name(), rh.log, rh.sctx, rh.life
 	defer func() {
-		v := recover()
-		if v == nil {
-			return
+		if v := recover(); v != nil {
+			panicked = true
+			f.panicked(rh, v)
 		}
-		panicked = true
-		stack := debug.Stack()
-		if p, ok := v.(*sync.CyclePanic); ok {
-			v, stack = p.Value, p.Stack
-		}
-		reason := fmt.Sprintf("panicked: %v; starts again in %s", v, startBackoff)
-		if rh.lease != nil {
-			reason = fmt.Sprintf("panicked: %v; left to the other replicas for %s", v, startBackoff)
-		}
-		log.Error("hotel failed: a panic in its cycle, adapter or state; the other hotels go on", slog.Any("panic", fmt.Sprint(v)), slog.String("stack", string(stack)), slog.Duration("backoff", startBackoff), slog.String("op", "panic"))
-		f.tel.HotelPanicked(name)
-		f.tel.DropHotel(name, reason)
 	}()
 	w := rh.bridge()
 	if w == nil {
@@ -151,7 +158,7 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 			rh.wiredOnce.Do(func() { close(rh.wired) })
 			log.Error("hotel not started", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "start"))
 			f.tel.DropHotel(name, err.Error())
-			return false
+			return nil, false
 		}
 		rh.setBridge(w)
 	}
@@ -165,7 +172,7 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 		err = config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount())
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
-		return false
+		return nil, false
 	}
 	tel := rh.tel
 	// The hotel's ticks at a phase of its own (see the package doc).
@@ -173,7 +180,7 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 	if err := tel.Start(sctx, nil, sched, w.Engine().Interval(), func() (state.Stats, error) { return w.Store().StatsOnCommit(sctx) }); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
-		return false
+		return nil, false
 	}
 	// The hotel's page on the status page, fed after each of its
 	// cycles as the page of a daemon of one hotel is.
@@ -186,8 +193,37 @@ func (f *Fleet) runOnce(rh *runningHotel) (panicked bool) {
 	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
 	s := w.Scheduler(tel, tel.CycleMax(), page, life)
 	s.Schedule = sched
-	_ = s.Run(sctx)
+	return s, false
+}
+
+// serve runs the hotel's scheduler until it is stopped; it reports
+// whether it panicked.
+func (f *Fleet) serve(rh *runningHotel, s *sync.Scheduler) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
+			f.panicked(rh, v)
+		}
+	}()
+	_ = s.Run(rh.sctx)
 	return false
+}
+
+// panicked logs and counts a panic of the hotel's start or cycle, and
+// lists the hotel as failing.
+func (f *Fleet) panicked(rh *runningHotel, v any) {
+	name := rh.conf.Name()
+	stack := debug.Stack()
+	if p, ok := v.(*sync.CyclePanic); ok {
+		v, stack = p.Value, p.Stack
+	}
+	reason := fmt.Sprintf("panicked: %v; starts again in %s", v, startBackoff)
+	if rh.lease != nil {
+		reason = fmt.Sprintf("panicked: %v; left to the other replicas for %s", v, startBackoff)
+	}
+	rh.log.Error("hotel failed: a panic in its cycle, adapter or state; the other hotels go on", slog.Any("panic", fmt.Sprint(v)), slog.String("stack", string(stack)), slog.Duration("backoff", startBackoff), slog.String("op", "panic"))
+	f.tel.HotelPanicked(name)
+	f.tel.DropHotel(name, reason)
 }
 
 // closeWiring closes the wiring of a hotel that panicked, before it
