@@ -50,8 +50,12 @@ import (
 //
 // TICKETBRIDGE_FLEET_PROFILE names a folder for the many-hotel daemon's
 // profiles: the binary is then built with -tags pprof, and the folder gets
-// a CPU profile of the quiet window (cpu-BACKEND.prof) and a heap profile
-// at its end (heap-BACKEND.prof), for go tool pprof.
+// a CPU profile of the quiet window (cpu-BACKEND.prof) and heap profiles
+// at its start and end (heap-BACKEND-base.prof, heap-BACKEND.prof: the
+// window's allocations are their difference, go tool pprof -base), for go
+// tool pprof; and, as text, the runtime's memory accounts
+// (memstats-BACKEND.txt) and the goroutines (goroutines-BACKEND.txt) at
+// the window's end.
 //
 //	go test -run '^$' -bench BenchmarkFleetProcess -benchtime 1x ./cmd/ticketbridge/
 //	TICKETBRIDGE_FLEET_HOTELS=2000 TICKETBRIDGE_FLEET_SCHEDULE='@every 30s' \
@@ -272,6 +276,11 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	}
 	r0, c0 := scrapeCounts(b, listen)
 	lag0, _ := scrapeMetrics(b, listen)
+	if pprofAddr != "" {
+		// The window's allocations are heap-BACKEND.prof less this one
+		// (go tool pprof -base).
+		saveProfile(b, pprofAddr, "heap", filepath.Join(profiles, "heap-"+backend+"-base.prof"))
+	}
 	cpu0, t0 := procCPU(b, cmd.Process.Pid), trips()
 	if pprofAddr != "" {
 		// The profile spans the window; its request returns at its end.
@@ -282,6 +291,10 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	cpu1, t1 := procCPU(b, cmd.Process.Pid), trips()
 	if pprofAddr != "" {
 		saveProfile(b, pprofAddr, "heap", filepath.Join(profiles, "heap-"+backend+".prof"))
+		// The runtime's own accounts (stacks, spans, the heap's idle
+		// part) and the goroutines, as text.
+		saveProfile(b, pprofAddr, "heap?debug=1", filepath.Join(profiles, "memstats-"+backend+".txt"))
+		saveProfile(b, pprofAddr, "goroutine?debug=1", filepath.Join(profiles, "goroutines-"+backend+".txt"))
 	}
 	r1, c1 := scrapeCounts(b, listen)
 	lag1, _ := scrapeMetrics(b, listen)
