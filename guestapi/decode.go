@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -118,13 +119,50 @@ func decodeList(body []byte) ([]Ticket, error) {
 // empty between lists: a map grown for one list serves the next.
 var listSeen = sync.Pool{New: func() any { return map[string]int{} }}
 
+// threadWire is the answer of GET /tickets/{id} as decodeThread reads it.
+type threadWire struct {
+	Ticket   *TicketDetail
+	Messages []Message
+}
+
+// decodeThreadWire decodes the answer of GET /tickets/{id} in the one pass
+// that also validates it: the ticket and the messages go straight into
+// their wire forms, where TicketDetail's and Message's UnmarshalJSON
+// would each validate their bytes again. An answer that fails is decoded
+// again through those, which word the error.
+func decodeThreadWire(body []byte) (threadWire, error) {
+	var fast struct {
+		Ticket   *ticketDetailWire `json:"ticket"`
+		Messages []messageWire     `json:"messages"`
+	}
+	if err := decodeObject(body, &fast); err != nil {
+		var w struct {
+			Ticket   *TicketDetail `json:"ticket"`
+			Messages []Message     `json:"messages"`
+		}
+		if err := decodeObject(body, &w); err != nil {
+			return threadWire{}, err
+		}
+		return threadWire(w), nil
+	}
+	var w threadWire
+	if t := fast.Ticket; t != nil {
+		w.Ticket = &TicketDetail{t.ID, t.Department, t.Status, t.TaskDescription, t.Origin, t.GuestRating, t.Comments,
+			time.Time(t.CreatedAt), time.Time(t.UpdatedAt)}
+	}
+	if fast.Messages != nil {
+		w.Messages = make([]Message, len(fast.Messages))
+		for i, m := range fast.Messages {
+			w.Messages[i] = Message{m.ID, m.AuthorType, m.AuthorName, m.Body, m.VisibleToGuest, time.Time(m.CreatedAt)}
+		}
+	}
+	return w, nil
+}
+
 // decodeThread decodes the answer of GET /tickets/{id}.
 func decodeThread(body []byte) (*Thread, error) {
-	var w struct {
-		Ticket   *TicketDetail `json:"ticket"`
-		Messages []Message     `json:"messages"`
-	}
-	if err := decodeObject(body, &w); err != nil {
+	w, err := decodeThreadWire(body)
+	if err != nil {
 		return nil, err
 	}
 	if w.Ticket == nil {

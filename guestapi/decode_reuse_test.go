@@ -1,6 +1,8 @@
 package guestapi
 
 import (
+	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,4 +69,34 @@ func TestListBufferKeptAtTheSpecsLargest(t *testing.T) {
 		}
 	}
 	t.Fatal("no list buffer that held 200 tickets was kept")
+}
+
+// TestThreadDecodesAsItsTypes: a thread is decoded in one pass into its
+// wire forms; it must come out as TicketDetail's and Message's own
+// UnmarshalJSON read it.
+func TestThreadDecodesAsItsTypes(t *testing.T) {
+	for _, body := range []string{
+		`{"ticket":{"id":"a","department":"hk","status":"new","task_description":"towels","origin":"guest","guest_rating":4.5,"comments":"room 12",
+			"created_at":"2026-03-01T10:00:00.123456+00:00","updated_at":"2026-03-01T10:05:00Z","extra":[1,{"x":null}]},
+			"messages":[{"id":"m1","author_type":"guest","author_name":"Ana","body":"Two \u00e9 please","visible_to_guest":true,"created_at":"2026-03-01T11:00:00+01:00"},
+			{"id":"m2","author_type":"staff","body":"","created_at":"2026-03-01T10:00:00.000000+00:00","unknown":true}]}`,
+		`{"ticket":{"id":"b","guest_rating":null,"comments":null,"created_at":"2026-03-01T10:00:00Z","updated_at":"2026-03-01T10:00:00Z"},"messages":null}`,
+		`{"ticket":{"id":"c","created_at":"2026-03-01T10:00:00Z","updated_at":"2026-03-01T10:00:00Z"}}`,
+		`{"ticket":{"id":"d","created_at":"2026-03-01T10:00:00Z","updated_at":"2026-03-01T10:00:00Z"},"messages":[]}`,
+	} {
+		got, err := decodeThreadWire([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var want struct {
+			Ticket   *TicketDetail `json:"ticket"`
+			Messages []Message     `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, threadWire(want)) {
+			t.Errorf("%s:\n got %#v\nwant %#v", body, got, threadWire(want))
+		}
+	}
 }

@@ -171,3 +171,25 @@ func BenchmarkDecodeList(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeThread measures decoding a thread of ten messages, the
+// safety net's full read, without the HTTP round trip.
+func BenchmarkDecodeThread(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"ticket":{"id":"0b7f3c2e-5d1a-4c8e-9f00-3a2b1c0d9e8f","department":"housekeeping","status":"in_progress","task_description":"Extra towels","origin":"guest","guest_rating":4.5,"comments":"room 12","created_at":"2026-03-01T10:00:00.123456+00:00","updated_at":"2026-03-01T10:05:00.000000+00:00"},"messages":[`)
+	for i := range 10 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":"m%d","author_type":"guest","author_name":"Ana","body":"Two more towels, please, and a bathrobe if there is one.","visible_to_guest":true,"created_at":"2026-03-01T10:%02d:00.123456+00:00"}`, i, i)
+	}
+	sb.WriteString(`]}`)
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeThread(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
