@@ -54,8 +54,9 @@ import (
 // at its start and end (heap-BACKEND-base.prof, heap-BACKEND.prof: the
 // window's allocations are their difference, go tool pprof -base), for go
 // tool pprof; and, as text, the runtime's memory accounts
-// (memstats-BACKEND.txt) and the goroutines (goroutines-BACKEND.txt) at
-// the window's end.
+// (memstats-BACKEND.txt), the goroutines (goroutines-BACKEND.txt) and the
+// kernel's account of its mappings (smaps-BACKEND.txt) at the window's
+// end.
 //
 //	go test -run '^$' -bench BenchmarkFleetProcess -benchtime 1x ./cmd/ticketbridge/
 //	TICKETBRIDGE_FLEET_HOTELS=2000 TICKETBRIDGE_FLEET_SCHEDULE='@every 30s' \
@@ -295,6 +296,11 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 		// part) and the goroutines, as text.
 		saveProfile(b, pprofAddr, "heap?debug=1", filepath.Join(profiles, "memstats-"+backend+".txt"))
 		saveProfile(b, pprofAddr, "goroutine?debug=1", filepath.Join(profiles, "goroutines-"+backend+".txt"))
+		// And the kernel's account of the process's mappings, for what
+		// the runtime's accounts do not hold.
+		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", cmd.Process.Pid)); err == nil {
+			_ = os.WriteFile(filepath.Join(profiles, "smaps-"+backend+".txt"), smaps, 0o644)
+		}
 	}
 	r1, c1 := scrapeCounts(b, listen)
 	lag1, _ := scrapeMetrics(b, listen)
