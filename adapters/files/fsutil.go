@@ -58,11 +58,11 @@ func randomSuffix() string {
 const stampSettle = 2 * time.Second
 
 // emptyStamp remembers a folder that was last read empty (of what its
-// reader takes), as stat saw it
-// just before that read: while the folder is the same one with the same
-// modification time, nothing was created in it, renamed into it or
-// removed from it since, and it is still empty. A quiet cycle then asks
-// the folder one stat, not an open, a read and a close.
+// reader takes), as stat saw it just before that read: while the folder
+// is the same one with the same modification time, nothing was created
+// in it, renamed into it or removed from it since, and it is still empty.
+// A quiet cycle then asks the folder one stat, not an open, a read and a
+// close.
 type emptyStamp struct {
 	fi fs.FileInfo // nil: not known to be empty
 }
