@@ -161,19 +161,23 @@ func runReplicasProcess(b *testing.B, bin string, replicas, hotels, tickets int)
 	start := time.Now()
 
 	time.Sleep(time.Minute)
+	// tally reads the hotels each replica holds (those its metrics name),
+	// how many in all, and which replica holds the most.
 	held := make([]map[string]float64, replicas)
-	most, total := 0, 0
-	for i, r := range reps {
-		_, held[i] = scrapeMetrics(b, r.listen)
-		total += len(held[i])
-		if len(held[i]) > len(held[most]) {
-			most = i
+	counts := make([]int, replicas)
+	var most, total int
+	tally := func() {
+		most, total = 0, 0
+		for i, r := range reps {
+			_, held[i] = scrapeMetrics(b, r.listen)
+			counts[i] = len(held[i])
+			total += counts[i]
+			if counts[i] > counts[most] {
+				most = i
+			}
 		}
 	}
-	counts := make([]int, replicas)
-	for i := range held {
-		counts[i] = len(held[i])
-	}
+	tally()
 	mean := float64(total) / float64(replicas)
 	b.Logf("%d replicas, %d hotels of %d requests, %s: after %s they hold %v", replicas, hotels, tickets, schedule, time.Since(start).Round(time.Second), counts)
 	b.ReportMetric(float64(slices.Max(counts))/mean, "held-max/mean")
@@ -189,15 +193,7 @@ func runReplicasProcess(b *testing.B, bin string, replicas, hotels, tickets int)
 			b.Fatalf("after an hour the replicas hold %d of %d hotels", total, hotels)
 		case <-time.After(2 * time.Second): // the metrics of 2,000 hotels are megabytes
 		}
-		most, total = 0, 0
-		for i, r := range reps {
-			_, held[i] = scrapeMetrics(b, r.listen)
-			total += len(held[i])
-			if len(held[i]) > len(held[most]) {
-				most = i
-			}
-			counts[i] = len(held[i])
-		}
+		tally()
 	}
 	b.Logf("all %d hotels held after %s: %v", hotels, time.Since(start).Round(time.Second), counts)
 	b.ReportMetric(time.Since(start).Seconds(), "all-held-s")
