@@ -189,38 +189,73 @@ func (l *Leases) Holder(ctx context.Context, hotel string) (h Holder, ok bool, e
 
 // Acquire takes the lease of hotel when it is free, expired or already
 // this replica's, raising the hotel's fence. ok is false when another
-// replica holds it.
+// replica holds it. It is Take of one hotel.
 func (l *Leases) Acquire(ctx context.Context, hotel string) (lease Lease, ok bool, err error) {
-	if err := CheckHotel(hotel); err != nil {
-		return Lease{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
+	taken, err := l.Take(ctx, []string{hotel})
+	if err != nil || len(taken) == 0 {
+		return Lease{}, false, err
+	}
+	return taken[0], true, nil
+}
+
+// Take takes, in one statement, the leases of those of hotels that are
+// free, expired or already this replica's, raising each one's fence, and
+// returns them in the order of hotels; a hotel missing from the answer is
+// held by another replica. A name given twice is taken once. Every name is
+// checked before anything is sent: one that is not a hotel's name fails
+// the whole take.
+func (l *Leases) Take(ctx context.Context, hotels []string) ([]Lease, error) {
+	for _, h := range hotels {
+		if err := CheckHotel(h); err != nil {
+			return nil, fmt.Errorf("take leases: %w: %w", ErrInvalid, err)
+		}
+	}
+	if len(hotels) == 0 {
+		return nil, nil
 	}
 	sent := l.now()
-	err = l.exec(ctx, func(ctx context.Context) error {
-		// One statement: the lease and the hotel's fence move together.
-		err := l.p.pool.QueryRow(ctx, `WITH l AS (
+	fence := make(map[string]int64, len(hotels))
+	err := l.exec(ctx, func(ctx context.Context) error {
+		// One statement: each lease and its hotel's fence move together.
+		// The rows are locked in the hotels' order, so that two replicas
+		// taking overlapping sets wait for each other instead of
+		// deadlocking; a name given twice would make ON CONFLICT touch
+		// its row twice, which PostgreSQL refuses.
+		rows, err := l.p.pool.Query(ctx, `WITH l AS (
 				INSERT INTO `+pgLeaseTable+` AS o (hotel, replica, fence, taken_at, expires_at)
-				VALUES ($1, $2, 1, now(), now() + $3::interval)
+				SELECT DISTINCT h, $2, 1, now(), now() + $3::interval FROM unnest($1::text[]) AS h ORDER BY h
 				ON CONFLICT (hotel) DO UPDATE
 				   SET replica = excluded.replica, fence = o.fence + 1, taken_at = now(), expires_at = excluded.expires_at
 				 WHERE o.expires_at <= now() OR o.replica = excluded.replica
 				RETURNING hotel, fence)
-			INSERT INTO `+pgHotelsTable+` (hotel, created_at, fence) SELECT hotel, now(), fence FROM l
+			INSERT INTO `+pgHotelsTable+` (hotel, created_at, fence) SELECT hotel, now(), fence FROM l ORDER BY hotel
 			ON CONFLICT (hotel) DO UPDATE SET fence = excluded.fence
-			RETURNING fence`, hotel, l.replica, l.interval()).Scan(&lease.Fence)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+			RETURNING hotel, fence`, hotels, l.replica, l.interval())
+		if err != nil {
+			return classify(err)
 		}
-		ok = err == nil
+		var h string
+		var f int64
+		_, err = pgx.ForEachRow(rows, []any{&h, &f}, func() error {
+			fence[h] = f
+			return nil
+		})
 		return classify(err)
 	})
 	if err != nil {
-		return Lease{}, false, fmt.Errorf("take the lease of hotel %s: %w", hotel, err)
+		if len(hotels) == 1 {
+			return nil, fmt.Errorf("take the lease of hotel %s: %w", hotels[0], err)
+		}
+		return nil, fmt.Errorf("take the leases of %d hotels: %w", len(hotels), err)
 	}
-	if !ok {
-		return Lease{}, false, nil
+	out := make([]Lease, 0, len(fence))
+	for _, h := range hotels {
+		if f, ok := fence[h]; ok {
+			out = append(out, Lease{Hotel: h, Fence: f, Until: sent.Add(l.ttl)})
+			delete(fence, h) // a name given twice is one lease
+		}
 	}
-	lease.Hotel, lease.Until = hotel, sent.Add(l.ttl)
-	return lease, true, nil
+	return out, nil
 }
 
 // Renew extends the replica's leases of hotels and returns those it still

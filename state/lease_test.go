@@ -3,8 +3,10 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 )
@@ -239,5 +241,114 @@ func TestLeaseHolder(t *testing.T) {
 	}
 	if slices.Contains(reps, "replica-b") {
 		t.Errorf("replicas %v: reading the holder joined them", reps)
+	}
+}
+
+// Take takes many hotels in one statement: the free, the expired and its
+// own, each with a raised fence the hotel's Store commits under, and
+// none another replica holds live.
+func TestLeaseTakeMany(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	a, b := openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b")
+	la := mustAcquire(t, a, "h1")
+	mustAcquire(t, a, "h4")
+	expire(t, loc, "h4")
+
+	taken, err := b.Take(t.Context(), []string{"h3", "h1", "h2", "h2", "h4", "h3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hotels := func(ls []Lease) (hs []string) {
+		for _, l := range ls {
+			hs = append(hs, l.Hotel)
+		}
+		return hs
+	}
+	if got := hotels(taken); !slices.Equal(got, []string{"h3", "h2", "h4"}) {
+		t.Fatalf("b took %v, want h3, h2, h4 (in the order asked, each once, not a's live h1)", got)
+	}
+	for _, l := range taken {
+		if l.Hotel == "h4" && l.Fence <= 1 {
+			t.Errorf("h4 taken after a's lease expired at fence %d, want it raised past a's", l.Fence)
+		}
+		// The fence taken is the one the hotel's Store commits under, and
+		// the one before it (when there was one) is refused.
+		s := openAt(t, loc, Options{Hotel: l.Hotel, Fence: l.Fence})
+		update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "by-b"}) })
+		if l.Fence == 1 {
+			continue
+		}
+		old := openAt(t, loc, Options{Hotel: l.Hotel, Fence: l.Fence - 1})
+		if err := old.Update(t.Context(), func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "stale"}) }); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("%s: a commit under fence %d after the take of %d: %v, want ErrLeaseLost", l.Hotel, l.Fence-1, l.Fence, err)
+		}
+	}
+
+	// Taking its own again raises the fences; a's h1 is still a's.
+	again, err := b.Take(t.Context(), []string{"h1", "h2", "h3", "h4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hotels(again); !slices.Equal(got, []string{"h2", "h3", "h4"}) {
+		t.Fatalf("b took %v again, want h2, h3, h4", got)
+	}
+	for i, l := range again {
+		if before := taken[slices.IndexFunc(taken, func(x Lease) bool { return x.Hotel == l.Hotel })]; l.Fence != before.Fence+1 {
+			t.Errorf("take %d of %s: fence %d, want %d", i, l.Hotel, l.Fence, before.Fence+1)
+		}
+	}
+	if kept, err := a.Renew(t.Context(), []Lease{la}); err != nil || len(kept) != 1 {
+		t.Errorf("a's live h1 after b's takes: renewed %v, %v; want it kept", kept, err)
+	}
+
+	// Nothing to take costs no round trip; a bad name fails the take
+	// before anything is sent.
+	if got, err := b.Take(t.Context(), nil); got != nil || err != nil {
+		t.Errorf("Take(nil) = %v, %v", got, err)
+	}
+	_, err = b.Take(t.Context(), []string{"h5", "Bad/Name"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Bad/Name") {
+		t.Errorf("a bad name: %v, want ErrInvalid naming it", err)
+	}
+	mustAcquire(t, a, "h5") // the bad take took nothing
+}
+
+// Replicas taking overlapping sets of hotels at once, each set in its
+// own order, neither fail nor share a hotel: each hotel is taken by one.
+func TestLeaseTakesAtOnceDoNotDeadlock(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	reps := []*Leases{openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b"), openLeases(t, loc, "replica-c")}
+	var hotels []string
+	for i := range 60 {
+		hotels = append(hotels, fmt.Sprintf("h%02d", i))
+	}
+	for round := range 5 {
+		got := make([][]Lease, len(reps))
+		errs := make([]error, len(reps))
+		var wg gosync.WaitGroup
+		for i, l := range reps {
+			order := slices.Clone(hotels)
+			if i%2 == 1 {
+				slices.Reverse(order)
+			}
+			wg.Go(func() { got[i], errs[i] = l.Take(context.Background(), order) })
+		}
+		wg.Wait()
+		holder := map[string]string{}
+		for i, ls := range got {
+			if errs[i] != nil {
+				t.Fatalf("round %d: %s: %v", round, reps[i].Replica(), errs[i])
+			}
+			for _, l := range ls {
+				if h, ok := holder[l.Hotel]; ok {
+					t.Fatalf("round %d: %s taken by %s and %s", round, l.Hotel, h, reps[i].Replica())
+				}
+				holder[l.Hotel] = reps[i].Replica()
+			}
+		}
+		if len(holder) != len(hotels) {
+			t.Fatalf("round %d: %d hotels taken, want %d", round, len(holder), len(hotels))
+		}
+		pgExec(t, loc, `UPDATE `+pgLeaseTable+` SET expires_at = now() - interval '1 second'`)
 	}
 }

@@ -35,6 +35,7 @@ type fakeLeases struct {
 	mu    gosync.Mutex
 	fence int64
 	held  map[string]int64 // hotel -> fence
+	takes int              // the calls of Take: round trips
 	// renewals receives each renewal: when (on the clock), and of which
 	// hotels.
 	renewals chan fakeRenewal
@@ -55,12 +56,17 @@ func (db *fakeLeases) Heartbeat(context.Context) ([]string, []state.Holder, erro
 	return []string{db.replica}, hs, nil
 }
 
-func (db *fakeLeases) Acquire(_ context.Context, hotel string) (state.Lease, bool, error) {
+func (db *fakeLeases) Take(_ context.Context, hotels []string) ([]state.Lease, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	db.fence++
-	db.held[hotel] = db.fence
-	return state.Lease{Hotel: hotel, Fence: db.fence, Until: db.clock.Now().Add(db.life)}, true, nil
+	db.takes++
+	var out []state.Lease
+	for _, hotel := range hotels {
+		db.fence++
+		db.held[hotel] = db.fence
+		out = append(out, state.Lease{Hotel: hotel, Fence: db.fence, Until: db.clock.Now().Add(db.life)})
+	}
+	return out, nil
 }
 
 func (db *fakeLeases) Renew(_ context.Context, leases []state.Lease) ([]state.Lease, error) {
@@ -337,9 +343,9 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	<-again.wired // once the previous run closed
 }
 
-// TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken at once, and
-// their wirings do not end; their leases are renewed at every tick
-// meanwhile.
+// TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken at once, in
+// one round trip, and their wirings do not end; their leases are renewed
+// at every tick meanwhile.
 func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 	w := newKeeperWorld(t)
 	var hotels []string
@@ -357,6 +363,12 @@ func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("%d hotels of %d began their wiring: the keeper waits for the others'", i, len(hotels))
 		}
+	}
+	db.mu.Lock()
+	takes := db.takes
+	db.mu.Unlock()
+	if takes != 1 {
+		t.Errorf("%d hotels taken in %d round trips, want 1", len(hotels), takes)
 	}
 	w.ticks(20, db, hotels, w.runningNow(hotels))
 }

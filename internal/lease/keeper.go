@@ -51,7 +51,9 @@ func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.Afte
 // test's.
 type DB interface {
 	Heartbeat(ctx context.Context) (replicas []string, holders []state.Holder, err error)
-	Acquire(ctx context.Context, hotel string) (state.Lease, bool, error)
+	// Take takes those of hotels that are free, expired or this
+	// replica's, in one round trip, and returns their leases.
+	Take(ctx context.Context, hotels []string) ([]state.Lease, error)
 	Renew(ctx context.Context, leases []state.Lease) ([]state.Lease, error)
 	Release(ctx context.Context, l state.Lease) error
 	Leave(ctx context.Context) error
@@ -389,37 +391,50 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 	if retire || elsewhere == nil {
 		return retire
 	}
-	holder := map[string]state.Holder{}
+	k.take(ctx, take, replicas, holders, elsewhere, begin)
+	bal.Settle(k, elsewhere)
+	return false
+}
+
+// take takes the hotels the Balancer planned for k, all in one statement,
+// and starts each one taken; those it could not take are elsewhere. A
+// round takes only while it is in the first half of its tick, so that
+// taking never holds up the next renewal: a round whose heartbeat and
+// renewal were slow leaves its hotels to the next.
+func (k *Keeper) take(ctx context.Context, hotels, replicas []string, holders []state.Holder, elsewhere map[string]string, begin time.Time) {
+	if len(hotels) == 0 {
+		return
+	}
+	c, bal, db := k.lk.clock, k.lk.bal, k.database()
+	opLog := k.lk.log.With(slog.String("op", "lease"))
+	if c.Now().Sub(begin) > Tick(k.lk.ttl)/2 {
+		for _, name := range hotels {
+			elsewhere[name] = "waiting for this replica's next tick"
+		}
+		return
+	}
+	taken, err := db.Take(ctx, hotels)
+	if err != nil {
+		opLog.Warn("take the hotels' leases", slog.Any("error", err), slog.Int("hotels", len(hotels)))
+	}
+	holder := make(map[string]state.Holder, len(holders))
 	for _, h := range holders {
 		holder[h.Hotel] = h
 	}
-	for _, name := range take {
-		// Hotels are taken during the first half of a tick only, so that
-		// taking many does not hold up the renewals; the rest wait for
-		// the next ticks.
-		if c.Now().Sub(begin) > Tick(ttl)/2 {
-			elsewhere[name] = "waiting for this replica's next tick"
-			continue
-		}
-		l, ok, err := db.Acquire(ctx, name)
-		if err != nil || !ok {
-			if err != nil {
-				opLog.Warn("take the hotel's lease", slog.Any("error", err), slog.Any("hotel", name))
-			}
-			elsewhere[name] = ElsewhereReason(holder[name], false)
-			continue
-		}
-		opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", name), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
+	for _, name := range hotels {
+		elsewhere[name] = ElsewhereReason(holder[name], false)
+	}
+	for _, l := range taken {
+		delete(elsewhere, l.Hotel)
+		opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", l.Hotel), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
 		hl := newHeld(k, c, l)
 		k.mu.Lock()
-		k.held[name] = hl
+		k.held[l.Hotel] = hl
 		k.mu.Unlock()
-		if !bal.Start(name, hl) {
+		if !bal.Start(l.Hotel, hl) {
 			k.Release(hl) // a reload removed it meanwhile
 		}
 	}
-	bal.Settle(k, elsewhere)
-	return false
 }
 
 // Release gives a lease back, if k still holds it.

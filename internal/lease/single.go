@@ -56,10 +56,10 @@ func StandBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slo
 	for {
 		_, holders, err := db.Heartbeat(ctx)
 		if err == nil {
-			var l state.Lease
-			var ok bool
-			l, ok, err = db.Acquire(ctx, hotel)
-			if err == nil && ok {
+			var taken []state.Lease
+			taken, err = db.Take(ctx, []string{hotel})
+			if err == nil && len(taken) == 1 {
+				l := taken[0]
 				sl.hl = newHeld(nil, sl.clock, l)
 				if said != "" {
 					log.Info("this daemon holds the lease of hotel "+hotel+" now", slog.String("op", "lease"), slog.Any("fence", l.Fence))
