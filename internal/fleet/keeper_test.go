@@ -343,9 +343,9 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	<-again.wired // once the previous run closed
 }
 
-// TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken at once, in
-// one round trip, and their wirings do not end; their leases are renewed
-// at every tick meanwhile.
+// TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken, up to
+// lease.TakeBatch a round in one round trip each, and their wirings do
+// not end; the leases taken are renewed at every tick meanwhile.
 func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 	w := newKeeperWorld(t)
 	var hotels []string
@@ -356,19 +356,35 @@ func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 	}
 	w.start()
 	db := w.db(okDB)
-	timeout := time.After(time.Minute) // a hang's report, not a timing
-	for i := range hotels {
-		select {
-		case <-w.wiring: // every hotel is starting
-		case <-timeout:
-			t.Fatalf("%d hotels of %d began their wiring: the keeper waits for the others'", i, len(hotels))
+	var started []string
+	for round := 0; len(started) < len(hotels); round++ {
+		if round > 0 {
+			w.clock.Advance(lease.Tick(w.f.hcfg.LeaseTTL))
+			if got := w.renewedAt(db, w.clock.Now()); !slices.Equal(got, started) {
+				t.Fatalf("round %d: renewed %d leases (%v), want the %d taken", round, len(got), firstFew(got), len(started))
+			}
 		}
+		timeout := time.After(time.Minute) // a hang's report, not a timing
+		for range min(lease.TakeBatch, len(hotels)-len(started)) {
+			select {
+			case n := <-w.wiring: // every hotel taken is starting
+				started = append(started, n)
+			case <-timeout:
+				t.Fatalf("round %d: %d hotels of %d began their wiring: the keeper waits for the others'", round, len(started), len(hotels))
+			}
+		}
+		slices.Sort(started)
 	}
 	db.mu.Lock()
 	takes := db.takes
 	db.mu.Unlock()
-	if takes != 1 {
-		t.Errorf("%d hotels taken in %d round trips, want 1", len(hotels), takes)
+	if want := (len(hotels) + lease.TakeBatch - 1) / lease.TakeBatch; takes != want {
+		t.Errorf("%d hotels taken in %d round trips, want %d", len(hotels), takes, want)
+	}
+	select {
+	case n := <-w.wiring:
+		t.Fatalf("hotel %s began its wiring twice", n)
+	default:
 	}
 	w.ticks(20, db, hotels, w.runningNow(hotels))
 }

@@ -396,21 +396,27 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 	return false
 }
 
-// take takes the hotels the Balancer planned for k, all in one statement,
-// and starts each one taken; those it could not take are elsewhere. A
-// round takes only while it is in the first half of its tick, so that
-// taking never holds up the next renewal: a round whose heartbeat and
-// renewal were slow leaves its hotels to the next.
+// take takes up to TakeBatch of the hotels the Balancer planned for k,
+// in one statement, and starts each one taken; those it could not take
+// are elsewhere, and the rest wait for the next rounds. A round takes
+// only while it is in the first half of its tick, so that taking never
+// holds up the next renewal: a round whose heartbeat and renewal were
+// slow leaves its hotels to the next.
 func (k *Keeper) take(ctx context.Context, hotels, replicas []string, holders []state.Holder, elsewhere map[string]string, begin time.Time) {
 	if len(hotels) == 0 {
 		return
 	}
 	c, bal, db := k.lk.clock, k.lk.bal, k.database()
 	opLog := k.lk.log.With(slog.String("op", "lease"))
+	later := hotels[min(len(hotels), TakeBatch):]
 	if c.Now().Sub(begin) > Tick(k.lk.ttl)/2 {
-		for _, name := range hotels {
-			elsewhere[name] = "waiting for this replica's next tick"
-		}
+		later = hotels
+	}
+	for _, name := range later {
+		elsewhere[name] = "waiting for this replica's next tick"
+	}
+	hotels = hotels[:len(hotels)-len(later)]
+	if len(hotels) == 0 {
 		return
 	}
 	taken, err := db.Take(ctx, hotels)
