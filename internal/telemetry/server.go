@@ -58,6 +58,10 @@ func (t *Telemetry) Start(ctx context.Context, page Page, sched cron.Schedule, i
 		t.log.Info("metrics and health endpoints listening", slog.Any("addr", t.addr.String()), slog.Any("metrics", "http://"+t.addr.String()+"/metrics"))
 	}
 
+	// READY first, then the watchdog: a ping never comes before it,
+	// however late the watchdog's goroutine runs.
+	t.send(daemon.SdNotifyReady)
+	t.send("STATUS=started; the first cycle is running")
 	every := t.watchdogEvery
 	if every == 0 {
 		d, err := daemon.SdWatchdogEnabled(false)
@@ -77,8 +81,6 @@ func (t *Telemetry) Start(ctx context.Context, page Page, sched cron.Schedule, i
 		}()
 		t.log.Info("feeding the systemd watchdog while cycles complete", slog.Any("every", every), slog.Any("cycle_max", t.cfg.CycleMax))
 	}
-	t.send(daemon.SdNotifyReady)
-	t.send("STATUS=started; the first cycle is running")
 	return nil
 }
 
