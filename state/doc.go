@@ -128,7 +128,8 @@
 // keeps nothing: writers of a hotel are serialised without SERIALIZABLE's
 // predicate locks. Stores of one process opened with the same URL share a
 // connection pool of at most [DefaultMaxConns] connections
-// (pool_max_conns in the URL, or TICKETBRIDGE_PG_MAX_CONNS, sizes it).
+// (pool_max_conns in the URL, or TICKETBRIDGE_PG_MAX_CONNS, sizes it); the
+// process's [Leases] of that database have [LeaseConns] of their own.
 //
 // There is no lock like bbolt's: readers (ticketbridge status) read the
 // database while the daemon runs, [Options.LockTimeout] does not apply, and

@@ -70,7 +70,7 @@ func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) 
 	if replica == "" || ttl < time.Second {
 		return nil, fmt.Errorf("%w: leases need a replica id and a time to live of at least 1s (got %q, %s)", ErrInvalid, replica, ttl)
 	}
-	p, err := acquirePool(rawURL)
+	p, err := acquirePool(rawURL, true)
 	if err != nil {
 		return nil, fmt.Errorf("open leases %s: %w", redact.URL(rawURL), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -350,5 +351,47 @@ func TestLeaseTakesAtOnceDoNotDeadlock(t *testing.T) {
 			t.Fatalf("round %d: %d hotels taken, want %d", round, len(holder), len(hotels))
 		}
 		pgExec(t, loc, `UPDATE `+pgLeaseTable+` SET expires_at = now() - interval '1 second'`)
+	}
+}
+
+// A renewal does not wait for a connection of the stores' pool: the
+// leases have connections of their own, so that hotels whose
+// transactions hold every connection of the pool cannot make a replica
+// lose its leases.
+func TestLeasesHaveConnectionsOfTheirOwn(t *testing.T) {
+	u, err := url.Parse(postgresBackend(t).location(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "1")
+	u.RawQuery = q.Encode()
+	loc := u.String()
+	l := openLeases(t, loc, "replica-a")
+	le := mustAcquire(t, l, "h1")
+	s := openAt(t, loc, Options{Hotel: "h1", Fence: le.Fence})
+	inside, release := make(chan struct{}), make(chan struct{})
+	updated := make(chan error, 1)
+	go func() {
+		updated <- s.Update(context.Background(), func(tx *Tx) error {
+			if _, _, err := tx.Ticket("t0"); err != nil { // begins: the pool's one connection is held
+				return err
+			}
+			close(inside)
+			<-release
+			return tx.PutTicket(Ticket{ID: "t0"})
+		})
+	}()
+	<-inside
+	kept, err := l.Renew(t.Context(), []Lease{le})
+	if err != nil || len(kept) != 1 {
+		t.Errorf("renewal while the stores' pool is held: %v, %v; want the lease renewed", kept, err)
+	}
+	if _, _, err := l.Heartbeat(t.Context()); err != nil {
+		t.Errorf("heartbeat while the stores' pool is held: %v", err)
+	}
+	close(release)
+	if err := <-updated; err != nil {
+		t.Fatal(err)
 	}
 }

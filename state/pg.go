@@ -21,9 +21,9 @@ import (
 // PostgreSQL database at most, unless the URL's pool_max_conns says
 // otherwise (TICKETBRIDGE_PG_MAX_CONNS sets it): four replicas take 80 of
 // PostgreSQL's default max_connections of 100, which leaves room for its
-// reserved connections, `ticketbridge status` and a psql. Every hotel and
-// the leases of a process share the pool; a quiet hotel-cycle holds a
-// connection for one round trip.
+// reserved connections, `ticketbridge status` and a psql. Every hotel of
+// a process shares the pool; a quiet hotel-cycle holds a connection for
+// one round trip. The leases have LeaseConns more of their own.
 const DefaultMaxConns = 20
 
 // pgRoundTripTimeout bounds each exchange with PostgreSQL, so that a dead
@@ -93,11 +93,23 @@ var (
 	pools   = map[string]*sharedPool{}
 )
 
-// acquirePool returns the process's pool for rawURL, making it on first use.
-func acquirePool(rawURL string) (*sharedPool, error) {
+// LeaseConns is how many connections the leases of a process open to one
+// PostgreSQL database, besides the stores' pool (DefaultMaxConns, or the
+// URL's pool_max_conns): a pool of their own, so that a renewal never
+// waits for a connection the hotels' transactions hold. Four replicas
+// with both defaults take 88 of PostgreSQL's default max_connections.
+const LeaseConns = 2
+
+// acquirePool returns the process's pool for rawURL, making it on first
+// use: the stores' pool, or with leases the leases' own (LeaseConns).
+func acquirePool(rawURL string, leases bool) (*sharedPool, error) {
+	key := rawURL
+	if leases {
+		key = "leases\x00" + rawURL
+	}
 	poolsMu.Lock()
 	defer poolsMu.Unlock()
-	if p, ok := pools[rawURL]; ok {
+	if p, ok := pools[key]; ok {
 		p.refs++
 		return p, nil
 	}
@@ -108,7 +120,10 @@ func acquirePool(rawURL string) (*sharedPool, error) {
 	if u, err := url.Parse(rawURL); err == nil && !u.Query().Has("pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	p := &sharedPool{url: rawURL, secret: cfg.ConnConfig.Password, refs: 1}
+	if leases {
+		cfg.MaxConns = LeaseConns
+	}
+	p := &sharedPool{url: key, secret: cfg.ConnConfig.Password, refs: 1}
 	dialer := &net.Dialer{KeepAlive: 5 * time.Minute}
 	if d := cfg.ConnConfig.ConnectTimeout; d > 0 {
 		dialer.Timeout = d
@@ -145,7 +160,7 @@ func acquirePool(rawURL string) (*sharedPool, error) {
 		return nil, hideSecret(fmt.Errorf("connect to PostgreSQL: %w", err), p.secret)
 	}
 	p.pool = pool
-	pools[rawURL] = p
+	pools[key] = p
 	return p, nil
 }
 
@@ -190,7 +205,7 @@ func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration
 	if err != nil {
 		return nil, err
 	}
-	p, err := acquirePool(rawURL)
+	p, err := acquirePool(rawURL, false)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", s.path, err)
 	}
