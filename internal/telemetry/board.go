@@ -69,19 +69,14 @@ func (t *Telemetry) SetElsewhere(m map[string]string) {
 // had: a hotel restarted after an edit starts its counters again. Its
 // endpoints, watchdog and systemd notifications are the daemon's.
 func (t *Telemetry) Hotel(name string) *Telemetry {
-	reg := prometheus.NewRegistry()
-	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg)
-	prop := newPropagationMetrics()
-	wrapped.MustRegister(prop)
 	h := &Telemetry{
 		cfg:           Options{CycleMax: t.cfg.CycleMax},
 		log:           t.log.With("hotel", name),
 		now:           t.now,
 		notify:        func(string) error { return nil },
 		watchdogEvery: -1,
-		reg:           reg,
-		m:             newMetrics(wrapped),
-		prop:          prop,
+		m:             newMetrics(nil), // gathered by the daemon's gatherer
+		prop:          newPropagationMetrics(),
 	}
 	t.hotels.mu.Lock()
 	t.hotels.tels[name] = h
@@ -111,19 +106,23 @@ func (t *Telemetry) ClearBroken(name string) {
 	delete(t.hotels.broken, name)
 }
 
-// gatherer gathers the daemon's series and every hotel's.
+// gatherer gathers the daemon's series and every hotel's (see
+// gatherHotels), the families in name order.
 func (t *Telemetry) gatherer() prometheus.Gatherer {
 	if t.hotels == nil {
 		return t.reg
 	}
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		gs := prometheus.Gatherers{t.reg}
 		t.hotels.mu.Lock()
-		for _, h := range t.hotels.tels {
-			gs = append(gs, h.reg)
+		hotels := make([]hotelSeries, 0, len(t.hotels.tels))
+		for name, h := range t.hotels.tels {
+			hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})
 		}
 		t.hotels.mu.Unlock()
-		return gs.Gather()
+		mfs, err := t.reg.Gather()
+		mfs = append(mfs, gatherHotels(hotels)...)
+		slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+		return mfs, err
 	})
 }
 

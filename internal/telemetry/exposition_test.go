@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -118,4 +120,58 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestFleetExpositionUnchanged: a daemon of many hotels exports each
+// hotel's series as client_golang did from a registry per hotel, wrapped
+// with the hotel's label and merged by prometheus.Gatherers: the same
+// families, series, labels, buckets and values, in the same order.
+func TestFleetExpositionUnchanged(t *testing.T) {
+	tel := NewFleet(nil, nil, Options{WatchdogEvery: -1})
+	var hotels []hotelSeries
+	gs := prometheus.Gatherers{}
+	for i, name := range []string{"zeta", "alpha", "mid-1", "mid-10", "mid-2"} {
+		h := tel.Hotel(name)
+		r := sync.Report{Outcome: sync.OutcomeOK, Synced: true, Duration: time.Duration(i+1) * 300 * time.Millisecond, Lag: time.Duration(i) * time.Second,
+			Mirrored: i, Sent: 2 * i, Errors: i % 2, Signalled: i, Reconcile: map[string]int{sync.ReconcileOutcomes[i%len(sync.ReconcileOutcomes)]: i + 1}}
+		r.Propagation.ToHelpdesk.Observe(time.Duration(i+1) * time.Second)
+		r.Propagation.ToGuest.Observe(time.Duration(i) * time.Minute)
+		h.CycleDone(r, nil)
+		if i%2 == 1 {
+			h.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: time.Second}, sync.ErrKeyRefused)
+		}
+		for j, a := range []answerWith{200, 404, 0, 201}[:i%4+1] {
+			req, _ := http.NewRequest([]string{http.MethodGet, http.MethodPost}[j%2], "http://api.test/v1/tickets/abc/messages", nil)
+			if resp, err := h.CountRequests(a).RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		h.ObserveHeld([]adapters.HeldError{{Need: "a field"}}[:i%2], uint64(i))
+		h.observeStats(state.Stats{ByStatus: map[string]int{"new": i, "open": 10 * i, "weird": i % 3}, Retired: i, JournalPending: i, FileSize: int64(4096 * i)})
+		hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})
+
+		reg := prometheus.NewRegistry()
+		prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg).MustRegister(h.m, h.prop)
+		gs = append(gs, reg)
+	}
+	want, err := gs.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(mfs []*dto.MetricFamily) string {
+		var b bytes.Buffer
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.String()
+	}
+	w, g := text(want), text(gatherHotels(hotels))
+	if w != g {
+		t.Errorf("the hotels' series differ from client_golang's:\n%s", lineDiff(w, g))
+	}
+	if n := strings.Count(w, "\n"); n < 400 {
+		t.Errorf("only %d lines compared", n)
+	}
 }

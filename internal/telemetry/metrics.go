@@ -57,74 +57,63 @@ const (
 
 var errorKinds = []string{errKindTicket, errKindRefused, errKindKeyRefused, errKindMissingRight, errKindAPIDown, errKindHelpdesk, errKindState, errKindCanceled, errKindCycle}
 
-// The series' descriptions, shared by every hotel's metrics, each from
-// the options client_golang would take for it (which the monitoring
-// tests read for the names the daemon exports), and the histograms'
-// buckets.
+// The series' families, shared by every hotel's metrics, each from the
+// options client_golang would take for it (which the monitoring tests
+// read for the names the daemon exports).
 var (
-	cyclesDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_cycles_total",
-		Help: "Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped)."}), "outcome")
-	cycleDurationDesc, cycleDurationBuckets = histogramDesc(prometheus.HistogramOpts{Name: "ticketbridge_cycle_duration_seconds",
+	cyclesFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_cycles_total",
+		Help: "Sync cycles run, by outcome: ok, partial (some tickets failed, the rest went on) or failed (the cycle stopped)."}, "outcome")
+	cycleDurationFamily = histogramFamily(prometheus.HistogramOpts{Name: "ticketbridge_cycle_duration_seconds",
 		Help:    "How long sync cycles took.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200}})
-	cycleLagDesc, cycleLagBuckets = histogramDesc(prometheus.HistogramOpts{Name: "ticketbridge_cycle_lag_seconds",
+	cycleLagFamily = histogramFamily(prometheus.HistogramOpts{Name: "ticketbridge_cycle_lag_seconds",
 		Help:    "How long after its scheduled start each sync cycle ended (for the first cycle: after the daemon or hotel started): its duration plus any wait for its turn. A tick skipped because the previous cycle still ran counts from that tick into the next cycle's lag.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1200}})
-	apiRequestsDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_api_requests_total",
-		Help: "HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came)."}), "endpoint", "method", "code")
-	apiDurationDesc, apiDurationBuckets = histogramDesc(prometheus.HistogramOpts{Name: "ticketbridge_api_request_duration_seconds",
+	apiRequestsFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_api_requests_total",
+		Help: "HTTP requests to the Guest Requests API, by endpoint (a path template such as /tickets/{id}/messages), method and status code (\"error\" when no answer came)."}, "endpoint", "method", "code")
+	apiDurationFamily = histogramFamily(prometheus.HistogramOpts{Name: "ticketbridge_api_request_duration_seconds",
 		Help:    "How long requests to the Guest Requests API took until their answer's headers, by endpoint.",
 		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}}, "endpoint")
-	mirroredDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_messages_mirrored_total",
-		Help: "Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API."}), "direction")
-	errorsDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_errors_total",
-		Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped)."}), "kind")
-	ticketsDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_tickets",
-		Help: "Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included."}), "status")
-	retiredDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_tickets_retired",
-		Help: "Tickets closed long enough to be read no more."}))
-	journalDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_journal_entries",
-		Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent)."}), "state")
-	stateBytesDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_state_file_bytes",
-		Help: "Size of the state file; 0 when the state is in PostgreSQL."}))
-	lastSuccessDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_last_success_timestamp_seconds",
-		Help: "When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first."}))
-	lastCycleDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_last_cycle_timestamp_seconds",
-		Help: "When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first."}))
-	readyDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_ready",
-		Help: "1 while /readyz answers 200, else 0."}))
-	detectDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_ticket_reads_total",
-		Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off)."}), "cause")
-	heldDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_helpdesk_held_changes",
-		Help: "Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes."}))
-	setAsideDesc = optsDesc(prometheus.Opts(prometheus.GaugeOpts{Name: "ticketbridge_outbox_failed_files",
-		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again."}))
-	setAsideTotalDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_outbox_failed_total",
-		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/."}))
-	reconcileDesc = optsDesc(prometheus.Opts(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
-		Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}), "outcome")
+	mirroredFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_messages_mirrored_total",
+		Help: "Messages carried across, by direction: to_helpdesk counts guest and staff messages appended to the helpdesk; to_api counts the helpdesk's replies, notes and status changes confirmed by the API."}, "direction")
+	errorsFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_errors_total",
+		Help: "Errors by kind: ticket (a ticket or outbound entry failed and is retried), refused (an outbound entry was refused for good), key_refused, missing_right, api_down (no API call of a cycle succeeded), helpdesk_refused (the helpdesk refused the credentials), state, canceled, cycle (a cycle stopped)."}, "kind")
+	ticketsFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_tickets",
+		Help: "Tickets in the state file by the last upstream status seen (unknown: never read yet; other: a status this version does not know), retired ones included."}, "status")
+	retiredFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_tickets_retired",
+		Help: "Tickets closed long enough to be read no more."})
+	journalFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_journal_entries",
+		Help: "Outbound journal entries by state: pending (the backlog to send upstream), failed (refused for good), unmarked (sent, not yet recorded in the helpdesk), abandoned (set aside by an operator: never sent)."}, "state")
+	stateBytesFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_state_file_bytes",
+		Help: "Size of the state file; 0 when the state is in PostgreSQL."})
+	lastSuccessFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_last_success_timestamp_seconds",
+		Help: "When the last cycle that synced (ok or partial, with at least one successful API call) ended, as a Unix time; 0 before the first."})
+	lastCycleFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_last_cycle_timestamp_seconds",
+		Help: "When the last cycle ended, whatever its outcome, as a Unix time; 0 before the first."})
+	readyFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_ready",
+		Help: "1 while /readyz answers 200, else 0."})
+	detectFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_ticket_reads_total",
+		Help: "How tickets came to be read, by cause: signalled (a list showed the ticket changed), unsignalled (a read found a change no list showed: the API did not move updated_at, and the full-read interval shortens), throttled (a read answered with 429, put off)."}, "cause")
+	heldFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_helpdesk_held_changes",
+		Help: "Changes the helpdesk holds until its team acts (such as a field required before a ticket may be solved), as the adapter last saw them; each is tried again every few minutes."})
+	setAsideFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_outbox_failed_files",
+		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again."})
+	setAsideTotalFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_outbox_failed_total",
+		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/."})
+	reconcileFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
+		Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}, "outcome")
 )
 
-// optsDesc returns the description of a counter or gauge of o with the
-// label names labels.
-func optsDesc(o prometheus.Opts, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(o.Name, o.Help, labels, nil)
-}
-
-// histogramDesc returns the description of a histogram of o with the
-// label names labels, and its buckets.
-func histogramDesc(o prometheus.HistogramOpts, labels ...string) (*prometheus.Desc, []float64) {
-	return prometheus.NewDesc(o.Name, o.Help, labels, nil), o.Buckets
-}
-
-// newMetrics returns a hotel's series, registered with reg.
+// newMetrics returns a hotel's series, registered with reg; a hotel of
+// many registers none: the daemon's gatherer reads them (see
+// gatherHotels).
 func newMetrics(reg prometheus.Registerer) metrics {
 	m := metrics{
 		cycles:        newVec(newValue),
-		cycleDuration: newHistogram(cycleDurationBuckets),
-		cycleLag:      newHistogram(cycleLagBuckets),
+		cycleDuration: newHistogram(cycleDurationFamily.buckets),
+		cycleLag:      newHistogram(cycleLagFamily.buckets),
 		apiRequests:   newVec(newValue),
-		apiDuration:   newVec(func() *histogram { return newHistogram(apiDurationBuckets) }),
+		apiDuration:   newVec(func() *histogram { return newHistogram(apiDurationFamily.buckets) }),
 		mirrored:      newVec(newValue),
 		errors:        newVec(newValue),
 		tickets:       newVec(newValue),
@@ -140,7 +129,9 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		setAsideTotal: newValue(),
 		reconcile:     newVec(newValue),
 	}
-	reg.MustRegister(m)
+	if reg != nil {
+		reg.MustRegister(m)
+	}
 
 	// Series that exist from the start, so that rate() and alerts see a
 	// zero before the first event.
@@ -167,48 +158,39 @@ func newMetrics(reg prometheus.Registerer) metrics {
 
 // Describe implements prometheus.Collector.
 func (m metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{cyclesDesc, cycleDurationDesc, cycleLagDesc, apiRequestsDesc, apiDurationDesc, mirroredDesc, errorsDesc, ticketsDesc, retiredDesc, journalDesc, stateBytesDesc, lastSuccessDesc, lastCycleDesc, readyDesc, detectDesc, heldDesc, setAsideDesc, setAsideTotalDesc, reconcileDesc} {
-		ch <- d
+	for _, f := range []*family{cyclesFamily, cycleDurationFamily, cycleLagFamily, apiRequestsFamily, apiDurationFamily, mirroredFamily, errorsFamily, ticketsFamily, retiredFamily, journalFamily, stateBytesFamily, lastSuccessFamily, lastCycleFamily, readyFamily, detectFamily, heldFamily, setAsideFamily, setAsideTotalFamily, reconcileFamily} {
+		ch <- f.desc
 	}
 }
 
 // Collect implements prometheus.Collector: every series as it is now.
-func (m metrics) Collect(ch chan<- prometheus.Metric) {
-	m.cycles.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(cyclesDesc, prometheus.CounterValue, v.get(), l...)
-	})
-	ch <- m.cycleDuration.metric(cycleDurationDesc)
-	ch <- m.cycleLag.metric(cycleLagDesc)
-	m.apiRequests.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(apiRequestsDesc, prometheus.CounterValue, v.get(), l...)
-	})
-	m.apiDuration.each(func(l []string, h *histogram) { ch <- h.metric(apiDurationDesc, l...) })
-	m.mirrored.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(mirroredDesc, prometheus.CounterValue, v.get(), l...)
-	})
-	m.errors.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, v.get(), l...)
-	})
-	m.tickets.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(ticketsDesc, prometheus.GaugeValue, v.get(), l...)
-	})
-	ch <- prometheus.MustNewConstMetric(retiredDesc, prometheus.GaugeValue, m.retired.get())
-	m.journal.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(journalDesc, prometheus.GaugeValue, v.get(), l...)
-	})
-	ch <- prometheus.MustNewConstMetric(stateBytesDesc, prometheus.GaugeValue, m.stateBytes.get())
-	ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, m.lastSuccess.get())
-	ch <- prometheus.MustNewConstMetric(lastCycleDesc, prometheus.GaugeValue, m.lastCycle.get())
-	ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, m.ready.get())
-	m.detect.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(detectDesc, prometheus.CounterValue, v.get(), l...)
-	})
-	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, m.held.get())
-	ch <- prometheus.MustNewConstMetric(setAsideDesc, prometheus.GaugeValue, m.setAside.get())
-	ch <- prometheus.MustNewConstMetric(setAsideTotalDesc, prometheus.CounterValue, m.setAsideTotal.get())
-	m.reconcile.each(func(l []string, v *value) {
-		ch <- prometheus.MustNewConstMetric(reconcileDesc, prometheus.CounterValue, v.get(), l...)
-	})
+func (m metrics) Collect(ch chan<- prometheus.Metric) { m.visit(collectTo(ch)) }
+
+// visit calls fn with every series as it is now, family by family.
+func (m metrics) visit(fn func(*family, sample)) {
+	values := func(f *family, v *vec[value]) {
+		v.each(func(l []string, c *value) { fn(f, sample{labels: l, value: c.get()}) })
+	}
+	one := func(f *family, c *value) { fn(f, sample{value: c.get()}) }
+	values(cyclesFamily, m.cycles)
+	fn(cycleDurationFamily, m.cycleDuration.sample(nil))
+	fn(cycleLagFamily, m.cycleLag.sample(nil))
+	values(apiRequestsFamily, m.apiRequests)
+	m.apiDuration.each(func(l []string, h *histogram) { fn(apiDurationFamily, h.sample(l)) })
+	values(mirroredFamily, m.mirrored)
+	values(errorsFamily, m.errors)
+	values(ticketsFamily, m.tickets)
+	one(retiredFamily, m.retired)
+	values(journalFamily, m.journal)
+	one(stateBytesFamily, m.stateBytes)
+	one(lastSuccessFamily, m.lastSuccess)
+	one(lastCycleFamily, m.lastCycle)
+	one(readyFamily, m.ready)
+	values(detectFamily, m.detect)
+	one(heldFamily, m.held)
+	one(setAsideFamily, m.setAside)
+	one(setAsideTotalFamily, m.setAsideTotal)
+	values(reconcileFamily, m.reconcile)
 }
 
 // registerProcessMetrics registers the series of the process, which a

@@ -13,18 +13,25 @@ import (
 // ticketbridge_propagation_seconds, by direction. The engine counts in
 // fixed buckets; this collector keeps their running totals.
 type propagationMetrics struct {
-	desc *prometheus.Desc
-
 	mu         gosync.Mutex
 	toHelpdesk sync.Histogram
 	toAPI      sync.Histogram
 }
 
-func newPropagationMetrics() *propagationMetrics {
-	return &propagationMetrics{desc: prometheus.NewDesc("ticketbridge_propagation_seconds",
-		"How long messages took to cross, measured by the engine, by direction: to_helpdesk from a guest or staff message's created_at to the helpdesk's confirmation; to_api from the helpdesk event's time to the API's confirmation. A ticket's first read is not measured.",
-		[]string{"direction"}, nil)}
+var propagationFamily = histogramFamily(prometheus.HistogramOpts{Name: "ticketbridge_propagation_seconds",
+	Help:    "How long messages took to cross, measured by the engine, by direction: to_helpdesk from a guest or staff message's created_at to the helpdesk's confirmation; to_api from the helpdesk event's time to the API's confirmation. A ticket's first read is not measured.",
+	Buckets: propagationBuckets()}, "direction")
+
+// propagationBuckets returns the engine's buckets in seconds.
+func propagationBuckets() []float64 {
+	out := make([]float64, len(sync.PropagationBuckets))
+	for i, b := range sync.PropagationBuckets {
+		out[i] = b.Seconds()
+	}
+	return out
 }
+
+func newPropagationMetrics() *propagationMetrics { return &propagationMetrics{} }
 
 // add adds one cycle's measurements.
 func (p *propagationMetrics) add(m sync.Propagation) {
@@ -34,23 +41,29 @@ func (p *propagationMetrics) add(m sync.Propagation) {
 	p.toAPI.Merge(m.ToGuest)
 }
 
-func (p *propagationMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
+func (p *propagationMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- propagationFamily.desc }
 
-func (p *propagationMetrics) Collect(ch chan<- prometheus.Metric) {
+func (p *propagationMetrics) Collect(ch chan<- prometheus.Metric) { p.visit(collectTo(ch)) }
+
+// visit calls fn with both directions' histograms as they are now.
+func (p *propagationMetrics) visit(fn func(*family, sample)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, d := range []struct {
-		label string
-		h     sync.Histogram
-	}{{dirToHelpdesk, p.toHelpdesk}, {dirToAPI, p.toAPI}} {
-		buckets := make(map[float64]uint64, len(sync.PropagationBuckets))
+		labels []string
+		h      *sync.Histogram
+	}{{dirLabels[0], &p.toHelpdesk}, {dirLabels[1], &p.toAPI}} {
+		s := sample{labels: d.labels, cum: make([]uint64, len(sync.PropagationBuckets)), count: d.h.Count(), sum: d.h.Sum.Seconds()}
 		var cum uint64
-		for i, b := range sync.PropagationBuckets {
+		for i := range sync.PropagationBuckets {
 			if i < len(d.h.Counts) {
 				cum += d.h.Counts[i]
 			}
-			buckets[b.Seconds()] = cum
+			s.cum[i] = cum
 		}
-		ch <- prometheus.MustNewConstHistogram(p.desc, d.h.Count(), d.h.Sum.Seconds(), buckets, d.label)
+		fn(propagationFamily, s)
 	}
 }
+
+// dirLabels are the label values of the two directions.
+var dirLabels = [2][]string{{dirToHelpdesk}, {dirToAPI}}

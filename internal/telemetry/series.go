@@ -5,8 +5,6 @@ import (
 	"slices"
 	gosync "sync"
 	"sync/atomic"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The series of a hotel are kept as plain numbers and turned into
@@ -59,17 +57,17 @@ func (h *histogram) Observe(v float64) {
 	h.mu.Unlock()
 }
 
-// metric returns h as a Prometheus histogram of desc.
-func (h *histogram) metric(desc *prometheus.Desc, labels ...string) prometheus.Metric {
+// sample returns h as it is now, with the label values labels.
+func (h *histogram) sample(labels []string) sample {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	buckets := make(map[float64]uint64, len(h.bounds))
-	var cum uint64
-	for i, b := range h.bounds {
-		cum += h.counts[i]
-		buckets[b] = cum
+	s := sample{labels: labels, cum: make([]uint64, len(h.bounds)), sum: h.sum}
+	for i := range h.bounds {
+		s.count += h.counts[i]
+		s.cum[i] = s.count
 	}
-	return prometheus.MustNewConstHistogram(desc, cum+h.counts[len(h.bounds)], h.sum, buckets, labels...)
+	s.count += h.counts[len(h.bounds)]
+	return s
 }
 
 // vec is a family's series by their label values, made on first use.
