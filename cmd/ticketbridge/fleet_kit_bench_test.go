@@ -174,11 +174,25 @@ type lagBuckets map[float64]float64
 // the cycles each ended ("" for a daemon of one hotel).
 func scrapeMetrics(b *testing.B, addr string) (lagBuckets, map[string]float64) {
 	b.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	lag, hotels, err := tryScrapeMetrics(addr)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return lag, hotels
+}
+
+// tryScrapeMetrics is scrapeMetrics returning its error: a scrape of a
+// process busy with hundreds of imports may pass the server's write
+// timeout, as a Prometheus scrape may pass its own.
+func tryScrapeMetrics(addr string) (lagBuckets, map[string]float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, nil, err
+	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("scrape %s: %s", addr, resp.Status)
+	}
 	lag, hotels := lagBuckets{}, map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
@@ -208,9 +222,9 @@ func scrapeMetrics(b *testing.B, addr string) (lagBuckets, map[string]float64) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		b.Fatal(err)
+		return nil, nil, fmt.Errorf("scrape %s: %w", addr, err)
 	}
-	return lag, hotels
+	return lag, hotels, nil
 }
 
 // overBound returns the share of the cycles counted in a but not in before

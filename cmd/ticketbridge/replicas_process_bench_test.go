@@ -173,7 +173,18 @@ func runReplicasProcess(b *testing.B, bin string, replicas, hotels, tickets int)
 	tally := func() {
 		most, total, settled = 0, 0, 0
 		for i, r := range reps {
-			_, held[i] = scrapeMetrics(b, r.listen)
+			// A scrape that failed (a replica busy with its imports past
+			// the write timeout) is tried again.
+			var err error
+			for try := range 5 {
+				if _, held[i], err = tryScrapeMetrics(r.listen); err == nil {
+					break
+				}
+				b.Logf("scrape %d of replica %d: %v", try+1, i, err)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
 			counts[i] = len(held[i])
 			total += counts[i]
 			if counts[i] > counts[most] {
