@@ -53,15 +53,7 @@ func (p *propagationMetrics) visit(fn func(*family, sample)) {
 		labels []string
 		h      *sync.Histogram
 	}{{dirLabels[0], &p.toHelpdesk}, {dirLabels[1], &p.toAPI}} {
-		s := sample{labels: d.labels, cum: make([]uint64, len(sync.PropagationBuckets)), count: d.h.Count(), sum: d.h.Sum.Seconds()}
-		var cum uint64
-		for i := range sync.PropagationBuckets {
-			if i < len(d.h.Counts) {
-				cum += d.h.Counts[i]
-			}
-			s.cum[i] = cum
-		}
-		fn(propagationFamily, s)
+		fn(propagationFamily, histogramSample(d.labels, len(sync.PropagationBuckets), d.h.Counts, d.h.Sum.Seconds()))
 	}
 }
 

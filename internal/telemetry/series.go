@@ -61,12 +61,23 @@ func (h *histogram) Observe(v float64) {
 func (h *histogram) sample(labels []string) sample {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := sample{labels: labels, cum: make([]uint64, len(h.bounds)), sum: h.sum}
-	for i := range h.bounds {
-		s.count += h.counts[i]
+	return histogramSample(labels, len(h.bounds), h.counts, h.sum)
+}
+
+// histogramSample returns the sample of a histogram of n bounds whose
+// buckets counted counts (not cumulative; those past the last bound, and
+// any missing, count too or as none) and whose observations sum to sum.
+func histogramSample(labels []string, n int, counts []uint64, sum float64) sample {
+	s := sample{labels: labels, cum: make([]uint64, n), sum: sum}
+	for i, c := range counts {
+		s.count += c
+		if i < n {
+			s.cum[i] = s.count
+		}
+	}
+	for i := len(counts); i < n; i++ {
 		s.cum[i] = s.count
 	}
-	s.count += h.counts[len(h.bounds)]
 	return s
 }
 
