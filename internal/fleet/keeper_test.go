@@ -44,6 +44,7 @@ type fakeLeases struct {
 type fakeRenewal struct {
 	at     time.Time
 	hotels []string
+	held   []string // the hotels whose leases this replica held then
 }
 
 func (db *fakeLeases) Heartbeat(context.Context) ([]string, []state.Holder, error) {
@@ -82,6 +83,7 @@ func (db *fakeLeases) Renew(_ context.Context, leases []state.Lease) ([]state.Le
 		}
 	}
 	slices.Sort(r.hotels)
+	r.held = slices.Sorted(maps.Keys(db.held))
 	db.renewals <- r
 	return out, nil
 }
@@ -205,16 +207,23 @@ func (w *keeperWorld) db(url string) *fakeLeases {
 // keeper's round that tick should have made is not coming.
 func (w *keeperWorld) renewedAt(db *fakeLeases, now time.Time) []string {
 	w.t.Helper()
+	return w.renewalAt(db, now).hotels
+}
+
+// renewalAt waits for the first renewal of db at now, skipping those
+// before; a minute without fails the test.
+func (w *keeperWorld) renewalAt(db *fakeLeases, now time.Time) fakeRenewal {
+	w.t.Helper()
 	timeout := time.After(time.Minute) // a hang's report, not a timing
 	for {
 		select {
 		case r := <-db.renewals:
 			if r.at.Equal(now) {
-				return r.hotels
+				return r
 			}
 		case <-timeout:
 			w.t.Fatalf("no renewal at the tick of %s", now.Format(time.TimeOnly))
-			return nil
+			return fakeRenewal{}
 		}
 	}
 }
@@ -345,7 +354,11 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 
 // TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken, up to
 // lease.TakeBatch a round in one round trip each, and their wirings do
-// not end; the leases taken are renewed at every tick meanwhile.
+// not end; the leases taken are renewed at every tick meanwhile. A round
+// may come between ticks (the reload wakes the keeper, which may have
+// begun its first round already), so each renewal is checked against
+// the leases held when it ran, and against the hotels seen starting
+// before the tick.
 func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 	w := newKeeperWorld(t)
 	var hotels []string
@@ -360,12 +373,18 @@ func TestKeeperRenewsWhileManyHotelsStart(t *testing.T) {
 	for round := 0; len(started) < len(hotels); round++ {
 		if round > 0 {
 			w.clock.Advance(lease.Tick(w.f.hcfg.LeaseTTL))
-			if got := w.renewedAt(db, w.clock.Now()); !slices.Equal(got, started) {
-				t.Fatalf("round %d: renewed %d leases (%v), want the %d taken", round, len(got), firstFew(got), len(started))
+			r := w.renewalAt(db, w.clock.Now())
+			if !slices.Equal(r.hotels, r.held) {
+				t.Fatalf("round %d: renewed %d leases (%v) of the %d held", round, len(r.hotels), firstFew(r.hotels), len(r.held))
+			}
+			for _, h := range started {
+				if _, ok := slices.BinarySearch(r.hotels, h); !ok {
+					t.Fatalf("round %d: hotel %s, taken before the tick, not renewed (%d of %d renewed)", round, h, len(r.hotels), len(started))
+				}
 			}
 		}
 		timeout := time.After(time.Minute) // a hang's report, not a timing
-		for range min(lease.TakeBatch, len(hotels)-len(started)) {
+		for len(started) < min((round+1)*lease.TakeBatch, len(hotels)) {
 			select {
 			case n := <-w.wiring: // every hotel taken is starting
 				started = append(started, n)
