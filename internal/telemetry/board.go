@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 )
@@ -106,24 +105,15 @@ func (t *Telemetry) ClearBroken(name string) {
 	delete(t.hotels.broken, name)
 }
 
-// gatherer gathers the daemon's series and every hotel's (see
-// gatherHotels), the families in name order.
-func (t *Telemetry) gatherer() prometheus.Gatherer {
-	if t.hotels == nil {
-		return t.reg
+// hotelSeries returns the series of every hotel running here, by name.
+func (t *Telemetry) hotelSeries() []hotelSeries {
+	t.hotels.mu.Lock()
+	defer t.hotels.mu.Unlock()
+	hotels := make([]hotelSeries, 0, len(t.hotels.tels))
+	for name, h := range t.hotels.tels {
+		hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})
 	}
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		t.hotels.mu.Lock()
-		hotels := make([]hotelSeries, 0, len(t.hotels.tels))
-		for name, h := range t.hotels.tels {
-			hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})
-		}
-		t.hotels.mu.Unlock()
-		mfs, err := t.reg.Gather()
-		mfs = append(mfs, gatherHotels(hotels)...)
-		slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
-		return mfs, err
-	})
+	return hotels
 }
 
 // ShowPage lists the hotel name's page source on the status page; the

@@ -2,11 +2,15 @@ package telemetry
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"flag"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -58,7 +63,7 @@ func TestExpositionUnchanged(t *testing.T) {
 	tel.ObserveHeld([]adapters.HeldError{{Need: "a field"}}, 2)
 	tel.observeStats(state.Stats{ByStatus: map[string]int{"new": 3, "": 1, "weird": 2}, Retired: 1, JournalPending: 2, FileSize: 4096})
 
-	mfs, err := tel.gatherer().Gather()
+	mfs, err := tel.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +129,12 @@ func lineDiff(want, got string) string {
 
 // TestFleetExpositionUnchanged: a daemon of many hotels exports each
 // hotel's series as client_golang did from a registry per hotel, wrapped
-// with the hotel's label and merged by prometheus.Gatherers: the same
-// families, series, labels, buckets and values, in the same order.
+// with the hotel's label and merged with the daemon's own by
+// prometheus.Gatherers: the same families, series, labels, buckets and
+// values, in the same order, in each format a scrape may ask for.
 func TestFleetExpositionUnchanged(t *testing.T) {
 	tel := NewFleet(nil, nil, Options{WatchdogEvery: -1})
-	var hotels []hotelSeries
-	gs := prometheus.Gatherers{}
+	gs := prometheus.Gatherers{tel.reg}
 	for i, name := range []string{"zeta", "alpha", "mid-1", "mid-10", "mid-2"} {
 		h := tel.Hotel(name)
 		r := sync.Report{Outcome: sync.OutcomeOK, Synced: true, Duration: time.Duration(i+1) * 300 * time.Millisecond, Lag: time.Duration(i) * time.Second,
@@ -148,7 +153,6 @@ func TestFleetExpositionUnchanged(t *testing.T) {
 		}
 		h.ObserveHeld([]adapters.HeldError{{Need: "a field"}}[:i%2], uint64(i))
 		h.observeStats(state.Stats{ByStatus: map[string]int{"new": i, "open": 10 * i, "weird": i % 3}, Retired: i, JournalPending: i, FileSize: int64(4096 * i)})
-		hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})
 
 		reg := prometheus.NewRegistry()
 		prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg).MustRegister(h.m, h.prop)
@@ -158,20 +162,147 @@ func TestFleetExpositionUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := func(mfs []*dto.MetricFamily) string {
-		var b bytes.Buffer
-		for _, mf := range mfs {
-			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+	wantText, wantNames := hotelsText(t, want)
+	if n := strings.Count(wantText, "\n"); n < 400 {
+		t.Errorf("only %d lines compared", n)
+	}
+	hd := tel.Handler(nil)
+	for _, c := range []struct{ accept, encoding string }{
+		{"", ""},
+		{"text/plain;version=0.0.4", "gzip, deflate"},
+		{string(expfmt.NewFormat(expfmt.TypeProtoDelim)), "gzip;q=0, identity"},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if c.accept != "" {
+			req.Header.Set("Accept", c.accept)
+		}
+		if c.encoding != "" {
+			req.Header.Set("Accept-Encoding", c.encoding)
+		}
+		hd.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("Accept %q: %d %s", c.accept, rec.Code, rec.Body)
+		}
+		var body io.Reader = rec.Body
+		if got, gz := rec.Header().Get("Content-Encoding"), strings.HasPrefix(c.encoding, "gzip,"); got != map[bool]string{true: "gzip"}[gz] {
+			t.Fatalf("Accept-Encoding %q: Content-Encoding %q", c.encoding, got)
+		} else if gz {
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
 				t.Fatal(err)
 			}
+			body = zr
 		}
-		return b.String()
+		var got []*dto.MetricFamily
+		if format := expfmt.ResponseFormat(rec.Header()); format.FormatType() == expfmt.TypeProtoDelim {
+			dec := expfmt.NewDecoder(body, format)
+			for {
+				mf := &dto.MetricFamily{}
+				if err := dec.Decode(mf); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatalf("Accept %q: decode as %s: %v", c.accept, format, err)
+				}
+				got = append(got, mf)
+			}
+		} else {
+			got = textFamilies(t, body) // expfmt's text decoder loses their order
+		}
+		gotText, gotNames := hotelsText(t, got)
+		if !slices.Equal(gotNames, wantNames) {
+			t.Errorf("Accept %q: the families, in order:\n%v\nwant\n%v", c.accept, gotNames, wantNames)
+		}
+		if gotText != wantText {
+			t.Errorf("Accept %q: the hotels' series differ from client_golang's:\n%s", c.accept, lineDiff(wantText, gotText))
+		}
 	}
-	w, g := text(want), text(gatherHotels(hotels))
-	if w != g {
-		t.Errorf("the hotels' series differ from client_golang's:\n%s", lineDiff(w, g))
+}
+
+// hotelsText returns the text exposition of the families of mfs whose
+// series are the hotels' (the process's change from scrape to scrape),
+// and the names of all of mfs in order.
+func hotelsText(t *testing.T, mfs []*dto.MetricFamily) (string, []string) {
+	t.Helper()
+	var b bytes.Buffer
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+		if !strings.HasPrefix(mf.GetName(), "ticketbridge_") {
+			continue
+		}
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if n := strings.Count(w, "\n"); n < 400 {
-		t.Errorf("only %d lines compared", n)
+	return b.String(), names
+}
+
+// textFamilies parses a text exposition into its families, in the order
+// they come.
+func textFamilies(t *testing.T, r io.Reader) []*dto.MetricFamily {
+	t.Helper()
+	text, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*dto.MetricFamily
+	for block := range strings.SplitSeq(string(text), "# HELP ") {
+		if block == "" {
+			continue
+		}
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		mfs, err := p.TextToMetricFamilies(strings.NewReader("# HELP " + block))
+		if err != nil || len(mfs) != 1 {
+			t.Fatalf("a family of the exposition: %d families, %v:\n%s", len(mfs), err, block)
+		}
+		for _, mf := range mfs {
+			out = append(out, mf)
+		}
+	}
+	return out
+}
+
+// TestFleetExpositionLimitsScrapes: a scrape beyond maxScrapes at once
+// is refused with 503, as promhttp's MaxRequestsInFlight refuses it.
+func TestFleetExpositionLimitsScrapes(t *testing.T) {
+	tel := NewFleet(nil, nil, Options{WatchdogEvery: -1})
+	tel.Hotel("a")
+	e := tel.fleetExposition().(*fleetExposition)
+	for range maxScrapes {
+		e.inFlight <- struct{}{}
+	}
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a scrape beyond the limit: %d, want 503", rec.Code)
+	}
+	<-e.inFlight
+	rec = httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `ticketbridge_cycles_total{hotel="a",outcome="ok"} 0`) {
+		t.Fatalf("a scrape within the limit: %d\n%s", rec.Code, rec.Body)
+	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for v, want := range map[string]bool{
+		"":                     false,
+		"gzip":                 true,
+		"GZIP":                 true,
+		"deflate, gzip;q=0.5":  true,
+		"gzip;q=0":             false,
+		"gzip; q=0.0, deflate": false,
+		"identity":             false,
+		"*":                    true,
+		"br, *;q=0":            false,
+	} {
+		h := http.Header{}
+		if v != "" {
+			h.Set("Accept-Encoding", v)
+		}
+		if got := acceptsGzip(h); got != want {
+			t.Errorf("Accept-Encoding %q: gzip %v, want %v", v, got, want)
+		}
 	}
 }

@@ -105,8 +105,8 @@ var (
 )
 
 // newMetrics returns a hotel's series, registered with reg; a hotel of
-// many registers none: the daemon's gatherer reads them (see
-// gatherHotels).
+// many registers none: the daemon's /metrics reads them (see
+// fleetExposition).
 func newMetrics(reg prometheus.Registerer) metrics {
 	m := metrics{
 		cycles:        newVec(newValue),
@@ -156,41 +156,53 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	return m
 }
 
+// metricsFamilies are the families of metrics, each with how to visit
+// its series; propagationFamily is the one family a hotel has beyond them.
+var metricsFamilies = []struct {
+	f    *family
+	each func(m metrics, fn func(sample))
+}{
+	{cyclesFamily, func(m metrics, fn func(sample)) { eachValue(m.cycles, fn) }},
+	{cycleDurationFamily, func(m metrics, fn func(sample)) { fn(m.cycleDuration.sample(nil)) }},
+	{cycleLagFamily, func(m metrics, fn func(sample)) { fn(m.cycleLag.sample(nil)) }},
+	{apiRequestsFamily, func(m metrics, fn func(sample)) { eachValue(m.apiRequests, fn) }},
+	{apiDurationFamily, func(m metrics, fn func(sample)) {
+		m.apiDuration.each(func(l []string, h *histogram) { fn(h.sample(l)) })
+	}},
+	{mirroredFamily, func(m metrics, fn func(sample)) { eachValue(m.mirrored, fn) }},
+	{errorsFamily, func(m metrics, fn func(sample)) { eachValue(m.errors, fn) }},
+	{ticketsFamily, func(m metrics, fn func(sample)) { eachValue(m.tickets, fn) }},
+	{retiredFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.retired.get()}) }},
+	{journalFamily, func(m metrics, fn func(sample)) { eachValue(m.journal, fn) }},
+	{stateBytesFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.stateBytes.get()}) }},
+	{lastSuccessFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.lastSuccess.get()}) }},
+	{lastCycleFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.lastCycle.get()}) }},
+	{readyFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.ready.get()}) }},
+	{detectFamily, func(m metrics, fn func(sample)) { eachValue(m.detect, fn) }},
+	{heldFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.held.get()}) }},
+	{setAsideFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.setAside.get()}) }},
+	{setAsideTotalFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.setAsideTotal.get()}) }},
+	{reconcileFamily, func(m metrics, fn func(sample)) { eachValue(m.reconcile, fn) }},
+}
+
+// eachValue calls fn with each series of a counter's or gauge's vector.
+func eachValue(v *vec[value], fn func(sample)) {
+	v.each(func(l []string, c *value) { fn(sample{labels: l, value: c.get()}) })
+}
+
 // Describe implements prometheus.Collector.
 func (m metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, f := range []*family{cyclesFamily, cycleDurationFamily, cycleLagFamily, apiRequestsFamily, apiDurationFamily, mirroredFamily, errorsFamily, ticketsFamily, retiredFamily, journalFamily, stateBytesFamily, lastSuccessFamily, lastCycleFamily, readyFamily, detectFamily, heldFamily, setAsideFamily, setAsideTotalFamily, reconcileFamily} {
-		ch <- f.desc
+	for _, mf := range metricsFamilies {
+		ch <- mf.f.desc
 	}
 }
 
 // Collect implements prometheus.Collector: every series as it is now.
-func (m metrics) Collect(ch chan<- prometheus.Metric) { m.visit(collectTo(ch)) }
-
-// visit calls fn with every series as it is now, family by family.
-func (m metrics) visit(fn func(*family, sample)) {
-	values := func(f *family, v *vec[value]) {
-		v.each(func(l []string, c *value) { fn(f, sample{labels: l, value: c.get()}) })
+func (m metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, mf := range metricsFamilies {
+		send := collectTo(ch, mf.f)
+		mf.each(m, send)
 	}
-	one := func(f *family, c *value) { fn(f, sample{value: c.get()}) }
-	values(cyclesFamily, m.cycles)
-	fn(cycleDurationFamily, m.cycleDuration.sample(nil))
-	fn(cycleLagFamily, m.cycleLag.sample(nil))
-	values(apiRequestsFamily, m.apiRequests)
-	m.apiDuration.each(func(l []string, h *histogram) { fn(apiDurationFamily, h.sample(l)) })
-	values(mirroredFamily, m.mirrored)
-	values(errorsFamily, m.errors)
-	values(ticketsFamily, m.tickets)
-	one(retiredFamily, m.retired)
-	values(journalFamily, m.journal)
-	one(stateBytesFamily, m.stateBytes)
-	one(lastSuccessFamily, m.lastSuccess)
-	one(lastCycleFamily, m.lastCycle)
-	one(readyFamily, m.ready)
-	values(detectFamily, m.detect)
-	one(heldFamily, m.held)
-	one(setAsideFamily, m.setAside)
-	one(setAsideTotalFamily, m.setAsideTotal)
-	values(reconcileFamily, m.reconcile)
 }
 
 // registerProcessMetrics registers the series of the process, which a

@@ -43,17 +43,19 @@ func (p *propagationMetrics) add(m sync.Propagation) {
 
 func (p *propagationMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- propagationFamily.desc }
 
-func (p *propagationMetrics) Collect(ch chan<- prometheus.Metric) { p.visit(collectTo(ch)) }
+func (p *propagationMetrics) Collect(ch chan<- prometheus.Metric) {
+	p.each(collectTo(ch, propagationFamily))
+}
 
-// visit calls fn with both directions' histograms as they are now.
-func (p *propagationMetrics) visit(fn func(*family, sample)) {
+// each calls fn with both directions' histograms as they are now.
+func (p *propagationMetrics) each(fn func(sample)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, d := range []struct {
 		labels []string
 		h      *sync.Histogram
 	}{{dirLabels[0], &p.toHelpdesk}, {dirLabels[1], &p.toAPI}} {
-		fn(propagationFamily, histogramSample(d.labels, len(sync.PropagationBuckets), d.h.Counts, d.h.Sum.Seconds()))
+		fn(histogramSample(d.labels, len(sync.PropagationBuckets), d.h.Counts, d.h.Sum.Seconds()))
 	}
 }
 

@@ -118,16 +118,21 @@ func (t *Telemetry) Stop() error {
 // page is the status page at / (nil: a line naming the endpoints).
 func (t *Telemetry) Handler(page Page) http.Handler {
 	mux := http.NewServeMux()
-	metrics := promhttp.HandlerFor(t.gatherer(), promhttp.HandlerOpts{
-		ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 4,
-		// No Timeout: promhttp's runs the handler behind
-		// http.TimeoutHandler, which holds the whole exposition in memory
-		// before the first byte is sent (18 MB, grown by doubling, for
-		// 2,000 hotels). A scrape is bounded by the server's WriteTimeout
-		// and the scraper's own timeout; gathering waits for nothing.
-	})
+	var metrics http.Handler
+	if t.hotels != nil {
+		metrics = t.fleetExposition()
+	} else {
+		metrics = promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
+			ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
+			ErrorHandling:       promhttp.ContinueOnError,
+			MaxRequestsInFlight: maxScrapes,
+			// No Timeout: promhttp's runs the handler behind
+			// http.TimeoutHandler, which holds the whole exposition in
+			// memory before the first byte is sent. A scrape is bounded
+			// by the server's WriteTimeout and the scraper's own
+			// timeout; gathering waits for nothing.
+		})
+	}
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// Readiness depends on the clock too (nothing synced for
 		// TICKETBRIDGE_CYCLE_MAX): judge it at each scrape.

@@ -1,0 +1,124 @@
+package telemetry
+
+import (
+	"compress/gzip"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	gosync "sync"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// maxScrapes is how many scrapes of /metrics are answered at once; one
+// more is refused with 503, as promhttp's MaxRequestsInFlight does.
+const maxScrapes = 4
+
+// fleetExposition serves /metrics for a daemon of many hotels.
+//
+// promhttp takes the whole exposition from a Gatherer before it sends a
+// byte: at 2,000 hotels the families of every hotel's series held 66 MB
+// at once, room the heap had to find at every scrape and kept at the
+// collector's goal after it. This handler sends the daemon's own families
+// and, merged with them in name order, each family of the hotels' series
+// as soon as it is built, so that a scrape holds one family at a time
+// (see BenchmarkScrape's held-MB). Otherwise it answers as promhttp's
+// handler of a daemon of one hotel does: the formats expfmt negotiates
+// from Accept, gzip when Accept-Encoding asks for it, at most maxScrapes
+// at once, and on an error gathering the daemon's own series, whatever
+// was gathered.
+type fleetExposition struct {
+	t        *Telemetry
+	inFlight chan struct{}
+}
+
+func (t *Telemetry) fleetExposition() http.Handler {
+	return &fleetExposition{t: t, inFlight: make(chan struct{}, maxScrapes)}
+}
+
+func (e *fleetExposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case e.inFlight <- struct{}{}:
+		defer func() { <-e.inFlight }()
+	default:
+		http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxScrapes), http.StatusServiceUnavailable)
+		return
+	}
+	log := e.t.log.With(slog.String("op", "metrics"))
+	own, err := e.t.reg.Gather()
+	if err != nil {
+		log.Warn("gather the daemon's series; the scrape has the rest", slog.Any("error", err))
+	}
+	hotels := e.t.hotelSeries()
+	format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
+	h := w.Header()
+	h.Add("Vary", "Accept")
+	h.Add("Vary", "Accept-Encoding")
+	h.Set("Content-Type", string(format))
+	var out io.Writer = w
+	if acceptsGzip(r.Header) {
+		h.Set("Content-Encoding", "gzip")
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(w)
+		defer func() {
+			_ = gz.Close() // an error here is the client's going, as an Encode's
+			gzipWriters.Put(gz)
+		}()
+		out = gz
+	}
+	enc := expfmt.NewEncoder(out, format)
+	labels := hotelLabels(hotels)
+	next := hotelFamilies
+	for len(own) > 0 || len(next) > 0 {
+		var mf *dto.MetricFamily
+		if len(next) == 0 || len(own) > 0 && own[0].GetName() < next[0].f.name {
+			mf, own = own[0], own[1:]
+		} else {
+			mf, next = next[0].gather(hotels, labels), next[1:]
+			if mf == nil {
+				continue // no hotel has a series of it
+			}
+		}
+		if err := enc.Encode(mf); err != nil {
+			log.Warn("send the metrics", slog.Any("error", err))
+			return
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		if err := c.Close(); err != nil {
+			log.Warn("send the metrics", slog.Any("error", err))
+		}
+	}
+}
+
+var gzipWriters = gosync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+// acceptsGzip reports whether an Accept-Encoding of h takes gzip (or any
+// encoding, "*") at a quality above 0.
+func acceptsGzip(h http.Header) bool {
+	for _, v := range h.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			name, params, _ := strings.Cut(part, ";")
+			name = strings.TrimSpace(name)
+			if !strings.EqualFold(name, "gzip") && name != "*" {
+				continue
+			}
+			q := 1.0
+			for p := range strings.SplitSeq(params, ";") {
+				if k, val, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+					if f, err := strconv.ParseFloat(val, 64); err == nil {
+						q = f
+					}
+				}
+			}
+			if q > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
