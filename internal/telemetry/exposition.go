@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bufio"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -26,7 +27,9 @@ const maxScrapes = 4
 // collector's goal after it. This handler sends the daemon's own families
 // and, merged with them in name order, each family of the hotels' series
 // as soon as it is built, so that a scrape holds one family at a time
-// (see BenchmarkScrape's held-MB). Otherwise it answers as promhttp's
+// (see BenchmarkScrape's held-MB); in the text format, which is what
+// Prometheus asks for, it writes each family straight from the samples
+// (textWriter) and builds nothing. Otherwise it answers as promhttp's
 // handler of a daemon of one hotel does: the formats expfmt negotiates
 // from Accept, gzip when Accept-Encoding asks for it, at most maxScrapes
 // at once, and on an error gathering the daemon's own series, whatever
@@ -70,28 +73,50 @@ func (e *fleetExposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		out = gz
 	}
-	enc := expfmt.NewEncoder(out, format)
-	labels := hotelLabels(hotels)
+	var send func(*dto.MetricFamily) error
+	var sendHotels func(hotelFamily) error
+	var closeEnc func() error
+	if format.FormatType() == expfmt.TypeTextPlain {
+		// Prometheus's own scrapes: written straight from the samples.
+		tw := &textWriter{w: bufio.NewWriterSize(out, 32<<10)}
+		send = func(mf *dto.MetricFamily) error {
+			_, err := expfmt.MetricFamilyToText(tw.w, mf)
+			return err
+		}
+		sendHotels = func(hf hotelFamily) error { return tw.family(hf, hotels) }
+		closeEnc = tw.w.Flush
+	} else {
+		enc := expfmt.NewEncoder(out, format)
+		labels := hotelLabels(hotels)
+		send = enc.Encode
+		sendHotels = func(hf hotelFamily) error {
+			if mf := hf.gather(hotels, labels); mf != nil {
+				return enc.Encode(mf)
+			}
+			return nil // no hotel has a series of it
+		}
+		closeEnc = func() error {
+			if c, ok := enc.(expfmt.Closer); ok {
+				return c.Close()
+			}
+			return nil
+		}
+	}
 	next := hotelFamilies
 	for len(own) > 0 || len(next) > 0 {
-		var mf *dto.MetricFamily
+		var err error
 		if len(next) == 0 || len(own) > 0 && own[0].GetName() < next[0].f.name {
-			mf, own = own[0], own[1:]
+			err, own = send(own[0]), own[1:]
 		} else {
-			mf, next = next[0].gather(hotels, labels), next[1:]
-			if mf == nil {
-				continue // no hotel has a series of it
-			}
+			err, next = sendHotels(next[0]), next[1:]
 		}
-		if err := enc.Encode(mf); err != nil {
+		if err != nil {
 			log.Warn("send the metrics", slog.Any("error", err))
 			return
 		}
 	}
-	if c, ok := enc.(expfmt.Closer); ok {
-		if err := c.Close(); err != nil {
-			log.Warn("send the metrics", slog.Any("error", err))
-		}
+	if err := closeEnc(); err != nil {
+		log.Warn("send the metrics", slog.Any("error", err))
 	}
 }
 
