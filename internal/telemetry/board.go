@@ -105,7 +105,8 @@ func (t *Telemetry) ClearBroken(name string) {
 	delete(t.hotels.broken, name)
 }
 
-// hotelSeries returns the series of every hotel running here, by name.
+// hotelSeries returns the series of every hotel running here, in no
+// order: each family sorts its series.
 func (t *Telemetry) hotelSeries() []hotelSeries {
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
