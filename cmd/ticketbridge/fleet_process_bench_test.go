@@ -38,7 +38,8 @@ import (
 // hotel-cycle of both daemons and their ratio, the daemon's CPU as a share
 // of one core, its peak RSS (VmHWM), the peak of its anonymous part
 // (RssAnon, sampled every 200 ms: the rest is file pages, the binary and
-// the bbolt files it maps) in all and per hotel, RssAnon per hotel at the
+// the bbolt files it maps) in all and per hotel and when it came
+// (RssAnon-peak-at-s, from the daemon's start), RssAnon per hotel at the
 // end of the quiet window (the import's peak behind it), the cycle lag's
 // 99th percentile over every hotel-cycle of the window
 // (ticketbridge_cycle_lag_seconds, interpolated in its bucket) and the share
@@ -98,6 +99,7 @@ func BenchmarkFleetProcess(b *testing.B) {
 				b.ReportMetric(float64(many.anon)/(1<<20), "RssAnon-MB")
 				b.ReportMetric(float64(many.anon)/1024/float64(hotels), "RssAnon-KB/hotel")
 				b.ReportMetric(float64(many.quietAnon)/1024/float64(hotels), "RssAnon-KB/hotel-quiet")
+				b.ReportMetric(many.anonAt.Seconds(), "RssAnon-peak-at-s")
 				b.ReportMetric(many.lagP99, "lag-p99-s")
 				b.ReportMetric(many.apiPerCycle, "api-requests/hotel-cycle")
 				b.ReportMetric(one.lagP99, "lag-p99-s-one-hotel")
@@ -121,6 +123,7 @@ type fleetProcessFigures struct {
 	// core.
 	cpuPct    float64
 	hwm, anon int64
+	anonAt    time.Duration // when anon's peak came, from the start
 	// quietAnon is RssAnon at the end of the quiet window: the import's
 	// peak is behind it.
 	quietAnon  int64
@@ -201,12 +204,15 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	// done is closed when the daemon has exited, so that every waiter sees it.
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	var anonPeak atomic.Int64
+	// anonPeakAt is when the peak came, in milliseconds from the start:
+	// in the import, or after it.
+	var anonPeak, anonPeakAt atomic.Int64
 	stopSampling := make(chan struct{})
 	go func() {
 		for {
 			if v := procStatus(cmd.Process.Pid, "RssAnon:"); v > anonPeak.Load() {
 				anonPeak.Store(v)
+				anonPeakAt.Store(time.Since(start).Milliseconds())
 			}
 			select {
 			case <-stopSampling:
@@ -314,7 +320,7 @@ func runFleetProcess(b *testing.B, bin, backend string, hotels, tickets int, dir
 	f.lagP99 = lag1.quantile(lag0, 0.99)
 	f.lagOver5 = lag1.overBound(lag0, 5)
 	f.hwm = procStatus(cmd.Process.Pid, "VmHWM:")
-	f.anon = anonPeak.Load()
+	f.anon, f.anonAt = anonPeak.Load(), time.Duration(anonPeakAt.Load())*time.Millisecond
 	f.quietAnon = procStatus(cmd.Process.Pid, "RssAnon:")
 	return f
 }
