@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 
@@ -121,19 +120,18 @@ var hotelFamilies = func() []hotelFamily {
 }()
 
 // gather returns the family of every hotel's series, each series
-// labelled with its hotel (hotel[i] the label of hotels[i]), ordered by
-// their label values as a registry orders them; nil when no hotel has a
-// series of it.
+// labelled with its hotel (hotel[i] the label of hotels[i]), in the
+// order of series; nil when no hotel has a series of it.
 func (hf hotelFamily) gather(hotels []hotelSeries, hotel []dto.LabelPair) *dto.MetricFamily {
 	f := hf.f
-	mf := &dto.MetricFamily{Name: &f.name, Help: &f.help, Type: f.kind.Enum()}
-	for i := range hotels {
-		hf.each(&hotels[i], func(s sample) { mf.Metric = append(mf.Metric, newDTOMetric(f, s, &hotel[i])) })
-	}
-	if len(mf.Metric) == 0 {
+	entries := hf.series(hotels, nil)
+	if len(entries) == 0 {
 		return nil
 	}
-	slices.SortFunc(mf.Metric, compareLabels)
+	mf := &dto.MetricFamily{Name: &f.name, Help: &f.help, Type: f.kind.Enum(), Metric: make([]*dto.Metric, len(entries))}
+	for i, e := range entries {
+		mf.Metric[i] = newDTOMetric(f, e.s, &hotel[e.hotel])
+	}
 	return mf
 }
 
@@ -189,15 +187,4 @@ func newDTOMetric(f *family, s sample, hotel *dto.LabelPair) *dto.Metric {
 		d.m.Histogram = h
 	}
 	return &d.m
-}
-
-// compareLabels orders series as a registry does: by their label values,
-// label by label, in the labels' order.
-func compareLabels(a, b *dto.Metric) int {
-	for i := range min(len(a.Label), len(b.Label)) {
-		if c := strings.Compare(a.Label[i].GetValue(), b.Label[i].GetValue()); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(a.Label), len(b.Label))
 }

@@ -20,7 +20,6 @@ type textWriter struct {
 	w       *bufio.Writer
 	num     []byte      // a number being formatted
 	entries []textEntry // the series of the family being written
-	hotel   int         // the hotel add adds to
 }
 
 // textEntry is a series of a family: a hotel's sample.
@@ -29,36 +28,45 @@ type textEntry struct {
 	s     sample
 }
 
-func (tw *textWriter) add(s sample) { tw.entries = append(tw.entries, textEntry{tw.hotel, s}) }
+// series returns every hotel's series of family hf, appended to buf[:0],
+// in the order a registry gives them: by their label values, label by
+// label in the exposition's order of the labels.
+func (hf hotelFamily) series(hotels []hotelSeries, buf []textEntry) []textEntry {
+	out, hotel := buf[:0], 0
+	add := func(s sample) { out = append(out, textEntry{hotel, s}) }
+	for i := range hotels {
+		hotel = i
+		hf.each(&hotels[i], add)
+	}
+	slices.SortFunc(out, func(a, b textEntry) int {
+		for k := range hf.f.from {
+			if c := strings.Compare(hf.f.label(&a, k, hotels), hf.f.label(&b, k, hotels)); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return out
+}
+
+// label returns the value of the k-th label (in withHotel's order) of a
+// series of f.
+func (f *family) label(e *textEntry, k int, hotels []hotelSeries) string {
+	if j := f.from[k]; j >= 0 {
+		return e.s.labels[j]
+	}
+	return hotels[e.hotel].name
+}
 
 // family writes the family of every hotel's series, as
 // expfmt.MetricFamilyToText writes hf.gather's, or nothing when no hotel
 // has a series of it. It returns the writer's error.
 func (tw *textWriter) family(hf hotelFamily, hotels []hotelSeries) error {
 	f := hf.f
-	tw.entries = tw.entries[:0]
-	add := tw.add
-	for i := range hotels {
-		tw.hotel = i
-		hf.each(&hotels[i], add)
-	}
+	tw.entries = hf.series(hotels, tw.entries)
 	if len(tw.entries) == 0 {
 		return nil
 	}
-	label := func(e *textEntry, k int) string {
-		if j := f.from[k]; j >= 0 {
-			return e.s.labels[j]
-		}
-		return hotels[e.hotel].name
-	}
-	slices.SortFunc(tw.entries, func(a, b textEntry) int { // as compareLabels
-		for k := range f.from {
-			if c := strings.Compare(label(&a, k), label(&b, k)); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
 	w := tw.w
 	w.WriteString("# HELP ")
 	w.WriteString(f.name)
@@ -85,7 +93,7 @@ func (tw *textWriter) family(hf hotelFamily, hotels []hotelSeries) error {
 				sep = ','
 				w.WriteString(name)
 				w.WriteString(`="`)
-				if v := label(e, k); strings.ContainsAny(v, "\\\n\"") {
+				if v := f.label(e, k, hotels); strings.ContainsAny(v, "\\\n\"") {
 					valueEscaper.WriteString(w, v)
 				} else {
 					w.WriteString(v)
