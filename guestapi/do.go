@@ -39,12 +39,7 @@ func (r request) decodeErr(err error) error {
 // encoding/json decodes is a copy). When the API refuses the key (401)
 // and Rekey gives another, r is made once more with it.
 func (c *Client) do(ctx context.Context, r request, decode func(body []byte) error) error {
-	buf, err := c.doOnce(ctx, r)
-	if errors.Is(err, ErrUnauthorized) {
-		if again, ok := c.rekeyed(ctx, r); ok {
-			buf, err = c.doOnce(ctx, again)
-		}
-	}
+	buf, err := c.doRaw(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -53,6 +48,18 @@ func (c *Client) do(ctx context.Context, r request, decode func(body []byte) err
 		return r.decodeErr(err)
 	}
 	return nil
+}
+
+// doRaw runs r as do does and returns the body of its 2xx answer in a read
+// buffer, for putBuffer once decoded.
+func (c *Client) doRaw(ctx context.Context, r request) (*bytes.Buffer, error) {
+	buf, err := c.doOnce(ctx, r)
+	if errors.Is(err, ErrUnauthorized) {
+		if again, ok := c.rekeyed(ctx, r); ok {
+			buf, err = c.doOnce(ctx, again)
+		}
+	}
+	return buf, err
 }
 
 // rekeyed returns r with the key Rekey gives in place of the one the API

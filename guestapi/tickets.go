@@ -25,6 +25,19 @@ type ListOptions struct {
 // client does not know (a new status, say) are passed on as they are and
 // left to the server to judge.
 func (c *Client) ListTickets(ctx context.Context, opt ListOptions) ([]Ticket, error) {
+	l, err := c.ListTicketsRaw(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Release()
+	return l.Tickets()
+}
+
+// ListTicketsRaw calls GET /tickets as ListTickets does, and returns the
+// answer read but not decoded: a caller that keeps the [ListDigest] of a
+// list decodes the next answer only when its digest differs. The caller
+// releases it.
+func (c *Client) ListTicketsRaw(ctx context.Context, opt ListOptions) (*RawList, error) {
 	const op = "list tickets"
 	if opt.Limit < 0 {
 		return nil, fmt.Errorf("%s: limit %d is negative: want 0 (server default) or 1 to 200", op, opt.Limit)
@@ -40,15 +53,11 @@ func (c *Client) ListTickets(ctx context.Context, opt ListOptions) ([]Ticket, er
 		q.Set("limit", strconv.Itoa(opt.Limit))
 	}
 	r := request{op: op, method: http.MethodGet, path: TicketsPrefix + "/tickets", query: q, auth: c.currentKey()}
-	var ts []Ticket
-	err := c.do(ctx, r, func(body []byte) (err error) {
-		ts, err = decodeList(body)
-		return err
-	})
+	buf, err := c.doRaw(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return ts, nil
+	return &RawList{buf: buf, r: r}, nil
 }
 
 // GetTicket calls GET /tickets/{id}: the ticket and its messages, oldest

@@ -24,11 +24,25 @@ func (c *cycle) discover() {
 		return
 	}
 	e.pol.fullRead, e.pol.listsShowAll = in.fullRead.Effective, in.fullRead.Unsignalled == 0
-	in.listed, in.cover, in.listOK = c.listQueue(in)
+	if e.rawLists {
+		in.key = listKey(in)
+		in.unchanged = c.replayLists(in)
+	}
+	if in.unchanged {
+		// The lists are those that agreed with this state: planned from
+		// state alone (no listed ticket, no list whole), they plan what
+		// decoding them would.
+		in.listOK = true
+		e.sameLists++
+	} else {
+		in.listed, in.cover, in.listOK = c.listQueue(in)
+		c.endLists()
+	}
 	if c.stopped() {
 		return
 	}
 	p := e.planDiscover(in)
+	c.keepLists(in, p)
 	for _, id := range p.refused {
 		c.failure(id, "", "discover", fmt.Errorf("ticket id %q cannot be stored: want a UUID", id))
 	}
@@ -54,9 +68,13 @@ func (c *cycle) discover() {
 			return
 		}
 	}
+	listed := len(in.listed)
+	if in.unchanged {
+		listed = e.lists.listed
+	}
 	c.count(func(r *Report) {
 		r.Discovered += len(p.imports)
-		r.Listed += len(in.listed)
+		r.Listed += listed
 		r.Signalled += len(p.woken)
 	})
 	if len(p.imports) > 0 {
@@ -79,6 +97,9 @@ type discoverInput struct {
 	listed []guestapi.Ticket // every ticket the lists of this cycle showed, in id order (see byID)
 	cover  coverage          // which lists were whole
 	listOK bool              // every list request succeeded
+
+	key       uint64 // listKey of this state (with an API of raw lists)
+	unchanged bool   // the lists are those of the last cycle, which agreed with this state: listed is empty
 }
 
 // coverage says which lists of a cycle were whole (below the limit): a
@@ -115,6 +136,10 @@ type discoverPlan struct {
 	refused     []string       // listed ids state cannot store
 	importSince time.Time      // to record as MetaImportSince; zero: leave it
 	fullRead    *FullRead      // to record; nil: leave it
+	// agree says that the lists agreed with state: every listed ticket
+	// tracked and as its record has it (or not read yet), or untracked
+	// and too old to import; no tracked ticket missing from a whole list.
+	agree bool
 }
 
 func (c *cycle) readDiscoverState() (discoverInput, error) {
@@ -176,7 +201,7 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 //     (the interval was shortened, or the record predates the slots) is
 //     brought forward to the slot.
 func (e *Engine) planDiscover(in discoverInput) discoverPlan {
-	var p discoverPlan
+	p := discoverPlan{agree: true}
 	importSince := in.importSince
 	if in.first {
 		importSince = in.now
@@ -202,6 +227,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 			if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
 				continue
 			}
+			p.agree = false
 			if !validID(id) {
 				p.refused = append(p.refused, id)
 				continue
@@ -213,6 +239,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 		if t.UpstreamStatus == "" || (string(lt.Status) == t.UpstreamStatus && lt.UpdatedAt.Equal(t.UpstreamUpdatedAt)) {
 			continue // not read yet (an import), or unchanged
 		}
+		p.agree = false
 		before := t
 		e.pol.wake(&t, in.now, DueUpdated)
 		if !t.NextDue.Equal(before.NextDue) || t.DueReason != before.DueReason || t.Retired != before.Retired {
@@ -230,6 +257,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 		if _, ok := findListed(in.listed, id); ok || t.Ref == "" || t.Retired || st.Closed() || !in.cover.whole(st, t.Department) {
 			continue
 		}
+		p.agree = false
 		before := t
 		e.pol.wake(&t, in.now, DueMoved)
 		if !t.NextDue.Equal(before.NextDue) || t.DueReason != before.DueReason {
@@ -369,7 +397,7 @@ func (c *cycle) listOnce(opt guestapi.ListOptions) ([]guestapi.Ticket, bool) {
 	if c.stopped() {
 		return nil, false
 	}
-	ts, err := c.e.api.ListTickets(c.ctx, opt)
+	ts, err := c.fetchList(opt)
 	if err != nil {
 		if c.apiFatal(err) || c.interrupted(err) {
 			return nil, false

@@ -23,7 +23,10 @@
 //     first start; a tracked ticket whose listed status or updated_at
 //     differs from what its last read stored is due now. A few lists thus
 //     show every change, at a cost that grows with N/200, not N. Absence
-//     from a list never means closed or deleted.
+//     from a list never means closed or deleted. Lists that agreed with
+//     state keep a digest each; when the next cycle's answers are byte for
+//     byte the same and the state they are compared with is too, they
+//     are not decoded (most of a quiet cycle's cost; see listmemo.go).
 //  2. Collect: the adapter's Changes since its stored cursor. Each event is
 //     journaled with its Idempotency-Key ([IdempotencyKey]); the entries and
 //     the new cursor are stored in one transaction, so the cursor moves only

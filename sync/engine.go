@@ -129,6 +129,13 @@ type Engine struct {
 	// deferred holds the schedules of quiet reads not yet stored, by
 	// ticket id (see deferred.go).
 	deferred map[string]deferredRead
+	// rawLists says that the API's list answers can be compared before
+	// they are decoded; lists is what the last cycle whose lists agreed
+	// with state kept of them, nil when none did (see listmemo.go).
+	// sameLists counts the cycles whose lists were the last ones.
+	rawLists  bool
+	lists     *listMemo
+	sameLists int
 }
 
 // quietRecordEvery is how often a run of quiet cycles (each a success
@@ -169,6 +176,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		queueFits: true,
 		putOff:    map[string]PutOff{},
 	}
+	_, e.rawLists = deps.API.(rawLister)
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -325,6 +333,12 @@ type cycle struct {
 	known map[string]map[string]bool
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
+
+	// lists are the lists this cycle asked, with their digests, and
+	// replayed the answers of the last cycle's lists asked again, by
+	// options (see listmemo.go); discover's goroutines only, under mu.
+	lists    []listSeen
+	replayed map[guestapi.ListOptions]replayedList
 
 	// keepCtx is the context of the cycle's writes (see keep); keepMu
 	// guards keepTimer, which ends it storeGrace after ctx ended.
@@ -611,6 +625,18 @@ func (a *countingAPI) ListTickets(ctx context.Context, opt guestapi.ListOptions)
 	a.n.Add(1)
 	r, err := a.API.ListTickets(ctx, opt)
 	a.done(err)
+	return r, err
+}
+
+// ListTicketsRaw lists through the API's rawLister. A call that fails is
+// counted done; one that answers is counted done by the caller, once it
+// has decoded the answer or found it unchanged (see fetchList).
+func (a *countingAPI) ListTicketsRaw(ctx context.Context, opt guestapi.ListOptions) (*guestapi.RawList, error) {
+	a.n.Add(1)
+	r, err := a.API.(rawLister).ListTicketsRaw(ctx, opt)
+	if err != nil {
+		a.done(err)
+	}
 	return r, err
 }
 
