@@ -18,6 +18,7 @@ import (
 // plan is stored in one transaction.
 func (c *cycle) discover() {
 	e := c.e
+	ok := true
 	in, err := c.readDiscoverState()
 	if err != nil {
 		c.stop(fmt.Errorf("read state: %w", err))
@@ -42,6 +43,11 @@ func (c *cycle) discover() {
 		return
 	}
 	p := e.planDiscover(in)
+	if len(p.imports) >= importGateMin {
+		if p, in, ok = c.gateDiscovered(p, in); !ok {
+			return
+		}
+	}
 	c.keepLists(in, p)
 	for _, id := range p.refused {
 		c.failure(id, "", "discover", fmt.Errorf("ticket id %q cannot be stored: want a UUID", id))

@@ -242,6 +242,7 @@ func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 	defer c.recycle()
 	defer c.cancel(nil)
 	defer c.keepEnd()
+	defer c.dropImportRoom()
 
 	if !e.checked && !c.skips("collect") {
 		if err := e.Check(c.ctx); err != nil {
@@ -333,6 +334,9 @@ type cycle struct {
 	known map[string]map[string]bool
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
+	// importRoom gives back the import room discover took for a large
+	// import (see gateDiscovered), until refresh takes it over.
+	importRoom func()
 
 	// lists are the lists this cycle asked, with their digests, and
 	// replayed the answers of the last cycle's lists asked again, by

@@ -88,6 +88,10 @@ func (c *cycle) importGate(tracked []state.Ticket) (release func(), wait bool) {
 	if c.e.imports == nil {
 		return none, false
 	}
+	if release := c.importRoom; release != nil {
+		c.importRoom = nil // refresh gives it back
+		return release, false
+	}
 	n := 0
 	for _, t := range tracked {
 		if t.Ref == "" {
@@ -102,6 +106,46 @@ func (c *cycle) importGate(tracked []state.Ticket) (release func(), wait bool) {
 	}
 	c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: waiting for room among the imports", n), slog.String("op", "import"))
 	return nil, true
+}
+
+// gateDiscovered takes room in the engine's import slots for plan p, an
+// import of importGateMin tickets or more, before discover stores it: the
+// room is then the cycle's until its refresh has read them (importRoom).
+// When there is none free, the cycle lets go of its lists and its plan
+// while it waits (2,000 hotels starting together held about 40 KB each
+// in them, and as much in their state files' write transactions), then
+// lists and plans again. ok is false when the cycle ended while it
+// waited or listed.
+func (c *cycle) gateDiscovered(p discoverPlan, in discoverInput) (discoverPlan, discoverInput, bool) {
+	if c.e.imports == nil {
+		return p, in, true
+	}
+	release, ok := c.e.imports.tryAcquire(c.e.cfg.Concurrency)
+	if !ok {
+		c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: waiting for room among the imports", len(p.imports)), slog.String("op", "import"))
+		p, in.listed = discoverPlan{}, nil
+		if release, ok = c.waitForImport(); !ok {
+			return p, in, false
+		}
+		in.listed, in.cover, in.listOK = c.listQueue(in)
+		c.endLists()
+		if c.stopped() {
+			release()
+			return p, in, false
+		}
+		p = c.e.planDiscover(in)
+	}
+	c.importRoom = release
+	return p, in, true
+}
+
+// dropImportRoom gives back the import room discover took, when the
+// cycle's refresh did not take it over.
+func (c *cycle) dropImportRoom() {
+	if c.importRoom != nil {
+		c.importRoom()
+		c.importRoom = nil
+	}
 }
 
 // waitForImport waits for room in the engine's import slots and returns

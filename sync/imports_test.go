@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -150,4 +151,56 @@ func TestWaitingImportReadsStateAgain(t *testing.T) {
 	if n := len(e.backend.Tickets()); n != 25 {
 		t.Errorf("the helpdesk holds %d tickets after the next cycle, want 25: created twice", n)
 	}
+}
+
+// TestImportWaitsBeforeItIsStored: a large import that finds no room
+// waits before discover stores its plan, holding neither its lists nor
+// the plan: while it waits the state holds no ticket, and once room frees
+// the cycle lists the queue again and imports every request, each once.
+func TestImportWaitsBeforeItIsStored(t *testing.T) {
+	e := newEnv(t)
+	e.imports = tbsync.NewImports(1)
+	for range 25 {
+		e.newTicket("towels")
+	}
+	e.open()
+	lists := e.countLists(nil)
+	release, err := e.imports.Take(t.Context(), 1) // another hotel's import: all the room
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := e.engine.RunCycle(t.Context()); done <- err }()
+	for e.imports.Waiting() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the cycle ended without waiting for room: %v", err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	stored := 0
+	if err := e.store.View(t.Context(), func(tx *state.Tx) error {
+		return tx.ForEachTicket(func(state.Ticket) error { stored++; return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 0 {
+		t.Errorf("the state holds %d tickets while the import waits, want none", stored)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the cycle that waited: %v", err)
+	}
+	if n := lists.Load(); n != 2 {
+		t.Errorf("the cycle that waited asked %d lists, want 2 (once more after the wait)", n)
+	}
+	if n := len(e.backend.Tickets()); n != 25 {
+		t.Errorf("the helpdesk holds %d tickets after the wait, want 25", n)
+	}
+	e.tick()
+	if n := len(e.backend.Tickets()); n != 25 {
+		t.Errorf("the helpdesk holds %d tickets after the next cycle, want 25: created twice", n)
+	}
+	e.checkExactlyOnce()
 }
