@@ -108,35 +108,36 @@ func (c *cycle) importGate(tracked []state.Ticket) (release func(), wait bool) {
 	return nil, true
 }
 
-// gateDiscovered takes room in the engine's import slots for plan p, an
-// import of importGateMin tickets or more, before discover stores it: the
+// takeImportRoom takes room in the engine's import slots for the import
+// discover planned (importGateMin tickets or more) if it is free now: the
 // room is then the cycle's until its refresh has read them (importRoom).
-// When there is none free, the cycle lets go of its lists and its plan
-// while it waits (2,000 hotels starting together held about 40 KB each
-// in them, and as much in their state files' write transactions), then
-// lists and plans again. ok is false when the cycle ended while it
-// waited or listed.
-func (c *cycle) gateDiscovered(p discoverPlan, in discoverInput) (discoverPlan, discoverInput, bool) {
+// It reports false when there is none free; without import slots there is
+// nothing to take.
+func (c *cycle) takeImportRoom() bool {
 	if c.e.imports == nil {
-		return p, in, true
+		return true
 	}
 	release, ok := c.e.imports.tryAcquire(c.e.cfg.Concurrency)
+	if ok {
+		c.importRoom = release
+	}
+	return ok
+}
+
+// waitImportRoom waits for room for an import of n tickets, then lists
+// the queue again into in: the caller let go of its lists and its plan
+// while it waited, and plans again. It reports false when the cycle ended
+// while it waited or listed.
+func (c *cycle) waitImportRoom(n int, in *discoverInput) bool {
+	c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: waiting for room among the imports", n), slog.String("op", "import"))
+	release, ok := c.waitForImport()
 	if !ok {
-		c.e.log.LogAttrs(c.ctx, slog.LevelDebug, fmt.Sprintf("import of %d tickets: waiting for room among the imports", len(p.imports)), slog.String("op", "import"))
-		p, in.listed = discoverPlan{}, nil
-		if release, ok = c.waitForImport(); !ok {
-			return p, in, false
-		}
-		in.listed, in.cover, in.listOK = c.listQueue(in)
-		c.endLists()
-		if c.stopped() {
-			release()
-			return p, in, false
-		}
-		p = c.e.planDiscover(in)
+		return false
 	}
 	c.importRoom = release
-	return p, in, true
+	in.listed, in.cover, in.listOK = c.listQueue(*in)
+	c.endLists()
+	return !c.stopped()
 }
 
 // dropImportRoom gives back the import room discover took, when the
