@@ -335,7 +335,7 @@ type cycle struct {
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
 	// importRoom gives back the import room discover took for a large
-	// import (see gateDiscovered), until refresh takes it over.
+	// import (see takeImportRoom), until refresh takes it over.
 	importRoom func()
 
 	// lists are the lists this cycle asked, with their digests, and

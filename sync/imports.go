@@ -29,10 +29,11 @@ const importGateMin = 20
 // reads at once (its TICKETBRIDGE_CONCURRENCY), so that the imports at
 // once are just enough to keep the fleet's request slots busy. Counted in
 // imports, 32 slots let 32 imports of 4 reads each hold their memory
-// while 24 of them waited for a request slot. A slot is held for the
-// refresh phase only, which the cycle's deadline (TICKETBRIDGE_CYCLE_MAX)
-// bounds; a cycle whose context ends while it waits ends without reading,
-// and its imports stay due.
+// while 24 of them waited for a request slot. A slot is taken before
+// discover stores a large import (or, for imports stored earlier, when
+// refresh starts) and held to refresh's end, which the cycle's deadline
+// (TICKETBRIDGE_CYCLE_MAX) bounds; a cycle whose context ends while it
+// waits ends without storing or reading, and its imports stay due.
 type Imports struct {
 	reads   int64
 	sem     *semaphore.Weighted
