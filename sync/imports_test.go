@@ -9,6 +9,24 @@ import (
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
+// cycleWaitingForImport starts a cycle on ctx and returns once it waits
+// for room among the imports; the channel gets the cycle's error. It fails
+// the test when the cycle ends without waiting.
+func (e *env) cycleWaitingForImport(ctx context.Context) <-chan error {
+	e.t.Helper()
+	done := make(chan error, 1)
+	go func() { _, err := e.engine.RunCycle(ctx); done <- err }()
+	for e.imports.Waiting() == 0 {
+		select {
+		case err := <-done:
+			e.t.Fatalf("the cycle ended without waiting for room among the imports: %v", err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	return done
+}
+
 // TestLargeImportWaitsForASlot: while another hotel holds the only import
 // slot, a hotel's import of 25 requests waits for it, reading nothing; a
 // cycle that ends while it waits ends without an error of its own and
@@ -27,16 +45,7 @@ func TestLargeImportWaitsForASlot(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { _, err := e.engine.RunCycle(ctx); done <- err }()
-	for e.imports.Waiting() == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("the cycle ended without waiting for the import slot: %v", err)
-		default:
-			runtime.Gosched()
-		}
-	}
+	done := e.cycleWaitingForImport(ctx)
 	if n := len(e.backend.Tickets()); n != 0 {
 		t.Errorf("the helpdesk holds %d tickets while the import waits, want 0", n)
 	}
@@ -130,16 +139,7 @@ func TestWaitingImportReadsStateAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { _, err := e.engine.RunCycle(t.Context()); done <- err }()
-	for e.imports.Waiting() == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("the cycle ended without waiting for room: %v", err)
-		default:
-			runtime.Gosched()
-		}
-	}
+	done := e.cycleWaitingForImport(t.Context())
 	release()
 	if err := <-done; err != nil {
 		t.Fatalf("the cycle that waited: %v", err)
@@ -169,16 +169,7 @@ func TestImportWaitsBeforeItIsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { _, err := e.engine.RunCycle(t.Context()); done <- err }()
-	for e.imports.Waiting() == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("the cycle ended without waiting for room: %v", err)
-		default:
-			runtime.Gosched()
-		}
-	}
+	done := e.cycleWaitingForImport(t.Context())
 	stored := 0
 	if err := e.store.View(t.Context(), func(tx *state.Tx) error {
 		return tx.ForEachTicket(func(state.Ticket) error { stored++; return nil })

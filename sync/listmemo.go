@@ -62,12 +62,12 @@ var keySeed = maphash.MakeSeed()
 func listKey(in discoverInput) uint64 {
 	var h maphash.Hash
 	h.SetSeed(keySeed)
-	var b [17]byte
+	var b [9]byte
 	if in.first {
 		b[0] = 1
 	}
 	binary.LittleEndian.PutUint64(b[1:], uint64(in.importSince.UnixNano()))
-	_, _ = h.Write(b[:9])
+	_, _ = h.Write(b[:])
 	for i := range in.tracked {
 		t := &in.tracked[i]
 		_, _ = h.WriteString(t.ID)
@@ -87,7 +87,7 @@ func listKey(in discoverInput) uint64 {
 			b[0] |= 4
 		}
 		binary.LittleEndian.PutUint64(b[1:], uint64(t.UpstreamUpdatedAt.UnixNano()))
-		_, _ = h.Write(b[:9])
+		_, _ = h.Write(b[:])
 	}
 	return h.Sum64()
 }
