@@ -22,6 +22,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/httpserve"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
@@ -214,6 +215,7 @@ func (a *Adapter) Start(ctx context.Context) error {
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 		}
+		httpserve.CloseUnusedOnShutdown(a.srv)
 		a.serveErr = make(chan error, 1)
 		srv := a.srv
 		go func() { a.serveErr <- srv.Serve(ln) }()

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/httpserve"
 )
 
 // shutdownGrace is how long Serve lets requests in flight finish once its
@@ -15,8 +17,9 @@ import (
 const shutdownGrace = 5 * time.Second
 
 // Serve answers HTTP requests on ln with s until ctx ends, then shuts down
-// gracefully: it stops accepting, lets the requests in flight finish for
-// up to 5 seconds, closes what is left, and returns nil. It returns an
+// gracefully: it stops accepting, closes the connections that are idle or
+// have sent nothing yet, lets the requests in flight finish for up to 5
+// seconds, closes what is left, and returns nil. It returns an
 // error when serving fails before ctx ends. It closes ln.
 //
 // The connections are bounded in time, so that a client sending a byte at
@@ -32,6 +35,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	httpserve.CloseUnusedOnShutdown(hs)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {

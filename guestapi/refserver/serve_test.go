@@ -2,6 +2,7 @@ package refserver
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -48,5 +49,44 @@ func TestServeFailsOnAClosedListener(t *testing.T) {
 	ln.Close()
 	if err := New(Options{}).Serve(context.Background(), ln); err == nil {
 		t.Fatal("Serve on a closed listener returned nil")
+	}
+}
+
+// TestServeStopsWithAConnectionThatSentNothing: a connection that never
+// sent a request (an HTTP client dials one ahead and may never use it)
+// does not hold Serve's shutdown up; net/http alone waits five seconds for
+// such a connection, as long as Serve's whole grace.
+func TestServeStopsWithAConnectionThatSentNothing(t *testing.T) {
+	s := New(Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+
+	silent, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	// A request on a second connection, answered: the server accepts in
+	// order, so it has accepted the silent one too.
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + ln.Addr().String() + "/v1/tickets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after its context ended: %v", err)
+	}
+	if n, err := silent.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the silent connection after Serve returned: read %d bytes, %v; want it closed", n, err)
 	}
 }

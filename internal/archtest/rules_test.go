@@ -20,6 +20,7 @@ var appParts = []string{
 var plumbing = []string{
 	"internal/atomicfile",
 	"internal/httpretry",
+	"internal/httpserve",
 	"internal/httpx",
 	"internal/redact",
 	"internal/safefile",

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 
+	"github.com/ticketbridge/ticketbridge/internal/httpserve"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -53,6 +54,7 @@ func (t *Telemetry) Start(ctx context.Context, page Page, sched cron.Schedule, i
 			MaxHeaderBytes:    telemetryHeadMax,
 			ErrorLog:          slog.NewLogLogger(t.log.Handler(), slog.LevelDebug),
 		}
+		httpserve.CloseUnusedOnShutdown(t.srv)
 		t.served = make(chan error, 1)
 		go func() { t.served <- t.srv.Serve(ln) }()
 		t.log.Info("metrics and health endpoints listening", slog.Any("addr", t.addr.String()), slog.Any("metrics", "http://"+t.addr.String()+"/metrics"))

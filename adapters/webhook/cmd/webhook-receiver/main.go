@@ -35,6 +35,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook/receiver"
+	"github.com/ticketbridge/ticketbridge/internal/httpserve"
 )
 
 func main() {
@@ -162,7 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // connection (and its goroutine) for ever. A delivery's body is limited
 // by [receiver.MaxBodyBytes] as it is read.
 func newServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -171,6 +172,8 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	httpserve.CloseUnusedOnShutdown(srv)
+	return srv
 }
 
 // replySince is when the guest messages to answer start: the receiver's

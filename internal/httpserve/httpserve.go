@@ -1,0 +1,47 @@
+// Package httpserve holds what every HTTP server of the module needs
+// alike: today, a shutdown that does not wait for connections that never
+// sent a request.
+//
+// It imports nothing of the module.
+package httpserve
+
+import (
+	"net"
+	"net/http"
+	"sync"
+)
+
+// CloseUnusedOnShutdown makes hs close, as soon as its Shutdown begins,
+// the connections that have not sent a request yet. Call it before hs
+// serves; it sets hs.ConnState.
+//
+// An HTTP client dials a connection ahead of a request and may send that
+// request over another that came free first; the connection it dialed
+// then waits in its pool, open and silent. net/http's Shutdown counts such
+// a connection as busy for its first five seconds, so a shutdown with a
+// grace of five seconds or less fails on it, and a longer one waits it
+// out. Closing it is as safe as closing an idle connection: no request
+// was read from it, and a client retries a request that a connection
+// closed before any answer.
+func CloseUnusedOnShutdown(hs *http.Server) {
+	var (
+		mu     sync.Mutex
+		unused = map[net.Conn]bool{}
+	)
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		if st == http.StateNew {
+			unused[c] = true
+		} else {
+			delete(unused, c)
+		}
+	}
+	hs.RegisterOnShutdown(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for c := range unused {
+			_ = c.Close()
+		}
+	})
+}
