@@ -122,7 +122,8 @@
 // its writes and earlier reads cannot answer, plus one, however much it
 // writes. A View costs one round trip per read plus one for COMMIT;
 // [Store.ViewWorkingSet], what a sync cycle reads at its start, costs one
-// round trip in all (one statement, no BEGIN or COMMIT). Two
+// round trip in all (one statement, no BEGIN or COMMIT), its rows in
+// binary, read into buffers the process's views share. Two
 // Updates of one hotel both write its commit row, so under REPEATABLE READ
 // the one that did not see the other's commit fails with [ErrConflict] and
 // keeps nothing: writers of a hotel are serialised without SERIALIZABLE's

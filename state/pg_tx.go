@@ -50,8 +50,11 @@ type pgTx struct {
 	counts map[string]int // key counts of a view, read once
 	bytes  int64          // the hotel's key and value bytes, read with counts
 	// whole is set in a working-set view (see viewWorkingSet): the
-	// buckets reads holds whole. Such a view reads nothing else.
+	// buckets ws holds whole. Such a view reads nothing else.
 	whole map[string]bool
+	// ws is a working-set view's reads, by bucket, sorted by key (nil
+	// value: absent). They share one buffer.
+	ws map[string][]pgKV
 }
 
 type pgPrefix struct {
@@ -243,7 +246,7 @@ func (t *pgTx) count(bucket string) (int, error) {
 		if !t.whole[bucket] {
 			return 0, fmt.Errorf("%w: bucket %s", errOutsideWorkingSet, bucket)
 		}
-		return len(t.reads[bucket]), nil
+		return len(t.ws[bucket]), nil
 	}
 	if t.rw {
 		n := 0

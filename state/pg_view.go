@@ -1,11 +1,15 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	gosync "sync"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // errOutsideWorkingSet is the error of a read, in a working-set view (see
@@ -32,7 +36,9 @@ func (b *pgBackend) viewWorkingSet(ctx context.Context, fn func(kvTx) error) err
 	for _, name := range workingSetBuckets {
 		t.whole[name] = true
 	}
-	if err := t.readWorkingSet(); err != nil {
+	wb := workingSetBuffers.Get().(*wsBuffers)
+	defer wb.release()
+	if err := t.readWorkingSet(wb); err != nil {
 		return hideSecret(err, p.secret)
 	}
 	if err := fn(t); err != nil {
@@ -41,45 +47,132 @@ func (b *pgBackend) viewWorkingSet(ctx context.Context, fn func(kvTx) error) err
 	return ctx.Err()
 }
 
-// readWorkingSet reads the working set into t.reads, in one statement.
-func (t *pgTx) readWorkingSet() error {
+// wsBuffers is what a working-set view reads into. The views of every
+// store of the process share them through workingSetBuffers: the bytes
+// are about a kilobyte a ticket, the larger part of what a quiet cycle
+// on PostgreSQL allocated, and the collector paid for them again. No
+// value outlives its view: kvTx's values are valid only until the
+// transaction ends, as bbolt's are.
+type wsBuffers struct {
+	buf  []byte
+	rows []wsRow
+}
+
+// wsRow is one row read, its key and value as offsets into buf.
+type wsRow struct {
+	bucket         string
+	k0, k1, v0, v1 int
+	absent         bool
+}
+
+var workingSetBuffers = gosync.Pool{New: func() any { return &wsBuffers{buf: make([]byte, 0, 64<<10)} }}
+
+// release zeroes the bytes read, so that a value kept past its view by
+// mistake reads as zeros rather than as another view's, and gives wb back.
+func (wb *wsBuffers) release() {
+	clear(wb.buf)
+	wb.buf, wb.rows = wb.buf[:0], wb.rows[:0]
+	workingSetBuffers.Put(wb)
+}
+
+// workingSetSQL reads a hotel's working set: the buckets held whole, and
+// under the journal bucket the entries the index buckets point to (an
+// index pointing nowhere comes back with found false). The bucket names
+// are part of the statement, so that its one parameter is the hotel.
+var workingSetSQL = `SELECT bucket, key, value, true FROM ` + pgStateTable + `
+		WHERE hotel = $1 AND bucket IN (` + sqlStrings(workingSetBuckets...) + `)
+	UNION ALL
+	SELECT ` + sqlStrings(bucketJournal) + `, i.value, j.value, j.key IS NOT NULL FROM ` + pgStateTable + ` i
+		LEFT JOIN ` + pgStateTable + ` j ON j.hotel = i.hotel AND j.bucket = ` + sqlStrings(bucketJournal) + ` AND j.key = i.value
+		WHERE i.hotel = $1 AND i.bucket IN (` + sqlStrings(workingSetIndexes...) + `)`
+
+// sqlStrings returns names as a list of SQL string literals. The names are
+// the package's own bucket names, which hold no quote.
+func sqlStrings(names ...string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "'" + n + "'"
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// pgKV is a key and its value, as a working-set view holds them.
+type pgKV struct{ k, v []byte }
+
+// readWorkingSet reads the working set into t.ws, in one statement and
+// one round trip.
+//
+// It asks below pgx's rows, for every column in binary. pgx asks for text
+// unless it knows the statement's result types, which costs a round trip
+// of its own (a prepare, or a describe on each connection), and bytea's
+// text is hex: twice the bytes, to encode, send and decode. At thousands
+// of hotels that decoding and the allocation of each row were the larger
+// part of a quiet cycle's CPU on PostgreSQL. The keys and values are
+// copied into wb's buffer, which views share, instead of two allocations
+// a row.
+func (t *pgTx) readWorkingSet(wb *wsBuffers) error {
 	ctx, cancel := roundTripCtx(t.ctx)
 	defer cancel()
-	rows, err := t.p.pool.Query(ctx, `SELECT bucket, key, value, true FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = ANY($2)
-		UNION ALL
-		SELECT $4, i.value, j.value, j.key IS NOT NULL FROM `+pgStateTable+` i
-			LEFT JOIN `+pgStateTable+` j ON j.hotel = i.hotel AND j.bucket = $4 AND j.key = i.value
-			WHERE i.hotel = $1 AND i.bucket = ANY($3)`,
-		t.b.hotel, workingSetBuckets, workingSetIndexes, bucketJournal)
+	fail := func(err error) error {
+		return classify(fmt.Errorf("read the working set: %w", ctxErr(ctx, err)))
+	}
+	c, err := t.p.pool.Acquire(ctx)
 	if err != nil {
-		return classify(fmt.Errorf("read the working set: %w", ctxErr(ctx, err)))
+		return fail(err)
 	}
-	defer rows.Close()
-	t.reads = map[string]map[string][]byte{}
-	for _, name := range workingSetBuckets {
-		t.reads[name] = map[string][]byte{}
-	}
-	for rows.Next() {
-		var (
-			bucket string
-			k, v   []byte
-			found  bool
-		)
-		if err := rows.Scan(&bucket, &k, &v, &found); err != nil {
-			return classify(fmt.Errorf("read the working set: %w", ctxErr(ctx, err)))
+	defer c.Release()
+	rr := c.Conn().PgConn().ExecParams(ctx, workingSetSQL, [][]byte{[]byte(t.b.hotel)}, nil, nil, []int16{pgx.BinaryFormatCode})
+	// buf is never nil, so that an empty value is there, unlike a missing
+	// one.
+	rows, buf := wb.rows[:0], wb.buf[:0]
+	defer func() { wb.rows, wb.buf = rows, buf }()
+	for rr.NextRow() {
+		v := rr.Values()
+		if len(v) != 4 || v[1] == nil || len(v[3]) != 1 {
+			rr.Close()
+			return fail(fmt.Errorf("a row of %d columns, not the 4 asked for", len(v)))
 		}
-		switch {
-		case !found:
-			v = nil // an index pointing nowhere: absent
-		case v == nil:
-			v = []byte{} // an empty value is there, unlike a missing one
+		r := wsRow{bucket: workingSetBucket(v[0]), absent: v[3][0] == 0}
+		if r.bucket == "" {
+			rr.Close()
+			return fail(fmt.Errorf("a row of bucket %q, which the statement does not read", v[0]))
 		}
-		t.remember(bucket, k, v)
+		r.k0 = len(buf)
+		buf = append(buf, v[1]...)
+		r.k1, r.v0 = len(buf), len(buf)
+		buf = append(buf, v[2]...)
+		r.v1 = len(buf)
+		rows = append(rows, r)
 	}
-	if err := rows.Err(); err != nil {
-		return classify(fmt.Errorf("read the working set: %w", ctxErr(ctx, err)))
+	if _, err := rr.Close(); err != nil {
+		return fail(err)
+	}
+	t.ws = make(map[string][]pgKV, len(workingSetBuckets)+1)
+	for _, r := range rows {
+		kv := pgKV{k: buf[r.k0:r.k1:r.k1], v: buf[r.v0:r.v1:r.v1]}
+		if r.absent {
+			kv.v = nil // an index pointing nowhere: absent
+		}
+		t.ws[r.bucket] = append(t.ws[r.bucket], kv)
+	}
+	for _, kvs := range t.ws {
+		slices.SortFunc(kvs, func(a, b pgKV) int { return bytes.Compare(a.k, b.k) })
 	}
 	return nil
+}
+
+// workingSetBucket returns the bucket named name among those the working
+// set's statement reads, "" for any other.
+func workingSetBucket(name []byte) string {
+	for _, b := range workingSetBuckets {
+		if string(name) == b {
+			return b
+		}
+	}
+	if string(name) == bucketJournal {
+		return bucketJournal
+	}
+	return ""
 }
 
 // fromWorkingSet answers a read of a working-set view: ok is false when t
@@ -89,8 +182,9 @@ func (t *pgTx) fromWorkingSet(bucket string, key []byte) (val []byte, ok bool, e
 	if t.whole == nil {
 		return nil, false, nil
 	}
-	if v, found := t.reads[bucket][string(key)]; found {
-		return v, true, nil
+	kvs := t.ws[bucket]
+	if i, found := slices.BinarySearchFunc(kvs, key, func(e pgKV, k []byte) int { return bytes.Compare(e.k, k) }); found {
+		return kvs[i].v, true, nil
 	}
 	if t.whole[bucket] {
 		return nil, true, nil
@@ -103,15 +197,13 @@ func (t *pgTx) scanWorkingSet(bucket string, prefix []byte, fn func(k, v []byte)
 	if !t.whole[bucket] {
 		return fmt.Errorf("%w: bucket %s", errOutsideWorkingSet, bucket)
 	}
-	keys := make([]string, 0, len(t.reads[bucket]))
-	for k := range t.reads[bucket] {
-		if strings.HasPrefix(k, string(prefix)) {
-			keys = append(keys, k)
+	kvs := t.ws[bucket]
+	i, _ := slices.BinarySearchFunc(kvs, prefix, func(e pgKV, k []byte) int { return bytes.Compare(e.k, k) })
+	for _, e := range kvs[i:] {
+		if !bytes.HasPrefix(e.k, prefix) {
+			break
 		}
-	}
-	slices.Sort(keys) // Go compares strings bytewise, as PostgreSQL's bytea
-	for _, k := range keys {
-		if err := fn([]byte(k), t.reads[bucket][k]); err != nil {
+		if err := fn(e.k, e.v); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -14,7 +15,7 @@ func readWorkingSet(tx *Tx) (string, error) {
 	if err := tx.ForEachTicket(func(t Ticket) error { out = append(out, fmt.Sprintf("ticket %+v", t)); return nil }); err != nil {
 		return "", err
 	}
-	for _, key := range []string{"adapter", "missing", metaSchema} {
+	for _, key := range []string{"adapter", "empty", "missing", metaSchema} {
 		v, ok, err := tx.Meta(key)
 		if err != nil {
 			return "", err
@@ -29,9 +30,10 @@ func readWorkingSet(tx *Tx) (string, error) {
 		out = append(out, fmt.Sprintf("cursor %s=%q", name, c))
 	}
 	p, err := tx.PendingJournal()
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return "", err
 	}
+	out = append(out, fmt.Sprintf("pending error %v", err))
 	u, err := tx.UnmarkedJournal()
 	if err != nil {
 		return "", err
@@ -42,7 +44,8 @@ func readWorkingSet(tx *Tx) (string, error) {
 
 // ViewWorkingSet reads what View reads, and on PostgreSQL in one round
 // trip; a read of anything else fails there instead of seeing another
-// snapshot.
+// snapshot. An empty value is there, unlike a missing one, and an index
+// entry that points to no journal entry reads as it does in View.
 func TestViewWorkingSet(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		s, _ := b.openTest(t, Options{})
@@ -53,8 +56,13 @@ func TestViewWorkingSet(t *testing.T) {
 				return err
 			}
 			e.State, e.SentAt = Sent, t0
-			_, err = tx.PutJournal(e)
-			return err
+			if _, err = tx.PutJournal(e); err != nil {
+				return err
+			}
+			if err := tx.SetMeta("empty", ""); err != nil {
+				return err
+			}
+			return tx.kv.put(bucketJournalPending, []byte("\xff-dangling"), []byte("e-gone"))
 		})
 		var want, got string
 		view(t, s, func(tx *Tx) (err error) { want, err = readWorkingSet(tx); return err })
@@ -121,6 +129,30 @@ func TestMessageIDs(t *testing.T) {
 		}
 		if _, err := s.MessageIDs(t.Context(), []string{"a/b"}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("MessageIDs of an id with a slash: %v, want ErrInvalid", err)
+		}
+	})
+}
+
+// A value of a working-set view is valid until the view ends (kvTx); on
+// PostgreSQL the views share their buffers, and one kept past its view by
+// mistake reads as zeros, not as what the next view reads.
+func TestWorkingSetValueKeptPastItsView(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		if b.name != "postgres" {
+			t.Skip("bbolt's values are its pages'")
+		}
+		s, _ := b.openTest(t, Options{})
+		seed(t, s)
+		var kept []byte
+		err := s.ViewWorkingSet(t.Context(), func(tx *Tx) (err error) {
+			kept, err = tx.kv.get(bucketMeta, []byte("adapter"))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.Repeat([]byte{0}, len("files")); !bytes.Equal(kept, want) {
+			t.Errorf("a value kept past its view reads %q, want %q", kept, want)
 		}
 	})
 }
