@@ -388,3 +388,46 @@ func replayCycle(ctx context.Context, s *Store, i, due, events int, now time.Tim
 		return tx.PutCycle(Cycle{Start: now, End: now, Outcome: "ok", Success: true, Report: []byte(`{"tickets":100}`)})
 	})
 }
+
+// BenchmarkRewriteTickets is the Update that carries a hotel's full reads
+// to state with its ten-minute cycle record: every one of 100 tickets
+// rewritten, in one commit. On PostgreSQL (TICKETBRIDGE_TEST_POSTGRES)
+// its B/op and allocs/op are mostly the encoding of the commit's
+// parameters.
+func BenchmarkRewriteTickets(b *testing.B) {
+	const tracked = 100
+	for _, be := range []string{"bbolt", "postgres"} {
+		b.Run(be, func(b *testing.B) {
+			loc := filepath.Join(b.TempDir(), "state.db")
+			if be == "postgres" {
+				base := os.Getenv(postgresEnv)
+				if base == "" {
+					b.Skip(postgresSkip)
+				}
+				loc = pgSchemaURL(b, base)
+			}
+			s, err := Open(b.Context(), loc, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = s.Close() }()
+			now := time.Now().UTC()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				err := s.Update(b.Context(), func(tx *Tx) error {
+					for n := range tracked {
+						t := Ticket{ID: uuidish('t', n), Ref: fmt.Sprint(n), UpstreamStatus: "open", Department: "housekeeping",
+							UpstreamUpdatedAt: now, NextDue: now.Add(time.Duration(i) * time.Second), DueReason: "full read", QuietStreak: i}
+						if err := tx.PutTicket(t); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

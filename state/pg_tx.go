@@ -165,7 +165,7 @@ func (t *pgTx) getMany(bucket string, keys [][]byte) ([][]byte, error) {
 		return out, nil
 	}
 	err := t.exchange(func(b *pgx.Batch) {
-		b.Queue(`SELECT key, value FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2 AND key = ANY($3)`, t.b.hotel, bucket, ask)
+		b.Queue(`SELECT key, value FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2 AND key = ANY($3::bytea[])`, t.b.hotel, bucket, pgByteaArray(ask))
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {

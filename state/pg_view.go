@@ -229,7 +229,7 @@ func (b *pgBackend) keysUnder(ctx context.Context, buckets []string, prefixes []
 	defer cancel()
 	rows, err := p.pool.Query(rctx, `SELECT s.key FROM `+pgStateTable+` s
 		JOIN unnest($3::bytea[], $4::bytea[]) AS r(lo, hi) ON s.key >= r.lo AND s.key < r.hi
-		WHERE s.hotel = $1 AND s.bucket = ANY($2)`, b.hotel, buckets, lo, hi)
+		WHERE s.hotel = $1 AND s.bucket = ANY($2)`, b.hotel, buckets, pgByteaArray(lo), pgByteaArray(hi))
 	if err != nil {
 		return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
 	}
