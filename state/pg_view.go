@@ -130,7 +130,7 @@ func (t *pgTx) readWorkingSet(wb *wsBuffers) error {
 		v := rr.Values()
 		if len(v) != 4 || v[1] == nil || len(v[3]) != 1 {
 			rr.Close()
-			return fail(fmt.Errorf("a row of %d columns, not the 4 asked for", len(v)))
+			return fail(fmt.Errorf("a row not of the shape asked for (%d columns, a key and a found flag)", len(v)))
 		}
 		r := wsRow{bucket: workingSetBucket(v[0]), absent: v[3][0] == 0}
 		if r.bucket == "" {
