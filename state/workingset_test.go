@@ -133,9 +133,10 @@ func TestMessageIDs(t *testing.T) {
 	})
 }
 
-// A value of a working-set view is valid until the view ends (kvTx); on
-// PostgreSQL the views share their buffers, and one kept past its view by
-// mistake reads as zeros, not as what the next view reads.
+// A value of a working-set view is valid until the view ends (kvTx). On
+// PostgreSQL the views share their buffers; a value kept past its view by
+// mistake reads as zeros until the next view takes the buffer (none does
+// here), and then as that view's bytes.
 func TestWorkingSetValueKeptPastItsView(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		if b.name != "postgres" {

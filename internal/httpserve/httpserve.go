@@ -20,10 +20,10 @@ import (
 // then waits in its pool, open and silent. net/http's Shutdown counts such
 // a connection as busy for its first five seconds, so a shutdown with a
 // grace of five seconds or less fails on it, and a longer one waits it
-// out. Closing it is as safe as Shutdown's closing of an idle connection:
-// no request was read from it, and a request a client sends on it just as
-// it closes fails as on an idle one (Go's client sends again those that
-// are idempotent or carry an Idempotency-Key).
+// out. Closing it loses nothing Shutdown would serve: net/http answers no
+// request whose reading ends after Shutdown began, and closes its
+// connection unanswered. A client that sends a request on it just then
+// sees the request fail, as on a connection Shutdown closes idle.
 func CloseUnusedOnShutdown(hs *http.Server) {
 	var (
 		mu     sync.Mutex
