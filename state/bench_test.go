@@ -170,22 +170,7 @@ func BenchmarkCycleTransactions(b *testing.B) {
 			due, events int
 		}{{"quiet", 0, 0}, {"busy", 10, 2}} {
 			b.Run(be+"/"+load.name, func(b *testing.B) {
-				var loc string
-				switch be {
-				case "bbolt":
-					loc = filepath.Join(b.TempDir(), "state.db")
-				default:
-					base := os.Getenv(postgresEnv)
-					if base == "" {
-						b.Skip(postgresSkip)
-					}
-					loc = pgSchemaURL(b, base)
-				}
-				s, err := Open(b.Context(), loc, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer func() { _ = s.Close() }()
+				s := openBench(b, be)
 				now := time.Now().UTC()
 				if err := s.Update(b.Context(), func(tx *Tx) error {
 					for n := range tracked {
@@ -398,19 +383,7 @@ func BenchmarkRewriteTickets(b *testing.B) {
 	const tracked = 100
 	for _, be := range []string{"bbolt", "postgres"} {
 		b.Run(be, func(b *testing.B) {
-			loc := filepath.Join(b.TempDir(), "state.db")
-			if be == "postgres" {
-				base := os.Getenv(postgresEnv)
-				if base == "" {
-					b.Skip(postgresSkip)
-				}
-				loc = pgSchemaURL(b, base)
-			}
-			s, err := Open(b.Context(), loc, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = s.Close() }()
+			s := openBench(b, be)
 			now := time.Now().UTC()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -430,4 +403,25 @@ func BenchmarkRewriteTickets(b *testing.B) {
 			}
 		})
 	}
+}
+
+// openBench opens a new store on backend ("bbolt", or "postgres", which
+// is skipped unless TICKETBRIDGE_TEST_POSTGRES holds a URL), closed when
+// the benchmark ends.
+func openBench(b *testing.B, backend string) *Store {
+	b.Helper()
+	loc := filepath.Join(b.TempDir(), "state.db")
+	if backend == "postgres" {
+		base := os.Getenv(postgresEnv)
+		if base == "" {
+			b.Skip(postgresSkip)
+		}
+		loc = pgSchemaURL(b, base)
+	}
+	s, err := Open(b.Context(), loc, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
 }

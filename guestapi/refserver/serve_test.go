@@ -8,18 +8,26 @@ import (
 	"testing"
 )
 
-// TestServeUntilCancelled: Serve answers on its listener until its
-// context ends, then returns nil.
-func TestServeUntilCancelled(t *testing.T) {
-	s := New(Options{})
+// serving starts a server's Serve on a loopback port; stop ends its
+// context and returns what Serve returned.
+func serving(t *testing.T) (s *Server, ln net.Listener, stop func() error) {
+	t.Helper()
+	s = New(Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
+	return s, ln, func() error { cancel(); return <-done }
+}
+
+// TestServeUntilCancelled: Serve answers on its listener until its
+// context ends, then returns nil.
+func TestServeUntilCancelled(t *testing.T) {
+	s, ln, stop := serving(t)
 
 	url := "http://" + ln.Addr().String() + ConsolePath + "/stats"
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -33,8 +41,7 @@ func TestServeUntilCancelled(t *testing.T) {
 		t.Fatalf("console stats: %s", resp.Status)
 	}
 	http.DefaultClient.CloseIdleConnections()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Serve after its context ended: %v", err)
 	}
 }
@@ -57,15 +64,7 @@ func TestServeFailsOnAClosedListener(t *testing.T) {
 // does not hold Serve's shutdown up; net/http alone waits five seconds for
 // such a connection, as long as Serve's whole grace.
 func TestServeStopsWithAConnectionThatSentNothing(t *testing.T) {
-	s := New(Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	_, ln, stop := serving(t)
 
 	silent, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -82,8 +81,7 @@ func TestServeStopsWithAConnectionThatSentNothing(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Serve after its context ended: %v", err)
 	}
 	if n, err := silent.Read(make([]byte, 1)); err != io.EOF {

@@ -22,7 +22,7 @@ const PipeURL = "http://127.0.0.1"
 // timeout on it races the machine).
 func PipeServer(t testing.TB, h http.Handler) *http.Transport {
 	t.Helper()
-	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	ln := NewPipeListener()
 	// The timeouts every server of the project sets; in a bubble they run
 	// on its clock, past any the tests' clients set.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute, ReadTimeout: time.Minute,
@@ -32,17 +32,7 @@ func PipeServer(t testing.TB, h http.Handler) *http.Transport {
 		defer close(served)
 		_ = srv.Serve(ln)
 	}()
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		client, server := net.Pipe()
-		select {
-		case ln.conns <- server:
-			return client, nil
-		case <-ln.done:
-			return nil, net.ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}}
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.Dial(ctx) }}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		_ = srv.Close()
@@ -51,14 +41,35 @@ func PipeServer(t testing.TB, h http.Handler) *http.Transport {
 	return tr
 }
 
-// pipeListener hands the server the connections the transport dials.
-type pipeListener struct {
+// PipeListener is a net.Listener of in-memory connections (net.Pipe):
+// Dial hands the server's end to Accept and returns the client's. In a
+// testing/synctest bubble, a wait on either end is one the bubble sees.
+type PipeListener struct {
 	conns chan net.Conn
 	once  sync.Once
 	done  chan struct{}
 }
 
-func (l *pipeListener) Accept() (net.Conn, error) {
+// NewPipeListener returns a PipeListener that accepts until closed.
+func NewPipeListener() *PipeListener {
+	return &PipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// Dial returns the client's end of a new connection once Accept has taken
+// the server's.
+func (l *PipeListener) Dial(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *PipeListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
@@ -67,12 +78,12 @@ func (l *pipeListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *pipeListener) Close() error {
+func (l *PipeListener) Close() error {
 	l.once.Do(func() { close(l.done) })
 	return nil
 }
 
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+func (l *PipeListener) Addr() net.Addr { return pipeAddr{} }
 
 type pipeAddr struct{}
 
