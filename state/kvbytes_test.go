@@ -2,7 +2,12 @@ package state
 
 import (
 	"bytes"
+	"context"
+	"math"
+	"slices"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Keys and values of any bytes come back as written, through every read
@@ -85,4 +90,40 @@ func TestKVAnyBytes(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// The text and bigint array literals come back from PostgreSQL as the
+// values written, whatever their bytes: an element spelled NULL stays a
+// string, quotes and backslashes stay themselves.
+func TestPGArrayLiterals(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	conn, err := pgx.Connect(t.Context(), loc)
+	if err != nil {
+		t.Fatalf("connect: %v", hideSecret(err, pgPassword(loc)))
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	texts := []string{"h1", "NULL", "null", "", `a"b`, `c\d`, `{x,y}`, " spaced ", "é"}
+	var gotTexts []string
+	var nulls int
+	if err := conn.QueryRow(t.Context(), `SELECT $1::text[], (SELECT count(*) FROM unnest($1::text[]) AS e WHERE e IS NULL)`,
+		pgTextArray(texts)).Scan(&gotTexts, &nulls); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gotTexts, texts) || nulls != 0 {
+		t.Errorf("text[] literal: got %q (%d NULL), want %q", gotTexts, nulls, texts)
+	}
+	ints := []int64{0, 1, -7, math.MaxInt64, math.MinInt64}
+	var gotInts []int64
+	if err := conn.QueryRow(t.Context(), `SELECT $1::bigint[]`, pgInt8Array(ints)).Scan(&gotInts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gotInts, ints) {
+		t.Errorf("bigint[] literal: got %v, want %v", gotInts, ints)
+	}
+	for _, empty := range []string{pgTextArray(nil), pgInt8Array(nil)} {
+		var n int
+		if err := conn.QueryRow(t.Context(), `SELECT cardinality($1::text[])`, empty).Scan(&n); err != nil || n != 0 {
+			t.Errorf("empty literal %q: %d elements, %v", empty, n, err)
+		}
+	}
 }

@@ -119,8 +119,11 @@ func (l *Leases) exec(ctx context.Context, fn func(ctx context.Context) error) e
 func (l *Leases) interval() string { return fmt.Sprintf("%d milliseconds", l.ttl.Milliseconds()) }
 
 // Heartbeat keeps the replica alive for another time to live and returns
-// the live replicas, sorted, this one included, and every hotel's lease.
-// Replicas gone for longer than ten times to live are forgotten.
+// the live replicas, sorted, this one included, and the leases of every
+// hotel but those this replica holds live (Renew keeps those; at
+// thousands of hotels, reading them back every tick was most of what a
+// replica allocated). Replicas gone for longer than ten times to live are
+// forgotten.
 func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Holder, err error) {
 	err = l.exec(ctx, func(ctx context.Context) error {
 		b := &pgx.Batch{}
@@ -129,7 +132,7 @@ func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Ho
 		b.Queue(`DELETE FROM `+pgReplicaTbl+` WHERE expires_at < now() - 10 * $1::interval`, l.interval())
 		b.Queue(`SELECT replica FROM ` + pgReplicaTbl + ` WHERE expires_at > now() ORDER BY replica`)
 		b.Queue(`SELECT hotel, replica, fence, expires_at > now(), greatest(extract(epoch FROM now() - expires_at), 0)::float8
-			FROM ` + pgLeaseTable + ` ORDER BY hotel`)
+			FROM `+pgLeaseTable+` WHERE replica <> $1 OR expires_at <= now() ORDER BY hotel`, l.replica)
 		br := l.p.pool.SendBatch(ctx, b)
 		defer br.Close()
 		for range 2 {
@@ -258,12 +261,20 @@ func (l *Leases) Take(ctx context.Context, hotels []string) ([]Lease, error) {
 	return out, nil
 }
 
-// Renew extends the replica's leases of hotels and returns those it still
-// holds, with their views extended; a lease missing from the answer was
-// lost (taken over after it expired).
-func (l *Leases) Renew(ctx context.Context, leases []Lease) ([]Lease, error) {
+// Renewal is what a Renew did: the leases it extended have their
+// holder's view end at Until; the hotels of Lost lost theirs (taken over
+// after they expired, or released), and are to stop.
+type Renewal struct {
+	Until time.Time
+	Lost  []string
+}
+
+// Renew extends the replica's leases in one statement. The answer names
+// only the leases lost, so that renewing thousands of leases that are all
+// still held reads nothing back.
+func (l *Leases) Renew(ctx context.Context, leases []Lease) (Renewal, error) {
 	if len(leases) == 0 {
-		return nil, nil
+		return Renewal{}, nil
 	}
 	hotels := make([]string, len(leases))
 	fences := make([]int64, len(leases))
@@ -271,33 +282,23 @@ func (l *Leases) Renew(ctx context.Context, leases []Lease) ([]Lease, error) {
 		hotels[i], fences[i] = le.Hotel, le.Fence
 	}
 	sent := l.now()
-	var kept []string
+	var lost []string
 	err := l.exec(ctx, func(ctx context.Context) error {
-		rows, err := l.p.pool.Query(ctx, `UPDATE `+pgLeaseTable+` AS o SET expires_at = now() + $2::interval
-			  FROM unnest($3::text[], $4::bigint[]) AS h(hotel, fence)
+		rows, err := l.p.pool.Query(ctx, `WITH h AS (SELECT * FROM unnest($3::text[], $4::bigint[]) AS h(hotel, fence)),
+			r AS (UPDATE `+pgLeaseTable+` AS o SET expires_at = now() + $2::interval FROM h
 			 WHERE o.hotel = h.hotel AND o.fence = h.fence AND o.replica = $1 AND o.expires_at > now()
-			RETURNING o.hotel`, l.replica, l.interval(), hotels, fences)
+			RETURNING o.hotel)
+			SELECT hotel FROM h WHERE hotel NOT IN (SELECT hotel FROM r)`, l.replica, l.interval(), pgTextArray(hotels), pgInt8Array(fences))
 		if err != nil {
 			return err
 		}
-		kept, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		lost, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("renew leases: %w", err)
+		return Renewal{}, fmt.Errorf("renew leases: %w", err)
 	}
-	renewed := make(map[string]bool, len(kept))
-	for _, h := range kept {
-		renewed[h] = true
-	}
-	out := make([]Lease, 0, len(kept))
-	for _, le := range leases {
-		if renewed[le.Hotel] {
-			le.Until = sent.Add(l.ttl)
-			out = append(out, le)
-		}
-	}
-	return out, nil
+	return Renewal{Until: sent.Add(l.ttl), Lost: lost}, nil
 }
 
 // Release gives the lease back, so that another replica may take it at

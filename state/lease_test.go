@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -52,8 +53,8 @@ func TestLeaseFencesTheFormerHolder(t *testing.T) {
 	update(t, sa, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "by-a"}) })
 
 	expire(t, loc, "h1")
-	if kept, err := a.Renew(context.Background(), []Lease{la}); err != nil || len(kept) != 0 {
-		t.Fatalf("a renewed an expired lease: %v, %v", kept, err)
+	if r, err := a.Renew(context.Background(), []Lease{la}); err != nil || !slices.Equal(r.Lost, []string{"h1"}) {
+		t.Fatalf("a renewed an expired lease: %+v, %v", r, err)
 	}
 	lb := mustAcquire(t, b, "h1")
 	if lb.Fence <= la.Fence {
@@ -131,21 +132,36 @@ func TestLeaseHeartbeatRenewLeave(t *testing.T) {
 	if !slices.Equal(reps, []string{"replica-a", "replica-b"}) {
 		t.Errorf("replicas %v", reps)
 	}
+	if len(holders) != 0 {
+		t.Errorf("a's heartbeat read back its own live leases: %+v", holders)
+	}
+	if _, holders, err = b.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if len(holders) != 2 || holders[0].Replica != "replica-a" || !holders[0].Live || holders[1].Hotel != "h2" {
-		t.Errorf("holders %+v", holders)
+		t.Errorf("b's heartbeat: holders %+v, want a's h1 and h2", holders)
 	}
 	clock = clock.Add(2 * time.Second)
 	expire(t, loc, "h2")
-	kept, err := a.Renew(context.Background(), []Lease{la1, la2})
+	if _, holders, err = a.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(holders) != 1 || holders[0].Hotel != "h2" || holders[0].Live {
+		t.Errorf("a's heartbeat after h2 expired: holders %+v, want h2, not live", holders)
+	}
+	r, err := a.Renew(context.Background(), []Lease{la1, la2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(kept) != 1 || kept[0].Hotel != "h1" || !kept[0].Until.Equal(clock.Add(5*time.Second)) {
-		t.Errorf("renewed %+v, want h1 until %v", kept, clock.Add(5*time.Second))
+	if !slices.Equal(r.Lost, []string{"h2"}) || !r.Until.Equal(clock.Add(5*time.Second)) {
+		t.Errorf("renewal %+v, want h2 lost and h1 until %v", r, clock.Add(5*time.Second))
+	}
+	if r, err := a.Renew(context.Background(), []Lease{la1}); err != nil || len(r.Lost) != 0 {
+		t.Errorf("a's second renewal of h1: %+v, %v; want it kept", r, err)
 	}
 	// b renews nothing of a's.
-	if kept, err := b.Renew(context.Background(), []Lease{la1}); err != nil || len(kept) != 0 {
-		t.Errorf("b renewed a's lease: %v, %v", kept, err)
+	if r, err := b.Renew(context.Background(), []Lease{la1}); err != nil || !slices.Equal(r.Lost, []string{"h1"}) {
+		t.Errorf("b renewed a's lease: %+v, %v", r, err)
 	}
 	if err := a.Leave(context.Background()); err != nil {
 		t.Fatal(err)
@@ -298,8 +314,8 @@ func TestLeaseTakeMany(t *testing.T) {
 			t.Errorf("take %d of %s: fence %d, want %d", i, l.Hotel, l.Fence, before.Fence+1)
 		}
 	}
-	if kept, err := a.Renew(t.Context(), []Lease{la}); err != nil || len(kept) != 1 {
-		t.Errorf("a's live h1 after b's takes: renewed %v, %v; want it kept", kept, err)
+	if r, err := a.Renew(t.Context(), []Lease{la}); err != nil || len(r.Lost) != 0 {
+		t.Errorf("a's live h1 after b's takes: renewal %+v, %v; want it kept", r, err)
 	}
 
 	// Nothing to take costs no round trip; a bad name fails the take
@@ -383,9 +399,9 @@ func TestLeasesHaveConnectionsOfTheirOwn(t *testing.T) {
 		})
 	}()
 	<-inside
-	kept, err := l.Renew(t.Context(), []Lease{le})
-	if err != nil || len(kept) != 1 {
-		t.Errorf("renewal while the stores' pool is held: %v, %v; want the lease renewed", kept, err)
+	r, err := l.Renew(t.Context(), []Lease{le})
+	if err != nil || len(r.Lost) != 0 {
+		t.Errorf("renewal while the stores' pool is held: %+v, %v; want the lease renewed", r, err)
 	}
 	if _, _, err := l.Heartbeat(t.Context()); err != nil {
 		t.Errorf("heartbeat while the stores' pool is held: %v", err)
@@ -393,5 +409,38 @@ func TestLeasesHaveConnectionsOfTheirOwn(t *testing.T) {
 	close(release)
 	if err := <-updated; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkLeaseTick is one tick of a replica that holds the leases of
+// 2,000 hotels: its heartbeat and its renewal, a round trip each. It runs
+// on PostgreSQL when TICKETBRIDGE_TEST_POSTGRES holds a URL.
+func BenchmarkLeaseTick(b *testing.B) {
+	base := os.Getenv(postgresEnv)
+	if base == "" {
+		b.Skip(postgresSkip)
+	}
+	l, err := OpenLeases(b.Context(), pgSchemaURL(b, base), "replica-a", time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	hotels := make([]string, 2000)
+	for i := range hotels {
+		hotels[i] = fmt.Sprintf("hotel-%04d", i)
+	}
+	leases, err := l.Take(b.Context(), hotels)
+	if err != nil || len(leases) != len(hotels) {
+		b.Fatalf("took %d leases of %d: %v", len(leases), len(hotels), err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := l.Heartbeat(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		r, err := l.Renew(b.Context(), leases)
+		if err != nil || len(r.Lost) != 0 {
+			b.Fatalf("renewal: %d lost, %v", len(r.Lost), err)
+		}
 	}
 }

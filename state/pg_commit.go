@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -194,4 +195,46 @@ func pgByteaArray(vals [][]byte) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// pgTextArray returns vals as the text of a PostgreSQL text[] literal, for
+// a parameter cast to text[]: one string, as pgByteaArray is. Every
+// element is quoted, so that none reads as NULL.
+func pgTextArray(vals []string) string {
+	n := 2
+	for _, v := range vals {
+		n += len(`"",`) + len(v)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('{')
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for j := range len(v) {
+			if v[j] == '"' || v[j] == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(v[j])
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// pgInt8Array returns vals as the text of a PostgreSQL bigint[] literal,
+// for a parameter cast to bigint[].
+func pgInt8Array(vals []int64) string {
+	b := make([]byte, 0, 2+len(vals)*8)
+	b = append(b, '{')
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(append(b, '}'))
 }

@@ -47,14 +47,10 @@ type fakeRenewal struct {
 	held   []string // the hotels whose leases this replica held then
 }
 
+// Heartbeat returns no lease: this replica is the only one, and its own
+// live leases are not among those a heartbeat reads.
 func (db *fakeLeases) Heartbeat(context.Context) ([]string, []state.Holder, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	var hs []state.Holder
-	for h, fence := range db.held {
-		hs = append(hs, state.Holder{Hotel: h, Replica: db.replica, Fence: fence, Live: true})
-	}
-	return []string{db.replica}, hs, nil
+	return []string{db.replica}, nil, nil
 }
 
 func (db *fakeLeases) Take(_ context.Context, hotels []string) ([]state.Lease, error) {
@@ -70,22 +66,22 @@ func (db *fakeLeases) Take(_ context.Context, hotels []string) ([]state.Lease, e
 	return out, nil
 }
 
-func (db *fakeLeases) Renew(_ context.Context, leases []state.Lease) ([]state.Lease, error) {
+func (db *fakeLeases) Renew(_ context.Context, leases []state.Lease) (state.Renewal, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	r := fakeRenewal{at: db.clock.Now()}
-	var out []state.Lease
+	var lost []string
 	for _, l := range leases {
 		if db.held[l.Hotel] == l.Fence {
-			l.Until = r.at.Add(db.life)
-			out = append(out, l)
 			r.hotels = append(r.hotels, l.Hotel)
+		} else {
+			lost = append(lost, l.Hotel)
 		}
 	}
 	slices.Sort(r.hotels)
 	r.held = slices.Sorted(maps.Keys(db.held))
 	db.renewals <- r
-	return out, nil
+	return state.Renewal{Until: r.at.Add(db.life), Lost: lost}, nil
 }
 
 func (db *fakeLeases) Release(_ context.Context, l state.Lease) error {

@@ -50,11 +50,14 @@ func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.Afte
 // DB is a database's leases as a replica uses them: *state.Leases, or a
 // test's.
 type DB interface {
+	// Heartbeat keeps the replica alive and returns the live replicas and
+	// the leases of every hotel but those this replica holds live.
 	Heartbeat(ctx context.Context) (replicas []string, holders []state.Holder, err error)
 	// Take takes those of hotels that are free, expired or this
 	// replica's, in one round trip, and returns their leases.
 	Take(ctx context.Context, hotels []string) ([]state.Lease, error)
-	Renew(ctx context.Context, leases []state.Lease) ([]state.Lease, error)
+	// Renew extends leases in one round trip and names those lost.
+	Renew(ctx context.Context, leases []state.Lease) (state.Renewal, error)
 	Release(ctx context.Context, l state.Lease) error
 	Leave(ctx context.Context) error
 	Quit(ctx context.Context) error
@@ -261,6 +264,12 @@ type Keeper struct {
 	// releasing counts the releases in flight; a retiring keeper closes
 	// the database after them.
 	releasing gosync.WaitGroup
+
+	// renewing and leases are the round's own (run's goroutine only):
+	// the leases it renews, kept from one tick to the next so that a
+	// replica of thousands of hotels does not make them anew each tick.
+	renewing []*Held
+	leases   []state.Lease
 }
 
 // URL returns the state URL of k's database.
@@ -354,28 +363,51 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 		opLog.Warn("lease heartbeat failed; the hotels running here go on while their leases last", slog.Any("error", err))
 		return false
 	}
-	// Renew what runs here, and what is stopping.
-	k.mu.Lock()
-	mine := maps.Clone(k.held)
-	k.mu.Unlock()
-	leases := make([]state.Lease, 0, len(mine))
-	for _, hl := range mine {
-		leases = append(leases, hl.Get())
-	}
-	kept, err := db.Renew(ctx, leases)
-	if err != nil {
-		opLog.Warn("renew leases", slog.Any("error", err))
+	lost, ok := k.renew(ctx, db)
+	if !ok {
 		return false
 	}
-	renewed := map[string]state.Lease{}
-	for _, l := range kept {
-		renewed[l.Hotel] = l
+	take, elsewhere, retire := bal.Plan(k, replicas, holders, lost)
+	if retire || elsewhere == nil {
+		return retire
 	}
-	var lost []*Held
+	k.take(ctx, take, replicas, elsewhere, begin)
+	bal.Settle(k, elsewhere)
+	return false
+}
+
+// renew renews the leases of what runs here, and of what is stopping, in
+// one round trip; it returns those lost, which k no longer holds, and
+// false when the renewal failed.
+func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Held, ok bool) {
 	k.mu.Lock()
-	for name, hl := range mine {
-		if l, ok := renewed[name]; ok {
-			hl.extend(l)
+	for _, hl := range k.held {
+		k.renewing = append(k.renewing, hl)
+		k.leases = append(k.leases, hl.Get())
+	}
+	k.mu.Unlock()
+	defer func() {
+		clear(k.renewing) // no Held kept alive past its hotel
+		k.renewing, k.leases = k.renewing[:0], k.leases[:0]
+	}()
+	r, err := db.Renew(ctx, k.leases)
+	if err != nil {
+		k.lk.log.Warn("renew leases", slog.Any("error", err), slog.String("op", "lease"))
+		return nil, false
+	}
+	var gone map[string]bool
+	if len(r.Lost) > 0 {
+		gone = make(map[string]bool, len(r.Lost))
+		for _, h := range r.Lost {
+			gone[h] = true
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, hl := range k.renewing {
+		name := k.leases[i].Hotel
+		if !gone[name] {
+			hl.extend(r.Until)
 			continue
 		}
 		if k.held[name] != hl {
@@ -386,14 +418,7 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 		hl.StopTimer()
 		lost = append(lost, hl)
 	}
-	k.mu.Unlock()
-	take, elsewhere, retire := bal.Plan(k, replicas, holders, lost)
-	if retire || elsewhere == nil {
-		return retire
-	}
-	k.take(ctx, take, replicas, holders, elsewhere, begin)
-	bal.Settle(k, elsewhere)
-	return false
+	return lost, true
 }
 
 // take takes up to TakeBatch of the hotels the Balancer planned for k,
@@ -402,7 +427,7 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 // only while it is in the first half of its tick, so that taking never
 // holds up the next renewal: a round whose heartbeat and renewal were
 // slow leaves its hotels to the next.
-func (k *Keeper) take(ctx context.Context, hotels, replicas []string, holders []state.Holder, elsewhere map[string]string, begin time.Time) {
+func (k *Keeper) take(ctx context.Context, hotels, replicas []string, elsewhere map[string]string, begin time.Time) {
 	if len(hotels) == 0 {
 		return
 	}
@@ -423,12 +448,10 @@ func (k *Keeper) take(ctx context.Context, hotels, replicas []string, holders []
 	if err != nil {
 		opLog.Warn("take the hotels' leases", slog.Any("error", err), slog.Int("hotels", len(hotels)))
 	}
-	holder := make(map[string]state.Holder, len(holders))
-	for _, h := range holders {
-		holder[h.Hotel] = h
-	}
+	// Those not taken were taken by another replica since the heartbeat,
+	// which showed them free.
 	for _, name := range hotels {
-		elsewhere[name] = ElsewhereReason(holder[name], false)
+		elsewhere[name] = ElsewhereReason(state.Holder{}, false)
 	}
 	for _, l := range taken {
 		delete(elsewhere, l.Hotel)

@@ -118,13 +118,13 @@ func (hl *Held) Get() state.Lease {
 	return hl.lease
 }
 
-// extend moves the view's end to l's, and the timer with it.
-func (hl *Held) extend(l state.Lease) {
+// extend moves the view's end to until, and the timer with it.
+func (hl *Held) extend(until time.Time) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
-	hl.lease = l
+	hl.lease.Until = until
 	if hl.timer != nil {
-		hl.timer.Reset(l.Until.Sub(hl.clock.Now()))
+		hl.timer.Reset(until.Sub(hl.clock.Now()))
 	}
 }
 
@@ -176,7 +176,13 @@ func Guard(hl *Held, end context.CancelCauseFunc, cause error) func() error {
 // bounded loads): first with room up to the lower share, then the hotels
 // left over go one to a replica. Every replica computes the same answer
 // from the same names, and a replica joining or leaving moves few hotels
-// besides its own share (measured: at most three times it).
+// besides its own share (measured: at most three times it). The hash is
+// FNV-1a of the hotel, a zero byte and the replica: replicas of different
+// versions must agree, so it never changes.
+//
+// A keeper calls it every tick over all its database's hotels, so its
+// work is per call, not per hotel: one hasher, one buffer and one order
+// serve every hotel.
 func Assign(hotels, replicas []string) map[string]string {
 	out := make(map[string]string, len(hotels))
 	if len(replicas) == 0 {
@@ -184,16 +190,21 @@ func Assign(hotels, replicas []string) map[string]string {
 	}
 	hs := slices.Sorted(slices.Values(hotels))
 	floor := len(hs) / len(replicas)
-	load := map[string]int{}
+	load := make(map[string]int, len(replicas))
 	type rank struct {
 		replica string
 		score   uint64
 	}
+	ranks := make([]rank, len(replicas))
+	f := fnv.New64a()
+	var buf []byte
+	// order returns the replicas in h's order, in ranks: valid until the
+	// next call.
 	order := func(h string) []rank {
-		ranks := make([]rank, len(replicas))
 		for i, r := range replicas {
-			f := fnv.New64a()
-			_, _ = f.Write([]byte(h + "\x00" + r))
+			buf = append(append(append(buf[:0], h...), 0), r...)
+			f.Reset()
+			_, _ = f.Write(buf)
 			ranks[i] = rank{r, f.Sum64()}
 		}
 		slices.SortFunc(ranks, func(a, b rank) int {

@@ -139,15 +139,15 @@ func (sl *Single) keep(ctx context.Context, lost func()) {
 				continue // the view's timer ends it if this lasts
 			}
 		}
-		kept, err := sl.db.Renew(ctx, []state.Lease{sl.hl.Get()})
+		r, err := sl.db.Renew(ctx, []state.Lease{sl.hl.Get()})
 		switch {
 		case err != nil:
 			sl.log.Warn("renew the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
-		case len(kept) == 0:
+		case len(r.Lost) > 0:
 			end()
 			return
 		default:
-			sl.hl.extend(kept[0])
+			sl.hl.extend(r.Until)
 		}
 	}
 }
