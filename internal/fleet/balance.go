@@ -3,6 +3,7 @@ package fleet
 import (
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/lease"
@@ -17,7 +18,7 @@ type balancer struct{ f *Fleet }
 // namesOn returns the leased hotels of k's database: those of the
 // directory, and those running here under a lease of it. Hold f.mu.
 func (f *Fleet) namesOn(k *lease.Keeper) []string {
-	var names []string
+	names := make([]string, 0, len(f.leased))
 	for name, h := range f.leased {
 		if h.Daemon.State == k.URL() {
 			names = append(names, name)
@@ -33,6 +34,44 @@ func (f *Fleet) namesOn(k *lease.Keeper) []string {
 	return names
 }
 
+// assignment is a share-out of a database's hotels over its replicas.
+type assignment struct {
+	replicas []string
+	owner    map[string]string // hotel -> replica
+}
+
+// assign returns lease.Assign(names, replicas), the last answer for k's
+// database while its hotels and replicas stay the same: a keeper asks
+// every tick, and at thousands of hotels computing it anew was most of
+// what balancing allocated. names holds no name twice. Hold f.mu.
+func (f *Fleet) assign(k *lease.Keeper, names, replicas []string) map[string]string {
+	if a, ok := f.assigned[k.URL()]; ok && slices.Equal(a.replicas, replicas) && len(a.owner) == len(names) {
+		same := true
+		for _, n := range names {
+			if _, ok := a.owner[n]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return a.owner
+		}
+	}
+	owner := lease.Assign(names, replicas)
+	f.assigned[k.URL()] = assignment{replicas: slices.Clone(replicas), owner: owner}
+	return owner
+}
+
+// retire retires k when it holds no lease (see lease.Keepers.Retire), and
+// forgets its share-out. Hold f.mu.
+func (f *Fleet) retire(k *lease.Keeper) bool {
+	if !f.keeper.Retire(k) {
+		return false
+	}
+	delete(f.assigned, k.URL())
+	return true
+}
+
 // Failed reports that k's database could not be opened; it reports
 // whether the database is no longer in use, and k is to retire.
 func (b balancer) Failed(k *lease.Keeper, err error) (retire bool) {
@@ -41,7 +80,7 @@ func (b balancer) Failed(k *lease.Keeper, err error) (retire bool) {
 	defer f.mu.Unlock()
 	names := f.namesOn(k)
 	if len(names) == 0 {
-		return f.keeper.Retire(k)
+		return f.retire(k)
 	}
 	f.log.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names), slog.String("op", "lease"))
 	for _, n := range names {
@@ -94,11 +133,11 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holde
 	}
 	names := f.namesOn(k)
 	if len(names) == 0 {
-		return nil, nil, f.keeper.Retire(k)
+		return nil, nil, f.retire(k)
 	}
 	me := f.keeper.Replica()
-	owner := lease.Assign(names, replicas)
-	holder := map[string]state.Holder{}
+	owner := f.assign(k, names, replicas)
+	holder := make(map[string]state.Holder, len(holders))
 	for _, h := range holders {
 		holder[h.Hotel] = h
 		if _, here := f.hotels[h.Hotel]; !here && h.Live && h.Replica != me {
@@ -121,6 +160,9 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holde
 			elsewhere[name] = "handed over to replica " + owner[name]
 		case here:
 		case !wanted:
+		case owner[name] != me && f.handing[name] != nil:
+			// Stopping here, and its lease still this replica's until then.
+			elsewhere[name] = "handed over to replica " + owner[name]
 		case owner[name] != me && !lease.Orphan(holder[name], f.keeper.TTL()):
 			h, ok := holder[name]
 			elsewhere[name] = lease.ElsewhereReason(h, ok)

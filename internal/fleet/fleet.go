@@ -104,6 +104,9 @@ type Fleet struct {
 	// elsewhere holds, by database, what /readyz says of the hotels other
 	// replicas sync.
 	elsewhere map[string]map[string]string
+	// assigned holds, by database, the last share-out of its hotels over
+	// its replicas: a keeper reuses it while neither changed.
+	assigned map[string]assignment
 	// closing counts the hotels stopped in the background whose wirings
 	// are not closed yet.
 	closing gosync.WaitGroup
@@ -128,7 +131,7 @@ func New(life context.Context, opts Options) *Fleet {
 	f := &Fleet{life: life, src: opts.Source, main: opts.Daemon, hcfg: opts.Hotels, log: opts.Logger, tel: opts.Telemetry,
 		slots: slots, imports: sync.NewImports(opts.Hotels.MaxInFlight), api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
-		elsewhere: map[string]map[string]string{}}
+		elsewhere: map[string]map[string]string{}, assigned: map[string]assignment{}}
 	f.keeper = lease.NewKeepers(lease.Options{TTL: opts.Hotels.LeaseTTL, Logger: opts.Logger, Clock: clock, Open: opts.OpenLeases}, balancer{f})
 	return f
 }

@@ -71,6 +71,39 @@ func TestAssignSpreadsEvenly(t *testing.T) {
 	}
 }
 
+// Assign's answer is pinned: replicas of different versions share the
+// hotels by it during a rolling upgrade, so a change to its hash or its
+// order would have two replicas each think a hotel is the other's.
+func TestAssignIsStable(t *testing.T) {
+	var hotels []string
+	for i := range 12 {
+		hotels = append(hotels, fmt.Sprintf("hotel-%02d", i))
+	}
+	got := lease.Assign(hotels, []string{"replica-a", "replica-b", "replica-c"})
+	want := map[string]string{
+		"hotel-00": "replica-a", "hotel-01": "replica-a", "hotel-02": "replica-b", "hotel-03": "replica-c",
+		"hotel-04": "replica-a", "hotel-05": "replica-a", "hotel-06": "replica-b", "hotel-07": "replica-c",
+		"hotel-08": "replica-b", "hotel-09": "replica-c", "hotel-10": "replica-c", "hotel-11": "replica-b",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Assign changed its answer:\n got %v\nwant %v", got, want)
+	}
+}
+
+// BenchmarkAssign is a keeper's share-out of 2,000 hotels over 4 replicas,
+// which it computes every tick.
+func BenchmarkAssign(b *testing.B) {
+	var hotels []string
+	for i := range 2000 {
+		hotels = append(hotels, fmt.Sprintf("hotel-%04d", i))
+	}
+	reps := []string{"replica-a", "replica-b", "replica-c", "replica-d"}
+	b.ReportAllocs()
+	for b.Loop() {
+		lease.Assign(hotels, reps)
+	}
+}
+
 // replica is one daemon of many hotels sharing a PostgreSQL state with
 // others. Its clock stands still: its keepers balance when the test calls
 // balance, not on ticks of their own.
