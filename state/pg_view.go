@@ -21,6 +21,15 @@ var errOutsideWorkingSet = errors.New("read outside the working set of a working
 var (
 	workingSetBuckets = []string{bucketMeta, bucketTickets, bucketCursors, bucketJournalPending, bucketJournalUnmarked}
 	workingSetIndexes = []string{bucketJournalPending, bucketJournalUnmarked}
+	// workingSetWhole is the set of workingSetBuckets, which every view
+	// shares and none changes.
+	workingSetWhole = func() map[string]bool {
+		m := map[string]bool{}
+		for _, name := range workingSetBuckets {
+			m[name] = true
+		}
+		return m
+	}()
 )
 
 // viewWorkingSet runs fn in a view whose reads are all answered from the
@@ -32,10 +41,7 @@ func (b *pgBackend) viewWorkingSet(ctx context.Context, fn func(kvTx) error) err
 	if p == nil {
 		return errClosed
 	}
-	t := &pgTx{ctx: ctx, b: b, p: p, whole: map[string]bool{}}
-	for _, name := range workingSetBuckets {
-		t.whole[name] = true
-	}
+	t := &pgTx{ctx: ctx, b: b, p: p, whole: workingSetWhole}
 	wb := workingSetBuffers.Get().(*wsBuffers)
 	defer wb.release()
 	if err := t.readWorkingSet(wb); err != nil {
@@ -56,6 +62,10 @@ func (b *pgBackend) viewWorkingSet(ctx context.Context, fn func(kvTx) error) err
 type wsBuffers struct {
 	buf  []byte
 	rows []wsRow
+	// kvs holds the rows in order of bucket and key, and ws each
+	// bucket's run of it (pgTx.ws).
+	kvs []pgKV
+	ws  map[string][]pgKV
 }
 
 // wsRow is one row read, its key and value as offsets into buf.
@@ -65,7 +75,9 @@ type wsRow struct {
 	absent         bool
 }
 
-var workingSetBuffers = gosync.Pool{New: func() any { return &wsBuffers{buf: make([]byte, 0, 64<<10)} }}
+var workingSetBuffers = gosync.Pool{New: func() any {
+	return &wsBuffers{buf: make([]byte, 0, 64<<10), ws: make(map[string][]pgKV, len(workingSetBuckets)+1)}
+}}
 
 // wsKeepMax is the largest buffer given back for the next view: a hotel
 // of 10,000 requests reads some 10 MB, which the views of small hotels
@@ -84,7 +96,8 @@ func (wb *wsBuffers) release() {
 	if cap(wb.buf) > wsKeepMax {
 		return
 	}
-	wb.buf, wb.rows = wb.buf[:0], wb.rows[:0]
+	clear(wb.ws)
+	wb.buf, wb.rows, wb.kvs = wb.buf[:0], wb.rows[:0], wb.kvs[:0]
 	workingSetBuffers.Put(wb)
 }
 
@@ -160,17 +173,26 @@ func (t *pgTx) readWorkingSet(wb *wsBuffers) error {
 	if _, err := rr.Close(); err != nil {
 		return fail(err)
 	}
-	t.ws = make(map[string][]pgKV, len(workingSetBuckets)+1)
-	for _, r := range rows {
+	// In order of bucket and key, each bucket a run of wb.kvs.
+	slices.SortFunc(rows, func(a, b wsRow) int {
+		if c := strings.Compare(a.bucket, b.bucket); c != 0 {
+			return c
+		}
+		return bytes.Compare(buf[a.k0:a.k1], buf[b.k0:b.k1])
+	})
+	kvs, start := wb.kvs[:0], 0
+	for i, r := range rows {
 		kv := pgKV{k: buf[r.k0:r.k1:r.k1], v: buf[r.v0:r.v1:r.v1]}
 		if r.absent {
 			kv.v = nil // an index pointing nowhere: absent
 		}
-		t.ws[r.bucket] = append(t.ws[r.bucket], kv)
+		kvs = append(kvs, kv)
+		if i == len(rows)-1 || rows[i+1].bucket != r.bucket {
+			wb.ws[r.bucket] = kvs[start:len(kvs):len(kvs)]
+			start = len(kvs)
+		}
 	}
-	for _, kvs := range t.ws {
-		slices.SortFunc(kvs, func(a, b pgKV) int { return bytes.Compare(a.k, b.k) })
-	}
+	wb.kvs, t.ws = kvs, wb.ws
 	return nil
 }
 
