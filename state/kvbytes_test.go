@@ -127,3 +127,28 @@ func TestPGArrayLiterals(t *testing.T) {
 		}
 	}
 }
+
+// appendBytea decodes what a scan reads as pgx would: binary as it is,
+// and hex text; it refuses NULL, the escape format (bytea_output =
+// escape, which pgx does not read either) and hex that is not.
+func TestAppendBytea(t *testing.T) {
+	for _, c := range []struct {
+		src    string
+		format int16
+		want   string
+	}{
+		{"\x00a\"\\", pgx.BinaryFormatCode, "\x00a\"\\"},
+		{`\x00ff41`, pgx.TextFormatCode, "\x00\xffA"},
+		{`\x`, pgx.TextFormatCode, ""},
+	} {
+		got, err := appendBytea([]byte("pre"), []byte(c.src), c.format)
+		if err != nil || string(got) != "pre"+c.want {
+			t.Errorf("appendBytea(%q, %d) = %q, %v; want %q", c.src, c.format, got, err, "pre"+c.want)
+		}
+	}
+	for _, src := range [][]byte{nil, []byte(`\x0`), []byte(`\xzz`), []byte(`a\\b\000`)} {
+		if got, err := appendBytea([]byte("pre"), src, pgx.TextFormatCode); err == nil || string(got) != "pre" {
+			t.Errorf("appendBytea(%q) = %q, %v; want an error and nothing appended", src, got, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -172,13 +173,20 @@ func (t *pgTx) getMany(bucket string, keys [][]byte) ([][]byte, error) {
 			return err
 		}
 		defer rows.Close()
+		fds := rows.FieldDescriptions()
+		var arena byteArena // as scan's
 		for rows.Next() {
-			var k, v []byte
-			if err := rows.Scan(&k, &v); err != nil {
-				return err
+			raw := rows.RawValues()
+			if len(raw) != 2 || len(fds) != 2 {
+				return fmt.Errorf("read bucket %s: a row of %d columns, want a key and a value", bucket, len(raw))
 			}
-			if v == nil {
-				v = []byte{}
+			k, err := arena.bytea(raw[0], fds[0].Format)
+			if err != nil {
+				return fmt.Errorf("read bucket %s: key: %w", bucket, err)
+			}
+			v, err := arena.bytea(raw[1], fds[1].Format) // never nil: an empty value is there
+			if err != nil {
+				return fmt.Errorf("read bucket %s: value of %q: %w", bucket, k, err)
 			}
 			for _, i := range idx[string(k)] {
 				out[i] = v
@@ -200,6 +208,10 @@ func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) er
 	}
 	type kv struct{ k, v []byte }
 	var rows []kv
+	// The keys and values are decoded into an arena, not two allocations
+	// a row: the full reads and the status of thousands of hotels scan
+	// every ticket.
+	var arena byteArena
 	err := t.exchange(func(b *pgx.Batch) {
 		where, args := keyRange(prefix)
 		b.Queue(`SELECT key, value FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`+where+` ORDER BY key`,
@@ -210,13 +222,22 @@ func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) er
 			return err
 		}
 		defer r.Close()
+		fds := r.FieldDescriptions()
 		for r.Next() {
-			var k, v []byte
-			if err := r.Scan(&k, &v); err != nil {
-				return err
+			raw := r.RawValues()
+			if len(raw) != 2 || len(fds) != 2 {
+				return fmt.Errorf("scan bucket %s: a row of %d columns, want a key and a value", bucket, len(raw))
+			}
+			k, err := arena.bytea(raw[0], fds[0].Format)
+			if err != nil {
+				return fmt.Errorf("scan bucket %s: key: %w", bucket, err)
 			}
 			if t.written(bucket, k) {
 				continue // the buffer's version is added below
+			}
+			v, err := arena.bytea(raw[1], fds[1].Format)
+			if err != nil {
+				return fmt.Errorf("scan bucket %s: value of %q: %w", bucket, k, err)
 			}
 			rows = append(rows, kv{k, v})
 		}
@@ -333,4 +354,51 @@ func (t *pgTx) delPrefix(bucket string, prefix []byte) error {
 	}
 	t.prefixes = append(t.prefixes, pgPrefix{bucket: bucket, prefix: bytes.Clone(prefix)})
 	return nil
+}
+
+// byteArena hands out the keys and values a transaction reads as slices
+// of a few large chunks instead of an allocation each. A chunk full is
+// left to the slices already handed out of it, never copied, so a slice
+// stays valid for as long as it is used.
+type byteArena struct{ chunk []byte }
+
+// bytea returns the bytes of a bytea column, as appendBytea decodes them,
+// in the arena; never nil, so that an empty value is there.
+func (a *byteArena) bytea(src []byte, format int16) ([]byte, error) {
+	n := len(src)
+	if format != pgx.BinaryFormatCode {
+		n = max(len(src)-2, 0) / 2
+	}
+	if cap(a.chunk)-len(a.chunk) < n || a.chunk == nil {
+		a.chunk = make([]byte, 0, max(n, min(2*cap(a.chunk), 256<<10), 4<<10))
+	}
+	start := len(a.chunk)
+	chunk, err := appendBytea(a.chunk, src, format)
+	if err != nil {
+		return nil, err
+	}
+	a.chunk = chunk
+	return chunk[start:len(chunk):len(chunk)], nil
+}
+
+// appendBytea appends the bytes of a bytea column as the server sent it:
+// raw in binary, \x and hex in text (PostgreSQL's default bytea_output;
+// pgx decodes no other either). It is pgx's decoding without an
+// allocation of its own.
+func appendBytea(dst, src []byte, format int16) ([]byte, error) {
+	if src == nil {
+		return dst, errors.New("NULL, where the schema allows none")
+	}
+	if format == pgx.BinaryFormatCode {
+		return append(dst, src...), nil
+	}
+	if len(src) < 2 || src[0] != '\\' || src[1] != 'x' {
+		return dst, errors.New("bytea not in hex: the database must keep bytea_output = hex")
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, (len(src)-2)/2)[:n+(len(src)-2)/2]
+	if _, err := hex.Decode(dst[n:], src[2:]); err != nil {
+		return dst[:n], fmt.Errorf("bytea: %w", err)
+	}
+	return dst, nil
 }

@@ -247,7 +247,8 @@ func (t *pgTx) scanWorkingSet(bucket string, prefix []byte, fn func(k, v []byte)
 
 // keysUnder calls fn with every key of buckets under one of prefixes, in
 // one statement (no BEGIN or COMMIT: a single statement sees one
-// snapshot).
+// snapshot). Each key is decoded into one buffer, valid only until fn
+// returns: fn copies what it keeps.
 func (b *pgBackend) keysUnder(ctx context.Context, buckets []string, prefixes [][]byte, fn func(k []byte)) error {
 	p := b.pool.Load()
 	if p == nil {
@@ -264,15 +265,16 @@ func (b *pgBackend) keysUnder(ctx context.Context, buckets []string, prefixes []
 	defer cancel()
 	rows, err := p.pool.Query(rctx, `SELECT s.key FROM `+pgStateTable+` s
 		JOIN unnest($3::bytea[], $4::bytea[]) AS r(lo, hi) ON s.key >= r.lo AND s.key < r.hi
-		WHERE s.hotel = $1 AND s.bucket = ANY($2)`, b.hotel, buckets, pgByteaArray(lo), pgByteaArray(hi))
+		WHERE s.hotel = $1 AND s.bucket = ANY($2::text[])`, b.hotel, pgTextArray(buckets), pgByteaArray(lo), pgByteaArray(hi))
 	if err != nil {
 		return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
 	}
 	defer rows.Close()
+	format := rows.FieldDescriptions()[0].Format
+	var k []byte
 	for rows.Next() {
-		var k []byte
-		if err := rows.Scan(&k); err != nil {
-			return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
+		if k, err = appendBytea(k[:0], rows.RawValues()[0], format); err != nil {
+			return classify(hideSecret(fmt.Errorf("read keys: %w", err), p.secret))
 		}
 		fn(k)
 	}
