@@ -270,11 +270,14 @@ func (b *pgBackend) keysUnder(ctx context.Context, buckets []string, prefixes []
 		return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
 	}
 	defer rows.Close()
-	format := rows.FieldDescriptions()[0].Format
 	var k []byte
 	for rows.Next() {
-		if k, err = appendBytea(k[:0], rows.RawValues()[0], format); err != nil {
-			return classify(hideSecret(fmt.Errorf("read keys: %w", err), p.secret))
+		raw, fds := rows.RawValues(), rows.FieldDescriptions()
+		if len(raw) != 1 || len(fds) != 1 {
+			return fmt.Errorf("read keys: a row of %d columns, want a key", len(raw))
+		}
+		if k, err = appendBytea(k[:0], raw[0], fds[0].Format); err != nil {
+			return fmt.Errorf("read keys: %w", err)
 		}
 		fn(k)
 	}
