@@ -39,6 +39,9 @@ type fakeLeases struct {
 	// renewals receives each renewal: when (on the clock), and of which
 	// hotels.
 	renewals chan fakeRenewal
+	// afterRenew, when set, runs once after the next renewal reached the
+	// database and before its answer reaches the keeper.
+	afterRenew func()
 }
 
 type fakeRenewal struct {
@@ -68,6 +71,13 @@ func (db *fakeLeases) Take(_ context.Context, hotels []string) ([]state.Lease, e
 
 func (db *fakeLeases) Renew(_ context.Context, leases []state.Lease) (state.Renewal, error) {
 	db.mu.Lock()
+	after := db.afterRenew
+	db.afterRenew = nil
+	defer func() {
+		if after != nil {
+			after()
+		}
+	}()
 	defer db.mu.Unlock()
 	r := fakeRenewal{at: db.clock.Now()}
 	var lost []string
@@ -346,6 +356,30 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 	}
 	end()
 	<-again.wired // once the previous run closed
+}
+
+// TestKeeperLeavesAReleasedLeaseStopped: a lease released while its
+// renewal is on the way, which the renewal still extended in the
+// database, stays released here: the renewal's answer does not arm its
+// view's timer again, which would stop the hotel (long gone) a lease's
+// life later.
+func TestKeeperLeavesAReleasedLeaseStopped(t *testing.T) {
+	w := newKeeperWorld(t)
+	w.leased("bravo", okDB)
+	w.start()
+	db := w.db(okDB)
+	w.started("bravo")
+	hl := w.runningNow([]string{"bravo"})["bravo"].lease
+	if n := w.clock.Armed(); n != 1 {
+		t.Fatalf("%d timers armed, want the view's of bravo's lease alone", n)
+	}
+	db.mu.Lock()
+	db.afterRenew = func() { hl.Keeper().Release(hl) }
+	db.mu.Unlock()
+	hl.Keeper().Balance()
+	if n := w.clock.Armed(); n != 0 {
+		t.Errorf("%d timers armed after bravo's lease was released, want none: its renewal armed the view's timer again", n)
+	}
 }
 
 // TestKeeperRenewsWhileManyHotelsStart: 200 hotels are taken, up to

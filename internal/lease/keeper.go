@@ -406,12 +406,14 @@ func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Held, ok bool) {
 	defer k.mu.Unlock()
 	for i, hl := range k.renewing {
 		name := k.leases[i].Hotel
+		if k.held[name] != hl {
+			// Released meanwhile: its view's timer stays stopped, even
+			// when the renewal reached the database first.
+			continue
+		}
 		if !gone[name] {
 			hl.extend(r.Until)
 			continue
-		}
-		if k.held[name] != hl {
-			continue // released meanwhile
 		}
 		delete(k.held, name)
 		hl.End()

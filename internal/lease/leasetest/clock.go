@@ -39,6 +39,19 @@ func (c *Clock) AwaitTimer() {
 	}
 }
 
+// Armed returns how many timers are armed and have not fired.
+func (c *Clock) Armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if t.active {
+			n++
+		}
+	}
+	return n
+}
+
 type fakeTicker struct {
 	c       chan time.Time
 	every   time.Duration
