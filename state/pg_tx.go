@@ -178,7 +178,7 @@ func (t *pgTx) getMany(bucket string, keys [][]byte) ([][]byte, error) {
 		for rows.Next() {
 			raw := rows.RawValues()
 			if len(raw) != 2 || len(fds) != 2 {
-				return fmt.Errorf("read bucket %s: a row of %d columns, want a key and a value", bucket, len(raw))
+				return fmt.Errorf("read bucket %s: a row of %d values and %d columns described, want a key and a value", bucket, len(raw), len(fds))
 			}
 			k, err := arena.bytea(raw[0], fds[0].Format)
 			if err != nil {
@@ -226,7 +226,7 @@ func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) er
 		for r.Next() {
 			raw := r.RawValues()
 			if len(raw) != 2 || len(fds) != 2 {
-				return fmt.Errorf("scan bucket %s: a row of %d columns, want a key and a value", bucket, len(raw))
+				return fmt.Errorf("scan bucket %s: a row of %d values and %d columns described, want a key and a value", bucket, len(raw), len(fds))
 			}
 			k, err := arena.bytea(raw[0], fds[0].Format)
 			if err != nil {

@@ -270,11 +270,11 @@ func (b *pgBackend) keysUnder(ctx context.Context, buckets []string, prefixes []
 		return classify(hideSecret(fmt.Errorf("read keys: %w", ctxErr(rctx, err)), p.secret))
 	}
 	defer rows.Close()
-	var k []byte
+	k := make([]byte, 0, 64) // never nil, as a key read is not
 	for rows.Next() {
 		raw, fds := rows.RawValues(), rows.FieldDescriptions()
 		if len(raw) != 1 || len(fds) != 1 {
-			return fmt.Errorf("read keys: a row of %d columns, want a key", len(raw))
+			return fmt.Errorf("read keys: a row of %d values and %d columns described, want a key", len(raw), len(fds))
 		}
 		if k, err = appendBytea(k[:0], raw[0], fds[0].Format); err != nil {
 			return fmt.Errorf("read keys: %w", err)

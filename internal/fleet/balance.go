@@ -161,8 +161,13 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holde
 		case here:
 		case !wanted:
 		case owner[name] != me && f.handing[name] != nil:
-			// Stopping here, and its lease still this replica's until then.
-			elsewhere[name] = "handed over to replica " + owner[name]
+			// Stopping here: its lease is this replica's until then,
+			// unless another replica took it over already.
+			if h, ok := holder[name]; ok && h.Live {
+				elsewhere[name] = lease.ElsewhereReason(h, ok)
+			} else {
+				elsewhere[name] = "handed over to replica " + owner[name]
+			}
 		case owner[name] != me && !lease.Orphan(holder[name], f.keeper.TTL()):
 			h, ok := holder[name]
 			elsewhere[name] = lease.ElsewhereReason(h, ok)
