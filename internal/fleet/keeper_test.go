@@ -360,9 +360,10 @@ func TestKeeperRenewsWhileAReloadWaits(t *testing.T) {
 
 // TestKeeperLeavesAReleasedLeaseStopped: a lease released while its
 // renewal is on the way, which the renewal still extended in the
-// database, stays released here: the renewal's answer does not arm its
-// view's timer again, which would stop the hotel (long gone) a lease's
-// life later.
+// database, stays released: the renewal's answer does not arm its view's
+// timer again, which would stop the hotel (long gone) a lease's life
+// later, and the keeper gives it back once more, so that the next
+// replica need not wait for it to lapse.
 func TestKeeperLeavesAReleasedLeaseStopped(t *testing.T) {
 	w := newKeeperWorld(t)
 	w.leased("bravo", okDB)
@@ -373,12 +374,24 @@ func TestKeeperLeavesAReleasedLeaseStopped(t *testing.T) {
 	if n := w.clock.Armed(); n != 1 {
 		t.Fatalf("%d timers armed, want the view's of bravo's lease alone", n)
 	}
+	fence := hl.Get().Fence
 	db.mu.Lock()
-	db.afterRenew = func() { hl.Keeper().Release(hl) }
+	db.afterRenew = func() {
+		hl.Keeper().Release(hl)
+		db.mu.Lock()
+		db.held["bravo"] = fence // the renewal extended it after the release
+		db.mu.Unlock()
+	}
 	db.mu.Unlock()
 	hl.Keeper().Balance()
 	if n := w.clock.Armed(); n != 0 {
 		t.Errorf("%d timers armed after bravo's lease was released, want none: its renewal armed the view's timer again", n)
+	}
+	db.mu.Lock()
+	_, held := db.held["bravo"]
+	db.mu.Unlock()
+	if held {
+		t.Error("bravo's lease, released and then extended by the renewal on its way, is still held: the next replica waits for it to lapse")
 	}
 }
 

@@ -402,13 +402,21 @@ func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Held, ok bool) {
 			gone[h] = true
 		}
 	}
+	// again are the leases released meanwhile that the renewal did not
+	// find lost: it may have extended them after their release (it waits
+	// for the release's row lock, then finds the row still live by its
+	// own clock), and the next replica would wait a lease's life for
+	// them. They are given back once more; a lease no longer held, or
+	// taken anew with a higher fence, is not touched.
+	var again []state.Lease
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	for i, hl := range k.renewing {
 		name := k.leases[i].Hotel
 		if k.held[name] != hl {
-			// Released meanwhile: its view's timer stays stopped, even
-			// when the renewal reached the database first.
+			// Released meanwhile: its view's timer stays stopped.
+			if !gone[name] {
+				again = append(again, k.leases[i])
+			}
 			continue
 		}
 		if !gone[name] {
@@ -419,6 +427,12 @@ func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Held, ok bool) {
 		hl.End()
 		hl.StopTimer()
 		lost = append(lost, hl)
+	}
+	k.mu.Unlock()
+	for _, l := range again {
+		if err := db.Release(ctx, l); err != nil {
+			k.lk.log.Warn("release the hotel's lease", slog.Any("error", err), slog.Any("hotel", l.Hotel), slog.String("op", "lease"))
+		}
 	}
 	return lost, true
 }
