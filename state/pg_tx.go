@@ -173,20 +173,11 @@ func (t *pgTx) getMany(bucket string, keys [][]byte) ([][]byte, error) {
 			return err
 		}
 		defer rows.Close()
-		fds := rows.FieldDescriptions()
 		var arena byteArena // as scan's
 		for rows.Next() {
-			raw := rows.RawValues()
-			if len(raw) != 2 || len(fds) != 2 {
-				return fmt.Errorf("read bucket %s: a row of %d values and %d columns described, want a key and a value", bucket, len(raw), len(fds))
-			}
-			k, err := arena.bytea(raw[0], fds[0].Format)
+			k, v, err := arena.row(rows) // v never nil: an empty value is there
 			if err != nil {
-				return fmt.Errorf("read bucket %s: key: %w", bucket, err)
-			}
-			v, err := arena.bytea(raw[1], fds[1].Format) // never nil: an empty value is there
-			if err != nil {
-				return fmt.Errorf("read bucket %s: value of %q: %w", bucket, k, err)
+				return fmt.Errorf("read bucket %s: %w", bucket, err)
 			}
 			for _, i := range idx[string(k)] {
 				out[i] = v
@@ -222,22 +213,13 @@ func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) er
 			return err
 		}
 		defer r.Close()
-		fds := r.FieldDescriptions()
 		for r.Next() {
-			raw := r.RawValues()
-			if len(raw) != 2 || len(fds) != 2 {
-				return fmt.Errorf("scan bucket %s: a row of %d values and %d columns described, want a key and a value", bucket, len(raw), len(fds))
-			}
-			k, err := arena.bytea(raw[0], fds[0].Format)
+			k, v, err := arena.row(r)
 			if err != nil {
-				return fmt.Errorf("scan bucket %s: key: %w", bucket, err)
+				return fmt.Errorf("scan bucket %s: %w", bucket, err)
 			}
 			if t.written(bucket, k) {
 				continue // the buffer's version is added below
-			}
-			v, err := arena.bytea(raw[1], fds[1].Format)
-			if err != nil {
-				return fmt.Errorf("scan bucket %s: value of %q: %w", bucket, k, err)
 			}
 			rows = append(rows, kv{k, v})
 		}
@@ -379,6 +361,22 @@ func (a *byteArena) bytea(src []byte, format int16) ([]byte, error) {
 	}
 	a.chunk = chunk
 	return chunk[start:len(chunk):len(chunk)], nil
+}
+
+// row returns the key and the value of the current row of rows, a key
+// and a value column, in the arena.
+func (a *byteArena) row(rows pgx.Rows) (k, v []byte, err error) {
+	raw, fds := rows.RawValues(), rows.FieldDescriptions()
+	if len(raw) != 2 || len(fds) != 2 {
+		return nil, nil, fmt.Errorf("a row of %d values and %d columns described, want a key and a value", len(raw), len(fds))
+	}
+	if k, err = a.bytea(raw[0], fds[0].Format); err != nil {
+		return nil, nil, fmt.Errorf("key: %w", err)
+	}
+	if v, err = a.bytea(raw[1], fds[1].Format); err != nil {
+		return nil, nil, fmt.Errorf("value of %q: %w", k, err)
+	}
+	return k, v, nil
 }
 
 // appendBytea appends the bytes of a bytea column as the server sent it:
