@@ -23,6 +23,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/httpx"
 )
 
 // Ref is the helpdesk's own reference of a ticket (an RT ticket number, a
@@ -291,9 +292,13 @@ type Deps struct {
 }
 
 // HTTP returns the client an adapter sends its requests with: d's
-// Transport, each request bounded by timeout (0: no bound).
+// Transport, each request bounded by timeout (0: no bound), its answer's
+// body read included (see httpx.Bound).
 func (d Deps) HTTP(timeout time.Duration) *http.Client {
-	return &http.Client{Transport: d.Transport, Timeout: timeout}
+	if d.Transport == nil {
+		return &http.Client{Timeout: timeout} // net/http bounds its own transport cheaply
+	}
+	return &http.Client{Transport: httpx.Bound(d.Transport, timeout)}
 }
 
 // Factory builds an adapter from its configuration.

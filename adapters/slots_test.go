@@ -54,3 +54,37 @@ func TestDoHoldsASlotPerAttempt(t *testing.T) {
 		t.Errorf("with every slot taken: err %v, %d attempts; want the context's error and no attempt", err, hits.Load())
 	}
 }
+
+// TestDepsHTTPBoundsWithoutAGoroutine: an adapter's client over the
+// daemon's chain bounds each request by its timeout through the request's
+// context, not through http.Client.Timeout, which over a transport net/http
+// does not know starts a goroutine and a timer a request (and sets the
+// request's Cancel channel for it).
+func TestDepsHTTPBoundsWithoutAGoroutine(t *testing.T) {
+	var seen *http.Request
+	deps := adapters.Deps{Transport: httpx.Chain{Slots: httpx.NewSlots(1)}.Transport(roundTrip(func(req *http.Request) (*http.Response, error) {
+		seen = req
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	}))}
+	hc := deps.HTTP(5 * time.Second)
+	before := time.Now()
+	resp, err := hc.Get("http://helpdesk.example/api")
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if hc.Timeout != 0 || seen.Cancel != nil {
+		t.Errorf("client Timeout %s, request Cancel set %v: want 0 and unset", hc.Timeout, seen.Cancel != nil)
+	}
+	if d, ok := seen.Context().Deadline(); !ok || d.Before(before.Add(5*time.Second)) || d.After(after.Add(5*time.Second)) {
+		t.Errorf("the request's deadline %v (set %v), want 5 s after the request", d, ok)
+	}
+	if c := (adapters.Deps{}).HTTP(5 * time.Second); c.Timeout != 5*time.Second {
+		t.Errorf("without a chain the client's Timeout is %s, want 5s (net/http's own transport)", c.Timeout)
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -12,7 +12,9 @@
 //     the guard, so that one that waited is not sent once the lease ended
 //     meanwhile; what the transport below does (the daemon counts the API
 //     requests there) sees only the requests actually sent;
-//   - the timeouts of the daemon's API client ([NewClient]).
+//   - the timeouts of the daemon's API client ([NewClient]), and a
+//     client's whole-exchange timeout kept without net/http's goroutine
+//     a request ([Bound]).
 //
 // Each part is given its policy when the chain is built (the slots, the
 // guard function); nothing is read from a request's context. The daemon
@@ -23,6 +25,7 @@
 package httpx
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -72,11 +75,81 @@ func (c Chain) Transport(base http.RoundTripper) http.RoundTripper {
 }
 
 // Client returns a copy of hc whose transport is hc's wrapped in c (see
-// [Chain.Transport]); hc itself is not changed.
+// [Chain.Transport]); hc itself is not changed. hc's Timeout becomes the
+// copy's [Bound], outside the chain: it bounds the whole exchange, the
+// wait for a slot included, as it did.
 func (c Chain) Client(hc *http.Client) *http.Client {
 	out := *hc
-	out.Transport = c.Transport(hc.Transport)
+	out.Transport, out.Timeout = Bound(c.Transport(hc.Transport), hc.Timeout), 0
 	return &out
+}
+
+// Bound returns rt with every exchange bounded by timeout, from the
+// request to the close of its answer's body, as http.Client.Timeout
+// bounds it; a timeout of 0 or less returns rt as it is. A client sends
+// through it with no Timeout of its own.
+//
+// http.Client.Timeout over a transport net/http does not know (any
+// wrapper, such as a [Chain]'s) starts a goroutine, a timer and two
+// channels for every request, to cancel it the old way: at thousands of
+// hotels, hundreds of goroutines a second to start and wake. Bound gives the request a context with the deadline
+// instead, as http.Client does for its own transport. A request whose
+// deadline passes fails with an error that matches
+// context.DeadlineExceeded, whose Timeout method reports true, and that
+// names the timeout; httpretry classifies it as the timeout of one
+// attempt.
+func Bound(rt http.RoundTripper, timeout time.Duration) http.RoundTripper {
+	if timeout <= 0 {
+		return rt
+	}
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return &boundTransport{base: rt, timeout: timeout}
+}
+
+type boundTransport struct {
+	base    http.RoundTripper
+	timeout time.Duration
+}
+
+func (b *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(req.Context(), b.timeout)
+	resp, err := b.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		if ctx.Err() != nil && req.Context().Err() == nil {
+			err = &timeoutError{d: b.timeout, err: err}
+		}
+		cancel()
+		return nil, err
+	}
+	resp.Body = &boundBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// timeoutError is the error of a bound request whose deadline passed: a
+// timeout, as http.Client's own is, that wraps the transport's error
+// (which matches context.DeadlineExceeded).
+type timeoutError struct {
+	d   time.Duration
+	err error
+}
+
+func (e *timeoutError) Error() string   { return fmt.Sprintf("no answer within %s: %v", e.d, e.err) }
+func (e *timeoutError) Unwrap() error   { return e.err }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
+
+// boundBody ends its request's context when it is closed.
+type boundBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *boundBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // NewClient returns the daemon's API client: a connection opens within

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -245,3 +246,79 @@ func TestNewClient(t *testing.T) {
 		t.Error("the client changes http.DefaultTransport")
 	}
 }
+
+// hanging is a base transport that answers only once its request's context
+// ends, with the context's error, as net/http's does; seen holds each
+// request it was given.
+type hanging struct{ seen []*http.Request }
+
+func (h *hanging) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.seen = append(h.seen, req)
+	<-req.Context().Done()
+	return nil, req.Context().Err()
+}
+
+// TestBoundEndsASilentExchange: a server that does not answer ends the
+// exchange after the client's timeout with a timeout error that names it,
+// which httpretry retries; the caller's context is not ended; and no
+// request goes the old way of http.Client.Timeout over a wrapped
+// transport (a Cancel channel, watched by a goroutine and a timer a
+// request).
+func TestBoundEndsASilentExchange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &hanging{}
+		hc := Chain{Slots: NewSlots(1)}.Client(&http.Client{Transport: base, Timeout: 30 * time.Second})
+		if hc.Timeout != 0 {
+			t.Errorf("the chained client keeps Timeout %s: net/http would start a goroutine a request", hc.Timeout)
+		}
+		start := time.Now()
+		_, err := hc.Get("http://hotel.example/v1/tickets")
+		if took := time.Since(start); took != 30*time.Second {
+			t.Errorf("the exchange ended after %s, want 30s", took)
+		}
+		var ne interface{ Timeout() bool }
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() || !strings.Contains(err.Error(), "no answer within 30s") {
+			t.Errorf("error %v: want a timeout matching context.DeadlineExceeded that names 30s", err)
+		}
+		if c := httpretry.Classify(t.Context(), 0, err); c != httpretry.Retryable {
+			t.Errorf("classified %v, want Retryable (the timeout of one attempt)", c)
+		}
+		if len(base.seen) != 1 || base.seen[0].Cancel != nil {
+			t.Fatalf("requests sent %d, the first with a Cancel channel: %v", len(base.seen), len(base.seen) == 1 && base.seen[0].Cancel != nil)
+		}
+	})
+}
+
+// TestBoundHoldsUntilTheBodyIsClosed: the deadline bounds the read of the
+// answer's body too, and closing the body ends the request's context, so
+// that nothing of it is left waiting.
+func TestBoundHoldsUntilTheBodyIsClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctx context.Context
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			ctx = req.Context()
+			return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+		})
+		resp, err := get(t, t.Context(), Bound(base, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := ctx.Deadline(); !ok || d.Sub(time.Now()) != time.Minute {
+			t.Errorf("the request's deadline %v (set %v), want a minute from now", d, ok)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the request's context ended before its body was closed: %v", ctx.Err())
+		}
+		_ = resp.Body.Close()
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			t.Errorf("after the body's close the request's context is %v, want canceled", ctx.Err())
+		}
+		if rt := Bound(base, 0); reflect.ValueOf(rt).Pointer() != reflect.ValueOf(base).Pointer() {
+			t.Errorf("Bound with no timeout wraps its transport: %T", rt)
+		}
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
