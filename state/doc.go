@@ -118,7 +118,7 @@
 // read (BEGIN travels in the same round trip), buffers its writes (its
 // reads see them), remembers what it read (its snapshot does not change),
 // and at the end sends every write, the hotel's commit row and COMMIT in
-// one pipelined round trip. So an Update costs one round trip per read that
+// one pipelined round trip, the keys and values as binary arrays. So an Update costs one round trip per read that
 // its writes and earlier reads cannot answer, plus one, however much it
 // writes. A View costs one round trip per read plus one for COMMIT;
 // [Store.ViewWorkingSet], what a sync cycle reads at its start, costs one

@@ -1,14 +1,18 @@
 package state
 
 import (
+	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	gosync "sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // exchange runs one round trip: BEGIN first when the transaction has not
@@ -17,12 +21,8 @@ import (
 func (t *pgTx) exchange(queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	ctx, cancel := roundTripCtx(t.ctx)
 	defer cancel()
-	if t.conn == nil {
-		c, err := t.p.pool.Acquire(ctx)
-		if err != nil {
-			return fmt.Errorf("connect to PostgreSQL: %w", ctxErr(ctx, err))
-		}
-		t.conn = c
+	if err := t.acquire(ctx); err != nil {
+		return err
 	}
 	batch := &pgx.Batch{}
 	beginning := !t.begun
@@ -60,6 +60,19 @@ func (t *pgTx) exchange(queue func(*pgx.Batch), read func(pgx.BatchResults) erro
 	return classify(ctxErr(ctx, err))
 }
 
+// acquire takes the transaction's connection from the pool, once.
+func (t *pgTx) acquire(ctx context.Context) error {
+	if t.conn != nil {
+		return nil
+	}
+	c, err := t.p.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", ctxErr(ctx, err))
+	}
+	t.conn = c
+	return nil
+}
+
 func (t *pgTx) nextSeq(bucket string) (uint64, error) {
 	if !t.rw {
 		return 0, errNotWritable
@@ -94,65 +107,183 @@ func (t *pgTx) commit() error {
 		}
 		return err
 	}
-	var seq *int64
-	if t.seqLoaded {
-		seq = &t.seq
+	return t.commitWrites()
+}
+
+// OIDs and format codes of the commit's parameters (pgconn takes them as
+// numbers).
+const (
+	oidText      = 25
+	oidInt8      = 20
+	oidBytea     = 17
+	oidByteaList = 1001 // bytea[]
+	fmtText      = 0
+	fmtBinary    = 1
+)
+
+// commitBuffers are the buffers commits encode their arrays into, shared
+// by the stores of the process.
+var commitBuffers = gosync.Pool{New: func() any { return new(commitBuf) }}
+
+// commitBuf is one commit's encoding room: its bytea[] parameters, one
+// after the other.
+type commitBuf struct{ buf []byte }
+
+// commitBufKeepMax is the largest buffer kept for the next commit: an
+// import of a large hotel writes megabytes, which the commits of small
+// hotels would otherwise hold.
+const commitBufKeepMax = 1 << 20
+
+// commitWrites sends an update's writes, the hotel's commit check and
+// COMMIT in one round trip (BEGIN first when nothing was read).
+//
+// It goes below pgx's batch, to pgconn's, for one reason: pgx sends an
+// unprepared statement's parameters as text, and bytea as text is hex.
+// A commit that rewrote a hotel's 100 tickets copied its values as hex
+// three times (a literal, pgx's parameter buffer, the message), the
+// largest allocation of a daemon of 2,000 quiet hotels. Here each array
+// travels in PostgreSQL's binary array format (pgByteaArrayBinary),
+// encoded once into a pooled buffer, with its type named, and is copied
+// once more, into the message.
+func (t *pgTx) commitWrites() error {
+	ctx, cancel := roundTripCtx(t.ctx)
+	defer cancel()
+	if err := t.acquire(ctx); err != nil {
+		return err
 	}
-	n := 0
-	err := t.exchange(func(b *pgx.Batch) {
-		queue := func(sql string, args ...any) { b.Queue(sql, args...); n++ }
-		var fence *int64
-		if t.b.fence != 0 {
-			fence = &t.b.fence
+	cb := commitBuffers.Get().(*commitBuf)
+	defer func() {
+		if cap(cb.buf) <= commitBufKeepMax {
+			cb.buf = cb.buf[:0]
+			commitBuffers.Put(cb)
 		}
-		queue(`SELECT ticketbridge_commit($1, $2, $3)`, t.b.hotel, seq, fence)
-		for _, p := range t.prefixes {
-			where, args := keyRange(p.prefix)
-			queue(`DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`+where, append([]any{t.b.hotel, p.bucket}, args...)...)
-		}
-		buckets := make([]string, 0, len(t.writes))
-		for name := range t.writes {
-			buckets = append(buckets, name)
-		}
-		slices.Sort(buckets) // a stable order of row locks
-		for _, name := range buckets {
-			var putK, putV, delK [][]byte
-			keys := make([]string, 0, len(t.writes[name]))
-			for k := range t.writes[name] {
-				keys = append(keys, k)
+	}()
+	hotel := []byte(t.b.hotel)
+	var seq, fence []byte // NULL unless known
+	if t.seqLoaded {
+		seq = strconv.AppendInt(nil, t.seq, 10)
+	}
+	if t.b.fence != 0 {
+		fence = strconv.AppendInt(nil, t.b.fence, 10)
+	}
+	batch := &pgconn.Batch{}
+	beginning := !t.begun
+	if beginning {
+		batch.ExecParams("BEGIN ISOLATION LEVEL REPEATABLE READ", nil, nil, nil, nil)
+	}
+	// The hotel's row: its fence, its journal sequence, the conflict of
+	// two writers.
+	batch.ExecParams(`SELECT ticketbridge_commit($1, $2, $3)`, [][]byte{hotel, seq, fence},
+		[]uint32{oidText, oidInt8, oidInt8}, nil, nil)
+	for _, p := range t.prefixes {
+		sql, vals := `DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`, [][]byte{hotel, []byte(p.bucket)}
+		if len(p.prefix) > 0 {
+			sql, vals = sql+` AND key >= $3`, append(vals, p.prefix)
+			if end := prefixEnd(p.prefix); end != nil {
+				sql, vals = sql+` AND key < $4`, append(vals, end)
 			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				w := t.writes[name][k]
-				if w.del {
-					delK = append(delK, []byte(k))
-				} else {
-					putK, putV = append(putK, []byte(k)), append(putV, w.val)
+		}
+		batch.ExecParams(sql, vals, []uint32{oidText, oidText, oidBytea, oidBytea}[:len(vals)], []int16{fmtText, fmtText, fmtBinary, fmtBinary}[:len(vals)], nil)
+	}
+	buckets := make([]string, 0, len(t.writes))
+	for name := range t.writes {
+		buckets = append(buckets, name)
+	}
+	slices.Sort(buckets) // a stable order of row locks
+	var keys []string
+	for _, name := range buckets {
+		keys = keys[:0]
+		for k := range t.writes[name] {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		w := t.writes[name]
+		dels, puts := 0, 0
+		for _, k := range keys {
+			if w[k].del {
+				dels++
+			} else {
+				puts++
+			}
+		}
+		if dels > 0 {
+			var arr []byte
+			cb.buf, arr = pgByteaArrayBinary(cb.buf, dels, func(yield func([]byte)) {
+				for _, k := range keys {
+					if w[k].del {
+						yield([]byte(k))
+					}
 				}
-			}
-			if len(delK) > 0 {
-				queue(`DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2 AND key = ANY($3::bytea[])`, t.b.hotel, name, pgByteaArray(delK))
-			}
-			if len(putK) > 0 {
-				queue(`INSERT INTO `+pgStateTable+` (hotel, bucket, key, value)
-					SELECT $1, $2, k, v FROM unnest($3::bytea[], $4::bytea[]) AS w(k, v)
-					ON CONFLICT (hotel, bucket, key) DO UPDATE SET value = excluded.value`, t.b.hotel, name, pgByteaArray(putK), pgByteaArray(putV))
-			}
+			})
+			batch.ExecParams(`DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2 AND key = ANY($3)`,
+				[][]byte{hotel, []byte(name), arr}, []uint32{oidText, oidText, oidByteaList}, []int16{fmtText, fmtText, fmtBinary}, nil)
 		}
-		b.Queue("COMMIT")
-	}, func(br pgx.BatchResults) error {
-		for range n + 1 {
-			if _, err := br.Exec(); err != nil {
+		if puts > 0 {
+			var ks, vs []byte
+			cb.buf, ks = pgByteaArrayBinary(cb.buf, puts, func(yield func([]byte)) {
+				for _, k := range keys {
+					if !w[k].del {
+						yield([]byte(k))
+					}
+				}
+			})
+			cb.buf, vs = pgByteaArrayBinary(cb.buf, puts, func(yield func([]byte)) {
+				for _, k := range keys {
+					if !w[k].del {
+						yield(w[k].val)
+					}
+				}
+			})
+			batch.ExecParams(`INSERT INTO `+pgStateTable+` (hotel, bucket, key, value)
+				SELECT $1, $2, k, v FROM unnest($3::bytea[], $4::bytea[]) AS w(k, v)
+				ON CONFLICT (hotel, bucket, key) DO UPDATE SET value = excluded.value`,
+				[][]byte{hotel, []byte(name), ks, vs}, []uint32{oidText, oidText, oidByteaList, oidByteaList}, []int16{fmtText, fmtText, fmtBinary, fmtBinary}, nil)
+		}
+	}
+	batch.ExecParams("COMMIT", nil, nil, nil, nil)
+	mrr := t.conn.Conn().PgConn().ExecBatch(ctx, batch)
+	err := func() error {
+		for i := 0; mrr.NextResult(); i++ {
+			if _, err := mrr.ResultReader().Close(); err != nil {
 				return err
+			}
+			if i == 0 && beginning {
+				t.begun = true // a failure after it rolls back
 			}
 		}
 		return nil
-	})
+	}()
+	if cerr := mrr.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return err
+		return classify(ctxErr(ctx, err))
 	}
 	t.begun = false
 	return nil
+}
+
+// pgByteaArrayBinary appends to buf a bytea[] of n elements, as
+// PostgreSQL's binary format of arrays has it (one dimension, no NULL,
+// each element its length and its bytes), and returns buf and the
+// array's bytes within it. each yields the n elements in order.
+//
+// The array is a slice of buf: appending later may move buf, so the
+// array returned stays the bytes written, in the old backing array,
+// until the caller is done with it (pgconn copies parameters into its
+// message when they are queued).
+func pgByteaArrayBinary(buf []byte, n int, each func(yield func([]byte))) (out, arr []byte) {
+	start := len(buf)
+	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
+	buf = binary.BigEndian.AppendUint32(buf, 0) // no NULL
+	buf = binary.BigEndian.AppendUint32(buf, oidBytea)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	buf = binary.BigEndian.AppendUint32(buf, 1) // lower bound
+	each(func(v []byte) {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(v)))
+		buf = append(buf, v...)
+	})
+	return buf, buf[start:len(buf):len(buf)]
 }
 
 // journalSeq reads the hotel's journal sequence (for a copy).
@@ -169,9 +300,9 @@ func (t *pgTx) journalSeq() (int64, error) {
 // pgByteaArray returns vals as the text of a PostgreSQL bytea[] literal,
 // each element in hex, for a parameter cast to bytea[]. pgx's own text
 // encoding of a [][]byte (unprepared statements send their parameters as
-// text) made a string of each element and then a quoted copy of it: at
-// thousands of hotels that was a fifth of what the daemon allocated, in
-// the commits that write a hotel's tickets. This is one string.
+// text) made a string of each element and then a quoted copy of it. This
+// is one string. It serves the reads of many keys, which go through pgx's
+// batch; commits send their arrays in binary (pgByteaArrayBinary).
 func pgByteaArray(vals [][]byte) string {
 	n := 2
 	for _, v := range vals {
