@@ -314,7 +314,7 @@ type adoption struct {
 func (c *cycle) lookupAll(ids []string) map[string]adoption {
 	out := map[string]adoption{}
 	var mu gosync.Mutex
-	forEach(c.ctx, c.e.cfg.Concurrency, ids, func(id string) {
+	forEach(c.ctx, c.e.workers, c.e.cfg.Concurrency, ids, func(id string) {
 		f, ok, err := c.e.hd.Lookup(c.ctx, id)
 		if err != nil {
 			if !c.hdFatal(err) && !c.interrupted(err) {

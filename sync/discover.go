@@ -366,7 +366,7 @@ func (c *cycle) listStatus(s guestapi.Status, in discoverInput, listed bool, out
 	for i := range idx {
 		idx[i] = i
 	}
-	forEach(c.ctx, c.e.cfg.Concurrency, idx, func(i int) {
+	forEach(c.ctx, c.e.workers, c.e.cfg.Concurrency, idx, func(i int) {
 		lists[i], oks[i] = c.listOnce(guestapi.ListOptions{Status: s, Department: names[i], Limit: ListLimit})
 	})
 	all := true

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/gopool"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 	"github.com/ticketbridge/ticketbridge/state"
 )
@@ -46,6 +47,10 @@ type Deps struct {
 	// Imports, when set, bounds the large imports that run at once across
 	// the engines sharing it (see [Imports]); nil bounds nothing.
 	Imports *Imports
+	// Workers, when set, runs the cycle's goroutines (its reads, its
+	// workers) on goroutines kept between cycles, shared by the engines of
+	// a fleet (see package internal/gopool); nil starts new ones.
+	Workers *gopool.Pool
 }
 
 // Meta keys the engine keeps in state.
@@ -107,6 +112,7 @@ type Engine struct {
 	now     func() time.Time
 	sleep   func(ctx context.Context, d time.Duration) error
 	imports *Imports
+	workers *gopool.Pool
 
 	mu      gosync.Mutex // one cycle at a time; guards what follows and pol's changes
 	checked bool
@@ -170,6 +176,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		st:      deps.Store,
 		log:     deps.Logger,
 		imports: deps.Imports,
+		workers: deps.Workers,
 		now:     deps.Now,
 		sleep:   deps.Sleep,
 
@@ -665,9 +672,10 @@ func (a *countingAPI) SetStatus(ctx context.Context, id string, s guestapi.Statu
 	return r, err
 }
 
-// forEach runs fn over items with at most n at once and returns when all
-// started calls have returned. It starts no new call once ctx has ended.
-func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
+// forEach runs fn over items with at most n at once, on goroutines of
+// pool (see Deps.Workers), and returns when all started calls have
+// returned. It starts no new call once ctx has ended.
+func forEach[T any](ctx context.Context, pool *gopool.Pool, n int, items []T, fn func(T)) {
 	if n < 1 {
 		n = 1
 	}
@@ -684,11 +692,11 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T)) {
 			break
 		}
 		wg.Add(1)
-		go func() {
+		pool.Go(func() {
 			defer func() { <-sem; wg.Done() }()
 			defer carryPanic(func(p *CyclePanic) { first.Do(func() { panicked = p }) })
 			fn(it)
-		}()
+		})
 	}
 	wg.Wait()
 	if panicked != nil {

@@ -18,7 +18,7 @@ func TestForEachStartsNothingAfterTheEnd(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		var calls atomic.Int32
-		forEach(ctx, 1, []int{1, 2, 3}, func(int) {
+		forEach(ctx, nil, 1, []int{1, 2, 3}, func(int) {
 			calls.Add(1)
 			// Returns once forEach waits for the slot (the bubble's
 			// clock moves only when every goroutine is blocked).

@@ -117,7 +117,7 @@ func (c *cycle) replayLists(in discoverInput) bool {
 		for i := range idx {
 			idx[i] = i
 		}
-		forEach(c.ctx, c.e.cfg.Concurrency, idx, ask)
+		forEach(c.ctx, c.e.workers, c.e.cfg.Concurrency, idx, ask)
 	}
 	same := true
 	for i, r := range got {

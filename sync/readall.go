@@ -62,10 +62,10 @@ func (c *cycle) readAll(due []state.Ticket, read func(state.Ticket) refreshResul
 			t := due[next]
 			next++
 			inFlight++
-			go func() {
+			c.e.workers.Go(func() {
 				defer carryPanic(func(p *CyclePanic) { done <- refreshResult{t: t, panic: p} })
 				done <- read(t)
-			}()
+			})
 		}
 		if inFlight == 0 {
 			break

@@ -106,7 +106,9 @@ func (c *cycle) refresh() {
 		return
 	}
 	results := make(chan refreshResult)
-	go c.readAll(due, func(t state.Ticket) refreshResult { return c.refreshTicket(t, pending[t.ID], recon[t.ID]) }, results)
+	e.workers.Go(func() {
+		c.readAll(due, func(t state.Ticket) refreshResult { return c.refreshTicket(t, pending[t.ID], recon[t.ID]) }, results)
+	})
 	var batch []refreshResult
 	imported := 0
 	progressEvery := max(10, toImport/10)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/ticketbridge/ticketbridge/internal/gopool"
 )
 
 // Scheduler runs a cycle at start and then on every activation of a cron
@@ -48,6 +50,10 @@ type Scheduler struct {
 	// NewTimer returns a channel that receives once d has passed, and a
 	// function that stops it; nil means a time.Timer.
 	NewTimer func(d time.Duration) (<-chan time.Time, func() bool)
+	// Workers, when set, runs each cycle and each AfterCycle on a
+	// goroutine it keeps between them (see package internal/gopool); nil
+	// starts a new goroutine for each.
+	Workers *gopool.Pool
 }
 
 // Run runs one cycle at once and then one on every tick until ctx ends.
@@ -89,7 +95,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	start := func(scheduled time.Time) {
 		running = true
 		serving = scheduled
-		go func() {
+		s.Workers.Go(func() {
 			defer carryPanic(func(p *CyclePanic) { done <- &result{panic: p} })
 			cctx, cancel := ctx, context.CancelFunc(func() {})
 			if s.Deadline > 0 {
@@ -98,7 +104,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			rep, err := s.Cycle(cctx)
 			cancel()
 			done <- &result{rep: rep, err: err}
-		}()
+		})
 	}
 	finished := func(r *result) {
 		running = false
@@ -161,11 +167,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) afterCycle(r Report, err error) {
 	var p *CyclePanic
 	done := make(chan struct{})
-	go func() {
+	s.Workers.Go(func() {
 		defer close(done)
 		defer carryPanic(func(cp *CyclePanic) { p = cp })
 		s.AfterCycle(r, err)
-	}()
+	})
 	<-done
 	if p != nil {
 		panic(p)

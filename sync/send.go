@@ -70,7 +70,7 @@ func (c *cycle) send() {
 		for i := range idx {
 			idx[i] = i
 		}
-		forEach(c.ctx, e.cfg.Concurrency, idx, func(i int) {
+		forEach(c.ctx, e.workers, e.cfg.Concurrency, idx, func(i int) {
 			id := order[i]
 			out[i] = c.sendTicket(tickets[id], byTicket[id])
 		})
@@ -320,7 +320,7 @@ func (c *cycle) markSent() {
 	done := make([]bool, len(unmarked))
 	// One ticket's entries go one after the other, in journal order, as
 	// the Helpdesk contract promises; tickets go on in parallel.
-	forEach(c.ctx, e.cfg.Concurrency, byTicket(unmarked), func(idx []int) {
+	forEach(c.ctx, e.workers, e.cfg.Concurrency, byTicket(unmarked), func(idx []int) {
 		for _, i := range idx {
 			en := unmarked[i]
 			err := e.hd.MarkSent(c.ctx, adapters.Ref(en.Ref), en.EventID, en.UpstreamMessageID)

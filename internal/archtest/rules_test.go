@@ -19,6 +19,7 @@ var appParts = []string{
 // nothing of the module but each other.
 var plumbing = []string{
 	"internal/atomicfile",
+	"internal/gopool",
 	"internal/httpretry",
 	"internal/httpserve",
 	"internal/httpx",

@@ -24,6 +24,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/gopool"
 	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -86,6 +87,10 @@ type Options struct {
 	// Imports bounds the large imports the hotels of a fleet run at once
 	// (see sync.Imports); nil for one hotel.
 	Imports *sync.Imports
+	// Workers runs the cycles' goroutines of the hotels of a fleet on
+	// goroutines kept between cycles (see package internal/gopool); nil
+	// for one hotel.
+	Workers *gopool.Pool
 	// DryRun leaves the state file closed and the engine unmade (the dry
 	// run opens a copy itself) and opens the adapter read-only.
 	DryRun bool
@@ -201,7 +206,7 @@ func (w *Bridge) openHelpdesk(ctx context.Context) (adapters.Helpdesk, error) {
 
 // depsOf returns the engine's dependencies with client and hd.
 func (w *Bridge) depsOf(client *guestapi.Client, hd adapters.Helpdesk) sync.Deps {
-	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter), Imports: w.opts.Imports}
+	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter), Imports: w.opts.Imports, Workers: w.opts.Workers}
 }
 
 // openState opens the state file for writing, explaining a lock held by a
@@ -309,6 +314,7 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 	return &sync.Scheduler{
 		Schedule: w.Engine().Schedule(),
 		Deadline: deadline,
+		Workers:  w.opts.Workers,
 		Cycle: func(ctx context.Context) (sync.Report, error) {
 			w.cycle.Lock() // Rewire waits for the cycle
 			defer w.cycle.Unlock()

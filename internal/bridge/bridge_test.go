@@ -15,6 +15,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/gopool"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -82,7 +83,8 @@ func TestBridgeRunsAHotel(t *testing.T) {
 	ctx := t.Context()
 	env, cfg, sc := hotel(t)
 	var backups []string
-	b, err := New(ctx, env, cfg, sc, slog.New(slog.DiscardHandler), Options{AfterBackup: func(path string, err error) {
+	workers := gopool.New(time.Minute)
+	b, err := New(ctx, env, cfg, sc, slog.New(slog.DiscardHandler), Options{Workers: workers, AfterBackup: func(path string, err error) {
 		if err == nil {
 			backups = append(backups, path)
 		}
@@ -97,11 +99,20 @@ func TestBridgeRunsAHotel(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	rep := &reporter{after: stop}
 	page := NewConsole(b, "")
-	if err := b.Scheduler(rep, time.Minute, page, nil).Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+	sched := b.Scheduler(rep, time.Minute, page, nil)
+	if sched.Workers != workers {
+		t.Error("the scheduler runs its cycles on goroutines of its own, not on the workers given")
+	}
+	if err := sched.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 	if rep.started != 1 || len(rep.done) != 1 || !rep.done[0].Synced || rep.held != 1 {
 		t.Fatalf("reported %d started, %+v done, %d held; want one synced cycle", rep.started, rep.done, rep.held)
+	}
+	// Besides the cycle and the work after it, the engine's goroutines
+	// (the new ticket's reader and its read) ran on the workers.
+	if n := workers.Ran(); n < 4 {
+		t.Errorf("%d functions ran on the workers given, want at least 4", n)
 	}
 	if _, err := os.Stat(cfg.State + StatusSuffix); err != nil {
 		t.Errorf("no status snapshot after the cycle: %v", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/gopool"
 	"github.com/ticketbridge/ticketbridge/internal/httpx"
 	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
@@ -68,7 +69,11 @@ type Fleet struct {
 	// once as many as the requests in flight: more could not go faster,
 	// and would each hold their planned reads in memory while they wait
 	// (see sync.Imports).
-	imports  *sync.Imports
+	imports *sync.Imports
+	// workers runs the hotels' cycles and their reads on goroutines kept
+	// between cycles, whose stacks are grown once (see package
+	// internal/gopool).
+	workers  *gopool.Pool
 	api      *http.Client
 	registry adapters.Registry
 	// afterCycle, when set, is called after each cycle of each hotel.
@@ -129,7 +134,7 @@ func New(life context.Context, opts Options) *Fleet {
 		clock = lease.SystemClock{}
 	}
 	f := &Fleet{life: life, src: opts.Source, main: opts.Daemon, hcfg: opts.Hotels, log: opts.Logger, tel: opts.Telemetry,
-		slots: slots, imports: sync.NewImports(opts.Hotels.MaxInFlight), api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
+		slots: slots, imports: sync.NewImports(opts.Hotels.MaxInFlight), workers: gopool.New(workerIdle), api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}, assigned: map[string]assignment{}}
 	f.keeper = lease.NewKeepers(lease.Options{TTL: opts.Hotels.LeaseTTL, Logger: opts.Logger, Clock: clock, Open: opts.OpenLeases}, balancer{f})
@@ -253,6 +258,7 @@ func (f *Fleet) newRunning(h config.Hotel, hl *lease.Held) *runningHotel {
 		HTTPClient: &api,
 		Chain:      httpx.Chain{Slots: f.slots},
 		Imports:    f.imports,
+		Workers:    f.workers,
 		AfterCycle: after,
 		Hotel:      name,
 	}

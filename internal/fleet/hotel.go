@@ -21,6 +21,11 @@ import (
 // replicas meanwhile.
 const startBackoff = time.Minute
 
+// workerIdle is how long a goroutine of the fleet's workers waits for the
+// next cycle's work before it ends: longer than the usual schedule, so
+// that a fleet whose cycles come every 30 s keeps its workers.
+const workerIdle = 2 * time.Minute
+
 // runningHotel is one hotel the daemon runs, on a goroutine of its own
 // (run) that wires it, runs its scheduler, and restarts it after a panic.
 type runningHotel struct {
