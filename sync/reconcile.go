@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"slices"
 	"time"
@@ -67,9 +66,7 @@ func (p policy) reconcileSlotAfter(id string, after time.Time) time.Time {
 	if f <= 0 {
 		return after
 	}
-	h := fnv.New64a()
-	h.Write([]byte("reconcile\x00" + id))
-	phase := int64(h.Sum64() % uint64(f))
+	phase := int64(slotHash("reconcile\x00", id) % uint64(f))
 	n := after.UnixNano()
 	since := ((n-phase)%f + f) % f
 	return after.Add(time.Duration(f - since))

@@ -2,6 +2,8 @@ package sync
 
 import (
 	"fmt"
+	"hash/fnv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +125,24 @@ func TestMergeStatus(t *testing.T) {
 	// already is: agreed, nothing to write.
 	if got, want := mergeStatus("in_progress", t1, "assigned", t1, hd("open", t0)), (statusMerge{outcome: ReconcileAgreed, agreed: "assigned"}); got != want {
 		t.Errorf("upstream moved to the stale helpdesk's status: %+v, want %+v", got, want)
+	}
+}
+
+// TestSlotHashIsFNV: the full-read and reconcile slots hash a ticket's id
+// as hash/fnv's New64a did, so that no ticket's slots move; pinned on ids
+// of every shape the API has, and on a few fixed answers.
+func TestSlotHashIsFNV(t *testing.T) {
+	ids := []string{"", "a", "3f2b8c1e-9d4a-4c6b-8e2f-1a7d5c9b0e34", "TKT-000001", "ü\x00\xff", strings.Repeat("x", 300)}
+	for _, prefix := range []string{"", "reconcile\x00"} {
+		for _, id := range ids {
+			h := fnv.New64a()
+			h.Write([]byte(prefix + id))
+			if got, want := slotHash(prefix, id), h.Sum64(); got != want {
+				t.Errorf("slotHash(%q, %q) = %#x, want %#x (hash/fnv)", prefix, id, got, want)
+			}
+		}
+	}
+	if got := slotHash("reconcile\x00", "TKT-000001"); got != 0xadfd98bd02493cb0 {
+		t.Errorf("slotHash(reconcile, TKT-000001) = %#x: a ticket's reconcile slot moved", got)
 	}
 }

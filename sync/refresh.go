@@ -407,8 +407,9 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 		r.t.AgreedStatus, r.t.AgreedAt, r.t.ReconciledAt = string(d.Status), e.now(), c.now
 	}
 	var merge *statusMerge
-	believed := maps.Clone(known) // what state says the helpdesk holds
+	believed := known // what state says the helpdesk holds
 	if reconcile && !r.created && !r.adopted {
+		believed = maps.Clone(known) // reconcileFound makes known what the helpdesk holds
 		f, ok, err := e.hd.Lookup(c.ctx, t.ID)
 		if err != nil {
 			return c.ticketError(r, "look up helpdesk ticket", err)
