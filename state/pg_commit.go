@@ -142,7 +142,7 @@ const commitBufKeepMax = 1 << 20
 // A commit that rewrote a hotel's 100 tickets copied its values as hex
 // three times (a literal, pgx's parameter buffer, the message), the
 // largest allocation of a daemon of 2,000 quiet hotels. Here each array
-// travels in PostgreSQL's binary array format (pgByteaArrayBinary),
+// travels in PostgreSQL's binary array format (appendByteaArrayHeader),
 // encoded once into a pooled buffer, with its type named, and is copied
 // once more, into the message.
 func (t *pgTx) commitWrites() error {
@@ -207,37 +207,37 @@ func (t *pgTx) commitWrites() error {
 			}
 		}
 		if dels > 0 {
-			var arr []byte
-			cb.buf, arr = pgByteaArrayBinary(cb.buf, dels, func(yield func([]byte)) {
-				for _, k := range keys {
-					if w[k].del {
-						yield([]byte(k))
-					}
+			start := len(cb.buf)
+			cb.buf = appendByteaArrayHeader(cb.buf, dels)
+			for _, k := range keys {
+				if w[k].del {
+					cb.buf = appendByteaElem(cb.buf, k)
 				}
-			})
+			}
 			batch.ExecParams(`DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2 AND key = ANY($3)`,
-				[][]byte{hotel, []byte(name), arr}, []uint32{oidText, oidText, oidByteaList}, []int16{fmtText, fmtText, fmtBinary}, nil)
+				[][]byte{hotel, []byte(name), cb.buf[start:]}, []uint32{oidText, oidText, oidByteaList}, []int16{fmtText, fmtText, fmtBinary}, nil)
 		}
 		if puts > 0 {
-			var ks, vs []byte
-			cb.buf, ks = pgByteaArrayBinary(cb.buf, puts, func(yield func([]byte)) {
-				for _, k := range keys {
-					if !w[k].del {
-						yield([]byte(k))
-					}
+			// Two arrays, one after the other: should the values' growth
+			// move the buffer, the keys stay where they were written.
+			start := len(cb.buf)
+			cb.buf = appendByteaArrayHeader(cb.buf, puts)
+			for _, k := range keys {
+				if !w[k].del {
+					cb.buf = appendByteaElem(cb.buf, k)
 				}
-			})
-			cb.buf, vs = pgByteaArrayBinary(cb.buf, puts, func(yield func([]byte)) {
-				for _, k := range keys {
-					if !w[k].del {
-						yield(w[k].val)
-					}
+			}
+			ks, mid := cb.buf[start:], len(cb.buf)
+			cb.buf = appendByteaArrayHeader(cb.buf, puts)
+			for _, k := range keys {
+				if !w[k].del {
+					cb.buf = appendByteaElem(cb.buf, w[k].val)
 				}
-			})
+			}
 			batch.ExecParams(`INSERT INTO `+pgStateTable+` (hotel, bucket, key, value)
 				SELECT $1, $2, k, v FROM unnest($3::bytea[], $4::bytea[]) AS w(k, v)
 				ON CONFLICT (hotel, bucket, key) DO UPDATE SET value = excluded.value`,
-				[][]byte{hotel, []byte(name), ks, vs}, []uint32{oidText, oidText, oidByteaList, oidByteaList}, []int16{fmtText, fmtText, fmtBinary, fmtBinary}, nil)
+				[][]byte{hotel, []byte(name), ks, cb.buf[mid:]}, []uint32{oidText, oidText, oidByteaList, oidByteaList}, []int16{fmtText, fmtText, fmtBinary, fmtBinary}, nil)
 		}
 	}
 	batch.ExecParams("COMMIT", nil, nil, nil, nil)
@@ -263,27 +263,23 @@ func (t *pgTx) commitWrites() error {
 	return nil
 }
 
-// pgByteaArrayBinary appends to buf a bytea[] of n elements, as
-// PostgreSQL's binary format of arrays has it (one dimension, no NULL,
-// each element its length and its bytes), and returns buf and the
-// array's bytes within it. each yields the n elements in order.
-//
-// The array is a slice of buf: appending later may move buf, so the
-// array returned stays the bytes written, in the old backing array,
-// until the caller is done with it (pgconn copies parameters into its
-// message when they are queued).
-func pgByteaArrayBinary(buf []byte, n int, each func(yield func([]byte))) (out, arr []byte) {
-	start := len(buf)
+// appendByteaArrayHeader appends to buf the head of a bytea[] of n
+// elements in PostgreSQL's binary format of arrays: one dimension, no
+// NULL, the element type, the length and the lower bound. The n elements
+// follow, each appended with appendByteaElem.
+func appendByteaArrayHeader(buf []byte, n int) []byte {
 	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
 	buf = binary.BigEndian.AppendUint32(buf, 0) // no NULL
 	buf = binary.BigEndian.AppendUint32(buf, oidBytea)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
-	buf = binary.BigEndian.AppendUint32(buf, 1) // lower bound
-	each(func(v []byte) {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(v)))
-		buf = append(buf, v...)
-	})
-	return buf, buf[start:len(buf):len(buf)]
+	return binary.BigEndian.AppendUint32(buf, 1) // lower bound
+}
+
+// appendByteaElem appends one element of a binary bytea[]: its length,
+// then its bytes.
+func appendByteaElem[E string | []byte](buf []byte, v E) []byte {
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(v)))
+	return append(buf, v...)
 }
 
 // journalSeq reads the hotel's journal sequence (for a copy).
@@ -302,7 +298,7 @@ func (t *pgTx) journalSeq() (int64, error) {
 // encoding of a [][]byte (unprepared statements send their parameters as
 // text) made a string of each element and then a quoted copy of it. This
 // is one string. It serves the reads of many keys, which go through pgx's
-// batch; commits send their arrays in binary (pgByteaArrayBinary).
+// batch; commits send their arrays in binary (appendByteaArrayHeader).
 func pgByteaArray(vals [][]byte) string {
 	n := 2
 	for _, v := range vals {
