@@ -21,10 +21,12 @@ import (
 // replicas meanwhile.
 const startBackoff = time.Minute
 
-// workerIdle is how long a goroutine of the fleet's workers waits for the
-// next cycle's work before it ends: longer than the usual schedule, so
-// that a fleet whose cycles come every 30 s keeps its workers.
-const workerIdle = 2 * time.Minute
+// workerIdle is how long a goroutine of the fleet's workers waits for
+// work before it ends. The pool hands work to the goroutine that waited
+// least, so a busy fleet keeps those its steady load needs, and the
+// spares of a burst (every hotel's first cycle at once, 2,000 goroutines
+// of 30 KB of stack) end half a minute after it.
+const workerIdle = 30 * time.Second
 
 // runningHotel is one hotel the daemon runs, on a goroutine of its own
 // (run) that wires it, runs its scheduler, and restarts it after a panic.

@@ -72,6 +72,45 @@ func TestPoolKeepsItsGoroutines(t *testing.T) {
 	})
 }
 
+// TestPoolLetsABurstsGoroutinesEnd: after a burst of ten functions at
+// once, a steady load of one at a time runs on one goroutine, the one
+// that waited least, and the nine others end after the idle time; handed
+// round them all, the work would keep every one of them, and its stack.
+func TestPoolLetsABurstsGoroutinesEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(time.Minute)
+		release := make(chan struct{})
+		for range 10 {
+			p.Go(func() { <-release })
+		}
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		if n := p.waiting(); n != 10 {
+			t.Fatalf("%d goroutines wait after the burst, want 10", n)
+		}
+		ids := map[int]bool{}
+		for range 12 { // two minutes, a function every 10 s
+			ids[on(p, func() {})] = true
+			time.Sleep(10 * time.Second)
+		}
+		if len(ids) != 1 {
+			t.Errorf("one function at a time ran on %d goroutines, want 1", len(ids))
+		}
+		if n := p.waiting(); n != 1 {
+			t.Errorf("%d goroutines wait two minutes after the burst, want the 1 in use", n)
+		}
+		time.Sleep(time.Minute)
+	})
+}
+
+// waiting returns how many of p's goroutines wait for work.
+func (p *Pool) waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
 // TestNilPoolStartsAGoroutine: a nil pool runs each function on a new
 // goroutine.
 func TestNilPoolStartsAGoroutine(t *testing.T) {
