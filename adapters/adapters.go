@@ -296,7 +296,9 @@ type Deps struct {
 // body read included (see httpx.Bound).
 func (d Deps) HTTP(timeout time.Duration) *http.Client {
 	if d.Transport == nil {
-		return &http.Client{Timeout: timeout} // net/http bounds its own transport cheaply
+		// Tests and tools: net/http bounds its own transport without a
+		// goroutine a request.
+		return &http.Client{Timeout: timeout}
 	}
 	return &http.Client{Transport: httpx.Bound(d.Transport, timeout)}
 }

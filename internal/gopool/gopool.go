@@ -14,7 +14,11 @@
 // the pool's idle time ends.
 //
 // A nil *Pool runs each function on a new goroutine: the same code serves
-// a daemon of one hotel, and tests, unchanged.
+// a daemon of one hotel, and tests, unchanged. A test in a synctest bubble
+// makes its pool inside the bubble (a goroutine belongs to the bubble it
+// was started in) and waits the idle time out before the bubble ends.
+// A panic's trace names the pool's Go as the goroutine's creator, under
+// whichever caller first started that goroutine.
 package gopool
 
 import (
@@ -97,5 +101,11 @@ func (p *Pool) run(w *worker, f func()) {
 	}
 }
 
-// Ran returns how many functions the pool was given to run.
-func (p *Pool) Ran() uint64 { return p.ran.Load() }
+// Ran returns how many functions the pool was given to run (0 for a nil
+// pool, which keeps no count).
+func (p *Pool) Ran() uint64 {
+	if p == nil {
+		return 0
+	}
+	return p.ran.Load()
+}

@@ -17,7 +17,8 @@
 //     a request ([Bound]).
 //
 // Each part is given its policy when the chain is built (the slots, the
-// guard function); nothing is read from a request's context. The daemon
+// guard function); nothing is read from a request's context, and only
+// [Bound] sets one (its deadline). The daemon
 // builds one chain per hotel and hands it to the hotel's clients: the API
 // client as its http.Client, the adapters through adapters.Deps.
 //
@@ -117,14 +118,24 @@ func (b *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(req.Context(), b.timeout)
 	resp, err := b.base.RoundTrip(req.WithContext(ctx))
 	if err != nil {
-		if ctx.Err() != nil && req.Context().Err() == nil {
-			err = &timeoutError{d: b.timeout, err: err}
-		}
 		cancel()
-		return nil, err
+		return nil, b.named(req.Context(), ctx, err)
 	}
-	resp.Body = &boundBody{ReadCloser: resp.Body, cancel: cancel}
+	body := resp.Body
+	if body == nil {
+		body = http.NoBody // as net/http reads a nil body
+	}
+	resp.Body = &boundBody{ReadCloser: body, b: b, parent: req.Context(), ctx: ctx, cancel: cancel}
 	return resp, nil
+}
+
+// named returns err as a timeoutError when ctx's deadline ended the
+// exchange, parent (the caller's context) still live.
+func (b *boundTransport) named(parent, ctx context.Context, err error) error {
+	if ctx.Err() != nil && parent.Err() == nil {
+		return &timeoutError{d: b.timeout, err: err}
+	}
+	return err
 }
 
 // timeoutError is the error of a bound request whose deadline passed: a
@@ -140,10 +151,21 @@ func (e *timeoutError) Unwrap() error   { return e.err }
 func (e *timeoutError) Timeout() bool   { return true }
 func (e *timeoutError) Temporary() bool { return true }
 
-// boundBody ends its request's context when it is closed.
+// boundBody ends its request's context when it is closed; a read the
+// deadline ended fails with the timeoutError that names it.
 type boundBody struct {
 	io.ReadCloser
-	cancel context.CancelFunc
+	b           *boundTransport
+	parent, ctx context.Context
+	cancel      context.CancelFunc
+}
+
+func (b *boundBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = b.b.named(b.parent, b.ctx, err)
+	}
+	return n, err
 }
 
 func (b *boundBody) Close() error {
@@ -200,6 +222,9 @@ func (s *slotTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The slot is held until the body is read and closed: the request is
 	// in flight until then.
+	if resp.Body == nil {
+		resp.Body = http.NoBody // as net/http reads a nil body
+	}
 	resp.Body = &slotBody{ReadCloser: resp.Body, release: func() { <-s.slots }}
 	return resp, nil
 }

@@ -283,8 +283,8 @@ func TestBoundEndsASilentExchange(t *testing.T) {
 		if c := httpretry.Classify(t.Context(), 0, err); c != httpretry.Retryable {
 			t.Errorf("classified %v, want Retryable (the timeout of one attempt)", c)
 		}
-		if len(base.seen) != 1 || base.seen[0].Cancel != nil {
-			t.Fatalf("requests sent %d, the first with a Cancel channel: %v", len(base.seen), len(base.seen) == 1 && base.seen[0].Cancel != nil)
+		if len(base.seen) != 1 || cancelSet(base.seen[0]) {
+			t.Fatalf("requests sent %d, the first with a Cancel channel: %v", len(base.seen), len(base.seen) == 1 && cancelSet(base.seen[0]))
 		}
 	})
 }
@@ -303,7 +303,7 @@ func TestBoundHoldsUntilTheBodyIsClosed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, ok := ctx.Deadline(); !ok || d.Sub(time.Now()) != time.Minute {
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) != time.Minute {
 			t.Errorf("the request's deadline %v (set %v), want a minute from now", d, ok)
 		}
 		if ctx.Err() != nil {
@@ -319,6 +319,60 @@ func TestBoundHoldsUntilTheBodyIsClosed(t *testing.T) {
 	})
 }
 
+// cancelSet reports whether net/http set req's Cancel channel, which it
+// does only to end a request the old way, with a goroutine and a timer.
+func cancelSet(req *http.Request) bool {
+	//lint:ignore SA1019 the deprecated field is the old way's mark
+	return req.Cancel != nil
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// ctxBody is an answer's body that sends nothing until its request's
+// context ends, and then fails with the context's error, as net/http's
+// does.
+type ctxBody struct{ ctx context.Context }
+
+func (b ctxBody) Read([]byte) (int, error) {
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+func (ctxBody) Close() error { return nil }
+
+// TestBoundNamesATimeoutInTheBody: an answer whose body stops coming ends
+// at the deadline with the timeout error that names it; an answer without
+// a body reads as empty through the chain, as net/http has it.
+func TestBoundNamesATimeoutInTheBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Body: ctxBody{req.Context()}, Request: req}, nil
+		})
+		resp, err := get(t, t.Context(), Bound(base, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(resp.Body)
+		var ne interface{ Timeout() bool }
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() || !strings.Contains(err.Error(), "no answer within 1m0s") {
+			t.Errorf("reading the body: %v, want the timeout that names 1m0s", err)
+		}
+		_ = resp.Body.Close()
+
+		none := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusNoContent, Request: req}, nil
+		})
+		slots := NewSlots(1)
+		resp, err = get(t, t.Context(), Bound(Chain{Slots: slots}.Transport(none), time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 0 {
+			t.Errorf("an answer without a body reads %q, %v", b, err)
+		}
+		if err := resp.Body.Close(); err != nil || len(slots) != 0 {
+			t.Errorf("closing an answer without a body: %v, %d slots still held", err, len(slots))
+		}
+	})
+}
