@@ -49,8 +49,9 @@ import (
 // for PostgreSQL the client's turns on the wire, counted by a proxy between
 // the daemon and the database.
 //
-// TICKETBRIDGE_FLEET_PROFILE names a folder for the many-hotel daemon's
-// profiles: the binary is then built with -tags pprof, and the folder gets
+// TICKETBRIDGE_FLEET_PROFILE names a folder (made when missing) for the
+// many-hotel daemon's profiles: the binary is then built with -tags
+// pprof, and the folder gets
 // a CPU profile of the quiet window (cpu-BACKEND.prof) and heap profiles
 // at its start and end (heap-BACKEND-base.prof, heap-BACKEND.prof: the
 // window's allocations are their difference, go tool pprof -base), for go
@@ -68,7 +69,12 @@ func BenchmarkFleetProcess(b *testing.B) {
 	schedule, _ := benchSchedule(b, "@every 2s")
 	bin := filepath.Join(b.TempDir(), "ticketbridge")
 	build := []string{"build", "-o", bin}
-	if os.Getenv("TICKETBRIDGE_FLEET_PROFILE") != "" {
+	if dir := os.Getenv("TICKETBRIDGE_FLEET_PROFILE"); dir != "" {
+		// Made now: a folder that cannot be made fails the run at its
+		// start, not after twenty minutes of it.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatalf("TICKETBRIDGE_FLEET_PROFILE: %v", err)
+		}
 		build = append(build, "-tags", "pprof")
 	}
 	if out, err := exec.Command("go", append(build, ".")...).CombinedOutput(); err != nil {
