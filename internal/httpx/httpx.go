@@ -93,8 +93,9 @@ func (c Chain) Client(hc *http.Client) *http.Client {
 // http.Client.Timeout over a transport net/http does not know (any
 // wrapper, such as a [Chain]'s) starts a goroutine, a timer and two
 // channels for every request, to cancel it the old way: at thousands of
-// hotels, hundreds of goroutines a second to start and wake. Bound gives the request a context with the deadline
-// instead, as http.Client does for its own transport. A request whose
+// hotels, hundreds of goroutines a second to start and wake. Bound gives
+// the request a context with the deadline instead, as http.Client does
+// for its own transport. A request, or a read of its answer's body, whose
 // deadline passes fails with an error that matches
 // context.DeadlineExceeded, whose Timeout method reports true, and that
 // names the timeout; httpretry classifies it as the timeout of one
