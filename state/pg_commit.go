@@ -176,14 +176,9 @@ func (t *pgTx) commitWrites() error {
 	batch.ExecParams(`SELECT ticketbridge_commit($1, $2, $3)`, [][]byte{hotel, seq, fence},
 		[]uint32{oidText, oidInt8, oidInt8}, nil, nil)
 	for _, p := range t.prefixes {
-		sql, vals := `DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`, [][]byte{hotel, []byte(p.bucket)}
-		if len(p.prefix) > 0 {
-			sql, vals = sql+` AND key >= $3`, append(vals, p.prefix)
-			if end := prefixEnd(p.prefix); end != nil {
-				sql, vals = sql+` AND key < $4`, append(vals, end)
-			}
-		}
-		batch.ExecParams(sql, vals, []uint32{oidText, oidText, oidBytea, oidBytea}[:len(vals)], []int16{fmtText, fmtText, fmtBinary, fmtBinary}[:len(vals)], nil)
+		where, bounds := keyRange(p.prefix)
+		vals := append([][]byte{hotel, []byte(p.bucket)}, bounds...)
+		batch.ExecParams(`DELETE FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`+where, vals, []uint32{oidText, oidText, oidBytea, oidBytea}[:len(vals)], []int16{fmtText, fmtText, fmtBinary, fmtBinary}[:len(vals)], nil)
 	}
 	buckets := make([]string, 0, len(t.writes))
 	for name := range t.writes {

@@ -204,9 +204,12 @@ func (t *pgTx) scan(bucket string, prefix []byte, fn func(k, v []byte) error) er
 	// every ticket.
 	var arena byteArena
 	err := t.exchange(func(b *pgx.Batch) {
-		where, args := keyRange(prefix)
-		b.Queue(`SELECT key, value FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`+where+` ORDER BY key`,
-			append([]any{t.b.hotel, bucket}, args...)...)
+		where, bounds := keyRange(prefix)
+		args := []any{t.b.hotel, bucket}
+		for _, v := range bounds {
+			args = append(args, v)
+		}
+		b.Queue(`SELECT key, value FROM `+pgStateTable+` WHERE hotel = $1 AND bucket = $2`+where+` ORDER BY key`, args...)
 	}, func(br pgx.BatchResults) error {
 		r, err := br.Query()
 		if err != nil {
@@ -310,15 +313,16 @@ func (t *pgTx) put(bucket string, key, val []byte) error {
 }
 
 // keyRange returns the SQL condition, on parameters $3 and $4, that selects
-// the keys starting with prefix.
-func keyRange(prefix []byte) (string, []any) {
+// the keys starting with prefix, and the values of those parameters (as
+// many as the condition names).
+func keyRange(prefix []byte) (string, [][]byte) {
 	if len(prefix) == 0 {
 		return "", nil
 	}
 	if end := prefixEnd(prefix); end != nil {
-		return " AND key >= $3 AND key < $4", []any{prefix, end}
+		return " AND key >= $3 AND key < $4", [][]byte{prefix, end}
 	}
-	return " AND key >= $3", []any{prefix}
+	return " AND key >= $3", [][]byte{prefix}
 }
 
 func (t *pgTx) del(bucket string, key []byte) error {
