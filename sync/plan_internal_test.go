@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -218,5 +219,46 @@ func TestByIDKeepsTheLaterUpdate(t *testing.T) {
 	}
 	if _, ok := findListed(got, "d"); ok {
 		t.Error("findListed found d, which no list showed")
+	}
+}
+
+// TestPlanReads checks which tickets a cycle reads and in what order:
+// imports first, then the longest waiting, by id at a tie. It also
+// checks that picking five tickets of a hundred copies each record once,
+// into a slice of their number: grown by appending, the records were
+// copied over and over (two allocations then, four before).
+func TestPlanReads(t *testing.T) {
+	e := planEngine(t, "assigned")
+	later := planNow.Add(time.Hour)
+	var tracked []state.Ticket
+	for i := range 100 {
+		tracked = append(tracked, state.Ticket{ID: fmt.Sprintf("t-%03d", i), Ref: "r", NextDue: later})
+	}
+	tracked[90].NextDue = planNow.Add(-time.Minute) // due
+	tracked[40].NextDue = planNow.Add(-time.Hour)   // due, waited longest
+	tracked[70].Ref = ""                            // to import
+	tracked[70].NextDue = planNow
+	tracked[10].NextDue = planNow.Add(-time.Minute) // due, ties with 90
+	waiting := map[string]bool{"t-020": true, "t-030": true}
+	tracked[30].Attempts = 1 // backing off: its status change waits
+	recon := map[string]bool{"t-050": true}
+
+	due := planReads(tracked, waiting, recon, e.pol, planNow)
+	var got []string
+	for _, d := range due {
+		got = append(got, d.ID)
+	}
+	want := []string{"t-070", "t-040", "t-010", "t-090", "t-020", "t-050"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("planReads = %v, want %v", got, want)
+	}
+	if due[0].Ref != "" || !due[1].NextDue.Equal(planNow.Add(-time.Hour)) {
+		t.Errorf("planReads returned records other than the tracked ones: %+v", due[:2])
+	}
+	if n := testing.AllocsPerRun(20, func() { planReads(tracked, waiting, recon, e.pol, planNow) }); n > 2 {
+		t.Errorf("planReads of 6 tickets in 100 made %.0f allocations, want at most 2", n)
+	}
+	if due := planReads(tracked[:0], nil, nil, e.pol, planNow); due != nil {
+		t.Errorf("planReads of no tickets = %v, want nil", due)
 	}
 }

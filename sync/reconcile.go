@@ -101,13 +101,8 @@ func (p policy) reconcileDue(t *state.Ticket, now time.Time) bool {
 // cycle: those due, the ones asked for first, then the longest waiting, at
 // most budget of them (0: no bound).
 func pickReconciles(tracked []state.Ticket, pol policy, now time.Time, budget int) map[string]bool {
-	var due []state.Ticket
-	for _, t := range tracked {
-		if pol.reconcileDue(&t, now) {
-			due = append(due, t)
-		}
-	}
-	slices.SortFunc(due, func(a, b state.Ticket) int {
+	due := pickTickets(tracked, func(t *state.Ticket) bool { return pol.reconcileDue(t, now) })
+	slices.SortFunc(due, func(a, b *state.Ticket) int {
 		if a.ReconcileSoon != b.ReconcileSoon {
 			if a.ReconcileSoon {
 				return -1
