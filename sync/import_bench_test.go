@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	gosync "sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -45,8 +45,8 @@ const (
 //	TICKETBRIDGE_BENCH_IMPORT=10000 TICKETBRIDGE_BENCH_IMPORT_LATENCY=50ms TICKETBRIDGE_BENCH_IMPORT_CONCURRENCY=32 \
 //	  go test -run '^$' -bench BenchmarkImport -benchtime 1x ./sync/
 func BenchmarkImport(b *testing.B) {
-	n := benchEnvInt(b, benchImportEnv, 1000)
-	conc := benchEnvInt(b, benchImportConcEnv, tbsync.DefaultConfig().Concurrency)
+	n := testutil.EnvInt(b, benchImportEnv, 1000)
+	conc := testutil.EnvInt(b, benchImportConcEnv, tbsync.DefaultConfig().Concurrency)
 	depts := max(benchDepts, (n+149)/150)
 	var opts []refservertest.Option
 	if v := os.Getenv(benchImportLatencyEnv); v != "" {
@@ -143,19 +143,4 @@ func readPool(b *testing.B, api *guestapi.Client, ids []string, conc int) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// benchEnvInt reads a positive integer from the variable name, def when
-// it is unset.
-func benchEnvInt(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive whole number", name, v)
-	}
-	return n
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
@@ -29,14 +30,7 @@ const (
 )
 
 func loadTickets(b *testing.B) int {
-	n := defaultLoadTickets
-	if v := os.Getenv("TICKETBRIDGE_LOAD_TICKETS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("TICKETBRIDGE_LOAD_TICKETS=%q: want a positive number", v)
-		}
-	}
-	return n
+	return testutil.EnvInt(b, "TICKETBRIDGE_LOAD_TICKETS", defaultLoadTickets)
 }
 
 // BenchmarkLoad measures cycles of the steady state over 10,000 tracked

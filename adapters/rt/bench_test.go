@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // waitMeter measures the time during which at least one request to RT is
@@ -89,14 +88,7 @@ func (b *meteredBody) Close() error {
 func BenchmarkMirror200x10(b *testing.B) {
 	r := needRT(b)
 	const perTicket, workers = 10, 4
-	tickets := 200
-	if v := os.Getenv("TICKETBRIDGE_RT_BENCH_TICKETS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("TICKETBRIDGE_RT_BENCH_TICKETS=%q: want a number of requests, 1 or more", v)
-		}
-		tickets = n
-	}
+	tickets := testutil.EnvInt(b, "TICKETBRIDGE_RT_BENCH_TICKETS", 200)
 	for b.Loop() {
 		b.StopTimer()
 		queue := r.queue(b, "bench")

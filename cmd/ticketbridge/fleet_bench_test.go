@@ -22,6 +22,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // BenchmarkFleet measures one daemon serving many hotels in steady state:
@@ -41,8 +42,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkFleet -benchtime 20x ./cmd/ticketbridge/
 func BenchmarkFleet(b *testing.B) {
-	hotels := benchEnvInt(b, "TICKETBRIDGE_FLEET_HOTELS", 200)
-	tickets := benchEnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
+	hotels := testutil.EnvInt(b, "TICKETBRIDGE_FLEET_HOTELS", 200)
+	tickets := testutil.EnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
 
 	// One hotel first, then all of them, in the same process against the
 	// same reference server: its requests of every hotel weigh on the
@@ -256,16 +257,4 @@ func peakRSSBytes(b *testing.B) int64 {
 		}
 	}
 	return 0
-}
-
-func benchEnvInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive number", name, v)
-	}
-	return n
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // BenchmarkFleetPageLoad measures what viewers of the status page cost a
@@ -32,9 +33,9 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkFleetPageLoad -benchtime 10x ./cmd/ticketbridge/
 func BenchmarkFleetPageLoad(b *testing.B) {
-	hotels := benchEnvInt(b, "TICKETBRIDGE_FLEET_HOTELS", 200)
-	tickets := benchEnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
-	clients := benchEnvInt(b, "TICKETBRIDGE_PAGE_CLIENTS", 100)
+	hotels := testutil.EnvInt(b, "TICKETBRIDGE_FLEET_HOTELS", 200)
+	tickets := testutil.EnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
+	clients := testutil.EnvInt(b, "TICKETBRIDGE_PAGE_CLIENTS", 100)
 	bf := newBenchFleet(b, hotels, tickets)
 	bf.startAll(b)
 	base := "http://" + bf.fx.tel.Addr().String()

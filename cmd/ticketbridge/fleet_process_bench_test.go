@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
 
@@ -64,8 +65,8 @@ import (
 //	TICKETBRIDGE_FLEET_HOTELS=2000 TICKETBRIDGE_FLEET_SCHEDULE='@every 30s' \
 //	    go test -run '^$' -bench 'BenchmarkFleetProcess/bbolt' -benchtime 1x -timeout 2h ./cmd/ticketbridge/
 func BenchmarkFleetProcess(b *testing.B) {
-	hotels := benchEnvInt(b, "TICKETBRIDGE_FLEET_HOTELS", 200)
-	tickets := benchEnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
+	hotels := testutil.EnvInt(b, "TICKETBRIDGE_FLEET_HOTELS", 200)
+	tickets := testutil.EnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
 	schedule, _ := benchSchedule(b, "@every 2s")
 	bin := filepath.Join(b.TempDir(), "ticketbridge")
 	build := []string{"build", "-o", bin}

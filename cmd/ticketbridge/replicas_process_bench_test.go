@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
 
@@ -38,8 +39,8 @@ func BenchmarkReplicasProcess(b *testing.B) {
 	if os.Getenv(statetest.Env) == "" {
 		b.Skip(statetest.SkipMessage)
 	}
-	hotels := benchEnvInt(b, "TICKETBRIDGE_REPLICAS_HOTELS", 200)
-	tickets := benchEnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
+	hotels := testutil.EnvInt(b, "TICKETBRIDGE_REPLICAS_HOTELS", 200)
+	tickets := testutil.EnvInt(b, "TICKETBRIDGE_FLEET_TICKETS", 100)
 	bin := filepath.Join(b.TempDir(), "ticketbridge")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)

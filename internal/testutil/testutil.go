@@ -1,10 +1,10 @@
 // Package testutil holds the small helpers that tests across the module
 // share: a buffer that concurrent loggers may write to while a test reads
 // it, a fake clock, an HTTP server on in-memory connections for tests in a
-// testing/synctest bubble, and reading a Prometheus scrape. It is for tests and
-// test fakes only; no code the daemon runs imports it. Its own tests check
-// a rule of the whole module: no non-test Go file past 800 lines
-// (TestNoLongFiles).
+// testing/synctest bubble, reading a Prometheus scrape, and a benchmark's
+// size from the environment (EnvInt). It is for tests and test fakes only;
+// no code the daemon runs imports it. Its own tests check a rule of the
+// whole module: no non-test Go file past 800 lines (TestNoLongFiles).
 package testutil
 
 import (
