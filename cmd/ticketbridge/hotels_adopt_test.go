@@ -118,3 +118,44 @@ func TestHotelsAdoptRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestHotelsAdoptFollowsNoPlantedLink: the hotel's new helpdesk folder
+// lies in the staff's folder (2770), where a member of the group can make
+// it a link, to /etc/profile.d say, and drop a script into the old folder.
+// adopt, which an administrator runs as root, refuses and moves nothing,
+// neither the state nor the script.
+func TestHotelsAdoptFollowsNoPlantedLink(t *testing.T) {
+	b := newBridge(t)
+	b.ticket("towels")
+	if out, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once: exit %d\n%s%s", code, out, errOut)
+	}
+	helpdesk := b.vars["TICKETBRIDGE_FILES_DIR"]
+	if err := os.Chmod(helpdesk, os.ModeSetgid|0o770); err != nil { // as installed
+		t.Fatal(err)
+	}
+	profiled := filepath.Join(t.TempDir(), "profile.d")
+	if err := os.Mkdir(profiled, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seaside := filepath.Join(helpdesk, "seaside")
+	if err := os.Symlink(profiled, seaside); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(helpdesk, "zz-x.sh"), "echo planted\n", 0o644)
+	hotels := filepath.Join(b.dir, "hotels.d")
+	writeFile(t, filepath.Join(hotels, "seaside.env"), "TICKETBRIDGE_API_KEY_FILE="+b.vars["TICKETBRIDGE_API_KEY_FILE"]+
+		"\nTICKETBRIDGE_ADAPTER=files\nTICKETBRIDGE_FILES_DIR="+seaside+"\n", 0o600)
+	b.vars["TICKETBRIDGE_HOTELS_DIR"] = hotels
+
+	out, errOut, code := b.cmd("hotels", "adopt", "seaside")
+	if code == 0 || !strings.Contains(errOut, "symbolic link") {
+		t.Errorf("hotels adopt into a planted link: exit %d, want a refusal naming the link\n%s%s", code, out, errOut)
+	}
+	if des, _ := os.ReadDir(profiled); len(des) != 0 {
+		t.Errorf("adopt moved %d entries through the link, %s first", len(des), des[0].Name())
+	}
+	if _, err := os.Stat(b.vars["TICKETBRIDGE_STATE"]); err != nil {
+		t.Errorf("the one hotel's state moved: %v", err)
+	}
+}

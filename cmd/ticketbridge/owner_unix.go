@@ -54,6 +54,9 @@ func giveToOwner(dir string) error {
 		if err != nil {
 			return err
 		}
+		if beforeOwnerChange != nil {
+			beforeOwnerChange(p)
+		}
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -64,6 +67,10 @@ func giveToOwner(dir string) error {
 		return nil
 	})
 }
+
+// beforeOwnerChange, when a test sets it, runs as giveToOwner reaches each
+// entry: the moment a swap would be made.
+var beforeOwnerChange func(path string)
 
 // useUnitUmask sets the process's umask to the UMask= of the unit l
 // installs, so that what once, run by root in a shell, makes is made as

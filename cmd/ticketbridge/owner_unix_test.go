@@ -132,3 +132,51 @@ func TestOnceMakesFoldersAsTheServiceWould(t *testing.T) {
 		t.Errorf("once left the umask %o", now)
 	}
 }
+
+// TestGiveToOwnerFollowsNoLinkSwappedInMidWalk: a member of the staff's
+// group who swaps a sub-folder for a link while root walks the folder does
+// not get root to hand a file elsewhere to the service.
+func TestGiveToOwnerFollowsNoLinkSwappedInMidWalk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it hands files to another user")
+	}
+	helpdesk := filepath.Join(t.TempDir(), "helpdesk")
+	if err := os.MkdirAll(filepath.Join(helpdesk, "tickets", "t1"), 0o770); err != nil {
+		t.Fatal(err)
+	}
+	const service = 65534
+	if err := os.Chown(helpdesk, service, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(helpdesk, "tickets", "t1", "thread.md"), nil, 0o660); err != nil {
+		t.Fatal(err)
+	}
+	etc := t.TempDir() // root's, as /etc
+	victim := filepath.Join(etc, "shadow")
+	if err := os.WriteFile(victim, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tickets := filepath.Join(helpdesk, "tickets")
+	beforeOwnerChange = func(p string) {
+		if p != tickets {
+			return
+		}
+		// The walk is at tickets/: it is moved aside, and a link to
+		// root's folder put in its place.
+		if err := os.Rename(tickets, filepath.Join(helpdesk, "moved")); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(etc, tickets); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { beforeOwnerChange = nil })
+	_ = giveToOwner(helpdesk) // an error is fine; a file handed over is not
+	fi, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != 0 {
+		t.Errorf("root's file behind the swapped-in link was handed to uid %d", uid)
+	}
+}
