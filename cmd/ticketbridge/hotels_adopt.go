@@ -20,6 +20,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -123,23 +124,13 @@ func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name
 	if err != nil {
 		return err
 	}
-	if err := mkdirLike(filepath.Dir(to), filepath.Dir(from)); err != nil {
-		return fmt.Errorf("hotels adopt: %w", err)
-	}
-	for _, suffix := range []string{"", bridge.StatusSuffix} {
-		if err := os.Rename(from+suffix, to+suffix); err != nil && !(suffix != "" && errors.Is(err, fs.ErrNotExist)) {
-			return fmt.Errorf("hotels adopt: move state: %w", err)
-		}
+	if err := moveEntries(filepath.Dir(from), filepath.Dir(to), []string{filepath.Base(from), filepath.Base(from) + bridge.StatusSuffix}, []string{filepath.Base(to), filepath.Base(to) + bridge.StatusSuffix}); err != nil {
+		return fmt.Errorf("hotels adopt: move state: %w", err)
 	}
 	fmt.Fprintf(out, "moved the state %s to %s\n", from, to)
 	for _, m := range moves {
-		if err := mkdirLike(m.to, m.from); err != nil {
-			return fmt.Errorf("hotels adopt: %w", err)
-		}
-		for _, e := range m.entries {
-			if err := os.Rename(filepath.Join(m.from, e), filepath.Join(m.to, e)); err != nil {
-				return fmt.Errorf("hotels adopt: move helpdesk folder: %w", err)
-			}
+		if err := moveEntries(m.from, m.to, m.entries, m.entries); err != nil {
+			return fmt.Errorf("hotels adopt: move helpdesk folder: %w", err)
 		}
 		fmt.Fprintf(out, "moved %s of %s into %s\n", strings.Join(m.entries, ", "), m.from, m.to)
 	}
@@ -178,23 +169,49 @@ func folderMoves(ctx context.Context, main config.Daemon, src config.Source, h c
 		if j < 0 || news[j].Path == o.Path {
 			continue
 		}
-		des, err := os.ReadDir(o.Path)
+		old, err := safefile.OpenDir(o.Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("hotels adopt: %w", err)
 		}
+		des, err := old.ReadDir()
+		old.Close()
+		if err != nil {
+			return nil, fmt.Errorf("hotels adopt: %w", err)
+		}
 		m := folderMove{from: o.Path, to: news[j].Path}
+		// The new folder often lies in the staff's folder (2770), where
+		// anyone of the group could have made it a link: it is opened
+		// as adopt will move into it, following no such link.
+		to, err := safefile.OpenDir(m.to)
+		switch {
+		case errors.Is(err, safefile.ErrLink):
+			return nil, fmt.Errorf("hotels adopt: %w: remove it and run adopt again (adopt makes the folder), or name another folder in %s", err, o.Var)
+		case errors.Is(err, fs.ErrNotExist):
+			to = nil
+		case err != nil:
+			return nil, fmt.Errorf("hotels adopt: %w", err)
+		}
 		for _, de := range des {
 			p := filepath.Join(o.Path, de.Name())
 			if slices.ContainsFunc(keep, func(k string) bool { return config.Within(k, p) }) {
 				continue
 			}
-			if _, err := os.Lstat(filepath.Join(m.to, de.Name())); err == nil {
-				return nil, fmt.Errorf("hotels adopt: %s holds %s already: adopt would overwrite it; empty %s or name another folder in %s", m.to, de.Name(), m.to, o.Var)
+			if to != nil {
+				if there, err := to.Exists(de.Name()); err != nil || there {
+					to.Close()
+					if err != nil {
+						return nil, fmt.Errorf("hotels adopt: %w", err)
+					}
+					return nil, fmt.Errorf("hotels adopt: %s holds %s already: adopt would overwrite it; empty %s or name another folder in %s", m.to, de.Name(), m.to, o.Var)
+				}
 			}
 			m.entries = append(m.entries, de.Name())
+		}
+		if to != nil {
+			to.Close()
 		}
 		if len(m.entries) > 0 {
 			out = append(out, m)
@@ -203,24 +220,68 @@ func folderMoves(ctx context.Context, main config.Daemon, src config.Source, h c
 	return out, nil
 }
 
-// mkdirLike makes dir, when it does not exist, with the mode of like
-// (the setgid bit too), and, run by root, its owner and group.
-func mkdirLike(dir, like string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	fi, err := os.Stat(like)
+// moveEntries moves the entries names of the folder from to the folder to,
+// as news, making to like from when it does not exist. Both folders are
+// opened without following a link staff could have planted, and each
+// entry moved by descriptor, never over an entry of to: a name taken
+// meanwhile fails the move and leaves both as they are.
+func moveEntries(from, to string, names, news []string) error {
+	src, err := safefile.OpenDir(from)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	defer src.Close()
+	dst, err := mkdirLike(to, src)
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(dir, fi.Mode()&(fs.ModePerm|fs.ModeSetgid)); err != nil {
-		return err
-	}
-	if uid, gid, ok := config.FileOwner(fi); ok && os.Geteuid() == 0 {
-		return os.Lchown(dir, uid, gid)
+	defer dst.Close()
+	for i, name := range names {
+		err := src.Move(name, dst, news[i])
+		if i > 0 && errors.Is(err, fs.ErrNotExist) {
+			continue // the state's status snapshot may be missing
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// mkdirLike opens the folder dir, making it first when it does not exist
+// with the mode of like (the setgid bit too), and, run by root, its owner
+// and group. Neither dir nor its parent is reached through a link staff
+// could have planted (see safefile.OpenDir).
+func mkdirLike(dir string, like *safefile.Dir) (*safefile.Dir, error) {
+	if d, err := safefile.OpenDir(dir); !errors.Is(err, fs.ErrNotExist) {
+		return d, err
+	}
+	parentPath, name := filepath.Split(filepath.Clean(dir))
+	parent, err := safefile.OpenDir(parentPath)
+	if errors.Is(err, fs.ErrNotExist) && filepath.Clean(parentPath) != filepath.Clean(dir) {
+		parent, err = mkdirLike(parentPath, like)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer parent.Close()
+	if err := parent.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	d, err := parent.Sub(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := like.Stat()
+	if err == nil {
+		err = d.Chmod(fi.Mode() & (fs.ModePerm | fs.ModeSetgid))
+	}
+	if uid, gid, ok := config.FileOwner(fi); err == nil && ok && os.Geteuid() == 0 {
+		err = d.Chown(uid, gid)
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
 }

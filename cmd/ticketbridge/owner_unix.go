@@ -3,68 +3,75 @@
 package main
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
 )
 
-// giveToOwner makes every file and folder below dir owned by dir's owner,
-// keeping their groups; a dir of root's in a folder of another's is given,
-// with what it holds, to that folder's owner. It does something only for root: a command run by
-// root on the service's state directory must not leave files the service
-// (another user) cannot open.
+// giveToOwner gives what root made below dir (folders, and plain files
+// with one link) to dir's owner, keeping their groups; a dir of root's in
+// a folder of another's is given, with what it holds, to that folder's
+// owner. It does something only for root: a command run by root on the
+// service's state directory or the staff's helpdesk folder must not leave
+// files the service (another user) cannot open.
+//
+// The folder is opened without following a link staff could have planted
+// on its way, and walked by descriptor (see safefile.Dir): a sub-folder
+// swapped for a link mid-walk hands nothing elsewhere to the service.
+// What is not root's (a staff member's reply) stays its owner's.
 func giveToOwner(dir string) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
 	// Under the unit's DynamicUser=yes, /var/lib/ticketbridge is a link to
-	// private/ticketbridge: walk what it points to (a walk does not follow
-	// a link at its root).
-	dir, err := filepath.EvalSymlinks(dir)
+	// private/ticketbridge, in root's /var/lib: OpenDir follows it.
+	d, err := safefile.OpenDir(dir)
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(dir)
+	defer d.Close()
+	fi, err := d.Stat()
 	if err != nil {
 		return err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	owner, _, ok := config.FileOwner(fi)
 	if !ok {
 		return nil
 	}
-	owner := int(st.Uid)
 	if owner == 0 {
 		// A folder root made (once making a hotel's helpdesk folder in
 		// the staff's): it is the service's when its parent is.
-		pfi, err := os.Stat(filepath.Dir(dir))
+		parent, err := safefile.OpenDir(dir + "/..")
 		if err != nil {
 			return err
 		}
-		pst, ok := pfi.Sys().(*syscall.Stat_t)
-		if !ok || pst.Uid == 0 {
+		pfi, err := parent.Stat()
+		parent.Close()
+		if err != nil {
+			return err
+		}
+		if owner, _, ok = config.FileOwner(pfi); !ok || owner == 0 {
 			return nil
 		}
-		owner = int(pst.Uid)
+		if err := d.Chown(owner, -1); err != nil {
+			return err
+		}
 	}
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	return d.Walk(func(e safefile.Entry) error {
 		if beforeOwnerChange != nil {
-			beforeOwnerChange(p)
+			beforeOwnerChange(e.Path)
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
+		st, ok := e.Info.Sys().(*syscall.Stat_t)
+		if !ok || st.Uid != 0 {
+			return nil
 		}
-		if s, ok := info.Sys().(*syscall.Stat_t); ok && int(s.Uid) != owner {
-			return os.Lchown(p, owner, -1)
+		if !e.Dir && (!e.Info.Mode().IsRegular() || st.Nlink != 1) {
+			return nil // a hard link could be root's file elsewhere
 		}
-		return nil
+		return e.File.Chown(owner, -1)
 	})
 }
 

@@ -5,9 +5,16 @@
 // file it opened, so that the caller checks the file it reads and not a path
 // that may have been swapped in between.
 //
+// [Dir] does the same for folders: it opens a folder without following a
+// link anyone but root or this process's user could have planted on its
+// way, and then reads, writes, moves and walks what it holds by
+// descriptor, following no link at all. It is what a command run by root
+// uses in the folders the staff's group may write.
+//
 // Its errors name the path and what is wrong, never the file's content:
 // [JSONError] turns a JSON decoding error into one that says where, not
-// what. It does not write files; see package atomicfile for that.
+// what. Apart from [Dir.WriteFile], it does not write files; see package
+// atomicfile for that.
 package safefile
 
 import (
@@ -24,6 +31,10 @@ import (
 // ErrNotRegular: the path holds a symbolic link, a directory, a pipe or a
 // device rather than a plain file.
 var ErrNotRegular = errors.New("not a regular file (a link, a directory, a pipe or a device)")
+
+// ErrLink: a symbolic link where a folder was expected, in a folder others
+// may write, so that following it could lead anywhere they chose.
+var ErrLink = errors.New("a symbolic link where a folder is expected: not followed, since someone other than root or the service could have put it there")
 
 // ErrTooBig: the file is larger than the caller's limit.
 var ErrTooBig = errors.New("file too big")

@@ -1,0 +1,24 @@
+//go:build unix && !linux
+
+package safefile
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// renameNoReplace refuses a taken new name, then renames: without
+// renameat2 the check and the rename are two steps, so an entry made in
+// between is replaced.
+func renameNoReplace(fromFD int, from string, toFD int, to string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(toFD, to, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil {
+		return unix.EEXIST
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return unix.Renameat(fromFD, from, toFD, to)
+}
