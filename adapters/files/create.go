@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 )
 
 // errNameTaken says that a folder of the name chosen appeared before the
@@ -81,9 +81,14 @@ func (a *Adapter) ensure(ctx context.Context, t adapters.Ticket) (adapters.Ref, 
 // scan).
 func (a *Adapter) reserve(t adapters.Ticket) (name, tmp string, err error) {
 	root := filepath.Join(a.dir, ticketsDir)
+	tickets, err := a.sub(ticketsDir)
+	if err != nil {
+		return "", "", fmt.Errorf("create ticket folder: %w", err)
+	}
+	defer tickets.Close()
 	fresh := a.scanFresh(root) // nobody else changed the folder since the last scan
-	tmp = filepath.Join(root, newPrefix+randomSuffix())
-	if err := os.Mkdir(tmp, dirMode); err != nil {
+	tmp = newPrefix + randomSuffix()
+	if err := tickets.Mkdir(tmp, dirMode); err != nil {
 		return "", "", fmt.Errorf("create ticket folder: %w", err)
 	}
 	a.restamp(root, fresh)
@@ -93,7 +98,7 @@ func (a *Adapter) reserve(t adapters.Ticket) (name, tmp string, err error) {
 		if i >= len(names) {
 			name += "-" + strconv.Itoa(i-len(names)+2)
 		}
-		if _, err := os.Lstat(filepath.Join(root, name)); err == nil || a.reserved[name] {
+		if there, err := tickets.Exists(name); err == nil && there || a.reserved[name] {
 			continue
 		}
 		a.reserved[name] = true
@@ -101,7 +106,7 @@ func (a *Adapter) reserve(t adapters.Ticket) (name, tmp string, err error) {
 	}
 }
 
-// build writes t's folder in the hidden folder tmp, as folder name: both
+// build writes t's folder in the hidden folder tmp (of tickets/), as folder name: both
 // files and the folder synced, so that once renamed it never appears
 // without its ticket.json. It runs outside the adapter's turn and writes
 // nothing another writer reads, but asks the guard first.
@@ -125,13 +130,18 @@ func (a *Adapter) build(t adapters.Ticket, name, tmp string) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteNew(filepath.Join(tmp, ticketJSON), b, fileMode); err != nil {
+	dir, err := a.sub(filepath.Join(ticketsDir, tmp))
+	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteNew(filepath.Join(tmp, threadMD), renderThread(tf, a.status.FromHelpdesk), fileMode); err != nil {
+	defer dir.Close()
+	if err := dir.Replace(ticketJSON, b, fileMode); err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(tmp)
+	if err := dir.Replace(threadMD, renderThread(tf, a.status.FromHelpdesk), fileMode); err != nil {
+		return err
+	}
+	return dir.Sync()
 }
 
 // unbuild removes the hidden folder tmp of a folder not put in place, as
@@ -139,7 +149,7 @@ func (a *Adapter) build(t adapters.Ticket, name, tmp string) error {
 func (a *Adapter) unbuild(tmp string) {
 	root := filepath.Join(a.dir, ticketsDir)
 	fresh := a.scanFresh(root)
-	os.RemoveAll(tmp)
+	os.RemoveAll(filepath.Join(root, tmp))
 	a.restamp(root, fresh)
 }
 
@@ -147,12 +157,14 @@ func (a *Adapter) unbuild(tmp string) {
 // adapter's turn; the tickets folder's sync is left to Flush.
 func (a *Adapter) place(upstreamID, tmp, name string) error {
 	root := filepath.Join(a.dir, ticketsDir)
-	fresh := a.scanFresh(root) // nobody else changed the folder since the last scan
-	if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
-		return errNameTaken
+	tickets, err := a.sub(ticketsDir)
+	if err != nil {
+		return fmt.Errorf("create ticket folder %s: %w", name, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
-		if _, statErr := os.Lstat(filepath.Join(root, name)); statErr == nil {
+	defer tickets.Close()
+	fresh := a.scanFresh(root) // nobody else changed the folder since the last scan
+	if err := tickets.Move(tmp, tickets, name); err != nil {
+		if errors.Is(err, fs.ErrExist) {
 			return errNameTaken
 		}
 		return fmt.Errorf("create ticket folder %s: %w", name, err)

@@ -217,6 +217,9 @@ type Adapter struct {
 
 	mu   sync.Mutex
 	lock *os.File // nil when read-only and the folder has no lock file yet
+	// root is the helpdesk folder, open: every write below it goes
+	// through it, following no link (see sub). nil when read-only.
+	root *safefile.Dir
 	// pending holds the folders that EnsureTicket, Append and SetStatus
 	// changed since the last Flush, to sync (see Flush).
 	pending map[string]bool
@@ -322,19 +325,40 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 		a.lock.Close()
 		return nil, fmt.Errorf("open files helpdesk: %s: %w", filepath.Join(a.dir, lockFile), safefile.ErrNotRegular)
 	}
-	err = a.do(ctx, func() error {
-		a.cleanStale()
-		readme := filepath.Join(a.outboxDir(), "README.txt")
-		if _, err := os.Stat(readme); errors.Is(err, os.ErrNotExist) {
-			return writeFileAtomic(readme, []byte(outboxReadme(a.statusWords())))
-		}
-		return nil
-	})
-	if err != nil {
+	if a.root, err = safefile.OpenDir(a.dir); err != nil {
 		a.lock.Close()
 		return nil, fmt.Errorf("open files helpdesk: %w", err)
 	}
+	err = a.do(ctx, func() error {
+		a.cleanStale()
+		outbox, err := a.sub(outboxDir)
+		if err != nil {
+			return err
+		}
+		defer outbox.Close()
+		if there, err := outbox.Exists("README.txt"); err != nil || there {
+			return err
+		}
+		return outbox.WriteFile("README.txt", []byte(outboxReadme(a.statusWords())), fileMode)
+	})
+	if err != nil {
+		a.lock.Close()
+		a.root.Close()
+		return nil, fmt.Errorf("open files helpdesk: %w", err)
+	}
 	return a, nil
+}
+
+// sub opens the folder rel below the helpdesk folder for a write. The
+// folders below it are the staff's group's to rename (2770, no sticky
+// bit): a link in place of one of them, to /etc/profile.d say, is refused
+// rather than written through, since a command run by root would write
+// where the link points.
+func (a *Adapter) sub(rel string) (*safefile.Dir, error) {
+	if a.root == nil {
+		return nil, fmt.Errorf("%s: %w", rel, ErrReadOnly)
+	}
+	return a.root.Sub(rel)
 }
 
 func (a *Adapter) outboxDir() string    { return filepath.Join(a.dir, outboxDir) }
@@ -420,6 +444,9 @@ func (a *Adapter) Close() error {
 		return ferr
 	}
 	a.closed = true
+	if a.root != nil {
+		a.root.Close()
+	}
 	if a.lock == nil {
 		return ferr
 	}
@@ -444,17 +471,31 @@ func (a *Adapter) Check(ctx context.Context) error {
 		return a.checkReadOnly()
 	}
 	return a.do(ctx, func() error {
-		for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
-			probe := filepath.Join(d, ".check-"+randomSuffix())
-			if err := writeFileAtomic(probe, []byte("ticketbridge check\n")); err != nil {
-				return fmt.Errorf("check files helpdesk: folder %s is not writable: %w", d, err)
-			}
-			if err := os.Remove(probe); err != nil {
-				return fmt.Errorf("check files helpdesk: folder %s: %w", d, err)
+		for _, rel := range []string{".", ticketsDir, outboxDir, filepath.Join(outboxDir, processedDir), filepath.Join(outboxDir, failedDir)} {
+			if err := a.probe(rel); err != nil {
+				return fmt.Errorf("check files helpdesk: %w", err)
 			}
 		}
 		return nil
 	})
+}
+
+// probe writes and removes a file in the folder rel, reached as every
+// write is (see sub).
+func (a *Adapter) probe(rel string) error {
+	d := a.root
+	if rel != "." {
+		var err error
+		if d, err = a.sub(rel); err != nil {
+			return err
+		}
+		defer d.Close()
+	}
+	probe := ".check-" + randomSuffix()
+	if err := d.WriteFile(probe, []byte("ticketbridge check\n"), fileMode); err != nil {
+		return fmt.Errorf("folder %s is not writable: %w", d.Path(), err)
+	}
+	return d.Remove(probe)
 }
 
 // checkText rejects strings that are not UTF-8.
@@ -536,9 +577,14 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 			added = true
 		}
 		if !added {
-			dir, _ := a.ticketDir(ref)
-			a.pending[dir] = true
-			return a.render(dir, t) // mend a thread.md a crash left stale
+			// Mend a thread.md a crash left stale.
+			dir, err := a.ticketFolder(t)
+			if err != nil {
+				return err
+			}
+			defer dir.Close()
+			a.pending[dir.Path()] = true
+			return a.render(dir, t)
 		}
 		return a.saveGrouped(t)
 	})

@@ -373,6 +373,11 @@ func (a *Adapter) ingest(ctx context.Context, floor int64) error {
 			if ctx.Err() != nil {
 				return err
 			}
+			if errors.Is(err, safefile.ErrLink) {
+				// processed/ or failed/ made a link: no file can be
+				// taken until someone looks, so the cycle says so.
+				return fmt.Errorf("outbox: %w", err)
+			}
 			// One file (or its ticket's folder) in trouble stops neither
 			// the others nor the cycle: it stays where it is and is
 			// tried again next time.
@@ -426,13 +431,22 @@ func (a *Adapter) take(c candidate, seq int64) (accepted bool, err error) {
 		}
 	}
 	pname := processedName(seq, c.name)
-	if err := renameDurable(src, filepath.Join(a.processedDir(), pname)); err != nil {
+	outbox, processed, err := a.outboxAnd(processedDir)
+	if err != nil {
+		return false, err
+	}
+	defer outbox.Close()
+	defer processed.Close()
+	if err := outbox.Move(c.name, processed, pname); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		}
-		return false, err
+		return false, fmt.Errorf("move %s: %w", c.name, err)
 	}
-	if err := writeFileAtomic(filepath.Join(a.processedDir(), lastSeqFile), []byte(strconv.FormatInt(seq, 10)+"\n")); err != nil {
+	if err := outbox.Sync(); err != nil {
+		return true, err
+	}
+	if err := processed.WriteFile(lastSeqFile, []byte(strconv.FormatInt(seq, 10)+"\n"), fileMode); err != nil {
 		return true, err
 	}
 	a.log.Info("picked up outbox file", slog.String("op", "outbox"), slog.String("ticket", t.UpstreamID), slog.String("file", c.name), slog.String("event", pname), slog.String("kind", string(it.Kind)))
@@ -475,15 +489,37 @@ func (a *Adapter) readOutboxFile(path string, listed fs.FileInfo, limit int64) (
 	return data, info, nil
 }
 
+// outboxAnd opens the outbox and its folder sub (processed/ or failed/)
+// for a move, following no link (see sub): what the outbox holds goes
+// nowhere else than where the adapter made its folders.
+func (a *Adapter) outboxAnd(sub string) (outbox, dir *safefile.Dir, err error) {
+	if outbox, err = a.sub(outboxDir); err != nil {
+		return nil, nil, err
+	}
+	if dir, err = outbox.Sub(sub); err != nil {
+		outbox.Close()
+		return nil, nil, err
+	}
+	return outbox, dir, nil
+}
+
 // reject moves an outbox file to failed/, next to <name>.error.txt saying
 // what is wrong with it.
 func (a *Adapter) reject(name, reason string) error {
-	failed := a.failedDir()
+	outbox, failed, err := a.outboxAnd(failedDir)
+	if err != nil {
+		return err
+	}
+	defer outbox.Close()
+	defer failed.Close()
 	target := name
 	for i := 2; ; i++ {
-		_, err1 := os.Lstat(filepath.Join(failed, target))
-		_, err2 := os.Lstat(filepath.Join(failed, target+errorSuffix))
-		if errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist) {
+		there1, err1 := failed.Exists(target)
+		there2, err2 := failed.Exists(target + errorSuffix)
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		if !there1 && !there2 {
 			break
 		}
 		target = fmt.Sprintf("%s.%d", name, i)
@@ -495,13 +531,16 @@ func (a *Adapter) reject(name, reason string) error {
 		"or delete it and this explanation: until then it is listed by\n"+
 		"`ticketbridge status`, `ticketbridge check` and the status page.\n"+
 		"See outbox/README.txt for the format.\n", name, reason, a.now().UTC().Format(time.RFC3339))
-	if err := writeFileAtomic(filepath.Join(failed, target+errorSuffix), []byte(msg)); err != nil {
+	if err := failed.WriteFile(target+errorSuffix, []byte(msg), fileMode); err != nil {
 		return err
 	}
-	if err := renameDurable(filepath.Join(a.outboxDir(), name), filepath.Join(failed, target)); err != nil {
+	if err := outbox.Move(name, failed, target); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // taken away meanwhile: Held lists no explanation without its file
 		}
+		return fmt.Errorf("move %s: %w", name, err)
+	}
+	if err := errors.Join(failed.Sync(), outbox.Sync()); err != nil {
 		return err
 	}
 	a.setAside.Add(1)

@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
-	"github.com/ticketbridge/ticketbridge/internal/atomicfile"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/internal/textdist"
 )
@@ -218,38 +217,48 @@ func readTicket(path string) (*ticketFile, error) {
 // stale by a crash between the two is rewritten by the next save or by
 // [Adapter.render].
 func (a *Adapter) save(t *ticketFile) error {
-	dir, err := a.write(t)
+	dir, err := a.ticketFolder(t)
 	if err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(dir)
+	defer dir.Close()
+	if err := a.write(dir, t); err != nil {
+		return err
+	}
+	return dir.Sync()
 }
 
 // saveGrouped is save for the writes whose folder's sync waits for the
 // next [Adapter.Flush]: those of EnsureTicket, Append and SetStatus.
 func (a *Adapter) saveGrouped(t *ticketFile) error {
-	dir, err := a.write(t)
-	if dir != "" {
-		a.pending[dir] = true
+	dir, err := a.ticketFolder(t)
+	if err != nil {
+		return err
 	}
-	return err
+	defer dir.Close()
+	a.pending[dir.Path()] = true
+	return a.write(dir, t)
 }
 
-// write writes ticket.json, then thread.md, each whole, and returns the
-// ticket's folder, whose sync makes both durable ("" when t has none).
-func (a *Adapter) write(t *ticketFile) (string, error) {
-	dir, err := a.ticketDir(adapters.Ref(t.Folder))
-	if err != nil {
-		return "", err
+// ticketFolder opens t's folder for a write, following no link (see sub).
+func (a *Adapter) ticketFolder(t *ticketFile) (*safefile.Dir, error) {
+	if _, err := a.ticketDir(adapters.Ref(t.Folder)); err != nil {
+		return nil, err
 	}
+	return a.sub(filepath.Join(ticketsDir, t.Folder))
+}
+
+// write writes ticket.json, then thread.md, each whole, into t's folder
+// dir, whose sync makes both durable.
+func (a *Adapter) write(dir *safefile.Dir, t *ticketFile) error {
 	b, err := encodeTicket(t)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := replaceFile(filepath.Join(dir, ticketJSON), b); err != nil {
-		return dir, err
+	if err := dir.Replace(ticketJSON, b, fileMode); err != nil {
+		return err
 	}
-	return dir, a.render(dir, t)
+	return a.render(dir, t)
 }
 
 func encodeTicket(t *ticketFile) ([]byte, error) {
@@ -263,14 +272,13 @@ func encodeTicket(t *ticketFile) ([]byte, error) {
 
 // render writes thread.md when its content differs from t's rendering,
 // leaving the folder's sync to its caller.
-func (a *Adapter) render(dir string, t *ticketFile) error {
-	path := filepath.Join(dir, threadMD)
+func (a *Adapter) render(dir *safefile.Dir, t *ticketFile) error {
 	want := renderThread(t, a.status.FromHelpdesk)
 	// Not through a link, not from a pipe: what is there is replaced.
-	if old, _, err := safefile.ReadFile(path, int64(len(want))); err == nil && bytes.Equal(old, want) {
+	if old, _, err := dir.ReadFile(threadMD, int64(len(want))); err == nil && bytes.Equal(old, want) {
 		return nil
 	}
-	return replaceFile(path, want)
+	return dir.Replace(threadMD, want, fileMode)
 }
 
 // slug turns s into a lower-case file-name fragment of letters, digits and

@@ -233,6 +233,22 @@ func (d *Dir) Mkdir(name string, perm fs.FileMode) error {
 	return nil
 }
 
+// Remove removes the entry name of d, a file or a link (never what it
+// points to), or an empty folder.
+func (d *Dir) Remove(name string) error {
+	if err := d.element("remove", name); err != nil {
+		return err
+	}
+	err := unix.Unlinkat(d.fd, name, 0)
+	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
+		err = unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR)
+	}
+	if err != nil {
+		return &fs.PathError{Op: "remove", Path: filepath.Join(d.path, name), Err: err}
+	}
+	return nil
+}
+
 // Exists reports whether d holds an entry name, a link or anything else.
 func (d *Dir) Exists(name string) (bool, error) {
 	if err := d.element("lstat", name); err != nil {
@@ -313,8 +329,8 @@ func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
 
 // Move renames the entry name of d to newName in to, which may be d.
 // It never replaces an entry there: when newName exists, it fails with an
-// error matching fs.ErrExist and changes nothing. The rename is made
-// durable by a sync of both folders.
+// error matching fs.ErrExist and changes nothing. The rename is durable
+// once both folders are synced, which is left to the caller.
 func (d *Dir) Move(name string, to *Dir, newName string) error {
 	if err := d.element("rename", name); err != nil {
 		return err
@@ -324,12 +340,6 @@ func (d *Dir) Move(name string, to *Dir, newName string) error {
 	}
 	if err := renameNoReplace(d.fd, name, to.fd, newName); err != nil {
 		return &fs.PathError{Op: "rename", Path: filepath.Join(d.path, name), Err: err}
-	}
-	if err := to.Sync(); err != nil {
-		return err
-	}
-	if to != d {
-		return d.Sync()
 	}
 	return nil
 }
