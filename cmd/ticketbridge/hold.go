@@ -44,8 +44,21 @@ func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg con
 		return ctx, nil, err
 	}
 	hotel := cmp.Or(cfg.Hotel, state.DefaultHotel)
+	return holdWith(ctx, name, hotel, func(ctx context.Context, lost func()) (*lease.Single, state.Holder, error) {
+		return lease.Take(ctx, cfg.State, hotel, hc.LeaseTTL, log, lost)
+	})
+}
+
+// takeFunc takes a hotel's lease as lease.Take does: a nil lease and its
+// holder when a live replica holds it; lost is called once when the lease
+// taken ends.
+type takeFunc func(ctx context.Context, lost func()) (*lease.Single, state.Holder, error)
+
+// holdWith is holdHotel for the command name and hotel, with take taking
+// the lease (tests give a fake).
+func holdWith(ctx context.Context, name, hotel string, take takeFunc) (context.Context, *hold, error) {
 	ctx, end := context.WithCancelCause(ctx)
-	sl, holder, err := lease.Take(ctx, cfg.State, hotel, hc.LeaseTTL, log, func() { end(errHoldLost) })
+	sl, holder, err := take(ctx, func() { end(errHoldLost) })
 	switch {
 	case err != nil:
 		end(nil)
