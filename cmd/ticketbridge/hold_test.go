@@ -2,9 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/state/statetest"
 )
@@ -129,4 +137,75 @@ func TestOnceOfManyHotelsBesideTheLeaseHolder(t *testing.T) {
 		t.Fatalf("retry --hotel alpha: exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
 	mustContain(t, "retry", errOut, "hotel alpha is synced by replica web1-0a1b2c3d")
+}
+
+// TestHoldRefusedKeepsTheContext: when holdHotel does not get the lease
+// (a replica holds it, or taking it failed), it returns the caller's
+// context as it was, not one it ended: retry and skip ask a daemon of
+// this host with it.
+func TestHoldRefusedKeepsTheContext(t *testing.T) {
+	here := state.Holder{Replica: lease.NewReplicaID(), Live: true}
+	for name, take := range map[string]takeFunc{
+		"held here": func(context.Context, func()) (*lease.Single, state.Holder, error) { return nil, here, nil },
+		"failed": func(context.Context, func()) (*lease.Single, state.Holder, error) {
+			return nil, state.Holder{}, errors.New("database out of reach")
+		},
+	} {
+		ctx := t.Context()
+		got, h, err := holdWith(ctx, "retry", state.DefaultHotel, take)
+		switch {
+		case err == nil || h != nil:
+			t.Errorf("%s: hold %v, error %v; want no hold and an error", name, h, err)
+		case got.Err() != nil:
+			t.Errorf("%s: the context returned has ended: %v", name, context.Cause(got))
+		case got != ctx:
+			t.Errorf("%s: the context returned is not the caller's", name)
+		}
+	}
+}
+
+// TestRetryBesideTheLeaseHolderOnThisHost: on PostgreSQL, retry and skip
+// beside a daemon of this host holding the hotel's lease ask that daemon
+// through its console, with the console token, and print its answer.
+func TestRetryBesideTheLeaseHolderOnThisHost(t *testing.T) {
+	db := statetest.PostgresURL(t) // before newBridge clears the environment
+	b := newBridge(t)
+	b.vars["TICKETBRIDGE_STATE"] = db
+	daemon := otherReplica(t, db, lease.NewReplicaID())
+	if _, ok, err := daemon.Acquire(context.Background(), state.DefaultHotel); err != nil || !ok {
+		t.Fatalf("the daemon of this host takes the lease: %t, %v", ok, err)
+	}
+	var (
+		mu    gosync.Mutex
+		asked []string
+	)
+	console := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+consoleToken {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		asked = append(asked, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		_, _ = w.Write([]byte("the daemon did " + strings.TrimPrefix(r.URL.Path, "/") + "\n"))
+	}))
+	defer console.Close()
+	tokFile := filepath.Join(b.dir, "console-token")
+	if err := os.WriteFile(tokFile, []byte(consoleToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.vars["TICKETBRIDGE_LISTEN"] = strings.TrimPrefix(console.URL, "http://")
+	b.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = tokFile
+
+	for _, args := range [][]string{{"retry", "ev-1"}, {"skip", "ev-2", "--reason", "told the guest"}} {
+		out, errOut, code := b.cmd(args[0], args[1:]...)
+		if code != 0 || !strings.Contains(out, "the daemon did "+args[0]) {
+			t.Errorf("%s beside the daemon of this host: exit %d\n%s\n%s", args[0], code, out, errOut)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"POST /retry?id=ev-1", "POST /skip?id=ev-2"}; strings.Join(asked, ", ") != strings.Join(want, ", ") {
+		t.Errorf("the daemon was asked %q, want %q", asked, want)
+	}
 }
