@@ -33,8 +33,9 @@ type hold struct {
 
 // holdHotel takes the lease of cfg's hotel for the command name when its
 // state is in PostgreSQL, without waiting. When another replica holds the
-// lease it returns a *leaseHeldError. Otherwise ctx is returned ending
-// when the lease does (with cause errHoldLost); call release when done.
+// lease it returns a *leaseHeldError and ctx as it was. Otherwise it
+// returns a context of ctx ending when the lease does (with cause
+// errHoldLost); call release when done.
 func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg config.Daemon, log *slog.Logger) (context.Context, *hold, error) {
 	if !state.IsURL(cfg.State) {
 		return ctx, &hold{}, nil
@@ -56,9 +57,11 @@ type takeFunc func(ctx context.Context, lost func()) (*lease.Single, state.Holde
 
 // holdWith is holdHotel for the command name and hotel, with take taking
 // the lease (tests give a fake).
+// Without the lease it returns ctx itself, never the context it ends:
+// retry and skip go on to ask the daemon holding the lease with it.
 func holdWith(ctx context.Context, name, hotel string, take takeFunc) (context.Context, *hold, error) {
-	ctx, end := context.WithCancelCause(ctx)
-	sl, holder, err := take(ctx, func() { end(errHoldLost) })
+	hctx, end := context.WithCancelCause(ctx)
+	sl, holder, err := take(hctx, func() { end(errHoldLost) })
 	switch {
 	case err != nil:
 		end(nil)
@@ -67,7 +70,7 @@ func holdWith(ctx context.Context, name, hotel string, take takeFunc) (context.C
 		end(nil)
 		return ctx, nil, &leaseHeldError{command: name, hotel: hotel, holder: holder}
 	}
-	return ctx, &hold{sl: sl, end: end}, nil
+	return hctx, &hold{sl: sl, end: end}, nil
 }
 
 // options puts the lease's fence and guard into a hotel's wiring.
