@@ -11,12 +11,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/sync"
 )
 
 // TestOnceInterrupted: Ctrl-C (the command's context cancelled) in the
 // middle of once's cycle is an interrupt, not a failure: once says so at
-// INFO, exits 130, and the stored cycle is interrupted, not failed; the
-// next once resumes and syncs.
+// INFO, exits 130, and the stored cycle is interrupted, not failed, as is
+// the last cycle of the status snapshot it writes; the next once resumes
+// and syncs.
 func TestOnceInterrupted(t *testing.T) {
 	b := newBridge(t)
 	id := b.ticket("a spare blanket")
@@ -60,6 +64,16 @@ func TestOnceInterrupted(t *testing.T) {
 		}
 	}
 
+	// The status snapshot is written all the same, with the interrupted
+	// cycle: a daemon started next shows it until its first cycle.
+	if strings.Contains(errb.String(), "write status snapshot") {
+		t.Errorf("once interrupted did not write the status snapshot:\n%s", errb.String())
+	}
+	if snap, err := bridge.ReadSnapshot(b.vars["TICKETBRIDGE_STATE"] + bridge.StatusSuffix); err != nil {
+		t.Errorf("the daemon %v", err)
+	} else if snap.LastCycle == nil || snap.LastCycle.Outcome != sync.OutcomeInterrupted {
+		t.Errorf("the snapshot's last cycle is %+v, want the interrupted one", snap.LastCycle)
+	}
 	stat, errOut, code := b.cmd("status")
 	if code != 0 || !strings.Contains(stat, "interrupted") || strings.Contains(stat, "failed") {
 		t.Errorf("status after an interrupt: exit %d\n%s%s", code, stat, errOut)
