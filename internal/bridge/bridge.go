@@ -431,10 +431,26 @@ func (t *snapshotTimer) taken(now time.Time, commits int64, s *sync.Status) {
 }
 
 // WriteSnapshot writes the status snapshot of w's hotel next to its state
-// file (see snapshot) and returns it, nil when it could not be read.
+// file (see snapshot) and returns it, nil when it could not be read. It
+// is written also when ctx has ended (once after Ctrl-C: the snapshot
+// then shows the interrupted cycle): its read of the state outlives
+// ctx's end by at most snapshotGrace.
 func (w *Bridge) WriteSnapshot(ctx context.Context) *sync.Status {
-	return snapshot(ctx, w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, nil, w.log)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(snapshotGrace, cancel)
+		<-rctx.Done()
+		t.Stop()
+	})
+	defer stop()
+	return snapshot(rctx, w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, nil, w.log)
 }
+
+// snapshotGrace is how long WriteSnapshot's read of the state outlives
+// its context: a database that does not answer costs the snapshot, not a
+// stopping command's wait.
+const snapshotGrace = 5 * time.Second
 
 // ReadSnapshot reads the status snapshot the daemon wrote at path (the
 // state file's path and StatusSuffix). Its errors finish a sentence about
