@@ -84,7 +84,11 @@ var ErrAdapterMismatch = errors.New("state file belongs to another adapter")
 // ErrNoAPISuccess is matched by the error of a cycle in which no call of
 // the Guest Requests API succeeded (the API unreachable, or answering only
 // errors): such a cycle has synced nothing and fails. A cycle the API only
-// throttled (429) does not fail: it ends partial, not synced.
+// throttled (429), or put off ([OutcomePutOff]), has synced nothing too
+// but is not failed by the engine: it ends partial or put_off, not
+// synced, with no error from RunCycle, and a daemon stays ready. It is
+// still a cycle that did not sync: `ticketbridge once` exits 75
+// (EX_TEMPFAIL, try again later) after a put-off one.
 var ErrNoAPISuccess = errors.New("no call of the Guest Requests API succeeded")
 
 // ErrCycleDeadline is the cause of the context of a cycle that ran past
@@ -541,9 +545,11 @@ func (c *cycle) finish() (Report, error) {
 	rep.APIRequests = int(c.e.api.n.Load() - c.req0)
 	rep.Duration = time.Since(c.began)
 	synced := c.e.api.ok.Load() > c.ok0
-	// A cycle the API only throttled (429) has synced nothing but is no
-	// failure: the API is there and asks the bridge to slow down, which it
-	// does; readiness turns only if that lasts TICKETBRIDGE_CYCLE_MAX.
+	// A cycle the API only throttled (429) or put off has synced nothing
+	// but is not failed here: the API is there and asks the bridge to slow
+	// down, which it does; readiness turns only if that lasts
+	// TICKETBRIDGE_CYCLE_MAX. (once still exits 75 after a put-off cycle:
+	// it did not sync.)
 	throttled := c.e.api.limited.Load() > c.limited0
 	if fatal == nil && !synced && !throttled && !apiPutOff && !interrupted {
 		fatal = noAPISuccess(rep)

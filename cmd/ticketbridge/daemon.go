@@ -212,8 +212,11 @@ const onceAbout = `Run one sync cycle and print its report. The exit status is 1
 cycle did not sync: it failed (a refused key, a missing right, an
 unwritable state file) or no call of the API succeeded (the API
 unreachable). Tickets that failed while the others went on are listed in
-the report. Interrupted (Ctrl-C, SIGTERM), it says "interrupted; the next
-run resumes" and exits 130: nothing failed, and the next run does what this
+the report. When the API or the helpdesk asked for a long wait (a 503 or
+429 with a long Retry-After), the cycle is put off: it did not sync, the
+report says until when, and once exits 75 (EX_TEMPFAIL: try again later).
+Interrupted (Ctrl-C, SIGTERM), it says "interrupted; the next run
+resumes" and exits 130: nothing failed, and the next run does what this
 one left undone, once.
 
 With --dry-run both sides are read and the cycle's writes are printed
@@ -321,8 +324,20 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 		return &exitError{code: exitInterrupted, err: err}
 	case err != nil:
 		return &exitError{code: 1, err: err}
+	case rep.Outcome == sync.OutcomePutOff:
+		return &exitError{code: exitPutOff, err: putOffError(rep)}
 	}
 	return nil
+}
+
+// putOffError says that the cycle of rep was put off, until when, and
+// what to do.
+func putOffError(rep sync.Report) error {
+	sides := make([]string, len(rep.PutOff))
+	for i, p := range rep.PutOff {
+		sides[i] = p.String()
+	}
+	return fmt.Errorf("the cycle was put off and did not sync: %s; run once again after that", strings.Join(sides, ", "))
 }
 
 const statusAbout = `Show what the bridge knows: the tracked tickets, the last cycle, and the

@@ -62,9 +62,10 @@ func hotelUsage(err error) error {
 
 // eachHotel runs do for each section, under a heading when there are
 // several, and returns an error of exit status 1 naming the hotels whose
-// do failed.
+// do failed; of exitPutOff when those that did not sync were all put off
+// (once).
 func eachHotel(out io.Writer, secs []hotelSection, do func(s hotelSection, out io.Writer) error) error {
-	var failed []string
+	var failed, putOff []string
 	for i, s := range secs {
 		if len(secs) > 1 {
 			if i > 0 {
@@ -79,17 +80,27 @@ func eachHotel(out io.Writer, secs []hotelSection, do func(s hotelSection, out i
 		if errors.Is(err, sync.ErrInterrupted) {
 			return err // the hotels after it are not started
 		}
+		if err != nil && len(secs) == 1 {
+			return err
+		}
 		if err != nil {
-			failed = append(failed, s.name)
-			if len(secs) > 1 {
-				fmt.Fprintf(out, "hotel %s: %v\n", s.name, err)
+			fmt.Fprintf(out, "hotel %s: %v\n", s.name, err)
+			if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == exitPutOff {
+				putOff = append(putOff, s.name)
 			} else {
-				return err
+				failed = append(failed, s.name)
 			}
 		}
 	}
-	if len(failed) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d hotels failed: %s", len(failed), len(secs), strings.Join(failed, ", "))}
+	switch {
+	case len(failed) > 0:
+		msg := fmt.Sprintf("%d of %d hotels failed: %s", len(failed), len(secs), strings.Join(failed, ", "))
+		if len(putOff) > 0 {
+			msg += fmt.Sprintf("; %d put off: %s", len(putOff), strings.Join(putOff, ", "))
+		}
+		return &exitError{code: 1, err: errors.New(msg)}
+	case len(putOff) > 0:
+		return &exitError{code: exitPutOff, err: fmt.Errorf("%d of %d hotels were put off and did not sync: %s; run once again later", len(putOff), len(secs), strings.Join(putOff, ", "))}
 	}
 	return nil
 }

@@ -48,6 +48,12 @@ func (e *exitError) Unwrap() error { return e.err }
 // SIGTERM, as a shell reports a command ended by SIGINT (128+2).
 const exitInterrupted = 130
 
+// exitPutOff is the exit status of once after a cycle put off (a side
+// asked for a long wait, see sync.PutOff): the cycle did not sync, and
+// running it again later does. It is EX_TEMPFAIL of sysexits.h, "try
+// again later", so that scripts and OnFailure= tell it from a failure.
+const exitPutOff = 75
+
 // errUsage marks a command line the program cannot understand; it exits 2.
 var errUsage = errors.New("usage")
 
