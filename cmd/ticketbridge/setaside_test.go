@@ -14,6 +14,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
+	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -84,4 +85,96 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 	if s := (sync.Status{Held: hd.Held(t.Context())}); len(s.SetAside()) != 0 {
 		t.Errorf("still listed: %+v", s.Held)
 	}
+}
+
+// TestStatusListsSetAsideWithTheDaemonStopped: with the daemon stopped,
+// status (text and JSON) lists the outbox files the files helpdesk set
+// aside, as its explanation promises, from a look at the helpdesk's
+// folder: a file taken away since the last snapshot is no longer listed.
+func TestStatusListsSetAsideWithTheDaemonStopped(t *testing.T) {
+	b := newBridge(t)
+	b.ticket("towels")
+	if out, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once: exit %d\n%s\n%s", code, out, errOut)
+	}
+	const secret = "the safe code is 4711"
+	b.drop("reply.txt", "ticket: 00000000\nkind: reply\n\n"+secret+"\n")
+	b.drop("note.txt", "ticket: 00000001\nkind: note\n\n"+secret+"\n")
+	if out, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once with two files to set aside: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The team takes one away after the cycle.
+	failed := filepath.Join(b.vars["TICKETBRIDGE_FILES_DIR"], "outbox", "failed")
+	for _, name := range []string{"note.txt", "note.txt.error.txt"} {
+		if err := os.Remove(filepath.Join(failed, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, errOut, code := b.cmd("status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
+	}
+	mustContain(t, "status", out, "Staff file set aside  outbox/failed/reply.txt")
+	if strings.Contains(out, "note.txt") || strings.Contains(out, secret) {
+		t.Errorf("status lists a file taken away, or a file's content:\n%s", out)
+	}
+	s := statusHeldJSON(t, b)
+	if a := (sync.Status{Held: s.Held}).SetAside(); len(a) != 1 || a[0].File != "outbox/failed/reply.txt" || !s.HeldAt.IsZero() {
+		t.Errorf("status --json lists %+v (seen at %v), want reply.txt seen now", s.Held, s.HeldAt)
+	}
+}
+
+// TestStatusListsHeldChangesOfTheLastSnapshot: with the daemon stopped,
+// status lists the changes a helpdesk held as the last snapshot has
+// them, saying how old they are: only a running adapter knows them.
+func TestStatusListsHeldChangesOfTheLastSnapshot(t *testing.T) {
+	b := newBridge(t)
+	path := b.vars["TICKETBRIDGE_STATE"]
+	st, err := state.Open(t.Context(), path, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(t.Context(), func(tx *state.Tx) error { return tx.SetMeta(sync.MetaAdapter, "zendesk") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.vars["TICKETBRIDGE_ADAPTER"] = "zendesk"
+	seen := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	held := adapters.HeldError{Ref: "4711", Op: "set status done", Need: "fill in the field Room number"}
+	body, err := json.Marshal(sync.Status{At: seen, Adapter: "zendesk", Tickets: []sync.TicketStatus{}, Held: []adapters.HeldError{held}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path+bridge.StatusSuffix, string(body), 0o600)
+
+	out, errOut, code := b.cmd("status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
+	}
+	mustContain(t, "status", out, "Held by the helpdesk  "+held.Error(), "as the snapshot of "+seen.Local().Format(time.DateTime)+" has them (2h0m")
+	s := statusHeldJSON(t, b)
+	if len(s.Held) != 1 || s.Held[0] != held || !s.HeldAt.Equal(seen) {
+		t.Errorf("status --json lists %+v seen at %v, want %+v seen at %v", s.Held, s.HeldAt, held, seen)
+	}
+}
+
+// heldJSON is what status --json says of the changes held.
+type heldJSON struct {
+	Held   []adapters.HeldError `json:"held"`
+	HeldAt time.Time            `json:"held_at"`
+}
+
+// statusHeldJSON runs status --json and returns what it says of the
+// changes held.
+func statusHeldJSON(t *testing.T, b *hotelKit) heldJSON {
+	t.Helper()
+	out, errOut, code := b.cmd("status", "--json")
+	var s heldJSON
+	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil {
+		t.Fatalf("status --json: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	return s
 }
