@@ -29,10 +29,16 @@ type Status struct {
 	Tickets []TicketStatus `json:"tickets"`
 	// Held lists the changes the helpdesk holds until its team acts (a
 	// field to fill in), as the running daemon's adapter last saw them;
-	// the daemon fills it in (adapters.Holder).
-	Held    []adapters.HeldError `json:"held,omitempty"`
-	Pending []EntryStatus        `json:"pending,omitempty"` // waiting to be sent, oldest first
-	Failed  []EntryStatus        `json:"failed,omitempty"`  // refused for good, oldest first
+	// the daemon fills it in (adapters.Holder), and so does `ticketbridge
+	// status` with the daemon stopped (see HeldAt).
+	Held []adapters.HeldError `json:"held,omitempty"`
+	// HeldAt is when Held was seen, when that was before At: status with
+	// the daemon stopped lists what an adapter other than files held at
+	// the last snapshot (only a running adapter knows it). Zero when Held
+	// was seen at At.
+	HeldAt  time.Time     `json:"held_at,omitzero"`
+	Pending []EntryStatus `json:"pending,omitempty"` // waiting to be sent, oldest first
+	Failed  []EntryStatus `json:"failed,omitempty"`  // refused for good, oldest first
 }
 
 // SetAside returns the entries of Held that are files the adapter set

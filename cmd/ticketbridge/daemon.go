@@ -349,7 +349,13 @@ and its journal.
 While the daemon runs it holds the state file; status then shows the
 snapshot the daemon writes after each cycle (<state>.status.json), with
 each ticket's newest journal entries; the lists of messages need the daemon
-stopped.`
+stopped.
+
+Every status lists what the helpdesk holds until its team acts: the outbox
+files the files helpdesk set aside (with the daemon stopped, read from its
+folder), and the changes another helpdesk refused until a field is filled
+in. Only a running adapter knows the latter: with the daemon stopped they
+are the last snapshot's, and status says how old it is.`
 
 func runStatus(ctx context.Context, sh shell, args []string) error {
 	stdout, stderr := sh.stdout, sh.stderr
@@ -375,19 +381,19 @@ func runStatus(ctx context.Context, sh shell, args []string) error {
 	}
 	log := newLogger(stderr, cfg.LogFormat, "error")
 	if secs == nil {
-		return statusHotel(ctx, cfg, fs.Arg(0), *asJSON, log, stdout)
+		return statusHotel(ctx, src.Env, cfg, fs.Arg(0), *asJSON, log, stdout)
 	}
 	each := eachHotel
 	if *asJSON {
 		each = eachHotelJSON
 	}
 	return each(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return statusHotel(ctx, h.conf.Daemon, fs.Arg(0), *asJSON, log, out)
+		return statusHotel(ctx, h.conf.Env, h.conf.Daemon, fs.Arg(0), *asJSON, log, out)
 	})
 }
 
 // statusHotel prints the status of a hotel's state, or of one ticket.
-func statusHotel(ctx context.Context, cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
+func statusHotel(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
 	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
@@ -412,6 +418,11 @@ func statusHotel(ctx context.Context, cfg config.Daemon, ticket string, asJSON b
 			live, err := sync.ReadStatus(ctx, st, time.Now())
 			if err != nil {
 				return err
+			}
+			// What the helpdesk holds is not in the state: the running
+			// daemon's snapshot has it, and so does this.
+			if live.Held, live.HeldAt, err = bridge.ReadHeld(ctx, env, cfg, log); err != nil {
+				log.Error("status lists no changes held", slog.Any("error", err), slog.String("op", "status"))
 			}
 			s = &live
 		}
@@ -523,6 +534,10 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 	fmt.Fprintf(tw, "Last success\t%s\n", when(s.LastSuccess))
 	if s.FullRead != nil {
 		fmt.Fprintf(tw, "Full reads\t%s\n", s.FullRead)
+	}
+	if !s.HeldAt.IsZero() && len(s.Held) > 0 {
+		fmt.Fprintf(tw, "Held changes\tas the snapshot of %s has them (%s ago): the adapter knows them only while it runs\n",
+			when(s.HeldAt), s.At.Sub(s.HeldAt).Round(time.Second))
 	}
 	for _, h := range s.Held {
 		if h.SetAside() {

@@ -471,6 +471,44 @@ func ReadSnapshot(path string) (sync.Status, error) {
 	return s, nil
 }
 
+// ReadHeld returns what the helpdesk of cfg's hotel holds until its team
+// acts (see adapters.Holder), for `ticketbridge status` reading the state
+// itself (the daemon stopped, or the state in PostgreSQL), and when that
+// was seen. The files adapter's files set aside are read from its folder
+// now, writing nothing (seen is zero). The other adapters know what their
+// helpdesk holds only while they run: theirs is the list of the last
+// status snapshot, seen at its time; none when there is no snapshot (no
+// cycle ran, or the state is in PostgreSQL) or it is of another adapter.
+func ReadHeld(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, log *slog.Logger) (held []adapters.HeldError, seen time.Time, err error) {
+	if cfg.Adapter == files.Name {
+		c, err := files.LoadConfig(ctx, env)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		a, err := files.New(ctx, files.Options{Dir: c.Dir, ReadOnly: true, Logger: log})
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		defer a.Close()
+		return a.Held(ctx), time.Time{}, nil
+	}
+	if state.IsURL(cfg.State) {
+		return nil, time.Time{}, nil
+	}
+	path := cfg.State + StatusSuffix
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, time.Time{}, nil
+	}
+	s, err := ReadSnapshot(path)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("list what the helpdesk held: %w", err)
+	}
+	if s.Adapter != cfg.Adapter || len(s.Held) == 0 {
+		return nil, time.Time{}, nil
+	}
+	return s.Held, s.At, nil
+}
+
 // snapshotAfter is WriteSnapshot after the cycle of report r, which the
 // snapshot shows as the last cycle: a quiet cycle does not always store
 // its record (see sync's quietRecordEvery).
