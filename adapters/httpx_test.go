@@ -352,6 +352,38 @@ func TestErrorsLeakNoCredential(t *testing.T) {
 	}
 }
 
+// TestErrorSnippetCutsNoSecretInTwo checks that a secret the helpdesk
+// echoes across the snippet's cut (rune 200, or byte 800 before the
+// spaces are folded) is scrubbed before the body is cut: none of its first part may
+// stay in the error, the log or the status page.
+func TestErrorSnippetCutsNoSecretInTwo(t *testing.T) {
+	const token = "zd-token-8f7e6d5c-4b3a"
+	for _, tc := range []struct {
+		name   string
+		before string
+	}{
+		{"across rune 200", strings.Repeat("a", 200-len(token)/2)},
+		{"across byte 800", "x" + strings.Repeat(" ", 789)}, // the spaces fold into one: only the byte cut bites
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{statuses: []int{http.StatusBadRequest}, body: tc.before + token + " more text"}
+			c := newClient(newSleeper())
+			c.Secrets = []string{token}
+			_, err := c.Do(t.Context(), adapters.HTTPRequest{URL: serve(t, s)})
+			var he *adapters.HTTPError
+			if !errors.As(err, &he) {
+				t.Fatalf("Do = %v, want an *HTTPError", err)
+			}
+			if part := token[:4]; strings.Contains(he.Body, part) || strings.Contains(err.Error(), part) {
+				t.Errorf("the snippet keeps the secret's first part %q: %q", part, he.Body)
+			}
+			if !strings.Contains(he.Body, "[redacted]") {
+				t.Errorf("snippet %q does not say a secret was there", he.Body)
+			}
+		})
+	}
+}
+
 func TestDoCapsTheBody(t *testing.T) {
 	s := &script{statuses: []int{200}, body: strings.Repeat("x", 2048)}
 	url := serve(t, s)
