@@ -381,7 +381,9 @@ func (c *HTTPClient) newError(req HTTPRequest, resp *HTTPResponse, err error, at
 	if e.Err != nil {
 		e.detail = e.Err.Error()
 	}
-	e.Body = scrub(snippet(resp.Body), secrets)
+	// Scrub the whole body first: a secret the cut went through would
+	// leave its first part in the snippet, where scrub no longer finds it.
+	e.Body = snippet(scrub(string(resp.Body), secrets))
 	return e
 }
 
@@ -422,12 +424,12 @@ func scrub(s string, secrets []string) string {
 const snippetRunes = 200
 
 // snippet is the start of an answer's body on one line, at most
-// snippetRunes runes, valid UTF-8.
-func snippet(b []byte) string {
-	if len(b) > 4*snippetRunes {
-		b = b[:4*snippetRunes]
+// snippetRunes runes, valid UTF-8. The body must be scrubbed already.
+func snippet(s string) string {
+	if len(s) > 4*snippetRunes {
+		s = s[:4*snippetRunes]
 	}
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
 	if utf8.RuneCountInString(s) > snippetRunes {
 		s = string([]rune(s)[:snippetRunes]) + "…"
 	}
