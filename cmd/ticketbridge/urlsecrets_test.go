@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
@@ -14,6 +15,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/check"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/state"
 )
@@ -146,6 +149,35 @@ func TestHotelNotReadyHidesURLSecrets(t *testing.T) {
 	for what, text := range map[string]string{"/readyz": ready, "the list of hotels": list} {
 		if strings.Contains(text, urlMarker) {
 			t.Errorf("%s shows a URL's secret:\n%s", what, text)
+		}
+	}
+}
+
+// TestStateConnectionStringHidesPassword: TICKETBRIDGE_STATE in the other
+// forms pgx reads, a keyword/value connection string or a URL with its
+// scheme in capitals, names the database (not a file of that name), and
+// neither check nor the error of a command that opens the state shows its
+// password. Nothing listens on port 1.
+func TestStateConnectionStringHidesPassword(t *testing.T) {
+	t.Chdir(t.TempDir()) // a value taken for a relative path would make a file here
+	for _, v := range []string{
+		"host=127.0.0.1 port=1 user=tb password=" + urlMarker + " dbname=tb sslmode=disable",
+		"POSTGRES://tb:" + urlMarker + "@127.0.0.1:1/tb?sslmode=disable",
+	} {
+		b := newBridge(t)
+		b.vars["TICKETBRIDGE_STATE"] = v
+		out, code, verdicts := runChecks(t, b.envFile(), check.Options{Registry: bridge.Adapters(), Timeout: 5 * time.Second})
+		if code == 0 || verdicts["state database"] != check.Fail {
+			t.Errorf("check of TICKETBRIDGE_STATE=%s: exit %d, want a failed state database:\n%s", state.Redacted(v), code, out)
+		}
+		if strings.Contains(out, urlMarker) || !strings.Contains(out, "127.0.0.1") {
+			t.Errorf("check shows the password, or not the host:\n%s", out)
+		}
+		for _, cmd := range []string{"status", "once"} {
+			stdout, stderr, code := b.cmd(cmd)
+			if code == 0 || strings.Contains(stdout+stderr, urlMarker) || !strings.Contains(stderr, "open state") {
+				t.Errorf("%s with TICKETBRIDGE_STATE=%s: exit %d, want an error opening the state without the password:\n%s%s", cmd, state.Redacted(v), code, stdout, stderr)
+			}
 		}
 	}
 }

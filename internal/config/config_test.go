@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
+	"github.com/ticketbridge/ticketbridge/state"
 )
 
 func TestParseEnv(t *testing.T) {
@@ -110,6 +112,25 @@ func TestPGMaxConns(t *testing.T) {
 	}
 	if c, err = load(map[string]string{"TICKETBRIDGE_STATE": "/var/lib/ticketbridge/state.db", "TICKETBRIDGE_PG_MAX_CONNS": "7"}); err != nil || c.State != "/var/lib/ticketbridge/state.db" {
 		t.Errorf("a state file with TICKETBRIDGE_PG_MAX_CONNS: %q, %v", c.State, err)
+	}
+	// The other forms pgx reads: a keyword/value connection string (its
+	// own pool_max_conns overridden), a URL with its scheme in capitals.
+	for _, v := range []string{
+		"host=db.example user=tb password=secret dbname=tb pool_max_conns=3",
+		"POSTGRES://tb:secret@db.example/tb",
+	} {
+		c, err := load(map[string]string{"TICKETBRIDGE_STATE": v, "TICKETBRIDGE_PG_MAX_CONNS": "7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, err := pgxpool.ParseConfig(c.State)
+		if err != nil {
+			t.Errorf("TICKETBRIDGE_STATE=%s with TICKETBRIDGE_PG_MAX_CONNS=7: pgx does not parse the result: %v", state.Redacted(v), err)
+			continue
+		}
+		if pc.MaxConns != 7 || pc.ConnConfig.Host != "db.example" || pc.ConnConfig.Password != "secret" || pc.ConnConfig.Database != "tb" {
+			t.Errorf("TICKETBRIDGE_STATE=%s with TICKETBRIDGE_PG_MAX_CONNS=7: %d connections to %s/%s", state.Redacted(v), pc.MaxConns, pc.ConnConfig.Host, pc.ConnConfig.Database)
+		}
 	}
 	_, err = load(map[string]string{"TICKETBRIDGE_STATE": "postgres://tb:secret@db.example/tb", "TICKETBRIDGE_PG_MAX_CONNS": "-1"})
 	if err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_PG_MAX_CONNS") || strings.Contains(err.Error(), "secret") {
