@@ -87,8 +87,9 @@
 //
 // # PostgreSQL
 //
-// [Open] of a postgres:// or postgresql:// URL keeps the state in that
-// database, in three tables shared by any number of hotels: every row
+// [Open] of a PostgreSQL connection string, a postgres:// or postgresql://
+// URL or keyword/value settings ("host=db dbname=tb", see [IsURL]), keeps
+// the state in that database, in three tables shared by any number of hotels: every row
 // carries its hotel ([Options.Hotel], default [DefaultHotel]).
 //
 //	ticketbridge_schema   version                   the schema version, one row

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Leases share the hotels of one PostgreSQL database among the replicas
@@ -72,12 +71,12 @@ func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) 
 	}
 	p, err := acquirePool(rawURL, true)
 	if err != nil {
-		return nil, fmt.Errorf("open leases %s: %w", redact.URL(rawURL), err)
+		return nil, fmt.Errorf("open leases %s: %w", Redacted(rawURL), err)
 	}
 	l := &Leases{p: p, replica: replica, ttl: ttl, now: time.Now}
 	if err := l.migrate(ctx); err != nil {
 		p.release()
-		return nil, fmt.Errorf("open leases %s: %w", redact.URL(rawURL), hideSecret(err, p.secret))
+		return nil, fmt.Errorf("open leases %s: %w", Redacted(rawURL), hideSecret(err, p.secret))
 	}
 	return l, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	gosync "sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // DefaultMaxConns is how many connections a process opens to one
@@ -113,11 +111,11 @@ func acquirePool(rawURL string, leases bool) (*sharedPool, error) {
 		p.refs++
 		return p, nil
 	}
-	cfg, err := pgxpool.ParseConfig(rawURL)
+	cfg, err := pgxpool.ParseConfig(connString(rawURL))
 	if err != nil {
-		return nil, fmt.Errorf("%w: parse the PostgreSQL URL: %w", ErrInvalid, parseURLError(rawURL, err))
+		return nil, fmt.Errorf("%w: parse the PostgreSQL connection string: %w", ErrInvalid, parseURLError(rawURL, err))
 	}
-	if u, err := url.Parse(rawURL); err == nil && !u.Query().Has("pool_max_conns") {
+	if !hasSetting(rawURL, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	if leases {
@@ -201,7 +199,7 @@ func (c *countingConn) Read(p []byte) (int, error) {
 // openPG opens opts.Hotel's state in the database at rawURL, creating or
 // migrating the schema (to len(migs)) first.
 func openPG(ctx context.Context, rawURL string, opts Options, migs []pgMigration) (*Store, error) {
-	s, err := newStore(redact.URL(rawURL), opts)
+	s, err := newStore(Redacted(rawURL), opts)
 	if err != nil {
 		return nil, err
 	}

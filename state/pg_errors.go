@@ -35,8 +35,12 @@ func hideSecret(err error, secret string) error {
 // parseURLError returns pgx's error about rawURL with what of the URL may
 // be secret hidden, as [redact.URL] hides it: the password, every query
 // value and the fragment. pgx hides the password of a URL it could split,
-// not the other values, and it quotes pieces of a URL it could not.
+// not the other values, and it quotes pieces of a URL it could not. A
+// keyword/value connection string is hidden as [redact.DSN] hides it.
 func parseURLError(rawURL string, err error) error {
+	if !hasPostgresScheme(rawURL) {
+		return parseDSNError(rawURL, err)
+	}
 	u, uerr := url.Parse(strings.TrimSpace(rawURL))
 	if uerr != nil {
 		return &redactedError{msg: "it does not parse as a URL", err: err}
@@ -53,12 +57,36 @@ func parseURLError(rawURL string, err error) error {
 		secrets = append(secrets, v, strings.TrimSpace(v))
 	}
 	secrets = append(secrets, u.Fragment, strings.TrimSpace(u.Fragment))
-	msg := err.Error()
-	// pgx says "cannot parse `URL`: what (why)": the URL as redact
-	// prints it instead.
+	return &redactedError{msg: hideValues(err.Error(), redact.URL(rawURL), secrets), err: err}
+}
+
+// parseDSNError is [parseURLError] for a keyword/value connection string:
+// pgx quotes it with its password hidden, not the other values, and it
+// quotes a piece of a string it could not split (a password with an
+// unquoted space in it).
+func parseDSNError(dsn string, err error) error {
+	settings, perr := redact.ParseDSN(dsn)
+	if perr != nil {
+		return &redactedError{msg: "it does not parse as keyword=value settings: " + perr.Error() +
+			" (quote a value that holds a space or a quote: password='it\\'s secret')", err: err}
+	}
+	var secrets []string
+	for _, s := range settings {
+		if !s.Shown() {
+			secrets = append(secrets, s.Value, strings.TrimSpace(s.Value))
+		}
+	}
+	return &redactedError{msg: hideValues(err.Error(), redact.DSN(dsn), secrets), err: err}
+}
+
+// hideValues returns pgx's message msg with the connection string it
+// quotes replaced by printed (as redact prints it), and every secret
+// hidden.
+func hideValues(msg, printed string, secrets []string) string {
+	// pgx says "cannot parse `CONNSTRING`: what (why)".
 	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
 		if _, why, ok := strings.Cut(rest, "`: "); ok {
-			msg = "cannot parse `" + redact.URL(rawURL) + "`: " + why
+			msg = "cannot parse `" + printed + "`: " + why
 		}
 	}
 	// Longest first, so that a value holding another is hidden whole.
@@ -68,7 +96,7 @@ func parseURLError(rawURL string, err error) error {
 			msg = strings.ReplaceAll(msg, sec, redact.Mask)
 		}
 	}
-	return &redactedError{msg: msg, err: err}
+	return msg
 }
 
 // classify maps PostgreSQL's serialization and deadlock failures to

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -130,18 +129,17 @@ func CheckHotel(name string) error {
 
 // Redacted returns a TICKETBRIDGE_STATE value fit for logs and output: a
 // PostgreSQL URL as [redact.URL] prints it (password and query values
+// masked), a keyword/value connection string as [redact.DSN] does
+// (password and every value but the host, port, database and user
 // masked), a path as it is.
 func Redacted(state string) string {
-	if IsURL(state) {
+	switch {
+	case hasPostgresScheme(state):
 		return redact.URL(state)
+	case IsURL(state):
+		return redact.DSN(state)
 	}
 	return state
-}
-
-// IsURL reports whether a TICKETBRIDGE_STATE value names a PostgreSQL
-// database (postgres:// or postgresql://) rather than a bbolt file.
-func IsURL(state string) bool {
-	return strings.HasPrefix(state, "postgres://") || strings.HasPrefix(state, "postgresql://")
 }
 
 // Store is an open state: a bbolt file, or one hotel's rows in a
@@ -169,10 +167,9 @@ type Store struct {
 // [ErrNotStateFile] when it is something else. An older file is migrated
 // to [SchemaVersion] before Open returns (see the package documentation).
 //
-// A path that starts with postgres:// or postgresql:// opens opts.Hotel's
-// state in that PostgreSQL database instead (see the package
-// documentation); the database's schema is created or migrated as a file's
-// is.
+// A PostgreSQL connection string ([IsURL]) opens opts.Hotel's state in
+// that database instead (see the package documentation); the database's
+// schema is created or migrated as a file's is.
 //
 // ctx bounds the opening's I/O: on PostgreSQL every round trip of it (the
 // schema's check or migration, the hotel's row); on bbolt Open fails at

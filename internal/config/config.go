@@ -328,14 +328,11 @@ func LoadDaemon(ctx context.Context, env envconfig.Lookuper) (Daemon, error) {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_PG_MAX_CONNS=%d: want a positive number of connections", c.PGMaxConns)
 	}
 	if c.PGMaxConns > 0 && state.IsURL(c.State) {
-		u, err := url.Parse(c.State)
+		s, err := state.WithMaxConns(c.State, c.PGMaxConns)
 		if err != nil {
-			return c, fmt.Errorf("read configuration: TICKETBRIDGE_STATE is not a URL: %w", redact.Error(err))
+			return c, fmt.Errorf("read configuration: %w", err)
 		}
-		q := u.Query()
-		q.Set("pool_max_conns", strconv.Itoa(c.PGMaxConns))
-		u.RawQuery = q.Encode()
-		c.State = u.String()
+		c.State = s
 	}
 	c.Adapter = strings.ToLower(strings.TrimSpace(c.Adapter))
 	c.LogFormat = strings.ToLower(strings.TrimSpace(c.LogFormat))

@@ -10,6 +10,10 @@
 // x-amz-credential, password). The user name is kept, since it tells an
 // operator which account is meant and is not a credential on its own.
 //
+// A PostgreSQL keyword/value connection string ("host=db password=…")
+// is printed by [DSN] on the same terms: its host, port, database and user
+// name are kept, every other value (the password first) is replaced.
+//
 // It is not a scrubber of arbitrary text: callers that know a secret's
 // value (a key, a token) must keep it out of their texts themselves.
 package redact
