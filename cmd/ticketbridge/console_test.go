@@ -370,6 +370,8 @@ func TestConsoleTokenConfig(t *testing.T) {
 		// A group with other members is refused too: package secretfile's
 		// tests show it, on account files of their own.
 		{write("world", consoleToken, 0o604), "readable by other users: every user may (mode -rw----r--); run chmod 600"},
+		// Who may change the token may sign in with one of theirs.
+		{write("group-writable", consoleToken, 0o620), "writable by other users: its group may change it (mode -rw--w----); run chmod 600"},
 	} {
 		cs, err := config.LoadConsole(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_CONSOLE_TOKEN_FILE": c.file}))
 		switch {

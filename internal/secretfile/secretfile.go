@@ -30,6 +30,13 @@ import (
 // than the service (and root) may read.
 var ErrReadable = errors.New("readable by other users")
 
+// ErrWritable is matched by the error of a secret file that users other
+// than the process's own, root and the service may change.
+var ErrWritable = errors.New("writable by other users")
+
+// ServiceUser is the user the packaged service runs as.
+const ServiceUser = "ticketbridge"
+
 // The account databases; tests point them elsewhere.
 var (
 	groupFile  = "/etc/group"

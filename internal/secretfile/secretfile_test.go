@@ -13,14 +13,17 @@ import (
 
 const secret = "rta_MARKER-secretfile-0123456789abcdef"
 
+// serviceUID is the uid of ServiceUser in the test's account files.
+const serviceUID = 64123
+
 // accounts points the account databases at files of the test: the
-// current user, alice and bob in the group of the test's files, and the
-// group's listed members.
+// current user, the service's user (serviceUID), the users whose primary
+// group is the group of the test's files, and its listed members.
 func accounts(t *testing.T, primary []string, members string) {
 	t.Helper()
 	dir := t.TempDir()
 	uid, gid := os.Getuid(), os.Getgid()
-	pw := fmt.Sprintf("root:x:0:0::/root:/bin/sh\nservice:x:%d:%d::/:/bin/false\n", uid, gid+1)
+	pw := fmt.Sprintf("root:x:0:0::/root:/bin/sh\nservice:x:%d:%d::/:/bin/false\n%s:x:%d:%d::/:/bin/false\n", uid, gid+1, ServiceUser, serviceUID, gid+2)
 	for i, u := range primary {
 		pw += fmt.Sprintf("%s:x:%d:%d::/:/bin/false\n", u, uid+1000+i, gid)
 	}
@@ -107,4 +110,68 @@ func TestReadEmptyAndMissing(t *testing.T) {
 	if _, err := Read(p+".nope", "console token file"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
+}
+
+// TestReadRefusesWhatOthersMayWrite: a secret anyone but this process's
+// user, root or the service may write is refused, with the fix: one may
+// replace it with a value of theirs (a console token they then know, a
+// helpdesk token of theirs). The group's members do not matter: a group
+// that may write is refused.
+func TestReadRefusesWhatOthersMayWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mode    os.FileMode
+		wantErr string
+	}{
+		{name: "group may write", mode: 0o620, wantErr: "its group may change it (mode -rw--w----); run chmod 600 "},
+		{name: "group of the service alone may write", mode: 0o660, wantErr: "its group may change it"},
+		{name: "every user may write", mode: 0o602, wantErr: "every user may change it (mode -rw-----w-); run chmod 600 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			accounts(t, nil, "service")
+			p := write(t, tc.mode)
+			_, err := Read(p, "console token file")
+			if !errors.Is(err, ErrWritable) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("Read: %v; want ErrWritable with %q and the file", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("the error shows the secret: %v", err)
+			}
+		})
+	}
+
+	t.Run("owned by another user", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("giving a file to another user needs root (chown); the CI runs the tests as root")
+		}
+		accounts(t, nil, "")
+		p := write(t, 0o600)
+		if err := os.Chown(p, 65534, -1); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Read(p, "console token file")
+		if !errors.Is(err, ErrWritable) || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), "chown root "+p) {
+			t.Fatalf("Read: %v; want ErrWritable naming the owner and the fix", err)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("the error shows the secret: %v", err)
+		}
+	})
+
+	t.Run("owned by the service, read by root", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("giving a file to another user needs root (chown); the CI runs the tests as root")
+		}
+		// Root reads what the service reads (check, once --dry-run): the
+		// service's user may own its secrets, as the package's
+		// /etc/ticketbridge/keys holds them.
+		accounts(t, nil, "")
+		p := write(t, 0o600)
+		if err := os.Chown(p, serviceUID, -1); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := Read(p, "API key file"); err != nil || got != secret {
+			t.Fatalf("Read: %q, %v", got, err)
+		}
+	})
 }
