@@ -431,6 +431,10 @@ func keyFileFix(err error, path string) string {
 	switch {
 	case errors.Is(err, config.ErrKeyFileOpen):
 		return "run chmod 600 " + path
+	case errors.Is(err, config.ErrKeyFileWritable) && strings.Contains(msg, "belongs to"):
+		return "run chown root " + path + " (or chown it to the user the daemon runs as), and check who wrote the key"
+	case errors.Is(err, config.ErrKeyFileWritable):
+		return "run chmod 600 " + path + ", and check who wrote the key"
 	case errors.Is(err, fs.ErrPermission) || strings.Contains(msg, "permission denied"):
 		return "run the check as root (sudo ticketbridge check), as the service reads the key"
 	case strings.Contains(msg, "the file is empty"):

@@ -397,6 +397,10 @@ func credentialFile(env envconfig.Lookuper, name string) string {
 // other than the service may read.
 var ErrKeyFileOpen = secretfile.ErrReadable
 
+// ErrKeyFileWritable is matched by the error of a secret file that users
+// other than the service (and root) may change.
+var ErrKeyFileWritable = secretfile.ErrWritable
+
 // readSecretFile reads a one-line secret from path, refusing a file that
 // users other than the service may read (see package secretfile: the
 // group ticketbridge holds the staff of the files helpdesk).

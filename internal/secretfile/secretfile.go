@@ -3,6 +3,14 @@
 // console token. It is the one place that decides whether a secret file
 // is kept well enough to be used.
 //
+// A file anyone but root, the process's user and the service may change
+// is refused: one its group or every user may write, and one another
+// user owns. (Root's commands, check and once --dry-run, accept the
+// service's user, ServiceUser, as the owner: the service reads them.) The
+// folder the file is in is not judged: secrets are reached through links
+// (Kubernetes' ..data, systemd's credentials), and the package's and
+// systemd's folders for them are root's or the service's.
+//
 // A file that every user may read is refused. A file its group may read is
 // refused when that group holds anyone but the service and root: on an
 // installed system the group ticketbridge holds the staff of the files
@@ -70,10 +78,19 @@ func Read(path, what string) (string, error) {
 }
 
 // Check says whether the file at path, described by fi, is kept well
-// enough for a secret: nil, or an error matching [ErrReadable] that says
-// who may read it and how to mend it.
+// enough for a secret: nil, or an error matching [ErrWritable] or
+// [ErrReadable] that says who may change or read it and how to mend it.
 func Check(path string, fi fs.FileInfo) error {
 	perm := fi.Mode().Perm()
+	switch {
+	case perm&0o002 != 0:
+		return fmt.Errorf("%w: every user may change it (mode %v); run chmod 600 %s", ErrWritable, perm, path)
+	case perm&0o020 != 0:
+		return fmt.Errorf("%w: its group may change it (mode %v); run chmod 600 %s", ErrWritable, perm, path)
+	}
+	if err := checkOwner(path, fi); err != nil {
+		return err
+	}
 	if perm&0o004 != 0 {
 		return fmt.Errorf("%w: every user may (mode %v); run chmod 600 %s", ErrReadable, perm, path)
 	}
@@ -95,6 +112,44 @@ func Check(path string, fi fs.FileInfo) error {
 		return fmt.Errorf("%w: its group (gid %d) may, and holds %s (mode %v); run chmod 600 %s", ErrReadable, gid, strings.Join(others, ", "), perm, path)
 	}
 	return nil
+}
+
+// checkOwner refuses a file that belongs to a user other than root, the
+// process's effective user and, for a process of root's, the service's
+// user: its owner may change it, whatever its mode.
+func checkOwner(path string, fi fs.FileInfo) error {
+	owner, ok := fileOwner(fi)
+	euid := os.Geteuid()
+	if !ok || owner == 0 || owner == euid {
+		return nil
+	}
+	name := ""
+	if u, err := userName(owner); err == nil {
+		name = u
+	}
+	if euid == 0 && name == ServiceUser {
+		// Root reads what the service reads (check, once --dry-run);
+		// the service may own its secrets, as it owns the package's
+		// /etc/ticketbridge/keys.
+		return nil
+	}
+	who := fmt.Sprintf("uid %d", owner)
+	if name != "" {
+		who = fmt.Sprintf("%s (uid %d)", name, owner)
+	}
+	return fmt.Errorf("%w: it belongs to %s, who may change it; run chown root %s (or chown it to the user the daemon runs as)", ErrWritable, who, path)
+}
+
+// userName returns the name of the user uid.
+func userName(uid int) (string, error) {
+	name, _, err := passwd(-1, uid)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", fmt.Errorf("no user of uid %d", uid)
+	}
+	return name, nil
 }
 
 // groupOthers returns the users other than uid and root who belong to the
