@@ -604,3 +604,30 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	}
 	started("beta")
 }
+
+// TestCheckFailsOnHotelFileSecrets: check fails a hotel whose file, which
+// its group may read (staff join the group ticketbridge), sets a secret
+// as a value; the verdict names the file and the _FILE variable to use
+// instead, never the secret. A hotel file only the service reads passes.
+func TestCheckFailsOnHotelFileSecrets(t *testing.T) {
+	const marker = "hotel-token-MARKER-77c3"
+	fx := newFleetFixture(t)
+	fx.WriteHotel("alpha", map[string]string{"TICKETBRIDGE_ZENDESK_TOKEN": marker})
+	fx.WriteHotel("beta", map[string]string{"TICKETBRIDGE_ZENDESK_TOKEN": marker})
+	alpha := filepath.Join(fx.HotelsDir, "alpha.env")
+	if err := os.Chmod(alpha, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := fx.cmd("check")
+	if code != 1 || strings.Contains(out+errOut, marker) {
+		t.Fatalf("check: exit %d, want 1 and no secret:\n%s%s", code, out, errOut)
+	}
+	_, alphaOut, _ := strings.Cut(out, "== hotel alpha ==")
+	alphaOut, betaOut, _ := strings.Cut(alphaOut, "== hotel beta ==")
+	if !strings.Contains(alphaOut, "FAIL  hotel secrets") || !strings.Contains(alphaOut, alpha) || !strings.Contains(alphaOut, "TICKETBRIDGE_ZENDESK_TOKEN_FILE") {
+		t.Errorf("hotel alpha: no FAIL naming %s and TICKETBRIDGE_ZENDESK_TOKEN_FILE:\n%s", alpha, out)
+	}
+	if strings.Contains(betaOut, "hotel secrets") {
+		t.Errorf("hotel beta, whose file only the service reads, fails:\n%s", out)
+	}
+}
