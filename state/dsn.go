@@ -88,3 +88,28 @@ func WithMaxConns(s string, n int) (string, error) {
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
+
+// HasPassword reports whether the PostgreSQL connection string s holds a
+// password: a URL's (its user part or its password parameter), or a
+// keyword/value string's password setting. A string that does not parse
+// is taken to hold one.
+func HasPassword(s string) bool {
+	if hasPostgresScheme(s) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return true
+		}
+		_, pw := u.User.Password()
+		return pw || u.Query().Has("password")
+	}
+	settings, err := redact.ParseDSN(s)
+	if err != nil {
+		return true
+	}
+	for _, st := range settings {
+		if st.Key == "password" {
+			return true
+		}
+	}
+	return false
+}

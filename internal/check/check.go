@@ -160,6 +160,7 @@ func (c *checker) checkHotels() error {
 		c.report(fail("hotels", c.fixEnv()+": correct the hotels directory", "%v", err))
 		return c.verdict()
 	}
+	failed := map[string]bool{} // warnings reported as failures
 	for _, h := range secs {
 		fmt.Fprintf(c.out, "\n== hotel %s ==\n", h.Name)
 		if h.Err != nil {
@@ -168,9 +169,17 @@ func (c *checker) checkHotels() error {
 		}
 		c.env, c.src, c.envFile = h.Conf.Env, config.HotelSource(src, h.Conf.File, h.Conf.Env), h.Conf.File.Path
 		c.checkOne()
+		// A secret staff may read fails the check; the daemon only
+		// warns, so that an installed hotel goes on.
+		for _, s := range config.HotelSecrets(h.Conf.File) {
+			c.report(fail("hotel secrets", s.Fix(), "%s", s.Problem()))
+			failed[s.Warning()] = true
+		}
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(c.out, "warning: %s\n", w)
+		if !failed[w] {
+			fmt.Fprintf(c.out, "warning: %s\n", w)
+		}
 	}
 	return c.verdict()
 }

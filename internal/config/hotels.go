@@ -14,6 +14,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -251,6 +253,9 @@ func LoadHotelDir(ctx context.Context, src Source, main Daemon, dir string, warn
 	}
 	bad = map[string]error{}
 	for _, f := range files {
+		for _, s := range HotelSecrets(f) {
+			warn(s.Warning())
+		}
 		hc, err := loadHotel(ctx, src, main, f)
 		if err != nil {
 			bad[f.Name] = err
@@ -356,4 +361,79 @@ func checkWebhookListen(hs []Hotel) error {
 		seen = append(seen, endpoint{h.Name(), addr, host, port})
 	}
 	return nil
+}
+
+// HotelSecret is a secret a hotel file sets as a value while users besides
+// the service may read the file: hotel files are the group ticketbridge's,
+// which the staff of the files helpdesk join. It holds no secret.
+type HotelSecret struct {
+	Hotel, File string
+	// Var is the variable set; FileVar the one that names a file
+	// instead, "" when Var has none.
+	Var, FileVar string
+	Mode         fs.FileMode
+}
+
+// secretSuffixes end the names of the variables that hold secrets.
+var secretSuffixes = []string{"_KEY", "_PASSWORD", "_TOKEN", "_SECRET"}
+
+// HotelSecrets returns the secrets f sets as values, in name order, when
+// users besides the service may read f (its group or every user); nil
+// when only its owner may. A database password in TICKETBRIDGE_STATE is
+// one.
+func HotelSecrets(f HotelFile) []HotelSecret {
+	mode := fs.FileMode(0o644) // unknown: taken as readable
+	if fi, err := os.Stat(f.Path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if mode&0o044 == 0 {
+		return nil
+	}
+	var out []HotelSecret
+	for _, k := range slices.Sorted(maps.Keys(f.Vars)) {
+		v := strings.TrimSpace(f.Vars[k])
+		if v == "" || !strings.HasPrefix(k, EnvPrefix) {
+			continue
+		}
+		fileVar := k + "_FILE"
+		if !slices.Contains(fileVariables(), fileVar) {
+			fileVar = ""
+		}
+		secret := fileVar != ""
+		for _, suf := range secretSuffixes {
+			secret = secret || strings.HasSuffix(k, suf)
+		}
+		if k == "TICKETBRIDGE_STATE" {
+			secret = state.IsURL(v) && state.HasPassword(v)
+		}
+		if secret {
+			out = append(out, HotelSecret{Hotel: f.Name, File: f.Path, Var: k, FileVar: fileVar, Mode: mode})
+		}
+	}
+	return out
+}
+
+// Problem says what is wrong, naming the file and the variable.
+func (s HotelSecret) Problem() string {
+	what := s.Var + " "
+	if s.Var == "TICKETBRIDGE_STATE" {
+		what = "TICKETBRIDGE_STATE with a database password "
+	}
+	return fmt.Sprintf("%s sets %sas a value, and users besides the service may read the file (mode %v: staff who join its group)", s.File, what, s.Mode)
+}
+
+// Fix says how to keep the secret from them.
+func (s HotelSecret) Fix() string {
+	switch {
+	case s.FileVar != "":
+		return fmt.Sprintf("put the secret in a file only the service reads (mode 600, in /etc/ticketbridge/keys), set %s to its path and remove %s from %s", s.FileVar, s.Var, s.File)
+	case s.Var == "TICKETBRIDGE_STATE":
+		return fmt.Sprintf("leave the password out of %s: set TICKETBRIDGE_STATE in the main configuration (mode 600), which every hotel takes, or name a password file in it (passfile=/etc/ticketbridge/keys/%s.pgpass, mode 600)", s.File, s.Hotel)
+	}
+	return fmt.Sprintf("%s has no _FILE form: run sudo chown ticketbridge %s && sudo chmod 600 %s, so that only the service reads the file", s.Var, s.File, s.File)
+}
+
+// Warning is the line the daemon logs (and check prints) about s.
+func (s HotelSecret) Warning() string {
+	return fmt.Sprintf("hotel %s: %s; %s", s.Hotel, s.Problem(), s.Fix())
 }
