@@ -37,6 +37,13 @@ func (c *cycle) discover() {
 	} else {
 		in.listed, in.cover, in.listOK = c.listQueue(in)
 		c.endLists()
+		if in.listOK {
+			// Lists the same as the last cycle's (unchanged) are as
+			// full as they were; lists some of which failed say
+			// nothing new.
+			e.fullLists = c.full
+			c.count(func(r *Report) { r.FullLists = c.full })
+		}
 	}
 	if c.stopped() {
 		return
@@ -303,9 +310,11 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 // a department without others is still seen while it is among the newest
 // of its status, and else at TICKETBRIDGE_RETIRED_INTERVAL), and those of
 // the list for a status imported (TICKETBRIDGE_BACKFILL). What still
-// reaches the limit is logged as a warning: the full-read safety net then
-// covers the open tickets the lists cannot show. It reports whether every
-// request succeeded.
+// reaches the limit is recorded in c.full and logged (see noteFull): the
+// API has no paging, so requests older than the limit's newest are not
+// discovered until newer ones move on; the full-read safety net reads
+// only those already tracked. It reports whether every request
+// succeeded.
 func (c *cycle) listQueue(in discoverInput) ([]guestapi.Ticket, coverage, bool) {
 	var out []guestapi.Ticket
 	cv := coverage{status: map[guestapi.Status]bool{}, dept: map[[2]string]bool{}}
@@ -347,10 +356,19 @@ func (c *cycle) listStatus(s guestapi.Status, in discoverInput, listed bool, out
 		return true
 	}
 	depts := in.departments(s.Closed())
+	noDept := false
 	for _, t := range ts {
-		if listed && t.Department != "" {
+		switch {
+		case t.Department == "":
+			noDept = true
+		case listed:
 			depts[t.Department] = true
 		}
+	}
+	if noDept {
+		// No department list shows a request without a department:
+		// the status's list is the only one that does.
+		c.noteFull(s, "", listed)
 	}
 	names := make([]string, 0, len(depts))
 	for d := range depts {
@@ -378,7 +396,7 @@ func (c *cycle) listStatus(s guestapi.Status, in discoverInput, listed bool, out
 		}
 		*out = append(*out, dts...)
 		if len(dts) >= ListLimit {
-			c.warnFull(s, d)
+			c.noteFull(s, d, listed)
 		} else {
 			cv.dept[[2]string{string(s), d}] = true
 		}
@@ -386,9 +404,27 @@ func (c *cycle) listStatus(s guestapi.Status, in discoverInput, listed bool, out
 	return all
 }
 
-// warnFull says that a department's list of status s is full. It warns
-// once an hour for each such list; the cycles in between say it at debug.
-func (c *cycle) warnFull(s guestapi.Status, dept string) {
+// noteFull records that the list of status s in department dept ("": the
+// status's list, of the requests without a department) holds ListLimit
+// requests, the most the API shows, with no paging. For a status whose
+// requests are imported or may be open (hides), the requests older than
+// the ListLimit-th newest are not discovered until newer ones leave the
+// status: the list is recorded in c.full, for the report, and a warning
+// says so once an hour for each such list (the cycles in between say it
+// at debug). A full closed list hides nothing to import: it is said at
+// debug only.
+func (c *cycle) noteFull(s guestapi.Status, dept string, hides bool) {
+	which := fmt.Sprintf("the list of department %q in status %s", dept, s)
+	if dept == "" {
+		which = fmt.Sprintf("the list of status %s, the only one that shows its requests without a department,", s)
+	}
+	if !hides {
+		c.e.log.LogAttrs(c.ctx, slog.LevelDebug,
+			fmt.Sprintf("%s holds %d tickets, the API's limit: older ones are read at the closed interval if tracked, and not imported otherwise", which, ListLimit),
+			slog.String("op", "discover"))
+		return
+	}
+	c.full = append(c.full, FullList{Status: s, Department: dept})
 	level := slog.LevelDebug
 	key := string(s) + "\x00" + dept
 	if last, ok := c.e.warnedFull[key]; !ok || c.now.Sub(last) >= time.Hour {
@@ -399,7 +435,7 @@ func (c *cycle) warnFull(s guestapi.Status, dept string) {
 		level = slog.LevelWarn
 	}
 	c.e.log.LogAttrs(c.ctx, level,
-		fmt.Sprintf("the list of department %q in status %s holds %d tickets, the API's limit: changes of older ones are seen by the full-read safety net only", dept, s, ListLimit),
+		fmt.Sprintf("%s holds %d tickets, the API's limit, and the API has no paging: older ones are not discovered (not created in the helpdesk, nothing their guests write mirrored) until newer ones leave the status; tracked ones are still read by the full-read safety net. Work the backlog down, or split the department in the hotel's console", which, ListLimit),
 		slog.String("op", "discover"))
 }
 

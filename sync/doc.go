@@ -27,6 +27,11 @@
 //     state keep a digest each; when the next cycle's answers are byte for
 //     byte the same and the state they are compared with is too, they
 //     are not decoded (most of a quiet cycle's cost; see listmemo.go).
+//     A department's list that still holds 200 is full ([FullList]): the
+//     API has no paging, so its requests older than the 200th newest are
+//     not discovered until newer ones leave the status. Every report
+//     names the full lists, for status, check, the status page and
+//     ticketbridge_full_lists.
 //  2. Collect: the adapter's Changes since its stored cursor. Each event is
 //     journaled with its Idempotency-Key ([IdempotencyKey]); the entries and
 //     the new cursor are stored in one transaction, so the cursor moves only

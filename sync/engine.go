@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	gosync "sync"
 	"sync/atomic"
 	"time"
@@ -126,14 +127,20 @@ type Engine struct {
 	// warnedFull is when each full department list (status, department)
 	// was last warned about.
 	warnedFull map[string]time.Time
-	// putOff holds the sides put off, by side (see [PutOff]); putOffRead
-	// says it was read from the last cycle stored, which a restart keeps.
-	putOff     map[string]PutOff
-	putOffRead bool
+	// fullLists are the lists that held the API's limit when the queue
+	// was last listed in full (see [FullList]); every report carries them.
+	fullLists []FullList
+	// putOff holds the sides put off, by side (see [PutOff]); lastRead
+	// says that they and fullLists were read from the last cycle stored,
+	// which a restart keeps.
+	putOff   map[string]PutOff
+	lastRead bool
 	// recorded is when the last cycle record was stored, and
-	// recordedQuiet whether that cycle was quiet (see quietRecordEvery).
+	// recordedQuiet whether that cycle was quiet (see quietRecordEvery);
+	// recordedFull are the full lists that record names.
 	recorded      time.Time
 	recordedQuiet bool
+	recordedFull  []FullList
 	// tracked is how many tickets the last cycle's working set held.
 	tracked int
 	// deferred holds the schedules of quiet reads not yet stored, by
@@ -246,8 +253,8 @@ func (e *Engine) Check(ctx context.Context) error {
 func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.putOffRead {
-		e.readPutOff(ctx)
+	if !e.lastRead {
+		e.readLastCycle(ctx)
 	}
 	c := e.newCycle(ctx)
 	defer c.recycle()
@@ -299,10 +306,12 @@ func (c *cycle) recycle() {
 	ticketSlices.Put(&ts)
 }
 
-// readPutOff takes the sides the last cycle stored put off, so that a
-// restart does not call them before their wait is up; e.mu is held. A
-// report it cannot read puts nothing off.
-func (e *Engine) readPutOff(ctx context.Context) {
+// readLastCycle takes the sides the last cycle stored put off, so that a
+// restart does not call them before their wait is up, and the lists it
+// found full, which the reports carry until the queue is listed in full
+// again; e.mu is held. A report it cannot read puts nothing off and names
+// no full list.
+func (e *Engine) readLastCycle(ctx context.Context) {
 	var last Report
 	err := e.st.View(ctx, func(tx *state.Tx) error {
 		c, ok, err := tx.LastCycle()
@@ -312,13 +321,14 @@ func (e *Engine) readPutOff(ctx context.Context) {
 		return json.Unmarshal(c.Report, &last)
 	})
 	if err != nil {
-		e.log.LogAttrs(context.Background(), slog.LevelDebug, "read the last cycle's put-off", slog.Any("error", err), slog.String("op", "cycle"))
+		e.log.LogAttrs(context.Background(), slog.LevelDebug, "read the last cycle stored", slog.Any("error", err), slog.String("op", "cycle"))
 		return
 	}
-	e.putOffRead = true
+	e.lastRead = true
 	for _, p := range last.PutOff {
 		e.putOff[p.Side] = p
 	}
+	e.fullLists, e.recordedFull = last.FullLists, last.FullLists
 }
 
 // cycle is the working set of one RunCycle.
@@ -354,6 +364,9 @@ type cycle struct {
 	// options (see listmemo.go); discover's goroutines only, under mu.
 	lists    []listSeen
 	replayed map[guestapi.ListOptions]replayedList
+	// full are the lists listQueue found full (see [FullList]), in the
+	// order asked; discover's goroutine only.
+	full []FullList
 
 	// keepCtx is the context of the cycle's writes (see keep); keepMu
 	// guards keepTimer, which ends it storeGrace after ctx ended.
@@ -400,7 +413,7 @@ func (e *Engine) newCycle(ctx context.Context) *cycle {
 		commits0: e.st.Commits(),
 		ok0:      e.api.ok.Load(),
 		limited0: e.api.limited.Load(),
-		rep:      Report{Start: now},
+		rep:      Report{Start: now, FullLists: e.fullLists},
 		readFail: map[string]bool{},
 	}
 	for _, side := range []string{SideAPI, SideHelpdesk} {
@@ -568,7 +581,9 @@ func (c *cycle) finish() (Report, error) {
 		rep.Outcome = OutcomeOK
 	}
 	rep.Synced = fatal == nil && !interrupted && synced
-	quiet := rep.Outcome == OutcomeOK && rep.Synced && c.e.st.Commits() == c.commits0
+	// A cycle that found other lists full than the record names is not
+	// quiet: status, with the daemon stopped, shows the record.
+	quiet := rep.Outcome == OutcomeOK && rep.Synced && c.e.st.Commits() == c.commits0 && slices.Equal(rep.FullLists, c.e.recordedFull)
 	if !c.e.st.ReadOnly() && !(quiet && c.e.recordedQuiet && c.now.Sub(c.e.recorded) < quietRecordEvery) {
 		body, err := json.Marshal(rep)
 		if err == nil {
@@ -588,6 +603,9 @@ func (c *cycle) finish() (Report, error) {
 			}
 		}
 		c.e.recorded, c.e.recordedQuiet = c.now, quiet && err == nil
+		if err == nil {
+			c.e.recordedFull = rep.FullLists
+		}
 		if err != nil {
 			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report", slog.Any("error", err), slog.String("op", "cycle"))
 			if fatal == nil && !interrupted {

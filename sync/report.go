@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/guestapi"
 )
 
 // Outcomes of a cycle, stored in state and shown by `ticketbridge status`.
@@ -78,6 +80,11 @@ type Report struct {
 	// PutOff lists the sides put off at the cycle's end, with until when
 	// (see [PutOff]).
 	PutOff []PutOff `json:"put_off,omitempty"`
+	// FullLists names the lists that held the API's limit of requests
+	// when the queue was last listed in full (this cycle, or an earlier
+	// one when a list request of this one failed): requests older than
+	// the ListLimit-th newest of each may be missing (see [FullList]).
+	FullLists []FullList `json:"full_lists,omitempty"`
 
 	// Fatal is the error that stopped the cycle, "" when none did.
 	Fatal string `json:"fatal,omitempty"`
@@ -85,6 +92,48 @@ type Report struct {
 	// maxReportedFailures of them.
 	Failures []Failure `json:"failures,omitempty"`
 }
+
+// FullList names a list the API answered with [ListLimit] requests, the
+// most it shows, with no paging: requests of that status and department
+// older than the ListLimit-th newest were not in it. An untracked one
+// among them is not discovered (not created in the helpdesk, nothing its
+// guest writes mirrored, a staff reply naming it set aside) until newer
+// ones leave the status; a tracked one is still read at its full-read
+// slot. Only lists of a status the bridge imports from or that holds open
+// requests are named: a full closed list hides nothing to import.
+//
+// Department "" names the status's own list, the only one that shows its
+// requests without a department.
+type FullList struct {
+	Status     guestapi.Status `json:"status"`
+	Department string          `json:"department,omitempty"`
+}
+
+// String names the list: "new in housekeeping", "new without a department".
+func (l FullList) String() string {
+	if l.Department == "" {
+		return string(l.Status) + " without a department"
+	}
+	return string(l.Status) + " in " + l.Department
+}
+
+// FullListsText names the lists ls, separated by commas.
+func FullListsText(ls []FullList) string {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// FullListsWhy says what a full list means, and FullListsFix what to do
+// about it; FullListsHint is both, as status and the status page print it
+// after the lists' names.
+var (
+	FullListsWhy  = fmt.Sprintf("the API shows only the %d newest requests of each, without paging: requests older than the %dth are not discovered (not created in the helpdesk, nothing their guests write mirrored) until newer ones leave that status", ListLimit, ListLimit)
+	FullListsFix  = "work the backlog down (close or move on requests of that status and department), or split the department into smaller ones in the hotel's console"
+	FullListsHint = FullListsWhy + "; " + FullListsFix
+)
 
 // Phases holds the time each phase of a cycle took.
 type Phases struct {
@@ -188,6 +237,9 @@ func (r Report) String() string {
 	for _, p := range r.PutOff {
 		fmt.Fprintf(&b, "; %s", p)
 	}
+	if len(r.FullLists) > 0 {
+		fmt.Fprintf(&b, "; full lists (requests older than the %dth newest not discovered): %s", ListLimit, FullListsText(r.FullLists))
+	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
 	}
@@ -228,6 +280,9 @@ func (r Report) LogValue() slog.Value {
 	for _, p := range r.PutOff {
 		attrs = append(attrs, slog.Time(p.Side+"_put_off_until", p.Until))
 	}
+	if len(r.FullLists) > 0 {
+		attrs = append(attrs, slog.String("full_lists", FullListsText(r.FullLists)))
+	}
 	if r.Fatal != "" {
 		attrs = append(attrs, slog.String("fatal", r.Fatal))
 	}
@@ -267,6 +322,9 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	for _, p := range r.PutOff {
 		rows = append(rows, [2]string{"put off", fmt.Sprintf("%s until %s: %s", p.Side, p.Until.Local().Format(time.DateTime), p.Reason)})
+	}
+	if len(r.FullLists) > 0 {
+		rows = append(rows, [2]string{"full lists", FullListsText(r.FullLists) + "; " + FullListsHint})
 	}
 	if r.Fatal != "" {
 		rows = append(rows, [2]string{"stopped", r.Fatal})

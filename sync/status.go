@@ -128,15 +128,8 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 		if s.Adapter, _, err = tx.Meta(MetaAdapter); err != nil {
 			return err
 		}
-		if c, ok, err := tx.LastCycle(); err != nil {
+		if s.LastCycle, err = lastCycle(tx); err != nil {
 			return err
-		} else if ok {
-			var r Report
-			if json.Unmarshal(c.Report, &r) == nil {
-				s.LastCycle = &r
-			} else {
-				s.LastCycle = &Report{Start: c.Start, Outcome: c.Outcome}
-			}
 		}
 		if v, ok, err := tx.Meta(MetaFullRead); err != nil {
 			return err
@@ -202,6 +195,35 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 	})
 	s.Counts = countTickets(s)
 	return s, nil
+}
+
+// ReadLastCycle returns the report of the last cycle stored in st, nil
+// before the first; a report it cannot decode has its start and outcome
+// only.
+func ReadLastCycle(ctx context.Context, st *state.Store) (*Report, error) {
+	var r *Report
+	err := st.View(ctx, func(tx *state.Tx) error {
+		var err error
+		r, err = lastCycle(tx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the last cycle: %w", err)
+	}
+	return r, nil
+}
+
+// lastCycle is ReadLastCycle in tx.
+func lastCycle(tx *state.Tx) (*Report, error) {
+	c, ok, err := tx.LastCycle()
+	if err != nil || !ok {
+		return nil, err
+	}
+	var r Report
+	if json.Unmarshal(c.Report, &r) != nil {
+		return &Report{Start: c.Start, Outcome: c.Outcome}, nil
+	}
+	return &r, nil
 }
 
 func countTickets(s Status) StatusCounts {
