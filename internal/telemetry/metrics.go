@@ -37,6 +37,7 @@ type metrics struct {
 	held          *value
 	setAside      *value
 	setAsideTotal *value
+	fullLists     *value
 }
 
 // Label values.
@@ -100,6 +101,11 @@ var (
 		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and wait in outbox/failed/, as the adapter last saw them; nothing of them is sent until they are fixed and dropped again."})
 	setAsideTotalFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_outbox_failed_total",
 		Help: "Files the team handed the helpdesk (the files helpdesk's outbox) that could not be used and were set aside in outbox/failed/."})
+	// One series, no label: which status and department each full list
+	// is, status, check, the status page and the log say. Department
+	// codes are the API's strings, a set no one bounds in advance.
+	fullListsFamily = gaugeFamily(prometheus.GaugeOpts{Name: "ticketbridge_full_lists",
+		Help: "Lists of the Guest Requests API that held 200 requests, the most it shows, when the queue was last listed: requests of that status and department older than the 200th newest are not discovered until newer ones leave the status (the API has no paging). ticketbridge status names each list."})
 	reconcileFamily = counterFamily(prometheus.CounterOpts{Name: "ticketbridge_reconcile_total",
 		Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}, "outcome")
 )
@@ -127,6 +133,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		held:          newValue(),
 		setAside:      newValue(),
 		setAsideTotal: newValue(),
+		fullLists:     newValue(),
 		reconcile:     newVec(newValue),
 	}
 	if reg != nil {
@@ -183,6 +190,7 @@ var metricsFamilies = []struct {
 	{setAsideFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.setAside.get()}) }},
 	{setAsideTotalFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.setAsideTotal.get()}) }},
 	{reconcileFamily, func(m metrics, fn func(sample)) { eachValue(m.reconcile, fn) }},
+	{fullListsFamily, func(m metrics, fn func(sample)) { fn(sample{value: m.fullLists.get()}) }},
 }
 
 // eachValue calls fn with each series of a counter's or gauge's vector.

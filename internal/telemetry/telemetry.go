@@ -212,6 +212,9 @@ func (t *Telemetry) CycleDone(r sync.Report, err error) {
 	for o, n := range r.Reconcile {
 		t.m.reconcile.WithLabelValues(o).Add(float64(n))
 	}
+	// Every report carries the lists found full when the queue was last
+	// listed, also one whose lists failed.
+	t.m.fullLists.Set(float64(len(r.FullLists)))
 	t.prop.add(r.Propagation)
 	if err != nil {
 		t.m.errors.WithLabelValues(errorKind(err)).Inc()
