@@ -539,6 +539,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 		fmt.Fprintf(tw, "Held changes\tas the snapshot of %s has them (%s ago): the adapter knows them only while it runs\n",
 			when(s.HeldAt), s.At.Sub(s.HeldAt).Round(time.Second))
 	}
+	if c := s.LastCycle; c != nil && len(c.FullLists) > 0 {
+		fmt.Fprintf(tw, "Full lists\t%s: %s\n", sync.FullListsText(c.FullLists), sync.FullListsHint)
+	}
 	for _, h := range s.Held {
 		if h.SetAside() {
 			fmt.Fprintf(tw, "Staff file set aside\t%s, %s: %s\n", h.File, when(h.Since), h.Need)

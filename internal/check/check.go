@@ -243,7 +243,8 @@ func when(t time.Time) string {
 
 // checkFullReads says how often every open request is read whatever the
 // lists show, and whether the engine shortened that because the API left
-// updated_at behind a change. It reads the state file, or the running
+// updated_at behind a change; and warns of the lists the last cycle found
+// full (see checkFullLists). It reads the state file, or the running
 // daemon's status snapshot; it prints nothing before the first cycle.
 func (c *checker) checkFullReads(cfg config.Daemon) {
 	sc, err := sync.LoadConfig(c.ctx, c.env)
@@ -251,17 +252,19 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 		return
 	}
 	var f *sync.FullRead
+	var last *sync.Report
 	st, err := state.Open(c.ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger, Hotel: cfg.Hotel})
 	switch {
 	case err == nil:
 		fr, ferr := sync.ReadFullRead(c.ctx, st, sc.FullReadInterval)
+		last, _ = sync.ReadLastCycle(c.ctx, st)
 		_ = st.Close()
 		if ferr == nil {
 			f = &fr
 		}
 	case errors.Is(err, state.ErrLocked):
 		if snap, err := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
-			f = snap.FullRead
+			f, last = snap.FullRead, snap.LastCycle
 			if f == nil {
 				f = &sync.FullRead{Configured: sc.FullReadInterval, Effective: sc.FullReadInterval}
 			}
@@ -271,6 +274,23 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 		return
 	}
 	c.report(pass("full reads", "%s", f))
+	c.checkFullLists(last)
+}
+
+// checkFullLists warns of the lists the last cycle (last, nil: none yet)
+// found holding the API's limit of requests: older requests of their
+// status and department are not discovered (see sync.FullList).
+func (c *checker) checkFullLists(last *sync.Report) {
+	if last == nil || len(last.FullLists) == 0 {
+		return
+	}
+	lists := fmt.Sprintf("%d lists hold", len(last.FullLists))
+	if len(last.FullLists) == 1 {
+		lists = "1 list holds"
+	}
+	c.report(warn("full lists", sync.FullListsFix,
+		"as the cycle of %s saw, %s %d requests, the API's limit: %s; %s",
+		when(last.Start), lists, sync.ListLimit, sync.FullListsText(last.FullLists), sync.FullListsWhy))
 }
 
 func (c *checker) verdict() error {

@@ -3,10 +3,11 @@
 // failure, its fix: the configuration (every variable's form, names that
 // are no variable), the API key, the API (reachable, key accepted,
 // tickets readable), the right to write, the helpdesk, the state file or
-// database, the full reads and the changes the helpdesk holds, for one
-// hotel or for each hotel of the hotels directory. The fixes of files the
-// service could not use come from the one table of fixes in
-// internal/config (Problem), which the daemon's start errors share.
+// database, the full reads, the lists the API answered full and the
+// changes the helpdesk holds, for one hotel or for each hotel of the
+// hotels directory. The fixes of files the service could not use come
+// from the one table of fixes in internal/config (Problem), which the
+// daemon's start errors share.
 //
 // It changes nothing it checks: the state and the helpdesk's adapter
 // open read-only, a folder's write right is proven with a file removed

@@ -32,6 +32,10 @@ type overviewData struct {
 	Waiting     int // pending entries backing off
 	Oldest      time.Time
 	Failed      []sync.EntryStatus
+	// FullLists are the lists the newest cycle found holding the API's
+	// limit of requests, and FullListsHint what that means.
+	FullLists     []sync.FullList
+	FullListsHint string
 }
 
 type propRow struct {
@@ -87,6 +91,13 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, p scope) {
 			d.Oldest = e.CreatedAt
 		}
 	}
+	// The newest cycle kept in memory, else the last one stored.
+	if n := len(snap.Cycles); n > 0 {
+		d.FullLists = snap.Cycles[n-1].FullLists
+	} else if st.LastCycle != nil {
+		d.FullLists = st.LastCycle.FullLists
+	}
+	d.FullListsHint = sync.FullListsHint
 	d.Pending = st.Pending[:min(len(st.Pending), overviewRows)]
 	d.Failed = st.Failed[:min(len(st.Failed), 2*overviewRows)]
 	v := s.view(r, p, "Status")
