@@ -3,12 +3,15 @@ package statuspage
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
+	gosync "sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
@@ -80,6 +83,56 @@ func TestBearerGuessesAreCounted(t *testing.T) {
 	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, other); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the token as bearer from another address: %d %s", resp.StatusCode, body)
 	}
+}
+
+// TestParallelGuessesJudgedUpToTheAllowance: wrong tokens sent at once
+// from one client are judged and counted in one step, so that however they
+// interleave no more than loginFails of them are answered as wrong (and
+// logged); the others are refused as too many.
+func TestParallelGuessesJudgedUpToTheAllowance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rounds, guesses = 32, 16
+		logs := &testutil.Buffer{}
+		src := &blockingSource{release: make(chan struct{})}
+		close(src.release)
+		s, err := New(Options{Source: src, Token: testToken, Renders: guesses, Waiting: guesses, ViewRate: -1,
+			Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range rounds {
+			client := fmt.Sprintf("192.0.2.%d:4000", round+1)
+			start := make(chan struct{})
+			codes := make(chan int, guesses)
+			var wg gosync.WaitGroup
+			for range guesses {
+				r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:9464/retry?id=ev-refused", nil)
+				r.RemoteAddr = client
+				r.Header.Set("Authorization", "Bearer "+strings.Repeat("x", 8<<10)) // long: slow to hash
+				wg.Go(func() {
+					<-start
+					rec := httptest.NewRecorder()
+					s.ServeHTTP(rec, r)
+					codes <- rec.Code
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(codes)
+			got := map[int]int{}
+			for c := range codes {
+				got[c]++
+			}
+			if got[http.StatusForbidden] != loginFails || got[http.StatusTooManyRequests] != guesses-loginFails {
+				t.Fatalf("round %d: %d guesses at once from %s were answered %v; want %d wrong (403) and the rest too many (429)",
+					round+1, guesses, client, got, loginFails)
+			}
+			time.Sleep(failWindow) // the bubble's clock: the next round starts afresh
+		}
+		if n := strings.Count(logs.String(), "wrong token"); n != rounds*loginFails {
+			t.Errorf("%d wrong tokens logged, want %d", n, rounds*loginFails)
+		}
+	})
 }
 
 func TestForwardedForIgnoredFromUntrustedPeer(t *testing.T) {
