@@ -186,7 +186,7 @@ func TestThrottleTableIsBounded(t *testing.T) {
 	clock := testutil.NewClock(t0)
 	th := newThrottle(clock.Now, nil)
 	for i := range maxClients + 10 {
-		th.failed(fmt.Sprintf("client-%d", i))
+		th.wrong(fmt.Sprintf("client-%d", i))
 		clock.Advance(time.Millisecond)
 	}
 	if n := len(th.fails); n > maxClients {

@@ -76,7 +76,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.auth.checkToken(r.PostForm.Get("token")) {
-		s.guard.failed(client)
+		if !s.guard.wrong(client) {
+			s.message(w, r, http.StatusTooManyRequests, tooManyText)
+			return
+		}
 		s.log.Warn("console sign-in refused: wrong token", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr), slog.String("client", client))
 		s.message(w, r, http.StatusForbidden, "Sign-in refused: the token is wrong.")
 		return
@@ -127,7 +130,10 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 			return "", false
 		}
 		if !s.auth.checkToken(tok) {
-			s.guard.failed(client)
+			if !s.guard.wrong(client) {
+				s.message(w, r, http.StatusTooManyRequests, tooManyText)
+				return "", false
+			}
 			s.log.Warn("console action refused: wrong token", slog.String("op", "console"), slog.Any("remote", r.RemoteAddr), slog.String("client", client))
 			s.message(w, r, http.StatusForbidden, "Refused: the console token is wrong.")
 			return "", false

@@ -45,18 +45,23 @@ func (t *throttle) locked(client string) bool {
 	return len(t.recent(client)) >= loginFails
 }
 
-// failed records a wrong token from client.
-func (t *throttle) failed(client string) {
+// wrong records a wrong token from client, in the same step as it checks
+// that client has failures left, and reports whether it had: false means
+// the guess is one too many and is answered so, not as wrong. Guesses sent
+// at once are counted one by one: no more than loginFails of them within
+// failWindow are answered as wrong.
+func (t *throttle) wrong(client string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.recent(client)
+	if len(f) >= loginFails {
+		return false
+	}
 	if f == nil && len(t.fails) >= maxClients {
 		t.evict()
 	}
-	if len(f) >= loginFails {
-		f = f[1:]
-	}
 	t.fails[client] = append(f, t.now())
+	return true
 }
 
 // recent drops client's failures older than failWindow and returns the
