@@ -20,7 +20,9 @@ import (
 
 // MinTokenLen is the shortest console token accepted, in bytes: 32
 // bytes of hex or base64 (openssl rand -hex 32 makes 64) are out of
-// reach of guessing even at the throttle's pace.
+// reach of guessing at any pace the daemon answers. It is the token's
+// defence: the right token is never refused, so counting wrong ones
+// (throttle.go) cannot keep a guesser from learning which one is right.
 const MinTokenLen = 32
 
 // Session cookie.

@@ -32,28 +32,36 @@ func proxied(t *testing.T) (*testPage, *testutil.Clock) {
 
 func from(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
 
-func TestWrongTokensLockOutTheirClientOnly(t *testing.T) {
+// TestWrongTokensCountedPerClient: of the wrong tokens from one client
+// within a minute, five are answered as wrong and the rest as too many;
+// another client is not affected; the right token signs in from the
+// guessing client too.
+func TestWrongTokensCountedPerClient(t *testing.T) {
 	p, clock := proxied(t)
+	const wrong = "wrong-wrong-wrong-wrong-wrong-wrong"
 	for i := range loginFails {
-		if resp := p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from("203.0.113.7")); resp.StatusCode != http.StatusForbidden {
+		if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("wrong token %d: %d", i+1, resp.StatusCode)
 		}
 	}
-	// The right token from the locked-out address is refused too, until
-	// the window has passed: the lock does not tell a guess that hit.
-	if resp := p.loginWith("", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("right token from the locked-out address: %d, want 429", resp.StatusCode)
+	if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("wrong token %d: %d, want 429", loginFails+1, resp.StatusCode)
 	}
-	if resp := p.loginWith("Ines", testToken, from("198.51.100.9")); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("right token from another address: %d, want 303", resp.StatusCode)
+	if resp := p.loginWith("", wrong, from("198.51.100.9")); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a wrong token from another address: %d, want 403", resp.StatusCode)
+	}
+	// The right token is never refused: the client may be every local
+	// user at once.
+	if resp := p.loginWith("Ines", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("right token from the guessing address: %d, want 303", resp.StatusCode)
 	}
 	clock.Advance(failWindow - time.Second)
-	if resp := p.loginWith("", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("right token from the locked-out address before the window passed: %d, want 429", resp.StatusCode)
+	if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a wrong token before the window passed: %d, want 429", resp.StatusCode)
 	}
 	clock.Advance(time.Second)
-	if resp := p.loginWith("Ines", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("right token from the address a minute later: %d, want 303", resp.StatusCode)
+	if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a wrong token a minute later: %d, want 403", resp.StatusCode)
 	}
 	if logs := p.logs.String(); !strings.Contains(logs, "client=203.0.113.7") || strings.Contains(logs, testToken) {
 		t.Errorf("the refusals do not name the client, or the log holds the token:\n%s", logs)
@@ -69,19 +77,28 @@ func TestBearerGuessesAreCounted(t *testing.T) {
 			t.Fatalf("bearer guess %d: %d", i+1, resp.StatusCode)
 		}
 	}
+	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, wrong); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "wait a minute") {
+		t.Fatalf("bearer guess %d: %d %s, want 429", loginFails+1, resp.StatusCode, body)
+	}
+	// One count for both ways in.
+	if resp := p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a wrong sign-in after %d bearer guesses: %d, want 429", loginFails, resp.StatusCode)
+	}
 	right := from("203.0.113.7")
 	right["Authorization"] = "Bearer " + testToken
-	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, right); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "wait a minute") {
-		t.Fatalf("the token as bearer after %d guesses: %d %s, want 429", loginFails, resp.StatusCode, body)
+	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, right); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the token as bearer from the guessing address: %d %s", resp.StatusCode, body)
 	}
-	// One limit for both ways in.
-	if resp := p.loginWith("", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("sign-in after %d bearer guesses: %d, want 429", loginFails, resp.StatusCode)
+}
+
+func TestForwardedForIgnoredFromUntrustedPeer(t *testing.T) {
+	p := newTestPage(t, testToken) // no trusted proxy
+	for i := range loginFails {
+		p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from(fmt.Sprintf("203.0.113.%d", i)))
 	}
-	other := from("198.51.100.9")
-	other["Authorization"] = "Bearer " + testToken
-	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, other); resp.StatusCode != http.StatusOK {
-		t.Fatalf("the token as bearer from another address: %d %s", resp.StatusCode, body)
+	// Every guess counted against the peer, whatever it claimed.
+	if resp := p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from("198.51.100.9")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a wrong sign-in claiming another address after %d guesses: %d, want 429", loginFails, resp.StatusCode)
 	}
 }
 
@@ -133,17 +150,6 @@ func TestParallelGuessesJudgedUpToTheAllowance(t *testing.T) {
 			t.Errorf("%d wrong tokens logged, want %d", n, rounds*loginFails)
 		}
 	})
-}
-
-func TestForwardedForIgnoredFromUntrustedPeer(t *testing.T) {
-	p := newTestPage(t, testToken) // no trusted proxy
-	for i := range loginFails {
-		p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from(fmt.Sprintf("203.0.113.%d", i)))
-	}
-	// Every guess counted against the peer, whatever it claimed.
-	if resp := p.loginWith("", testToken, from("198.51.100.9")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("sign-in claiming another address after %d guesses: %d, want 429", loginFails, resp.StatusCode)
-	}
 }
 
 func TestThrottleClient(t *testing.T) {

@@ -17,8 +17,10 @@
 // one at once, and a restart (which is how a new token is taken) ends all.
 // Wrong tokens, at sign-in or as a bearer credential, are counted per
 // client address (the X-Forwarded-For of [Options].TrustedProxies only):
-// five within a minute refuse that address, even with the right token,
-// until the minute has passed; other addresses are not affected. A
+// five within a minute are answered as wrong, further ones as too many
+// until the minute has passed; other addresses are not affected. The
+// right token is never refused, from any address: on loopback every
+// local user is one address. A
 // signed-in user sees the texts of the replies the bridge carries and may
 // ask to read a request now, retry a journal entry or skip it (mark it
 // abandoned, with a reason). Actions are POST forms with a CSRF token, or
@@ -32,8 +34,12 @@
 // of many reads its request list at the first view after a cycle and
 // serves that read until the next, and a request page reads its one
 // request by key. The page has no login for reading, so views are bounded
-// as well: a few are drawn at once, a few more wait their turn, and the
-// rest are answered 503 with Retry-After ([Options].Renders, Waiting).
+// as well: so many a second, of which one client may take a quarter
+// ([Options].ViewRate); a few are drawn at once, a few more wait their
+// turn, and the rest are answered 429 or 503 with Retry-After
+// ([Options].Renders, Waiting). The sign-in form, sign-ins and actions
+// have a budget of their own, and a request with a live session or the
+// console token is never refused: it only waits its turn to be drawn.
 //
 // A daemon of one hotel gives the [Server] its Source ([Options].Source)
 // and the page is at /: /tickets, /tickets/{id}, and the actions /retry,

@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -135,8 +136,9 @@ func TestViewsAreBounded(t *testing.T) {
 }
 
 // TestViewRateBounded: views beyond the rate, once its burst is spent, are
-// answered 429 after their Retry-After, without reaching the hotel; the
-// rate comes back with time; the stylesheet is not counted.
+// answered 429 after their Retry-After, without reaching the hotel, though
+// each comes from a client of its own; the rate comes back with time; the
+// stylesheet is not counted.
 func TestViewRateBounded(t *testing.T) { synctest.Test(t, testViewRateBounded) }
 
 func testViewRateBounded(t *testing.T) {
@@ -148,9 +150,13 @@ func testViewRateBounded(t *testing.T) {
 	}
 	clock := t0
 	s.limit.now = func() time.Time { return clock }
+	clients := 0
 	view := func(path string) *httptest.ResponseRecorder {
+		clients++
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.RemoteAddr = fmt.Sprintf("192.0.2.%d:4000", clients)
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		s.ServeHTTP(rec, r)
 		return rec
 	}
 	for i := range 2 * burstSeconds {
@@ -208,5 +214,32 @@ func TestSameOriginBehindAProxy(t *testing.T) {
 		if got := s.sameOrigin(r); got != tc.want {
 			t.Errorf("external host %q, Origin %q: same origin %v, want %v", tc.extern, tc.origin, got, tc.want)
 		}
+	}
+}
+
+// TestBudgetTableIsBounded: the clients a budget keeps are bounded; a
+// full table forgets the ones whose share filled again, or else the one
+// that took longest ago.
+func TestBudgetTableIsBounded(t *testing.T) {
+	g := newBudget(2 * maxClients) // every client takes one
+	now := t0
+	for i := range maxClients + 10 {
+		g.take(fmt.Sprintf("client-%d", i), now)
+		now = now.Add(time.Nanosecond) // none fills again meanwhile
+	}
+	if n := len(g.clients); n > maxClients {
+		t.Fatalf("%d clients kept, want at most %d", n, maxClients)
+	}
+	if _, ok := g.clients["client-0"]; ok {
+		t.Error("the client that took longest ago is kept in a full table")
+	}
+	if _, ok := g.clients[fmt.Sprintf("client-%d", maxClients+9)]; !ok {
+		t.Error("the newest client is not kept")
+	}
+	// Clients whose share has filled again make room before any other.
+	now = now.Add(burstSeconds * time.Second)
+	g.take("late", now)
+	if n := len(g.clients); n != 1 {
+		t.Errorf("%d clients kept after every share filled again and one took, want 1", n)
 	}
 }

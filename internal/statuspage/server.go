@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -50,13 +51,15 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// ViewRate bounds the views drawn a second, in bursts of three
-	// seconds' worth; 0 means 20, below 0 no bound. A view beyond is
-	// answered 429 with Retry-After.
+	// seconds' worth, a quarter of them for one client; 0 means 20, below
+	// 0 no bound. A view beyond is answered 429 with Retry-After. Views
+	// with a valid session are not counted, and the sign-in form,
+	// sign-ins and actions have a budget of their own.
 	ViewRate float64
 	// Renders bounds the views drawn at once; 0 means half the
-	// processors, at least one. Waiting bounds the views that wait for
-	// their turn; 0 means 16 per render. A view beyond both is answered
-	// 503 with Retry-After.
+	// processors, at least one. Waiting bounds the views without a valid
+	// credential that wait for their turn; 0 means 16 per render. A view
+	// beyond both is answered 503 with Retry-After.
 	Renders, Waiting int
 	// SecureCookie marks the session cookies Secure, for a page reached
 	// over https through a proxy; they are Secure on a TLS connection
@@ -223,7 +226,50 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r) // embedded bytes: nothing to bound
 		return
 	}
-	s.limit.serve(w, r, s.mux)
+	r, k := s.kind(r)
+	s.limit.serve(w, r, s.mux, k, s.guard.client(r))
+}
+
+// kind says how r is bounded (limit.go): credentialed when it carries a
+// valid credential, a live session or the console token, as bearer
+// credential or in the sign-in form; else a view or a sign-in. The token
+// is compared in constant time, and a wrong one is left to the handler to
+// count against its client. It parses the sign-in form to see its token,
+// and returns r with the parse's error for the handler (parseForm).
+func (s *Server) kind(r *http.Request) (*http.Request, kind) {
+	if s.auth.enabled() {
+		if tok, ok := bearer(r); ok {
+			if s.auth.checkToken(tok) {
+				return r, credentialed
+			}
+		} else if _, _, ok := s.auth.user(r); ok {
+			return r, credentialed
+		} else if r.Method == http.MethodPost && r.URL.Path == "/login" {
+			if err := r.ParseForm(); err != nil {
+				return r.WithContext(context.WithValue(r.Context(), formErrorKey{}, err)), signingIn
+			}
+			if s.auth.checkToken(r.PostForm.Get("token")) {
+				return r, credentialed
+			}
+		}
+	}
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path != "/login" {
+		return r, viewing
+	}
+	return r, signingIn
+}
+
+// formErrorKey keys the error of a form parsed before its handler.
+type formErrorKey struct{}
+
+// parseForm parses r's form, or returns the error its parse met before
+// the handler (Server.kind parses a sign-in's): the second parse of a
+// form that was too large would not say so.
+func parseForm(r *http.Request) error {
+	if err, ok := r.Context().Value(formErrorKey{}).(error); ok {
+		return err
+	}
+	return r.ParseForm()
 }
 
 func (s *Server) asset(w http.ResponseWriter, r *http.Request) {

@@ -340,8 +340,11 @@ func TestSignInPausesAfterFailures(t *testing.T) {
 	for range loginFails {
 		p.login("", "nope-nope-nope-nope")
 	}
-	if resp := p.login("", testToken); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("sign-in after %d failures: %d", loginFails, resp.StatusCode)
+	if resp := p.login("", "nope-nope-nope-nope"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a wrong sign-in after %d failures: %d, want 429", loginFails, resp.StatusCode)
+	}
+	if resp := p.login("", testToken); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the right sign-in after %d failures: %d, want 303", loginFails, resp.StatusCode)
 	}
 }
 

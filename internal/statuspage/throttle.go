@@ -10,11 +10,19 @@ import (
 	"time"
 )
 
-// Guessing the console token is throttled per client: after loginFails
-// wrong tokens within failWindow, from the sign-in form or as a bearer
-// credential alike, that client is refused (even with the right token)
-// until the oldest of those failures is failWindow old. Other clients
-// are not affected.
+// Guessing the console token is counted per client: of the wrong tokens
+// a client sends within failWindow, from the sign-in form or as a bearer
+// credential alike, loginFails are answered as wrong (and logged), and
+// the others 429, as too many, until the oldest of those failures is
+// failWindow old. Other clients are not affected.
+//
+// The right token is never refused, nor is a live session: on loopback
+// every local user is the same client, and one of them guessing must not
+// keep the operators out. So the count cannot keep a guesser from
+// learning which guess is right: what keeps the token out of reach is its
+// length (MinTokenLen, 2^128 guesses and more); a wrong guess also takes
+// from its client's share of the sign-in budget (limit.go), and the count
+// bounds the answers and log lines that guessing costs.
 const (
 	loginFails = 5 // wrong tokens a client may send within failWindow
 	failWindow = time.Minute
@@ -36,13 +44,6 @@ type throttle struct {
 
 func newThrottle(now func() time.Time, trusted []netip.Prefix) *throttle {
 	return &throttle{now: now, trusted: trusted, fails: map[string][]time.Time{}}
-}
-
-// locked reports whether client has used up its failures.
-func (t *throttle) locked(client string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.recent(client)) >= loginFails
 }
 
 // wrong records a wrong token from client, in the same step as it checks
