@@ -458,3 +458,56 @@ func TestConsoleCookieAndProxyConfig(t *testing.T) {
 		t.Errorf("trusted proxies %v", cs.TrustedProxies)
 	}
 }
+
+// TestStatusPageAnswersItsHostsOnly: the daemon's page answers for the
+// host it listens on, the loopback names, the external URL's host and
+// TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS, and refuses any other (a site whose
+// name it turned to 127.0.0.1, DNS rebinding) with 421, the CLI's retry
+// included; /metrics, /healthz and /readyz answer whatever the host, as
+// scrapes and probes use any.
+func TestStatusPageAnswersItsHostsOnly(t *testing.T) {
+	b := newBridge(t)
+	b.ticket("towels")
+	d := startConsoleDaemon(t, b, func(d *consoleDaemon) {
+		d.b.vars["TICKETBRIDGE_CONSOLE_EXTERNAL_URL"] = "https://bridge.example.com/"
+		d.b.vars["TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS"] = "bridge.internal, 10.9.8.7"
+	})
+	_, port, _ := strings.Cut(d.addr, ":")
+	ask := func(method, path, host string, hdr map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+d.addr+path, nil)
+		req.Host = host
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body bytes.Buffer
+		body.ReadFrom(resp.Body)
+		return resp.StatusCode, body.String()[:min(body.Len(), 300)]
+	}
+	for _, host := range []string{d.addr, "localhost:" + port, "bridge.example.com", "bridge.internal:" + port, "10.9.8.7:" + port} {
+		if code, body := ask("GET", "/", host, nil); code != http.StatusOK {
+			t.Errorf("GET / for host %s: %d\n%s", host, code, body)
+		}
+	}
+	bearer := map[string]string{"Authorization": "Bearer " + consoleToken}
+	for _, host := range []string{"evil.example:" + port, "10.1.2.3:" + port} {
+		for _, c := range []struct {
+			method, path string
+			hdr          map[string]string
+		}{{"GET", "/", nil}, {"GET", "/tickets", nil}, {"POST", "/retry?id=x", bearer}} {
+			if code, body := ask(c.method, c.path, host, c.hdr); code != http.StatusMisdirectedRequest || !strings.Contains(body, "TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS") {
+				t.Errorf("%s %s for host %s: %d, want 421 naming TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS:\n%s", c.method, c.path, host, code, body)
+			}
+		}
+		for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+			if code, body := ask("GET", path, host, nil); code == http.StatusMisdirectedRequest {
+				t.Errorf("GET %s for host %s: refused\n%s", path, host, body)
+			}
+		}
+	}
+}
