@@ -44,6 +44,7 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry.Telem
 	}
 	opts.Token, opts.Logger = string(cs.Token), log
 	opts.SecureCookie, opts.TrustedProxies, opts.ExternalHost = cs.SecureCookie, cs.TrustedProxies, cs.ExternalHost
+	opts.Listen, opts.AllowedHosts = tel.Listen(), cs.AllowedHosts
 	srv, err := statuspage.New(opts)
 	if err != nil {
 		return nil, err

@@ -442,6 +442,8 @@ func TestConsoleCookieAndProxyConfig(t *testing.T) {
 		{map[string]string{"TICKETBRIDGE_CONSOLE_EXTERNAL_URL": "bridge.example.com"}, false, `TICKETBRIDGE_CONSOLE_EXTERNAL_URL="bridge.example.com": want the address`},
 		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}, false, ""},
 		{map[string]string{"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES": "127.0.0.1, nginx"}, false, `TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: entry "nginx" is neither an address nor a network`},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS": "bridge.internal, 10.0.0.5:9464"}, false, ""},
+		{map[string]string{"TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS": "bridge.internal, https://ops.example.org/"}, false, `TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS: entry "https://ops.example.org/" is a URL`},
 	} {
 		cs, err := config.LoadConsole(context.Background(), envconfig.MapLookuper(c.vars))
 		switch {

@@ -35,6 +35,11 @@ type consoleConfig struct {
 	// X-Forwarded-For names the client a failed sign-in is counted
 	// against; empty trusts none.
 	TrustedProxies string `env:"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES"`
+	// AllowedHosts lists more host names (or addresses) the page is
+	// opened at, beyond the listen address's, the loopback names and
+	// ExternalURL's host; a request for any other host is refused, against
+	// DNS rebinding.
+	AllowedHosts string `env:"TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS"`
 }
 
 // ConsoleCredential is the name of the console token among the unit's
@@ -46,7 +51,8 @@ type Console struct {
 	Token          Secret // "" keeps the page read-only; never printed
 	SecureCookie   bool
 	TrustedProxies []netip.Prefix
-	ExternalHost   string // TICKETBRIDGE_CONSOLE_EXTERNAL_URL's host; "" when unset
+	ExternalHost   string   // TICKETBRIDGE_CONSOLE_EXTERNAL_URL's host; "" when unset
+	AllowedHosts   []string // TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS
 }
 
 // LoadConsole reads the status page's variables and the console token:
@@ -65,6 +71,9 @@ func LoadConsole(ctx context.Context, env envconfig.Lookuper) (Console, error) {
 	var err error
 	if s.TrustedProxies, err = statuspage.ParseProxies(c.TrustedProxies); err != nil {
 		return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES: %w", err)
+	}
+	if s.AllowedHosts, err = statuspage.ParseHosts(c.AllowedHosts); err != nil {
+		return s, fmt.Errorf("read configuration: TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS: %w", err)
 	}
 	if u := strings.TrimSpace(c.ExternalURL); u != "" {
 		pu, err := url.Parse(u)

@@ -45,7 +45,7 @@ func BenchmarkPage(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				rec := httptest.NewRecorder()
-				s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.path, nil))
+				s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464"+c.path, nil))
 				if rec.Code != 200 {
 					b.Fatalf("GET %s: %d", c.path, rec.Code)
 				}

@@ -56,7 +56,7 @@ func TestPageWording(t *testing.T) {
 	}
 	get := func(path string) string {
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464"+path, nil))
 		if rec.Code != 200 {
 			t.Fatalf("GET %s: %d", path, rec.Code)
 		}

@@ -50,6 +50,12 @@
 // under /hotels/{name}/. Sign-in (/login, /logout), the session and the
 // token are the daemon's, one for all its hotels.
 //
+// The page answers only for the hosts it is opened at (the loopback
+// names, [Options].Listen's host, ExternalHost and AllowedHosts; any IP
+// address when it listens on every address) and refuses any other Host
+// with 421, so that a site that turned its name to the page's address
+// (DNS rebinding) cannot read it.
+//
 // The package is not the metrics or health endpoints (the daemon's
 // telemetry serves those on the same listener) and holds no credential
 // other than the console token.

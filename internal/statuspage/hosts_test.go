@@ -55,3 +55,50 @@ func TestHostChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestHostCheckSettings: the listen address's host and the allowed hosts
+// are answered for; listening on every address, any IP address is too
+// (Kubernetes probes and scrapes by the pod's address), never another
+// name.
+func TestHostCheckSettings(t *testing.T) {
+	for _, c := range []struct {
+		listen  string
+		allowed []string
+		yes, no []string
+	}{
+		{"127.0.0.1:9464", nil, []string{"localhost", "127.0.0.1:80"}, []string{"10.1.2.3", "bridge.internal", "evil.example"}},
+		{"bridge-host:9464", []string{"bridge.internal", "10.9.8.7"}, []string{"Bridge-Host:9464", "bridge.internal:443", "bridge.internal.", "10.9.8.7:9464"}, []string{"10.1.2.3", "evil.example"}},
+		{"0.0.0.0:9464", nil, []string{"10.1.2.3:9464", "[fd00::5]:9464", "localhost"}, []string{"pod.cluster.local", "evil.example", "10.1.2.3.evil.example"}},
+		{":9464", []string{"bridge.internal"}, []string{"10.1.2.3", "bridge.internal"}, []string{"evil.example"}},
+		{"[::]:9464", nil, []string{"[2001:db8::1]:9464", "192.0.2.1"}, []string{"evil.example"}},
+		{"[fd00::5]:9464", nil, []string{"[fd00::5]:9464", "[FD00:0::5]"}, []string{"[fd00::6]:9464", "10.1.2.3"}},
+	} {
+		h := newHostCheck(c.listen, "", c.allowed)
+		for _, host := range c.yes {
+			if !h.allows(host) {
+				t.Errorf("listening on %s, allowing %v: host %q refused", c.listen, c.allowed, host)
+			}
+		}
+		for _, host := range c.no {
+			if h.allows(host) {
+				t.Errorf("listening on %s, allowing %v: host %q answered", c.listen, c.allowed, host)
+			}
+		}
+	}
+}
+
+func TestParseHosts(t *testing.T) {
+	got, err := ParseHosts(" Bridge.Internal, 10.9.8.7:9464 [fd00::5]:1\tops.example.")
+	if want := []string{"bridge.internal", "10.9.8.7", "fd00::5", "ops.example"}; err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("ParseHosts: %q, %v; want %q", got, err, want)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"https://bridge.example.com/", `entry "https://bridge.example.com/" is a URL`},
+		{"*.example.com", `entry "*.example.com" is a pattern`},
+		{"user@bridge.internal", `entry "user@bridge.internal" is not a host name`},
+	} {
+		if _, err := ParseHosts(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseHosts(%q): %v, want an error with %q", c.in, err, c.want)
+		}
+	}
+}

@@ -28,7 +28,7 @@ func TestOnDemandReadsOncePerCycle(t *testing.T) {
 	}
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464"+path, nil))
 		return rec.Code, rec.Body.String()
 	}
 	if code, body := get("/tickets"); code != 200 || !strings.Contains(body, "hd-4") {
@@ -110,7 +110,7 @@ func TestViewsAreBounded(t *testing.T) {
 		codes := make(chan int, 2)
 		view := func() int {
 			rec := httptest.NewRecorder()
-			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464/", nil))
 			return rec.Code
 		}
 		go func() { codes <- view() }() // renders, held in Snapshot
@@ -119,7 +119,7 @@ func TestViewsAreBounded(t *testing.T) {
 		synctest.Wait()
 		rec := httptest.NewRecorder()
 		start := time.Now()
-		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464/", nil))
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" || time.Since(start) != time.Second {
 			t.Fatalf("a third view: %d (Retry-After %q) after %s, want 503 held for 1s", rec.Code, rec.Header().Get("Retry-After"), time.Since(start))
 		}
@@ -153,7 +153,7 @@ func testViewRateBounded(t *testing.T) {
 	clients := 0
 	view := func(path string) *httptest.ResponseRecorder {
 		clients++
-		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464"+path, nil)
 		r.RemoteAddr = fmt.Sprintf("192.0.2.%d:4000", clients)
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, r)

@@ -70,8 +70,18 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// ExternalHost is the host (and port) people open the page at through
 	// a proxy, e.g. bridge.example.com: a form sent from there is from
-	// this page, also when the proxy rewrites the Host header.
+	// this page, also when the proxy rewrites the Host header; and the
+	// page answers for it (hosts.go).
 	ExternalHost string
+	// Listen is the address the page listens on, host:port: the page
+	// answers for its host, and listening on every address (0.0.0.0, ::
+	// or no host) for any IP address too. Requests for any other host
+	// than these, the loopback names and AllowedHosts are refused 421,
+	// against DNS rebinding (hosts.go).
+	Listen string
+	// AllowedHosts are more host names or addresses the page answers
+	// for (TICKETBRIDGE_CONSOLE_ALLOWED_HOSTS), without port.
+	AllowedHosts []string
 }
 
 // Listed is one hotel of a daemon that serves many, as the list of
@@ -101,6 +111,7 @@ type Server struct {
 	guard  *throttle // wrong tokens by client
 	secure bool      // session cookies are Secure
 	extern string    // the host the page is opened at through a proxy
+	hosts  hostCheck // the hosts the page answers for
 }
 
 // scope is the hotel a request is about and where its pages are.
@@ -130,6 +141,7 @@ func New(opts Options) (*Server, error) {
 	s.limit = newRenderLimit(opts.ViewRate, opts.Renders, opts.Waiting)
 	s.guard, s.secure = newThrottle(s.now, opts.TrustedProxies), opts.SecureCookie
 	s.extern = strings.ToLower(opts.ExternalHost)
+	s.hosts = newHostCheck(opts.Listen, opts.ExternalHost, opts.AllowedHosts)
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
 		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -222,6 +234,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "same-origin") // "no-referrer" makes browsers send Origin: null with forms
 	h.Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, FormMax)
+	if !s.hosts.allows(r.Host) {
+		refuseHost(w, r.Host)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/assets/") {
 		s.mux.ServeHTTP(w, r) // embedded bytes: nothing to bound
 		return

@@ -320,5 +320,9 @@ func (t *Telemetry) observeStats(st state.Stats) {
 // (TICKETBRIDGE_LISTEN), and with it the status page.
 func (t *Telemetry) Listens() bool { return t.cfg.Listen != "" }
 
+// Listen is the host:port the endpoints are asked to listen on
+// (TICKETBRIDGE_LISTEN), as configured: its port may be 0.
+func (t *Telemetry) Listen() string { return t.cfg.Listen }
+
 // CycleMax is each cycle's deadline (TICKETBRIDGE_CYCLE_MAX).
 func (t *Telemetry) CycleMax() time.Duration { return t.cfg.CycleMax }
