@@ -32,8 +32,8 @@ type consoleConfig struct {
 	// SecureCookie is true or false; empty follows ExternalURL.
 	SecureCookie string `env:"TICKETBRIDGE_CONSOLE_SECURE_COOKIE"`
 	// TrustedProxies lists the proxies (addresses or CIDR networks) whose
-	// X-Forwarded-For names the client a failed sign-in is counted
-	// against; empty trusts none.
+	// X-Forwarded-For names the client a wrong token is counted against,
+	// and whose share of the page's views is taken; empty trusts none.
 	TrustedProxies string `env:"TICKETBRIDGE_CONSOLE_TRUSTED_PROXIES"`
 	// AllowedHosts lists more host names (or addresses) the page is
 	// opened at, beyond the listen address's, the loopback names and

@@ -66,7 +66,8 @@ type Options struct {
 	// anyway.
 	SecureCookie bool
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
-	// client whose failed sign-ins are counted; none by default.
+	// client, whose wrong tokens are counted and whose share of views
+	// and sign-ins is taken; none by default.
 	TrustedProxies []netip.Prefix
 	// ExternalHost is the host (and port) people open the page at through
 	// a proxy, e.g. bridge.example.com: a form sent from there is from
