@@ -360,8 +360,19 @@ func TestCheckToken(t *testing.T) {
 	if err := CheckToken(testToken); err != nil {
 		t.Errorf("CheckToken(%d bytes) = %v", len(testToken), err)
 	}
-	if err := CheckToken(strings.Repeat("a", MinTokenLen)); err != nil {
+	if err := CheckToken("0123456789abcdef0123456789abcdef"); err != nil {
 		t.Errorf("CheckToken(%d bytes) = %v", MinTokenLen, err)
+	}
+}
+
+// TestCheckTokenWantsVariety: the right token is never refused, so a
+// token's guessability is its only defence: one of few characters
+// repeated ("aaaa…", a word written over and over) is refused however long.
+func TestCheckTokenWantsVariety(t *testing.T) {
+	for _, tok := range []string{strings.Repeat("a", 64), strings.Repeat("hotel", 8), strings.Repeat("seaside1", 5)} {
+		if err := CheckToken(tok); err == nil || !strings.Contains(err.Error(), "different characters") || strings.Contains(err.Error(), tok) {
+			t.Errorf("CheckToken(%d bytes of few characters) = %v, want a refusal naming the fix and not the token", len(tok), err)
+		}
 	}
 }
 
