@@ -25,6 +25,12 @@ import (
 // (throttle.go) cannot keep a guesser from learning which one is right.
 const MinTokenLen = 32
 
+// minTokenRunes is the fewest different characters a console token must
+// hold: a random token of 32 hex digits holds about 14, while a word
+// written over and over ("hotelhotel…") holds a handful and is guessed
+// whatever its length.
+const minTokenRunes = 10
+
 // Session cookie.
 const (
 	cookieName  = "ticketbridge_console"
@@ -38,8 +44,8 @@ const (
 )
 
 // CheckToken says what is wrong with a console token (already trimmed of
-// surrounding white space): empty, shorter than MinTokenLen bytes, or not
-// one word of UTF-8. The error never contains the token.
+// surrounding white space): empty, shorter than MinTokenLen bytes, not
+// one word of UTF-8, or a few characters repeated. The error never contains the token.
 func CheckToken(tok string) error {
 	switch {
 	case tok == "":
@@ -48,8 +54,19 @@ func CheckToken(tok string) error {
 		return fmt.Errorf("the console token is %d bytes long; want %d or more (e.g. openssl rand -hex 32)", len(tok), MinTokenLen)
 	case strings.ContainsFunc(tok, unicode.IsSpace) || !utf8.ValidString(tok):
 		return errors.New("the console token contains white space or is not UTF-8; want one word")
+	case distinctRunes(tok) < minTokenRunes:
+		return fmt.Errorf("the console token repeats a few characters (fewer than %d different characters): it is easy to guess; make a random one (e.g. openssl rand -hex 32)", minTokenRunes)
 	}
 	return nil
+}
+
+// distinctRunes counts the different characters of s.
+func distinctRunes(s string) int {
+	seen := map[rune]bool{}
+	for _, r := range s {
+		seen[r] = true
+	}
+	return len(seen)
 }
 
 // auth checks the console token and the sessions made from it. The zero
