@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	gosync "sync"
@@ -44,9 +45,13 @@ func BenchmarkFleetPageLoad(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var drawn, refused atomic.Int64
 	var wg gosync.WaitGroup
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	gate := newGate()
 	for c := range clients {
+		// Each client asks from an address of its own (127.0.0.2 and on):
+		// the page gives one address a share of the views, and 100 users
+		// are 100 addresses.
+		src := &net.TCPAddr{IP: net.IPv4(127, 0, byte(c/250), byte(2+c%250))}
+		hc := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: src}).DialContext}}
 		wg.Go(func() {
 			for i := c; gate.pass(ctx); i++ {
 				name := bf.names[i%len(bf.names)]
