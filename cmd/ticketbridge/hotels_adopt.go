@@ -245,7 +245,7 @@ func moveEntries(from, to string, names, news []string) error {
 			return err
 		}
 	}
-	return nil
+	return errors.Join(dst.Sync(), src.Sync())
 }
 
 // mkdirLike opens the folder dir, making it first when it does not exist
