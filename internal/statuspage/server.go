@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"bytes"
-	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -243,50 +242,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r) // embedded bytes: nothing to bound
 		return
 	}
-	r, k := s.kind(r)
-	s.limit.serve(w, r, s.mux, k, s.guard.client(r))
+	s.limit.serve(w, r, s.mux, s.kind(r), s.guard.client(r))
 }
 
 // kind says how r is bounded (limit.go): credentialed when it carries a
 // valid credential, a live session or the console token, as bearer
 // credential or in the sign-in form; else a view or a sign-in. The token
 // is compared in constant time, and a wrong one is left to the handler to
-// count against its client. It parses the sign-in form to see its token,
-// and returns r with the parse's error for the handler (parseForm).
-func (s *Server) kind(r *http.Request) (*http.Request, kind) {
+// count against its client. It parses the sign-in form to see its token.
+func (s *Server) kind(r *http.Request) kind {
 	if s.auth.enabled() {
 		if tok, ok := bearer(r); ok {
 			if s.auth.checkToken(tok) {
-				return r, credentialed
+				return credentialed
 			}
 		} else if _, _, ok := s.auth.user(r); ok {
-			return r, credentialed
+			return credentialed
 		} else if r.Method == http.MethodPost && r.URL.Path == "/login" {
 			if err := r.ParseForm(); err != nil {
-				return r.WithContext(context.WithValue(r.Context(), formErrorKey{}, err)), signingIn
+				// Parsed again by the handler, which answers the error:
+				// a body past its bound fails that read the same way
+				// (http.MaxBytesReader's error stays).
+				r.PostForm, r.Form = nil, nil
+				return signingIn
 			}
 			if s.auth.checkToken(r.PostForm.Get("token")) {
-				return r, credentialed
+				return credentialed
 			}
 		}
 	}
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path != "/login" {
-		return r, viewing
+		return viewing
 	}
-	return r, signingIn
-}
-
-// formErrorKey keys the error of a form parsed before its handler.
-type formErrorKey struct{}
-
-// parseForm parses r's form, or returns the error its parse met before
-// the handler (Server.kind parses a sign-in's): the second parse of a
-// form that was too large would not say so.
-func parseForm(r *http.Request) error {
-	if err, ok := r.Context().Value(formErrorKey{}).(error); ok {
-		return err
-	}
-	return r.ParseForm()
+	return signingIn
 }
 
 func (s *Server) asset(w http.ResponseWriter, r *http.Request) {

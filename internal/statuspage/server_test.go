@@ -333,6 +333,11 @@ func TestBearerActions(t *testing.T) {
 	if resp, _ := p.do("POST", "/skip?id=ev-refused", url.Values{"reason": {strings.Repeat("é", 400)}}, good); resp.StatusCode != 413 {
 		t.Errorf("skip with a body over the limit: %d", resp.StatusCode)
 	}
+	// A sign-in form over the limit too, though the limiter read it first
+	// to see its token.
+	if resp, _ := p.do("POST", "/login", url.Values{"name": {"Ines"}, "token": {testToken}, "pad": {strings.Repeat("x", FormMax)}}, nil); resp.StatusCode != 413 {
+		t.Errorf("sign-in with a body over the limit: %d", resp.StatusCode)
+	}
 }
 
 func TestSignInPausesAfterFailures(t *testing.T) {

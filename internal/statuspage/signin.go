@@ -57,7 +57,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusForbidden, "Refused: the form was sent from another site.")
 		return
 	}
-	if err := parseForm(r); err != nil {
+	if err := r.ParseForm(); err != nil {
 		s.message(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The form is larger than %d bytes.", FormMax))
 		return
 	}
@@ -96,7 +96,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	who, sess, ok := s.auth.user(r)
 	if ok {
-		if err := parseForm(r); err != nil || !s.sameOrigin(r) || !s.auth.checkCSRF(sess, r.PostForm.Get("csrf")) {
+		if err := r.ParseForm(); err != nil || !s.sameOrigin(r) || !s.auth.checkCSRF(sess, r.PostForm.Get("csrf")) {
 			s.message(w, r, http.StatusForbidden, "Refused: the form's CSRF token is missing or stale; reload the page.")
 			return
 		}
@@ -117,7 +117,7 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 		s.message(w, r, http.StatusForbidden, "Actions are off: the daemon has no console token (TICKETBRIDGE_CONSOLE_TOKEN_FILE).")
 		return "", false
 	}
-	if err := parseForm(r); err != nil {
+	if err := r.ParseForm(); err != nil {
 		s.message(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The form is larger than %d bytes: shorten the reason.", FormMax))
 		return "", false
 	}
