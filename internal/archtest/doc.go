@@ -10,6 +10,11 @@
 // no longer needed fails the test too, so the list only shrinks. The
 // imports are read with `go list`, the identifiers with go/parser.
 //
+// TestMarkdownLinks holds the repository's Markdown files to the same
+// kind of rule: every relative link, and every #anchor into a heading,
+// leads somewhere (markdown_test.go; the small Markdown reader it needs is
+// in markdown_parse_test.go).
+//
 // The package has no code of its own besides its tests, and nothing imports
 // it.
 package archtest
