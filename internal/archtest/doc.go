@@ -15,6 +15,11 @@
 // leads somewhere (markdown_test.go; the small Markdown reader it needs is
 // in markdown_parse_test.go).
 //
+// The package also keeps the doc comments true to the code: every doc
+// link in them must name something that exists, so that a renamed or
+// deleted identifier does not live on in the prose
+// (TestDocLinksResolve, in doclinks_test.go, says what is checked).
+//
 // The package has no code of its own besides its tests, and nothing imports
 // it.
 package archtest
