@@ -96,14 +96,14 @@ var ErrNoAPISuccess = errors.New("no call of the Guest Requests API succeeded")
 // its deadline (TICKETBRIDGE_CYCLE_MAX, see [Scheduler.Deadline]), and is
 // matched by that cycle's error: the cycle stopped where it was, and the
 // next one goes on from there.
+var ErrCycleDeadline = errors.New("the cycle ran past its deadline (TICKETBRIDGE_CYCLE_MAX)")
+
 // ErrInterrupted is returned by RunCycle when its context was cancelled
 // (Ctrl-C, SIGTERM, a daemon stopping a hotel) before the cycle ended:
 // nothing failed, and what the cycle left undone the next run does (every
 // write is journaled or idempotent). Such a cycle has the outcome
 // [OutcomeInterrupted].
 var ErrInterrupted = errors.New("interrupted; the next run resumes")
-
-var ErrCycleDeadline = errors.New("the cycle ran past its deadline (TICKETBRIDGE_CYCLE_MAX)")
 
 // Engine runs sync cycles. Make one with [New]; it is safe for concurrent
 // use, but cycles never overlap: RunCycle waits for the one in flight.
