@@ -74,7 +74,7 @@ type Bridge struct {
 
 // Options are the parts of the wiring a command or a test replaces.
 type Options struct {
-	// Registry holds the adapters; nil means daemonAdapters.
+	// Registry holds the adapters; nil means [Adapters].
 	Registry adapters.Registry
 	// HTTPClient makes the API requests, inside Chain; nil means
 	// NewAPIClient's.

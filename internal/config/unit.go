@@ -70,8 +70,8 @@ func (l Layout) UnitFiles() []string {
 	return files
 }
 
-// ReadUnit reads the [Service] settings of the unit files, in order (see
-// Unit). A file that cannot be read is an error.
+// ReadUnit reads the settings of the unit files' Service section, in
+// order (see [Unit]). A file that cannot be read is an error.
 func ReadUnit(files ...string) (Unit, error) {
 	u := Unit{Files: files, Credentials: map[string]string{}, Defaults: map[string]bool{}}
 	dynamic := false

@@ -54,9 +54,10 @@ import (
 // process serves HTTP at all.
 
 // Telemetry holds the metrics, the health state and the systemd
-// notifications of one daemon. Make one with newTelemetry before the API
-// client (whose transport it instruments), then call start once the engine
-// exists and stop when the daemon shuts down.
+// notifications of one daemon. Make one with [New] or [NewFleet] before
+// the API client (whose transport it instruments), then call
+// [Telemetry.Start] once the engine exists and [Telemetry.Stop] when the
+// daemon shuts down.
 type Telemetry struct {
 	cfg    Options
 	log    *slog.Logger
@@ -70,14 +71,14 @@ type Telemetry struct {
 	m    metrics
 	prop *propagationMetrics
 	// hotels is set when the daemon serves a hotels directory (see
-	// hotels_telemetry.go): each hotel then has a telemetry of its own.
+	// board.go): each hotel then has a telemetry of its own.
 	hotels *hotelBoard
 
 	mu          gosync.Mutex
 	sched       cron.Schedule
 	interval    time.Duration
 	stats       func() (state.Stats, error)
-	begun       time.Time // when start ran
+	begun       time.Time // when Start ran
 	running     bool      // a cycle reported through cycleStarted is in flight
 	runningFrom time.Time
 	nextDue     time.Time // when the next cycle is due to start at the latest
@@ -132,7 +133,7 @@ func New(log *slog.Logger, opts Options) *Telemetry {
 
 // NewFleet returns the telemetry of a daemon of many hotels: its
 // own registry keeps only the process's series, each hotel gets one of
-// its own (see [telemetry.hotel]), and /readyz answers for the hotels
+// its own (see [Telemetry.Hotel]), and /readyz answers for the hotels
 // named in ready (nil: all).
 func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
 	t := newProcessTelemetry(log, opts)
