@@ -86,6 +86,9 @@ func resolveTrusted(abs string) (string, unix.Stat_t, error) {
 		return "", st, &fs.PathError{Op: "open", Path: abs, Err: err}
 	}
 	for len(rest) > 0 {
+		if walkStep != nil {
+			walkStep(done)
+		}
 		e := rest[0]
 		rest = rest[1:]
 		switch e {
@@ -131,6 +134,10 @@ func resolveTrusted(abs string) (string, unix.Stat_t, error) {
 	}
 	return done, st, nil
 }
+
+// walkStep, when a test sets it, runs before each element of OpenDir's
+// walk, with where the walk is: the moment a swap would be made.
+var walkStep func(at string)
 
 // trustedLink reports whether a link (described by link) in the folder
 // described by parent can only have been made by root or the user euid.

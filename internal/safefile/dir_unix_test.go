@@ -192,3 +192,44 @@ func TestWalkFollowsNoLink(t *testing.T) {
 		t.Errorf("walked %v, want %v", seen, want)
 	}
 }
+
+// TestOpenDirFollowsNoLinkSwappedInMidWalk: a folder others may write
+// (the staff's 2770) holds a folder of ours; while OpenDir walks through
+// it, that folder is swapped for a link to a copy whose next element is a
+// link to /etc/profile.d. The walk must not end there.
+func TestOpenDirFollowsNoLinkSwappedInMidWalk(t *testing.T) {
+	root := t.TempDir()
+	shared := filepath.Join(root, "shared")
+	mkdir(t, shared, fs.ModeSetgid|0o770)
+	hotels := filepath.Join(shared, "hotels")
+	mkdir(t, filepath.Join(hotels, "seaside"), 0o755)
+	mkdir(t, hotels, 0o755) // ours, nobody else's: a link in it is trusted
+	target := filepath.Join(root, "etc", "profile.d")
+	mkdir(t, target, 0o755)
+	evil := filepath.Join(root, "evil")
+	mkdir(t, evil, 0o755)
+	symlink(t, target, filepath.Join(evil, "seaside"))
+
+	safefile.SetWalkStep(func(at string) {
+		if at != hotels {
+			return
+		}
+		safefile.SetWalkStep(nil)
+		if err := os.Rename(hotels, filepath.Join(shared, "hotels-moved")); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(evil, hotels); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() { safefile.SetWalkStep(nil) })
+	d, err := safefile.OpenDir(filepath.Join(hotels, "seaside"))
+	if err != nil {
+		return // refused: fine
+	}
+	defer d.Close()
+	got, _ := d.Stat()
+	if want, _ := os.Stat(target); os.SameFile(got, want) {
+		t.Errorf("OpenDir followed a link swapped in mid-walk to %s", target)
+	}
+}
