@@ -34,6 +34,11 @@ var syncs atomic.Int64
 // made in the process so far: what a benchmark divides by its work.
 func Syncs() int64 { return syncs.Load() }
 
+// CountSyncs adds n to what [Syncs] reports, for a writer that syncs by
+// descriptor outside this package (safefile.Dir), so that a benchmark's
+// count of fsyncs stays whole.
+func CountSyncs(n int64) { syncs.Add(n) }
+
 // IsTemp reports whether name (a base name) is a temporary file of this
 // package, left behind when a crash came before its rename.
 func IsTemp(name string) bool { return strings.HasPrefix(name, TempPrefix) }

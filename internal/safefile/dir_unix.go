@@ -21,16 +21,19 @@ import (
 // done through it is done relative to the open folder, by descriptor, so a
 // folder renamed or swapped for a link after the opening changes nothing:
 // the work happens where the folder was when it was opened, never where a
-// link points.
+// link points. Every call holds the open file while it runs, so a Close
+// from another goroutine cannot let a call reach a descriptor reused since.
 type Dir struct {
 	f    *os.File
-	fd   int
 	path string // as opened: for messages only
 }
 
 // maxLinks bounds the links followed while opening one path, as the
 // kernel's own resolution does (it refuses after 40).
 const maxLinks = 40
+
+// dirFlags open a folder, never through a link at the last element.
+const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
 // OpenDir opens the folder at path. A symbolic link among its elements is
 // followed only where it lies in a folder that only root or this process's
@@ -39,7 +42,9 @@ const maxLinks = 40
 // else, as in the 2770 folders the staff's group shares with the service, a
 // link could have been planted by someone with fewer rights, and OpenDir
 // fails with an error wrapping [ErrLink]. The path is walked element by
-// element, and the folder opened is checked to be the one the walk found.
+// element by descriptor: each element is looked up in the folder the walk
+// holds, so a folder swapped for a link during the walk is seen as the link
+// it has become, and judged.
 func OpenDir(path string) (*Dir, error) {
 	abs := path
 	if !filepath.IsAbs(path) {
@@ -50,89 +55,95 @@ func OpenDir(path string) (*Dir, error) {
 		}
 		abs = wd + "/" + path
 	}
-	real, want, err := resolveTrusted(abs)
+	fd, err := walkTrusted(abs)
 	if err != nil {
-		return nil, err
-	}
-	fd, err := unix.Open(real, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: dirErr(unix.AT_FDCWD, real, err)}
-	}
-	d := newDir(fd, path)
-	var got unix.Stat_t
-	if err := unix.Fstat(fd, &got); err != nil {
-		d.Close()
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if got.Dev != want.Dev || got.Ino != want.Ino {
-		// An element in a folder others can write was swapped for a link
-		// between the walk and the opening.
-		d.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrLink}
-	}
-	return d, nil
+	return newDir(fd, path), nil
 }
 
-// resolveTrusted walks abs from the root, following a link only where
-// [OpenDir] allows it, and returns the path without links and the
-// description of the folder it names.
-func resolveTrusted(abs string) (string, unix.Stat_t, error) {
+// walkTrusted opens the folder abs names from the root, following a link
+// only where [OpenDir] allows it, and returns its descriptor.
+func walkTrusted(abs string) (int, error) {
 	euid := uint32(os.Geteuid())
-	var st unix.Stat_t
-	links := 0
-	done := "/"
-	rest := strings.Split(abs, "/")
-	if err := unix.Lstat(done, &st); err != nil {
-		return "", st, &fs.PathError{Op: "open", Path: abs, Err: err}
+	fd, err := unix.Open("/", dirFlags, 0)
+	if err != nil {
+		return -1, err
 	}
+	links := 0
+	at := "/" // where the walk is, for messages
+	rest := strings.Split(abs, "/")
 	for len(rest) > 0 {
 		if walkStep != nil {
-			walkStep(done)
+			walkStep(at)
 		}
 		e := rest[0]
 		rest = rest[1:]
-		switch e {
-		case "", ".":
+		if e == "" || e == "." {
 			continue
-		case "..":
-			// done holds no link, so its parent is lexical.
-			done = filepath.Dir(done)
-			if err := unix.Lstat(done, &st); err != nil {
-				return "", st, &fs.PathError{Op: "open", Path: abs, Err: err}
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, e, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("%s: %w", filepath.Join(at, e), err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			var parent unix.Stat_t
+			if err := unix.Fstat(fd, &parent); err != nil {
+				unix.Close(fd)
+				return -1, err
 			}
-			continue
-		}
-		parent := st
-		next := filepath.Join(done, e)
-		if err := unix.Lstat(next, &st); err != nil {
-			return "", st, &fs.PathError{Op: "open", Path: abs, Err: err}
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFDIR:
-			done = next
-		case unix.S_IFLNK:
 			if !trustedLink(parent, st, euid) {
-				return "", st, &fs.PathError{Op: "open", Path: abs, Err: fmt.Errorf("%s: %w", next, ErrLink)}
+				unix.Close(fd)
+				return -1, fmt.Errorf("%s: %w", filepath.Join(at, e), ErrLink)
 			}
 			if links++; links > maxLinks {
-				return "", st, &fs.PathError{Op: "open", Path: abs, Err: unix.ELOOP}
+				unix.Close(fd)
+				return -1, fmt.Errorf("%s: %w", filepath.Join(at, e), unix.ELOOP)
 			}
-			target, err := os.Readlink(next)
+			target, err := readlinkat(fd, e)
 			if err != nil {
-				return "", st, &fs.PathError{Op: "open", Path: abs, Err: err}
+				unix.Close(fd)
+				return -1, fmt.Errorf("%s: %w", filepath.Join(at, e), err)
 			}
-			if filepath.IsAbs(target) {
-				done = "/"
+			if strings.HasPrefix(target, "/") {
+				unix.Close(fd)
+				if fd, err = unix.Open("/", dirFlags, 0); err != nil {
+					return -1, err
+				}
+				at = "/"
 			}
 			rest = append(strings.Split(target, "/"), rest...)
-			if err := unix.Lstat(done, &st); err != nil {
-				return "", st, &fs.PathError{Op: "open", Path: abs, Err: err}
-			}
-		default:
-			return "", st, &fs.PathError{Op: "open", Path: abs, Err: fmt.Errorf("%s: %w", next, unix.ENOTDIR)}
+			continue
+		}
+		// A folder, or ".." (the parent of the folder held, as the
+		// kernel resolves it): opened where it was looked up, so that a
+		// link swapped in since fails the open rather than being followed.
+		next, err := unix.Openat(fd, e, dirFlags, 0)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", filepath.Join(at, e), dirErr(fd, e, err))
+			unix.Close(fd)
+			return -1, err
+		}
+		unix.Close(fd)
+		fd = next
+		at = filepath.Join(at, e)
+	}
+	return fd, nil
+}
+
+// readlinkat reads the link name in the folder dirFD.
+func readlinkat(dirFD int, name string) (string, error) {
+	for n := 256; ; n *= 2 {
+		buf := make([]byte, n)
+		m, err := unix.Readlinkat(dirFD, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if m < n {
+			return string(buf[:m]), nil
 		}
 	}
-	return done, st, nil
 }
 
 // walkStep, when a test sets it, runs before each element of OpenDir's
@@ -168,7 +179,22 @@ func dirErr(dirFD int, name string, err error) error {
 }
 
 func newDir(fd int, path string) *Dir {
-	return &Dir{f: os.NewFile(uintptr(fd), path), fd: fd, path: path}
+	return &Dir{f: os.NewFile(uintptr(fd), path), path: path}
+}
+
+// do runs f with d's descriptor, holding the open file meanwhile: a
+// concurrent Close waits for f, and a call after Close fails with
+// os.ErrClosed.
+func (d *Dir) do(f func(fd int) error) error {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // Path returns the path the folder was opened by, for messages.
@@ -180,14 +206,17 @@ func (d *Dir) Close() error { return d.f.Close() }
 // Stat describes the folder itself.
 func (d *Dir) Stat() (fs.FileInfo, error) { return d.f.Stat() }
 
-// Chmod and Chown change the folder itself.
+// Chmod changes the folder's own mode.
 func (d *Dir) Chmod(mode fs.FileMode) error { return d.f.Chmod(mode) }
 
 // Chown changes the folder's owner and group (-1 keeps one).
 func (d *Dir) Chown(uid, gid int) error { return d.f.Chown(uid, gid) }
 
 // Sync makes the folder's entries durable.
-func (d *Dir) Sync() error { return d.f.Sync() }
+func (d *Dir) Sync() error {
+	atomicfile.CountSyncs(1)
+	return d.f.Sync()
+}
 
 // element checks that name is one plain element of a path.
 func (d *Dir) element(op, name string) error {
@@ -205,14 +234,21 @@ func (d *Dir) Sub(rel string) (*Dir, error) {
 		if err := cur.element("open", e); err != nil {
 			return nil, closeBut(cur, d, err)
 		}
-		fd, err := unix.Openat(cur.fd, e, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		var next int
+		err := cur.do(func(fd int) error {
+			var err error
+			if next, err = unix.Openat(fd, e, dirFlags, 0); err != nil {
+				return dirErr(fd, e, err)
+			}
+			return nil
+		})
 		if err != nil {
-			err = &fs.PathError{Op: "open", Path: filepath.Join(cur.path, e), Err: dirErr(cur.fd, e, err)}
+			err = &fs.PathError{Op: "open", Path: filepath.Join(cur.path, e), Err: err}
 			return nil, closeBut(cur, d, err)
 		}
-		next := newDir(fd, filepath.Join(cur.path, e))
+		sub := newDir(next, filepath.Join(cur.path, e))
 		_ = closeBut(cur, d, nil)
-		cur = next
+		cur = sub
 	}
 	if cur == d {
 		return nil, &fs.PathError{Op: "open", Path: rel, Err: fs.ErrInvalid}
@@ -234,7 +270,7 @@ func (d *Dir) Mkdir(name string, perm fs.FileMode) error {
 	if err := d.element("mkdir", name); err != nil {
 		return err
 	}
-	if err := unix.Mkdirat(d.fd, name, uint32(perm.Perm())); err != nil {
+	if err := d.do(func(fd int) error { return unix.Mkdirat(fd, name, uint32(perm.Perm())) }); err != nil {
 		return &fs.PathError{Op: "mkdir", Path: filepath.Join(d.path, name), Err: err}
 	}
 	return nil
@@ -246,57 +282,107 @@ func (d *Dir) Remove(name string) error {
 	if err := d.element("remove", name); err != nil {
 		return err
 	}
-	err := unix.Unlinkat(d.fd, name, 0)
-	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
-		err = unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR)
-	}
+	err := d.do(func(fd int) error {
+		err := unix.Unlinkat(fd, name, 0)
+		if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
+			// A folder: EISDIR on Linux, EPERM where POSIX allows it.
+			if rerr := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR); rerr == nil || !errors.Is(rerr, unix.ENOTDIR) {
+				return rerr
+			}
+		}
+		return err
+	})
 	if err != nil {
 		return &fs.PathError{Op: "remove", Path: filepath.Join(d.path, name), Err: err}
 	}
 	return nil
 }
 
+// RemoveAll removes the entry name of d and, for a folder, everything in
+// it, by descriptor: a link is removed, never followed. A missing name is
+// no error.
+func (d *Dir) RemoveAll(name string) error {
+	if err := d.element("remove", name); err != nil {
+		return err
+	}
+	sub, err := d.Sub(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, ErrLink), errors.Is(err, unix.ENOTDIR):
+		return d.Remove(name) // a link or a file
+	case err != nil:
+		return err
+	}
+	des, err := sub.ReadDir()
+	if err == nil {
+		for _, de := range des {
+			if err = sub.RemoveAll(de.Name()); err != nil {
+				break
+			}
+		}
+	}
+	sub.Close()
+	if err != nil {
+		return err
+	}
+	if err := d.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // Exists reports whether d holds an entry name, a link or anything else.
 func (d *Dir) Exists(name string) (bool, error) {
-	if err := d.element("lstat", name); err != nil {
-		return false, err
-	}
-	var st unix.Stat_t
-	err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	if errors.Is(err, unix.ENOENT) {
+	_, err := d.lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, &fs.PathError{Op: "lstat", Path: filepath.Join(d.path, name), Err: err}
-	}
-	return true, nil
+	return err == nil, err
 }
 
-// openEntry opens the entry name of d for reading, never following a link
-// nor waiting on a pipe.
-func (d *Dir) openEntry(name string) (*os.File, error) {
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-	if err != nil {
+// lstat describes the entry name of d itself, a link too.
+func (d *Dir) lstat(name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := d.element("lstat", name); err != nil {
+		return st, err
+	}
+	if err := d.do(func(fd int) error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return st, &fs.PathError{Op: "lstat", Path: filepath.Join(d.path, name), Err: err}
+	}
+	return st, nil
+}
+
+// OpenFile opens the entry name of d with flag (as os.OpenFile's, with
+// O_NOFOLLOW added: a link there is refused, never followed or created
+// through) and perm for a file it creates.
+func (d *Dir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	if err := d.element("open", name); err != nil {
 		return nil, err
 	}
-	return os.NewFile(uintptr(fd), filepath.Join(d.path, name)), nil
-}
-
-// Open opens the entry name of d for reading as [Open] does: a link, a
-// directory, a pipe or a device is refused with [ErrNotRegular].
-func (d *Dir) Open(name string) (*os.File, fs.FileInfo, error) {
-	if err := d.element("open", name); err != nil {
-		return nil, nil, err
-	}
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|openFlags|unix.O_CLOEXEC, 0)
+	var nfd int
+	err := d.do(func(fd int) error {
+		var err error
+		nfd, err = unix.Openat(fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		return err
+	})
 	path := filepath.Join(d.path, name)
 	if err != nil {
 		if isLink(err) {
 			err = ErrNotRegular
 		}
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), path)
+	return os.NewFile(uintptr(nfd), path), nil
+}
+
+// Open opens the entry name of d for reading as [Open] does: a link, a
+// directory, a pipe or a device is refused with [ErrNotRegular].
+func (d *Dir) Open(name string) (*os.File, fs.FileInfo, error) {
+	f, err := d.OpenFile(name, unix.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -304,7 +390,7 @@ func (d *Dir) Open(name string) (*os.File, fs.FileInfo, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+		return nil, nil, &fs.PathError{Op: "open", Path: f.Name(), Err: ErrNotRegular}
 	}
 	return f, info, nil
 }
@@ -325,11 +411,16 @@ func (d *Dir) ReadFile(name string, limit int64) ([]byte, fs.FileInfo, error) {
 
 // ReadDir lists d's entries, in no set order.
 func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
-	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	var nfd int
+	err := d.do(func(fd int) error {
+		var err error
+		nfd, err = unix.Openat(fd, ".", dirFlags, 0)
+		return err
+	})
 	if err != nil {
 		return nil, &fs.PathError{Op: "readdir", Path: d.path, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), d.path)
+	f := os.NewFile(uintptr(nfd), d.path)
 	defer f.Close()
 	return f.ReadDir(-1)
 }
@@ -345,7 +436,10 @@ func (d *Dir) Move(name string, to *Dir, newName string) error {
 	if err := to.element("rename", newName); err != nil {
 		return err
 	}
-	if err := renameNoReplace(d.fd, name, to.fd, newName); err != nil {
+	err := d.do(func(fromFD int) error {
+		return to.do(func(toFD int) error { return renameNoReplace(fromFD, name, toFD, newName) })
+	})
+	if err != nil {
 		return &fs.PathError{Op: "rename", Path: filepath.Join(d.path, name), Err: err}
 	}
 	return nil
@@ -375,22 +469,22 @@ func (d *Dir) Replace(name string, data []byte, perm fs.FileMode) (err error) {
 	if len(base) > 64 { // keep the temporary name within NAME_MAX
 		base = strings.ToValidUTF8(base[:64], "")
 	}
-	tmp := tempPrefix + base + "." + hex.EncodeToString(r[:])
+	tmp := atomicfile.TempPrefix + base + "." + hex.EncodeToString(r[:])
 	path := filepath.Join(d.path, name)
-	fd, err := unix.Openat(d.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	f, err := d.OpenFile(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, perm)
 	if err != nil {
-		return &fs.PathError{Op: "write", Path: path, Err: err}
+		return &fs.PathError{Op: "write", Path: path, Err: errors.Unwrap(err)}
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer func() {
 		if err != nil {
-			_ = unix.Unlinkat(d.fd, tmp, 0)
+			_ = d.Remove(tmp)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
+	atomicfile.CountSyncs(1)
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return &fs.PathError{Op: "sync", Path: path, Err: err}
@@ -398,15 +492,11 @@ func (d *Dir) Replace(name string, data []byte, perm fs.FileMode) (err error) {
 	if err := f.Close(); err != nil {
 		return &fs.PathError{Op: "close", Path: path, Err: err}
 	}
-	if err := unix.Renameat(d.fd, tmp, d.fd, name); err != nil {
+	if err := d.do(func(fd int) error { return unix.Renameat(fd, tmp, fd, name) }); err != nil {
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
 }
-
-// tempPrefix starts a temporary file's name: atomicfile's, so that what a
-// crash leaves is told apart by the same rule.
-const tempPrefix = atomicfile.TempPrefix
 
 // Entry is what [Dir.Walk] hands its function: an entry below the walked
 // folder, opened without following a link or waiting on a pipe.
@@ -417,9 +507,10 @@ type Entry struct {
 	Dir  bool        // a folder, which Walk enters after fn returns
 }
 
-// Walk calls fn for every entry below d (folders before what they hold),
-// each opened by descriptor without following a link: a link is passed
-// over, as is an entry swapped for one between the listing and the
+// Walk calls fn for every folder and regular file below d (folders before
+// what they hold), each opened by descriptor without following a link:
+// links, sockets, pipes and devices are passed over, as is an entry
+// swapped for one of them, or removed, between the listing and the
 // opening. A folder is entered through the descriptor fn saw.
 func (d *Dir) Walk(fn func(Entry) error) error {
 	des, err := d.ReadDir()
@@ -427,26 +518,30 @@ func (d *Dir) Walk(fn func(Entry) error) error {
 		return err
 	}
 	for _, de := range des {
-		if de.Type()&fs.ModeSymlink != 0 {
-			continue
+		if t := de.Type(); t != 0 && !t.IsDir() {
+			continue // neither a folder nor a regular file
 		}
-		f, err := d.openEntry(de.Name())
-		if isLink(err) || errors.Is(err, fs.ErrNotExist) {
-			continue // swapped for a link, or gone, since the listing
-		}
-		if err != nil {
-			return &fs.PathError{Op: "open", Path: filepath.Join(d.path, de.Name()), Err: err}
+		f, err := d.OpenFile(de.Name(), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+		switch {
+		case errors.Is(err, ErrNotRegular), errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENXIO):
+			continue // swapped for a link or a socket, or gone, since the listing
+		case err != nil:
+			return err
 		}
 		info, err := f.Stat()
 		if err != nil {
 			f.Close()
 			return err
 		}
+		if !info.IsDir() && !info.Mode().IsRegular() {
+			f.Close()
+			continue
+		}
 		e := Entry{Path: filepath.Join(d.path, de.Name()), File: f, Info: info, Dir: info.IsDir()}
 		err = fn(e)
 		if err == nil && e.Dir {
 			// The same open file: one descriptor, closed once, below.
-			err = (&Dir{f: f, fd: int(f.Fd()), path: e.Path}).Walk(fn)
+			err = (&Dir{f: f, path: e.Path}).Walk(fn)
 		}
 		f.Close()
 		if err != nil {

@@ -5,6 +5,7 @@ package safefile_test
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -231,5 +232,60 @@ func TestOpenDirFollowsNoLinkSwappedInMidWalk(t *testing.T) {
 	got, _ := d.Stat()
 	if want, _ := os.Stat(target); os.SameFile(got, want) {
 		t.Errorf("OpenDir followed a link swapped in mid-walk to %s", target)
+	}
+}
+
+// TestWalkPassesOverSockets: a socket anyone of the group may bind in
+// the folder does not stop the walk (open(2) of one fails with ENXIO).
+func TestWalkPassesOverSockets(t *testing.T) {
+	root := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(root, "s"))
+	if err != nil {
+		t.Skip("no unix sockets here:", err)
+	}
+	defer l.Close()
+	if err := os.WriteFile(filepath.Join(root, "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := safefile.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var seen []string
+	if err := d.Walk(func(e safefile.Entry) error { seen = append(seen, filepath.Base(e.Path)); return nil }); err != nil {
+		t.Fatalf("Walk with a socket in the folder: %v", err)
+	}
+	if !slices.Equal(seen, []string{"f"}) {
+		t.Errorf("walked %v, want [f]", seen)
+	}
+}
+
+// TestRemoveAllFollowsNoLink: RemoveAll removes a folder's content by
+// descriptor and a link as a link, never what it points to.
+func TestRemoveAllFollowsNoLink(t *testing.T) {
+	root := t.TempDir()
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "keep"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mkdir(t, filepath.Join(root, ".new-x", "sub"), 0o700)
+	symlink(t, elsewhere, filepath.Join(root, ".new-x", "sub", "link"))
+	symlink(t, elsewhere, filepath.Join(root, ".new-y"))
+	d, err := safefile.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range []string{".new-x", ".new-y", ".new-missing"} {
+		if err := d.RemoveAll(name); err != nil {
+			t.Errorf("RemoveAll(%s): %v", name, err)
+		}
+	}
+	if des, _ := os.ReadDir(root); len(des) != 0 {
+		t.Errorf("left %v", des)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "keep")); err != nil {
+		t.Errorf("RemoveAll removed through a link: %v", err)
 	}
 }

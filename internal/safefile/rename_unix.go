@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix
 
 package safefile
 
@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// renameNoReplace refuses a taken new name, then renames: without
-// renameat2 the check and the rename are two steps, so an entry made in
-// between is replaced.
-func renameNoReplace(fromFD int, from string, toFD int, to string) error {
+// renameCheckFirst refuses a taken new name, then renames: without
+// renameat2's RENAME_NOREPLACE the check and the rename are two steps, so
+// an entry made in between is replaced.
+func renameCheckFirst(fromFD int, from string, toFD int, to string) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(toFD, to, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err == nil {
