@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/files"
 )
 
 // plantDirLink does what a member of the service's group can do in a
@@ -106,5 +107,24 @@ func TestTicketFolderLinkIsNotWrittenThrough(t *testing.T) {
 	}
 	if err == nil {
 		t.Errorf("Append to a ticket whose folder is a link succeeded")
+	}
+}
+
+// TestNewMakesNothingThroughALink: the outbox made a link before the
+// adapter opens the folder (a root-run once after a staff member's swap)
+// does not get processed/ and failed/ made where it points.
+func TestNewMakesNothingThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "outbox")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := files.New(t.Context(), files.Options{Dir: dir})
+	if err == nil {
+		a.Close()
+		t.Errorf("New with outbox/ a link succeeded")
+	}
+	if got := names(t, elsewhere); len(got) != 0 {
+		t.Errorf("New made %v through the link", got)
 	}
 }
