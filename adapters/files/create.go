@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -149,7 +148,10 @@ func (a *Adapter) build(t adapters.Ticket, name, tmp string) error {
 func (a *Adapter) unbuild(tmp string) {
 	root := filepath.Join(a.dir, ticketsDir)
 	fresh := a.scanFresh(root)
-	os.RemoveAll(filepath.Join(root, tmp))
+	if tickets, err := a.sub(ticketsDir); err == nil {
+		_ = tickets.RemoveAll(tmp)
+		tickets.Close()
+	}
 	a.restamp(root, fresh)
 }
 

@@ -310,24 +310,32 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 		}
 		return a, nil
 	}
-	for _, d := range []string{a.dir, filepath.Join(a.dir, ticketsDir), a.outboxDir(), a.processedDir(), a.failedDir()} {
-		if err := os.MkdirAll(d, dirMode); err != nil {
-			return nil, fmt.Errorf("open files helpdesk: create %s: %w", d, err)
+	// The folder itself is made by path (mkdir makes a folder or finds
+	// one, never follows a link at the element it makes), then opened
+	// (see sub); what lies below it is made and opened through it.
+	if err := os.MkdirAll(a.dir, dirMode); err != nil {
+		return nil, fmt.Errorf("open files helpdesk: create %s: %w", a.dir, err)
+	}
+	if a.root, err = safefile.OpenDir(a.dir); err != nil {
+		return nil, fmt.Errorf("open files helpdesk: %w", err)
+	}
+	for _, rel := range []string{ticketsDir, outboxDir, filepath.Join(outboxDir, processedDir), filepath.Join(outboxDir, failedDir)} {
+		if err := a.mkdir(rel); err != nil {
+			a.root.Close()
+			return nil, fmt.Errorf("open files helpdesk: create %w", err)
 		}
 	}
-	// The directory is the group's too: a link in place of the lock file
-	// is refused rather than followed (and maybe created) elsewhere.
-	a.lock, err = os.OpenFile(filepath.Join(a.dir, lockFile), os.O_RDWR|os.O_CREATE|safefile.Flags, fileMode)
+	// The folder is the group's too: a link in place of the lock file is
+	// refused rather than followed (and maybe created) elsewhere.
+	a.lock, err = a.root.OpenFile(lockFile, os.O_RDWR|os.O_CREATE|safefile.Flags, fileMode)
 	if err != nil {
+		a.root.Close()
 		return nil, fmt.Errorf("open files helpdesk: %w", err)
 	}
 	if info, err := a.lock.Stat(); err != nil || !info.Mode().IsRegular() {
 		a.lock.Close()
+		a.root.Close()
 		return nil, fmt.Errorf("open files helpdesk: %s: %w", filepath.Join(a.dir, lockFile), safefile.ErrNotRegular)
-	}
-	if a.root, err = safefile.OpenDir(a.dir); err != nil {
-		a.lock.Close()
-		return nil, fmt.Errorf("open files helpdesk: %w", err)
 	}
 	err = a.do(ctx, func() error {
 		a.cleanStale()
@@ -347,6 +355,24 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 		return nil, fmt.Errorf("open files helpdesk: %w", err)
 	}
 	return a, nil
+}
+
+// mkdir makes the folder rel below the helpdesk folder when it is missing,
+// its parent reached as sub reaches it.
+func (a *Adapter) mkdir(rel string) error {
+	parent, name := filepath.Split(rel)
+	dir := a.root
+	if parent != "" {
+		var err error
+		if dir, err = a.sub(filepath.Clean(parent)); err != nil {
+			return err
+		}
+		defer dir.Close()
+	}
+	if err := dir.Mkdir(name, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // sub opens the folder rel below the helpdesk folder for a write. The
@@ -371,7 +397,12 @@ func (a *Adapter) Dir() string { return a.dir }
 // cleanStale removes ticket folders a crash left half made (they were
 // never renamed into place, so nothing refers to them).
 func (a *Adapter) cleanStale() {
-	des, err := os.ReadDir(filepath.Join(a.dir, ticketsDir))
+	tickets, err := a.sub(ticketsDir)
+	if err != nil {
+		return
+	}
+	defer tickets.Close()
+	des, err := tickets.ReadDir()
 	if err != nil {
 		return
 	}
@@ -380,7 +411,7 @@ func (a *Adapter) cleanStale() {
 			continue
 		}
 		if info, err := de.Info(); err == nil && a.now().Sub(info.ModTime()) > time.Hour {
-			_ = os.RemoveAll(filepath.Join(a.dir, ticketsDir, de.Name()))
+			_ = tickets.RemoveAll(de.Name())
 		}
 	}
 }
