@@ -166,6 +166,22 @@ func TestFloodLeavesOperatorsIn(t *testing.T) {
 			wait()
 		})
 	})
+	t.Run("sign-in forms", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p, _, _, _ := setUp(t)
+			// A local user asks for the form as fast as they can: every
+			// sign-in's budget the address has, and more.
+			var wg gosync.WaitGroup
+			for range 2 * signInRate * burstSeconds {
+				wg.Go(func() { p.send(http.MethodGet, "/login", local, nil, nil) })
+			}
+			synctest.Wait()
+			if code, _ := p.signIn(local, "Ana", testToken); code != http.StatusSeeOther {
+				t.Errorf("sign-in with the right token while the form is asked for in a loop: %d, want 303", code)
+			}
+			wg.Wait()
+		})
+	})
 	t.Run("wrong tokens", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p, src, session, csrf := setUp(t)
