@@ -238,8 +238,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuseHost(w, r.Host)
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, "/assets/") {
-		s.mux.ServeHTTP(w, r) // embedded bytes: nothing to bound
+	if strings.HasPrefix(r.URL.Path, "/assets/") || (r.Method == http.MethodGet && r.URL.Path == "/login") {
+		// Embedded bytes, and the sign-in form (a template and a CSRF
+		// cookie): each costs what a refusal would. Bounding the form
+		// would let anyone on the operators' address (on loopback, any
+		// local user) keep them from signing in.
+		s.mux.ServeHTTP(w, r)
 		return
 	}
 	s.limit.serve(w, r, s.mux, s.kind(r), s.guard.client(r))
