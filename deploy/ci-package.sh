@@ -6,15 +6,16 @@
 # known keys), the daemon against it with the files helpdesk, /readyz,
 # /metrics, `ticketbridge check` on good and broken configurations, once
 # with the API unreachable, every command on the packaged configuration,
-# and the README's install path on the installed package: `once` as root,
-# the console token made as the README says, two hotels the first of which
-# adopts the one hotel; after each step the daemon runs as the unit runs it
-# (the service's user, the DynamicUser layout of /var/lib/private, the
-# unit's credentials) and /readyz must answer 200.
+# and the install path of the guides in docs/ on the installed package:
+# `once` as root, the console token made as docs/status-page.md says, two
+# hotels the first of which adopts the one hotel (docs/hotels.md); after
+# each step the daemon runs as the unit runs it (the service's user, the
+# DynamicUser layout of /var/lib/private, the unit's credentials) and
+# /readyz must answer 200.
 #
-# Runs as root on a fresh Debian 12 with Go, git and openssl (the README's
-# console-token recipe); needs nothing else (HTTP goes through bash's
-# /dev/tcp). Everything it starts is stopped at the end. Exit status 0 only when every step passed.
+# Runs as root on a fresh Debian 12 with Go, git and openssl (the status
+# page guide's console-token recipe); needs nothing else (HTTP goes
+# through bash's /dev/tcp). Everything it starts is stopped at the end. Exit status 0 only when every step passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -452,11 +453,11 @@ grep -q '^PASS  as the service' "$work/p-check2" || { cat "$work/p-check2" >&2; 
 step "the daemon as the unit runs it, after once as root"
 unit_run "after once as root"
 
-step "the console token as the README makes it, the daemon run as the unit runs it"
-# The README's recipe, as root: the daemon finds the token by itself, as
+step "the console token as the status page's guide makes it, the daemon run as the unit runs it"
+# The guide's recipe, as root: the daemon finds the token by itself, as
 # the unit's credential console-token.
 recipe="sh -c 'umask 077; openssl rand -hex 32 > /etc/ticketbridge/console-token'"
-grep -qF "sudo $recipe" README.md || die "the README no longer makes the console token with: sudo $recipe"
+grep -qF "sudo $recipe" docs/status-page.md || die "docs/status-page.md no longer makes the console token with: sudo $recipe"
 eval "$recipe"
 [ "$(stat -c '%U %a' /etc/ticketbridge/console-token)" = "root 600" ] ||
 	die "the recipe made /etc/ticketbridge/console-token $(stat -c '%U %a' /etc/ticketbridge/console-token)"
@@ -526,7 +527,7 @@ unit_wait_ready "without a console token"
 unit_stop
 echo "ok: without /etc/ticketbridge/console-token the daemon starts with a read-only page"
 
-step "two hotels, the first adopting the one hotel (README: Many hotels)"
+step "two hotels, the first adopting the one hotel (docs/hotels.md)"
 printf '%s\n' TICKETBRIDGE_HOTELS_DIR=/etc/ticketbridge/hotels.d >>/etc/ticketbridge/ticketbridge.env
 for h in seaside airport; do
 	hkey=$key
