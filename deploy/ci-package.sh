@@ -83,9 +83,16 @@ step "install"
 dpkg -i "$deb"
 dpkg -L ticketbridge
 for f in /usr/bin/ticketbridge /lib/systemd/system/ticketbridge.service /etc/ticketbridge/ticketbridge.env \
-	/usr/share/doc/ticketbridge/LICENSE /usr/share/doc/ticketbridge/config.example.env; do
+	/usr/share/doc/ticketbridge/LICENSE /usr/share/doc/ticketbridge/config.example.env \
+	/usr/share/doc/ticketbridge/README.md /usr/share/doc/ticketbridge/docs/status-page.png \
+	/usr/share/doc/ticketbridge/docs/webhook/examples/signature.json; do
 	[ -e "$f" ] || die "$f is not installed"
 done
+# Every guide the README links to is installed where the link leads.
+for g in docs/*.md; do
+	[ -f "/usr/share/doc/ticketbridge/$g" ] || die "the guide $g is not installed in /usr/share/doc/ticketbridge/docs"
+done
+[ "$(stat -c '%a' /usr/share/doc/ticketbridge/docs/webhook)" = 755 ] || die "/usr/share/doc/ticketbridge/docs/webhook is not 0755"
 grep -qx /etc/ticketbridge/ticketbridge.env /var/lib/dpkg/info/ticketbridge.conffiles ||
 	die "ticketbridge.env is not a conffile"
 

@@ -61,6 +61,14 @@ for doc in README.md CHANGELOG.md LICENSE config.example.env; do
 done
 # Debian looks for the licence under this name.
 cp LICENSE "$stage/doc/copyright"
+# The guides the README links to, under docs/ beside it, with the status
+# page's picture and the webhook's schemas and examples. Named by pattern,
+# not by copying the folder, so that a file left there untracked does not
+# make two builds of one commit differ.
+mkdir -p "$stage/docs/webhook/examples"
+cp docs/*.md docs/*.png "$stage/docs/"
+cp docs/webhook/*.json "$stage/docs/webhook/"
+cp docs/webhook/examples/*.json "$stage/docs/webhook/examples/"
 
 deb="$OUT/ticketbridge_${VERSION}_${GOARCH}.deb"
 rm -f "$deb"
