@@ -74,7 +74,7 @@ func (t *Telemetry) Hotel(name string) *Telemetry {
 		now:           t.now,
 		notify:        func(string) error { return nil },
 		watchdogEvery: -1,
-		m:             newMetrics(nil), // gathered by the daemon's gatherer
+		m:             newMetrics(), // sent by the daemon's exposition
 		prop:          newPropagationMetrics(),
 	}
 	t.hotels.mu.Lock()
@@ -106,15 +106,19 @@ func (t *Telemetry) ClearBroken(name string) {
 }
 
 // hotelSeries returns the series of every hotel running here, in no
-// order: each family sorts its series.
-func (t *Telemetry) hotelSeries() []hotelSeries {
+// order (each family sorts its series), and whether they carry their
+// hotel's label: a daemon of one hotel's are its own, with none.
+func (t *Telemetry) hotelSeries() ([]hotelSeries, bool) {
+	if t.hotels == nil {
+		return []hotelSeries{{m: t.m, prop: t.prop}}, false
+	}
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
 	hotels := make([]hotelSeries, 0, len(t.hotels.tels))
 	for name, h := range t.hotels.tels {
 		hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})
 	}
-	return hotels
+	return hotels, true
 }
 
 // ShowPage lists the hotel name's page source on the status page; the

@@ -19,7 +19,9 @@ import (
 // more is refused with 503, as promhttp's MaxRequestsInFlight does.
 const maxScrapes = 4
 
-// fleetExposition serves /metrics for a daemon of many hotels.
+// exposition serves /metrics: the process's series, from the daemon's
+// registry, and the hotels' (a daemon of one hotel's without a hotel
+// label).
 //
 // promhttp takes the whole exposition from a Gatherer before it sends a
 // byte: at 2,000 hotels the families of every hotel's series held 66 MB
@@ -30,20 +32,19 @@ const maxScrapes = 4
 // (see BenchmarkScrape's held-MB); in the text format, which is what
 // Prometheus asks for, it writes each family straight from the samples
 // (textWriter) and builds nothing. Otherwise it answers as promhttp's
-// handler of a daemon of one hotel does: the formats expfmt negotiates
-// from Accept, gzip when Accept-Encoding asks for it, at most maxScrapes
-// at once, and on an error gathering the daemon's own series, whatever
-// was gathered.
-type fleetExposition struct {
+// handler does: the formats expfmt negotiates from Accept, gzip when
+// Accept-Encoding asks for it, at most maxScrapes at once, and on an
+// error gathering the daemon's own series, whatever was gathered.
+type exposition struct {
 	t        *Telemetry
 	inFlight chan struct{}
 }
 
-func (t *Telemetry) fleetExposition() http.Handler {
-	return &fleetExposition{t: t, inFlight: make(chan struct{}, maxScrapes)}
+func (t *Telemetry) exposition() http.Handler {
+	return &exposition{t: t, inFlight: make(chan struct{}, maxScrapes)}
 }
 
-func (e *fleetExposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (e *exposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case e.inFlight <- struct{}{}:
 		defer func() { <-e.inFlight }()
@@ -56,7 +57,7 @@ func (e *fleetExposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		log.Warn("gather the daemon's series; the scrape has the rest", slog.Any("error", err))
 	}
-	hotels := e.t.hotelSeries()
+	hotels, labelled := e.t.hotelSeries()
 	format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
 	h := w.Header()
 	h.Add("Vary", "Accept")
@@ -78,7 +79,7 @@ func (e *fleetExposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var closeEnc func() error
 	if format.FormatType() == expfmt.TypeTextPlain {
 		// Prometheus's own scrapes: written straight from the samples.
-		tw := &textWriter{w: bufio.NewWriterSize(out, 32<<10)}
+		tw := &textWriter{w: bufio.NewWriterSize(out, 32<<10), hotel: labelled}
 		send = func(mf *dto.MetricFamily) error {
 			_, err := expfmt.MetricFamilyToText(tw.w, mf)
 			return err
@@ -87,7 +88,7 @@ func (e *fleetExposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		closeEnc = tw.w.Flush
 	} else {
 		enc := expfmt.NewEncoder(out, format)
-		labels := hotelLabels(hotels)
+		labels := hotelLabels(hotels, labelled)
 		send = enc.Encode
 		sendHotels = func(hf hotelFamily) error {
 			if mf := hf.gather(hotels, labels); mf != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,12 +37,14 @@ func (a answerWith) RoundTrip(*http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: int(a), Body: http.NoBody}, nil
 }
 
-// TestExpositionUnchanged: the hotel's series scrape as
+// TestExpositionUnchanged: a daemon of one hotel's series scrape as
 // testdata/exposition.txt records them (names, help, types, labels,
-// buckets and values), after cycles, API requests, held changes and state
-// figures. The file was written by the client_golang series the compact
-// ones replaced, so that the change could not rename, retype or relabel
-// anything the alert rules and dashboards read.
+// buckets and values, and no hotel label), after cycles, API requests,
+// held changes and state figures. The file was written by the
+// client_golang series the compact ones replaced, through promhttp, so
+// that neither that change nor the one exposition of one hotel and many
+// could rename, retype or relabel anything the alert rules and dashboards
+// read.
 func TestExpositionUnchanged(t *testing.T) {
 	tel := New(nil, Options{})
 	r := sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Lag: 3 * time.Second,
@@ -63,9 +66,61 @@ func TestExpositionUnchanged(t *testing.T) {
 	tel.ObserveHeld([]adapters.HeldError{{Need: "a field"}}, 2)
 	tel.observeStats(state.Stats{ByStatus: map[string]int{"new": 3, "": 1, "weird": 2}, Retired: 1, JournalPending: 2, FileSize: 4096})
 
-	mfs, err := tel.reg.Gather()
+	text := oneHotelText(t, tel, "")
+	if proto := oneHotelText(t, tel, string(expfmt.NewFormat(expfmt.TypeProtoDelim))); proto != text {
+		t.Errorf("the scrape as protocol buffers differs from the text's:\n%s", lineDiff(text, proto))
+	}
+	golden := filepath.Join("testdata", "exposition.txt")
+	if *updateExposition {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if text != string(want) {
+		t.Errorf("the scrape differs from %s:\n%s", golden, lineDiff(string(want), text))
+	}
+}
+
+// oneHotelText scrapes the /metrics of tel, asking for the format accept
+// ("": the text format), and returns the text exposition of its hotel's
+// families that stay the same from run to run.
+func oneHotelText(t *testing.T, tel *Telemetry, accept string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	tel.Handler(nil).ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
+	}
+	var mfs []*dto.MetricFamily
+	if format := expfmt.ResponseFormat(rec.Header()); format.FormatType() == expfmt.TypeProtoDelim {
+		dec := expfmt.NewDecoder(rec.Body, format)
+		for {
+			mf := &dto.MetricFamily{}
+			if err := dec.Decode(mf); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("decode as %s: %v", format, err)
+			}
+			mfs = append(mfs, mf)
+		}
+	} else {
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		parsed, err := p.TextToMetricFamilies(rec.Body)
+		if err != nil {
+			t.Fatalf("the exposition does not parse: %v", err)
+		}
+		mfs = slices.SortedFunc(maps.Values(parsed), func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	}
 	var b bytes.Buffer
 	for _, mf := range mfs {
@@ -85,22 +140,7 @@ func TestExpositionUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	golden := filepath.Join("testdata", "exposition.txt")
-	if *updateExposition {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("the scrape differs from %s:\n%s", golden, lineDiff(string(want), got))
-	}
+	return b.String()
 }
 
 // lineDiff lists the lines only one of want and got has.
@@ -155,7 +195,7 @@ func TestFleetExpositionUnchanged(t *testing.T) {
 		h.observeStats(state.Stats{ByStatus: map[string]int{"new": i, "open": 10 * i, "weird": i % 3}, Retired: i, JournalPending: i, FileSize: int64(4096 * i)})
 
 		reg := prometheus.NewRegistry()
-		prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg).MustRegister(h.m, h.prop)
+		prometheus.WrapRegistererWith(prometheus.Labels{"hotel": name}, reg).MustRegister(clientGolang{h.m, h.prop})
 		gs = append(gs, reg)
 	}
 	want, err := gs.Gather()
@@ -218,6 +258,45 @@ func TestFleetExpositionUnchanged(t *testing.T) {
 		if gotText != wantText {
 			t.Errorf("Accept %q: the hotels' series differ from client_golang's:\n%s", c.accept, lineDiff(wantText, gotText))
 		}
+	}
+}
+
+// clientGolang is a hotel's series as client_golang exports them: const
+// metrics made from the same samples, to which the daemon's own
+// exposition is held.
+type clientGolang struct {
+	m    metrics
+	prop *propagationMetrics
+}
+
+func (c clientGolang) desc(f *family) *prometheus.Desc {
+	return prometheus.NewDesc(f.name, f.help, f.labels, nil)
+}
+
+func (c clientGolang) Describe(ch chan<- *prometheus.Desc) {
+	for _, hf := range hotelFamilies {
+		ch <- c.desc(hf.f)
+	}
+}
+
+func (c clientGolang) Collect(ch chan<- prometheus.Metric) {
+	h := &hotelSeries{m: c.m, prop: c.prop}
+	for _, hf := range hotelFamilies {
+		f, desc := hf.f, c.desc(hf.f)
+		hf.each(h, func(s sample) {
+			switch f.kind {
+			case dto.MetricType_HISTOGRAM:
+				buckets := make(map[float64]uint64, len(f.buckets))
+				for i, b := range f.buckets {
+					buckets[b] = s.cum[i]
+				}
+				ch <- prometheus.MustNewConstHistogram(desc, s.count, s.sum, buckets, s.labels...)
+			case dto.MetricType_COUNTER:
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, s.value, s.labels...)
+			default:
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, s.value, s.labels...)
+			}
+		})
 	}
 }
 

@@ -9,19 +9,17 @@ import (
 )
 
 // A hotel's series are visited family by family (metricsFamilies,
-// propagationMetrics.each) and exported two ways:
-//
-//   - a daemon of one hotel registers them with client_golang as a
-//     Collector of const metrics (collectTo);
-//   - a daemon of many sends them itself, family by family
-//     (fleetExposition): in the text format straight from the samples
-//     (textWriter), in the others as client_model's types with the
-//     hotel's label (hotelFamily.gather). Through a registry per hotel,
-//     wrapped with its hotel label and merged by prometheus.Gatherers, a
-//     scrape of 2,000 hotels took 1.8 s of CPU and allocated 300 MB: each
-//     series was made, wrapped, relabelled, checked and hashed twice. The
-//     series sent are the same, label for label, and in the text format
-//     byte for byte (TestFleetExpositionUnchanged).
+// propagationMetrics.each) and exported one way, by the daemon itself,
+// family by family (exposition): in the text format straight from the
+// samples (textWriter), in the others as client_model's types
+// (hotelFamily.gather). A daemon of many labels each series with its
+// hotel; a daemon of one hotel labels none, so that its series are those
+// it always had (TestExpositionUnchanged). Through a registry per hotel,
+// wrapped with its hotel label and merged by prometheus.Gatherers, a
+// scrape of 2,000 hotels took 1.8 s of CPU and allocated 300 MB: each
+// series was made, wrapped, relabelled, checked and hashed twice. The
+// series sent are those client_golang would send, label for label, and in
+// the text format byte for byte (TestFleetExpositionUnchanged).
 
 // family is one metric family a hotel exports.
 type family struct {
@@ -29,24 +27,44 @@ type family struct {
 	kind       dto.MetricType
 	labels     []string  // the label names, in the order of a sample's values
 	buckets    []float64 // a histogram's upper bounds
-	// desc is the family as client_golang describes it, for a hotel's
-	// Collector.
-	desc *prometheus.Desc
-	// withHotel are the label names with "hotel" among them, sorted as
-	// an exposition has them, and from, for each, the index of its value
-	// in a sample's labels (-1 for the hotel's).
-	withHotel []string
-	from      []int
+	// withHotel and plain are the family's series' labels in a daemon of
+	// many hotels and in a daemon of one.
+	withHotel, plain layout
+}
+
+// layout is the labels of a family's series as an exposition has them:
+// their names, sorted, and from, for each, the index of its value in a
+// sample's labels (-1 for the hotel's).
+type layout struct {
+	names []string
+	from  []int
+}
+
+func newLayout(labels []string, hotel bool) layout {
+	var l layout
+	l.names = slices.Clone(labels)
+	if hotel {
+		l.names = append(l.names, hotelLabel)
+	}
+	slices.Sort(l.names)
+	for _, n := range l.names {
+		l.from = append(l.from, slices.Index(labels, n)) // -1: the hotel's
+	}
+	return l
 }
 
 func newFamily(name, help string, kind dto.MetricType, buckets []float64, labels []string) *family {
-	f := &family{name: name, help: help, kind: kind, labels: labels, buckets: buckets,
-		desc: prometheus.NewDesc(name, help, labels, nil)}
-	f.withHotel = slices.Sorted(slices.Values(append(slices.Clone(labels), hotelLabel)))
-	for _, n := range f.withHotel {
-		f.from = append(f.from, slices.Index(labels, n)) // -1: the hotel's
+	return &family{name: name, help: help, kind: kind, labels: labels, buckets: buckets,
+		withHotel: newLayout(labels, true), plain: newLayout(labels, false)}
+}
+
+// layout returns the labels of f's series with the hotel's label or
+// without.
+func (f *family) layout(hotel bool) *layout {
+	if hotel {
+		return &f.withHotel
 	}
-	return f
+	return &f.plain
 }
 
 // hotelLabel is the label that names a hotel's series in a daemon of many.
@@ -75,25 +93,6 @@ type sample struct {
 	sum    float64
 }
 
-// collectTo returns a visitor that sends each sample of f to ch as a
-// const metric of client_golang.
-func collectTo(ch chan<- prometheus.Metric, f *family) func(sample) {
-	return func(s sample) {
-		switch f.kind {
-		case dto.MetricType_HISTOGRAM:
-			buckets := make(map[float64]uint64, len(f.buckets))
-			for i, b := range f.buckets {
-				buckets[b] = s.cum[i]
-			}
-			ch <- prometheus.MustNewConstHistogram(f.desc, s.count, s.sum, buckets, s.labels...)
-		case dto.MetricType_COUNTER:
-			ch <- prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, s.value, s.labels...)
-		default:
-			ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, s.value, s.labels...)
-		}
-	}
-}
-
 // hotelSeries is a hotel's series, as a scrape of many hotels reads them.
 type hotelSeries struct {
 	name string
@@ -119,24 +118,33 @@ var hotelFamilies = func() []hotelFamily {
 	return out
 }()
 
-// gather returns the family of every hotel's series, each series
-// labelled with its hotel (hotel[i] the label of hotels[i]), in the
-// order of series; nil when no hotel has a series of it.
+// gather returns the family of every hotel's series in the order of
+// series, each labelled with its hotel (hotel[i] the label of hotels[i])
+// or, hotel being nil, with none; nil when no hotel has a series of it.
 func (hf hotelFamily) gather(hotels []hotelSeries, hotel []dto.LabelPair) *dto.MetricFamily {
 	f := hf.f
-	entries := hf.series(hotels, nil)
+	lay := f.layout(hotel != nil)
+	entries := hf.series(hotels, lay, nil)
 	if len(entries) == 0 {
 		return nil
 	}
 	mf := &dto.MetricFamily{Name: &f.name, Help: &f.help, Type: f.kind.Enum(), Metric: make([]*dto.Metric, len(entries))}
 	for i, e := range entries {
-		mf.Metric[i] = newDTOMetric(f, e.s, &hotel[e.hotel])
+		var pair *dto.LabelPair
+		if hotel != nil {
+			pair = &hotel[e.hotel]
+		}
+		mf.Metric[i] = newDTOMetric(f, lay, e.s, pair)
 	}
 	return mf
 }
 
-// hotelLabels returns the hotel label of each of hotels.
-func hotelLabels(hotels []hotelSeries) []dto.LabelPair {
+// hotelLabels returns the hotel label of each of hotels; nil when they
+// are not labelled (the one hotel of a daemon).
+func hotelLabels(hotels []hotelSeries, labelled bool) []dto.LabelPair {
+	if !labelled {
+		return nil
+	}
 	name := hotelLabel
 	out := make([]dto.LabelPair, len(hotels))
 	for i := range hotels {
@@ -155,21 +163,22 @@ type dtoMetric struct {
 	g      dto.Gauge
 }
 
-// newDTOMetric returns s as a series of f labelled with hotel.
-func newDTOMetric(f *family, s sample, hotel *dto.LabelPair) *dto.Metric {
+// newDTOMetric returns s as a series of f with the labels of lay, its
+// hotel's being hotel.
+func newDTOMetric(f *family, lay *layout, s sample, hotel *dto.LabelPair) *dto.Metric {
 	d := &dtoMetric{value: s.value}
-	if len(f.from) > len(d.labels) {
+	if len(lay.from) > len(d.labels) {
 		panic("telemetry: family " + f.name + " has more labels than a series holds")
 	}
-	for i, j := range f.from {
+	for i, j := range lay.from {
 		if j < 0 {
 			d.labels[i] = hotel
 			continue
 		}
-		d.pairs[i] = dto.LabelPair{Name: &f.withHotel[i], Value: &s.labels[j]}
+		d.pairs[i] = dto.LabelPair{Name: &lay.names[i], Value: &s.labels[j]}
 		d.labels[i] = &d.pairs[i]
 	}
-	d.m.Label = d.labels[:len(f.from)]
+	d.m.Label = d.labels[:len(lay.from)]
 	switch f.kind {
 	case dto.MetricType_COUNTER:
 		d.c.Value = &d.value

@@ -110,10 +110,9 @@ var (
 		Help: "Reconciles of both sides against their last agreed status, by outcome; appended and journaled count the messages and events they repaired."}, "outcome")
 )
 
-// newMetrics returns a hotel's series, registered with reg; a hotel of
-// many registers none: the daemon's /metrics reads them (see
-// fleetExposition).
-func newMetrics(reg prometheus.Registerer) metrics {
+// newMetrics returns a hotel's series, which the daemon's /metrics reads
+// (see exposition).
+func newMetrics() metrics {
 	m := metrics{
 		cycles:        newVec(newValue),
 		cycleDuration: newHistogram(cycleDurationFamily.buckets),
@@ -135,9 +134,6 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		setAsideTotal: newValue(),
 		fullLists:     newValue(),
 		reconcile:     newVec(newValue),
-	}
-	if reg != nil {
-		reg.MustRegister(m)
 	}
 
 	// Series that exist from the start, so that rate() and alerts see a
@@ -196,21 +192,6 @@ var metricsFamilies = []struct {
 // eachValue calls fn with each series of a counter's or gauge's vector.
 func eachValue(v *vec[value], fn func(sample)) {
 	v.each(func(l []string, c *value) { fn(sample{labels: l, value: c.get()}) })
-}
-
-// Describe implements prometheus.Collector.
-func (m metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, mf := range metricsFamilies {
-		ch <- mf.f.desc
-	}
-}
-
-// Collect implements prometheus.Collector: every series as it is now.
-func (m metrics) Collect(ch chan<- prometheus.Metric) {
-	for _, mf := range metricsFamilies {
-		send := collectTo(ch, mf.f)
-		mf.each(m, send)
-	}
 }
 
 // registerProcessMetrics registers the series of the process, which a

@@ -11,7 +11,7 @@ import (
 // propagationMetrics exports the engine's propagation measurements (see
 // sync.Propagation) as the Prometheus histogram
 // ticketbridge_propagation_seconds, by direction. The engine counts in
-// fixed buckets; this collector keeps their running totals.
+// fixed buckets; this keeps their running totals.
 type propagationMetrics struct {
 	mu         gosync.Mutex
 	toHelpdesk sync.Histogram
@@ -39,12 +39,6 @@ func (p *propagationMetrics) add(m sync.Propagation) {
 	defer p.mu.Unlock()
 	p.toHelpdesk.Merge(m.ToHelpdesk)
 	p.toAPI.Merge(m.ToGuest)
-}
-
-func (p *propagationMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- propagationFamily.desc }
-
-func (p *propagationMetrics) Collect(ch chan<- prometheus.Metric) {
-	p.each(collectTo(ch, propagationFamily))
 }
 
 // each calls fn with both directions' histograms as they are now.

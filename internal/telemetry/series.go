@@ -8,7 +8,7 @@ import (
 )
 
 // The series of a hotel are kept as plain numbers and turned into
-// Prometheus metrics only when scraped (see metrics.Collect). A daemon of
+// Prometheus metrics only when scraped (see exposition). A daemon of
 // thousands of hotels has every hotel's: client_golang's own counters,
 // gauges and histograms, with their descriptions and label pairs, took
 // about 27 KB a hotel, a quarter of a quiet hotel's heap; these take a

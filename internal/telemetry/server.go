@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 
 	"github.com/ticketbridge/ticketbridge/internal/httpserve"
@@ -120,21 +119,10 @@ func (t *Telemetry) Stop() error {
 // page is the status page at / (nil: a line naming the endpoints).
 func (t *Telemetry) Handler(page Page) http.Handler {
 	mux := http.NewServeMux()
-	var metrics http.Handler
-	if t.hotels != nil {
-		metrics = t.fleetExposition()
-	} else {
-		metrics = promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{
-			ErrorLog:            slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
-			ErrorHandling:       promhttp.ContinueOnError,
-			MaxRequestsInFlight: maxScrapes,
-			// No Timeout: promhttp's runs the handler behind
-			// http.TimeoutHandler, which holds the whole exposition in
-			// memory before the first byte is sent. A scrape is bounded
-			// by the server's WriteTimeout and the scraper's own
-			// timeout; gathering waits for nothing.
-		})
-	}
+	// No timeout of its own: a scrape is bounded by the server's
+	// WriteTimeout and the scraper's own timeout; gathering waits for
+	// nothing.
+	metrics := t.exposition()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// Readiness depends on the clock too (nothing synced for
 		// TICKETBRIDGE_CYCLE_MAX): judge it at each scrape.

@@ -125,9 +125,7 @@ type Options struct {
 // with the process's, carry no hotel label.
 func New(log *slog.Logger, opts Options) *Telemetry {
 	t := newProcessTelemetry(log, opts)
-	t.prop = newPropagationMetrics()
-	t.reg.MustRegister(t.prop)
-	t.m = newMetrics(t.reg)
+	t.m, t.prop = newMetrics(), newPropagationMetrics()
 	return t
 }
 
@@ -137,7 +135,7 @@ func New(log *slog.Logger, opts Options) *Telemetry {
 // named in ready (nil: all).
 func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
 	t := newProcessTelemetry(log, opts)
-	t.m = newMetrics(prometheus.NewRegistry()) // the cycle's series are the hotels'
+	t.m = newMetrics() // not sent: the cycle's series are the hotels'
 	t.prop = newPropagationMetrics()
 	t.hotels = newHotelBoard(t.reg, ready)
 	return t
