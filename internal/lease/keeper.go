@@ -1,8 +1,9 @@
 package lease
 
-// This file keeps the leases of a replica of many hotels: one keeper per
-// database, renewing on a goroutine of its own, on a clock that tests
-// replace (see lease.go for what the leases share and promise).
+// This file keeps the leases of a replica: one keeper per database,
+// renewing on a goroutine of its own, on a clock that tests replace (see
+// lease.go for what the leases share and promise, single.go for the lease
+// of one hotel held on its own).
 
 import (
 	"context"
@@ -113,6 +114,10 @@ type Options struct {
 	// Replica names this process among the replicas; empty is a new
 	// NewReplicaID.
 	Replica string
+	// Visitor keeps the lease of a command acting for a hotel from
+	// outside the daemon (Take): it renews without heartbeats, so that
+	// the replicas of a fleet do not count it among them.
+	Visitor bool
 }
 
 // Keepers hold the leases of a replica of many hotels: one Keeper per
@@ -126,6 +131,7 @@ type Keepers struct {
 	clock   Clock
 	open    Opener
 	bal     Balancer
+	visitor bool
 
 	mu  gosync.Mutex
 	dbs map[string]*Keeper // by state URL
@@ -137,7 +143,7 @@ type Keepers struct {
 // NewKeepers returns the keepers of a replica, balancing with b; none
 // runs before Keeper is asked for its database.
 func NewKeepers(opts Options, b Balancer) *Keepers {
-	lk := &Keepers{replica: opts.Replica, ttl: opts.TTL, log: opts.Logger, clock: opts.Clock, open: opts.Open, bal: b, dbs: map[string]*Keeper{}}
+	lk := &Keepers{replica: opts.Replica, ttl: opts.TTL, log: opts.Logger, clock: opts.Clock, open: opts.Open, bal: b, visitor: opts.Visitor, dbs: map[string]*Keeper{}}
 	if lk.replica == "" {
 		lk.replica = NewReplicaID()
 	}
@@ -164,14 +170,18 @@ func (lk *Keepers) Clock() Clock { return lk.clock }
 
 // Keeper returns the keeper of the database at url, started on first use
 // on a goroutine of its own that runs until ctx ends or Leave.
-func (lk *Keepers) Keeper(ctx context.Context, url string) *Keeper {
+func (lk *Keepers) Keeper(ctx context.Context, url string) *Keeper { return lk.keeper(ctx, url, nil) }
+
+// keeper is Keeper; a keeper started here keeps db, when not nil: the
+// database opened already.
+func (lk *Keepers) keeper(ctx context.Context, url string, db DB) *Keeper {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if k, ok := lk.dbs[url]; ok {
 		return k
 	}
 	k := &Keeper{lk: lk, url: url, wake: make(chan struct{}, 1), now: make(chan chan struct{}),
-		quit: make(chan struct{}), done: make(chan struct{}), held: map[string]*Held{}}
+		quit: make(chan struct{}), done: make(chan struct{}), db: db, held: map[string]*Held{}}
 	lk.dbs[url] = k
 	k.wake <- struct{}{} // the first round at once
 	go k.run(ctx)
@@ -357,11 +367,15 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 		k.db = db
 		k.mu.Unlock()
 	}
-	replicas, holders, err := db.Heartbeat(ctx)
-	if err != nil {
-		// The hotels running here go on while their leases' views last.
-		opLog.Warn("lease heartbeat failed; the hotels running here go on while their leases last", slog.Any("error", err))
-		return false
+	var replicas []string
+	var holders []state.Holder
+	if !k.lk.visitor {
+		var err error
+		if replicas, holders, err = db.Heartbeat(ctx); err != nil {
+			// The hotels running here go on while their leases' views last.
+			opLog.Warn("lease heartbeat failed; the hotels running here go on while their leases last", slog.Any("error", err))
+			return false
+		}
 	}
 	lost, ok := k.renew(ctx, db)
 	if !ok {
@@ -472,14 +486,21 @@ func (k *Keeper) take(ctx context.Context, hotels, replicas []string, elsewhere 
 	for _, l := range taken {
 		delete(elsewhere, l.Hotel)
 		opLog.Info("hotel taken: this replica holds its lease", slog.Any("hotel", l.Hotel), slog.Any("fence", l.Fence), slog.Any("replicas", len(replicas)))
-		hl := newHeld(k, c, l)
-		k.mu.Lock()
-		k.held[l.Hotel] = hl
-		k.mu.Unlock()
+		hl := k.hold(l)
 		if !bal.Start(l.Hotel, hl) {
 			k.Release(hl) // a reload removed it meanwhile
 		}
 	}
+}
+
+// hold makes l, a lease k took (or a command took: see Take), one that
+// k renews.
+func (k *Keeper) hold(l state.Lease) *Held {
+	hl := newHeld(k, k.lk.clock, l)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.held[l.Hotel] = hl
+	return hl
 }
 
 // Release gives a lease back, if k still holds it.

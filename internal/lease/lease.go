@@ -88,7 +88,7 @@ func MadeHere(id string) bool { return HostOf(id) == thisHost() }
 // Held is a running hotel's lease: while its view lasts the hotel may
 // act; when the view ends without a renewal, the hotel stops at once.
 type Held struct {
-	// keeper renews the lease; nil for the lease of a daemon of one hotel.
+	// keeper renews the lease.
 	keeper *Keeper
 	clock  Clock
 	mu     gosync.Mutex
@@ -100,8 +100,7 @@ func newHeld(k *Keeper, c Clock, l state.Lease) *Held {
 	return &Held{keeper: k, clock: c, lease: l}
 }
 
-// Keeper returns the keeper that renews the lease; nil for the lease of
-// a daemon of one hotel.
+// Keeper returns the keeper that renews the lease.
 func (hl *Held) Keeper() *Keeper { return hl.keeper }
 
 // Valid reports whether the hotel may still act.

@@ -10,166 +10,173 @@ import (
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
-// A daemon of one hotel whose state is in PostgreSQL holds the hotel's
-// lease as a replica of a fleet does: a second daemon of the same hotel
-// stands by until the first stops or dies, and a daemon that loses the
-// lease stops, to stand by again when its service manager restarts it.
+// This file holds the lease of one hotel held on its own: a daemon of one
+// hotel's (StandBy) and a command's acting for a hotel from outside the
+// daemon (Take). Each is renewed by a keeper of its own (keeper.go), the
+// one loop that renews every lease: a daemon of one hotel's as a
+// replica's, heartbeat included, so that a second daemon of the same
+// hotel stands by until the first stops or dies, and a daemon that loses
+// the lease stops, to stand by again when its service manager restarts
+// it; a command's as a visitor's, without heartbeats.
 
 // ErrLost ends a daemon of one hotel whose lease ended.
 var ErrLost = errors.New("this daemon's lease of the hotel ended (another daemon took it over, or the state database was out of reach past TICKETBRIDGE_LEASE_TTL); it stopped syncing, and stands by once started again")
 
-// Single is the lease of a daemon of one hotel.
+// Single is the lease of one hotel, held on its own: a daemon of one
+// hotel's, or a command's.
 type Single struct {
-	replica string
-	ttl     time.Duration
-	log     *slog.Logger
-	clock   Clock
-	url     string
-	db      DB
-	hotel   string
+	keepers *Keepers
 	hl      *Held
-	// visitor is set for a command acting from outside the daemon (Take):
-	// it renews its lease without heartbeats, so that the replicas of a
-	// fleet do not count it among them.
+	ttl     time.Duration
+}
+
+// one is the Balancer of a Single's keeper: it takes the one hotel when it
+// is free (unless it only visits), and calls lost once when its lease is
+// gone.
+type one struct {
+	hotel   string
+	log     *slog.Logger
 	visitor bool
-	// stopKeeping ends keep; kept is closed when keep returned. Close
-	// does both, so that no heartbeat follows the leave.
-	stopKeeping context.CancelFunc
-	kept        chan struct{}
+	// lost is called once, when the lease is gone or its view ended
+	// without a renewal.
+	lost func()
+	// got receives the lease once taken (StandBy).
+	got chan *Held
+	// said is the replica last said to hold the hotel while this one
+	// stands by, and taken whether the lease was taken (the keeper's
+	// goroutine only): it is taken once.
+	said  string
+	taken bool
+}
+
+func (o *one) Failed(_ *Keeper, err error) bool {
+	o.log.Warn("open the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
+	return false
+}
+
+func (o *one) Plan(k *Keeper, _ []string, holders []state.Holder, lost []*Held) ([]string, map[string]string, bool) {
+	if len(lost) > 0 {
+		o.lost()
+	}
+	if o.visitor || o.taken {
+		return nil, nil, false
+	}
+	for _, h := range holders {
+		if h.Hotel == o.hotel && h.Live && o.said != h.Replica {
+			o.said = h.Replica
+			o.log.Info("standing by: replica "+h.Replica+" syncs hotel "+o.hotel+"; this daemon takes over when it stops or dies", slog.String("op", "lease"), slog.String("replica", k.Keepers().Replica()))
+		}
+	}
+	return []string{o.hotel}, map[string]string{}, false
+}
+
+func (o *one) Start(_ string, hl *Held) bool {
+	o.taken = true
+	if o.said != "" {
+		o.log.Info("this daemon holds the lease of hotel "+o.hotel+" now", slog.String("op", "lease"), slog.Any("fence", hl.Get().Fence))
+	}
+	hl.ExpireWith(o.lost)
+	o.got <- hl // buffered: StandBy takes it, or has left
+	return true
+}
+
+func (o *one) Settle(*Keeper, map[string]string) {}
+
+// newOne returns the balancer of the lease of hotel, calling lost once.
+func newOne(hotel string, log *slog.Logger, visitor bool, lost func()) *one {
+	var once gosync.Once
+	return &one{hotel: hotel, log: log, visitor: visitor, lost: func() { once.Do(lost) }, got: make(chan *Held, 1)}
 }
 
 // StandBy takes the lease of hotel in the database at url, waiting as long
-// as another daemon holds it (checking every tick); it returns ctx's error
-// when ctx ends first. The lease it returns is renewed on a goroutine of
-// its own (see keep) until ctx ends or Close; lost is called once when the
-// lease is gone or its view ended without a renewal.
+// as another daemon holds it (looking every tick); it returns ctx's error
+// when ctx ends first. The lease it returns is renewed by a keeper of its
+// own until ctx ends or Close; lost is called once when the lease is gone
+// or its view ended without a renewal.
 func StandBy(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, error) {
-	sl := &Single{replica: NewReplicaID(), ttl: ttl, log: log, clock: SystemClock{}, url: url, hotel: hotel, kept: make(chan struct{})}
-	db, err := OpenState(ctx, url, sl.replica, Life(ttl))
+	replica := NewReplicaID()
+	db, err := OpenState(ctx, url, replica, Life(ttl))
 	if err != nil {
 		return nil, err
 	}
-	sl.db = db
-	tick, stop := sl.clock.NewTicker(Tick(ttl))
-	defer stop()
-	said := ""
-	for {
-		_, holders, err := db.Heartbeat(ctx)
-		if err == nil {
-			var taken []state.Lease
-			taken, err = db.Take(ctx, []string{hotel})
-			if err == nil && len(taken) == 1 {
-				l := taken[0]
-				sl.hl = newHeld(nil, sl.clock, l)
-				if said != "" {
-					log.Info("this daemon holds the lease of hotel "+hotel+" now", slog.String("op", "lease"), slog.Any("fence", l.Fence))
-				}
-				var kctx context.Context
-				kctx, sl.stopKeeping = context.WithCancel(ctx)
-				go sl.keep(kctx, lost)
-				return sl, nil
-			}
-			for _, h := range holders {
-				if h.Hotel == hotel && h.Live && said != h.Replica {
-					said = h.Replica
-					log.Info("standing by: replica "+h.Replica+" syncs hotel "+hotel+"; this daemon takes over when it stops or dies", slog.String("op", "lease"), slog.String("replica", sl.replica))
-				}
-			}
-		}
-		if err != nil {
-			log.Warn("take the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
-		}
-		select {
-		case <-ctx.Done():
-			sl.leave(context.Background())
-			return nil, ctx.Err()
-		case <-tick: // the next look at the lease
-		}
+	return standBy(ctx, db, url, hotel, replica, ttl, log, lost)
+}
+
+// standBy is StandBy on db, opened as replica.
+func standBy(ctx context.Context, db DB, url, hotel, replica string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, error) {
+	o := newOne(hotel, log, false, lost)
+	lk := NewKeepers(Options{TTL: ttl, Logger: log, Replica: replica}, o)
+	lk.keeper(ctx, url, db)
+	select {
+	case hl := <-o.got:
+		return &Single{keepers: lk, hl: hl, ttl: ttl}, nil
+	case <-ctx.Done():
+		lk.Leave(context.Background())
+		return nil, ctx.Err()
 	}
 }
 
 // Take takes the lease of hotel in the database at url for a command that
 // acts for the hotel from outside the daemon (once, retry, skip), without
 // waiting: when a live replica holds it, Take returns a nil lease and that
-// replica's hold. The lease it takes is renewed as StandBy's is, but with
-// no heartbeat (see Single.visitor); lost is called once when it is gone.
-// Close it when done.
+// replica's hold. The lease it takes is renewed by a keeper of its own,
+// as a visitor's: with no heartbeat, so that the replicas of a fleet do
+// not count it among them. lost is called once when it is gone. Close it
+// when done.
 func Take(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, state.Holder, error) {
-	sl := &Single{replica: NewReplicaID(), ttl: ttl, log: log, clock: SystemClock{}, url: url, hotel: hotel, visitor: true, kept: make(chan struct{})}
-	db, err := state.OpenLeases(ctx, url, sl.replica, Life(ttl))
+	replica := NewReplicaID()
+	db, err := state.OpenLeases(ctx, url, replica, Life(ttl))
 	if err != nil {
 		return nil, state.Holder{}, err
 	}
-	sl.db = db
+	return take(ctx, db, url, hotel, replica, ttl, log, lost)
+}
+
+// visitDB is a database's leases as a command takes one: DB, and a look
+// at one hotel's lease that counts the command among no replicas.
+type visitDB interface {
+	DB
+	Acquire(ctx context.Context, hotel string) (state.Lease, bool, error)
+	Holder(ctx context.Context, hotel string) (state.Holder, bool, error)
+}
+
+// take is Take on db, opened as replica.
+func take(ctx context.Context, db visitDB, url, hotel, replica string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, state.Holder, error) {
+	o := newOne(hotel, log, true, lost)
+	lk := NewKeepers(Options{TTL: ttl, Logger: log, Replica: replica, Visitor: true}, o)
 	l, ok, err := db.Acquire(ctx, hotel)
 	if err != nil || !ok {
 		var h state.Holder
 		if err == nil {
 			h, _, err = db.Holder(ctx, hotel)
 		}
-		sl.leave(context.Background())
+		leave(ctx, lk.log, url, db, ttl)
 		return nil, h, err
 	}
-	sl.hl = newHeld(nil, sl.clock, l)
-	var kctx context.Context
-	kctx, sl.stopKeeping = context.WithCancel(ctx)
-	go sl.keep(kctx, lost)
-	return sl, state.Holder{}, nil
+	hl := lk.keeper(ctx, url, db).hold(l)
+	hl.ExpireWith(o.lost)
+	return &Single{keepers: lk, hl: hl, ttl: ttl}, state.Holder{}, nil
 }
 
-// keep renews the lease every tick until ctx ends, and calls lost once
-// when the lease is gone or its view ended without a renewal. standBy
-// runs it on a goroutine of its own.
-func (sl *Single) keep(ctx context.Context, lost func()) {
-	defer close(sl.kept)
-	var once gosync.Once
-	end := func() { once.Do(lost) }
-	sl.hl.ExpireWith(end)
-	tick, stop := sl.clock.NewTicker(Tick(sl.ttl))
-	defer stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		}
-		if !sl.visitor {
-			if _, _, err := sl.db.Heartbeat(ctx); err != nil {
-				sl.log.Warn("lease heartbeat failed", slog.Any("error", err), slog.String("op", "lease"))
-				continue // the view's timer ends it if this lasts
-			}
-		}
-		r, err := sl.db.Renew(ctx, []state.Lease{sl.hl.Get()})
-		switch {
-		case err != nil:
-			sl.log.Warn("renew the hotel's lease", slog.Any("error", err), slog.String("op", "lease"))
-		case len(r.Lost) > 0:
-			end()
-			return
-		default:
-			sl.hl.extend(r.Until)
-		}
+// leave releases the replica's leases and leaves the replicas of the
+// database at url, then closes it.
+func leave(ctx context.Context, log *slog.Logger, url string, db DB, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+	defer cancel()
+	if err := db.Leave(ctx); err != nil {
+		log.Warn("leave the replicas of a database", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(url)))
 	}
+	_ = db.Close()
 }
 
-// leave releases the lease and leaves the replicas of the database.
-func (sl *Single) leave(ctx context.Context) {
-	if err := sl.db.Leave(ctx); err != nil {
-		sl.log.Warn("leave the replicas of a database", slog.Any("error", err), slog.String("op", "lease"), slog.String("state", state.Redacted(sl.url)))
-	}
-	_ = sl.db.Close()
-}
-
-// Held returns the lease, renewed while the daemon holds it.
+// Held returns the lease, renewed while it is held.
 func (sl *Single) Held() *Held { return sl.hl }
 
-// Close stops the view's timer, releases the lease and leaves the
-// replicas, so that a daemon standing by takes over at once.
+// Close stops the view's timer and the keeper, releases the lease and
+// leaves the replicas, so that a daemon standing by takes over at once.
 func (sl *Single) Close() {
-	sl.stopKeeping()
-	<-sl.kept
 	sl.hl.StopTimer()
 	ctx, cancel := context.WithTimeout(context.Background(), sl.ttl)
 	defer cancel()
-	sl.leave(ctx)
+	sl.keepers.Leave(ctx)
 }
