@@ -99,6 +99,9 @@ func (b balancer) Failed(k *lease.Keeper, err error) (retire bool) {
 // returns the hotels k is to take, with what /readyz says of those
 // synced elsewhere. elsewhere is nil when the fleet is stopping; retire
 // is true when no hotel names the database any more.
+//
+// What to hand over, take and say is decided by decide, from a view of
+// the fleet taken under f.mu; Plan only gathers the view and acts.
 func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holder, lost []*lease.Held) (take []string, elsewhere map[string]string, retire bool) {
 	f := b.f
 	f.mu.Lock()
@@ -135,59 +138,119 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holde
 	if len(names) == 0 {
 		return nil, nil, f.retire(k)
 	}
-	me := f.keeper.Replica()
+	v := view{me: f.keeper.Replica(), now: f.clock.Now(), ttl: f.keeper.TTL()}
 	owner := f.assign(k, names, replicas)
-	holder := make(map[string]state.Holder, len(holders))
-	for _, h := range holders {
-		holder[h.Hotel] = h
-		if _, here := f.hotels[h.Hotel]; !here && h.Live && h.Replica != me {
+	v.hotels = make([]hotelView, len(names))
+	for i, name := range names {
+		_, here := f.hotels[name]
+		_, wanted := f.leased[name]
+		_, handing := f.handing[name]
+		v.hotels[i] = hotelView{name: name, owner: owner[name], here: here, wanted: wanted, handing: handing, backoff: f.backoff[name]}
+	}
+	v.holders = make([]holderView, len(holders))
+	for i, h := range holders {
+		_, here := f.hotels[h.Hotel]
+		v.holders[i] = holderView{Holder: h, here: here}
+	}
+	d := decide(v)
+	for _, name := range d.clearBroken {
+		f.tel.ClearBroken(name)
+	}
+	for _, ho := range d.handOver {
+		opLog.Info("hotel handed over to another replica", slog.Any("hotel", ho.hotel), slog.Any("to", ho.to))
+		f.handOver(ho.hotel, f.hotels[ho.hotel])
+	}
+	return d.take, d.elsewhere, false
+}
+
+// view is what a keeper's balancing of one database decides from: the
+// database's hotels as this replica sees them, after the leases lost
+// were stopped and the hotels that ended were cleared away.
+type view struct {
+	me      string        // this replica
+	hotels  []hotelView   // the database's leased hotels (namesOn)
+	holders []holderView  // who holds the database's leases
+	now     time.Time     // to compare with the hotels' backoff
+	ttl     time.Duration // the leases' time to live
+}
+
+// hotelView is one of a database's leased hotels, as this replica sees it.
+type hotelView struct {
+	name    string
+	owner   string    // the replica it is assigned to (lease.Assign)
+	here    bool      // running here
+	wanted  bool      // named by the hotels' directory
+	handing bool      // stopping here, its lease not given back yet
+	backoff time.Time // could not start here; left to the others until then
+}
+
+// holderView is a lease's holder, and whether its hotel runs here.
+type holderView struct {
+	state.Holder
+	here bool
+}
+
+// handover is a hotel running here that belongs elsewhere now.
+type handover struct{ hotel, to string }
+
+// plan is what balancing a database does: hand over hotels running here,
+// take others, say where the rest are synced (for /readyz), and clear the
+// start failures of hotels another replica syncs now.
+type plan struct {
+	handOver    []handover
+	take        []string
+	elsewhere   map[string]string
+	clearBroken []string
+}
+
+// decide is balancing's decision, from v alone: it reads no clock and
+// changes nothing.
+func decide(v view) plan {
+	var p plan
+	holder := make(map[string]state.Holder, len(v.holders))
+	for _, h := range v.holders {
+		holder[h.Hotel] = h.Holder
+		if !h.here && h.Live && h.Replica != v.me {
 			// Another replica syncs it: a reason this replica could not
 			// start it is no longer what /readyz should say here.
-			f.tel.ClearBroken(h.Hotel)
+			p.clearBroken = append(p.clearBroken, h.Hotel)
 		}
 	}
-	elsewhere = map[string]string{}
-	for _, name := range names {
-		rh, here := f.hotels[name]
-		_, wanted := f.leased[name]
+	p.elsewhere = map[string]string{}
+	for _, hv := range v.hotels {
+		name, owner, h := hv.name, hv.owner, holder[hv.name]
 		switch {
-		case here && (owner[name] != me || !wanted):
+		case hv.here && (owner != v.me || !hv.wanted):
 			// Another replica's now (or the file is gone): stop after the
 			// cycle in flight; its lease is renewed until its wiring
 			// closed, then given back.
-			opLog.Info("hotel handed over to another replica", slog.Any("hotel", name), slog.Any("to", owner[name]))
-			f.handOver(name, rh)
-			elsewhere[name] = "handed over to replica " + owner[name]
-		case here:
-		case !wanted:
-		case owner[name] != me && f.handing[name] != nil:
+			p.handOver = append(p.handOver, handover{hotel: name, to: owner})
+			p.elsewhere[name] = "handed over to replica " + owner
+		case hv.here:
+		case !hv.wanted:
+		case owner != v.me && hv.handing:
 			// Stopping here: its lease is this replica's until then,
 			// unless another replica took it over already.
-			if h, ok := holder[name]; ok && h.Live {
-				elsewhere[name] = lease.ElsewhereReason(h, ok)
+			if h.Live {
+				p.elsewhere[name] = lease.ElsewhereReason(h, true)
 			} else {
-				elsewhere[name] = "handed over to replica " + owner[name]
+				p.elsewhere[name] = "handed over to replica " + owner
 			}
-		case owner[name] != me && !lease.Orphan(holder[name], f.keeper.TTL()):
-			h, ok := holder[name]
-			elsewhere[name] = lease.ElsewhereReason(h, ok)
+		case owner != v.me && !lease.Orphan(h, v.ttl):
+			_, ok := holder[name]
+			p.elsewhere[name] = lease.ElsewhereReason(h, ok)
+		case hv.handing:
+			p.elsewhere[name] = "handing over"
+		case v.now.Before(hv.backoff):
+			p.elsewhere[name] = "could not start on this replica; left to the others until " + hv.backoff.Format(time.TimeOnly)
+		case h.Live && h.Replica != v.me:
+			// Its holder hands it over at its next tick.
+			p.elsewhere[name] = lease.ElsewhereReason(h, true)
 		default:
-			if _, busy := f.handing[name]; busy {
-				elsewhere[name] = "handing over"
-				continue
-			}
-			if until, ok := f.backoff[name]; ok && f.clock.Now().Before(until) {
-				elsewhere[name] = "could not start on this replica; left to the others until " + until.Format(time.TimeOnly)
-				continue
-			}
-			if h, ok := holder[name]; ok && h.Live && h.Replica != me {
-				elsewhere[name] = lease.ElsewhereReason(h, ok)
-				continue // its holder hands it over at its next tick
-			}
-			take = append(take, name)
+			p.take = append(p.take, name)
 		}
 	}
-	return take, elsewhere, false
+	return p
 }
 
 // Start starts a hotel a keeper took the lease of, in a goroutine of its
