@@ -280,7 +280,6 @@ func TestReliabilityFaults(t *testing.T) {
 			return eng.RunCycle(ctx)
 		},
 		AfterCycle: func(r tbsync.Report, err error) { results <- result{r, err} },
-		Now:        e.clock.Now,
 		NewTimer:   timers.newTimer,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -404,4 +403,15 @@ func TestReliabilityFaults(t *testing.T) {
 	e.backend.ClearFaults()
 	settle(e)
 	act.checkAllDelivered()
+}
+
+// fakeTimers hands the scheduler timers the test fires by hand.
+type fakeTimers struct {
+	armed chan chan time.Time // each timer the scheduler arms
+}
+
+func (f *fakeTimers) newTimer(time.Duration) (<-chan time.Time, func() bool) {
+	c := make(chan time.Time, 1)
+	f.armed <- c
+	return c, func() bool { return true }
 }

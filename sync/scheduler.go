@@ -14,8 +14,8 @@ import (
 
 // Scheduler runs a cycle at start and then on every activation of a cron
 // schedule, never two at once: a tick that comes while a cycle runs is
-// skipped and logged. It is what `ticketbridge run` drives; tests drive it
-// with a fake timer.
+// skipped and logged. It is what `ticketbridge run` drives; tests run it in a
+// testing/synctest bubble.
 //
 // It measures each cycle's lag (Report.Lag): the time from the cycle's
 // scheduled start to its end. The scheduled start is the activation of
@@ -45,10 +45,12 @@ type Scheduler struct {
 	AfterCycle func(Report, error)
 	// Logger receives skipped ticks; nil discards.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// NewTimer returns a channel that receives once d has passed, and a
-	// function that stops it; nil means a time.Timer.
+	// function that stops it; nil means a time.Timer. Kept for the
+	// simulator's fault test (TestReliabilityFaults), which fires
+	// the ticks itself: its fake servers share a clock of their own over
+	// real sockets, where a testing/synctest bubble's clock cannot
+	// advance. Other tests run the scheduler in a bubble, on time.Now.
 	NewTimer func(d time.Duration) (<-chan time.Time, func() bool)
 	// Workers, when set, runs each cycle and each AfterCycle on a
 	// goroutine it keeps between them (see package internal/gopool); nil
@@ -63,10 +65,6 @@ type Scheduler struct {
 // may recover it: the cycle runs on a goroutine of its own, where no one
 // could.
 func (s *Scheduler) Run(ctx context.Context) error {
-	now := s.Now
-	if now == nil {
-		now = time.Now
-	}
 	newTimer := s.NewTimer
 	if newTimer == nil {
 		newTimer = func(d time.Duration) (<-chan time.Time, func() bool) {
@@ -111,7 +109,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if r.panic != nil {
 			panic(r.panic) // on Run's goroutine, for its caller to recover
 		}
-		r.rep.Lag = now().Sub(serving)
+		r.rep.Lag = time.Since(serving)
 		if s.AfterCycle != nil {
 			s.afterCycle(r.rep, r.err)
 		}
@@ -119,7 +117,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// due is the activation the armed timer stands for.
 	var due time.Time
 	arm := func() (<-chan time.Time, func() bool) {
-		t := now()
+		t := time.Now()
 		due = s.Schedule.Next(t)
 		if due.IsZero() {
 			// A schedule that never fires again: wait for the end.
@@ -128,7 +126,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return newTimer(due.Sub(t))
 	}
 
-	start(now())
+	start(time.Now())
 	tick, stop := arm()
 	for {
 		select {

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -14,159 +18,139 @@ import (
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
-// fakeTimers hands the scheduler timers the test fires by hand.
-type fakeTimers struct {
-	armed chan chan time.Time // each timer the scheduler arms
-}
-
-func (f *fakeTimers) newTimer(time.Duration) (<-chan time.Time, func() bool) {
-	c := make(chan time.Time, 1)
-	f.armed <- c
-	return c, func() bool { return true }
-}
-
-// TestSchedulerNeverOverlaps runs the first cycle blocked, fires ticks while
-// it runs and checks that no second cycle starts until it ends.
+// TestSchedulerNeverOverlaps runs the first cycle blocked past two ticks,
+// on a testing/synctest bubble's clock, and checks that both ticks are
+// skipped (and logged), and that no second cycle starts until it ends.
 func TestSchedulerNeverOverlaps(t *testing.T) {
-	timers := &fakeTimers{armed: make(chan chan time.Time, 10)}
-	started := make(chan int, 10)
-	release := make(chan struct{})
-	var running, maxRunning, n atomic.Int32
-	after := make(chan error, 10)
-	s := &tbsync.Scheduler{
-		Schedule: cron.Every(30 * time.Second),
-		Cycle: func(ctx context.Context) (tbsync.Report, error) {
-			r := running.Add(1)
-			defer running.Add(-1)
-			if r > maxRunning.Load() {
-				maxRunning.Store(r)
-			}
-			started <- int(n.Add(1))
-			select {
-			case <-release:
-				return tbsync.Report{Outcome: tbsync.OutcomeOK}, nil
-			case <-ctx.Done():
-				return tbsync.Report{Outcome: tbsync.OutcomeFailed}, ctx.Err()
-			}
-		},
-		AfterCycle: func(_ tbsync.Report, err error) { after <- err },
-		NewTimer:   timers.newTimer,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan int, 10)
+		release := make(chan struct{})
+		var running, maxRunning, n atomic.Int32
+		after := make(chan error, 10)
+		logs := &testutil.Buffer{}
+		s := &tbsync.Scheduler{
+			Schedule: cron.Every(30 * time.Second),
+			Cycle: func(ctx context.Context) (tbsync.Report, error) {
+				r := running.Add(1)
+				defer running.Add(-1)
+				if r > maxRunning.Load() {
+					maxRunning.Store(r)
+				}
+				started <- int(n.Add(1))
+				select {
+				case <-release:
+					return tbsync.Report{Outcome: tbsync.OutcomeOK}, nil
+				case <-ctx.Done():
+					return tbsync.Report{Outcome: tbsync.OutcomeFailed}, ctx.Err()
+				}
+			},
+			AfterCycle: func(_ tbsync.Report, err error) { after <- err },
+			Logger:     slog.New(slog.NewTextHandler(logs, nil)),
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- s.Run(ctx) }()
 
-	if got := <-started; got != 1 {
-		t.Fatalf("first cycle is number %d", got)
-	}
-	// Two ticks while the first cycle is blocked: both skipped.
-	for range 2 {
-		tick := <-timers.armed
-		tick <- time.Now()
-	}
-	next := <-timers.armed // re-armed after the second tick: both were handled
-	select {
-	case k := <-started:
-		t.Fatalf("cycle %d started while the first still ran", k)
-	default:
-	}
-	release <- struct{}{}
-	if err := <-after; err != nil {
-		t.Fatalf("first cycle: %v", err)
-	}
-	// The next tick starts the second cycle.
-	next <- time.Now()
-	if got := <-started; got != 2 {
-		t.Fatalf("second cycle is number %d", got)
-	}
-	if maxRunning.Load() != 1 {
-		t.Fatalf("%d cycles ran at once", maxRunning.Load())
-	}
+		if got := <-started; got != 1 {
+			t.Fatalf("first cycle is number %d", got)
+		}
+		// Two ticks (+30s, +60s) while the first cycle is blocked: both
+		// skipped.
+		time.Sleep(70 * time.Second)
+		synctest.Wait()
+		select {
+		case k := <-started:
+			t.Fatalf("cycle %d started while the first still ran", k)
+		default:
+		}
+		if got := strings.Count(logs.String(), "cycle skipped"); got != 2 {
+			t.Fatalf("%d ticks logged as skipped, want 2:\n%s", got, logs)
+		}
+		release <- struct{}{}
+		if err := <-after; err != nil {
+			t.Fatalf("first cycle: %v", err)
+		}
+		// The next tick (+90s) starts the second cycle, not before.
+		synctest.Wait()
+		if len(started) != 0 {
+			t.Fatal("a cycle started before the next tick")
+		}
+		if got := <-started; got != 2 {
+			t.Fatalf("second cycle is number %d", got)
+		}
+		if maxRunning.Load() != 1 {
+			t.Fatalf("%d cycles ran at once", maxRunning.Load())
+		}
 
-	// Cancel while the second cycle is blocked: it sees its context end,
-	// Run waits for it and returns nil.
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run returned %v", err)
-	}
-	if err := <-after; !errors.Is(err, context.Canceled) {
-		t.Fatalf("second cycle ended with %v, want context.Canceled", err)
-	}
-	if running.Load() != 0 {
-		t.Fatal("a cycle still runs after Run returned")
-	}
+		// Cancel while the second cycle is blocked: it sees its context end,
+		// Run waits for it and returns nil.
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+		if err := <-after; !errors.Is(err, context.Canceled) {
+			t.Fatalf("second cycle ended with %v, want context.Canceled", err)
+		}
+		if running.Load() != 0 {
+			t.Fatal("a cycle still runs after Run returned")
+		}
+	})
 }
 
-// TestSchedulerLag checks each cycle's lag: from Run's start for the first
-// cycle, from its tick (not from when the timer fired) for the next, and,
-// when a tick was skipped while a cycle ran, from the skipped tick for the
-// cycle that serves it.
+// TestSchedulerLag checks each cycle's lag, on a testing/synctest
+// bubble's clock: from Run's start for the first cycle, from its tick
+// (not from when the scheduler got to it) for the next, and, when a tick
+// was skipped while a cycle ran, from the skipped tick for the cycle that
+// serves it.
 func TestSchedulerLag(t *testing.T) {
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	clock := testutil.NewClock(t0)
-	timers := &fakeTimers{armed: make(chan chan time.Time, 10)}
-	started := make(chan struct{}, 10)
-	release := make(chan struct{})
-	after := make(chan tbsync.Report, 10)
-	s := &tbsync.Scheduler{
-		Schedule: cron.Every(30 * time.Second),
-		Cycle: func(ctx context.Context) (tbsync.Report, error) {
-			started <- struct{}{}
-			select {
-			case <-release:
-				return tbsync.Report{Outcome: tbsync.OutcomeOK}, nil
-			case <-ctx.Done():
-				return tbsync.Report{}, ctx.Err()
-			}
-		},
-		AfterCycle: func(r tbsync.Report, _ error) { after <- r },
-		NewTimer:   timers.newTimer,
-		Now:        clock.Now,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
-	at := func(d time.Duration) { clock.Set(t0.Add(d)) }
-	finish := func(end, want time.Duration) {
-		t.Helper()
-		at(end)
-		release <- struct{}{}
-		if r := <-after; r.Lag != want {
-			t.Fatalf("cycle ending at +%s: lag %s, want %s", end, r.Lag, want)
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		type cycle struct {
+			runs  time.Duration // how long the cycle takes
+			after time.Duration // how long its AfterCycle takes
 		}
-	}
-
-	<-started
-	tick := <-timers.armed // due at +30s
-	finish(2*time.Second, 2*time.Second)
-
-	// The timer fires a second late: the lag counts from the tick.
-	at(31 * time.Second)
-	tick <- clock.Now()
-	<-started
-	tick = <-timers.armed // due at +61s
-	finish(32*time.Second, 2*time.Second)
-
-	// A cycle runs past the next tick (+91s), which is skipped; the cycle
-	// that starts at the tick after (+121s) serves it.
-	at(61 * time.Second)
-	tick <- clock.Now()
-	<-started
-	tick = <-timers.armed // due at +91s
-	at(91 * time.Second)
-	tick <- clock.Now()
-	tick = <-timers.armed // due at +121s: the tick at +91s was handled
-	finish(100*time.Second, 39*time.Second)
-	at(121 * time.Second)
-	tick <- clock.Now()
-	<-started
-	<-timers.armed
-	finish(122*time.Second, 31*time.Second)
-
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run returned %v", err)
-	}
+		cycles := []cycle{
+			// +0s to +2s. Its AfterCycle holds the scheduler past the tick
+			// at +30s, which it gets to a second late, at +31s.
+			{runs: 2 * time.Second, after: 29 * time.Second},
+			// +31s to +32s, serving +30s.
+			{runs: time.Second},
+			// +61s to +100s, past the tick at +91s, which is skipped.
+			{runs: 39 * time.Second},
+			// +121s to +122s, serving the tick skipped at +91s.
+			{runs: time.Second},
+		}
+		type end struct{ at, lag time.Duration }
+		var ends []end
+		var n int
+		ctx, cancel := context.WithCancel(t.Context())
+		s := &tbsync.Scheduler{
+			Schedule: cron.Every(30 * time.Second),
+			Cycle: func(ctx context.Context) (tbsync.Report, error) {
+				time.Sleep(cycles[n].runs)
+				return tbsync.Report{Outcome: tbsync.OutcomeOK}, nil
+			},
+			AfterCycle: func(r tbsync.Report, _ error) {
+				ends = append(ends, end{at: time.Since(begin), lag: r.Lag})
+				time.Sleep(cycles[n].after)
+				if n++; n == len(cycles) {
+					cancel()
+				}
+			},
+		}
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+		want := []end{
+			{at: 2 * time.Second, lag: 2 * time.Second},
+			{at: 32 * time.Second, lag: 2 * time.Second},
+			{at: 100 * time.Second, lag: 39 * time.Second},
+			{at: 122 * time.Second, lag: 31 * time.Second},
+		}
+		if !slices.Equal(ends, want) {
+			t.Fatalf("cycles ended (time, lag) %v, want %v", ends, want)
+		}
+	})
 }
 
 // TestSpread checks the phases Spread gives: an @every schedule's hotels
