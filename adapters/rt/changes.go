@@ -277,7 +277,7 @@ func (a *Adapter) searchTransactions(ctx context.Context, s *setup, where string
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
-	now := a.now().UTC()
+	now := time.Now().UTC() // RT's clock, when its answer has no Date
 	if resp != nil {
 		if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
 			now = d.UTC()

@@ -142,7 +142,6 @@ type Adapter struct {
 	status adapters.StatusMap
 	log    *slog.Logger
 	c      *client
-	now    func() time.Time // when RT's answer has no Date
 
 	// Learnt from RT on first use, again after a failure.
 	setupMu sync.Mutex
@@ -176,9 +175,6 @@ type Options struct {
 	Backoff httpretry.Backoff
 	// Sleep waits between attempts; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After dates, and RT's when its answer has
-	// no Date; nil means time.Now.
-	Now func() time.Time
 }
 
 // New builds the adapter from cfg (see [Config] for its defaults) without
@@ -205,15 +201,10 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
 	httpc := &adapters.HTTPClient{
 		HTTP:    cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Backoff: opts.Backoff,
 		Sleep:   opts.Sleep,
-		Now:     opts.Now,
 		Header:  http.Header{"User-Agent": {"ticketbridge-rt"}},
 		Logger:  logger,
 	}
@@ -223,7 +214,6 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 		status:  DefaultStatusMap().Override(deps),
 		log:     logger,
 		c:       newClient(base, cfg, httpc),
-		now:     now,
 		tickets: map[int64]string{},
 	}, nil
 }
