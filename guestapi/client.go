@@ -88,7 +88,10 @@ type Config struct {
 	// httpretry.ErrWaitTooLong that says until when (httpretry.WaitError).
 	MaxWait time.Duration
 	// Now is the clock for token expiry and Retry-After dates; nil means
-	// time.Now.
+	// time.Now. Kept because the simulator (package sync) and the
+	// conformance tests share one fake clock with the reference server
+	// over real sockets, where a testing/synctest bubble's clock cannot
+	// advance.
 	Now func() time.Time
 	// Sleep waits between attempts and returns early with an error when ctx
 	// ends; nil means a real timer.

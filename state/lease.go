@@ -31,7 +31,9 @@ type Leases struct {
 	p       *sharedPool
 	replica string
 	ttl     time.Duration
-	// now is the local clock of the holder's view.
+	// now is the local clock of the holder's view. Kept because its
+	// test (TestLeaseHeartbeatRenewLeave) talks to PostgreSQL over real
+	// sockets, where a testing/synctest bubble's clock cannot advance.
 	now func() time.Time
 }
 

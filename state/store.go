@@ -90,7 +90,9 @@ type Options struct {
 	// discards them.
 	Logger *slog.Logger
 	// Now is the clock used to stamp CreatedAt and UpdatedAt fields. Nil
-	// means time.Now.
+	// means time.Now. Kept because the simulator (package sync's env_test.go and sim_test.go) runs
+	// this on one fake clock with its fake API over real sockets, where a
+	// testing/synctest bubble's clock cannot advance.
 	Now func() time.Time
 	// Hotel names the hotel whose state a PostgreSQL database holds:
 	// lower-case letters, digits and "-", at most 63 bytes. Empty means

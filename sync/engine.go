@@ -39,7 +39,9 @@ type Deps struct {
 	// Logger receives the engine's log; nil discards. cmd hands in one that
 	// already carries adapter=<name>.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Now is the clock; nil means time.Now. Kept because the simulator (package sync's env_test.go and sim_test.go) runs
+	// this on one fake clock with its fake API over real sockets, where a
+	// testing/synctest bubble's clock cannot advance.
 	Now func() time.Time
 	// Sleep waits d or until ctx ends; nil means a timer. The engine waits
 	// only where the API asked it to (a 429's Retry-After); tests pass one

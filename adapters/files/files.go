@@ -169,7 +169,7 @@ type Options struct {
 	MaxOutboxBytes int64              // 0: DefaultMaxOutboxBytes
 	Settle         time.Duration      // 0: picked up at once
 	PageSize       int                // 0: DefaultPageSize
-	Now            func() time.Time   // nil: time.Now
+	Now            func() time.Time   // nil: time.Now; kept for the simulator of package sync (fake clock, real sockets)
 	Logger         *slog.Logger       // nil: discard
 	// ReadOnly opens the folder for a dry run: New creates nothing (a
 	// missing folder reads as empty), only Lookup, PeekChanges and Close

@@ -73,7 +73,10 @@ func NewBackend() *Backend {
 	return &Backend{now: time.Now, rng: rand.New(rand.NewPCG(1, 1)), calls: map[Op]int{}}
 }
 
-// SetClock replaces the clock that stamps messages and changes.
+// SetClock replaces the clock that stamps messages and changes. It is
+// kept because the simulator (package sync's env_test.go and
+// sim_test.go) runs the backend on one fake clock with its fake API over
+// real sockets, where a testing/synctest bubble's clock cannot advance.
 func (b *Backend) SetClock(now func() time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
