@@ -28,30 +28,16 @@ func plantDirLink(t *testing.T, dir, rel string) string {
 	return elsewhere
 }
 
-// names lists dir's entries, for a message.
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, de := range des {
-		out = append(out, de.Name())
-	}
-	return out
-}
-
 // TestFailedFolderLinkIsNotFollowed: outbox/failed replaced by a link
 // (to /etc/profile.d, say) is not where an invalid outbox file goes, nor
 // its explanation: a cycle run by root would move the staff's file there.
 func TestFailedFolderLinkIsNotFollowed(t *testing.T) {
 	f := newFixture(t)
 	elsewhere := plantDirLink(t, f.dir, filepath.Join("outbox", "failed"))
-	before := names(t, elsewhere)
+	before := entries(t, elsewhere)
 	f.dropAged(t, "zz-x.sh", "echo planted\n", time.Minute)
 	_, _, err := f.a.Changes(t.Context(), "")
-	if after := names(t, elsewhere); len(after) != len(before) {
+	if after := entries(t, elsewhere); len(after) != len(before) {
 		t.Errorf("the invalid outbox file went through the link: %v holds %v, held %v", elsewhere, after, before)
 	}
 	if fi, lerr := os.Lstat(filepath.Join(f.dir, "outbox", "failed")); lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -67,10 +53,10 @@ func TestFailedFolderLinkIsNotFollowed(t *testing.T) {
 func TestProcessedFolderLinkIsNotFollowed(t *testing.T) {
 	f := newFixture(t)
 	elsewhere := plantDirLink(t, f.dir, filepath.Join("outbox", "processed"))
-	before := names(t, elsewhere)
+	before := entries(t, elsewhere)
 	f.dropAged(t, "zz-x.sh", "ticket: "+string(f.ref)+"\nkind: reply\n\nOn the way.\n", time.Minute)
 	evs, _, err := f.a.Changes(t.Context(), "")
-	if after := names(t, elsewhere); len(after) != len(before) {
+	if after := entries(t, elsewhere); len(after) != len(before) {
 		t.Errorf("the outbox file went through the link: %v holds %v, held %v", elsewhere, after, before)
 	}
 	if len(evs) != 0 {
@@ -88,7 +74,7 @@ func TestTicketFolderLinkIsNotWrittenThrough(t *testing.T) {
 	f := newFixture(t)
 	elsewhere := plantDirLink(t, f.dir, filepath.Join("tickets", string(f.ref)))
 	before := map[string]string{}
-	for _, n := range names(t, elsewhere) {
+	for _, n := range entries(t, elsewhere) {
 		b, err := os.ReadFile(filepath.Join(elsewhere, n))
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +82,7 @@ func TestTicketFolderLinkIsNotWrittenThrough(t *testing.T) {
 		before[n] = string(b)
 	}
 	_, err := f.a.Append(t.Context(), f.ref, []adapters.Message{{UpstreamID: "m9", Body: "WRITTEN-THROUGH", AuthorType: "guest", CreatedAt: f.now}})
-	after := names(t, elsewhere)
+	after := entries(t, elsewhere)
 	if len(after) != len(before) {
 		t.Errorf("files made through the link: %v, were %d", after, len(before))
 	}
@@ -124,7 +110,7 @@ func TestNewMakesNothingThroughALink(t *testing.T) {
 		a.Close()
 		t.Errorf("New with outbox/ a link succeeded")
 	}
-	if got := names(t, elsewhere); len(got) != 0 {
+	if got := entries(t, elsewhere); len(got) != 0 {
 		t.Errorf("New made %v through the link", got)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/ticketbridge/ticketbridge/internal/textdist"
 )
 
 // mdLink is a link's target as written, and the line it is on.
@@ -29,32 +31,11 @@ type mdDoc struct {
 func (d *mdDoc) nearest(frag string) string {
 	best, bestDist := "", len(frag)/2+1
 	for _, a := range d.order {
-		if dist := editDistance(strings.ToLower(frag), a); dist < bestDist {
+		if dist := textdist.Levenshtein(strings.ToLower(frag), a); dist < bestDist {
 			best, bestDist = a, dist
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 var (

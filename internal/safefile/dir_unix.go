@@ -383,16 +383,7 @@ func (d *Dir) Open(name string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, &fs.PathError{Op: "open", Path: f.Name(), Err: ErrNotRegular}
-	}
-	return f, info, nil
+	return regular(f)
 }
 
 // ReadFile reads the entry name of d as [ReadFile] reads a path.

@@ -58,6 +58,12 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 		}
 		return nil, nil, err
 	}
+	return regular(f)
+}
+
+// regular returns the open f with its description when it is a regular
+// file, and closes it and refuses it with [ErrNotRegular] when not.
+func regular(f *os.File) (*os.File, fs.FileInfo, error) {
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -65,7 +71,7 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+		return nil, nil, &fs.PathError{Op: "open", Path: f.Name(), Err: ErrNotRegular}
 	}
 	return f, info, nil
 }
