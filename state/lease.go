@@ -49,8 +49,8 @@ type Lease struct {
 // Valid reports whether the holder may still act for the hotel at now.
 func (l Lease) Valid(now time.Time) bool { return now.Before(l.Until) }
 
-// Holder is a hotel's lease as the database has it.
-type Holder struct {
+// Owner is a hotel's lease as the database has it.
+type Owner struct {
 	Hotel   string
 	Replica string
 	Fence   int64
@@ -125,7 +125,7 @@ func (l *Leases) interval() string { return fmt.Sprintf("%d milliseconds", l.ttl
 // thousands of hotels, reading them back every tick was most of what a
 // replica allocated). Replicas gone for longer than ten times to live are
 // forgotten.
-func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Holder, err error) {
+func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Owner, err error) {
 	err = l.exec(ctx, func(ctx context.Context) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO `+pgReplicaTbl+` (replica, started_at, expires_at) VALUES ($1, now(), now() + $2::interval)
@@ -152,8 +152,8 @@ func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Ho
 		if err != nil {
 			return err
 		}
-		holders, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Holder, error) {
-			var h Holder
+		holders, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Owner, error) {
+			var h Owner
 			var free float64
 			err := r.Scan(&h.Hotel, &h.Replica, &h.Fence, &h.Live, &free)
 			h.Free = time.Duration(free * float64(time.Second))
@@ -170,11 +170,11 @@ func (l *Leases) Heartbeat(ctx context.Context) (replicas []string, holders []Ho
 	return replicas, holders, nil
 }
 
-// Holder returns the lease of hotel as the database has it; ok is false
+// Owner returns the lease of hotel as the database has it; ok is false
 // when no replica ever held it. Unlike Heartbeat it changes nothing, so a
 // command that acts for one hotel from outside the daemon learns who holds
 // it without being counted among the replicas the hotels are spread over.
-func (l *Leases) Holder(ctx context.Context, hotel string) (h Holder, ok bool, err error) {
+func (l *Leases) Owner(ctx context.Context, hotel string) (h Owner, ok bool, err error) {
 	err = l.exec(ctx, func(ctx context.Context) error {
 		var free float64
 		err := l.p.pool.QueryRow(ctx, `SELECT hotel, replica, fence, expires_at > now(), greatest(extract(epoch FROM now() - expires_at), 0)::float8
@@ -186,7 +186,7 @@ func (l *Leases) Holder(ctx context.Context, hotel string) (h Holder, ok bool, e
 		return err
 	})
 	if err != nil {
-		return Holder{}, false, fmt.Errorf("read the lease of hotel %s: %w", hotel, err)
+		return Owner{}, false, fmt.Errorf("read the lease of hotel %s: %w", hotel, err)
 	}
 	return h, ok, nil
 }

@@ -234,23 +234,23 @@ func TestOpenLeasesRefusesBadInput(t *testing.T) {
 	}
 }
 
-// Holder reads a hotel's lease without joining the replicas.
+// Owner reads a hotel's lease without joining the replicas.
 func TestLeaseHolder(t *testing.T) {
 	loc := postgresBackend(t).location(t)
 	a, b := openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b")
-	if _, ok, err := b.Holder(context.Background(), "h1"); err != nil || ok {
-		t.Fatalf("Holder of a hotel never held = %t, %v; want none", ok, err)
+	if _, ok, err := b.Owner(context.Background(), "h1"); err != nil || ok {
+		t.Fatalf("Owner of a hotel never held = %t, %v; want none", ok, err)
 	}
 	la := mustAcquire(t, a, "h1")
-	h, ok, err := b.Holder(context.Background(), "h1")
+	h, ok, err := b.Owner(context.Background(), "h1")
 	if err != nil || !ok || h.Replica != "replica-a" || !h.Live || h.Fence != la.Fence {
-		t.Errorf("Holder of a held hotel = %+v, %t, %v; want replica-a's live lease", h, ok, err)
+		t.Errorf("Owner of a held hotel = %+v, %t, %v; want replica-a's live lease", h, ok, err)
 	}
 	if err := a.Release(context.Background(), la); err != nil {
 		t.Fatal(err)
 	}
-	if h, _, _ := b.Holder(context.Background(), "h1"); h.Live {
-		t.Errorf("Holder after the release = %+v; want it not live", h)
+	if h, _, _ := b.Owner(context.Background(), "h1"); h.Live {
+		t.Errorf("Owner after the release = %+v; want it not live", h)
 	}
 	reps, _, err := a.Heartbeat(context.Background())
 	if err != nil {

@@ -52,11 +52,11 @@ func (h *Helpdesk[T]) noteUnsent(ctx context.Context, ev adapters.Event, files [
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	held, err := h.held(ctx, th, what)
+	marks, err := h.markers(ctx, th, what)
 	if err != nil {
 		return err
 	}
-	if held.Unsent[ev.ID] {
+	if marks.Unsent[ev.ID] {
 		return nil
 	}
 	if err := h.v.Note(ctx, th, "note unsent", UnsentText(ev, files)); err != nil {

@@ -176,11 +176,11 @@ func (h *Helpdesk[T]) Lookup(ctx context.Context, upstreamID string) (adapters.F
 		return adapters.Found{}, false, err
 	}
 	what := "look up " + h.in.Name + " ticket for " + upstreamID
-	held, cs, err := h.read(ctx, th, what)
+	marks, cs, err := h.read(ctx, th, what)
 	if err != nil {
 		return adapters.Found{}, false, err
 	}
-	f := held.Found(ref)
+	f := marks.Found(ref)
 	f.Status = h.v.Current(th)
 	if f.Events, err = h.events(ctx, cs); err != nil {
 		return adapters.Found{}, false, fmt.Errorf("%s: %w", what, err)
@@ -217,31 +217,31 @@ func (h *Helpdesk[T]) events(ctx context.Context, cs []Comment) ([]adapters.Even
 	return adapters.NoteUnsent(ctx, nil, evs, files, nil)
 }
 
-// held reads the markers of the comments the adapter's own user wrote in
+// markers reads the markers of the comments the adapter's own user wrote in
 // th. An error reading the user is returned as it is, the others say what.
-func (h *Helpdesk[T]) held(ctx context.Context, th T, what string) (Held, error) {
-	held, _, err := h.read(ctx, th, what)
-	return held, err
+func (h *Helpdesk[T]) markers(ctx context.Context, th T, what string) (Markers, error) {
+	marks, _, err := h.read(ctx, th, what)
+	return marks, err
 }
 
-// read is held, with the comments it read.
-func (h *Helpdesk[T]) read(ctx context.Context, th T, what string) (Held, []Comment, error) {
+// read is markers, with the comments it read.
+func (h *Helpdesk[T]) read(ctx context.Context, th T, what string) (Markers, []Comment, error) {
 	me, err := h.v.Self(ctx)
 	if err != nil {
-		return Held{}, nil, err
+		return Markers{}, nil, err
 	}
 	cs, err := h.v.Comments(ctx, th)
 	if err != nil {
-		return Held{}, nil, fmt.Errorf("%s: %w", what, err)
+		return Markers{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	held := NewHeld()
+	marks := NewMarkers()
 	for i, c := range cs {
 		if c.Author == me {
-			held.Text(c.Text, c.ID)
+			marks.Text(c.Text, c.ID)
 			cs[i].Event = nil // never the bridge's own
 		}
 	}
-	return held, cs, nil
+	return marks, cs, nil
 }
 
 // Append writes each message the ticket does not hold yet (by its
@@ -266,14 +266,14 @@ func (h *Helpdesk[T]) Append(ctx context.Context, ref adapters.Ref, msgs []adapt
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	held, err := h.held(ctx, th, what)
+	marks, err := h.markers(ctx, th, what)
 	if err != nil {
 		return nil, err
 	}
 	if p, ok := h.v.(Preparer[T]); ok {
 		var fresh []adapters.Message
 		for _, m := range msgs {
-			if _, in := held.Messages[m.UpstreamID]; !in {
+			if _, in := marks.Messages[m.UpstreamID]; !in {
 				fresh = append(fresh, m)
 			}
 		}
@@ -283,7 +283,7 @@ func (h *Helpdesk[T]) Append(ctx context.Context, ref adapters.Ref, msgs []adapt
 	}
 	out := make([]adapters.Appended, 0, len(msgs))
 	for _, m := range msgs {
-		if id, ok := held.Messages[m.UpstreamID]; ok {
+		if id, ok := marks.Messages[m.UpstreamID]; ok {
 			out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id, Existed: true})
 			continue
 		}
@@ -292,7 +292,7 @@ func (h *Helpdesk[T]) Append(ctx context.Context, ref adapters.Ref, msgs []adapt
 		if err != nil {
 			return out, err
 		}
-		held.Messages[m.UpstreamID] = id
+		marks.Messages[m.UpstreamID] = id
 		out = append(out, adapters.Appended{UpstreamID: m.UpstreamID, HelpdeskID: id})
 	}
 	return out, nil
@@ -324,11 +324,11 @@ func (h *Helpdesk[T]) MarkSent(ctx context.Context, ref adapters.Ref, eventID, u
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	held, err := h.held(ctx, th, what)
+	marks, err := h.markers(ctx, th, what)
 	if err != nil {
 		return err
 	}
-	if _, ok := held.Sent[eventID]; ok {
+	if _, ok := marks.Sent[eventID]; ok {
 		return nil
 	}
 	if err := h.v.Note(ctx, th, "mark sent", SentText(eventID, upstreamMessageID)); err != nil {

@@ -89,12 +89,12 @@ func TestInput(t *testing.T) {
 }
 
 func TestHeld(t *testing.T) {
-	h := saas.NewHeld()
+	h := saas.NewMarkers()
 	h.Text("a\n\n"+adapters.Marker{Kind: adapters.MarkerMessage, ID: "m1"}.Line(), "c1")
 	h.Text(adapters.Marker{Kind: adapters.MarkerMessage, ID: "m1"}.Line(), "c2")
 	h.Text(adapters.Marker{Kind: adapters.MarkerSent, ID: "e1", Arg: "m9"}.Line(), "c3")
 	h.Text("no marker", "c4")
-	o := saas.NewHeld()
+	o := saas.NewMarkers()
 	o.Add(adapters.Marker{Kind: adapters.MarkerMessage, ID: "m2"}, "c5")
 	h.Merge(o)
 	f := h.Found("7")

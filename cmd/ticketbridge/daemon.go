@@ -107,8 +107,8 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 			return err
 		}
 		defer sl.Close()
-		opts.Fence = sl.Held().Get().Fence
-		opts.Chain.Guard = lease.Guard(sl.Held(), lose, lease.ErrLost)
+		opts.Fence = sl.Owned().Get().Fence
+		opts.Chain.Guard = lease.Guard(sl.Owned(), lose, lease.ErrLost)
 	}
 	w, err := bridge.New(ctx, src.Env, cfg, sc, log, opts)
 	if err != nil {

@@ -45,7 +45,7 @@ func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg con
 		return ctx, nil, err
 	}
 	hotel := cmp.Or(cfg.Hotel, state.DefaultHotel)
-	return holdWith(ctx, name, hotel, func(ctx context.Context, lost func()) (*lease.Single, state.Holder, error) {
+	return holdWith(ctx, name, hotel, func(ctx context.Context, lost func()) (*lease.Single, state.Owner, error) {
 		return lease.Take(ctx, cfg.State, hotel, hc.LeaseTTL, log, lost)
 	})
 }
@@ -53,7 +53,7 @@ func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg con
 // takeFunc takes a hotel's lease as lease.Take does: a nil lease and its
 // holder when a live replica holds it; lost is called once when the lease
 // taken ends.
-type takeFunc func(ctx context.Context, lost func()) (*lease.Single, state.Holder, error)
+type takeFunc func(ctx context.Context, lost func()) (*lease.Single, state.Owner, error)
 
 // holdWith is holdHotel for the command name and hotel, with take taking
 // the lease (tests give a fake).
@@ -78,8 +78,8 @@ func (h *hold) options(o *bridge.Options) {
 	if h.sl == nil {
 		return
 	}
-	o.Fence = h.sl.Held().Get().Fence
-	o.Chain.Guard = lease.Guard(h.sl.Held(), h.end, errHoldLost)
+	o.Fence = h.sl.Owned().Get().Fence
+	o.Chain.Guard = lease.Guard(h.sl.Owned(), h.end, errHoldLost)
 }
 
 // fence is the fence to open the hotel's store with; 0 without a lease.
@@ -87,7 +87,7 @@ func (h *hold) fence() int64 {
 	if h.sl == nil {
 		return 0
 	}
-	return h.sl.Held().Get().Fence
+	return h.sl.Owned().Get().Fence
 }
 
 // release gives the lease back at once, so that a daemon standing by, or
@@ -104,7 +104,7 @@ func (h *hold) release() {
 // live replica holds.
 type leaseHeldError struct {
 	command, hotel string
-	holder         state.Holder
+	holder         state.Owner
 }
 
 func (e *leaseHeldError) Error() string {

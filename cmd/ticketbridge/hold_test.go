@@ -60,7 +60,7 @@ func TestOnceBesideTheLeaseHolder(t *testing.T) {
 		}
 		mustContain(t, args[0]+"'s refusal", errOut, "replica web1-0a1b2c3d (host web1)", "run "+args[0]+" on web1", "TICKETBRIDGE_LEASE_TTL")
 	}
-	if h, _, _ := web1.Holder(context.Background(), state.DefaultHotel); h.Fence != lease.Fence || !h.Live {
+	if h, _, _ := web1.Owner(context.Background(), state.DefaultHotel); h.Fence != lease.Fence || !h.Live {
 		t.Errorf("after the refusals the lease is %+v, want the holder's, fence %d", h, lease.Fence)
 	}
 
@@ -90,7 +90,7 @@ func TestOnceTakesAndReleasesTheLease(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", args[0], code, out, errOut)
 		}
-		h, ok, err := web1.Holder(context.Background(), state.DefaultHotel)
+		h, ok, err := web1.Owner(context.Background(), state.DefaultHotel)
 		switch {
 		case err != nil:
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestOnceOfManyHotelsBesideTheLeaseHolder(t *testing.T) {
 	}
 	mustContain(t, "once", out, "hotel alpha: once: hotel alpha is synced by replica web1-0a1b2c3d (host web1)", "== hotel beta ==\ncycle ok")
 	mustContain(t, "once", errOut, "1 of 2 hotels failed: alpha")
-	if h, _, _ := web1.Holder(context.Background(), "beta"); h.Replica == "" || h.Live {
+	if h, _, _ := web1.Owner(context.Background(), "beta"); h.Replica == "" || h.Live {
 		t.Errorf("beta's lease after once: %+v, want taken and released", h)
 	}
 	out, errOut, code = fx.cmd("retry", "--hotel", "alpha", "some-event")
@@ -144,11 +144,11 @@ func TestOnceOfManyHotelsBesideTheLeaseHolder(t *testing.T) {
 // context as it was, not one it ended: retry and skip ask a daemon of
 // this host with it.
 func TestHoldRefusedKeepsTheContext(t *testing.T) {
-	here := state.Holder{Replica: lease.NewReplicaID(), Live: true}
+	here := state.Owner{Replica: lease.NewReplicaID(), Live: true}
 	for name, take := range map[string]takeFunc{
-		"held here": func(context.Context, func()) (*lease.Single, state.Holder, error) { return nil, here, nil },
-		"failed": func(context.Context, func()) (*lease.Single, state.Holder, error) {
-			return nil, state.Holder{}, errors.New("database out of reach")
+		"held here": func(context.Context, func()) (*lease.Single, state.Owner, error) { return nil, here, nil },
+		"failed": func(context.Context, func()) (*lease.Single, state.Owner, error) {
+			return nil, state.Owner{}, errors.New("database out of reach")
 		},
 	} {
 		ctx := t.Context()

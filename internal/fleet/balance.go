@@ -102,7 +102,7 @@ func (b balancer) Failed(k *lease.Keeper, err error) (retire bool) {
 //
 // What to hand over, take and say is decided by decide, from a view of
 // the fleet taken under f.mu; Plan only gathers the view and acts.
-func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holder, lost []*lease.Held) (take []string, elsewhere map[string]string, retire bool) {
+func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Owner, lost []*lease.Owned) (take []string, elsewhere map[string]string, retire bool) {
 	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -150,7 +150,7 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Holde
 	v.holders = make([]holderView, len(holders))
 	for i, h := range holders {
 		_, here := f.hotels[h.Hotel]
-		v.holders[i] = holderView{Holder: h, here: here}
+		v.holders[i] = holderView{Owner: h, here: here}
 	}
 	d := decide(v)
 	for _, name := range d.clearBroken {
@@ -186,7 +186,7 @@ type hotelView struct {
 
 // holderView is a lease's holder, and whether its hotel runs here.
 type holderView struct {
-	state.Holder
+	state.Owner
 	here bool
 }
 
@@ -207,9 +207,9 @@ type plan struct {
 // changes nothing.
 func decide(v view) plan {
 	var p plan
-	holder := make(map[string]state.Holder, len(v.holders))
+	holder := make(map[string]state.Owner, len(v.holders))
 	for _, h := range v.holders {
-		holder[h.Hotel] = h.Holder
+		holder[h.Hotel] = h.Owner
 		if !h.here && h.Live && h.Replica != v.me {
 			// Another replica syncs it: a reason this replica could not
 			// start it is no longer what /readyz should say here.
@@ -256,7 +256,7 @@ func decide(v view) plan {
 // Start starts a hotel a keeper took the lease of, in a goroutine of its
 // own that wires it; it reports false when the hotel is no longer to run
 // here (a reload removed it, or the fleet is stopping).
-func (b balancer) Start(name string, hl *lease.Held) bool {
+func (b balancer) Start(name string, hl *lease.Owned) bool {
 	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -56,7 +56,7 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:    "another's, stopping here, its replica took it over",
 		hotels:  []hotelView{with(theirs("alpha"), func(h *hotelView) { h.handing = true })},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "b", Live: true}}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Live: true}}},
 		want: plan{
 			elsewhere:   map[string]string{"alpha": "synced by replica b"},
 			clearBroken: []string{"alpha"},
@@ -64,7 +64,7 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:    "another's, held by it",
 		hotels:  []hotelView{theirs("alpha")},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "b", Live: true}}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Live: true}}},
 		want: plan{
 			elsewhere:   map[string]string{"alpha": "synced by replica b"},
 			clearBroken: []string{"alpha"},
@@ -76,12 +76,12 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:    "another's, free only a moment: left to it",
 		hotels:  []hotelView{theirs("alpha")},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "b", Free: orphaned - time.Second}}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Free: orphaned - time.Second}}},
 		want:    plan{elsewhere: map[string]string{"alpha": "waiting for a replica to take its lease"}},
 	}, {
 		name:    "another's, orphaned: taken",
 		hotels:  []hotelView{theirs("alpha")},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "b", Free: orphaned}}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Free: orphaned}}},
 		want:    plan{take: []string{"alpha"}},
 	}, {
 		name:   "mine, still stopping here: not taken yet",
@@ -98,7 +98,7 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:    "mine, another still holds it: waits for its handover",
 		hotels:  []hotelView{mine("alpha")},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "b", Live: true}}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Live: true}}},
 		want: plan{
 			elsewhere:   map[string]string{"alpha": "synced by replica b"},
 			clearBroken: []string{"alpha"},
@@ -106,22 +106,22 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:    "mine, its lease lapsed: taken",
 		hotels:  []hotelView{mine("alpha")},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "b"}}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b"}}},
 		want:    plan{take: []string{"alpha"}},
 	}, {
 		name:    "held here by this replica: no start failure cleared",
 		hotels:  []hotelView{with(mine("alpha"), func(h *hotelView) { h.here = true })},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "me", Live: true}, here: true}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "me", Live: true}, here: true}},
 	}, {
 		name:    "running here while another's lease shows live: no start failure cleared",
 		hotels:  []hotelView{with(mine("alpha"), func(h *hotelView) { h.here = true })},
-		holders: []holderView{{Holder: state.Holder{Hotel: "alpha", Replica: "b", Live: true}, here: true}},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Live: true}, here: true}},
 	}, {
 		name:   "several: each decided on its own, in the order given",
 		hotels: []hotelView{mine("alpha"), with(theirs("bravo"), func(h *hotelView) { h.here = true }), theirs("charlie"), mine("delta")},
 		holders: []holderView{
-			{Holder: state.Holder{Hotel: "charlie", Replica: "b", Live: true}},
-			{Holder: state.Holder{Hotel: "bravo", Replica: "me", Live: true}, here: true},
+			{Owner: state.Owner{Hotel: "charlie", Replica: "b", Live: true}},
+			{Owner: state.Owner{Hotel: "bravo", Replica: "me", Live: true}, here: true},
 		},
 		want: plan{
 			take:     []string{"alpha", "delta"},

@@ -243,7 +243,7 @@ func (rh *runningHotel) alive() bool {
 // helpdesk requests stop when the lease's view ends (its chain's guard),
 // and the end of the view stops the hotel, its wiring or its cycle in
 // flight included.
-func (f *Fleet) newRunning(h config.Hotel, hl *lease.Held) *runningHotel {
+func (f *Fleet) newRunning(h config.Hotel, hl *lease.Owned) *runningHotel {
 	name := h.Name()
 	log := f.log.With("hotel", name)
 	tel := f.tel.Hotel(name)

@@ -53,7 +53,7 @@ type runningHotel struct {
 	// let go.
 	closed chan struct{}
 	// lease is the hotel's lease; nil for a hotel whose state is a file.
-	lease *lease.Held
+	lease *lease.Owned
 	// page is the hotel's source of the status page (nil: none); its
 	// goroutine sets it, read it after done.
 	page *bridge.Console

@@ -52,7 +52,7 @@ type fakeRenewal struct {
 
 // Heartbeat returns no lease: this replica is the only one, and its own
 // live leases are not among those a heartbeat reads.
-func (db *fakeLeases) Heartbeat(context.Context) ([]string, []state.Holder, error) {
+func (db *fakeLeases) Heartbeat(context.Context) ([]string, []state.Owner, error) {
 	return []string{db.replica}, nil, nil
 }
 

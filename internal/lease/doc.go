@@ -5,7 +5,7 @@
 // evenly over the live replicas (Assign) and move when replicas join or
 // leave.
 //
-// It owns a hotel's lease as a running hotel holds it (Held: its view,
+// It owns a hotel's lease as a running hotel holds it (Owned: its view,
 // the timer that ends the hotel when the view ends, and the Guard of its
 // HTTP clients), the keeper of each database (Keeper, one per database
 // under Keepers, renewing on a goroutine of its own on an injected

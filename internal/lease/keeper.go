@@ -53,7 +53,7 @@ func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.Afte
 type DB interface {
 	// Heartbeat keeps the replica alive and returns the live replicas and
 	// the leases of every hotel but those this replica holds live.
-	Heartbeat(ctx context.Context) (replicas []string, holders []state.Holder, err error)
+	Heartbeat(ctx context.Context) (replicas []string, holders []state.Owner, err error)
 	// Take takes those of hotels that are free, expired or this
 	// replica's, in one round trip, and returns their leases.
 	Take(ctx context.Context, hotels []string) ([]state.Lease, error)
@@ -92,11 +92,11 @@ type Balancer interface {
 	// take, with what /readyz says of those synced elsewhere; elsewhere
 	// is nil when nothing is to be taken any more (the fleet is
 	// stopping), and retire is true when no hotel names the database.
-	Plan(k *Keeper, replicas []string, holders []state.Holder, lost []*Held) (take []string, elsewhere map[string]string, retire bool)
+	Plan(k *Keeper, replicas []string, holders []state.Owner, lost []*Owned) (take []string, elsewhere map[string]string, retire bool)
 	// Start starts hotel name under hl, the lease k just took, without
 	// waiting for it; it returns false when the hotel is no longer to
 	// run here, and k gives the lease back.
-	Start(name string, hl *Held) bool
+	Start(name string, hl *Owned) bool
 	// Settle records what /readyz says of the hotels of k's database
 	// synced elsewhere.
 	Settle(k *Keeper, elsewhere map[string]string)
@@ -181,7 +181,7 @@ func (lk *Keepers) keeper(ctx context.Context, url string, db DB) *Keeper {
 		return k
 	}
 	k := &Keeper{lk: lk, url: url, wake: make(chan struct{}, 1), now: make(chan chan struct{}),
-		quit: make(chan struct{}), done: make(chan struct{}), db: db, held: map[string]*Held{}}
+		quit: make(chan struct{}), done: make(chan struct{}), db: db, owned: map[string]*Owned{}}
 	lk.dbs[url] = k
 	k.wake <- struct{}{} // the first round at once
 	go k.run(ctx)
@@ -268,9 +268,9 @@ type Keeper struct {
 	quit chan struct{}
 	done chan struct{}
 
-	mu   gosync.Mutex
-	db   DB               // nil until opened
-	held map[string]*Held // the leases renewed: running or stopping here
+	mu    gosync.Mutex
+	db    DB                // nil until opened
+	owned map[string]*Owned // the leases renewed: running or stopping here
 	// releasing counts the releases in flight; a retiring keeper closes
 	// the database after them.
 	releasing gosync.WaitGroup
@@ -278,7 +278,7 @@ type Keeper struct {
 	// renewing and leases are the round's own (run's goroutine only):
 	// the leases it renews, kept from one tick to the next so that a
 	// replica of thousands of hotels does not make them anew each tick.
-	renewing []*Held
+	renewing []*Owned
 	leases   []state.Lease
 }
 
@@ -298,7 +298,7 @@ func (k *Keeper) database() DB {
 func (k *Keeper) Holds() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.held) > 0
+	return len(k.owned) > 0
 }
 
 // Balance has k balance its database now, and waits for the round; a
@@ -368,7 +368,7 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 		k.mu.Unlock()
 	}
 	var replicas []string
-	var holders []state.Holder
+	var holders []state.Owner
 	if !k.lk.visitor {
 		var err error
 		if replicas, holders, err = db.Heartbeat(ctx); err != nil {
@@ -393,15 +393,15 @@ func (k *Keeper) round(ctx context.Context) (retire bool) {
 // renew renews the leases of what runs here, and of what is stopping, in
 // one round trip; it returns those lost, which k no longer holds, and
 // false when the renewal failed.
-func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Held, ok bool) {
+func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Owned, ok bool) {
 	k.mu.Lock()
-	for _, hl := range k.held {
+	for _, hl := range k.owned {
 		k.renewing = append(k.renewing, hl)
 		k.leases = append(k.leases, hl.Get())
 	}
 	k.mu.Unlock()
 	defer func() {
-		clear(k.renewing) // no Held kept alive past its hotel
+		clear(k.renewing) // no Owned kept alive past its hotel
 		k.renewing, k.leases = k.renewing[:0], k.leases[:0]
 	}()
 	r, err := db.Renew(ctx, k.leases)
@@ -426,7 +426,7 @@ func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Held, ok bool) {
 	k.mu.Lock()
 	for i, hl := range k.renewing {
 		name := k.leases[i].Hotel
-		if k.held[name] != hl {
+		if k.owned[name] != hl {
 			// Released meanwhile: its view's timer stays stopped.
 			if !gone[name] {
 				again = append(again, k.leases[i])
@@ -437,7 +437,7 @@ func (k *Keeper) renew(ctx context.Context, db DB) (lost []*Held, ok bool) {
 			hl.extend(r.Until)
 			continue
 		}
-		delete(k.held, name)
+		delete(k.owned, name)
 		hl.End()
 		hl.StopTimer()
 		lost = append(lost, hl)
@@ -481,7 +481,7 @@ func (k *Keeper) take(ctx context.Context, hotels, replicas []string, elsewhere 
 	// Those not taken were taken by another replica since the heartbeat,
 	// which showed them free.
 	for _, name := range hotels {
-		elsewhere[name] = ElsewhereReason(state.Holder{}, false)
+		elsewhere[name] = ElsewhereReason(state.Owner{}, false)
 	}
 	for _, l := range taken {
 		delete(elsewhere, l.Hotel)
@@ -495,24 +495,24 @@ func (k *Keeper) take(ctx context.Context, hotels, replicas []string, elsewhere 
 
 // hold makes l, a lease k took (or a command took: see Take), one that
 // k renews.
-func (k *Keeper) hold(l state.Lease) *Held {
-	hl := newHeld(k, k.lk.clock, l)
+func (k *Keeper) hold(l state.Lease) *Owned {
+	hl := newOwned(k, k.lk.clock, l)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.held[l.Hotel] = hl
+	k.owned[l.Hotel] = hl
 	return hl
 }
 
 // Release gives a lease back, if k still holds it.
-func (k *Keeper) Release(hl *Held) {
+func (k *Keeper) Release(hl *Owned) {
 	hl.StopTimer()
 	l := hl.Get()
 	k.mu.Lock()
-	if k.held[l.Hotel] != hl {
+	if k.owned[l.Hotel] != hl {
 		k.mu.Unlock()
 		return // lost, or released already
 	}
-	delete(k.held, l.Hotel)
+	delete(k.owned, l.Hotel)
 	db := k.db
 	k.releasing.Add(1)
 	k.mu.Unlock()

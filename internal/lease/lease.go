@@ -1,7 +1,7 @@
 package lease
 
 // This file holds what the leases share: the parts of the time to live,
-// a running hotel's lease (Held) and its guard, and how the hotels are
+// a running hotel's lease (Owned) and its guard, and how the hotels are
 // spread over the replicas (Assign).
 
 import (
@@ -85,9 +85,9 @@ func HostOf(id string) string {
 // MadeHere reports whether the replica id was made on this host.
 func MadeHere(id string) bool { return HostOf(id) == thisHost() }
 
-// Held is a running hotel's lease: while its view lasts the hotel may
+// Owned is a running hotel's lease: while its view lasts the hotel may
 // act; when the view ends without a renewal, the hotel stops at once.
-type Held struct {
+type Owned struct {
 	// keeper renews the lease.
 	keeper *Keeper
 	clock  Clock
@@ -96,29 +96,29 @@ type Held struct {
 	timer  Timer
 }
 
-func newHeld(k *Keeper, c Clock, l state.Lease) *Held {
-	return &Held{keeper: k, clock: c, lease: l}
+func newOwned(k *Keeper, c Clock, l state.Lease) *Owned {
+	return &Owned{keeper: k, clock: c, lease: l}
 }
 
 // Keeper returns the keeper that renews the lease.
-func (hl *Held) Keeper() *Keeper { return hl.keeper }
+func (hl *Owned) Keeper() *Keeper { return hl.keeper }
 
 // Valid reports whether the hotel may still act.
-func (hl *Held) Valid() bool {
+func (hl *Owned) Valid() bool {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	return hl.lease.Valid(hl.clock.Now())
 }
 
 // Get returns the lease as last renewed.
-func (hl *Held) Get() state.Lease {
+func (hl *Owned) Get() state.Lease {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	return hl.lease
 }
 
 // extend moves the view's end to until, and the timer with it.
-func (hl *Held) extend(until time.Time) {
+func (hl *Owned) extend(until time.Time) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	hl.lease.Until = until
@@ -128,21 +128,21 @@ func (hl *Held) extend(until time.Time) {
 }
 
 // End ends the view at once: the hotel's requests are refused from now.
-func (hl *Held) End() {
+func (hl *Owned) End() {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	hl.lease.Until = time.Time{}
 }
 
 // ExpireWith arms the timer that calls lost when the view ends.
-func (hl *Held) ExpireWith(lost func()) {
+func (hl *Owned) ExpireWith(lost func()) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	hl.timer = hl.clock.AfterFunc(hl.lease.Until.Sub(hl.clock.Now()), lost)
 }
 
 // StopTimer disarms the timer ExpireWith armed.
-func (hl *Held) StopTimer() {
+func (hl *Owned) StopTimer() {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	if hl.timer != nil {
@@ -159,7 +159,7 @@ var ErrEnded = errors.New("this replica's lease of the hotel ended: another repl
 // was paused or cut off sends nothing more for the hotel, to the API or
 // the helpdesk, even in the moment before the view's timer stops the
 // hotel; and the cycle sees its own end, not a failing request to record.
-func Guard(hl *Held, end context.CancelCauseFunc, cause error) func() error {
+func Guard(hl *Owned, end context.CancelCauseFunc, cause error) func() error {
 	return func() error {
 		if hl.Valid() {
 			return nil
@@ -237,13 +237,13 @@ func Assign(hotels, replicas []string) map[string]string {
 // leaseOrphan ticks (it died as well, or is about to be seen dead). A
 // hotel no replica ever held waits for its own. The hotel moves to its
 // replica later by a handover.
-func Orphan(h state.Holder, ttl time.Duration) bool {
+func Orphan(h state.Owner, ttl time.Duration) bool {
 	return h.Hotel != "" && !h.Live && h.Free >= leaseOrphan*Tick(ttl)
 }
 
 // ElsewhereReason says, for /readyz and the log, where a hotel is synced
 // when not here.
-func ElsewhereReason(h state.Holder, ok bool) string {
+func ElsewhereReason(h state.Owner, ok bool) string {
 	if ok && h.Live {
 		return "synced by replica " + h.Replica
 	}

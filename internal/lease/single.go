@@ -26,7 +26,7 @@ var ErrLost = errors.New("this daemon's lease of the hotel ended (another daemon
 // hotel's, or a command's.
 type Single struct {
 	keepers *Keepers
-	hl      *Held
+	hl      *Owned
 	ttl     time.Duration
 }
 
@@ -41,7 +41,7 @@ type one struct {
 	// without a renewal.
 	lost func()
 	// got receives the lease once taken (StandBy).
-	got chan *Held
+	got chan *Owned
 	// said is the replica last said to hold the hotel while this one
 	// stands by, and taken whether the lease was taken (the keeper's
 	// goroutine only): it is taken once.
@@ -54,7 +54,7 @@ func (o *one) Failed(_ *Keeper, err error) bool {
 	return false
 }
 
-func (o *one) Plan(k *Keeper, _ []string, holders []state.Holder, lost []*Held) ([]string, map[string]string, bool) {
+func (o *one) Plan(k *Keeper, _ []string, holders []state.Owner, lost []*Owned) ([]string, map[string]string, bool) {
 	if len(lost) > 0 {
 		o.lost()
 	}
@@ -70,7 +70,7 @@ func (o *one) Plan(k *Keeper, _ []string, holders []state.Holder, lost []*Held) 
 	return []string{o.hotel}, map[string]string{}, false
 }
 
-func (o *one) Start(_ string, hl *Held) bool {
+func (o *one) Start(_ string, hl *Owned) bool {
 	o.taken = true
 	if o.said != "" {
 		o.log.Info("this daemon holds the lease of hotel "+o.hotel+" now", slog.String("op", "lease"), slog.Any("fence", hl.Get().Fence))
@@ -85,7 +85,7 @@ func (o *one) Settle(*Keeper, map[string]string) {}
 // newOne returns the balancer of the lease of hotel, calling lost once.
 func newOne(hotel string, log *slog.Logger, visitor bool, lost func()) *one {
 	var once gosync.Once
-	return &one{hotel: hotel, log: log, visitor: visitor, lost: func() { once.Do(lost) }, got: make(chan *Held, 1)}
+	return &one{hotel: hotel, log: log, visitor: visitor, lost: func() { once.Do(lost) }, got: make(chan *Owned, 1)}
 }
 
 // StandBy takes the lease of hotel in the database at url, waiting as long
@@ -123,11 +123,11 @@ func standBy(ctx context.Context, db DB, url, hotel, replica string, ttl time.Du
 // as a visitor's: with no heartbeat, so that the replicas of a fleet do
 // not count it among them. lost is called once when it is gone. Close it
 // when done.
-func Take(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, state.Holder, error) {
+func Take(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, state.Owner, error) {
 	replica := NewReplicaID()
 	db, err := state.OpenLeases(ctx, url, replica, Life(ttl))
 	if err != nil {
-		return nil, state.Holder{}, err
+		return nil, state.Owner{}, err
 	}
 	return take(ctx, db, url, hotel, replica, ttl, log, lost)
 }
@@ -137,25 +137,25 @@ func Take(ctx context.Context, url, hotel string, ttl time.Duration, log *slog.L
 type visitDB interface {
 	DB
 	Acquire(ctx context.Context, hotel string) (state.Lease, bool, error)
-	Holder(ctx context.Context, hotel string) (state.Holder, bool, error)
+	Owner(ctx context.Context, hotel string) (state.Owner, bool, error)
 }
 
 // take is Take on db, opened as replica.
-func take(ctx context.Context, db visitDB, url, hotel, replica string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, state.Holder, error) {
+func take(ctx context.Context, db visitDB, url, hotel, replica string, ttl time.Duration, log *slog.Logger, lost func()) (*Single, state.Owner, error) {
 	o := newOne(hotel, log, true, lost)
 	lk := NewKeepers(Options{TTL: ttl, Logger: log, Replica: replica, Visitor: true}, o)
 	l, ok, err := db.Acquire(ctx, hotel)
 	if err != nil || !ok {
-		var h state.Holder
+		var h state.Owner
 		if err == nil {
-			h, _, err = db.Holder(ctx, hotel)
+			h, _, err = db.Owner(ctx, hotel)
 		}
 		leave(ctx, lk.log, url, db, ttl)
 		return nil, h, err
 	}
 	hl := lk.keeper(ctx, url, db).hold(l)
 	hl.ExpireWith(o.lost)
-	return &Single{keepers: lk, hl: hl, ttl: ttl}, state.Holder{}, nil
+	return &Single{keepers: lk, hl: hl, ttl: ttl}, state.Owner{}, nil
 }
 
 // leave releases the replica's leases and leaves the replicas of the
@@ -169,8 +169,8 @@ func leave(ctx context.Context, log *slog.Logger, url string, db DB, ttl time.Du
 	_ = db.Close()
 }
 
-// Held returns the lease, renewed while it is held.
-func (sl *Single) Held() *Held { return sl.hl }
+// Owned returns the lease, renewed while it is held.
+func (sl *Single) Owned() *Owned { return sl.hl }
 
 // Close stops the view's timer and the keeper, releases the lease and
 // leaves the replicas, so that a daemon standing by takes over at once.

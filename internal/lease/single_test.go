@@ -29,12 +29,12 @@ type oneDB struct {
 	left       bool
 }
 
-func (db *oneDB) Heartbeat(context.Context) ([]string, []state.Holder, error) {
+func (db *oneDB) Heartbeat(context.Context) ([]string, []state.Owner, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	db.heartbeats++
 	if db.holder != "" && db.holder != db.me {
-		return []string{db.me, db.holder}, []state.Holder{{Hotel: state.DefaultHotel, Replica: db.holder, Fence: db.fence, Live: true}}, nil
+		return []string{db.me, db.holder}, []state.Owner{{Hotel: state.DefaultHotel, Replica: db.holder, Fence: db.fence, Live: true}}, nil
 	}
 	return []string{db.me}, nil, nil
 }
@@ -58,10 +58,10 @@ func (db *oneDB) Acquire(ctx context.Context, hotel string) (state.Lease, bool, 
 	return taken[0], true, err
 }
 
-func (db *oneDB) Holder(_ context.Context, hotel string) (state.Holder, bool, error) {
+func (db *oneDB) Owner(_ context.Context, hotel string) (state.Owner, bool, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	return state.Holder{Hotel: hotel, Replica: db.holder, Fence: db.fence, Live: db.holder != ""}, db.holder != "", nil
+	return state.Owner{Hotel: hotel, Replica: db.holder, Fence: db.fence, Live: db.holder != ""}, db.holder != "", nil
 }
 
 func (db *oneDB) Renew(_ context.Context, leases []state.Lease) (state.Renewal, error) {
@@ -150,16 +150,16 @@ func TestTakeRenewsOnAKeeper(t *testing.T) {
 		if hb, rn := db.counts(); hb != 0 || rn < 3 {
 			t.Errorf("after three ticks: %d heartbeats and %d renewals; want none and at least 3", hb, rn)
 		}
-		if !sl.Held().Valid() || lost.Load() != 0 {
-			t.Fatalf("renewed lease: valid %t, lost %d times", sl.Held().Valid(), lost.Load())
+		if !sl.Owned().Valid() || lost.Load() != 0 {
+			t.Fatalf("renewed lease: valid %t, lost %d times", sl.Owned().Valid(), lost.Load())
 		}
 		db.set(func(db *oneDB) { db.lose = true })
 		time.Sleep(Tick(oneTTL))
 		synctest.Wait()
 		time.Sleep(oneTTL) // the view's timer, stopped by the renewal, calls nothing more
 		synctest.Wait()
-		if n := lost.Load(); n != 1 || sl.Held().Valid() {
-			t.Errorf("lease lost at a renewal: lost called %d times, valid %t; want once, not valid", n, sl.Held().Valid())
+		if n := lost.Load(); n != 1 || sl.Owned().Valid() {
+			t.Errorf("lease lost at a renewal: lost called %d times, valid %t; want once, not valid", n, sl.Owned().Valid())
 		}
 		sl.Close()
 		if !db.left {
@@ -219,8 +219,8 @@ func TestStandByWaitsForTheHolder(t *testing.T) {
 		db.set(func(db *oneDB) { db.fail = true })
 		time.Sleep(oneTTL)
 		synctest.Wait()
-		if n := lost.Load(); n != 1 || sl.Held().Valid() {
-			t.Errorf("renewals failing past the view: lost called %d times, valid %t; want once, not valid", n, sl.Held().Valid())
+		if n := lost.Load(); n != 1 || sl.Owned().Valid() {
+			t.Errorf("renewals failing past the view: lost called %d times, valid %t; want once, not valid", n, sl.Owned().Valid())
 		}
 		sl.Close()
 	})

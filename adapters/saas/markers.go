@@ -2,23 +2,23 @@ package saas
 
 import "github.com/ticketbridge/ticketbridge/adapters"
 
-// Held is what the bridge's own comments in a ticket record, read from
+// Markers is what the bridge's own comments in a ticket record, read from
 // their markers: what Lookup reports after the bridge's state was lost,
 // and what Append and MarkSent check before writing.
-type Held struct {
+type Markers struct {
 	Messages map[string]string // upstream message id -> helpdesk comment id
 	Sent     map[string]string // helpdesk event id -> upstream message id
 	Unsent   map[string]bool   // helpdesk event ids whose files are noted as not sent
 }
 
-// NewHeld returns an empty Held.
-func NewHeld() Held {
-	return Held{Messages: map[string]string{}, Sent: map[string]string{}, Unsent: map[string]bool{}}
+// NewMarkers returns empty Markers.
+func NewMarkers() Markers {
+	return Markers{Messages: map[string]string{}, Sent: map[string]string{}, Unsent: map[string]bool{}}
 }
 
 // Add records the marker mk of the bridge's comment helpdeskID. Of two
 // comments with the same marker, the first counts.
-func (h Held) Add(mk adapters.Marker, helpdeskID string) {
+func (h Markers) Add(mk adapters.Marker, helpdeskID string) {
 	switch mk.Kind {
 	case adapters.MarkerMessage:
 		if _, dup := h.Messages[mk.ID]; !dup {
@@ -35,14 +35,14 @@ func (h Held) Add(mk adapters.Marker, helpdeskID string) {
 
 // Text records the marker of the bridge's comment helpdeskID whose text is
 // text, if it has one.
-func (h Held) Text(text, helpdeskID string) {
+func (h Markers) Text(text, helpdeskID string) {
 	if mk, ok := adapters.ParseMarker(text); ok {
 		h.Add(mk, helpdeskID)
 	}
 }
 
 // Merge adds what o holds to h; what h holds already stays.
-func (h Held) Merge(o Held) {
+func (h Markers) Merge(o Markers) {
 	for k, v := range o.Messages {
 		if _, dup := h.Messages[k]; !dup {
 			h.Messages[k] = v
@@ -59,6 +59,6 @@ func (h Held) Merge(o Held) {
 }
 
 // Found is what Lookup reports of ticket ref holding h.
-func (h Held) Found(ref adapters.Ref) adapters.Found {
+func (h Markers) Found(ref adapters.Ref) adapters.Found {
 	return adapters.Found{Ref: ref, Messages: h.Messages, Sent: h.Sent}
 }
