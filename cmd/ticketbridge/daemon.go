@@ -25,6 +25,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/fleet"
 	"github.com/ticketbridge/ticketbridge/internal/lease"
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -306,7 +307,7 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 				dirs = append(dirs, strings.TrimSpace(d))
 			}
 			for _, d := range dirs {
-				if oerr := giveToOwner(d); oerr != nil {
+				if oerr := safefile.HandOver(d); oerr != nil {
 					log.Warn("give the files made to their folder's owner", slog.Any("error", oerr), slog.String("op", "once"), slog.Any("path", d))
 				}
 			}

@@ -124,19 +124,19 @@ func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name
 	if err != nil {
 		return err
 	}
-	if err := moveEntries(filepath.Dir(from), filepath.Dir(to), []string{filepath.Base(from), filepath.Base(from) + bridge.StatusSuffix}, []string{filepath.Base(to), filepath.Base(to) + bridge.StatusSuffix}); err != nil {
+	if err := safefile.MoveInto(filepath.Dir(from), filepath.Dir(to), []string{filepath.Base(from), filepath.Base(from) + bridge.StatusSuffix}, []string{filepath.Base(to), filepath.Base(to) + bridge.StatusSuffix}); err != nil {
 		return fmt.Errorf("hotels adopt: move state: %w", err)
 	}
 	fmt.Fprintf(out, "moved the state %s to %s\n", from, to)
 	for _, m := range moves {
-		if err := moveEntries(m.from, m.to, m.entries, m.entries); err != nil {
+		if err := safefile.MoveInto(m.from, m.to, m.entries, m.entries); err != nil {
 			return fmt.Errorf("hotels adopt: move helpdesk folder: %w", err)
 		}
 		fmt.Fprintf(out, "moved %s of %s into %s\n", strings.Join(m.entries, ", "), m.from, m.to)
 	}
 	if src.Service {
 		// Run by root: the folders made stay the service's.
-		_ = giveToOwner(src.Layout.StateDir)
+		_ = safefile.HandOver(src.Layout.StateDir)
 	}
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
@@ -218,70 +218,4 @@ func folderMoves(ctx context.Context, main config.Daemon, src config.Source, h c
 		}
 	}
 	return out, nil
-}
-
-// moveEntries moves the entries names of the folder from to the folder to,
-// as news, making to like from when it does not exist. Both folders are
-// opened without following a link staff could have planted, and each
-// entry moved by descriptor, never over an entry of to: a name taken
-// meanwhile fails the move and leaves both as they are.
-func moveEntries(from, to string, names, news []string) error {
-	src, err := safefile.OpenDir(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := mkdirLike(to, src)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-	for i, name := range names {
-		err := src.Move(name, dst, news[i])
-		if i > 0 && errors.Is(err, fs.ErrNotExist) {
-			continue // the state's status snapshot may be missing
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return errors.Join(dst.Sync(), src.Sync())
-}
-
-// mkdirLike opens the folder dir, making it first when it does not exist
-// with the mode of like (the setgid bit too), and, run by root, its owner
-// and group. Neither dir nor its parent is reached through a link staff
-// could have planted (see safefile.OpenDir).
-func mkdirLike(dir string, like *safefile.Dir) (*safefile.Dir, error) {
-	if d, err := safefile.OpenDir(dir); !errors.Is(err, fs.ErrNotExist) {
-		return d, err
-	}
-	parentPath, name := filepath.Split(filepath.Clean(dir))
-	parent, err := safefile.OpenDir(parentPath)
-	if errors.Is(err, fs.ErrNotExist) && filepath.Clean(parentPath) != filepath.Clean(dir) {
-		parent, err = mkdirLike(parentPath, like)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer parent.Close()
-	if err := parent.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
-	}
-	d, err := parent.Sub(name)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := like.Stat()
-	if err == nil {
-		err = d.Chmod(fi.Mode() & (fs.ModePerm | fs.ModeSetgid))
-	}
-	if uid, gid, ok := config.FileOwner(fi); err == nil && ok && os.Geteuid() == 0 {
-		err = d.Chown(uid, gid)
-	}
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
 }
