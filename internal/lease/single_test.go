@@ -130,6 +130,10 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
+// oneTTL is the tests' lease time. They run in synctest bubbles: each
+// time.Sleep below advances the bubble's fake clock once every goroutine
+// of the keeper is durably blocked, so a sleep is a step of the fake
+// clock, never a wait on the machine's.
 const oneTTL = time.Second
 
 // TestTakeRenewsOnAKeeper: a command's lease (Take) is renewed by a keeper

@@ -388,16 +388,7 @@ func (d *Dir) Open(name string) (*os.File, fs.FileInfo, error) {
 
 // ReadFile reads the entry name of d as [ReadFile] reads a path.
 func (d *Dir) ReadFile(name string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, info, err := d.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	b, err := Read(f, limit)
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, info, nil
+	return readOpened(limit)(d.Open(name))
 }
 
 // ReadDir lists d's entries, in no set order.

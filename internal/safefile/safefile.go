@@ -91,16 +91,23 @@ func Read(f *os.File, limit int64) ([]byte, error) {
 // ReadFile opens path as [Open] does and reads it whole, at most limit
 // bytes.
 func ReadFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, info, err := Open(path)
-	if err != nil {
-		return nil, nil, err
+	return readOpened(limit)(Open(path))
+}
+
+// readOpened returns what reads an opened file whole, at most limit
+// bytes, and closes it: for ReadFile and Dir.ReadFile.
+func readOpened(limit int64) func(*os.File, fs.FileInfo, error) ([]byte, fs.FileInfo, error) {
+	return func(f *os.File, info fs.FileInfo, err error) ([]byte, fs.FileInfo, error) {
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		b, err := Read(f, limit)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, info, nil
 	}
-	defer f.Close()
-	b, err := Read(f, limit)
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, info, nil
 }
 
 // JSONError rewrites an error of encoding/json decoding data into one that
