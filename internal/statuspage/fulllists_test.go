@@ -2,9 +2,7 @@ package statuspage
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -45,18 +43,7 @@ func TestOverviewShowsFullLists(t *testing.T) {
 	}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	get := func() string {
-		resp, err := http.Get(srv.URL + "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET /: %d", resp.StatusCode)
-		}
-		return string(b)
-	}
+	get := func() string { return getOK(t, srv.URL+"/") }
 	page := get()
 	for _, want := range []string{"Full lists (1)", "housekeeping", "older than the 200th"} {
 		if !strings.Contains(page, want) {

@@ -432,3 +432,18 @@ func TestHotelKeepsAnHourOfCycles(t *testing.T) {
 		t.Errorf("after retry: failed %d pending %d; the earlier snapshot has %d failed", len(after.Failed), len(after.Pending), len(before.Status.Failed))
 	}
 }
+
+// getOK gets url and returns its body, failing t unless the answer is 200.
+func getOK(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	return string(b)
+}

@@ -1,9 +1,7 @@
 package statuspage
 
 import (
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -29,18 +27,7 @@ func TestOverviewListsStaffFilesSetAside(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(s)
-		get := func() string {
-			resp, err := http.Get(srv.URL + "/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 {
-				t.Fatalf("GET /: %d", resp.StatusCode)
-			}
-			return string(body)
-		}
+		get := func() string { return getOK(t, srv.URL+"/") }
 		status, err := sync.ReadStatus(t.Context(), st, t0)
 		if err != nil {
 			t.Fatal(err)
