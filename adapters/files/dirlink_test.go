@@ -46,6 +46,9 @@ func TestFailedFolderLinkIsNotFollowed(t *testing.T) {
 	if err == nil {
 		t.Errorf("Changes with outbox/failed a link: no error, want one naming the link")
 	}
+	if _, err := os.Stat(filepath.Join(f.dir, "outbox", "zz-x.sh")); err != nil {
+		t.Errorf("the staff's file left the outbox: %v", err)
+	}
 }
 
 // TestProcessedFolderLinkIsNotFollowed: outbox/processed replaced by a
@@ -64,6 +67,10 @@ func TestProcessedFolderLinkIsNotFollowed(t *testing.T) {
 	}
 	if err == nil {
 		t.Errorf("Changes with outbox/processed a link: no error, want one naming the link")
+	}
+	// Nothing the staff wrote is lost: the reply waits in the outbox.
+	if _, err := os.Stat(filepath.Join(f.dir, "outbox", "zz-x.sh")); err != nil {
+		t.Errorf("the staff's reply left the outbox: %v", err)
 	}
 }
 
