@@ -36,6 +36,7 @@ var testKits = []string{
 	"internal/looptest/...",
 	"internal/lease/leasetest",
 	"internal/fleet/fleettest",
+	"internal/mailtest",
 	"state/statetest",
 	"guestapi/refserver/refservertest",
 	"adapters/adaptertest/...",
