@@ -31,25 +31,6 @@ func TestParseMarker(t *testing.T) {
 	}
 }
 
-// TestHTMLText covers the fallback used when Freshdesk sends no body_text,
-// on markup as Freshdesk's editor and the adapter write it.
-func TestHTMLText(t *testing.T) {
-	for _, tc := range []struct{ html, want string }{
-		{"<div>a<br>b</div>", "a\nb"},
-		{"<div>x<br><br>y</div>", "x\n\ny"},
-		{"<div>a</div><div><br></div><div>b</div>", "a\n\nb"},
-		{"<p>one</p>\n  <p>two   words</p>", "one\ntwo words"},
-		{"<div>&nbsp;&nbsp;indented &amp; &lt;b&gt;</div>", "  indented & <b>"},
-		{"<div>a &lt; b <b>bold</b></div><script>x()</script>", "a < b bold"},
-		{"<div>2 < 3 and 4 > 1</div>", "2 < 3 and 4 > 1"},
-		{"plain", "plain"},
-	} {
-		if got := htmlText(tc.html); got != tc.want {
-			t.Errorf("htmlText(%q) = %q, want %q", tc.html, got, tc.want)
-		}
-	}
-}
-
 func TestTextHTMLRoundTrip(t *testing.T) {
 	for _, text := range []string{
 		"Grüße — 🙏🏽\n\n    indented code\n<b>not html</b> & \"quotes\" 'single'\n\ttab\nlast ",
@@ -62,8 +43,8 @@ func TestTextHTMLRoundTrip(t *testing.T) {
 			t.Errorf("textHTML(%q) = %q holds a raw line break, which HTML folds", text, h)
 		}
 		want := strings.TrimRight(normalizeNewlines(text), " ")
-		if got := strings.TrimRight(htmlText(h), " "); got != want {
-			t.Errorf("htmlText(textHTML(%q)) = %q, want %q", text, got, want)
+		if got := strings.TrimRight(adapters.HTMLText(h), " "); got != want {
+			t.Errorf("adapters.HTMLText(textHTML(%q)) = %q, want %q", text, got, want)
 		}
 	}
 	c := fdConversation{Body: textHTML("a\n[ticketbridge message m-1]")}

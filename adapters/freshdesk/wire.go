@@ -94,7 +94,7 @@ func (c fdConversation) text() string {
 	if strings.TrimSpace(c.BodyText) != "" {
 		return c.BodyText
 	}
-	return htmlText(c.Body)
+	return adapters.HTMLText(c.Body)
 }
 
 // marker reads the bridge's marker of the conversation from the text of
@@ -104,7 +104,7 @@ func (c fdConversation) text() string {
 // line breaks, and a body_text with its lines run together has no last
 // line to hold a marker.
 func (c fdConversation) marker() (adapters.Marker, bool) {
-	if mk, ok := adapters.ParseMarker(htmlText(c.Body)); ok {
+	if mk, ok := adapters.ParseMarker(adapters.HTMLText(c.Body)); ok {
 		return mk, true
 	}
 	return adapters.ParseMarker(c.BodyText)
