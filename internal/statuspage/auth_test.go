@@ -18,88 +18,115 @@ import (
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
-// proxied is a page behind a trusted proxy on 127.0.0.1 (the test
-// server's peer), on a clock the test moves.
-func proxied(t *testing.T) (*testPage, *testutil.Clock) {
+// guessingPage is a page with the console token, trusting the proxies
+// trusted, whose log is the buffer returned; made in a synctest bubble,
+// the wrong tokens it counts are counted on the bubble's clock.
+func guessingPage(t *testing.T, trusted ...netip.Prefix) (pageAt, *testutil.Buffer) {
 	t.Helper()
-	clock := testutil.NewClock(t0)
-	p := newTestPageWith(t, testToken, func(o *Options) {
-		o.Now = clock.Now
-		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-	})
-	return p, clock
+	logs := &testutil.Buffer{}
+	s, err := New(Options{Source: newActingSource(), Token: testToken, TrustedProxies: trusted,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pageAt{t: t, s: s}, logs
 }
 
-func from(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+// proxy is the address of the proxy in front of a guessingPage, which
+// trusts it when told to.
+const proxy = "127.0.0.1:4000"
+
+var proxyNet = netip.MustParsePrefix("127.0.0.1/32")
+
+// forwardedFor sets the X-Forwarded-For header a proxy sends for addr.
+func forwardedFor(addr string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Set("X-Forwarded-For", addr) }
+}
 
 // TestWrongTokensCountedPerClient: of the wrong tokens from one client
 // within a minute, five are answered as wrong and the rest as too many;
 // another client is not affected; the right token signs in from the
-// guessing client too.
+// guessing client too. It runs in a bubble: the minute passes on its
+// clock.
 func TestWrongTokensCountedPerClient(t *testing.T) {
-	p, clock := proxied(t)
-	const wrong = "wrong-wrong-wrong-wrong-wrong-wrong"
-	for i := range loginFails {
-		if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("wrong token %d: %d", i+1, resp.StatusCode)
+	synctest.Test(t, func(t *testing.T) {
+		p, logs := guessingPage(t, proxyNet)
+		const wrong = "wrong-wrong-wrong-wrong-wrong-wrong"
+		guess := func(client string) int {
+			t.Helper()
+			code, _ := p.signInWith(proxy, "", wrong, forwardedFor(client))
+			return code
 		}
-	}
-	if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("wrong token %d: %d, want 429", loginFails+1, resp.StatusCode)
-	}
-	if resp := p.loginWith("", wrong, from("198.51.100.9")); resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("a wrong token from another address: %d, want 403", resp.StatusCode)
-	}
-	// The right token is never refused: the client may be every local
-	// user at once.
-	if resp := p.loginWith("Ines", testToken, from("203.0.113.7")); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("right token from the guessing address: %d, want 303", resp.StatusCode)
-	}
-	clock.Advance(failWindow - time.Second)
-	if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("a wrong token before the window passed: %d, want 429", resp.StatusCode)
-	}
-	clock.Advance(time.Second)
-	if resp := p.loginWith("", wrong, from("203.0.113.7")); resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("a wrong token a minute later: %d, want 403", resp.StatusCode)
-	}
-	if logs := p.logs.String(); !strings.Contains(logs, "client=203.0.113.7") || strings.Contains(logs, testToken) {
-		t.Errorf("the refusals do not name the client, or the log holds the token:\n%s", logs)
-	}
+		for i := range loginFails {
+			if code := guess("203.0.113.7"); code != http.StatusForbidden {
+				t.Fatalf("wrong token %d: %d", i+1, code)
+			}
+		}
+		if code := guess("203.0.113.7"); code != http.StatusTooManyRequests {
+			t.Fatalf("wrong token %d: %d, want 429", loginFails+1, code)
+		}
+		if code := guess("198.51.100.9"); code != http.StatusForbidden {
+			t.Fatalf("a wrong token from another address: %d, want 403", code)
+		}
+		// The right token is never refused: the client may be every local
+		// user at once.
+		if code, _ := p.signInWith(proxy, "Ines", testToken, forwardedFor("203.0.113.7")); code != http.StatusSeeOther {
+			t.Fatalf("right token from the guessing address: %d, want 303", code)
+		}
+		time.Sleep(failWindow - time.Second)
+		if code := guess("203.0.113.7"); code != http.StatusTooManyRequests {
+			t.Fatalf("a wrong token before the window passed: %d, want 429", code)
+		}
+		time.Sleep(time.Second)
+		if code := guess("203.0.113.7"); code != http.StatusForbidden {
+			t.Fatalf("a wrong token a minute later: %d, want 403", code)
+		}
+		if logs := logs.String(); !strings.Contains(logs, "client=203.0.113.7") || strings.Contains(logs, testToken) {
+			t.Errorf("the refusals do not name the client, or the log holds the token:\n%s", logs)
+		}
+	})
 }
 
 func TestBearerGuessesAreCounted(t *testing.T) {
-	p, _ := proxied(t)
-	wrong := from("203.0.113.7")
-	wrong["Authorization"] = "Bearer " + strings.Repeat("x", len(testToken))
-	for i := range loginFails {
-		if resp, _ := p.do("POST", "/retry?id=ev-refused", url.Values{}, wrong); resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("bearer guess %d: %d", i+1, resp.StatusCode)
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := guessingPage(t, proxyNet)
+		bearerFrom := func(tok string) func(*http.Request) {
+			return func(r *http.Request) {
+				forwardedFor("203.0.113.7")(r)
+				withBearer(tok)(r)
+			}
 		}
-	}
-	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, wrong); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "wait a minute") {
-		t.Fatalf("bearer guess %d: %d %s, want 429", loginFails+1, resp.StatusCode, body)
-	}
-	// One count for both ways in.
-	if resp := p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from("203.0.113.7")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("a wrong sign-in after %d bearer guesses: %d, want 429", loginFails, resp.StatusCode)
-	}
-	right := from("203.0.113.7")
-	right["Authorization"] = "Bearer " + testToken
-	if resp, body := p.do("POST", "/retry?id=ev-refused", url.Values{}, right); resp.StatusCode != http.StatusOK {
-		t.Fatalf("the token as bearer from the guessing address: %d %s", resp.StatusCode, body)
-	}
+		wrong := bearerFrom(strings.Repeat("x", len(testToken)))
+		for i := range loginFails {
+			if rec := p.send(http.MethodPost, "/retry?id=ev-refused", proxy, url.Values{}, wrong); rec.Code != http.StatusForbidden {
+				t.Fatalf("bearer guess %d: %d", i+1, rec.Code)
+			}
+		}
+		if rec := p.send(http.MethodPost, "/retry?id=ev-refused", proxy, url.Values{}, wrong); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "wait a minute") {
+			t.Fatalf("bearer guess %d: %d %s, want 429", loginFails+1, rec.Code, rec.Body)
+		}
+		// One count for both ways in.
+		if code, _ := p.signInWith(proxy, "", "wrong-wrong-wrong-wrong-wrong-wrong", forwardedFor("203.0.113.7")); code != http.StatusTooManyRequests {
+			t.Fatalf("a wrong sign-in after %d bearer guesses: %d, want 429", loginFails, code)
+		}
+		if rec := p.send(http.MethodPost, "/retry?id=ev-refused", proxy, url.Values{}, bearerFrom(testToken)); rec.Code != http.StatusOK {
+			t.Fatalf("the token as bearer from the guessing address: %d %s", rec.Code, rec.Body)
+		}
+	})
 }
 
 func TestForwardedForIgnoredFromUntrustedPeer(t *testing.T) {
-	p := newTestPage(t, testToken) // no trusted proxy
-	for i := range loginFails {
-		p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from(fmt.Sprintf("203.0.113.%d", i)))
-	}
-	// Every guess counted against the peer, whatever it claimed.
-	if resp := p.loginWith("", "wrong-wrong-wrong-wrong-wrong-wrong", from("198.51.100.9")); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("a wrong sign-in claiming another address after %d guesses: %d, want 429", loginFails, resp.StatusCode)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := guessingPage(t) // no trusted proxy
+		const wrong = "wrong-wrong-wrong-wrong-wrong-wrong"
+		for i := range loginFails {
+			p.signInWith(proxy, "", wrong, forwardedFor(fmt.Sprintf("203.0.113.%d", i)))
+		}
+		// Every guess counted against the peer, whatever it claimed.
+		if code, _ := p.signInWith(proxy, "", wrong, forwardedFor("198.51.100.9")); code != http.StatusTooManyRequests {
+			t.Fatalf("a wrong sign-in claiming another address after %d guesses: %d, want 429", loginFails, code)
+		}
+	})
 }
 
 // TestParallelGuessesJudgedUpToTheAllowance: wrong tokens sent at once
@@ -157,7 +184,7 @@ func TestThrottleClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := newThrottle(time.Now, trusted)
+	th := newThrottle(trusted)
 	for _, c := range []struct {
 		peer string
 		xff  []string
@@ -188,12 +215,15 @@ func TestThrottleClient(t *testing.T) {
 	}
 }
 
-func TestThrottleTableIsBounded(t *testing.T) {
-	clock := testutil.NewClock(t0)
-	th := newThrottle(clock.Now, nil)
+// TestThrottleTableIsBounded runs in a bubble: the clients' failures are
+// a millisecond apart on its clock.
+func TestThrottleTableIsBounded(t *testing.T) { synctest.Test(t, testThrottleTableIsBounded) }
+
+func testThrottleTableIsBounded(t *testing.T) {
+	th := newThrottle(nil)
 	for i := range maxClients + 10 {
 		th.wrong(fmt.Sprintf("client-%d", i))
-		clock.Advance(time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 	if n := len(th.fails); n > maxClients {
 		t.Fatalf("%d clients kept, want at most %d", n, maxClients)
@@ -307,9 +337,12 @@ func TestSecureCookies(t *testing.T) {
 	}
 }
 
-func TestSessionsAreBounded(t *testing.T) {
-	clock := testutil.NewClock(t0)
-	a := newAuth(testToken, clock.Now)
+// TestSessionsAreBounded runs in a bubble: the sessions expire on its
+// clock.
+func TestSessionsAreBounded(t *testing.T) { synctest.Test(t, testSessionsAreBounded) }
+
+func testSessionsAreBounded(t *testing.T) {
+	a := newAuth(testToken)
 	signedIn := func(value string) bool {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.AddCookie(&http.Cookie{Name: cookieName, Value: value})
@@ -317,7 +350,7 @@ func TestSessionsAreBounded(t *testing.T) {
 		return ok
 	}
 	first, _ := a.session("first")
-	clock.Advance(time.Second)
+	time.Sleep(time.Second)
 	var last string
 	for range maxSessions {
 		last, _ = a.session("later")
@@ -329,7 +362,7 @@ func TestSessionsAreBounded(t *testing.T) {
 		t.Errorf("a full table kept the session that expires first (%v) or dropped the newest (%v)", signedIn(first), !signedIn(last))
 	}
 	// Expired sessions make room before any live one goes.
-	clock.Advance(sessionLife)
+	time.Sleep(sessionLife)
 	if signedIn(last) {
 		t.Error("a session past its life signs in")
 	}

@@ -32,8 +32,10 @@ import (
 // again as soon as it is answered then asks once a second, not thousands
 // of times, and a held answer costs a parked goroutine only.
 //
-// The rates are counted on the process's own clock, not on [Options.Now]:
-// a page's clock may stand still in tests, a rate's may not.
+// The rates, like the sign-in throttle (throttle.go) and the sessions'
+// expiry (auth.go), are counted on the process's clock (time.Now), not on
+// [Options.Now]: their tests run in a testing/synctest bubble, whose clock
+// moves as they wait.
 const (
 	// waitingPerRender is the default of Options.Waiting per render.
 	waitingPerRender = 16
@@ -74,7 +76,6 @@ const (
 // renderLimit bounds the requests: their rates and how many at once.
 type renderLimit struct {
 	slots chan struct{}
-	now   func() time.Time
 
 	mu      gosync.Mutex
 	waiting int
@@ -100,7 +101,7 @@ func newRenderLimit(rate float64, renders, waiting int) *renderLimit {
 	case rate < 0:
 		rate = 0
 	}
-	return &renderLimit{slots: make(chan struct{}, renders), max: waiting, now: time.Now,
+	return &renderLimit{slots: make(chan struct{}, renders), max: waiting,
 		views: newBudget(rate), signIn: newBudget(signInRate)}
 }
 
@@ -189,9 +190,9 @@ func (l *renderLimit) take(k kind, client string) bool {
 	defer l.mu.Unlock()
 	switch k {
 	case viewing:
-		return l.views.take(client, l.now())
+		return l.views.take(client, time.Now())
 	case signingIn:
-		return l.signIn.take(client, l.now())
+		return l.signIn.take(client, time.Now())
 	}
 	return true
 }

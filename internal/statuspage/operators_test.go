@@ -78,12 +78,25 @@ func withBearer(tok string) func(*http.Request) {
 // to the form's POST (its code: 303 signed in) and the session cookie.
 func (p pageAt) signIn(client, who, token string) (int, *http.Cookie) {
 	p.t.Helper()
-	form := p.send(http.MethodGet, "/login", client, nil, nil)
+	return p.signInWith(client, who, token, nil)
+}
+
+// signInWith is signIn with both requests changed by set (nil: none), as
+// a proxy would change them.
+func (p pageAt) signInWith(client, who, token string, set func(*http.Request)) (int, *http.Cookie) {
+	p.t.Helper()
+	form := p.send(http.MethodGet, "/login", client, nil, set)
 	m := csrfRE.FindStringSubmatch(form.Body.String())
 	if form.Code != http.StatusOK || m == nil {
 		p.t.Fatalf("the sign-in form from %s: %d", client, form.Code)
 	}
-	rec := p.send(http.MethodPost, "/login", client, url.Values{"name": {who}, "token": {token}, "csrf": {m[1]}}, withCookies(form.Result().Cookies()...))
+	cookies := withCookies(form.Result().Cookies()...)
+	rec := p.send(http.MethodPost, "/login", client, url.Values{"name": {who}, "token": {token}, "csrf": {m[1]}}, func(r *http.Request) {
+		cookies(r)
+		if set != nil {
+			set(r)
+		}
+	})
 	for _, c := range rec.Result().Cookies() {
 		if c.Name == cookieName {
 			return rec.Code, c

@@ -137,9 +137,9 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.auth = newAuth(opts.Token, s.now)
+	s.auth = newAuth(opts.Token)
 	s.limit = newRenderLimit(opts.ViewRate, opts.Renders, opts.Waiting)
-	s.guard, s.secure = newThrottle(s.now, opts.TrustedProxies), opts.SecureCookie
+	s.guard, s.secure = newThrottle(opts.TrustedProxies), opts.SecureCookie
 	s.extern = strings.ToLower(opts.ExternalHost)
 	s.hosts = newHostCheck(opts.Listen, opts.ExternalHost, opts.AllowedHosts)
 	s.pages = map[string]*template.Template{}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
@@ -340,17 +341,22 @@ func TestBearerActions(t *testing.T) {
 	}
 }
 
+// TestSignInPausesAfterFailures runs in a bubble: the failures are
+// counted on its clock, which stands still while it runs.
 func TestSignInPausesAfterFailures(t *testing.T) {
-	p := newTestPage(t, testToken)
-	for range loginFails {
-		p.login("", "nope-nope-nope-nope")
-	}
-	if resp := p.login("", "nope-nope-nope-nope"); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("a wrong sign-in after %d failures: %d, want 429", loginFails, resp.StatusCode)
-	}
-	if resp := p.login("", testToken); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("the right sign-in after %d failures: %d, want 303", loginFails, resp.StatusCode)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := guessingPage(t)
+		const client = "192.0.2.1:4000"
+		for range loginFails {
+			p.signIn(client, "", "nope-nope-nope-nope")
+		}
+		if code, _ := p.signIn(client, "", "nope-nope-nope-nope"); code != http.StatusTooManyRequests {
+			t.Fatalf("a wrong sign-in after %d failures: %d, want 429", loginFails, code)
+		}
+		if code, _ := p.signIn(client, "", testToken); code != http.StatusSeeOther {
+			t.Fatalf("the right sign-in after %d failures: %d, want 303", loginFails, code)
+		}
+	})
 }
 
 func TestCheckToken(t *testing.T) {

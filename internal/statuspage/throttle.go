@@ -35,15 +35,14 @@ const (
 
 // throttle counts the failed token guesses of each client address.
 type throttle struct {
-	now     func() time.Time
 	trusted []netip.Prefix // proxies whose X-Forwarded-For is believed
 
 	mu    gosync.Mutex
 	fails map[string][]time.Time // client → its failures within failWindow, oldest first
 }
 
-func newThrottle(now func() time.Time, trusted []netip.Prefix) *throttle {
-	return &throttle{now: now, trusted: trusted, fails: map[string][]time.Time{}}
+func newThrottle(trusted []netip.Prefix) *throttle {
+	return &throttle{trusted: trusted, fails: map[string][]time.Time{}}
 }
 
 // wrong records a wrong token from client, in the same step as it checks
@@ -61,7 +60,7 @@ func (t *throttle) wrong(client string) bool {
 	if f == nil && len(t.fails) >= maxClients {
 		t.evict()
 	}
-	t.fails[client] = append(f, t.now())
+	t.fails[client] = append(f, time.Now())
 	return true
 }
 
@@ -72,7 +71,7 @@ func (t *throttle) recent(client string) []time.Time {
 	if !ok {
 		return nil
 	}
-	now := t.now()
+	now := time.Now()
 	f = slices.DeleteFunc(f, func(at time.Time) bool { return now.Sub(at) >= failWindow })
 	if len(f) == 0 {
 		delete(t.fails, client)
@@ -85,7 +84,7 @@ func (t *throttle) recent(client string) []time.Time {
 // evict makes room in a full table: the clients without recent failures
 // go, or else the one whose last failure is oldest. t.mu is held.
 func (t *throttle) evict() {
-	now := t.now()
+	now := time.Now()
 	oldest, at := "", time.Time{}
 	for c, f := range t.fails {
 		last := f[len(f)-1]
