@@ -187,7 +187,7 @@ func (s *Store) pgBackup(ctx context.Context, w io.Writer) (int64, error) {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "state.db")
-	dst, err := Open(ctx, path, Options{Now: s.now, Hotel: s.hotel})
+	dst, err := Open(ctx, path, Options{Now: s.clock, Hotel: s.hotel})
 	if err != nil {
 		return 0, err
 	}

@@ -31,10 +31,6 @@ type Leases struct {
 	p       *sharedPool
 	replica string
 	ttl     time.Duration
-	// now is the local clock of the holder's view. Kept because its
-	// test (TestLeaseHeartbeatRenewLeave) talks to PostgreSQL over real
-	// sockets, where a testing/synctest bubble's clock cannot advance.
-	now func() time.Time
 }
 
 // Lease is a replica's hold on a hotel.
@@ -75,7 +71,7 @@ func OpenLeases(ctx context.Context, rawURL, replica string, ttl time.Duration) 
 	if err != nil {
 		return nil, fmt.Errorf("open leases %s: %w", Redacted(rawURL), err)
 	}
-	l := &Leases{p: p, replica: replica, ttl: ttl, now: time.Now}
+	l := &Leases{p: p, replica: replica, ttl: ttl}
 	if err := l.migrate(ctx); err != nil {
 		p.release()
 		return nil, fmt.Errorf("open leases %s: %w", Redacted(rawURL), hideSecret(err, p.secret))
@@ -217,7 +213,7 @@ func (l *Leases) Take(ctx context.Context, hotels []string) ([]Lease, error) {
 	if len(hotels) == 0 {
 		return nil, nil
 	}
-	sent := l.now()
+	sent := time.Now()
 	fence := make(map[string]int64, len(hotels))
 	err := l.exec(ctx, func(ctx context.Context) error {
 		// One statement: each lease and its hotel's fence move together.
@@ -282,7 +278,7 @@ func (l *Leases) Renew(ctx context.Context, leases []Lease) (Renewal, error) {
 	for i, le := range leases {
 		hotels[i], fences[i] = le.Hotel, le.Fence
 	}
-	sent := l.now()
+	sent := time.Now()
 	var lost []string
 	err := l.exec(ctx, func(ctx context.Context) error {
 		rows, err := l.p.pool.Query(ctx, `WITH h AS (SELECT * FROM unnest($3::text[], $4::bigint[]) AS h(hotel, fence)),

@@ -13,9 +13,12 @@ import (
 	"time"
 )
 
+// leaseTTL is the time to live of the leases openLeases gives.
+const leaseTTL = 5 * time.Second
+
 func openLeases(t *testing.T, loc, replica string) *Leases {
 	t.Helper()
-	l, err := OpenLeases(context.Background(), loc, replica, 5*time.Second)
+	l, err := OpenLeases(context.Background(), loc, replica, leaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,17 +113,27 @@ func TestLeaseTakeoverDuringAnUpdate(t *testing.T) {
 	})
 }
 
+// sentBetween says whether until is the view of a lease of leaseTTL
+// counted from a moment between before and after, on the local clock.
+func sentBetween(until, before, after time.Time) bool {
+	return !until.Before(before.Add(leaseTTL)) && !until.After(after.Add(leaseTTL))
+}
+
 // Heartbeats list the live replicas and the leases; Leave frees a
 // replica's hotels at once; a replica renews only its own live leases and
-// keeps its view of them on its own clock.
+// keeps its view of them on its own clock, counted from when it asked.
+// The test talks to PostgreSQL, which a testing/synctest bubble's clock
+// does not wait for: the views are checked against the local clock read
+// before and after each call.
 func TestLeaseHeartbeatRenewLeave(t *testing.T) {
 	loc := postgresBackend(t).location(t)
 	a, b := openLeases(t, loc, "replica-a"), openLeases(t, loc, "replica-b")
-	clock := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	a.now = func() time.Time { return clock }
-	la1, la2 := mustAcquire(t, a, "h1"), mustAcquire(t, a, "h2")
-	if !la1.Until.Equal(clock.Add(5*time.Second)) || !la1.Valid(clock.Add(4*time.Second)) || la1.Valid(clock.Add(5*time.Second)) {
-		t.Errorf("view of a fresh lease: until %v", la1.Until)
+	before := time.Now()
+	la1 := mustAcquire(t, a, "h1")
+	after := time.Now()
+	la2 := mustAcquire(t, a, "h2")
+	if !sentBetween(la1.Until, before, after) || !la1.Valid(before.Add(leaseTTL-time.Second)) || la1.Valid(after.Add(leaseTTL)) {
+		t.Errorf("view of a fresh lease taken between %v and %v: until %v", before, after, la1.Until)
 	}
 	if _, _, err := b.Heartbeat(context.Background()); err != nil {
 		t.Fatal(err)
@@ -141,7 +154,6 @@ func TestLeaseHeartbeatRenewLeave(t *testing.T) {
 	if len(holders) != 2 || holders[0].Replica != "replica-a" || !holders[0].Live || holders[1].Hotel != "h2" {
 		t.Errorf("b's heartbeat: holders %+v, want a's h1 and h2", holders)
 	}
-	clock = clock.Add(2 * time.Second)
 	expire(t, loc, "h2")
 	if _, holders, err = a.Heartbeat(context.Background()); err != nil {
 		t.Fatal(err)
@@ -149,12 +161,14 @@ func TestLeaseHeartbeatRenewLeave(t *testing.T) {
 	if len(holders) != 1 || holders[0].Hotel != "h2" || holders[0].Live {
 		t.Errorf("a's heartbeat after h2 expired: holders %+v, want h2, not live", holders)
 	}
+	before = time.Now()
 	r, err := a.Renew(context.Background(), []Lease{la1, la2})
+	after = time.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.Lost, []string{"h2"}) || !r.Until.Equal(clock.Add(5*time.Second)) {
-		t.Errorf("renewal %+v, want h2 lost and h1 until %v", r, clock.Add(5*time.Second))
+	if !slices.Equal(r.Lost, []string{"h2"}) || !sentBetween(r.Until, before, after) || !r.Until.After(la1.Until) {
+		t.Errorf("renewal between %v and %v: %+v, want h2 lost and h1 until %s after the renewal was sent, later than %v", before, after, r, leaseTTL, la1.Until)
 	}
 	if r, err := a.Renew(context.Background(), []Lease{la1}); err != nil || len(r.Lost) != 0 {
 		t.Errorf("a's second renewal of h1: %+v, %v; want it kept", r, err)

@@ -89,10 +89,11 @@ type Options struct {
 	// Logger receives warnings (a tightened file mode, a migration). Nil
 	// discards them.
 	Logger *slog.Logger
-	// Now is the clock used to stamp CreatedAt and UpdatedAt fields. Nil
-	// means time.Now. Kept because the simulator (package sync's env_test.go and sim_test.go) runs
-	// this on one fake clock with its fake API over real sockets, where a
-	// testing/synctest bubble's clock cannot advance.
+	// Now is the clock that stamps records (CreatedAt, UpdatedAt, a
+	// cursor's time, the schema's creation); nil means time.Now. Kept
+	// because the simulator of package sync, internal/looptest and the
+	// state's own tests on PostgreSQL move one fake clock across real
+	// sockets, where a testing/synctest bubble's clock cannot advance.
 	Now func() time.Time
 	// Hotel names the hotel whose state a PostgreSQL database holds:
 	// lower-case letters, digits and "-", at most 63 bytes. Empty means
@@ -155,7 +156,7 @@ type Store struct {
 	hotel    string
 	readOnly bool
 	log      *slog.Logger
-	now      func() time.Time
+	clock    func() time.Time // Options.Now as given, nil or not: read it through now
 	schema   int
 	tickets  *ticketCache // decoded ticket records, by key (see ticketCache)
 	commits  atomic.Int64 // Updates committed (see Commits)
@@ -188,14 +189,19 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return open(ctx, path, opts, migrations)
 }
 
+// now is the time on the store's clock: [Options.Now], or time.Now.
+func (s *Store) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
+}
+
 // newStore fills a Store's defaults from opts.
 func newStore(path string, opts Options) (*Store, error) {
-	s := &Store{path: path, hotel: opts.Hotel, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now, tickets: newTicketCache()}
+	s := &Store{path: path, hotel: opts.Hotel, readOnly: opts.ReadOnly, log: opts.Logger, clock: opts.Now, tickets: newTicketCache()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	if s.hotel == "" {
 		s.hotel = DefaultHotel
