@@ -88,10 +88,10 @@ type Config struct {
 	// httpretry.ErrWaitTooLong that says until when (httpretry.WaitError).
 	MaxWait time.Duration
 	// Now is the clock for token expiry and Retry-After dates; nil means
-	// time.Now. Kept because the simulator (package sync) and the
-	// conformance tests share one fake clock with the reference server
-	// over real sockets, where a testing/synctest bubble's clock cannot
-	// advance.
+	// time.Now. Kept because the simulator of package sync,
+	// internal/looptest and the conformance tests share one fake clock
+	// with the reference server over real sockets, where a
+	// testing/synctest bubble's clock cannot advance.
 	Now func() time.Time
 	// Sleep waits between attempts and returns early with an error when ctx
 	// ends; nil means a real timer.
@@ -106,7 +106,7 @@ type Client struct {
 	hc      *http.Client
 	log     *slog.Logger
 	ua      string
-	now     func() time.Time
+	clock   func() time.Time // Config.Now as given, nil or not: read it through now
 	retrier httpretry.Retrier
 
 	keyMu sync.Mutex
@@ -156,7 +156,7 @@ func New(cfg Config) (*Client, error) {
 		hc:    httpretry.NoRedirects(cfg.HTTPClient),
 		log:   cfg.Logger,
 		ua:    cfg.UserAgent,
-		now:   cfg.Now,
+		clock: cfg.Now,
 	}
 	if c.hc == nil {
 		c.hc = defaultHTTPClient()
@@ -166,9 +166,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.ua == "" {
 		c.ua = DefaultUserAgent
-	}
-	if c.now == nil {
-		c.now = time.Now
 	}
 	attempts := cfg.MaxAttempts
 	if attempts == 0 {
@@ -187,6 +184,14 @@ func New(cfg Config) (*Client, error) {
 		},
 	}
 	return c, nil
+}
+
+// now is the time on the client's clock: [Config.Now], or time.Now.
+func (c *Client) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
 }
 
 func parseBaseURL(s string) (*url.URL, error) {

@@ -25,9 +25,10 @@ const (
 type Options struct {
 	// Now is the server's clock; nil means time.Now. Every timestamp the
 	// server writes and every expiry it checks (keys, tokens, idempotency
-	// keys, rate limit windows) reads it. Kept because the simulator
-	// (package sync) and the clients' tests move it over real sockets,
-	// where a testing/synctest bubble's clock cannot advance.
+	// keys, rate limit windows) reads it. Kept because the simulator of
+	// package sync, internal/looptest and the clients' tests move it over
+	// real sockets, where a testing/synctest bubble's clock cannot
+	// advance.
 	Now func() time.Time
 	// Sleep waits d or until ctx ends; nil means a real timer. Injected
 	// latency and slow bodies use it, so tests pass a function that returns
