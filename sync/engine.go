@@ -39,9 +39,12 @@ type Deps struct {
 	// Logger receives the engine's log; nil discards. cmd hands in one that
 	// already carries adapter=<name>.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now. Kept because the simulator (package sync's env_test.go and sim_test.go) runs
-	// this on one fake clock with its fake API over real sockets, where a
-	// testing/synctest bubble's clock cannot advance.
+	// Now is the clock; nil means time.Now. Kept because the simulator
+	// (env_test.go, sim_test.go) and internal/looptest run the engine on
+	// one fake clock with the reference server over real sockets, where a
+	// testing/synctest bubble's clock cannot advance, and because the
+	// demo (internal/demo), a real process, moves its engine's clock on
+	// ten minutes a step.
 	Now func() time.Time
 	// Sleep waits d or until ctx ends; nil means a timer. The engine waits
 	// only where the API asked it to (a 429's Retry-After); tests pass one
@@ -116,7 +119,7 @@ type Engine struct {
 	hd      adapters.Helpdesk
 	st      *state.Store
 	log     *slog.Logger
-	now     func() time.Time
+	clock   func() time.Time // Deps.Now as given, nil or not: read it through now
 	sleep   func(ctx context.Context, d time.Duration) error
 	imports *Imports
 	workers *gopool.Pool
@@ -190,7 +193,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		log:     deps.Logger,
 		imports: deps.Imports,
 		workers: deps.Workers,
-		now:     deps.Now,
+		clock:   deps.Now,
 		sleep:   deps.Sleep,
 
 		queueFits: true,
@@ -200,13 +203,18 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
-	if e.now == nil {
-		e.now = time.Now
-	}
 	if e.sleep == nil {
 		e.sleep = httpretry.Sleep
 	}
 	return e, nil
+}
+
+// now is the time on the engine's clock: [Deps.Now], or time.Now.
+func (e *Engine) now() time.Time {
+	if e.clock != nil {
+		return e.clock()
+	}
+	return time.Now()
 }
 
 // Schedule returns the parsed TICKETBRIDGE_SCHEDULE.
