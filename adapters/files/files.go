@@ -169,7 +169,7 @@ type Options struct {
 	MaxOutboxBytes int64              // 0: DefaultMaxOutboxBytes
 	Settle         time.Duration      // 0: picked up at once
 	PageSize       int                // 0: DefaultPageSize
-	Now            func() time.Time   // nil: time.Now; kept for the simulator of package sync (fake clock, real sockets)
+	Now            func() time.Time   // nil: time.Now; kept for the simulator of package sync (one fake clock over real sockets: no bubble)
 	Logger         *slog.Logger       // nil: discard
 	// ReadOnly opens the folder for a dry run: New creates nothing (a
 	// missing folder reads as empty), only Lookup, PeekChanges and Close
@@ -193,7 +193,7 @@ type Adapter struct {
 	maxOutbox int64
 	settle    time.Duration
 	page      int
-	now       func() time.Time
+	clock     func() time.Time // Options.Now as given, nil or not: read it through now
 	log       *slog.Logger
 	readOnly  bool
 	guard     func() error // nil: none
@@ -270,6 +270,14 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 	})
 }
 
+// now is the time on the adapter's clock: [Options.Now], or time.Now.
+func (a *Adapter) now() time.Time {
+	if a.clock != nil {
+		return a.clock()
+	}
+	return time.Now()
+}
+
 // New opens the helpdesk directory opts.Dir, creating it and its folders
 // when missing (unless opts.ReadOnly).
 func New(ctx context.Context, opts Options) (*Adapter, error) {
@@ -282,7 +290,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
-		page: opts.PageSize, now: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
+		page: opts.PageSize, clock: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
 		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
 		pending: map[string]bool{}, reserved: map[string]bool{},
 	}
@@ -294,9 +302,6 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	}
 	if a.page <= 0 {
 		a.page = DefaultPageSize
-	}
-	if a.now == nil {
-		a.now = time.Now
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

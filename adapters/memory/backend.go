@@ -24,10 +24,14 @@ type Backend struct {
 	mu      sync.Mutex
 	tickets []*ticket // by ref number - 1
 	log     []change  // every change, in order; seq = index + 1
-	now     func() time.Time
-	rng     *rand.Rand
-	faults  []*fault
-	calls   map[Op]int
+	// now stamps messages and changes (see SetClock). Kept because the
+	// simulator of package sync runs the backend on one fake clock with
+	// the reference server over real sockets, where a testing/synctest
+	// bubble's clock cannot advance.
+	now    func() time.Time
+	rng    *rand.Rand
+	faults []*fault
+	calls  map[Op]int
 }
 
 type ticket struct {
@@ -73,14 +77,12 @@ func NewBackend() *Backend {
 	return &Backend{now: time.Now, rng: rand.New(rand.NewPCG(1, 1)), calls: map[Op]int{}}
 }
 
-// SetClock replaces the clock that stamps messages and changes. It is
-// kept because the simulator (package sync's env_test.go and
-// sim_test.go) runs the backend on one fake clock with its fake API over
-// real sockets, where a testing/synctest bubble's clock cannot advance.
-func (b *Backend) SetClock(now func() time.Time) {
+// SetClock replaces the clock that stamps messages and changes (the
+// simulator's fake clock).
+func (b *Backend) SetClock(clock func() time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.now = now
+	b.now = clock
 }
 
 // TicketSnapshot is a copy of one ticket as the helpdesk holds it.
