@@ -114,7 +114,7 @@ func (e *env) open() *tbsync.Engine {
 		if e.hd != nil {
 			e.hd.Close()
 		}
-		fa, err := files.New(context.Background(), files.Options{Dir: e.filesDir, Now: e.clock.Now})
+		fa, err := files.New(context.Background(), files.Options{Dir: e.filesDir})
 		if err != nil {
 			e.t.Fatal(err)
 		}

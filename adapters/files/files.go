@@ -169,7 +169,6 @@ type Options struct {
 	MaxOutboxBytes int64              // 0: DefaultMaxOutboxBytes
 	Settle         time.Duration      // 0: picked up at once
 	PageSize       int                // 0: DefaultPageSize
-	Now            func() time.Time   // nil: time.Now; kept for the simulator of package sync (one fake clock over real sockets: no bubble)
 	Logger         *slog.Logger       // nil: discard
 	// ReadOnly opens the folder for a dry run: New creates nothing (a
 	// missing folder reads as empty), only Lookup, PeekChanges and Close
@@ -193,7 +192,6 @@ type Adapter struct {
 	maxOutbox int64
 	settle    time.Duration
 	page      int
-	clock     func() time.Time // Options.Now as given, nil or not: read it through now
 	log       *slog.Logger
 	readOnly  bool
 	guard     func() error // nil: none
@@ -270,14 +268,6 @@ func Factory(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error)
 	})
 }
 
-// now is the time on the adapter's clock: [Options.Now], or time.Now.
-func (a *Adapter) now() time.Time {
-	if a.clock != nil {
-		return a.clock()
-	}
-	return time.Now()
-}
-
 // New opens the helpdesk directory opts.Dir, creating it and its folders
 // when missing (unless opts.ReadOnly).
 func New(ctx context.Context, opts Options) (*Adapter, error) {
@@ -290,7 +280,7 @@ func New(ctx context.Context, opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		dir: dir, status: opts.Status, maxOutbox: opts.MaxOutboxBytes, settle: opts.Settle,
-		page: opts.PageSize, clock: opts.Now, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
+		page: opts.PageSize, log: opts.Logger, readOnly: opts.ReadOnly, guard: opts.Guard,
 		index: map[string]adapters.Ref{}, scanned: map[string]bool{},
 		pending: map[string]bool{}, reserved: map[string]bool{},
 	}
@@ -415,7 +405,7 @@ func (a *Adapter) cleanStale() {
 		if !strings.HasPrefix(de.Name(), newPrefix) {
 			continue
 		}
-		if info, err := de.Info(); err == nil && a.now().Sub(info.ModTime()) > time.Hour {
+		if info, err := de.Info(); err == nil && time.Since(info.ModTime()) > time.Hour {
 			_ = tickets.RemoveAll(de.Name())
 		}
 	}
@@ -648,7 +638,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 			return nil
 		}
 		t.Status = h
-		t.Thread = append(t.Thread, entry{ID: t.nextID(), Kind: kindStatus, Source: sourceBridge, Status: h, At: a.now().UTC()})
+		t.Thread = append(t.Thread, entry{ID: t.nextID(), Kind: kindStatus, Source: sourceBridge, Status: h, At: time.Now().UTC()})
 		return a.saveGrouped(t)
 	})
 	if err != nil {
@@ -732,7 +722,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 				return a.save(t)
 			}
 		}
-		t.Sent = append(t.Sent, sentRecord{EventID: eventID, UpstreamMessageID: upstreamMessageID, At: a.now().UTC()})
+		t.Sent = append(t.Sent, sentRecord{EventID: eventID, UpstreamMessageID: upstreamMessageID, At: time.Now().UTC()})
 		return a.save(t)
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	gosync "sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -160,10 +161,25 @@ type fixture struct {
 	now   time.Time
 }
 
+// fixtureTime is the fixture's now: what its files' ages count from.
+var fixtureTime = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+
+// atFixtureTime runs test in a testing/synctest bubble whose clock, which
+// the adapter reads, starts at fixtureTime and moves only as test sleeps.
+// Outside a bubble the adapter reads the machine's clock, later than
+// fixtureTime: a test that needs the adapter's time to be the fixture's
+// runs in here.
+func atFixtureTime(t *testing.T, test func(t *testing.T)) {
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(time.Until(fixtureTime))
+		test(t)
+	})
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{dir: t.TempDir(), now: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)}
-	a, err := files.New(t.Context(), files.Options{Dir: f.dir, Now: func() time.Time { return f.now }})
+	f := &fixture{dir: t.TempDir(), now: fixtureTime}
+	a, err := files.New(t.Context(), files.Options{Dir: f.dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +349,13 @@ func TestOutboxMalformedFilesGoToFailed(t *testing.T) {
 	}
 }
 
+// TestOutboxLeavesIncompleteFilesAlone runs at the fixture's time: a
+// file is settled when the bubble's clock has moved past its settle time.
 func TestOutboxLeavesIncompleteFilesAlone(t *testing.T) {
+	atFixtureTime(t, testOutboxLeavesIncompleteFilesAlone)
+}
+
+func testOutboxLeavesIncompleteFilesAlone(t *testing.T) {
 	f := newFixture(t)
 	reply := "ticket: " + string(f.ref) + "\nkind: reply\n\nHello"
 	f.dropAged(t, "draft.txt.tmp", reply, time.Hour)
@@ -344,7 +366,7 @@ func TestOutboxLeavesIncompleteFilesAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a, err := files.New(t.Context(), files.Options{Dir: f.dir, Settle: 2 * time.Second, Now: func() time.Time { return f.now }})
+	a, err := files.New(t.Context(), files.Options{Dir: f.dir, Settle: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +375,7 @@ func TestOutboxLeavesIncompleteFilesAlone(t *testing.T) {
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("Changes = %+v, %v; want nothing yet", evs, err)
 	}
-	f.now = f.now.Add(3 * time.Second)
+	time.Sleep(3 * time.Second)
 	evs, _, err = a.Changes(t.Context(), cur)
 	if err != nil || len(evs) != 1 || !strings.HasSuffix(evs[0].ID, "-fresh.txt") {
 		t.Fatalf("after the settle time: %+v, %v; want fresh.txt", evs, err)
@@ -475,7 +497,11 @@ func TestTwoAdaptersOnOneFolderTakeTurns(t *testing.T) {
 	}
 }
 
-func TestMarkSentShowsInThread(t *testing.T) {
+// TestMarkSentShowsInThread runs at the fixture's time: the delivery is
+// stamped with the adapter's time.
+func TestMarkSentShowsInThread(t *testing.T) { atFixtureTime(t, testMarkSentShowsInThread) }
+
+func testMarkSentShowsInThread(t *testing.T) {
 	f := newFixture(t)
 	f.dropAged(t, "r.txt", "ticket: "+string(f.ref)+"\nkind: reply\nauthor: Anna\n\nOn the way.", time.Minute)
 	evs, _ := f.changes(t, "")

@@ -324,7 +324,7 @@ func (a *Adapter) ingest(ctx context.Context, floor int64) error {
 	if err != nil {
 		return fmt.Errorf("list outbox: %w", err)
 	}
-	now := a.now()
+	now := time.Now()
 	var cands []candidate
 	files := 0
 	defer func() { a.outboxEmpty.record(before, files == 0) }()
@@ -530,7 +530,7 @@ func (a *Adapter) reject(name, reason string) error {
 		"(write it under a name ending in .tmp and rename it when complete),\n"+
 		"or delete it and this explanation: until then it is listed by\n"+
 		"`ticketbridge status`, `ticketbridge check` and the status page.\n"+
-		"See outbox/README.txt for the format.\n", name, reason, a.now().UTC().Format(time.RFC3339))
+		"See outbox/README.txt for the format.\n", name, reason, time.Now().UTC().Format(time.RFC3339))
 	if err := failed.WriteFile(target+errorSuffix, []byte(msg), fileMode); err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func (a *Adapter) PeekChanges(ctx context.Context, cursor adapters.Cursor) ([]ad
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: read-only, nothing yet
 			return fmt.Errorf("list outbox: %w", err)
 		}
-		now := a.now()
+		now := time.Now()
 		var cands []candidate
 		for _, de := range des {
 			if skipName(de.Name()) || !de.Type().IsRegular() {

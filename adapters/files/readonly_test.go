@@ -67,7 +67,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	f.dropAged(t, "reply.txt", "ticket: "+string(f.ref)+"\nkind: reply\nauthor: Maria\n\nOn their way.\n", time.Minute)
 	before := tree(t, f.dir)
-	ro, err := files.New(t.Context(), files.Options{Dir: f.dir, ReadOnly: true, Now: func() time.Time { return f.now }})
+	ro, err := files.New(t.Context(), files.Options{Dir: f.dir, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

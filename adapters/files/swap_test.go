@@ -34,7 +34,7 @@ func newSwapFixture(t *testing.T, targetContent string) *swapFixture {
 	f := newFixture(t)
 	f.a.Close()
 	logs := &testutil.Buffer{}
-	a, err := files.New(t.Context(), files.Options{Dir: f.dir, Now: func() time.Time { return f.now },
+	a, err := files.New(t.Context(), files.Options{Dir: f.dir,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
