@@ -138,7 +138,7 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Owner
 	if len(names) == 0 {
 		return nil, nil, f.retire(k)
 	}
-	v := view{me: f.keeper.Replica(), now: f.clock.Now(), ttl: f.keeper.TTL()}
+	v := view{me: f.keeper.Replica(), now: f.clock.Now(), ttl: f.keeper.TTL(), one: f.one}
 	owner := f.assign(k, names, replicas)
 	v.hotels = make([]hotelView, len(names))
 	for i, name := range names {
@@ -160,6 +160,12 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Owner
 		opLog.Info("hotel handed over to another replica", slog.Any("hotel", ho.hotel), slog.Any("to", ho.to))
 		f.handOver(ho.hotel, f.hotels[ho.hotel])
 	}
+	if d.standBy != "" && d.standBy != f.standingBy {
+		for _, name := range names {
+			opLog.Info("standing by: replica "+d.standBy+" syncs hotel "+name+"; this daemon takes over when it stops or dies", slog.String("replica", v.me))
+		}
+		f.standingBy = d.standBy // until this replica takes the hotel (Start)
+	}
 	return d.take, d.elsewhere, false
 }
 
@@ -172,6 +178,10 @@ type view struct {
 	holders []holderView  // who holds the database's leases
 	now     time.Time     // to compare with the hotels' backoff
 	ttl     time.Duration // the leases' time to live
+	// one is set in a fleet of one (a daemon of one hotel): its hotel is
+	// the live holder's, else this replica's, never handed to a replica
+	// that joins, so that a second daemon stands by until the first stops.
+	one bool
 }
 
 // hotelView is one of a database's leased hotels, as this replica sees it.
@@ -201,6 +211,8 @@ type plan struct {
 	take        []string
 	elsewhere   map[string]string
 	clearBroken []string
+	// standBy is, in a fleet of one, the replica this one stands by for.
+	standBy string
 }
 
 // decide is balancing's decision, from v alone: it reads no clock and
@@ -219,6 +231,15 @@ func decide(v view) plan {
 	p.elsewhere = map[string]string{}
 	for _, hv := range v.hotels {
 		name, owner, h := hv.name, hv.owner, holder[hv.name]
+		if v.one {
+			owner = v.me
+			if h.Live {
+				owner = h.Replica
+			}
+			if owner != v.me {
+				p.standBy = owner
+			}
+		}
 		switch {
 		case hv.here && (owner != v.me || !hv.wanted):
 			// Another replica's now (or the file is gone): stop after the
@@ -265,6 +286,10 @@ func (b balancer) Start(name string, hl *lease.Owned) bool {
 	_, busy := f.handing[name]
 	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.Daemon.State != hl.Keeper().URL() {
 		return false
+	}
+	if f.one && f.standingBy != "" {
+		f.log.Info("this daemon holds the lease of hotel "+name+" now", slog.String("op", "lease"), slog.Any("fence", hl.Get().Fence))
+		f.standingBy = ""
 	}
 	rh := f.newRunning(h, hl)
 	f.hotels[name] = rh

@@ -22,6 +22,7 @@ func TestDecide(t *testing.T) {
 
 	cases := []struct {
 		name    string
+		one     bool // a fleet of one
 		hotels  []hotelView
 		holders []holderView
 		want    plan
@@ -132,10 +133,58 @@ func TestDecide(t *testing.T) {
 			},
 			clearBroken: []string{"charlie"},
 		},
+	}, {
+		// A fleet of one: the hotel is the live holder's, else this
+		// replica's, whatever the share-out says.
+		name:    "one: assigned to a replica that joined, held here: kept",
+		one:     true,
+		hotels:  []hotelView{with(theirs("alpha"), func(h *hotelView) { h.here = true })},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "me", Live: true}, here: true}},
+	}, {
+		name:    "one: another daemon holds it: stands by",
+		one:     true,
+		hotels:  []hotelView{mine("alpha")},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Live: true}}},
+		want: plan{
+			elsewhere:   map[string]string{"alpha": "synced by replica b"},
+			clearBroken: []string{"alpha"},
+			standBy:     "b",
+		},
+	}, {
+		name:   "one: assigned to another, free: taken at once",
+		one:    true,
+		hotels: []hotelView{theirs("alpha")},
+		want:   plan{take: []string{"alpha"}},
+	}, {
+		name:    "one: its holder stopped a moment ago: taken at once",
+		one:     true,
+		hotels:  []hotelView{theirs("alpha")},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Free: time.Second}}},
+		want:    plan{take: []string{"alpha"}},
+	}, {
+		name:    "one: running here while another took the lease over: handed to it",
+		one:     true,
+		hotels:  []hotelView{with(mine("alpha"), func(h *hotelView) { h.here = true })},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Live: true}, here: true}},
+		want: plan{
+			handOver:  []handover{{hotel: "alpha", to: "b"}},
+			elsewhere: map[string]string{"alpha": "handed over to replica b"},
+			standBy:   "b",
+		},
+	}, {
+		name:    "one: lost here and still stopping: stands by",
+		one:     true,
+		hotels:  []hotelView{with(mine("alpha"), func(h *hotelView) { h.handing = true })},
+		holders: []holderView{{Owner: state.Owner{Hotel: "alpha", Replica: "b", Live: true}}},
+		want: plan{
+			elsewhere:   map[string]string{"alpha": "synced by replica b"},
+			clearBroken: []string{"alpha"},
+			standBy:     "b",
+		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := decide(view{me: "me", hotels: tc.hotels, holders: tc.holders, now: now, ttl: ttl})
+			got := decide(view{me: "me", hotels: tc.hotels, holders: tc.holders, now: now, ttl: ttl, one: tc.one})
 			if !slices.Equal(got.take, tc.want.take) {
 				t.Errorf("take %q, want %q", got.take, tc.want.take)
 			}
@@ -150,6 +199,9 @@ func TestDecide(t *testing.T) {
 			}
 			if !slices.Equal(got.clearBroken, tc.want.clearBroken) {
 				t.Errorf("clear broken %q, want %q", got.clearBroken, tc.want.clearBroken)
+			}
+			if got.standBy != tc.want.standBy {
+				t.Errorf("stand by for %q, want %q", got.standBy, tc.want.standBy)
 			}
 		})
 	}

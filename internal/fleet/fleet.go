@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,12 +28,16 @@ import (
 // Options are what a Fleet runs its hotels with.
 type Options struct {
 	// Source and Daemon are the main configuration: every hotel's
-	// defaults. Hotels is the directory's.
+	// defaults. Hotels is the directory's. Without a directory
+	// (Hotels.Dir empty) the fleet is a fleet of one: its one hotel is the
+	// main configuration, with Sync its engine's settings.
 	Source config.Source
 	Daemon config.Daemon
+	Sync   sync.Config
 	Hotels config.Hotels
 	Logger *slog.Logger
-	// Telemetry is the daemon's, of many hotels (telemetry.NewFleet).
+	// Telemetry is the daemon's: of many hotels (telemetry.NewFleet), or
+	// of a fleet of one (telemetry.NewOne).
 	Telemetry *telemetry.Telemetry
 	// Registry holds the adapters; nil is the daemon's.
 	Registry adapters.Registry
@@ -44,6 +49,8 @@ type Options struct {
 	Slots httpx.Slots
 	// AfterCycle, when set, is called after each cycle of each hotel.
 	AfterCycle func(hotel string, r sync.Report, err error)
+	// AfterBackup, when set, is called after each backup of each hotel.
+	AfterBackup func(path string, err error)
 	// Clock is the time of the leases and of the restarts' backoff; nil
 	// is the system's.
 	Clock lease.Clock
@@ -58,9 +65,15 @@ type Fleet struct {
 	life context.Context
 	src  config.Source
 	main config.Daemon
+	sync sync.Config
 	hcfg config.Hotels
-	log  *slog.Logger
-	tel  *telemetry.Telemetry
+	// one is set in a fleet of one (see Options): its hotel's failure
+	// (it cannot be wired or started, or it panicked) ends the daemon
+	// through failed, for its service manager to restart it.
+	one    bool
+	failed chan error
+	log    *slog.Logger
+	tel    *telemetry.Telemetry
 	// slots bound the API and helpdesk requests in flight across hotels:
 	// every hotel's chain (see newRunning) holds one per request. api is
 	// the client every hotel's API client wraps.
@@ -77,8 +90,9 @@ type Fleet struct {
 	api      *http.Client
 	registry adapters.Registry
 	// afterCycle, when set, is called after each cycle of each hotel.
-	afterCycle func(hotel string, r sync.Report, err error)
-	clock      lease.Clock
+	afterCycle  func(hotel string, r sync.Report, err error)
+	afterBackup func(path string, err error)
+	clock       lease.Clock
 
 	// wire wires a hotel: bridge.New, or a test's.
 	wire func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error)
@@ -115,6 +129,9 @@ type Fleet struct {
 	// closing counts the hotels stopped in the background whose wirings
 	// are not closed yet.
 	closing gosync.WaitGroup
+	// standingBy is, in a fleet of one, the replica last said to hold its
+	// hotel while this one stands by.
+	standingBy string
 }
 
 // New returns the fleet of the directory opts.Hotels names; Reload starts
@@ -133,12 +150,41 @@ func New(life context.Context, opts Options) *Fleet {
 	if clock == nil {
 		clock = lease.SystemClock{}
 	}
-	f := &Fleet{life: life, src: opts.Source, main: opts.Daemon, hcfg: opts.Hotels, log: opts.Logger, tel: opts.Telemetry,
+	f := &Fleet{life: life, src: opts.Source, main: opts.Daemon, sync: opts.Sync, hcfg: opts.Hotels, one: opts.Hotels.Dir == "", failed: make(chan error, 1), afterBackup: opts.AfterBackup, log: opts.Logger, tel: opts.Telemetry,
 		slots: slots, imports: sync.NewImports(opts.Hotels.MaxInFlight), workers: gopool.New(workerIdle), api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}, assigned: map[string]assignment{}}
 	f.keeper = lease.NewKeepers(lease.Options{TTL: opts.Hotels.LeaseTTL, Logger: opts.Logger, Clock: clock, Open: opts.OpenLeases}, balancer{f})
 	return f
+}
+
+// Failed returns the error that ends a fleet of one: its hotel could not
+// be wired or started, or it panicked. Nothing is sent on it in a fleet
+// of many, whose other hotels go on.
+func (f *Fleet) Failed() <-chan error { return f.failed }
+
+// fail ends a fleet of one with err; the first error is kept.
+func (f *Fleet) fail(err error) {
+	if !f.one {
+		return
+	}
+	select {
+	case f.failed <- err:
+	default:
+	}
+}
+
+// mainHotel is the one hotel of a fleet of one: the main configuration,
+// its secret files read now. Its lease is the main configuration's hotel
+// in the state database.
+func (f *Fleet) mainHotel() config.Hotel {
+	return config.Hotel{
+		File:    config.HotelFile{Name: cmp.Or(f.main.Hotel, state.DefaultHotel)},
+		Env:     f.src.Env,
+		Daemon:  f.main,
+		Sync:    f.sync,
+		Secrets: config.ReadSecretFiles(f.src.Env, f.main.Adapter),
+	}
 }
 
 // Replica returns this process's name among the replicas of a state
@@ -160,9 +206,16 @@ func (f *Fleet) Replica() string { return f.keeper.Replica() }
 func (f *Fleet) Reload() error {
 	f.reloading.Lock()
 	defer f.reloading.Unlock()
-	good, bad, err := config.LoadHotelDir(f.life, f.src, f.main, f.hcfg.Dir, func(s string) { f.log.Warn(s, slog.String("op", "config")) })
-	if err != nil {
-		return err
+	var good []config.Hotel
+	var bad map[string]error
+	if f.one {
+		good = []config.Hotel{f.mainHotel()}
+	} else {
+		var err error
+		good, bad, err = config.LoadHotelDir(f.life, f.src, f.main, f.hcfg.Dir, func(s string) { f.log.Warn(s, slog.String("op", "config")) })
+		if err != nil {
+			return err
+		}
 	}
 	want := make(map[string]config.Hotel, len(good))
 	for _, h := range good {
@@ -189,6 +242,9 @@ func (f *Fleet) Reload() error {
 			secrets = rh.conf.Secrets.Changed(h.Secrets)
 		}
 		if ok && h.File.Sum == rh.conf.File.Sum && len(secrets) == 0 && rh.alive() {
+			if f.one {
+				f.log.Info(unchanged(h), slog.String("op", "reload"))
+			}
 			continue
 		}
 		// Not waited for: a leased hotel's keeper renews its lease until
@@ -198,6 +254,8 @@ func (f *Fleet) Reload() error {
 		switch {
 		case !ok:
 			f.log.Info("hotel stopping: its file is gone", slog.Any("hotel", name), slog.String("op", "reload"))
+		case f.one && len(secrets) > 0:
+			f.log.Info("secret files changed: the hotel is rewired with them after its cycle in flight", slog.Any("changed", secrets), slog.String("op", "reload"))
 		case h.File.Sum == rh.conf.File.Sum && len(secrets) > 0:
 			// Named, never shown: the files' contents stay unread here.
 			f.log.Info("hotel restarting: a secret file it reads changed", slog.Any("hotel", name), slog.Any("changed", secrets), slog.String("op", "reload"))
@@ -226,6 +284,17 @@ func (f *Fleet) Reload() error {
 	return nil
 }
 
+// unchanged is what a reload of a fleet of one that changed nothing logs.
+func unchanged(h config.Hotel) string {
+	msg := "reload: no key or helpdesk secret file changed"
+	if dir, ok := h.Env.Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
+		// systemd copies credentials at start: a reload cannot see a
+		// new key in the file the unit loads them from.
+		msg += "; the credentials are copies systemd made at start: after changing the file a LoadCredential= line names, run systemctl restart ticketbridge"
+	}
+	return msg
+}
+
 // alive reports whether the hotel's goroutine still runs: one that ended
 // (it could not start) is started again by a reload.
 func (rh *runningHotel) alive() bool {
@@ -245,7 +314,11 @@ func (rh *runningHotel) alive() bool {
 // flight included.
 func (f *Fleet) newRunning(h config.Hotel, hl *lease.Owned) *runningHotel {
 	name := h.Name()
-	log := f.log.With("hotel", name)
+	log, page := f.log.With("hotel", name), name
+	if f.one {
+		// A daemon of one hotel's lines and page name none.
+		log, page = f.log, ""
+	}
 	tel := f.tel.Hotel(name)
 	var after func(sync.Report, error)
 	if f.afterCycle != nil {
@@ -254,13 +327,14 @@ func (f *Fleet) newRunning(h config.Hotel, hl *lease.Owned) *runningHotel {
 	api := *f.api
 	api.Transport = tel.CountRequests(api.Transport)
 	opts := bridge.Options{
-		Registry:   f.registry,
-		HTTPClient: &api,
-		Chain:      httpx.Chain{Slots: f.slots},
-		Imports:    f.imports,
-		Workers:    f.workers,
-		AfterCycle: after,
-		Hotel:      name,
+		Registry:    f.registry,
+		HTTPClient:  &api,
+		Chain:       httpx.Chain{Slots: f.slots},
+		Imports:     f.imports,
+		Workers:     f.workers,
+		AfterCycle:  after,
+		AfterBackup: f.afterBackup,
+		Hotel:       page,
 	}
 	life, end := context.WithCancelCause(f.life)
 	kill := func() { end(lease.ErrEnded) }
@@ -269,7 +343,7 @@ func (f *Fleet) newRunning(h config.Hotel, hl *lease.Owned) *runningHotel {
 		opts.Fence = hl.Get().Fence
 	}
 	sctx, stop := context.WithCancel(life)
-	rh := &runningHotel{conf: h, tel: tel, stop: stop, kill: kill, life: life, sctx: sctx, log: log, opts: opts,
+	rh := &runningHotel{conf: h, pageName: page, tel: tel, stop: stop, kill: kill, life: life, sctx: sctx, log: log, opts: opts,
 		wired: make(chan struct{}), done: make(chan struct{}), closed: make(chan struct{}), lease: hl}
 	if hl != nil {
 		hl.ExpireWith(func() {
@@ -384,13 +458,17 @@ func (f *Fleet) Backup(ctx context.Context) {
 		}
 		dest, err := w.Backup(ctx)
 		if errors.Is(err, bridge.ErrBackupPostgres) {
-			f.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup --hotel NAME FILE", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
+			copyOne := "ticketbridge state backup --hotel NAME FILE"
+			if f.one {
+				copyOne = "ticketbridge state backup FILE"
+			}
+			rh.log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with "+copyOne, slog.String("op", "backup"))
 			continue
 		}
 		if err != nil {
-			f.log.Error("back up state file", slog.Any("error", err), slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"))
+			rh.log.Error("back up state file", slog.Any("error", err), slog.String("op", "backup"))
 			continue
 		}
-		f.log.Info("wrote a copy of the state file", slog.Any("hotel", rh.conf.Name()), slog.String("op", "backup"), slog.Any("path", dest))
+		rh.log.Info("wrote a copy of the state file", slog.String("op", "backup"), slog.Any("path", dest))
 	}
 }

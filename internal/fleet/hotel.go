@@ -12,6 +12,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -32,7 +33,10 @@ const workerIdle = 30 * time.Second
 // (run) that wires it, runs its scheduler, and restarts it after a panic.
 type runningHotel struct {
 	conf config.Hotel
-	tel  *telemetry.Telemetry
+	// pageName names the hotel on its status page: "" in a fleet of one,
+	// whose page is the daemon's at /.
+	pageName string
+	tel      *telemetry.Telemetry
 	// stop ends the scheduling; the cycle in flight finishes first.
 	stop context.CancelFunc
 	// kill ends the cycle in flight too, by ending life: the hotel's lease
@@ -84,7 +88,8 @@ func (rh *runningHotel) setBridge(w *bridge.Bridge) {
 // recovered here: it is logged with its stack and counted, the hotel is
 // listed as failing, and, its state being a file, it starts again after
 // startBackoff; a leased hotel ends, and its keeper leaves it to the
-// other replicas for as long. The other hotels go on.
+// other replicas for as long. The other hotels go on. In a fleet of one
+// the panic ends the daemon instead (see Fleet.Failed).
 func (f *Fleet) run(rh *runningHotel, prev <-chan struct{}) {
 	defer close(rh.done)
 	defer rh.wiredOnce.Do(func() { close(rh.wired) })
@@ -118,7 +123,7 @@ func (f *Fleet) run(rh *runningHotel, prev <-chan struct{}) {
 // (its keeper leaves it to the others for a while) or when the hotel was
 // stopped meanwhile. (Out of run, whose frame lasts as long as the hotel.)
 func (f *Fleet) again(rh *runningHotel) bool {
-	if rh.lease != nil {
+	if rh.lease != nil || f.one {
 		return false
 	}
 	f.closeWiring(rh)
@@ -165,6 +170,7 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 			rh.wiredOnce.Do(func() { close(rh.wired) })
 			log.Error("hotel not started", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "start"))
 			f.tel.DropHotel(name, err.Error())
+			f.failStart(rh, err)
 			return nil, false
 		}
 		rh.setBridge(w)
@@ -179,25 +185,36 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 		err = config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount())
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
+		f.failStart(rh, err)
 		return nil, false
 	}
 	tel := rh.tel
-	// The hotel's ticks at a phase of its own (see the package doc).
-	sched := sync.Spread(w.Engine().Schedule(), name)
+	// The hotels' ticks each at a phase of its own (see the package doc);
+	// the one hotel of a fleet of one on its schedule as written.
+	sched := w.Engine().Schedule()
+	if !f.one {
+		sched = sync.Spread(sched, name)
+	}
 	if err := tel.Start(sctx, nil, sched, w.Engine().Interval(), func() (state.Stats, error) { return w.Store().StatsOnCommit(sctx) }); err != nil {
 		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
 		f.tel.DropHotel(name, err.Error())
+		f.failStart(rh, err)
 		return nil, false
 	}
 	// The hotel's page on the status page, fed after each of its
 	// cycles as the page of a daemon of one hotel is.
 	var page *bridge.Console
 	if f.tel.Listens() { // the status page lists the hotels
-		page = bridge.NewConsole(w, name)
+		page = bridge.NewConsole(w, rh.pageName)
 		f.tel.ShowPage(name, page.Hotel)
 		rh.page = page
 	}
-	log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
+	if f.one {
+		v, _, _ := version.Get()
+		log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", h.Daemon.Adapter), slog.Any("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL))
+	} else {
+		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
+	}
 	s := w.Scheduler(tel, tel.CycleMax(), page, life)
 	s.Schedule = sched
 	return s, false
@@ -216,13 +233,29 @@ func (f *Fleet) serve(rh *runningHotel, s *sync.Scheduler) (panicked bool) {
 	return false
 }
 
+// failStart ends a fleet of one whose hotel could not start with err,
+// unless the hotel was being stopped (then err is the stop's).
+func (f *Fleet) failStart(rh *runningHotel, err error) {
+	if rh.sctx.Err() == nil {
+		f.fail(err)
+	}
+}
+
 // panicked logs and counts a panic of the hotel's start or cycle, and
-// lists the hotel as failing.
+// lists the hotel as failing. A fleet of one logs it and ends, with no
+// series of its own: its service manager restarts it (see
+// ARCHITECTURE.md, "A daemon of one hotel").
 func (f *Fleet) panicked(rh *runningHotel, v any) {
 	name := rh.conf.Name()
 	stack := debug.Stack()
 	if p, ok := v.(*sync.CyclePanic); ok {
 		v, stack = p.Value, p.Stack
+	}
+	if f.one {
+		rh.log.Error("the hotel panicked in its cycle, adapter or state; the daemon stops, for its service manager to restart it", slog.Any("panic", fmt.Sprint(v)), slog.String("stack", string(stack)), slog.String("op", "panic"))
+		f.tel.DropHotel(name, fmt.Sprintf("panicked: %v", v))
+		f.fail(fmt.Errorf("the hotel panicked: %v", v))
+		return
 	}
 	reason := fmt.Sprintf("panicked: %v; starts again in %s", v, startBackoff)
 	if rh.lease != nil {

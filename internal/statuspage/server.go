@@ -42,6 +42,10 @@ type Options struct {
 	// on every view and must be cheap. The page at / then lists them, and
 	// each hotel's pages are under /hotels/NAME/.
 	Hotels func() []Listed
+	// One shows the one hotel Hotels lists (a daemon of one hotel, run as
+	// a fleet of one) where the page of one hotel is: at /, with no list
+	// of hotels. While it does not run, its pages say why.
+	One bool
 	// Token is the console token; "" makes the page read-only (no sign-in,
 	// no action, no message text).
 	Token string
@@ -102,6 +106,7 @@ type Listed struct {
 type Server struct {
 	src    Source          // the one hotel; nil with hotels
 	hotels func() []Listed // the many; nil with src
+	one    bool            // hotels lists one hotel, shown at /
 	auth   *auth
 	log    *slog.Logger
 	now    func() time.Time
@@ -130,7 +135,10 @@ func New(opts Options) (*Server, error) {
 	case opts.Source != nil && opts.Hotels != nil:
 		return nil, errors.New("status page: both Source and Hotels are set: a page shows one hotel or lists many, not both")
 	}
-	s := &Server{src: opts.Source, hotels: opts.Hotels, log: opts.Logger, now: opts.Now}
+	if opts.One && opts.Hotels == nil {
+		return nil, errors.New("status page: One is set without Hotels: say where the one hotel is listed")
+	}
+	s := &Server{src: opts.Source, hotels: opts.Hotels, one: opts.One, log: opts.Logger, now: opts.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -156,7 +164,7 @@ func New(opts Options) (*Server, error) {
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /logout", s.logout)
 	prefix := ""
-	if s.hotels != nil {
+	if s.hotels != nil && !s.one {
 		prefix = "/hotels/{hotel}"
 		m.HandleFunc("GET /{$}", s.list)
 		m.HandleFunc("GET "+prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -186,6 +194,18 @@ func (s *Server) in(h func(http.ResponseWriter, *http.Request, scope)) http.Hand
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.hotels == nil {
 			h(w, r, scope{src: s.src})
+			return
+		}
+		if s.one {
+			reason := "it is starting"
+			for _, l := range s.hotels() {
+				if l.Source != nil {
+					h(w, r, scope{src: l.Source})
+					return
+				}
+				reason = l.Reason
+			}
+			s.message(w, r, http.StatusServiceUnavailable, "The hotel has no status page now: "+reason)
 			return
 		}
 		name := r.PathValue("hotel")
@@ -322,7 +342,7 @@ type view struct {
 
 // view returns the view of r on the hotel p (p.src nil: of no hotel).
 func (s *Server) view(r *http.Request, p scope, title string) view {
-	v := view{Title: title, Base: p.base, InHotel: p.src != nil, Fleet: s.hotels != nil, Actions: s.auth.enabled(), Now: s.now()}
+	v := view{Title: title, Base: p.base, InHotel: p.src != nil, Fleet: s.hotels != nil && !s.one, Actions: s.auth.enabled(), Now: s.now()}
 	if p.src != nil {
 		v.Hotel = p.src.Name()
 	}

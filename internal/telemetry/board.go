@@ -21,7 +21,10 @@ import (
 
 // hotelBoard is the set of the hotels' telemetries.
 type hotelBoard struct {
-	mu gosync.Mutex
+	// one is set in a fleet of one (NewOne): its hotel's series and
+	// readiness are the daemon's, with no hotel label.
+	one bool
+	mu  gosync.Mutex
 	// tels holds the running hotels'; broken the reasons of the hotels
 	// whose configuration or start failed.
 	tels   map[string]*Telemetry
@@ -35,7 +38,8 @@ type hotelBoard struct {
 	// what /readyz says of them.
 	elsewhere map[string]string
 	// panics counts the panics recovered in each hotel's goroutine, on
-	// the daemon's registry: it outlives the hotel's own telemetry.
+	// the daemon's registry: it outlives the hotel's own telemetry. Nil
+	// in a fleet of one, which ends at a panic.
 	panics *prometheus.CounterVec
 }
 
@@ -53,6 +57,9 @@ func newHotelBoard(reg prometheus.Registerer, ready []string) *hotelBoard {
 
 // HotelPanicked counts a panic recovered in the hotel name's goroutine.
 func (t *Telemetry) HotelPanicked(name string) {
+	if t.hotels.panics == nil {
+		return
+	}
 	t.hotels.panics.WithLabelValues(name).Inc()
 }
 
@@ -114,6 +121,12 @@ func (t *Telemetry) hotelSeries() ([]hotelSeries, bool) {
 	}
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
+	if t.hotels.one {
+		for _, h := range t.hotels.tels {
+			return []hotelSeries{{m: h.m, prop: h.prop}}, false
+		}
+		return []hotelSeries{{m: t.m, prop: t.prop}}, false // not running yet, or standing by
+	}
 	hotels := make([]hotelSeries, 0, len(t.hotels.tels))
 	for name, h := range t.hotels.tels {
 		hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})
@@ -220,6 +233,14 @@ func (t *Telemetry) Readiness(now time.Time) (bool, string) {
 		return ok, reason
 	}
 	hs := t.hotels.judge(now)
+	if t.hotels.one {
+		if len(hs) == 0 { // not started yet
+			ok, reason := t.Ready(now)
+			t.m.ready.Set(boolFloat(ok))
+			return ok, reason
+		}
+		return hs[0].ok, hs[0].reason
+	}
 	var lines, failing []string
 	for _, h := range hs {
 		mark := "ready"

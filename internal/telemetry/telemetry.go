@@ -15,6 +15,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -54,7 +55,7 @@ import (
 // process serves HTTP at all.
 
 // Telemetry holds the metrics, the health state and the systemd
-// notifications of one daemon. Make one with [New] or [NewFleet] before
+// notifications of one daemon. Make one with [NewOne] or [NewFleet] before
 // the API client (whose transport it instruments), then call
 // [Telemetry.Start] once the engine exists and [Telemetry.Stop] when the
 // daemon shuts down.
@@ -138,6 +139,18 @@ func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
 	t.m = newMetrics() // not sent: the cycle's series are the hotels'
 	t.prop = newPropagationMetrics()
 	t.hotels = newHotelBoard(t.reg, ready)
+	return t
+}
+
+// NewOne returns the telemetry of a daemon of one hotel, run as a fleet
+// of one: the hotel gets a telemetry of its own (see [Telemetry.Hotel])
+// as a hotel of many does, but its series carry no hotel label, /readyz
+// answers with its own readiness, and nothing is added of a fleet's (no
+// count of panics): its metrics are those a daemon of one hotel always
+// had.
+func NewOne(log *slog.Logger, opts Options) *Telemetry {
+	t := New(log, opts) // its series stand for the hotel's until it runs
+	t.hotels = &hotelBoard{one: true, tels: map[string]*Telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}}
 	return t
 }
 
