@@ -46,25 +46,30 @@ func (a answerWith) RoundTrip(*http.Request) (*http.Response, error) {
 // could rename, retype or relabel anything the alert rules and dashboards
 // read.
 func TestExpositionUnchanged(t *testing.T) {
-	tel := New(nil, Options{})
-	r := sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Lag: 3 * time.Second,
-		Mirrored: 4, Sent: 2, Errors: 1, Failed: 1, Signalled: 5, Unsignalled: 1, Throttled: 3}
-	r.Propagation.ToHelpdesk.Observe(2 * time.Second)
-	tel.CycleDone(r, nil)
-	tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Lag: 5 * time.Second}, sync.ErrKeyRefused)
-	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true, Duration: 0.05e9, Lag: 0.05e9}, nil)
-	for _, a := range []answerWith{200, 200, 404, 0} {
-		req, _ := http.NewRequest(http.MethodGet, "http://api.test/v1/tickets/abc/messages", nil)
-		if resp, err := tel.CountRequests(a).RoundTrip(req); err == nil {
+	// feed gives a hotel's telemetry the same cycles, requests and stats.
+	feed := func(tel *Telemetry) {
+		r := sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Lag: 3 * time.Second,
+			Mirrored: 4, Sent: 2, Errors: 1, Failed: 1, Signalled: 5, Unsignalled: 1, Throttled: 3}
+		r.Propagation.ToHelpdesk.Observe(2 * time.Second)
+		tel.CycleDone(r, nil)
+		tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Lag: 5 * time.Second}, sync.ErrKeyRefused)
+		tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true, Duration: 0.05e9, Lag: 0.05e9}, nil)
+		for _, a := range []answerWith{200, 200, 404, 0} {
+			req, _ := http.NewRequest(http.MethodGet, "http://api.test/v1/tickets/abc/messages", nil)
+			if resp, err := tel.CountRequests(a).RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/tickets/abc/messages", nil)
+		if resp, err := tel.CountRequests(answerWith(201)).RoundTrip(req); err == nil {
 			resp.Body.Close()
 		}
+		tel.ObserveHeld([]adapters.HeldError{{Need: "a field"}}, 2)
+		tel.observeStats(state.Stats{ByStatus: map[string]int{"new": 3, "": 1, "weird": 2}, Retired: 1, JournalPending: 2, FileSize: 4096})
+
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/tickets/abc/messages", nil)
-	if resp, err := tel.CountRequests(answerWith(201)).RoundTrip(req); err == nil {
-		resp.Body.Close()
-	}
-	tel.ObserveHeld([]adapters.HeldError{{Need: "a field"}}, 2)
-	tel.observeStats(state.Stats{ByStatus: map[string]int{"new": 3, "": 1, "weird": 2}, Retired: 1, JournalPending: 2, FileSize: 4096})
+	tel := New(nil, Options{})
+	feed(tel)
 
 	text := oneHotelText(t, tel, "")
 	if proto := oneHotelText(t, tel, string(expfmt.NewFormat(expfmt.TypeProtoDelim))); proto != text {
@@ -85,6 +90,13 @@ func TestExpositionUnchanged(t *testing.T) {
 	}
 	if text != string(want) {
 		t.Errorf("the scrape differs from %s:\n%s", golden, lineDiff(string(want), text))
+	}
+	// The daemon of one hotel runs as a fleet of one: its scrape is the
+	// same, with no hotel label and no series of a fleet's.
+	one := NewOne(nil, Options{})
+	feed(one.Hotel("default"))
+	if got := oneHotelText(t, one, ""); got != text {
+		t.Errorf("the scrape of a fleet of one differs from a daemon of one hotel's:\n%s", lineDiff(text, got))
 	}
 }
 
