@@ -6,33 +6,17 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 )
 
 // This file puts the status page (package statuspage) on the daemon's
-// telemetry listener and feeds it after each cycle: the page of the one
-// hotel, or the list of a fleet's hotels (fleet.go), each hotel's page
-// fed by its own scheduler.
+// telemetry listener: the page of a fleet of one's hotel, or the list of
+// a fleet's hotels (fleet.go), each hotel's page fed by its own scheduler.
 
-// setupConsole makes the status page of w's hotel, for tel to serve at /,
-// and the hotel's source it shows. Without a listener it makes neither.
-func setupConsole(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry) (*bridge.Console, telemetry.Page, error) {
-	if !tel.Listens() {
-		return nil, nil, nil
-	}
-	c := bridge.NewConsole(w, "")
-	page, err := setupPage(ctx, w.Env(), tel, w.Logger(), statuspage.Options{Source: c.Hotel})
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, page, nil
-}
-
-// setupPage makes the status page of opts (one hotel's Source, or the
-// Hotels of a fleet), with the console token of env, for tel to serve at
+// setupPage makes the status page of opts (the Hotels of a fleet, or of a
+// fleet of one), with the console token of env, for tel to serve at
 // /. Without a listener it makes none.
 func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry.Telemetry, log *slog.Logger, opts statuspage.Options) (telemetry.Page, error) {
 	if !tel.Listens() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/fleet"
 	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -79,25 +80,25 @@ func startConsoleDaemon(t *testing.T, b *hotelKit, setup func(*consoleDaemon)) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax, WatchdogEvery: -1})
-	w, err := bridge.New(ctx, env, cfg, sc, log, bridge.Options{HTTPClient: instrument(tel, nil),
-		AfterCycle: func(r sync.Report, _ error) {
-			select {
-			case d.cycles <- r:
-			default:
-			}
-		}})
+	hc, err := config.LoadHotels(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fo := fleetOptions(src, cfg, sc, hc, log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax, WatchdogEvery: -1})
+	fo.AfterCycle = func(_ string, r sync.Report, _ error) {
+		select {
+		case d.cycles <- r:
+		default:
+		}
+	}
+	tel := fo.Telemetry
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, w, tel, nil, nil) }()
+	go func() { done <- serveFleet(ctx, fleet.New(ctx, fo), fo, nil, nil) }()
 	d.stop = func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("daemon: %v", err)
 		}
-		w.Close()
 		delete(b.vars, "TICKETBRIDGE_LISTEN")
 	}
 	t.Cleanup(func() {

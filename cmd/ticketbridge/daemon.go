@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	gosync "sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,10 +22,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/fleet"
-	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
-	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -42,7 +38,9 @@ While it runs the daemon holds the state file. After each cycle it writes
 On SIGUSR1 it writes a consistent copy of the state file to <state>.backup
 (systemctl kill -s USR1 ticketbridge). On SIGHUP (systemctl reload
 ticketbridge) it reads its key and helpdesk secret files again and, when
-one changed, wires the hotel anew with them between two cycles.
+one changed, wires the hotel anew with them after the cycle in flight.
+A panic in the hotel's cycle, adapter or state is logged with its stack
+and stops the daemon with an error, for systemd to restart it.
 
 With TICKETBRIDGE_HOTELS_DIR=DIR it serves every hotel of DIR/<name>.env
 instead, each with its own cycle, schedule, state file and errors; the main
@@ -88,125 +86,20 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return src.Explain(err)
 	}
+	fo := fleetOptions(src, cfg, sc, hc, log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
+	return serveFleet(ctx, fleet.New(ctx, fo), fo, hup, usr1)
+}
+
+// fleetOptions returns the options of the daemon's fleet, with telemetry
+// of topts: the hotels of hc.Dir, or without a directory a fleet of one
+// whose hotel is the main configuration (see ARCHITECTURE.md, "A daemon
+// of one hotel").
+func fleetOptions(src config.Source, cfg config.Daemon, sc sync.Config, hc config.Hotels, log *slog.Logger, topts telemetry.Options) fleet.Options {
+	tel := telemetry.NewOne(log, topts)
 	if hc.Dir != "" {
-		tel := telemetry.NewFleet(log, hc.ReadyNames(), telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
-		fo := fleet.Options{Source: src, Daemon: cfg, Hotels: hc, Logger: log, Telemetry: tel}
-		return serveFleet(ctx, fleet.New(ctx, fo), fo, hup, usr1)
+		tel = telemetry.NewFleet(log, hc.ReadyNames(), topts)
 	}
-	tel := telemetry.New(log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
-	opts := bridge.Options{HTTPClient: instrument(tel, nil)}
-	if state.IsURL(cfg.State) {
-		// One daemon at a time syncs the hotel; another stands by.
-		var lose context.CancelCauseFunc
-		ctx, lose = context.WithCancelCause(ctx)
-		defer lose(nil)
-		sl, err := lease.StandBy(ctx, cfg.State, cmp.Or(cfg.Hotel, state.DefaultHotel), hc.LeaseTTL, log, func() { lose(lease.ErrLost) })
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped while standing by
-			}
-			return err
-		}
-		defer sl.Close()
-		opts.Fence = sl.Owned().Get().Fence
-		opts.Chain.Guard = lease.Guard(sl.Owned(), lose, lease.ErrLost)
-	}
-	w, err := bridge.New(ctx, src.Env, cfg, sc, log, opts)
-	if err != nil {
-		return config.WithFix(err, cfg, src.Env, config.CurrentAccount())
-	}
-	defer w.Close()
-	err = serve(ctx, w, tel, usr1, hup)
-	if cause := context.Cause(ctx); errors.Is(cause, lease.ErrLost) {
-		return cause
-	}
-	return err
-}
-
-// serve runs w's engine on its schedule until ctx ends, writing a copy of
-// the state file on each signal from usr1, and rewiring w when its secret
-// files changed on each signal from hup (bridge.Rewire); a rewiring that
-// fails stops it with its error.
-func serve(ctx context.Context, w *bridge.Bridge, tel *telemetry.Telemetry, usr1, hup <-chan os.Signal) error {
-	log, eng := w.Logger(), w.Engine()
-	if err := w.Start(ctx); err != nil {
-		return config.WithFix(err, w.Daemon(), w.Env(), config.CurrentAccount())
-	}
-	page, handler, err := setupConsole(ctx, w, tel)
-	if err != nil {
-		return err
-	}
-	if err := tel.Start(ctx, handler, eng.Schedule(), eng.Interval(), func() (state.Stats, error) { return w.Store().StatsOnCommit(ctx) }); err != nil {
-		return err
-	}
-	defer func() {
-		if err := tel.Stop(); err != nil {
-			log.Warn("stop telemetry", slog.Any("error", err))
-		}
-	}()
-	v, _, _ := version.Get()
-	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", w.Daemon().Adapter), slog.Any("state", state.Redacted(w.Daemon().State)), slog.Any("schedule", w.Sync().Schedule), slog.Any("api", w.Daemon().APIURL))
-
-	sctx, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
-	bctx, stopBackups := context.WithCancel(sctx)
-	var wg gosync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-bctx.Done():
-				return
-			case <-hup:
-				reloadSecrets(bctx, w, fail)
-			case <-usr1:
-				dest, err := w.Backup(bctx)
-				if errors.Is(err, bridge.ErrBackupPostgres) {
-					log.Error("back up state: the state is in PostgreSQL; back the database up with pg_dump, or copy a hotel into a file with ticketbridge state backup FILE", slog.String("op", "backup"))
-					continue
-				}
-				if err != nil {
-					log.Error("back up state file", slog.Any("error", err), slog.String("op", "backup"))
-				} else {
-					log.Info("wrote a copy of the state file", slog.String("op", "backup"), slog.Any("path", dest))
-				}
-			}
-		}
-	})
-	defer func() {
-		stopBackups()
-		wg.Wait()
-	}()
-
-	err = w.Scheduler(tel, tel.CycleMax(), page, nil).Run(sctx)
-	log.Info("ticketbridge stopped", slog.String("op", "stop"))
-	if cause := context.Cause(sctx); ctx.Err() == nil && cause != nil {
-		return cause
-	}
-	return err
-}
-
-// reloadSecrets is a daemon of one hotel's SIGHUP: it rewires w when its
-// key or helpdesk secret files changed, and calls fail with the error
-// when that fails. The log names the variables, never their files'
-// contents.
-func reloadSecrets(ctx context.Context, w *bridge.Bridge, fail context.CancelCauseFunc) {
-	log := w.Logger()
-	changed, err := w.Rewire(ctx)
-	switch {
-	case err != nil:
-		log.Error("reload failed: the hotel cannot run with its new secrets; the daemon stops", slog.Any("changed", changed), slog.Any("error", err), slog.String("op", "reload"))
-		fail(fmt.Errorf("reload secrets: %w", err))
-	case len(changed) > 0:
-		log.Info("secret files changed: rewired the hotel with them between two cycles", slog.Any("changed", changed), slog.String("op", "reload"))
-	default:
-		msg := "reload: no key or helpdesk secret file changed"
-		if dir, ok := w.Env().Lookup("CREDENTIALS_DIRECTORY"); ok && dir != "" {
-			// systemd copies credentials at start: a reload cannot see a
-			// new key in the file the unit loads them from.
-			msg += "; the credentials are copies systemd made at start: after changing the file a LoadCredential= line names, run systemctl restart ticketbridge"
-		}
-		log.Info(msg, slog.String("op", "reload"))
-	}
+	return fleet.Options{Source: src, Daemon: cfg, Sync: sc, Hotels: hc, Logger: log, Telemetry: tel}
 }
 
 const onceAbout = `Run one sync cycle and print its report. The exit status is 1 when the

@@ -15,6 +15,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/fleet"
 	"github.com/ticketbridge/ticketbridge/internal/fleet/fleettest"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -289,19 +291,18 @@ func TestDaemonStatusWhileRunning(t *testing.T) {
 	}
 	cycles := make(chan sync.Report, 4)
 	backups := make(chan error, 1)
-	w, err := bridge.New(ctx, src.Env, cfg, sc, log, bridge.Options{
-		AfterCycle:  func(r sync.Report, _ error) { cycles <- r },
-		AfterBackup: func(_ string, err error) { backups <- err },
-	})
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	fo := fleetOptions(src, cfg, sc, hc, log, telemetry.Options{WatchdogEvery: -1, Notify: func(string) error { return nil }})
+	fo.AfterCycle = func(_ string, r sync.Report, _ error) { cycles <- r }
+	fo.AfterBackup = func(_ string, err error) { backups <- err }
 	done := make(chan error, 1)
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	go func() { done <- serve(ctx, w, telemetry.New(log, telemetry.Options{}), usr1, nil) }()
+	go func() { done <- serveFleet(ctx, fleet.New(ctx, fo), fo, nil, usr1) }()
 	if r := <-cycles; r.Created != 1 {
 		t.Fatalf("first cycle: %s", r)
 	}

@@ -12,17 +12,20 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/version"
 )
 
-// serveFleet runs f, the hotels of the directory, until ctx ends: SIGHUP (on
-// hup) reloads the directory, SIGUSR1 (on usr1) backs up every hotel's
-// state file. The status page at / lists the hotels, each hotel's page
-// under /hotels/NAME/, with the console token of the main configuration.
+// serveFleet runs f until ctx ends: SIGHUP (on hup) reloads it (the
+// hotels directory, or the secret files of a fleet of one), SIGUSR1 (on
+// usr1) backs up every hotel's state file. The status page at / lists the
+// hotels, each hotel's page under /hotels/NAME/, with the console token
+// of the main configuration; a fleet of one's hotel has its page at /.
+// A fleet of one ends with its hotel's failure (fleet.Fleet.Failed).
 func serveFleet(ctx context.Context, f *fleet.Fleet, opts fleet.Options, hup, usr1 <-chan os.Signal) error {
 	log, tel := opts.Logger, opts.Telemetry
-	if gc, ok := fleetGC(); ok {
+	one := opts.Hotels.Dir == ""
+	if gc, ok := fleetGC(); ok && !one {
 		debug.SetGCPercent(gc)
 		log.Debug(fmt.Sprintf("the Go collector runs at GOGC=%d: many hotels churn much and hold little (set GOGC or GOMEMLIMIT to choose)", gc), slog.String("op", "start"))
 	}
-	page, err := setupPage(ctx, opts.Source.Env, tel, log, statuspage.Options{Hotels: tel.PageHotels})
+	page, err := setupPage(ctx, opts.Source.Env, tel, log, statuspage.Options{Hotels: tel.PageHotels, One: one})
 	if err != nil {
 		_ = f.Stop()
 		return err
@@ -40,8 +43,10 @@ func serveFleet(ctx context.Context, f *fleet.Fleet, opts fleet.Options, hup, us
 		_ = f.Stop()
 		return err
 	}
-	v, _, _ := version.Get()
-	log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", opts.Hotels.Dir), slog.Any("hotels", len(f.Running())), slog.Any("max_in_flight", opts.Hotels.MaxInFlight), slog.String("replica", f.Replica()))
+	if !one { // a fleet of one says so once its hotel started
+		v, _, _ := version.Get()
+		log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("hotels_dir", opts.Hotels.Dir), slog.Any("hotels", len(f.Running())), slog.Any("max_in_flight", opts.Hotels.MaxInFlight), slog.String("replica", f.Replica()))
+	}
 	// The hotels and the lease keepers run on goroutines of their own;
 	// this one only answers the signals.
 	for {
@@ -50,7 +55,15 @@ func serveFleet(ctx context.Context, f *fleet.Fleet, opts fleet.Options, hup, us
 			err := f.Stop()
 			log.Info("ticketbridge stopped", slog.String("op", "stop"))
 			return err
+		case err := <-f.Failed():
+			_ = f.Stop()
+			log.Info("ticketbridge stopped", slog.String("op", "stop"))
+			return err
 		case <-hup:
+			if one {
+				_ = f.Reload() // reads the secret files, and says what changed
+				continue
+			}
 			log.Info("reloading the hotels directory", slog.String("op", "reload"), slog.Any("dir", opts.Hotels.Dir))
 			if err := f.Reload(); err != nil {
 				log.Error("reload failed; the hotels running go on unchanged", slog.Any("error", err), slog.String("op", "reload"))

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
-	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/fleet"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -40,13 +41,15 @@ func startDaemon(t *testing.T, b *hotelKit) *daemonUnderTest {
 		t.Fatal(err)
 	}
 	d := &daemonUnderTest{t: t, cycles: make(chan sync.Report, 16), done: make(chan error, 1), cancel: cancel}
-	w, err := bridge.New(ctx, src.Env, cfg, sc, log, bridge.Options{AfterCycle: func(r sync.Report, _ error) { d.cycles <- r }})
+	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	tel := telemetry.New(log, telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
-	go func() { d.done <- serve(ctx, w, tel, make(chan os.Signal), nil) }()
+	fo := fleetOptions(src, cfg, sc, hc, log, telemetry.Options{Listen: "127.0.0.1:0", CycleMax: 20 * time.Minute, WatchdogEvery: -1, Notify: func(string) error { return nil }})
+	fo.AfterCycle = func(_ string, r sync.Report, _ error) { d.cycles <- r }
+	tel := fo.Telemetry
+	go func() { d.done <- serveFleet(ctx, fleet.New(ctx, fo), fo, make(chan os.Signal), nil) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -54,7 +57,6 @@ func startDaemon(t *testing.T, b *hotelKit) *daemonUnderTest {
 		case <-time.After(time.Minute): // a hang's report, not a timing
 			t.Error("the daemon did not stop")
 		}
-		w.Close()
 	})
 	d.tel = tel
 	return d
