@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	gosync "sync"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -61,15 +60,8 @@ type Bridge struct {
 	afterCycle  func(sync.Report, error)
 	afterBackup func(path string, err error)
 
-	// opts are the options New was given, for Rewire; secrets the secret
-	// files the wiring was made with.
-	opts    Options
-	secrets config.SecretFiles
-	// cycle is held by each cycle the scheduler runs and by Rewire, which
-	// so rewires between cycles. mu guards client, hd, engine and deps,
-	// which Rewire replaces.
-	cycle gosync.Mutex
-	mu    gosync.Mutex
+	// opts are the options New was given.
+	opts Options
 }
 
 // Options are the parts of the wiring a command or a test replaces.
@@ -130,9 +122,6 @@ func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync
 	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
 		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_FROM_HELPDESK: %w", err)
 	}
-	// Read before the secrets themselves: a file changed in between is
-	// seen by the next Rewire.
-	w.secrets = config.ReadSecretFiles(env, cfg.Adapter)
 	if w.client, err = w.newClient(); err != nil {
 		return nil, err
 	}
@@ -223,10 +212,8 @@ func openState(ctx context.Context, cfg config.Daemon, log *slog.Logger, fence i
 func (w *Bridge) Close() error {
 	var errs []error
 	w.flush("stop")
-	w.mu.Lock()
 	hd := w.hd
 	w.hd = nil
-	w.mu.Unlock()
 	if hd != nil {
 		errs = append(errs, hd.Close())
 	}
@@ -316,12 +303,7 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 		Deadline: deadline,
 		Workers:  w.opts.Workers,
 		Cycle: func(ctx context.Context) (sync.Report, error) {
-			w.cycle.Lock() // Rewire waits for the cycle
-			defer w.cycle.Unlock()
 			eng := w.Engine()
-			if eng == nil {
-				return sync.Report{}, errUnwired
-			}
 			if life != nil {
 				// The scheduler's deadline, on the context the cycle runs in.
 				var cancel context.CancelFunc
@@ -660,26 +642,13 @@ func (w *Bridge) Daemon() config.Daemon { return w.cfg }
 func (w *Bridge) Sync() sync.Config { return w.syncCfg }
 
 // API is the hotel's API client.
-func (w *Bridge) API() *guestapi.Client {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.client
-}
+func (w *Bridge) API() *guestapi.Client { return w.client }
 
 // Helpdesk is the hotel's helpdesk adapter; nil once closed.
-func (w *Bridge) Helpdesk() adapters.Helpdesk {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.hd
-}
+func (w *Bridge) Helpdesk() adapters.Helpdesk { return w.hd }
 
 // Store is the hotel's state; nil for a dry run and once closed.
 func (w *Bridge) Store() *state.Store { return w.store }
 
-// Engine is the hotel's engine; nil for a dry run, and after a Rewire
-// that failed.
-func (w *Bridge) Engine() *sync.Engine {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.engine
-}
+// Engine is the hotel's engine; nil for a dry run.
+func (w *Bridge) Engine() *sync.Engine { return w.engine }
