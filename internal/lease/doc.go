@@ -9,9 +9,10 @@
 // the timer that ends the hotel when the view ends, and the Guard of its
 // HTTP clients), the keeper of each database (Keeper, one per database
 // under Keepers, renewing on a goroutine of its own on an injected
-// Clock), and the lease of one hotel held on its own (Single: a daemon of
-// one hotel's, StandBy, and a command's, Take), renewed by a keeper of
-// its own: one loop renews every lease.
+// Clock), and the lease of one hotel a command holds on its own (Single,
+// Take), renewed by a keeper of its own: one loop renews every lease. A
+// daemon of one hotel holds its lease as a fleet of one, through the
+// fleet's balancer.
 //
 // A keeper never waits for a hotel: what runs the hotels (the fleet)
 // balances them through the Balancer it is given, starting and stopping

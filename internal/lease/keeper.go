@@ -3,7 +3,7 @@ package lease
 // This file keeps the leases of a replica: one keeper per database,
 // renewing on a goroutine of its own, on a clock that tests replace (see
 // lease.go for what the leases share and promise, single.go for the lease
-// of one hotel held on its own).
+// of one hotel a command holds on its own).
 
 import (
 	"context"

@@ -1,11 +1,9 @@
 package lease
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
@@ -112,24 +110,6 @@ func (db *oneDB) set(f func(db *oneDB)) {
 	f(db)
 }
 
-// logBuffer is a log written by the keepers' goroutines.
-type logBuffer struct {
-	mu gosync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // oneTTL is the tests' lease time. They run in synctest bubbles: each
 // time.Sleep below advances the bubble's fake clock once every goroutine
 // of the keeper is durably blocked, so a sleep is a step of the fake
@@ -177,72 +157,6 @@ func TestTakeRenewsOnAKeeper(t *testing.T) {
 		}
 		if !held.left {
 			t.Error("a refused take did not leave the database")
-		}
-	})
-}
-
-// TestStandByWaitsForTheHolder: a daemon of one hotel stands by, with
-// heartbeats, while another replica holds the lease, saying so once;
-// takes it at the tick after that replica let it go; and calls lost once
-// when the view ends without a renewal.
-func TestStandByWaitsForTheHolder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		logs := &logBuffer{}
-		log := slog.New(slog.NewTextHandler(logs, nil))
-		db := &oneDB{me: "b", holder: "a"}
-		var lost atomic.Int32
-		got := make(chan *Single, 1)
-		go func() {
-			sl, err := standBy(t.Context(), db, "postgres://db", state.DefaultHotel, "b", oneTTL, log, func() { lost.Add(1) })
-			if err != nil {
-				t.Errorf("standBy: %v", err)
-			}
-			got <- sl
-		}()
-		time.Sleep(3 * Tick(oneTTL))
-		synctest.Wait()
-		if len(got) != 0 {
-			t.Fatal("StandBy took the lease while another replica holds it")
-		}
-		if n := strings.Count(logs.String(), "standing by: replica a syncs hotel"); n != 1 {
-			t.Errorf("standing by said %d times, want once:\n%s", n, logs)
-		}
-		db.set(func(db *oneDB) { db.holder = "" })
-		time.Sleep(Tick(oneTTL))
-		synctest.Wait()
-		if len(got) != 1 {
-			t.Fatal("StandBy did not take the lease its holder let go")
-		}
-		sl := <-got
-		if !strings.Contains(logs.String(), "this daemon holds the lease of hotel default now") {
-			t.Errorf("no line says the daemon holds the lease:\n%s", logs)
-		}
-		if hb, _ := db.counts(); hb < 4 {
-			t.Errorf("%d heartbeats, want one a tick", hb)
-		}
-		db.set(func(db *oneDB) { db.fail = true })
-		time.Sleep(oneTTL)
-		synctest.Wait()
-		if n := lost.Load(); n != 1 || sl.Owned().Valid() {
-			t.Errorf("renewals failing past the view: lost called %d times, valid %t; want once, not valid", n, sl.Owned().Valid())
-		}
-		sl.Close()
-	})
-}
-
-// TestStandByStopped: a daemon stopped while it stands by returns its
-// context's error and leaves the database.
-func TestStandByStopped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		db := &oneDB{me: "b", holder: "a"}
-		ctx, cancel := context.WithCancel(t.Context())
-		time.AfterFunc(2*Tick(oneTTL), cancel)
-		sl, err := standBy(ctx, db, "postgres://db", state.DefaultHotel, "b", oneTTL, slog.New(slog.DiscardHandler), func() {})
-		if sl != nil || !errors.Is(err, context.Canceled) {
-			t.Errorf("standBy stopped: %v, %v; want context.Canceled", sl, err)
-		}
-		if !db.left {
-			t.Error("a daemon stopped standing by did not leave the database")
 		}
 	})
 }
