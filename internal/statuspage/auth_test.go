@@ -24,7 +24,7 @@ import (
 func guessingPage(t *testing.T, trusted ...netip.Prefix) (pageAt, *testutil.Buffer) {
 	t.Helper()
 	logs := &testutil.Buffer{}
-	s, err := New(Options{Source: newActingSource(), Token: testToken, TrustedProxies: trusted,
+	s, err := New(Options{Hotels: only(newActingSource()), One: true, Token: testToken, TrustedProxies: trusted,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestParallelGuessesJudgedUpToTheAllowance(t *testing.T) {
 		logs := &testutil.Buffer{}
 		src := &blockingSource{release: make(chan struct{})}
 		close(src.release)
-		s, err := New(Options{Source: src, Token: testToken, Renders: guesses, Waiting: guesses, ViewRate: -1,
+		s, err := New(Options{Hotels: only(src), One: true, Token: testToken, Renders: guesses, Waiting: guesses, ViewRate: -1,
 			Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		if err != nil {
 			t.Fatal(err)

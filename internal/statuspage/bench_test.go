@@ -30,7 +30,7 @@ func BenchmarkPage(b *testing.B) {
 	if err := h.Refresh(); err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Options{Source: h, Token: "0123456789abcdef-console", Now: func() time.Time { return t0 }, ViewRate: -1})
+	s, err := New(Options{Hotels: only(h), One: true, Token: "0123456789abcdef-console", Now: func() time.Time { return t0 }, ViewRate: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

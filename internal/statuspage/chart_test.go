@@ -50,7 +50,7 @@ func TestPageWording(t *testing.T) {
 	if err := h.CycleDone(r, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Source: h, Now: func() time.Time { return t0 }})
+	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}

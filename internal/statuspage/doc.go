@@ -41,13 +41,13 @@
 // have a budget of their own, and a request with a live session or the
 // console token is never refused: it only waits its turn to be drawn.
 //
-// A daemon of one hotel gives the [Server] its Source ([Options].Source)
-// and the page is at /: /tickets, /tickets/{id}, and the actions /retry,
-// /skip and /read-now. A daemon of many hotels gives it the list of its
-// hotels instead ([Options].Hotels, each a [Listed]: its Source, or none
-// and the reason it does not run); / then lists the hotels, the ones that
-// are not ready first, and each hotel's pages and actions are the same
-// under /hotels/{name}/. Sign-in (/login, /logout), the session and the
+// A daemon gives the [Server] the list of its hotels ([Options].Hotels,
+// each a [Listed]: its Source, or none and the reason it does not run).
+// A daemon of one hotel (a fleet of one, [Options].One) has its one
+// hotel's page at /: /tickets, /tickets/{id}, and the actions /retry,
+// /skip and /read-now. A daemon of many hotels has / list the hotels, the
+// ones that are not ready first, and each hotel's pages and actions the
+// same under /hotels/{name}/. Sign-in (/login, /logout), the session and the
 // token are the daemon's, one for all its hotels.
 //
 // The page answers only for the hosts it is opened at (the loopback

@@ -37,7 +37,7 @@ func TestOverviewShowsFullLists(t *testing.T) {
 		}
 	}
 	cycle(t0.Add(-time.Minute), `[{"status":"new","department":"housekeeping"}]`)
-	s, err := New(Options{Source: h, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

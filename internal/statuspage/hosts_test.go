@@ -14,7 +14,7 @@ import (
 // 127.0.0.1 (DNS rebinding), is refused 421 with what to set, so that the
 // site cannot read the page.
 func TestHostChecked(t *testing.T) {
-	s, err := New(Options{Source: newActingSource(), Token: testToken, ExternalHost: "bridge.example.com"})
+	s, err := New(Options{Hotels: only(newActingSource()), One: true, Token: testToken, ExternalHost: "bridge.example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,13 +73,40 @@ var linkRE = regexp.MustCompile(`(?:href|action)="([^"]*)"`)
 // shared are the links of every page that belong to no hotel.
 var shared = map[string]bool{"/": true, "/login": true, "/logout": true, "/assets/style.css": true, "/metrics": true}
 
-func TestNewWantsOneSourceOrHotels(t *testing.T) {
-	st := fixture(t, 1)
-	h := NewHotel("", st, nil)
-	for _, o := range []Options{{}, {Source: h, Hotels: func() []Listed { return nil }}} {
-		if _, err := New(o); err == nil || !strings.Contains(err.Error(), "Source") || !strings.Contains(err.Error(), "Hotels") {
-			t.Errorf("New with Source %v and Hotels %v: %v", o.Source != nil, o.Hotels != nil, err)
+func TestNewWantsHotels(t *testing.T) {
+	for _, o := range []Options{{}, {One: true}} {
+		if _, err := New(o); err == nil || !strings.Contains(err.Error(), "Hotels") {
+			t.Errorf("New without Hotels (One %t): %v", o.One, err)
 		}
+	}
+}
+
+// only lists src as the one hotel of a daemon of one hotel (Options.One).
+func only(src Source) func() []Listed {
+	return func() []Listed { return []Listed{{Name: "default", Source: src, Ready: true}} }
+}
+
+// TestOneHotelNotRunning: a daemon of one hotel whose hotel does not run
+// (it stands by, or is starting) answers its pages with why, at the one
+// hotel's paths.
+func TestOneHotelNotRunning(t *testing.T) {
+	s, err := New(Options{One: true, Hotels: func() []Listed {
+		return []Listed{{Name: "default", Ready: true, Reason: "not synced here: synced by replica b"}}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/tickets"} {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost"+path, nil))
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "synced by replica b") {
+			t.Errorf("GET %s while the hotel stands by: %d\n%s", path, rec.Code, rec.Body.String())
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost/hotels/default/", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("GET /hotels/default/ of a daemon of one hotel: %d, want 404", rec.Code)
 	}
 }
 

@@ -22,7 +22,7 @@ func TestOnDemandReadsOncePerCycle(t *testing.T) {
 	st := fixture(t, 5)
 	h := NewHotel("h", st, func() time.Time { return t0 }).OnDemand()
 	h.CycleReported(sync.Report{Start: t0.Add(-time.Minute), Outcome: sync.OutcomeOK})
-	s, err := New(Options{Source: h, Now: func() time.Time { return t0 }})
+	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func (b *blockingSource) Skip(string, string, string) (state.Entry, error)  { re
 func TestViewsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &blockingSource{release: make(chan struct{})}
-		s, err := New(Options{Source: src, Renders: 1, Waiting: 1, Now: func() time.Time { return t0 }})
+		s, err := New(Options{Hotels: only(src), One: true, Renders: 1, Waiting: 1, Now: func() time.Time { return t0 }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestViewRateBounded(t *testing.T) { synctest.Test(t, testViewRateBounded) }
 func testViewRateBounded(t *testing.T) {
 	src := &blockingSource{release: make(chan struct{})}
 	close(src.release)
-	s, err := New(Options{Source: src, ViewRate: 2, Now: func() time.Time { return t0 }})
+	s, err := New(Options{Hotels: only(src), One: true, ViewRate: 2, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestSameOriginBehindAProxy(t *testing.T) {
 		{"bridge.example.com", "null", false},
 		{"", "", true}, // no Origin: the CSRF token decides
 	} {
-		s, err := New(Options{Source: src, ExternalHost: tc.extern})
+		s, err := New(Options{Hotels: only(src), One: true, ExternalHost: tc.extern})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,7 +147,7 @@ func TestFloodLeavesOperatorsIn(t *testing.T) {
 	const local = "127.0.0.1:50000"
 	setUp := func(t *testing.T) (pageAt, *actingSource, *http.Cookie, string) {
 		src := newActingSource()
-		s, err := New(Options{Source: src, Token: testToken})
+		s, err := New(Options{Hotels: only(src), One: true, Token: testToken})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestViewsSharedByClients(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newActingSource()
 		// Views wait their turn however many: the rate alone decides.
-		s, err := New(Options{Source: src, Waiting: 4 * defaultViewRate * burstSeconds})
+		s, err := New(Options{Hotels: only(src), One: true, Waiting: 4 * defaultViewRate * burstSeconds})
 		if err != nil {
 			t.Fatal(err)
 		}

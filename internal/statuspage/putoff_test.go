@@ -34,7 +34,7 @@ func TestOverviewShowsPutOff(t *testing.T) {
 	if err := h.CycleDone(r, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Source: h, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

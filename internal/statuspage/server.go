@@ -35,12 +35,9 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	// Source is the hotel shown by a daemon that serves one. Exactly one
-	// of Source and Hotels is set.
-	Source Source
-	// Hotels lists the hotels of a daemon that serves many; it is called
-	// on every view and must be cheap. The page at / then lists them, and
-	// each hotel's pages are under /hotels/NAME/.
+	// Hotels lists the daemon's hotels; it is called on every view and
+	// must be cheap. The page at / lists them, and each hotel's pages are
+	// under /hotels/NAME/ (but see One).
 	Hotels func() []Listed
 	// One shows the one hotel Hotels lists (a daemon of one hotel, run as
 	// a fleet of one) where the page of one hotel is: at /, with no list
@@ -104,9 +101,8 @@ type Listed struct {
 
 // Server serves the status page. Make one with New.
 type Server struct {
-	src    Source          // the one hotel; nil with hotels
-	hotels func() []Listed // the many; nil with src
-	one    bool            // hotels lists one hotel, shown at /
+	hotels func() []Listed
+	one    bool // hotels lists one hotel, shown at /
 	auth   *auth
 	log    *slog.Logger
 	now    func() time.Time
@@ -127,18 +123,12 @@ type scope struct {
 	base string
 }
 
-// New returns the page of opts.Source, or of the hotels opts.Hotels lists.
+// New returns the page of the hotels opts.Hotels lists.
 func New(opts Options) (*Server, error) {
-	switch {
-	case opts.Source == nil && opts.Hotels == nil:
-		return nil, errors.New("status page: neither Source nor Hotels is set: say which hotel, or which hotels, the page shows")
-	case opts.Source != nil && opts.Hotels != nil:
-		return nil, errors.New("status page: both Source and Hotels are set: a page shows one hotel or lists many, not both")
+	if opts.Hotels == nil {
+		return nil, errors.New("status page: Hotels is not set: say which hotels the page shows")
 	}
-	if opts.One && opts.Hotels == nil {
-		return nil, errors.New("status page: One is set without Hotels: say where the one hotel is listed")
-	}
-	s := &Server{src: opts.Source, hotels: opts.Hotels, one: opts.One, log: opts.Logger, now: opts.Now}
+	s := &Server{hotels: opts.Hotels, one: opts.One, log: opts.Logger, now: opts.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -164,7 +154,7 @@ func New(opts Options) (*Server, error) {
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /logout", s.logout)
 	prefix := ""
-	if s.hotels != nil && !s.one {
+	if !s.one {
 		prefix = "/hotels/{hotel}"
 		m.HandleFunc("GET /{$}", s.list)
 		m.HandleFunc("GET "+prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -188,14 +178,11 @@ var actions = []struct{ path, name string }{
 	{"skip", "skip"},
 }
 
-// in runs h on the hotel of r: the one hotel, or the one of many that the
-// path names. An unknown hotel is a 404, one that does not run a 503.
+// in runs h on the hotel of r: the one hotel (One), or the one of many
+// that the path names. An unknown hotel is a 404, one that does not run a
+// 503.
 func (s *Server) in(h func(http.ResponseWriter, *http.Request, scope)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.hotels == nil {
-			h(w, r, scope{src: s.src})
-			return
-		}
 		if s.one {
 			reason := "it is starting"
 			for _, l := range s.hotels() {
@@ -342,7 +329,7 @@ type view struct {
 
 // view returns the view of r on the hotel p (p.src nil: of no hotel).
 func (s *Server) view(r *http.Request, p scope, title string) view {
-	v := view{Title: title, Base: p.base, InHotel: p.src != nil, Fleet: s.hotels != nil && !s.one, Actions: s.auth.enabled(), Now: s.now()}
+	v := view{Title: title, Base: p.base, InHotel: p.src != nil, Fleet: !s.one, Actions: s.auth.enabled(), Now: s.now()}
 	if p.src != nil {
 		v.Hotel = p.src.Name()
 	}

@@ -114,7 +114,7 @@ func newTestPageWith(t *testing.T, token string, set func(*Options)) *testPage {
 		t.Fatal(err)
 	}
 	logs := &testutil.Buffer{}
-	opts := Options{Source: h, Token: token, Now: func() time.Time { return t0 },
+	opts := Options{Hotels: only(h), One: true, Token: token, Now: func() time.Time { return t0 },
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	if set != nil {
 		set(&opts)

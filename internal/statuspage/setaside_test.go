@@ -22,7 +22,7 @@ func TestOverviewListsStaffFilesSetAside(t *testing.T) {
 		if onDemand {
 			h.OnDemand()
 		}
-		s, err := New(Options{Source: h, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+		s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
