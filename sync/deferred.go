@@ -28,7 +28,7 @@ import (
 // it changed, a failure, a command) makes a new revision, and the stored
 // record wins. What is kept is stored with the next cycle record (a busy
 // cycle's, or a quiet run's once in ten minutes: quietRecordEvery), and
-// when the daemon stops or rewires (Flush). A crash loses it, which costs
+// when the daemon stops (Flush). A crash loses it, which costs
 // a read (or a reconcile) of those tickets in the next cycle: a read
 // finds what it finds, so nothing is missed and nothing is sent twice.
 

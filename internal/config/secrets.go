@@ -2,8 +2,8 @@ package config
 
 // This file is what a hotel runs with besides its variables: the secret
 // files it reads (the API key, the helpdesk's token or password, the
-// webhook secret), so that a reload restarts, or rewires, exactly the
-// hotels whose secrets changed.
+// webhook secret), so that a reload restarts exactly the hotels whose
+// secrets changed.
 
 import (
 	"context"
