@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -72,8 +73,10 @@ type Fleet struct {
 	// through failed, for its service manager to restart it.
 	one    bool
 	failed chan error
-	log    *slog.Logger
-	tel    *telemetry.Telemetry
+	// started is set once a fleet of one's hotel started the first time.
+	started atomic.Bool
+	log     *slog.Logger
+	tel     *telemetry.Telemetry
 	// slots bound the API and helpdesk requests in flight across hotels:
 	// every hotel's chain (see newRunning) holds one per request. api is
 	// the client every hotel's API client wraps.

@@ -209,7 +209,7 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 		f.tel.ShowPage(name, page.Hotel)
 		rh.page = page
 	}
-	if f.one {
+	if f.one && f.started.CompareAndSwap(false, true) { // a restart says "hotel started"
 		v, _, _ := version.Get()
 		log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", h.Daemon.Adapter), slog.Any("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL))
 	} else {
