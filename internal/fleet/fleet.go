@@ -46,7 +46,8 @@ type Options struct {
 	// bridge.NewAPIClient's.
 	HTTPClient *http.Client
 	// Slots bound the API and helpdesk requests in flight across the
-	// hotels; nil is httpx.NewSlots(Hotels.MaxInFlight).
+	// hotels; nil is httpx.NewSlots(Hotels.MaxInFlight), or none in a
+	// fleet of one.
 	Slots httpx.Slots
 	// AfterCycle, when set, is called after each cycle of each hotel.
 	AfterCycle func(hotel string, r sync.Report, err error)
@@ -157,6 +158,12 @@ func New(life context.Context, opts Options) *Fleet {
 		slots: slots, imports: sync.NewImports(opts.Hotels.MaxInFlight), workers: gopool.New(workerIdle), api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
 		elsewhere: map[string]map[string]string{}, assigned: map[string]assignment{}}
+	if f.one && opts.Slots == nil {
+		// What bounds a fleet's hotels together bounds nothing of one
+		// hotel: its requests and large imports run as its settings say
+		// (TICKETBRIDGE_CONCURRENCY), as a daemon of one hotel's always did.
+		f.slots, f.imports = nil, nil
+	}
 	f.keeper = lease.NewKeepers(lease.Options{TTL: opts.Hotels.LeaseTTL, Logger: opts.Logger, Clock: clock, Open: opts.OpenLeases}, balancer{f})
 	return f
 }
