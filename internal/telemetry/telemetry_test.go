@@ -501,3 +501,30 @@ func TestInterruptedCycleKeepsReadiness(t *testing.T) {
 		t.Errorf("an interrupted cycle counted as failed: %v", n)
 	}
 }
+
+// TestOneHotelStatusReachesSystemd: a daemon of one hotel, run as a
+// fleet of one, tells systemd its hotel's last cycle (the Status line of
+// systemctl status) as it always did; a hotel of many tells it nothing.
+func TestOneHotelStatusReachesSystemd(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		new  func(Options) *Telemetry
+		want bool
+	}{
+		{"one", func(o Options) *Telemetry { return NewOne(nil, o) }, true},
+		{"many", func(o Options) *Telemetry { return NewFleet(nil, nil, o) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sent := make(chan string, 100)
+			tel := c.new(Options{Notify: func(s string) error { sent <- s; return nil }, WatchdogEvery: -1})
+			tel.Hotel("default").CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true, Mirrored: 2}, nil)
+			got := false
+			for _, s := range drain(sent) {
+				got = got || strings.HasPrefix(s, "STATUS=last cycle ok at ") && strings.Contains(s, "mirrored 2")
+			}
+			if got != c.want {
+				t.Errorf("systemd told of the hotel's cycle: %t, want %t", got, c.want)
+			}
+		})
+	}
+}
