@@ -75,11 +75,17 @@ func (t *Telemetry) SetElsewhere(m map[string]string) {
 // had: a hotel restarted after an edit starts its counters again. Its
 // endpoints, watchdog and systemd notifications are the daemon's.
 func (t *Telemetry) Hotel(name string) *Telemetry {
+	log, notify := t.log.With("hotel", name), func(string) error { return nil }
+	if t.hotels.one {
+		// A daemon of one hotel: its hotel's lines and systemd's Status
+		// line are the daemon's.
+		log, notify = t.log, t.notify
+	}
 	h := &Telemetry{
 		cfg:           Options{CycleMax: t.cfg.CycleMax},
-		log:           t.log.With("hotel", name),
+		log:           log,
 		now:           t.now,
-		notify:        func(string) error { return nil },
+		notify:        notify,
 		watchdogEvery: -1,
 		m:             newMetrics(), // sent by the daemon's exposition
 		prop:          newPropagationMetrics(),
