@@ -358,3 +358,16 @@ func rawHotelsText(t *testing.T, r io.Reader) (string, []string) {
 	}
 	return b.String(), names
 }
+
+// TestOneHotelCountersOutliveItsRestarts: the counters of a daemon of one
+// hotel go on across its hotel's restarts (a secret file changed, its
+// lease taken again), as they did when the hotel was rewired in place.
+func TestOneHotelCountersOutliveItsRestarts(t *testing.T) {
+	one := NewOne(nil, Options{})
+	one.Hotel("default").CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
+	one.DropHotel("default", "")
+	one.Hotel("default").CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
+	if text := oneHotelText(t, one, ""); !strings.Contains(text, `ticketbridge_cycles_total{outcome="ok"} 2`) {
+		t.Errorf("after a restart the scrape does not count both cycles:\n%s", text)
+	}
+}
