@@ -72,23 +72,24 @@ func (t *Telemetry) SetElsewhere(m map[string]string) {
 }
 
 // Hotel returns a new telemetry for the hotel name, replacing the one it
-// had: a hotel restarted after an edit starts its counters again. Its
+// had: a hotel restarted after an edit starts its counters again (but
+// the one hotel of a fleet of one, whose series are the daemon's). Its
 // endpoints, watchdog and systemd notifications are the daemon's.
 func (t *Telemetry) Hotel(name string) *Telemetry {
-	log, notify := t.log.With("hotel", name), func(string) error { return nil }
-	if t.hotels.one {
-		// A daemon of one hotel: its hotel's lines and systemd's Status
-		// line are the daemon's.
-		log, notify = t.log, t.notify
-	}
 	h := &Telemetry{
 		cfg:           Options{CycleMax: t.cfg.CycleMax},
-		log:           log,
+		log:           t.log.With("hotel", name),
 		now:           t.now,
-		notify:        notify,
+		notify:        func(string) error { return nil },
 		watchdogEvery: -1,
 		m:             newMetrics(), // sent by the daemon's exposition
 		prop:          newPropagationMetrics(),
+	}
+	if t.hotels.one {
+		// A daemon of one hotel: its hotel's lines, systemd's Status line
+		// and its series are the daemon's, which go on across the hotel's
+		// restarts (a secret file changed, the lease taken again).
+		h.log, h.notify, h.m, h.prop = t.log, t.notify, t.m, t.prop
 	}
 	t.hotels.mu.Lock()
 	t.hotels.tels[name] = h
@@ -122,17 +123,11 @@ func (t *Telemetry) ClearBroken(name string) {
 // order (each family sorts its series), and whether they carry their
 // hotel's label: a daemon of one hotel's are its own, with none.
 func (t *Telemetry) hotelSeries() ([]hotelSeries, bool) {
-	if t.hotels == nil {
+	if t.hotels == nil || t.hotels.one {
 		return []hotelSeries{{m: t.m, prop: t.prop}}, false
 	}
 	t.hotels.mu.Lock()
 	defer t.hotels.mu.Unlock()
-	if t.hotels.one {
-		for _, h := range t.hotels.tels {
-			return []hotelSeries{{m: h.m, prop: h.prop}}, false
-		}
-		return []hotelSeries{{m: t.m, prop: t.prop}}, false // not running yet, or standing by
-	}
 	hotels := make([]hotelSeries, 0, len(t.hotels.tels))
 	for name, h := range t.hotels.tels {
 		hotels = append(hotels, hotelSeries{name: name, m: h.m, prop: h.prop})

@@ -149,7 +149,7 @@ func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
 // count of panics): its metrics are those a daemon of one hotel always
 // had.
 func NewOne(log *slog.Logger, opts Options) *Telemetry {
-	t := New(log, opts) // its series stand for the hotel's until it runs
+	t := New(log, opts) // its series are the hotel's (see Hotel)
 	t.hotels = &hotelBoard{one: true, tels: map[string]*Telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}}
 	return t
 }
