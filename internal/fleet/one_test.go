@@ -115,7 +115,7 @@ func TestOneHotelStandsByWhenItsLeaseIsTakenOver(t *testing.T) {
 	fx.MainVars["TICKETBRIDGE_STATE"] = db
 	fx.WriteHotel("alpha", nil)
 	ctx := t.Context()
-	replica := func() (*Fleet, *testutil.Buffer) {
+	replica := func() (*Fleet, *testutil.Buffer, *telemetry.Telemetry) {
 		logs := &testutil.Buffer{}
 		opts := fx.oneOptions(ctx, "alpha", slog.New(slog.NewTextHandler(logs, nil)))
 		opts.Clock = leasetest.NewClock() // balanced by the test, not by ticks
@@ -125,19 +125,22 @@ func TestOneHotelStandsByWhenItsLeaseIsTakenOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.balance()
-		return f, logs
+		return f, logs, opts.Telemetry
 	}
-	a, _ := replica()
+	a, _, _ := replica()
 	balanceUntil(t, a, []string{"alpha"})
 
 	// Another daemon of the hotel starts: it stands by.
-	b, blogs := replica()
+	b, blogs, btel := replica()
 	b.balance()
 	if got := b.Running(); len(got) != 0 {
 		t.Fatalf("the second daemon runs %v while the first holds the lease", got)
 	}
 	if !strings.Contains(blogs.String(), "standing by: replica "+a.Replica()) {
 		t.Errorf("the second daemon does not say it stands by:\n%s", blogs.String())
+	}
+	if ok, body := btel.Readiness(time.Now()); !ok || body != "not synced here: synced by replica "+a.Replica() {
+		t.Errorf("/readyz of the daemon standing by: %t %q", ok, body)
 	}
 
 	// The first's lease lapses (cut off from the database) and the second
