@@ -42,6 +42,10 @@ type fakeLeases struct {
 	// afterRenew, when set, runs once after the next renewal reached the
 	// database and before its answer reaches the keeper.
 	afterRenew func()
+	// others are the live leases of other replicas (hotel -> replica),
+	// which Take leaves alone; releases counts the calls of Release.
+	others   map[string]string
+	releases int
 }
 
 type fakeRenewal struct {
@@ -50,10 +54,19 @@ type fakeRenewal struct {
 	held   []string // the hotels whose leases this replica held then
 }
 
-// Heartbeat returns no lease: this replica is the only one, and its own
+// Heartbeat returns the other replicas' leases only: this replica's own
 // live leases are not among those a heartbeat reads.
 func (db *fakeLeases) Heartbeat(context.Context) ([]string, []state.Owner, error) {
-	return []string{db.replica}, nil, nil
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	replicas := []string{db.replica}
+	var holders []state.Owner
+	for hotel, r := range db.others {
+		replicas = append(replicas, r)
+		holders = append(holders, state.Owner{Hotel: hotel, Replica: r, Live: true})
+	}
+	slices.Sort(replicas)
+	return slices.Compact(replicas), holders, nil
 }
 
 func (db *fakeLeases) Take(_ context.Context, hotels []string) ([]state.Lease, error) {
@@ -62,6 +75,9 @@ func (db *fakeLeases) Take(_ context.Context, hotels []string) ([]state.Lease, e
 	db.takes++
 	var out []state.Lease
 	for _, hotel := range hotels {
+		if _, theirs := db.others[hotel]; theirs {
+			continue
+		}
 		db.fence++
 		db.held[hotel] = db.fence
 		out = append(out, state.Lease{Hotel: hotel, Fence: db.fence, Until: db.clock.Now().Add(db.life)})
@@ -97,6 +113,7 @@ func (db *fakeLeases) Renew(_ context.Context, leases []state.Lease) (state.Rene
 func (db *fakeLeases) Release(_ context.Context, l state.Lease) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	db.releases++
 	if db.held[l.Hotel] == l.Fence {
 		delete(db.held, l.Hotel)
 	}
