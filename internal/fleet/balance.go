@@ -82,6 +82,12 @@ func (b balancer) Failed(k *lease.Keeper, err error) (retire bool) {
 	if len(names) == 0 {
 		return f.retire(k)
 	}
+	if f.one {
+		// The daemon of one hotel cannot run without its database: it
+		// stops with the error, as it always did.
+		f.fail(err)
+		return false
+	}
 	f.log.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names), slog.String("op", "lease"))
 	for _, n := range names {
 		if _, ok := f.hotels[n]; !ok {
@@ -110,11 +116,13 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Owner
 	for _, hl := range lost {
 		name := hl.Get().Hotel
 		opLog.Warn("hotel stopped: its lease was taken over by another replica", slog.Any("hotel", name))
+		// Both runs of a hotel restarting under hl (see restart) end.
+		if rh, ok := f.handing[name]; ok && rh.lease == hl {
+			rh.kill()
+		}
 		if rh, ok := f.hotels[name]; ok && rh.lease == hl {
 			rh.kill()
 			f.handOver(name, rh)
-		} else if rh, ok := f.handing[name]; ok && rh.lease == hl {
-			rh.kill()
 		}
 	}
 	if f.stopping || f.life.Err() != nil {
@@ -129,7 +137,7 @@ func (b balancer) Plan(k *lease.Keeper, replicas []string, holders []state.Owner
 			continue
 		}
 		delete(f.hotels, name)
-		f.closeLater(name, rh)
+		f.closeLater(name, rh, false)
 		if rh.life.Err() == nil {
 			f.backoff[name] = f.clock.Now().Add(startBackoff)
 		}
@@ -293,7 +301,7 @@ func (b balancer) Start(name string, hl *lease.Owned) bool {
 	}
 	rh := f.newRunning(h, hl)
 	f.hotels[name] = rh
-	go f.run(rh, nil)
+	go f.run(rh)
 	return true
 }
 

@@ -251,9 +251,18 @@ func (f *Fleet) Reload() error {
 		if ok {
 			secrets = rh.conf.Secrets.Changed(h.Secrets)
 		}
-		if ok && h.File.Sum == rh.conf.File.Sum && len(secrets) == 0 && rh.alive() {
-			if f.one {
+		if ok && h.File.Sum == rh.conf.File.Sum && rh.alive() {
+			// Named, never shown: the files' contents stay unread here.
+			switch {
+			case len(secrets) > 0 && f.one:
+				f.log.Info("secret files changed: the hotel is rewired with them after its cycle in flight", slog.Any("changed", secrets), slog.String("op", "reload"))
+			case len(secrets) > 0:
+				f.log.Info("hotel restarting: a secret file it reads changed", slog.Any("hotel", name), slog.Any("changed", secrets), slog.String("op", "reload"))
+			case f.one:
 				f.log.Info(unchanged(h), slog.String("op", "reload"))
+			}
+			if len(secrets) > 0 {
+				f.restart(name, rh, h) // under its lease, not waited for
 			}
 			continue
 		}
@@ -264,8 +273,6 @@ func (f *Fleet) Reload() error {
 		switch {
 		case !ok:
 			f.log.Info("hotel stopping: its file is gone", slog.Any("hotel", name), slog.String("op", "reload"))
-		case f.one && len(secrets) > 0:
-			f.log.Info("secret files changed: the hotel is rewired with them after its cycle in flight", slog.Any("changed", secrets), slog.String("op", "reload"))
 		case h.File.Sum == rh.conf.File.Sum && len(secrets) > 0:
 			// Named, never shown: the files' contents stay unread here.
 			f.log.Info("hotel restarting: a secret file it reads changed", slog.Any("hotel", name), slog.Any("changed", secrets), slog.String("op", "reload"))
@@ -377,13 +384,12 @@ func (f *Fleet) startFile(h config.Hotel) {
 	if _, here := f.hotels[name]; here {
 		return
 	}
-	var prev <-chan struct{}
-	if old, ok := f.handing[name]; ok {
-		prev = old.closed
-	}
 	rh := f.newRunning(h, nil)
+	if old, ok := f.handing[name]; ok {
+		rh.prev = old.closed
+	}
 	f.hotels[name] = rh
-	go f.run(rh, prev)
+	go f.run(rh)
 }
 
 // Stop stops every hotel, waiting for the cycles in flight, closes their

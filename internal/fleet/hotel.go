@@ -58,6 +58,10 @@ type runningHotel struct {
 	closed chan struct{}
 	// lease is the hotel's lease; nil for a hotel whose state is a file.
 	lease *lease.Owned
+	// prev, when set, is closed once the hotel's previous run (before a
+	// restart) closed: this run wires the hotel after it, and closes
+	// after it too.
+	prev <-chan struct{}
 	// page is the hotel's source of the status page (nil: none); its
 	// goroutine sets it, read it after done.
 	page *bridge.Console
@@ -82,7 +86,7 @@ func (rh *runningHotel) setBridge(w *bridge.Bridge) {
 	rh.w = w
 }
 
-// run is the hotel's goroutine. It waits for prev (the hotel's previous
+// run is the hotel's goroutine. It waits for rh.prev (the hotel's previous
 // run letting its state and helpdesk go), then wires and runs the hotel
 // until it is stopped. A panic in the hotel's cycle, adapter or state is
 // recovered here: it is logged with its stack and counted, the hotel is
@@ -90,12 +94,12 @@ func (rh *runningHotel) setBridge(w *bridge.Bridge) {
 // startBackoff; a leased hotel ends, and its keeper leaves it to the
 // other replicas for as long. The other hotels go on. In a fleet of one
 // the panic ends the daemon instead (see Fleet.Failed).
-func (f *Fleet) run(rh *runningHotel, prev <-chan struct{}) {
+func (f *Fleet) run(rh *runningHotel) {
 	defer close(rh.done)
 	defer rh.wiredOnce.Do(func() { close(rh.wired) })
-	if prev != nil {
+	if rh.prev != nil {
 		select {
-		case <-prev:
+		case <-rh.prev:
 		case <-rh.sctx.Done():
 			return
 		}
@@ -166,11 +170,8 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 		w, err = f.wire(life, h.Env, h.Daemon, h.Sync, log, rh.opts)
 		if err != nil {
 			// A folder the service may not write gets check's fix.
-			err = config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount())
 			rh.wiredOnce.Do(func() { close(rh.wired) })
-			log.Error("hotel not started", slog.Any("error", err), slog.Duration("backoff", startBackoff), slog.String("op", "start"))
-			f.tel.DropHotel(name, err.Error())
-			f.failStart(rh, err)
+			f.notStarted(rh, "hotel not started", config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount()), slog.Duration("backoff", startBackoff))
 			return nil, false
 		}
 		rh.setBridge(w)
@@ -182,10 +183,7 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 	// no longer counts for the watchdog: the others go on, and the
 	// next reload tries it again.
 	if err := w.Start(sctx); err != nil {
-		err = config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount())
-		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.DropHotel(name, err.Error())
-		f.failStart(rh, err)
+		f.notStarted(rh, "hotel stopped", config.WithFix(err, h.Daemon, h.Env, config.CurrentAccount()))
 		return nil, false
 	}
 	tel := rh.tel
@@ -196,9 +194,7 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 		sched = sync.Spread(sched, name)
 	}
 	if err := tel.Start(sctx, nil, sched, w.Engine().Interval(), func() (state.Stats, error) { return w.Store().StatsOnCommit(sctx) }); err != nil {
-		log.Error("hotel stopped", slog.Any("error", err), slog.String("op", "start"))
-		f.tel.DropHotel(name, err.Error())
-		f.failStart(rh, err)
+		f.notStarted(rh, "hotel stopped", err)
 		return nil, false
 	}
 	// The hotel's page on the status page, fed after each of its
@@ -233,12 +229,19 @@ func (f *Fleet) serve(rh *runningHotel, s *sync.Scheduler) (panicked bool) {
 	return false
 }
 
-// failStart ends a fleet of one whose hotel could not start with err,
-// unless the hotel was being stopped (then err is the stop's).
-func (f *Fleet) failStart(rh *runningHotel, err error) {
-	if rh.sctx.Err() == nil {
-		f.fail(err)
+// notStarted lists a hotel that could not start as failing, with err,
+// and logs it as msg. A fleet of one ends with err instead, which the
+// daemon prints as it exits, unless the hotel was being stopped (then err
+// is the stop's).
+func (f *Fleet) notStarted(rh *runningHotel, msg string, err error, attrs ...any) {
+	f.tel.DropHotel(rh.conf.Name(), err.Error())
+	if f.one {
+		if rh.sctx.Err() == nil {
+			f.fail(err)
+		}
+		return
 	}
+	rh.log.Error(msg, append([]any{slog.Any("error", err), slog.String("op", "start")}, attrs...)...)
 }
 
 // panicked logs and counts a panic of the hotel's start or cycle, and
@@ -297,20 +300,39 @@ func (f *Fleet) handOver(name string, rh *runningHotel) {
 	rh.stop()
 	delete(f.hotels, name)
 	f.tel.DropHotel(name, "")
-	f.closeLater(name, rh)
+	f.closeLater(name, rh, false)
 }
 
-// closeLater closes a stopped hotel's wiring once its goroutine ended,
-// then gives its lease back, so that the next holder (or the hotel's
-// next run here) finds the state, the helpdesk's listener and folder let
-// go; until then the hotel is stopping (handing), and not started again
-// here. rh.closed is closed after. Stop waits for it. Hold f.mu.
-func (f *Fleet) closeLater(name string, rh *runningHotel) {
+// restart stops a hotel after its cycle in flight and starts it again
+// with h once it closed, under the lease it holds: a hotel whose secret
+// files changed. Its lease is never given back meanwhile, so that no
+// other replica takes the hotel in between, and it is never off the
+// hotels running (nor off /readyz). Hold f.mu.
+func (f *Fleet) restart(name string, rh *runningHotel, h config.Hotel) {
+	rh.stop()
+	f.closeLater(name, rh, true)
+	next := f.newRunning(h, rh.lease)
+	next.prev = rh.closed
+	f.hotels[name] = next
+	go f.run(next)
+}
+
+// closeLater closes a stopped hotel's wiring once its goroutine ended
+// (and its previous run closed), then gives its lease back unless the
+// hotel restarts under it (keep), so that the next holder (or the
+// hotel's next run here) finds the state, the helpdesk's listener and
+// folder let go; until then the hotel is stopping (handing), and not
+// started again here. rh.closed is closed after. Stop waits for it. Hold
+// f.mu.
+func (f *Fleet) closeLater(name string, rh *runningHotel, keep bool) {
 	f.handing[name] = rh
 	f.closing.Go(func() {
 		<-rh.done
+		if rh.prev != nil {
+			<-rh.prev
+		}
 		f.closeWiring(rh)
-		if rh.lease != nil {
+		if rh.lease != nil && !keep {
 			rh.lease.StopTimer()
 			rh.lease.Keeper().Release(rh.lease)
 		}

@@ -139,7 +139,7 @@ func TestOneHotelStandsByWhenItsLeaseIsTakenOver(t *testing.T) {
 	if !strings.Contains(blogs.String(), "standing by: replica "+a.Replica()) {
 		t.Errorf("the second daemon does not say it stands by:\n%s", blogs.String())
 	}
-	if ok, body := btel.Readiness(time.Now()); !ok || body != "not synced here: synced by replica "+a.Replica() {
+	if ok, body := btel.Readiness(time.Now()); ok || body != "standing by: synced by replica "+a.Replica() {
 		t.Errorf("/readyz of the daemon standing by: %t %q", ok, body)
 	}
 

@@ -134,10 +134,14 @@ func (hl *Owned) End() {
 	hl.lease.Until = time.Time{}
 }
 
-// ExpireWith arms the timer that calls lost when the view ends.
+// ExpireWith arms the timer that calls lost when the view ends, in
+// place of the one armed before (a hotel restarted under its lease).
 func (hl *Owned) ExpireWith(lost func()) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
+	if hl.timer != nil {
+		hl.timer.Stop()
+	}
 	hl.timer = hl.clock.AfterFunc(hl.lease.Until.Sub(hl.clock.Now()), lost)
 }
 

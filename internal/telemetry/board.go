@@ -22,9 +22,13 @@ import (
 // hotelBoard is the set of the hotels' telemetries.
 type hotelBoard struct {
 	// one is set in a fleet of one (NewOne): its hotel's series and
-	// readiness are the daemon's, with no hotel label.
-	one bool
-	mu  gosync.Mutex
+	// readiness are the daemon's, with no hotel label. Its hotel keeps one
+	// telemetry, hotel, across its restarts (see Telemetry.Hotel);
+	// standing is why it stands by, last told to systemd.
+	one      bool
+	hotel    *Telemetry
+	standing string
+	mu       gosync.Mutex
 	// tels holds the running hotels'; broken the reasons of the hotels
 	// whose configuration or start failed.
 	tels   map[string]*Telemetry
@@ -64,38 +68,59 @@ func (t *Telemetry) HotelPanicked(name string) {
 }
 
 // SetElsewhere sets the hotels other replicas sync: /readyz lists them
-// as ready here, saying where they are.
+// as ready here, saying where they are. A fleet of one whose hotel does
+// not run here stands by: it tells systemd it is ready (it runs as it
+// should) and why it syncs nothing.
 func (t *Telemetry) SetElsewhere(m map[string]string) {
-	t.hotels.mu.Lock()
-	defer t.hotels.mu.Unlock()
-	t.hotels.elsewhere = m
+	b := t.hotels
+	b.mu.Lock()
+	b.elsewhere = m
+	var why string
+	for n, w := range m {
+		if _, running := b.tels[n]; b.one && !running {
+			why = w
+		}
+	}
+	changed := why != b.standing
+	b.standing = why
+	b.mu.Unlock()
+	if why != "" && changed {
+		t.sendReady()
+		t.send("STATUS=standing by: " + why)
+	}
 }
 
 // Hotel returns a new telemetry for the hotel name, replacing the one it
-// had: a hotel restarted after an edit starts its counters again (but
-// the one hotel of a fleet of one, whose series are the daemon's). Its
-// endpoints, watchdog and systemd notifications are the daemon's.
+// had: a hotel restarted after an edit starts its counters again. Its
+// endpoints, watchdog and systemd notifications are the daemon's. The
+// one hotel of a fleet of one keeps one telemetry across its restarts (a
+// secret file changed, the lease taken again), on the daemon's series and
+// notifications: its counters, its health and what systemd is told go
+// on from its last cycle, as a daemon of one hotel's always did.
 func (t *Telemetry) Hotel(name string) *Telemetry {
-	h := &Telemetry{
-		cfg:           Options{CycleMax: t.cfg.CycleMax},
-		log:           t.log.With("hotel", name),
-		now:           t.now,
-		notify:        func(string) error { return nil },
-		watchdogEvery: -1,
-		m:             newMetrics(), // sent by the daemon's exposition
-		prop:          newPropagationMetrics(),
+	b := t.hotels
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.hotel
+	switch {
+	case h != nil: // the one hotel's, started again
+	case b.one:
+		h = &Telemetry{cfg: Options{CycleMax: t.cfg.CycleMax}, log: t.log, now: t.now, notify: t.notify, ready: t.ready, watchdogEvery: -1, m: t.m, prop: t.prop}
+		b.hotel = h
+	default:
+		h = &Telemetry{
+			cfg:           Options{CycleMax: t.cfg.CycleMax},
+			log:           t.log.With("hotel", name),
+			now:           t.now,
+			notify:        func(string) error { return nil },
+			watchdogEvery: -1,
+			m:             newMetrics(), // sent by the daemon's exposition
+			prop:          newPropagationMetrics(),
+		}
 	}
-	if t.hotels.one {
-		// A daemon of one hotel: its hotel's lines, systemd's Status line
-		// and its series are the daemon's, which go on across the hotel's
-		// restarts (a secret file changed, the lease taken again).
-		h.log, h.notify, h.m, h.prop = t.log, t.notify, t.m, t.prop
-	}
-	t.hotels.mu.Lock()
-	t.hotels.tels[name] = h
-	delete(t.hotels.broken, name)
-	delete(t.hotels.pages, name)
-	t.hotels.mu.Unlock()
+	b.tels[name] = h
+	delete(b.broken, name)
+	delete(b.pages, name)
 	return h
 }
 
@@ -214,6 +239,9 @@ func (b *hotelBoard) judge(now time.Time) []hotelReadiness {
 			h.m.ready.Set(boolFloat(hr.ok))
 		case broken[n] != "":
 			hr.reason = "failed to start: " + oneLine(broken[n])
+		case elsewhere[n] != "" && b.one:
+			// A daemon of one hotel that syncs nothing is not ready.
+			hr.reason = "standing by: " + elsewhere[n]
 		case elsewhere[n] != "":
 			hr.ok, hr.reason = true, "not synced here: "+elsewhere[n]
 		default:
@@ -235,12 +263,12 @@ func (t *Telemetry) Readiness(now time.Time) (bool, string) {
 	}
 	hs := t.hotels.judge(now)
 	if t.hotels.one {
-		if len(hs) == 0 { // not started yet
-			ok, reason := t.Ready(now)
-			t.m.ready.Set(boolFloat(ok))
-			return ok, reason
+		ok, reason := t.Ready(now) // its hotel not started yet
+		if len(hs) > 0 {
+			ok, reason = hs[0].ok, hs[0].reason
 		}
-		return hs[0].ok, hs[0].reason
+		t.m.ready.Set(boolFloat(ok))
+		return ok, reason
 	}
 	var lines, failing []string
 	for _, h := range hs {

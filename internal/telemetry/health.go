@@ -45,6 +45,9 @@ func (t *Telemetry) runWatchdog(ctx context.Context, tick <-chan time.Time) {
 // FeedWatchdog sends one WATCHDOG=1 when the daemon counts as alive and
 // reports whether it did.
 func (t *Telemetry) FeedWatchdog() bool {
+	if t.ready != nil && !t.ready.Load() {
+		return false // a fleet of one's hotel not started yet: READY comes first
+	}
 	now := t.now()
 	until := t.AliveUntil()
 	alive := now.Before(until)

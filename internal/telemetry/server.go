@@ -30,13 +30,22 @@ const (
 // line naming the endpoints). sched and interval are the engine's schedule;
 // stats summarises the state file after each cycle (nil: not summarised).
 // A listener that cannot be bound is an error: nothing is started then.
+//
+// A fleet of one's telemetry tells systemd nothing at its start: its
+// hotel's does, once started (or the daemon once it stands by, see
+// SetElsewhere). Started again (the hotel restarted), a telemetry keeps
+// the health of its last cycle and tells systemd nothing new.
 func (t *Telemetry) Start(ctx context.Context, page Page, sched cron.Schedule, interval time.Duration, stats func() (state.Stats, error)) error {
 	t.mu.Lock()
+	first := t.begun.IsZero()
 	t.sched, t.interval, t.stats = sched, interval, stats
 	t.begun = t.now()
 	t.nextDue = t.begun // the first cycle runs at once
+	t.running = false
 	t.mu.Unlock()
-	t.m.ready.Set(0)
+	if first {
+		t.m.ready.Set(0)
+	}
 
 	if t.cfg.Listen != "" {
 		ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", t.cfg.Listen)
@@ -61,8 +70,10 @@ func (t *Telemetry) Start(ctx context.Context, page Page, sched cron.Schedule, i
 
 	// READY first, then the watchdog: a ping never comes before it,
 	// however late the watchdog's goroutine runs.
-	t.send(daemon.SdNotifyReady)
-	t.send("STATUS=started; the first cycle is running")
+	if first && (t.hotels == nil || !t.hotels.one) {
+		t.sendReady()
+		t.send("STATUS=started; the first cycle is running")
+	}
 	every := t.watchdogEvery
 	if every == 0 {
 		d, err := daemon.SdWatchdogEnabled(false)

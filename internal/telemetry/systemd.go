@@ -24,3 +24,15 @@ func (t *Telemetry) send(state string) {
 		}
 	}
 }
+
+// sendReady tells systemd the daemon is ready: at each call, or once for
+// a fleet of one (see Telemetry.ready).
+func (t *Telemetry) sendReady() {
+	if t.ready == nil {
+		t.send(daemon.SdNotifyReady)
+		return
+	}
+	if t.ready.CompareAndSwap(false, true) {
+		t.send(daemon.SdNotifyReady)
+	}
+}

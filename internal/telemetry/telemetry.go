@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +65,11 @@ type Telemetry struct {
 	log    *slog.Logger
 	now    func() time.Time
 	notify func(state string) error
+	// ready, when set, is whether READY=1 was sent, once for a fleet of
+	// one, shared by the daemon's telemetry and its hotel's: once the
+	// hotel started, or when it stands by (see sendReady). The watchdog
+	// is fed after it only.
+	ready *atomic.Bool
 	// WatchdogEvery is the ping period; 0 asks systemd's environment
 	// (WATCHDOG_USEC), negative disables the watchdog.
 	watchdogEvery time.Duration
@@ -151,6 +157,7 @@ func NewFleet(log *slog.Logger, ready []string, opts Options) *Telemetry {
 func NewOne(log *slog.Logger, opts Options) *Telemetry {
 	t := New(log, opts) // its series are the hotel's (see Hotel)
 	t.hotels = &hotelBoard{one: true, tels: map[string]*Telemetry{}, broken: map[string]string{}, pages: map[string]statuspage.Source{}}
+	t.ready = &atomic.Bool{}
 	return t
 }
 
