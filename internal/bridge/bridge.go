@@ -629,17 +629,8 @@ func setAside(hd adapters.Helpdesk) uint64 {
 	return 0
 }
 
-// Env looks up the hotel's variables.
-func (w *Bridge) Env() envconfig.Lookuper { return w.env }
-
-// Logger is the hotel's logger.
-func (w *Bridge) Logger() *slog.Logger { return w.log }
-
 // Daemon is the hotel's daemon-level configuration.
 func (w *Bridge) Daemon() config.Daemon { return w.cfg }
-
-// Sync is the engine's configuration.
-func (w *Bridge) Sync() sync.Config { return w.syncCfg }
 
 // API is the hotel's API client.
 func (w *Bridge) API() *guestapi.Client { return w.client }

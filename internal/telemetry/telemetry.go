@@ -128,8 +128,9 @@ type Options struct {
 	WatchdogEvery time.Duration
 }
 
-// New returns the telemetry of a daemon of one hotel: its series,
-// with the process's, carry no hotel label.
+// New returns the telemetry of one hotel on its own, without a board of
+// hotels: its series, with the process's, carry no hotel label. A daemon
+// of one hotel's is NewOne's, which builds on it.
 func New(log *slog.Logger, opts Options) *Telemetry {
 	t := newProcessTelemetry(log, opts)
 	t.m, t.prop = newMetrics(), newPropagationMetrics()
