@@ -201,18 +201,19 @@ func (f *Fleet) mainHotel() config.Hotel {
 // database.
 func (f *Fleet) Replica() string { return f.keeper.Replica() }
 
-// Reload reads the hotels directory again and makes the running hotels
-// match it: a hotel whose file is new starts, one whose file is gone
-// stops after its cycle in flight, one whose file changed, or one of
-// whose secret files changed (its API key, its helpdesk's token: see
-// config.SecretFiles), restarts once its wiring closed, and the others
-// are not touched. A directory that
-// cannot be read, or that names a hotel badly, changes nothing and is the
-// error returned. A hotel whose configuration is wrong, or that cannot
-// start, is logged and reported failing by /readyz; the next reload tries
-// it again. Leased hotels are started by their databases' keepers, which
-// Reload wakes. Reload waits for no hotel's cycle: the hotels it stops
-// close in the background.
+// Reload reads the hotels directory (in a fleet of one, the hotel's
+// secret files) again and makes the running hotels match it: a hotel
+// whose file is new starts, one whose file is gone stops after its cycle
+// in flight, one whose file changed restarts once its wiring closed (a
+// leased one by its keeper), one of whose secret files changed (its API
+// key, its helpdesk's token: see config.SecretFiles) restarts once its
+// wiring closed under the lease it holds (see restart), and the others
+// are not touched. A directory that cannot be read, or that names a hotel
+// badly, changes nothing and is the error returned. A hotel whose
+// configuration is wrong, or that cannot start, is logged and reported
+// failing by /readyz; the next reload tries it again. Leased hotels are
+// started by their databases' keepers, which Reload wakes. Reload waits
+// for no hotel's cycle: the hotels it stops close in the background.
 func (f *Fleet) Reload() error {
 	f.reloading.Lock()
 	defer f.reloading.Unlock()
