@@ -293,9 +293,9 @@ type Reporter interface {
 
 // Scheduler returns the scheduler of w's engine, each cycle bound by
 // deadline, reporting each cycle to rep and to the status page (nil:
-// none), and writing the status snapshot after it. A non-nil life is the
-// context the cycles run in instead of the scheduler's: ending the
-// scheduler's then lets the cycle in flight finish.
+// none), and writing the status snapshot after it. life is the context
+// the cycles run in, not the scheduler's: ending the scheduler's lets the
+// cycle in flight finish.
 func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, life context.Context) *sync.Scheduler {
 	timer := snapshotTimer{lean: page.lean(), file: !state.IsURL(w.cfg.State)}
 	return &sync.Scheduler{
@@ -303,15 +303,11 @@ func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, 
 		Deadline: deadline,
 		Workers:  w.opts.Workers,
 		Cycle: func(ctx context.Context) (sync.Report, error) {
-			eng := w.Engine()
-			if life != nil {
-				// The scheduler's deadline, on the context the cycle runs in.
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
-				defer cancel()
-			}
+			// The scheduler's deadline, on the context the cycle runs in.
+			ctx, cancel := context.WithDeadlineCause(life, deadlineOf(ctx), sync.ErrCycleDeadline)
+			defer cancel()
 			rep.CycleStarted()
-			return eng.RunCycle(ctx)
+			return w.Engine().RunCycle(ctx)
 		},
 		AfterCycle: func(r sync.Report, err error) {
 			rep.CycleDone(r, err)

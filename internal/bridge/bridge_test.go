@@ -99,7 +99,7 @@ func TestBridgeRunsAHotel(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	rep := &reporter{after: stop}
 	page := NewConsole(b, "")
-	sched := b.Scheduler(rep, time.Minute, page, nil)
+	sched := b.Scheduler(rep, time.Minute, page, ctx)
 	if sched.Workers != workers {
 		t.Error("the scheduler runs its cycles on goroutines of its own, not on the workers given")
 	}
