@@ -103,7 +103,12 @@ func (t *Telemetry) Hotel(name string) *Telemetry {
 	defer b.mu.Unlock()
 	h := b.hotel
 	switch {
-	case h != nil: // the one hotel's, started again
+	case h != nil:
+		// The one hotel's, started again: its page stays until its
+		// previous run closed (HidePage) or this one shows its own.
+		b.tels[name] = h
+		delete(b.broken, name)
+		return h
 	case b.one:
 		h = &Telemetry{cfg: Options{CycleMax: t.cfg.CycleMax}, log: t.log, now: t.now, notify: t.notify, ready: t.ready, watchdogEvery: -1, m: t.m, prop: t.prop}
 		b.hotel = h
