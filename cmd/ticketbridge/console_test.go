@@ -34,7 +34,7 @@ type consoleDaemon struct {
 	b      *hotelKit
 	addr   string
 	cycles chan sync.Report
-	logs   *bytes.Buffer
+	logs   *lockedWriter // read while the daemon writes
 	stop   func()
 
 	refuse atomic.Bool // the API refuses posts for good (400)
@@ -50,7 +50,7 @@ func startConsoleDaemon(t *testing.T, b *hotelKit, setup func(*consoleDaemon)) *
 	b.vars["TICKETBRIDGE_LISTEN"] = "127.0.0.1:0"
 	b.vars["TICKETBRIDGE_CONSOLE_TOKEN_FILE"] = tokFile
 	b.vars["TICKETBRIDGE_SCHEDULE"] = "@every 1s"
-	d := &consoleDaemon{b: b, cycles: make(chan sync.Report, 100), logs: &bytes.Buffer{}}
+	d := &consoleDaemon{b: b, cycles: make(chan sync.Report, 100), logs: &lockedWriter{w: &bytes.Buffer{}}}
 	d.broken.Store("")
 	if setup != nil {
 		setup(d)
@@ -71,7 +71,7 @@ func startConsoleDaemon(t *testing.T, b *hotelKit, setup func(*consoleDaemon)) *
 	})
 	ef := envFlag{path: b.envFile()}
 	ctx, cancel := context.WithCancel(context.Background())
-	src, cfg, sc, log, err := loadEnv(ctx, &ef, &lockedWriter{w: d.logs})
+	src, cfg, sc, log, err := loadEnv(ctx, &ef, d.logs)
 	if err != nil {
 		t.Fatal(err)
 	}
