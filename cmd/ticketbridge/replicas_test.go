@@ -707,6 +707,9 @@ func TestFleetCrash(t *testing.T) {
 	defer conn.Close(context.Background())
 	stop := make(chan struct{})
 	drained := make(chan struct{})
+	// The first lease taken: the leases' table exists from then on, so
+	// the query after each kill cannot come before any replica made it.
+	firstTaken := make(chan struct{})
 	// The logs are read while the test sleeps between kills: a replica
 	// blocked on a full pipe would stall.
 	go func() {
@@ -722,6 +725,9 @@ func TestFleetCrash(t *testing.T) {
 					ids[l.replica] = l.Replica
 				case strings.HasPrefix(l.Msg, "hotel taken"):
 					taken++
+					if taken == 1 {
+						close(firstTaken)
+					}
 					if k, ok := orphaned[l.Hotel]; ok && l.Time.After(k) {
 						delays = append(delays, l.Time.Sub(k))
 						delete(orphaned, l.Hotel)
@@ -733,6 +739,7 @@ func TestFleetCrash(t *testing.T) {
 			}
 		}
 	}()
+	<-firstTaken // bounded by the suite's -timeout, as every wait here
 	start := time.Now()
 	for k := range kills {
 		// A random moment: the kills are what the test is about, not a
