@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/lease"
+	"github.com/ticketbridge/ticketbridge/internal/statuspage"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -90,4 +93,41 @@ func TestOneHotelStoppedWhileOpeningItsDatabase(t *testing.T) {
 		t.Errorf("a stop while connecting is reported as the daemon's failure: %v", err)
 	default:
 	}
+}
+
+// TestOneHotelPageAcrossAReload: the status page of a daemon of one hotel
+// while a reload restarts its hotel (a key file changed) stays up, on the
+// state the restart keeps open: it does not answer 503 until the
+// restarted hotel shows its own.
+func TestOneHotelPageAcrossAReload(t *testing.T) {
+	fx := newFleetFixture(t)
+	fx.WriteHotel("alpha", nil)
+	fx.Ticket("alpha", "towels")
+	opts := fx.oneOptions(t.Context(), "alpha", slog.New(slog.DiscardHandler))
+	opts.AfterCycle = fx.AfterCycle
+	page, err := statuspage.New(statuspage.Options{One: true, Hotels: opts.Telemetry.PageHotels, Listen: "127.0.0.1:0", AllowedHosts: []string{"localhost"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func() (int, string) {
+		rec := httptest.NewRecorder()
+		page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost/", nil))
+		return rec.Code, rec.Body.String()
+	}
+	var hw *heldWire
+	f := startOne(t, opts, func(f *Fleet) { hw = holdWirings(f, false) })
+	fx.WaitCycles("alpha")
+	if code, body := get(); code != http.StatusOK {
+		t.Fatalf("before the reload: %d\n%s", code, body)
+	}
+	fx.rotateKey("alpha")
+	if err := f.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	<-hw.entered
+	<-hw.entered // the restart is being wired
+	if code, body := get(); code != http.StatusOK {
+		t.Errorf("while the hotel restarts: %d\n%s", code, body)
+	}
+	hw.next <- struct{}{}
 }
