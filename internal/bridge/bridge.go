@@ -96,6 +96,12 @@ type Options struct {
 	// Fence is the fence of the hotel's lease (see state.Options.Fence);
 	// zero for a state file, or a database written without a lease.
 	Fence int64
+	// Store, when set, is the hotel's state already open: the one its
+	// previous run handed over (see Bridge.CloseKeepStore) when it
+	// restarted under the same lease, so that the state file's lock is
+	// never let go for a command to take. The Bridge owns it from then
+	// on: New closes it on error, and Close closes it.
+	Store *state.Store
 }
 
 // NewAPIClient returns an HTTP client with the timeouts guestapi's
@@ -107,7 +113,10 @@ func NewAPIClient(idle int) *http.Client {
 // New builds the engine from the configuration. On error everything it
 // opened is closed again.
 func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts Options) (_ *Bridge, err error) {
-	w := &Bridge{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup, opts: opts}
+	// A store handed over is the Bridge's from the start: closed on any
+	// error below.
+	w := &Bridge{env: env, cfg: cfg, syncCfg: sc, log: log, afterCycle: opts.AfterCycle, afterBackup: opts.AfterBackup, opts: opts, store: opts.Store}
+	w.opts.Store = nil // w.store from now on
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -125,7 +134,7 @@ func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync
 	if w.client, err = w.newClient(); err != nil {
 		return nil, err
 	}
-	if !opts.DryRun {
+	if w.store == nil && !opts.DryRun {
 		w.store, err = openState(ctx, cfg, log, opts.Fence)
 		if err != nil {
 			return nil, err
@@ -227,6 +236,21 @@ func (w *Bridge) Close() error {
 		}
 	}
 	return nil
+}
+
+// CloseKeepStore closes the adapter as Close does, and returns the state
+// open, for the hotel's next run to take (Options.Store); nil when the
+// Bridge has none.
+func (w *Bridge) CloseKeepStore() (*state.Store, error) {
+	w.flush("restart")
+	st := w.store
+	w.store = nil
+	hd := w.hd
+	w.hd = nil
+	if hd != nil {
+		return st, hd.Close()
+	}
+	return st, nil
 }
 
 // flush stores the next reads the engine keeps in memory (sync.Engine.Flush),

@@ -84,8 +84,11 @@ func (b balancer) Failed(k *lease.Keeper, err error) (retire bool) {
 	}
 	if f.one {
 		// The daemon of one hotel cannot run without its database: it
-		// stops with the error, as it always did.
-		f.fail(err)
+		// stops with the error, as it always did; unless it is being
+		// stopped, and err is the stop's (a connect cut short).
+		if f.life.Err() == nil {
+			f.fail(err)
+		}
 		return false
 	}
 	f.log.Error("hotels not started", slog.Any("error", err), slog.Any("hotels", names), slog.String("op", "lease"))

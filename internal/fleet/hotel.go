@@ -66,11 +66,33 @@ type runningHotel struct {
 	// goroutine sets it, read it after done.
 	page *bridge.Console
 
+	// next is the hotel's next run when this one restarts under its
+	// lease (see restart): it takes this run's state, open.
+	next *runningHotel
+
 	// mu guards w, the hotel's wiring: nil before the goroutine wired it,
 	// when its wiring failed, and while it waits to restart after a
-	// panic.
-	mu gosync.Mutex
-	w  *bridge.Bridge
+	// panic; and handed, the state the hotel's previous run left open
+	// for this one, until it wires the hotel with it.
+	mu     gosync.Mutex
+	w      *bridge.Bridge
+	handed *state.Store
+}
+
+// hand gives the run st, the state its previous run left open.
+func (rh *runningHotel) hand(st *state.Store) {
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	rh.handed = st
+}
+
+// takeHanded returns the state handed to the run, once; nil when none.
+func (rh *runningHotel) takeHanded() *state.Store {
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	st := rh.handed
+	rh.handed = nil
+	return st
 }
 
 // bridge returns the hotel's wiring (see w).
@@ -167,7 +189,9 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 	w := rh.bridge()
 	if w == nil {
 		var err error
-		w, err = f.wire(life, h.Env, h.Daemon, h.Sync, log, rh.opts)
+		opts := rh.opts
+		opts.Store = rh.takeHanded() // the wiring owns it, closed on error
+		w, err = f.wire(life, h.Env, h.Daemon, h.Sync, log, opts)
 		if err != nil {
 			// A folder the service may not write gets check's fix.
 			rh.wiredOnce.Do(func() { close(rh.wired) })
@@ -280,6 +304,11 @@ func (f *Fleet) closeWiring(rh *runningHotel) {
 	}
 	w := rh.bridge()
 	rh.setBridge(nil)
+	if st := rh.takeHanded(); st != nil { // stopped before it wired
+		if err := st.Close(); err != nil {
+			rh.log.Warn("close hotel", slog.Any("error", err), slog.String("op", "stop"))
+		}
+	}
 	if w == nil {
 		return
 	}
@@ -291,6 +320,33 @@ func (f *Fleet) closeWiring(rh *runningHotel) {
 	if err := w.Close(); err != nil {
 		rh.log.Warn("close hotel", slog.Any("error", err), slog.String("op", "stop"))
 	}
+}
+
+// releaseWiring closes the wiring of a hotel that restarts under its
+// lease, but for its state, which it returns open for the hotel's next
+// run: the state file's lock is never let go, so no command takes it in
+// between (and the restarted hotel, unable to open its state, ends).
+// The hotel's page stays on the status page until the next run shows
+// its own, on the same state.
+func (f *Fleet) releaseWiring(rh *runningHotel) (st *state.Store) {
+	rh.page = nil
+	w := rh.bridge()
+	rh.setBridge(nil)
+	st = rh.takeHanded() // a run stopped before it wired passes it on
+	if w == nil {
+		return st
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			rh.log.Error("close hotel: panicked", slog.Any("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())), slog.String("op", "panic"))
+			st = nil // what panicked may be the state: the next run opens it anew
+		}
+	}()
+	st, err := w.CloseKeepStore()
+	if err != nil {
+		rh.log.Warn("close hotel's helpdesk", slog.Any("error", err), slog.String("op", "restart"))
+	}
+	return st
 }
 
 // handOver stops a hotel after its cycle in flight, and takes it off the
@@ -310,16 +366,18 @@ func (f *Fleet) handOver(name string, rh *runningHotel) {
 // hotels running (nor off /readyz). Hold f.mu.
 func (f *Fleet) restart(name string, rh *runningHotel, h config.Hotel) {
 	rh.stop()
-	f.closeLater(name, rh, true)
 	next := f.newRunning(h, rh.lease)
 	next.prev = rh.closed
+	rh.next = next // before closeLater, which hands it the state
+	f.closeLater(name, rh, true)
 	f.hotels[name] = next
 	go f.run(next)
 }
 
 // closeLater closes a stopped hotel's wiring once its goroutine ended
 // (and its previous run closed), then gives its lease back unless the
-// hotel restarts under it (keep), so that the next holder (or the
+// hotel restarts under it (keep: then its state stays open, handed to
+// rh.next, see releaseWiring), so that the next holder (or the
 // hotel's next run here) finds the state, the helpdesk's listener and
 // folder let go; until then the hotel is stopping (handing), and not
 // started again here. rh.closed is closed after. Stop waits for it. Hold
@@ -331,7 +389,11 @@ func (f *Fleet) closeLater(name string, rh *runningHotel, keep bool) {
 		if rh.prev != nil {
 			<-rh.prev
 		}
-		f.closeWiring(rh)
+		if keep {
+			rh.next.hand(f.releaseWiring(rh))
+		} else {
+			f.closeWiring(rh)
+		}
 		if rh.lease != nil && !keep {
 			rh.lease.StopTimer()
 			rh.lease.Keeper().Release(rh.lease)
