@@ -23,8 +23,11 @@ import (
 // names the variable and its value: `TICKETBRIDGE_CONCURRENCY="four":
 // strconv.ParseInt: ...`. Fields of nested structs are followed, with their
 // prefix= option. The value of a string field is never shown: a string
-// parses whatever it holds, and it may be a secret. An error that names no
-// field of target is returned as it is; a nil err gives nil.
+// parses whatever it holds, and it may be a secret. The error of a field's
+// decoder (go-envconfig's Decoder) that already names the variable is
+// returned as it is: the decoder said what is wrong, and it quotes only
+// what may be printed. An error that names no field of target is returned
+// as it is; a nil err gives nil.
 func Explain(err error, target any, env envconfig.Lookuper, prefix string) error {
 	if err == nil {
 		return nil
@@ -55,6 +58,9 @@ func Explain(err error, target any, env envconfig.Lookuper, prefix string) error
 			continue
 		}
 		key := prefix + tag
+		if strings.HasPrefix(inner.Error(), key) {
+			return inner
+		}
 		if ft.Kind() == reflect.String {
 			return fmt.Errorf("%s: %w", key, inner)
 		}

@@ -16,8 +16,19 @@ type Inner struct {
 	Timeout time.Duration `env:"TIMEOUT"`
 }
 
+// Named is a field whose decoder names the variable in its errors.
+type Named map[string]string
+
+func (n *Named) EnvDecode(s string) error {
+	if s == "bad" {
+		return errors.New("X_NAMED: want department=queue")
+	}
+	return nil
+}
+
 type config struct {
-	Count int `env:"X_COUNT"`
+	Count int   `env:"X_COUNT"`
+	Named Named `env:"X_NAMED"`
 	Inner
 	Nested Inner `env:", prefix=X_NESTED_"`
 }
@@ -67,5 +78,12 @@ func TestExplainLeavesOtherErrorsAlone(t *testing.T) {
 	}
 	if envvar.Explain(nil, &config{}, nil, "") != nil {
 		t.Error("a nil error is explained")
+	}
+}
+
+func TestExplainKeepsADecoderErrorThatNamesTheVariable(t *testing.T) {
+	err := load(t, "", map[string]string{"X_NAMED": "bad"})
+	if got, want := err.Error(), "X_NAMED: want department=queue"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
