@@ -263,8 +263,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Status overrides the adapter's default status mapping; see
 	// [StatusMap.Override].
-	StatusToHelpdesk   map[guestapi.Status]string
-	StatusFromHelpdesk map[string]guestapi.Status
+	StatusToHelpdesk   StatusTo
+	StatusFromHelpdesk StatusFrom
 	// ReadOnly opens the adapter for a dry run or `ticketbridge check`: it
 	// creates and changes nothing, not even its own folders or lock files;
 	// only Lookup, PeekChanges (see [Peeker]), Check (see [Checker]:

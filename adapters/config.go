@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -56,7 +57,76 @@ func CheckHTTPS(v string, u *url.URL, allowInsecure bool) error {
 	return fmt.Errorf("%s %q: the scheme must be https (or http to a loopback address)", v, redact.Parsed(u))
 }
 
-// BaseURL describes a helpdesk's address variable for [BaseURL.Parse]: its
+// URL is a helpdesk's address as read from its variable, parsed once
+// when read (go-envconfig's Decoder). Parsing never fails: what is wrong
+// with the address (no host, credentials, plain http, not a URL at all)
+// is said by [BaseURL.Check], which knows the variable's name and hints.
+// It prints through package redact only.
+type URL struct {
+	raw string
+	u   *url.URL // nil when raw does not parse
+}
+
+// ParseURL returns raw, without surrounding white space, as a [URL].
+func ParseURL(raw string) URL {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		u = nil
+	}
+	return URL{raw: raw, u: u}
+}
+
+// EnvDecode sets a to [ParseURL] of s.
+func (a *URL) EnvDecode(s string) error {
+	*a = ParseURL(s)
+	return nil
+}
+
+// IsZero reports whether the address is not set.
+func (a URL) IsZero() bool { return a.raw == "" }
+
+// String is the address without credentials (package redact).
+func (a URL) String() string {
+	if a.u == nil {
+		return redact.URL(a.raw)
+	}
+	return redact.Parsed(a.u)
+}
+
+// GoString is String, so that %#v does not show credentials either.
+func (a URL) GoString() string { return a.String() }
+
+// LogValue logs the address as String does.
+func (a URL) LogValue() slog.Value { return slog.StringValue(a.String()) }
+
+// Parsed returns a copy of the parsed address, nil when it does not parse.
+func (a URL) Parsed() *url.URL {
+	if a.u == nil {
+		return nil
+	}
+	c := *a.u
+	return &c
+}
+
+// Trimmed returns the address without a trailing slash or suffix (an API
+// path such as /api/v2, so that either form may be given); "" when it does
+// not parse. Check the address first.
+func (a URL) Trimmed(suffix string) string {
+	u := a.Parsed()
+	if u == nil {
+		return ""
+	}
+	p := strings.TrimRight(u.Path, "/")
+	if suffix != "" {
+		p = strings.TrimSuffix(p, suffix)
+	}
+	u.Path = strings.TrimRight(p, "/")
+	u.RawPath = ""
+	return u.String()
+}
+
+// BaseURL describes a helpdesk's address variable for [BaseURL.Check]: its
 // name and the hints its error messages give.
 type BaseURL struct {
 	// Var is the variable's name, e.g. TICKETBRIDGE_ZENDESK_URL.
@@ -70,47 +140,42 @@ type BaseURL struct {
 	// "put the token in TICKETBRIDGE_ZAMMAD_TOKEN".
 	Credentials string
 	// APISuffix is the API path trimmed from the end of the address, e.g.
-	// /api/v2, so that either form may be given.
+	// /api/v2, so that either form may be given (see [BaseURL.Base]).
 	APISuffix string
 	// AllowInsecureHTTP accepts plain http to any host (see [CheckHTTPS]).
 	AllowInsecureHTTP bool
 }
 
-// Parse checks raw and returns it without a trailing slash or APISuffix.
-// It refuses an address with credentials, a query or a fragment. Plain
-// http is accepted only for a loopback host (a local fake or a tunnel),
-// unless AllowInsecureHTTP is set ([CheckHTTPS]): a helpdesk's credentials
-// must not cross a network in clear. The errors name b.Var and never show
-// credentials.
-func (b BaseURL) Parse(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", fmt.Errorf("%s is not set: give %s, e.g. %s", b.Var, b.What, b.Example)
+// Check says what is wrong with a: unset, not a URL, no host, credentials,
+// a query or a fragment. Plain http is accepted only for a loopback host
+// (a local fake or a tunnel), unless AllowInsecureHTTP is set
+// ([CheckHTTPS]): a helpdesk's credentials must not cross a network in
+// clear. The errors name b.Var and never show credentials.
+func (b BaseURL) Check(a URL) error {
+	if a.raw == "" {
+		return fmt.Errorf("%s is not set: give %s, e.g. %s", b.Var, b.What, b.Example)
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("%s does not parse as a URL: want e.g. %s", b.Var, b.Example)
+	u := a.u
+	if u == nil {
+		return fmt.Errorf("%s does not parse as a URL: want e.g. %s", b.Var, b.Example)
 	}
 	if u.User != nil {
-		return "", fmt.Errorf("%s carries credentials: %s", b.Var, b.Credentials)
+		return fmt.Errorf("%s carries credentials: %s", b.Var, b.Credentials)
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("%s %q has no host: want e.g. %s", b.Var, redact.Parsed(u), b.Example)
+		return fmt.Errorf("%s %q has no host: want e.g. %s", b.Var, redact.Parsed(u), b.Example)
 	}
 	if err := CheckHTTPS(b.Var, u, b.AllowInsecureHTTP); err != nil {
-		return "", err
+		return err
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%s %q: remove the query or fragment", b.Var, redact.Parsed(u))
+		return fmt.Errorf("%s %q: remove the query or fragment", b.Var, redact.Parsed(u))
 	}
-	p := strings.TrimRight(u.Path, "/")
-	if b.APISuffix != "" {
-		p = strings.TrimSuffix(p, b.APISuffix)
-	}
-	u.Path = strings.TrimRight(p, "/")
-	u.RawPath = ""
-	return u.String(), nil
+	return nil
 }
+
+// Base returns a checked address without a trailing slash or APISuffix.
+func (b BaseURL) Base(a URL) string { return a.Trimmed(b.APISuffix) }
 
 // Loopback reports whether host (a URL's Hostname) is localhost or a
 // loopback IP address.

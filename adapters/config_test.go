@@ -21,7 +21,7 @@ var testBase = adapters.BaseURL{
 	APISuffix:   "/api/v2",
 }
 
-func TestBaseURLParse(t *testing.T) {
+func TestBaseURLCheck(t *testing.T) {
 	for raw, want := range map[string]string{
 		" https://desk.example/ ":         "https://desk.example",
 		"https://desk.example/api/v2/":    "https://desk.example",
@@ -31,9 +31,10 @@ func TestBaseURLParse(t *testing.T) {
 		"http://localhost:8080":           "http://localhost:8080",
 		"http://[::1]:8080/":              "http://[::1]:8080",
 	} {
-		got, err := testBase.Parse(raw)
-		if err != nil || got != want {
-			t.Errorf("Parse(%q) = %q, %v; want %q", raw, got, err, want)
+		a := adapters.ParseURL(raw)
+		err := testBase.Check(a)
+		if got := testBase.Base(a); err != nil || got != want {
+			t.Errorf("Base(%q) = %q, %v; want %q", raw, got, err, want)
 		}
 	}
 	for raw, want := range map[string]string{
@@ -46,12 +47,16 @@ func TestBaseURLParse(t *testing.T) {
 		"https://desk.example/?a=1":     `X_URL "https://desk.example/?a=xxxxx": remove the query or fragment`,
 		"https://desk.example/#top":     `X_URL "https://desk.example/": remove the query or fragment`,
 	} {
-		_, err := testBase.Parse(raw)
+		a := adapters.ParseURL(raw)
+		err := testBase.Check(a)
 		if err == nil || err.Error() != want {
-			t.Errorf("Parse(%q) error %v; want %q", raw, err, want)
+			t.Errorf("Check(%q) error %v; want %q", raw, err, want)
 		}
 		if err != nil && strings.Contains(err.Error(), "secret") {
-			t.Errorf("Parse(%q) error shows the password: %v", raw, err)
+			t.Errorf("Check(%q) error shows the password: %v", raw, err)
+		}
+		if s := fmt.Sprint(a); strings.Contains(s, "secret") {
+			t.Errorf("%q prints as %q, with the password", raw, s)
 		}
 	}
 }

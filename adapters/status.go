@@ -92,6 +92,42 @@ func (m StatusMap) CurrentBy(cur string, at time.Time, shows func(guestapi.Statu
 	return f
 }
 
+// The variables of the daemon's status mappings, which every adapter's
+// default mapping takes (see [StatusMap.Override]).
+const (
+	StatusToVar   = "TICKETBRIDGE_STATUS_TO_HELPDESK"
+	StatusFromVar = "TICKETBRIDGE_STATUS_FROM_HELPDESK"
+)
+
+// StatusTo is the setting of [StatusToVar], upstream status to helpdesk
+// status, parsed once when read (go-envconfig's Decoder).
+type StatusTo map[guestapi.Status]string
+
+// EnvDecode parses s with [ParseStatusPairs]; its error names the variable.
+func (m *StatusTo) EnvDecode(s string) error {
+	v, err := ParseStatusPairs(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", StatusToVar, err)
+	}
+	*m = v
+	return nil
+}
+
+// StatusFrom is the setting of [StatusFromVar], helpdesk status to
+// upstream status, parsed once when read.
+type StatusFrom map[string]guestapi.Status
+
+// EnvDecode parses s with [ParseReverseStatusPairs]; its error names the
+// variable.
+func (m *StatusFrom) EnvDecode(s string) error {
+	v, err := ParseReverseStatusPairs(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", StatusFromVar, err)
+	}
+	*m = v
+	return nil
+}
+
 // ParseStatusPairs parses "upstream=helpdesk,..." (TICKETBRIDGE_STATUS_TO_HELPDESK)
 // into a map, checking that each upstream status is one of the seven.
 func ParseStatusPairs(s string) (map[guestapi.Status]string, error) {

@@ -238,7 +238,7 @@ func newBadEnv(t *testing.T, zd bool) *badEnv {
 		}))
 		t.Cleanup(srv.Close)
 		b.wrapHD = func(adapters.Helpdesk) adapters.Helpdesk {
-			hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: srv.URL}, Email: "bridge@hotel.example", Token: "zd-token-bad-input"},
+			hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(srv.URL)}, Email: "bridge@hotel.example", Token: "zd-token-bad-input"},
 				adapters.Deps{Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 				zendesk.Options{HTTP: srv.Client(), Now: b.clock.Now, Sleep: b.clock.Sleep})
 			if err != nil {

@@ -50,7 +50,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	t.Cleanup(srv.Close)
 	zdToken := token
 	e.wrapHD = func(adapters.Helpdesk) adapters.Helpdesk {
-		hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: srv.URL}, Email: email, Token: zdToken},
+		hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(srv.URL)}, Email: email, Token: zdToken},
 			adapters.Deps{Logger: debug().With("adapter", zendesk.Name)},
 			zendesk.Options{HTTP: srv.Client(), Now: e.clock.Now, Sleep: e.clock.Sleep})
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -28,9 +27,7 @@ const DefaultRequester = "guest-requests@ticketbridge.invalid"
 // and LogValue never show the API key.
 type Config struct {
 	// Common holds URL (the helpdesk's address, e.g.
-	// https://hotel.freshdesk.com, without /api/v2), Groups (department
-	// codes to group ids: "housekeeping=43000012345,maintenance=43000054321"),
-	// Timeout, PageSize (the per_page of the lists the adapter reads; at
+	// https://hotel.freshdesk.com, without /api/v2), Timeout, PageSize (the per_page of the lists the adapter reads; at
 	// most 100) and AllowInsecureHTTP.
 	saas.Common
 	// APIKey is the API key of the agent the bridge acts as, sent as basic
@@ -54,6 +51,9 @@ type Config struct {
 	// Group is the id of the group that receives tickets of departments
 	// Groups does not map; 0 leaves them unassigned.
 	Group int64 `env:"GROUP"`
+	// Groups maps department codes to the helpdesk's groups; see
+	// [ParseGroups].
+	Groups Groups `env:"GROUPS"`
 	// Tag is added to every ticket the bridge creates, for views and
 	// automations; "none" adds no tag.
 	Tag string `env:"TAG,default=ticketbridge"`
@@ -62,7 +62,7 @@ type Config struct {
 	// for the tickets it made: an RFC 3339 time or a date. Empty means the
 	// helpdesk's beginning; set it to the day the bridge went live on a
 	// helpdesk with a long history.
-	Since string `env:"SINCE"`
+	Since saas.Since `env:"SINCE"`
 }
 
 // LoadConfig reads the TICKETBRIDGE_FRESHDESK_* variables from env, fills
@@ -76,7 +76,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 // variable and what is wrong with its value. It never echoes the API key.
 func (c Config) Validate() error {
 	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
-	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
+	if err := urlOf(c.AllowInsecureHTTP).Check(c.URL); err != nil {
 		return err
 	}
 	switch {
@@ -100,14 +100,8 @@ func (c Config) Validate() error {
 	if c.Group < 0 {
 		return fmt.Errorf("%sGROUP %d is not a group id", EnvPrefix, c.Group)
 	}
-	if _, err := ParseGroups(c.Groups); err != nil {
-		return err
-	}
 	if strings.ContainsAny(c.Tag, ",\t\r\n") || len([]rune(c.Tag)) > 32 {
 		return fmt.Errorf("%sTAG %q: a Freshdesk tag holds at most 32 characters and no commas or line breaks", EnvPrefix, c.Tag)
-	}
-	if _, err := saas.ParseSince(EnvPrefix+"SINCE", c.Since); err != nil {
-		return err
 	}
 	if err := c.CheckTimeout(EnvPrefix); err != nil {
 		return err
@@ -140,8 +134,8 @@ func (c Config) String() string {
 	if c.APIKey != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("freshdesk.Config{URL:%q APIKey:%s APIKeyFile:%q IDField:%q StatusField:%q Requester:%q Group:%d Groups:%q Tag:%q Since:%q Timeout:%s PageSize:%d}",
-		redact.URL(c.URL), key, c.APIKeyFile, c.IDField, c.StatusField, c.Requester, c.Group, c.Groups, c.Tag, c.Since, c.Timeout, c.PageSize)
+	return fmt.Sprintf("freshdesk.Config{URL:%q APIKey:%s APIKeyFile:%q IDField:%q StatusField:%q Requester:%q Group:%d Groups:%v Tag:%q Since:%q Timeout:%s PageSize:%d}",
+		c.URL, key, c.APIKeyFile, c.IDField, c.StatusField, c.Requester, c.Group, c.Groups, c.Tag, c.Since, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the API key either.
@@ -150,17 +144,16 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without the API key.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", redact.URL(c.URL)), slog.Bool("api_key_set", c.APIKey != ""), slog.String("api_key_file", c.APIKeyFile),
+		slog.String("url", c.URL.String()), slog.Bool("api_key_set", c.APIKey != ""), slog.String("api_key_file", c.APIKeyFile),
 		slog.String("id_field", c.IDField), slog.String("status_field", c.StatusField),
-		slog.String("requester", c.Requester), slog.Int64("group", c.Group), slog.String("groups", c.Groups),
-		slog.String("tag", c.Tag), slog.String("since", c.Since),
+		slog.String("requester", c.Requester), slog.Int64("group", c.Group), slog.Any("groups", map[string]int64(c.Groups)),
+		slog.String("tag", c.Tag), slog.String("since", c.Since.String()),
 		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
 	)
 }
 
-// baseURL checks raw and returns it without a trailing slash or /api/v2
-// (see [adapters.BaseURL.Parse]).
-func baseURL(raw string, allowInsecure bool) (string, error) {
+// urlOf is the address setting's check (see [adapters.BaseURL]).
+func urlOf(allowInsecure bool) adapters.BaseURL {
 	return adapters.BaseURL{
 		Var:               EnvPrefix + "URL",
 		What:              "the helpdesk's address",
@@ -168,7 +161,21 @@ func baseURL(raw string, allowInsecure bool) (string, error) {
 		Credentials:       "put the API key in " + EnvPrefix + "API_KEY",
 		APISuffix:         "/api/v2",
 		AllowInsecureHTTP: allowInsecure,
-	}.Parse(raw)
+	}
+}
+
+// Groups is TICKETBRIDGE_FRESHDESK_GROUPS, department code to group, parsed once when read
+// (go-envconfig's Decoder) by [ParseGroups].
+type Groups map[string]int64
+
+// EnvDecode parses s with [ParseGroups].
+func (g *Groups) EnvDecode(s string) error {
+	v, err := ParseGroups(s)
+	if err != nil {
+		return err
+	}
+	*g = v
+	return nil
 }
 
 // ParseGroups parses "department=groupid,…" (TICKETBRIDGE_FRESHDESK_GROUPS).

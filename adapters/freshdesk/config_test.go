@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,10 +30,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := freshdesk.Config{
-		Common: saas.Common{URL: "https://hotel.freshdesk.com/api/v2/", Timeout: 30 * time.Second, PageSize: 100},
-		APIKey: testKey, IDField: "cf_guest_request_id", StatusField: "cf_guest_request_status", Requester: "guest-requests@ticketbridge.invalid", Tag: "ticketbridge",
+		Common: saas.Common{URL: adapters.ParseURL("https://hotel.freshdesk.com/api/v2/"), Timeout: 30 * time.Second, PageSize: 100},
+		Groups: freshdesk.Groups{}, APIKey: testKey, IDField: "cf_guest_request_id", StatusField: "cf_guest_request_status", Requester: "guest-requests@ticketbridge.invalid", Tag: "ticketbridge",
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config %v, want %v", cfg, want)
 	}
 	a, err := freshdesk.New(cfg, adapters.Deps{}, freshdesk.Options{})
@@ -75,7 +76,7 @@ func TestLoadConfigKeyFile(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := freshdesk.Config{Common: saas.Common{URL: "https://hotel.freshdesk.com"}, APIKey: testKey}
+	good := freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL("https://hotel.freshdesk.com")}, APIKey: testKey}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
@@ -84,10 +85,10 @@ func TestConfigValidate(t *testing.T) {
 		edit func(*freshdesk.Config)
 		want string
 	}{
-		{"no URL", func(c *freshdesk.Config) { c.URL = "" }, "URL is not set"},
-		{"plain http", func(c *freshdesk.Config) { c.URL = "http://hotel.freshdesk.com" }, "use https"},
-		{"userinfo", func(c *freshdesk.Config) { c.URL = "https://k:X@hotel.freshdesk.com" }, "carries credentials"},
-		{"query", func(c *freshdesk.Config) { c.URL = "https://hotel.freshdesk.com?x=1" }, "query"},
+		{"no URL", func(c *freshdesk.Config) { c.URL = adapters.ParseURL("") }, "URL is not set"},
+		{"plain http", func(c *freshdesk.Config) { c.URL = adapters.ParseURL("http://hotel.freshdesk.com") }, "use https"},
+		{"userinfo", func(c *freshdesk.Config) { c.URL = adapters.ParseURL("https://k:X@hotel.freshdesk.com") }, "carries credentials"},
+		{"query", func(c *freshdesk.Config) { c.URL = adapters.ParseURL("https://hotel.freshdesk.com?x=1") }, "query"},
 		{"no key", func(c *freshdesk.Config) { c.APIKey = "" }, "API_KEY is not set"},
 		{"key with space", func(c *freshdesk.Config) { c.APIKey = "ab cd" }, "white space"},
 		{"id field", func(c *freshdesk.Config) { c.IDField = "guest_request_id" }, "ID_FIELD"},
@@ -95,10 +96,7 @@ func TestConfigValidate(t *testing.T) {
 		{"same fields", func(c *freshdesk.Config) { c.StatusField = "cf_guest_request_id" }, "two fields"},
 		{"requester", func(c *freshdesk.Config) { c.Requester = "nobody" }, "REQUESTER"},
 		{"group", func(c *freshdesk.Config) { c.Group = -1 }, "GROUP"},
-		{"groups", func(c *freshdesk.Config) { c.Groups = "housekeeping=abc" }, "GROUPS item"},
-		{"groups twice", func(c *freshdesk.Config) { c.Groups = "a=1,a=2" }, "twice"},
 		{"tag", func(c *freshdesk.Config) { c.Tag = "a,b" }, "TAG"},
-		{"since", func(c *freshdesk.Config) { c.Since = "last week" }, "SINCE"},
 		{"timeout", func(c *freshdesk.Config) { c.Timeout = -time.Second }, "TIMEOUT"},
 		{"page size", func(c *freshdesk.Config) { c.PageSize = 101 }, "PAGE_SIZE"},
 	} {
@@ -112,8 +110,21 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: the error shows the API key", tc.name)
 		}
 	}
+	// The settings parsed when read say what is wrong as they are read.
+	for v, want := range map[string]string{
+		"TICKETBRIDGE_FRESHDESK_GROUPS=housekeeping=abc": `TICKETBRIDGE_FRESHDESK_GROUPS item "housekeeping=abc": "abc" is not a Freshdesk group id`,
+		"TICKETBRIDGE_FRESHDESK_GROUPS=a=1,a=2":          `TICKETBRIDGE_FRESHDESK_GROUPS names department "a" twice`,
+		"TICKETBRIDGE_FRESHDESK_SINCE=last week":         `TICKETBRIDGE_FRESHDESK_SINCE="last week": want a date`,
+	} {
+		k, val, _ := strings.Cut(v, "=")
+		env := map[string]string{"TICKETBRIDGE_FRESHDESK_URL": "https://hotel.freshdesk.com", "TICKETBRIDGE_FRESHDESK_API_KEY": testKey, k: val}
+		_, err := freshdesk.LoadConfig(t.Context(), envconfig.MapLookuper(env))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error holding %q", v, err, want)
+		}
+	}
 	local := good
-	local.URL = "http://127.0.0.1:8080"
+	local.URL = adapters.ParseURL("http://127.0.0.1:8080")
 	if err := local.Validate(); err != nil {
 		t.Errorf("plain http on loopback: %v", err)
 	}
@@ -127,7 +138,7 @@ func TestParseGroups(t *testing.T) {
 }
 
 func TestSecretsNeverShown(t *testing.T) {
-	cfg := freshdesk.Config{Common: saas.Common{URL: "https://hotel.freshdesk.com"}, APIKey: testKey}
+	cfg := freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL("https://hotel.freshdesk.com")}, APIKey: testKey}
 	var logs bytes.Buffer
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "cfg", cfg)
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "cfg", cfg)
@@ -142,7 +153,7 @@ func TestSecretsNeverShown(t *testing.T) {
 }
 
 func TestStatusMapOverrides(t *testing.T) {
-	cfg := freshdesk.Config{Common: saas.Common{URL: "https://hotel.freshdesk.com"}, APIKey: testKey}
+	cfg := freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL("https://hotel.freshdesk.com")}, APIKey: testKey}
 	a, err := freshdesk.New(cfg, adapters.Deps{
 		StatusToHelpdesk:   map[guestapi.Status]string{guestapi.StatusInProgress: "pending", guestapi.StatusCancelled: "7"},
 		StatusFromHelpdesk: map[string]guestapi.Status{"Closed": guestapi.StatusCompleted},

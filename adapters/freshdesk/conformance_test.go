@@ -57,7 +57,7 @@ func newTickingEnv(t testing.TB, opts freshdeskfake.Options, tick time.Duration)
 }
 
 func (e *env) config() freshdesk.Config {
-	return freshdesk.Config{Common: saas.Common{URL: e.srv.URL}, APIKey: testKey}
+	return freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.srv.URL)}, APIKey: testKey}
 }
 
 // options make the adapter wait on the fake's clock: a wait advances it

@@ -36,7 +36,7 @@ func newLoop(t *testing.T) *loop {
 		// of a minute they are sat out within the cycle, not put off.
 		Interval: time.Minute,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			hd, err := freshdesk.New(freshdesk.Config{Common: saas.Common{URL: fd.URL, PageSize: 2}, APIKey: testKey}, adapters.Deps{Logger: logger}, freshdesk.Options{
+			hd, err := freshdesk.New(freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(fd.URL), PageSize: 2}, APIKey: testKey}, adapters.Deps{Logger: logger}, freshdesk.Options{
 				HTTP: fd.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now,
 			})
 			if err != nil {

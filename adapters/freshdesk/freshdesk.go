@@ -162,15 +162,14 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure freshdesk adapter: %w", err)
 	}
-	base, _ := baseURL(cfg.URL, cfg.AllowInsecureHTTP) // checked by Validate
-	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := saas.ParseSince(EnvPrefix+"SINCE", cfg.Since)
+	base := urlOf(cfg.AllowInsecureHTTP).Base(cfg.URL)
+	since := cfg.Since.Time()
 	log := saas.Logger(deps.Logger)
 	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		base:   base,
 		cfg:    cfg,
-		groups: groups,
+		groups: cfg.Groups,
 		since:  since,
 		status: sm,
 		log:    log,

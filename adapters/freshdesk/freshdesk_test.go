@@ -87,7 +87,7 @@ func TestTicketAsCreated(t *testing.T) {
 	e := newEnv(t, freshdeskfake.Options{})
 	g := e.fake.AddGroup("Housekeeping")
 	cfg := e.config()
-	cfg.Groups = fmt.Sprintf("housekeeping=%d", g)
+	cfg.Groups = freshdesk.Groups{"housekeeping": g}
 	a := e.open(t, cfg)
 	up := upstreamTicket("Two towels to room 214\nblue if possible")
 	up.Status = guestapi.StatusDone
@@ -376,7 +376,7 @@ func TestListingWhileTicketsChange(t *testing.T) {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	cfg.URL = srv.URL
+	cfg.URL = adapters.ParseURL(srv.URL)
 	opts := e.options()
 	opts.HTTP = srv.Client()
 	b, err := freshdesk.New(cfg, adapters.Deps{Logger: e.logger()}, opts)
@@ -418,7 +418,7 @@ func TestLinksNotFollowed(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	cfg := e.config()
-	cfg.URL, cfg.PageSize = srv.URL, 1
+	cfg.URL, cfg.PageSize = adapters.ParseURL(srv.URL), 1
 	opts := e.options()
 	opts.HTTP = srv.Client()
 	a, err := freshdesk.New(cfg, adapters.Deps{Logger: e.logger()}, opts)
@@ -600,7 +600,7 @@ func TestCheck(t *testing.T) {
 
 	g := e.fake.AddGroup("Maintenance")
 	cfg := e.config()
-	cfg.Groups = fmt.Sprintf("maintenance=%d,housekeeping=%d", g, g+1000)
+	cfg.Groups = freshdesk.Groups{"maintenance": g, "housekeeping": g + 1000}
 	if err := e.open(t, cfg).Check(ctx); err == nil || !strings.Contains(err.Error(), "department housekeeping") {
 		t.Errorf("Check with a missing group: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
@@ -40,7 +39,7 @@ const SentFieldOff = "none"
 type Config struct {
 	// URL is where RT answers, without /REST/2.0: e.g.
 	// http://127.0.0.1:8080 or https://rt.example.com/rt.
-	URL string `env:"URL"`
+	URL adapters.URL `env:"URL"`
 	// Token is an RT auth token of the bridge's own RT user (sent as
 	// "Authorization: token …"). Either Token, or User and Password.
 	Token string `env:"TOKEN"`
@@ -54,7 +53,7 @@ type Config struct {
 	Queue string `env:"QUEUE,default=General"`
 	// Queues maps department codes to queues: "housekeeping=Housekeeping,
 	// maintenance=Facilities". See [ParseQueues].
-	Queues string `env:"QUEUES"`
+	Queues Queues `env:"QUEUES"`
 	// IDField is the ticket custom field holding the upstream ticket id.
 	IDField string `env:"ID_FIELD,default=Guest Request ID"`
 	// SentField is the multi-value ticket custom field recording which
@@ -126,7 +125,7 @@ func (c Config) withDefaults() Config {
 // variable and what is wrong with its value. It never echoes a credential.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
+	if err := checkURL(c.URL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
 	switch {
@@ -144,9 +143,6 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.User, ":\r\n") {
 		return fmt.Errorf("%sUSER %q contains a colon or a line break, which basic authentication cannot carry", EnvPrefix, c.User)
-	}
-	if _, err := ParseQueues(c.Queues); err != nil {
-		return err
 	}
 	if strings.ContainsAny(c.Queue, "\r\n") {
 		return fmt.Errorf("%sQUEUE %q contains a line break", EnvPrefix, c.Queue)
@@ -168,34 +164,46 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// baseURL checks raw and returns it without a trailing slash or a trailing
-// /REST/2.0.
-func baseURL(raw string, allowInsecure bool) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", fmt.Errorf("%sURL is not set: give the address RT answers on, e.g. http://127.0.0.1:8080 or https://rt.example.com/rt", EnvPrefix)
+// checkURL says what is wrong with the address a.
+func checkURL(a adapters.URL, allowInsecure bool) error {
+	if a.IsZero() {
+		return fmt.Errorf("%sURL is not set: give the address RT answers on, e.g. http://127.0.0.1:8080 or https://rt.example.com/rt", EnvPrefix)
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("%sURL does not parse as a URL: want e.g. https://rt.example.com/rt", EnvPrefix)
+	u := a.Parsed()
+	if u == nil {
+		return fmt.Errorf("%sURL does not parse as a URL: want e.g. https://rt.example.com/rt", EnvPrefix)
 	}
 	if u.User != nil {
-		return "", fmt.Errorf("%sURL carries credentials: put them in %sTOKEN, or %sUSER and %sPASSWORD", EnvPrefix, EnvPrefix, EnvPrefix, EnvPrefix)
+		return fmt.Errorf("%sURL carries credentials: put them in %sTOKEN, or %sUSER and %sPASSWORD", EnvPrefix, EnvPrefix, EnvPrefix, EnvPrefix)
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("%sURL %q has no host", EnvPrefix, redact.Parsed(u))
+		return fmt.Errorf("%sURL %q has no host", EnvPrefix, redact.Parsed(u))
 	}
 	if err := adapters.CheckHTTPS(EnvPrefix+"URL", u, allowInsecure); err != nil {
-		return "", err
+		return err
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, redact.Parsed(u))
+		return fmt.Errorf("%sURL %q: remove the query or fragment", EnvPrefix, redact.Parsed(u))
 	}
-	p := strings.TrimRight(u.Path, "/")
-	p = strings.TrimSuffix(p, "/REST/2.0")
-	u.Path = strings.TrimRight(p, "/")
-	u.RawPath = ""
-	return u.String(), nil
+	return nil
+}
+
+// apiSuffix is trimmed from the end of the address, so that either form
+// may be given.
+const apiSuffix = "/REST/2.0"
+
+// Queues is TICKETBRIDGE_RT_QUEUES, department code to queue, parsed once
+// when read (go-envconfig's Decoder) by [ParseQueues].
+type Queues map[string]string
+
+// EnvDecode parses s with [ParseQueues].
+func (q *Queues) EnvDecode(s string) error {
+	v, err := ParseQueues(s)
+	if err != nil {
+		return err
+	}
+	*q = v
+	return nil
 }
 
 // ParseQueues parses "department=Queue,…" (TICKETBRIDGE_RT_QUEUES). An
@@ -230,8 +238,8 @@ func ParseQueues(s string) (map[string]string, error) {
 
 // String describes the configuration without its credentials.
 func (c Config) String() string {
-	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%q IDField:%q SentField:%q SendComments:%v Timeout:%s Overlap:%s}",
-		redact.URL(c.URL), c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout, c.Overlap)
+	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%v IDField:%q SentField:%q SendComments:%v Timeout:%s Overlap:%s}",
+		c.URL, c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout, c.Overlap)
 }
 
 // GoString hides the credentials from %#v as well.
@@ -240,10 +248,10 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without its credentials.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", redact.URL(c.URL)),
+		slog.String("url", c.URL.String()),
 		slog.String("auth", c.authKind()),
 		slog.String("queue", c.Queue),
-		slog.String("queues", c.Queues),
+		slog.Any("queues", map[string]string(c.Queues)),
 		slog.String("id_field", c.IDField),
 		slog.String("sent_field", c.SentField),
 		slog.Bool("send_comments", c.SendComments),

@@ -189,14 +189,7 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	base, err := baseURL(cfg.URL, cfg.AllowInsecureHTTP)
-	if err != nil {
-		return nil, err
-	}
-	queues, err := ParseQueues(cfg.Queues)
-	if err != nil {
-		return nil, err
-	}
+	base := cfg.URL.Trimmed(apiSuffix)
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -210,7 +203,7 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 	}
 	return &Adapter{
 		cfg:     cfg,
-		queues:  queues,
+		queues:  cfg.Queues,
 		status:  DefaultStatusMap().Override(deps),
 		log:     logger,
 		c:       newClient(base, cfg, httpc),

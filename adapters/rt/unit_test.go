@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,9 +36,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{URL: "http://127.0.0.1:8080/", Token: testToken, Queue: "General", IDField: "Guest Request ID",
+	want := Config{URL: adapters.ParseURL("http://127.0.0.1:8080/"), Queues: Queues{}, Token: testToken, Queue: "General", IDField: "Guest Request ID",
 		SentField: "Guest Request Sent", SendComments: true, Timeout: 30 * time.Second, Overlap: 2 * time.Minute}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadConfig = %#v\nwant %#v", c, want)
 	}
 	c, err = LoadConfig(t.Context(), envconfig.MapLookuper(map[string]string{
@@ -72,26 +73,22 @@ func TestLoadConfigDefaults(t *testing.T) {
 }
 
 func TestValidateNamesTheVariable(t *testing.T) {
-	ok := Config{URL: "https://rt", Token: testToken}
+	ok := Config{URL: adapters.ParseURL("https://rt"), Token: testToken}
 	cases := []struct {
 		name string
 		edit func(*Config)
 		want string
 	}{
-		{"no URL", func(c *Config) { c.URL = "" }, "TICKETBRIDGE_RT_URL is not set"},
-		{"bad scheme", func(c *Config) { c.URL = "ftp://rt" }, "TICKETBRIDGE_RT_URL \"ftp://rt\": the scheme must be https (or http to a loopback address)"},
-		{"credentials in URL", func(c *Config) { c.URL = "http://bridge:secret@rt" }, "TICKETBRIDGE_RT_URL carries credentials"},
-		{"query", func(c *Config) { c.URL = "https://rt/?x=1" }, "remove the query"},
-		{"no host", func(c *Config) { c.URL = "http:///rt" }, "has no host"},
+		{"no URL", func(c *Config) { c.URL = adapters.ParseURL("") }, "TICKETBRIDGE_RT_URL is not set"},
+		{"bad scheme", func(c *Config) { c.URL = adapters.ParseURL("ftp://rt") }, "TICKETBRIDGE_RT_URL \"ftp://rt\": the scheme must be https (or http to a loopback address)"},
+		{"credentials in URL", func(c *Config) { c.URL = adapters.ParseURL("http://bridge:secret@rt") }, "TICKETBRIDGE_RT_URL carries credentials"},
+		{"query", func(c *Config) { c.URL = adapters.ParseURL("https://rt/?x=1") }, "remove the query"},
+		{"no host", func(c *Config) { c.URL = adapters.ParseURL("http:///rt") }, "has no host"},
 		{"no auth", func(c *Config) { c.Token = "" }, "TICKETBRIDGE_RT_TOKEN is not set"},
 		{"token and password", func(c *Config) { c.Password = "pw" }, "TICKETBRIDGE_RT_TOKEN and TICKETBRIDGE_RT_PASSWORD are both set"},
 		{"user alone", func(c *Config) { c.Token, c.User = "", "bridge" }, "TICKETBRIDGE_RT_USER is set without TICKETBRIDGE_RT_PASSWORD"},
 		{"password alone", func(c *Config) { c.Token, c.Password = "", "pw" }, "TICKETBRIDGE_RT_PASSWORD is set without TICKETBRIDGE_RT_USER"},
 		{"token with space", func(c *Config) { c.Token = "1-31-ab cd" }, "TICKETBRIDGE_RT_TOKEN contains white space"},
-		{"queues without =", func(c *Config) { c.Queues = "spa" }, "TICKETBRIDGE_RT_QUEUES item \"spa\" has no '='"},
-		{"queues without queue", func(c *Config) { c.Queues = "spa=" }, "has no queue after '='"},
-		{"queues without department", func(c *Config) { c.Queues = "=Spa" }, "has no department before '='"},
-		{"department twice", func(c *Config) { c.Queues = "spa=A,spa=B" }, "names department \"spa\" twice"},
 		{"field with brace", func(c *Config) { c.IDField = "Guest {ID}" }, "TICKETBRIDGE_RT_ID_FIELD \"Guest {ID}\""},
 		{"same fields", func(c *Config) { c.SentField = "guest request id" }, "TICKETBRIDGE_RT_SENT_FIELD \"guest request id\" is the same field"},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "TICKETBRIDGE_RT_TIMEOUT -1s is negative"},
@@ -116,12 +113,27 @@ func TestValidateNamesTheVariable(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Errorf("a good configuration: %v", err)
 	}
+	// The queues are parsed as they are read, and say so naming the
+	// variable.
+	for queues, want := range map[string]string{
+		"spa":         "TICKETBRIDGE_RT_QUEUES item \"spa\" has no '='",
+		"spa=":        "has no queue after '='",
+		"=Spa":        "has no department before '='",
+		"spa=A,spa=B": "names department \"spa\" twice",
+	} {
+		_, err := LoadConfig(t.Context(), envconfig.MapLookuper(map[string]string{
+			"TICKETBRIDGE_RT_URL": "https://rt", "TICKETBRIDGE_RT_TOKEN": testToken, "TICKETBRIDGE_RT_QUEUES": queues,
+		}))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("TICKETBRIDGE_RT_QUEUES=%q: %v; want an error containing %q", queues, err, want)
+		}
+	}
 }
 
 func TestConfigHidesCredentials(t *testing.T) {
 	for _, c := range []Config{
-		{URL: "https://rt", Token: testToken, User: "bridge"},
-		{URL: "https://rt", User: "bridge", Password: "s3cret-Passw0rd"},
+		{URL: adapters.ParseURL("https://rt"), Token: testToken, User: "bridge"},
+		{URL: adapters.ParseURL("https://rt"), User: "bridge", Password: "s3cret-Passw0rd"},
 	} {
 		var logged strings.Builder
 		slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "rt", c)
@@ -353,7 +365,7 @@ func openFake(t *testing.T, f *fakeRT, cfg Config) (*Adapter, *[]time.Duration) 
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	cfg.URL = srv.URL
+	cfg.URL = adapters.ParseURL(srv.URL)
 	if cfg.Token == "" && cfg.User == "" {
 		cfg.Token = testToken
 	}
@@ -403,7 +415,7 @@ func TestSlowRTTimesOutAndIsRetried(t *testing.T) {
 		f := newFakeRT()
 		f.hang["/REST/2.0/user/31"] = 1
 		tr := testutil.PipeServer(t, f)
-		a, err := NewWithOptions(t.Context(), Config{URL: testutil.PipeURL, Token: testToken}, adapters.Deps{}, Options{
+		a, err := NewWithOptions(t.Context(), Config{URL: adapters.ParseURL(testutil.PipeURL), Token: testToken}, adapters.Deps{}, Options{
 			HTTP:  &http.Client{Timeout: 100 * time.Millisecond, Transport: tr},
 			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 		})
@@ -425,7 +437,7 @@ func TestCheckRefusedCredentials(t *testing.T) {
 	var logged strings.Builder
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	a, err := New(t.Context(), Config{URL: srv.URL, Token: testToken}, adapters.Deps{Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	a, err := New(t.Context(), Config{URL: adapters.ParseURL(srv.URL), Token: testToken}, adapters.Deps{Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +457,7 @@ func TestCheckListsEveryProblem(t *testing.T) {
 	f := newFakeRT()
 	f.queueCFs = []string{"Something Else"}
 	f.create = false
-	a, _ := openFake(t, f, Config{Queues: "spa=Spa,pool=Pool"})
+	a, _ := openFake(t, f, Config{Queues: Queues{"spa": "Spa", "pool": "Pool"}})
 	err := a.Check(t.Context())
 	if err == nil {
 		t.Fatal("Check passed")
@@ -482,7 +494,7 @@ func TestTokenOfUnusualForm(t *testing.T) {
 }
 
 func TestRefsAndCursors(t *testing.T) {
-	a, err := New(t.Context(), Config{URL: "http://127.0.0.1:1", Token: testToken}, adapters.Deps{})
+	a, err := New(t.Context(), Config{URL: adapters.ParseURL("http://127.0.0.1:1"), Token: testToken}, adapters.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,23 +93,44 @@ func Defaults(target any) {
 	_ = envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: target, Lookuper: envconfig.MapLookuper(nil)})
 }
 
-// ParseSince parses the value of variable, where a change stream starts
-// when it has no cursor: an RFC 3339 time or a date; empty means the
+// Since is where a change stream starts when it has no cursor (a SaaS
+// adapter's EVENTS_SINCE or SINCE), in Unix seconds, parsed once when read
+// (go-envconfig's Decoder): an RFC 3339 time or a date; empty means the
 // beginning, 1970-01-01T00:00:00Z. A time before 1970 is refused.
-func ParseSince(variable, s string) (time.Time, error) {
+type Since int64
+
+// EnvDecode parses s; its errors are explained by package envvar, which
+// names the variable and the value.
+func (v *Since) EnvDecode(s string) error {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
+		*v = 0
+		return nil
 	}
 	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			if t.Unix() < 0 {
-				return time.Time{}, fmt.Errorf("%s %q is before 1970", variable, s)
+				return errors.New("is before 1970")
 			}
-			return t.UTC(), nil
+			*v = Since(t.Unix())
+			return nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%s %q: want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z", variable, s)
+	return errors.New("want a date such as 2026-01-31 or a time such as 2026-01-31T12:00:00Z")
+}
+
+// SinceOf returns t as a [Since], for a configuration built in code.
+func SinceOf(t time.Time) Since { return Since(t.Unix()) }
+
+// Time is v in UTC.
+func (v Since) Time() time.Time { return time.Unix(int64(v), 0).UTC() }
+
+// String is v in RFC 3339; "" for the beginning.
+func (v Since) String() string {
+	if v == 0 {
+		return ""
+	}
+	return v.Time().Format(time.RFC3339)
 }
 
 // Life is whether an adapter is open. The zero value is open; it is safe
@@ -142,17 +163,17 @@ func (l *Life) Check(name string) error {
 }
 
 // Common is what the configuration of every SaaS adapter holds, embedded
-// in each adapter's Config. Its env tags are read under the adapter's
+// in each adapter's Config, and so do the department groups (GROUPS), whose
+// values are each helpdesk's own. Its env tags are read under the adapter's
 // prefix (TICKETBRIDGE_ZENDESK_URL, TICKETBRIDGE_ZAMMAD_URL, ...); the
 // secret, the default group, the tag and the start of the change stream
 // differ in name, type or default from one helpdesk to the next and stay
-// in each adapter's Config.
+// in each adapter's Config, and so do the department groups (GROUPS), whose
+// values are each helpdesk's own.
 type Common struct {
-	// URL is the helpdesk's address, without the API's path.
-	URL string `env:"URL"`
-	// Groups maps department codes to the helpdesk's groups:
-	// "housekeeping=...,maintenance=..." (each adapter parses the values).
-	Groups string `env:"GROUPS"`
+	// URL is the helpdesk's address, without the API's path; each
+	// adapter checks it with its [adapters.BaseURL].
+	URL adapters.URL `env:"URL"`
 	// Timeout bounds each HTTP request to the helpdesk.
 	Timeout time.Duration `env:"TIMEOUT,default=30s"`
 	// PageSize is the size of the pages of the lists the adapter reads;

@@ -38,19 +38,31 @@ func TestLoadConfigAndDefaults(t *testing.T) {
 	}
 }
 
-func TestParseSince(t *testing.T) {
+func TestSinceIsReadOnce(t *testing.T) {
+	type config struct {
+		Since saas.Since `env:"SINCE"`
+	}
+	load := func(v string) (config, error) {
+		var c config
+		env := envconfig.MapLookuper(map[string]string{"SINCE": v})
+		err := saas.LoadConfig(t.Context(), env, "", "x", &c)
+		return c, err
+	}
 	for in, want := range map[string]time.Time{
 		"":                     time.Unix(0, 0).UTC(),
 		"2026-01-31":           time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC),
 		"2026-01-31T12:00:00Z": time.Date(2026, 1, 31, 12, 0, 0, 0, time.UTC),
 	} {
-		if got, err := saas.ParseSince("V", in); err != nil || !got.Equal(want) {
-			t.Errorf("ParseSince(%q) = %v, %v; want %v", in, got, err, want)
+		if c, err := load(in); err != nil || !c.Since.Time().Equal(want) {
+			t.Errorf("SINCE=%q: %v, %v; want %v", in, c.Since.Time(), err, want)
 		}
 	}
-	for _, bad := range []string{"1969-12-31", "yesterday"} {
-		if _, err := saas.ParseSince("V", bad); err == nil || !strings.Contains(err.Error(), "V ") {
-			t.Errorf("ParseSince(%q): %v, want an error naming V", bad, err)
+	for bad, want := range map[string]string{
+		"1969-12-31": `SINCE="1969-12-31": is before 1970`,
+		"yesterday":  `SINCE="yesterday": want a date such as 2026-01-31`,
+	} {
+		if _, err := load(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("SINCE=%q: %v, want an error holding %q", bad, err, want)
 		}
 	}
 }

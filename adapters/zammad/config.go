@@ -12,7 +12,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -29,9 +28,7 @@ const (
 // LogValue never show the token.
 type Config struct {
 	// Common holds URL (the Zammad system's address, e.g.
-	// https://helpdesk.hotel.example, without /api/v1), Groups (department
-	// codes to group names: "housekeeping=Housekeeping,maintenance=Technical
-	// Service"), Timeout, PageSize (the per_page of the ticket searches; at
+	// https://helpdesk.hotel.example, without /api/v1), Timeout, PageSize (the per_page of the ticket searches; at
 	// most 200) and AllowInsecureHTTP.
 	saas.Common
 	// Token is an access token of the Zammad user the bridge acts as,
@@ -43,6 +40,9 @@ type Config struct {
 	// Group is the name of the group that receives tickets of departments
 	// Groups does not map.
 	Group string `env:"GROUP,default=Users"`
+	// Groups maps department codes to the helpdesk's groups; see
+	// [ParseGroups].
+	Groups Groups `env:"GROUPS"`
 	// IDField is the name of the custom ticket attribute (a text field
 	// made in the object manager) that holds the upstream ticket id.
 	IDField string `env:"ID_FIELD,default=guest_request_id"`
@@ -54,7 +54,7 @@ type Config struct {
 	// EventsSince is where Changes starts when it has no cursor (the first
 	// start, or after the bridge's state was lost): an RFC 3339 time or a
 	// date. Empty means the beginning.
-	EventsSince string `env:"EVENTS_SINCE"`
+	EventsSince saas.Since `env:"EVENTS_SINCE"`
 	// PendingFor is how far ahead the pending till is set when the bridge
 	// moves a ticket into a pending state (only with a status mapping
 	// that names one).
@@ -75,7 +75,7 @@ var attrName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // variable and what is wrong with its value. It never echoes the token.
 func (c Config) Validate() error {
 	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
-	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
+	if err := urlOf(c.AllowInsecureHTTP).Check(c.URL); err != nil {
 		return err
 	}
 	switch {
@@ -87,9 +87,6 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.Group) != c.Group || strings.ContainsAny(c.Group, ",=\r\n") {
 		return fmt.Errorf("%sGROUP %q: a group name without surrounding white space, commas or equals signs", EnvPrefix, c.Group)
 	}
-	if _, err := ParseGroups(c.Groups); err != nil {
-		return err
-	}
 	if !attrName.MatchString(c.IDField) || len(c.IDField) > 64 {
 		return fmt.Errorf("%sID_FIELD %q: the name of a Zammad ticket attribute, lower-case letters, digits and underscores, starting with a letter (e.g. guest_request_id)", EnvPrefix, c.IDField)
 	}
@@ -99,9 +96,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%sCUSTOMER is not set: give the email address (or login) of the Zammad customer the bridge's tickets belong to, e.g. guest-requests@hotel.example; Zammad creates a customer for an address it does not know", EnvPrefix)
 	case cust != c.Customer || strings.ContainsAny(cust, " \t\r\n,\"<>"):
 		return fmt.Errorf("%sCUSTOMER %q: one email address or login, without spaces, commas or angle brackets", EnvPrefix, c.Customer)
-	}
-	if _, err := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", c.EventsSince); err != nil {
-		return err
 	}
 	if c.PendingFor < time.Minute {
 		return fmt.Errorf("%sPENDING_FOR %s: want at least a minute", EnvPrefix, c.PendingFor)
@@ -121,8 +115,8 @@ func (c Config) String() string {
 	if c.Token != "" {
 		token = "[redacted]"
 	}
-	return fmt.Sprintf("zammad.Config{URL:%q Token:%s TokenFile:%q Group:%q Groups:%q IDField:%q Customer:%q EventsSince:%q PendingFor:%s Timeout:%s PageSize:%d}",
-		redact.URL(c.URL), token, c.TokenFile, c.Group, c.Groups, c.IDField, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
+	return fmt.Sprintf("zammad.Config{URL:%q Token:%s TokenFile:%q Group:%q Groups:%v IDField:%q Customer:%q EventsSince:%q PendingFor:%s Timeout:%s PageSize:%d}",
+		c.URL, token, c.TokenFile, c.Group, c.Groups, c.IDField, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the token either.
@@ -131,16 +125,15 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without the token.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", redact.URL(c.URL)), slog.Bool("token_set", c.Token != ""), slog.String("token_file", c.TokenFile),
-		slog.String("group", c.Group), slog.String("groups", c.Groups), slog.String("id_field", c.IDField),
-		slog.String("customer", c.Customer), slog.String("events_since", c.EventsSince),
+		slog.String("url", c.URL.String()), slog.Bool("token_set", c.Token != ""), slog.String("token_file", c.TokenFile),
+		slog.String("group", c.Group), slog.Any("groups", map[string]string(c.Groups)), slog.String("id_field", c.IDField),
+		slog.String("customer", c.Customer), slog.String("events_since", c.EventsSince.String()),
 		slog.Duration("pending_for", c.PendingFor), slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
 	)
 }
 
-// baseURL checks raw and returns it without a trailing slash or /api/v1
-// (see [adapters.BaseURL.Parse]).
-func baseURL(raw string, allowInsecure bool) (string, error) {
+// urlOf is the address setting's check (see [adapters.BaseURL]).
+func urlOf(allowInsecure bool) adapters.BaseURL {
 	return adapters.BaseURL{
 		Var:               EnvPrefix + "URL",
 		What:              "the Zammad system's address",
@@ -148,7 +141,21 @@ func baseURL(raw string, allowInsecure bool) (string, error) {
 		Credentials:       "put the token in " + EnvPrefix + "TOKEN",
 		APISuffix:         "/api/v1",
 		AllowInsecureHTTP: allowInsecure,
-	}.Parse(raw)
+	}
+}
+
+// Groups is TICKETBRIDGE_ZAMMAD_GROUPS, department code to group, parsed once when read
+// (go-envconfig's Decoder) by [ParseGroups].
+type Groups map[string]string
+
+// EnvDecode parses s with [ParseGroups].
+func (g *Groups) EnvDecode(s string) error {
+	v, err := ParseGroups(s)
+	if err != nil {
+		return err
+	}
+	*g = v
+	return nil
 }
 
 // ParseGroups parses "department=Group name,…" (TICKETBRIDGE_ZAMMAD_GROUPS).

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,10 +35,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := zammad.Config{
-		Common: saas.Common{URL: "https://helpdesk.hotel.example/", Timeout: 30 * time.Second, PageSize: 100},
-		Token:  testToken, Customer: testCustomer, Group: "Users", IDField: "guest_request_id", PendingFor: 24 * time.Hour,
+		Common: saas.Common{URL: adapters.ParseURL("https://helpdesk.hotel.example/"), Timeout: 30 * time.Second, PageSize: 100},
+		Groups: zammad.Groups{}, Token: testToken, Customer: testCustomer, Group: "Users", IDField: "guest_request_id", PendingFor: 24 * time.Hour,
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("LoadConfig = %v\nwant        %v", cfg, want)
 	}
 }

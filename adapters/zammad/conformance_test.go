@@ -57,7 +57,7 @@ func newEnv(t testing.TB, opts zammadfake.Options) *env {
 }
 
 func (e *env) config() zammad.Config {
-	return zammad.Config{Common: saas.Common{URL: e.srv.URL, Groups: "housekeeping=Housekeeping"}, Token: testToken, Customer: testCustomer}
+	return zammad.Config{Common: saas.Common{URL: adapters.ParseURL(e.srv.URL)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer}
 }
 
 // options make the adapter wait on the fake's clock: a wait advances it.

@@ -35,7 +35,7 @@ func newLoop(t *testing.T) *loop {
 	l := looptest.New(t, looptest.Options{
 		Name: zammad.Name, Helpdesk: "Zammad", Clock: clock,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zammad.New(zammad.Config{Common: saas.Common{URL: zm.URL, Groups: "housekeeping=Housekeeping"}, Token: testToken, Customer: testCustomer},
+			return zammad.New(zammad.Config{Common: saas.Common{URL: adapters.ParseURL(zm.URL)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer},
 				adapters.Deps{Logger: logger}, zammad.Options{HTTP: zm.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now})
 		},
 	})

@@ -119,15 +119,14 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	saas.Defaults(&cfg)
-	base, _ := baseURL(cfg.URL, cfg.AllowInsecureHTTP) // checked by Validate
-	groups, _ := ParseGroups(cfg.Groups)
-	since, _ := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", cfg.EventsSince)
+	base := urlOf(cfg.AllowInsecureHTTP).Base(cfg.URL)
+	since := cfg.EventsSince.Time()
 	log := saas.Logger(deps.Logger)
 	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		base:      base,
 		cfg:       cfg,
-		groups:    groups,
+		groups:    cfg.Groups,
 		since:     since,
 		status:    DefaultStatusMap().Override(deps),
 		log:       log,

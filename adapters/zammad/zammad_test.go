@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -292,7 +293,7 @@ func TestErrorsNeverShowTheToken(t *testing.T) {
 	t.Cleanup(echo.Close)
 	e := newEnv(t, zammadfake.Options{})
 	cfg := e.config()
-	cfg.URL = echo.URL
+	cfg.URL = adapters.ParseURL(echo.URL)
 	opts := e.options()
 	opts.HTTP = echo.Client()
 	a := e.open(t, cfg, opts)
@@ -463,7 +464,7 @@ func TestEventsSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := e.config()
-	cfg.EventsSince = e.clock.Now().Add(-24 * time.Hour).Format(time.RFC3339)
+	cfg.EventsSince = saas.SinceOf(e.clock.Now().Add(-24 * time.Hour))
 	evs, _ := drain(t, e.open(t, cfg, e.options()), "")
 	if len(evs) != 1 || evs[0].Body != "New reply" {
 		t.Errorf("events since a day ago: %+v, want only the new reply", evs)
@@ -565,7 +566,7 @@ func TestSearchIgnoringItsConditionIsRefused(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 	cfg := e.config()
-	cfg.URL = proxy.URL
+	cfg.URL = adapters.ParseURL(proxy.URL)
 	opts := e.options()
 	opts.HTTP = proxy.Client()
 	b := e.open(t, cfg, opts)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -28,9 +27,7 @@ const DefaultEventPages = 3
 // the token.
 type Config struct {
 	// Common holds URL (the Zendesk account's address, e.g.
-	// https://hotel.zendesk.com, without /api/v2), Groups (department codes
-	// to group ids: "housekeeping=360001234567,maintenance=360007654321"),
-	// Timeout, PageSize (the page[size] of the lists the adapter reads:
+	// https://hotel.zendesk.com, without /api/v2), Timeout, PageSize (the page[size] of the lists the adapter reads:
 	// tickets by external id, comments; at most 100) and AllowInsecureHTTP.
 	saas.Common
 	// Email is the address of the Zendesk user the bridge acts as (an
@@ -45,6 +42,9 @@ type Config struct {
 	// Group is the id of the group that receives tickets of departments
 	// Groups does not map; 0 leaves them to Zendesk's routing.
 	Group int64 `env:"GROUP"`
+	// Groups maps department codes to group ids:
+	// "housekeeping=360001234567,maintenance=360007654321".
+	Groups Groups `env:"GROUPS"`
 	// Tag is added to every ticket the bridge creates, for views and
 	// triggers; "none" adds no tag.
 	Tag string `env:"TAG,default=ticketbridge"`
@@ -52,7 +52,7 @@ type Config struct {
 	// start, or after the bridge's state was lost): an RFC 3339 time or a
 	// date. Empty means the account's beginning; set it to the day the
 	// bridge went live on an account with a long history.
-	EventsSince string `env:"EVENTS_SINCE"`
+	EventsSince saas.Since `env:"EVENTS_SINCE"`
 }
 
 // LoadConfig reads the TICKETBRIDGE_ZENDESK_* variables from env, fills
@@ -66,7 +66,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 // variable and what is wrong with its value. It never echoes the token.
 func (c Config) Validate() error {
 	saas.Defaults(&c) // on the copy: the tags' defaults for unset fields
-	if _, err := baseURL(c.URL, c.AllowInsecureHTTP); err != nil {
+	if err := urlOf(c.AllowInsecureHTTP).Check(c.URL); err != nil {
 		return err
 	}
 	email := strings.TrimSpace(c.Email)
@@ -85,14 +85,8 @@ func (c Config) Validate() error {
 	if c.Group < 0 {
 		return fmt.Errorf("%sGROUP %d is not a group id", EnvPrefix, c.Group)
 	}
-	if _, err := ParseGroups(c.Groups); err != nil {
-		return err
-	}
 	if strings.ContainsAny(c.Tag, " \t\r\n,") {
 		return fmt.Errorf("%sTAG %q: a Zendesk tag may not contain white space or commas", EnvPrefix, c.Tag)
-	}
-	if _, err := saas.ParseSince(EnvPrefix+"EVENTS_SINCE", c.EventsSince); err != nil {
-		return err
 	}
 	if err := c.CheckTimeout(EnvPrefix); err != nil {
 		return err
@@ -109,8 +103,8 @@ func (c Config) String() string {
 	if c.Token != "" {
 		token = "[redacted]"
 	}
-	return fmt.Sprintf("zendesk.Config{URL:%q Email:%q Token:%s TokenFile:%q Group:%d Groups:%q Tag:%q EventsSince:%q Timeout:%s PageSize:%d}",
-		redact.URL(c.URL), c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.EventsSince, c.Timeout, c.PageSize)
+	return fmt.Sprintf("zendesk.Config{URL:%q Email:%q Token:%s TokenFile:%q Group:%d Groups:%v Tag:%q EventsSince:%q Timeout:%s PageSize:%d}",
+		c.URL, c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.EventsSince, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the token either.
@@ -119,16 +113,15 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without the token.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", redact.URL(c.URL)), slog.String("email", c.Email), slog.Bool("token_set", c.Token != ""),
-		slog.String("token_file", c.TokenFile), slog.Int64("group", c.Group), slog.String("groups", c.Groups),
-		slog.String("tag", c.Tag), slog.String("events_since", c.EventsSince),
+		slog.String("url", c.URL.String()), slog.String("email", c.Email), slog.Bool("token_set", c.Token != ""),
+		slog.String("token_file", c.TokenFile), slog.Int64("group", c.Group), slog.Any("groups", map[string]int64(c.Groups)),
+		slog.String("tag", c.Tag), slog.String("events_since", c.EventsSince.String()),
 		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
 	)
 }
 
-// baseURL checks raw and returns it without a trailing slash or /api/v2
-// (see [adapters.BaseURL.Parse]).
-func baseURL(raw string, allowInsecure bool) (string, error) {
+// urlOf is the address setting's check (see [adapters.BaseURL]).
+func urlOf(allowInsecure bool) adapters.BaseURL {
 	return adapters.BaseURL{
 		Var:               EnvPrefix + "URL",
 		What:              "the Zendesk account's address",
@@ -136,7 +129,21 @@ func baseURL(raw string, allowInsecure bool) (string, error) {
 		Credentials:       "put them in " + EnvPrefix + "EMAIL and " + EnvPrefix + "TOKEN",
 		APISuffix:         "/api/v2",
 		AllowInsecureHTTP: allowInsecure,
-	}.Parse(raw)
+	}
+}
+
+// Groups is TICKETBRIDGE_ZENDESK_GROUPS, department code to group id,
+// parsed once when read (go-envconfig's Decoder) by [ParseGroups].
+type Groups map[string]int64
+
+// EnvDecode parses s with [ParseGroups].
+func (g *Groups) EnvDecode(s string) error {
+	v, err := ParseGroups(s)
+	if err != nil {
+		return err
+	}
+	*g = v
+	return nil
 }
 
 // ParseGroups parses "department=groupid,…" (TICKETBRIDGE_ZENDESK_GROUPS).

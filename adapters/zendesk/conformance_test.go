@@ -48,7 +48,7 @@ func newEnv(t testing.TB, opts zendeskfake.Options) *env {
 }
 
 func (e *env) config() zendesk.Config {
-	return zendesk.Config{Common: saas.Common{URL: e.srv.URL}, Email: testEmail, Token: testToken}
+	return zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.srv.URL)}, Email: testEmail, Token: testToken}
 }
 
 // options make the adapter wait on the fake's clock: a wait advances it.

@@ -32,7 +32,7 @@ func newLoop(t *testing.T) *loop {
 	l := looptest.New(t, looptest.Options{
 		Name: zendesk.Name, Helpdesk: "Zendesk", Clock: clock,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zendesk.New(zendesk.Config{Common: saas.Common{URL: zd.URL}, Email: testEmail, Token: testToken}, adapters.Deps{Logger: logger}, zendesk.Options{
+			return zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(zd.URL)}, Email: testEmail, Token: testToken}, adapters.Deps{Logger: logger}, zendesk.Options{
 				HTTP: zd.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now,
 			})
 		},

@@ -16,6 +16,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -169,7 +170,7 @@ func TestCheck(t *testing.T) {
 	e := newEnv(t, zendeskfake.Options{})
 	group := e.fake.AddGroup("Housekeeping")
 	cfg := e.config()
-	cfg.Groups = fmt.Sprintf("housekeeping=%d", group)
+	cfg.Groups = zendesk.Groups{"housekeeping": group}
 	if err := e.open(t, cfg).Check(t.Context()); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -187,7 +188,7 @@ func TestEnsureTicketShapeAndIdempotencyKey(t *testing.T) {
 	e := newEnv(t, zendeskfake.Options{})
 	group := e.fake.AddGroup("Housekeeping")
 	cfg := e.config()
-	cfg.Groups = fmt.Sprintf("housekeeping=%d", group)
+	cfg.Groups = zendesk.Groups{"housekeeping": group}
 	a := e.open(t, cfg)
 	// The first answer is lost after the ticket was made; the retry with
 	// the same key gets it back.
@@ -495,7 +496,7 @@ func TestChangesLeavesOutOtherTicketsAndOldEvents(t *testing.T) {
 	}
 
 	cfg := e.config()
-	cfg.EventsSince = e.clock.Now().Add(-30 * time.Minute).Format(time.RFC3339)
+	cfg.EventsSince = saas.SinceOf(e.clock.Now().Add(-30 * time.Minute))
 	evs, _, err := e.open(t, cfg).Changes(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -625,7 +626,7 @@ func TestChangesWaitsForAMinuteOldStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.EventsSince = e.clock.Now().Format(time.RFC3339)
+	cfg.EventsSince = saas.SinceOf(e.clock.Now())
 	b := e.open(t, cfg)
 	if _, err := e.fake.Reply(mustRef(t, ref), anna, "just now"); err != nil {
 		t.Fatal(err)

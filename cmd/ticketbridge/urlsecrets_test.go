@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
@@ -61,16 +62,16 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 	checks := map[string]func(v string) error{
 		"TICKETBRIDGE_API_URL": func(v string) error { return config.CheckAPIURL(v, false) },
 		"TICKETBRIDGE_RT_URL": func(v string) error {
-			return rt.Config{URL: v, Token: "rt-token-0123456789"}.Validate()
+			return rt.Config{URL: adapters.ParseURL(v), Token: "rt-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_ZENDESK_URL": func(v string) error {
-			return zendesk.Config{Common: saas.Common{URL: v}, Email: "a@b.example", Token: "zendesk-token-0123456789"}.Validate()
+			return zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(v)}, Email: "a@b.example", Token: "zendesk-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_FRESHDESK_URL": func(v string) error {
-			return freshdesk.Config{Common: saas.Common{URL: v}, APIKey: "freshdesk-token-0123456789"}.Validate()
+			return freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(v)}, APIKey: "freshdesk-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_ZAMMAD_URL": func(v string) error {
-			return zammad.Config{Common: saas.Common{URL: v}, Token: "zammad-token-0123456789"}.Validate()
+			return zammad.Config{Common: saas.Common{URL: adapters.ParseURL(v)}, Token: "zammad-token-0123456789"}.Validate()
 		},
 		"TICKETBRIDGE_WEBHOOK_URL": webhookURL,
 	}
@@ -88,7 +89,7 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 	}
 	// A configuration printed or logged shows its URL as redact does.
 	for _, v := range secretURLs("https", "helpdesk.example") {
-		for _, c := range []any{rt.Config{URL: v}, zendesk.Config{Common: saas.Common{URL: v}}, freshdesk.Config{Common: saas.Common{URL: v}}, zammad.Config{Common: saas.Common{URL: v}}} {
+		for _, c := range []any{rt.Config{URL: adapters.ParseURL(v)}, zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(v)}}, freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(v)}}, zammad.Config{Common: saas.Common{URL: adapters.ParseURL(v)}}} {
 			var logged bytes.Buffer
 			slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
 			if text := fmt.Sprintf("%v %+v %#v %s", c, c, c, logged.String()); strings.Contains(text, urlMarker) {
