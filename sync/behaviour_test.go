@@ -31,7 +31,7 @@ func (e *env) ticketIn(status guestapi.Status, dept, desc string, created time.T
 // and leave old ones alone.
 func TestBackfillOnFirstStartOnly(t *testing.T) {
 	e := newEnv(t)
-	e.cfg.Backfill = "assigned"
+	e.cfg.Backfill = tbsync.Backfill{guestapi.StatusAssigned}
 	old := start.Add(-48 * time.Hour)
 	fresh := e.ticketIn(guestapi.StatusNew, "housekeeping", "new one", old)
 	assigned := e.ticketIn(guestapi.StatusAssigned, "housekeeping", "assigned one", old)

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -19,10 +20,10 @@ import (
 type Config struct {
 	// Schedule says when a cycle runs: a cron expression of five fields
 	// ("*/2 * * * *") or a descriptor ("@every 30s", "@hourly").
-	Schedule string `env:"TICKETBRIDGE_SCHEDULE, default=@every 30s"`
+	Schedule Schedule `env:"TICKETBRIDGE_SCHEDULE, default=@every 30s"`
 	// Backfill lists, comma separated, the statuses besides new whose
 	// tickets are imported on the first start (e.g. "assigned,in_progress").
-	Backfill string `env:"TICKETBRIDGE_BACKFILL"`
+	Backfill Backfill `env:"TICKETBRIDGE_BACKFILL"`
 	// Concurrency bounds the tickets worked on at once (reads, appends,
 	// sends).
 	Concurrency int `env:"TICKETBRIDGE_CONCURRENCY, default=4"`
@@ -66,7 +67,7 @@ type Config struct {
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
 	return Config{
-		Schedule:          "@every 30s",
+		Schedule:          Every(30 * time.Second),
 		Concurrency:       4,
 		FullReadInterval:  10 * time.Minute,
 		ReconcileInterval: time.Hour,
@@ -118,6 +119,59 @@ func ParseSchedule(s string) (cron.Schedule, error) {
 	return sched, nil
 }
 
+// Schedule is TICKETBRIDGE_SCHEDULE, parsed once when read
+// (go-envconfig's Decoder) by [ParseSchedule]: the schedule and the text
+// it was read from. The zero Schedule is not set, and [Config.Validate]
+// says so.
+type Schedule struct {
+	cron.Schedule
+	text string
+}
+
+// NewSchedule parses s with [ParseSchedule].
+func NewSchedule(s string) (Schedule, error) {
+	sched, err := ParseSchedule(s)
+	if err != nil {
+		return Schedule{}, err
+	}
+	return Schedule{Schedule: sched, text: strings.TrimSpace(s)}, nil
+}
+
+// Every is the schedule "@every d".
+func Every(d time.Duration) Schedule {
+	return Schedule{Schedule: cron.Every(d), text: "@every " + d.String()}
+}
+
+// EnvDecode parses s with [ParseSchedule]; its errors name the variable.
+func (s *Schedule) EnvDecode(v string) error {
+	p, err := NewSchedule(v)
+	if err != nil {
+		return err
+	}
+	*s = p
+	return nil
+}
+
+// String is the schedule as it was written.
+func (s Schedule) String() string { return s.text }
+
+// LogValue logs the schedule as it was written.
+func (s Schedule) LogValue() slog.Value { return slog.StringValue(s.text) }
+
+// Backfill is TICKETBRIDGE_BACKFILL, parsed once when read by
+// [ParseBackfill].
+type Backfill []guestapi.Status
+
+// EnvDecode parses s with [ParseBackfill]; its errors name the variable.
+func (b *Backfill) EnvDecode(s string) error {
+	v, err := ParseBackfill(s)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
 // interval estimates the time between two activations of sched: exact for
 // @every, the gap after a fixed reference time for cron expressions.
 func interval(sched cron.Schedule) time.Duration {
@@ -160,29 +214,27 @@ func ParseBackfill(s string) ([]guestapi.Status, error) {
 }
 
 // Validate checks every field and names the variable of the first one that
-// is wrong.
+// is wrong. The schedule and the backfill were parsed when read; Validate
+// judges the values.
 func (c Config) Validate() error {
 	_, err := c.parse()
 	return err
 }
 
-// parsed is a validated Config in the form the engine uses.
+// parsed is a validated Config in the form the engine uses: the
+// schedule's interval, and the intervals below it raised to it.
 type parsed struct {
 	Config
-	schedule cron.Schedule
 	interval time.Duration
-	backfill []guestapi.Status
 }
 
 func (c Config) parse() (parsed, error) {
 	p := parsed{Config: c}
-	var err error
-	if p.schedule, err = ParseSchedule(c.Schedule); err != nil {
-		return p, err
+	if c.Schedule.Schedule == nil {
+		return p, fmt.Errorf("TICKETBRIDGE_SCHEDULE is empty: want a cron expression such as \"*/1 * * * *\" or \"@every 30s\"")
 	}
-	p.interval = interval(p.schedule)
-	if p.backfill, err = ParseBackfill(c.Backfill); err != nil {
-		return p, err
+	if p.interval = interval(c.Schedule); p.interval <= 0 {
+		return p, fmt.Errorf("TICKETBRIDGE_SCHEDULE=%q: the schedule never fires", c.Schedule.text)
 	}
 	switch {
 	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:

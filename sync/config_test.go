@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestConfigDefaultsFromEnv(t *testing.T) {
 	if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: &c, Lookuper: envconfig.MapLookuper(nil)}); err != nil {
 		t.Fatal(err)
 	}
-	if c != DefaultConfig() {
+	if !reflect.DeepEqual(c, DefaultConfig()) {
 		t.Fatalf("env defaults %+v differ from DefaultConfig %+v", c, DefaultConfig())
 	}
 	if err := c.Validate(); err != nil {
@@ -33,10 +34,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		change func(*Config)
 		want   string
 	}{
-		{func(c *Config) { c.Schedule = "every 30s" }, "TICKETBRIDGE_SCHEDULE=\"every 30s\""},
-		{func(c *Config) { c.Schedule = "" }, "TICKETBRIDGE_SCHEDULE is empty"},
-		{func(c *Config) { c.Schedule = "61 * * * *" }, "TICKETBRIDGE_SCHEDULE"},
-		{func(c *Config) { c.Backfill = "assigned, in-progress" }, `TICKETBRIDGE_BACKFILL: unknown status "in-progress"`},
+		{func(c *Config) { c.Schedule = Schedule{} }, "TICKETBRIDGE_SCHEDULE is empty"},
 		{func(c *Config) { c.Concurrency = 0 }, "TICKETBRIDGE_CONCURRENCY=0: want 1 to 64"},
 		{func(c *Config) { c.FullReadInterval = 0 }, "TICKETBRIDGE_FULL_READ_INTERVAL"},
 		{func(c *Config) { c.ReconcileInterval = 0 }, "TICKETBRIDGE_RECONCILE_INTERVAL=0s: want a positive duration"},
@@ -59,7 +57,10 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 func TestConfigSchedulesAndBackfill(t *testing.T) {
 	for s, want := range map[string]time.Duration{"@every 5m": 5 * time.Minute, "*/2 * * * *": 2 * time.Minute, "@hourly": time.Hour} {
 		c := DefaultConfig()
-		c.Schedule = s
+		var err error
+		if c.Schedule, err = NewSchedule(s); err != nil {
+			t.Fatal(err)
+		}
 		p, err := c.parse()
 		if err != nil || p.interval != want {
 			t.Errorf("%q: interval %s, err %v; want %s", s, p.interval, err, want)
@@ -70,7 +71,7 @@ func TestConfigSchedulesAndBackfill(t *testing.T) {
 		t.Fatalf("backfill %v, %v", bf, err)
 	}
 	c := DefaultConfig()
-	c.Schedule, c.QuietMax = "@hourly", time.Minute
+	c.Schedule, c.QuietMax = Every(time.Hour), time.Minute
 	p, err := c.parse()
 	if err != nil || p.QuietMax != time.Hour {
 		t.Fatalf("a quiet cap below the interval: %s, %v; want it raised to the interval", p.QuietMax, err)
@@ -78,11 +79,28 @@ func TestConfigSchedulesAndBackfill(t *testing.T) {
 }
 
 func TestLoadConfigNamesTheVariable(t *testing.T) {
+	// The schedule and the backfill are parsed when read, and say what is
+	// wrong naming the variable, once.
+	for v, want := range map[string]string{
+		"every 30s":  `TICKETBRIDGE_SCHEDULE="every 30s"`,
+		"":           "TICKETBRIDGE_SCHEDULE is empty",
+		"61 * * * *": "TICKETBRIDGE_SCHEDULE",
+	} {
+		_, err := LoadConfig(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_SCHEDULE": v}))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), "TICKETBRIDGE_SCHEDULE") != 1 {
+			t.Errorf("TICKETBRIDGE_SCHEDULE=%q: error %v, want it to contain %s once", v, err, want)
+		}
+	}
+	_, err := LoadConfig(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_BACKFILL": "assigned, in-progress"}))
+	if want := `read sync configuration: TICKETBRIDGE_BACKFILL: unknown status "in-progress"`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a bad backfill: %v, want %s", err, want)
+	}
 	for env, want := range map[string]string{
 		"TICKETBRIDGE_CONCURRENCY":    `TICKETBRIDGE_CONCURRENCY="four"`,
 		"TICKETBRIDGE_QUIET_MAX":      `TICKETBRIDGE_QUIET_MAX="four"`,
 		"TICKETBRIDGE_NOTES_UPSTREAM": `TICKETBRIDGE_NOTES_UPSTREAM="four"`,
 		"TICKETBRIDGE_SCHEDULE":       `TICKETBRIDGE_SCHEDULE="four"`,
+		"TICKETBRIDGE_BACKFILL":       `TICKETBRIDGE_BACKFILL: unknown status "four"`,
 	} {
 		_, err := LoadConfig(context.Background(), envconfig.MapLookuper(map[string]string{env: "four"}))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -90,7 +108,7 @@ func TestLoadConfigNamesTheVariable(t *testing.T) {
 		}
 	}
 	c, err := LoadConfig(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_NOTES_UPSTREAM": "false", "TICKETBRIDGE_BACKFILL": "assigned"}))
-	if err != nil || c.NotesUpstream || c.Backfill != "assigned" {
+	if err != nil || c.NotesUpstream || !reflect.DeepEqual(c.Backfill, Backfill{guestapi.StatusAssigned}) {
 		t.Fatalf("LoadConfig: %+v, %v", c, err)
 	}
 }

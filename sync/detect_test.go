@@ -111,7 +111,7 @@ func TestChangesOnQuietTicketsCrossInOneCycle(t *testing.T) {
 // spread over the cycles rather than in one burst.
 func TestFullListsStillShowEveryChange(t *testing.T) {
 	e := newEnv(t)
-	e.cfg.Backfill = "assigned"
+	e.cfg.Backfill = tbsync.Backfill{guestapi.StatusAssigned}
 	var ids []string
 	for i := range 260 {
 		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{
@@ -376,7 +376,7 @@ func TestHelpdeskRefusedStopsTheCycle(t *testing.T) {
 // not among the newest of its status.
 func TestClosedListsAskOnlyLiveDepartments(t *testing.T) {
 	e := newEnv(t)
-	e.cfg.Backfill = "done"
+	e.cfg.Backfill = tbsync.Backfill{guestapi.StatusDone}
 	mk := func(dept string, created time.Time) string {
 		tv, err := e.ts.Server.CreateTicket(e.ts.Org, refserver.NewTicket{Department: dept, Status: guestapi.StatusDone, TaskDescription: dept, CreatedAt: created})
 		if err != nil {
@@ -393,7 +393,7 @@ func TestClosedListsAskOnlyLiveDepartments(t *testing.T) {
 	if len(e.backend.Find(live)) != 1 {
 		t.Fatal("the backfill did not import the oldest done request of its department")
 	}
-	e.cfg.Backfill = "" // done is no longer imported: its lists need no department of the list
+	e.cfg.Backfill = nil // done is no longer imported: its lists need no department of the list
 	e.open()
 	// Everything closes its grace; then spa gets a fresh closed request.
 	e.clock.Advance(e.cfg.ClosedGrace + time.Hour)

@@ -233,7 +233,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 		p.fullRead = &fr
 	}
 	importable := map[guestapi.Status]bool{guestapi.StatusNew: true}
-	for _, s := range e.cfg.backfill {
+	for _, s := range e.cfg.Backfill {
 		importable[s] = true
 	}
 	// The slack covers clocks that differ a little.
@@ -331,7 +331,7 @@ func (c *cycle) listQueue(in discoverInput) ([]guestapi.Ticket, coverage, bool) 
 	}
 	all := true
 	for _, s := range guestapi.Statuses() {
-		if !c.listStatus(s, in, !s.Closed() || slices.Contains(c.e.cfg.backfill, s), &out, cv) {
+		if !c.listStatus(s, in, !s.Closed() || slices.Contains(c.e.cfg.Backfill, s), &out, cv) {
 			all = false
 		}
 	}

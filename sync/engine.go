@@ -218,7 +218,7 @@ func (e *Engine) now() time.Time {
 }
 
 // Schedule returns the parsed TICKETBRIDGE_SCHEDULE.
-func (e *Engine) Schedule() cron.Schedule { return e.cfg.schedule }
+func (e *Engine) Schedule() cron.Schedule { return e.cfg.Schedule.Schedule }
 
 // Interval returns the estimated time between two scheduled cycles.
 func (e *Engine) Interval() time.Duration { return e.cfg.interval }

@@ -75,7 +75,7 @@ func BenchmarkLoad(b *testing.B) {
 	for range n {
 		newTicket(guestapi.StatusNew, 3)
 	}
-	e.cfg.Backfill = ""
+	e.cfg.Backfill = nil
 	importStart := time.Now()
 	rep := e.cycle()
 	importTook := time.Since(importStart)

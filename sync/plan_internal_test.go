@@ -20,7 +20,10 @@ var planNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 func planEngine(t *testing.T, backfill string) *Engine {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Backfill = backfill
+	var err error
+	if cfg.Backfill, err = ParseBackfill(backfill); err != nil {
+		t.Fatal(err)
+	}
 	p, err := cfg.parse()
 	if err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func newSim(t testing.TB, seed uint64, cfg simConfig) *sim {
 	e.cfg.Concurrency = 1
 	// The requests made before the first cycle are imported whatever
 	// status they reach before the first list gets through.
-	e.cfg.Backfill = "assigned,in_progress,done,completed,confirmed,cancelled"
+	e.cfg.Backfill = tbsync.Backfill{guestapi.StatusAssigned, guestapi.StatusInProgress, guestapi.StatusDone, guestapi.StatusCompleted, guestapi.StatusConfirmed, guestapi.StatusCancelled}
 	e.logs = nil
 	s := &sim{t: t, cfg: cfg, e: e, tr: newSimTrace(seed)}
 	s.act = newActivity(e, seed)

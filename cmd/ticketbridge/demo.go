@@ -38,7 +38,8 @@ func runDemo(ctx context.Context, sh shell, args []string) error {
 	if _, err := config.ParseLevel(*level); err != nil {
 		return fmt.Errorf("%w: demo: --log-level %v", errUsage, err)
 	}
-	if _, err := sync.ParseSchedule(*schedule); err != nil {
+	sched, err := sync.NewSchedule(*schedule)
+	if err != nil {
 		return fmt.Errorf("%w: demo: --schedule: %v", errUsage, err)
 	}
 	d, err := demo.Start(ctx, *dir, newLogger(stderr, "auto", *level), stdout)
@@ -57,7 +58,7 @@ func runDemo(ctx context.Context, sh shell, args []string) error {
 		fmt.Fprintf(stdout, "Run `%s --keep` to keep the server and the daemon running and try it yourself.\n", demoCommand(os.Args[0]))
 		return nil
 	}
-	return d.Keep(ctx, *schedule)
+	return d.Keep(ctx, sched)
 }
 
 // demoCommand is how the person who ran the demo runs it again: the

@@ -126,8 +126,8 @@ func Start(ctx context.Context, dir string, log *slog.Logger, out io.Writer) (_ 
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	d.cfg = sync.DefaultConfig()
-	d.cfg.Schedule = "@every 10s"
-	d.cfg.Backfill = "assigned,in_progress"
+	d.cfg.Schedule = sync.Every(10 * time.Second)
+	d.cfg.Backfill = sync.Backfill{guestapi.StatusAssigned, guestapi.StatusInProgress}
 	d.engine, err = sync.New(d.cfg, sync.Deps{API: d.client, Helpdesk: d.hd, Store: d.store, Logger: log.With("adapter", files.Name), Now: d.now})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
@@ -198,7 +198,7 @@ func cycleLine(r sync.Report) string {
 
 // Keep runs the daemon on the schedule until ctx ends, with a files
 // adapter that waits for outbox files to settle as the real one does.
-func (d *Demo) Keep(ctx context.Context, schedule string) error {
+func (d *Demo) Keep(ctx context.Context, schedule sync.Schedule) error {
 	d.hd.Close()
 	var err error
 	d.hd, err = files.New(ctx, files.Options{Dir: d.hdDir, Settle: files.DefaultSettle, Logger: d.log.With("adapter", files.Name)})
@@ -212,7 +212,7 @@ func (d *Demo) Keep(ctx context.Context, schedule string) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	d.say("")
-	d.say("Running until Ctrl-C, a cycle %s.", strings.TrimPrefix(schedule, "@"))
+	d.say("Running until Ctrl-C, a cycle %s.", strings.TrimPrefix(schedule.String(), "@"))
 	d.say("  API        %s   (TICKETBRIDGE_API_URL)", d.url)
 	d.say("  key        %s   (tickets read + write)", d.key)
 	d.say("  console    %s%s   (Authorization: Bearer %s)", d.url, refserver.ConsolePath, d.srv.ConsoleToken())

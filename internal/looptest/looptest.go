@@ -143,7 +143,7 @@ func (l *Loop) open() {
 		l.t.Fatal(err)
 	}
 	cfg := tbsync.DefaultConfig()
-	cfg.Schedule = "@every " + l.opts.Interval.String()
+	cfg.Schedule = tbsync.Every(l.opts.Interval)
 	eng, err := tbsync.New(cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: l.Clock.Now})
 	if err != nil {
 		l.t.Fatal(err)
