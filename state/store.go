@@ -180,13 +180,7 @@ type Store struct {
 // most opts.LockTimeout. ctx does not outlive Open: the Store's later
 // transactions take their own.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("open state %s: %w", Redacted(path), err)
-	}
-	if IsURL(path) {
-		return openPG(ctx, path, opts, pgMigrations)
-	}
-	return open(ctx, path, opts, migrations)
+	return OpenAt(ctx, ParseLocation(path), opts)
 }
 
 // now is the time on the store's clock: [Options.Now], or time.Now.
