@@ -99,6 +99,17 @@ const (
 	StatusFromVar = "TICKETBRIDGE_STATUS_FROM_HELPDESK"
 )
 
+// StatusMapError is the error of a status map that does not parse, naming
+// its variable.
+type StatusMapError struct {
+	Var string
+	Err error
+}
+
+func (e *StatusMapError) Error() string { return e.Var + ": " + e.Err.Error() }
+
+func (e *StatusMapError) Unwrap() error { return e.Err }
+
 // StatusTo is the setting of [StatusToVar], upstream status to helpdesk
 // status, parsed once when read (go-envconfig's Decoder).
 type StatusTo map[guestapi.Status]string
@@ -107,7 +118,7 @@ type StatusTo map[guestapi.Status]string
 func (m *StatusTo) EnvDecode(s string) error {
 	v, err := ParseStatusPairs(s)
 	if err != nil {
-		return fmt.Errorf("%s: %w", StatusToVar, err)
+		return &StatusMapError{Var: StatusToVar, Err: err}
 	}
 	*m = v
 	return nil
@@ -122,7 +133,7 @@ type StatusFrom map[string]guestapi.Status
 func (m *StatusFrom) EnvDecode(s string) error {
 	v, err := ParseReverseStatusPairs(s)
 	if err != nil {
-		return fmt.Errorf("%s: %w", StatusFromVar, err)
+		return &StatusMapError{Var: StatusFromVar, Err: err}
 	}
 	*m = v
 	return nil

@@ -128,7 +128,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		cfg = secs[0].conf.Daemon
 		path = "/hotels/" + url.PathEscape(secs[0].name) + "/" + name
 	}
-	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s: the bridge has not run yet; TICKETBRIDGE_STATE names the file", cfg.State)
 	}
 	who := operator()
@@ -142,7 +142,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		return err
 	}
 	defer h.release()
-	st, err := state.Open(ctx, cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel, Fence: h.fence()})
+	st, err := state.OpenAt(ctx, cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel, Fence: h.fence()})
 	if errors.Is(err, state.ErrLocked) {
 		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
 	}

@@ -288,14 +288,14 @@ func runStatus(ctx context.Context, sh shell, args []string) error {
 
 // statusHotel prints the status of a hotel's state, or of one ticket.
 func statusHotel(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, ticket string, asJSON bool, log *slog.Logger, stdout io.Writer) error {
-	if _, err := os.Stat(cfg.State); !state.IsURL(cfg.State) && errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
 	}
-	st, err := state.Open(ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log, Hotel: cfg.Hotel})
+	st, err := state.OpenAt(ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log, Hotel: cfg.Hotel})
 	var snap *sync.Status
 	switch {
 	case errors.Is(err, state.ErrLocked):
-		s, serr := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix)
+		s, serr := bridge.ReadSnapshot(cfg.State.Value() + bridge.StatusSuffix)
 		if serr != nil {
 			return fmt.Errorf("the daemon holds %s and %w", cfg.State, serr)
 		}
@@ -326,7 +326,7 @@ func statusHotel(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon,
 		if snap != nil {
 			fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s.\n\n", snap.At.Local().Format(time.DateTime))
 		}
-		return printStatus(stdout, state.Redacted(cfg.State), s)
+		return printStatus(stdout, cfg.State.String(), s)
 	}
 	if snap != nil {
 		t, err := findSnapshotTicket(snap, ticket)
@@ -620,14 +620,14 @@ func runState(ctx context.Context, sh shell, args []string) error {
 // backupHotel writes a consistent copy of a hotel's state file to dest.
 func backupHotel(ctx context.Context, cfg config.Daemon, dest string, stdout io.Writer) error {
 	if abs, err1 := filepath.Abs(dest); err1 == nil {
-		if src, err2 := filepath.Abs(cfg.State); err2 == nil && abs == src {
+		if src, err2 := filepath.Abs(cfg.State.Value()); err2 == nil && abs == src {
 			return fmt.Errorf("%w: state backup: FILE is the state file itself", errUsage)
 		}
 	}
-	backup := func() error { return state.BackupFile(ctx, cfg.State, dest) }
-	if state.IsURL(cfg.State) && cfg.Hotel != "" { // a hotel of many in one database
+	backup := func() error { return state.BackupFile(ctx, cfg.State.Value(), dest) }
+	if cfg.State.IsDB() && cfg.Hotel != "" { // a hotel of many in one database
 		backup = func() error {
-			st, err := state.Open(ctx, cfg.State, state.Options{ReadOnly: true, Hotel: cfg.Hotel})
+			st, err := state.OpenAt(ctx, cfg.State, state.Options{ReadOnly: true, Hotel: cfg.Hotel})
 			if err != nil {
 				return err
 			}
@@ -637,7 +637,7 @@ func backupHotel(ctx context.Context, cfg config.Daemon, dest string, stdout io.
 	}
 	if err := backup(); err != nil {
 		if errors.Is(err, state.ErrLocked) {
-			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State+bridge.BackupSuffix)
+			return fmt.Errorf("%w\nthe daemon holds the state file: send it SIGUSR1 (systemctl kill -s USR1 ticketbridge) and it writes %s, or stop it and run this again", err, cfg.State.Value()+bridge.BackupSuffix)
 		}
 		return err
 	}
@@ -645,6 +645,6 @@ func backupHotel(ctx context.Context, cfg config.Daemon, dest string, stdout io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote a copy of %s to %s (%d bytes)\n", state.Redacted(cfg.State), dest, fi.Size())
+	fmt.Fprintf(stdout, "wrote a copy of %s to %s (%d bytes)\n", cfg.State.String(), dest, fi.Size())
 	return nil
 }

@@ -195,7 +195,7 @@ func stateCommits(b *testing.B, hs map[string]*bridge.Bridge) int64 {
 	b.Helper()
 	var sum int64
 	for _, rh := range hs {
-		sum += boltTxID(b, rh.Daemon().State)
+		sum += boltTxID(b, rh.Daemon().State.Value())
 	}
 	return sum
 }

@@ -37,7 +37,7 @@ type hold struct {
 // returns a context of ctx ending when the lease does (with cause
 // errHoldLost); call release when done.
 func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg config.Daemon, log *slog.Logger) (context.Context, *hold, error) {
-	if !state.IsURL(cfg.State) {
+	if !cfg.State.IsDB() {
 		return ctx, &hold{}, nil
 	}
 	hc, err := config.LoadHotels(ctx, env)
@@ -46,7 +46,7 @@ func holdHotel(ctx context.Context, name string, env envconfig.Lookuper, cfg con
 	}
 	hotel := cmp.Or(cfg.Hotel, state.DefaultHotel)
 	return holdWith(ctx, name, hotel, func(ctx context.Context, lost func()) (*lease.Single, state.Owner, error) {
-		return lease.Take(ctx, cfg.State, hotel, hc.LeaseTTL, log, lost)
+		return lease.Take(ctx, cfg.State.Value(), hotel, hc.LeaseTTL, log, lost)
 	})
 }
 

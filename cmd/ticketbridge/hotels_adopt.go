@@ -95,13 +95,13 @@ func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name
 		return fmt.Errorf("hotels adopt: no hotel %s in %s: write %s first", name, hc.Dir, filepath.Join(hc.Dir, name+config.HotelSuffix))
 	}
 	h := good[i]
-	from, to := main.State, h.Daemon.State
 	switch {
-	case state.IsURL(from) || state.IsURL(to):
+	case main.State.IsDB() || h.Daemon.State.IsDB():
 		return errors.New("hotels adopt: the state is in PostgreSQL: adopt moves state files only")
 	case main.Adapter != h.Daemon.Adapter:
 		return fmt.Errorf("hotels adopt: hotel %s uses the adapter %s and the one hotel %s: the state holds the one hotel's helpdesk tickets; set TICKETBRIDGE_ADAPTER=%s in %s", name, h.Daemon.Adapter, main.Adapter, main.Adapter, h.File.Path)
 	}
+	from, to := main.State.Value(), h.Daemon.State.Value()
 	if _, err := os.Stat(from); err != nil {
 		return fmt.Errorf("hotels adopt: no state of the one hotel to adopt: %w", err)
 	}

@@ -170,11 +170,11 @@ func TestHotelConfiguration(t *testing.T) {
 	if a.Sync.AuthorName != "Front desk" || b.Sync.AuthorName != "Beta desk" {
 		t.Errorf("author names %q and %q, want the main's default and beta's own", a.Sync.AuthorName, b.Sync.AuthorName)
 	}
-	if want := filepath.Join(fx.Dir, "state", "hotels", "alpha.db"); a.Daemon.State != want {
-		t.Errorf("alpha's state = %s, want %s", a.Daemon.State, want)
+	if want := filepath.Join(fx.Dir, "state", "hotels", "alpha.db"); a.Daemon.State.Value() != want {
+		t.Errorf("alpha's state = %s, want %s", a.Daemon.State.Value(), want)
 	}
-	if b.Daemon.State != filepath.Join(fx.Dir, "beta.db") {
-		t.Errorf("beta's state = %s, want its own", b.Daemon.State)
+	if b.Daemon.State.Value() != filepath.Join(fx.Dir, "beta.db") {
+		t.Errorf("beta's state = %s, want its own", b.Daemon.State.Value())
 	}
 	if strings.Contains(string(a.Key), "main-key") || a.Key == b.Key {
 		t.Error("a hotel got the main configuration's key, or the two hotels the same")
@@ -439,7 +439,7 @@ func TestHotelStateInADatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, bad, err := config.LoadHotelDir(ctx, src, cfg, fx.HotelsDir, func(string) {})
-	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].Daemon.State != db || good[1].Daemon.State != db {
+	if err != nil || len(bad) != 0 || len(good) != 2 || good[0].Daemon.State.Value() != db || good[1].Daemon.State.Value() != db {
 		t.Errorf("hotels on a database: %v %v %+v", err, bad, good)
 	}
 }

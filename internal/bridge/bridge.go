@@ -125,12 +125,6 @@ func New(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync
 	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
-	if _, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk); err != nil {
-		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_TO_HELPDESK: %w", err)
-	}
-	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
-		return nil, fmt.Errorf("read configuration: TICKETBRIDGE_STATUS_FROM_HELPDESK: %w", err)
-	}
 	if w.client, err = w.newClient(); err != nil {
 		return nil, err
 	}
@@ -183,14 +177,12 @@ func (w *Bridge) newClient() (*guestapi.Client, error) {
 // openHelpdesk opens the hotel's adapter with the secrets it reads now.
 func (w *Bridge) openHelpdesk(ctx context.Context) (adapters.Helpdesk, error) {
 	cfg := w.cfg
-	to, _ := adapters.ParseStatusPairs(cfg.StatusToHelpdesk) // checked by New
-	from, _ := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk)
 	reg := w.opts.Registry
 	if reg == nil {
 		reg = Adapters()
 	}
 	hd, err := reg.Open(ctx, cfg.Adapter, adapters.Deps{
-		Env: w.env, Logger: w.log.With("adapter", cfg.Adapter), StatusToHelpdesk: to, StatusFromHelpdesk: from, ReadOnly: w.opts.DryRun,
+		Env: w.env, Logger: w.log.With("adapter", cfg.Adapter), StatusToHelpdesk: cfg.StatusToHelpdesk, StatusFromHelpdesk: cfg.StatusFromHelpdesk, ReadOnly: w.opts.DryRun,
 		StateDir: cfg.StateDir(), Transport: w.opts.Chain.Transport(nil), Guard: w.opts.Chain.Guard,
 	})
 	if err != nil {
@@ -210,7 +202,7 @@ func (w *Bridge) depsOf(client *guestapi.Client, hd adapters.Helpdesk) sync.Deps
 // openState opens the state file for writing, explaining a lock held by a
 // running daemon.
 func openState(ctx context.Context, cfg config.Daemon, log *slog.Logger, fence int64) (*state.Store, error) {
-	st, err := state.Open(ctx, cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel, Fence: fence})
+	st, err := state.OpenAt(ctx, cfg.State, state.Options{Logger: log, Hotel: cfg.Hotel, Fence: fence})
 	if errors.Is(err, state.ErrLocked) {
 		return nil, fmt.Errorf("%w\nis the daemon running? `ticketbridge status` works alongside it; stop it (systemctl stop ticketbridge) to run this command", err)
 	}
@@ -321,7 +313,7 @@ type Reporter interface {
 // the cycles run in, not the scheduler's: ending the scheduler's lets the
 // cycle in flight finish.
 func (w *Bridge) Scheduler(rep Reporter, deadline time.Duration, page *Console, life context.Context) *sync.Scheduler {
-	timer := snapshotTimer{lean: page.lean(), file: !state.IsURL(w.cfg.State)}
+	timer := snapshotTimer{lean: page.lean(), file: !w.cfg.State.IsDB()}
 	return &sync.Scheduler{
 		Schedule: w.Engine().Schedule(),
 		Deadline: deadline,
@@ -446,7 +438,7 @@ func (w *Bridge) WriteSnapshot(ctx context.Context) *sync.Status {
 		t.Stop()
 	})
 	defer stop()
-	return snapshot(rctx, w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, nil, w.log)
+	return snapshot(rctx, w.store, w.Helpdesk(), snapshotPath(w.cfg.State), nil, w.log)
 }
 
 // snapshotGrace is how long WriteSnapshot's read of the state outlives
@@ -494,10 +486,10 @@ func ReadHeld(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, lo
 		defer a.Close()
 		return a.Held(ctx), time.Time{}, nil
 	}
-	if state.IsURL(cfg.State) {
+	if cfg.State.IsDB() {
 		return nil, time.Time{}, nil
 	}
-	path := cfg.State + StatusSuffix
+	path := cfg.State.Value() + StatusSuffix
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, time.Time{}, nil
 	}
@@ -515,13 +507,13 @@ func ReadHeld(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, lo
 // snapshot shows as the last cycle: a quiet cycle does not always store
 // its record (see sync's quietRecordEvery).
 func (w *Bridge) snapshotAfter(ctx context.Context, r *sync.Report) *sync.Status {
-	return snapshot(ctx, w.store, w.Helpdesk(), w.cfg.State+StatusSuffix, r, w.log)
+	return snapshot(ctx, w.store, w.Helpdesk(), snapshotPath(w.cfg.State), r, w.log)
 }
 
 // snapshotOf writes s, the last snapshot restamped, as the snapshot after
 // the cycle of report r (see snapshot), reading nothing of the state.
 func (w *Bridge) snapshotOf(s *sync.Status, r *sync.Report) *sync.Status {
-	return writeSnapshot(*s, nil, w.Helpdesk(), w.cfg.State+StatusSuffix, r, w.log)
+	return writeSnapshot(*s, nil, w.Helpdesk(), snapshotPath(w.cfg.State), r, w.log)
 }
 
 // snapshot writes the status snapshot of st to path, atomically and
@@ -535,8 +527,17 @@ func snapshot(ctx context.Context, st *state.Store, hd adapters.Helpdesk, path s
 	return writeSnapshot(s, err, hd, path, last, log)
 }
 
+// snapshotPath is the status snapshot's file next to the state file at l;
+// "" for a state in PostgreSQL, which has none.
+func snapshotPath(l state.Location) string {
+	if l.IsDB() {
+		return ""
+	}
+	return l.Value() + StatusSuffix
+}
+
 // writeSnapshot completes s, read with err, and writes it as snapshot
-// does.
+// does, to path unless it is "".
 func writeSnapshot(s sync.Status, err error, hd adapters.Helpdesk, path string, last *sync.Report, log *slog.Logger) *sync.Status {
 	if err == nil {
 		s.Held = held(context.Background(), hd)
@@ -547,7 +548,7 @@ func writeSnapshot(s sync.Status, err error, hd adapters.Helpdesk, path string, 
 			}
 		}
 	}
-	if err == nil && !state.IsURL(path) {
+	if err == nil && path != "" {
 		var b []byte
 		// Compact: indenting it doubled what writing it cost, for a
 		// file read by the status command, not by eye.
@@ -623,10 +624,10 @@ var ErrBackupPostgres = errors.New("back up state: the state is in PostgreSQL")
 // file's name and backupSuffix) and returns the copy's path; the
 // AfterBackup option is called after it.
 func (w *Bridge) Backup(ctx context.Context) (string, error) {
-	if state.IsURL(w.cfg.State) {
+	if w.cfg.State.IsDB() {
 		return "", ErrBackupPostgres
 	}
-	dest := w.cfg.State + BackupSuffix
+	dest := w.cfg.State.Value() + BackupSuffix
 	err := w.store.BackupFile(ctx, dest)
 	if w.afterBackup != nil {
 		w.afterBackup(dest, err)

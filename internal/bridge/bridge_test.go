@@ -114,14 +114,14 @@ func TestBridgeRunsAHotel(t *testing.T) {
 	if n := workers.Ran(); n < 4 {
 		t.Errorf("%d functions ran on the workers given, want at least 4", n)
 	}
-	if _, err := os.Stat(cfg.State + StatusSuffix); err != nil {
+	if _, err := os.Stat(cfg.State.Value() + StatusSuffix); err != nil {
 		t.Errorf("no status snapshot after the cycle: %v", err)
 	}
 	if page.Hotel == nil {
 		t.Error("no page source")
 	}
 	dest, err := b.Backup(ctx)
-	if err != nil || dest != cfg.State+BackupSuffix || len(backups) != 1 {
+	if err != nil || dest != cfg.State.Value()+BackupSuffix || len(backups) != 1 {
 		t.Fatalf("backup: %q, %v (AfterBackup saw %q)", dest, err, backups)
 	}
 	if _, err := os.Stat(dest); err != nil {

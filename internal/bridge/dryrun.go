@@ -20,8 +20,8 @@ import (
 // state file yet), and sync.DryRun prints the writes to plan instead of
 // making them.
 func (w *Bridge) DryRun(ctx context.Context, plan io.Writer) (sync.Report, error) {
-	path := w.cfg.State
-	url := state.IsURL(path) // PostgreSQL: copy the hotel, if it is there yet
+	path := w.cfg.State.Value()
+	url := w.cfg.State.IsDB() // PostgreSQL: copy the hotel, if it is there yet
 	_, err := os.Stat(path)
 	exists := err == nil || url
 	if err != nil && !url && !errors.Is(err, fs.ErrNotExist) {

@@ -149,5 +149,5 @@ func newTestBridge(t *testing.T) (*Bridge, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	return b, cfg.State
+	return b, cfg.State.Value()
 }

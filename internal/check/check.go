@@ -75,6 +75,9 @@ type checker struct {
 	// nil when no unit is installed (see service).
 	svc     *serviceView
 	svcDone bool
+	// daemonErr is LoadDaemon's error, nil when the daemon's variables
+	// read.
+	daemonErr error
 }
 
 func (c *checker) report(r checkResult) checkResult {
@@ -212,7 +215,7 @@ func (c *checker) checkOne() {
 // its team acts (adapters.HeldError), naming each and what it needs, and
 // warns of each file the team handed it that it set aside.
 func (c *checker) checkHeld(cfg config.Daemon) {
-	snap, err := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix)
+	snap, err := bridge.ReadSnapshot(cfg.State.Value() + bridge.StatusSuffix)
 	if err != nil || len(snap.Held) == 0 {
 		return
 	}
@@ -253,7 +256,7 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 	}
 	var f *sync.FullRead
 	var last *sync.Report
-	st, err := state.Open(c.ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger, Hotel: cfg.Hotel})
+	st, err := state.OpenAt(c.ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: c.opts.Logger, Hotel: cfg.Hotel})
 	switch {
 	case err == nil:
 		fr, ferr := sync.ReadFullRead(c.ctx, st, sc.FullReadInterval)
@@ -263,7 +266,7 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 			f = &fr
 		}
 	case errors.Is(err, state.ErrLocked):
-		if snap, err := bridge.ReadSnapshot(cfg.State + bridge.StatusSuffix); err == nil {
+		if snap, err := bridge.ReadSnapshot(cfg.State.Value() + bridge.StatusSuffix); err == nil {
 			f, last = snap.FullRead, snap.LastCycle
 			if f == nil {
 				f = &sync.FullRead{Configured: sc.FullReadInterval, Effective: sc.FullReadInterval}
@@ -371,6 +374,7 @@ func (c *checker) fixEnv() string {
 func (c *checker) checkConfig() (config.Daemon, bool) {
 	var problems []string
 	cfg, err := config.LoadDaemon(c.ctx, c.env)
+	c.daemonErr = err
 	if err != nil {
 		problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 	}
@@ -389,12 +393,6 @@ func (c *checker) checkConfig() (config.Daemon, bool) {
 			problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 		}
 	}
-	if _, err := adapters.ParseStatusPairs(cfg.StatusToHelpdesk); err != nil {
-		problems = append(problems, "TICKETBRIDGE_STATUS_TO_HELPDESK: "+err.Error())
-	}
-	if _, err := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk); err != nil {
-		problems = append(problems, "TICKETBRIDGE_STATUS_FROM_HELPDESK: "+err.Error())
-	}
 	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -411,7 +409,7 @@ func (c *checker) checkConfig() (config.Daemon, bool) {
 	if tc.Listen != "" {
 		metricsOn = "metrics on " + tc.Listen
 	}
-	c.report(pass("configuration", "adapter %s, schedule %q, state %s, %s", cfg.Adapter, sc.Schedule, state.Redacted(cfg.State), metricsOn))
+	c.report(pass("configuration", "adapter %s, schedule %q, state %s, %s", cfg.Adapter, sc.Schedule, cfg.State.String(), metricsOn))
 	return cfg, true
 }
 
@@ -586,9 +584,7 @@ func (c *checker) checkHelpdesk(cfg config.Daemon, cfgOK bool) {
 		c.report(fail(name, c.fixEnv()+": set TICKETBRIDGE_ADAPTER", "TICKETBRIDGE_ADAPTER is empty"))
 		return
 	}
-	to, err1 := adapters.ParseStatusPairs(cfg.StatusToHelpdesk)
-	from, err2 := adapters.ParseReverseStatusPairs(cfg.StatusFromHelpdesk)
-	if err1 != nil || err2 != nil {
+	if sme := (*adapters.StatusMapError)(nil); errors.As(c.daemonErr, &sme) {
 		c.report(skip(name, "the status mapping does not parse (see configuration)"))
 		return
 	}
@@ -605,8 +601,8 @@ func (c *checker) checkHelpdesk(cfg config.Daemon, cfgOK bool) {
 		ReadOnly:           true,
 		Env:                c.env,
 		Logger:             c.opts.Logger.With("adapter", cfg.Adapter),
-		StatusToHelpdesk:   to,
-		StatusFromHelpdesk: from,
+		StatusToHelpdesk:   cfg.StatusToHelpdesk,
+		StatusFromHelpdesk: cfg.StatusFromHelpdesk,
 		StateDir:           cfg.StateDir(),
 	})
 	if err != nil {
@@ -630,9 +626,9 @@ func (c *checker) checkHelpdesk(cfg config.Daemon, cfgOK bool) {
 // created.
 func (c *checker) checkState(cfg config.Daemon) {
 	const name = "state file"
-	path := cfg.State
+	path := cfg.State.Value()
 	fix := c.fixEnv() + ": point TICKETBRIDGE_STATE at a file in a directory the daemon may write"
-	if state.IsURL(path) {
+	if cfg.State.IsDB() {
 		c.checkPostgresState(cfg)
 		return
 	}
@@ -735,8 +731,8 @@ func creatable(path string) error {
 // start.
 func (c *checker) checkPostgresState(cfg config.Daemon) {
 	const name = "state database"
-	where := state.Redacted(cfg.State)
-	st, err := state.Open(c.ctx, cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger, Hotel: cfg.Hotel})
+	where := cfg.State.String()
+	st, err := state.OpenAt(c.ctx, cfg.State, state.Options{ReadOnly: true, Logger: c.opts.Logger, Hotel: cfg.Hotel})
 	switch {
 	case errors.Is(err, state.ErrNotStateFile):
 		c.report(pass(name, "%s answers and holds no state yet; the daemon creates its tables at its first start", where))

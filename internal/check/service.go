@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
-	"github.com/ticketbridge/ticketbridge/state"
 )
 
 // serviceView is whom the service runs as and what its unit lets it reach.
@@ -94,9 +93,9 @@ func (c *checker) checkAsService(cfg config.Daemon) {
 		}
 	}
 	stateDir := c.opts.Service.StateDir
-	if !state.IsURL(cfg.State) {
-		if c.judgeState(sv, cfg.State, stateDir, problem) {
-			wrote = append(wrote, filepath.Dir(cfg.State))
+	if !cfg.State.IsDB() {
+		if c.judgeState(sv, cfg.State.Value(), stateDir, problem) {
+			wrote = append(wrote, filepath.Dir(cfg.State.Value()))
 		}
 	}
 	for _, f := range c.folders(cfg) {

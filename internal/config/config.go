@@ -17,6 +17,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -29,7 +30,9 @@ type Daemon struct {
 	APIURL     string `env:"TICKETBRIDGE_API_URL"`
 	APIKey     Secret `env:"TICKETBRIDGE_API_KEY"`
 	APIKeyFile string `env:"TICKETBRIDGE_API_KEY_FILE"`
-	State      string `env:"TICKETBRIDGE_STATE"`
+	// State is where the hotel's state is kept, a file or a PostgreSQL
+	// database, its kind judged once when read.
+	State state.Location `env:"TICKETBRIDGE_STATE"`
 	// PGMaxConns bounds the connections the process opens to the
 	// PostgreSQL database of State (0: state.DefaultMaxConns); LoadDaemon
 	// puts it into State as the URL's pool_max_conns.
@@ -41,8 +44,9 @@ type Daemon struct {
 	LogLevel  string `env:"TICKETBRIDGE_LOG_LEVEL, default=info"`
 	LogFormat string `env:"TICKETBRIDGE_LOG_FORMAT, default=auto"`
 
-	StatusToHelpdesk   string `env:"TICKETBRIDGE_STATUS_TO_HELPDESK"`
-	StatusFromHelpdesk string `env:"TICKETBRIDGE_STATUS_FROM_HELPDESK"`
+	// The status maps, parsed when read (adapters.StatusTo, StatusFrom).
+	StatusToHelpdesk   adapters.StatusTo   `env:"TICKETBRIDGE_STATUS_TO_HELPDESK"`
+	StatusFromHelpdesk adapters.StatusFrom `env:"TICKETBRIDGE_STATUS_FROM_HELPDESK"`
 
 	// AllowInsecureHTTP accepts plain http to an API or helpdesk that is
 	// not on a loopback address (see adapters.CheckHTTPS); the adapters
@@ -314,25 +318,25 @@ func ParseEnv(r io.Reader, name string) (map[string]string, error) {
 // directories).
 func LoadDaemon(ctx context.Context, env envconfig.Lookuper) (Daemon, error) {
 	var c Daemon
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read configuration: %w", err)
-	}
-	if c.State == "" {
-		c.State = "ticketbridge.db"
+	err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env})
+	if c.State.IsZero() {
+		// Also after an error, so that check judges the state it would use.
+		c.State = state.ParseLocation("ticketbridge.db")
 		if dir, ok := env.Lookup("STATE_DIRECTORY"); ok && dir != "" {
 			// systemd may pass several directories separated by colons.
-			c.State = filepath.Join(strings.Split(dir, ":")[0], "state.db")
+			c.State = state.ParseLocation(filepath.Join(strings.Split(dir, ":")[0], "state.db"))
 		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("read configuration: %w", envvar.Explain(err, &c, env, ""))
 	}
 	if c.PGMaxConns < 0 {
 		return c, fmt.Errorf("read configuration: TICKETBRIDGE_PG_MAX_CONNS=%d: want a positive number of connections", c.PGMaxConns)
 	}
-	if c.PGMaxConns > 0 && state.IsURL(c.State) {
-		s, err := state.WithMaxConns(c.State, c.PGMaxConns)
-		if err != nil {
+	if c.PGMaxConns > 0 {
+		if c.State, err = c.State.WithMaxConns(c.PGMaxConns); err != nil {
 			return c, fmt.Errorf("read configuration: %w", err)
 		}
-		c.State = s
 	}
 	c.Adapter = strings.ToLower(strings.TrimSpace(c.Adapter))
 	c.LogFormat = strings.ToLower(strings.TrimSpace(c.LogFormat))
@@ -350,12 +354,7 @@ func LoadDaemon(ctx context.Context, env envconfig.Lookuper) (Daemon, error) {
 // StateDir is the directory of the state file, where an adapter keeps
 // what it stores on disk when its configuration names no place
 // (adapters.Deps.StateDir); "" when the state is in PostgreSQL.
-func (c Daemon) StateDir() string {
-	if state.IsURL(c.State) {
-		return ""
-	}
-	return filepath.Dir(c.State)
-}
+func (c Daemon) StateDir() string { return c.State.Dir() }
 
 // ReadAPIKey returns the API key from, in order: TICKETBRIDGE_API_KEY,
 // TICKETBRIDGE_API_KEY_FILE, or systemd's $CREDENTIALS_DIRECTORY/api-key.

@@ -87,7 +87,7 @@ func TestLoadConfigDefaultsAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.State != "/var/lib/ticketbridge/state.db" || c.Adapter != "files" || c.LogFormat != "auto" {
+	if c.State.Value() != "/var/lib/ticketbridge/state.db" || c.Adapter != "files" || c.LogFormat != "auto" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for k, v := range map[string]string{"TICKETBRIDGE_LOG_FORMAT": "xml", "TICKETBRIDGE_LOG_LEVEL": "loud"} {
@@ -107,11 +107,11 @@ func TestPGMaxConns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(c.State, "pool_max_conns=7") || !strings.Contains(c.State, "sslmode=verify-full") || !strings.Contains(c.State, "tb:secret@db.example/tb") {
-		t.Errorf("state URL %q: want the URL given with pool_max_conns=7", c.State)
+	if !strings.Contains(c.State.Value(), "pool_max_conns=7") || !strings.Contains(c.State.Value(), "sslmode=verify-full") || !strings.Contains(c.State.Value(), "tb:secret@db.example/tb") {
+		t.Errorf("state URL %q: want the URL given with pool_max_conns=7", c.State.Value())
 	}
-	if c, err = load(map[string]string{"TICKETBRIDGE_STATE": "/var/lib/ticketbridge/state.db", "TICKETBRIDGE_PG_MAX_CONNS": "7"}); err != nil || c.State != "/var/lib/ticketbridge/state.db" {
-		t.Errorf("a state file with TICKETBRIDGE_PG_MAX_CONNS: %q, %v", c.State, err)
+	if c, err = load(map[string]string{"TICKETBRIDGE_STATE": "/var/lib/ticketbridge/state.db", "TICKETBRIDGE_PG_MAX_CONNS": "7"}); err != nil || c.State.Value() != "/var/lib/ticketbridge/state.db" {
+		t.Errorf("a state file with TICKETBRIDGE_PG_MAX_CONNS: %q, %v", c.State.Value(), err)
 	}
 	// The other forms pgx reads: a keyword/value connection string (its
 	// own pool_max_conns overridden), a URL with its scheme in capitals.
@@ -123,7 +123,7 @@ func TestPGMaxConns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pc, err := pgxpool.ParseConfig(c.State)
+		pc, err := pgxpool.ParseConfig(c.State.Value())
 		if err != nil {
 			t.Errorf("TICKETBRIDGE_STATE=%s with TICKETBRIDGE_PG_MAX_CONNS=7: pgx does not parse the result: %v", state.Redacted(v), err)
 			continue

@@ -16,8 +16,6 @@ import (
 	"syscall"
 
 	"github.com/sethvargo/go-envconfig"
-
-	"github.com/ticketbridge/ticketbridge/state"
 )
 
 // Problem is a kind of problem that stops the daemon at start.
@@ -182,7 +180,7 @@ func WithFix(err error, d Daemon, env envconfig.Lookuper, who Account) error {
 	w := Where{Account: who}
 	path := pe.Path
 	switch {
-	case !state.IsURL(d.State) && Within(path, d.StateDir()):
+	case !d.State.IsDB() && Within(path, d.StateDir()):
 		w.Path, w.Var = d.StateDir(), "TICKETBRIDGE_STATE"
 	default:
 		for _, v := range []string{"TICKETBRIDGE_FILES_DIR", "TICKETBRIDGE_WEBHOOK_DIR"} {

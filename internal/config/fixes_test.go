@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/state"
 )
 
 // TestWithFix: an error of the daemon on a path of its state or helpdesk
 // folder carries the fix check gives for that path, from the one table.
 func TestWithFix(t *testing.T) {
 	who := Account{Name: "ticketbridge", Group: "ticketbridge", UID: 999}
-	d := Daemon{State: "/var/lib/ticketbridge/state.db"}
+	d := Daemon{State: state.ParseLocation("/var/lib/ticketbridge/state.db")}
 	env := envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_FILES_DIR": "/srv/ticketbridge/helpdesk/seaside"})
 	denied := func(p string) error {
 		return fmt.Errorf("open state file %s: %w", p, &fs.PathError{Op: "open", Path: p, Err: syscall.EACCES})

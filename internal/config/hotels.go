@@ -205,9 +205,9 @@ func HotelSource(src Source, h HotelFile, env envconfig.Lookuper) Source {
 
 // loadHotel resolves one hotel's configuration against the main one.
 func loadHotel(ctx context.Context, src Source, main Daemon, h HotelFile) (Hotel, error) {
-	def := filepath.Join(filepath.Dir(main.State), "hotels", h.Name+".db")
-	if state.IsURL(main.State) {
-		def = main.State
+	def := filepath.Join(filepath.Dir(main.State.Value()), "hotels", h.Name+".db")
+	if main.State.IsDB() {
+		def = main.State.Value()
 	}
 	hc := Hotel{File: h, Env: hotelEnv(src.Env, h.Vars, def)}
 	var err error
@@ -264,7 +264,7 @@ func LoadHotelDir(ctx context.Context, src Source, main Daemon, dir string, warn
 		for _, w := range hotelWarnings(ctx, src, hc) {
 			warn(w)
 		}
-		if state.IsURL(main.State) && !state.IsURL(hc.Daemon.State) {
+		if main.State.IsDB() && !hc.Daemon.State.IsDB() {
 			warn(fmt.Sprintf("hotel %s keeps its state in the file %s while the main configuration's is in PostgreSQL: a hotel with a state file holds no lease, so every replica given this hotels directory syncs it on its own; set its TICKETBRIDGE_STATE to the database, or serve it from one daemon only", hc.Name(), hc.Daemon.State))
 		}
 		good = append(good, hc)
@@ -306,8 +306,8 @@ func checkDistinct(hs []Hotel) error {
 		if err := claim(h, "an API key", string(sum[:])); err != nil {
 			return err
 		}
-		if !state.IsURL(h.Daemon.State) {
-			if err := claim(h, "the state file "+abs(h.Daemon.State), abs(h.Daemon.State)); err != nil {
+		if !h.Daemon.State.IsDB() {
+			if err := claim(h, "the state file "+abs(h.Daemon.State.Value()), abs(h.Daemon.State.Value())); err != nil {
 				return err
 			}
 		}

@@ -20,7 +20,7 @@ type balancer struct{ f *Fleet }
 func (f *Fleet) namesOn(k *lease.Keeper) []string {
 	names := make([]string, 0, len(f.leased))
 	for name, h := range f.leased {
-		if h.Daemon.State == k.URL() {
+		if h.Daemon.State.Value() == k.URL() {
 			names = append(names, name)
 		}
 	}
@@ -295,7 +295,7 @@ func (b balancer) Start(name string, hl *lease.Owned) bool {
 	h, ok := f.leased[name]
 	_, here := f.hotels[name]
 	_, busy := f.handing[name]
-	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.Daemon.State != hl.Keeper().URL() {
+	if !ok || here || busy || f.stopping || f.life.Err() != nil || h.Daemon.State.Value() != hl.Keeper().URL() {
 		return false
 	}
 	if f.one && f.standingBy != "" {

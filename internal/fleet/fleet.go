@@ -240,9 +240,9 @@ func (f *Fleet) Reload() error {
 	clear(f.leased)
 	clear(f.backoff) // the files may have been fixed
 	for _, h := range good {
-		if state.IsURL(h.Daemon.State) {
+		if h.Daemon.State.IsDB() {
 			f.leased[h.Name()] = h
-			f.keeper.Keeper(f.life, h.Daemon.State)
+			f.keeper.Keeper(f.life, h.Daemon.State.Value())
 		}
 	}
 	var start []config.Hotel
@@ -285,7 +285,7 @@ func (f *Fleet) Reload() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		h := want[name]
-		if _, ok := f.hotels[name]; ok || state.IsURL(h.Daemon.State) {
+		if _, ok := f.hotels[name]; ok || h.Daemon.State.IsDB() {
 			continue // leased ones start by their keeper, once this replica holds their lease
 		}
 		start = append(start, h)

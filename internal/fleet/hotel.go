@@ -231,9 +231,9 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 	}
 	if f.one && f.started.CompareAndSwap(false, true) { // a restart says "hotel started"
 		v, _, _ := version.Get()
-		log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", h.Daemon.Adapter), slog.Any("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL))
+		log.Info("ticketbridge started", slog.String("op", "start"), slog.Any("version", v), slog.Any("adapter", h.Daemon.Adapter), slog.Any("state", h.Daemon.State.String()), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL))
 	} else {
-		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", state.Redacted(h.Daemon.State)), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
+		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", h.Daemon.State.String()), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
 	}
 	s := w.Scheduler(tel, tel.CycleMax(), page, life)
 	s.Schedule = sched

@@ -184,7 +184,7 @@ func (w *keeperWorld) start() {
 	f := w.fx.newReplica(w.t.Context(), func(o *Options) { o.Clock, o.OpenLeases = w.clock, open })
 	realWire := f.wire
 	f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, opts bridge.Options) (*bridge.Bridge, error) {
-		if !state.IsURL(cfg.State) {
+		if !cfg.State.IsDB() {
 			return realWire(ctx, env, cfg, sc, log, opts)
 		}
 		w.wiring <- cfg.Hotel

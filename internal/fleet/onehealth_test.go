@@ -21,6 +21,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/lease"
 	"github.com/ticketbridge/ticketbridge/internal/lease/leasetest"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -241,7 +242,7 @@ func oneOnFakeLeases(t *testing.T, sd *notes, others map[string]string) (*fleetF
 	f := startOne(t, opts, func(f *Fleet) {
 		realWire := f.wire
 		f.wire = func(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, o bridge.Options) (*bridge.Bridge, error) {
-			cfg.State = filepath.Join(fx.Dir, cfg.Hotel+".db")
+			cfg.State = state.ParseLocation(filepath.Join(fx.Dir, cfg.Hotel+".db"))
 			return realWire(ctx, env, cfg, sc, log, o)
 		}
 	})

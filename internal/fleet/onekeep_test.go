@@ -33,7 +33,7 @@ func TestOneHotelReloadKeepsItsStateFile(t *testing.T) {
 	// What `ticketbridge status` does next to the daemon. The lock is
 	// either held or not: the wait only bounds how long Open tries.
 	held := func() bool {
-		st, err := state.Open(t.Context(), path, state.Options{ReadOnly: true, LockTimeout: 100 * time.Millisecond})
+		st, err := state.OpenAt(t.Context(), path, state.Options{ReadOnly: true, LockTimeout: 100 * time.Millisecond})
 		if err == nil {
 			st.Close()
 			return false
