@@ -98,6 +98,14 @@ func TestKeyRefusedStopsTheCycle(t *testing.T) {
 	e.guest(b, "to b")
 	e.backend.Reply(e.ref(a), "Agent", "reply on a")
 	e.key = e.ts.Keys.Revoked
+	// The daemon advises from the table of fixes; here a stand-in.
+	const fix = "; fix: write the key to TICKETBRIDGE_API_KEY_FILE"
+	e.advise = func(err error) error {
+		if errors.Is(err, tbsync.ErrKeyRefused) {
+			return fmt.Errorf("%w%s", err, fix)
+		}
+		return err
+	}
 	e.open()
 	hd0 := len(e.backend.Messages(e.ref(a))) + len(e.backend.Messages(e.ref(b)))
 	posts := e.posts()
@@ -107,10 +115,20 @@ func TestKeyRefusedStopsTheCycle(t *testing.T) {
 		if !errors.Is(err, tbsync.ErrKeyRefused) || !errors.Is(err, guestapi.ErrUnauthorized) || rep.Outcome != tbsync.OutcomeFailed {
 			t.Fatalf("cycle with a revoked key: %v, %s", err, rep)
 		}
-		if !strings.Contains(err.Error(), "TICKETBRIDGE_API_KEY_FILE") {
-			t.Fatalf("error does not say what to check: %v", err)
+		if !strings.HasSuffix(err.Error(), fix) || !strings.HasSuffix(rep.Fatal, fix) {
+			t.Fatalf("the error or the report does not say what to do: %v; %s", err, rep.Fatal)
 		}
 	}
+	said := 0
+	for _, l := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(l, "level=ERROR") && strings.Contains(l, fix) {
+			said++
+		}
+	}
+	if said != 2 {
+		t.Fatalf("%d error lines say what to do for two failed cycles, want 2:\n%s", said, e.logs)
+	}
+	e.advise = nil
 	if got := strings.Count(e.logs.String(), "level=ERROR"); got != 2 {
 		t.Fatalf("%d error lines for two failed cycles, want 2:\n%s", got, e.logs)
 	}

@@ -94,7 +94,9 @@
 // right the key lacks. A helpdesk that refuses the bridge's credentials
 // (adapters.ErrAuth) stops it too, with [ErrHelpdeskRefused], after its
 // first refusal rather than one failure per ticket; no ticket is backed off
-// for it. The work completed before is stored.
+// for it. The work completed before is stored. These errors say what is
+// wrong; [Deps.Advise] adds what to do about it (the daemon's table of
+// fixes) to the cycle's error and report.
 //
 // # Dry run
 //

@@ -46,6 +46,11 @@ type Deps struct {
 	// demo (internal/demo), a real process, moves its engine's clock on
 	// ten minutes a step.
 	Now func() time.Time
+	// Advise, when set, returns a cycle's fatal error with what to do about
+	// it; nil leaves it as it is. The daemon and once pass internal/config's
+	// table of fixes (config.WithFix), so that the cycle's log line, its
+	// stored report (status, the page) and its error say what to do.
+	Advise func(error) error
 	// Sleep waits d or until ctx ends; nil means a timer. The engine waits
 	// only where the API asked it to (a 429's Retry-After); tests pass one
 	// that returns at once.
@@ -70,7 +75,9 @@ const (
 
 // ErrKeyRefused is matched by the error of a cycle the API refused the key
 // for (401). It also matches guestapi.ErrUnauthorized.
-var ErrKeyRefused = errors.New("the API key was refused (401): revoked, expired or mistyped; check TICKETBRIDGE_API_KEY_FILE")
+// What to do about it is internal/config's table of fixes (see
+// [Deps.Advise]).
+var ErrKeyRefused = errors.New("the API key was refused (401): revoked, expired or mistyped")
 
 // ErrMissingRight is matched by the error of a cycle stopped by a 403: the
 // key lacks a right, which the error names. It also matches
@@ -80,8 +87,9 @@ var ErrMissingRight = errors.New("the API key lacks a right (403)")
 // ErrHelpdeskRefused is matched by the error of a cycle stopped because the
 // helpdesk refused the bridge's credentials (401 or 403: adapters.ErrAuth,
 // which it also matches). One refusal stops the cycle, instead of failing
-// every ticket in turn.
-var ErrHelpdeskRefused = errors.New("the helpdesk refused the credentials (401 or 403): revoked, expired, mistyped or lacking a right; check the adapter's token or password settings")
+// every ticket in turn. What to do about it is internal/config's table of
+// fixes (see [Deps.Advise]).
+var ErrHelpdeskRefused = errors.New("the helpdesk refused the credentials (401 or 403)")
 
 // ErrAdapterMismatch is returned when the state file was made with another
 // adapter than the configured one.
@@ -121,6 +129,7 @@ type Engine struct {
 	log     *slog.Logger
 	clock   func() time.Time // Deps.Now as given, nil or not: read it through now
 	sleep   func(ctx context.Context, d time.Duration) error
+	advise  func(error) error
 	imports *Imports
 	workers *gopool.Pool
 
@@ -195,6 +204,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		workers: deps.Workers,
 		clock:   deps.Now,
 		sleep:   deps.Sleep,
+		advise:  deps.Advise,
 
 		queueFits: true,
 		putOff:    map[string]PutOff{},
@@ -523,7 +533,7 @@ func (c *cycle) apiFatal(err error) bool {
 		if errors.As(err, &ae) && ae.Need != "" {
 			need = ae.Need
 		}
-		c.stop(fmt.Errorf("%w: it needs %s; set the key's ticket rights in the console (Settings, AI and administration, API Keys) to read + replies: %w", ErrMissingRight, need, err))
+		c.stop(fmt.Errorf("%w: it needs %s: %w", ErrMissingRight, need, err))
 		return true
 	}
 	return false
@@ -576,6 +586,9 @@ func (c *cycle) finish() (Report, error) {
 	throttled := c.e.api.limited.Load() > c.limited0
 	if fatal == nil && !synced && !throttled && !apiPutOff && !interrupted {
 		fatal = noAPISuccess(rep)
+	}
+	if fatal != nil && c.e.advise != nil {
+		fatal = c.e.advise(fatal)
 	}
 	switch {
 	case fatal != nil:

@@ -25,6 +25,8 @@ var start = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 // env is one hotel: a reference server, a helpdesk, a state file and an
 // engine, all on one fake clock.
 type env struct {
+	// advise is the engine's Deps.Advise; nil for none.
+	advise  func(error) error
 	t       testing.TB
 	clock   *refservertest.Clock
 	ts      *refservertest.TestServer
@@ -130,7 +132,7 @@ func (e *env) open() *tbsync.Engine {
 		logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", hd.Name())
 	}
 	eng, err := tbsync.New(e.cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: e.clock.Now,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, Imports: e.imports})
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, Imports: e.imports, Advise: e.advise})
 	if err != nil {
 		e.t.Fatal(err)
 	}
