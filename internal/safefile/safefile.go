@@ -34,7 +34,7 @@ var ErrNotRegular = errors.New("not a regular file (a link, a directory, a pipe 
 
 // ErrLink: a symbolic link where a folder was expected, in a folder others
 // may write, so that following it could lead anywhere they chose.
-var ErrLink = errors.New("a symbolic link where a folder is expected: not followed, since someone other than root or the service could have put it there")
+var ErrLink = errors.New("a symbolic link where a folder is expected")
 
 // ErrTooBig: the file is larger than the caller's limit.
 var ErrTooBig = errors.New("file too big")
