@@ -55,7 +55,7 @@ func (f hotelFlag) sections(ctx context.Context, src config.Source, main config.
 // config.ErrNoSuchHotel) as errors of the command line.
 func hotelUsage(err error) error {
 	if errors.Is(err, config.ErrNoHotels) || errors.Is(err, config.ErrNoSuchHotel) {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, config.WithFix(err, config.Daemon{}, nil, config.Account{}))
 	}
 	return err
 }

@@ -196,7 +196,8 @@ func (w *Bridge) openHelpdesk(ctx context.Context) (adapters.Helpdesk, error) {
 
 // depsOf returns the engine's dependencies with client and hd.
 func (w *Bridge) depsOf(client *guestapi.Client, hd adapters.Helpdesk) sync.Deps {
-	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter), Imports: w.opts.Imports, Workers: w.opts.Workers}
+	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter), Imports: w.opts.Imports, Workers: w.opts.Workers,
+		Advise: func(err error) error { return config.WithFix(err, w.cfg, w.env, config.CurrentAccount()) }}
 }
 
 // openState opens the state file for writing, explaining a lock held by a

@@ -472,14 +472,11 @@ func keyFileFix(err error, path string) string {
 	return keyFix(path)
 }
 
-// rightFix is the fix of a key that lacks a right.
-func rightFix(need, path string) string {
-	return fmt.Sprintf("give the key the ticket right read + replies (%s) in the platform's console, or create one that has it and write it to %s", need, path)
-}
+// rightFix is the fix of a key that lacks a right, from the table.
+func rightFix(path string) string { return config.MissingRight.Fix(config.Where{Path: path}) }
 
-func keyFix(path string) string {
-	return fmt.Sprintf("create a key with the right tickets:write in the platform's console, write it to %s and run chmod 600 on that file", path)
-}
+// keyFix is the fix of a key the API refused, from the table.
+func keyFix(path string) string { return config.KeyRefused.Fix(config.Where{Path: path}) }
 
 func (c *checker) client(cfg config.Daemon, key string) (*guestapi.Client, error) {
 	return guestapi.New(guestapi.Config{
@@ -520,7 +517,7 @@ func (c *checker) checkAPI(cfg config.Daemon, key string) bool {
 	case errors.Is(err, guestapi.ErrUnauthorized):
 		c.report(fail(name, keyFix(c.keyPath(cfg)), "the API refused the key (401): it is revoked, expired or mistyped"))
 	case errors.Is(err, guestapi.ErrForbidden):
-		c.report(fail(name, rightFix(orRight(err, "tickets:read"), c.keyPath(cfg)), "the key may not read tickets (403, needs %s)", orRight(err, "tickets:read")))
+		c.report(fail(name, rightFix(c.keyPath(cfg)), "the key may not read tickets (403, needs %s)", orRight(err, "tickets:read")))
 	case errors.Is(err, guestapi.ErrNotFound):
 		c.report(fail(name, c.fixEnv()+": "+urlFix, "%s answers 404 to %s/tickets: it is not the root of the Guest Requests API", url, guestapi.TicketsPrefix))
 	case errors.Is(err, guestapi.ErrBadResponse):
@@ -563,7 +560,7 @@ func (c *checker) checkWrite(cfg config.Daemon, key string) {
 	case errors.Is(err, guestapi.ErrNotFound):
 		c.report(pass(name, "the key may post replies and set statuses (probed on a ticket that does not exist; nothing was written)"))
 	case errors.Is(err, guestapi.ErrForbidden):
-		c.report(fail(name, rightFix(orRight(err, "tickets:write"), c.keyPath(cfg)),
+		c.report(fail(name, rightFix(c.keyPath(cfg)),
 			"the key may read but not write tickets (403, needs %s): replies and status changes would not reach the guest", orRight(err, "tickets:write")))
 	case errors.Is(err, guestapi.ErrUnauthorized):
 		c.report(fail(name, keyFix(c.keyPath(cfg)), "the API refused the key (401): it is revoked, expired or mistyped"))

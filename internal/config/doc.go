@@ -7,8 +7,9 @@
 // files, the check for variables nobody reads, the helpdesk folders a
 // configuration keeps on disk (HelpdeskFolders), the installed systemd
 // unit (whom the service runs as, its credentials and sandbox: Unit; who
-// owns a file: FileOwner), and the one table of fixes that check's rows
-// and the daemon's start errors share (Problem, WithFix).
+// owns a file: FileOwner), and the one table of fixes that check's rows,
+// the daemon's start errors and each cycle's fatal error share (Problem,
+// WithFix).
 //
 // It reads and checks; it starts nothing. The engine and the adapters
 // declare their own variables in their packages, which config loads

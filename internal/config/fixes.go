@@ -1,9 +1,11 @@
 package config
 
-// This file is the one table of fixes for what stops the daemon at start:
-// `check` prints them in its fix column, and the daemon's and `once`'s
-// errors carry the same text, so that a problem reads alike before and
-// after the service started.
+// This file is the one table of fixes for what stops the daemon at start
+// or stops its cycles: `check` prints them in its fix column, and the
+// daemon's and `once`'s errors carry the same text (WithFix, at start and
+// for each cycle's fatal error), so that a problem reads alike before and
+// after the service started. The errors themselves say what is wrong; what
+// to do about it is here, once.
 
 import (
 	"errors"
@@ -16,6 +18,9 @@ import (
 	"syscall"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/internal/safefile"
+	"github.com/ticketbridge/ticketbridge/sync"
 )
 
 // Problem is a kind of problem that stops the daemon at start.
@@ -42,6 +47,21 @@ const (
 	// ReadOnlyPath: the unit's ProtectSystem=strict keeps a folder the
 	// daemon writes read-only.
 	ReadOnlyPath
+	// KeyRefused: the API refused the key (sync.ErrKeyRefused); Path is
+	// the key's file.
+	KeyRefused
+	// MissingRight: the key lacks a ticket right (sync.ErrMissingRight);
+	// Path is the key's file.
+	MissingRight
+	// HelpdeskRefused: the helpdesk refused the adapter's credentials
+	// (sync.ErrHelpdeskRefused); Var names the adapter's variables.
+	HelpdeskRefused
+	// LinkedFolder: a symbolic link stands where a folder is expected
+	// (safefile.ErrLink).
+	LinkedFolder
+	// NoHotels: a command names a hotel (--hotel) where the configuration
+	// serves one (ErrNoHotels).
+	NoHotels
 )
 
 // Where is what a fix names.
@@ -84,6 +104,40 @@ var fixes = map[Problem]func(w Where) string{
 	ReadOnlyPath: func(w Where) string {
 		return fmt.Sprintf("add ReadWritePaths=%s to the unit (sudo systemctl edit ticketbridge), or name a folder below one it lists in %s", w.Path, orVar(w.Var))
 	},
+	KeyRefused: func(w Where) string {
+		return fmt.Sprintf("create a key with the right tickets:write in the platform's console, write it to %s and run chmod 600 on that file", orKeyFile(w.Path))
+	},
+	MissingRight: func(w Where) string {
+		return fmt.Sprintf("give the key the ticket right read + replies in the platform's console (Settings, AI and administration, API Keys), or create one that has it and write it to %s", orKeyFile(w.Path))
+	},
+	HelpdeskRefused: func(w Where) string {
+		return fmt.Sprintf("check the token or password in %s: revoked, expired, mistyped, or lacking a right the bridge needs (ticketbridge check says which)", orVar(w.Var))
+	},
+	LinkedFolder: func(w Where) string {
+		return "replace the link by the folder itself: a link there is not followed, since someone other than root or the service could have put it there"
+	},
+	NoHotels: func(w Where) string {
+		return "--hotel needs TICKETBRIDGE_HOTELS_DIR, a folder of <name>.env files: leave --hotel out to act on the one hotel"
+	},
+}
+
+func orKeyFile(path string) string {
+	if path == "" {
+		return "the file named by TICKETBRIDGE_API_KEY_FILE"
+	}
+	return path
+}
+
+// byError are the problems known by their error, wherever it happens.
+var byError = []struct {
+	err error
+	p   Problem
+}{
+	{sync.ErrKeyRefused, KeyRefused},
+	{sync.ErrMissingRight, MissingRight},
+	{sync.ErrHelpdeskRefused, HelpdeskRefused},
+	{safefile.ErrLink, LinkedFolder},
+	{ErrNoHotels, NoHotels},
 }
 
 func orVar(v string) string {
@@ -168,13 +222,32 @@ func CurrentAccount() Account {
 }
 
 // WithFix returns err with the fix of the table that check would give for
-// it, when it is a problem of the table: a file or folder of the state or
-// of the helpdesk (TICKETBRIDGE_FILES_DIR, TICKETBRIDGE_WEBHOOK_DIR) that
-// who may not write, or that the system keeps read-only. Any other error
-// is returned as it is.
+// it, when it is a problem of the table: an error the table knows
+// (byError: a refused key or credentials, a missing right, a link where a
+// folder is expected), or a file or folder of the state or of the helpdesk
+// (TICKETBRIDGE_FILES_DIR, TICKETBRIDGE_WEBHOOK_DIR) that who may not
+// write, or that the system keeps read-only. Any other error is returned
+// as it is. The start errors, each cycle's fatal error (sync.Deps.Advise)
+// and the command line's (--hotel) go through it; env may be nil where no
+// configuration was read.
 func WithFix(err error, d Daemon, env envconfig.Lookuper, who Account) error {
+	if err == nil {
+		return nil
+	}
+	for _, b := range byError {
+		if errors.Is(err, b.err) {
+			w := Where{Account: who, Path: d.APIKeyFile}
+			if d.Adapter != "" {
+				w.Var = "the " + EnvPrefix + strings.ToUpper(d.Adapter) + "_* settings"
+			}
+			if w.Path == "" && env != nil {
+				w.Path = credentialFile(env, "api-key")
+			}
+			return fmt.Errorf("%w; fix: %s", err, b.p.Fix(w))
+		}
+	}
 	var pe *fs.PathError
-	if err == nil || !errors.As(err, &pe) {
+	if !errors.As(err, &pe) {
 		return err
 	}
 	w := Where{Account: who}

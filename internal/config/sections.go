@@ -17,8 +17,8 @@ type Section struct {
 }
 
 // ErrNoHotels is the error of a hotel named (a command's --hotel) where
-// the configuration serves one hotel.
-var ErrNoHotels = errors.New("--hotel needs TICKETBRIDGE_HOTELS_DIR: this configuration serves one hotel")
+// the configuration serves one hotel; its fix is the table's (NoHotels).
+var ErrNoHotels = errors.New("this configuration serves one hotel")
 
 // ErrNoSuchHotel marks a hotel named (a command's --hotel) that the
 // hotels directory does not hold.
