@@ -247,7 +247,7 @@ func TestSecretNeverLeaks(t *testing.T) {
 		texts = append(texts, err.Error())
 	}
 	// Inbound refusals.
-	status, ans := post(t, r.a.InboundURL(), "the-wrong-secret-0123456789", r.clock.Now(), []byte(`{}`))
+	status, ans := post(t, r.a.InboundURL(), "the-wrong-secret-0123456789", time.Now(), []byte(`{}`))
 	texts = append(texts, fmt.Sprint(status, ans))
 	_, err = webhook.LoadConfig(ctx, envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "https://user:" + testSecret + "@x/", "TICKETBRIDGE_WEBHOOK_SECRET": testSecret[:10]}), "/srv/hotel")
 	texts = append(texts, fmt.Sprint(err))

@@ -17,19 +17,17 @@ import (
 // testSecret is long and distinctive so that a leak is easy to find.
 const testSecret = "whsec-TEST-6f1d2c9a8b7e4f30a1b2c3d4e5f60718"
 
-// start is where the rig's fake clock starts.
-var start = time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
-
 // debugLogger logs everything, as text, to b.
 func debugLogger(b *testutil.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// rig is an adapter, an in-process receiver on a loopback port and a fake
-// clock shared by both.
+// rig is an adapter and an in-process receiver on loopback ports, both on
+// the real clock; their waits between attempts are recorded and return at
+// once.
 type rig struct {
 	t     testing.TB
-	clock *testutil.Clock
+	sleep *testutil.Clock
 	logs  *testutil.Buffer
 	dir   string
 	rc    *receiver.Receiver
@@ -44,7 +42,7 @@ type rig struct {
 // port. autoReply makes the receiver answer guest messages.
 func newRig(t testing.TB, autoReply bool) *rig {
 	t.Helper()
-	r := &rig{t: t, clock: testutil.NewClock(start), logs: &testutil.Buffer{}, dir: t.TempDir()}
+	r := &rig{t: t, sleep: testutil.NewClock(time.Time{}), logs: &testutil.Buffer{}, dir: t.TempDir()}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if h := r.hook.Load(); h != nil {
 			(*h).ServeHTTP(w, req)
@@ -59,15 +57,15 @@ func newRig(t testing.TB, autoReply bool) *rig {
 		t.Fatal(err)
 	}
 	rc, err := receiver.New(receiver.Options{
-		Secret: testSecret, Now: r.clock.Now, ReplyURL: "http://" + ln.Addr().String() + webhook.InboundPath,
-		AutoReply: autoReply, Sleep: r.clock.Sleep, Logger: debugLogger(r.logs).With("side", "receiver"),
+		Secret: testSecret, ReplyURL: "http://" + ln.Addr().String() + webhook.InboundPath,
+		AutoReply: autoReply, Sleep: r.sleep.Sleep, Logger: debugLogger(r.logs).With("side", "receiver"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.rc = rc
 	r.cfg = webhook.Config{URL: r.srv.URL + "/hooks/ticketbridge", Secret: testSecret, Dir: r.dir, Listen: "127.0.0.1:0"}
-	r.opts = webhook.Options{Logger: debugLogger(r.logs).With("adapter", "webhook"), Now: r.clock.Now, Sleep: r.clock.Sleep, Listener: ln}
+	r.opts = webhook.Options{Logger: debugLogger(r.logs).With("adapter", "webhook"), Sleep: r.sleep.Sleep, Listener: ln}
 	r.a = r.open(r.opts)
 	return r
 }

@@ -48,7 +48,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	now := a.now()
+	now := time.Now()
 	body, err := ReadVerified(r, a.key.secret, now, a.cfg.Tolerance, MaxInboundBytes)
 	switch {
 	case errors.Is(err, ErrTooLarge):

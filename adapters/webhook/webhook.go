@@ -41,9 +41,6 @@ type Options struct {
 	// Status maps statuses both ways; the zero value means
 	// [adapters.APIStatusMap].
 	Status adapters.StatusMap
-	// Now is the clock for signatures and the tolerance check; nil means
-	// time.Now.
-	Now func() time.Time
 	// Sleep waits between delivery attempts; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Backoff is the wait between attempts; the zero value is the daemon's
@@ -80,7 +77,6 @@ type Adapter struct {
 	key    *key
 	log    *slog.Logger
 	status adapters.StatusMap
-	now    func() time.Time
 	limit  int
 	client *adapters.HTTPClient
 	guard  func() error // nil: none
@@ -117,16 +113,13 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("open webhook adapter: %w", err)
 	}
-	a := &Adapter{cfg: cfg, key: &key{cfg.Secret.Reveal()}, log: opts.Logger, status: opts.Status, now: opts.Now, limit: opts.ChangesLimit, guard: opts.Guard}
+	a := &Adapter{cfg: cfg, key: &key{cfg.Secret.Reveal()}, log: opts.Logger, status: opts.Status, limit: opts.ChangesLimit, guard: opts.Guard}
 	a.cfg.Secret = ""
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	if a.status.ToHelpdesk == nil && a.status.FromHelpdesk == nil {
 		a.status = adapters.APIStatusMap()
-	}
-	if a.now == nil {
-		a.now = time.Now
 	}
 	if a.limit <= 0 {
 		a.limit = DefaultChangesLimit
@@ -143,13 +136,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Adapter, error) {
 		Authorize: func(r *http.Request) {
 			// Each attempt is signed anew, so that a retry is not refused as
 			// stale however long the backoff was.
-			if err := SignRequest(r, a.key.secret, a.now()); err != nil {
+			if err := SignRequest(r, a.key.secret, time.Now()); err != nil {
 				a.log.LogAttrs(r.Context(), slog.LevelError, "cannot sign delivery", slog.Any("error", err))
 			}
 		},
 		Secrets: []string{a.key.secret},
 		Sleep:   opts.Sleep,
-		Now:     a.now,
 		Logger:  a.log,
 	}
 	a.ln = opts.Listener
@@ -445,7 +437,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 		if !exists || !rec.Pending {
 			return false
 		}
-		rec.Pending, rec.CreatedAt = false, a.now().UTC()
+		rec.Pending, rec.CreatedAt = false, time.Now().UTC()
 		return true
 	}); err != nil {
 		return "", fmt.Errorf("record delivered ticket: %w", err)

@@ -44,11 +44,9 @@ const (
 type Options struct {
 	// Secret is the secret shared with the daemon; required.
 	Secret string
-	// Tolerance is how far a delivery's timestamp may be from Now; zero
-	// means [webhook.DefaultTolerance].
+	// Tolerance is how far a delivery's timestamp may be from the time
+	// it arrives; zero means [webhook.DefaultTolerance].
 	Tolerance time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// Logger receives a line per delivery; nil discards them.
 	Logger *slog.Logger
 	// ReplyURL is the daemon's inbound endpoint (http://host:port/events),
@@ -116,7 +114,6 @@ type Message struct {
 type Receiver struct {
 	opts   Options
 	log    *slog.Logger
-	now    func() time.Time
 	client *adapters.HTTPClient
 
 	mu         sync.Mutex
@@ -139,23 +136,19 @@ func New(opts Options) (*Receiver, error) {
 	if opts.ReplyAuthor == "" {
 		opts.ReplyAuthor = DefaultReplyAuthor
 	}
-	r := &Receiver{opts: opts, log: opts.Logger, now: opts.Now, seen: map[string]bool{}, inFlight: map[string]bool{}, tickets: map[string]*Ticket{}}
+	r := &Receiver{opts: opts, log: opts.Logger, seen: map[string]bool{}, inFlight: map[string]bool{}, tickets: map[string]*Ticket{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
-	}
-	if r.now == nil {
-		r.now = time.Now
 	}
 	r.client = &adapters.HTTPClient{
 		HTTP:    opts.HTTP,
 		Backoff: opts.Backoff,
 		Sleep:   opts.Sleep,
-		Now:     r.now,
 		Logger:  r.log,
 		Secrets: []string{opts.Secret},
 		Header:  http.Header{"User-Agent": {"ticketbridge-webhook-receiver"}},
 		Authorize: func(req *http.Request) {
-			if err := webhook.SignRequest(req, opts.Secret, r.now()); err != nil {
+			if err := webhook.SignRequest(req, opts.Secret, time.Now()); err != nil {
 				r.log.LogAttrs(req.Context(), slog.LevelError, "cannot sign event", slog.Any("error", err))
 			}
 		},
@@ -250,7 +243,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	ctx := req.Context()
-	body, err := webhook.ReadVerified(req, r.opts.Secret, r.now(), r.opts.Tolerance, MaxBodyBytes)
+	body, err := webhook.ReadVerified(req, r.opts.Secret, time.Now(), r.opts.Tolerance, MaxBodyBytes)
 	switch {
 	case errors.Is(err, webhook.ErrStale), errors.Is(err, webhook.ErrBadSignature):
 		r.count(func(s *Stats) { s.Rejected++ })
@@ -300,7 +293,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.mu.Unlock()
 	}()
 
-	d := Delivery{ID: id, Event: event, TicketID: head.TicketID, Timestamp: r.now().Unix(), Body: json.RawMessage(body)}
+	d := Delivery{ID: id, Event: event, TicketID: head.TicketID, Timestamp: time.Now().Unix(), Body: json.RawMessage(body)}
 	if ts := req.Header.Get(webhook.HeaderTimestamp); ts != "" {
 		_, _ = fmt.Sscan(ts, &d.Timestamp)
 	}
@@ -395,7 +388,7 @@ func (r *Receiver) applySent(ev webhook.InboundEvent) {
 	case webhook.InboundReply, webhook.InboundNote:
 		created := ev.CreatedAt
 		if created == "" {
-			created = r.now().UTC().Format(time.RFC3339Nano)
+			created = time.Now().UTC().Format(time.RFC3339Nano)
 		}
 		t.Messages = append(t.Messages, Message{ID: ev.ID, AuthorType: string(guestapi.AuthorStaff), AuthorName: ev.AuthorName, Body: ev.Body,
 			Public: ev.Type == webhook.InboundReply, CreatedAt: created, Own: true})
