@@ -4,7 +4,8 @@
 //
 // An adapter's test builds a [Harness] — how to open a fresh adapter on the
 // backend, an [Agent] that acts in the helpdesk as a member of the support
-// team would, and what the adapter can do — and calls [Run]. The suite checks
+// team would, and what the adapter can do — and calls [Run], or
+// [RunInBubbles] for a fake whose time must pass. The suite checks
 // the contract of [adapters.Helpdesk]: idempotent creates and appends, public
 // versus internal messages, author and time in the mirrored text, statuses
 // both ways, cursors, own writes never reported, lookup after the bridge's
@@ -30,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/uuid"
@@ -117,7 +119,8 @@ type Harness struct {
 	// changes act makes carry a time before the adapter's last poll, and
 	// become visible only after it (Request Tracker's late commits, clocks
 	// a little apart). ChangesLateCommit checks that the cursor still
-	// reports them, once. A harness on a fake clock sets it back for act.
+	// reports them, once. A harness on a fake stamps act's writes in the
+	// past (the clock of a testing/synctest bubble cannot go back).
 	Late func(t testing.TB, act func())
 	// Caps says what the adapter can do.
 	Caps Caps
@@ -150,6 +153,34 @@ type suite struct {
 // subtest. It stops at the first case that cannot be set up.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
+	s := newSuite(t, h)
+	for _, c := range s.cases() {
+		t.Run(c.name, c.f)
+	}
+}
+
+// RunInBubbles runs the suite as [Run] does, but each case in a
+// testing/synctest bubble of its own, on a fresh backend that open makes
+// inside it. It is for fakes of helpdesks whose time must pass: an export
+// that leaves out its last minute, a rate limit's window. Served on
+// in-memory connections (testutil.PipeServer), such a fake and its adapter
+// run on the bubble's clock, which moves when the adapter waits and when
+// the harness's Settle sleeps, and a harness's Late cannot set it back:
+// its fake stamps the act's writes in the past itself.
+func RunInBubbles(t *testing.T, open func(t *testing.T) Harness) {
+	t.Helper()
+	for i, c := range (&suite{}).cases() {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				newSuite(t, open(t)).cases()[i].f(t)
+			})
+		})
+	}
+}
+
+// newSuite checks h and reads the backend's cursor to its end.
+func newSuite(t *testing.T, h Harness) *suite {
+	t.Helper()
 	if h.New == nil || h.Agent == nil {
 		t.Fatal("adaptertest: Harness.New and Harness.Agent are required")
 	}
@@ -158,8 +189,15 @@ func Run(t *testing.T, h Harness) {
 	}
 	s := &suite{h: h, run: uuid.NewString()[:8], ctx: t.Context()}
 	s.head = s.drain(t, s.open(t), "")
+	return s
+}
 
-	cases := []struct {
+// cases are the suite's cases, in order.
+func (s *suite) cases() []struct {
+	name string
+	f    func(t *testing.T)
+} {
+	return []struct {
 		name string
 		f    func(t *testing.T)
 	}{
@@ -186,9 +224,6 @@ func Run(t *testing.T, h Harness) {
 		{"RateLimited", s.testRateLimited},
 		{"ArchivedTicket", s.testArchived},
 		{"AttachmentsNoted", s.testAttachments},
-	}
-	for _, c := range cases {
-		t.Run(c.name, c.f)
 	}
 }
 
