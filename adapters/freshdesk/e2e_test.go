@@ -128,15 +128,15 @@ func TestEndToEnd(t *testing.T) {
 	// The guest answers, which reopens the Freshdesk ticket; then the
 	// hotel completes the request upstream.
 	l.Guest(id, "Thank you!")
-	l.Clock.Advance(15 * time.Minute) // the ticket backed off meanwhile
+	l.Advance(15 * time.Minute) // the ticket backed off meanwhile
 	l.Settle()
 	if got := l.freshdeskTicket(id).Status; got != freshdeskfake.StatusOpen {
 		t.Errorf("Freshdesk status %d after the guest wrote, want open", got)
 	}
-	if err := l.TS.Server.SetStatus(id, guestapi.StatusCompleted); err != nil {
+	if err := l.Server.SetStatus(id, guestapi.StatusCompleted); err != nil {
 		t.Fatal(err)
 	}
-	l.Clock.Advance(15 * time.Minute)
+	l.Advance(15 * time.Minute)
 	l.Settle()
 	ft = l.freshdeskTicket(id)
 	if ft.Status != freshdeskfake.StatusClosed {
@@ -152,7 +152,7 @@ func TestEndToEnd(t *testing.T) {
 	// Idempotency-Keys): a rescan adopts the ticket and writes nothing
 	// twice, on either side.
 	conversations, upstream := len(ft.Conversations), len(view.Messages)
-	l.Clock.Advance(25 * time.Hour)
+	l.Advance(25 * time.Hour)
 	l.LoseState()
 	l.Settle()
 	if got := len(l.freshdeskTicket(id).Conversations); got != conversations {

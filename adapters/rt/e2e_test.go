@@ -162,10 +162,10 @@ func TestEndToEnd(t *testing.T) {
 
 	// The guest answers, the hotel closes the request upstream.
 	l.Guest(id, "Thank you!")
-	if err := l.TS.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+	if err := l.Server.SetStatus(id, guestapi.StatusDone); err != nil {
 		t.Fatal(err)
 	}
-	l.Clock.Advance(15 * time.Minute) // the ticket backed off meanwhile
+	l.Advance(15 * time.Minute) // the ticket backed off meanwhile
 	l.Settle()
 	if st, _ := g.ticket(t, ref); st != "resolved" {
 		t.Errorf("RT status %s after upstream done, want resolved", st)
@@ -177,7 +177,7 @@ func TestEndToEnd(t *testing.T) {
 	// keeps the agent's work from going up twice, and only the markers
 	// keep the guest's messages from coming down twice.
 	inRT, upstream := len(g.thread(t, ref)), len(view.Messages)
-	l.Clock.Advance(25 * time.Hour)
+	l.Advance(25 * time.Hour)
 	l.LoseState()
 	l.Settle()
 	if got := len(g.thread(t, ref)); got != inRT {

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/webhook/receiver"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
+	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
 	"github.com/ticketbridge/ticketbridge/internal/looptest"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
@@ -80,6 +81,9 @@ func TestEndToEndLoopWithEngine(t *testing.T) {
 	// adapter on the same directory would.
 	l.Loop = looptest.New(t, looptest.Options{
 		Name: "webhook", Helpdesk: "the receiver",
+		// A fake clock: the receiver is a process of its own, which no
+		// testing/synctest bubble can hold.
+		Clock: refservertest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)),
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
 			if l.a != nil {
 				return l.a, nil

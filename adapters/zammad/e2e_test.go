@@ -126,10 +126,10 @@ func TestEndToEnd(t *testing.T) {
 	// The guest answers (which reopens the ticket), then the hotel closes
 	// the request upstream.
 	l.Guest(id, "Thank you!")
-	if err := l.TS.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+	if err := l.Server.SetStatus(id, guestapi.StatusDone); err != nil {
 		t.Fatal(err)
 	}
-	l.Clock.Advance(15 * time.Minute) // the ticket backed off meanwhile
+	l.Advance(15 * time.Minute) // the ticket backed off meanwhile
 	l.Settle()
 	zt = l.zammadTicket(id)
 	if zt.State != "closed" {
@@ -142,7 +142,7 @@ func TestEndToEnd(t *testing.T) {
 	// (the attribute, the markers, the delivery notes) keeps anything from
 	// being written twice, on either side.
 	articles, upstream := len(zt.Articles), len(view.Messages)
-	l.Clock.Advance(25 * time.Hour)
+	l.Advance(25 * time.Hour)
 	l.LoseState()
 	l.Settle()
 	if got := len(l.zammadTicket(id).Articles); got != articles {

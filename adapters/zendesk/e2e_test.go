@@ -115,10 +115,10 @@ func TestEndToEnd(t *testing.T) {
 
 	// The guest answers, the hotel closes the request upstream.
 	l.Guest(id, "Thank you!")
-	if err := l.TS.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+	if err := l.Server.SetStatus(id, guestapi.StatusDone); err != nil {
 		t.Fatal(err)
 	}
-	l.Clock.Advance(15 * time.Minute) // the ticket backed off meanwhile
+	l.Advance(15 * time.Minute) // the ticket backed off meanwhile
 	l.Settle()
 	zt = l.zendeskTicket(id)
 	if zt.Status != "solved" {
@@ -132,7 +132,7 @@ func TestEndToEnd(t *testing.T) {
 	// Idempotency-Keys: only what MarkSent recorded in Zendesk keeps the
 	// agent's work from going up twice.
 	comments, upstream := len(zt.Comments), len(view.Messages)
-	l.Clock.Advance(25 * time.Hour)
+	l.Advance(25 * time.Hour)
 	l.LoseState()
 	l.Settle()
 	if got := len(l.zendeskTicket(id).Comments); got != comments {

@@ -1,15 +1,24 @@
 // Package looptest is the scaffolding of an adapter's end-to-end test: the
-// whole bridge on one fake clock, with the reference guest API in process,
-// the sync engine on a state file in the test's temporary directory, and
-// the adapter under test on whatever backend the test serves it.
+// whole bridge on one clock, with the reference guest API in process on
+// in-memory connections, the sync engine on a state file in the test's
+// temporary directory, and the adapter under test on whatever backend the
+// test serves it.
+//
+// The clock is the runtime's for a loop made in a testing/synctest bubble,
+// where [Loop.Advance] sleeps: a fake helpdesk that keeps the runtime's
+// time, served on in-memory connections (testutil.PipeServer), moves with
+// the bridge. A loop whose helpdesk keeps real time in another process (a
+// Request Tracker, the webhook receiver), which no bubble can hold, runs
+// on a fake clock instead ([Options.Clock]).
 //
 // A test builds a [Loop] with [New], giving it how to open a fresh adapter
 // on its backend, then plays its story: [Loop.Request] and [Loop.Guest]
 // write as the hotel and the guest through the reference server's console,
-// [Loop.Tick] runs one cycle, [Loop.Settle] runs cycles until the loop is
-// quiet, [Loop.LoseState] deletes the state file and restarts the engine,
-// and [Loop.CheckExactlyOnce] checks that nothing was written twice on
-// either side.
+// [Loop.Tick] runs one cycle, [Loop.Advance] lets time pass,
+// [Loop.Settle] runs cycles until the loop is quiet, [Loop.LoseState]
+// deletes the state file and restarts the engine, and
+// [Loop.CheckExactlyOnce] checks that nothing was written twice on either
+// side.
 //
 // It is not a fake of any helpdesk and makes no assertion about one: the
 // test keeps its fake, acts as the support team on it, and checks what the
@@ -27,6 +36,7 @@ package looptest
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,12 +52,15 @@ import (
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
-// Start is where [NewClock] starts: a Monday morning.
-var Start = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-
 // Interval is how far [Loop.Tick] advances the clock before a cycle, the
 // schedule's interval.
 const Interval = 30 * time.Second
+
+// org is the organisation of the reference server's tickets.
+const org = refservertest.Org
+
+// Start is where [NewClock] starts: a Monday morning.
+var Start = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
 // NewClock returns a fake clock at [Start], for the test to share between
 // its fake helpdesk and the [Loop].
@@ -68,7 +81,10 @@ type Options struct {
 	Name string
 	// Helpdesk is the helpdesk's name in failure messages ("Zendesk").
 	Helpdesk string
-	// Clock is the fake clock of the loop; nil for a new one at [Start].
+	// Clock is the fake clock of a loop whose helpdesk keeps real time
+	// outside the test's process; start it at the real time. Nil means
+	// the runtime's clock, and then the loop must be made in a
+	// testing/synctest bubble, where [Loop.Advance]'s sleep takes no time.
 	Clock *refservertest.Clock
 	// Interval is the schedule's interval, how far [Loop.Tick] advances
 	// the clock; zero means [Interval]. A helpdesk asking for a longer
@@ -84,8 +100,13 @@ type Options struct {
 // Loop is the whole bridge of one test. Its fields are for the test's own
 // assertions; the engine is restarted by the loop only.
 type Loop struct {
-	Clock *refservertest.Clock
-	TS    *refservertest.TestServer
+	// Server is the reference guest API, served to the engine on
+	// in-memory connections.
+	Server *refserver.Server
+
+	clock *refservertest.Clock // nil: the runtime's
+	api   *http.Client
+	key   string
 
 	t      *testing.T
 	opts   Options
@@ -101,16 +122,24 @@ func New(t *testing.T, opts Options) *Loop {
 	if opts.Open == nil {
 		t.Fatal("looptest: Options.Open is nil")
 	}
-	if opts.Clock == nil {
-		opts.Clock = NewClock()
-	}
 	if opts.Interval <= 0 {
 		opts.Interval = Interval
 	}
-	l := &Loop{
-		Clock: opts.Clock, TS: refservertest.New(t, refservertest.WithClock(opts.Clock)),
-		t: t, opts: opts, path: filepath.Join(t.TempDir(), "state.db"), logs: &testutil.Buffer{},
+	l := &Loop{clock: opts.Clock, t: t, opts: opts, path: filepath.Join(t.TempDir(), "state.db"), logs: &testutil.Buffer{}}
+	var ro refserver.Options
+	if l.clock != nil {
+		ro.Now, ro.Sleep = l.clock.Now, l.clock.Sleep
 	}
+	l.Server = refserver.New(ro)
+	if err := l.Server.AddOrganization(org, "hotel"); err != nil {
+		t.Fatalf("looptest: %v", err)
+	}
+	k, err := l.Server.IssueKey(org, refserver.KeySpec{Name: "tickets-write", Platform: refserver.PlatformRead, Tickets: refserver.TicketsWrite})
+	if err != nil {
+		t.Fatalf("looptest: %v", err)
+	}
+	l.key = k.Value
+	l.api = &http.Client{Transport: testutil.PipeServer(t, l.Server)}
 	t.Cleanup(func() {
 		if l.store != nil {
 			l.store.Close()
@@ -125,13 +154,13 @@ func (l *Loop) open() {
 	if l.store != nil {
 		l.store.Close()
 	}
-	st, err := state.Open(l.t.Context(), l.path, state.Options{Now: l.Clock.Now})
+	st, err := state.Open(l.t.Context(), l.path, state.Options{Now: l.now()})
 	if err != nil {
 		l.t.Fatal(err)
 	}
 	l.store = st
 	api, err := guestapi.New(guestapi.Config{
-		BaseURL: l.TS.URL, APIKey: l.TS.Keys.TicketsWrite, HTTPClient: l.TS.Client(), Now: l.Clock.Now,
+		BaseURL: testutil.PipeURL, APIKey: l.key, HTTPClient: l.api, Now: l.now(),
 		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
 	})
 	if err != nil {
@@ -144,18 +173,36 @@ func (l *Loop) open() {
 	}
 	cfg := tbsync.DefaultConfig()
 	cfg.Schedule = tbsync.Every(l.opts.Interval)
-	eng, err := tbsync.New(cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: l.Clock.Now})
+	eng, err := tbsync.New(cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: l.now()})
 	if err != nil {
 		l.t.Fatal(err)
 	}
 	l.engine = eng
 }
 
+// now is the clock of the engine, its state and the reference server.
+func (l *Loop) now() func() time.Time {
+	if l.clock == nil {
+		return time.Now
+	}
+	return l.clock.Now
+}
+
+// Advance lets d pass: it sleeps on the runtime's clock (in a bubble, at
+// once), or advances the fake one.
+func (l *Loop) Advance(d time.Duration) {
+	if l.clock == nil {
+		time.Sleep(d)
+		return
+	}
+	l.clock.Advance(d)
+}
+
 // Tick advances the clock by the interval ([Options.Interval]) and runs a cycle, starting the
 // engine if it is not running. A cycle that fails fails the test.
 func (l *Loop) Tick() tbsync.Report {
 	l.t.Helper()
-	l.Clock.Advance(l.opts.Interval)
+	l.Advance(l.opts.Interval)
 	if l.engine == nil {
 		l.open()
 	}
@@ -203,7 +250,7 @@ func (l *Loop) LoseState() {
 // and returns its id.
 func (l *Loop) Request(department, description string) string {
 	l.t.Helper()
-	tv, err := l.TS.Server.CreateTicket(l.TS.Org, refserver.NewTicket{Department: department, TaskDescription: description})
+	tv, err := l.Server.CreateTicket(org, refserver.NewTicket{Department: department, TaskDescription: description})
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -213,7 +260,7 @@ func (l *Loop) Request(department, description string) string {
 // Guest writes body into request id as the guest.
 func (l *Loop) Guest(id, body string) {
 	l.t.Helper()
-	if _, err := l.TS.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Ada Guest", Body: body}); err != nil {
+	if _, err := l.Server.AddMessage(id, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Ada Guest", Body: body}); err != nil {
 		l.t.Fatal(err)
 	}
 }
@@ -221,7 +268,7 @@ func (l *Loop) Guest(id, body string) {
 // Upstream returns request id as the reference server holds it.
 func (l *Loop) Upstream(id string) refserver.InternalView {
 	l.t.Helper()
-	view, err := l.TS.Server.Ticket(id)
+	view, err := l.Server.Ticket(id)
 	if err != nil {
 		l.t.Fatal(err)
 	}
