@@ -228,7 +228,7 @@ func newBadEnv(t *testing.T, zd bool) *badEnv {
 	b := &badEnv{env: newEnv(t), zdSwap: &atomic.Pointer[http.Handler]{}}
 	b.cfg.Concurrency = 1
 	if zd {
-		b.zd = zendeskfake.New(zendeskfake.Options{Email: "bridge@hotel.example", Token: "zd-token-bad-input", Now: b.clock.Now})
+		b.zd = zendeskfake.New(zendeskfake.Options{Email: "bridge@hotel.example", Token: "zd-token-bad-input"})
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if h := b.zdSwap.Load(); h != nil {
 				(*h).ServeHTTP(w, r)
@@ -240,7 +240,7 @@ func newBadEnv(t *testing.T, zd bool) *badEnv {
 		b.wrapHD = func(adapters.Helpdesk) adapters.Helpdesk {
 			hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(srv.URL)}, Email: "bridge@hotel.example", Token: "zd-token-bad-input"},
 				adapters.Deps{Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
-				zendesk.Options{HTTP: srv.Client(), Now: b.clock.Now, Sleep: b.clock.Sleep})
+				zendesk.Options{HTTP: srv.Client(), Sleep: b.clock.Sleep})
 			if err != nil {
 				t.Fatal(err)
 			}

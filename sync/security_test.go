@@ -45,14 +45,14 @@ func TestSecretsNeverLogged(t *testing.T) {
 		}
 		return c
 	}
-	fake := zendeskfake.New(zendeskfake.Options{Email: email, Token: token, Now: e.clock.Now})
+	fake := zendeskfake.New(zendeskfake.Options{Email: email, Token: token})
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	zdToken := token
 	e.wrapHD = func(adapters.Helpdesk) adapters.Helpdesk {
 		hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(srv.URL)}, Email: email, Token: zdToken},
 			adapters.Deps{Logger: debug().With("adapter", zendesk.Name)},
-			zendesk.Options{HTTP: srv.Client(), Now: e.clock.Now, Sleep: e.clock.Sleep})
+			zendesk.Options{HTTP: srv.Client(), Sleep: e.clock.Sleep})
 		if err != nil {
 			t.Fatal(err)
 		}

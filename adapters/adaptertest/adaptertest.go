@@ -1,6 +1,6 @@
 // Package adaptertest is the conformance suite every helpdesk adapter runs
 // against its backend: an in-memory helpdesk, a folder, a Request Tracker in
-// a container, a fake Zendesk served by httptest.
+// a container, a fake Zendesk on in-memory connections.
 //
 // An adapter's test builds a [Harness] — how to open a fresh adapter on the
 // backend, an [Agent] that acts in the helpdesk as a member of the support

@@ -94,7 +94,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 	var out []adapters.Event
 	files := map[string][]string{}
 	for range a.maxPages {
-		if a.now().Add(-minExportAge).Unix() < c.start {
+		if time.Now().Add(-minExportAge).Unix() < c.start {
 			// Zendesk refuses (400) a start_time less than a minute
 			// old: nothing can be read from it yet.
 			break

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
@@ -24,44 +25,54 @@ const (
 	testToken = "zd-token-9f8e7d6c5b4a39281706"
 )
 
-// env is a fake Zendesk account on loopback and what a test needs to open
-// adapters on it.
+// env is a fake Zendesk account and what a test needs to open adapters on
+// it.
 type env struct {
-	t     testing.TB
-	fake  *zendeskfake.Server
-	clock *zendeskfake.Clock
-	srv   *httptest.Server
-	logs  *testutil.Buffer
+	t      testing.TB
+	fake   *zendeskfake.Server
+	url    string
+	hc     *http.Client
+	bubble bool
+	logs   *testutil.Buffer
 
 	mu     sync.Mutex
 	agents map[string]int64
 }
 
+// newEnv serves a fake account on loopback, for a test in which no time
+// need pass: the adapter's waits between attempts return at once.
 func newEnv(t testing.TB, opts zendeskfake.Options) *env {
 	t.Helper()
-	clock := zendeskfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
-	opts.Email, opts.Token, opts.Now = testEmail, testToken, clock.Now
+	opts.Email, opts.Token = testEmail, testToken
 	fake := zendeskfake.New(opts)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &testutil.Buffer{}, agents: map[string]int64{}}
+	return &env{t: t, fake: fake, url: srv.URL, hc: srv.Client(), logs: &testutil.Buffer{}, agents: map[string]int64{}}
+}
+
+// newBubbleEnv serves a fake account on in-memory connections, for a test
+// in a testing/synctest bubble: the adapter's waits and [env.settle] pass
+// the time of both.
+func newBubbleEnv(t testing.TB, opts zendeskfake.Options) *env {
+	t.Helper()
+	opts.Email, opts.Token = testEmail, testToken
+	fake := zendeskfake.New(opts)
+	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
+	return &env{t: t, fake: fake, url: testutil.PipeURL, hc: hc, bubble: true, logs: &testutil.Buffer{}, agents: map[string]int64{}}
 }
 
 func (e *env) config() zendesk.Config {
-	return zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.srv.URL)}, Email: testEmail, Token: testToken}
+	return zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, Email: testEmail, Token: testToken}
 }
 
-// options make the adapter wait on the fake's clock: a wait advances it.
+// options make the adapter wait on the bubble's clock, or not at all on
+// loopback.
 func (e *env) options() zendesk.Options {
-	return zendesk.Options{
-		HTTP:    e.srv.Client(),
-		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			e.clock.Advance(d)
-			return ctx.Err()
-		},
-		Now: e.clock.Now,
+	o := zendesk.Options{HTTP: e.hc, Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }}}
+	if !e.bubble {
+		o.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 	}
+	return o
 }
 
 func (e *env) open(t testing.TB, cfg zendesk.Config) *zendesk.Adapter {
@@ -73,8 +84,8 @@ func (e *env) open(t testing.TB, cfg zendesk.Config) *zendesk.Adapter {
 	return a
 }
 
-// settle moves the clock past the minute the export leaves out.
-func (e *env) settle(testing.TB) { e.clock.Advance(61 * time.Second) }
+// settle lets the minute the export leaves out pass; in a bubble only.
+func (e *env) settle(testing.TB) { time.Sleep(61 * time.Second) }
 
 func (e *env) agent(name string) int64 {
 	e.mu.Lock()
@@ -178,38 +189,44 @@ func TestConformance(t *testing.T) {
 		{"SmallPages", zendeskfake.Options{MaxPageSize: 1, EventsPageSize: 1, ExportRequests: zendeskfake.RateLimit{Requests: 2, Window: time.Minute}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, tc.opts)
-			adaptertest.Run(t, adaptertest.Harness{
-				New:        func(t testing.TB) adapters.Helpdesk { return e.open(t, e.config()) },
-				Agent:      agent{e},
-				Status:     zendesk.DefaultStatusMap(),
-				UnknownRef: "999999",
-				Settle:     e.settle,
-				Late: func(t testing.TB, act func()) {
-					now := e.clock.Now()
-					e.clock.Set(now.Add(-30 * time.Second))
-					act()
-					e.clock.Set(now.Add(time.Second))
-				},
-				Caps:    adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
-				Faults:  faults{e},
-				Secrets: []string{testToken},
-				Logs:    e.logs.String,
-				Archive: func(t testing.TB, ref adapters.Ref) {
-					id := mustRef(t, ref)
-					if tk, _ := e.fake.Ticket(id); tk.Status != "closed" {
-						if err := e.fake.Close(id); err != nil {
-							t.Fatal(err)
-						}
+			adaptertest.RunInBubbles(t, func(t *testing.T) adaptertest.Harness {
+				e := newBubbleEnv(t, tc.opts)
+				t.Cleanup(func() {
+					if bytes.Contains([]byte(e.logs.String()), []byte(testToken)) {
+						t.Errorf("the token appears in the adapter's log")
 					}
-					if err := e.fake.Archive(id); err != nil {
-						t.Fatal(err)
-					}
-				},
+				})
+				return harness(e)
 			})
-			if bytes.Contains([]byte(e.logs.String()), []byte(testToken)) {
-				t.Errorf("the token appears in the adapter's log")
-			}
 		})
+	}
+}
+
+func harness(e *env) adaptertest.Harness {
+	return adaptertest.Harness{
+		New:        func(t testing.TB) adapters.Helpdesk { return e.open(t, e.config()) },
+		Agent:      agent{e},
+		Status:     zendesk.DefaultStatusMap(),
+		UnknownRef: "999999",
+		Settle:     e.settle,
+		Late: func(t testing.TB, act func()) {
+			e.fake.CommitLate(30*time.Second, act)
+			time.Sleep(time.Second)
+		},
+		Caps:    adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
+		Faults:  faults{e},
+		Secrets: []string{testToken},
+		Logs:    e.logs.String,
+		Archive: func(t testing.TB, ref adapters.Ref) {
+			id := mustRef(t, ref)
+			if tk, _ := e.fake.Ticket(id); tk.Status != "closed" {
+				if err := e.fake.Close(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.fake.Archive(id); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 }

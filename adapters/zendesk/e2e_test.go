@@ -2,9 +2,10 @@ package zendesk_test
 
 import (
 	"log/slog"
-	"net/http/httptest"
+	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -14,10 +15,11 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/internal/looptest"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
-// loop is the whole bridge on one fake clock with the zendesk adapter on
-// the fake account.
+// loop is the whole bridge with the zendesk adapter on the fake account,
+// on the clock of the test's testing/synctest bubble.
 type loop struct {
 	*looptest.Loop
 	t    *testing.T
@@ -25,16 +27,13 @@ type loop struct {
 }
 
 func newLoop(t *testing.T) *loop {
-	clock := looptest.NewClock()
-	fake := zendeskfake.New(zendeskfake.Options{Email: testEmail, Token: testToken, Now: clock.Now})
-	zd := httptest.NewServer(fake)
-	t.Cleanup(zd.Close)
+	fake := zendeskfake.New(zendeskfake.Options{Email: testEmail, Token: testToken})
+	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
 	l := looptest.New(t, looptest.Options{
-		Name: zendesk.Name, Helpdesk: "Zendesk", Clock: clock,
+		Name: zendesk.Name, Helpdesk: "Zendesk",
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(zd.URL)}, Email: testEmail, Token: testToken}, adapters.Deps{Logger: logger}, zendesk.Options{
-				HTTP: zd.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now,
-			})
+			return zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL)}, Email: testEmail, Token: testToken},
+				adapters.Deps{Logger: logger}, zendesk.Options{HTTP: hc})
 		},
 	})
 	return &loop{Loop: l, t: t, fake: fake}
@@ -69,84 +68,87 @@ func (l *loop) checkExactlyOnce(id string) {
 }
 
 // TestEndToEnd plays the whole loop: the reference server, the engine and
-// the adapter on the fake Zendesk account over loopback HTTP.
+// the adapter on the fake Zendesk account, over in-memory HTTP in a
+// testing/synctest bubble.
 func TestEndToEnd(t *testing.T) {
-	l := newLoop(t)
-	id := l.Request("housekeeping", "Two towels to room 214")
-	l.Guest(id, "Could they be blue?")
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoop(t)
+		id := l.Request("housekeeping", "Two towels to room 214")
+		l.Guest(id, "Could they be blue?")
 
-	r := l.Tick()
-	if r.Created != 1 || r.Mirrored != 1 {
-		t.Fatalf("first cycle: %+v", r)
-	}
-	zt := l.zendeskTicket(id)
-	if zt.Status != "new" || len(zt.Comments) != 2 || !strings.Contains(zt.Comments[1].Body, "Could they be blue?") {
-		t.Fatalf("Zendesk ticket after the first cycle: %+v", zt)
-	}
-
-	// The team answers in Zendesk; a minute later the export shows it.
-	maria := l.fake.AddAgent("Maria")
-	if _, err := l.fake.Update(zt.ID, maria, zendeskfake.AgentUpdate{Body: "Blue towels are on the way.", Public: true, Status: "pending"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.fake.Note(zt.ID, maria, "Housekeeping has been told."); err != nil {
-		t.Fatal(err)
-	}
-	l.Settle()
-	view := l.Upstream(id)
-	var reply, note *refserver.InternalMessage
-	for i, m := range view.Messages {
-		switch m.Body {
-		case "Blue towels are on the way.":
-			reply = &view.Messages[i]
-		case "Housekeeping has been told.":
-			note = &view.Messages[i]
+		r := l.Tick()
+		if r.Created != 1 || r.Mirrored != 1 {
+			t.Fatalf("first cycle: %+v", r)
 		}
-	}
-	if reply == nil || !reply.VisibleToGuest || reply.AuthorName != "Maria" || note == nil || note.VisibleToGuest {
-		t.Fatalf("upstream after the agent's work: reply %+v, note %+v", reply, note)
-	}
-	if view.Ticket.Status != guestapi.StatusInProgress {
-		t.Errorf("upstream status %s after the agent's pending, want in_progress", view.Ticket.Status)
-	}
-	if got := l.zendeskTicket(id).Status; got != "pending" {
-		t.Errorf("the engine overwrote the agent's pending with %s", got)
-	}
+		zt := l.zendeskTicket(id)
+		if zt.Status != "new" || len(zt.Comments) != 2 || !strings.Contains(zt.Comments[1].Body, "Could they be blue?") {
+			t.Fatalf("Zendesk ticket after the first cycle: %+v", zt)
+		}
 
-	// The guest answers, the hotel closes the request upstream.
-	l.Guest(id, "Thank you!")
-	if err := l.Server.SetStatus(id, guestapi.StatusDone); err != nil {
-		t.Fatal(err)
-	}
-	l.Advance(15 * time.Minute) // the ticket backed off meanwhile
-	l.Settle()
-	zt = l.zendeskTicket(id)
-	if zt.Status != "solved" {
-		t.Errorf("Zendesk status %s after upstream done, want solved", zt.Status)
-	}
-	l.checkExactlyOnce(id)
+		// The team answers in Zendesk; a minute later the export shows it.
+		maria := l.fake.AddAgent("Maria")
+		if _, err := l.fake.Update(zt.ID, maria, zendeskfake.AgentUpdate{Body: "Blue towels are on the way.", Public: true, Status: "pending"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.fake.Note(zt.ID, maria, "Housekeeping has been told."); err != nil {
+			t.Fatal(err)
+		}
+		l.Settle()
+		view := l.Upstream(id)
+		var reply, note *refserver.InternalMessage
+		for i, m := range view.Messages {
+			switch m.Body {
+			case "Blue towels are on the way.":
+				reply = &view.Messages[i]
+			case "Housekeeping has been told.":
+				note = &view.Messages[i]
+			}
+		}
+		if reply == nil || !reply.VisibleToGuest || reply.AuthorName != "Maria" || note == nil || note.VisibleToGuest {
+			t.Fatalf("upstream after the agent's work: reply %+v, note %+v", reply, note)
+		}
+		if view.Ticket.Status != guestapi.StatusInProgress {
+			t.Errorf("upstream status %s after the agent's pending, want in_progress", view.Ticket.Status)
+		}
+		if got := l.zendeskTicket(id).Status; got != "pending" {
+			t.Errorf("the engine overwrote the agent's pending with %s", got)
+		}
 
-	// The state file is lost: a rescan adopts the ticket and writes
-	// nothing twice, on either side.
-	// A day later, so that the API no longer remembers the
-	// Idempotency-Keys: only what MarkSent recorded in Zendesk keeps the
-	// agent's work from going up twice.
-	comments, upstream := len(zt.Comments), len(view.Messages)
-	l.Advance(25 * time.Hour)
-	l.LoseState()
-	l.Settle()
-	if got := len(l.zendeskTicket(id).Comments); got != comments {
-		t.Errorf("after the state loss Zendesk holds %d comments, had %d", got, comments)
-	}
-	view = l.Upstream(id)
-	if got := len(view.Messages); got != upstream+1 { // the guest's "Thank you!"
-		t.Errorf("after the state loss upstream holds %d messages, want %d", got, upstream+1)
-	}
-	l.checkExactlyOnce(id)
-	if strings.Contains(l.Logs(), "level=ERROR") {
-		t.Errorf("errors logged:\n%s", l.Logs())
-	}
-	if strings.Contains(l.Logs(), testToken) {
-		t.Errorf("the token is in the log")
-	}
+		// The guest answers, the hotel closes the request upstream.
+		l.Guest(id, "Thank you!")
+		if err := l.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+			t.Fatal(err)
+		}
+		l.Advance(15 * time.Minute) // the ticket backed off meanwhile
+		l.Settle()
+		zt = l.zendeskTicket(id)
+		if zt.Status != "solved" {
+			t.Errorf("Zendesk status %s after upstream done, want solved", zt.Status)
+		}
+		l.checkExactlyOnce(id)
+
+		// The state file is lost: a rescan adopts the ticket and writes
+		// nothing twice, on either side.
+		// A day later, so that the API no longer remembers the
+		// Idempotency-Keys: only what MarkSent recorded in Zendesk keeps the
+		// agent's work from going up twice.
+		comments, upstream := len(zt.Comments), len(view.Messages)
+		l.Advance(25 * time.Hour)
+		l.LoseState()
+		l.Settle()
+		if got := len(l.zendeskTicket(id).Comments); got != comments {
+			t.Errorf("after the state loss Zendesk holds %d comments, had %d", got, comments)
+		}
+		view = l.Upstream(id)
+		if got := len(view.Messages); got != upstream+1 { // the guest's "Thank you!"
+			t.Errorf("after the state loss upstream holds %d messages, want %d", got, upstream+1)
+		}
+		l.checkExactlyOnce(id)
+		if strings.Contains(l.Logs(), "level=ERROR") {
+			t.Errorf("errors logged:\n%s", l.Logs())
+		}
+		if strings.Contains(l.Logs(), testToken) {
+			t.Errorf("the token is in the log")
+		}
+	})
 }

@@ -70,11 +70,8 @@ type Options struct {
 	// Backoff is the wait between attempts; the zero value is the
 	// daemon's default.
 	Backoff httpretry.Backoff
-	// Sleep waits between attempts; nil means a real timer. Tests pass
-	// one that advances a fake clock.
+	// Sleep waits between attempts; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After dates; nil means time.Now.
-	Now func() time.Time
 	// EventPages caps the export pages one Changes call reads; zero means
 	// [DefaultEventPages].
 	EventPages int
@@ -94,7 +91,6 @@ type Adapter struct {
 	http     *adapters.HTTPClient // reads, creations with an Idempotency-Key, status changes
 	once     *adapters.HTTPClient // writes that add a comment: sent once, see Append
 	maxPages int
-	now      func() time.Time
 
 	mu      sync.Mutex
 	me      saas.Memo[zdUser]
@@ -135,9 +131,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	base := urlOf(cfg.AllowInsecureHTTP).Base(cfg.URL)
 	since := cfg.EventsSince.Time().Unix()
 	log := saas.Logger(deps.Logger)
-	now := saas.Clock(opts.Now)
 	a := &Adapter{
-		now:      now,
 		base:     base,
 		cfg:      cfg,
 		groups:   cfg.Groups,
@@ -159,7 +153,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Authorize: func(r *http.Request) { r.SetBasicAuth(user, token) },
 		Secrets:   []string{token},
-		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Log: log,
 	}
 	a.Helpdesk = saas.NewHelpdesk[chain](Name, vendor{a}, nil, false, a.log)
 	a.http = client.New()

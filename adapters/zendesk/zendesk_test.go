@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -345,74 +346,76 @@ func TestSetStatusKeepsAgentsFinerStatusAndWritesLittle(t *testing.T) {
 }
 
 func TestClosedTicketGetsAFollowUp(t *testing.T) {
-	e := newEnv(t, zendeskfake.Options{})
-	a := e.open(t, e.config())
-	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := mustRef(t, ref)
-	if _, err := a.Append(t.Context(), ref, []adapters.Message{guestMsg("m-1", "first")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.fake.Close(root); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.SetStatus(t.Context(), ref, guestapi.StatusCompleted); err != nil {
-		t.Fatalf("a closing status on a closed ticket: %v", err)
-	}
-	if n := len(e.fake.Tickets()); n != 1 {
-		t.Fatalf("a closing status made a follow-up")
-	}
-	got, err := a.Append(t.Context(), ref, []adapters.Message{guestMsg("m-1", "first"), guestMsg("m-2", "the lamp again"), guestMsg("m-3", "and the kettle")})
-	if err != nil {
-		t.Fatalf("Append to a closed ticket: %v", err)
-	}
-	if !got[0].Existed || got[1].Existed || got[2].Existed {
-		t.Errorf("Append = %+v", got)
-	}
-	ts := e.fake.Tickets()
-	if len(ts) != 2 {
-		t.Fatalf("%d tickets, want the closed one and one follow-up", len(ts))
-	}
-	fu := ts[1]
-	if fu.ViaFollowupSourceID != root || fu.ExternalID != "ticketbridge:up-1" || fu.Status != "open" || len(fu.Comments) != 2 {
-		t.Errorf("follow-up %+v", fu)
-	}
-	if !strings.Contains(fu.Comments[0].Body, "the lamp again") || !strings.Contains(fu.Comments[1].Body, "and the kettle") {
-		t.Errorf("follow-up comments %q, %q", fu.Comments[0].Body, fu.Comments[1].Body)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zendeskfake.Options{})
+		a := e.open(t, e.config())
+		ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := mustRef(t, ref)
+		if _, err := a.Append(t.Context(), ref, []adapters.Message{guestMsg("m-1", "first")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.fake.Close(root); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetStatus(t.Context(), ref, guestapi.StatusCompleted); err != nil {
+			t.Fatalf("a closing status on a closed ticket: %v", err)
+		}
+		if n := len(e.fake.Tickets()); n != 1 {
+			t.Fatalf("a closing status made a follow-up")
+		}
+		got, err := a.Append(t.Context(), ref, []adapters.Message{guestMsg("m-1", "first"), guestMsg("m-2", "the lamp again"), guestMsg("m-3", "and the kettle")})
+		if err != nil {
+			t.Fatalf("Append to a closed ticket: %v", err)
+		}
+		if !got[0].Existed || got[1].Existed || got[2].Existed {
+			t.Errorf("Append = %+v", got)
+		}
+		ts := e.fake.Tickets()
+		if len(ts) != 2 {
+			t.Fatalf("%d tickets, want the closed one and one follow-up", len(ts))
+		}
+		fu := ts[1]
+		if fu.ViaFollowupSourceID != root || fu.ExternalID != "ticketbridge:up-1" || fu.Status != "open" || len(fu.Comments) != 2 {
+			t.Errorf("follow-up %+v", fu)
+		}
+		if !strings.Contains(fu.Comments[0].Body, "the lamp again") || !strings.Contains(fu.Comments[1].Body, "and the kettle") {
+			t.Errorf("follow-up comments %q, %q", fu.Comments[0].Body, fu.Comments[1].Body)
+		}
 
-	// An agent answers on the follow-up: the event names the first ticket.
-	e.settle(t)
-	from := drain(t, a, "")
-	if _, err := e.fake.Reply(fu.ID, e.agent("Anna"), "Sending someone up."); err != nil {
-		t.Fatal(err)
-	}
-	e.settle(t)
-	b := e.open(t, e.config())
-	evs, _, err := b.Changes(t.Context(), from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) != 1 || evs[0].Ref != ref || evs[0].UpstreamTicketID != "up-1" || evs[0].Kind != adapters.EventReply {
-		t.Fatalf("events %+v, want one reply on Ref %s", evs, ref)
-	}
-	if err := b.MarkSent(t.Context(), evs[0].Ref, evs[0].ID, "u-9"); err != nil {
-		t.Fatal(err)
-	}
-	f, ok, err := e.open(t, e.config()).Lookup(t.Context(), "up-1")
-	if err != nil || !ok || f.Ref != ref || len(f.Messages) != 3 || f.Sent[evs[0].ID] != "u-9" {
-		t.Errorf("Lookup = %+v %v %v", f, ok, err)
-	}
-	// The upstream request reopened: the follow-up is open already, no
-	// third ticket.
-	if err := a.SetStatus(t.Context(), ref, guestapi.StatusAssigned); err != nil || len(e.fake.Tickets()) != 2 {
-		t.Errorf("SetStatus(assigned) on the chain: %v, %d tickets", err, len(e.fake.Tickets()))
-	}
+		// An agent answers on the follow-up: the event names the first ticket.
+		e.settle(t)
+		from := drain(t, a, "")
+		if _, err := e.fake.Reply(fu.ID, e.agent("Anna"), "Sending someone up."); err != nil {
+			t.Fatal(err)
+		}
+		e.settle(t)
+		b := e.open(t, e.config())
+		evs, _, err := b.Changes(t.Context(), from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Ref != ref || evs[0].UpstreamTicketID != "up-1" || evs[0].Kind != adapters.EventReply {
+			t.Fatalf("events %+v, want one reply on Ref %s", evs, ref)
+		}
+		if err := b.MarkSent(t.Context(), evs[0].Ref, evs[0].ID, "u-9"); err != nil {
+			t.Fatal(err)
+		}
+		f, ok, err := e.open(t, e.config()).Lookup(t.Context(), "up-1")
+		if err != nil || !ok || f.Ref != ref || len(f.Messages) != 3 || f.Sent[evs[0].ID] != "u-9" {
+			t.Errorf("Lookup = %+v %v %v", f, ok, err)
+		}
+		// The upstream request reopened: the follow-up is open already, no
+		// third ticket.
+		if err := a.SetStatus(t.Context(), ref, guestapi.StatusAssigned); err != nil || len(e.fake.Tickets()) != 2 {
+			t.Errorf("SetStatus(assigned) on the chain: %v, %d tickets", err, len(e.fake.Tickets()))
+		}
+	})
 }
 
 func TestReopenedWhileClosedMakesFollowUp(t *testing.T) {
@@ -455,58 +458,60 @@ func drain(t *testing.T, a adapters.Helpdesk, c adapters.Cursor) adapters.Cursor
 }
 
 func TestChangesLeavesOutOtherTicketsAndOldEvents(t *testing.T) {
-	e := newEnv(t, zendeskfake.Options{})
-	anna := e.agent("Anna")
-	other := e.fake.CreateTicket(anna, "Printer", "The printer is on fire", "")
-	foreign := e.fake.CreateTicket(anna, "CRM", "From the CRM", "crm:42")
-	if _, err := e.fake.Reply(other, anna, "not ours"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.fake.Reply(foreign, anna, "not ours either"); err != nil {
-		t.Fatal(err)
-	}
-	a := e.open(t, e.config())
-	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.fake.Reply(mustRef(t, ref), anna, "ours"); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(time.Hour)
-	if _, err := e.fake.Note(mustRef(t, ref), anna, "later note"); err != nil {
-		t.Fatal(err)
-	}
-	e.settle(t)
-	var all []adapters.Event
-	c := adapters.Cursor("")
-	for range 10 {
-		evs, next, err := a.Changes(t.Context(), c)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zendeskfake.Options{})
+		anna := e.agent("Anna")
+		other := e.fake.CreateTicket(anna, "Printer", "The printer is on fire", "")
+		foreign := e.fake.CreateTicket(anna, "CRM", "From the CRM", "crm:42")
+		if _, err := e.fake.Reply(other, anna, "not ours"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.fake.Reply(foreign, anna, "not ours either"); err != nil {
+			t.Fatal(err)
+		}
+		a := e.open(t, e.config())
+		ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, evs...)
-		if len(evs) == 0 && next == c {
-			break
+		if _, err := e.fake.Reply(mustRef(t, ref), anna, "ours"); err != nil {
+			t.Fatal(err)
 		}
-		c = next
-	}
-	if len(all) != 2 || all[0].Body != "ours" || all[0].AuthorName != "Anna" || all[1].Kind != adapters.EventNote {
-		t.Fatalf("events %+v, want the reply and the note on the mirrored ticket", all)
-	}
+		time.Sleep(time.Hour)
+		if _, err := e.fake.Note(mustRef(t, ref), anna, "later note"); err != nil {
+			t.Fatal(err)
+		}
+		e.settle(t)
+		var all []adapters.Event
+		c := adapters.Cursor("")
+		for range 10 {
+			evs, next, err := a.Changes(t.Context(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, evs...)
+			if len(evs) == 0 && next == c {
+				break
+			}
+			c = next
+		}
+		if len(all) != 2 || all[0].Body != "ours" || all[0].AuthorName != "Anna" || all[1].Kind != adapters.EventNote {
+			t.Fatalf("events %+v, want the reply and the note on the mirrored ticket", all)
+		}
 
-	cfg := e.config()
-	cfg.EventsSince = saas.SinceOf(e.clock.Now().Add(-30 * time.Minute))
-	evs, _, err := e.open(t, cfg).Changes(t.Context(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) != 1 || evs[0].Body != "later note" {
-		t.Errorf("with EVENTS_SINCE half an hour ago: %+v, want only the later note", evs)
-	}
-	if _, _, err := a.Changes(t.Context(), "garbage"); !errors.Is(err, adapters.ErrInvalid) {
-		t.Errorf("Changes with a foreign cursor: %v, want ErrInvalid", err)
-	}
+		cfg := e.config()
+		cfg.EventsSince = saas.SinceOf(time.Now().Add(-30 * time.Minute))
+		evs, _, err := e.open(t, cfg).Changes(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Body != "later note" {
+			t.Errorf("with EVENTS_SINCE half an hour ago: %+v, want only the later note", evs)
+		}
+		if _, _, err := a.Changes(t.Context(), "garbage"); !errors.Is(err, adapters.ErrInvalid) {
+			t.Errorf("Changes with a foreign cursor: %v, want ErrInvalid", err)
+		}
+	})
 }
 
 func TestPagingReadsEveryPage(t *testing.T) {
@@ -550,7 +555,6 @@ func TestRateLimitedRequestsWaitRetryAfter(t *testing.T) {
 	opts := e.options()
 	opts.Sleep = func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
-		e.clock.Advance(d)
 		return nil
 	}
 	a, err := zendesk.New(e.config(), adapters.Deps{}, opts)
@@ -579,38 +583,40 @@ func TestRateLimitedRequestsWaitRetryAfter(t *testing.T) {
 }
 
 func TestTicketUpdateLimitIsTemporary(t *testing.T) {
-	e := newEnv(t, zendeskfake.Options{TicketUpdates: zendeskfake.RateLimit{Requests: 3, Window: 10 * time.Minute}})
-	a := e.open(t, e.config())
-	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var msgs []adapters.Message
-	for i := range 5 {
-		msgs = append(msgs, guestMsg(fmt.Sprintf("m-%d", i), fmt.Sprintf("message %d", i)))
-	}
-	_, err = a.Append(t.Context(), ref, msgs)
-	if err == nil || errors.Is(err, adapters.ErrInvalid) || !strings.Contains(err.Error(), "429") {
-		t.Fatalf("Append over the per-ticket limit: %v, want a temporary 429", err)
-	}
-	e.clock.Advance(10 * time.Minute)
-	got, err := a.Append(t.Context(), ref, msgs)
-	if err != nil {
-		t.Fatalf("Append after the window: %v", err)
-	}
-	existed := 0
-	for _, g := range got {
-		if g.Existed {
-			existed++
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zendeskfake.Options{TicketUpdates: zendeskfake.RateLimit{Requests: 3, Window: 10 * time.Minute}})
+		a := e.open(t, e.config())
+		ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if existed != 3 {
-		t.Errorf("%d messages were there from the first call, want 3", existed)
-	}
-	tk, _ := e.fake.Ticket(mustRef(t, ref))
-	if len(tk.Comments) != 6 {
-		t.Errorf("%d comments, want the description and 5 messages", len(tk.Comments))
-	}
+		var msgs []adapters.Message
+		for i := range 5 {
+			msgs = append(msgs, guestMsg(fmt.Sprintf("m-%d", i), fmt.Sprintf("message %d", i)))
+		}
+		_, err = a.Append(t.Context(), ref, msgs)
+		if err == nil || errors.Is(err, adapters.ErrInvalid) || !strings.Contains(err.Error(), "429") {
+			t.Fatalf("Append over the per-ticket limit: %v, want a temporary 429", err)
+		}
+		time.Sleep(10 * time.Minute)
+		got, err := a.Append(t.Context(), ref, msgs)
+		if err != nil {
+			t.Fatalf("Append after the window: %v", err)
+		}
+		existed := 0
+		for _, g := range got {
+			if g.Existed {
+				existed++
+			}
+		}
+		if existed != 3 {
+			t.Errorf("%d messages were there from the first call, want 3", existed)
+		}
+		tk, _ := e.fake.Ticket(mustRef(t, ref))
+		if len(tk.Comments) != 6 {
+			t.Errorf("%d comments, want the description and 5 messages", len(tk.Comments))
+		}
+	})
 }
 
 // TestChangesWaitsForAMinuteOldStart: Zendesk refuses a start_time less
@@ -618,28 +624,30 @@ func TestTicketUpdateLimitIsTemporary(t *testing.T) {
 // nothing and keeps its cursor until the start is old enough, then
 // reports what happened since.
 func TestChangesWaitsForAMinuteOldStart(t *testing.T) {
-	e := newEnv(t, zendeskfake.Options{})
-	anna := e.agent("Anna")
-	cfg := e.config()
-	a := e.open(t, cfg)
-	ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.EventsSince = saas.SinceOf(e.clock.Now())
-	b := e.open(t, cfg)
-	if _, err := e.fake.Reply(mustRef(t, ref), anna, "just now"); err != nil {
-		t.Fatal(err)
-	}
-	evs, next, err := b.Changes(t.Context(), "")
-	if err != nil || len(evs) != 0 {
-		t.Fatalf("Changes from a start_time of now: %v, %v; want nothing yet", evs, err)
-	}
-	e.settle(t)
-	evs, _, err = b.Changes(t.Context(), next)
-	if err != nil || len(evs) != 1 || evs[0].Body != "just now" {
-		t.Fatalf("Changes a minute later: %+v, %v; want the reply", evs, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zendeskfake.Options{})
+		anna := e.agent("Anna")
+		cfg := e.config()
+		a := e.open(t, cfg)
+		ref, err := a.EnsureTicket(t.Context(), upstreamTicket("up-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.EventsSince = saas.SinceOf(time.Now())
+		b := e.open(t, cfg)
+		if _, err := e.fake.Reply(mustRef(t, ref), anna, "just now"); err != nil {
+			t.Fatal(err)
+		}
+		evs, next, err := b.Changes(t.Context(), "")
+		if err != nil || len(evs) != 0 {
+			t.Fatalf("Changes from a start_time of now: %v, %v; want nothing yet", evs, err)
+		}
+		e.settle(t)
+		evs, _, err = b.Changes(t.Context(), next)
+		if err != nil || len(evs) != 1 || evs[0].Body != "just now" {
+			t.Fatalf("Changes a minute later: %+v, %v; want the reply", evs, err)
+		}
+	})
 }
 
 // TestSolveHeldForRequiredFields: an account with a field required on
@@ -754,62 +762,64 @@ func TestArchivedTicketFound(t *testing.T) {
 // a page that starts and ends at that second, again and again. Every reply
 // is reported once and the cursor goes on past the second.
 func TestSecondLargerThanAPageIsPassed(t *testing.T) {
-	e := newEnv(t, zendeskfake.Options{EventsPageSize: 100})
-	a := e.open(t, e.config())
-	var ids []int64
-	for i := range 25 {
-		ref, err := a.EnsureTicket(t.Context(), upstreamTicket(fmt.Sprintf("up-%d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, mustRef(t, ref))
-	}
-	c := drain(t, a, "")
-	e.clock.Advance(time.Hour)
-	second := e.clock.Now().Unix()
-	anna := e.agent("Anna")
-	for _, id := range ids {
-		for j := range 10 {
-			if _, err := e.fake.Reply(id, anna, fmt.Sprintf("bulk reply %d on %d", j, id)); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zendeskfake.Options{EventsPageSize: 100})
+		a := e.open(t, e.config())
+		var ids []int64
+		for i := range 25 {
+			ref, err := a.EnsureTicket(t.Context(), upstreamTicket(fmt.Sprintf("up-%d", i)))
+			if err != nil {
 				t.Fatal(err)
 			}
+			ids = append(ids, mustRef(t, ref))
 		}
-	}
-	e.settle(t)
-	e.fake.ResetRequests()
-	seen := map[string]int{}
-	for range 20 {
-		evs, next, err := a.Changes(t.Context(), c)
-		if err != nil {
-			t.Fatal(err)
+		c := drain(t, a, "")
+		time.Sleep(time.Hour)
+		second := time.Now().Unix()
+		anna := e.agent("Anna")
+		for _, id := range ids {
+			for j := range 10 {
+				if _, err := e.fake.Reply(id, anna, fmt.Sprintf("bulk reply %d on %d", j, id)); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-		for _, ev := range evs {
-			seen[ev.ID]++
+		e.settle(t)
+		e.fake.ResetRequests()
+		seen := map[string]int{}
+		for range 20 {
+			evs, next, err := a.Changes(t.Context(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				seen[ev.ID]++
+			}
+			if len(evs) == 0 && next == c {
+				break
+			}
+			c = next
 		}
-		if len(evs) == 0 && next == c {
-			break
+		if len(seen) != 250 {
+			t.Errorf("%d distinct events reported, want the 250 replies of one second", len(seen))
 		}
-		c = next
-	}
-	if len(seen) != 250 {
-		t.Errorf("%d distinct events reported, want the 250 replies of one second", len(seen))
-	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("event %s reported %d times", id, n)
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("event %s reported %d times", id, n)
+			}
 		}
-	}
-	e.settle(t)
-	if evs, _, err := a.Changes(t.Context(), c); err != nil || len(evs) != 0 {
-		t.Fatalf("after the crowded second: %v %v, want nothing", evs, err)
-	}
-	var last int64
-	for _, r := range e.fake.Requests() {
-		if strings.HasSuffix(r.Path, "/incremental/ticket_events") {
-			last, _ = strconv.ParseInt(r.Query.Get("start_time"), 10, 64)
+		e.settle(t)
+		if evs, _, err := a.Changes(t.Context(), c); err != nil || len(evs) != 0 {
+			t.Fatalf("after the crowded second: %v %v, want nothing", evs, err)
 		}
-	}
-	if last <= second {
-		t.Errorf("the export is last asked from %d, want past the crowded second %d", last, second)
-	}
+		var last int64
+		for _, r := range e.fake.Requests() {
+			if strings.HasSuffix(r.Path, "/incremental/ticket_events") {
+				last, _ = strconv.ParseInt(r.Query.Get("start_time"), 10, 64)
+			}
+		}
+		if last <= second {
+			t.Errorf("the export is last asked from %d, want past the crowded second %d", last, second)
+		}
+	})
 }

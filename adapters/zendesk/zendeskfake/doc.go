@@ -4,7 +4,10 @@
 // methods that play the support team (an agent replies, adds a private
 // note, changes a status, an automation closes a ticket) and let a test
 // inspect and disturb the account (fault injection, rate limits, a
-// request log).
+// request log). It keeps the runtime's time: a test that needs time to
+// pass (the export's minute, a rate limit's window) runs in a
+// testing/synctest bubble and serves it on in-memory connections
+// (testutil.PipeServer).
 //
 // It is not Zendesk and not a general-purpose Zendesk emulator: it keeps
 // one account in memory, knows only the endpoints below, and leaves out

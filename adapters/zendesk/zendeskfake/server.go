@@ -17,9 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // Defaults of [Options], each from Zendesk's published limits.
@@ -55,8 +54,6 @@ type Options struct {
 	// Name and Role of the API user; empty means "Ticketbridge API" and
 	// "admin".
 	Name, Role string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// MaxPageSize caps page[size] and per_page of the list endpoints; zero
 	// means 100, Zendesk's maximum. Tests set 2 to force paging.
 	MaxPageSize int
@@ -106,9 +103,6 @@ func (o Options) withDefaults() Options {
 	if o.Role == "" {
 		o.Role = "admin"
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if o.MaxPageSize <= 0 {
 		o.MaxPageSize = DefaultMaxPageSize
 	}
@@ -134,13 +128,6 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
-
-// Clock is the fake clock of package testutil, for [Options.Now]: Now,
-// Advance, Set, and a Sleep that passes the time at once.
-type Clock = testutil.Clock
-
-// NewClock returns a clock standing at t.
-func NewClock(t time.Time) *Clock { return testutil.NewClock(t) }
 
 // User is a Zendesk user of the fake account.
 type User struct {
@@ -233,6 +220,7 @@ type Request struct {
 // Server is the fake account. It is safe for concurrent use.
 type Server struct {
 	opts Options
+	lag  atomic.Int64 // CommitLate's, in nanoseconds
 
 	mu          sync.Mutex
 	nextID      int64
@@ -270,7 +258,21 @@ func (s *Server) newID() int64 {
 	return s.nextID
 }
 
-func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+// now is the time the account stamps on what happens: the runtime's (a
+// test that needs it to pass runs in a testing/synctest bubble), less the
+// lag of [Server.CommitLate].
+func (s *Server) now() time.Time {
+	return time.Now().UTC().Add(-time.Duration(s.lag.Load()))
+}
+
+// CommitLate runs act as writes Zendesk commits late: what act does
+// carries a time d in the past, before a poll that has already read past
+// it (a test's clock cannot go back).
+func (s *Server) CommitLate(d time.Duration, act func()) {
+	s.lag.Store(int64(d))
+	defer s.lag.Store(0)
+	act()
+}
 
 // ServeHTTP answers one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -11,26 +11,35 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 type client struct {
 	t   *testing.T
-	srv *httptest.Server
+	url string
+	hc  *http.Client
 	fk  *zendeskfake.Server
-	clk *zendeskfake.Clock
 }
 
+// newClient serves a fake on loopback.
 func newClient(t *testing.T, opts zendeskfake.Options) *client {
 	t.Helper()
-	clk := zendeskfake.NewClock(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC))
-	opts.Now = clk.Now
 	fk := zendeskfake.New(opts)
 	srv := httptest.NewServer(fk)
 	t.Cleanup(srv.Close)
-	return &client{t: t, srv: srv, fk: fk, clk: clk}
+	return &client{t: t, url: srv.URL, hc: srv.Client(), fk: fk}
+}
+
+// newPipeClient serves a fake on in-memory connections, for a test in a
+// testing/synctest bubble: time.Sleep passes the fake's time.
+func newPipeClient(t *testing.T, opts zendeskfake.Options) *client {
+	t.Helper()
+	fk := zendeskfake.New(opts)
+	return &client{t: t, url: testutil.PipeURL, hc: &http.Client{Transport: testutil.PipeServer(t, fk)}, fk: fk}
 }
 
 type answer struct {
@@ -50,7 +59,7 @@ func (c *client) do(method, path string, body any, header map[string]string) ans
 		}
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.srv.URL+path, r)
+	req, err := http.NewRequest(method, c.url+path, r)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -59,7 +68,7 @@ func (c *client) do(method, path string, body any, header map[string]string) ans
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	res, err := c.srv.Client().Do(req)
+	res, err := c.hc.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -86,9 +95,9 @@ func TestAuthentication(t *testing.T) {
 		{"agent@example.com", "fake-token"},
 		{"other@example.com/token", "fake-token"},
 	} {
-		req, _ := http.NewRequest("GET", c.srv.URL+"/api/v2/users/me.json", nil)
+		req, _ := http.NewRequest("GET", c.url+"/api/v2/users/me.json", nil)
 		req.SetBasicAuth(auth.user, auth.pass)
-		res, err := c.srv.Client().Do(req)
+		res, err := c.hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,29 +174,31 @@ func TestOffsetPaging(t *testing.T) {
 }
 
 func TestIdempotencyKeyOnCreate(t *testing.T) {
-	c := newClient(t, zendeskfake.Options{})
-	body := map[string]any{"ticket": map[string]any{"comment": map[string]any{"body": "towels"}}}
-	key := map[string]string{"Idempotency-Key": "k-1"}
-	first := c.do("POST", "/api/v2/tickets.json", body, key)
-	second := c.do("POST", "/api/v2/tickets.json", body, key)
-	if first.status != 201 || second.status != 201 || first.raw != second.raw {
-		t.Fatalf("repeat: %d %s / %d %s", first.status, first.raw, second.status, second.raw)
-	}
-	if first.header.Get("x-idempotency-lookup") != "miss" || second.header.Get("x-idempotency-lookup") != "hit" {
-		t.Errorf("x-idempotency-lookup %q then %q, want miss then hit", first.header.Get("x-idempotency-lookup"), second.header.Get("x-idempotency-lookup"))
-	}
-	if n := len(c.fk.Tickets()); n != 1 {
-		t.Fatalf("%d tickets after a repeated creation, want 1", n)
-	}
-	other := c.do("POST", "/api/v2/tickets.json", map[string]any{"ticket": map[string]any{"comment": map[string]any{"body": "soap"}}}, key)
-	if other.status != http.StatusBadRequest {
-		t.Errorf("same key, other payload: %d %s, want 400", other.status, other.raw)
-	}
-	c.clk.Advance(2*time.Hour + time.Second)
-	late := c.do("POST", "/api/v2/tickets.json", body, key)
-	if late.status != 201 || len(c.fk.Tickets()) != 2 {
-		t.Errorf("after two hours the key is forgotten: %d, %d tickets", late.status, len(c.fk.Tickets()))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := newPipeClient(t, zendeskfake.Options{})
+		body := map[string]any{"ticket": map[string]any{"comment": map[string]any{"body": "towels"}}}
+		key := map[string]string{"Idempotency-Key": "k-1"}
+		first := c.do("POST", "/api/v2/tickets.json", body, key)
+		second := c.do("POST", "/api/v2/tickets.json", body, key)
+		if first.status != 201 || second.status != 201 || first.raw != second.raw {
+			t.Fatalf("repeat: %d %s / %d %s", first.status, first.raw, second.status, second.raw)
+		}
+		if first.header.Get("x-idempotency-lookup") != "miss" || second.header.Get("x-idempotency-lookup") != "hit" {
+			t.Errorf("x-idempotency-lookup %q then %q, want miss then hit", first.header.Get("x-idempotency-lookup"), second.header.Get("x-idempotency-lookup"))
+		}
+		if n := len(c.fk.Tickets()); n != 1 {
+			t.Fatalf("%d tickets after a repeated creation, want 1", n)
+		}
+		other := c.do("POST", "/api/v2/tickets.json", map[string]any{"ticket": map[string]any{"comment": map[string]any{"body": "soap"}}}, key)
+		if other.status != http.StatusBadRequest {
+			t.Errorf("same key, other payload: %d %s, want 400", other.status, other.raw)
+		}
+		time.Sleep(2*time.Hour + time.Second)
+		late := c.do("POST", "/api/v2/tickets.json", body, key)
+		if late.status != 201 || len(c.fk.Tickets()) != 2 {
+			t.Errorf("after two hours the key is forgotten: %d, %d tickets", late.status, len(c.fk.Tickets()))
+		}
+	})
 }
 
 func TestClosedTicketRefusesUpdates(t *testing.T) {
@@ -223,101 +234,107 @@ func TestClosedTicketRefusesUpdates(t *testing.T) {
 }
 
 func TestTicketUpdateRateLimit(t *testing.T) {
-	c := newClient(t, zendeskfake.Options{TicketUpdates: zendeskfake.RateLimit{Requests: 2, Window: 10 * time.Minute}})
-	id := c.create("noise")
-	put := func() answer {
-		return c.do("PUT", fmt.Sprintf("/api/v2/tickets/%d.json", id), map[string]any{"ticket": map[string]any{"comment": map[string]any{"body": "n", "public": false}}}, nil)
-	}
-	for range 2 {
-		if a := put(); a.status != 200 {
-			t.Fatalf("update: %d %s", a.status, a.raw)
+	synctest.Test(t, func(t *testing.T) {
+		c := newPipeClient(t, zendeskfake.Options{TicketUpdates: zendeskfake.RateLimit{Requests: 2, Window: 10 * time.Minute}})
+		id := c.create("noise")
+		put := func() answer {
+			return c.do("PUT", fmt.Sprintf("/api/v2/tickets/%d.json", id), map[string]any{"ticket": map[string]any{"comment": map[string]any{"body": "n", "public": false}}}, nil)
 		}
-	}
-	a := put()
-	if a.status != 429 || a.header.Get("Retry-After") != "600" {
-		t.Fatalf("third update: %d Retry-After %q, want 429 and 600", a.status, a.header.Get("Retry-After"))
-	}
-	c.clk.Advance(10 * time.Minute)
-	if a := put(); a.status != 200 {
-		t.Errorf("after the window: %d", a.status)
-	}
+		for range 2 {
+			if a := put(); a.status != 200 {
+				t.Fatalf("update: %d %s", a.status, a.raw)
+			}
+		}
+		a := put()
+		if a.status != 429 || a.header.Get("Retry-After") != "600" {
+			t.Fatalf("third update: %d Retry-After %q, want 429 and 600", a.status, a.header.Get("Retry-After"))
+		}
+		time.Sleep(10 * time.Minute)
+		if a := put(); a.status != 200 {
+			t.Errorf("after the window: %d", a.status)
+		}
+	})
 }
 
 func TestTicketEventExport(t *testing.T) {
-	c := newClient(t, zendeskfake.Options{EventsPageSize: 1})
-	id := c.create("kettle")
-	agent := c.fk.AddAgent("Anna")
-	c.clk.Advance(time.Second)
-	if _, err := c.fk.Update(id, agent, zendeskfake.AgentUpdate{Body: "on my way", Public: true, Status: "pending"}); err != nil {
-		t.Fatal(err)
-	}
-	export := func(start string, include bool) answer {
-		q := "start_time=" + start
-		if include {
-			q += "&include=comment_events"
+	synctest.Test(t, func(t *testing.T) {
+		c := newPipeClient(t, zendeskfake.Options{EventsPageSize: 1})
+		id := c.create("kettle")
+		agent := c.fk.AddAgent("Anna")
+		time.Sleep(time.Second)
+		if _, err := c.fk.Update(id, agent, zendeskfake.AgentUpdate{Body: "on my way", Public: true, Status: "pending"}); err != nil {
+			t.Fatal(err)
 		}
-		return c.do("GET", "/api/v2/incremental/ticket_events.json?"+q, nil, nil)
-	}
-	if a := export("0", true); len(a.body["ticket_events"].([]any)) != 0 {
-		t.Fatalf("events younger than a minute were exported: %s", a.raw)
-	}
-	c.clk.Advance(time.Minute)
-	first := export("0", true)
-	evs := first.body["ticket_events"].([]any)
-	if len(evs) != 1 || first.body["end_of_stream"] != false {
-		t.Fatalf("first page of one: %s", first.raw)
-	}
-	next, err := url.Parse(first.body["next_page"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A page may end inside a second, as Zendesk's do: the next page
-	// starts at end_time and brings that second's events again.
-	again := export(next.Query().Get("start_time"), true)
-	if evs := again.body["ticket_events"].([]any); len(evs) != 1 || again.body["end_time"] != first.body["end_time"] ||
-		evs[0].(map[string]any)["id"] != first.body["ticket_events"].([]any)[0].(map[string]any)["id"] {
-		t.Fatalf("page from end_time %v: %s, want the first page again", first.body["end_time"], again.raw)
-	}
-	after, _ := strconv.ParseInt(next.Query().Get("start_time"), 10, 64)
-	second := export(strconv.FormatInt(after+1, 10), true)
-	evs2 := second.body["ticket_events"].([]any)
-	if second.body["end_of_stream"] != true || len(evs2) < 1 {
-		t.Fatalf("second page: %s", second.raw)
-	}
-	last := evs2[len(evs2)-1].(map[string]any)
-	if last["updater_id"].(float64) != float64(agent) {
-		t.Fatalf("last event by %v, want the agent", last["updater_id"])
-	}
-	var sawComment, sawStatus bool
-	for _, ch := range last["child_events"].([]any) {
-		m := ch.(map[string]any)
-		switch m["event_type"] {
-		case "Comment":
-			sawComment = m["body"] == "on my way" && m["public"] == true
-		case "Change":
-			sawStatus = m["status"] == "pending" && m["previous_value"] == "new"
+		export := func(start string, include bool) answer {
+			q := "start_time=" + start
+			if include {
+				q += "&include=comment_events"
+			}
+			return c.do("GET", "/api/v2/incremental/ticket_events.json?"+q, nil, nil)
 		}
-	}
-	if !sawComment || !sawStatus {
-		t.Errorf("agent audit lacks the comment or the status change: %v", last)
-	}
-	bare := export(strconv.FormatInt(after+1, 10), false)
-	if strings.Contains(bare.raw, "on my way") || !strings.Contains(bare.raw, "comment_present") {
-		t.Errorf("without the sideload the comment text was exported: %s", bare.raw)
-	}
-	agentOnly := newClient(t, zendeskfake.Options{Role: "agent"})
-	if a := agentOnly.do("GET", "/api/v2/incremental/ticket_events.json?start_time=0", nil, nil); a.status != 403 {
-		t.Errorf("export as an agent: %d, want 403", a.status)
-	}
+		if a := export("0", true); len(a.body["ticket_events"].([]any)) != 0 {
+			t.Fatalf("events younger than a minute were exported: %s", a.raw)
+		}
+		time.Sleep(time.Minute)
+		first := export("0", true)
+		evs := first.body["ticket_events"].([]any)
+		if len(evs) != 1 || first.body["end_of_stream"] != false {
+			t.Fatalf("first page of one: %s", first.raw)
+		}
+		next, err := url.Parse(first.body["next_page"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A page may end inside a second, as Zendesk's do: the next page
+		// starts at end_time and brings that second's events again.
+		again := export(next.Query().Get("start_time"), true)
+		if evs := again.body["ticket_events"].([]any); len(evs) != 1 || again.body["end_time"] != first.body["end_time"] ||
+			evs[0].(map[string]any)["id"] != first.body["ticket_events"].([]any)[0].(map[string]any)["id"] {
+			t.Fatalf("page from end_time %v: %s, want the first page again", first.body["end_time"], again.raw)
+		}
+		after, _ := strconv.ParseInt(next.Query().Get("start_time"), 10, 64)
+		second := export(strconv.FormatInt(after+1, 10), true)
+		evs2 := second.body["ticket_events"].([]any)
+		if second.body["end_of_stream"] != true || len(evs2) < 1 {
+			t.Fatalf("second page: %s", second.raw)
+		}
+		last := evs2[len(evs2)-1].(map[string]any)
+		if last["updater_id"].(float64) != float64(agent) {
+			t.Fatalf("last event by %v, want the agent", last["updater_id"])
+		}
+		var sawComment, sawStatus bool
+		for _, ch := range last["child_events"].([]any) {
+			m := ch.(map[string]any)
+			switch m["event_type"] {
+			case "Comment":
+				sawComment = m["body"] == "on my way" && m["public"] == true
+			case "Change":
+				sawStatus = m["status"] == "pending" && m["previous_value"] == "new"
+			}
+		}
+		if !sawComment || !sawStatus {
+			t.Errorf("agent audit lacks the comment or the status change: %v", last)
+		}
+		bare := export(strconv.FormatInt(after+1, 10), false)
+		if strings.Contains(bare.raw, "on my way") || !strings.Contains(bare.raw, "comment_present") {
+			t.Errorf("without the sideload the comment text was exported: %s", bare.raw)
+		}
+		agentOnly := newPipeClient(t, zendeskfake.Options{Role: "agent"})
+		if a := agentOnly.do("GET", "/api/v2/incremental/ticket_events.json?start_time=0", nil, nil); a.status != 403 {
+			t.Errorf("export as an agent: %d, want 403", a.status)
+		}
+	})
 }
 
 func TestExportRateLimit(t *testing.T) {
-	c := newClient(t, zendeskfake.Options{ExportRequests: zendeskfake.RateLimit{Requests: 1, Window: time.Minute}})
-	c.do("GET", "/api/v2/incremental/ticket_events.json?start_time=0", nil, nil)
-	a := c.do("GET", "/api/v2/incremental/ticket_events.json?start_time=0", nil, nil)
-	if a.status != 429 || a.header.Get("Retry-After") != "60" {
-		t.Fatalf("second export in a minute: %d Retry-After %q", a.status, a.header.Get("Retry-After"))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := newPipeClient(t, zendeskfake.Options{ExportRequests: zendeskfake.RateLimit{Requests: 1, Window: time.Minute}})
+		c.do("GET", "/api/v2/incremental/ticket_events.json?start_time=0", nil, nil)
+		a := c.do("GET", "/api/v2/incremental/ticket_events.json?start_time=0", nil, nil)
+		if a.status != 429 || a.header.Get("Retry-After") != "60" {
+			t.Fatalf("second export in a minute: %d Retry-After %q", a.status, a.header.Get("Retry-After"))
+		}
+	})
 }
 
 func TestFaultAfterApply(t *testing.T) {
