@@ -201,7 +201,7 @@ func (a *Adapter) scan(ctx context.Context, from time.Time) ([]zmTicket, time.Ti
 			return nil, time.Time{}, fmt.Errorf("read zammad tickets changed since %s: %w", timeValue(from), err)
 		}
 		if serverNow.IsZero() {
-			serverNow = a.now().UTC()
+			serverNow = time.Now().UTC()
 			if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
 				serverNow = d.UTC()
 			}

@@ -3,6 +3,7 @@ package zammad_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -25,52 +26,64 @@ const (
 	testField    = "guest_request_id"
 )
 
-// env is a fake Zammad on loopback and what a test needs to open adapters
-// on it.
+// env is a fake Zammad and what a test needs to open adapters on it.
 type env struct {
-	t     testing.TB
-	fake  *zammadfake.Server
-	clock *zammadfake.Clock
-	srv   *httptest.Server
-	logs  *testutil.Buffer
+	t      testing.TB
+	fake   *zammadfake.Server
+	url    string
+	hc     *http.Client
+	bubble bool
+	logs   *testutil.Buffer
 
 	mu     sync.Mutex
 	agents map[string]int64
 }
 
-// newEnv starts a fake with the ticket attribute and the groups the
-// tests use; opts may change anything else.
+// newEnv serves a fake on loopback, for a test in which no time need
+// pass: the adapter's waits between attempts return at once. The fake has
+// the ticket attribute and the groups the tests use; opts may change
+// anything else.
 func newEnv(t testing.TB, opts zammadfake.Options) *env {
 	t.Helper()
-	clock := zammadfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
-	opts.Token, opts.Now = testToken, clock.Now
+	fake := newFake(opts)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return &env{t: t, fake: fake, url: srv.URL, hc: srv.Client(), logs: &testutil.Buffer{}, agents: map[string]int64{}}
+}
+
+// newBubbleEnv serves a fake as newEnv does but on in-memory connections,
+// for a test in a testing/synctest bubble: the adapter's waits and the
+// test's sleeps pass the time of both.
+func newBubbleEnv(t testing.TB, opts zammadfake.Options) *env {
+	t.Helper()
+	fake := newFake(opts)
+	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
+	return &env{t: t, fake: fake, url: testutil.PipeURL, hc: hc, bubble: true, logs: &testutil.Buffer{}, agents: map[string]int64{}}
+}
+
+func newFake(opts zammadfake.Options) *zammadfake.Server {
+	opts.Token = testToken
 	if opts.Attributes == nil {
 		opts.Attributes = []zammadfake.Attribute{{Name: testField, Display: "Guest request"}}
 	}
 	if opts.Groups == nil {
 		opts.Groups = []string{"Users", "Housekeeping", "Technical Service"}
 	}
-	fake := zammadfake.New(opts)
-	srv := httptest.NewServer(fake)
-	t.Cleanup(srv.Close)
-	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &testutil.Buffer{}, agents: map[string]int64{}}
+	return zammadfake.New(opts)
 }
 
 func (e *env) config() zammad.Config {
-	return zammad.Config{Common: saas.Common{URL: adapters.ParseURL(e.srv.URL)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer}
+	return zammad.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer}
 }
 
-// options make the adapter wait on the fake's clock: a wait advances it.
+// options make the adapter wait on the bubble's clock, or not at all on
+// loopback.
 func (e *env) options() zammad.Options {
-	return zammad.Options{
-		HTTP:    e.srv.Client(),
-		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			e.clock.Advance(d)
-			return ctx.Err()
-		},
-		Now: e.clock.Now,
+	o := zammad.Options{HTTP: e.hc, Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }}}
+	if !e.bubble {
+		o.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 	}
+	return o
 }
 
 func (e *env) logger() *slog.Logger {
@@ -198,30 +211,33 @@ func TestConformance(t *testing.T) {
 		{"LaggingIndex", zammadfake.Options{SearchLag: time.Hour}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, tc.opts)
-			cfg := e.config()
-			cfg.PageSize = tc.page
-			opts := e.options()
-			opts.MaxEvents = tc.max
-			adaptertest.Run(t, adaptertest.Harness{
-				Late: func(t testing.TB, act func()) {
-					now := e.clock.Now()
-					e.clock.Set(now.Add(-30 * time.Second))
-					act()
-					e.clock.Set(now.Add(time.Second))
-				},
-				New:        func(t testing.TB) adapters.Helpdesk { return e.open(t, cfg, opts) },
-				Agent:      agent{e},
-				Status:     zammad.DefaultStatusMap(),
-				UnknownRef: "999999",
-				Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
-				Faults:     faults{e},
-				Secrets:    []string{testToken},
-				Logs:       e.logs.String,
+			// In bubbles: a late commit is followed by a second passing.
+			adaptertest.RunInBubbles(t, func(t *testing.T) adaptertest.Harness {
+				e := newBubbleEnv(t, tc.opts)
+				cfg := e.config()
+				cfg.PageSize = tc.page
+				opts := e.options()
+				opts.MaxEvents = tc.max
+				t.Cleanup(func() {
+					if strings.Contains(e.logs.String(), testToken) {
+						t.Errorf("the token appears in the adapter's log")
+					}
+				})
+				return adaptertest.Harness{
+					Late: func(t testing.TB, act func()) {
+						e.fake.CommitLate(30*time.Second, act)
+						time.Sleep(time.Second)
+					},
+					New:        func(t testing.TB) adapters.Helpdesk { return e.open(t, cfg, opts) },
+					Agent:      agent{e},
+					Status:     zammad.DefaultStatusMap(),
+					UnknownRef: "999999",
+					Caps:       adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
+					Faults:     faults{e},
+					Secrets:    []string{testToken},
+					Logs:       e.logs.String,
+				}
 			})
-			if strings.Contains(e.logs.String(), testToken) {
-				t.Errorf("the token appears in the adapter's log")
-			}
 		})
 	}
 }

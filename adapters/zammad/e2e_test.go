@@ -2,9 +2,10 @@ package zammad_test
 
 import (
 	"log/slog"
-	"net/http/httptest"
+	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -14,10 +15,11 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/internal/looptest"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
-// loop is the whole bridge on one fake clock with the zammad adapter on the
-// fake Zammad.
+// loop is the whole bridge with the zammad adapter on the fake Zammad, on
+// the clock of the test's testing/synctest bubble.
 type loop struct {
 	*looptest.Loop
 	t    *testing.T
@@ -25,18 +27,16 @@ type loop struct {
 }
 
 func newLoop(t *testing.T) *loop {
-	clock := looptest.NewClock()
 	fake := zammadfake.New(zammadfake.Options{
-		Token: testToken, Now: clock.Now, Groups: []string{"Users", "Housekeeping"},
+		Token: testToken, Groups: []string{"Users", "Housekeeping"},
 		Attributes: []zammadfake.Attribute{{Name: testField, Display: "Guest request"}},
 	})
-	zm := httptest.NewServer(fake)
-	t.Cleanup(zm.Close)
+	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
 	l := looptest.New(t, looptest.Options{
-		Name: zammad.Name, Helpdesk: "Zammad", Clock: clock,
+		Name: zammad.Name, Helpdesk: "Zammad",
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zammad.New(zammad.Config{Common: saas.Common{URL: adapters.ParseURL(zm.URL)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer},
-				adapters.Deps{Logger: logger}, zammad.Options{HTTP: zm.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now})
+			return zammad.New(zammad.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer},
+				adapters.Deps{Logger: logger}, zammad.Options{HTTP: hc})
 		},
 	})
 	return &loop{Loop: l, t: t, fake: fake}
@@ -77,86 +77,88 @@ func (l *loop) checkExactlyOnce(id string, agentTexts ...string) {
 }
 
 // TestEndToEnd plays the whole loop: the reference server, the engine and
-// the adapter on the fake Zammad over loopback HTTP.
+// the adapter on the fake Zammad, over in-memory HTTP in a bubble.
 func TestEndToEnd(t *testing.T) {
-	l := newLoop(t)
-	id := l.Request("housekeeping", "Two towels to room 214")
-	l.Guest(id, "Could they be blue?")
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoop(t)
+		id := l.Request("housekeeping", "Two towels to room 214")
+		l.Guest(id, "Could they be blue?")
 
-	r := l.Tick()
-	if r.Created != 1 || r.Mirrored != 1 {
-		t.Fatalf("first cycle: %+v", r)
-	}
-	zt := l.zammadTicket(id)
-	if zt.State != "new" || zt.Group != "Housekeeping" || len(zt.Articles) != 2 || !strings.Contains(zt.Articles[1].Body, "Could they be blue?") {
-		t.Fatalf("Zammad ticket after the first cycle: %+v", zt)
-	}
-
-	// The team answers in Zammad's editor and sets a pending reminder in
-	// the same save, then adds an internal note.
-	maria := l.fake.AddAgent("Maria Rossi")
-	reply, note := "Blue towels are on the way.", "Housekeeping has been told."
-	if _, err := l.fake.Update(zt.ID, maria, zammadfake.AgentUpdate{Body: reply, HTML: true, State: "pending reminder"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.fake.Note(zt.ID, maria, note); err != nil {
-		t.Fatal(err)
-	}
-	l.Settle()
-	view := l.Upstream(id)
-	var gotReply, gotNote *refserver.InternalMessage
-	for i, m := range view.Messages {
-		switch m.Body {
-		case reply:
-			gotReply = &view.Messages[i]
-		case note:
-			gotNote = &view.Messages[i]
+		r := l.Tick()
+		if r.Created != 1 || r.Mirrored != 1 {
+			t.Fatalf("first cycle: %+v", r)
 		}
-	}
-	if gotReply == nil || !gotReply.VisibleToGuest || gotReply.AuthorName != "Maria Rossi" || gotNote == nil || gotNote.VisibleToGuest {
-		t.Fatalf("upstream after the agent's work: reply %+v, note %+v", gotReply, gotNote)
-	}
-	if view.Ticket.Status != guestapi.StatusInProgress {
-		t.Errorf("upstream status %s after the agent's pending reminder, want in_progress", view.Ticket.Status)
-	}
-	if got := l.zammadTicket(id).State; got != "pending reminder" {
-		t.Errorf("the engine overwrote the agent's pending reminder with %s", got)
-	}
+		zt := l.zammadTicket(id)
+		if zt.State != "new" || zt.Group != "Housekeeping" || len(zt.Articles) != 2 || !strings.Contains(zt.Articles[1].Body, "Could they be blue?") {
+			t.Fatalf("Zammad ticket after the first cycle: %+v", zt)
+		}
 
-	// The guest answers (which reopens the ticket), then the hotel closes
-	// the request upstream.
-	l.Guest(id, "Thank you!")
-	if err := l.Server.SetStatus(id, guestapi.StatusDone); err != nil {
-		t.Fatal(err)
-	}
-	l.Advance(15 * time.Minute) // the ticket backed off meanwhile
-	l.Settle()
-	zt = l.zammadTicket(id)
-	if zt.State != "closed" {
-		t.Errorf("Zammad state %s after upstream done, want closed", zt.State)
-	}
-	l.checkExactlyOnce(id, reply, note)
+		// The team answers in Zammad's editor and sets a pending reminder in
+		// the same save, then adds an internal note.
+		maria := l.fake.AddAgent("Maria Rossi")
+		reply, note := "Blue towels are on the way.", "Housekeeping has been told."
+		if _, err := l.fake.Update(zt.ID, maria, zammadfake.AgentUpdate{Body: reply, HTML: true, State: "pending reminder"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.fake.Note(zt.ID, maria, note); err != nil {
+			t.Fatal(err)
+		}
+		l.Settle()
+		view := l.Upstream(id)
+		var gotReply, gotNote *refserver.InternalMessage
+		for i, m := range view.Messages {
+			switch m.Body {
+			case reply:
+				gotReply = &view.Messages[i]
+			case note:
+				gotNote = &view.Messages[i]
+			}
+		}
+		if gotReply == nil || !gotReply.VisibleToGuest || gotReply.AuthorName != "Maria Rossi" || gotNote == nil || gotNote.VisibleToGuest {
+			t.Fatalf("upstream after the agent's work: reply %+v, note %+v", gotReply, gotNote)
+		}
+		if view.Ticket.Status != guestapi.StatusInProgress {
+			t.Errorf("upstream status %s after the agent's pending reminder, want in_progress", view.Ticket.Status)
+		}
+		if got := l.zammadTicket(id).State; got != "pending reminder" {
+			t.Errorf("the engine overwrote the agent's pending reminder with %s", got)
+		}
 
-	// The state file is lost, a day later, so that the API no longer
-	// remembers the Idempotency-Keys: only what the adapter finds in Zammad
-	// (the attribute, the markers, the delivery notes) keeps anything from
-	// being written twice, on either side.
-	articles, upstream := len(zt.Articles), len(view.Messages)
-	l.Advance(25 * time.Hour)
-	l.LoseState()
-	l.Settle()
-	if got := len(l.zammadTicket(id).Articles); got != articles {
-		t.Errorf("after the state loss Zammad holds %d articles, had %d", got, articles)
-	}
-	view = l.Upstream(id)
-	if got := len(view.Messages); got != upstream+1 { // the guest's "Thank you!"
-		t.Errorf("after the state loss upstream holds %d messages, want %d", got, upstream+1)
-	}
-	l.checkExactlyOnce(id, reply, note)
-	if strings.Contains(l.Logs(), "level=ERROR") {
-		t.Errorf("errors logged:\n%s", l.Logs())
-	}
-	if strings.Contains(l.Logs(), testToken) {
-		t.Errorf("the token is in the log")
-	}
+		// The guest answers (which reopens the ticket), then the hotel closes
+		// the request upstream.
+		l.Guest(id, "Thank you!")
+		if err := l.Server.SetStatus(id, guestapi.StatusDone); err != nil {
+			t.Fatal(err)
+		}
+		l.Advance(15 * time.Minute) // the ticket backed off meanwhile
+		l.Settle()
+		zt = l.zammadTicket(id)
+		if zt.State != "closed" {
+			t.Errorf("Zammad state %s after upstream done, want closed", zt.State)
+		}
+		l.checkExactlyOnce(id, reply, note)
+
+		// The state file is lost, a day later, so that the API no longer
+		// remembers the Idempotency-Keys: only what the adapter finds in Zammad
+		// (the attribute, the markers, the delivery notes) keeps anything from
+		// being written twice, on either side.
+		articles, upstream := len(zt.Articles), len(view.Messages)
+		l.Advance(25 * time.Hour)
+		l.LoseState()
+		l.Settle()
+		if got := len(l.zammadTicket(id).Articles); got != articles {
+			t.Errorf("after the state loss Zammad holds %d articles, had %d", got, articles)
+		}
+		view = l.Upstream(id)
+		if got := len(view.Messages); got != upstream+1 { // the guest's "Thank you!"
+			t.Errorf("after the state loss upstream holds %d messages, want %d", got, upstream+1)
+		}
+		l.checkExactlyOnce(id, reply, note)
+		if strings.Contains(l.Logs(), "level=ERROR") {
+			t.Errorf("errors logged:\n%s", l.Logs())
+		}
+		if strings.Contains(l.Logs(), testToken) {
+			t.Errorf("the token is in the log")
+		}
+	})
 }

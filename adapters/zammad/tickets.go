@@ -169,7 +169,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		},
 	}
 	if isPending(state) {
-		in["pending_time"] = timeValue(a.now().Add(a.cfg.PendingFor))
+		in["pending_time"] = timeValue(time.Now().Add(a.cfg.PendingFor))
 	}
 	a.customer(in)
 	var out zmTicket
@@ -228,7 +228,7 @@ func (v vendor) Comment(ctx context.Context, t zmTicket, m adapters.Message) (zm
 func (a *Adapter) putState(ctx context.Context, id int64, state, op string) error {
 	in := map[string]any{"state": state}
 	if isPending(state) {
-		in["pending_time"] = timeValue(a.now().Add(a.cfg.PendingFor))
+		in["pending_time"] = timeValue(time.Now().Add(a.cfg.PendingFor))
 	}
 	_, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPut, URL: a.url("/tickets/"+idString(id), nil), Op: op}, in, nil)
 	return err

@@ -67,12 +67,8 @@ type Options struct {
 	// Backoff is the wait between attempts; the zero value is the
 	// daemon's default.
 	Backoff httpretry.Backoff
-	// Sleep waits between attempts; nil means a real timer. Tests pass
-	// one that advances a fake clock.
+	// Sleep waits between attempts; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After dates, pending times, and the
-	// cursor when Zammad sends no Date header; nil means time.Now.
-	Now func() time.Time
 	// MaxEvents caps the events of one Changes call; 0 means
 	// [DefaultMaxEvents].
 	MaxEvents int
@@ -92,7 +88,6 @@ type Adapter struct {
 	status    adapters.StatusMap
 	log       *slog.Logger
 	http      *adapters.HTTPClient
-	now       func() time.Time
 	maxEvents int
 
 	me    saas.Memo[zmUser]
@@ -122,7 +117,6 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	base := urlOf(cfg.AllowInsecureHTTP).Base(cfg.URL)
 	since := cfg.EventsSince.Time()
 	log := saas.Logger(deps.Logger)
-	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		base:      base,
 		cfg:       cfg,
@@ -130,7 +124,6 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		since:     since,
 		status:    DefaultStatusMap().Override(deps),
 		log:       log,
-		now:       now,
 		maxEvents: opts.MaxEvents,
 	}
 	if a.maxEvents <= 0 {
@@ -142,7 +135,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Authorize: func(r *http.Request) { r.Header.Set("Authorization", "Token token="+token) },
 		Secrets:   []string{token},
-		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: opts.Now, Log: log,
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Log: log,
 	}.New()
 	return a, nil
 }

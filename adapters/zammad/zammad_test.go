@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -174,10 +175,10 @@ func TestCheck(t *testing.T) {
 // rawCreate makes a ticket in the fake without the adapter.
 func rawCreate(t *testing.T, e *env) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/v1/tickets", strings.NewReader(`{"title":"Walk-in","group":"Users","customer_id":"guess:walk-in@hotel.example"}`))
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/api/v1/tickets", strings.NewReader(`{"title":"Walk-in","group":"Users","customer_id":"guess:walk-in@hotel.example"}`))
 	req.Header.Set("Authorization", "Token token="+testToken)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := e.srv.Client().Do(req)
+	resp, err := e.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,31 +354,33 @@ func TestChangesPagesThroughManyTickets(t *testing.T) {
 }
 
 func TestChangesReadsStateHistory(t *testing.T) {
-	e := newEnv(t, zammadfake.Options{})
-	a := e.open(t, e.config(), e.options())
-	_, id := mustEnsure(t, a, tk("u-1"))
-	_, cur := drain(t, a, "")
-	anna := e.agent("Anna Lopez")
-	// Two changes between two polls are two events; merged is not mapped;
-	// the scheduler's close of a pending close ticket is Zammad's own.
-	for _, st := range []string{"open", "pending reminder", "merged", "pending close"} {
-		if err := e.fake.SetState(id, anna, st); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zammadfake.Options{})
+		a := e.open(t, e.config(), e.options())
+		_, id := mustEnsure(t, a, tk("u-1"))
+		_, cur := drain(t, a, "")
+		anna := e.agent("Anna Lopez")
+		// Two changes between two polls are two events; merged is not mapped;
+		// the scheduler's close of a pending close ticket is Zammad's own.
+		for _, st := range []string{"open", "pending reminder", "merged", "pending close"} {
+			if err := e.fake.SetState(id, anna, st); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	e.clock.Advance(25 * time.Hour)
-	if n := e.fake.AutoClose(); n != 1 {
-		t.Fatalf("AutoClose: %d", n)
-	}
-	evs, _ := drain(t, a, cur)
-	var got []string
-	for _, ev := range evs {
-		got = append(got, fmt.Sprintf("%s:%s:%s", ev.Kind, ev.Status, ev.AuthorName))
-	}
-	want := []string{"status:in_progress:Anna Lopez", "status:in_progress:Anna Lopez", "status:done:Anna Lopez", "status:done:Zammad"}
-	if !slices.Equal(got, want) {
-		t.Errorf("events %v, want %v", got, want)
-	}
+		time.Sleep(25 * time.Hour)
+		if n := e.fake.AutoClose(); n != 1 {
+			t.Fatalf("AutoClose: %d", n)
+		}
+		evs, _ := drain(t, a, cur)
+		var got []string
+		for _, ev := range evs {
+			got = append(got, fmt.Sprintf("%s:%s:%s", ev.Kind, ev.Status, ev.AuthorName))
+		}
+		want := []string{"status:in_progress:Anna Lopez", "status:in_progress:Anna Lopez", "status:done:Anna Lopez", "status:done:Zammad"}
+		if !slices.Equal(got, want) {
+			t.Errorf("events %v, want %v", got, want)
+		}
+	})
 }
 
 func TestChangesSkipsOwnCustomerAndSystemArticles(t *testing.T) {
@@ -422,53 +425,57 @@ func TestChangesSkipsOwnCustomerAndSystemArticles(t *testing.T) {
 }
 
 func TestCursorForgetsOldEvents(t *testing.T) {
-	e := newEnv(t, zammadfake.Options{})
-	a := e.open(t, e.config(), e.options())
-	_, id := mustEnsure(t, a, tk("u-1"))
-	_, cur := drain(t, a, "")
-	if _, err := e.fake.Reply(id, e.agent("Anna"), "On it."); err != nil {
-		t.Fatal(err)
-	}
-	evs, cur := drain(t, a, cur)
-	if len(evs) != 1 || !strings.Contains(string(cur), evs[0].ID) {
-		t.Fatalf("events %+v, cursor %q: want the reply, named in the cursor", evs, cur)
-	}
-	e.clock.Advance(3 * time.Minute)
-	evs, cur = drain(t, a, cur)
-	if len(evs) != 0 || strings.Contains(string(cur), "article-") {
-		t.Errorf("three minutes later: events %+v, cursor %q; want none, and the reply forgotten", evs, cur)
-	}
-	// A fresh instance from the old cursor, and from the empty one.
-	if evs, _ := drain(t, e.open(t, e.config(), e.options()), cur); len(evs) != 0 {
-		t.Errorf("fresh instance: %+v", evs)
-	}
-	if evs, _ := drain(t, e.open(t, e.config(), e.options()), ""); len(evs) != 1 {
-		t.Errorf("from the beginning: %d events, want the reply", len(evs))
-	}
-	for _, bad := range []adapters.Cursor{"zd1:5:", "zm1:x:", "zm1:5:comment-3", "zm1:-1:", "zm1:5"} {
-		if _, _, err := a.Changes(t.Context(), bad); !errors.Is(err, adapters.ErrInvalid) {
-			t.Errorf("Changes(%q): %v, want ErrInvalid", bad, err)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zammadfake.Options{})
+		a := e.open(t, e.config(), e.options())
+		_, id := mustEnsure(t, a, tk("u-1"))
+		_, cur := drain(t, a, "")
+		if _, err := e.fake.Reply(id, e.agent("Anna"), "On it."); err != nil {
+			t.Fatal(err)
 		}
-	}
+		evs, cur := drain(t, a, cur)
+		if len(evs) != 1 || !strings.Contains(string(cur), evs[0].ID) {
+			t.Fatalf("events %+v, cursor %q: want the reply, named in the cursor", evs, cur)
+		}
+		time.Sleep(3 * time.Minute)
+		evs, cur = drain(t, a, cur)
+		if len(evs) != 0 || strings.Contains(string(cur), "article-") {
+			t.Errorf("three minutes later: events %+v, cursor %q; want none, and the reply forgotten", evs, cur)
+		}
+		// A fresh instance from the old cursor, and from the empty one.
+		if evs, _ := drain(t, e.open(t, e.config(), e.options()), cur); len(evs) != 0 {
+			t.Errorf("fresh instance: %+v", evs)
+		}
+		if evs, _ := drain(t, e.open(t, e.config(), e.options()), ""); len(evs) != 1 {
+			t.Errorf("from the beginning: %d events, want the reply", len(evs))
+		}
+		for _, bad := range []adapters.Cursor{"zd1:5:", "zm1:x:", "zm1:5:comment-3", "zm1:-1:", "zm1:5"} {
+			if _, _, err := a.Changes(t.Context(), bad); !errors.Is(err, adapters.ErrInvalid) {
+				t.Errorf("Changes(%q): %v, want ErrInvalid", bad, err)
+			}
+		}
+	})
 }
 
 func TestEventsSince(t *testing.T) {
-	e := newEnv(t, zammadfake.Options{})
-	a := e.open(t, e.config(), e.options())
-	_, id := mustEnsure(t, a, tk("u-1"))
-	if _, err := e.fake.Reply(id, e.agent("Anna"), "Old reply"); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(48 * time.Hour)
-	if _, err := e.fake.Reply(id, e.agent("Anna"), "New reply"); err != nil {
-		t.Fatal(err)
-	}
-	cfg := e.config()
-	cfg.EventsSince = saas.SinceOf(e.clock.Now().Add(-24 * time.Hour))
-	evs, _ := drain(t, e.open(t, cfg, e.options()), "")
-	if len(evs) != 1 || evs[0].Body != "New reply" {
-		t.Errorf("events since a day ago: %+v, want only the new reply", evs)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zammadfake.Options{})
+		a := e.open(t, e.config(), e.options())
+		_, id := mustEnsure(t, a, tk("u-1"))
+		if _, err := e.fake.Reply(id, e.agent("Anna"), "Old reply"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(48 * time.Hour)
+		if _, err := e.fake.Reply(id, e.agent("Anna"), "New reply"); err != nil {
+			t.Fatal(err)
+		}
+		cfg := e.config()
+		cfg.EventsSince = saas.SinceOf(time.Now().Add(-24 * time.Hour))
+		evs, _ := drain(t, e.open(t, cfg, e.options()), "")
+		if len(evs) != 1 || evs[0].Body != "New reply" {
+			t.Errorf("events since a day ago: %+v, want only the new reply", evs)
+		}
+	})
 }
 
 func TestGuestMessageReopens(t *testing.T) {
@@ -500,29 +507,31 @@ func TestGuestMessageReopens(t *testing.T) {
 }
 
 func TestPendingStatesGetPendingTime(t *testing.T) {
-	e := newEnv(t, zammadfake.Options{})
-	cfg := e.config()
-	cfg.PendingFor = 6 * time.Hour
-	a, err := zammad.New(cfg, adapters.Deps{StatusToHelpdesk: map[guestapi.Status]string{guestapi.StatusDone: "pending close"}}, e.options())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, id := mustEnsure(t, a, tk("u-1"))
-	if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
-		t.Fatalf("SetStatus to a pending state: %v", err)
-	}
-	got, _ := e.fake.Ticket(id)
-	if got.State != "pending close" || got.PendingTime == nil || !got.PendingTime.Equal(e.clock.Now().Add(6*time.Hour)) {
-		t.Errorf("state %q, pending till %v; want pending close six hours ahead", got.State, got.PendingTime)
-	}
-	// Upstream back to new: agents cannot set new again, neither can the
-	// bridge; it counts as open.
-	if err := a.SetStatus(t.Context(), ref, guestapi.StatusNew); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := e.fake.Ticket(id); got.State != "open" {
-		t.Errorf("state %q after upstream new, want open", got.State)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zammadfake.Options{})
+		cfg := e.config()
+		cfg.PendingFor = 6 * time.Hour
+		a, err := zammad.New(cfg, adapters.Deps{StatusToHelpdesk: map[guestapi.Status]string{guestapi.StatusDone: "pending close"}}, e.options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, id := mustEnsure(t, a, tk("u-1"))
+		if err := a.SetStatus(t.Context(), ref, guestapi.StatusDone); err != nil {
+			t.Fatalf("SetStatus to a pending state: %v", err)
+		}
+		got, _ := e.fake.Ticket(id)
+		if got.State != "pending close" || got.PendingTime == nil || !got.PendingTime.Equal(time.Now().Add(6*time.Hour)) {
+			t.Errorf("state %q, pending till %v; want pending close six hours ahead", got.State, got.PendingTime)
+		}
+		// Upstream back to new: agents cannot set new again, neither can the
+		// bridge; it counts as open.
+		if err := a.SetStatus(t.Context(), ref, guestapi.StatusNew); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.fake.Ticket(id); got.State != "open" {
+			t.Errorf("state %q after upstream new, want open", got.State)
+		}
+	})
 }
 
 func TestSetStatusKeepsAnEquivalentState(t *testing.T) {
@@ -613,22 +622,24 @@ func TestChangesSkipsADeletedTicket(t *testing.T) {
 // little apart) is still reported, once: the cursor looks back past its
 // watermark and names what it reported there.
 func TestChangesLateCommit(t *testing.T) {
-	e := newEnv(t, zammadfake.Options{})
-	a := e.open(t, e.config(), e.options())
-	_, id := mustEnsure(t, a, tk("u-1"))
-	e.clock.Advance(5 * time.Minute)
-	_, cur := drain(t, a, "")
-	polled := e.clock.Now()
-	e.clock.Set(polled.Add(-30 * time.Second))
-	if _, err := e.fake.Reply(id, e.agent("Anna"), "Committed late."); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Set(polled.Add(time.Second))
-	evs, cur := drain(t, a, cur)
-	if len(evs) != 1 || !strings.Contains(evs[0].Body, "Committed late.") {
-		t.Fatalf("after a late commit: events %+v; want the reply", evs)
-	}
-	if again, _ := drain(t, a, cur); len(again) != 0 {
-		t.Errorf("polled again: %+v; the late reply was reported twice", again)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zammadfake.Options{})
+		a := e.open(t, e.config(), e.options())
+		_, id := mustEnsure(t, a, tk("u-1"))
+		time.Sleep(5 * time.Minute)
+		_, cur := drain(t, a, "")
+		var err error
+		e.fake.CommitLate(30*time.Second, func() { _, err = e.fake.Reply(id, e.agent("Anna"), "Committed late.") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		evs, cur := drain(t, a, cur)
+		if len(evs) != 1 || !strings.Contains(evs[0].Body, "Committed late.") {
+			t.Fatalf("after a late commit: events %+v; want the reply", evs)
+		}
+		if again, _ := drain(t, a, cur); len(again) != 0 {
+			t.Errorf("polled again: %+v; the late reply was reported twice", again)
+		}
+	})
 }

@@ -86,7 +86,7 @@
 //     previous one, so that tickets and articles never share an
 //     updated_at or created_at (real Zammad stores microseconds).
 //   - Texts of errors are the fake's own; their shape is Zammad's.
-//   - The Date header of every answer comes from Options.Now.
+//   - The Date header of every answer is the runtime's time.
 //
 // # Tests
 //
@@ -94,5 +94,8 @@
 // and follows Zammad's defaults. Tests shrink MaxPerPage to exercise paging,
 // set SearchLag to show what the full-text index misses, inject faults with
 // [Server.Inject], and act as agents with [Server.AddAgent], [Server.Reply],
-// [Server.Note] and [Server.SetState].
+// [Server.Note] and [Server.SetState]. The fake keeps the runtime's time: a
+// test that needs it to pass (the index's lag, a pending time) runs in a
+// testing/synctest bubble and serves the fake on in-memory connections
+// (testutil.PipeServer); [Server.CommitLate] stamps writes in the past.
 package zammadfake

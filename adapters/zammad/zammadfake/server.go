@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // Permissions a token may carry.
@@ -59,8 +58,6 @@ type Options struct {
 	NoAccess []string
 	// Attributes are the custom ticket attributes.
 	Attributes []Attribute
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// MaxPerPage caps per_page of lists and searches below Zammad's
 	// limits (100 for the ticket list, 200 for searches); 0 keeps them.
 	MaxPerPage int
@@ -69,13 +66,6 @@ type Options struct {
 	// with a condition read the database and never lag.
 	SearchLag time.Duration
 }
-
-// Clock is the fake clock of package testutil, for [Options.Now]: Now,
-// Advance, Set, and a Sleep that passes the time at once.
-type Clock = testutil.Clock
-
-// NewClock returns a clock standing at t.
-func NewClock(t time.Time) *Clock { return testutil.NewClock(t) }
 
 // Sender ids and names of articles (Zammad's defaults).
 const (
@@ -226,6 +216,7 @@ type Request struct {
 // Server is the fake Zammad. It is safe for concurrent use.
 type Server struct {
 	opts Options
+	lag  atomic.Int64 // CommitLate's, in nanoseconds
 
 	mu        sync.Mutex
 	users     map[int64]*User
@@ -250,9 +241,6 @@ type Server struct {
 // New returns a fake with no tickets, the system user (id 1) and the API
 // user (id 2).
 func New(opts Options) *Server {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	if opts.APIName == "" {
 		opts.APIName = "Ticket Bridge"
 	}
@@ -310,8 +298,21 @@ func (s *Server) addUser(u User) int64 {
 // APIUserID returns the id of the token's user.
 func (s *Server) APIUserID() int64 { return s.apiUser }
 
-// now is the clock in UTC, at millisecond precision as Zammad shows it.
-func (s *Server) now() time.Time { return s.opts.Now().UTC().Truncate(time.Millisecond) }
+// now is the runtime's time (a test that needs it to pass runs in a
+// testing/synctest bubble) less the lag of [Server.CommitLate], in UTC, at
+// millisecond precision as Zammad shows it.
+func (s *Server) now() time.Time {
+	return time.Now().UTC().Add(-time.Duration(s.lag.Load())).Truncate(time.Millisecond)
+}
+
+// CommitLate runs act as writes Zammad commits late: what act does
+// carries a time d in the past (but still after the previous write), before
+// a poll that has already read past it (a test's clock cannot go back).
+func (s *Server) CommitLate(d time.Duration, act func()) {
+	s.lag.Store(int64(d))
+	defer s.lag.Store(0)
+	act()
+}
 
 // stamp returns the time of a write: now, but at least a millisecond after
 // the previous write. The caller holds mu.
@@ -406,7 +407,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range rec.header {
 		w.Header()[k] = vs
 	}
-	w.Header().Set("Date", s.opts.Now().UTC().Format(http.TimeFormat))
+	w.Header().Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	w.WriteHeader(rec.status)
 	_, _ = w.Write(rec.body.Bytes())
 }

@@ -10,34 +10,47 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters/zammad/zammadfake"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 const token = "fake-token-0123456789"
 
 type client struct {
-	t     *testing.T
-	srv   *httptest.Server
-	fake  *zammadfake.Server
-	clock *zammadfake.Clock
+	t    *testing.T
+	url  string
+	hc   *http.Client
+	fake *zammadfake.Server
 }
 
+// start serves a fake on loopback.
 func start(t *testing.T, opts zammadfake.Options) *client {
 	t.Helper()
-	clock := zammadfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	fake := newFake(opts)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return &client{t: t, url: srv.URL, hc: srv.Client(), fake: fake}
+}
+
+// startPipe serves a fake on in-memory connections, for a test in a
+// testing/synctest bubble: time.Sleep passes the fake's time.
+func startPipe(t *testing.T, opts zammadfake.Options) *client {
+	t.Helper()
+	fake := newFake(opts)
+	return &client{t: t, url: testutil.PipeURL, hc: &http.Client{Transport: testutil.PipeServer(t, fake)}, fake: fake}
+}
+
+func newFake(opts zammadfake.Options) *zammadfake.Server {
 	if opts.Token == "" {
 		opts.Token = token
 	}
-	opts.Now = clock.Now
 	if opts.Attributes == nil {
 		opts.Attributes = []zammadfake.Attribute{{Name: "guest_request_id"}}
 	}
-	fake := zammadfake.New(opts)
-	srv := httptest.NewServer(fake)
-	t.Cleanup(srv.Close)
-	return &client{t: t, srv: srv, fake: fake, clock: clock}
+	return zammadfake.New(opts)
 }
 
 // do sends a request with the token and decodes the JSON answer.
@@ -56,7 +69,7 @@ func (c *client) doAuth(method, path string, body any, auth string) (int, http.H
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.srv.URL+path, rd)
+	req, err := http.NewRequest(method, c.url+path, rd)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -64,7 +77,7 @@ func (c *client) doAuth(method, path string, body any, auth string) (int, http.H
 		req.Header.Set("Authorization", auth)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.srv.Client().Do(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -230,89 +243,94 @@ func jsonString(v any) string {
 }
 
 func TestUpdateStatesAndHistory(t *testing.T) {
-	c := start(t, zammadfake.Options{})
-	tk := c.create("Noise", "u-1")
-	path := "/api/v1/tickets/" + jsonID(tk["id"])
-	if status, _, out := c.do("PUT", path+"?expand=true", map[string]any{"state": "open"}); status != http.StatusOK || obj(t, out)["state"] != "open" {
-		t.Fatalf("open: %d %v", status, out)
-	}
-	if status, _, _ := c.do("PUT", path, map[string]any{"state": "new"}); status != http.StatusUnprocessableEntity {
-		t.Errorf("back to new: %d, want 422 (the edit screen does not offer it)", status)
-	}
-	if status, _, _ := c.do("PUT", path, map[string]any{"state": "pending close"}); status != http.StatusUnprocessableEntity {
-		t.Errorf("pending close without pending_time: %d, want 422", status)
-	}
-	status, _, out := c.do("PUT", path+"?expand=true", map[string]any{"state": "pending close", "pending_time": "2026-03-15T10:00:00.000Z",
-		"article": map[string]any{"body": "We will close this tomorrow.", "internal": false}})
-	if status != http.StatusOK || obj(t, out)["state"] != "pending close" || obj(t, out)["pending_time"] != "2026-03-15T10:00:00.000Z" {
-		t.Fatalf("pending close: %d %v", status, out)
-	}
-	c.clock.Advance(25 * time.Hour)
-	if n := c.fake.AutoClose(); n != 1 {
-		t.Errorf("AutoClose closed %d tickets, want 1", n)
-	}
-	_, _, out = c.do("GET", "/api/v1/ticket_history/"+jsonID(tk["id"]), nil)
-	var states []string
-	var creators []int64
-	for _, h := range list(t, obj(t, out)["history"]) {
-		e := obj(t, h)
-		if e["attribute"] == "state" {
-			states = append(states, e["value_from"].(string)+">"+e["value_to"].(string))
-			creators = append(creators, num(e["created_by_id"]))
+	synctest.Test(t, func(t *testing.T) {
+		c := startPipe(t, zammadfake.Options{})
+		tk := c.create("Noise", "u-1")
+		path := "/api/v1/tickets/" + jsonID(tk["id"])
+		if status, _, out := c.do("PUT", path+"?expand=true", map[string]any{"state": "open"}); status != http.StatusOK || obj(t, out)["state"] != "open" {
+			t.Fatalf("open: %d %v", status, out)
 		}
-	}
-	want := []string{"new>open", "open>pending close", "pending close>closed"}
-	if strings.Join(states, " ") != strings.Join(want, " ") {
-		t.Errorf("state history %v, want %v", states, want)
-	}
-	if len(creators) == 3 && (creators[0] != c.fake.APIUserID() || creators[2] != 1) {
-		t.Errorf("state changes made by %v; want the API user, then the system user (1) for the automatic close", creators)
-	}
+		if status, _, _ := c.do("PUT", path, map[string]any{"state": "new"}); status != http.StatusUnprocessableEntity {
+			t.Errorf("back to new: %d, want 422 (the edit screen does not offer it)", status)
+		}
+		if status, _, _ := c.do("PUT", path, map[string]any{"state": "pending close"}); status != http.StatusUnprocessableEntity {
+			t.Errorf("pending close without pending_time: %d, want 422", status)
+		}
+		tomorrow := time.Now().UTC().Add(24 * time.Hour).Format("2006-01-02T15:04:05.000Z")
+		status, _, out := c.do("PUT", path+"?expand=true", map[string]any{"state": "pending close", "pending_time": tomorrow,
+			"article": map[string]any{"body": "We will close this tomorrow.", "internal": false}})
+		if status != http.StatusOK || obj(t, out)["state"] != "pending close" || obj(t, out)["pending_time"] != tomorrow {
+			t.Fatalf("pending close: %d %v", status, out)
+		}
+		time.Sleep(25 * time.Hour)
+		if n := c.fake.AutoClose(); n != 1 {
+			t.Errorf("AutoClose closed %d tickets, want 1", n)
+		}
+		_, _, out = c.do("GET", "/api/v1/ticket_history/"+jsonID(tk["id"]), nil)
+		var states []string
+		var creators []int64
+		for _, h := range list(t, obj(t, out)["history"]) {
+			e := obj(t, h)
+			if e["attribute"] == "state" {
+				states = append(states, e["value_from"].(string)+">"+e["value_to"].(string))
+				creators = append(creators, num(e["created_by_id"]))
+			}
+		}
+		want := []string{"new>open", "open>pending close", "pending close>closed"}
+		if strings.Join(states, " ") != strings.Join(want, " ") {
+			t.Errorf("state history %v, want %v", states, want)
+		}
+		if len(creators) == 3 && (creators[0] != c.fake.APIUserID() || creators[2] != 1) {
+			t.Errorf("state changes made by %v; want the API user, then the system user (1) for the automatic close", creators)
+		}
+	})
 }
 
 func TestSearch(t *testing.T) {
-	c := start(t, zammadfake.Options{SearchLag: time.Minute, MaxPerPage: 2})
-	for _, id := range []string{"u-1", "u-2", "u-3"} {
-		c.create("Request "+id, id)
-	}
-	byCond := func(attr, op, value string, extra string) (int, any) {
-		q := url.Values{}
-		q.Set("condition[ticket."+attr+"][operator]", op)
-		q.Set("condition[ticket."+attr+"][value]", value)
-		status, _, out := c.do("GET", "/api/v1/tickets/search?"+q.Encode()+extra, nil)
-		return status, out
-	}
-	status, out := byCond("guest_request_id", "is", "u-2", "&expand=true")
-	if l := list(t, out); status != http.StatusOK || len(l) != 1 || obj(t, l[0])["guest_request_id"] != "u-2" {
-		t.Fatalf("condition search: %d %v", status, out)
-	}
-	_, _, out = c.do("GET", "/api/v1/tickets/search?query=guest_request_id:u-2", nil)
-	if ids := list(t, obj(t, out)["tickets"]); len(ids) != 0 {
-		t.Errorf("full-text search found a ticket written a moment ago: %v", ids)
-	}
-	c.clock.Advance(time.Minute + time.Second) // the writes' stamps are a few milliseconds apart
-	_, _, out = c.do("GET", "/api/v1/tickets/search?query=guest_request_id:u-2", nil)
-	if m := obj(t, out); len(list(t, m["tickets"])) != 1 || num(m["tickets_count"]) != 1 || m["assets"] == nil {
-		t.Errorf("full-text search after the lag: %v", m)
-	}
-	if status, _ := byCond("no_such_attribute", "is", "x", ""); status != http.StatusUnprocessableEntity {
-		t.Errorf("condition on an unknown attribute: %d, want 422", status)
-	}
-	// Paging: at most two a page, sorted as asked.
-	var got []string
-	for page := 1; page <= 3; page++ {
-		_, out := byCond("updated_at", "after (absolute)", "2026-01-01T00:00:00.000Z", "&expand=true&sort_by=updated_at&order_by=asc&per_page=50&page="+string(rune('0'+page)))
-		for _, tk := range list(t, out) {
-			got = append(got, obj(t, tk)["guest_request_id"].(string))
+	synctest.Test(t, func(t *testing.T) {
+		c := startPipe(t, zammadfake.Options{SearchLag: time.Minute, MaxPerPage: 2})
+		for _, id := range []string{"u-1", "u-2", "u-3"} {
+			c.create("Request "+id, id)
 		}
-	}
-	if strings.Join(got, ",") != "u-1,u-2,u-3" {
-		t.Errorf("paged search gave %v, want u-1,u-2,u-3 two at a time", got)
-	}
-	_, out = byCond("updated_at", "after (absolute)", "2026-01-01T00:00:00.000Z", "&expand=true&sort_by=updated_at&order_by=desc&per_page=1")
-	if l := list(t, out); len(l) != 1 || obj(t, l[0])["guest_request_id"] != "u-3" {
-		t.Errorf("newest first, one a page: %v", l)
-	}
+		byCond := func(attr, op, value string, extra string) (int, any) {
+			q := url.Values{}
+			q.Set("condition[ticket."+attr+"][operator]", op)
+			q.Set("condition[ticket."+attr+"][value]", value)
+			status, _, out := c.do("GET", "/api/v1/tickets/search?"+q.Encode()+extra, nil)
+			return status, out
+		}
+		status, out := byCond("guest_request_id", "is", "u-2", "&expand=true")
+		if l := list(t, out); status != http.StatusOK || len(l) != 1 || obj(t, l[0])["guest_request_id"] != "u-2" {
+			t.Fatalf("condition search: %d %v", status, out)
+		}
+		_, _, out = c.do("GET", "/api/v1/tickets/search?query=guest_request_id:u-2", nil)
+		if ids := list(t, obj(t, out)["tickets"]); len(ids) != 0 {
+			t.Errorf("full-text search found a ticket written a moment ago: %v", ids)
+		}
+		time.Sleep(time.Minute + time.Second) // the writes' stamps are a few milliseconds apart
+		_, _, out = c.do("GET", "/api/v1/tickets/search?query=guest_request_id:u-2", nil)
+		if m := obj(t, out); len(list(t, m["tickets"])) != 1 || num(m["tickets_count"]) != 1 || m["assets"] == nil {
+			t.Errorf("full-text search after the lag: %v", m)
+		}
+		if status, _ := byCond("no_such_attribute", "is", "x", ""); status != http.StatusUnprocessableEntity {
+			t.Errorf("condition on an unknown attribute: %d, want 422", status)
+		}
+		// Paging: at most two a page, sorted as asked.
+		var got []string
+		for page := 1; page <= 3; page++ {
+			_, out := byCond("updated_at", "after (absolute)", "1999-01-01T00:00:00.000Z", "&expand=true&sort_by=updated_at&order_by=asc&per_page=50&page="+string(rune('0'+page)))
+			for _, tk := range list(t, out) {
+				got = append(got, obj(t, tk)["guest_request_id"].(string))
+			}
+		}
+		if strings.Join(got, ",") != "u-1,u-2,u-3" {
+			t.Errorf("paged search gave %v, want u-1,u-2,u-3 two at a time", got)
+		}
+		_, out = byCond("updated_at", "after (absolute)", "1999-01-01T00:00:00.000Z", "&expand=true&sort_by=updated_at&order_by=desc&per_page=1")
+		if l := list(t, out); len(l) != 1 || obj(t, l[0])["guest_request_id"] != "u-3" {
+			t.Errorf("newest first, one a page: %v", l)
+		}
+	})
 }
 
 func TestArticlesAndEditor(t *testing.T) {
@@ -354,24 +372,26 @@ func TestArticlesAndEditor(t *testing.T) {
 }
 
 func TestFaultsAndDate(t *testing.T) {
-	c := start(t, zammadfake.Options{})
-	c.fake.Inject(zammadfake.Fault{Method: "GET", Path: "/api/v1/users/me", Status: http.StatusTooManyRequests, RetryAfter: 1500 * time.Millisecond})
-	status, h, _ := c.do("GET", "/api/v1/users/me", nil)
-	if status != http.StatusTooManyRequests || h.Get("Retry-After") != "2" {
-		t.Errorf("429 fault: %d, Retry-After %q", status, h.Get("Retry-After"))
-	}
-	if status, h, _ := c.do("GET", "/api/v1/users/me", nil); status != http.StatusOK || h.Get("Date") != "Sat, 14 Mar 2026 10:00:00 GMT" {
-		t.Errorf("after the fault: %d, Date %q (want the fake's clock)", status, h.Get("Date"))
-	}
-	c.fake.Inject(zammadfake.Fault{Method: "POST", Path: "/api/v1/tickets", Status: http.StatusBadGateway, AfterApply: true})
-	status, _, _ = c.do("POST", "/api/v1/tickets", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:a@b.example"})
-	if status != http.StatusBadGateway || len(c.fake.Tickets()) != 1 {
-		t.Errorf("lost answer: %d with %d tickets, want 502 and the ticket made", status, len(c.fake.Tickets()))
-	}
-	reqs := c.fake.Requests()
-	if len(reqs) != 3 || reqs[2].Status != http.StatusBadGateway {
-		t.Errorf("request log %+v", reqs)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := startPipe(t, zammadfake.Options{})
+		c.fake.Inject(zammadfake.Fault{Method: "GET", Path: "/api/v1/users/me", Status: http.StatusTooManyRequests, RetryAfter: 1500 * time.Millisecond})
+		status, h, _ := c.do("GET", "/api/v1/users/me", nil)
+		if status != http.StatusTooManyRequests || h.Get("Retry-After") != "2" {
+			t.Errorf("429 fault: %d, Retry-After %q", status, h.Get("Retry-After"))
+		}
+		if status, h, _ := c.do("GET", "/api/v1/users/me", nil); status != http.StatusOK || h.Get("Date") != time.Now().UTC().Format(http.TimeFormat) {
+			t.Errorf("after the fault: %d, Date %q (want the bubble's clock)", status, h.Get("Date"))
+		}
+		c.fake.Inject(zammadfake.Fault{Method: "POST", Path: "/api/v1/tickets", Status: http.StatusBadGateway, AfterApply: true})
+		status, _, _ = c.do("POST", "/api/v1/tickets", map[string]any{"title": "x", "group": "Users", "customer_id": "guess:a@b.example"})
+		if status != http.StatusBadGateway || len(c.fake.Tickets()) != 1 {
+			t.Errorf("lost answer: %d with %d tickets, want 502 and the ticket made", status, len(c.fake.Tickets()))
+		}
+		reqs := c.fake.Requests()
+		if len(reqs) != 3 || reqs[2].Status != http.StatusBadGateway {
+			t.Errorf("request log %+v", reqs)
+		}
+	})
 }
 
 // TestArticlesUnpaged: by_ticket answers every article at once and takes
