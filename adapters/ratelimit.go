@@ -43,8 +43,6 @@ type Budgets struct {
 	// DefaultWait is the wait after a 429 without Retry-After; zero means
 	// a minute.
 	DefaultWait time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// Log gets a warning when less than a tenth of the account's budget
 	// is left, once until it recovers; nil discards it.
 	Log *slog.Logger
@@ -76,13 +74,6 @@ func (b *Budgets) Endpoints() map[string]Budget {
 	return out
 }
 
-func (b *Budgets) now() time.Time {
-	if b.Now != nil {
-		return b.Now()
-	}
-	return time.Now()
-}
-
 // hold returns how long a request to endpoint must still wait.
 func (b *Budgets) hold(endpoint string) time.Duration {
 	b.mu.Lock()
@@ -94,7 +85,7 @@ func (b *Budgets) hold(endpoint string) time.Duration {
 	if until.IsZero() {
 		return 0
 	}
-	return until.Sub(b.now())
+	return time.Until(until)
 }
 
 // observe records the budget figures of an answer to a request of
@@ -104,7 +95,7 @@ func (b *Budgets) observe(r *http.Request, endpoint string, resp *http.Response)
 	total, errT := strconv.Atoi(strings.TrimSpace(h.Get(b.TotalHeader)))
 	remaining, errR := strconv.Atoi(strings.TrimSpace(h.Get(b.RemainingHeader)))
 	known := b.TotalHeader != "" && errT == nil && errR == nil
-	now := b.now()
+	now := time.Now()
 	b.mu.Lock()
 	warn := false
 	if known {

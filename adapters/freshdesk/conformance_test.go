@@ -22,58 +22,75 @@ import (
 
 const testKey = "fd-key-Zq8mN3vR7tW2xY5a"
 
-// env is a fake Freshdesk on loopback and what a test needs to open
-// adapters on it.
+// env is a fake Freshdesk and what a test needs to open adapters on it.
 type env struct {
-	t     testing.TB
-	fake  *freshdeskfake.Server
-	clock *freshdeskfake.Clock
-	srv   *httptest.Server
-	logs  *testutil.Buffer
-	opts  freshdeskfake.Options
+	t      testing.TB
+	fake   *freshdeskfake.Server
+	url    string
+	hc     *http.Client
+	bubble bool
+	logs   *testutil.Buffer
+	opts   freshdeskfake.Options
 
 	mu     sync.Mutex
 	agents map[string]int64
 	sleeps []time.Duration
 }
 
-// newTickingEnv is newEnv with a clock that moves by tick before each
-// request the fake serves, as time passes between a client's requests.
-func newTickingEnv(t testing.TB, opts freshdeskfake.Options, tick time.Duration) *env {
+// newEnv serves a fake on loopback, for a test in which no time need
+// pass: the adapter's waits between attempts are recorded and return at
+// once.
+func newEnv(t testing.TB, opts freshdeskfake.Options) *env {
 	t.Helper()
-	clock := freshdeskfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
-	opts.APIKey, opts.Now = testKey, clock.Now
+	opts.APIKey = testKey
+	fake := freshdeskfake.New(opts)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return &env{t: t, fake: fake, url: srv.URL, hc: srv.Client(), logs: &testutil.Buffer{}, opts: opts, agents: map[string]int64{}}
+}
+
+// newBubbleEnv serves a fake on in-memory connections, for a test in a
+// testing/synctest bubble: the adapter's waits (recorded) and the test's
+// sleeps pass the time of both, and tick passes before each write the fake
+// serves, as time passes between a client's requests. Not before a read:
+// the adapter lists under a lock, and a goroutine waiting for a lock is one
+// the bubble's clock cannot pass.
+func newBubbleEnv(t testing.TB, opts freshdeskfake.Options, tick time.Duration) *env {
+	t.Helper()
+	opts.APIKey = testKey
 	fake := freshdeskfake.New(opts)
 	var h http.Handler = fake
 	if tick > 0 {
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			clock.Advance(tick)
+			if r.Method != http.MethodGet {
+				time.Sleep(tick)
+			}
 			fake.ServeHTTP(w, r)
 		})
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &env{t: t, fake: fake, clock: clock, srv: srv, logs: &testutil.Buffer{}, opts: opts, agents: map[string]int64{}}
+	hc := &http.Client{Transport: testutil.PipeServer(t, h)}
+	return &env{t: t, fake: fake, url: testutil.PipeURL, hc: hc, bubble: true, logs: &testutil.Buffer{}, opts: opts, agents: map[string]int64{}}
 }
 
 func (e *env) config() freshdesk.Config {
-	return freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.srv.URL)}, APIKey: testKey}
+	return freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, APIKey: testKey}
 }
 
-// options make the adapter wait on the fake's clock: a wait advances it
-// and is recorded.
+// options make the adapter record its waits, and sit them out on the
+// bubble's clock (on loopback, not at all).
 func (e *env) options() freshdesk.Options {
 	return freshdesk.Options{
-		HTTP:    e.srv.Client(),
+		HTTP:    e.hc,
 		Backoff: httpretry.Backoff{Rand: func() float64 { return 0.5 }},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			e.mu.Lock()
 			e.sleeps = append(e.sleeps, d)
 			e.mu.Unlock()
-			e.clock.Advance(d)
+			if e.bubble {
+				return httpretry.Sleep(ctx, d)
+			}
 			return ctx.Err()
 		},
-		Now:          e.clock.Now,
 		MaxListPages: e.opts.MaxPages,
 	}
 }
@@ -202,44 +219,46 @@ func TestConformance(t *testing.T) {
 		{"DocumentedLimits", freshdeskfake.Options{}, 0, nil},
 		// One item a page: every list is paged, and a listing's pages are
 		// capped at three, as Freshdesk caps them at 300. A second passes
-		// with each request, so that tickets differ in updated_at.
+		// with each write, so that tickets differ in updated_at.
 		{"SmallPages", freshdeskfake.Options{MaxPerPage: 1, MaxPages: 3}, time.Second, func(c freshdesk.Config) freshdesk.Config {
 			c.PageSize = 1
 			return c
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTickingEnv(t, tc.opts, tc.tick)
-			cfg := e.config()
-			if tc.cfg != nil {
-				cfg = tc.cfg(cfg)
-			}
-			adaptertest.Run(t, adaptertest.Harness{
-				New:   func(t testing.TB) adapters.Helpdesk { return e.open(t, cfg) },
-				Agent: agent{e},
-				// Freshdesk keeps no history of statuses the API can read:
-				// polling sees the status a ticket has, so the agent makes
-				// one change (TestStatusChanges covers several polls).
-				Status:        freshdesk.DefaultStatusMap(),
-				AgentStatuses: []string{"4"},
-				UnknownRef:    "999999",
-				Caps:          adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
-				// No Archive: Freshdesk cannot find an archived ticket by
-				// a custom field, so a fresh instance does not find one
-				// without a follow-up (TestArchivedTicket covers the rest).
-				Faults:  faults{e},
-				Secrets: []string{testKey},
-				Logs:    e.logs.String,
-				Late: func(t testing.TB, act func()) {
-					now := e.clock.Now()
-					e.clock.Set(now.Add(-30 * time.Second))
-					act()
-					e.clock.Set(now.Add(time.Second))
-				},
+			adaptertest.RunInBubbles(t, func(t *testing.T) adaptertest.Harness {
+				e := newBubbleEnv(t, tc.opts, tc.tick)
+				cfg := e.config()
+				if tc.cfg != nil {
+					cfg = tc.cfg(cfg)
+				}
+				t.Cleanup(func() {
+					if bytes.Contains([]byte(e.logs.String()), []byte(testKey)) {
+						t.Errorf("the API key appears in the adapter's log")
+					}
+				})
+				return adaptertest.Harness{
+					New:   func(t testing.TB) adapters.Helpdesk { return e.open(t, cfg) },
+					Agent: agent{e},
+					// Freshdesk keeps no history of statuses the API can read:
+					// polling sees the status a ticket has, so the agent makes
+					// one change (TestStatusChanges covers several polls).
+					Status:        freshdesk.DefaultStatusMap(),
+					AgentStatuses: []string{"4"},
+					UnknownRef:    "999999",
+					Caps:          adaptertest.Caps{MarkSent: true, AuthorName: true, Events: true},
+					// No Archive: Freshdesk cannot find an archived ticket by
+					// a custom field, so a fresh instance does not find one
+					// without a follow-up (TestArchivedTicket covers the rest).
+					Faults:  faults{e},
+					Secrets: []string{testKey},
+					Logs:    e.logs.String,
+					Late: func(t testing.TB, act func()) {
+						e.fake.CommitLate(30*time.Second, act)
+						time.Sleep(time.Second)
+					},
+				}
 			})
-			if bytes.Contains([]byte(e.logs.String()), []byte(testKey)) {
-				t.Errorf("the API key appears in the adapter's log")
-			}
 		})
 	}
 }

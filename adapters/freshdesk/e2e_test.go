@@ -3,9 +3,10 @@ package freshdesk_test
 import (
 	"context"
 	"log/slog"
-	"net/http/httptest"
+	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -15,10 +16,11 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/internal/looptest"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
-// loop is the whole bridge on one fake clock with the freshdesk adapter on
-// the fake helpdesk.
+// loop is the whole bridge with the freshdesk adapter on the fake helpdesk,
+// on the clock of the test's testing/synctest bubble.
 type loop struct {
 	*looptest.Loop
 	t    *testing.T
@@ -26,19 +28,16 @@ type loop struct {
 }
 
 func newLoop(t *testing.T) *loop {
-	clock := looptest.NewClock()
-	fake := freshdeskfake.New(freshdeskfake.Options{APIKey: testKey, Now: clock.Now, MaxPerPage: 2, RateLimit: 6})
-	fd := httptest.NewServer(fake)
-	t.Cleanup(fd.Close)
+	fake := freshdeskfake.New(freshdeskfake.Options{APIKey: testKey, MaxPerPage: 2, RateLimit: 6})
+	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
 	l := looptest.New(t, looptest.Options{
-		Name: freshdesk.Name, Helpdesk: "Freshdesk", Clock: clock,
+		Name: freshdesk.Name, Helpdesk: "Freshdesk",
 		// The budget's 429s ask for the rest of the minute: on a schedule
 		// of a minute they are sat out within the cycle, not put off.
 		Interval: time.Minute,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			hd, err := freshdesk.New(freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(fd.URL), PageSize: 2}, APIKey: testKey}, adapters.Deps{Logger: logger}, freshdesk.Options{
-				HTTP: fd.Client(), Sleep: looptest.Sleep(clock), Now: clock.Now,
-			})
+			hd, err := freshdesk.New(freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL), PageSize: 2}, APIKey: testKey},
+				adapters.Deps{Logger: logger}, freshdesk.Options{HTTP: hc})
 			if err != nil {
 				return nil, err
 			}
@@ -77,99 +76,101 @@ func (l *loop) checkExactlyOnce(id string) {
 }
 
 // TestEndToEnd plays the whole loop: the reference server, the engine and
-// the adapter on the fake Freshdesk over loopback HTTP, with pages of two
+// the adapter on the fake Freshdesk over in-memory HTTP in a bubble, with pages of two
 // and a budget of six requests a minute, which the loop meets often.
 func TestEndToEnd(t *testing.T) {
-	l := newLoop(t)
-	id := l.Request("housekeeping", "Two towels to room 214")
-	l.Guest(id, "Could they be blue?")
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoop(t)
+		id := l.Request("housekeeping", "Two towels to room 214")
+		l.Guest(id, "Could they be blue?")
 
-	r := l.Tick()
-	if r.Created != 1 || r.Mirrored != 1 {
-		t.Fatalf("first cycle: %+v", r)
-	}
-	ft := l.freshdeskTicket(id)
-	if ft.Status != freshdeskfake.StatusOpen || len(ft.Conversations) != 1 || ft.Conversations[0].Private || !strings.Contains(ft.Conversations[0].BodyText, "Could they be blue?") {
-		t.Fatalf("Freshdesk ticket after the first cycle: %+v", ft)
-	}
-
-	// The team answers, notes and resolves in Freshdesk.
-	maria := l.fake.AddAgent("Maria")
-	if _, err := l.fake.Reply(ft.ID, maria, "Blue towels are on the way."); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.fake.Note(ft.ID, maria, "Housekeeping has been told.", true); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.fake.SetStatus(ft.ID, maria, freshdeskfake.StatusResolved); err != nil {
-		t.Fatal(err)
-	}
-	l.Settle()
-	view := l.Upstream(id)
-	var reply, note *refserver.InternalMessage
-	for i, m := range view.Messages {
-		switch m.Body {
-		case "Blue towels are on the way.":
-			reply = &view.Messages[i]
-		case "Housekeeping has been told.":
-			note = &view.Messages[i]
+		r := l.Tick()
+		if r.Created != 1 || r.Mirrored != 1 {
+			t.Fatalf("first cycle: %+v", r)
 		}
-	}
-	if reply == nil || !reply.VisibleToGuest || reply.AuthorName != "Maria" || note == nil || note.VisibleToGuest {
-		t.Fatalf("upstream after the agent's work: reply %+v, note %+v", reply, note)
-	}
-	if view.Ticket.Status != guestapi.StatusDone {
-		t.Errorf("upstream status %s after the agent resolved, want done", view.Ticket.Status)
-	}
-	if got := l.freshdeskTicket(id).Status; got != freshdeskfake.StatusResolved {
-		t.Errorf("Freshdesk status %d after the agent resolved, want it kept", got)
-	}
+		ft := l.freshdeskTicket(id)
+		if ft.Status != freshdeskfake.StatusOpen || len(ft.Conversations) != 1 || ft.Conversations[0].Private || !strings.Contains(ft.Conversations[0].BodyText, "Could they be blue?") {
+			t.Fatalf("Freshdesk ticket after the first cycle: %+v", ft)
+		}
 
-	// The guest answers, which reopens the Freshdesk ticket; then the
-	// hotel completes the request upstream.
-	l.Guest(id, "Thank you!")
-	l.Advance(15 * time.Minute) // the ticket backed off meanwhile
-	l.Settle()
-	if got := l.freshdeskTicket(id).Status; got != freshdeskfake.StatusOpen {
-		t.Errorf("Freshdesk status %d after the guest wrote, want open", got)
-	}
-	if err := l.Server.SetStatus(id, guestapi.StatusCompleted); err != nil {
-		t.Fatal(err)
-	}
-	l.Advance(15 * time.Minute)
-	l.Settle()
-	ft = l.freshdeskTicket(id)
-	if ft.Status != freshdeskfake.StatusClosed {
-		t.Errorf("Freshdesk status %d after upstream completed, want closed", ft.Status)
-	}
-	view = l.Upstream(id)
-	if view.Ticket.Status != guestapi.StatusCompleted {
-		t.Errorf("upstream status %s, want completed kept", view.Ticket.Status)
-	}
-	l.checkExactlyOnce(id)
+		// The team answers, notes and resolves in Freshdesk.
+		maria := l.fake.AddAgent("Maria")
+		if _, err := l.fake.Reply(ft.ID, maria, "Blue towels are on the way."); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.fake.Note(ft.ID, maria, "Housekeeping has been told.", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.fake.SetStatus(ft.ID, maria, freshdeskfake.StatusResolved); err != nil {
+			t.Fatal(err)
+		}
+		l.Settle()
+		view := l.Upstream(id)
+		var reply, note *refserver.InternalMessage
+		for i, m := range view.Messages {
+			switch m.Body {
+			case "Blue towels are on the way.":
+				reply = &view.Messages[i]
+			case "Housekeeping has been told.":
+				note = &view.Messages[i]
+			}
+		}
+		if reply == nil || !reply.VisibleToGuest || reply.AuthorName != "Maria" || note == nil || note.VisibleToGuest {
+			t.Fatalf("upstream after the agent's work: reply %+v, note %+v", reply, note)
+		}
+		if view.Ticket.Status != guestapi.StatusDone {
+			t.Errorf("upstream status %s after the agent resolved, want done", view.Ticket.Status)
+		}
+		if got := l.freshdeskTicket(id).Status; got != freshdeskfake.StatusResolved {
+			t.Errorf("Freshdesk status %d after the agent resolved, want it kept", got)
+		}
 
-	// The state file is lost, a day later (the API no longer remembers the
-	// Idempotency-Keys): a rescan adopts the ticket and writes nothing
-	// twice, on either side.
-	conversations, upstream := len(ft.Conversations), len(view.Messages)
-	l.Advance(25 * time.Hour)
-	l.LoseState()
-	l.Settle()
-	if got := len(l.freshdeskTicket(id).Conversations); got != conversations {
-		t.Errorf("after the state loss Freshdesk holds %d conversations, had %d", got, conversations)
-	}
-	view = l.Upstream(id)
-	if got := len(view.Messages); got != upstream {
-		t.Errorf("after the state loss upstream holds %d messages, had %d", got, upstream)
-	}
-	l.checkExactlyOnce(id)
-	if strings.Contains(l.Logs(), "level=ERROR") {
-		t.Errorf("errors logged:\n%s", l.Logs())
-	}
-	if strings.Contains(l.Logs(), testKey) {
-		t.Errorf("the API key is in the log")
-	}
-	if !strings.Contains(l.Logs(), "status=429") {
-		t.Errorf("the loop never met Freshdesk's request budget, so it did not exercise waiting out a 429")
-	}
+		// The guest answers, which reopens the Freshdesk ticket; then the
+		// hotel completes the request upstream.
+		l.Guest(id, "Thank you!")
+		l.Advance(15 * time.Minute) // the ticket backed off meanwhile
+		l.Settle()
+		if got := l.freshdeskTicket(id).Status; got != freshdeskfake.StatusOpen {
+			t.Errorf("Freshdesk status %d after the guest wrote, want open", got)
+		}
+		if err := l.Server.SetStatus(id, guestapi.StatusCompleted); err != nil {
+			t.Fatal(err)
+		}
+		l.Advance(15 * time.Minute)
+		l.Settle()
+		ft = l.freshdeskTicket(id)
+		if ft.Status != freshdeskfake.StatusClosed {
+			t.Errorf("Freshdesk status %d after upstream completed, want closed", ft.Status)
+		}
+		view = l.Upstream(id)
+		if view.Ticket.Status != guestapi.StatusCompleted {
+			t.Errorf("upstream status %s, want completed kept", view.Ticket.Status)
+		}
+		l.checkExactlyOnce(id)
+
+		// The state file is lost, a day later (the API no longer remembers the
+		// Idempotency-Keys): a rescan adopts the ticket and writes nothing
+		// twice, on either side.
+		conversations, upstream := len(ft.Conversations), len(view.Messages)
+		l.Advance(25 * time.Hour)
+		l.LoseState()
+		l.Settle()
+		if got := len(l.freshdeskTicket(id).Conversations); got != conversations {
+			t.Errorf("after the state loss Freshdesk holds %d conversations, had %d", got, conversations)
+		}
+		view = l.Upstream(id)
+		if got := len(view.Messages); got != upstream {
+			t.Errorf("after the state loss upstream holds %d messages, had %d", got, upstream)
+		}
+		l.checkExactlyOnce(id)
+		if strings.Contains(l.Logs(), "level=ERROR") {
+			t.Errorf("errors logged:\n%s", l.Logs())
+		}
+		if strings.Contains(l.Logs(), testKey) {
+			t.Errorf("the API key is in the log")
+		}
+		if !strings.Contains(l.Logs(), "status=429") {
+			t.Errorf("the loop never met Freshdesk's request budget, so it did not exercise waiting out a 429")
+		}
+	})
 }

@@ -98,12 +98,8 @@ type Options struct {
 	// Backoff is the wait between attempts; the zero value is the daemon's
 	// default.
 	Backoff httpretry.Backoff
-	// Sleep waits between attempts; nil means a real timer. Tests pass one
-	// that advances a fake clock.
+	// Sleep waits between attempts; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After and the rate-limit hold; nil means
-	// time.Now.
-	Now func() time.Time
 	// MaxListPages is the last page of the ticket list Freshdesk serves;
 	// zero means 300. Tests lower it together with the fake's.
 	MaxListPages int
@@ -165,7 +161,6 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	base := urlOf(cfg.AllowInsecureHTTP).Base(cfg.URL)
 	since := cfg.Since.Time()
 	log := saas.Logger(deps.Logger)
-	now := saas.Clock(opts.Now)
 	a := &Adapter{
 		base:   base,
 		cfg:    cfg,
@@ -175,7 +170,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		log:    log,
 		rate: &adapters.Budgets{
 			Endpoint: endpoint, TotalHeader: "X-RateLimit-Total", RemainingHeader: "X-RateLimit-Remaining",
-			Now: now, Log: log, What: "freshdesk",
+			Log: log, What: "freshdesk",
 		},
 		maxPages:  opts.MaxListPages,
 		index:     map[string]int64{},
@@ -194,7 +189,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		Authorize: func(r *http.Request) { r.SetBasicAuth(key, "X") },
 		Secrets:   []string{key},
 		Wait:      rateLimitWait,
-		Backoff:   opts.Backoff, Sleep: opts.Sleep, Now: now, Log: log,
+		Backoff:   opts.Backoff, Sleep: opts.Sleep, Log: log,
 	}.New()
 	return a, nil
 }

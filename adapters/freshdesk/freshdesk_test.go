@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,11 +21,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
-
-func newEnv(t testing.TB, opts freshdeskfake.Options) *env {
-	return newTickingEnv(t, opts, 0)
-}
 
 var ctx = context.Background()
 
@@ -216,91 +214,93 @@ func TestReopen(t *testing.T) {
 
 // TestStatusChanges follows the status record through several polls.
 func TestStatusChanges(t *testing.T) {
-	e := newEnv(t, freshdeskfake.Options{})
-	a := e.open(t, e.config())
-	ref, err := a.EnsureTicket(ctx, upstreamTicket("Noise"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := strconv.ParseInt(string(ref), 10, 64)
-	anna := e.agent("Anna")
-	_, c := drain(t, a, "")
-	poll := func() []adapters.Event {
-		t.Helper()
-		e.clock.Advance(30 * time.Second)
-		evs, next := drain(t, a, c)
-		c = next
-		return evs
-	}
-
-	// Open to pending maps in_progress to in_progress: nothing to say.
-	if err := e.fake.SetStatus(id, anna, 3); err != nil {
-		t.Fatal(err)
-	}
-	if evs := poll(); len(evs) != 0 {
-		t.Errorf("open to pending: %+v", evs)
-	}
-	// Pending, then resolved, between two polls: one event, done.
-	if err := e.fake.SetStatus(id, anna, 2); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.fake.SetStatus(id, anna, 4); err != nil {
-		t.Fatal(err)
-	}
-	evs := poll()
-	if len(evs) != 1 || evs[0].Kind != adapters.EventStatus || evs[0].Status != guestapi.StatusDone || evs[0].ID != fmt.Sprintf("status-%d-1-4", id) {
-		t.Fatalf("resolved: %+v", evs)
-	}
-	first := evs[0].ID
-	// Until it is delivered the change is reported with the same id, by a
-	// fresh instance too.
-	if again, _ := drain(t, e.open(t, e.config()), ""); len(again) != 1 || again[0].ID != first {
-		t.Errorf("from the start on a fresh instance: %+v", again)
-	}
-	for range 2 {
-		if err := a.MarkSent(ctx, ref, first, ""); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, freshdeskfake.Options{}, 0)
+		a := e.open(t, e.config())
+		ref, err := a.EnsureTicket(ctx, upstreamTicket("Noise"))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if got := e.ticket(t, ref).CustomFields["cf_guest_request_status"]; got != "4/2" {
-		t.Errorf("record after MarkSent: %q, want 4/2", got)
-	}
-	if again, _ := drain(t, e.open(t, e.config()), ""); len(again) != 0 {
-		t.Errorf("a delivered change came again: %+v", again)
-	}
-	// Resolved to closed maps done to done: nothing.
-	if err := e.fake.SetStatus(id, anna, 5); err != nil {
-		t.Fatal(err)
-	}
-	if evs := poll(); len(evs) != 0 {
-		t.Errorf("resolved to closed: %+v", evs)
-	}
-	// Reopened: in_progress, with an id of its own.
-	if err := e.fake.SetStatus(id, anna, 2); err != nil {
-		t.Fatal(err)
-	}
-	evs = poll()
-	if len(evs) != 1 || evs[0].Status != guestapi.StatusInProgress || evs[0].ID == first {
-		t.Fatalf("reopened: %+v", evs)
-	}
-	// The bridge sets done meanwhile: the pending change is superseded and
-	// its late MarkSent leaves the record alone.
-	if err := a.SetStatus(ctx, ref, guestapi.StatusDone); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.MarkSent(ctx, ref, evs[0].ID, ""); err != nil {
-		t.Fatal(err)
-	}
-	tk := e.ticket(t, ref)
-	if tk.Status != 4 || tk.CustomFields["cf_guest_request_status"] != "4/3" {
-		t.Errorf("after the bridge's own change: status %d, record %q; want 4, 4/3", tk.Status, tk.CustomFields["cf_guest_request_status"])
-	}
-	if evs := poll(); len(evs) != 0 {
-		t.Errorf("the bridge's change came back: %+v", evs)
-	}
-	if err := a.MarkSent(ctx, ref, fmt.Sprintf("status-%d-3-5", id+1), ""); !errors.Is(err, adapters.ErrInvalid) {
-		t.Errorf("MarkSent of another ticket's status event: %v", err)
-	}
+		id, _ := strconv.ParseInt(string(ref), 10, 64)
+		anna := e.agent("Anna")
+		_, c := drain(t, a, "")
+		poll := func() []adapters.Event {
+			t.Helper()
+			time.Sleep(30 * time.Second)
+			evs, next := drain(t, a, c)
+			c = next
+			return evs
+		}
+
+		// Open to pending maps in_progress to in_progress: nothing to say.
+		if err := e.fake.SetStatus(id, anna, 3); err != nil {
+			t.Fatal(err)
+		}
+		if evs := poll(); len(evs) != 0 {
+			t.Errorf("open to pending: %+v", evs)
+		}
+		// Pending, then resolved, between two polls: one event, done.
+		if err := e.fake.SetStatus(id, anna, 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.fake.SetStatus(id, anna, 4); err != nil {
+			t.Fatal(err)
+		}
+		evs := poll()
+		if len(evs) != 1 || evs[0].Kind != adapters.EventStatus || evs[0].Status != guestapi.StatusDone || evs[0].ID != fmt.Sprintf("status-%d-1-4", id) {
+			t.Fatalf("resolved: %+v", evs)
+		}
+		first := evs[0].ID
+		// Until it is delivered the change is reported with the same id, by a
+		// fresh instance too.
+		if again, _ := drain(t, e.open(t, e.config()), ""); len(again) != 1 || again[0].ID != first {
+			t.Errorf("from the start on a fresh instance: %+v", again)
+		}
+		for range 2 {
+			if err := a.MarkSent(ctx, ref, first, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := e.ticket(t, ref).CustomFields["cf_guest_request_status"]; got != "4/2" {
+			t.Errorf("record after MarkSent: %q, want 4/2", got)
+		}
+		if again, _ := drain(t, e.open(t, e.config()), ""); len(again) != 0 {
+			t.Errorf("a delivered change came again: %+v", again)
+		}
+		// Resolved to closed maps done to done: nothing.
+		if err := e.fake.SetStatus(id, anna, 5); err != nil {
+			t.Fatal(err)
+		}
+		if evs := poll(); len(evs) != 0 {
+			t.Errorf("resolved to closed: %+v", evs)
+		}
+		// Reopened: in_progress, with an id of its own.
+		if err := e.fake.SetStatus(id, anna, 2); err != nil {
+			t.Fatal(err)
+		}
+		evs = poll()
+		if len(evs) != 1 || evs[0].Status != guestapi.StatusInProgress || evs[0].ID == first {
+			t.Fatalf("reopened: %+v", evs)
+		}
+		// The bridge sets done meanwhile: the pending change is superseded and
+		// its late MarkSent leaves the record alone.
+		if err := a.SetStatus(ctx, ref, guestapi.StatusDone); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.MarkSent(ctx, ref, evs[0].ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		tk := e.ticket(t, ref)
+		if tk.Status != 4 || tk.CustomFields["cf_guest_request_status"] != "4/3" {
+			t.Errorf("after the bridge's own change: status %d, record %q; want 4, 4/3", tk.Status, tk.CustomFields["cf_guest_request_status"])
+		}
+		if evs := poll(); len(evs) != 0 {
+			t.Errorf("the bridge's change came back: %+v", evs)
+		}
+		if err := a.MarkSent(ctx, ref, fmt.Sprintf("status-%d-3-5", id+1), ""); !errors.Is(err, adapters.ErrInvalid) {
+			t.Errorf("MarkSent of another ticket's status event: %v", err)
+		}
+	})
 }
 
 // TestConversationPaging: markers on later pages of a long conversation
@@ -340,61 +340,61 @@ func TestConversationPaging(t *testing.T) {
 // moves to the end of the order; the listing must not skip the ticket
 // that slides into its place.
 func TestListingWhileTicketsChange(t *testing.T) {
-	e := newTickingEnv(t, freshdeskfake.Options{MaxPerPage: 2}, time.Second)
-	cfg := e.config()
-	cfg.PageSize = 2
-	var refs []adapters.Ref
-	var ups []adapters.Ticket
-	maker := e.open(t, cfg)
-	for i := range 5 {
-		up := upstreamTicket(fmt.Sprintf("request %d", i))
-		ref, err := maker.EnsureTicket(ctx, up)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, freshdeskfake.Options{MaxPerPage: 2}, time.Second)
+		cfg := e.config()
+		cfg.PageSize = 2
+		var refs []adapters.Ref
+		var ups []adapters.Ticket
+		maker := e.open(t, cfg)
+		for i := range 5 {
+			up := upstreamTicket(fmt.Sprintf("request %d", i))
+			ref, err := maker.EnsureTicket(ctx, up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs, ups = append(refs, ref), append(ups, up)
+		}
+		// Ten minutes later a fresh instance lists; after its first page an
+		// agent touches the first ticket.
+		time.Sleep(10 * time.Minute)
+		first, _ := strconv.ParseInt(string(refs[0]), 10, 64)
+		var touched atomic.Bool
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(time.Second)
+			rec := httptest.NewRecorder()
+			e.fake.ServeHTTP(rec, r)
+			if r.URL.Path == "/api/v2/tickets" && r.Method == "GET" && touched.CompareAndSwap(false, true) {
+				if _, err := e.fake.Note(first, e.agent("Anna"), "looking", true); err != nil {
+					t.Error(err)
+				}
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+		})
+		cfg.URL = adapters.ParseURL(testutil.PipeURL)
+		opts := e.options()
+		opts.HTTP = &http.Client{Transport: testutil.PipeServer(t, h)}
+		b, err := freshdesk.New(cfg, adapters.Deps{Logger: e.logger()}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		refs, ups = append(refs, ref), append(ups, up)
-	}
-	// Ten minutes later a fresh instance lists; after its first page an
-	// agent touches the first ticket.
-	e.clock.Advance(10 * time.Minute)
-	first, _ := strconv.ParseInt(string(refs[0]), 10, 64)
-	var touched atomic.Bool
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e.clock.Advance(time.Second)
-		rec := httptest.NewRecorder()
-		e.fake.ServeHTTP(rec, r)
-		if r.URL.Path == "/api/v2/tickets" && r.Method == "GET" && touched.CompareAndSwap(false, true) {
-			if _, err := e.fake.Note(first, e.agent("Anna"), "looking", true); err != nil {
-				t.Error(err)
+		for i, up := range ups {
+			ref, err := b.EnsureTicket(ctx, up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref != refs[i] {
+				t.Errorf("ticket %d: EnsureTicket on a fresh instance gave %s, want %s (a duplicate)", i, ref, refs[i])
 			}
 		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
+		if n := len(e.fake.Tickets()); n != 5 {
+			t.Errorf("%d tickets, want 5", n)
 		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
 	})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	cfg.URL = adapters.ParseURL(srv.URL)
-	opts := e.options()
-	opts.HTTP = srv.Client()
-	b, err := freshdesk.New(cfg, adapters.Deps{Logger: e.logger()}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, up := range ups {
-		ref, err := b.EnsureTicket(ctx, up)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ref != refs[i] {
-			t.Errorf("ticket %d: EnsureTicket on a fresh instance gave %s, want %s (a duplicate)", i, ref, refs[i])
-		}
-	}
-	if n := len(e.fake.Tickets()); n != 5 {
-		t.Errorf("%d tickets, want 5", n)
-	}
 }
 
 // TestLinksNotFollowed: the adapter asks for the next page on its own
@@ -446,60 +446,62 @@ func TestLinksNotFollowed(t *testing.T) {
 // adapter's other requests are held back meanwhile without reaching
 // Freshdesk, and the budget is reported.
 func TestRateLimited(t *testing.T) {
-	e := newEnv(t, freshdeskfake.Options{RateLimit: 4})
-	a := e.open(t, e.config())
-	ref, err := a.EnsureTicket(ctx, upstreamTicket("Budget"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The budget of 4 is spent by the list, the creation and the first
-	// reads of Append; its fifth request waits for the next minute.
-	if _, err := a.Append(ctx, ref, []adapters.Message{guestMessage("hello", true)}); err != nil {
-		t.Fatalf("Append over the budget: %v", err)
-	}
-	e.mu.Lock()
-	sleeps := append([]time.Duration(nil), e.sleeps...)
-	e.mu.Unlock()
-	if len(sleeps) != 1 || sleeps[0] <= 0 || sleeps[0] > time.Minute {
-		t.Errorf("waits %v, want one within the minute Retry-After named", sleeps)
-	}
-	rl := a.RateLimit()
-	if !rl.Known || rl.Total != 4 || rl.Remaining > 3 {
-		t.Errorf("RateLimit() = %+v", rl)
-	}
-	if !strings.Contains(e.logs.String(), "freshdesk request budget nearly spent") {
-		t.Errorf("no warning when the budget ran low:\n%s", e.logs.String())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, freshdeskfake.Options{RateLimit: 4}, 0)
+		a := e.open(t, e.config())
+		ref, err := a.EnsureTicket(ctx, upstreamTicket("Budget"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The budget of 4 is spent by the list, the creation and the first
+		// reads of Append; its fifth request waits for the next minute.
+		if _, err := a.Append(ctx, ref, []adapters.Message{guestMessage("hello", true)}); err != nil {
+			t.Fatalf("Append over the budget: %v", err)
+		}
+		e.mu.Lock()
+		sleeps := append([]time.Duration(nil), e.sleeps...)
+		e.mu.Unlock()
+		if len(sleeps) != 1 || sleeps[0] <= 0 || sleeps[0] > time.Minute {
+			t.Errorf("waits %v, want one within the minute Retry-After named", sleeps)
+		}
+		rl := a.RateLimit()
+		if !rl.Known || rl.Total != 4 || rl.Remaining > 3 {
+			t.Errorf("RateLimit() = %+v", rl)
+		}
+		if !strings.Contains(e.logs.String(), "freshdesk request budget nearly spent") {
+			t.Errorf("no warning when the budget ran low:\n%s", e.logs.String())
+		}
 
-	// A wait longer than the client sits out, for the ticket list, with
-	// the account's budget left: the listing fails temporarily, until the
-	// time is up no listing reaches Freshdesk, and notes still do.
-	e.clock.Advance(time.Minute)
-	e.fake.Inject(freshdeskfake.Fault{Method: "GET", Path: "/api/v2/tickets", Status: http.StatusTooManyRequests, RetryAfter: "120",
-		Header: http.Header{"X-Ratelimit-Total": {"4"}, "X-Ratelimit-Remaining": {"3"}}})
-	_, _, err = a.Changes(ctx, "")
-	var herr *adapters.HTTPError
-	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter != 120*time.Second || !(herr.Class == httpretry.Retryable) {
-		t.Fatalf("Changes during a long 429: %v", err)
-	}
-	before := e.requests("GET", "/api/v2/tickets")
-	_, _, err = a.Changes(ctx, "")
-	if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter <= 0 {
-		t.Errorf("second Changes during the wait: %v", err)
-	}
-	if after := e.requests("GET", "/api/v2/tickets"); after != before {
-		t.Errorf("%d listings reached Freshdesk while it asked to wait", after-before)
-	}
-	if _, ok := a.EndpointLimits()[freshdesk.EndpointTicketsList]; !ok {
-		t.Errorf("EndpointLimits() = %v, want the ticket list blocked", a.EndpointLimits())
-	}
-	if _, err := a.Append(ctx, ref, []adapters.Message{guestMessage("while the list waits", true)}); err != nil {
-		t.Errorf("Append while only the ticket list is blocked: %v", err)
-	}
-	e.clock.Advance(2 * time.Minute)
-	if _, _, err := a.Changes(ctx, ""); err != nil {
-		t.Errorf("Changes after the wait: %v", err)
-	}
+		// A wait longer than the client sits out, for the ticket list, with
+		// the account's budget left: the listing fails temporarily, until the
+		// time is up no listing reaches Freshdesk, and notes still do.
+		time.Sleep(time.Minute)
+		e.fake.Inject(freshdeskfake.Fault{Method: "GET", Path: "/api/v2/tickets", Status: http.StatusTooManyRequests, RetryAfter: "120",
+			Header: http.Header{"X-Ratelimit-Total": {"4"}, "X-Ratelimit-Remaining": {"3"}}})
+		_, _, err = a.Changes(ctx, "")
+		var herr *adapters.HTTPError
+		if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter != 120*time.Second || !(herr.Class == httpretry.Retryable) {
+			t.Fatalf("Changes during a long 429: %v", err)
+		}
+		before := e.requests("GET", "/api/v2/tickets")
+		_, _, err = a.Changes(ctx, "")
+		if !errors.As(err, &herr) || herr.StatusCode != http.StatusTooManyRequests || herr.RetryAfter <= 0 {
+			t.Errorf("second Changes during the wait: %v", err)
+		}
+		if after := e.requests("GET", "/api/v2/tickets"); after != before {
+			t.Errorf("%d listings reached Freshdesk while it asked to wait", after-before)
+		}
+		if _, ok := a.EndpointLimits()[freshdesk.EndpointTicketsList]; !ok {
+			t.Errorf("EndpointLimits() = %v, want the ticket list blocked", a.EndpointLimits())
+		}
+		if _, err := a.Append(ctx, ref, []adapters.Message{guestMessage("while the list waits", true)}); err != nil {
+			t.Errorf("Append while only the ticket list is blocked: %v", err)
+		}
+		time.Sleep(2 * time.Minute)
+		if _, _, err := a.Changes(ctx, ""); err != nil {
+			t.Errorf("Changes after the wait: %v", err)
+		}
+	})
 }
 
 // TestLookupsSpareTheTicketList: the ticket list has Freshdesk's smallest
@@ -509,59 +511,63 @@ func TestRateLimited(t *testing.T) {
 // with a budget of one listing a minute, every creation still goes
 // through.
 func TestLookupsSpareTheTicketList(t *testing.T) {
-	e := newEnv(t, freshdeskfake.Options{EndpointLimits: map[string]int{freshdeskfake.EndpointTicketsList: 1}})
-	a := e.open(t, e.config())
-	var ups []adapters.Ticket
-	for i := range 5 {
-		up := upstreamTicket(fmt.Sprintf("Request %d", i))
-		ups = append(ups, up)
-		if _, err := a.EnsureTicket(ctx, up); err != nil {
-			t.Fatalf("EnsureTicket %d: %v", i, err)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, freshdeskfake.Options{EndpointLimits: map[string]int{freshdeskfake.EndpointTicketsList: 1}}, 0)
+		a := e.open(t, e.config())
+		var ups []adapters.Ticket
+		for i := range 5 {
+			up := upstreamTicket(fmt.Sprintf("Request %d", i))
+			ups = append(ups, up)
+			if _, err := a.EnsureTicket(ctx, up); err != nil {
+				t.Fatalf("EnsureTicket %d: %v", i, err)
+			}
 		}
-	}
-	for _, up := range ups {
-		if _, ok, err := a.Lookup(ctx, up.UpstreamID); err != nil || !ok {
-			t.Fatalf("Lookup: %v, %v", ok, err)
+		for _, up := range ups {
+			if _, ok, err := a.Lookup(ctx, up.UpstreamID); err != nil || !ok {
+				t.Fatalf("Lookup: %v, %v", ok, err)
+			}
 		}
-	}
-	if n := e.requests("GET", "/api/v2/tickets"); n != 1 {
-		t.Errorf("%d listings for 5 creations and 5 lookups, want 1", n)
-	}
-	e.mu.Lock()
-	sleeps := len(e.sleeps)
-	e.mu.Unlock()
-	if sleeps != 0 {
-		t.Errorf("%d waits for the list budget, want none", sleeps)
-	}
+		if n := e.requests("GET", "/api/v2/tickets"); n != 1 {
+			t.Errorf("%d listings for 5 creations and 5 lookups, want 1", n)
+		}
+		e.mu.Lock()
+		sleeps := len(e.sleeps)
+		e.mu.Unlock()
+		if sleeps != 0 {
+			t.Errorf("%d waits for the list budget, want none", sleeps)
+		}
 
-	e.clock.Advance(time.Minute)
-	up := upstreamTicket("Lost answer")
-	e.fake.Inject(freshdeskfake.Fault{Method: "POST", Path: "/api/v2/tickets", Status: http.StatusBadGateway, AfterApply: true})
-	if _, err := a.EnsureTicket(ctx, up); err == nil {
-		t.Fatal("EnsureTicket succeeded although the answer was lost")
-	}
-	if _, err := a.EnsureTicket(ctx, up); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(e.fake.Tickets()); n != 6 {
-		t.Errorf("%d tickets, want 6: the retry after a lost answer must find the ticket", n)
-	}
+		time.Sleep(time.Minute)
+		up := upstreamTicket("Lost answer")
+		e.fake.Inject(freshdeskfake.Fault{Method: "POST", Path: "/api/v2/tickets", Status: http.StatusBadGateway, AfterApply: true})
+		if _, err := a.EnsureTicket(ctx, up); err == nil {
+			t.Fatal("EnsureTicket succeeded although the answer was lost")
+		}
+		if _, err := a.EnsureTicket(ctx, up); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(e.fake.Tickets()); n != 6 {
+			t.Errorf("%d tickets, want 6: the retry after a lost answer must find the ticket", n)
+		}
+	})
 }
 
 // TestRateLimitedWithoutRetryAfter: a 429 without Retry-After waits a
 // minute, Freshdesk's window.
 func TestRateLimitedWithoutRetryAfter(t *testing.T) {
-	e := newEnv(t, freshdeskfake.Options{})
-	a := e.open(t, e.config())
-	e.fake.Inject(freshdeskfake.Fault{Path: "/api/v2/agents/me", Status: http.StatusTooManyRequests})
-	if err := a.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.sleeps) != 1 || e.sleeps[0] != time.Minute {
-		t.Errorf("waits %v, want one minute", e.sleeps)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, freshdeskfake.Options{}, 0)
+		a := e.open(t, e.config())
+		e.fake.Inject(freshdeskfake.Fault{Path: "/api/v2/agents/me", Status: http.StatusTooManyRequests})
+		if err := a.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if len(e.sleeps) != 1 || e.sleeps[0] != time.Minute {
+			t.Errorf("waits %v, want one minute", e.sleeps)
+		}
+	})
 }
 
 func TestCheck(t *testing.T) {
@@ -832,30 +838,31 @@ func refOf(id int64) adapters.Ref { return adapters.Ref(strconv.FormatInt(id, 10
 // little apart) is still reported, once: the listing starts a minute
 // before the cursor, which names the events of that minute it reported.
 func TestChangesLateCommit(t *testing.T) {
-	e := newEnv(t, freshdeskfake.Options{})
-	a := e.open(t, e.config())
-	ref, err := a.EnsureTicket(ctx, upstreamTicket("Kettle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := strconv.ParseInt(string(ref), 10, 64)
-	// Another ticket, changed five minutes later, moves the cursor on.
-	e.clock.Advance(5 * time.Minute)
-	if _, err := a.EnsureTicket(ctx, upstreamTicket("Iron")); err != nil {
-		t.Fatal(err)
-	}
-	_, cur := drain(t, a, "")
-	polled := e.clock.Now()
-	e.clock.Set(polled.Add(-30 * time.Second))
-	if _, err := e.fake.Reply(id, e.agent("Anna"), "Committed late."); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Set(polled.Add(time.Second))
-	evs, cur := drain(t, a, cur)
-	if len(evs) != 1 || !strings.Contains(evs[0].Body, "Committed late.") {
-		t.Fatalf("after a late commit: events %+v; want the reply", evs)
-	}
-	if again, _ := drain(t, a, cur); len(again) != 0 {
-		t.Errorf("polled again: %+v; the late reply was reported twice", again)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, freshdeskfake.Options{}, 0)
+		a := e.open(t, e.config())
+		ref, err := a.EnsureTicket(ctx, upstreamTicket("Kettle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := strconv.ParseInt(string(ref), 10, 64)
+		// Another ticket, changed five minutes later, moves the cursor on.
+		time.Sleep(5 * time.Minute)
+		if _, err := a.EnsureTicket(ctx, upstreamTicket("Iron")); err != nil {
+			t.Fatal(err)
+		}
+		_, cur := drain(t, a, "")
+		e.fake.CommitLate(30*time.Second, func() { _, err = e.fake.Reply(id, e.agent("Anna"), "Committed late.") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		evs, cur := drain(t, a, cur)
+		if len(evs) != 1 || !strings.Contains(evs[0].Body, "Committed late.") {
+			t.Fatalf("after a late commit: events %+v; want the reply", evs)
+		}
+		if again, _ := drain(t, a, cur); len(again) != 0 {
+			t.Errorf("polled again: %+v; the late reply was reported twice", again)
+		}
+	})
 }

@@ -59,22 +59,6 @@ const Interval = 30 * time.Second
 // org is the organisation of the reference server's tickets.
 const org = refservertest.Org
 
-// Start is where [NewClock] starts: a Monday morning.
-var Start = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-
-// NewClock returns a fake clock at [Start], for the test to share between
-// its fake helpdesk and the [Loop].
-func NewClock() *refservertest.Clock { return refservertest.NewClock(Start) }
-
-// Sleep returns a sleep for an adapter that passes the time on clock at
-// once instead of waiting, as a backoff on a fake helpdesk should.
-func Sleep(clock *refservertest.Clock) func(context.Context, time.Duration) error {
-	return func(ctx context.Context, d time.Duration) error {
-		clock.Advance(d)
-		return ctx.Err()
-	}
-}
-
 // Options says what the loop runs.
 type Options struct {
 	// Name is the adapter's name, logged with every line as "adapter".

@@ -113,5 +113,8 @@
 // [New] takes [Options]; the zero value is usable. Tests shrink the page
 // sizes ([Options.MaxPerPage], [Options.MaxPages]) to exercise paging, set a
 // budget ([Options.RateLimit]) or inject [Fault]s to exercise 429s and
-// failures, and pass a [Clock] to move time without sleeping.
+// failures. The fake keeps the runtime's time: a test that needs it to pass
+// (a rate limit's minute) runs in a testing/synctest bubble and serves the
+// fake on in-memory connections (testutil.PipeServer);
+// [Server.CommitLate] stamps writes in the past.
 package freshdeskfake

@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 // Freshdesk's ticket statuses.
@@ -73,8 +72,6 @@ type Options struct {
 	AgentName, AgentEmail string
 	// TicketScope is that agent's ticket scope; 0 means global.
 	TicketScope int
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// PerPage is the page size when per_page is absent; 0 means 30.
 	PerPage int
 	// MaxPerPage is the largest per_page accepted; 0 means 100. Tests
@@ -110,9 +107,6 @@ func (o Options) withDefaults() Options {
 	if o.TicketScope == 0 {
 		o.TicketScope = ScopeGlobal
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if o.PerPage <= 0 {
 		o.PerPage = DefaultPerPage
 	}
@@ -130,13 +124,6 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
-
-// Clock is the fake clock of package testutil, for [Options.Now]: Now,
-// Advance, Set, and a Sleep that passes the time at once.
-type Clock = testutil.Clock
-
-// NewClock returns a clock standing at t.
-func NewClock(t time.Time) *Clock { return testutil.NewClock(t) }
 
 // Agent is an agent of the fake helpdesk.
 type Agent struct {
@@ -217,6 +204,7 @@ type Request struct {
 // Server is the fake helpdesk. It is safe for concurrent use.
 type Server struct {
 	opts Options
+	lag  atomic.Int64 // CommitLate's, in nanoseconds
 
 	mu         sync.Mutex
 	nextID     int64
@@ -255,8 +243,21 @@ func (s *Server) newID() int64 {
 	return s.nextID
 }
 
-// now is the fake's clock, cut to whole seconds as Freshdesk keeps time.
-func (s *Server) now() time.Time { return s.opts.Now().UTC().Truncate(time.Second) }
+// now is the time the fake stamps on what happens: the runtime's (a test
+// that needs it to pass runs in a testing/synctest bubble), less the lag
+// of [Server.CommitLate], cut to whole seconds as Freshdesk keeps time.
+func (s *Server) now() time.Time {
+	return time.Now().UTC().Add(-time.Duration(s.lag.Load())).Truncate(time.Second)
+}
+
+// CommitLate runs act as writes Freshdesk commits late: what act does
+// carries a time d in the past, before a poll that has already read past
+// it (a test's clock cannot go back).
+func (s *Server) CommitLate(d time.Duration, act func()) {
+	s.lag.Store(int64(d))
+	defer s.lag.Store(0)
+	act()
+}
 
 // ServeHTTP answers one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -386,7 +387,7 @@ func (s *Server) spend(w http.ResponseWriter) bool {
 	if limit <= 0 {
 		return true
 	}
-	now := s.opts.Now().UTC()
+	now := time.Now().UTC()
 	if s.window.IsZero() || now.Sub(s.window) >= time.Minute {
 		s.window, s.used = now, 0
 	}
@@ -443,7 +444,7 @@ func (s *Server) spendEndpoint(w http.ResponseWriter, r *http.Request) bool {
 	if name == "" || limit <= 0 {
 		return true
 	}
-	now := s.opts.Now().UTC()
+	now := time.Now().UTC()
 	b := s.endpoints[name]
 	if b.window.IsZero() || now.Sub(b.window) >= time.Minute {
 		b = endpointBudget{window: now}

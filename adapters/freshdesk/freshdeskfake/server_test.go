@@ -9,27 +9,37 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk/freshdeskfake"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 )
 
 const key = "test-key"
 
 type fixture struct {
-	t     *testing.T
-	fake  *freshdeskfake.Server
-	clock *freshdeskfake.Clock
-	srv   *httptest.Server
+	t    *testing.T
+	fake *freshdeskfake.Server
+	url  string
+	hc   *http.Client
 }
 
+// newFixture serves a fake on loopback.
 func newFixture(t *testing.T, opts freshdeskfake.Options) *fixture {
-	clock := freshdeskfake.NewClock(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
-	opts.APIKey, opts.Now = key, clock.Now
+	opts.APIKey = key
 	fake := freshdeskfake.New(opts)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, fake: fake, clock: clock, srv: srv}
+	return &fixture{t: t, fake: fake, url: srv.URL, hc: srv.Client()}
+}
+
+// newPipeFixture serves a fake on in-memory connections, for a test in a
+// testing/synctest bubble: time.Sleep passes the fake's time.
+func newPipeFixture(t *testing.T, opts freshdeskfake.Options) *fixture {
+	opts.APIKey = key
+	fake := freshdeskfake.New(opts)
+	return &fixture{t: t, fake: fake, url: testutil.PipeURL, hc: &http.Client{Transport: testutil.PipeServer(t, fake)}}
 }
 
 type answer struct {
@@ -87,7 +97,7 @@ func (f *fixture) doAs(user, contentType, method, path string, body any) answer 
 		}
 		r = strings.NewReader(b)
 	}
-	req, err := http.NewRequest(method, f.srv.URL+path, r)
+	req, err := http.NewRequest(method, f.url+path, r)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -97,7 +107,7 @@ func (f *fixture) doAs(user, contentType, method, path string, body any) answer 
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := f.srv.Client().Do(req)
+	resp, err := f.hc.Do(req)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -191,54 +201,56 @@ func TestCreateValidation(t *testing.T) {
 }
 
 func TestCreateViewUpdate(t *testing.T) {
-	f := newFixture(t, freshdeskfake.Options{})
-	g := f.fake.AddGroup("Housekeeping")
-	a := f.do("POST", "/api/v2/tickets", map[string]any{
-		"subject": "Towels", "description": "<div style=\"x\">Two <b>towels</b><script>x()</script></div>", "email": "Guest@Hotel.invalid",
-		"status": 3, "group_id": g, "tags": []string{"tb"}, "custom_fields": map[string]any{"cf_guest_request_id": "u-1"},
+	synctest.Test(t, func(t *testing.T) {
+		f := newPipeFixture(t, freshdeskfake.Options{})
+		g := f.fake.AddGroup("Housekeeping")
+		a := f.do("POST", "/api/v2/tickets", map[string]any{
+			"subject": "Towels", "description": "<div style=\"x\">Two <b>towels</b><script>x()</script></div>", "email": "Guest@Hotel.invalid",
+			"status": 3, "group_id": g, "tags": []string{"tb"}, "custom_fields": map[string]any{"cf_guest_request_id": "u-1"},
+		})
+		if a.status != http.StatusCreated || !strings.HasPrefix(a.header.Get("Location"), "/api/v2/tickets/") {
+			t.Fatalf("create: %d %s", a.status, a.body)
+		}
+		var tk ticket
+		a.decode(t, &tk)
+		if tk.Status != 3 || tk.GroupID == nil || *tk.GroupID != g || tk.CustomFields["cf_guest_request_id"] != "u-1" {
+			t.Errorf("created ticket: %+v", tk)
+		}
+		if v, ok := tk.CustomFields["cf_guest_request_status"]; !ok || v != nil {
+			t.Errorf("an unset custom field should read null, got %v (present %v)", v, ok)
+		}
+		if tk.Description != "<div>Two <b>towels</b></div>" || tk.DescriptionText != "Two towels" {
+			t.Errorf("description re-rendered as %q, text %q", tk.Description, tk.DescriptionText)
+		}
+		time.Sleep(5 * time.Second)
+		a = f.do("PUT", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), map[string]any{"status": 4, "custom_fields": map[string]any{"cf_guest_request_status": "4/2"}})
+		var up ticket
+		a.decode(t, &up)
+		if a.status != http.StatusOK || up.Status != 4 || up.CustomFields["cf_guest_request_status"] != "4/2" || up.CustomFields["cf_guest_request_id"] != "u-1" {
+			t.Errorf("update: %d %s", a.status, a.body)
+		}
+		if !up.UpdatedAt.After(tk.UpdatedAt) {
+			t.Errorf("update left updated_at at %s", up.UpdatedAt)
+		}
+		if a := f.do("PUT", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), map[string]any{"email": "x@y.invalid"}); a.status != http.StatusBadRequest || a.errors(t)["email"] != "invalid_field" {
+			t.Errorf("update with email: %d %s", a.status, a.body)
+		}
+		if a := f.do("GET", "/api/v2/tickets/99999", nil); a.status != http.StatusNotFound {
+			t.Errorf("unknown ticket: %d", a.status)
+		}
+		if err := f.fake.Delete(tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		a = f.do("GET", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), nil)
+		var del ticket
+		a.decode(t, &del)
+		if a.status != http.StatusOK || !del.Deleted {
+			t.Errorf("deleted ticket view: %d %s", a.status, a.body)
+		}
+		if a := f.do("PUT", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), map[string]any{"status": 2}); a.status != http.StatusNotFound {
+			t.Errorf("update of a deleted ticket: %d, want 404", a.status)
+		}
 	})
-	if a.status != http.StatusCreated || !strings.HasPrefix(a.header.Get("Location"), "/api/v2/tickets/") {
-		t.Fatalf("create: %d %s", a.status, a.body)
-	}
-	var tk ticket
-	a.decode(t, &tk)
-	if tk.Status != 3 || tk.GroupID == nil || *tk.GroupID != g || tk.CustomFields["cf_guest_request_id"] != "u-1" {
-		t.Errorf("created ticket: %+v", tk)
-	}
-	if v, ok := tk.CustomFields["cf_guest_request_status"]; !ok || v != nil {
-		t.Errorf("an unset custom field should read null, got %v (present %v)", v, ok)
-	}
-	if tk.Description != "<div>Two <b>towels</b></div>" || tk.DescriptionText != "Two towels" {
-		t.Errorf("description re-rendered as %q, text %q", tk.Description, tk.DescriptionText)
-	}
-	f.clock.Advance(5 * time.Second)
-	a = f.do("PUT", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), map[string]any{"status": 4, "custom_fields": map[string]any{"cf_guest_request_status": "4/2"}})
-	var up ticket
-	a.decode(t, &up)
-	if a.status != http.StatusOK || up.Status != 4 || up.CustomFields["cf_guest_request_status"] != "4/2" || up.CustomFields["cf_guest_request_id"] != "u-1" {
-		t.Errorf("update: %d %s", a.status, a.body)
-	}
-	if !up.UpdatedAt.After(tk.UpdatedAt) {
-		t.Errorf("update left updated_at at %s", up.UpdatedAt)
-	}
-	if a := f.do("PUT", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), map[string]any{"email": "x@y.invalid"}); a.status != http.StatusBadRequest || a.errors(t)["email"] != "invalid_field" {
-		t.Errorf("update with email: %d %s", a.status, a.body)
-	}
-	if a := f.do("GET", "/api/v2/tickets/99999", nil); a.status != http.StatusNotFound {
-		t.Errorf("unknown ticket: %d", a.status)
-	}
-	if err := f.fake.Delete(tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	a = f.do("GET", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), nil)
-	var del ticket
-	a.decode(t, &del)
-	if a.status != http.StatusOK || !del.Deleted {
-		t.Errorf("deleted ticket view: %d %s", a.status, a.body)
-	}
-	if a := f.do("PUT", fmt.Sprintf("/api/v2/tickets/%d", tk.ID), map[string]any{"status": 2}); a.status != http.StatusNotFound {
-		t.Errorf("update of a deleted ticket: %d, want 404", a.status)
-	}
 }
 
 func ids(t *testing.T, a answer) []int64 {
@@ -253,56 +265,58 @@ func ids(t *testing.T, a answer) []int64 {
 }
 
 func TestListTickets(t *testing.T) {
-	f := newFixture(t, freshdeskfake.Options{MaxPerPage: 2, MaxPages: 2})
-	old := f.create("old", nil)
-	f.clock.Advance(31 * 24 * time.Hour)
-	var recent []int64
-	for i := range 3 {
-		f.clock.Advance(time.Second)
-		recent = append(recent, f.create(fmt.Sprintf("t%d", i), nil).ID)
-	}
-
-	a := f.do("GET", "/api/v2/tickets", nil)
-	if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{recent[2], recent[1]}) || !strings.Contains(a.header.Get("Link"), `rel="next"`) {
-		t.Errorf("default list: %v, Link %q; want the two newest of the last 30 days and a next page", got, a.header.Get("Link"))
-	}
-	next := a.header.Get("Link")
-	if !strings.Contains(next, "page=2") {
-		t.Errorf("Link %q does not name page 2", next)
-	}
-	a = f.do("GET", "/api/v2/tickets?page=2", nil)
-	if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{recent[0]}) || a.header.Get("Link") != "" {
-		t.Errorf("page 2: %v, Link %q; the ticket older than 30 days must be left out", got, a.header.Get("Link"))
-	}
-
-	since := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
-	a = f.do("GET", "/api/v2/tickets?updated_since="+since+"&order_by=updated_at&order_type=asc&per_page=2", nil)
-	if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{old.ID, recent[0]}) {
-		t.Errorf("updated_since list: %v, want the old ticket first", got)
-	}
-	// updated_since includes its own second.
-	tk, _ := f.fake.Ticket(recent[1])
-	a = f.do("GET", "/api/v2/tickets?order_by=updated_at&order_type=asc&updated_since="+tk.UpdatedAt.Format(time.RFC3339), nil)
-	if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{recent[1], recent[2]}) {
-		t.Errorf("updated_since %s: %v", tk.UpdatedAt, got)
-	}
-
-	for _, q := range []string{"page=3", "per_page=3", "page=0", "order_by=colour", "order_type=up", "updated_since=yesterday", "filter=spam", "colour=red"} {
-		if a := f.do("GET", "/api/v2/tickets?"+q, nil); a.status != http.StatusBadRequest {
-			t.Errorf("?%s: %d %s, want 400", q, a.status, a.body)
-		} else if len(a.errors(t)) != 1 {
-			t.Errorf("?%s: %s, want one error", q, a.body)
+	synctest.Test(t, func(t *testing.T) {
+		f := newPipeFixture(t, freshdeskfake.Options{MaxPerPage: 2, MaxPages: 2})
+		old := f.create("old", nil)
+		time.Sleep(31 * 24 * time.Hour)
+		var recent []int64
+		for i := range 3 {
+			time.Sleep(time.Second)
+			recent = append(recent, f.create(fmt.Sprintf("t%d", i), nil).ID)
 		}
-	}
-	if a := f.do("GET", "/api/v2/tickets?page=3", nil); !strings.Contains(string(a.body), "beyond the 2th page") {
-		t.Errorf("page beyond the last: %s", a.body)
-	}
-	if err := f.fake.Delete(recent[2]); err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(t, f.do("GET", "/api/v2/tickets?per_page=2", nil)); fmt.Sprint(got) != fmt.Sprint([]int64{recent[1], recent[0]}) {
-		t.Errorf("list after a deletion: %v", got)
-	}
+
+		a := f.do("GET", "/api/v2/tickets", nil)
+		if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{recent[2], recent[1]}) || !strings.Contains(a.header.Get("Link"), `rel="next"`) {
+			t.Errorf("default list: %v, Link %q; want the two newest of the last 30 days and a next page", got, a.header.Get("Link"))
+		}
+		next := a.header.Get("Link")
+		if !strings.Contains(next, "page=2") {
+			t.Errorf("Link %q does not name page 2", next)
+		}
+		a = f.do("GET", "/api/v2/tickets?page=2", nil)
+		if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{recent[0]}) || a.header.Get("Link") != "" {
+			t.Errorf("page 2: %v, Link %q; the ticket older than 30 days must be left out", got, a.header.Get("Link"))
+		}
+
+		since := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
+		a = f.do("GET", "/api/v2/tickets?updated_since="+since+"&order_by=updated_at&order_type=asc&per_page=2", nil)
+		if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{old.ID, recent[0]}) {
+			t.Errorf("updated_since list: %v, want the old ticket first", got)
+		}
+		// updated_since includes its own second.
+		tk, _ := f.fake.Ticket(recent[1])
+		a = f.do("GET", "/api/v2/tickets?order_by=updated_at&order_type=asc&updated_since="+tk.UpdatedAt.Format(time.RFC3339), nil)
+		if got := ids(t, a); fmt.Sprint(got) != fmt.Sprint([]int64{recent[1], recent[2]}) {
+			t.Errorf("updated_since %s: %v", tk.UpdatedAt, got)
+		}
+
+		for _, q := range []string{"page=3", "per_page=3", "page=0", "order_by=colour", "order_type=up", "updated_since=yesterday", "filter=spam", "colour=red"} {
+			if a := f.do("GET", "/api/v2/tickets?"+q, nil); a.status != http.StatusBadRequest {
+				t.Errorf("?%s: %d %s, want 400", q, a.status, a.body)
+			} else if len(a.errors(t)) != 1 {
+				t.Errorf("?%s: %s, want one error", q, a.body)
+			}
+		}
+		if a := f.do("GET", "/api/v2/tickets?page=3", nil); !strings.Contains(string(a.body), "beyond the 2th page") {
+			t.Errorf("page beyond the last: %s", a.body)
+		}
+		if err := f.fake.Delete(recent[2]); err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(t, f.do("GET", "/api/v2/tickets?per_page=2", nil)); fmt.Sprint(got) != fmt.Sprint([]int64{recent[1], recent[0]}) {
+			t.Errorf("list after a deletion: %v", got)
+		}
+	})
 }
 
 type conversation struct {
@@ -317,77 +331,81 @@ type conversation struct {
 }
 
 func TestConversations(t *testing.T) {
-	f := newFixture(t, freshdeskfake.Options{MaxPerPage: 2})
-	tk := f.create("Kettle", nil)
-	path := fmt.Sprintf("/api/v2/tickets/%d", tk.ID)
-	f.clock.Advance(time.Minute)
+	synctest.Test(t, func(t *testing.T) {
+		f := newPipeFixture(t, freshdeskfake.Options{MaxPerPage: 2})
+		tk := f.create("Kettle", nil)
+		path := fmt.Sprintf("/api/v2/tickets/%d", tk.ID)
+		time.Sleep(time.Minute)
 
-	a := f.do("POST", path+"/notes", map[string]any{"body": "<div>private by default</div>"})
-	var n1 conversation
-	a.decode(t, &n1)
-	if a.status != http.StatusCreated || !n1.Private || n1.Source != freshdeskfake.SourceNote || n1.UserID != f.fake.APIAgentID() || n1.TicketID != tk.ID {
-		t.Errorf("note: %d %s", a.status, a.body)
-	}
-	a = f.do("POST", path+"/notes", map[string]any{"body": "<div>a&nbsp; b<br><br>&lt;c&gt;</div>", "private": false})
-	var n2 conversation
-	a.decode(t, &n2)
-	if n2.Private || n2.BodyText != "a  b\n\n<c>" {
-		t.Errorf("public note: private %v, body_text %q", n2.Private, n2.BodyText)
-	}
-	maria := f.fake.AddAgent("Maria")
-	a = f.do("POST", path+"/reply", map[string]any{"body": "<p>On its way</p>", "user_id": maria})
-	var r conversation
-	a.decode(t, &r)
-	if a.status != http.StatusCreated || r.Source != freshdeskfake.SourceReply || r.Private || r.UserID != maria {
-		t.Errorf("reply: %d %s", a.status, a.body)
-	}
-	for _, body := range []any{map[string]any{}, map[string]any{"body": "<div> </div>"}, map[string]any{"body": "x", "private": "yes"}, map[string]any{"body": "x", "user_id": 1}} {
-		if a := f.do("POST", path+"/notes", body); a.status != http.StatusBadRequest {
-			t.Errorf("note %v: %d, want 400", body, a.status)
+		a := f.do("POST", path+"/notes", map[string]any{"body": "<div>private by default</div>"})
+		var n1 conversation
+		a.decode(t, &n1)
+		if a.status != http.StatusCreated || !n1.Private || n1.Source != freshdeskfake.SourceNote || n1.UserID != f.fake.APIAgentID() || n1.TicketID != tk.ID {
+			t.Errorf("note: %d %s", a.status, a.body)
 		}
-	}
-	if a := f.do("POST", "/api/v2/tickets/999/notes", map[string]any{"body": "x"}); a.status != http.StatusNotFound {
-		t.Errorf("note on an unknown ticket: %d", a.status)
-	}
+		a = f.do("POST", path+"/notes", map[string]any{"body": "<div>a&nbsp; b<br><br>&lt;c&gt;</div>", "private": false})
+		var n2 conversation
+		a.decode(t, &n2)
+		if n2.Private || n2.BodyText != "a  b\n\n<c>" {
+			t.Errorf("public note: private %v, body_text %q", n2.Private, n2.BodyText)
+		}
+		maria := f.fake.AddAgent("Maria")
+		a = f.do("POST", path+"/reply", map[string]any{"body": "<p>On its way</p>", "user_id": maria})
+		var r conversation
+		a.decode(t, &r)
+		if a.status != http.StatusCreated || r.Source != freshdeskfake.SourceReply || r.Private || r.UserID != maria {
+			t.Errorf("reply: %d %s", a.status, a.body)
+		}
+		for _, body := range []any{map[string]any{}, map[string]any{"body": "<div> </div>"}, map[string]any{"body": "x", "private": "yes"}, map[string]any{"body": "x", "user_id": 1}} {
+			if a := f.do("POST", path+"/notes", body); a.status != http.StatusBadRequest {
+				t.Errorf("note %v: %d, want 400", body, a.status)
+			}
+		}
+		if a := f.do("POST", "/api/v2/tickets/999/notes", map[string]any{"body": "x"}); a.status != http.StatusNotFound {
+			t.Errorf("note on an unknown ticket: %d", a.status)
+		}
 
-	a = f.do("GET", path+"/conversations", nil)
-	var page1, page2 []conversation
-	a.decode(t, &page1)
-	if len(page1) != 2 || page1[0].ID != n1.ID || !strings.Contains(a.header.Get("Link"), `rel="next"`) {
-		t.Fatalf("conversations page 1: %s Link %q", a.body, a.header.Get("Link"))
-	}
-	a = f.do("GET", path+"/conversations?page=2", nil)
-	a.decode(t, &page2)
-	if len(page2) != 1 || page2[0].ID != r.ID || a.header.Get("Link") != "" {
-		t.Errorf("conversations page 2: %s Link %q", a.body, a.header.Get("Link"))
-	}
-	got, _ := f.fake.Ticket(tk.ID)
-	if !got.UpdatedAt.After(tk.UpdatedAt) {
-		t.Errorf("a note did not move updated_at")
-	}
+		a = f.do("GET", path+"/conversations", nil)
+		var page1, page2 []conversation
+		a.decode(t, &page1)
+		if len(page1) != 2 || page1[0].ID != n1.ID || !strings.Contains(a.header.Get("Link"), `rel="next"`) {
+			t.Fatalf("conversations page 1: %s Link %q", a.body, a.header.Get("Link"))
+		}
+		a = f.do("GET", path+"/conversations?page=2", nil)
+		a.decode(t, &page2)
+		if len(page2) != 1 || page2[0].ID != r.ID || a.header.Get("Link") != "" {
+			t.Errorf("conversations page 2: %s Link %q", a.body, a.header.Get("Link"))
+		}
+		got, _ := f.fake.Ticket(tk.ID)
+		if !got.UpdatedAt.After(tk.UpdatedAt) {
+			t.Errorf("a note did not move updated_at")
+		}
+	})
 }
 
 func TestRateLimit(t *testing.T) {
-	f := newFixture(t, freshdeskfake.Options{RateLimit: 2})
-	for i, want := range []string{"1", "0"} {
-		a := f.do("GET", "/api/v2/agents/me", nil)
-		if a.status != http.StatusOK || a.header.Get("X-RateLimit-Total") != "2" || a.header.Get("X-RateLimit-Remaining") != want || a.header.Get("X-RateLimit-Used-CurrentRequest") != "1" {
-			t.Errorf("request %d: %d, headers %v", i+1, a.status, a.header)
+	synctest.Test(t, func(t *testing.T) {
+		f := newPipeFixture(t, freshdeskfake.Options{RateLimit: 2})
+		for i, want := range []string{"1", "0"} {
+			a := f.do("GET", "/api/v2/agents/me", nil)
+			if a.status != http.StatusOK || a.header.Get("X-RateLimit-Total") != "2" || a.header.Get("X-RateLimit-Remaining") != want || a.header.Get("X-RateLimit-Used-CurrentRequest") != "1" {
+				t.Errorf("request %d: %d, headers %v", i+1, a.status, a.header)
+			}
 		}
-	}
-	f.clock.Advance(20 * time.Second)
-	a := f.do("GET", "/api/v2/agents/me", nil)
-	if a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") != "40" || a.header.Get("X-RateLimit-Remaining") != "0" {
-		t.Errorf("over budget: %d, headers %v, body %s", a.status, a.header, a.body)
-	}
-	f.clock.Advance(40 * time.Second)
-	if a := f.do("GET", "/api/v2/agents/me", nil); a.status != http.StatusOK || a.header.Get("X-RateLimit-Remaining") != "1" {
-		t.Errorf("next minute: %d, headers %v", a.status, a.header)
-	}
-	g := newFixture(t, freshdeskfake.Options{})
-	if a := g.do("GET", "/api/v2/agents/me", nil); a.header.Get("X-RateLimit-Total") != "" {
-		t.Errorf("no budget configured, but the answer carries %v", a.header)
-	}
+		time.Sleep(20 * time.Second)
+		a := f.do("GET", "/api/v2/agents/me", nil)
+		if a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") != "40" || a.header.Get("X-RateLimit-Remaining") != "0" {
+			t.Errorf("over budget: %d, headers %v, body %s", a.status, a.header, a.body)
+		}
+		time.Sleep(40 * time.Second)
+		if a := f.do("GET", "/api/v2/agents/me", nil); a.status != http.StatusOK || a.header.Get("X-RateLimit-Remaining") != "1" {
+			t.Errorf("next minute: %d, headers %v", a.status, a.header)
+		}
+		g := newPipeFixture(t, freshdeskfake.Options{})
+		if a := g.do("GET", "/api/v2/agents/me", nil); a.header.Get("X-RateLimit-Total") != "" {
+			t.Errorf("no budget configured, but the answer carries %v", a.header)
+		}
+	})
 }
 
 func TestFaults(t *testing.T) {
