@@ -191,8 +191,6 @@ type HTTPClient struct {
 	// Sleep waits between attempts; nil means a real timer.
 	// Tests inject one that records the wait and returns at once.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After dates; nil means time.Now.
-	Now func() time.Time
 	// Logger gets one warning per retry; nil discards them.
 	Logger *slog.Logger
 }
@@ -213,7 +211,6 @@ func (c *HTTPClient) Do(ctx context.Context, req HTTPRequest) (*HTTPResponse, er
 		MaxAttempts: c.MaxAttempts,
 		MaxWait:     c.maxWait(),
 		Sleep:       c.Sleep,
-		Now:         c.Now,
 	}
 	if c.Wait != nil {
 		r.RetryWait = func(_ httpretry.Result, now time.Time) (time.Duration, bool) {

@@ -26,14 +26,13 @@ type Client struct {
 	// Transport, when set, wraps the client's transport (a rate-limit
 	// budget, see [adapters.Budgets]).
 	Transport func(http.RoundTripper) http.RoundTripper
-	// Authorize, Secrets, Wait, Backoff, Sleep, Now and MaxAttempts are
-	// those of [adapters.HTTPClient].
+	// Authorize, Secrets, Wait, Backoff, Sleep and MaxAttempts are those
+	// of [adapters.HTTPClient].
 	Authorize   func(*http.Request)
 	Secrets     []string
 	Wait        func(resp *adapters.HTTPResponse, now time.Time) (time.Duration, bool)
 	Backoff     httpretry.Backoff
 	Sleep       func(ctx context.Context, d time.Duration) error
-	Now         func() time.Time
 	MaxAttempts int
 	// Log gets the client's retry warnings.
 	Log *slog.Logger
@@ -59,7 +58,6 @@ func (c Client) New() *adapters.HTTPClient {
 		Secrets:     c.Secrets,
 		Wait:        c.Wait,
 		Sleep:       c.Sleep,
-		Now:         c.Now,
 		Logger:      c.Log,
 	}
 }
@@ -70,14 +68,6 @@ func Logger(l *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l
-}
-
-// Clock returns now, or time.Now when now is nil.
-func Clock(now func() time.Time) func() time.Time {
-	if now == nil {
-		return time.Now
-	}
-	return now
 }
 
 // Memo holds a value the adapter asks its helpdesk for once, such as the
