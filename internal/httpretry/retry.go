@@ -143,7 +143,11 @@ type Retrier struct {
 	// Sleep waits between attempts and returns early with an error when
 	// ctx ends; nil means [Sleep].
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for Retry-After dates; nil means time.Now.
+	// Now is the clock for Retry-After dates and WaitError.Until; nil
+	// means time.Now. Kept for the guest API's client alone: the
+	// simulator of package sync runs it on a fake clock over real sockets,
+	// where a testing/synctest bubble's clock cannot advance, and the
+	// engine compares Until with that clock. The adapters leave it nil.
 	Now func() time.Time
 }
 
