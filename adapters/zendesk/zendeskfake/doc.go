@@ -4,10 +4,7 @@
 // methods that play the support team (an agent replies, adds a private
 // note, changes a status, an automation closes a ticket) and let a test
 // inspect and disturb the account (fault injection, rate limits, a
-// request log). It keeps the runtime's time: a test that needs time to
-// pass (the export's minute, a rate limit's window) runs in a
-// testing/synctest bubble and serves it on in-memory connections
-// (testutil.PipeServer).
+// request log).
 //
 // It is not Zendesk and not a general-purpose Zendesk emulator: it keeps
 // one account in memory, knows only the endpoints below, and leaves out
@@ -107,8 +104,11 @@
 //
 // [New] takes [Options]; the zero value is usable and follows the
 // documented limits, and tests shrink the page sizes (MaxPageSize,
-// EventsPageSize) to exercise paging and inject a [Clock] to move past the
-// export delay and the rate-limit windows without sleeping. Agent updates
-// made while the clock stands still share one second, so a test can put
-// more than a page of events into one second (a bulk macro).
+// EventsPageSize) to exercise paging. The fake keeps the runtime's time: a
+// test moves past the export delay and the rate-limit windows in a
+// testing/synctest bubble, serving the fake on in-memory connections
+// (testutil.PipeServer), where time.Sleep takes no time. Agent updates made
+// while the bubble's clock stands still share one second, so a test can put
+// more than a page of events into one second (a bulk macro);
+// [Server.CommitLate] stamps them in the past.
 package zendeskfake
