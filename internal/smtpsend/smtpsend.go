@@ -1,0 +1,289 @@
+// Package smtpsend submits mail to a mail server: SMTP submission with
+// STARTTLS (port 587) or implicit TLS (port 465), and AUTH PLAIN with the
+// sender's credentials. It is the one way the module sends mail, for the
+// email helpdesk and for anything else that mails (notifications).
+//
+// Plain text is refused off loopback, as the daemon refuses http:// off
+// loopback: an smtp:// address must offer STARTTLS unless its host is a
+// loopback address (a local relay, a test server), and the password is
+// never sent over a connection that is not encrypted except to such a
+// host. Errors name the server's address and never the password.
+//
+// Each Send opens its own connection and closes it: a bridge sends a few
+// mails a cycle, and a connection kept open between cycles would time
+// out on the server's side and need retrying anyway.
+package smtpsend
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// Security is how a connection to the server is encrypted.
+type Security string
+
+// Securities.
+const (
+	// StartTLS connects in clear and upgrades with STARTTLS before
+	// anything else (submission, port 587). A loopback server that
+	// offers no STARTTLS is spoken to in clear.
+	StartTLS Security = "starttls"
+	// ImplicitTLS speaks TLS from the first byte (submissions, port
+	// 465).
+	ImplicitTLS Security = "tls"
+)
+
+// DefaultTimeout bounds a whole Send when the context has no deadline.
+const DefaultTimeout = 60 * time.Second
+
+// ErrAuth says that the server refused the credentials.
+var ErrAuth = errors.New("the mail server refused the credentials")
+
+// ErrPlaintext says that the server offers no encryption and is not on
+// loopback, so the mail and the password would cross a network in clear.
+var ErrPlaintext = errors.New("the mail server offers no STARTTLS")
+
+// Config says where and how to submit mail.
+type Config struct {
+	// Host and Port of the submission server.
+	Host string
+	Port string
+	// Security is StartTLS or ImplicitTLS.
+	Security Security
+	// Username and Password for AUTH PLAIN; an empty Username sends
+	// without authenticating (a loopback relay).
+	Username string
+	Password string
+	// TLS, when set, is the TLS configuration to use (its RootCAs for a
+	// private CA); ServerName defaults to Host.
+	TLS *tls.Config
+	// LocalName is the name given in EHLO; "" means "localhost".
+	LocalName string
+	// Timeout bounds a Send when ctx has no earlier deadline; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+// ParseURL reads a server address of the form smtp://host[:port]
+// (STARTTLS, port 587 by default) or smtps://host[:port] (implicit TLS,
+// port 465 by default). v names the variable in errors.
+func ParseURL(v, raw string) (Config, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return Config{}, fmt.Errorf("%s is not set: give the submission server, e.g. smtp://mail.example.com:587 or smtps://mail.example.com:465", v)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return Config{}, fmt.Errorf("%s %q: want e.g. smtp://mail.example.com:587 or smtps://mail.example.com:465", v, raw)
+	}
+	if u.User != nil {
+		return Config{}, fmt.Errorf("%s carries credentials: give the user and password in their own settings", v)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return Config{}, fmt.Errorf("%s %q: remove the path, query or fragment", v, u.Redacted())
+	}
+	c := Config{Host: u.Hostname(), Port: u.Port()}
+	switch u.Scheme {
+	case "smtp":
+		c.Security = StartTLS
+		if c.Port == "" {
+			c.Port = "587"
+		}
+	case "smtps":
+		c.Security = ImplicitTLS
+		if c.Port == "" {
+			c.Port = "465"
+		}
+	default:
+		return Config{}, fmt.Errorf("%s %q: the scheme must be smtp (STARTTLS) or smtps (implicit TLS)", v, u.Redacted())
+	}
+	return c, nil
+}
+
+// Addr is the server's host:port.
+func (c Config) Addr() string { return net.JoinHostPort(c.Host, c.Port) }
+
+// String shows where mail goes, never the password.
+func (c Config) String() string {
+	scheme := "smtp"
+	if c.Security == ImplicitTLS {
+		scheme = "smtps"
+	}
+	return scheme + "://" + c.Addr()
+}
+
+// Loopback reports whether host is localhost or a loopback address.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Sender submits mail as its Config says. It is safe for concurrent use.
+type Sender struct {
+	cfg Config
+	// dialContext replaces the dialer in tests (a server that is not on
+	// loopback by name).
+	dialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// New returns a Sender for cfg.
+func New(cfg Config) *Sender { return &Sender{cfg: cfg} }
+
+// Config returns the sender's configuration.
+func (s *Sender) Config() Config { return s.cfg }
+
+// Send submits msg, a whole RFC 5322 message with CRLF line ends, from
+// the envelope sender from to the recipients to. A nil error means the
+// server answered 250 to the message's data: it took the mail.
+// A rejection answered with a 5xx code wraps a *smtp.SMTPError whose
+// Permanent reports so (see [Permanent]).
+func (s *Sender) Send(ctx context.Context, from string, to []string, msg []byte) error {
+	if len(to) == 0 {
+		return errors.New("send mail: no recipient")
+	}
+	c, stop, err := s.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	defer func() { _ = c.Close() }()
+	if err := c.SendMail(from, to, strings.NewReader(string(msg))); err != nil {
+		return fmt.Errorf("send mail through %s: %w", s.cfg, err)
+	}
+	_ = c.Quit()
+	return nil
+}
+
+// Check connects, encrypts and authenticates, and sends nothing.
+func (s *Sender) Check(ctx context.Context) error {
+	c, stop, err := s.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	_ = c.Quit() // closes the connection
+	return nil
+}
+
+// Permanent reports whether err is a rejection the server says will not
+// change by repeating the same mail (a 5xx answer such as an unknown
+// recipient). A refused login is not: it is a configuration to fix.
+func Permanent(err error) bool {
+	var se *smtp.SMTPError
+	return errors.As(err, &se) && se.Code >= 500 && !errors.Is(err, ErrAuth)
+}
+
+// dial opens an encrypted, authenticated connection bounded by ctx; stop
+// ends the watch of ctx and must be called once the client is done.
+func (s *Sender) dial(ctx context.Context) (_ *smtp.Client, _ func() bool, err error) {
+	timeout := s.cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	tc := s.tlsConfig()
+	dialer := s.dialContext
+	if dialer == nil {
+		var d net.Dialer
+		dialer = d.DialContext
+	}
+	conn, err := dialer(ctx, "tcp", s.cfg.Addr())
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to the mail server %s: %w", s.cfg, err)
+	}
+	_ = conn.SetDeadline(deadline)
+	// Closing the connection when ctx ends unblocks every read.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	var c *smtp.Client
+	switch {
+	case s.cfg.Security == ImplicitTLS:
+		tconn := tls.Client(conn, tc)
+		if err := tconn.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, nil, fmt.Errorf("TLS with the mail server %s: %w", s.cfg, err)
+		}
+		c = smtp.NewClient(tconn)
+	default:
+		c, err = smtp.NewClientStartTLS(conn, tc)
+		// go-smtp says so only in words; a loopback server without
+		// STARTTLS (a local relay) is spoken to in clear on a fresh
+		// connection.
+		if err != nil && strings.Contains(err.Error(), "support STARTTLS") {
+			if !Loopback(s.cfg.Host) {
+				return nil, nil, fmt.Errorf("STARTTLS with the mail server %s: %w and is not on loopback: the mail and the password would cross the network in clear; use a server that offers STARTTLS, or smtps:// for implicit TLS", s.cfg, ErrPlaintext)
+			}
+			conn, err = dialer(ctx, "tcp", s.cfg.Addr())
+			if err == nil {
+				_ = conn.SetDeadline(deadline)
+				stop()
+				stop = context.AfterFunc(ctx, func() { _ = conn.Close() })
+				c = smtp.NewClient(conn)
+			}
+		}
+		if err != nil {
+			_ = conn.Close()
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return nil, nil, fmt.Errorf("STARTTLS with the mail server %s: %w", s.cfg, err)
+		}
+	}
+	fail := func(what string, err error) (*smtp.Client, func() bool, error) {
+		_ = c.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("%s with the mail server %s: %w", what, s.cfg, err)
+	}
+	if err := c.Hello(s.localName()); err != nil {
+		return fail("EHLO", err)
+	}
+	if s.cfg.Username != "" {
+		if err := c.Auth(sasl.NewPlainClient("", s.cfg.Username, s.cfg.Password)); err != nil {
+			var se *smtp.SMTPError
+			if errors.As(err, &se) && (se.Code == 535 || se.Code == 534 || se.Code == 530) {
+				return fail("AUTH", fmt.Errorf("%w (user %q): %v", ErrAuth, s.cfg.Username, se.Message))
+			}
+			return fail("AUTH", err)
+		}
+	}
+	return c, stop, nil
+}
+
+func (s *Sender) localName() string {
+	if s.cfg.LocalName != "" {
+		return s.cfg.LocalName
+	}
+	return "localhost"
+}
+
+func (s *Sender) tlsConfig() *tls.Config {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.cfg.TLS != nil {
+		tc = s.cfg.TLS.Clone()
+	}
+	if tc.ServerName == "" {
+		tc.ServerName = s.cfg.Host
+	}
+	return tc
+}
