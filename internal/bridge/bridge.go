@@ -14,6 +14,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/email"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
@@ -40,6 +41,7 @@ func Adapters() adapters.Registry {
 		freshdesk.Name: freshdesk.Factory,
 		zammad.Name:    zammad.Factory,
 		webhook.Name:   webhook.Factory,
+		email.Name:     email.Factory,
 	}
 }
 

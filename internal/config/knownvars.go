@@ -8,6 +8,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/ticketbridge/ticketbridge/adapters/email"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/adapters/freshdesk"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
@@ -46,6 +47,7 @@ func KnownVariables(ctx context.Context) []string {
 	_, _ = freshdesk.LoadConfig(ctx, env)
 	_, _ = zammad.LoadConfig(ctx, env)
 	_, _ = webhook.LoadConfig(ctx, env, "")
+	_, _ = email.LoadConfig(ctx, env)
 	var names []string
 	for k := range a {
 		if strings.HasPrefix(k, EnvPrefix) {

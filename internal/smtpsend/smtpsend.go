@@ -260,9 +260,12 @@ func (s *Sender) dial(ctx context.Context) (_ *smtp.Client, _ func() bool, err e
 	}
 	if s.cfg.Username != "" {
 		if err := c.Auth(sasl.NewPlainClient("", s.cfg.Username, s.cfg.Password)); err != nil {
+			// Every refusal at this stage is the configuration's (the
+			// credentials, or a server that wants TLS first), never the
+			// mail's.
 			var se *smtp.SMTPError
-			if errors.As(err, &se) && (se.Code == 535 || se.Code == 534 || se.Code == 530) {
-				return fail("AUTH", fmt.Errorf("%w (user %q): %v", ErrAuth, s.cfg.Username, se.Message))
+			if errors.As(err, &se) {
+				return fail("AUTH", fmt.Errorf("%w (user %q): %d %s", ErrAuth, s.cfg.Username, se.Code, se.Message))
 			}
 			return fail("AUTH", err)
 		}
