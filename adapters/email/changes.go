@@ -123,7 +123,10 @@ func (a *Adapter) changes(ctx context.Context, cursor adapters.Cursor, peek bool
 		if rebuilt && hasFlag(f.Flags, flagCarried) {
 			continue
 		}
-		m := a.parseInbound(f.Raw, f.Date, func(tok string) string { return a.resolve(ctx, tok) })
+		m, err := a.parseInbound(f.Raw, f.Date, func(tok string) (string, error) { return a.resolve(ctx, tok) })
+		if err != nil {
+			return nil, cursor, fmt.Errorf("find the request of a reply: %w", err)
+		}
 		switch {
 		case m.own:
 			own = append(own, f.UID)
@@ -218,17 +221,17 @@ func (a *Adapter) putAside(ctx context.Context, byReason map[string][]imap.UID, 
 
 // resolve returns the ticket whose reply token tok is, "" when none: the
 // sent folder is searched for the token, and the token checked against
-// the key.
-func (a *Adapter) resolve(ctx context.Context, tok string) string {
+// the key. An error says the folder could not be searched.
+func (a *Adapter) resolve(ctx context.Context, tok string) (string, error) {
 	tok = strings.ToLower(tok)
 	a.tokensMu.Lock()
 	t, ok := a.tokens[tok]
 	a.tokensMu.Unlock()
 	if ok {
-		return t
+		return t, nil
 	}
 	if len(tok) != len(token(a.key, "")) || strings.Trim(tok, "abcdefghijklmnopqrstuvwxyz234567") != "" {
-		return ""
+		return "", nil
 	}
 	var heads []textproto.Header
 	err := a.box.do(ctx, func(c *imapclient.Client) error {
@@ -242,17 +245,20 @@ func (a *Adapter) resolve(ctx context.Context, tok string) string {
 		heads, err = fetchHeaders(c, uids[:1])
 		return err
 	})
-	if err != nil || len(heads) == 0 {
-		return ""
+	if isNoFolder(err) || (err == nil && len(heads) == 0) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
 	}
 	t = heads[0].Get(hTicket)
 	if !validToken(a.key, t, tok) {
-		return ""
+		return "", nil
 	}
 	a.tokensMu.Lock()
 	a.tokens[tok] = t
 	a.tokensMu.Unlock()
-	return t
+	return t, nil
 }
 
 // teamEvents lists the events of the mails in the inbox sent to ticket's
@@ -282,11 +288,11 @@ func (a *Adapter) teamEvents(ctx context.Context, ticket string) ([]adapters.Eve
 	var evs []adapters.Event
 	files := map[string][]string{}
 	for _, f := range mails {
-		m := a.parseInbound(f.Raw, f.Date, func(t string) string {
+		m, _ := a.parseInbound(f.Raw, f.Date, func(t string) (string, error) {
 			if t == tok {
-				return ticket
+				return ticket, nil
 			}
-			return ""
+			return "", nil
 		})
 		if m.own || m.reason != "" || m.ticket != ticket {
 			continue

@@ -112,7 +112,7 @@ func New(cfg Config, deps adapters.Deps) (*Adapter, error) {
 		depts: depts, allow: allow, key: []byte(cfg.TokenKey), domain: domain, ids: ids{domain: domain},
 		readOnly: deps.ReadOnly, now: time.Now,
 		smtp:   smtpsend.New(sc),
-		box:    &mailbox{srv: isrv, user: cfg.user(), password: cfg.Password, tls: tc, timeout: cfg.Timeout, condStore: cfg.CondStore},
+		box:    &mailbox{srv: isrv, user: cfg.user(), password: cfg.Password, tls: tc, timeout: cfg.Timeout},
 		tokens: map[string]string{},
 	}
 	return a, nil

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/email/internal/memmail"
+	"github.com/ticketbridge/ticketbridge/internal/mailtest"
 )
 
 const testKey = "a test key of at least sixteen bytes"
@@ -35,6 +39,12 @@ type backend struct {
 	agentSMTP func(t testing.TB, from string, to []string, raw []byte)
 	// imapDial logs in as user.
 	imapDial func(t testing.TB, user string) *imapclient.Client
+	// await waits until user's inbox holds the mail messageID; nil when
+	// the server delivers before it answers 250 (the in-process one).
+	await func(t testing.TB, user, messageID string)
+	// oneShot has each adapter log out after each operation: the suite
+	// keeps many instances open, more than the server lets one user have.
+	oneShot bool
 }
 
 // memBackend starts an in-process mail system.
@@ -93,6 +103,7 @@ func (b *backend) open(t testing.TB, mod func(*Config)) *Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.box.oneShot = b.oneShot
 	return a
 }
 
@@ -102,6 +113,53 @@ type agent struct {
 	b    *backend
 	t    testing.TB
 	addr string
+
+	mu      sync.Mutex
+	pending []pendingMail // mails sent and not yet seen delivered
+}
+
+type pendingMail struct{ user, id string }
+
+// settle waits until every mail the agent sent is delivered.
+func (g *agent) settle(t testing.TB) {
+	if g.b.await == nil {
+		return
+	}
+	g.mu.Lock()
+	p := g.pending
+	g.pending = nil
+	g.mu.Unlock()
+	for _, m := range p {
+		g.b.await(t, m.user, m.id)
+	}
+}
+
+// delivered waits until the department's mailbox holds every mail the
+// bridge sent into ref's thread.
+func (g *agent) delivered(ref adapters.Ref) {
+	if g.b.await == nil {
+		return
+	}
+	for _, d := range g.sentOrder(ref) {
+		g.b.await(g.t, d.user, d.id)
+	}
+}
+
+// sentOrder lists the bridge's mails of ref's thread in the order it sent
+// them, with the user they went to.
+func (g *agent) sentOrder(ref adapters.Ref) []pendingMail {
+	a := g.b.open(g.t, nil)
+	defer a.Close()
+	th, ok, err := a.loadThread(g.t.Context(), string(ref))
+	if err != nil || !ok {
+		return nil
+	}
+	user, _, _ := strings.Cut(th.to, "@")
+	var out []pendingMail
+	for _, id := range th.order {
+		out = append(out, pendingMail{user, id})
+	}
+	return out
 }
 
 var _ adaptertest.Attacher = (*agent)(nil)
@@ -109,6 +167,7 @@ var _ adaptertest.Attacher = (*agent)(nil)
 // root returns the first mail of ref's thread as the department received
 // it: its Message-ID, subject, Reply-To and the department's address.
 func (g *agent) root(ref adapters.Ref) (id, subject, replyTo, dept string) {
+	g.delivered(ref)
 	for _, d := range []string{"frontdesk", "housekeeping", "maintenance"} {
 		for _, m := range g.mails(d) {
 			h := mail.Header{Header: m.Header}
@@ -170,9 +229,13 @@ func (g *agent) write(ref adapters.Ref, author, body string, files []string) err
 	h.SetAddressList("Cc", []*mail.Address{{Address: dept}})
 	h.SetSubject("Re: " + subject)
 	h.SetDate(time.Now())
-	if err := h.GenerateMessageID(); err != nil {
+	if err := h.GenerateMessageIDWithHostname(g.b.domain); err != nil {
 		return err
 	}
+	mid, _ := h.MessageID()
+	g.mu.Lock()
+	g.pending = append(g.pending, pendingMail{"bridge", mid}, pendingMail{strings.Split(dept, "@")[0], mid})
+	g.mu.Unlock()
 	h.SetMsgIDList("In-Reply-To", []string{id})
 	h.SetMsgIDList("References", []string{id})
 	if len(files) == 0 {
@@ -232,38 +295,62 @@ func (g *agent) Attach(_ context.Context, ref adapters.Ref, author, body string,
 	return g.write(ref, author, body, files)
 }
 
-// Read shows the thread as the department's mailbox holds it: every mail
-// after the first, and the status the last status line set.
+// Read shows the thread as the department's mailbox holds it: the
+// bridge's mails after the first in the order it sent them (a server may
+// deliver two mails sent a moment apart the other way round), then the
+// team's; and the status the newest status line set.
 func (g *agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
-	_, _, _, dept := g.root(ref)
+	rootID, _, _, dept := g.root(ref)
 	if dept == "" {
 		return adaptertest.Snapshot{}, fmt.Errorf("no thread of %s", ref)
 	}
+	g.settle(g.t)
 	user, _, _ := strings.Cut(dept, "@")
+	order := map[string]int{}
+	for i, d := range g.sentOrder(ref) {
+		order[d.id] = i
+	}
+	type shown struct {
+		msg adaptertest.SnapshotMessage
+		seq int // the bridge's order; team mails after
+	}
+	var all []shown
 	var snap adaptertest.Snapshot
-	rootID := ""
-	for _, m := range g.mails(user) {
+	bridgeSeq, bridgeAt := -2, time.Time{}
+	teamAt := time.Time{}
+	teamStatus := ""
+	for i, m := range g.mails(user) {
 		h := mail.Header{Header: m.Header}
 		id, _ := h.MessageID()
 		refs, _ := h.MsgIDList("References")
+		date, _ := h.Date()
 		mine := m.Header.Get(hTicket) == string(ref)
-		if !mine && (rootID == "" || !containsStr(refs, rootID)) {
+		if !mine && !containsStr(refs, rootID) {
 			continue
 		}
-		if m.Header.Get(hKind) == kindTicket {
-			rootID = id
-			snap.Status = m.Header.Get(hStatus)
-			continue
-		}
-		if s := m.Header.Get(hStatus); mine && s != "" {
-			snap.Status = s
+		seq := 1<<20 + i
+		if mine {
+			seq = order[id]
+			if s := m.Header.Get(hStatus); s != "" && seq > bridgeSeq {
+				bridgeSeq, bridgeAt, snap.Status = seq, date, s
+			}
+			if m.Header.Get(hKind) == kindTicket {
+				continue
+			}
 		}
 		first, _, _ := strings.Cut(strings.TrimSpace(m.Body), "\n")
 		if !mine && strings.HasPrefix(first, "#status ") {
-			snap.Status = strings.TrimSpace(strings.TrimPrefix(first, "#status "))
+			teamStatus, teamAt = strings.TrimSpace(strings.TrimPrefix(first, "#status ")), date
 		}
 		public := m.Header.Get(hVisibility) == "public" || (!mine && !strings.HasPrefix(first, "#"))
-		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: m.Body, Public: public})
+		all = append(all, shown{adaptertest.SnapshotMessage{Text: m.Body, Public: public}, seq})
+	}
+	if teamStatus != "" && !teamAt.Before(bridgeAt) {
+		snap.Status = teamStatus
+	}
+	slices.SortStableFunc(all, func(x, y shown) int { return x.seq - y.seq })
+	for _, s := range all {
+		snap.Messages = append(snap.Messages, s.msg)
 	}
 	return snap, nil
 }
@@ -292,3 +379,103 @@ func TestConformanceInProcess(t *testing.T) {
 	adaptertest.Run(t, harness(t, b, nil))
 }
 
+// realBackend is the Postfix and Dovecot of deploy/dev/mail.sh; the test
+// skips without them.
+func realBackend(t *testing.T) *backend {
+	s := mailtest.FromEnv(t)
+	return &backend{
+		domain:   s.Domain,
+		smtpURL:  "smtp://" + s.SMTP,
+		imapURL:  "imap://" + s.IMAP,
+		caFile:   os.Getenv(mailtest.EnvCA),
+		password: func(u string) string { return s.Passwords[u] },
+		agentSMTP: func(t testing.TB, from string, to []string, raw []byte) {
+			user, _, _ := strings.Cut(from, "@")
+			s.Submit(t, user, from, to, raw)
+		},
+		imapDial: func(t testing.TB, user string) *imapclient.Client { return s.IMAPClient(t, user, nil) },
+		await:    newAwaiter(t, s).await,
+		oneShot:  true,
+	}
+}
+
+func TestConformanceRealServers(t *testing.T) {
+	b := realBackend(t)
+	adaptertest.Run(t, harness(t, b, nil))
+}
+
+func TestConformanceRealServersImplicitTLSNoCondStore(t *testing.T) {
+	b := realBackend(t)
+	s := mailtest.FromEnv(t)
+	b.smtpURL, b.imapURL = "smtps://"+s.SMTPS, "imaps://"+s.IMAPS
+	adaptertest.Run(t, harness(t, b, func(c *Config) { c.CondStore = false }))
+}
+
+// awaiter waits for mails over one IMAP connection per user, kept for the
+// whole test (the servers limit connections per user).
+type awaiter struct {
+	s     *mailtest.Servers
+	top   testing.TB
+	mu    sync.Mutex
+	conns map[string]*awaitConn
+}
+
+type awaitConn struct {
+	c    *imapclient.Client
+	grew chan struct{}
+}
+
+func newAwaiter(t testing.TB, s *mailtest.Servers) *awaiter {
+	return &awaiter{s: s, top: t, conns: map[string]*awaitConn{}}
+}
+
+func (w *awaiter) await(t testing.TB, user, id string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ac := w.conns[user]
+	if ac == nil {
+		ac = &awaitConn{grew: make(chan struct{}, 1)}
+		ac.c = w.s.IMAPClient(w.top, user, &imapclient.Options{UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+			Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+				if d.NumMessages != nil {
+					select {
+					case ac.grew <- struct{}{}:
+					default:
+					}
+				}
+			},
+		}})
+		if _, err := ac.c.Select("INBOX", &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		w.conns[user] = ac
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for {
+		uids, err := searchUIDs(ac.c, &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}})
+		if err != nil {
+			t.Fatalf("search %s's inbox: %v", user, err)
+		}
+		if len(uids) > 0 {
+			return
+		}
+		idle, err := ac.c.Idle()
+		if err != nil {
+			t.Fatalf("IDLE as %s: %v", user, err)
+		}
+		select {
+		case <-ac.grew:
+		case <-ctx.Done():
+			_ = idle.Close()
+			t.Fatalf("no mail <%s> in %s's inbox: %v", id, user, ctx.Err())
+		}
+		if err := idle.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := idle.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

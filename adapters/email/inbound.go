@@ -72,15 +72,17 @@ func eventID(msgID string) string {
 	return "mail-" + hex.EncodeToString(sum[:12])
 }
 
-// parseInbound reads raw as far as judging it needs; tokens resolves a
-// reply token to its ticket ("" when none).
-func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok string) string) inMail {
+// parseInbound reads raw as far as judging it needs; resolve returns the
+// ticket of a reply token ("" when none). An error of resolve (the
+// mailbox could not be searched) is returned: the mail is judged again
+// at the next call, never set aside for it.
+func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok string) (string, error)) (inMail, error) {
 	m := inMail{date: internal}
 	e, err := message.Read(bytes.NewReader(raw))
 	if err != nil && !message.IsUnknownCharset(err) && !message.IsUnknownEncoding(err) {
 		sum := sha256.Sum256(raw)
 		m.id, m.reason = "unreadable-"+hex.EncodeToString(sum[:12]), reasonUnreadable
-		return m
+		return m, nil
 	}
 	h := mail.Header{Header: e.Header}
 	m.id, _ = h.MessageID()
@@ -99,31 +101,35 @@ func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok 
 	}
 	if m.from == a.cfg.Address && h.Get(hKind) != "" {
 		m.own = true
-		return m
+		return m, nil
 	}
 	if t, detail, ok := a.bounce(e); ok {
 		m.reason, m.ticket, m.detail = reasonBounce, t, detail
-		return m
+		return m, nil
 	}
 	if automatic(h) {
 		m.reason = reasonAuto
-		return m
+		return m, nil
 	}
 	if a.cfg.AuthservID != "" && dmarcFails(e.Header, a.cfg.AuthservID) {
 		m.reason = reasonDMARC
-		return m
+		return m, nil
 	}
 	if !a.allow.allows(m.from) {
 		m.reason = reasonNotAllowed
-		return m
+		return m, nil
 	}
 	m.token = a.findToken(e.Header)
 	if m.token != "" {
-		m.ticket = resolve(m.token)
+		t, err := resolve(m.token)
+		if err != nil {
+			return m, err
+		}
+		m.ticket = t
 	}
 	if m.ticket == "" {
 		m.reason = reasonNoToken
-		return m
+		return m, nil
 	}
 	text, files := bodyOf(e)
 	m.files = files
@@ -140,7 +146,7 @@ func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok 
 		st, ok := a.parseStatusWord(word)
 		if !ok {
 			m.reason = reasonBadStatus
-			return m
+			return m, nil
 		}
 		m.kind, m.status, m.body = adapters.EventStatus, st, strings.TrimSpace(rest)
 	}
@@ -148,7 +154,7 @@ func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok 
 	if m.body == "" && m.kind != adapters.EventStatus && len(files) == 0 {
 		m.reason = reasonNoText
 	}
-	return m
+	return m, nil
 }
 
 // parseStatusWord maps the word after "#status" to an upstream status:

@@ -27,8 +27,9 @@ type mailbox struct {
 	password string
 	tls      *tls.Config
 	timeout  time.Duration
-	// condStore allows CONDSTORE when the server offers it.
-	condStore bool
+	// oneShot logs out after each operation (tests that open many
+	// instances against a server limiting connections per user).
+	oneShot bool
 
 	mu sync.Mutex
 	c  *imapclient.Client
@@ -58,7 +59,12 @@ func (m *mailbox) do(ctx context.Context, f func(c *imapclient.Client) error) er
 		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
 	var ie *imap.Error
-	if err != nil && !errors.As(err, &ie) {
+	switch {
+	case err != nil && !errors.As(err, &ie):
+		_ = c.Close()
+		m.c = nil
+	case m.oneShot:
+		_ = c.Logout().Wait()
 		_ = c.Close()
 		m.c = nil
 	}
@@ -113,12 +119,6 @@ func (m *mailbox) dial(ctx context.Context) (*imapclient.Client, error) {
 			return nil, fmt.Errorf("log in to the mailbox %s as %q: %w: %s", m.srv, m.user, adapters.ErrAuth, ie.Text)
 		}
 		return nil, fmt.Errorf("log in to the mailbox %s: %w", m.srv, err)
-	}
-	if m.condStore && c.Caps().Has(imap.CapCondStore) {
-		if _, err := c.Enable(imap.CapCondStore).Wait(); err != nil {
-			_ = c.Close()
-			return nil, fmt.Errorf("enable CONDSTORE on the mailbox %s: %w", m.srv, err)
-		}
 	}
 	return c, nil
 }

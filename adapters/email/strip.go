@@ -1,11 +1,14 @@
 package email
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+)
 
 // stripReply cuts what a mail client quoted below a reply, and the
 // signature. It is replaced by the shared reply-text package.
 func stripReply(text string) string { return strings.TrimSpace(text) }
 
-// htmlToText turns an HTML-only mail into text. It is replaced by the
-// adapters' shared HTML-to-text code.
-func htmlToText(html string) string { return html }
+// htmlToText turns an HTML-only mail into text.
+func htmlToText(html string) string { return adapters.HTMLText(html) }
