@@ -209,8 +209,11 @@ func (g *agent) mails(user string) []readMail {
 		if err != nil {
 			g.t.Fatal(err)
 		}
-		text, _ := bodyOf(e)
-		out = append(out, readMail{Header: e.Header, Body: text})
+		b := bodyOf(e)
+		if b.isHTML {
+			b.text = adapters.HTMLText(b.text)
+		}
+		out = append(out, readMail{Header: e.Header, Body: b.text})
 	}
 	return out
 }
@@ -238,8 +241,9 @@ func (g *agent) write(ref adapters.Ref, author, body string, files []string) err
 	g.mu.Unlock()
 	h.SetMsgIDList("In-Reply-To", []string{id})
 	h.SetMsgIDList("References", []string{id})
+	body = stuff(body)
 	if len(files) == 0 {
-		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Content-Type", "text/plain; charset=utf-8; format=flowed")
 		w, err := mail.CreateSingleInlineWriter(&buf, h)
 		if err != nil {
 			return err
@@ -252,7 +256,7 @@ func (g *agent) write(ref adapters.Ref, author, body string, files []string) err
 			return err
 		}
 		var th mail.InlineHeader
-		th.Set("Content-Type", "text/plain; charset=utf-8")
+		th.Set("Content-Type", "text/plain; charset=utf-8; format=flowed")
 		tw, err := w.CreateSingleInline(th)
 		if err != nil {
 			return err
@@ -478,4 +482,19 @@ func (w *awaiter) await(t testing.TB, user, id string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// stuff writes text as format=flowed (RFC 3676) with no soft breaks, as
+// Thunderbird sends what its user typed: a line that starts with ">", a
+// space or "From " gets a space before it, so that it is not a quote.
+func stuff(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		l = strings.TrimRight(l, " ")
+		if strings.HasPrefix(l, ">") || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "From ") {
+			l = " " + l
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n")
 }

@@ -131,9 +131,10 @@ func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok 
 		m.reason = reasonNoToken
 		return m, nil
 	}
-	text, files := bodyOf(e)
-	m.files = files
-	text = stripReply(text)
+	b := bodyOf(e)
+	m.files = b.files
+	files := b.files
+	text := strings.ReplaceAll(replyText(b.text, b.isHTML, b.flowed, b.delSp), "\r\n", "\n")
 	m.kind, m.body = adapters.EventReply, text
 	first, rest, _ := strings.Cut(strings.TrimLeft(text, " \t\r\n"), "\n")
 	first = strings.TrimSpace(first)
@@ -306,16 +307,27 @@ func dsnDetail(b []byte) string {
 	return strings.Join(parts, "; ")
 }
 
-// bodyOf returns the text of e (its text/plain part, else its HTML as
-// text) and the names of its attachments.
-func bodyOf(e *message.Entity) (text string, files []string) {
+// body is what a mail says: its text/plain part (flowed says it is
+// format=flowed, delSp with delsp=yes), else its HTML part (isHTML), and
+// the names of its attachments.
+type body struct {
+	text          string
+	isHTML        bool
+	flowed, delSp bool
+	files         []string
+}
+
+// bodyOf reads the body of e.
+func bodyOf(e *message.Entity) body {
 	var plain, html string
+	var files []string
+	var plainParams map[string]string
 	var walk func(e *message.Entity, depth int)
 	walk = func(e *message.Entity, depth int) {
 		if depth > 8 {
 			return
 		}
-		mt, _, _ := e.Header.ContentType()
+		mt, ctParams, _ := e.Header.ContentType()
 		disp, dparams, _ := e.Header.ContentDisposition()
 		if mr := e.MultipartReader(); mr != nil {
 			for {
@@ -348,7 +360,7 @@ func bodyOf(e *message.Entity) (text string, files []string) {
 		switch mt {
 		case "text/plain", "":
 			if plain == "" {
-				plain = string(b)
+				plain, plainParams = string(b), ctParams
 			}
 		case "text/html":
 			if html == "" {
@@ -357,9 +369,9 @@ func bodyOf(e *message.Entity) (text string, files []string) {
 		}
 	}
 	walk(e, 0)
-	text = plain
-	if strings.TrimSpace(text) == "" && html != "" {
-		text = htmlToText(html)
+	if strings.TrimSpace(plain) == "" && html != "" {
+		return body{text: html, isHTML: true, files: files}
 	}
-	return strings.ReplaceAll(text, "\r\n", "\n"), files
+	return body{text: strings.ReplaceAll(plain, "\r\n", "\n"), files: files,
+		flowed: strings.EqualFold(plainParams["format"], "flowed"), delSp: strings.EqualFold(plainParams["delsp"], "yes")}
 }
