@@ -17,9 +17,10 @@ import (
 //     the same call succeeds later.
 //   - A change the team handed the bridge as a file that the adapter could
 //     not use and set aside (File is set), such as an outbox file of the
-//     files helpdesk naming no known ticket. Nothing retries it: it stays
-//     held until the team fixes the file and hands it over again, or
-//     removes it.
+//     files helpdesk naming no known ticket, or a mail the email helpdesk
+//     does not carry (Mail is set). Nothing retries it: it stays held
+//     until the team fixes the file and hands it over again, or removes
+//     it.
 //
 // It holds no credential and none of the text of the change.
 type HeldError struct {
@@ -31,6 +32,10 @@ type HeldError struct {
 	File string `json:",omitempty"`
 	// Since is when the change was set aside; zero when unknown.
 	Since time.Time `json:",omitzero"`
+	// Mail says that File is a mail in a folder of the helpdesk's mailbox
+	// (the email helpdesk: "TicketBridge Set aside/12", the folder and the
+	// mail's UID) rather than a file.
+	Mail bool `json:",omitempty"`
 }
 
 func (e *HeldError) Error() string {

@@ -43,10 +43,16 @@ type Status struct {
 
 // SetAside returns the entries of Held that are files the adapter set
 // aside (adapters.HeldError.File), in Held's order.
-func (s Status) SetAside() []adapters.HeldError {
+func (s Status) SetAside() []adapters.HeldError { return s.setAside(false) }
+
+// SetAsideMail returns the entries of Held that are mails the adapter set
+// aside (adapters.HeldError.Mail), in Held's order.
+func (s Status) SetAsideMail() []adapters.HeldError { return s.setAside(true) }
+
+func (s Status) setAside(mail bool) []adapters.HeldError {
 	var out []adapters.HeldError
 	for _, h := range s.Held {
-		if h.SetAside() {
+		if h.SetAside() && h.Mail == mail {
 			out = append(out, h)
 		}
 	}

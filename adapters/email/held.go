@@ -98,6 +98,7 @@ func (a *Adapter) refreshHeld(ctx context.Context) {
 				File:  fmt.Sprintf("%s/%d", folder, b.UID),
 				Since: b.InternalDate,
 				Need:  "set aside",
+				Mail:  true,
 			}
 			for _, f := range b.Flags {
 				for k, why := range reasonText {

@@ -437,6 +437,10 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 		fmt.Fprintf(tw, "Full lists\t%s: %s\n", sync.FullListsText(c.FullLists), sync.FullListsHint)
 	}
 	for _, h := range s.Held {
+		if h.SetAside() && h.Mail {
+			fmt.Fprintf(tw, "Mail set aside\t%s in %s, %s: %s\n", h.Op, h.File, when(h.Since), h.Need)
+			continue
+		}
 		if h.SetAside() {
 			fmt.Fprintf(tw, "Staff file set aside\t%s, %s: %s\n", h.File, when(h.Since), h.Need)
 			continue

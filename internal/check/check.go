@@ -222,6 +222,11 @@ func (c *checker) checkHeld(cfg config.Daemon) {
 	at := snap.At.Local().Format(time.DateTime)
 	var what []string
 	for _, h := range snap.Held {
+		if h.SetAside() && h.Mail {
+			c.report(warn("mail set aside", "do what its reason says, then move it back to the inbox to have it read again, or delete it from the folder "+path.Dir(h.File),
+				"%s in %s, set aside at %s and not carried (as the daemon saw at %s): %s", h.Op, h.File, when(h.Since), at, h.Need))
+			continue
+		}
 		if h.SetAside() {
 			c.report(warn("file set aside", "fix it as its .error.txt says and move it back into the outbox, or delete it from "+path.Dir(h.File)+"/",
 				"%s, set aside at %s and not sent (as the daemon saw at %s): %s", h.File, when(h.Since), at, h.Need))

@@ -59,3 +59,38 @@ func TestOverviewListsStaffFilesSetAside(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestOverviewListsMailSetAside: the mails the email helpdesk set aside
+// are listed apart from staff files, with the request a bounce names.
+func TestOverviewListsMailSetAside(t *testing.T) {
+	st := fixture(t, 3)
+	h := NewHotel("", st, func() time.Time { return t0 })
+	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	status, err := sync.ReadStatus(t.Context(), st, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status.Held = []adapters.HeldError{
+		{Op: `mail from mallory@elsewhere.example "Re: pillows"`, Need: "its sender is not on the allow-list",
+			File: "TicketBridge Set aside/7", Since: t0.Add(-time.Hour), Mail: true},
+		{Ref: "3f2a9c1b-0000-4000-8000-000000000001", Op: `mail from MAILER-DAEMON@hotel.example "Undelivered"`,
+			Need: "a mail of the bridge came back undelivered (Status: 5.1.1)", File: "TicketBridge Set aside/8", Mail: true},
+	}
+	if err := h.CycleDone(sync.Report{Start: t0}, &status); err != nil {
+		t.Fatal(err)
+	}
+	body := getOK(t, srv.URL+"/")
+	for _, want := range []string{"Mail set aside (2)", "TicketBridge Set aside/7", "mallory@elsewhere.example", "Status: 5.1.1", "/tickets/3f2a9c1b-0000-4000-8000-000000000001"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the overview lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "Staff files set aside") {
+		t.Error("mail set aside is listed among the staff files")
+	}
+}
