@@ -25,6 +25,8 @@ const (
 	hStatus     = "X-Ticketbridge-Status"     // the helpdesk status set (kindTicket, kindStatus)
 	hToken      = "X-Ticketbridge-Token"      // the reply token
 	hVisibility = "X-Ticketbridge-Visibility" // "public" or "internal" (kindMessage, kindUnsent)
+	hEvent      = "X-Ticketbridge-Event"      // a helpdesk event delivered upstream (kindSent)
+	hUpstream   = "X-Ticketbridge-Upstream"   // the upstream message it became, "-" for none (kindSent)
 )
 
 // Kinds of the bridge's mails.
@@ -33,6 +35,9 @@ const (
 	kindMessage = "message"
 	kindStatus  = "status"
 	kindUnsent  = "unsent"
+	// kindSent is no mail but a record the bridge keeps in its sent folder
+	// (never sent): which event of the team was delivered upstream.
+	kindSent = "sent"
 )
 
 // idSafe is what an upstream id may hold to stand in a Message-ID as it is.
@@ -58,6 +63,9 @@ func (d ids) message(ticket, msg string) string {
 }
 func (d ids) status(ticket string, n int) string {
 	return fmt.Sprintf("tb.status.%d.%s@%s", n, idPart(ticket), d.domain)
+}
+func (d ids) delivered(ticket, eventID string) string {
+	return "tb.sent." + idPart(eventID) + "." + idPart(ticket) + "@" + d.domain
 }
 func (d ids) unsent(ticket, eventID string) string {
 	return "tb.unsent." + idPart(eventID) + "." + idPart(ticket) + "@" + d.domain
@@ -89,7 +97,8 @@ type outMail struct {
 	subject    string
 	id         string   // Message-ID, without brackets
 	references []string // the thread's earlier ids, root first
-	message    string   // upstream message id (kindMessage)
+	message    string   // upstream message id (kindMessage; kindSent: the one the event became)
+	event      string   // kindSent: the event delivered
 	status     string   // helpdesk status (kindTicket, kindStatus)
 	public     bool     // kindMessage: visible to the guest
 	date       time.Time
@@ -113,7 +122,14 @@ func build(m outMail, name, address, replyTo, tok string) ([]byte, error) {
 	h.Set(hTicket, m.ticket)
 	h.Set(hKind, m.kind)
 	h.Set(hToken, tok)
-	if m.message != "" {
+	if m.kind == kindSent {
+		up := m.message
+		if up == "" {
+			up = adapters.MarkerNoMessage
+		}
+		h.Set(hEvent, m.event)
+		h.Set(hUpstream, up)
+	} else if m.message != "" {
 		h.Set(hMessage, m.message)
 	}
 	if m.status != "" {

@@ -127,10 +127,38 @@ func (a *Adapter) Status() adapters.StatusMap { return a.status }
 // Close logs out of the mailbox.
 func (a *Adapter) Close() error { return a.box.close() }
 
-// MarkSent records nothing: a mailbox has nowhere to keep it (the
-// upstream Idempotency-Key, derived from the event id, keeps a delivered
-// reply from being posted twice).
-func (a *Adapter) MarkSent(context.Context, adapters.Ref, string, string) error { return nil }
+// MarkSent records that event eventID of ref was delivered upstream as
+// upstreamMessageID: a record appended to the sent folder, never sent,
+// which Lookup reports in Found.Sent, so that a lost state file (and the
+// API's forgotten Idempotency-Keys) posts no reply twice.
+func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {
+	if !adapters.MarkerToken(eventID) {
+		return fmt.Errorf("mark sent: %w: event id %q", adapters.ErrInvalid, eventID)
+	}
+	th, err := a.mustThread(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if _, ok := th.delivered[eventID]; ok {
+		return nil
+	}
+	if a.readOnly {
+		return errors.New("the email helpdesk was opened read-only")
+	}
+	tok := token(a.key, th.ticket)
+	m := outMail{kind: kindSent, ticket: th.ticket, to: a.cfg.Address, subject: "Delivered upstream: " + eventID,
+		id: a.ids.delivered(th.ticket, eventID), event: eventID, message: upstreamMessageID, date: a.now(),
+		body: adapters.SentNote(eventID, upstreamMessageID) + "\n"}
+	raw, err := build(m, a.cfg.FromName, a.cfg.Address, a.replyTo(tok), tok)
+	if err != nil {
+		return fmt.Errorf("%w: build the record: %v", adapters.ErrInvalid, err)
+	}
+	if err := a.keepCopy(ctx, raw); err != nil {
+		return fmt.Errorf("record event %s as delivered in %q: %w", eventID, a.cfg.SentFolder, err)
+	}
+	th.add(m)
+	return nil
+}
 
 // addressOf returns the address a department's requests go to.
 func (a *Adapter) addressOf(dept string) string {

@@ -373,7 +373,7 @@ func harness(t *testing.T, b *backend, mod func(*Config)) adaptertest.Harness {
 		New:     func(t testing.TB) adapters.Helpdesk { return b.open(t, mod) },
 		Agent:   &agent{b: b, t: t, addr: "agent@" + b.domain},
 		Status:  adapters.APIStatusMap(),
-		Caps:    adaptertest.Caps{AuthorName: true, Events: true},
+		Caps:    adaptertest.Caps{AuthorName: true, Events: true, MarkSent: true},
 		Secrets: []string{b.password("bridge"), testKey},
 	}
 }

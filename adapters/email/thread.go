@@ -27,6 +27,9 @@ type thread struct {
 	sent    map[string]bool // every Message-ID sent
 	// messages maps upstream message ids to the Message-IDs mirroring them.
 	messages map[string]string
+	// delivered maps the team's events recorded by MarkSent to the
+	// upstream messages they became ("" for a status change).
+	delivered map[string]string
 	// statusCount counts the status mails; lastStatus is the newest status
 	// the bridge set (the first mail's included) and lastAt its time.
 	statusCount int
@@ -47,10 +50,17 @@ func (th *thread) references() []string {
 
 func (th *thread) add(m outMail) {
 	th.sent[m.id] = true
-	th.order = append(th.order, m.id)
 	if th.messages == nil {
 		th.messages = map[string]string{}
 	}
+	if th.delivered == nil {
+		th.delivered = map[string]string{}
+	}
+	if m.kind == kindSent {
+		th.delivered[m.event] = m.message
+		return // a record, not part of the thread
+	}
+	th.order = append(th.order, m.id)
 	switch m.kind {
 	case kindMessage:
 		th.messages[m.message] = m.id
@@ -63,7 +73,7 @@ func (th *thread) add(m outMail) {
 }
 
 // headerFields are the header fields of the sent copies the adapter reads.
-var headerFields = []string{"Message-ID", "To", "Subject", "Date", hTicket, hKind, hMessage, hStatus, hToken}
+var headerFields = []string{"Message-ID", "To", "Subject", "Date", hTicket, hKind, hMessage, hStatus, hToken, hEvent, hUpstream}
 
 // loadThread reads ticket's thread from the sent folder; ok is false when
 // the folder holds no first mail of it.
@@ -98,6 +108,12 @@ func (a *Adapter) loadThread(ctx context.Context, ticket string) (th *thread, ok
 		id, _ := mh.MessageID()
 		date, _ := mh.Date()
 		m := outMail{kind: h.Get(hKind), id: id, message: h.Get(hMessage), status: h.Get(hStatus), date: date}
+		if m.kind == kindSent {
+			m.event, m.message = h.Get(hEvent), h.Get(hUpstream)
+			if m.message == adapters.MarkerNoMessage {
+				m.message = ""
+			}
+		}
 		if m.kind == kindTicket {
 			th.root = id
 			if to, err := mh.AddressList("To"); err == nil && len(to) > 0 {
@@ -210,6 +226,9 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 	}
 	for up, id := range th.messages {
 		f.Messages[up] = id
+	}
+	for ev, up := range th.delivered {
+		f.Sent[ev] = up
 	}
 	if f.Events == nil {
 		f.Events = []adapters.Event{}
