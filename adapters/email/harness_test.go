@@ -408,13 +408,6 @@ func TestConformanceRealServers(t *testing.T) {
 	adaptertest.Run(t, harness(t, b, nil))
 }
 
-func TestConformanceRealServersImplicitTLSNoCondStore(t *testing.T) {
-	b := realBackend(t)
-	s := mailtest.FromEnv(t)
-	b.smtpURL, b.imapURL = "smtps://"+s.SMTPS, "imaps://"+s.IMAPS
-	adaptertest.Run(t, harness(t, b, func(c *Config) { c.CondStore = false }))
-}
-
 // awaiter waits for mails over one IMAP connection per user, kept for the
 // whole test (the servers limit connections per user).
 type awaiter struct {
