@@ -2,7 +2,6 @@ package email
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -121,7 +120,7 @@ func (a *Adapter) refreshHeld(ctx context.Context) {
 		}
 		return nil
 	})
-	if isNoFolder(err) || (err != nil && errors.Is(err, errNoFolder)) {
+	if isNoFolder(err) {
 		err, list, state = nil, nil, "none"
 	}
 	if err != nil {
@@ -173,12 +172,8 @@ func (a *Adapter) Check(ctx context.Context) error {
 		if !have[a.cfg.Inbox] {
 			return nil
 		}
-		sel, err := selectFolder(c, a.cfg.Inbox, true)
-		if err != nil {
-			return err
-		}
-		_ = sel
-		return nil
+		_, err = selectFolder(c, a.cfg.Inbox, true)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%w (check %sIMAP_URL, %sUSER and %sPASSWORD)", err, EnvPrefix, EnvPrefix, EnvPrefix)

@@ -196,13 +196,12 @@ func automatic(h mail.Header) bool {
 	case "bulk", "junk", "auto_reply", "list":
 		return true
 	}
-	for _, k := range []string{"X-Autoreply", "X-Autorespond", "X-Auto-Response-Suppress-Reply", "List-Id", "List-Unsubscribe"} {
+	// Exchange marks what its inbox rules send (forwards, automatic
+	// replies) with X-MS-Exchange-Inbox-Rules-Loop.
+	for _, k := range []string{"X-Autoreply", "X-Autorespond", "X-MS-Exchange-Inbox-Rules-Loop", "List-Id", "List-Unsubscribe"} {
 		if h.Get(k) != "" {
 			return true
 		}
-	}
-	if v := strings.ToLower(h.Get("X-Auto-Response-Suppress")); v != "" && h.Get("X-MS-Exchange-Inbox-Rules-Loop") != "" {
-		return true
 	}
 	subj, _ := h.Subject()
 	subj = strings.ToLower(subj)
