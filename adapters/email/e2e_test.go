@@ -89,7 +89,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// The guest answers: the message follows in the thread.
 	l.Guest(id, "Thank you!")
-	l.Clock.Advance(15 * time.Minute)
+	l.Advance(15 * time.Minute)
 	l.Settle()
 	snap, err := g.Read(t.Context(), ref)
 	if err != nil {
@@ -102,7 +102,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// The state file is lost a day later.
 	mailed, upstream := sys.Taken(), len(l.Upstream(id).Messages)
-	l.Clock.Advance(25 * time.Hour)
+	l.Advance(25 * time.Hour)
 	l.LoseState()
 	l.Settle()
 	if got := sys.Taken(); got != mailed {
