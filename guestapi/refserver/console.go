@@ -239,8 +239,15 @@ func (s *Server) console(r *http.Request, body []byte) response {
 		}
 		return methodNotAllowed(method, "GET, POST")
 	case "tickets/{id}":
-		if resp, ok := allow(http.MethodGet); !ok {
-			return resp
+		switch method {
+		case http.MethodGet:
+		case http.MethodDelete:
+			if err := s.DeleteTicket(segs[1]); err != nil {
+				return consoleError(err)
+			}
+			return jsonResponse(http.StatusOK, map[string]any{"deleted": true, "id": segs[1]})
+		default:
+			return methodNotAllowed(method, "GET, DELETE")
 		}
 		v, err := s.Ticket(segs[1])
 		if err != nil {

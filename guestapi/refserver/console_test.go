@@ -233,3 +233,35 @@ func TestConsoleFaults(t *testing.T) {
 		t.Errorf("after clearing: %d", got)
 	}
 }
+
+// TestConsoleDeleteTicket: a ticket deleted on the platform answers 404
+// not_found on every endpoint, is in no list, and the console says so.
+func TestConsoleDeleteTicket(t *testing.T) {
+	f := newFixture(t)
+	if a := console(t, f, "PUT", "/tickets/"+f.ticket, ""); a.status != 405 {
+		t.Fatalf("PUT: %d %s", a.status, a.body)
+	}
+	if a := console(t, f, "DELETE", "/tickets/"+f.ticket, ""); a.status != 200 || a.json(t)["deleted"] != true {
+		t.Fatalf("delete: %d %s", a.status, a.body)
+	}
+	for _, ep := range []struct{ method, path, body string }{
+		{"GET", "/ops-public-api/v1/tickets/" + f.ticket, ""},
+		{"POST", "/ops-public-api/v1/tickets/" + f.ticket + "/messages", `{"body":"hello"}`},
+		{"POST", "/ops-public-api/v1/tickets/" + f.ticket + "/status", `{"status":"done"}`},
+	} {
+		a := do(t, f.ts, req{method: ep.method, path: ep.path, key: f.ts.Keys.TicketsWrite, body: ep.body})
+		if a.status != 404 || a.errorCode(t) != "not_found" {
+			t.Errorf("%s %s after the delete: %d %s", ep.method, ep.path, a.status, a.body)
+		}
+	}
+	a := do(t, f.ts, req{method: "GET", path: "/ops-public-api/v1/tickets", key: f.ts.Keys.TicketsRead})
+	if a.status != 200 || strings.Contains(string(a.body), f.ticket) {
+		t.Errorf("list after the delete: %d %s", a.status, a.body)
+	}
+	if a := console(t, f, "GET", "/tickets/"+f.ticket, ""); a.status != 404 {
+		t.Errorf("console read after the delete: %d %s", a.status, a.body)
+	}
+	if a := console(t, f, "DELETE", "/tickets/"+f.ticket, ""); a.status != 404 {
+		t.Errorf("second delete: %d %s", a.status, a.body)
+	}
+}

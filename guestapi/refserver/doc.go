@@ -33,6 +33,7 @@
 //	GET    /console/v1/tickets?organization=ID  every ticket of the organisation, newest first
 //	GET    /console/v1/tickets/{id}             internal view: ticket, messages with source and external,
 //	                                            operations log, guest_view (what the guest's page shows)
+//	DELETE /console/v1/tickets/{id}             delete it, as staff may on the platform: 404 from then on -> 200
 //	POST   /console/v1/tickets/{id}/messages    {"author_type", "author_name"?, "body", "visible_to_guest"?, "created_at"?} -> 201 message
 //	POST   /console/v1/tickets/{id}/status      {"status"}: any of the seven -> 200 ticket
 //	POST   /console/v1/tickets/{id}/rating      {"guest_rating": number from 0 to 10, or null} -> 200 ticket

@@ -557,6 +557,23 @@ func (s *Server) setStatusLocked(t *ticket, status guestapi.Status, source strin
 	s.log.Info("status set", slog.String("ticket", t.id), slog.String("status", string(status)), slog.String("source", string(source)))
 }
 
+// DeleteTicket deletes a ticket, as a hotel's staff may on the platform:
+// from then on every endpoint answers 404 not_found for it, as for a
+// ticket that never was. Its message ids stay taken.
+func (s *Server) DeleteTicket(ticketID string) error {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	t, ok := s.st.tickets[ticketID]
+	if !ok {
+		return fmt.Errorf("delete ticket: ticket %q: %w", ticketID, ErrNotFound)
+	}
+	delete(s.st.tickets, ticketID)
+	o := s.st.orgs[t.org]
+	o.tickets = slices.DeleteFunc(o.tickets, func(x *ticket) bool { return x == t })
+	s.log.Info("ticket deleted", slog.String("ticket", ticketID))
+	return nil
+}
+
 // RateTicket sets the guest's rating (a number from 0 to 10), or clears it
 // when rating is nil.
 func (s *Server) RateTicket(ticketID string, rating *float64) error {
