@@ -81,13 +81,19 @@ var pgMigrations = []pgMigration{
 			END IF;
 		END $$`,
 	},
+	// 3: the records of schema 2 (NotOurs, a deleted ticket's fields),
+	// which live in ticketbridge_state like every bucket. The version
+	// alone keeps an older ticketbridge from syncing those tickets again.
+	{
+		`COMMENT ON TABLE ticketbridge_state IS 'ticketbridge records, a row per key of a bucket (tickets, not_ours, journal, ...), encoded as in a state file'`,
+	},
 }
 
 // PostgresSchemaVersion is the schema version of a database this
 // ticketbridge writes: the records' layout of [SchemaVersion] plus the
 // database's own tables (leases). A test keeps it equal to
 // len(pgMigrations).
-const PostgresSchemaVersion = 2
+const PostgresSchemaVersion = 3
 
 // initSchema checks the database's schema version, creates or migrates it
 // in one transaction (PostgreSQL's DDL is transactional, so a failure

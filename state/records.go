@@ -81,6 +81,14 @@ type Ticket struct {
 	ClosedAt time.Time `json:"closed_at,omitzero"`
 	// Retired is set when the ticket is no longer polled.
 	Retired bool `json:"retired,omitempty"`
+	// Missing counts the reads in a row, each in a cycle of its own, that
+	// the API answered 404 while another request of the hotel read 200
+	// in the same cycle; a read that succeeds sets it back to 0.
+	Missing int `json:"missing,omitempty"`
+	// Deleted is when the engine took the ticket for deleted on the
+	// platform (Missing reached its threshold): it is no longer read,
+	// and the helpdesk's events on it are ignored. Zero while it is not.
+	Deleted time.Time `json:"deleted,omitzero"`
 
 	// LastError is the last failure syncing this ticket ("" after a success)
 	// and Attempts the number of consecutive failures.
@@ -117,7 +125,7 @@ func (t Ticket) Same(u Ticket) bool {
 }
 
 func (t *Ticket) normalize() {
-	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt)
+	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt)
 }
 
 func (t *Ticket) validate() error {
@@ -129,6 +137,9 @@ func (t *Ticket) validate() error {
 	}
 	if t.Attempts < 0 {
 		return fmt.Errorf("attempts %d is negative", t.Attempts)
+	}
+	if t.Missing < 0 {
+		return fmt.Errorf("missing %d is negative", t.Missing)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 
 // SchemaVersion is the layout version this ticketbridge writes. A file of a
 // lower version is migrated at Open; a file of a higher one is refused.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Bucket names.
 const (
@@ -28,13 +28,14 @@ const (
 	bucketJournalTicket   = "journal_ticket"
 	bucketCursors         = "cursors"
 	bucketCycles          = "cycles"
+	bucketNotOurs         = "not_ours"
 )
 
 // allBuckets is every bucket of the current schema.
 var allBuckets = []string{
 	bucketMeta, bucketTickets, bucketMirrored, bucketOwn,
 	bucketJournal, bucketJournalPending, bucketJournalUnmarked, bucketJournalFailed, bucketJournalTicket,
-	bucketCursors, bucketCycles,
+	bucketCursors, bucketCycles, bucketNotOurs,
 }
 
 // Reserved meta keys: SetMeta refuses them.
@@ -50,7 +51,17 @@ type migration func(tx *bolt.Tx) error
 
 // migrations[i] moves schema i+1 to i+2, so len(migrations)+1 must equal
 // SchemaVersion (a test checks it). Append only; never edit a released one.
-var migrations = []migration{}
+var migrations = []migration{
+	// 1 -> 2: the helpdesk tickets that are not this hotel's (NotOurs),
+	// and in ticket records the 404s of a request deleted upstream
+	// (Ticket.Missing, Ticket.Deleted), which need no change of the
+	// records already stored. An older ticketbridge refuses the file,
+	// rather than sync those tickets again.
+	func(btx *bolt.Tx) error {
+		_, err := btx.CreateBucketIfNotExists([]byte(bucketNotOurs))
+		return err
+	},
+}
 
 // initSchema creates the buckets of a fresh file, checks the version of an
 // existing one and migrates it forward. migs decides the target version

@@ -50,6 +50,11 @@ type Stats struct {
 
 	// Cursors counts the stored adapter cursors.
 	Cursors int
+	// NotOurs counts the helpdesk tickets that are not this hotel's
+	// (see [NotOurs]); Deleted the tickets taken for deleted on the
+	// platform (see Ticket.Deleted), counted in Tickets and Retired too.
+	NotOurs int
+	Deleted int
 }
 
 // Stats summarises the state in one read transaction. It decodes every
@@ -70,6 +75,9 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 			if t.Retired {
 				st.Retired++
 			}
+			if !t.Deleted.IsZero() {
+				st.Deleted++
+			}
 			if t.LastError != "" {
 				st.WithErrors++
 			}
@@ -89,6 +97,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 			{bucketJournalUnmarked, &st.JournalUnmarked},
 			{bucketJournal, &st.JournalSent},
 			{bucketCursors, &st.Cursors},
+			{bucketNotOurs, &st.NotOurs},
 		} {
 			if *c.n, err = tx.kv.count(c.bucket); err != nil {
 				return err

@@ -20,7 +20,7 @@ import (
 //
 // An entry holds the ticket packed into one string (packTicket), not the
 // decoded struct: a daemon of thousands of hotels keeps every hotel's
-// tickets here, and the struct with its ten times is about three times
+// tickets here, and the struct with its eleven times is about three times
 // the packed size. Unpacking allocates nothing: the ticket's strings are
 // substrings of the packed one, and nothing can write through a string.
 type ticketCache struct {
@@ -76,9 +76,9 @@ func (c *ticketCache) forget(key string) {
 }
 
 // ticketTimes returns pointers to t's times, in their packed order.
-func ticketTimes(t *Ticket) [10]*time.Time {
-	return [10]*time.Time{&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt,
-		&t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.CreatedAt, &t.UpdatedAt}
+func ticketTimes(t *Ticket) [11]*time.Time {
+	return [11]*time.Time{&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt,
+		&t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt}
 }
 
 // ticketStrings returns pointers to t's strings but its id, in their
@@ -90,7 +90,7 @@ func ticketStrings(t *Ticket) [8]*string {
 
 // packTicket packs t (its revision aside) into one string: the id, then
 // each other string as its length and bytes, each time as 0 (zero) or its
-// nanoseconds plus one and its Unix seconds, the two counts, and the two
+// nanoseconds plus one and its Unix seconds, the three counts, and the two
 // flags. ok is false when a time is not in UTC: state stores UTC, and a
 // time unpacked comes back in UTC, so any other would not come back the
 // same.
@@ -114,6 +114,7 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	}
 	b = binary.AppendVarint(b, int64(t.QuietStreak))
 	b = binary.AppendVarint(b, int64(t.Attempts))
+	b = binary.AppendVarint(b, int64(t.Missing))
 	var flags byte
 	if t.ReconcileSoon {
 		flags |= 1
@@ -141,6 +142,7 @@ func unpackTicket(p string, idLen int) Ticket {
 	}
 	t.QuietStreak = int(r.varint())
 	t.Attempts = int(r.varint())
+	t.Missing = int(r.varint())
 	flags := p[r.i]
 	t.ReconcileSoon, t.Retired = flags&1 != 0, flags&2 != 0
 	return t

@@ -93,7 +93,7 @@ func TestTicketPackRoundTrip(t *testing.T) {
 		UpstreamUpdatedAt: at.Add(-time.Hour), AgreedStatus: "open", AgreedAt: time.Date(1969, 7, 20, 20, 17, 40, 1, time.UTC),
 		ReconciledAt: at, LastReconcile: "in_sync", ReconcileSoon: true, NextDue: at.Add(10 * time.Minute),
 		DueReason: "quiet", QuietStreak: 300, LastActivity: at, ClosedAt: at, Retired: true,
-		LastError: strings.Repeat("é", 200), Attempts: 1 << 40, CreatedAt: at, UpdatedAt: at}
+		LastError: strings.Repeat("é", 200), Attempts: 1 << 40, Missing: 3, Deleted: at.Add(time.Second), CreatedAt: at, UpdatedAt: at}
 	for _, in := range []Ticket{full, {ID: "x"}} {
 		data, err := encode(ticketVersion, in)
 		if err != nil {
