@@ -115,7 +115,9 @@ func ReadNow(ctx context.Context, st *state.Store, ticketID string, now time.Tim
 		if !ok {
 			return ErrNoSuchTicket
 		}
-		t.NextDue, t.DueReason, t.Retired = now, DueAsked, false
+		// A request taken for deleted on the platform is read again too:
+		// a 404 retires it again at once, a 200 brings it back.
+		t.NextDue, t.DueReason, t.Retired, t.Deleted = now, DueAsked, false, time.Time{}
 		if err := tx.PutTicket(t); err != nil {
 			return err
 		}

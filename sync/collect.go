@@ -48,15 +48,22 @@ func (c *cycle) collect() {
 		return
 	}
 
-	in := collectInput{now: c.now, events: events, tickets: map[string]*state.Ticket{}, journaled: map[string]bool{}}
+	in := collectInput{now: c.now, events: events, tickets: map[string]*state.Ticket{}, journaled: map[string]bool{}, ignored: map[string]bool{}}
 	if err := e.st.View(c.ctx, func(tx *state.Tx) error { return in.read(tx) }); err != nil {
 		c.stop(fmt.Errorf("read journal: %w", err))
 		return
 	}
+	// Tickets state holds no mapping of were not created by the bridge:
+	// read first, those the API does not show this hotel are not its own
+	// (see notours.go), and those whose read failed wait.
+	notOurs, unchecked := c.checkUnknown(in.unknown())
+	for _, n := range notOurs {
+		in.ignored[n.ID] = true
+	}
 	// Tickets state does not hold, or holds without a helpdesk ticket, are
 	// looked up: the helpdesk says what it already holds and what was
 	// already sent, so nothing is sent twice after a lost state file.
-	in.adoptions = c.lookupAll(in.needLookup())
+	in.adoptions = c.lookupAll(slices.DeleteFunc(in.needLookup(), func(id string) bool { return in.ignored[id] || unchecked[id] }))
 	if c.stopped() {
 		return // a lookup stopped the cycle: no further writes
 	}
@@ -66,6 +73,11 @@ func (c *cycle) collect() {
 	}
 
 	err = e.st.Update(c.keep(), func(tx *state.Tx) error {
+		for _, n := range notOurs {
+			if err := tx.PutNotOurs(n); err != nil {
+				return err
+			}
+		}
 		for _, t := range p.puts {
 			if err := tx.PutTicket(t); err != nil {
 				return err
@@ -111,6 +123,9 @@ type collectInput struct {
 	tickets   map[string]*state.Ticket // the events' tickets; nil: not in state
 	journaled map[string]bool          // events already journaled
 	adoptions map[string]adoption      // what Lookup found; a failed lookup is absent
+	// ignored are the tickets whose events are ignored: not this hotel's
+	// (state.NotOurs) or deleted on the platform (see notours.go).
+	ignored map[string]bool
 }
 
 // read fills in the events' tickets and journal entries from tx.
@@ -133,11 +148,39 @@ func (in *collectInput) read(tx *state.Tx) error {
 		}
 		if ok {
 			in.tickets[t.ID] = &t
-		} else {
-			in.tickets[ev.UpstreamTicketID] = nil
+			if !t.Deleted.IsZero() {
+				in.ignored[t.ID] = true
+			}
+			continue
+		}
+		in.tickets[ev.UpstreamTicketID] = nil
+		if _, ok, err := tx.NotOurs(ev.UpstreamTicketID); err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		} else if ok {
+			in.ignored[ev.UpstreamTicketID] = true
 		}
 	}
 	return nil
+}
+
+// unknown returns the tickets of the events that state holds no mapping
+// of and does not ignore, sorted, and the helpdesk ticket each event
+// names.
+func (in *collectInput) unknown() ([]string, map[string]string) {
+	var ids []string
+	refs := map[string]string{}
+	for _, ev := range in.events {
+		id := ev.UpstreamTicketID
+		if t, ok := in.tickets[id]; !ok || t != nil || in.ignored[id] {
+			continue
+		}
+		if _, seen := refs[id]; !seen {
+			ids = append(ids, id)
+		}
+		refs[id] = string(ev.Ref)
+	}
+	slices.Sort(ids)
+	return ids, refs
 }
 
 // needLookup returns the tickets to look up in the helpdesk: those state
@@ -174,6 +217,8 @@ type collectPlan struct {
 //   - Each event wakes its ticket; a status change records the helpdesk's
 //     status and its time (the newer change wins).
 //   - A note is not sent when TICKETBRIDGE_NOTES_UPSTREAM is off.
+//   - The events of a ticket not this hotel's, or deleted on the
+//     platform, are ignored (see notours.go).
 func (e *Engine) planCollect(in collectInput) collectPlan {
 	p := collectPlan{complete: true}
 	tickets := make(map[string]*state.Ticket, len(in.tickets))
@@ -212,6 +257,10 @@ func (e *Engine) planCollect(in collectInput) collectPlan {
 			continue
 		}
 		if journaled[ev.ID] {
+			continue
+		}
+		if in.ignored[ev.UpstreamTicketID] {
+			p.skipped++ // not this hotel's, or deleted on the platform
 			continue
 		}
 		t := tickets[ev.UpstreamTicketID]

@@ -48,6 +48,8 @@ func DueReasonText(reason string) string {
 		return "held: the helpdesk holds a change until the team does what it asks (see the ticket's last error); tried again every few minutes"
 	case DueAsked:
 		return "asked: an operator asked to read it now"
+	case DueDeleted:
+		return "deleted: the request was deleted on the platform (the API answered 404 for it while the hotel's other requests read fine); not read any more"
 	case DueRetired:
 		return "retired: closed for longer than TICKETBRIDGE_CLOSED_GRACE, read at TICKETBRIDGE_RETIRED_INTERVAL; a list showing it changed makes it due at once"
 	case "":
@@ -137,7 +139,7 @@ func slotHash(prefix, id string) uint64 {
 // slot when it is later; it reports whether it did. Tickets not read since
 // the interval was shortened, or stored before it existed, come in this way.
 func (p policy) capFull(t *state.Ticket, now time.Time) bool {
-	if guestapi.Status(t.UpstreamStatus).Closed() || t.Ref == "" || t.Attempts > 0 {
+	if guestapi.Status(t.UpstreamStatus).Closed() || t.Ref == "" || t.Attempts > 0 || !t.Deleted.IsZero() {
 		return false
 	}
 	slot := p.fullReadSlot(t.ID, now)

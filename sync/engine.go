@@ -368,7 +368,12 @@ type cycle struct {
 	rep      Report
 	fatal    error
 	readFail map[string]bool // tickets whose refresh failed in this cycle
-	ws       *workingSet     // what discover read of state (see workingSet); nil before
+	// read200 says that a request of the hotel read 200 in this cycle,
+	// and witnessed what cycle.witness found (see notours.go).
+	read200   atomic.Bool
+	witnessMu gosync.Mutex
+	witnessed witness
+	ws        *workingSet // what discover read of state (see workingSet); nil before
 	// known holds the message ids state records for the tickets refresh
 	// reads (see readKnown), by ticket id; set before the reads start,
 	// then only read.

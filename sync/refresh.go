@@ -41,6 +41,8 @@ type refreshResult struct {
 	appended                                     int   // messages newly written to the helpdesk
 	unsignalled                                  bool  // the read found a change no list could show
 	limited                                      error // the read was refused with a 429: the ticket is still due
+	notFound                                     error // the read was answered 404: settled once every read is in (settleMissing)
+	notOurs                                      *state.NotOurs
 
 	// What a reconcile did (see reconcile.go): its outcome ("" when the
 	// ticket was not reconciled), whether it carried the status up, the
@@ -113,6 +115,7 @@ func (c *cycle) refresh() {
 	imported := 0
 	progressEvery := max(10, toImport/10)
 	var unsignalled []string
+	var missing []refreshResult // reads answered 404, settled once all are in
 	var panicked *CyclePanic
 	defer func() {
 		if panicked != nil {
@@ -160,6 +163,10 @@ func (c *cycle) refresh() {
 			c.unread(r.t.ID) // nothing changed: the ticket stays due
 			continue
 		}
+		if r.notFound != nil {
+			missing = append(missing, r)
+			continue
+		}
 		if quietRead(r) {
 			e.deferRead(r) // stored with the cycle record: see deferred.go
 			continue
@@ -169,6 +176,9 @@ func (c *cycle) refresh() {
 			c.flush(batch)
 			batch = nil
 		}
+	}
+	if panicked == nil {
+		batch = append(batch, c.settleMissing(tracked, missing)...)
 	}
 	c.flush(batch)
 	if len(unsignalled) > 0 && !c.storeBroken {
@@ -241,10 +251,10 @@ func (c *cycle) readKnown(due []state.Ticket) error {
 // (waiting) is read every cycle it is not backing off: send lets the
 // change go only after a read of the ticket in the same cycle, so that the
 // newer of the two changes wins. A ticket to reconcile (recon) is read
-// too. It does no I/O.
+// too. A ticket deleted on the platform is never read. It does no I/O.
 func planReads(tracked []state.Ticket, waiting, recon map[string]bool, pol policy, now time.Time) []state.Ticket {
 	picked := pickTickets(tracked, func(t *state.Ticket) bool {
-		return pol.due(t, now) || (waiting[t.ID] && t.Attempts == 0) || recon[t.ID]
+		return t.Deleted.IsZero() && (pol.due(t, now) || (waiting[t.ID] && t.Attempts == 0) || recon[t.ID])
 	})
 	slices.SortFunc(picked, func(a, b *state.Ticket) int {
 		if (a.Ref == "") != (b.Ref == "") {
@@ -361,8 +371,17 @@ func (c *cycle) flush(batch []refreshResult) {
 
 // put writes one result.
 func (c *cycle) put(tx *state.Tx, r refreshResult) error {
+	if r.notOurs != nil {
+		return putNotOurs(tx, *r.notOurs)
+	}
 	if err := tx.PutTicket(r.t); err != nil {
 		return err
+	}
+	if r.adopted {
+		// Found by Lookup after a 200: this hotel's after all.
+		if err := tx.DeleteNotOurs(r.t.ID); err != nil {
+			return err
+		}
 	}
 	if r.seed != nil {
 		if err := putSeeds(tx, c.e.hd.Name(), r.t.ID, r.seed.ref, r.seed.f, c.now); err != nil {
@@ -412,6 +431,11 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 			r.limited = err // still due: read in a later cycle, not backed off
 			return r
 		}
+		if errors.Is(err, guestapi.ErrNotFound) && !c.interrupted(err) {
+			c.unread(t.ID)
+			r.notFound = err
+			return r
+		}
 		return c.ticketError(r, "get ticket", err)
 	}
 	r.read = true
@@ -419,6 +443,8 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	if d.ID != t.ID {
 		return c.ticketError(r, "get ticket", fmt.Errorf("the API answered with ticket %q", d.ID))
 	}
+	c.read200.Store(true)
+	r.t.Missing = 0
 	ref, known, err := c.helpdeskTicket(&r, d)
 	if err != nil {
 		return r

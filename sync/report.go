@@ -53,9 +53,14 @@ type Report struct {
 	StatusDown  int `json:"status_down"`
 	Events      int `json:"events"`  // helpdesk events journaled (pulled up)
 	Sent        int `json:"sent"`    // journal entries confirmed upstream
-	Skipped     int `json:"skipped"` // events with nothing to send (notes off, status already set, superseded)
+	Skipped     int `json:"skipped"` // events with nothing to send (notes off, status already set, superseded, a ticket not this hotel's or deleted upstream)
 	Failed      int `json:"failed"`  // entries refused for good
 	Errors      int `json:"errors"`  // failures recorded on tickets and entries
+	// NotOurs counts the helpdesk tickets found not this hotel's (the API
+	// answered 404 for a request the bridge did not create), Deleted the
+	// requests taken for deleted on the platform (see notours.go).
+	NotOurs int `json:"not_ours,omitempty"`
+	Deleted int `json:"deleted,omitempty"`
 
 	APIRequests int `json:"api_requests"` // calls of the Guest Requests API
 	Throttled   int `json:"throttled"`    // reads the API answered with 429; the cycle slowed down

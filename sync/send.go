@@ -107,8 +107,10 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 			skip  string // set: nothing to send, for this reason
 			perm  error  // set: refused for good without a request
 		)
-		switch en.Kind {
-		case state.KindReply, state.KindNote:
+		switch {
+		case !t.Deleted.IsZero():
+			perm = errors.New("the request was deleted on the platform: nothing can be sent to it")
+		case en.Kind == state.KindReply, en.Kind == state.KindNote:
 			if en.Kind == state.KindNote && !e.cfg.NotesUpstream {
 				perm = errors.New("internal notes are not sent upstream (TICKETBRIDGE_NOTES_UPSTREAM=false)")
 				break
@@ -118,7 +120,7 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 				Body: en.Payload.Body, VisibleToGuest: en.Payload.Visible, AuthorName: en.Payload.AuthorName,
 			}, en.IdempotencyKey)
 			msgID = res.MessageID
-		case state.KindStatus:
+		case en.Kind == state.KindStatus:
 			s := guestapi.Status(en.Payload.Status)
 			switch {
 			case !s.Settable():

@@ -61,14 +61,20 @@ func (s Status) setAside(mail bool) []adapters.HeldError {
 
 // StatusCounts sums the tickets up by how the engine treats them.
 type StatusCounts struct {
-	Tickets  int `json:"tickets"`
-	Active   int `json:"active"`  // due now or soon: new, changed, an event, or recent activity polled
-	Quiet    int `json:"quiet"`   // nothing changed lately: read when a list shows a change, or at the full-read slot
-	Closed   int `json:"closed"`  // closed upstream, read at the closed interval
-	Retired  int `json:"retired"` // not read any more
-	Failing  int `json:"failing"` // the last try failed
-	Pending  int `json:"pending"` // journal entries waiting
-	Failed   int `json:"failed"`  // journal entries refused for good
+	Tickets int `json:"tickets"`
+	Active  int `json:"active"`  // due now or soon: new, changed, an event, or recent activity polled
+	Quiet   int `json:"quiet"`   // nothing changed lately: read when a list shows a change, or at the full-read slot
+	Closed  int `json:"closed"`  // closed upstream, read at the closed interval
+	Retired int `json:"retired"` // not read any more
+	Failing int `json:"failing"` // the last try failed
+	Pending int `json:"pending"` // journal entries waiting
+	Failed  int `json:"failed"`  // journal entries refused for good
+	// Deleted counts the tracked tickets taken for deleted on the
+	// platform, not read any more (not counted as retired); NotOurs the
+	// helpdesk tickets not this hotel's, whose events are ignored (not
+	// tracked, so not in Tickets). See docs/when-a-request-looks-wrong.md.
+	Deleted  int `json:"deleted"`
+	NotOurs  int `json:"not_ours"`
 	Mirrored int `json:"mirrored"`
 	Own      int `json:"own"`
 }
@@ -83,9 +89,11 @@ type TicketStatus struct {
 	NextDue        time.Time `json:"next_due,omitzero"`
 	DueReason      string    `json:"due_reason,omitempty"`
 	Retired        bool      `json:"retired,omitempty"`
-	LastActivity   time.Time `json:"last_activity,omitzero"`
-	Attempts       int       `json:"attempts,omitempty"`
-	LastError      string    `json:"last_error,omitempty"`
+	// Deleted is when the ticket was taken for deleted on the platform.
+	Deleted      time.Time `json:"deleted,omitzero"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
+	Attempts     int       `json:"attempts,omitempty"`
+	LastError    string    `json:"last_error,omitempty"`
 	// AgreedStatus is the status both sides last agreed on ("" unknown),
 	// ReconciledAt the last reconcile and LastReconcile its outcome.
 	AgreedStatus  string    `json:"agreed_status,omitempty"`
@@ -129,6 +137,7 @@ func entryStatus(e state.Entry) EntryStatus {
 // and decides which tickets count as active.
 func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, error) {
 	s := Status{At: now, Tickets: []TicketStatus{}}
+	notOurs := 0
 	err := st.View(ctx, func(tx *state.Tx) error {
 		var err error
 		if s.Adapter, _, err = tx.Meta(MetaAdapter); err != nil {
@@ -163,7 +172,7 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 		err = tx.ForEachTicket(func(t state.Ticket) error {
 			ts := TicketStatus{
 				ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, LastActivity: t.LastActivity,
+				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, LastActivity: t.LastActivity,
 				Attempts: t.Attempts, LastError: t.LastError,
 				AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 				Mirrored: mirrored[t.ID], Own: own[t.ID],
@@ -175,6 +184,9 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 			return nil
 		})
 		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
+		}
+		if err := tx.ForEachNotOurs(func(state.NotOurs) error { notOurs++; return nil }); err != nil && !errors.Is(err, state.ErrCorrupt) {
 			return err
 		}
 		ps, err := tx.PendingJournal()
@@ -200,6 +212,7 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 		return cmp.Or(b.LastActivity.Compare(a.LastActivity), cmp.Compare(a.ID, b.ID))
 	})
 	s.Counts = countTickets(s)
+	s.Counts.NotOurs = notOurs
 	return s, nil
 }
 
@@ -238,6 +251,8 @@ func countTickets(s Status) StatusCounts {
 		c.Mirrored += t.Mirrored
 		c.Own += t.Own
 		switch {
+		case !t.Deleted.IsZero():
+			c.Deleted++
 		case t.Retired:
 			c.Retired++
 		case t.Attempts > 0:
@@ -317,7 +332,7 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 		}
 		d.TicketStatus = TicketStatus{
 			ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, LastActivity: t.LastActivity,
+			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, LastActivity: t.LastActivity,
 			Attempts: t.Attempts, LastError: t.LastError,
 			AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 		}
