@@ -401,6 +401,8 @@ func when(t time.Time) string {
 // dueText says when a ticket is read next, relative to now.
 func dueText(t sync.TicketStatus, now time.Time) string {
 	switch {
+	case !t.Deleted.IsZero():
+		return "never (deleted on the platform)"
 	case t.Retired:
 		return "never (retired)"
 	case t.NextDue.IsZero() || !t.NextDue.After(now):
@@ -450,6 +452,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 	c := s.Counts
 	fmt.Fprintf(tw, "Tickets\t%d tracked: %d active, %d quiet, %d closed, %d retired, %d failing\n",
 		c.Tickets, c.Active, c.Quiet, c.Closed, c.Retired, c.Failing)
+	if c.Deleted+c.NotOurs > 0 {
+		fmt.Fprintf(tw, "Not synced\t%d deleted on the platform, %d helpdesk tickets of another hotel (see docs/when-a-request-looks-wrong.md)\n", c.Deleted, c.NotOurs)
+	}
 	fmt.Fprintf(tw, "Messages\t%d mirrored into the helpdesk, %d posted upstream by the bridge\n", c.Mirrored, c.Own)
 	fmt.Fprintf(tw, "Outbound\t%d waiting to be sent, %d refused\n", c.Pending, c.Failed)
 	if err := tw.Flush(); err != nil {

@@ -407,6 +407,8 @@ func short(id string) string {
 // dueText says when a ticket is read next, relative to now.
 func dueText(t sync.TicketStatus, now time.Time) string {
 	switch {
+	case !t.Deleted.IsZero():
+		return "never (deleted on the platform)"
 	case t.Retired:
 		return "never (retired)"
 	case t.NextDue.IsZero() || !t.NextDue.After(now):

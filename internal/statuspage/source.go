@@ -362,7 +362,7 @@ func (h *Hotel) patchTicket(t state.Ticket) {
 	for i := range ts {
 		if ts[i].ID == t.ID {
 			c := ts[i]
-			c.NextDue, c.DueReason, c.Retired = t.NextDue, t.DueReason, t.Retired
+			c.NextDue, c.DueReason, c.Retired, c.Deleted = t.NextDue, t.DueReason, t.Retired, t.Deleted
 			h.status.Tickets = replaced(ts, i, c)
 			return
 		}
