@@ -11,6 +11,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/internal/testutil"
+	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -251,4 +252,41 @@ func TestWrongKeyRetiresNothing(t *testing.T) {
 		}
 	}
 	e.checkExactlyOnce()
+}
+
+// TestNeighbourRecordOfEarlierVersionLeaves: a state that an earlier
+// version filled with the neighbour's ticket (tracked from its events,
+// never read with a 200, a reply journaled) lets it go at its next read:
+// no longer tracked, its entries gone, nothing failing, counted as not
+// this hotel's.
+func TestNeighbourRecordOfEarlierVersionLeaves(t *testing.T) {
+	a := newEnv(t)
+	b := neighbour(a)
+	ida := a.request(a.ts.Org, "Towels to 214")
+	idb := b.request(a.ts.OtherOrg, "Pillows to 118")
+	a.cycle()
+	b.cycle()
+	refb := a.ref(idb)
+	if err := a.store.Update(context.Background(), func(tx *state.Tx) error {
+		if err := tx.PutTicket(state.Ticket{ID: idb, Ref: string(refb), NextDue: a.clock.Now(), DueReason: tbsync.DueEvent}); err != nil {
+			return err
+		}
+		_, err := tx.PutJournal(state.Entry{EventID: "old-event", TicketID: idb, Ref: string(refb), IdempotencyKey: "k-old-event",
+			Kind: state.KindReply, Payload: state.Payload{Body: "Pillows on the way.", Visible: true}, State: state.Pending, CreatedAt: a.clock.Now()})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if r := a.tick(); r.Errors != 0 {
+			t.Errorf("cycle: %s", r)
+		}
+	}
+	s, js := a.statusJSON()
+	if len(s.Tickets) != 1 || s.Tickets[0].ID != ida || s.Counts.NotOurs != 1 || s.Counts.Pending+s.Counts.Failed+s.Counts.Failing != 0 {
+		t.Errorf("hotel A after the neighbour's record left:\n%s", js)
+	}
+	if hasBody(a.upstream(idb), "Pillows on the way.") {
+		t.Error("hotel A sent its journaled entry to the neighbour's request")
+	}
 }
