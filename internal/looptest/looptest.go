@@ -262,6 +262,20 @@ func (l *Loop) Upstream(id string) refserver.InternalView {
 // Logs returns everything the engine and the adapter logged so far.
 func (l *Loop) Logs() string { return l.logs.String() }
 
+// Status returns what `ticketbridge status` shows of the loop's state,
+// the engine started if it was not.
+func (l *Loop) Status() tbsync.Status {
+	l.t.Helper()
+	if l.engine == nil {
+		l.open()
+	}
+	s, err := tbsync.ReadStatus(l.t.Context(), l.store, l.now()())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return s
+}
+
 // Post is one post of the helpdesk ticket, as the test found it.
 type Post struct {
 	Body string
