@@ -282,6 +282,9 @@ func (r Report) LogValue() slog.Value {
 	if r.DryRun {
 		attrs = append(attrs, slog.Bool("dry_run", true))
 	}
+	if r.NotOurs+r.Deleted > 0 {
+		attrs = append(attrs, slog.Int("not_ours", r.NotOurs), slog.Int("deleted", r.Deleted))
+	}
 	for _, p := range r.PutOff {
 		attrs = append(attrs, slog.Time(p.Side+"_put_off_until", p.Until))
 	}
