@@ -43,7 +43,7 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tel, _, _ := testTelemetry(t, config.Telemetry{})
+	tel, _ := testTelemetry(t, config.Telemetry{})
 	bridge.ReportHeld(t.Context(), tel, hd)
 	text := testutil.Scrape(t, tel.Handler(nil))
 	if testutil.MetricValue(t, text, "ticketbridge_outbox_failed_total") != 1 || testutil.MetricValue(t, text, "ticketbridge_outbox_failed_files") != 1 ||

@@ -110,13 +110,12 @@ func (t *Telemetry) Hotel(name string) *Telemetry {
 		delete(b.broken, name)
 		return h
 	case b.one:
-		h = &Telemetry{cfg: Options{CycleMax: t.cfg.CycleMax}, log: t.log, now: t.now, notify: t.notify, ready: t.ready, watchdogEvery: -1, m: t.m, prop: t.prop}
+		h = &Telemetry{cfg: Options{CycleMax: t.cfg.CycleMax}, log: t.log, notify: t.notify, ready: t.ready, watchdogEvery: -1, m: t.m, prop: t.prop}
 		b.hotel = h
 	default:
 		h = &Telemetry{
 			cfg:           Options{CycleMax: t.cfg.CycleMax},
 			log:           t.log.With("hotel", name),
-			now:           t.now,
 			notify:        func(string) error { return nil },
 			watchdogEvery: -1,
 			m:             newMetrics(), // sent by the daemon's exposition
@@ -299,7 +298,7 @@ func (t *Telemetry) Readiness(now time.Time) (bool, string) {
 // PageHotels lists the hotels on the status page, with the readiness
 // /readyz gives them.
 func (t *Telemetry) PageHotels() []statuspage.Listed {
-	hs := t.hotels.judge(t.now())
+	hs := t.hotels.judge(time.Now())
 	out := make([]statuspage.Listed, 0, len(hs))
 	for _, h := range hs {
 		// The list says ready or not itself: "ok: " would repeat it.

@@ -11,9 +11,10 @@ import (
 // TestFleetReadinessEveryHotel: without TICKETBRIDGE_READY_HOTELS every
 // hotel counts for /readyz, so one failing hotel makes the daemon not
 // ready and is named; with the set, a hotel outside it does not count.
-func TestFleetReadinessEveryHotel(t *testing.T) {
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	opts := Options{CycleMax: time.Hour, Now: func() time.Time { return now }}
+func TestFleetReadinessEveryHotel(t *testing.T) { atT0(t, testFleetReadinessEveryHotel) }
+
+func testFleetReadinessEveryHotel(t *testing.T) {
+	opts := Options{CycleMax: time.Hour}
 	sched, err := sync.ParseSchedule("@every 30s")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestFleetReadinessEveryHotel(t *testing.T) {
 		good.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
 		tel.Hotel("revoked")
 		tel.DropHotel("revoked", "the API refused the key")
-		ok, reason := tel.Readiness(now)
+		ok, reason := tel.Readiness(time.Now())
 		if ok != tc.ok || !strings.HasPrefix(reason, tc.prefix) || !strings.Contains(reason, "hotel revoked: not ready") {
 			t.Errorf("ready hotels %q: readiness %v, %q; want %v, starting %q and naming revoked", tc.ready, ok, reason, tc.ok, tc.prefix)
 		}

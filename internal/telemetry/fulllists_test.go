@@ -27,7 +27,7 @@ func fullReport(t *testing.T, lists string) sync.Report {
 func TestFullListsMetric(t *testing.T) {
 	two := `[{"status":"new","department":"busy"},{"status":"in_progress","department":"spa"}]`
 
-	tel, _, _ := testTelemetry(t, Options{})
+	tel, _ := testTelemetry(t, Options{})
 	h := tel.Handler(nil)
 	if got := testutil.MetricValue(t, testutil.Scrape(t, h), "ticketbridge_full_lists"); got != 0 {
 		t.Fatalf("ticketbridge_full_lists before the first cycle = %v, want 0", got)

@@ -19,7 +19,7 @@ import (
 // the watchdog (see the comment at the top of telemetry.go).
 func (t *Telemetry) AliveUntil() time.Time {
 	if t.hotels != nil {
-		return t.hotels.aliveUntil(t.now(), t.cfg.CycleMax)
+		return t.hotels.aliveUntil(time.Now(), t.cfg.CycleMax)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -48,7 +48,7 @@ func (t *Telemetry) FeedWatchdog() bool {
 	if t.ready != nil && !t.ready.Load() {
 		return false // a fleet of one's hotel not started yet: READY comes first
 	}
-	now := t.now()
+	now := time.Now()
 	until := t.AliveUntil()
 	alive := now.Before(until)
 	t.mu.Lock()

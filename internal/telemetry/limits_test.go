@@ -38,7 +38,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // server in refserver's TestOversizedBodiesRefused, the webhook inbound
 // endpoint in webhook's TestInboundAnswers, "too large".)
 func TestTelemetryBodyLimits(t *testing.T) {
-	tel, _, _ := testTelemetry(t, Options{CycleMax: time.Hour})
+	tel, _ := testTelemetry(t, Options{CycleMax: time.Hour})
 	h := tel.Handler(nil)
 	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut} {
 		for _, path := range []string{"/metrics", "/healthz", "/readyz", "/", "/nothing"} {

@@ -12,7 +12,7 @@ import (
 // TestPropagationHistograms: the engine's per-cycle measurements add up
 // in ticketbridge_propagation_seconds, one series per direction.
 func TestPropagationHistograms(t *testing.T) {
-	tel, _, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
+	tel, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
 	h := tel.Handler(nil)
 	text := testutil.Scrape(t, h)
 	for _, want := range []string{

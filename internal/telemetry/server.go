@@ -39,7 +39,7 @@ func (t *Telemetry) Start(ctx context.Context, page Page, sched cron.Schedule, i
 	t.mu.Lock()
 	first := t.begun.IsZero()
 	t.sched, t.interval, t.stats = sched, interval, stats
-	t.begun = t.now()
+	t.begun = time.Now()
 	t.nextDue = t.begun // the first cycle runs at once
 	t.running = false
 	t.mu.Unlock()
@@ -137,14 +137,14 @@ func (t *Telemetry) Handler(page Page) http.Handler {
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// Readiness depends on the clock too (nothing synced for
 		// TICKETBRIDGE_CYCLE_MAX): judge it at each scrape.
-		t.Readiness(t.now()) // sets the ready gauges
+		t.Readiness(time.Now()) // sets the ready gauges
 		metrics.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		plain(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, reason := t.Readiness(t.now())
+		ok, reason := t.Readiness(time.Now())
 		if !ok {
 			plain(w, http.StatusServiceUnavailable, "not ready: "+reason)
 			return

@@ -63,7 +63,6 @@ import (
 type Telemetry struct {
 	cfg    Options
 	log    *slog.Logger
-	now    func() time.Time
 	notify func(state string) error
 	// ready, when set, is whether READY=1 was sent, once for a fleet of
 	// one, shared by the daemon's telemetry and its hotel's: once the
@@ -108,8 +107,9 @@ type Telemetry struct {
 
 // Options are the telemetry's settings: the listener and the cycle bound
 // from the daemon's configuration, and what tests replace of the process
-// (the clock, systemd's notifications, the watchdog's period), whose zero
-// values are the daemon's.
+// (systemd's notifications, the watchdog's period), whose zero values are
+// the daemon's. The clock is the runtime's (time.Now): tests move it in a
+// testing/synctest bubble.
 type Options struct {
 	// Listen is the host:port of the metrics and health endpoints
 	// (TICKETBRIDGE_LISTEN); empty serves none.
@@ -119,8 +119,6 @@ type Options struct {
 	// 20 minutes.
 	CycleMax time.Duration
 
-	// Now is the clock; nil: time.Now.
-	Now func() time.Time
 	// Notify sends systemd a notification; nil: sdNotify.
 	Notify func(state string) error
 	// WatchdogEvery is the ping period; 0 asks systemd's environment
@@ -172,9 +170,6 @@ func newProcessTelemetry(log *slog.Logger, opts Options) *Telemetry {
 	if opts.CycleMax <= 0 {
 		opts.CycleMax = 20 * time.Minute
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	if opts.Notify == nil {
 		opts.Notify = sdNotify
 	}
@@ -183,7 +178,6 @@ func newProcessTelemetry(log *slog.Logger, opts Options) *Telemetry {
 	return &Telemetry{
 		cfg:           opts,
 		log:           log,
-		now:           opts.Now,
 		notify:        opts.Notify,
 		watchdogEvery: opts.WatchdogEvery,
 		reg:           reg,
@@ -196,12 +190,12 @@ func (t *Telemetry) CycleStarted() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running = true
-	t.runningFrom = t.now()
+	t.runningFrom = time.Now()
 }
 
 // CycleDone records a finished cycle: it is the engine's after-cycle hook.
 func (t *Telemetry) CycleDone(r sync.Report, err error) {
-	now := t.now()
+	now := time.Now()
 	outcome := r.Outcome
 	interrupted := errors.Is(err, sync.ErrInterrupted)
 	if interrupted {

@@ -54,7 +54,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel, _, _ := testTelemetry(t, Options{})
+	tel, _ := testTelemetry(t, Options{})
 	cl, err := guestapi.New(guestapi.Config{BaseURL: ts.URL, APIKey: ts.Keys.TicketsWrite, HTTPClient: &http.Client{Transport: tel.CountRequests(nil)}, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +109,12 @@ func TestAPIRequestsCounted(t *testing.T) {
 	}
 }
 
-func TestCycleMetricsAndReadiness(t *testing.T) {
-	tel, clock, sent := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
+// TestCycleMetricsAndReadiness runs at t0 in a bubble: the bounds pass
+// on its clock.
+func TestCycleMetricsAndReadiness(t *testing.T) { atT0(t, testCycleMetricsAndReadiness) }
+
+func testCycleMetricsAndReadiness(t *testing.T) {
+	tel, sent := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
 	h := tel.Handler(nil)
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, path, nil)
@@ -142,7 +146,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	}
 
 	// A failed cycle: not ready, with its reason.
-	clock.Advance(2 * time.Second)
+	time.Sleep(2 * time.Second)
 	fatal := fmt.Errorf("list tickets: %w", sync.ErrKeyRefused)
 	tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Duration: 2 * time.Second, Lag: 2500 * time.Millisecond, Fatal: fatal.Error()}, fatal)
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "revoked, expired or mistyped") {
@@ -150,7 +154,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	}
 
 	// A partial cycle that synced counts as a success.
-	clock.Advance(30 * time.Second)
+	time.Sleep(30 * time.Second)
 	tel.CycleDone(sync.Report{Outcome: sync.OutcomePartial, Synced: true, Duration: 1500 * time.Millisecond, Lag: 4 * time.Second, Mirrored: 4, Sent: 2, Errors: 1, Failed: 1,
 		Signalled: 5, Unsignalled: 1, Throttled: 3, Reconcile: map[string]int{sync.ReconcileCarriedUp: 2}}, nil)
 	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "partial") {
@@ -162,7 +166,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	}
 
 	text := testutil.Scrape(t, h)
-	okAt := float64(clock.Now().Unix())
+	okAt := float64(time.Now().Unix())
 	for series, want := range map[string]float64{
 		`ticketbridge_cycles_total{outcome="failed"}`:                   1,
 		`ticketbridge_cycles_total{outcome="partial"}`:                  1,
@@ -210,11 +214,11 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 	}
 
 	// Ready until TICKETBRIDGE_CYCLE_MAX past the next scheduled start.
-	clock.Advance(30*time.Second + 20*time.Minute)
+	time.Sleep(30*time.Second + 20*time.Minute)
 	if code, _ := get("/readyz"); code != 200 {
 		t.Fatalf("readyz CycleMax past the next start: %d, want 200", code)
 	}
-	clock.Advance(time.Second)
+	time.Sleep(time.Second)
 	// The gauge follows the clock at each scrape, not only when a cycle
 	// ends or /readyz is asked: a hung cycle turns it to 0.
 	if got := testutil.MetricValue(t, testutil.Scrape(t, h), "ticketbridge_ready"); got != 0 {
@@ -226,7 +230,7 @@ func TestCycleMetricsAndReadiness(t *testing.T) {
 
 	// A cycle in which no API call succeeded fails at once, and the
 	// success timestamp stays.
-	clock.Advance(time.Second)
+	time.Sleep(time.Second)
 	down := fmt.Errorf("run cycle: %w: list tickets: connection refused", sync.ErrNoAPISuccess)
 	tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: down.Error()}, down)
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "the last cycle failed") || !strings.Contains(body, "connection refused") {
@@ -276,88 +280,92 @@ func TestErrorKinds(t *testing.T) {
 // and a daily schedule, with and without cycle starts being reported.
 func TestWatchdogBound(t *testing.T) {
 	t.Run("every 30s", func(t *testing.T) {
-		tel, clock, sent := testTelemetry(t, Options{CycleMax: 10 * time.Minute})
-		sched, _ := sync.ParseSchedule("@every 30s")
-		if err := tel.Start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
-			t.Fatal(err)
-		}
-		defer tel.Stop()
-		drain(sent)
-		// The first cycle runs at once: alive for CycleMax from the start.
-		clock.Advance(10*time.Minute - time.Second)
-		if !tel.FeedWatchdog() {
-			t.Fatal("not fed during the first cycle")
-		}
-		if got := drain(sent); len(got) != 1 || got[0] != "WATCHDOG=1" {
-			t.Fatalf("notifications when fed: %q", got)
-		}
-		clock.Advance(time.Second)
-		if tel.FeedWatchdog() {
-			t.Fatal("fed although the first cycle has run for CycleMax")
-		}
-		if got := drain(sent); len(got) != 1 || !strings.HasPrefix(got[0], "STATUS=stuck") {
-			t.Fatalf("notifications when stuck: %q", got)
-		}
-		// A cycle completes: fed again until the next start + CycleMax.
-		tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
-		end := clock.Now()
-		if !tel.FeedWatchdog() {
-			t.Fatal("not fed after a cycle completed")
-		}
-		if got := drain(sent); got[len(got)-1] != "WATCHDOG=1" {
-			t.Fatalf("notifications: %q", got)
-		}
-		clock.Set(sched.Next(end).Add(10*time.Minute - time.Second))
-		if !tel.FeedWatchdog() {
-			t.Fatal("not fed within CycleMax of the next start")
-		}
-		clock.Set(sched.Next(end).Add(10 * time.Minute))
-		if tel.FeedWatchdog() {
-			t.Fatal("fed although no cycle completed within CycleMax of the next start")
-		}
-		// A failed cycle still completes.
-		tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: "API down"}, errors.New("API down"))
-		if !tel.FeedWatchdog() {
-			t.Fatal("a failed cycle did not feed the watchdog")
-		}
-		// A reported start bounds the cycle itself.
-		tel.CycleStarted()
-		clock.Advance(10*time.Minute - time.Second)
-		if !tel.FeedWatchdog() {
-			t.Fatal("not fed while a cycle runs within CycleMax")
-		}
-		clock.Advance(time.Second)
-		if tel.FeedWatchdog() {
-			t.Fatal("fed while a cycle runs past CycleMax")
-		}
+		atT0(t, func(t *testing.T) {
+			tel, sent := testTelemetry(t, Options{CycleMax: 10 * time.Minute})
+			sched, _ := sync.ParseSchedule("@every 30s")
+			if err := tel.Start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Stop()
+			drain(sent)
+			// The first cycle runs at once: alive for CycleMax from the start.
+			time.Sleep(10*time.Minute - time.Second)
+			if !tel.FeedWatchdog() {
+				t.Fatal("not fed during the first cycle")
+			}
+			if got := drain(sent); len(got) != 1 || got[0] != "WATCHDOG=1" {
+				t.Fatalf("notifications when fed: %q", got)
+			}
+			time.Sleep(time.Second)
+			if tel.FeedWatchdog() {
+				t.Fatal("fed although the first cycle has run for CycleMax")
+			}
+			if got := drain(sent); len(got) != 1 || !strings.HasPrefix(got[0], "STATUS=stuck") {
+				t.Fatalf("notifications when stuck: %q", got)
+			}
+			// A cycle completes: fed again until the next start + CycleMax.
+			tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
+			end := time.Now()
+			if !tel.FeedWatchdog() {
+				t.Fatal("not fed after a cycle completed")
+			}
+			if got := drain(sent); got[len(got)-1] != "WATCHDOG=1" {
+				t.Fatalf("notifications: %q", got)
+			}
+			time.Sleep(time.Until(sched.Next(end).Add(10*time.Minute - time.Second)))
+			if !tel.FeedWatchdog() {
+				t.Fatal("not fed within CycleMax of the next start")
+			}
+			time.Sleep(time.Until(sched.Next(end).Add(10 * time.Minute)))
+			if tel.FeedWatchdog() {
+				t.Fatal("fed although no cycle completed within CycleMax of the next start")
+			}
+			// A failed cycle still completes.
+			tel.CycleDone(sync.Report{Outcome: sync.OutcomeFailed, Fatal: "API down"}, errors.New("API down"))
+			if !tel.FeedWatchdog() {
+				t.Fatal("a failed cycle did not feed the watchdog")
+			}
+			// A reported start bounds the cycle itself.
+			tel.CycleStarted()
+			time.Sleep(10*time.Minute - time.Second)
+			if !tel.FeedWatchdog() {
+				t.Fatal("not fed while a cycle runs within CycleMax")
+			}
+			time.Sleep(time.Second)
+			if tel.FeedWatchdog() {
+				t.Fatal("fed while a cycle runs past CycleMax")
+			}
+		})
 	})
 	t.Run("daily", func(t *testing.T) {
-		tel, clock, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
-		sched, _ := sync.ParseSchedule("0 3 * * *")
-		if err := tel.Start(context.Background(), nil, sched, 24*time.Hour, nil); err != nil {
-			t.Fatal(err)
-		}
-		defer tel.Stop()
-		tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil) // 09:00
-		// Alive through the quiet day, until the next 03:00 + CycleMax.
-		next := sched.Next(t0)
-		clock.Set(next.Add(20*time.Minute - time.Second))
-		if !tel.FeedWatchdog() {
-			t.Fatalf("not fed before %s + CycleMax", next)
-		}
-		clock.Set(next.Add(20 * time.Minute))
-		if tel.FeedWatchdog() {
-			t.Fatalf("fed although the cycle of %s did not complete", next)
-		}
-		if ok, why := tel.Ready(next.Add(20*time.Minute - time.Second)); !ok {
-			t.Fatalf("not ready before %s + CycleMax: %s", next, why)
-		}
+		atT0(t, func(t *testing.T) {
+			tel, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
+			sched, _ := sync.ParseSchedule("0 3 * * *")
+			if err := tel.Start(context.Background(), nil, sched, 24*time.Hour, nil); err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Stop()
+			tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil) // 09:00
+			// Alive through the quiet day, until the next 03:00 + CycleMax.
+			next := sched.Next(t0)
+			time.Sleep(time.Until(next.Add(20*time.Minute - time.Second)))
+			if !tel.FeedWatchdog() {
+				t.Fatalf("not fed before %s + CycleMax", next)
+			}
+			time.Sleep(time.Until(next.Add(20 * time.Minute)))
+			if tel.FeedWatchdog() {
+				t.Fatalf("fed although the cycle of %s did not complete", next)
+			}
+			if ok, why := tel.Ready(next.Add(20*time.Minute - time.Second)); !ok {
+				t.Fatalf("not ready before %s + CycleMax: %s", next, why)
+			}
+		})
 	})
 }
 
 // TestWatchdogLoop feeds the watchdog from ticks until stopped.
 func TestWatchdogLoop(t *testing.T) {
-	tel, _, sent := testTelemetry(t, Options{})
+	tel, sent := testTelemetry(t, Options{})
 	sched, _ := sync.ParseSchedule("@every 30s")
 	if err := tel.Start(context.Background(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
@@ -484,17 +492,19 @@ func TestSystemdNotifications(t *testing.T) {
 // TestInterruptedCycleKeepsReadiness: a cycle cancelled (a daemon
 // stopping, a hotel handed over) is no failure for readiness or for the
 // metrics' error counts.
-func TestInterruptedCycleKeepsReadiness(t *testing.T) {
-	tel, clock, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
+func TestInterruptedCycleKeepsReadiness(t *testing.T) { atT0(t, testInterruptedCycleKeepsReadiness) }
+
+func testInterruptedCycleKeepsReadiness(t *testing.T) {
+	tel, _ := testTelemetry(t, Options{CycleMax: 20 * time.Minute})
 	sched, _ := sync.ParseSchedule("@every 30s")
 	if err := tel.Start(t.Context(), nil, sched, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer tel.Stop()
 	tel.CycleDone(sync.Report{Outcome: sync.OutcomeOK, Synced: true}, nil)
-	clock.Advance(30 * time.Second)
+	time.Sleep(30 * time.Second)
 	tel.CycleDone(sync.Report{Outcome: sync.OutcomeInterrupted}, sync.ErrInterrupted)
-	if ok, why := tel.Ready(clock.Now()); !ok {
+	if ok, why := tel.Ready(time.Now()); !ok {
 		t.Errorf("not ready after an interrupted cycle: %s", why)
 	}
 	if n := tel.m.cycles.WithLabelValues(sync.OutcomeFailed).get(); n != 0 {
