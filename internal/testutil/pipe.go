@@ -27,6 +27,18 @@ func PipeServer(t testing.TB, h http.Handler) *http.Transport {
 	// on its clock, past any the tests' clients set.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute, ReadTimeout: time.Minute,
 		WriteTimeout: time.Minute, IdleTimeout: time.Minute}
+	// The cleanup waits for every connection's goroutine to end: one that
+	// answered without reading a whole body lingers (net/http waits a
+	// moment before closing it), and a bubble must not end before it.
+	var conns sync.WaitGroup
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			conns.Done()
+		}
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -37,6 +49,7 @@ func PipeServer(t testing.TB, h http.Handler) *http.Transport {
 		tr.CloseIdleConnections()
 		_ = srv.Close()
 		<-served
+		conns.Wait()
 	})
 	return tr
 }
