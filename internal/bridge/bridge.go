@@ -592,7 +592,7 @@ type Console struct {
 // many ("" excepted) keeps only counts in memory and reads its request
 // list when its pages are viewed (statuspage.Hotel.OnDemand).
 func NewConsole(w *Bridge, name string) *Console {
-	h := statuspage.NewHotel(name, w.store, nil)
+	h := statuspage.NewHotel(name, w.store)
 	if name != "" {
 		h.OnDemand()
 	}

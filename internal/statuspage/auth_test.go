@@ -249,21 +249,21 @@ func session(t *testing.T, p *testPage, who string) *http.Cookie {
 	return nil
 }
 
-// send sends method path to srv with the cookie c alone (no jar) and the
+// send sends method path to p with the cookie c alone (no jar) and the
 // form, and returns the answer's code and the CSRF token its page offers:
 // "" when not signed in.
-func send(t *testing.T, srv string, c *http.Cookie, method, path string, form url.Values) (int, string) {
+func send(t *testing.T, p *testPage, c *http.Cookie, method, path string, form url.Values) (int, string) {
 	t.Helper()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
-	req, _ := http.NewRequest(method, srv+path, body)
+	req, _ := http.NewRequest(method, testutil.PipeURL+path, body)
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	req.AddCookie(c)
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := p.tr.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,28 +275,30 @@ func send(t *testing.T, srv string, c *http.Cookie, method, path string, form ur
 	return resp.StatusCode, ""
 }
 
-func TestSignOutEndsTheSession(t *testing.T) {
+func TestSignOutEndsTheSession(t *testing.T) { atT0(t, testSignOutEndsTheSession) }
+
+func testSignOutEndsTheSession(t *testing.T) {
 	p := newTestPage(t, testToken)
 	ines := session(t, p, "Ines") // a copy of it is kept, as a thief would
-	_, csrf := send(t, p.srv.URL, ines, "GET", "/", nil)
+	_, csrf := send(t, p, ines, "GET", "/", nil)
 	if csrf == "" {
 		t.Fatal("the session cookie does not sign in")
 	}
 	ana := session(t, p, "Ana") // in another browser
-	_, anaCSRF := send(t, p.srv.URL, ana, "GET", "/", nil)
-	if code, _ := send(t, p.srv.URL, ana, "POST", "/logout", url.Values{"csrf": {anaCSRF}}); code != http.StatusSeeOther {
+	_, anaCSRF := send(t, p, ana, "GET", "/", nil)
+	if code, _ := send(t, p, ana, "POST", "/logout", url.Values{"csrf": {anaCSRF}}); code != http.StatusSeeOther {
 		t.Fatalf("sign-out: %d", code)
 	}
-	if _, c := send(t, p.srv.URL, ana, "GET", "/", nil); c != "" {
+	if _, c := send(t, p, ana, "GET", "/", nil); c != "" {
 		t.Fatal("the cookie kept from before sign-out still signs in")
 	}
-	if _, c := send(t, p.srv.URL, ines, "GET", "/", nil); c == "" {
+	if _, c := send(t, p, ines, "GET", "/", nil); c == "" {
 		t.Fatal("one user's sign-out ended another's session")
 	}
-	if code, _ := send(t, p.srv.URL, ines, "POST", "/logout", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
+	if code, _ := send(t, p, ines, "POST", "/logout", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
 		t.Fatalf("sign-out: %d", code)
 	}
-	if code, _ := send(t, p.srv.URL, ines, "POST", "/retry?id=ev-refused", url.Values{"csrf": {csrf}}); code != http.StatusForbidden {
+	if code, _ := send(t, p, ines, "POST", "/retry?id=ev-refused", url.Values{"csrf": {csrf}}); code != http.StatusForbidden {
 		t.Fatalf("retry with a cookie kept from before sign-out: %d, want 403", code)
 	}
 	if e := p.entry("ev-refused"); e.State != state.Failed {
@@ -304,23 +306,27 @@ func TestSignOutEndsTheSession(t *testing.T) {
 	}
 }
 
-func TestNewTokenOrRestartEndsSessions(t *testing.T) {
+func TestNewTokenOrRestartEndsSessions(t *testing.T) { atT0(t, testNewTokenOrRestartEndsSessions) }
+
+func testNewTokenOrRestartEndsSessions(t *testing.T) {
 	p := newTestPage(t, testToken)
 	c := session(t, p, "Ines")
-	if _, csrf := send(t, p.srv.URL, c, "GET", "/", nil); csrf == "" {
+	if _, csrf := send(t, p, c, "GET", "/", nil); csrf == "" {
 		t.Fatal("the session cookie does not sign in")
 	}
 	// The daemon takes a new token at its restart: neither a new token
 	// nor the same one lets the session of before in.
 	for _, tok := range []string{testToken + "-new", testToken} {
 		q := newTestPage(t, tok)
-		if _, csrf := send(t, q.srv.URL, c, "GET", "/", nil); csrf != "" {
+		if _, csrf := send(t, q, c, "GET", "/", nil); csrf != "" {
 			t.Errorf("a session of before the restart signs in (same token: %v)", tok == testToken)
 		}
 	}
 }
 
-func TestSecureCookies(t *testing.T) {
+func TestSecureCookies(t *testing.T) { atT0(t, testSecureCookies) }
+
+func testSecureCookies(t *testing.T) {
 	for _, secure := range []bool{false, true} {
 		p := newTestPageWith(t, testToken, func(o *Options) { o.SecureCookie = secure })
 		resp, _ := p.do("GET", "/login", nil, nil)

@@ -42,15 +42,17 @@ func TestChartOfANewDaemon(t *testing.T) {
 
 // TestPageWording: one message is a message, an empty error is no alarm,
 // and the table's columns say what they count.
-func TestPageWording(t *testing.T) {
+func TestPageWording(t *testing.T) { atT0(t, testPageWording) }
+
+func testPageWording(t *testing.T) {
 	st := fixture(t, 3)
-	h := NewHotel("", st, func() time.Time { return t0 })
+	h := NewHotel("", st)
 	r := sync.Report{Start: t0.Add(-time.Minute), Duration: time.Second, Outcome: sync.OutcomeOK}
 	r.Propagation.ToHelpdesk.Observe(time.Second)
 	if err := h.CycleDone(r, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }})
+	s, err := New(Options{Hotels: only(h), One: true})
 	if err != nil {
 		t.Fatal(err)
 	}

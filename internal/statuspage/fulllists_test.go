@@ -3,7 +3,6 @@ package statuspage
 import (
 	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +15,11 @@ import (
 // of requests says on the overview which status and department, and that
 // older requests of them may be missing; the section is gone once no list
 // is full.
-func TestOverviewShowsFullLists(t *testing.T) {
+func TestOverviewShowsFullLists(t *testing.T) { atT0(t, testOverviewShowsFullLists) }
+
+func testOverviewShowsFullLists(t *testing.T) {
 	st := fixture(t, 3)
-	h := NewHotel("", st, func() time.Time { return t0 })
+	h := NewHotel("", st)
 	// cycle stores a cycle's report as the engine does, with lists as
 	// its full_lists, and hands it to the page.
 	cycle := func(start time.Time, lists string) {
@@ -37,13 +38,11 @@ func TestOverviewShowsFullLists(t *testing.T) {
 		}
 	}
 	cycle(t0.Add(-time.Minute), `[{"status":"new","department":"housekeeping"}]`)
-	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Options{Hotels: only(h), One: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	get := func() string { return getOK(t, srv.URL+"/") }
+	get := func() string { return getOK(t, s, "/") }
 	page := get()
 	for _, want := range []string{"Full lists (1)", "housekeeping", "older than the 200th"} {
 		if !strings.Contains(page, want) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -29,8 +28,8 @@ type fleetPage struct {
 func newFleetPage(t *testing.T, token string) *fleetPage {
 	t.Helper()
 	alpha, beta := fixture(t, 120), fixture(t, 3)
-	ha := NewHotel("alpha", alpha, func() time.Time { return t0 })
-	hb := NewHotel("beta two", beta, func() time.Time { return t0 })
+	ha := NewHotel("alpha", alpha)
+	hb := NewHotel("beta two", beta)
 	for _, h := range []*Hotel{ha, hb} {
 		if err := h.CycleDone(sync.Report{Start: t0.Add(-time.Minute), Duration: time.Second, Outcome: sync.OutcomeOK}, nil); err != nil {
 			t.Fatal(err)
@@ -44,15 +43,11 @@ func newFleetPage(t *testing.T, token string) *fleetPage {
 		}
 	}
 	logs := &testutil.Buffer{}
-	s, err := New(Options{Hotels: list, Token: token, Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s, err := New(Options{Hotels: list, Token: token, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &fleetPage{testPage: &testPage{t: t, srv: srv, st: alpha, logs: logs, hc: hc}, alpha: alpha, beta: beta}
+	return &fleetPage{testPage: servePage(t, s, alpha, logs), alpha: alpha, beta: beta}
 }
 
 func entryOf(t *testing.T, st *state.Store, id string) state.Entry {
@@ -110,7 +105,9 @@ func TestOneHotelNotRunning(t *testing.T) {
 	}
 }
 
-func TestHotelList(t *testing.T) {
+func TestHotelList(t *testing.T) { atT0(t, testHotelList) }
+
+func testHotelList(t *testing.T) {
 	p := newFleetPage(t, "")
 	resp, body := p.do("GET", "/", nil, nil)
 	if resp.StatusCode != 200 {
@@ -141,7 +138,9 @@ func TestHotelList(t *testing.T) {
 
 // TestHotelPagesStayUnderTheirPrefix: every link and form of a hotel's
 // pages, signed in, leads to that hotel's pages or to a shared path.
-func TestHotelPagesStayUnderTheirPrefix(t *testing.T) {
+func TestHotelPagesStayUnderTheirPrefix(t *testing.T) { atT0(t, testHotelPagesStayUnderTheirPrefix) }
+
+func testHotelPagesStayUnderTheirPrefix(t *testing.T) {
 	p := newFleetPage(t, testToken)
 	if resp := p.login("Ines", testToken); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/?done=login" {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Header.Get("Location"))
@@ -192,7 +191,9 @@ func TestHotelPagesStayUnderTheirPrefix(t *testing.T) {
 	}
 }
 
-func TestUnknownHotel(t *testing.T) {
+func TestUnknownHotel(t *testing.T) { atT0(t, testUnknownHotel) }
+
+func testUnknownHotel(t *testing.T) {
 	p := newFleetPage(t, testToken)
 	bearer := map[string]string{"Authorization": "Bearer " + testToken}
 	for _, c := range []struct {
@@ -230,7 +231,9 @@ func TestUnknownHotel(t *testing.T) {
 
 // TestHotelActionsReachTheirHotel: the two hotels have entries of the
 // same ids; an action on one changes that hotel's state only.
-func TestHotelActionsReachTheirHotel(t *testing.T) {
+func TestHotelActionsReachTheirHotel(t *testing.T) { atT0(t, testHotelActionsReachTheirHotel) }
+
+func testHotelActionsReachTheirHotel(t *testing.T) {
 	p := newFleetPage(t, testToken)
 	good := map[string]string{"Authorization": "Bearer " + testToken, "Ticketbridge-Operator": "root"}
 	resp, body := p.do("POST", "/hotels/beta%20two/retry?id=ev-refused", url.Values{}, good)
@@ -253,7 +256,7 @@ func TestHotelActionsReachTheirHotel(t *testing.T) {
 	if m == nil {
 		t.Fatal("no CSRF token on alpha's page")
 	}
-	resp, body = p.do("POST", "/hotels/alpha/skip?id=ev-pending", url.Values{"csrf": {m[1]}, "reason": {"answered by phone"}}, map[string]string{"Origin": p.srv.URL})
+	resp, body = p.do("POST", "/hotels/alpha/skip?id=ev-pending", url.Values{"csrf": {m[1]}, "reason": {"answered by phone"}}, map[string]string{"Origin": testutil.PipeURL})
 	first := fmt.Sprintf("%08d-0000-4000-8000-%012d", 0, 0)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/hotels/alpha/tickets/"+first+"?done=skip" {
 		t.Fatalf("skip on alpha: %d %s\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
@@ -274,11 +277,13 @@ func TestHotelActionsReachTheirHotel(t *testing.T) {
 	}
 }
 
-func TestAcceptsPost(t *testing.T) {
+func TestAcceptsPost(t *testing.T) { atT0(t, testAcceptsPost) }
+
+func testAcceptsPost(t *testing.T) {
 	fleet := newFleetPage(t, testToken)
-	fs := fleet.srv.Config.Handler.(*Server)
+	fs := fleet.s
 	one := newTestPage(t, testToken)
-	ones := one.srv.Config.Handler.(*Server)
+	ones := one.s
 	for _, c := range []struct {
 		s            *Server
 		method, path string
@@ -307,7 +312,9 @@ func TestAcceptsPost(t *testing.T) {
 
 // TestOneHotelLinksUnchanged: the page of a daemon of one hotel keeps its
 // paths: no hotel prefix, no list of hotels.
-func TestOneHotelLinksUnchanged(t *testing.T) {
+func TestOneHotelLinksUnchanged(t *testing.T) { atT0(t, testOneHotelLinksUnchanged) }
+
+func testOneHotelLinksUnchanged(t *testing.T) {
 	p := newTestPage(t, testToken)
 	p.login("Ines", testToken)
 	_, body := p.do("GET", "/", nil, nil)

@@ -32,9 +32,9 @@ import (
 // again as soon as it is answered then asks once a second, not thousands
 // of times, and a held answer costs a parked goroutine only.
 //
-// The rates, like the sign-in throttle (throttle.go) and the sessions'
-// expiry (auth.go), are counted on the process's clock (time.Now), not on
-// [Options.Now]: their tests run in a testing/synctest bubble, whose clock
+// The rates, like the sign-in throttle (throttle.go), the sessions'
+// expiry (auth.go) and the page itself, are counted on the process's clock
+// (time.Now): their tests run in a testing/synctest bubble, whose clock
 // moves as they wait.
 const (
 	// waitingPerRender is the default of Options.Waiting per render.

@@ -18,11 +18,13 @@ import (
 // read of its state per cycle, so that views, however many, cost no more
 // than one read per cycle; and a request page reads its one ticket by key,
 // never searching the state for an id the snapshot does not know.
-func TestOnDemandReadsOncePerCycle(t *testing.T) {
+func TestOnDemandReadsOncePerCycle(t *testing.T) { atT0(t, testOnDemandReadsOncePerCycle) }
+
+func testOnDemandReadsOncePerCycle(t *testing.T) {
 	st := fixture(t, 5)
-	h := NewHotel("h", st, func() time.Time { return t0 }).OnDemand()
+	h := NewHotel("h", st).OnDemand()
 	h.CycleReported(sync.Report{Start: t0.Add(-time.Minute), Outcome: sync.OutcomeOK})
-	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }})
+	s, err := New(Options{Hotels: only(h), One: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func (b *blockingSource) Skip(string, string, string) (state.Entry, error)  { re
 func TestViewsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &blockingSource{release: make(chan struct{})}
-		s, err := New(Options{Hotels: only(src), One: true, Renders: 1, Waiting: 1, Now: func() time.Time { return t0 }})
+		s, err := New(Options{Hotels: only(src), One: true, Renders: 1, Waiting: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +146,7 @@ func TestViewRateBounded(t *testing.T) { synctest.Test(t, testViewRateBounded) }
 func testViewRateBounded(t *testing.T) {
 	src := &blockingSource{release: make(chan struct{})}
 	close(src.release)
-	s, err := New(Options{Hotels: only(src), One: true, ViewRate: 2, Now: func() time.Time { return t0 }})
+	s, err := New(Options{Hotels: only(src), One: true, ViewRate: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

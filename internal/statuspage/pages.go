@@ -47,7 +47,7 @@ type propRow struct {
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request, p scope) {
 	snap := p.src.Snapshot()
-	now := s.now()
+	now := time.Now()
 	st := snap.Status
 	d := &overviewData{Status: st, ByOutcome: map[string]int{}}
 	d.Chart = cycleChart(snap.Cycles, now, time.Hour)

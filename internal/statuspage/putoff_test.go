@@ -2,10 +2,7 @@ package statuspage
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +13,9 @@ import (
 
 // TestOverviewShowsPutOff: a cycle that put a side off says so on the
 // overview, with until when.
-func TestOverviewShowsPutOff(t *testing.T) {
+func TestOverviewShowsPutOff(t *testing.T) { atT0(t, testOverviewShowsPutOff) }
+
+func testOverviewShowsPutOff(t *testing.T) {
 	st := fixture(t, 3)
 	until := t0.Add(time.Hour)
 	r := sync.Report{Start: t0.Add(-time.Minute), Outcome: sync.OutcomePutOff,
@@ -30,23 +29,15 @@ func TestOverviewShowsPutOff(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHotel("", st, func() time.Time { return t0 })
+	h := NewHotel("", st)
 	if err := h.CycleDone(r, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Options{Hotels: only(h), One: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if want := "api put off until"; resp.StatusCode != 200 || !strings.Contains(string(body), want) {
-		t.Fatalf("GET /: %d, want %q in\n%s", resp.StatusCode, want, body)
+	if body, want := getOK(t, s, "/"), "api put off until"; !strings.Contains(body, want) {
+		t.Fatalf("GET /: want %q in\n%s", want, body)
 	}
 }

@@ -48,8 +48,6 @@ type Options struct {
 	Token string
 	// Logger receives the actions and refused sign-ins; nil discards.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// ViewRate bounds the views drawn a second, in bursts of three
 	// seconds' worth, a quarter of them for one client; 0 means 20, below
 	// 0 no bound. A view beyond is answered 429 with Retry-After. Views
@@ -105,7 +103,6 @@ type Server struct {
 	one    bool // hotels lists one hotel, shown at /
 	auth   *auth
 	log    *slog.Logger
-	now    func() time.Time
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
 	limit  *renderLimit
@@ -128,12 +125,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Hotels == nil {
 		return nil, errors.New("status page: Hotels is not set: say which hotels the page shows")
 	}
-	s := &Server{hotels: opts.Hotels, one: opts.One, log: opts.Logger, now: opts.Now}
+	s := &Server{hotels: opts.Hotels, one: opts.One, log: opts.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	s.auth = newAuth(opts.Token)
 	s.limit = newRenderLimit(opts.ViewRate, opts.Renders, opts.Waiting)
@@ -142,7 +136,7 @@ func New(opts Options) (*Server, error) {
 	s.hosts = newHostCheck(opts.Listen, opts.ExternalHost, opts.AllowedHosts)
 	s.pages = map[string]*template.Template{}
 	for _, name := range []string{"overview", "tickets", "ticket", "login", "message", "hotels"} {
-		t, err := template.New(name).Funcs(funcs(s.now)).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("status page: parse template %s: %w", name, err)
 		}
@@ -329,7 +323,7 @@ type view struct {
 
 // view returns the view of r on the hotel p (p.src nil: of no hotel).
 func (s *Server) view(r *http.Request, p scope, title string) view {
-	v := view{Title: title, Base: p.base, InHotel: p.src != nil, Fleet: !s.one, Actions: s.auth.enabled(), Now: s.now()}
+	v := view{Title: title, Base: p.base, InHotel: p.src != nil, Fleet: !s.one, Actions: s.auth.enabled(), Now: time.Now()}
 	if p.src != nil {
 		v.Hotel = p.src.Name()
 	}
@@ -417,42 +411,43 @@ func dueText(t sync.TicketStatus, now time.Time) string {
 	return "in " + t.NextDue.Sub(now).Round(time.Second).String()
 }
 
-func funcs(now func() time.Time) template.FuncMap {
-	return template.FuncMap{
-		"short": short,
-		"when": func(t time.Time) string {
-			if t.IsZero() {
-				return "–"
-			}
-			return t.Local().Format(time.DateTime)
-		},
-		"ago": func(t time.Time) string {
-			if t.IsZero() {
-				return "–"
-			}
-			d := now().Sub(t)
-			if d < 0 {
-				return "in " + (-d).Round(time.Second).String()
-			}
-			return d.Round(time.Second).String() + " ago"
-		},
-		"dur": roundDur,
-		"due": func(t sync.TicketStatus) string { return dueText(t, now()) },
-		"dash": func(s string) string {
-			if s == "" {
-				return "–"
-			}
-			return s
-		},
-		"future": func(t time.Time) bool { return t.After(now()) },
-		// plural is n with the noun, in the singular for one.
-		"plural": func(n any, one, many string) string {
-			if fmt.Sprint(n) == "1" {
-				return "1 " + one
-			}
-			return fmt.Sprint(n) + " " + many
-		},
-		// why says in words why a request is read when it is.
-		"why": sync.DueReasonText,
-	}
+// funcs are the templates' functions; "ago", "due" and "future" read the
+// runtime's clock (time.Now), which a test moves in a testing/synctest
+// bubble.
+var funcs = template.FuncMap{
+	"short": short,
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return t.Local().Format(time.DateTime)
+	},
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		d := time.Since(t)
+		if d < 0 {
+			return "in " + (-d).Round(time.Second).String()
+		}
+		return d.Round(time.Second).String() + " ago"
+	},
+	"dur": roundDur,
+	"due": func(t sync.TicketStatus) string { return dueText(t, time.Now()) },
+	"dash": func(s string) string {
+		if s == "" {
+			return "–"
+		}
+		return s
+	},
+	"future": func(t time.Time) bool { return t.After(time.Now()) },
+	// plural is n with the noun, in the singular for one.
+	"plural": func(n any, one, many string) string {
+		if fmt.Sprint(n) == "1" {
+			return "1 " + one
+		}
+		return fmt.Sprint(n) + " " + many
+	},
+	// why says in words why a request is read when it is.
+	"why": sync.DueReasonText,
 }

@@ -89,9 +89,11 @@ func fixture(tb testing.TB, n int) *state.Store {
 	return st
 }
 
+// testPage is a page served over in-memory connections (see servePage).
 type testPage struct {
 	t    *testing.T
-	srv  *httptest.Server
+	s    *Server
+	tr   *http.Transport // to the page, without the client's cookie jar
 	st   *state.Store
 	logs *testutil.Buffer
 	hc   *http.Client
@@ -103,18 +105,18 @@ func newTestPage(t *testing.T, token string) *testPage {
 }
 
 // newTestPageWith is newTestPage with the options changed by set (its
-// clock, its proxies) before the server is made.
+// proxies, its cookies) before the server is made.
 func newTestPageWith(t *testing.T, token string, set func(*Options)) *testPage {
 	t.Helper()
 	st := fixture(t, 30)
-	h := NewHotel("", st, func() time.Time { return t0 })
+	h := NewHotel("", st)
 	r := sync.Report{Start: t0.Add(-time.Minute), Duration: 800 * time.Millisecond, Outcome: sync.OutcomePartial, APIRequests: 7}
 	r.Propagation.ToHelpdesk.Observe(4 * time.Second)
 	if err := h.CycleDone(r, nil); err != nil {
 		t.Fatal(err)
 	}
 	logs := &testutil.Buffer{}
-	opts := Options{Hotels: only(h), One: true, Token: token, Now: func() time.Time { return t0 },
+	opts := Options{Hotels: only(h), One: true, Token: token,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	if set != nil {
 		set(&opts)
@@ -123,11 +125,17 @@ func newTestPageWith(t *testing.T, token string, set func(*Options)) *testPage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
+	return servePage(t, s, st, logs)
+}
+
+// servePage serves s over in-memory connections (testutil.PipeServer):
+// made in a bubble (atT0), the page runs on the bubble's clock.
+func servePage(t *testing.T, s *Server, st *state.Store, logs *testutil.Buffer) *testPage {
+	t.Helper()
+	tr := testutil.PipeServer(t, s)
 	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &testPage{t: t, srv: srv, st: st, logs: logs, hc: hc}
+	hc := &http.Client{Jar: jar, Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &testPage{t: t, s: s, tr: tr, st: st, logs: logs, hc: hc}
 }
 
 func (p *testPage) do(method, path string, form url.Values, hdr map[string]string) (*http.Response, string) {
@@ -136,7 +144,7 @@ func (p *testPage) do(method, path string, form url.Values, hdr map[string]strin
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
-	req, err := http.NewRequest(method, p.srv.URL+path, body)
+	req, err := http.NewRequest(method, testutil.PipeURL+path, body)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -188,7 +196,9 @@ func (p *testPage) entry(id string) state.Entry {
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 
-func TestReadOnlyPage(t *testing.T) {
+func TestReadOnlyPage(t *testing.T) { atT0(t, testReadOnlyPage) }
+
+func testReadOnlyPage(t *testing.T) {
 	p := newTestPage(t, "")
 	first := fmt.Sprintf("%08d-0000-4000-8000-%012d", 0, 0)
 	for _, path := range []string{"/", "/tickets", "/tickets?q=dept-3&errors=1", "/tickets/" + first, "/tickets/hd-5"} {
@@ -229,7 +239,9 @@ func TestReadOnlyPage(t *testing.T) {
 	}
 }
 
-func TestSignInAndActions(t *testing.T) {
+func TestSignInAndActions(t *testing.T) { atT0(t, testSignInAndActions) }
+
+func testSignInAndActions(t *testing.T) {
 	p := newTestPage(t, testToken)
 	first := fmt.Sprintf("%08d-0000-4000-8000-%012d", 0, 0)
 
@@ -273,7 +285,7 @@ func TestSignInAndActions(t *testing.T) {
 		t.Fatalf("a refused form changed the entry: %+v", e)
 	}
 
-	resp, _ = p.do("POST", "/retry?id=ev-refused", url.Values{"csrf": {csrf}}, map[string]string{"Origin": p.srv.URL})
+	resp, _ = p.do("POST", "/retry?id=ev-refused", url.Values{"csrf": {csrf}}, map[string]string{"Origin": testutil.PipeURL})
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/tickets/"+first) {
 		t.Fatalf("retry: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -309,7 +321,9 @@ func TestSignInAndActions(t *testing.T) {
 	}
 }
 
-func TestBearerActions(t *testing.T) {
+func TestBearerActions(t *testing.T) { atT0(t, testBearerActions) }
+
+func testBearerActions(t *testing.T) {
 	p := newTestPage(t, testToken)
 	bad := map[string]string{"Authorization": "Bearer " + testToken + "x"}
 	if resp, _ := p.do("POST", "/skip?id=ev-pending", url.Values{"reason": {"x"}}, bad); resp.StatusCode != 403 {
@@ -387,7 +401,9 @@ func TestCheckTokenWantsVariety(t *testing.T) {
 	}
 }
 
-func TestOverviewActionsWhenSignedIn(t *testing.T) {
+func TestOverviewActionsWhenSignedIn(t *testing.T) { atT0(t, testOverviewActionsWhenSignedIn) }
+
+func testOverviewActionsWhenSignedIn(t *testing.T) {
 	p := newTestPage(t, testToken)
 	p.login("Ines", testToken)
 	_, body := p.do("GET", "/", nil, nil)
@@ -402,12 +418,17 @@ func TestOverviewActionsWhenSignedIn(t *testing.T) {
 
 // TestHotelKeepsAnHourOfCycles: the source keeps the cycles of the last
 // hour, and an action shows in its snapshot before the next cycle.
-func TestHotelKeepsAnHourOfCycles(t *testing.T) {
+func TestHotelKeepsAnHourOfCycles(t *testing.T) { atT0(t, testHotelKeepsAnHourOfCycles) }
+
+func testHotelKeepsAnHourOfCycles(t *testing.T) {
 	st := fixture(t, 3)
-	now := t0
-	h := NewHotel("", st, func() time.Time { return now })
+	now := time.Now() // t0
+	h := NewHotel("", st)
 	for i := range 130 {
-		now = t0.Add(time.Duration(i) * time.Minute)
+		if i > 0 {
+			time.Sleep(time.Minute)
+		}
+		now = time.Now()
 		if err := h.CycleDone(sync.Report{Start: now, Outcome: sync.OutcomeOK}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +443,7 @@ func TestHotelKeepsAnHourOfCycles(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := NewHotel("", st, func() time.Time { return now })
+	fresh := NewHotel("", st)
 	if err := fresh.Refresh(); err != nil {
 		t.Fatal(err)
 	}
@@ -439,17 +460,23 @@ func TestHotelKeepsAnHourOfCycles(t *testing.T) {
 	}
 }
 
-// getOK gets url and returns its body, failing t unless the answer is 200.
-func getOK(t *testing.T, url string) string {
+// getOK has h serve GET path and returns the body, failing t unless the
+// answer is 200.
+func getOK(t *testing.T, h http.Handler, path string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464"+path, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d", path, rec.Code)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d", url, resp.StatusCode)
-	}
-	return string(b)
+	return rec.Body.String()
+}
+
+// atT0 runs f in a testing/synctest bubble whose clock is first moved to
+// t0: the pages say how long ago and how soon on the runtime's clock.
+func atT0(t *testing.T, f func(t *testing.T)) {
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(time.Until(t0))
+		f(t)
+	})
 }

@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +14,20 @@ import (
 // are listed on the overview, to anyone who reaches it, by name, reason
 // and time, also when the status is read on demand; and the section is
 // gone once none is left.
-func TestOverviewListsStaffFilesSetAside(t *testing.T) {
+func TestOverviewListsStaffFilesSetAside(t *testing.T) { atT0(t, testOverviewListsStaffFilesSetAside) }
+
+func testOverviewListsStaffFilesSetAside(t *testing.T) {
 	for _, onDemand := range []bool{false, true} {
 		st := fixture(t, 3)
-		h := NewHotel("", st, func() time.Time { return t0 })
+		h := NewHotel("", st)
 		if onDemand {
 			h.OnDemand()
 		}
-		s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+		s, err := New(Options{Hotels: only(h), One: true, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(s)
-		get := func() string { return getOK(t, srv.URL+"/") }
+		get := func() string { return getOK(t, s, "/") }
 		status, err := sync.ReadStatus(t.Context(), st, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -56,21 +56,20 @@ func TestOverviewListsStaffFilesSetAside(t *testing.T) {
 		if body := get(); strings.Contains(body, "Staff files set aside") {
 			t.Errorf("on demand %v: the section stays once no file is set aside", onDemand)
 		}
-		srv.Close()
 	}
 }
 
 // TestOverviewListsMailSetAside: the mails the email helpdesk set aside
 // are listed apart from staff files, with the request a bounce names.
-func TestOverviewListsMailSetAside(t *testing.T) {
+func TestOverviewListsMailSetAside(t *testing.T) { atT0(t, testOverviewListsMailSetAside) }
+
+func testOverviewListsMailSetAside(t *testing.T) {
 	st := fixture(t, 3)
-	h := NewHotel("", st, func() time.Time { return t0 })
-	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	h := NewHotel("", st)
+	s, err := New(Options{Hotels: only(h), One: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
 	status, err := sync.ReadStatus(t.Context(), st, t0)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +83,7 @@ func TestOverviewListsMailSetAside(t *testing.T) {
 	if err := h.CycleDone(sync.Report{Start: t0}, &status); err != nil {
 		t.Fatal(err)
 	}
-	body := getOK(t, srv.URL+"/")
+	body := getOK(t, s, "/")
 	for _, want := range []string{"Mail set aside (2)", "TicketBridge Set aside/7", "mallory@elsewhere.example", "Status: 5.1.1", "/tickets/3f2a9c1b-0000-4000-8000-000000000001"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the overview lacks %q", want)

@@ -87,7 +87,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	// own clock, so that a clock of the daemon's that differs from it
 	// neither drops the cookie at once nor keeps it past the session (the
 	// daemon checks the expiry in the value itself).
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: int(expires.Sub(s.now()) / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: int(time.Until(expires) / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure || r.TLS != nil})
 	s.log.Info("console sign-in", slog.String("op", "console"), slog.Any("who", who), slog.Any("remote", r.RemoteAddr))
 	http.Redirect(w, r, "/?done=login", http.StatusSeeOther)

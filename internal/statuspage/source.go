@@ -52,7 +52,6 @@ type Snapshot struct {
 type Hotel struct {
 	name string
 	st   *state.Store
-	now  func() time.Time
 	keep time.Duration
 
 	// onDemand keeps no request list in memory between views: see
@@ -97,13 +96,10 @@ const (
 	maxCycles  = 3600
 )
 
-// NewHotel returns the source of the hotel whose state is st. now is the
-// clock (nil: time.Now). It reads no state until Refresh or CycleDone.
-func NewHotel(name string, st *state.Store, now func() time.Time) *Hotel {
-	if now == nil {
-		now = time.Now
-	}
-	return &Hotel{name: name, st: st, now: now, keep: keepCycles, status: sync.Status{Tickets: []sync.TicketStatus{}}}
+// NewHotel returns the source of the hotel whose state is st. It reads no
+// state until Refresh or CycleDone. Its clock is the runtime's (time.Now).
+func NewHotel(name string, st *state.Store) *Hotel {
+	return &Hotel{name: name, st: st, keep: keepCycles, status: sync.Status{Tickets: []sync.TicketStatus{}}}
 }
 
 // ctx is the context of h's reads and writes of state. Source's methods
@@ -119,13 +115,13 @@ func (h *Hotel) Name() string { return h.name }
 // takes the last cycle stored in state (one run before a restart) as the
 // first of the recent cycles.
 func (h *Hotel) Refresh() error {
-	s, err := sync.ReadStatus(h.ctx(), h.st, h.now())
+	s, err := sync.ReadStatus(h.ctx(), h.st, time.Now())
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
 	h.status = h.kept(s)
-	if len(h.cycles) == 0 && s.LastCycle != nil && !s.LastCycle.Start.Before(h.now().Add(-h.keep)) {
+	if len(h.cycles) == 0 && s.LastCycle != nil && !s.LastCycle.Start.Before(time.Now().Add(-h.keep)) {
 		h.keepCycle(*s.LastCycle)
 	}
 	h.mu.Unlock()
@@ -138,7 +134,7 @@ func (h *Hotel) CycleDone(r sync.Report, s *sync.Status) error {
 	var err error
 	if s == nil {
 		var live sync.Status
-		if live, err = sync.ReadStatus(h.ctx(), h.st, h.now()); err == nil {
+		if live, err = sync.ReadStatus(h.ctx(), h.st, time.Now()); err == nil {
 			s = &live
 		}
 	}
@@ -185,7 +181,7 @@ func (h *Hotel) keepCycle(r sync.Report) {
 		c.prop = &p
 	}
 	h.cycles = append(h.cycles, c)
-	from := h.now().Add(-h.keep).UnixNano()
+	from := time.Now().Add(-h.keep).UnixNano()
 	cut := 0
 	for cut < len(h.cycles) && (h.cycles[cut].start < from || len(h.cycles)-cut > maxCycles) {
 		cut++
@@ -239,7 +235,7 @@ func (h *Hotel) Snapshot() Snapshot {
 	read := h.read
 	h.mu.Unlock()
 	if read == nil {
-		s, err := sync.ReadStatus(h.ctx(), h.st, h.now())
+		s, err := sync.ReadStatus(h.ctx(), h.st, time.Now())
 		if err != nil {
 			return snap
 		}
@@ -328,7 +324,7 @@ func (h *Hotel) Payloads(id string) (map[string]state.Payload, error) {
 
 // ReadNow implements Source.
 func (h *Hotel) ReadNow(ticketID string) (state.Ticket, error) {
-	t, err := sync.ReadNow(h.ctx(), h.st, ticketID, h.now())
+	t, err := sync.ReadNow(h.ctx(), h.st, ticketID, time.Now())
 	if err == nil {
 		h.patchTicket(t)
 	}
@@ -337,7 +333,7 @@ func (h *Hotel) ReadNow(ticketID string) (state.Ticket, error) {
 
 // Retry implements Source.
 func (h *Hotel) Retry(eventID string) (state.Entry, error) {
-	e, err := sync.RetryEntry(h.ctx(), h.st, eventID, h.now())
+	e, err := sync.RetryEntry(h.ctx(), h.st, eventID, time.Now())
 	if err == nil {
 		h.patchEntry(e)
 	}

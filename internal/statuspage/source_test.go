@@ -11,9 +11,11 @@ import (
 
 // The recent cycles are kept without their lists of requests and
 // failures: a daemon of many hotels keeps an hour of each hotel's.
-func TestHotelKeepsBriefCycles(t *testing.T) {
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	h := NewHotel("alpha", nil, func() time.Time { return now })
+func TestHotelKeepsBriefCycles(t *testing.T) { atT0(t, testHotelKeepsBriefCycles) }
+
+func testHotelKeepsBriefCycles(t *testing.T) {
+	now := time.Now()
+	h := NewHotel("alpha", nil)
 	h.CycleReported(sync.Report{Start: now.Add(-time.Minute), Outcome: sync.OutcomePartial, APIRequests: 7,
 		Touched: []string{"t1", "t2"}, TouchedCount: 2, Errors: 1,
 		Failures: []sync.Failure{{Ticket: "t1", Op: "read", Error: "boom"}}})
@@ -32,7 +34,9 @@ func TestHotelKeepsBriefCycles(t *testing.T) {
 
 // On demand, a hotel keeps counts only and reads its requests from the
 // state when a page of it is viewed.
-func TestHotelOnDemand(t *testing.T) {
+func TestHotelOnDemand(t *testing.T) { atT0(t, testHotelOnDemand) }
+
+func testHotelOnDemand(t *testing.T) {
 	st, err := state.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +49,7 @@ func TestHotelOnDemand(t *testing.T) {
 		}
 	}
 	put("t1")
-	h := NewHotel("alpha", st, nil).OnDemand()
+	h := NewHotel("alpha", st).OnDemand()
 	if err := h.Refresh(); err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +67,11 @@ func TestHotelOnDemand(t *testing.T) {
 // show, the newest whole; the list of hotels is given the newest only;
 // and a cycle kept once the hour is full allocates nothing (a copy of the
 // hour in every cycle was its largest allocation).
-func TestHotelKeepsCompactCycles(t *testing.T) {
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	h := NewHotel("alpha", nil, func() time.Time { return now })
+func TestHotelKeepsCompactCycles(t *testing.T) { atT0(t, testHotelKeepsCompactCycles) }
+
+func testHotelKeepsCompactCycles(t *testing.T) {
+	now := time.Now()
+	h := NewHotel("alpha", nil)
 	cycle := func(i int) sync.Report {
 		r := sync.Report{Start: now, Duration: time.Duration(i) * time.Millisecond, Outcome: sync.OutcomeOK, APIRequests: i % 7,
 			TouchedCount: i, Errors: 1}
@@ -75,7 +81,8 @@ func TestHotelKeepsCompactCycles(t *testing.T) {
 		return r
 	}
 	for i := range 240 {
-		now = now.Add(30 * time.Second)
+		time.Sleep(30 * time.Second)
+		now = time.Now()
 		h.CycleReported(cycle(i))
 	}
 	cs := h.Snapshot().Cycles
