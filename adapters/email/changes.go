@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
@@ -316,7 +317,7 @@ func (a *Adapter) noteUnsent(ctx context.Context, ev adapters.Event, names []str
 		return err
 	}
 	m := outMail{kind: kindUnsent, ticket: th.ticket, to: th.to, subject: "Re: " + th.subject,
-		id: a.ids.unsent(th.ticket, ev.ID), date: a.now(),
+		id: a.ids.unsent(th.ticket, ev.ID), date: time.Now(),
 		body: adapters.UnsentNote(ev.Kind, names) + "\n\n" + adapters.Marker{Kind: adapters.MarkerUnsent, ID: ev.ID}.Line() + "\n"}
 	return a.send(ctx, th, m)
 }

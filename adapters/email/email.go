@@ -50,7 +50,6 @@ type Adapter struct {
 	domain   string
 	ids      ids
 	readOnly bool
-	now      func() time.Time
 
 	smtp *smtpsend.Sender
 	box  *mailbox
@@ -110,10 +109,10 @@ func New(cfg Config, deps adapters.Deps) (*Adapter, error) {
 	a := &Adapter{
 		cfg: cfg, log: log, status: adapters.APIStatusMap().Override(deps),
 		depts: depts, allow: allow, key: []byte(cfg.TokenKey), domain: domain, ids: ids{domain: domain},
-		readOnly: deps.ReadOnly, now: time.Now,
-		smtp:   smtpsend.New(sc),
-		box:    &mailbox{srv: isrv, user: cfg.user(), password: cfg.Password, tls: tc, timeout: cfg.Timeout},
-		tokens: map[string]string{},
+		readOnly: deps.ReadOnly,
+		smtp:     smtpsend.New(sc),
+		box:      &mailbox{srv: isrv, user: cfg.user(), password: cfg.Password, tls: tc, timeout: cfg.Timeout},
+		tokens:   map[string]string{},
 	}
 	return a, nil
 }
@@ -147,7 +146,7 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 	}
 	tok := token(a.key, th.ticket)
 	m := outMail{kind: kindSent, ticket: th.ticket, to: a.cfg.Address, subject: "Delivered upstream: " + eventID,
-		id: a.ids.delivered(th.ticket, eventID), event: eventID, message: upstreamMessageID, date: a.now(),
+		id: a.ids.delivered(th.ticket, eventID), event: eventID, message: upstreamMessageID, date: time.Now(),
 		body: adapters.SentNote(eventID, upstreamMessageID) + "\n"}
 	raw, err := build(m, a.cfg.FromName, a.cfg.Address, a.replyTo(tok), tok)
 	if err != nil {
@@ -189,7 +188,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	th := &thread{ticket: t.UpstreamID, to: a.addressOf(t.Department), subject: subjectOf(t), root: a.ids.root(t.UpstreamID), sent: map[string]bool{}}
 	m := outMail{kind: kindTicket, ticket: t.UpstreamID, to: th.to, subject: th.subject, id: th.root,
-		status: a.status.Down(t.Status), date: a.now(), body: ticketBody(t)}
+		status: a.status.Down(t.Status), date: time.Now(), body: ticketBody(t)}
 	if err := a.send(ctx, th, m); err != nil {
 		return "", err
 	}
@@ -221,7 +220,7 @@ func (a *Adapter) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.
 			continue
 		}
 		m := outMail{kind: kindMessage, ticket: th.ticket, to: th.to, subject: "Re: " + th.subject, id: id,
-			message: msg.UpstreamID, public: msg.Public, date: a.now(), body: messageBody(msg)}
+			message: msg.UpstreamID, public: msg.Public, date: time.Now(), body: messageBody(msg)}
 		if err := a.send(ctx, th, m); err != nil {
 			return nil, err
 		}
@@ -248,7 +247,7 @@ func (a *Adapter) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi.St
 		return nil
 	}
 	m := outMail{kind: kindStatus, ticket: th.ticket, to: th.to, subject: "Re: " + th.subject,
-		id: a.ids.status(th.ticket, th.statusCount), status: word, date: a.now(), body: statusBody(word)}
+		id: a.ids.status(th.ticket, th.statusCount), status: word, date: time.Now(), body: statusBody(word)}
 	return a.send(ctx, th, m)
 }
 
