@@ -2,10 +2,8 @@ package statuspage
 
 import (
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ticketbridge/ticketbridge/state"
 )
@@ -13,16 +11,16 @@ import (
 // TestOverviewCountsNotSynced: the overview counts the requests deleted
 // on the platform and the helpdesk tickets of another hotel, next to the
 // failing ones, and says nothing of them while there are none.
-func TestOverviewCountsNotSynced(t *testing.T) {
+func TestOverviewCountsNotSynced(t *testing.T) { atT0(t, testOverviewCountsNotSynced) }
+
+func testOverviewCountsNotSynced(t *testing.T) {
 	st := fixture(t, 3)
-	h := NewHotel("", st, func() time.Time { return t0 })
-	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	h := NewHotel("", st)
+	s, err := New(Options{Hotels: only(h), One: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	if page := getOK(t, srv.URL+"/"); strings.Contains(page, "Not synced") {
+	if page := getOK(t, s, "/"); strings.Contains(page, "Not synced") {
 		t.Error("the overview says what is not synced when nothing is")
 	}
 	if err := st.Update(t.Context(), func(tx *state.Tx) error {
@@ -36,7 +34,7 @@ func TestOverviewCountsNotSynced(t *testing.T) {
 	if err := h.Refresh(); err != nil {
 		t.Fatal(err)
 	}
-	page := getOK(t, srv.URL+"/")
+	page := getOK(t, s, "/")
 	if want := "Not synced: 1 deleted on the platform, 1 helpdesk tickets of another hotel"; !strings.Contains(page, want) {
 		t.Errorf("the overview lacks %q", want)
 	}
