@@ -184,7 +184,7 @@ func TestCheckBrokenConfigurations(t *testing.T) {
 		{"URL with the API path", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = h.ts.URL + "/wrong" }, "API", "404"},
 		{"no URL", func(h *hotel) { delete(h.vars, "TICKETBRIDGE_API_URL") }, "configuration", "TICKETBRIDGE_API_URL is not set"},
 		{"unreachable API", func(h *hotel) { h.vars["TICKETBRIDGE_API_URL"] = "http://" + testutil.ClosedPort(t) }, "API", "cannot reach"},
-		{"unknown adapter", func(h *hotel) { h.vars["TICKETBRIDGE_ADAPTER"] = "jira" }, "configuration", `TICKETBRIDGE_ADAPTER="jira": not an adapter of this ticketbridge; set it to one of files,`},
+		{"unknown adapter", func(h *hotel) { h.vars["TICKETBRIDGE_ADAPTER"] = "jira" }, "configuration", `TICKETBRIDGE_ADAPTER="jira": not an adapter of this ticketbridge; set it to one of email, files,`},
 		{"helpdesk folder not a directory", func(h *hotel) {
 			writeFile(t, filepath.Join(h.dir, "plain"), "x", 0o600)
 			h.vars["TICKETBRIDGE_FILES_DIR"] = filepath.Join(h.dir, "plain", "helpdesk")
@@ -442,7 +442,7 @@ func TestCheckFixLines(t *testing.T) {
 	h = newHotel(t)
 	h.vars["TICKETBRIDGE_ADAPTER"] = "jira"
 	out, _, _ = h.check()
-	if strings.Contains(out, "TICKETBRIDGE_JIRA_") || !strings.Contains(out, "set it to one of files, freshdesk, rt, webhook, zammad, zendesk") {
+	if strings.Contains(out, "TICKETBRIDGE_JIRA_") || !strings.Contains(out, "set it to one of email, files, freshdesk, rt, webhook, zammad, zendesk") {
 		t.Fatalf("an unknown adapter:\n%s", out)
 	}
 
