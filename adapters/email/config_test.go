@@ -74,3 +74,18 @@ func TestSecretsFromFiles(t *testing.T) {
 		t.Errorf("password and password file both set: %v", err)
 	}
 }
+
+// TestIMAPURLNeverEchoesAPassword: a mailbox address that does not parse,
+// or names no host, is refused without quoting what was given: a password
+// written into it stays out of the error.
+func TestIMAPURLNeverEchoesAPassword(t *testing.T) {
+	for _, raw := range []string{"imaps://bridge:s3cret-pw@", "imap://bridge:s3cret-pw@%zz:143"} {
+		_, err := parseIMAPURL(raw)
+		if err == nil {
+			t.Fatalf("%q accepted", raw)
+		}
+		if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}

@@ -275,3 +275,18 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestParseURLNeverEchoesAPassword: a submission address that does not
+// parse, or names no host, is refused without quoting what was given: a
+// password written into it stays out of the error.
+func TestParseURLNeverEchoesAPassword(t *testing.T) {
+	for _, raw := range []string{"smtps://bridge:s3cret-pw@", "smtp://bridge:s3cret-pw@%zz:587"} {
+		_, err := ParseURL("TICKETBRIDGE_NOTIFY_SMTP_URL", raw)
+		if err == nil {
+			t.Fatalf("%q accepted", raw)
+		}
+		if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
