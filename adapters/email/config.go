@@ -17,6 +17,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/smtpsend"
 )
 
@@ -190,7 +191,7 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 
 // String shows the configuration without its secrets.
 func (c Config) String() string {
-	return fmt.Sprintf("email{address=%s smtp=%s imap=%s user=%s}", c.Address, c.SMTPURL, c.IMAPURL, c.user())
+	return fmt.Sprintf("email{address=%s smtp=%s imap=%s user=%s}", c.Address, redact.URL(c.SMTPURL), redact.URL(c.IMAPURL), c.user())
 }
 
 // GoString is String.
@@ -222,7 +223,7 @@ func parseIMAPURL(raw string) (imapServer, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return imapServer{}, fmt.Errorf("%s %q: want e.g. imaps://mail.example.com:993", v, raw)
+		return imapServer{}, fmt.Errorf("%s %q: want e.g. imaps://mail.example.com:993", v, redact.URL(raw))
 	}
 	if u.User != nil {
 		return imapServer{}, fmt.Errorf("%s carries credentials: give them in %sUSER and %sPASSWORD", v, EnvPrefix, EnvPrefix)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Security is how a connection to the server is encrypted.
@@ -83,7 +84,7 @@ func ParseURL(v, raw string) (Config, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return Config{}, fmt.Errorf("%s %q: want e.g. smtp://mail.example.com:587 or smtps://mail.example.com:465", v, raw)
+		return Config{}, fmt.Errorf("%s %q: want e.g. smtp://mail.example.com:587 or smtps://mail.example.com:465", v, redact.URL(raw))
 	}
 	if u.User != nil {
 		return Config{}, fmt.Errorf("%s carries credentials: give the user and password in their own settings", v)
