@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // ErrNoTicket is returned by the agent-side methods for an unknown ticket.
@@ -65,7 +65,7 @@ type AgentUpdate struct {
 func (s *Server) CreateTicket(agent int64, subject, body, externalID string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.Now()
 	t := &ticket{Ticket: Ticket{
 		ID: s.nextTicket, ExternalID: externalID, Subject: subject, Status: "new",
 		RequesterID: agent, SubmitterID: agent, CreatedAt: now, UpdatedAt: now,
@@ -181,16 +181,7 @@ func (s *Server) Ticket(id int64) (Ticket, bool) {
 func (s *Server) Tickets() []Ticket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]int64, 0, len(s.tickets))
-	for id := range s.tickets {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	out := make([]Ticket, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, snapshot(s.tickets[id]))
-	}
-	return out
+	return saasfake.Sorted(s.tickets, snapshot)
 }
 
 func snapshot(t *ticket) Ticket {
@@ -202,76 +193,12 @@ func snapshot(t *ticket) Ticket {
 	return c
 }
 
-// Requests returns the requests received so far, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
+// Fault is an answer injected instead of the fake's own; its Body
+// defaults to {"error":"InjectedFault",...}.
+type Fault = saasfake.Fault
 
-// ResetRequests forgets the request log.
-func (s *Server) ResetRequests() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = nil
-}
-
-// Fault is an answer injected instead of the fake's own.
-type Fault struct {
-	Method string // "" matches every method
-	Path   string // a path prefix such as "/api/v2/tickets"; "" matches every path (".json" is ignored)
-	Status int
-	// RetryAfter is sent as the Retry-After header when not "".
-	RetryAfter string
-	// Body is the answer's body; "" means {"error":"InjectedFault"}.
-	Body string
-	// Times is how many matching requests get the fault; 0 means one.
-	Times int
-	// AfterApply makes the fake do the request's work first and then
-	// answer with the fault: the client sees a failure although the
-	// change was made, as when an answer is lost.
-	AfterApply bool
-}
-
-// Inject adds f; faults hit matching requests in the order they were added.
+// Inject adds f; faults hit matching requests in the order they were
+// added. A ".json" ending of f.Path is ignored.
 func (s *Server) Inject(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f.Times <= 0 {
-		f.Times = 1
-	}
-	s.faults = append(s.faults, &f)
-}
-
-// ClearFaults removes the faults not yet spent.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = nil
-}
-
-func (s *Server) takeFault(method, path string) *Fault {
-	for i, f := range s.faults {
-		if (f.Method == "" || strings.EqualFold(f.Method, method)) && strings.HasPrefix(path, strings.TrimSuffix(f.Path, ".json")) {
-			f.Times--
-			if f.Times <= 0 {
-				s.faults = slices.Delete(s.faults, i, i+1)
-			}
-			return f
-		}
-	}
-	return nil
-}
-
-func (f *Fault) write(w http.ResponseWriter) {
-	if f.RetryAfter != "" {
-		w.Header().Set("Retry-After", f.RetryAfter)
-	}
-	body := f.Body
-	if body == "" {
-		body = `{"error":"InjectedFault","description":"injected by the test (status ` + strconv.Itoa(f.Status) + `)"}`
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(f.Status)
-	_, _ = w.Write([]byte(body))
+	s.AddFault(f, f.Method, strings.TrimSuffix(f.Path, ".json"), f.Times)
 }

@@ -110,5 +110,5 @@
 // (testutil.PipeServer), where time.Sleep takes no time. Agent updates made
 // while the bubble's clock stands still share one second, so a test can put
 // more than a page of events into one second (a bulk macro);
-// [Server.CommitLate] stamps them in the past.
+// CommitLate ([saasfake.Base.CommitLate]) stamps them in the past.
 package zendeskfake

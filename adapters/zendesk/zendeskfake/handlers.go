@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // statuses are the ticket statuses of Zendesk Support.
@@ -63,7 +65,7 @@ func commentText(c *commentIn) (body, htmlBody string) {
 
 func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, user int64, body []byte) {
 	key := r.Header.Get("Idempotency-Key")
-	now := s.now()
+	now := s.Now()
 	if key != "" {
 		if e, ok := s.idem[key]; ok && now.Sub(e.at) < s.opts.IdempotencyTTL {
 			if e.hash != bodyHash(body) {
@@ -203,7 +205,7 @@ func (s *Server) showTicket(w http.ResponseWriter, idStr string) {
 		writeError(w, http.StatusNotFound, "RecordNotFound", "Not found", nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ticket": s.ticketJSON(t)})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"ticket": s.ticketJSON(t)})
 }
 
 func (s *Server) showManyTickets(w http.ResponseWriter, r *http.Request) {
@@ -215,7 +217,7 @@ func (s *Server) showManyTickets(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tickets": out, "next_page": nil, "previous_page": nil, "count": len(out)})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"tickets": out, "next_page": nil, "previous_page": nil, "count": len(out)})
 }
 
 func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) {
@@ -288,7 +290,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "InvalidSearch", "this fake searches only type:ticket external_id:<value>", nil)
 		return
 	}
-	cutoff := s.now().Add(-s.opts.SearchLag)
+	cutoff := s.Now().Add(-s.opts.SearchLag)
 	var ids []int64
 	for id, t := range s.tickets {
 		if t.ExternalID == ext && !t.CreatedAt.After(cutoff) {
@@ -385,7 +387,7 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, user int64, b
 	if a != nil {
 		resp["audit"] = auditJSON(a)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	saasfake.WriteJSON(w, http.StatusOK, resp)
 }
 
 type update struct {
@@ -422,7 +424,7 @@ func (s *Server) apply(t *ticket, user int64, u update) (*audit, string, string)
 			return nil, "group_id", fmt.Sprintf("Group: %d is invalid", *u.group)
 		}
 	}
-	now := s.now()
+	now := s.Now()
 	a := &audit{ID: s.newID(), TicketID: t.ID, AuthorID: user, CreatedAt: now, Via: "api"}
 	if user == SystemUserID {
 		a.Via = "rule"
@@ -476,7 +478,7 @@ func (s *Server) showUser(w http.ResponseWriter, idStr string) {
 		writeError(w, http.StatusNotFound, "RecordNotFound", "Not found", nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"user": s.userJSON(u)})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"user": s.userJSON(u)})
 }
 
 func (s *Server) showManyUsers(w http.ResponseWriter, r *http.Request) {
@@ -488,7 +490,7 @@ func (s *Server) showManyUsers(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"users": out, "next_page": nil, "previous_page": nil, "count": len(out)})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"users": out, "next_page": nil, "previous_page": nil, "count": len(out)})
 }
 
 func (s *Server) showGroup(w http.ResponseWriter, idStr string) {
@@ -498,7 +500,7 @@ func (s *Server) showGroup(w http.ResponseWriter, idStr string) {
 		writeError(w, http.StatusNotFound, "RecordNotFound", "Not found", nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"group": map[string]any{"id": id, "name": name, "deleted": false}})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"group": map[string]any{"id": id, "name": name, "deleted": false}})
 }
 
 // ticketEvents is the time-based incremental ticket event export.
@@ -514,7 +516,7 @@ func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request, user int64
 		writeError(w, http.StatusBadRequest, "InvalidValue", "start_time must be a Unix epoch time in seconds", nil)
 		return
 	}
-	if s.opts.ExportDelay > 0 && start > s.now().Add(-s.opts.ExportDelay).Unix() {
+	if s.opts.ExportDelay > 0 && start > s.Now().Add(-s.opts.ExportDelay).Unix() {
 		writeError(w, http.StatusBadRequest, "InvalidValue", "Too recent start_time. Use a start_time older than one minute.", nil)
 		return
 	}
@@ -523,7 +525,7 @@ func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request, user int64
 		return
 	}
 	withComments := slices.Contains(strings.Split(q.Get("include"), ","), "comment_events")
-	cutoff := s.now().Add(-s.opts.ExportDelay)
+	cutoff := s.Now().Add(-s.opts.ExportDelay)
 	var matched []*audit
 	for _, a := range s.audits {
 		if a.CreatedAt.Unix() >= start && !a.CreatedAt.After(cutoff) {
@@ -563,7 +565,7 @@ func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request, user int64
 	}
 	nq := cloneQuery(q)
 	nq.Set("start_time", strconv.FormatInt(endTime, 10))
-	writeJSON(w, http.StatusOK, map[string]any{
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{
 		"ticket_events": events, "count": len(events), "end_of_stream": endOfStream,
 		"end_time": endTime, "next_page": absURL(r, nq),
 	})

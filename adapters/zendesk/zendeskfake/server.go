@@ -4,21 +4,19 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
-	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // Defaults of [Options], each from Zendesk's published limits.
@@ -219,8 +217,8 @@ type Request struct {
 
 // Server is the fake account. It is safe for concurrent use.
 type Server struct {
+	saasfake.Base[Fault, Request]
 	opts Options
-	lag  atomic.Int64 // CommitLate's, in nanoseconds
 
 	mu          sync.Mutex
 	nextID      int64
@@ -233,8 +231,6 @@ type Server struct {
 	idem        map[string]idemEntry
 	exportHits  []time.Time
 	accountHits []time.Time
-	faults      []*Fault
-	requests    []Request
 }
 
 // New returns a fake account holding the API user of opts.
@@ -258,22 +254,6 @@ func (s *Server) newID() int64 {
 	return s.nextID
 }
 
-// now is the time the account stamps on what happens: the runtime's (a
-// test that needs it to pass runs in a testing/synctest bubble), less the
-// lag of [Server.CommitLate].
-func (s *Server) now() time.Time {
-	return time.Now().UTC().Add(-time.Duration(s.lag.Load()))
-}
-
-// CommitLate runs act as writes Zendesk commits late: what act does
-// carries a time d in the past, before a poll that has already read past
-// it (a test's clock cannot go back).
-func (s *Server) CommitLate(d time.Duration, act func()) {
-	s.lag.Store(int64(d))
-	defer s.lag.Store(0)
-	act()
-}
-
 // ServeHTTP answers one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -282,25 +262,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := strings.TrimSuffix(r.URL.Path, ".json")
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{
+	s.Record(Request{
 		Method: r.Method, Path: path, Query: r.URL.Query(),
 		IdempotencyKey: r.Header.Get("Idempotency-Key"), Body: body,
 	})
-	f := s.takeFault(r.Method, path)
-	s.mu.Unlock()
-
-	if f != nil && !f.AfterApply {
-		f.write(w)
-		return
+	switch f, ok := s.TakeFault(r.Method, path); {
+	case !ok:
+		s.serve(w, r, path, body)
+	case f.AfterApply:
+		s.serve(httptest.NewRecorder(), r, path, body)
+		fallthrough
+	default:
+		f.Write(w, `{"error":"InjectedFault","description":"injected by the test (status `+strconv.Itoa(f.Status)+`)"}`)
 	}
-	if f != nil {
-		rec := httptest.NewRecorder()
-		s.serve(rec, r, path, body)
-		f.write(w)
-		return
-	}
-	s.serve(w, r, path, body)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, body []byte) {
@@ -323,7 +297,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, body
 	segs = segs[2:]
 	switch {
 	case r.Method == http.MethodGet && len(segs) == 2 && segs[0] == "users" && segs[1] == "me":
-		writeJSON(w, http.StatusOK, map[string]any{"user": s.userJSON(s.users[user])})
+		saasfake.WriteJSON(w, http.StatusOK, map[string]any{"user": s.userJSON(s.users[user])})
 	case r.Method == http.MethodGet && len(segs) == 2 && segs[0] == "users" && segs[1] == "show_many":
 		s.showManyUsers(w, r)
 	case r.Method == http.MethodGet && len(segs) == 2 && segs[0] == "users":
@@ -372,7 +346,7 @@ func (s *Server) allow(hits *[]time.Time, limit RateLimit) (time.Duration, bool)
 	if limit.Requests < 0 {
 		return 0, true
 	}
-	now := s.now()
+	now := s.Now()
 	kept := (*hits)[:0]
 	for _, t := range *hits {
 		if now.Sub(t) < limit.Window {
@@ -392,17 +366,6 @@ func (s *Server) allow(hits *[]time.Time, limit RateLimit) (time.Duration, bool)
 
 // ---- JSON forms ----
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
 // writeError writes Zendesk's error object: error, and description and
 // details when given.
 func writeError(w http.ResponseWriter, status int, code, description string, details map[string]any) {
@@ -413,7 +376,7 @@ func writeError(w http.ResponseWriter, status int, code, description string, det
 	if details != nil {
 		body["details"] = details
 	}
-	writeJSON(w, status, body)
+	saasfake.WriteJSON(w, status, body)
 }
 
 func writeInvalid(w http.ResponseWriter, field, description string) {
@@ -436,12 +399,9 @@ func writeRequiredOnSolve(w http.ResponseWriter, missing []Field) {
 }
 
 func writeRateLimited(w http.ResponseWriter, wait time.Duration, code string) {
-	secs := int64((wait + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	writeError(w, http.StatusTooManyRequests, code, fmt.Sprintf("Rate limit exceeded, retry after %d seconds", secs), nil)
+	secs := saasfake.RetryAfter(wait)
+	w.Header().Set("Retry-After", secs)
+	writeError(w, http.StatusTooManyRequests, code, "Rate limit exceeded, retry after "+secs+" seconds", nil)
 }
 
 func zdTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -489,11 +449,8 @@ func commentJSON(c *Comment) map[string]any {
 
 // attachment makes the record of a file called name attached now.
 func (s *Server) attachment(name string) Attachment {
-	ctype := mime.TypeByExtension(path.Ext(name))
-	if ctype == "" {
-		ctype = "application/octet-stream"
-	}
-	return Attachment{ID: s.newID(), FileName: name, ContentType: ctype, Size: int64(1024 + 17*len(name))}
+	ctype, size := saasfake.File(name)
+	return Attachment{ID: s.newID(), FileName: name, ContentType: ctype, Size: size}
 }
 
 // attachmentsJSON is the "attachments" list of a comment, each in the
@@ -649,7 +606,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, ids []
 				links["next"] = absURL(r, nq)
 			}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{key: items, "meta": meta, "links": links})
+		saasfake.WriteJSON(w, http.StatusOK, map[string]any{key: items, "meta": meta, "links": links})
 		return
 	}
 	pageNo, perPage := 1, s.opts.MaxPageSize
@@ -686,7 +643,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, ids []
 		pq.Set("page", strconv.Itoa(pageNo-1))
 		prev = absURL(r, pq)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{key: items, "next_page": next, "previous_page": prev, "count": len(ids)})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{key: items, "next_page": next, "previous_page": prev, "count": len(ids)})
 }
 
 func encodeCursor(id int64) string {
