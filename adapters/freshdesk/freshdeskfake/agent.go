@@ -3,12 +3,9 @@ package freshdeskfake
 import (
 	"errors"
 	"fmt"
-	"mime"
-	"net/http"
-	"path"
-	"slices"
-	"sort"
 	"strings"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // ErrNoTicket is returned by the agent-side methods for an unknown ticket.
@@ -88,11 +85,8 @@ func (s *Server) converse(id, agent int64, text string, source int, private bool
 		Source: source, CreatedAt: now, UpdatedAt: now,
 	}
 	for _, name := range files {
-		ctype := mime.TypeByExtension(path.Ext(name))
-		if ctype == "" {
-			ctype = "application/octet-stream"
-		}
-		c.Attachments = append(c.Attachments, Attachment{ID: s.newID(), Name: name, ContentType: ctype, Size: int64(1024 + 17*len(name)), CreatedAt: now})
+		ctype, size := saasfake.File(name)
+		c.Attachments = append(c.Attachments, Attachment{ID: s.newID(), Name: name, ContentType: ctype, Size: size, CreatedAt: now})
 	}
 	t.Conversations = append(t.Conversations, c)
 	t.UpdatedAt = now
@@ -186,12 +180,7 @@ func (s *Server) Ticket(id int64) (Ticket, bool) {
 func (s *Server) Tickets() []Ticket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Ticket, 0, len(s.tickets))
-	for _, t := range s.tickets {
-		out = append(out, t.clone())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return saasfake.Sorted(s.tickets, (*Ticket).clone)
 }
 
 // Agent returns agent id.
@@ -205,74 +194,9 @@ func (s *Server) Agent(id int64) (Agent, bool) {
 	return *a, true
 }
 
-// Requests returns the requests received so far, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
-
-// Fault is an answer the fake gives instead of serving a request.
-type Fault struct {
-	Method string // "" matches every method
-	Path   string // a path prefix such as "/api/v2/tickets"; "" matches every path
-	Status int
-	// RetryAfter is sent as the Retry-After header when not "".
-	RetryAfter string
-	// Header holds further headers, e.g. the rate-limit ones.
-	Header http.Header
-	// Body is the answer's body; "" means {"code":"injected_fault",...}.
-	Body string
-	// Times is how many matching requests get the fault; 0 means one.
-	Times int
-	// AfterApply makes the fake do the request's work first and then
-	// answer with the fault, as when an answer is lost.
-	AfterApply bool
-}
+// Fault is an answer the fake gives instead of serving a request; its
+// Body defaults to {"code":"injected_fault",...}.
+type Fault = saasfake.Fault
 
 // Inject adds f; faults hit matching requests in the order they were added.
-func (s *Server) Inject(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f.Times <= 0 {
-		f.Times = 1
-	}
-	s.faults = append(s.faults, &f)
-}
-
-// ClearFaults removes the faults not yet spent.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = nil
-}
-
-func (s *Server) takeFault(method, path string) *Fault {
-	for i, f := range s.faults {
-		if (f.Method == "" || strings.EqualFold(f.Method, method)) && strings.HasPrefix(path, f.Path) {
-			f.Times--
-			if f.Times <= 0 {
-				s.faults = slices.Delete(s.faults, i, i+1)
-			}
-			c := *f
-			return &c
-		}
-	}
-	return nil
-}
-
-func (f *Fault) write(w http.ResponseWriter) {
-	for k, vs := range f.Header {
-		w.Header()[k] = slices.Clone(vs)
-	}
-	if f.RetryAfter != "" {
-		w.Header().Set("Retry-After", f.RetryAfter)
-	}
-	body := f.Body
-	if body == "" {
-		body = `{"code":"injected_fault","message":"fault injected by the test"}`
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(f.Status)
-	_, _ = w.Write([]byte(body))
-}
+func (s *Server) Inject(f Fault) { s.AddFault(f, f.Method, f.Path, f.Times) }

@@ -116,5 +116,5 @@
 // failures. The fake keeps the runtime's time: a test that needs it to pass
 // (a rate limit's minute) runs in a testing/synctest bubble and serves the
 // fake on in-memory connections (testutil.PipeServer);
-// [Server.CommitLate] stamps writes in the past.
+// CommitLate ([saasfake.Base.CommitLate]) stamps writes in the past.
 package freshdeskfake

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // ---- agents, groups, fields ----
@@ -34,7 +36,7 @@ func (s *Server) showAgent(w http.ResponseWriter, idStr string) {
 		writeNotFound(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.agentJSON(a))
+	saasfake.WriteJSON(w, http.StatusOK, s.agentJSON(a))
 }
 
 func (s *Server) showGroup(w http.ResponseWriter, idStr string) {
@@ -44,7 +46,7 @@ func (s *Server) showGroup(w http.ResponseWriter, idStr string) {
 		writeNotFound(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{
 		"id": id, "name": name, "description": nil, "agent_ids": []int64{},
 		"created_at": fdTime(s.now()), "updated_at": fdTime(s.now()),
 	})
@@ -162,7 +164,7 @@ func (s *Server) showArchived(w http.ResponseWriter, idStr string) {
 	}
 	m := s.ticketJSON(t, true)
 	m["archived"] = true
-	writeJSON(w, http.StatusOK, m)
+	saasfake.WriteJSON(w, http.StatusOK, m)
 }
 
 func (s *Server) showTicket(w http.ResponseWriter, r *http.Request, idStr string) {
@@ -175,7 +177,7 @@ func (s *Server) showTicket(w http.ResponseWriter, r *http.Request, idStr string
 		writeNotFound(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.ticketJSON(t, true))
+	saasfake.WriteJSON(w, http.StatusOK, s.ticketJSON(t, true))
 }
 
 // listTickets serves GET /tickets: updated_since, order_by, order_type,
@@ -267,7 +269,7 @@ func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) {
 	if from+perPage < len(list) {
 		setNext(w, r, page)
 	}
-	writeJSON(w, http.StatusOK, out)
+	saasfake.WriteJSON(w, http.StatusOK, out)
 }
 
 // paging reads page and per_page, answering 400 for a bad value.
@@ -548,7 +550,7 @@ func (s *Server) createTicket(w http.ResponseWriter, body []byte) {
 	s.apply(t, in)
 	s.tickets[t.ID] = t
 	w.Header().Set("Location", fmt.Sprintf("/api/v2/tickets/%d", t.ID))
-	writeJSON(w, http.StatusCreated, s.ticketJSON(t, true))
+	saasfake.WriteJSON(w, http.StatusCreated, s.ticketJSON(t, true))
 }
 
 // apply sets the fields in gives on t.
@@ -604,7 +606,7 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, body []byte) 
 	}
 	s.apply(t, in)
 	t.UpdatedAt = s.now()
-	writeJSON(w, http.StatusOK, s.ticketJSON(t, true))
+	saasfake.WriteJSON(w, http.StatusOK, s.ticketJSON(t, true))
 }
 
 // ---- conversations ----
@@ -657,7 +659,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, t *Ti
 	if from+perPage < len(t.Conversations) {
 		setNext(w, r, page)
 	}
-	writeJSON(w, http.StatusOK, out)
+	saasfake.WriteJSON(w, http.StatusOK, out)
 }
 
 // addConversation serves POST /tickets/{id}/notes (source SourceNote) and
@@ -722,5 +724,5 @@ func (s *Server) addConversation(w http.ResponseWriter, idStr string, body []byt
 	c.CreatedAt, c.UpdatedAt = now, now
 	t.Conversations = append(t.Conversations, c)
 	t.UpdatedAt = now
-	writeJSON(w, http.StatusCreated, conversationJSON(t.ID, c))
+	saasfake.WriteJSON(w, http.StatusCreated, conversationJSON(t.ID, c))
 }

@@ -1,7 +1,6 @@
 package freshdeskfake
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // Freshdesk's ticket statuses.
@@ -203,8 +203,8 @@ type Request struct {
 
 // Server is the fake helpdesk. It is safe for concurrent use.
 type Server struct {
+	saasfake.Base[Fault, Request]
 	opts Options
-	lag  atomic.Int64 // CommitLate's, in nanoseconds
 
 	mu         sync.Mutex
 	nextID     int64
@@ -217,8 +217,6 @@ type Server struct {
 	endpoints  map[string]endpointBudget
 	window     time.Time // start of the current rate-limit minute
 	used       int
-	faults     []*Fault
-	requests   []Request
 }
 
 // New returns a fake helpdesk holding the API key's agent.
@@ -243,21 +241,9 @@ func (s *Server) newID() int64 {
 	return s.nextID
 }
 
-// now is the time the fake stamps on what happens: the runtime's (a test
-// that needs it to pass runs in a testing/synctest bubble), less the lag
-// of [Server.CommitLate], cut to whole seconds as Freshdesk keeps time.
-func (s *Server) now() time.Time {
-	return time.Now().UTC().Add(-time.Duration(s.lag.Load())).Truncate(time.Second)
-}
-
-// CommitLate runs act as writes Freshdesk commits late: what act does
-// carries a time d in the past, before a poll that has already read past
-// it (a test's clock cannot go back).
-func (s *Server) CommitLate(d time.Duration, act func()) {
-	s.lag.Store(int64(d))
-	defer s.lag.Store(0)
-	act()
-}
+// now is the fake's time (see [saasfake.Base.Now]) cut to whole seconds,
+// as Freshdesk keeps time.
+func (s *Server) now() time.Time { return s.Now().Truncate(time.Second) }
 
 // ServeHTTP answers one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -267,19 +253,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, _, _ := r.BasicAuth()
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body, Auth: user})
-	f := s.takeFault(r.Method, r.URL.Path)
-	s.mu.Unlock()
-
-	switch {
-	case f == nil:
+	s.Record(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body, Auth: user})
+	switch f, ok := s.TakeFault(r.Method, r.URL.Path); {
+	case !ok:
 		s.serve(w, r, body)
 	case f.AfterApply:
 		s.serve(httptest.NewRecorder(), r, body)
-		f.write(w)
+		fallthrough
 	default:
-		f.write(w)
+		f.Write(w, `{"code":"injected_fault","message":"fault injected by the test"}`)
 	}
 }
 
@@ -287,7 +269,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.authenticate(r) {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{
+		saasfake.WriteJSON(w, http.StatusUnauthorized, map[string]any{
 			"code": "invalid_credentials", "message": "You have to be logged in to perform this action.",
 		})
 		return
@@ -301,7 +283,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	if (r.Method == http.MethodPost || r.Method == http.MethodPut) && !isJSON(r.Header.Get("Content-Type")) {
-		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{
+		saasfake.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]any{
 			"code": "invalid_content_type", "message": "Content-Type header should have application/json",
 		})
 		return
@@ -320,13 +302,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	switch {
 	case route(http.MethodGet, 2, "agents", "me"):
-		writeJSON(w, http.StatusOK, s.agentJSON(s.agents[s.apiAgent]))
+		saasfake.WriteJSON(w, http.StatusOK, s.agentJSON(s.agents[s.apiAgent]))
 	case route(http.MethodGet, 2, "agents", "*"):
 		s.showAgent(w, segs[1])
 	case route(http.MethodGet, 2, "groups", "*"):
 		s.showGroup(w, segs[1])
 	case route(http.MethodGet, 1, "ticket_fields"):
-		writeJSON(w, http.StatusOK, s.ticketFields())
+		saasfake.WriteJSON(w, http.StatusOK, s.ticketFields())
 	case route(http.MethodGet, 1, "tickets"):
 		s.listTickets(w, r)
 	case route(http.MethodPost, 1, "tickets"):
@@ -394,12 +376,10 @@ func (s *Server) spend(w http.ResponseWriter) bool {
 	h := w.Header()
 	h.Set("X-RateLimit-Total", strconv.Itoa(limit))
 	if s.used >= limit {
-		wait := s.window.Add(time.Minute).Sub(now)
-		secs := int64((wait + time.Second - 1) / time.Second)
 		h.Set("X-RateLimit-Remaining", "0")
 		h.Set("X-RateLimit-Used-CurrentRequest", "1")
-		h.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{
+		h.Set("Retry-After", saasfake.RetryAfter(s.window.Add(time.Minute).Sub(now)))
+		saasfake.WriteJSON(w, http.StatusTooManyRequests, map[string]any{
 			"message": "You have exceeded the limit of requests per minute. Please try again after some time.",
 		})
 		return false
@@ -450,10 +430,8 @@ func (s *Server) spendEndpoint(w http.ResponseWriter, r *http.Request) bool {
 		b = endpointBudget{window: now}
 	}
 	if b.used >= limit {
-		wait := b.window.Add(time.Minute).Sub(now)
-		secs := int64((wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{
+		w.Header().Set("Retry-After", saasfake.RetryAfter(b.window.Add(time.Minute).Sub(now)))
+		saasfake.WriteJSON(w, http.StatusTooManyRequests, map[string]any{
 			"message": "You have exceeded the limit of requests per minute for this endpoint. Please try again after some time.",
 		})
 		return false
@@ -470,17 +448,6 @@ type endpointBudget struct {
 
 // ---- answers ----
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
 // fieldError is one entry of a validation error's errors.
 type fieldError struct {
 	Field   string `json:"field"`
@@ -490,7 +457,7 @@ type fieldError struct {
 
 // writeValidation answers 400 with Freshdesk's validation error.
 func writeValidation(w http.ResponseWriter, errs ...fieldError) {
-	writeJSON(w, http.StatusBadRequest, map[string]any{"description": "Validation failed", "errors": errs})
+	saasfake.WriteJSON(w, http.StatusBadRequest, map[string]any{"description": "Validation failed", "errors": errs})
 }
 
 // writeNotFound answers 404 with an empty body.
