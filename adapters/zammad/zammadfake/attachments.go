@@ -1,9 +1,9 @@
 package zammadfake
 
 import (
-	"mime"
-	"path"
 	"strconv"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // Attachment is a file attached to an article; the fake keeps its name
@@ -18,12 +18,9 @@ type Attachment struct {
 // attachment makes the record of a file called name. The caller holds
 // s.mu.
 func (s *Server) attachment(name string) Attachment {
-	ctype := mime.TypeByExtension(path.Ext(name))
-	if ctype == "" {
-		ctype = "application/octet-stream"
-	}
+	ctype, size := saasfake.File(name)
 	s.nextAtt++
-	return Attachment{ID: s.nextAtt, Filename: name, Size: int64(1024 + 17*len(name)), MimeType: ctype}
+	return Attachment{ID: s.nextAtt, Filename: name, Size: size, MimeType: ctype}
 }
 
 // attachmentsJSON is an article's "attachments" as Zammad's ticket

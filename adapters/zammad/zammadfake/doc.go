@@ -97,5 +97,6 @@
 // [Server.Note] and [Server.SetState]. The fake keeps the runtime's time: a
 // test that needs it to pass (the index's lag, a pending time) runs in a
 // testing/synctest bubble and serves the fake on in-memory connections
-// (testutil.PipeServer); [Server.CommitLate] stamps writes in the past.
+// (testutil.PipeServer); CommitLate ([saasfake.Base.CommitLate]) stamps
+// writes in the past.
 package zammadfake

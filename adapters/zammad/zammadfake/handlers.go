@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // serve routes one request. It writes to a recorder, never to the wire.
@@ -32,7 +34,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	get, post, put := r.Method == http.MethodGet, r.Method == http.MethodPost, r.Method == http.MethodPut
 
 	if get && rest == "users/me" {
-		writeJSON(w, http.StatusOK, s.userJSON(s.users[uid], expand))
+		saasfake.WriteJSON(w, http.StatusOK, s.userJSON(s.users[uid], expand))
 		return
 	}
 	if rest == "object_manager_attributes" && get {
@@ -40,7 +42,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeError(w, http.StatusForbidden, "Not authorized")
 			return
 		}
-		writeJSON(w, http.StatusOK, s.attributesJSON())
+		saasfake.WriteJSON(w, http.StatusOK, s.attributesJSON())
 		return
 	}
 	if !s.permitted(PermTicketAgent) {
@@ -54,7 +56,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 			notFound(w, "User", parts[1])
 			return
 		}
-		writeJSON(w, http.StatusOK, s.userJSON(u, expand))
+		saasfake.WriteJSON(w, http.StatusOK, s.userJSON(u, expand))
 	case get && rest == "ticket_states":
 		out := []map[string]any{}
 		for _, st := range defaultStates {
@@ -65,7 +67,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 			out = append(out, map[string]any{"id": st.ID, "state_type_id": st.TypeID, "name": st.Name, "next_state_id": next,
 				"default_create": st.Create, "default_follow_up": st.FollowUp, "active": st.Active, "note": nil})
 		}
-		writeJSON(w, http.StatusOK, out)
+		saasfake.WriteJSON(w, http.StatusOK, out)
 	case get && rest == "tickets":
 		s.listTickets(w, q, expand)
 	case get && rest == "tickets/search":
@@ -73,7 +75,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	case get && len(parts) == 2 && parts[0] == "tickets":
 		t, ok := s.readable(w, parts[1], uid)
 		if ok {
-			writeJSON(w, http.StatusOK, s.ticketJSON(t, expand, false))
+			saasfake.WriteJSON(w, http.StatusOK, s.ticketJSON(t, expand, false))
 		}
 	case post && rest == "tickets":
 		s.createTicket(w, body, uid, expand)
@@ -91,7 +93,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		for _, id := range t.articles {
 			out = append(out, s.articleJSON(s.articles[id]))
 		}
-		writeJSON(w, http.StatusOK, out)
+		saasfake.WriteJSON(w, http.StatusOK, out)
 	case get && len(parts) == 2 && parts[0] == "ticket_articles":
 		a, ok := s.articles[mustID(parts[1])]
 		if !ok {
@@ -99,7 +101,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 			return
 		}
 		if _, ok := s.readable(w, strconv.FormatInt(a.TicketID, 10), uid); ok {
-			writeJSON(w, http.StatusOK, s.articleJSON(a))
+			saasfake.WriteJSON(w, http.StatusOK, s.articleJSON(a))
 		}
 	case post && rest == "ticket_articles":
 		s.createArticle(w, body, uid)
@@ -112,7 +114,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		for _, h := range s.historyOf(t.id) {
 			list = append(list, historyJSON(h))
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"history": list, "assets": map[string]any{}})
+		saasfake.WriteJSON(w, http.StatusOK, map[string]any{"history": list, "assets": map[string]any{}})
 	default:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("No route matches [%s] %s", r.Method, r.URL.Path))
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 func (s *Server) listTickets(w http.ResponseWriter, q url.Values, expand bool) {
@@ -19,7 +21,7 @@ func (s *Server) listTickets(w http.ResponseWriter, q url.Values, expand bool) {
 	for i := offset; i < len(ids) && i < offset+limit; i++ {
 		out = append(out, s.ticketJSON(s.tickets[ids[i]], expand, false))
 	}
-	writeJSON(w, http.StatusOK, out)
+	saasfake.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) visibleIDs() []int64 {
@@ -236,7 +238,7 @@ func (s *Server) searchTickets(w http.ResponseWriter, q url.Values, expand bool)
 		for _, t := range page {
 			out = append(out, s.ticketJSON(t, true, false))
 		}
-		writeJSON(w, http.StatusOK, out)
+		saasfake.WriteJSON(w, http.StatusOK, out)
 		return
 	}
 	ids := []int64{}
@@ -245,7 +247,7 @@ func (s *Server) searchTickets(w http.ResponseWriter, q url.Values, expand bool)
 		ids = append(ids, t.id)
 		assets[strconv.FormatInt(t.id, 10)] = s.ticketJSON(t, false, false)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tickets": ids, "tickets_count": len(ids), "assets": map[string]any{"Ticket": assets}})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"tickets": ids, "tickets_count": len(ids), "assets": map[string]any{"Ticket": assets}})
 }
 
 func compareColumn(s *Server, a, b *ticket, col string) int {

@@ -2,7 +2,6 @@ package zammadfake
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 // Permissions a token may carry.
@@ -215,8 +215,8 @@ type Request struct {
 
 // Server is the fake Zammad. It is safe for concurrent use.
 type Server struct {
+	saasfake.Base[Fault, Request]
 	opts Options
-	lag  atomic.Int64 // CommitLate's, in nanoseconds
 
 	mu        sync.Mutex
 	users     map[int64]*User
@@ -234,8 +234,6 @@ type Server struct {
 	nextHist  int64
 	nextAtt   int64
 	lastStamp time.Time
-	faults    []Fault
-	log       []Request
 }
 
 // New returns a fake with no tickets, the system user (id 1) and the API
@@ -298,21 +296,10 @@ func (s *Server) addUser(u User) int64 {
 // APIUserID returns the id of the token's user.
 func (s *Server) APIUserID() int64 { return s.apiUser }
 
-// now is the runtime's time (a test that needs it to pass runs in a
-// testing/synctest bubble) less the lag of [Server.CommitLate], in UTC, at
-// millisecond precision as Zammad shows it.
-func (s *Server) now() time.Time {
-	return time.Now().UTC().Add(-time.Duration(s.lag.Load())).Truncate(time.Millisecond)
-}
-
-// CommitLate runs act as writes Zammad commits late: what act does
-// carries a time d in the past (but still after the previous write), before
-// a poll that has already read past it (a test's clock cannot go back).
-func (s *Server) CommitLate(d time.Duration, act func()) {
-	s.lag.Store(int64(d))
-	defer s.lag.Store(0)
-	act()
-}
+// now is the fake's time (see [saasfake.Base.Now]) at millisecond
+// precision, as Zammad shows it. A write made under CommitLate still
+// comes after the previous write (see stamp).
+func (s *Server) now() time.Time { return s.Now().Truncate(time.Millisecond) }
 
 // stamp returns the time of a write: now, but at least a millisecond after
 // the previous write. The caller holds mu.
@@ -325,48 +312,9 @@ func (s *Server) stamp() time.Time {
 	return t
 }
 
-// Inject adds a fault.
-func (s *Server) Inject(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f.Times <= 0 {
-		f.Times = 1
-	}
-	s.faults = append(s.faults, f)
-}
-
-// ClearFaults drops every fault not yet spent.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = nil
-}
-
-// Requests returns the requests answered so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.log)
-}
-
-// takeFault returns the first fault matching r and spends one of its hits.
-// The caller holds mu.
-func (s *Server) takeFault(r *http.Request) (Fault, bool) {
-	for i, f := range s.faults {
-		if f.Method != "" && !strings.EqualFold(f.Method, r.Method) {
-			continue
-		}
-		if f.Path != "" && !strings.HasPrefix(r.URL.Path, f.Path) {
-			continue
-		}
-		s.faults[i].Times--
-		if s.faults[i].Times <= 0 {
-			s.faults = slices.Delete(s.faults, i, i+1)
-		}
-		return f, true
-	}
-	return Fault{}, false
-}
+// Inject adds a fault; faults hit matching requests in the order they
+// were added.
+func (s *Server) Inject(f Fault) { s.AddFault(f, f.Method, f.Path, f.Times) }
 
 // recorder keeps an answer so that a fault can replace it after the
 // request was served.
@@ -388,9 +336,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	s.mu.Lock()
-	fault, faulty := s.takeFault(r)
-	s.mu.Unlock()
+	fault, faulty := s.TakeFault(r.Method, r.URL.Path)
 	switch {
 	case faulty && !fault.AfterApply:
 		writeFault(rec, fault)
@@ -401,9 +347,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeFault(rec, fault)
 		}
 	}
-	s.mu.Lock()
-	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status})
-	s.mu.Unlock()
+	s.Record(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status})
 	for k, vs := range rec.header {
 		w.Header()[k] = vs
 	}
@@ -414,7 +358,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func writeFault(w http.ResponseWriter, f Fault) {
 	if f.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+		w.Header().Set("Retry-After", saasfake.RetryAfter(f.RetryAfter))
 	}
 	msg := http.StatusText(f.Status)
 	if f.Status == http.StatusTooManyRequests {
@@ -443,23 +387,13 @@ func (s *Server) authenticate(r *http.Request) (int64, bool) {
 
 func (s *Server) permitted(perm string) bool { return slices.Contains(s.perms, perm) }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encode answer"}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
 // writeError writes Zammad's error form: the message as both error and
 // error_human.
 func writeError(w http.ResponseWriter, status int, msg string) {
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		w.Header().Set("X-Failure", msg)
 	}
-	writeJSON(w, status, map[string]string{"error": msg, "error_human": msg})
+	saasfake.WriteJSON(w, status, map[string]string{"error": msg, "error_human": msg})
 }
 
 // zmTime formats t as Zammad does: UTC with milliseconds.
@@ -705,16 +639,7 @@ func (s *Server) Ticket(id int64) (Ticket, bool) {
 func (s *Server) Tickets() []Ticket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]int64, 0, len(s.tickets))
-	for id := range s.tickets {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	out := make([]Ticket, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, s.snapshot(s.tickets[id]))
-	}
-	return out
+	return saasfake.Sorted(s.tickets, s.snapshot)
 }
 
 // History returns the history of ticket id, oldest first.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/ticketbridge/ticketbridge/adapters/saas/saasfake"
 )
 
 func (s *Server) createTicket(w http.ResponseWriter, body []byte, uid int64, expand bool) {
@@ -44,7 +46,7 @@ func (s *Server) createTicket(w http.ResponseWriter, body []byte, uid int64, exp
 	if c.article != nil {
 		s.newArticle(t, *c.article, uid)
 	}
-	writeJSON(w, http.StatusCreated, s.ticketJSON(t, expand, true))
+	saasfake.WriteJSON(w, http.StatusCreated, s.ticketJSON(t, expand, true))
 }
 
 func (s *Server) updateTicket(w http.ResponseWriter, t *ticket, body []byte, uid int64, expand bool) {
@@ -84,7 +86,7 @@ func (s *Server) updateTicket(w http.ResponseWriter, t *ticket, body []byte, uid
 	if c.article != nil {
 		s.newArticle(t, *c.article, uid)
 	}
-	writeJSON(w, http.StatusOK, s.ticketJSON(t, expand, true))
+	saasfake.WriteJSON(w, http.StatusOK, s.ticketJSON(t, expand, true))
 }
 
 func (s *Server) createArticle(w http.ResponseWriter, body []byte, uid int64) {
@@ -106,7 +108,7 @@ func (s *Server) createArticle(w http.ResponseWriter, body []byte, uid int64) {
 		writeError(w, http.StatusUnprocessableEntity, msg)
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.articleJSON(s.newArticle(t, a, uid)))
+	saasfake.WriteJSON(w, http.StatusCreated, s.articleJSON(s.newArticle(t, a, uid)))
 }
 
 // attributesJSON lists the ticket attributes of the object manager: a few
