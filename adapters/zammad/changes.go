@@ -1,6 +1,7 @@
 package zammad
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,7 +147,7 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 		if x.rank != y.rank {
 			return x.rank - y.rank
 		}
-		return cmpInt(x.num, y.num)
+		return cmp.Compare(x.num, y.num)
 	})
 	w := serverNow
 	if len(cands) > a.maxEvents {
@@ -226,7 +227,7 @@ func (a *Adapter) scan(ctx context.Context, from time.Time) ([]zmTicket, time.Ti
 	for _, t := range found {
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(x, y zmTicket) int { return cmpInt(x.ID, y.ID) })
+	slices.SortFunc(out, func(x, y zmTicket) int { return cmp.Compare(x.ID, y.ID) })
 	return out, serverNow, nil
 }
 

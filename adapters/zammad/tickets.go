@@ -1,6 +1,7 @@
 package zammad
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,18 +76,8 @@ func (a *Adapter) byUpstream(ctx context.Context, upstreamID string) ([]zmTicket
 			break
 		}
 	}
-	slices.SortFunc(out, func(x, y zmTicket) int { return cmpInt(x.ID, y.ID) })
+	slices.SortFunc(out, func(x, y zmTicket) int { return cmp.Compare(x.ID, y.ID) })
 	return out, nil
-}
-
-func cmpInt(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // ticket reads one ticket with its names (state, group).

@@ -1,6 +1,7 @@
 package zendesk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -383,19 +384,9 @@ func (v vendor) Resolve(ctx context.Context, ref adapters.Ref) (chain, error) {
 	}
 	if !slices.ContainsFunc(ts, func(x zdTicket) bool { return x.ID == t.ID }) {
 		ts = append(ts, t)
-		slices.SortFunc(ts, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
+		slices.SortFunc(ts, func(x, y zdTicket) int { return cmp.Compare(x.ID, y.ID) })
 	}
 	return chain{ref: ref, upstream: upstream, tickets: ts}, nil
-}
-
-func cmpID(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // byExternalID lists the tickets whose external_id names upstreamID,
@@ -420,7 +411,7 @@ func (a *Adapter) byExternalID(ctx context.Context, upstreamID string) ([]zdTick
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
+	slices.SortFunc(out, func(x, y zdTicket) int { return cmp.Compare(x.ID, y.ID) })
 	return out, nil
 }
 
@@ -473,7 +464,7 @@ func (a *Adapter) chainTickets(ctx context.Context, upstreamID string) ([]zdTick
 			listed = append(listed, t)
 		}
 	}
-	slices.SortFunc(listed, func(x, y zdTicket) int { return cmpID(x.ID, y.ID) })
+	slices.SortFunc(listed, func(x, y zdTicket) int { return cmp.Compare(x.ID, y.ID) })
 	return listed, nil
 }
 

@@ -1,6 +1,7 @@
 package zammadfake
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -224,7 +225,7 @@ func (s *Server) searchTickets(w http.ResponseWriter, q url.Values, expand bool)
 			c = -c
 		}
 		if c == 0 {
-			c = compareInt(a.id, b.id)
+			c = cmp.Compare(a.id, b.id)
 		}
 		return c
 	})
@@ -257,19 +258,9 @@ func compareColumn(s *Server, a, b *ticket, col string) int {
 		y, _, _ := s.column(b, col)
 		xi, _ := strconv.ParseInt(x, 10, 64)
 		yi, _ := strconv.ParseInt(y, 10, 64)
-		return compareInt(xi, yi)
+		return cmp.Compare(xi, yi)
 	}
 	x, _, _ := s.column(a, col)
 	y, _, _ := s.column(b, col)
 	return strings.Compare(x, y)
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
