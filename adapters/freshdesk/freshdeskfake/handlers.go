@@ -297,13 +297,7 @@ func (s *Server) paging(w http.ResponseWriter, q url.Values) (page, perPage int,
 
 // setNext sets the Link header to the next page of r.
 func setNext(w http.ResponseWriter, r *http.Request, page int) {
-	q := r.URL.Query()
-	q.Set("page", strconv.Itoa(page+1))
-	u := url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawQuery: q.Encode()}
-	if r.TLS != nil {
-		u.Scheme = "https"
-	}
-	w.Header().Set("Link", "<"+u.String()+`>; rel="next"`)
+	w.Header().Set("Link", "<"+saasfake.Link(r, "page", strconv.Itoa(page+1))+`>; rel="next"`)
 }
 
 func parseTime(v string) (time.Time, error) {

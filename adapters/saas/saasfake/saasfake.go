@@ -17,6 +17,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -161,6 +162,18 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // least one.
 func RetryAfter(wait time.Duration) string {
 	return strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10)
+}
+
+// Link is the absolute address of r with its query parameter key set to
+// value, as a next or previous page link gives it.
+func Link(r *http.Request, key, value string) string {
+	q := r.URL.Query()
+	q.Set(key, value)
+	u := url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawQuery: q.Encode()}
+	if r.TLS != nil {
+		u.Scheme = "https"
+	}
+	return u.String()
 }
 
 // File is what a fake tells of a file called name that an agent attached:

@@ -563,11 +563,9 @@ func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request, user int64
 	for _, a := range matched {
 		events = append(events, s.ticketEventJSON(a, withComments))
 	}
-	nq := cloneQuery(q)
-	nq.Set("start_time", strconv.FormatInt(endTime, 10))
 	saasfake.WriteJSON(w, http.StatusOK, map[string]any{
 		"ticket_events": events, "count": len(events), "end_of_stream": endOfStream,
-		"end_time": endTime, "next_page": absURL(r, nq),
+		"end_time": endTime, "next_page": saasfake.Link(r, "start_time", strconv.FormatInt(endTime, 10)),
 	})
 }
 

@@ -601,9 +601,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, ids []
 			meta["after_cursor"] = after
 			meta["before_cursor"] = encodeCursor(ids[start])
 			if hasMore {
-				nq := cloneQuery(q)
-				nq.Set("page[after]", after)
-				links["next"] = absURL(r, nq)
+				links["next"] = saasfake.Link(r, "page[after]", after)
 			}
 		}
 		saasfake.WriteJSON(w, http.StatusOK, map[string]any{key: items, "meta": meta, "links": links})
@@ -634,14 +632,10 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, ids []
 	}
 	var next, prev any
 	if end < len(ids) {
-		nq := cloneQuery(q)
-		nq.Set("page", strconv.Itoa(pageNo+1))
-		next = absURL(r, nq)
+		next = saasfake.Link(r, "page", strconv.Itoa(pageNo+1))
 	}
 	if pageNo > 1 {
-		pq := cloneQuery(q)
-		pq.Set("page", strconv.Itoa(pageNo-1))
-		prev = absURL(r, pq)
+		prev = saasfake.Link(r, "page", strconv.Itoa(pageNo-1))
 	}
 	saasfake.WriteJSON(w, http.StatusOK, map[string]any{key: items, "next_page": next, "previous_page": prev, "count": len(ids)})
 }
@@ -661,25 +655,6 @@ func decodeCursor(c string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	return n, err == nil
-}
-
-func cloneQuery(q url.Values) url.Values {
-	out := url.Values{}
-	for k, v := range q {
-		out[k] = slices.Clone(v)
-	}
-	return out
-}
-
-// absURL is the request's URL with query q, absolute as Zendesk's links
-// are.
-func absURL(r *http.Request, q url.Values) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	u := url.URL{Scheme: scheme, Host: r.Host, Path: r.URL.Path, RawQuery: q.Encode()}
-	return u.String()
 }
 
 func parseID(s string) (int64, bool) {
