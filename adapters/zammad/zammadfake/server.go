@@ -1,10 +1,10 @@
 package zammadfake
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -316,18 +316,6 @@ func (s *Server) stamp() time.Time {
 // were added.
 func (s *Server) Inject(f Fault) { s.AddFault(f, f.Method, f.Path, f.Times) }
 
-// recorder keeps an answer so that a fault can replace it after the
-// request was served.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header         { return r.header }
-func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
-func (r *recorder) WriteHeader(status int)      { r.status = status }
-
 // ServeHTTP answers one request of the REST API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
@@ -335,7 +323,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "could not read the request body")
 		return
 	}
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	// The answer is kept so that a fault can replace it after the request
+	// was served, and so that the log holds its status.
+	rec := httptest.NewRecorder()
 	fault, faulty := s.TakeFault(r.Method, r.URL.Path)
 	switch {
 	case faulty && !fault.AfterApply:
@@ -343,17 +333,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.serve(rec, r, body)
 		if faulty {
-			rec = &recorder{header: http.Header{}, status: http.StatusOK}
+			rec = httptest.NewRecorder()
 			writeFault(rec, fault)
 		}
 	}
-	s.Record(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status})
-	for k, vs := range rec.header {
+	s.Record(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.Code})
+	for k, vs := range rec.Header() {
 		w.Header()[k] = vs
 	}
 	w.Header().Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	w.WriteHeader(rec.status)
-	_, _ = w.Write(rec.body.Bytes())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 func writeFault(w http.ResponseWriter, f Fault) {
