@@ -44,7 +44,8 @@
 //     and its follow-ups; a [Preparer] when a ticket must change before
 //     messages go in.
 //   - a fake in a sub-package that follows the vendor's published API
-//     (errors, paging, rate limits), a conformance_test.go that runs
+//     (errors, paging, rate limits) on the plumbing of package saasfake
+//     (its clock, faults and request log), a conformance_test.go that runs
 //     package adaptertest against it, and an e2e test with internal/looptest.
 //
 // The vendor writes no marker parsing, no dedup of appends, no input
