@@ -169,11 +169,7 @@ func (s *Server) Archive(id int64) error {
 func (s *Server) Ticket(id int64) (Ticket, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.tickets[id]
-	if t == nil {
-		return Ticket{}, false
-	}
-	return t.clone(), true
+	return saasfake.Lookup(s.tickets, id, (*Ticket).clone)
 }
 
 // Tickets returns snapshots of every ticket, by id.
@@ -187,11 +183,7 @@ func (s *Server) Tickets() []Ticket {
 func (s *Server) Agent(id int64) (Agent, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[id]
-	if a == nil {
-		return Agent{}, false
-	}
-	return *a, true
+	return saasfake.Lookup(s.agents, id, func(a *Agent) Agent { return *a })
 }
 
 // Fault is an answer the fake gives instead of serving a request; its

@@ -3,8 +3,9 @@
 // again: the clock a test moves back with CommitLate, the faults a test
 // injects and the log of the requests a fake received ([Base], embedded
 // in each fake's Server), an injected answer ([Fault]), JSON answers, the
-// Retry-After of a rate limit, what a fake tells of an attached file, and
-// the snapshots of a fake's tickets in order.
+// Retry-After of a rate limit, the link to another page, what a fake
+// tells of an attached file, and the snapshots a test reads of a fake's
+// records, one or all in order.
 //
 // What each API does its own way stays in its fake: routes, errors,
 // paging, rate limits and their headers, authentication. Like the fakes,
@@ -181,6 +182,15 @@ func Link(r *http.Request, key, value string) string {
 // none), and a size made up from the name. Fakes keep no content.
 func File(name string) (contentType string, size int64) {
 	return cmp.Or(mime.TypeByExtension(path.Ext(name)), "application/octet-stream"), int64(1024 + 17*len(name))
+}
+
+// Lookup returns snap of the value of m at k, and whether there is one.
+func Lookup[K comparable, V, S any](m map[K]*V, k K, snap func(*V) S) (S, bool) {
+	if v := m[k]; v != nil {
+		return snap(v), true
+	}
+	var none S
+	return none, false
 }
 
 // Sorted returns snap of each value of m, in the order of their keys.

@@ -618,11 +618,7 @@ func (s *Server) snapshot(t *ticket) Ticket {
 func (s *Server) Ticket(id int64) (Ticket, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.tickets[id]
-	if !ok {
-		return Ticket{}, false
-	}
-	return s.snapshot(t), true
+	return saasfake.Lookup(s.tickets, id, s.snapshot)
 }
 
 // Tickets returns snapshots of every ticket, by id.
@@ -653,11 +649,7 @@ func (s *Server) historyOf(id int64) []HistoryEntry {
 func (s *Server) User(id int64) (User, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u, ok := s.users[id]
-	if !ok {
-		return User{}, false
-	}
-	return *u, true
+	return saasfake.Lookup(s.users, id, func(u *User) User { return *u })
 }
 
 // FindUser returns the user whose login or email is key.

@@ -170,11 +170,7 @@ func (s *Server) Close(id int64) error {
 func (s *Server) Ticket(id int64) (Ticket, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.tickets[id]
-	if t == nil {
-		return Ticket{}, false
-	}
-	return snapshot(t), true
+	return saasfake.Lookup(s.tickets, id, snapshot)
 }
 
 // Tickets returns snapshots of every ticket, by id.
