@@ -201,7 +201,7 @@ type collectPlan struct {
 	puts     []state.Ticket // tickets woken, adopted or given their helpdesk ticket
 	entries  []state.Entry  // journal entries, in the events' order
 	refused  []Failure      // events skipped, with why
-	skipped  int            // events with nothing to send (notes off)
+	skipped  int            // events with nothing to send (notes or status not sent upstream)
 	adopted  int            // tickets Lookup found
 	complete bool           // every event is journaled or refused: the cursor may move
 }
@@ -216,7 +216,10 @@ type collectPlan struct {
 //     failed, the event waits (the cursor does not move).
 //   - Each event wakes its ticket; a status change records the helpdesk's
 //     status and its time (the newer change wins).
-//   - A note is not sent when TICKETBRIDGE_NOTES_UPSTREAM is off.
+//   - A note, or a status change, is not sent when TICKETBRIDGE_UPSTREAM
+//     leaves it out; a status change left out does not record the
+//     helpdesk's status either, so the next upstream change is set there
+//     (see rules.go).
 //   - The events of a ticket not this hotel's, or deleted on the
 //     platform, are ignored (see notours.go).
 func (e *Engine) planCollect(in collectInput) collectPlan {
@@ -291,7 +294,7 @@ func (e *Engine) planCollect(in collectInput) collectPlan {
 		e.pol.wake(t, in.now, DueEvent)
 		t.LastActivity = in.now
 		changed[t.ID] = true
-		if ev.Kind == adapters.EventNote && !e.cfg.NotesUpstream {
+		if !e.cfg.up.sends(string(ev.Kind)) {
 			p.skipped++
 			continue
 		}

@@ -59,9 +59,25 @@ type Config struct {
 	// AuthorName is the author_name of replies and notes whose agent name
 	// the helpdesk does not give.
 	AuthorName string `env:"TICKETBRIDGE_AUTHOR_NAME, default=Support team"`
-	// NotesUpstream says whether internal notes made in the helpdesk are
-	// posted upstream (with visible_to_guest false).
-	NotesUpstream bool `env:"TICKETBRIDGE_NOTES_UPSTREAM, default=true"`
+	// Upstream says what the helpdesk sends upstream besides replies to
+	// the guest: internal notes (posted with visible_to_guest false) and
+	// status changes. Not set: both (see rules.go).
+	Upstream Upstream `env:"TICKETBRIDGE_UPSTREAM"`
+	// NotesUpstream is the notes item of Upstream, as older versions
+	// read it; setting both is an error.
+	//
+	// Deprecated: set Upstream (TICKETBRIDGE_UPSTREAM).
+	NotesUpstream NotesSwitch `env:"TICKETBRIDGE_NOTES_UPSTREAM"`
+
+	// IncludeDepartments, when set, lists the only departments whose
+	// requests are mirrored; ExcludeDepartments those whose requests are
+	// not. IncludeOrigins and ExcludeOrigins do the same by origin
+	// (guest, staff, internal). One of each pair may be set; a request
+	// must pass both dimensions (see rules.go).
+	IncludeDepartments Departments `env:"TICKETBRIDGE_INCLUDE_DEPARTMENTS"`
+	ExcludeDepartments Departments `env:"TICKETBRIDGE_EXCLUDE_DEPARTMENTS"`
+	IncludeOrigins     Origins     `env:"TICKETBRIDGE_INCLUDE_ORIGINS"`
+	ExcludeOrigins     Origins     `env:"TICKETBRIDGE_EXCLUDE_ORIGINS"`
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -76,7 +92,6 @@ func DefaultConfig() Config {
 		ClosedGrace:       72 * time.Hour,
 		RetiredInterval:   24 * time.Hour,
 		AuthorName:        "Support team",
-		NotesUpstream:     true,
 	}
 }
 
@@ -222,10 +237,13 @@ func (c Config) Validate() error {
 }
 
 // parsed is a validated Config in the form the engine uses: the
-// schedule's interval, and the intervals below it raised to it.
+// schedule's interval, and the intervals below it raised to it; what goes
+// upstream, the old variable weighed in, and the scope (see rules.go).
 type parsed struct {
 	Config
 	interval time.Duration
+	up       Upstream
+	scope    scope
 }
 
 func (c Config) parse() (parsed, error) {
@@ -255,6 +273,13 @@ func (c Config) parse() (parsed, error) {
 		return p, fmt.Errorf("TICKETBRIDGE_AUTHOR_NAME is empty: want the name shown on replies whose agent is unknown")
 	case strings.ContainsAny(c.AuthorName, "\r\n"):
 		return p, fmt.Errorf("TICKETBRIDGE_AUTHOR_NAME contains a line break")
+	}
+	var err error
+	if p.up, err = c.direction(); err != nil {
+		return p, err
+	}
+	if p.scope, err = c.scopeOf(); err != nil {
+		return p, err
 	}
 	if c.QuietMax < p.interval {
 		p.QuietMax = p.interval

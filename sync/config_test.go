@@ -108,7 +108,7 @@ func TestLoadConfigNamesTheVariable(t *testing.T) {
 		}
 	}
 	c, err := LoadConfig(context.Background(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_NOTES_UPSTREAM": "false", "TICKETBRIDGE_BACKFILL": "assigned"}))
-	if err != nil || c.NotesUpstream || !reflect.DeepEqual(c.Backfill, Backfill{guestapi.StatusAssigned}) {
+	if err != nil || c.NotesUpstream != NotesOff || !reflect.DeepEqual(c.Backfill, Backfill{guestapi.StatusAssigned}) {
 		t.Fatalf("LoadConfig: %+v, %v", c, err)
 	}
 }

@@ -49,6 +49,11 @@ func (c *cycle) discover() {
 		return
 	}
 	p := e.planDiscover(in)
+	if in.listOK && !in.unchanged {
+		// As full lists are: the same lists leave out what they did.
+		e.leftOut = p.leftOut
+		c.count(func(r *Report) { r.LeftOut = p.leftOut })
+	}
 	if len(p.imports) >= importGateMin && !c.takeImportRoom() {
 		// Not held while the cycle waits: 2,000 hotels starting
 		// together held about 60 KB each in their lists and plans.
@@ -157,8 +162,12 @@ type discoverPlan struct {
 	fullRead    *FullRead      // to record; nil: leave it
 	// agree says that the lists agreed with state: every listed ticket
 	// tracked and as its record has it (or not read yet), or untracked
-	// and too old to import; no tracked ticket missing from a whole list.
+	// and too old to import or left out by the rules; no tracked ticket
+	// missing from a whole list.
 	agree bool
+	// leftOut counts the listed tickets the rules leave out (see
+	// rules.go).
+	leftOut []LeftOut
 }
 
 func (c *cycle) readDiscoverState() (discoverInput, error) {
@@ -212,7 +221,9 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 //
 //   - A listed ticket state does not hold is imported when its status is
 //     new or a backfill status, or when it was created since the first
-//     cycle (it may have left new before a list showed it).
+//     cycle (it may have left new before a list showed it), unless the
+//     rules leave it out (see rules.go): then it is counted, and imported
+//     once a list shows it within them.
 //   - A tracked ticket whose listed status or updated_at differs from what
 //     its last read stored is due now (DueUpdated); a retired one comes
 //     back. Absence from the lists means nothing.
@@ -238,10 +249,19 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	}
 	// The slack covers clocks that differ a little.
 	horizon := importSince.Add(-2 * e.cfg.interval)
+	var left leftOutCounter
+	scoped := e.cfg.scope.any()
 
 	for _, lt := range in.listed {
 		id := lt.ID
 		t, ok := findTicket(in.tracked, id)
+		if scoped && (ok || importable[lt.Status] || !lt.CreatedAt.Before(horizon)) {
+			// Counted: a ticket the helpdesk holds, or one it would.
+			// Read as any other, a tracked one is left out by refresh.
+			if left.count(e.cfg.scope, lt.Department, lt.Origin, ok && t.Ref != "") && !ok {
+				continue
+			}
+		}
 		if !ok {
 			if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
 				continue
@@ -298,6 +318,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	}
 	slices.SortFunc(capped, func(a, b state.Ticket) int { return strings.Compare(a.ID, b.ID) })
 	p.puts = append(p.puts, capped...)
+	p.leftOut = left.list()
 	return p
 }
 

@@ -144,6 +144,9 @@ type Engine struct {
 	// fullLists are the lists that held the API's limit when the queue
 	// was last listed in full (see [FullList]); every report carries them.
 	fullLists []FullList
+	// leftOut counts what the rules left out when the queue was last
+	// listed in full (see [LeftOut]); every report carries it.
+	leftOut []LeftOut
 	// putOff holds the sides put off, by side (see [PutOff]); lastRead
 	// says that they and fullLists were read from the last cycle stored,
 	// which a restart keeps.
@@ -155,6 +158,8 @@ type Engine struct {
 	recorded      time.Time
 	recordedQuiet bool
 	recordedFull  []FullList
+	// recordedLeftOut is what that record counts as left out.
+	recordedLeftOut []LeftOut
 	// tracked is how many tickets the last cycle's working set held.
 	tracked int
 	// deferred holds the schedules of quiet reads not yet stored, by
@@ -349,6 +354,7 @@ func (e *Engine) readLastCycle(ctx context.Context) {
 		e.putOff[p.Side] = p
 	}
 	e.fullLists, e.recordedFull = last.FullLists, last.FullLists
+	e.leftOut, e.recordedLeftOut = last.LeftOut, last.LeftOut
 }
 
 // cycle is the working set of one RunCycle.
@@ -438,7 +444,7 @@ func (e *Engine) newCycle(ctx context.Context) *cycle {
 		commits0: e.st.Commits(),
 		ok0:      e.api.ok.Load(),
 		limited0: e.api.limited.Load(),
-		rep:      Report{Start: now, FullLists: e.fullLists},
+		rep:      Report{Start: now, FullLists: e.fullLists, LeftOut: e.leftOut},
 		readFail: map[string]bool{},
 	}
 	for _, side := range []string{SideAPI, SideHelpdesk} {
@@ -609,9 +615,11 @@ func (c *cycle) finish() (Report, error) {
 		rep.Outcome = OutcomeOK
 	}
 	rep.Synced = fatal == nil && !interrupted && synced
-	// A cycle that found other lists full than the record names is not
-	// quiet: status, with the daemon stopped, shows the record.
-	quiet := rep.Outcome == OutcomeOK && rep.Synced && c.e.st.Commits() == c.commits0 && slices.Equal(rep.FullLists, c.e.recordedFull)
+	// A cycle that found other lists full than the record names, or that
+	// counts otherwise what the rules leave out, is not quiet: status,
+	// with the daemon stopped, shows the record.
+	quiet := rep.Outcome == OutcomeOK && rep.Synced && c.e.st.Commits() == c.commits0 &&
+		slices.Equal(rep.FullLists, c.e.recordedFull) && slices.Equal(rep.LeftOut, c.e.recordedLeftOut)
 	if !c.e.st.ReadOnly() && !(quiet && c.e.recordedQuiet && c.now.Sub(c.e.recorded) < quietRecordEvery) {
 		body, err := json.Marshal(rep)
 		if err == nil {
@@ -632,7 +640,7 @@ func (c *cycle) finish() (Report, error) {
 		}
 		c.e.recorded, c.e.recordedQuiet = c.now, quiet && err == nil
 		if err == nil {
-			c.e.recordedFull = rep.FullLists
+			c.e.recordedFull, c.e.recordedLeftOut = rep.FullLists, rep.LeftOut
 		}
 		if err != nil {
 			c.e.log.LogAttrs(context.WithoutCancel(c.parent), slog.LevelError, "store cycle report", slog.Any("error", err), slog.String("op", "cycle"))

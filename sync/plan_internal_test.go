@@ -145,7 +145,7 @@ func TestPlanThread(t *testing.T) {
 
 func TestPlanCollect(t *testing.T) {
 	e := planEngine(t, "")
-	e.cfg.NotesUpstream = false
+	e.cfg.up.Notes = false
 	known := &state.Ticket{ID: "k", Ref: "R1", NextDue: planNow.Add(time.Hour)}
 	in := collectInput{
 		now: planNow,

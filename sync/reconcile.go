@@ -254,7 +254,7 @@ func (c *cycle) reconcileFound(r *refreshResult, d guestapi.TicketDetail, f adap
 	p := e.planCollect(in)
 	r.journal = p.entries
 	agreed := guestapi.Status(r.t.AgreedStatus)
-	m := mergeStatus(agreed, r.t.AgreedAt, d.Status, d.UpdatedAt, f.Status)
+	m := e.cfg.up.keepStatus(mergeStatus(agreed, r.t.AgreedAt, d.Status, d.UpdatedAt, f.Status), d.Status)
 	if m.up != "" {
 		at := f.Status.At
 		if at.IsZero() {

@@ -53,7 +53,7 @@ type Report struct {
 	StatusDown  int `json:"status_down"`
 	Events      int `json:"events"`  // helpdesk events journaled (pulled up)
 	Sent        int `json:"sent"`    // journal entries confirmed upstream
-	Skipped     int `json:"skipped"` // events with nothing to send (notes off, status already set, superseded, a ticket not this hotel's or deleted upstream)
+	Skipped     int `json:"skipped"` // events with nothing to send (notes or status not sent upstream, status already set, superseded, a ticket not this hotel's or deleted upstream)
 	Failed      int `json:"failed"`  // entries refused for good
 	Errors      int `json:"errors"`  // failures recorded on tickets and entries
 	// NotOurs counts the helpdesk tickets found not this hotel's (the API
@@ -90,6 +90,10 @@ type Report struct {
 	// one when a list request of this one failed): requests older than
 	// the ListLimit-th newest of each may be missing (see [FullList]).
 	FullLists []FullList `json:"full_lists,omitempty"`
+	// LeftOut counts, rule by rule, the listed requests the rules for
+	// what crosses leave out when the queue was last listed in full (see
+	// [LeftOut] and rules.go).
+	LeftOut []LeftOut `json:"left_out,omitempty"`
 
 	// Fatal is the error that stopped the cycle, "" when none did.
 	Fatal string `json:"fatal,omitempty"`
@@ -245,6 +249,9 @@ func (r Report) String() string {
 	if len(r.FullLists) > 0 {
 		fmt.Fprintf(&b, "; full lists (requests older than the %dth newest not discovered): %s", ListLimit, FullListsText(r.FullLists))
 	}
+	if len(r.LeftOut) > 0 {
+		fmt.Fprintf(&b, "; left out by the rules: %s", LeftOutText(r.LeftOut))
+	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.Fatal)
 	}
@@ -291,6 +298,9 @@ func (r Report) LogValue() slog.Value {
 	if len(r.FullLists) > 0 {
 		attrs = append(attrs, slog.String("full_lists", FullListsText(r.FullLists)))
 	}
+	if len(r.LeftOut) > 0 {
+		attrs = append(attrs, slog.String("left_out", LeftOutText(r.LeftOut)))
+	}
 	if r.Fatal != "" {
 		attrs = append(attrs, slog.String("fatal", r.Fatal))
 	}
@@ -333,6 +343,9 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	if len(r.FullLists) > 0 {
 		rows = append(rows, [2]string{"full lists", FullListsText(r.FullLists) + "; " + FullListsHint})
+	}
+	if len(r.LeftOut) > 0 {
+		rows = append(rows, [2]string{"left out by the rules", LeftOutText(r.LeftOut)})
 	}
 	if r.Fatal != "" {
 		rows = append(rows, [2]string{"stopped", r.Fatal})

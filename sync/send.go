@@ -110,11 +110,10 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 		switch {
 		case !t.Deleted.IsZero():
 			perm = errors.New("the request was deleted on the platform: nothing can be sent to it")
+		case !e.cfg.up.sends(en.Kind):
+			// Journaled before TICKETBRIDGE_UPSTREAM left it out.
+			perm = e.cfg.up.refusal(en.Kind)
 		case en.Kind == state.KindReply, en.Kind == state.KindNote:
-			if en.Kind == state.KindNote && !e.cfg.NotesUpstream {
-				perm = errors.New("internal notes are not sent upstream (TICKETBRIDGE_NOTES_UPSTREAM=false)")
-				break
-			}
 			var res guestapi.PostMessageResult
 			res, err = e.api.PostMessage(c.ctx, t.ID, guestapi.NewMessage{
 				Body: en.Payload.Body, VisibleToGuest: en.Payload.Visible, AuthorName: en.Payload.AuthorName,
