@@ -438,6 +438,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 	if c := s.LastCycle; c != nil && len(c.FullLists) > 0 {
 		fmt.Fprintf(tw, "Full lists\t%s: %s\n", sync.FullListsText(c.FullLists), sync.FullListsHint)
 	}
+	if c := s.LastCycle; c != nil && len(c.LeftOut) > 0 {
+		fmt.Fprintf(tw, "Left out\t%s: %s\n", sync.LeftOutText(c.LeftOut), sync.LeftOutHint)
+	}
 	for _, h := range s.Held {
 		if h.SetAside() && h.Mail {
 			fmt.Fprintf(tw, "Mail set aside\t%s in %s, %s: %s\n", h.Op, h.File, when(h.Since), h.Need)

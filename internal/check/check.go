@@ -278,11 +278,23 @@ func (c *checker) checkFullReads(cfg config.Daemon) {
 			}
 		}
 	}
+	c.checkRules(sc, last)
 	if f == nil {
 		return
 	}
 	c.report(pass("full reads", "%s", f))
 	c.checkFullLists(last)
+}
+
+// checkRules says what the rules for what crosses leave out and what goes
+// upstream, and, as the last cycle (nil: none yet) counted them, how many
+// requests they leave out.
+func (c *checker) checkRules(sc sync.Config, last *sync.Report) {
+	msg := sync.RulesText(sc)
+	if last != nil && len(last.LeftOut) > 0 {
+		msg += fmt.Sprintf("; as the cycle of %s saw: %s (%s)", when(last.Start), sync.LeftOutText(last.LeftOut), sync.LeftOutHint)
+	}
+	c.report(pass("rules", "%s", msg))
 }
 
 // checkFullLists warns of the lists the last cycle (last, nil: none yet)
