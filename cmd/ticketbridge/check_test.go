@@ -111,12 +111,12 @@ func TestCheckGoodConfiguration(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", code, out)
 	}
-	for _, name := range []string{"configuration", "API key", "API", "API write", "helpdesk", "state file"} {
+	for _, name := range []string{"configuration", "API key", "API", "API write", "helpdesk", "state file", "rules"} {
 		if v[name] != check.Pass {
 			t.Errorf("%s: %q, want PASS:\n%s", name, v[name], out)
 		}
 	}
-	if !strings.Contains(out, "All 6 checks passed.") || !strings.Contains(out, "organisation "+h.ts.Org) {
+	if !strings.Contains(out, "All 7 checks passed.") || !strings.Contains(out, "organisation "+h.ts.Org) {
 		t.Errorf("output lacks the summary or the organisation:\n%s", out)
 	}
 	if strings.Contains(out, h.ts.Keys.TicketsWrite) {
