@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -230,11 +232,27 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	began := time.Now()
+	var calls, crashes atomic.Int64
+	failed := runSeeds(t, seeds, func(t *testing.T, seed uint64) {
+		s, _ := runSim(t, seed, simDefaults)
+		calls.Add(int64(len(s.tr.seen)))
+		s.mu.Lock()
+		crashes.Add(int64(s.crashes))
+		s.mu.Unlock()
+	})
+	t.Logf("simulation: %d seeds in %s (%d failed); %d distinct calls, %d crashes",
+		len(seeds), time.Since(began).Round(100*time.Millisecond), len(failed), calls.Load(), crashes.Load())
+	for _, seed := range failed {
+		t.Logf("go test ./sync -run 'Simulation' -seed %d -v", seed)
+	}
+}
+
+// runSeeds runs each seed as the subtest seed/N of t and returns the
+// seeds that failed, in order.
+func runSeeds(t *testing.T, seeds []uint64, run func(t *testing.T, seed uint64)) []uint64 {
 	var (
-		mu      gosync.Mutex
-		failed  []uint64
-		calls   atomic.Int64
-		crashes atomic.Int64
+		mu     gosync.Mutex
+		failed []uint64
 	)
 	t.Run("seed", func(t *testing.T) {
 		for _, seed := range seeds {
@@ -247,20 +265,12 @@ func TestSimulation(t *testing.T) {
 						mu.Unlock()
 					}
 				}()
-				s, _ := runSim(t, seed, simDefaults)
-				calls.Add(int64(len(s.tr.seen)))
-				s.mu.Lock()
-				crashes.Add(int64(s.crashes))
-				s.mu.Unlock()
+				run(t, seed)
 			})
 		}
 	})
 	slices.Sort(failed)
-	t.Logf("simulation: %d seeds in %s (%d failed); %d distinct calls, %d crashes",
-		len(seeds), time.Since(began).Round(100*time.Millisecond), len(failed), calls.Load(), crashes.Load())
-	for _, seed := range failed {
-		t.Logf("go test ./sync -run 'Simulation' -seed %d -v", seed)
-	}
+	return failed
 }
 
 // TestSimulationReplays runs one seed twice: the traces' digests must be
@@ -273,4 +283,65 @@ func TestSimulationReplays(t *testing.T) {
 	if a != b {
 		t.Fatalf("seed %d gave two traces: digests %s and %s", seed, a, b)
 	}
+}
+
+// TestRunSeedsLetsFinishedSeedsGo: what a seed leaves reachable from
+// its test (its cleanups, which hold its servers, state and trace) is
+// garbage once the seed has ended, so a run's memory is bounded by the
+// seeds in flight, not by how many seeds it runs.
+func TestRunSeedsLetsFinishedSeedsGo(t *testing.T) {
+	const n = 40
+	var seeds []uint64
+	for i := 1; i <= n; i++ {
+		seeds = append(seeds, uint64(i))
+	}
+	var (
+		mu      gosync.Mutex
+		started int
+		ended   []weak.Pointer[[1 << 16]byte]
+		held    = -1 // ended seeds still reachable when the last one began
+	)
+	runSeeds(t, seeds, func(t *testing.T, seed uint64) {
+		world := new([1 << 16]byte) // stands for a seed's world
+		t.Cleanup(func() {
+			world[0] = 1
+			mu.Lock()
+			ended = append(ended, weak.Make(world))
+			mu.Unlock()
+		})
+		mu.Lock()
+		started++
+		last := started == n
+		mu.Unlock()
+		if !last {
+			return
+		}
+		runtime.GC()
+		mu.Lock()
+		defer mu.Unlock()
+		held = 0
+		for _, w := range ended {
+			if w.Value() != nil {
+				held++
+			}
+		}
+	})
+	// Another seed in flight may have ended without its subtest having
+	// returned yet.
+	if inFlight := simParallel() - 1; held > inFlight {
+		t.Errorf("%d seeds that had ended were still reachable when the last of %d began; at most %d may be", held, n, inFlight)
+	}
+}
+
+// simParallel returns how many seeds run at once: the test binary's
+// -parallel (the machine's cores unless told).
+func simParallel() int {
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if n, ok := g.Get().(int); ok && n > 0 {
+				return n
+			}
+		}
+	}
+	return runtime.GOMAXPROCS(0)
 }
