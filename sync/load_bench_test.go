@@ -169,7 +169,7 @@ func spreadDue(b *testing.B, st *state.Store, now time.Time, quiet time.Duration
 
 // peakRSS returns the process's peak resident set size (VmHWM), 0 where
 // /proc is not there.
-func peakRSS(b *testing.B) int64 {
+func peakRSS(tb testing.TB) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -180,7 +180,7 @@ func peakRSS(b *testing.B) int64 {
 		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				b.Fatalf("read VmHWM %q: %v", rest, err)
+				tb.Fatalf("read VmHWM %q: %v", rest, err)
 			}
 			return kb << 10
 		}

@@ -39,8 +39,18 @@ import (
 //	go test ./sync -run Simulation                       # seeds 1 to 200
 //	go test ./sync -run Simulation -seeds 10000 -v       # seeds 1 to 10000 on every core
 //	go test ./sync -run Simulation -seed 42 -v           # one seed, its trace's tail on failure
+//
+// Memory is bounded by the seeds in flight (-parallel, the cores unless
+// told), not by how many seeds run: a finished seed leaves nothing
+// behind (TestRunSeedsLetsFinishedSeedsGo). TestSimulation's summary
+// line (-v) gives the process's peak RSS where /proc is there; to measure
+// it from outside, build the test binary and run it from the package's
+// directory under GNU time, whose "Maximum resident set size" is the peak:
+//
+//	go test -c -o sim.test ./sync
+//	cd sync && /usr/bin/time -v ../sim.test -test.run 'TestSimulation$' -seeds 5000
 var (
-	simSeeds = flag.Int("seeds", 200, "TestSimulation runs seeds 1 to `n`, in parallel on the machine's cores")
+	simSeeds = flag.Int("seeds", 200, "TestSimulation runs seeds 1 to `n`, -parallel at a time")
 	simSeed  = flag.Uint64("seed", 0, "TestSimulation runs this `seed` alone (0: the range of -seeds)")
 )
 
@@ -220,8 +230,9 @@ func runSim(t *testing.T, seed uint64, cfg simConfig) (s *sim, digest string) {
 }
 
 // TestSimulation runs the simulator over seeds 1 to 200 (-seeds n for
-// another number), every seed in parallel on the machine's cores, and
-// prints each failing seed as the command that replays it.
+// another number), as many at once as -parallel says (the machine's
+// cores unless told), and prints each failing seed as the command that
+// replays it.
 func TestSimulation(t *testing.T) {
 	var seeds []uint64
 	if *simSeed != 0 {
@@ -240,34 +251,46 @@ func TestSimulation(t *testing.T) {
 		crashes.Add(int64(s.crashes))
 		s.mu.Unlock()
 	})
-	t.Logf("simulation: %d seeds in %s (%d failed); %d distinct calls, %d crashes",
-		len(seeds), time.Since(began).Round(100*time.Millisecond), len(failed), calls.Load(), crashes.Load())
+	t.Logf("simulation: %d seeds in %s (%d failed); %d distinct calls, %d crashes; peak RSS %d MiB",
+		len(seeds), time.Since(began).Round(100*time.Millisecond), len(failed), calls.Load(), crashes.Load(), peakRSS(t)>>20)
 	for _, seed := range failed {
 		t.Logf("go test ./sync -run 'Simulation' -seed %d -v", seed)
 	}
 }
 
-// runSeeds runs each seed as the subtest seed/N of t and returns the
-// seeds that failed, in order.
+// runSeeds runs each seed as the subtest seed/N of t, simParallel seeds
+// at a time, and returns the seeds that failed, in order.
+//
+// A fixed set of workers draws the seeds and runs each as a subtest that
+// is not parallel: the testing package holds a parallel subtest, with
+// everything its cleanups reach, until its parent ends, and parks a
+// goroutine for each one until then, so that N parallel seeds would keep
+// N seeds' worlds. A subtest that is not parallel is let go when Run
+// returns.
 func runSeeds(t *testing.T, seeds []uint64, run func(t *testing.T, seed uint64)) []uint64 {
 	var (
 		mu     gosync.Mutex
 		failed []uint64
 	)
 	t.Run("seed", func(t *testing.T) {
-		for _, seed := range seeds {
-			t.Run(fmt.Sprint(seed), func(t *testing.T) {
-				t.Parallel()
-				defer func() {
-					if t.Failed() {
+		next := make(chan uint64)
+		var wg gosync.WaitGroup
+		for range min(simParallel(), len(seeds)) {
+			wg.Go(func() {
+				for seed := range next {
+					if !t.Run(fmt.Sprint(seed), func(t *testing.T) { run(t, seed) }) {
 						mu.Lock()
 						failed = append(failed, seed)
 						mu.Unlock()
 					}
-				}()
-				run(t, seed)
+				}
 			})
 		}
+		for _, seed := range seeds {
+			next <- seed
+		}
+		close(next)
+		wg.Wait()
 	})
 	slices.Sort(failed)
 	return failed
