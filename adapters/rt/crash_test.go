@@ -1,16 +1,12 @@
 package rt_test
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver/refservertest"
+	"github.com/ticketbridge/ticketbridge/internal/looptest"
 )
 
 // The crash test builds the ticketbridge binary, runs each cycle as
@@ -39,57 +36,12 @@ type crash struct {
 	r     realRT
 	queue string
 	ts    *refservertest.TestServer
-	bin   string
-	dir   string
+	kit   *looptest.Crash
 	rnd   *rand.Rand
 	probe *rt.Adapter
 	refs  map[string]adapters.Ref // upstream id -> RT ticket, once the bridge made it
 	ids   []string
 	seq   int
-}
-
-// cycle runs `ticketbridge once`, killing it after killAfter when that is
-// positive. It reports whether the cycle ran to its end, and how long the
-// process ran.
-func (c *crash) cycle(killAfter time.Duration) (bool, time.Duration) {
-	c.t.Helper()
-	cmd := exec.CommandContext(c.t.Context(), c.bin, "once")
-	cmd.Env = append(os.Environ(),
-		"TICKETBRIDGE_API_URL="+c.ts.URL, "TICKETBRIDGE_API_KEY="+c.ts.Keys.TicketsWrite,
-		"TICKETBRIDGE_STATE="+filepath.Join(c.dir, "state.db"), "TICKETBRIDGE_ADAPTER=rt",
-		"TICKETBRIDGE_LOG_LEVEL=warn", "TICKETBRIDGE_LOG_FORMAT=text",
-		"TICKETBRIDGE_RT_QUEUE="+c.queue, "TICKETBRIDGE_RT_QUEUES=")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	begin := time.Now()
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	if killAfter > 0 {
-		timer := time.AfterFunc(killAfter, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-		defer timer.Stop()
-	}
-	err := cmd.Wait()
-	took := time.Since(begin)
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			// RT goes on with a request whose client was killed. Restarted
-			// at once, the bridge can look for a comment RT has not stored
-			// yet, and write it again: RT has no idempotency key. The
-			// packaged unit restarts after RestartSec=10s; the test waits
-			// a few of RT's request times, as that delay does.
-			time.Sleep(restartDelay)
-			return false, took
-		}
-	}
-	if err != nil {
-		c.t.Fatalf("ticketbridge once failed: %v\n%s", err, out.String())
-	}
-	if strings.Contains(out.String(), "level=ERROR") {
-		c.t.Logf("ticketbridge once logged errors:\n%s", out.String())
-	}
-	return true, took
 }
 
 // activity is what guests and agents do between two cycles.
@@ -139,7 +91,10 @@ func (c *crash) ref(id string) (adapters.Ref, bool) {
 }
 
 // restartDelay stands for the packaged unit's RestartSec (10 s) after a
-// kill: long enough for RT to finish the request the bridge died in.
+// kill: long enough for RT to finish the request the bridge died in. RT
+// goes on with a request whose client was killed; restarted at once, the
+// bridge can look for a comment RT has not stored yet, and write it
+// again, as RT has no idempotency key.
 const restartDelay = 1500 * time.Millisecond
 
 func TestCrashLoop(t *testing.T) {
@@ -147,15 +102,14 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the bridge at random moments over many cycles")
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "ticketbridge")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../cmd/ticketbridge").CombinedOutput(); err != nil {
-		t.Fatalf("build ticketbridge: %v\n%s", err, out)
-	}
-	c := &crash{t: t, r: r, queue: r.queue(t, "crash"), bin: bin, dir: dir,
-		ts: refservertest.New(t), rnd: rand.New(rand.NewPCG(seed, 42)), refs: map[string]adapters.Ref{}}
+	c := &crash{t: t, r: r, queue: r.queue(t, "crash"), ts: refservertest.New(t), refs: map[string]adapters.Ref{}}
+	// The first estimate of a cycle is a guess at how long creating the
+	// 50 tickets takes.
+	c.kit = looptest.NewCrash(t, looptest.CrashOptions{Estimate: 3 * time.Second, AfterKill: restartDelay, Env: []string{
+		"TICKETBRIDGE_API_URL=" + c.ts.URL, "TICKETBRIDGE_API_KEY=" + c.ts.Keys.TicketsWrite,
+		"TICKETBRIDGE_STATE=" + filepath.Join(t.TempDir(), "state.db"), "TICKETBRIDGE_ADAPTER=rt",
+		"TICKETBRIDGE_RT_QUEUE=" + c.queue, "TICKETBRIDGE_RT_QUEUES="}})
+	c.rnd = c.kit.Rand
 	c.probe = r.open(t, map[string]string{"TICKETBRIDGE_RT_QUEUE": c.queue, "TICKETBRIDGE_RT_QUEUES": ""})
 	for i := range crashTickets {
 		tv, err := c.ts.Server.CreateTicket(c.ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: fmt.Sprintf("Request %d: pillows for room %d", i, 100+i)})
@@ -167,43 +121,11 @@ func TestCrashLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
-	// The kill falls anywhere within the last complete cycle's duration
-	// (process start included): at the start, amid creating tickets,
-	// mirroring, collecting, sending. The first estimate is a guess at how
-	// long creating the 50 tickets takes.
-	estimate := 3 * time.Second
-	killed := 0
-	for i := range crashCycles {
-		kill := time.Duration(0)
-		if i%6 != 5 { // every sixth cycle runs to its end
-			kill = time.Duration(c.rnd.Int64N(int64(estimate)*9/10)) + time.Millisecond
-		}
-		done, took := c.cycle(kill)
-		if done {
-			estimate = max(took, 100*time.Millisecond)
-		} else {
-			killed++
-		}
-		c.activity()
-	}
-	t.Logf("%d cycles, %d killed before their end", crashCycles, killed)
-	if killed < crashCycles/2 {
-		t.Errorf("only %d of %d cycles were killed", killed, crashCycles)
-	}
-
-	// Now let it finish: whole cycles until everything arrived, failing at
-	// the first duplicate.
-	for i := range 20 {
-		c.cycle(0)
-		if missing := c.check(false); missing == 0 {
-			t.Logf("complete after %d whole cycles", i+1)
-			c.check(true)
-			return
-		}
-	}
-	c.check(true)
-	t.Fatal("the bridge did not catch up after the crashes")
+	// The kills fall at the start, amid creating tickets, mirroring,
+	// collecting, sending; then whole cycles until everything arrived,
+	// failing at the first duplicate.
+	c.kit.Run(crashCycles, c.activity)
+	c.kit.Finish(20, c.check)
 }
 
 // check verifies exactly once on both sides: a duplicate fails the test at
