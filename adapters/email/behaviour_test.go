@@ -349,3 +349,47 @@ func TestCrashBetweenSendAndCopySendsOnceMoreWithTheSameID(t *testing.T) {
 		t.Errorf("%d distinct Message-IDs in the thread, want 2: %v", distinct, ids)
 	}
 }
+
+// TestReplyToAMailSentButNotRecorded: the bridge was killed between the
+// submission server's 250 for a request's first mail and its copy in the
+// sent folder, and an agent answered that mail before the bridge sent it
+// again. The reply carries the request, by the token checked against the
+// ids of the thread the reply refers to, and is not set aside.
+func TestReplyToAMailSentButNotRecorded(t *testing.T) {
+	b, sys := memBackend(t)
+	a := b.open(t, nil)
+	defer a.Close()
+	ctx := t.Context()
+	ticket := "0b5e3c1a-3f0e-4d6c-9a51-7a8f8a3e2c10"
+	tok := token(a.key, ticket)
+	m := outMail{kind: kindTicket, ticket: ticket, to: "housekeeping@hotel.test", subject: "[GR 0b5e3c1a] Iron", id: a.ids.root(ticket),
+		status: "new", date: time.Now(), body: "An iron, please.\n"}
+	raw, err := build(m, a.cfg.FromName, a.cfg.Address, a.replyTo(tok), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.smtp.Send(ctx, a.cfg.Address, []string{m.to}, raw); err != nil {
+		t.Fatal(err)
+	}
+	// The bridge died here; the agent answers the mail.
+	w := &world{t: t, b: b, sys: sys, a: a, tok: tok}
+	w.mail(w.replyAddr(), w.header("agent@hotel.test", "In-Reply-To: <"+m.id+">", "References: <"+m.id+">"), "The iron is on its way.")
+	evs := w.changes()
+	if len(evs) != 1 || evs[0].Ref != adapters.Ref(ticket) || evs[0].Body != "The iron is on its way." {
+		t.Fatalf("events: %+v; want the agent's reply to %s", evs, ticket)
+	}
+	if h := a.Held(ctx); len(h) != 0 {
+		t.Fatalf("set aside: %+v", h)
+	}
+	// A reply whose token is not the thread's it refers to is still set
+	// aside: the ids of References are no key.
+	w.mail(w.replyAddr(), w.header("agent@hotel.test", "In-Reply-To: <"+a.ids.root("1d6f0c3e-0000-4000-8000-000000000000")+">"), "Hello.")
+	_ = w.changes()
+	w.mail("bridge+"+token(a.key, "another")+"@hotel.test", w.header("agent@hotel.test", "To: bridge+"+token(a.key, "another")+"@hotel.test", "References: <"+m.id+">"), "Hello.")
+	if evs := w.changes(); len(evs) != 0 {
+		t.Fatalf("events of mails whose token is not the thread's: %+v", evs)
+	}
+	if n := len(w.heldWith("reply address")); n != 2 {
+		t.Errorf("%d mails set aside for want of a request, want 2: %+v", n, a.Held(ctx))
+	}
+}
