@@ -12,9 +12,11 @@
 //
 // Replies are addressed to bridge+<token>@domain (the Reply-To of every
 // mail), the token an HMAC of the upstream id under a key only the bridge
-// holds. A reply's first line may say "#note" (an internal note) or
-// "#status done" (a status change); quoted text and signatures are cut
-// off. Mail from senders not on the allow-list, mail failing DMARC by
+// holds. A reply to a mail whose copy a crash kept out of the sent folder
+// is known by its token checked against the ids it refers to (upstream
+// ids of letters, digits and dashes only). A reply's first line may say
+// "#note" (an internal note) or "#status done" (a status change); quoted
+// text and signatures are cut off. Mail from senders not on the allow-list, mail failing DMARC by
 // the trusted Authentication-Results header, automatic replies, bulk
 // mail and bounces are never carried: they are moved to SetAsideFolder
 // with their reason, and listed where set-aside changes are shown

@@ -126,6 +126,9 @@ func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok 
 			return m, err
 		}
 		m.ticket = t
+		if t == "" {
+			m.ticket = a.ticketOfThread(h, m.token)
+		}
 	}
 	if m.ticket == "" {
 		m.reason = reasonNoToken
@@ -254,6 +257,32 @@ func (a *Adapter) findToken(h message.Header) string {
 					return tok
 				}
 			}
+		}
+	}
+	return ""
+}
+
+// ticketOfThread returns the request of the bridge's thread a reply
+// refers to (In-Reply-To, References) when tok is that request's token,
+// "" otherwise. It finds the request of a reply to a mail whose copy the
+// sent folder does not hold: the bridge was stopped between the server's
+// 250 and the copy, and the agent answered before the bridge sent the
+// mail again. The token, which only the key makes, is what vouches for
+// the request; the ids, which anybody can write, only name it.
+func (a *Adapter) ticketOfThread(h mail.Header, tok string) string {
+	var refs []string
+	for _, k := range []string{"In-Reply-To", "References"} {
+		l, _ := h.MsgIDList(k)
+		refs = append(refs, l...)
+	}
+	for _, id := range refs {
+		left, domain, ok := strings.Cut(id, "@")
+		if !ok || !strings.EqualFold(domain, a.domain) || !strings.HasPrefix(left, "tb.") {
+			continue
+		}
+		ticket := left[strings.LastIndexByte(left, '.')+1:]
+		if idSafe.MatchString(ticket) && validToken(a.key, ticket, tok) {
+			return ticket
 		}
 	}
 	return ""
