@@ -191,19 +191,7 @@ func TestDMARCTrustsOnlyTheTopmostHeaderOfTheNamedServer(t *testing.T) {
 func TestBounceMarksTheRequestOnceWithoutLoop(t *testing.T) {
 	w := newWorld(t, nil)
 	taken := w.sys.Taken()
-	orig := "Message-ID: <" + w.a.ids.root(string(w.ref)) + ">\r\n" + hTicket + ": " + string(w.ref) + "\r\nTo: housekeeping-old@hotel.test\r\n"
-	dsn := strings.Join([]string{
-		"From: MAILER-DAEMON@hotel.test (Mail Delivery System)", "To: bridge@hotel.test",
-		"Subject: Undelivered Mail Returned to Sender", "Auto-Submitted: auto-replied", "Message-ID: <dsn.1@hotel.test>",
-		"MIME-Version: 1.0", `Content-Type: multipart/report; report-type=delivery-status; boundary="b"`, "",
-		"--b", "Content-Type: text/plain", "", "I could not deliver your mail.", "",
-		"--b", "Content-Type: message/delivery-status", "",
-		"Reporting-MTA: dns; hotel.test", "", "Final-Recipient: rfc822; housekeeping-old@hotel.test", "Action: failed",
-		"Status: 5.1.1", "Diagnostic-Code: smtp; 550 5.1.1 no such user", "",
-		"--b", "Content-Type: text/rfc822-headers", "", orig,
-		"--b--", "",
-	}, "\r\n")
-	if err := w.sys.Deliver("bridge@hotel.test", []byte(dsn)); err != nil {
+	if err := w.sys.Deliver("bridge@hotel.test", dsnOf(w.a, w.ref, "dsn.1")); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // read again: no second mark, no send
@@ -218,6 +206,23 @@ func TestBounceMarksTheRequestOnceWithoutLoop(t *testing.T) {
 	if w.sys.Taken() != taken {
 		t.Errorf("the bridge sent %d mails after a bounce", w.sys.Taken()-taken)
 	}
+}
+
+// dsnOf is Postfix's bounce of the first mail of ref's thread, with the
+// Message-ID <id@hotel.test>.
+func dsnOf(a *Adapter, ref adapters.Ref, id string) []byte {
+	orig := "Message-ID: <" + a.ids.root(string(ref)) + ">\r\n" + hTicket + ": " + string(ref) + "\r\nTo: housekeeping-old@hotel.test\r\n"
+	return []byte(strings.Join([]string{
+		"From: MAILER-DAEMON@hotel.test (Mail Delivery System)", "To: bridge@hotel.test",
+		"Subject: Undelivered Mail Returned to Sender", "Auto-Submitted: auto-replied", "Message-ID: <" + id + "@hotel.test>",
+		"MIME-Version: 1.0", `Content-Type: multipart/report; report-type=delivery-status; boundary="b"`, "",
+		"--b", "Content-Type: text/plain", "", "I could not deliver your mail.", "",
+		"--b", "Content-Type: message/delivery-status", "",
+		"Reporting-MTA: dns; hotel.test", "", "Final-Recipient: rfc822; housekeeping-old@hotel.test", "Action: failed",
+		"Status: 5.1.1", "Diagnostic-Code: smtp; 550 5.1.1 no such user", "",
+		"--b", "Content-Type: text/rfc822-headers", "", orig,
+		"--b--", "",
+	}, "\r\n"))
 }
 
 func TestReplyQuotingTheWholeThreadCarriesOnlyTheNewText(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-imap/v2"
+
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/guestapi"
@@ -125,4 +127,69 @@ func countText(msgs []adaptertest.SnapshotMessage, s string) int {
 		}
 	}
 	return n
+}
+
+// TestBounceIsTheRequestsError plays a bounce through the engine: the
+// department's mail of a request comes back undelivered. The request
+// shows the bounce's reason as its error in the bridge's state, its
+// thread's mail waits rather than bouncing again at every retry, and once
+// the team deletes the bounce from the set-aside folder the waiting mail
+// goes out, once.
+func TestBounceIsTheRequestsError(t *testing.T) {
+	b, sys := memBackend(t)
+	l := looptest.New(t, looptest.Options{
+		Name: Name, Helpdesk: "the mailbox", Clock: refservertest.NewClock(time.Now().UTC()),
+		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
+			return New(b.config(), adapters.Deps{Logger: logger})
+		},
+	})
+	id := l.Request("housekeeping", "A spare key for room 9")
+	if rep := l.Tick(); rep.Created != 1 {
+		t.Fatalf("first cycle: %+v", rep)
+	}
+	a := b.open(t, nil)
+	defer a.Close()
+	if err := sys.Deliver("bridge@hotel.test", dsnOf(a, adapters.Ref(id), "dsn.e2e")); err != nil {
+		t.Fatal(err)
+	}
+	l.Guest(id, "Is it on its way?")
+	mailed := sys.Taken()
+	for range 12 {
+		l.Tick()
+	}
+	if got := sys.Taken(); got != mailed {
+		t.Errorf("the bridge mailed %d mails into a thread whose mail bounces", got-mailed)
+	}
+	var errText string
+	for _, ts := range l.Status().Tickets {
+		if ts.ID == id {
+			errText = ts.LastError
+		}
+	}
+	if !strings.Contains(errText, "came back") || !strings.Contains(errText, "5.1.1") {
+		t.Fatalf("the request's error is %q; want the bounce and its reason", errText)
+	}
+
+	// The team fixed the address and deletes the bounce.
+	c := b.imapDial(t, "bridge")
+	if _, err := c.Select(DefaultSetAsideFolder, nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store(imap.SeqSetNum(1), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Flags: []imap.Flag{imap.FlagDeleted}}, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Expunge().Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Logout().Wait()
+	l.Advance(time.Hour)
+	l.Settle()
+	if got := sys.Taken(); got != mailed+1 {
+		t.Errorf("after the bounce was deleted the bridge mailed %d mails, want the guest's message once", got-mailed)
+	}
+	for _, ts := range l.Status().Tickets {
+		if ts.ID == id && ts.LastError != "" {
+			t.Errorf("the request's error after the bounce was deleted: %q", ts.LastError)
+		}
+	}
 }
