@@ -273,6 +273,9 @@ func (a *Adapter) send(ctx context.Context, th *thread, m outMail) error {
 	if a.readOnly {
 		return errors.New("the email helpdesk was opened read-only")
 	}
+	if err := a.bounced(ctx, th.ticket, "mail <"+m.id+">"); err != nil {
+		return err
+	}
 	if err := a.ensureFolders(ctx); err != nil {
 		return err
 	}

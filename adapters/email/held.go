@@ -136,6 +136,22 @@ func (a *Adapter) refreshHeld(ctx context.Context) {
 	a.held.mu.Unlock()
 }
 
+// bounced returns an *adapters.HeldError for op on ticket while a bounce
+// of one of its thread's mails waits in the set-aside folder, nil when
+// none does. The engine records it as the request's error, with the
+// server's reason, and tries again at its steady pace for held changes:
+// the thread's mail is held, not sent again to an address that bounces
+// at every retry, until the team deletes the bounce.
+func (a *Adapter) bounced(ctx context.Context, ticket, op string) error {
+	for _, h := range a.Held(ctx) {
+		if h.Ref == adapters.Ref(ticket) {
+			return &adapters.HeldError{Ref: h.Ref, Op: op, Since: h.Since,
+				Need: fmt.Sprintf("%s; once fixed, delete the bounce (%s) and the thread's mail goes out", h.Need, h.File)}
+		}
+	}
+	return nil
+}
+
 // describe names a mail by its sender and subject.
 func describe(env *imap.Envelope) string {
 	if env == nil {

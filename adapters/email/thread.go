@@ -206,10 +206,15 @@ func (a *Adapter) statusOf(th *thread, evs []adapters.Event) (string, time.Time)
 }
 
 // Lookup finds the thread of upstreamID by the bridge's headers, with the
-// upstream messages it holds, its status and the team's replies.
+// upstream messages it holds, its status and the team's replies. While a
+// bounce of the thread waits in the set-aside folder it returns that
+// bounce as an *adapters.HeldError (see bounced).
 func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found, bool, error) {
 	th, ok, err := a.loadThread(ctx, upstreamID)
 	if err != nil || !ok {
+		return adapters.Found{}, false, err
+	}
+	if err := a.bounced(ctx, th.ticket, "look up"); err != nil {
 		return adapters.Found{}, false, err
 	}
 	evs, err := a.teamEvents(ctx, th.ticket)
