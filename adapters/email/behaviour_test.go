@@ -249,7 +249,7 @@ func TestStatusWithTextAndNote(t *testing.T) {
 }
 
 func TestOwnMailInTheInboxIsNotCarriedNorSetAside(t *testing.T) {
-	w := newWorld(t, func(c *Config) { c.Departments = "housekeeping=bridge@hotel.test" })
+	w := newWorld(t, func(c *Config) { c.Departments = Routes{"housekeeping": "bridge@hotel.test"} })
 	if _, err := w.a.EnsureTicket(t.Context(), adapters.Ticket{UpstreamID: "c9f0f895-fb98-4b91-9f6a-3f4b2d7e1a11", Department: "housekeeping",
 		Status: guestapi.StatusNew, TaskDescription: "Iron", Origin: guestapi.OriginGuest}); err != nil {
 		t.Fatal(err)
@@ -369,11 +369,11 @@ func TestReplyToAMailSentButNotRecorded(t *testing.T) {
 	tok := token(a.key, ticket)
 	m := outMail{kind: kindTicket, ticket: ticket, to: "housekeeping@hotel.test", subject: "[GR 0b5e3c1a] Iron", id: a.ids.root(ticket),
 		status: "new", date: time.Now(), body: "An iron, please.\n"}
-	raw, err := build(m, a.cfg.FromName, a.cfg.Address, a.replyTo(tok), tok)
+	raw, err := build(m, a.cfg.FromName, string(a.cfg.Address), a.replyTo(tok), tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.smtp.Send(ctx, a.cfg.Address, []string{m.to}, raw); err != nil {
+	if err := a.smtp.Send(ctx, string(a.cfg.Address), []string{m.to}, raw); err != nil {
 		t.Fatal(err)
 	}
 	// The bridge died here; the agent answers the mail.

@@ -6,9 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/mail"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/smtpsend"
 )
 
@@ -41,20 +38,20 @@ type Config struct {
 	// Address is the bridge's own address, e.g. bridge@hotel.example: the
 	// sender of every mail, and, with "+token" added, the address replies
 	// come back to. The mailbox must accept sub-addresses.
-	Address string `env:"ADDRESS"`
+	Address Address `env:"ADDRESS"`
 	// FromName is the display name of the bridge's mails.
 	FromName string `env:"FROM_NAME,default=Guest Requests"`
 	// To receives the requests of departments Departments does not map.
-	To string `env:"TO"`
+	To Address `env:"TO"`
 	// Departments maps department codes to addresses:
 	// "housekeeping=housekeeping@hotel.example,maintenance=...".
-	Departments string `env:"DEPARTMENTS"`
+	Departments Routes `env:"DEPARTMENTS"`
 	// SMTPURL is the submission server: smtp://host:587 (STARTTLS) or
 	// smtps://host:465.
-	SMTPURL string `env:"SMTP_URL"`
+	SMTPURL SMTPServer `env:"SMTP_URL"`
 	// IMAPURL is the bridge's mailbox: imap://host:143 (STARTTLS) or
 	// imaps://host:993.
-	IMAPURL string `env:"IMAP_URL"`
+	IMAPURL IMAPServer `env:"IMAP_URL"`
 	// User logs in to both servers; empty means Address.
 	User string `env:"USER"`
 	// Password is User's password (or PasswordFile names a file holding
@@ -72,7 +69,7 @@ type Config struct {
 	// Allow lists who may write to the guests: addresses
 	// (anna@hotel.example) and domains (hotel.example or @hotel.example),
 	// comma-separated. Mail from anybody else is set aside.
-	Allow string `env:"ALLOW"`
+	Allow AllowList `env:"ALLOW"`
 	// AuthservID names the receiving server's Authentication-Results
 	// header to trust (its authserv-id); a failing DMARC result in it sets
 	// the mail aside. Empty: no such header is read.
@@ -116,27 +113,25 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	return c, nil
 }
 
-// Validate checks the settings, naming the variable at fault.
+// Validate checks what the variables' decoders cannot: the settings
+// that must be set, and those that depend on each other. It names the
+// variable at fault.
 func (c Config) Validate() error {
-	if _, err := parseAddress(EnvPrefix+"ADDRESS", c.Address); err != nil {
-		return err
+	if c.Address == "" {
+		return fmt.Errorf("%sADDRESS is not set: give an address, e.g. bridge@hotel.example", EnvPrefix)
 	}
-	if strings.Contains(localPart(c.Address), "+") {
+	if strings.Contains(localPart(string(c.Address)), "+") {
 		return fmt.Errorf("%sADDRESS %q: give the address without a +sub-address; the bridge adds its own", EnvPrefix, c.Address)
 	}
-	if strings.TrimSpace(c.To) == "" {
+	if c.To == "" {
 		return fmt.Errorf("%sTO is not set: give the address that receives the requests of departments %sDEPARTMENTS does not name", EnvPrefix, EnvPrefix)
 	}
-	if _, err := parseAddress(EnvPrefix+"TO", c.To); err != nil {
+	if c.SMTPURL.IsZero() {
+		_, err := smtpsend.ParseServer(EnvPrefix+"SMTP_URL", "", smtpsend.SMTP)
 		return err
 	}
-	if _, err := parseDepartments(c.Departments); err != nil {
-		return err
-	}
-	if _, err := smtpsend.ParseURL(EnvPrefix+"SMTP_URL", c.SMTPURL); err != nil {
-		return err
-	}
-	if _, err := parseIMAPURL(c.IMAPURL); err != nil {
+	if c.IMAPURL.IsZero() {
+		_, err := smtpsend.ParseServer(EnvPrefix+"IMAP_URL", "", imapSchemes)
 		return err
 	}
 	if c.Password == "" {
@@ -145,9 +140,7 @@ func (c Config) Validate() error {
 	if len(c.TokenKey) < minKeyBytes {
 		return fmt.Errorf("%sTOKEN_KEY must hold at least %d bytes (e.g. the output of `openssl rand -hex 32`), or a file holding them in %sTOKEN_KEY_FILE: it signs the reply addresses", EnvPrefix, minKeyBytes, EnvPrefix)
 	}
-	if l, err := parseAllow(c.Allow); err != nil {
-		return err
-	} else if l.empty() {
+	if c.Allow.empty() {
 		return fmt.Errorf("%sALLOW is empty: name the addresses or domains of the team (e.g. hotel.example), or every reply is set aside", EnvPrefix)
 	}
 	for v, f := range map[string]string{"INBOX": c.Inbox, "SENT_FOLDER": c.SentFolder, "SET_ASIDE_FOLDER": c.SetAsideFolder} {
@@ -168,7 +161,7 @@ func (c Config) user() string {
 	if c.User != "" {
 		return c.User
 	}
-	return c.Address
+	return string(c.Address)
 }
 
 // tlsConfig returns the TLS configuration of both servers.
@@ -191,7 +184,7 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 
 // String shows the configuration without its secrets.
 func (c Config) String() string {
-	return fmt.Sprintf("email{address=%s smtp=%s imap=%s user=%s}", c.Address, redact.URL(c.SMTPURL), redact.URL(c.IMAPURL), c.user())
+	return fmt.Sprintf("email{address=%s smtp=%s imap=%s user=%s}", c.Address, c.SMTPURL, c.IMAPURL, c.user())
 }
 
 // GoString is String.
@@ -200,86 +193,93 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without its secrets.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// imapServer is where the bridge's mailbox is.
-type imapServer struct {
-	host, port string
-	implicit   bool // imaps://
+// Address is a bare mail address in lower case, parsed once when read
+// (go-envconfig's Decoder).
+type Address string
+
+// EnvDecode sets a to the bare address v.
+func (a *Address) EnvDecode(v string) error {
+	p, err := parseAddress(v)
+	*a = Address(p)
+	return err
 }
 
-func (s imapServer) addr() string { return net.JoinHostPort(s.host, s.port) }
-
-func (s imapServer) String() string {
-	if s.implicit {
-		return "imaps://" + s.addr()
-	}
-	return "imap://" + s.addr()
+// Domain is the address's domain.
+func (a Address) Domain() string {
+	_, d, _ := strings.Cut(string(a), "@")
+	return d
 }
 
-func parseIMAPURL(raw string) (imapServer, error) {
-	v := EnvPrefix + "IMAP_URL"
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return imapServer{}, fmt.Errorf("%s is not set: give the bridge's mailbox server, e.g. imaps://mail.example.com:993 or imap://mail.example.com:143 (STARTTLS)", v)
+func parseAddress(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil // not set: Validate says so where it must be
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return imapServer{}, fmt.Errorf("%s %q: want e.g. imaps://mail.example.com:993", v, redact.URL(raw))
-	}
-	if u.User != nil {
-		return imapServer{}, fmt.Errorf("%s carries credentials: give them in %sUSER and %sPASSWORD", v, EnvPrefix, EnvPrefix)
-	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return imapServer{}, fmt.Errorf("%s %q: remove the path, query or fragment (folders have settings of their own)", v, u.Redacted())
-	}
-	s := imapServer{host: u.Hostname(), port: u.Port()}
-	switch u.Scheme {
-	case "imap":
-		if s.port == "" {
-			s.port = "143"
-		}
-	case "imaps":
-		s.implicit = true
-		if s.port == "" {
-			s.port = "993"
-		}
-	default:
-		return imapServer{}, fmt.Errorf("%s %q: the scheme must be imap (STARTTLS) or imaps (implicit TLS)", v, u.Redacted())
-	}
-	return s, nil
-}
-
-func parseAddress(v, s string) (string, error) {
-	a, err := mail.ParseAddress(strings.TrimSpace(s))
+	a, err := mail.ParseAddress(s)
 	if err != nil || a.Name != "" {
-		if strings.TrimSpace(s) == "" {
-			return "", fmt.Errorf("%s is not set: give an address, e.g. bridge@hotel.example", v)
-		}
-		return "", fmt.Errorf("%s %q: want a bare address such as bridge@hotel.example", v, s)
+		return "", fmt.Errorf("%q: want a bare address such as bridge@hotel.example", s)
 	}
 	return strings.ToLower(a.Address), nil
 }
 
-// parseDepartments parses TICKETBRIDGE_EMAIL_DEPARTMENTS.
-func parseDepartments(s string) (map[string]string, error) {
+// SMTPServer is TICKETBRIDGE_EMAIL_SMTP_URL, the submission server,
+// parsed once when read: smtp://host:587 (STARTTLS) or smtps://host:465.
+type SMTPServer struct{ smtpsend.Server }
+
+// EnvDecode parses v with smtpsend.ParseServer.
+func (s *SMTPServer) EnvDecode(v string) (err error) {
+	s.Server, err = smtpsend.ParseServer(EnvPrefix+"SMTP_URL", v, smtpsend.SMTP)
+	return err
+}
+
+// IMAPServer is TICKETBRIDGE_EMAIL_IMAP_URL, the bridge's mailbox,
+// parsed once when read: imap://host:143 (STARTTLS) or imaps://host:993.
+type IMAPServer struct{ smtpsend.Server }
+
+// imapSchemes are IMAP's schemes, read by the one parser of mail
+// servers' addresses.
+var imapSchemes = smtpsend.Schemes{STARTTLS: "imap", Implicit: "imaps", STARTTLSPort: "143", ImplicitPort: "993", What: "the bridge's mailbox server"}
+
+// EnvDecode parses v with smtpsend.ParseServer.
+func (s *IMAPServer) EnvDecode(v string) (err error) {
+	s.Server, err = smtpsend.ParseServer(EnvPrefix+"IMAP_URL", v, imapSchemes)
+	return err
+}
+
+// Routes is TICKETBRIDGE_EMAIL_DEPARTMENTS, department code to address,
+// parsed once when read.
+type Routes map[string]string
+
+// EnvDecode parses "housekeeping=housekeeping@hotel.example,...".
+func (r *Routes) EnvDecode(s string) error {
 	v := EnvPrefix + "DEPARTMENTS"
-	return adapters.ParseDepartments(v, "department=address, e.g. housekeeping=housekeeping@hotel.example", s,
+	m, err := adapters.ParseDepartments(v, "department=address, e.g. housekeeping=housekeeping@hotel.example", s,
 		func(item, text string) (string, error) {
-			a, err := parseAddress(v, text)
-			if err != nil {
+			a, err := parseAddress(text)
+			if err != nil || a == "" {
 				return "", fmt.Errorf("%s item %q: want department=address with a bare address", v, item)
 			}
 			return a, nil
 		})
+	*r = m
+	return err
 }
 
-// allowList is who may write to the guests.
-type allowList struct {
+// AllowList is TICKETBRIDGE_EMAIL_ALLOW, who may write to the guests,
+// parsed once when read.
+type AllowList struct {
 	addresses map[string]bool
 	domains   map[string]bool
 }
 
-func parseAllow(s string) (allowList, error) {
-	l := allowList{addresses: map[string]bool{}, domains: map[string]bool{}}
+// EnvDecode parses addresses and domains, comma-separated.
+func (l *AllowList) EnvDecode(s string) (err error) {
+	*l, err = parseAllow(s)
+	return err
+}
+
+func parseAllow(s string) (AllowList, error) {
+	l := AllowList{addresses: map[string]bool{}, domains: map[string]bool{}}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.ToLower(strings.TrimSpace(item))
 		switch {
@@ -301,7 +301,7 @@ func parseAllow(s string) (allowList, error) {
 }
 
 // allows reports whether the bare address addr may write.
-func (l allowList) allows(addr string) bool {
+func (l AllowList) allows(addr string) bool {
 	addr = strings.ToLower(addr)
 	if l.addresses[addr] {
 		return true
@@ -310,7 +310,7 @@ func (l allowList) allows(addr string) bool {
 	return ok && l.domains[domain]
 }
 
-func (l allowList) empty() bool { return len(l.addresses) == 0 && len(l.domains) == 0 }
+func (l AllowList) empty() bool { return len(l.addresses) == 0 && len(l.domains) == 0 }
 
 func localPart(addr string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(addr), "@")

@@ -29,6 +29,10 @@ func TestLoadConfigNamesWhatIsWrongAndNoSecret(t *testing.T) {
 		{"TICKETBRIDGE_EMAIL_DEPARTMENTS", "housekeeping", "department=address"},
 		{"TICKETBRIDGE_EMAIL_SMTP_URL", "http://mail.hotel.example", "smtp (STARTTLS) or smtps"},
 		{"TICKETBRIDGE_EMAIL_IMAP_URL", "imap://u:pw-not-to-show@mail.hotel.example", "carries credentials"},
+		{"TICKETBRIDGE_EMAIL_IMAP_URL", "smtps://mail.hotel.example", "imap (STARTTLS) or imaps"},
+		{"TICKETBRIDGE_EMAIL_IMAP_URL", "", "IMAP_URL is not set"},
+		{"TICKETBRIDGE_EMAIL_SMTP_URL", "", "SMTP_URL is not set"},
+		{"TICKETBRIDGE_EMAIL_TO", "Front Desk <frontdesk@hotel.example>", "want a bare address"},
 		{"TICKETBRIDGE_EMAIL_PASSWORD", "", "PASSWORD is not set"},
 		{"TICKETBRIDGE_EMAIL_TOKEN_KEY", "short", "at least 16 bytes"},
 		{"TICKETBRIDGE_EMAIL_ALLOW", "", "ALLOW is empty"},
@@ -80,7 +84,8 @@ func TestSecretsFromFiles(t *testing.T) {
 // written into it stays out of the error.
 func TestIMAPURLNeverEchoesAPassword(t *testing.T) {
 	for _, raw := range []string{"imaps://bridge:s3cret-pw@", "imap://bridge:s3cret-pw@%zz:143"} {
-		_, err := parseIMAPURL(raw)
+		var s IMAPServer
+		err := s.EnvDecode(raw)
 		if err == nil {
 			t.Fatalf("%q accepted", raw)
 		}

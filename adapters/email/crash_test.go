@@ -58,16 +58,19 @@ func TestCrashLoop(t *testing.T) {
 	b := realBackend(t)
 	c := &mailCrash{t: t, s: s, b: b, g: &agent{b: b, t: t, addr: "agent@" + s.Domain}, ts: refservertest.New(t),
 		depts: map[string]string{}, roots: map[string]bool{}}
-	cfg := b.config()
-	c.kit = looptest.NewCrash(t, looptest.CrashOptions{Env: []string{
+	env := []string{
 		"TICKETBRIDGE_API_URL=" + c.ts.URL, "TICKETBRIDGE_API_KEY=" + c.ts.Keys.TicketsWrite,
 		"TICKETBRIDGE_STATE=" + filepath.Join(t.TempDir(), "state.db"), "TICKETBRIDGE_ADAPTER=email",
-		EnvPrefix + "ADDRESS=" + cfg.Address, EnvPrefix + "TO=" + cfg.To, EnvPrefix + "DEPARTMENTS=" + cfg.Departments,
-		EnvPrefix + "SMTP_URL=" + cfg.SMTPURL, EnvPrefix + "IMAP_URL=" + cfg.IMAPURL, EnvPrefix + "USER=" + cfg.User,
-		EnvPrefix + "PASSWORD_FILE=" + secretFile(t, "password", cfg.Password),
-		EnvPrefix + "TOKEN_KEY_FILE=" + secretFile(t, "token-key", cfg.TokenKey),
-		EnvPrefix + "CA_FILE=" + cfg.CAFile, EnvPrefix + "ALLOW=" + cfg.Allow,
-	}})
+	}
+	for k, v := range b.env() {
+		switch k {
+		case EnvPrefix + "PASSWORD", EnvPrefix + "TOKEN_KEY":
+			env = append(env, k+"_FILE="+secretFile(t, k, v)) // as an operator gives secrets
+		default:
+			env = append(env, k+"="+v)
+		}
+	}
+	c.kit = looptest.NewCrash(t, looptest.CrashOptions{Env: env})
 	for i := range mailCrashTickets {
 		dept := []string{"housekeeping", "maintenance", "frontdesk"}[i%3]
 		tv, err := c.ts.Server.CreateTicket(c.ts.Org, refserver.NewTicket{Department: dept, TaskDescription: fmt.Sprintf("Request %d: pillows for room %d", i, 100+i)})

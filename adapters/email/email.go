@@ -46,8 +46,8 @@ type Adapter struct {
 	cfg      Config
 	log      *slog.Logger
 	status   adapters.StatusMap
-	depts    map[string]string
-	allow    allowList
+	depts    Routes
+	allow    AllowList
 	key      []byte
 	domain   string
 	ids      ids
@@ -96,24 +96,19 @@ func New(cfg Config, deps adapters.Deps) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, _ := smtpsend.ParseURL(EnvPrefix+"SMTP_URL", cfg.SMTPURL)
+	sc := cfg.SMTPURL.Config()
 	sc.Username, sc.Password, sc.TLS, sc.Timeout = cfg.user(), cfg.Password, tc, cfg.Timeout
-	isrv, _ := parseIMAPURL(cfg.IMAPURL)
-	depts, _ := parseDepartments(cfg.Departments)
-	allow, _ := parseAllow(cfg.Allow)
-	addr, _ := parseAddress(EnvPrefix+"ADDRESS", cfg.Address)
-	cfg.Address = addr
-	_, domain, _ := strings.Cut(addr, "@")
+	domain := cfg.Address.Domain()
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &Adapter{
 		cfg: cfg, log: log, status: adapters.APIStatusMap().Override(deps),
-		depts: depts, allow: allow, key: []byte(cfg.TokenKey), domain: domain, ids: ids{domain: domain},
+		depts: cfg.Departments, allow: cfg.Allow, key: []byte(cfg.TokenKey), domain: domain, ids: ids{domain: domain},
 		readOnly: deps.ReadOnly,
 		smtp:     smtpsend.New(sc),
-		box:      &mailbox{srv: isrv, user: cfg.user(), password: cfg.Password, tls: tc, timeout: cfg.Timeout},
+		box:      &mailbox{srv: cfg.IMAPURL.Server, user: cfg.user(), password: cfg.Password, tls: tc, timeout: cfg.Timeout},
 		tokens:   map[string]string{},
 	}
 	return a, nil
@@ -147,10 +142,10 @@ func (a *Adapter) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstr
 		return errors.New("the email helpdesk was opened read-only")
 	}
 	tok := token(a.key, th.ticket)
-	m := outMail{kind: kindSent, ticket: th.ticket, to: a.cfg.Address, subject: "Delivered upstream: " + eventID,
+	m := outMail{kind: kindSent, ticket: th.ticket, to: string(a.cfg.Address), subject: "Delivered upstream: " + eventID,
 		id: a.ids.delivered(th.ticket, eventID), event: eventID, message: upstreamMessageID, date: time.Now(),
 		body: adapters.SentNote(eventID, upstreamMessageID) + "\n"}
-	raw, err := build(m, a.cfg.FromName, a.cfg.Address, a.replyTo(tok), tok)
+	raw, err := build(m, a.cfg.FromName, string(a.cfg.Address), a.replyTo(tok), tok)
 	if err != nil {
 		return fmt.Errorf("%w: build the record: %v", adapters.ErrInvalid, err)
 	}
@@ -166,13 +161,12 @@ func (a *Adapter) addressOf(dept string) string {
 	if to, ok := a.depts[dept]; ok {
 		return to
 	}
-	to, _ := parseAddress("", a.cfg.To)
-	return to
+	return string(a.cfg.To)
 }
 
 // replyTo is the reply address of a ticket.
 func (a *Adapter) replyTo(tok string) string {
-	return localPart(a.cfg.Address) + "+" + tok + "@" + a.domain
+	return localPart(string(a.cfg.Address)) + "+" + tok + "@" + a.domain
 }
 
 // EnsureTicket mails the request to its department unless its thread
@@ -284,11 +278,11 @@ func (a *Adapter) send(ctx context.Context, th *thread, m outMail) error {
 	if m.kind == kindTicket {
 		m.references = nil
 	}
-	raw, err := build(m, a.cfg.FromName, a.cfg.Address, a.replyTo(tok), tok)
+	raw, err := build(m, a.cfg.FromName, string(a.cfg.Address), a.replyTo(tok), tok)
 	if err != nil {
 		return fmt.Errorf("%w: build the mail: %v", adapters.ErrInvalid, err)
 	}
-	if err := a.smtp.Send(ctx, a.cfg.Address, []string{m.to}, raw); err != nil {
+	if err := a.smtp.Send(ctx, string(a.cfg.Address), []string{m.to}, raw); err != nil {
 		switch {
 		case errors.Is(err, smtpsend.ErrAuth):
 			return fmt.Errorf("%w: %v", adapters.ErrAuth, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-message"
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-smtp"
+	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
@@ -81,16 +82,25 @@ func memBackend(t testing.TB) (*backend, *memmail.System) {
 	return b, sys
 }
 
-func (b *backend) config() Config {
-	return Config{
-		Address: "bridge@" + b.domain, FromName: "Guest Requests",
-		To:          "frontdesk@" + b.domain,
-		Departments: "housekeeping=housekeeping@" + b.domain + ",maintenance=maintenance@" + b.domain,
-		SMTPURL:     b.smtpURL, IMAPURL: b.imapURL, User: "bridge", Password: b.password("bridge"),
-		CAFile: b.caFile, TokenKey: testKey, Allow: b.domain,
-		Inbox: DefaultInbox, SentFolder: DefaultSentFolder, SetAsideFolder: DefaultSetAsideFolder,
-		CondStore: true, Timeout: 30 * time.Second,
+// env is the bridge's TICKETBRIDGE_EMAIL_* variables on the backend.
+func (b *backend) env() map[string]string {
+	return map[string]string{
+		EnvPrefix + "ADDRESS": "bridge@" + b.domain, EnvPrefix + "FROM_NAME": "Guest Requests",
+		EnvPrefix + "TO":          "frontdesk@" + b.domain,
+		EnvPrefix + "DEPARTMENTS": "housekeeping=housekeeping@" + b.domain + ",maintenance=maintenance@" + b.domain,
+		EnvPrefix + "SMTP_URL":    b.smtpURL, EnvPrefix + "IMAP_URL": b.imapURL, EnvPrefix + "USER": "bridge",
+		EnvPrefix + "PASSWORD": b.password("bridge"), EnvPrefix + "CA_FILE": b.caFile,
+		EnvPrefix + "TOKEN_KEY": testKey, EnvPrefix + "ALLOW": b.domain, EnvPrefix + "TIMEOUT": "30s",
 	}
+}
+
+// config is the configuration env gives, read as the daemon reads it.
+func (b *backend) config() Config {
+	cfg, err := LoadConfig(context.Background(), envconfig.MapLookuper(b.env()))
+	if err != nil {
+		panic(fmt.Sprintf("the tests' email configuration: %v", err))
+	}
+	return cfg
 }
 
 func (b *backend) open(t testing.TB, mod func(*Config)) *Adapter {

@@ -99,7 +99,7 @@ func (a *Adapter) parseInbound(raw []byte, internal time.Time, resolve func(tok 
 			m.name = from[0].Address
 		}
 	}
-	if m.from == a.cfg.Address && h.Get(hKind) != "" {
+	if m.from == string(a.cfg.Address) && h.Get(hKind) != "" {
 		m.own = true
 		return m, nil
 	}
@@ -241,7 +241,7 @@ func dmarcFails(h message.Header, authserv string) bool {
 // findToken returns the reply token of the first recipient that is a
 // sub-address of the bridge's, "" when none.
 func (a *Adapter) findToken(h message.Header) string {
-	local, domain := localPart(a.cfg.Address), a.domain
+	local, domain := localPart(string(a.cfg.Address)), a.domain
 	for _, k := range []string{"Delivered-To", "X-Original-To", "To", "Cc"} {
 		for _, v := range h.Values(k) {
 			addrs, err := mail.ParseAddressList(v)

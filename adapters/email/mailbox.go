@@ -22,7 +22,7 @@ import (
 // first needed and again after an error, used by one operation at a
 // time (the engine's goroutines on different tickets take turns).
 type mailbox struct {
-	srv      imapServer
+	srv      smtpsend.Server
 	user     string
 	password string
 	tls      *tls.Config
@@ -74,16 +74,16 @@ func (m *mailbox) do(ctx context.Context, f func(c *imapclient.Client) error) er
 func (m *mailbox) dial(ctx context.Context) (*imapclient.Client, error) {
 	tc := m.tls.Clone()
 	if tc.ServerName == "" {
-		tc.ServerName = m.srv.host
+		tc.ServerName = m.srv.Host
 	}
 	d := &net.Dialer{Timeout: m.timeout}
-	conn, err := d.DialContext(ctx, "tcp", m.srv.addr())
+	conn, err := d.DialContext(ctx, "tcp", m.srv.Addr())
 	if err != nil {
 		return nil, fmt.Errorf("connect to the mailbox %s: %w", m.srv, err)
 	}
 	opts := &imapclient.Options{TLSConfig: tc}
 	var c *imapclient.Client
-	if m.srv.implicit {
+	if m.srv.Implicit {
 		tconn := tls.Client(conn, tc)
 		if err := tconn.HandshakeContext(ctx); err != nil {
 			_ = conn.Close()
@@ -98,14 +98,14 @@ func (m *mailbox) dial(ctx context.Context) (*imapclient.Client, error) {
 		}
 		if c.Caps().Has(imap.CapStartTLS) {
 			_ = c.Close() // the greeting was read; start over with STARTTLS
-			conn, err = d.DialContext(ctx, "tcp", m.srv.addr())
+			conn, err = d.DialContext(ctx, "tcp", m.srv.Addr())
 			if err != nil {
 				return nil, fmt.Errorf("connect to the mailbox %s: %w", m.srv, err)
 			}
 			if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
 				return nil, fmt.Errorf("STARTTLS with the mailbox %s: %w", m.srv, err)
 			}
-		} else if !smtpsend.Loopback(m.srv.host) {
+		} else if !smtpsend.Loopback(m.srv.Host) {
 			_ = c.Close()
 			return nil, fmt.Errorf("the mailbox %s offers no STARTTLS and is not on loopback: the password would cross the network in clear; use imaps://", m.srv)
 		}

@@ -28,7 +28,7 @@ func TestRealServersImplicitTLSWithoutCondStore(t *testing.T) {
 	b.smtpURL, b.imapURL = "smtps://"+s.SMTPS, "imaps://"+s.IMAPS
 	off := func(c *Config) {
 		c.CondStore = false
-		c.Departments = "housekeeping=housekeeping@" + s.Domain + ",lost=nobody-" + uuid.NewString()[:8] + "@" + s.Domain
+		c.Departments = Routes{"housekeeping": "housekeeping@" + s.Domain, "lost": "nobody-" + uuid.NewString()[:8] + "@" + s.Domain}
 	}
 	a := b.open(t, off)
 	defer a.Close()

@@ -74,40 +74,100 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// ParseURL reads a server address of the form smtp://host[:port]
-// (STARTTLS, port 587 by default) or smtps://host[:port] (implicit TLS,
-// port 465 by default). v names the variable in errors.
-func ParseURL(v, raw string) (Config, error) {
+// Server is a mail server's address as a setting gives it, in the form
+// scheme://host[:port] of [Schemes]: the submission server here, the
+// mailbox's IMAP server for the email helpdesk. The zero Server is not
+// set.
+type Server struct {
+	Host string
+	Port string
+	// Implicit is TLS from the first byte (smtps://, imaps://); false is
+	// STARTTLS.
+	Implicit bool
+	scheme   string
+}
+
+// Addr is the server's host:port.
+func (s Server) Addr() string { return net.JoinHostPort(s.Host, s.Port) }
+
+// IsZero reports whether the address is not set.
+func (s Server) IsZero() bool { return s.Host == "" }
+
+// String is scheme://host:port; a Server never holds credentials.
+func (s Server) String() string {
+	if s.IsZero() {
+		return ""
+	}
+	return s.scheme + "://" + s.Addr()
+}
+
+// Schemes are a protocol's two URL schemes, with their default ports and
+// an example for error messages.
+type Schemes struct {
+	STARTTLS, Implicit         string // "smtp", "smtps"
+	STARTTLSPort, ImplicitPort string // "587", "465"
+	// What the server is, for "is not set: give ..." ("the submission
+	// server").
+	What string
+}
+
+// SMTP are submission's schemes: smtp:// (STARTTLS, port 587) and
+// smtps:// (implicit TLS, port 465).
+var SMTP = Schemes{STARTTLS: "smtp", Implicit: "smtps", STARTTLSPort: "587", ImplicitPort: "465", What: "the submission server"}
+
+// ParseServer reads raw as a server address of s's schemes; v names the
+// variable in errors. An address with credentials, a path, a query or a
+// fragment is refused, and errors never show a password written into it.
+func ParseServer(v, raw string, s Schemes) (Server, error) {
+	example := fmt.Sprintf("%s://mail.example.com:%s or %s://mail.example.com:%s", s.STARTTLS, s.STARTTLSPort, s.Implicit, s.ImplicitPort)
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return Config{}, fmt.Errorf("%s is not set: give the submission server, e.g. smtp://mail.example.com:587 or smtps://mail.example.com:465", v)
+		return Server{}, fmt.Errorf("%s is not set: give %s, e.g. %s", v, s.What, example)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return Config{}, fmt.Errorf("%s %q: want e.g. smtp://mail.example.com:587 or smtps://mail.example.com:465", v, redact.URL(raw))
+		return Server{}, fmt.Errorf("%s %q: want e.g. %s", v, redact.URL(raw), example)
 	}
 	if u.User != nil {
-		return Config{}, fmt.Errorf("%s carries credentials: give the user and password in their own settings", v)
+		return Server{}, fmt.Errorf("%s carries credentials: give the user and password in their own settings", v)
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return Config{}, fmt.Errorf("%s %q: remove the path, query or fragment", v, u.Redacted())
+		return Server{}, fmt.Errorf("%s %q: remove the path, query or fragment", v, u.Redacted())
 	}
-	c := Config{Host: u.Hostname(), Port: u.Port()}
+	srv := Server{Host: u.Hostname(), Port: u.Port(), scheme: u.Scheme}
 	switch u.Scheme {
-	case "smtp":
-		c.Security = StartTLS
-		if c.Port == "" {
-			c.Port = "587"
+	case s.STARTTLS:
+		if srv.Port == "" {
+			srv.Port = s.STARTTLSPort
 		}
-	case "smtps":
-		c.Security = ImplicitTLS
-		if c.Port == "" {
-			c.Port = "465"
+	case s.Implicit:
+		srv.Implicit = true
+		if srv.Port == "" {
+			srv.Port = s.ImplicitPort
 		}
 	default:
-		return Config{}, fmt.Errorf("%s %q: the scheme must be smtp (STARTTLS) or smtps (implicit TLS)", v, u.Redacted())
+		return Server{}, fmt.Errorf("%s %q: the scheme must be %s (STARTTLS) or %s (implicit TLS)", v, u.Redacted(), s.STARTTLS, s.Implicit)
 	}
-	return c, nil
+	return srv, nil
+}
+
+// ParseURL reads a submission server's address (see [ParseServer] and
+// [SMTP]) into the Config of sending there.
+func ParseURL(v, raw string) (Config, error) {
+	srv, err := ParseServer(v, raw, SMTP)
+	if err != nil {
+		return Config{}, err
+	}
+	return srv.Config(), nil
+}
+
+// Config returns the Config of submitting to s, without credentials.
+func (s Server) Config() Config {
+	c := Config{Host: s.Host, Port: s.Port, Security: StartTLS}
+	if s.Implicit {
+		c.Security = ImplicitTLS
+	}
+	return c
 }
 
 // Addr is the server's host:port.
