@@ -2,6 +2,8 @@ package email
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/smtpsend"
 )
 
 // maxHeldListed bounds how many mails set aside Held lists.
@@ -172,7 +175,10 @@ func describe(env *imap.Envelope) string {
 // missing and how to fix it. Opened read-only it creates nothing.
 func (a *Adapter) Check(ctx context.Context) error {
 	if err := a.smtp.Check(ctx); err != nil {
-		return fmt.Errorf("%w (check %sSMTP_URL, %sUSER and %sPASSWORD)", err, EnvPrefix, EnvPrefix, EnvPrefix)
+		if errors.Is(err, smtpsend.ErrAuth) {
+			err = fmt.Errorf("%w: %w", adapters.ErrAuth, err)
+		}
+		return checkFix(err, "SMTP_URL")
 	}
 	var missing []string
 	err := a.box.do(ctx, func(c *imapclient.Client) error {
@@ -192,7 +198,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%w (check %sIMAP_URL, %sUSER and %sPASSWORD)", err, EnvPrefix, EnvPrefix, EnvPrefix)
+		return checkFix(err, "IMAP_URL")
 	}
 	if slices.Contains(missing, a.cfg.Inbox) {
 		return fmt.Errorf("the mailbox has no folder %q: set %sINBOX to the folder replies arrive in", a.cfg.Inbox, EnvPrefix)
@@ -206,4 +212,18 @@ func (a *Adapter) Check(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// checkFix adds to err, an error of reaching the server urlVar names, the
+// fix of its kind: the credentials for a refused login, the CA for a
+// certificate not trusted, the address otherwise.
+func checkFix(err error, urlVar string) error {
+	var cert *tls.CertificateVerificationError
+	switch {
+	case errors.Is(err, adapters.ErrAuth):
+		return fmt.Errorf("%w (check %sUSER and %sPASSWORD or %sPASSWORD_FILE)", err, EnvPrefix, EnvPrefix, EnvPrefix)
+	case errors.As(err, &cert):
+		return fmt.Errorf("%w (check %sCA_FILE: give the CA that signed the server's certificate, or none for the system's)", err, EnvPrefix)
+	}
+	return fmt.Errorf("%w (check %s%s, and that the server runs and accepts connections from this host)", err, EnvPrefix, urlVar)
 }
