@@ -164,6 +164,10 @@ func (a *Adapter) addressOf(dept string) string {
 	return string(a.cfg.To)
 }
 
+// ReplyAddress is the address replies to the thread of the request
+// upstreamID go to: the bridge's address with the request's token.
+func (a *Adapter) ReplyAddress(upstreamID string) string { return a.replyTo(token(a.key, upstreamID)) }
+
 // replyTo is the reply address of a ticket.
 func (a *Adapter) replyTo(tok string) string {
 	return localPart(string(a.cfg.Address)) + "+" + tok + "@" + a.domain

@@ -20,12 +20,18 @@ script shows each step as it crosses: the first import, a guest writing, an
 agent's reply reaching the guest, an internal note staying internal, status
 changes both ways, and a last cycle where nothing echoes.
 
+With --helpdesk email the helpdesk is the email one, on a local Postfix and
+Dovecot (deploy/dev/mail.sh in the source starts them and prints the
+TICKETBRIDGE_TEST_MAIL_* lines to put into the environment): requests are
+mailed to the departments' mailboxes and the agent answers by mail.
+
 The folder stays when the demo ends, for you to look around.`
 
 func runDemo(ctx context.Context, sh shell, args []string) error {
 	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("demo", demoAbout, stdout)
 	dir := fs.String("dir", "", "put the helpdesk folder and the state file in `DIR` (new or empty) instead of a new temporary folder")
+	helpdesk := fs.String("helpdesk", "files", "the `helpdesk`: files (a folder), or email (a local mail server, see above)")
 	keep := fs.Bool("keep", false, "after the script, keep the server and the daemon running on the schedule until Ctrl-C")
 	schedule := fs.String("schedule", "@every 10s", "the daemon's `schedule` with --keep")
 	level := fs.String("log-level", "warn", "log `level` of the engine (to stderr): debug, info, warn or error")
@@ -42,9 +48,12 @@ func runDemo(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: demo: --schedule: %v", errUsage, err)
 	}
-	d, err := demo.Start(ctx, *dir, newLogger(stderr, "auto", *level), stdout)
-	if errors.Is(err, demo.ErrNotEmpty) {
+	d, err := demo.Start(ctx, demo.Options{Dir: *dir, Helpdesk: *helpdesk, Log: newLogger(stderr, "auto", *level), Out: stdout})
+	switch {
+	case errors.Is(err, demo.ErrNotEmpty):
 		return fmt.Errorf("%w: demo: --dir %s %w", errUsage, *dir, demo.ErrNotEmpty)
+	case errors.Is(err, demo.ErrNoMailServer):
+		return fmt.Errorf("demo --helpdesk email: %w", err)
 	}
 	if err != nil {
 		return err

@@ -134,7 +134,7 @@ var rules = []rule{
 			"adapters/webhook/..."}, appParts),
 		tests: true,
 		why: "the demo plays the library on one machine: the engine, a state file, the reference server and " +
-			"the files adapter; not the daemon's parts, nor another helpdesk",
+			"the files adapter, or the email one on a local mail server; not the daemon's parts, nor another helpdesk",
 	},
 	{
 		name:  "demo users",

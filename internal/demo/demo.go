@@ -13,6 +13,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/email"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -40,13 +42,18 @@ type Demo struct {
 	// stopServing ends the server's Serve; served has what it returned.
 	stopServing context.CancelFunc
 	served      chan error
-	hd          *files.Adapter
-	store       *state.Store
-	client      *guestapi.Client
-	engine      *sync.Engine
-	cfg         sync.Config
-	mu          gosync.Mutex
-	offset      time.Duration // the engine's clock runs this far ahead
+	hd          adapters.Helpdesk
+	// mail and email are the local mail server and the email helpdesk
+	// on it (Options.Helpdesk "email"); seq numbers the agent's mails.
+	mail   mailServer
+	email  *email.Adapter
+	seq    int
+	store  *state.Store
+	client *guestapi.Client
+	engine *sync.Engine
+	cfg    sync.Config
+	mu     gosync.Mutex
+	offset time.Duration // the engine's clock runs this far ahead
 }
 
 func (d *Demo) now() time.Time {
@@ -64,13 +71,40 @@ func (d *Demo) advance() {
 // ErrNotEmpty is the error of Start given a folder that holds files.
 var ErrNotEmpty = errors.New("is not empty: give a new or empty folder")
 
-// Start starts the demo in dir (new or empty), or in a new temporary
-// folder when dir is "": the reference server with the demo hotel on a
-// loopback port, the files helpdesk and the state file in the folder, and
-// the engine. It logs to log and tells what it does on out. Close it when
+// Options are what Start runs.
+type Options struct {
+	// Dir is the folder of the helpdesk folder and the state file, new
+	// or empty; "" makes a new temporary folder.
+	Dir string
+	// Helpdesk is "files" (or "") for the files helpdesk in the folder,
+	// "email" for the email helpdesk on the local mail server the
+	// environment names (Getenv), or ErrNoMailServer.
+	Helpdesk string
+	// Getenv reads the environment; nil is os.Getenv.
+	Getenv func(string) string
+	Log    *slog.Logger
+	Out    io.Writer
+}
+
+// Start starts the demo: the reference server with the demo hotel on a
+// loopback port, the helpdesk, the state file in the folder, and the
+// engine. It logs to Log and tells what it does on Out. Close it when
 // done; the folder stays.
-func Start(ctx context.Context, dir string, log *slog.Logger, out io.Writer) (_ *Demo, err error) {
-	d := &Demo{out: out, log: log}
+func Start(ctx context.Context, o Options) (_ *Demo, err error) {
+	log, dir := o.Log, o.Dir
+	d := &Demo{out: o.Out, log: log}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	switch o.Helpdesk {
+	case "", files.Name:
+	case email.Name:
+		if d.mail, err = mailServerFrom(o.Getenv); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("demo: no helpdesk %q: want files or email", o.Helpdesk)
+	}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -119,16 +153,21 @@ func Start(ctx context.Context, dir string, log *slog.Logger, out io.Writer) (_ 
 	if d.client, err = guestapi.New(guestapi.Config{BaseURL: d.url, APIKey: d.key, Logger: log}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if d.hd, err = files.New(ctx, files.Options{Dir: d.hdDir, Logger: log.With("adapter", files.Name)}); err != nil {
+	if d.mail.domain != "" {
+		if d.email, err = d.openEmail(ctx); err != nil {
+			return nil, err
+		}
+		d.hd = d.email
+	} else if d.hd, err = files.New(ctx, files.Options{Dir: d.hdDir, Logger: log.With("adapter", files.Name)}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if d.store, err = state.Open(ctx, filepath.Join(d.dir, "state.db"), state.Options{Logger: log}); err != nil {
+	if d.store, err = state.Open(ctx, d.statePath(), state.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	d.cfg = sync.DefaultConfig()
 	d.cfg.Schedule = sync.Every(10 * time.Second)
 	d.cfg.Backfill = sync.Backfill{guestapi.StatusAssigned, guestapi.StatusInProgress}
-	d.engine, err = sync.New(d.cfg, sync.Deps{API: d.client, Helpdesk: d.hd, Store: d.store, Logger: log.With("adapter", files.Name), Now: d.now})
+	d.engine, err = sync.New(d.cfg, sync.Deps{API: d.client, Helpdesk: d.hd, Store: d.store, Logger: log.With("adapter", d.hd.Name()), Now: d.now})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -137,6 +176,8 @@ func Start(ctx context.Context, dir string, log *slog.Logger, out io.Writer) (_ 
 
 // Dir returns the folder that holds the helpdesk folder and the state file.
 func (d *Demo) Dir() string { return d.dir }
+
+func (d *Demo) statePath() string { return filepath.Join(d.dir, "state.db") }
 
 // Close stops the engine's helpdesk, the state and the server. The folder
 // stays.
@@ -199,15 +240,17 @@ func cycleLine(r sync.Report) string {
 // Keep runs the daemon on the schedule until ctx ends, with a files
 // adapter that waits for outbox files to settle as the real one does.
 func (d *Demo) Keep(ctx context.Context, schedule sync.Schedule) error {
-	d.hd.Close()
-	var err error
-	d.hd, err = files.New(ctx, files.Options{Dir: d.hdDir, Settle: files.DefaultSettle, Logger: d.log.With("adapter", files.Name)})
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+	if d.email == nil {
+		d.hd.Close()
+		var err error
+		d.hd, err = files.New(ctx, files.Options{Dir: d.hdDir, Settle: files.DefaultSettle, Logger: d.log.With("adapter", files.Name)})
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	cfg := d.cfg
 	cfg.Schedule = schedule
-	eng, err := sync.New(cfg, sync.Deps{API: d.client, Helpdesk: d.hd, Store: d.store, Logger: d.log.With("adapter", files.Name), Now: d.now})
+	eng, err := sync.New(cfg, sync.Deps{API: d.client, Helpdesk: d.hd, Store: d.store, Logger: d.log.With("adapter", d.hd.Name()), Now: d.now})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -216,8 +259,13 @@ func (d *Demo) Keep(ctx context.Context, schedule sync.Schedule) error {
 	d.say("  API        %s   (TICKETBRIDGE_API_URL)", d.url)
 	d.say("  key        %s   (tickets read + write)", d.key)
 	d.say("  console    %s%s   (Authorization: Bearer %s)", d.url, refserver.ConsolePath, d.srv.ConsoleToken())
-	d.say("  helpdesk   %s", d.hdDir)
-	d.say("Drop replies, notes and status changes into %s (see README.txt there).", filepath.Join(d.hdDir, "outbox"))
+	if d.email != nil {
+		d.say("  helpdesk   the mailboxes of %s; the towels request's replies go to %s", d.mail.domain, d.email.ReplyAddress(towelsID))
+		d.say("Answer from a mail client as agent@%s; a first line #note makes a note, \"#status done\" a status change.", d.mail.domain)
+	} else {
+		d.say("  helpdesk   %s", d.hdDir)
+		d.say("Drop replies, notes and status changes into %s (see README.txt there).", filepath.Join(d.hdDir, "outbox"))
+	}
 	d.say("Write as a guest through the console, for example:")
 	d.say("  %s", GuestCurl(d.srv.ConsoleToken(), d.url, towelsID))
 	s := &sync.Scheduler{

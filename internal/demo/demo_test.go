@@ -22,7 +22,7 @@ import (
 func TestScript(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
 	var out, logs bytes.Buffer
-	d, err := Start(context.Background(), dir, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), &out)
+	d, err := Start(context.Background(), Options{Dir: dir, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), Out: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestScript(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "state.db")); err != nil {
 		t.Errorf("the state file: %v", err)
 	}
-	if _, err := Start(context.Background(), dir, slog.New(slog.DiscardHandler), &out); !errors.Is(err, ErrNotEmpty) {
+	if _, err := Start(context.Background(), Options{Dir: dir, Log: slog.New(slog.DiscardHandler), Out: &out}); !errors.Is(err, ErrNotEmpty) {
 		t.Errorf("a demo into a used folder: %v, want ErrNotEmpty", err)
 	}
 }

@@ -16,11 +16,14 @@ import (
 // Script plays the six steps, telling each on the demo's output. It
 // fails when a step does not show what it should.
 func (d *Demo) Script(ctx context.Context) error {
+	if d.email != nil {
+		return d.mailScript(ctx)
+	}
 	d.say("ticketbridge demo: the whole loop on this machine, nothing to configure.")
 	d.say("")
 	d.say("  Guest Requests API  %s (reference server, demo hotel \"Hotel Aurora\")", d.url)
 	d.say("  helpdesk            %s (files adapter: a folder per request)", d.hdDir)
-	d.say("  state               %s", filepath.Join(d.dir, "state.db"))
+	d.say("  state               %s", d.statePath())
 	d.say("")
 
 	d.say("1. The first cycle imports the hotel's open requests (new, and with")
@@ -51,8 +54,8 @@ func (d *Demo) Script(ctx context.Context) error {
 	d.say("")
 	d.say("2. The guest writes again, on the hotel's request page.")
 	guestLine := "Thank you! Could we also have a second pillow?"
-	if _, err := d.srv.AddMessage(towelsID, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, AuthorName: "Anna Berg", Body: guestLine}); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	if err := d.guest(towelsID, guestLine); err != nil {
+		return err
 	}
 	if _, err := d.cycle(ctx); err != nil {
 		return err
