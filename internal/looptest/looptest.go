@@ -20,6 +20,10 @@
 // [Loop.CheckExactlyOnce] checks that nothing was written twice on either
 // side.
 //
+// A crash test uses [Crash] instead: the ticketbridge binary, each cycle
+// a process of its own killed with SIGKILL at moments drawn from a logged
+// seed, against a helpdesk in another process.
+//
 // It is not a fake of any helpdesk and makes no assertion about one: the
 // test keeps its fake, acts as the support team on it, and checks what the
 // helpdesk holds itself, handing the kit only the posts it found. It is not
