@@ -20,6 +20,7 @@ var appParts = []string{
 var plumbing = []string{
 	"internal/atomicfile",
 	"internal/gopool",
+	"internal/hmacsig",
 	"internal/httpretry",
 	"internal/httpserve",
 	"internal/httpx",
