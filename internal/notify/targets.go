@@ -120,7 +120,7 @@ func parseTarget(raw string, o ParseOptions) (Target, error) {
 		return &chatTarget{httpTarget: base}, nil
 	case KindWebhook:
 		if user != "" || len(pass) < MinWebhookSecretLen {
-			return nil, fmt.Errorf("%s target %s: give the signing secret, at least %d bytes, as the URL's password: webhook+https://:SECRET@host/path (openssl rand -hex 32 makes one)", kind, u.Host, MinWebhookSecretLen)
+			return nil, fmt.Errorf("%s target %s: give the signing secret, at least %d bytes, as the URL's password: webhook+https://:<secret>@host/path (openssl rand -hex 32 makes one)", kind, u.Host, MinWebhookSecretLen)
 		}
 		return &webhookTarget{httpTarget: base, secret: pass}, nil
 	case KindNtfy:
