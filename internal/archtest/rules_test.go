@@ -27,6 +27,7 @@ var plumbing = []string{
 	"internal/redact",
 	"internal/safefile",
 	"internal/secretfile",
+	"internal/smtpsend",
 	"internal/testutil",
 	"internal/version",
 }
@@ -159,6 +160,13 @@ var rules = []rule{
 		deny:  []string{"internal/check/..."},
 		tests: true,
 		why:   "check is a command's work: only the commands run it",
+	},
+	{
+		name:  "notify",
+		from:  []string{"internal/notify/..."},
+		only:  join(plumbing, []string{"internal/envvar", "internal/mailtest"}),
+		tests: true,
+		why:   "the notifications are told of conditions by the daemon and keep their episodes through a Journal the store implements; they know none of the daemon's parts",
 	},
 	{
 		name: "plumbing",

@@ -28,7 +28,7 @@ func (t *emailTarget) String() string {
 }
 
 func (t *emailTarget) Send(ctx context.Context, n Notice) error {
-	msg := mailMessage(t.email.From, t.to, n)
+	msg := mailMessage(t.email, t.to, n)
 	out := t.retrier.Do(ctx, httpretry.Call{Op: "notify mailto", Idempotent: true}, func(ctx context.Context, _ int) httpretry.Result {
 		err := t.email.Mailer.Send(ctx, t.email.From, []string{t.to}, msg)
 		switch {
@@ -62,7 +62,8 @@ func (t *emailTarget) Send(ctx context.Context, n Notice) error {
 }
 
 // mailMessage is the notice as a plain-text mail with CRLF line ends.
-func mailMessage(from, to string, n Notice) []byte {
+func mailMessage(e Email, to string, n Notice) []byte {
+	from := e.From
 	var b strings.Builder
 	hdr := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
 	hdr("From", from)
@@ -73,7 +74,11 @@ func mailMessage(from, to string, n Notice) []byte {
 		at = time.Now()
 	}
 	hdr("Date", at.UTC().Format(time.RFC1123Z))
-	hdr("Message-ID", messageID(from))
+	if e.MessageID != nil {
+		hdr("Message-ID", "<"+e.MessageID()+">")
+	} else {
+		hdr("Message-ID", messageID(from))
+	}
 	hdr("MIME-Version", "1.0")
 	hdr("Content-Type", "text/plain; charset=utf-8")
 	hdr("Content-Transfer-Encoding", "8bit")

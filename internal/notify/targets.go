@@ -46,6 +46,9 @@ type Email struct {
 	Mailer Mailer
 	// From is the envelope sender and the From header.
 	From string
+	// MessageID, when set, makes each mail's Message-ID (without angle
+	// brackets); nil means a random one at From's domain.
+	MessageID func() string
 }
 
 // ParseOptions are what [ParseTargets] needs besides the list.
