@@ -82,6 +82,9 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := config.LoadNotify(ctx, src.Env); err != nil {
+		return err
+	}
 	hc, err := config.LoadHotels(ctx, src.Env)
 	if err != nil {
 		return src.Explain(err)

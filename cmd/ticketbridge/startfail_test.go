@@ -40,3 +40,17 @@ func TestRunFailsWithoutItsState(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFailsOnABadNotifyTarget: a notification target the daemon cannot
+// parse stops it at start with exit status 1 and an error naming the
+// variable, not the URL's token.
+func TestRunFailsOnABadNotifyTarget(t *testing.T) {
+	b := newBridge(t)
+	b.vars["TICKETBRIDGE_NOTIFY_URLS"] = "https://hooks.slack.com/services/T0/B0/tokenMARKER"
+	err := run(context.Background(), []string{"run", "--env-file", b.envFile()}, io.Discard, io.Discard)
+	var stderr strings.Builder
+	code := exitCode(err, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "TICKETBRIDGE_NOTIFY_URLS, item 1") || strings.Contains(stderr.String(), "tokenMARKER") {
+		t.Errorf("run with a bare Slack URL: exit %d, %q; want 1 and TICKETBRIDGE_NOTIFY_URLS named", code, stderr.String())
+	}
+}

@@ -410,6 +410,11 @@ func (c *checker) checkConfig() (config.Daemon, bool) {
 			problems = append(problems, strings.TrimPrefix(err.Error(), "read configuration: "))
 		}
 	}
+	// The daemon reads the notifications' settings at start and stops on
+	// a target or ping URL it cannot parse.
+	if _, err := config.LoadNotify(c.ctx, c.env); err != nil {
+		problems = append(problems, strings.TrimPrefix(err.Error(), "read notification settings: "))
+	}
 	if err := config.CheckAPIURL(cfg.APIURL, cfg.AllowInsecureHTTP); err != nil {
 		problems = append(problems, err.Error())
 	}

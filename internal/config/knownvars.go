@@ -15,6 +15,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/zammad"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 	"github.com/ticketbridge/ticketbridge/internal/textdist"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -40,6 +41,7 @@ func KnownVariables(ctx context.Context) []string {
 	_, _ = sync.LoadConfig(ctx, env)
 	_, _ = LoadTelemetry(ctx, env)
 	_, _ = LoadConsole(ctx, env)
+	_, _ = notify.Load(ctx, env)
 	_, _ = LoadHotels(ctx, env)
 	_, _ = files.LoadConfig(ctx, env)
 	_, _ = rt.LoadConfig(ctx, env)
