@@ -31,6 +31,7 @@
 //	cursors           <adapter cursor name>       the adapter's opaque cursor
 //	cycles            last                        [Cycle]: the last cycle
 //	                  last_success                [Cycle]: the last cycle that succeeded
+//	notices           <kind>/<subject>            a notification's episode (package notify's Episode)
 //
 // <seq> is the journal sequence number, 16 lower-case hex digits, so that the
 // byte order of the index keys is the order in which entries were journaled.

@@ -13,7 +13,7 @@ import (
 
 // SchemaVersion is the layout version this ticketbridge writes. A file of a
 // lower version is migrated at Open; a file of a higher one is refused.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Bucket names.
 const (
@@ -29,13 +29,14 @@ const (
 	bucketCursors         = "cursors"
 	bucketCycles          = "cycles"
 	bucketNotOurs         = "not_ours"
+	bucketNotices         = "notices"
 )
 
 // allBuckets is every bucket of the current schema.
 var allBuckets = []string{
 	bucketMeta, bucketTickets, bucketMirrored, bucketOwn,
 	bucketJournal, bucketJournalPending, bucketJournalUnmarked, bucketJournalFailed, bucketJournalTicket,
-	bucketCursors, bucketCycles, bucketNotOurs,
+	bucketCursors, bucketCycles, bucketNotOurs, bucketNotices,
 }
 
 // Reserved meta keys: SetMeta refuses them.
@@ -59,6 +60,11 @@ var migrations = []migration{
 	// rather than sync those tickets again.
 	func(btx *bolt.Tx) error {
 		_, err := btx.CreateBucketIfNotExists([]byte(bucketNotOurs))
+		return err
+	},
+	// 2 -> 3: the notifications' episodes (notices.go).
+	func(btx *bolt.Tx) error {
+		_, err := btx.CreateBucketIfNotExists([]byte(bucketNotices))
 		return err
 	},
 }
