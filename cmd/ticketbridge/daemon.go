@@ -82,7 +82,8 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := config.LoadNotify(ctx, src.Env); err != nil {
+	nc, err := config.LoadNotify(ctx, src.Env)
+	if err != nil {
 		return err
 	}
 	hc, err := config.LoadHotels(ctx, src.Env)
@@ -90,6 +91,11 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 		return src.Explain(err)
 	}
 	fo := fleetOptions(src, cfg, sc, hc, log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
+	if nc.Enabled() {
+		if fo.Notices, err = fleet.NewNotices(nc, log); err != nil {
+			return err
+		}
+	}
 	return serveFleet(ctx, fleet.New(ctx, fo), fo, hup, usr1)
 }
 

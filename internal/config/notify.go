@@ -32,3 +32,9 @@ func LoadNotify(ctx context.Context, env envconfig.Lookuper) (Notify, error) {
 	}
 	return n, nil
 }
+
+// Enabled reports whether the settings name a target or a ping URL: a
+// daemon without any reads nothing for the notifications after a cycle.
+func (n Notify) Enabled() bool {
+	return n.URLs != "" || n.SupportURLs != "" || n.PingURL != "" || n.PingPer == "hotel"
+}

@@ -58,6 +58,9 @@ type Options struct {
 	Clock lease.Clock
 	// OpenLeases joins a database's replicas; nil is lease.OpenState.
 	OpenLeases lease.Opener
+	// Notices, when set, are told each hotel's conditions after each of
+	// its cycles, and send their notices and pings until Stop.
+	Notices *Notices
 }
 
 // Fleet runs the hotels of a hotels directory, each with its own wiring
@@ -136,6 +139,13 @@ type Fleet struct {
 	// standingBy is, in a fleet of one, the replica last said to hold its
 	// hotel while this one stands by.
 	standingBy string
+
+	// notices are the notifications (nil: none), sending on noticeCtx
+	// until Stop ends it with noticeStop and waits for noticeWG.
+	notices    *Notices
+	noticeCtx  context.Context
+	noticeStop context.CancelFunc
+	noticeWG   gosync.WaitGroup
 }
 
 // New returns the fleet of the directory opts.Hotels names; Reload starts
@@ -157,7 +167,11 @@ func New(life context.Context, opts Options) *Fleet {
 	f := &Fleet{life: life, src: opts.Source, main: opts.Daemon, sync: opts.Sync, hcfg: opts.Hotels, one: opts.Hotels.Dir == "", failed: make(chan error, 1), afterBackup: opts.AfterBackup, log: opts.Logger, tel: opts.Telemetry,
 		slots: slots, imports: sync.NewImports(opts.Hotels.MaxInFlight), workers: gopool.New(workerIdle), api: api, registry: opts.Registry, afterCycle: opts.AfterCycle, clock: clock, wire: bridge.New,
 		hotels: map[string]*runningHotel{}, leased: map[string]config.Hotel{}, handing: map[string]*runningHotel{}, backoff: map[string]time.Time{},
-		elsewhere: map[string]map[string]string{}, assigned: map[string]assignment{}}
+		elsewhere: map[string]map[string]string{}, assigned: map[string]assignment{}, notices: opts.Notices}
+	if f.notices != nil {
+		f.noticeCtx, f.noticeStop = context.WithCancel(life)
+		f.notices.run(f.noticeCtx, &f.noticeWG)
+	}
 	if f.one && opts.Slots == nil {
 		// What bounds a fleet's hotels together bounds nothing of one
 		// hotel: its requests and large imports run as its settings say
@@ -413,6 +427,7 @@ func (f *Fleet) Stop() error {
 	for name, rh := range hotels {
 		<-rh.done
 		if w := rh.bridge(); w != nil {
+			f.forgetNotices(name, w.Store())
 			if err := w.Close(); err != nil && first == nil {
 				first = fmt.Errorf("close hotel %s: %w", name, err)
 			}
@@ -422,6 +437,12 @@ func (f *Fleet) Stop() error {
 		}
 	}
 	f.closing.Wait()
+	if f.noticeStop != nil {
+		// A notice not sent by now stays in its hotel's state, for the
+		// next process to send.
+		f.noticeStop()
+		f.noticeWG.Wait()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
 	defer cancel()
 	f.keeper.Leave(ctx)

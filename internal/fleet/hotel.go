@@ -235,7 +235,7 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 	} else {
 		log.Info("hotel started", slog.String("op", "start"), slog.Any("adapter", h.Daemon.Adapter), slog.String("state", h.Daemon.State.String()), slog.Any("schedule", h.Sync.Schedule), slog.Any("api", h.Daemon.APIURL), slog.Any("file", h.File.Path))
 	}
-	s := w.Scheduler(tel, tel.CycleMax(), page, life)
+	s := w.Scheduler(f.reporter(rh, w), tel.CycleMax(), page, life)
 	s.Schedule = sched
 	return s, false
 }
@@ -305,6 +305,7 @@ func (f *Fleet) closeWiring(rh *runningHotel) {
 	w := rh.bridge()
 	rh.setBridge(nil)
 	if st := rh.takeHanded(); st != nil { // stopped before it wired
+		f.forgetNotices(name, st)
 		if err := st.Close(); err != nil {
 			rh.log.Warn("close hotel", slog.Any("error", err), slog.String("op", "stop"))
 		}
@@ -317,6 +318,7 @@ func (f *Fleet) closeWiring(rh *runningHotel) {
 			rh.log.Error("close hotel: panicked", slog.Any("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())), slog.String("op", "panic"))
 		}
 	}()
+	f.forgetNotices(name, w.Store())
 	if err := w.Close(); err != nil {
 		rh.log.Warn("close hotel", slog.Any("error", err), slog.String("op", "stop"))
 	}
@@ -347,6 +349,27 @@ func (f *Fleet) releaseWiring(rh *runningHotel) (st *state.Store) {
 		rh.log.Warn("close hotel's helpdesk", slog.Any("error", err), slog.String("op", "restart"))
 	}
 	return st
+}
+
+// reporter is what the hotel's cycles report to: its telemetry, and its
+// notices when the daemon notifies.
+func (f *Fleet) reporter(rh *runningHotel, w *bridge.Bridge) bridge.Reporter {
+	if f.notices == nil {
+		return rh.tel
+	}
+	hb, err := f.notices.hotelHeartbeat(rh.sctx, rh.conf)
+	if err != nil {
+		rh.log.Warn("the hotel's heartbeat is off", slog.Any("error", err), slog.String("op", "notify"))
+	}
+	return noticeReporter{rh.tel, f.notices.watch(f.noticeCtx, rh.conf.Name(), w.Store(), hb, rh.log, rh.done)}
+}
+
+// forgetNotices takes the hotel's state out of the notices' journal
+// before it closes.
+func (f *Fleet) forgetNotices(name string, st *state.Store) {
+	if f.notices != nil {
+		f.notices.j.drop(name, st)
+	}
 }
 
 // handOver stops a hotel after its cycle in flight, and takes it off the

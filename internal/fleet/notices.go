@@ -1,0 +1,337 @@
+package fleet
+
+// This file feeds the notifications (package notify) from the hotels'
+// cycles: after each cycle, off the cycle's goroutine, what holds for the
+// hotel (its cycles failing and why, its key refused, replies refused for
+// good, files set aside, a request's error that persists) is reconciled
+// with the notifier, which decides and sends the notices on goroutines of
+// its own; and the heartbeat is told the cycle's outcome.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// Notices are the daemon's notifications: the notifier and the heartbeat
+// of the settings, and the journal that keeps the episodes in each
+// hotel's state (see [state.Store.Notices]).
+type Notices struct {
+	n   *notify.Notifier
+	hb  *notify.Heartbeat // the process's; nil: none, or one per hotel
+	j   *journal
+	cfg config.Notify
+}
+
+// NewNotices builds the notifications of c, logging to log the notices
+// that could not be sent; it sends nothing until a fleet runs it
+// (Options.Notices).
+func NewNotices(c config.Notify, log *slog.Logger) (*Notices, error) {
+	j := &journal{stores: map[string]*state.Store{}}
+	n, hb, err := c.Build(j, nil, c.StatusURL, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Notices{n: n, hb: hb, j: j, cfg: c}, nil
+}
+
+// Notifier is the notifier, for its counters.
+func (ns *Notices) Notifier() *notify.Notifier { return ns.n }
+
+// run sends the notices and the process's pings until ctx ends.
+func (ns *Notices) run(ctx context.Context, wg *gosync.WaitGroup) {
+	wg.Go(func() { ns.n.Run(ctx) })
+	if ns.hb != nil {
+		wg.Go(func() { ns.hb.Run(ctx) })
+	}
+}
+
+// hotelHeartbeat returns the heartbeat of a hotel that names its own ping
+// URL (TICKETBRIDGE_NOTIFY_PING_PER=hotel); nil when it names none.
+func (ns *Notices) hotelHeartbeat(ctx context.Context, h config.Hotel) (*notify.Heartbeat, error) {
+	if ns.cfg.PingPer != "hotel" {
+		return nil, nil
+	}
+	c, err := notify.Load(ctx, h.Env)
+	if err != nil || c.PingURL == "" {
+		return nil, err
+	}
+	return ns.cfg.Heartbeat(c.PingURL, c.PingFailURL, nil)
+}
+
+// journal is the notifier's notify.Journal over the states of the hotels
+// running here: each episode is kept in its hotel's state, so that a
+// restart, or the replica that takes a hotel over, finds it.
+type journal struct {
+	mu     gosync.Mutex
+	stores map[string]*state.Store
+}
+
+func (j *journal) add(hotel string, s *state.Store) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stores[hotel] = s
+}
+
+// drop forgets the hotel's state s, before it closes.
+func (j *journal) drop(hotel string, s *state.Store) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.stores[hotel] == s {
+		delete(j.stores, hotel)
+	}
+}
+
+func (j *journal) of(hotel string) (notify.Journal, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := j.stores[hotel]
+	if s == nil {
+		return nil, fmt.Errorf("hotel %s does not run here", hotel)
+	}
+	return s.Notices(), nil
+}
+
+func (j *journal) Get(ctx context.Context, k notify.Key) (notify.Episode, bool, error) {
+	hj, err := j.of(k.Hotel)
+	if err != nil {
+		return notify.Episode{}, false, err
+	}
+	return hj.Get(ctx, k)
+}
+
+func (j *journal) Put(ctx context.Context, ep notify.Episode, prev uint64) (bool, error) {
+	hj, err := j.of(ep.Hotel)
+	if err != nil {
+		return false, err
+	}
+	return hj.Put(ctx, ep, prev)
+}
+
+func (j *journal) Open(ctx context.Context, hotel string) ([]notify.Episode, error) {
+	hj, err := j.of(hotel)
+	if err != nil {
+		return nil, err
+	}
+	return hj.Open(ctx, hotel)
+}
+
+// Unsent returns the unsent notices of the hotels running here.
+func (j *journal) Unsent(ctx context.Context, before time.Time) ([]notify.Episode, error) {
+	j.mu.Lock()
+	stores := make([]*state.Store, 0, len(j.stores))
+	for _, s := range j.stores {
+		stores = append(stores, s)
+	}
+	j.mu.Unlock()
+	var out []notify.Episode
+	var errs []error
+	for _, s := range stores {
+		eps, err := s.Notices().Unsent(ctx, before)
+		out = append(out, eps...)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// hotelNotices feeds one hotel's conditions to the notifier: the cycle's
+// hooks (noticeReporter) note what they are told and return at once; its
+// loop reads the hotel's state and reconciles, one cycle at a time, the
+// newest when cycles come faster than it.
+type hotelNotices struct {
+	ns    *Notices
+	hotel string
+	store *state.Store
+	hb    *notify.Heartbeat // the hotel's own, or the process's; nil: none
+	log   *slog.Logger
+	kick  chan struct{}
+
+	mu      gosync.Mutex
+	failed  error // the last cycle's failure; nil when it synced
+	noted   bool  // a cycle was noted and not yet reconciled
+	held    []adapters.HeldError
+	scanned bool // the requests were scanned once
+	errored bool // the last scan found a request with an error
+}
+
+// watch feeds the notifier the conditions of the hotel whose state is
+// store, until done is closed (the hotel's run ended) or ctx ends. hb is
+// the hotel's own heartbeat, run here; nil: the process's, if any.
+func (ns *Notices) watch(ctx context.Context, hotel string, store *state.Store, hb *notify.Heartbeat, log *slog.Logger, done <-chan struct{}) *hotelNotices {
+	hn := &hotelNotices{ns: ns, hotel: hotel, store: store, hb: ns.hb, log: log, kick: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(ctx)
+	if hb != nil {
+		hn.hb = hb
+		go hb.Run(ctx)
+	}
+	ns.j.add(hotel, store)
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hn.kick:
+				hn.reconcile(ctx)
+			case <-done:
+				select {
+				case <-hn.kick: // the last cycle's
+					hn.reconcile(ctx)
+				default:
+				}
+				return
+			}
+		}
+	}()
+	return hn
+}
+
+// cycleDone notes a cycle's outcome and tells the heartbeat; an
+// interrupted cycle (the daemon stopping) tells nothing.
+func (hn *hotelNotices) cycleDone(err error) {
+	if errors.Is(err, sync.ErrInterrupted) {
+		return
+	}
+	hn.mu.Lock()
+	hn.failed, hn.noted = err, true
+	hn.mu.Unlock()
+	if hn.hb != nil {
+		hn.hb.Beat(err == nil)
+	}
+}
+
+// observeHeld notes what the helpdesk holds, the cycle's last hook, and
+// wakes the loop.
+func (hn *hotelNotices) observeHeld(held []adapters.HeldError) {
+	hn.mu.Lock()
+	hn.held = held
+	noted := hn.noted
+	hn.mu.Unlock()
+	if !noted {
+		return
+	}
+	select {
+	case hn.kick <- struct{}{}:
+	default: // the loop has one to do: it reads the newest
+	}
+}
+
+// reconcileKinds are the kinds a cycle reports in full; the first two
+// need no read of the state.
+var reconcileKinds = []notify.Kind{notify.CyclesFailing, notify.KeyRefused, notify.Undeliverable, notify.RequestError}
+
+func (hn *hotelNotices) reconcile(ctx context.Context) {
+	hn.mu.Lock()
+	failed, held, scan := hn.failed, hn.held, !hn.scanned || hn.errored
+	hn.noted = false
+	hn.mu.Unlock()
+	var holding []notify.Condition
+	if failed != nil {
+		cause, fix := whyFailed(failed)
+		holding = append(holding, notify.Condition{Key: notify.Key{Kind: notify.CyclesFailing}, Cause: cause, Fix: fix})
+		if errors.Is(failed, sync.ErrKeyRefused) || errors.Is(failed, guestapi.ErrUnauthorized) {
+			holding = append(holding, notify.Condition{Key: notify.Key{Kind: notify.KeyRefused}, Cause: cause, Fix: fix})
+		}
+	}
+	for _, h := range held {
+		if h.SetAside() {
+			holding = append(holding, notify.Condition{Key: notify.Key{Kind: notify.Undeliverable, Subject: "file " + h.File},
+				Since: h.Since, Cause: h.Error(), Fix: "fix what the helpdesk names and move the file back into the outbox, or delete it"})
+		}
+	}
+	kinds := reconcileKinds
+	// A request's error is read again when the cycle recorded one, or
+	// the last read found one: a cycle that tried nothing changes none.
+	fromState, errored, err := hn.fromState(ctx, scan)
+	if err != nil {
+		// What the state holds is unknown: its episodes stay as they are.
+		kinds = kinds[:2]
+		hn.log.Debug("notifications: read the state", slog.Any("error", err), slog.String("op", "notify"))
+	} else {
+		holding = append(holding, fromState...)
+		hn.mu.Lock()
+		hn.scanned, hn.errored = true, errored
+		hn.mu.Unlock()
+	}
+	if err := hn.ns.n.Reconcile(ctx, hn.hotel, kinds, holding); err != nil && ctx.Err() == nil {
+		hn.log.Warn("notifications: the hotel's conditions were not all recorded", slog.Any("error", err), slog.String("op", "notify"))
+	}
+}
+
+// fromState returns the conditions the hotel's state holds: the journal
+// entries refused for good and, when scan, the requests whose last try
+// failed (errored tells whether there were any).
+func (hn *hotelNotices) fromState(ctx context.Context, scan bool) (out []notify.Condition, errored bool, err error) {
+	err = hn.store.View(ctx, func(tx *state.Tx) error {
+		failed, err := tx.FailedJournal()
+		if err != nil {
+			return err
+		}
+		for _, e := range failed {
+			out = append(out, notify.Condition{Key: notify.Key{Kind: notify.Undeliverable, Subject: "request " + e.TicketID + ", " + string(e.Kind) + " " + e.EventID},
+				Cause: "refused for good: " + e.LastError,
+				Fix:   "fix the cause, then ticketbridge retry " + e.EventID + " sends it again (ticketbridge skip gives it up)"})
+		}
+		if !scan {
+			return nil
+		}
+		return tx.ForEachTicket(func(t state.Ticket) error {
+			if t.LastError != "" && !t.Retired {
+				errored = true
+				out = append(out, notify.Condition{Key: notify.Key{Kind: notify.RequestError, Subject: "request " + t.ID},
+					Cause: t.LastError, Fix: "see the request on the status page; the bridge tries it again at each cycle"})
+			}
+			return nil
+		})
+	})
+	return out, errored, err
+}
+
+// whyFailed says why a cycle failed, and what to do.
+func whyFailed(err error) (cause, fix string) {
+	switch {
+	case errors.Is(err, sync.ErrKeyRefused), errors.Is(err, guestapi.ErrUnauthorized):
+		return "the API refused the key (401): revoked, expired or mistyped",
+			"put a valid key in TICKETBRIDGE_API_KEY_FILE (or the credential api-key) and reload: systemctl reload ticketbridge"
+	case errors.Is(err, sync.ErrMissingRight), errors.Is(err, guestapi.ErrForbidden):
+		return "the API refused a right the key lacks (403)", "give the key the rights ticketbridge check names"
+	case errors.Is(err, sync.ErrNoAPISuccess):
+		return "the API did not answer: down or out of reach", "nothing while the API is down; otherwise check the network and TICKETBRIDGE_API_URL (ticketbridge check)"
+	case errors.Is(err, sync.ErrHelpdeskRefused), errors.Is(err, adapters.ErrAuth):
+		return "the helpdesk refused the bridge", "check the helpdesk's address, user and token or password (ticketbridge check)"
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return "the cycle failed: " + msg, "see the log and ticketbridge check"
+}
+
+// noticeReporter is a hotel's telemetry that also tells its notices of
+// each cycle.
+type noticeReporter struct {
+	*telemetry.Telemetry
+	hn *hotelNotices
+}
+
+func (r noticeReporter) CycleDone(rep sync.Report, err error) {
+	r.Telemetry.CycleDone(rep, err)
+	r.hn.cycleDone(err)
+}
+
+func (r noticeReporter) ObserveHeld(held []adapters.HeldError, setAside uint64) {
+	r.Telemetry.ObserveHeld(held, setAside)
+	r.hn.observeHeld(held)
+}

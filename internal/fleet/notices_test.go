@@ -1,0 +1,111 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// TestKeyRefusedNotice: a hotel whose key the API refuses sends exactly
+// one notice, "API key refused", from its first failed cycle (its cycles
+// failing, whose delay has not passed, send none); once a valid key is in
+// its file and the daemon reloads, its next cycle sends one "back to
+// normal", and nothing else is decided. The notices go to an ntfy target
+// on a local receiver; the other hotel, which syncs, sends none.
+func TestKeyRefusedNotice(t *testing.T) {
+	titles := make(chan string, 16)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		titles <- r.Header.Get("Title")
+	}))
+	defer recv.Close()
+	next := func() string {
+		t.Helper()
+		select {
+		case s := <-titles:
+			return s
+		case <-time.After(time.Minute): // a hang's report, not a timing
+			t.Fatal("no notice within a minute")
+			return ""
+		}
+	}
+
+	fx := newFleetFixture(t)
+	fx.WriteHotel("north", nil)
+	fx.WriteHotel("south", nil)
+	keyFile := filepath.Join(fx.Dir, "north.key")
+	good, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte("rta_not-a-key-of-the-api\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := fx.options(ctx, false)
+	ns, err := NewNotices(config.Notify{Config: notify.Config{URLs: "ntfy+" + recv.URL + "/ops", Repeat: time.Hour,
+		CyclesFailingAfter: 15 * time.Minute, RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "process"}},
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Notices = ns
+	f := New(ctx, opts)
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = f.Stop()
+		}
+	}()
+	if err := f.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	cycles := fx.WaitCycles("north", "south")
+	if err := cycles["north"].Err; !errors.Is(err, sync.ErrKeyRefused) {
+		t.Fatalf("north's first cycle: %v, want the key refused", err)
+	}
+	if cycles["south"].Err != nil {
+		t.Fatalf("south's first cycle: %v", cycles["south"].Err)
+	}
+	if got := next(); !strings.Contains(got, "API key refused for hotel north") {
+		t.Fatalf("first notice %q, want the key refused for north", got)
+	}
+
+	if err := os.WriteFile(keyFile, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Reload(); err != nil { // the key file changed: north restarts
+		t.Fatal(err)
+	}
+	if c := fx.WaitCycles("north")["north"]; c.Err != nil {
+		t.Fatalf("north's cycle with its key back: %v", c.Err)
+	}
+	if got := next(); !strings.Contains(got, "Back to normal: hotel north (API key refused)") {
+		t.Fatalf("second notice %q, want north back to normal", got)
+	}
+	stopped = true
+	if err := f.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := ns.Notifier().Counters(); c.Decided != 2 {
+		t.Errorf("%d notices decided, want 2: %+v", c.Decided, c)
+	}
+	select {
+	case s := <-titles:
+		t.Errorf("a third notice: %q", s)
+	default:
+	}
+}
