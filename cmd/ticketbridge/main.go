@@ -4,7 +4,7 @@
 //
 // Subcommands: run (the daemon), once (one cycle), status, retry, skip,
 // check, demo, refserver (the reference server), state backup, hotels
-// adopt, version.
+// adopt, notify test, version.
 // Each takes --help. main only maps the error of run to an exit code;
 // everything else lives in functions that take their context, arguments
 // and writers, so tests call them directly.
@@ -101,6 +101,7 @@ func commands() []command {
 		{"refserver", "serve the reference Guest Requests API v1 (tests, local runs)", runRefserver},
 		{"state", "state file tools: state backup FILE", runState},
 		{"hotels", "hotels directory tools: hotels adopt NAME makes the one hotel a hotel of it", runHotels},
+		{"notify", "notifications: notify test sends a test notice to every target", runNotify},
 		{"version", "print version, commit and Go version", runVersion},
 	}
 }
