@@ -171,6 +171,9 @@ func New(life context.Context, opts Options) *Fleet {
 	if f.notices != nil {
 		f.noticeCtx, f.noticeStop = context.WithCancel(life)
 		f.notices.run(f.noticeCtx, &f.noticeWG)
+		if err := f.tel.Register(noticeCollector{f.notices.n}); err != nil {
+			f.log.Warn("the notifications' counters are not on /metrics", slog.Any("error", err), slog.String("op", "notify"))
+		}
 	}
 	if f.one && opts.Slots == nil {
 		// What bounds a fleet's hotels together bounds nothing of one

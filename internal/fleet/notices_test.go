@@ -15,6 +15,8 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/notify"
+	"github.com/ticketbridge/ticketbridge/internal/telemetry"
+	"github.com/ticketbridge/ticketbridge/internal/testutil"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -96,6 +98,15 @@ func TestKeyRefusedNotice(t *testing.T) {
 	if got := next(); !strings.Contains(got, "Back to normal: hotel north (API key refused)") {
 		t.Fatalf("second notice %q, want north back to normal", got)
 	}
+	// The target's goroutine sends one notice at a time: the second
+	// arrived, so the first was counted (the second may still be on its
+	// way back).
+	if v := metricOf(t, opts.Telemetry, `ticketbridge_notify_sent_total{target_kind="ntfy"}`); v < 1 {
+		t.Errorf("ticketbridge_notify_sent_total{target_kind=\"ntfy\"} = %v, want 1 or more", v)
+	}
+	if v := metricOf(t, opts.Telemetry, `ticketbridge_notify_failed_total{target_kind="ntfy"}`); v != 0 {
+		t.Errorf("ticketbridge_notify_failed_total{target_kind=\"ntfy\"} = %v, want 0", v)
+	}
 	stopped = true
 	if err := f.Stop(); err != nil {
 		t.Fatal(err)
@@ -108,4 +119,12 @@ func TestKeyRefusedNotice(t *testing.T) {
 		t.Errorf("a third notice: %q", s)
 	default:
 	}
+}
+
+// metricOf returns the value of series on tel's /metrics.
+func metricOf(t *testing.T, tel *telemetry.Telemetry, series string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	tel.Handler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return testutil.MetricValue(t, rec.Body.String(), series)
 }

@@ -340,3 +340,7 @@ func (t *Telemetry) Listen() string { return t.cfg.Listen }
 
 // CycleMax is each cycle's deadline (TICKETBRIDGE_CYCLE_MAX).
 func (t *Telemetry) CycleMax() time.Duration { return t.cfg.CycleMax }
+
+// Register adds c's series to the process's: those a part of the daemon
+// keeps beside the hotels' (the notifications' counters).
+func (t *Telemetry) Register(c prometheus.Collector) error { return t.reg.Register(c) }
