@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -36,6 +37,8 @@ type overviewData struct {
 	// limit of requests, and FullListsHint what that means.
 	FullLists     []sync.FullList
 	FullListsHint string
+	// Conditions are the notifications' open episodes.
+	Conditions []notify.Episode
 }
 
 type propRow struct {
@@ -49,7 +52,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, p scope) {
 	snap := p.src.Snapshot()
 	now := time.Now()
 	st := snap.Status
-	d := &overviewData{Status: st, ByOutcome: map[string]int{}}
+	d := &overviewData{Status: st, ByOutcome: map[string]int{}, Conditions: snap.Conditions}
 	d.Chart = cycleChart(snap.Cycles, now, time.Hour)
 	var prop sync.Propagation
 	var took time.Duration

@@ -8,6 +8,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -44,6 +45,9 @@ type Snapshot struct {
 	Status sync.Status
 	// Cycles are the reports of the recent cycles, oldest first.
 	Cycles []sync.Report
+	// Conditions are the notifications' open episodes of the hotel (see
+	// package notify), read from its state when the snapshot is taken.
+	Conditions []notify.Episode
 }
 
 // Hotel is the Source of a daemon's one hotel: its state file and the
@@ -226,6 +230,11 @@ func (h *Hotel) kept(s sync.Status) sync.Status {
 // until the next cycle; when the read fails, it returns what h keeps.
 func (h *Hotel) Snapshot() Snapshot {
 	snap := h.recent()
+	if h.st != nil {
+		// A few records at most: read at each view, so that a condition
+		// resolved since the last cycle is gone at once.
+		snap.Conditions, _ = h.st.OpenNotices(h.ctx())
+	}
 	if !h.onDemand || h.st == nil {
 		return snap
 	}

@@ -1,0 +1,49 @@
+package statuspage
+
+import (
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/internal/notify"
+)
+
+// TestOverviewListsOpenConditions: the notifications' open conditions of
+// the hotel are listed on the overview, read from its state at each view,
+// with what happened, since when and how many notices went out; a
+// resolved one is gone at the next view, and so is the section.
+func TestOverviewListsOpenConditions(t *testing.T) {
+	st := fixture(t, 1)
+	h := NewHotel("", st, func() time.Time { return t0 })
+	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	if body := getOK(t, srv.URL+"/"); strings.Contains(body, "Open conditions") {
+		t.Fatal("the section shows with no condition")
+	}
+	j := st.Notices()
+	ep := notify.Episode{Key: notify.Key{Hotel: "default", Kind: notify.KeyRefused}, Version: 1, Since: t0.Add(-time.Hour),
+		Cause: "the API refused the key (401)", Fired: true, Count: 2, LastAt: t0}
+	if ok, err := j.Put(t.Context(), ep, 0); !ok || err != nil {
+		t.Fatalf("Put: %t, %v", ok, err)
+	}
+	body := getOK(t, srv.URL+"/")
+	for _, want := range []string{"Open conditions (1)", "api-key-refused", "the API refused the key (401)", "<td>2</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the overview lacks %q", want)
+		}
+	}
+	resolved := ep
+	resolved.Version, resolved.Resolved = 2, true
+	if ok, err := j.Put(t.Context(), resolved, 1); !ok || err != nil {
+		t.Fatalf("Put: %t, %v", ok, err)
+	}
+	if body := getOK(t, srv.URL+"/"); strings.Contains(body, "Open conditions") {
+		t.Error("the section stays once the condition is resolved")
+	}
+}
