@@ -128,3 +128,45 @@ func metricOf(t *testing.T, tel *telemetry.Telemetry, series string) float64 {
 	tel.Handler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return testutil.MetricValue(t, rec.Body.String(), series)
 }
+
+// TestHotelHeartbeat: with TICKETBRIDGE_NOTIFY_PING_PER=hotel each hotel
+// pings the URL its own file names after its cycle, and a hotel that
+// names none pings nothing.
+func TestHotelHeartbeat(t *testing.T) {
+	pings := make(chan string, 16)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { pings <- r.Method + " " + r.URL.Path }))
+	defer recv.Close()
+	fx := newFleetFixture(t)
+	fx.WriteHotel("north", map[string]string{"TICKETBRIDGE_NOTIFY_PING_URL": recv.URL + "/north"})
+	fx.WriteHotel("south", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := fx.options(ctx, false)
+	ns, err := NewNotices(config.Notify{Config: notify.Config{Repeat: time.Hour, CyclesFailingAfter: 15 * time.Minute,
+		RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "hotel"}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Notices = ns
+	f := New(ctx, opts)
+	if err := f.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	fx.WaitCycles("north", "south")
+	select {
+	case p := <-pings:
+		if p != "GET /north" {
+			t.Fatalf("ping %q, want GET /north", p)
+		}
+	case <-time.After(time.Minute): // a hang's report, not a timing
+		t.Fatal("north did not ping within a minute")
+	}
+	if err := f.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-pings:
+		t.Errorf("another ping: %q", p)
+	default:
+	}
+}
