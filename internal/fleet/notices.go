@@ -299,8 +299,19 @@ func (hn *hotelNotices) fromState(ctx context.Context, scan bool) (out []notify.
 	return out, errored, err
 }
 
-// whyFailed says why a cycle failed, and what to do.
+// whyFailed says why a cycle failed, in words shared by every hotel it
+// fails for (the notices of many are one), and what to do: the table of
+// fixes' text when the error carries it (config.WithFix, through
+// sync.Deps.Advise), as the log, check and the start errors say it.
 func whyFailed(err error) (cause, fix string) {
+	cause, fix = whyFailedKind(err)
+	if _, f, ok := strings.Cut(err.Error(), "; fix: "); ok {
+		fix = f
+	}
+	return cause, fix
+}
+
+func whyFailedKind(err error) (cause, fix string) {
 	switch {
 	case errors.Is(err, sync.ErrKeyRefused), errors.Is(err, guestapi.ErrUnauthorized):
 		return "the API refused the key (401): revoked, expired or mistyped",
@@ -313,6 +324,7 @@ func whyFailed(err error) (cause, fix string) {
 		return "the helpdesk refused the bridge", "check the helpdesk's address, user and token or password (ticketbridge check)"
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
+	msg, _, _ = strings.Cut(msg, "; fix: ")
 	if len(msg) > 300 {
 		msg = msg[:300] + "…"
 	}

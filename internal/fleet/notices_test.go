@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -168,5 +169,25 @@ func TestHotelHeartbeat(t *testing.T) {
 	case p := <-pings:
 		t.Errorf("another ping: %q", p)
 	default:
+	}
+}
+
+// TestWhyFailed: a failed cycle's notice says what to do in the table of
+// fixes' words when the cycle's error carries them, as check and the log
+// do, and its cause is the same for every hotel so that one notice names
+// them all.
+func TestWhyFailed(t *testing.T) {
+	d := config.Daemon{APIKeyFile: "/etc/ticketbridge/keys/north.key"}
+	err := config.WithFix(fmt.Errorf("cycle: %w", sync.ErrKeyRefused), d, nil, config.Account{Name: "ticketbridge", Group: "ticketbridge"})
+	_, want, ok := strings.Cut(err.Error(), "; fix: ")
+	if !ok {
+		t.Fatalf("the table gave no fix for a refused key: %v", err)
+	}
+	cause, fix := whyFailed(err)
+	if fix != want || strings.Contains(cause, "north") {
+		t.Errorf("whyFailed: cause %q, fix %q; want the table's fix %q and a cause naming no hotel", cause, fix, want)
+	}
+	if cause, fix := whyFailed(errors.New("state: disk full")); cause != "the cycle failed: state: disk full" || fix == "" {
+		t.Errorf("another error: cause %q, fix %q", cause, fix)
 	}
 }
