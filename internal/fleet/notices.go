@@ -246,7 +246,11 @@ func (hn *hotelNotices) reconcile(ctx context.Context) {
 		}
 	}
 	for _, h := range held {
-		if h.SetAside() {
+		switch {
+		case h.SetAside() && h.Mail:
+			holding = append(holding, notify.Condition{Key: notify.Key{Kind: notify.Undeliverable, Subject: "mail " + h.File},
+				Since: h.Since, Cause: h.Error(), Fix: "read the mail in the helpdesk's mailbox: what it needs is on the status page and in ticketbridge check"})
+		case h.SetAside():
 			holding = append(holding, notify.Condition{Key: notify.Key{Kind: notify.Undeliverable, Subject: "file " + h.File},
 				Since: h.Since, Cause: h.Error(), Fix: "fix what the helpdesk names and move the file back into the outbox, or delete it"})
 		}
