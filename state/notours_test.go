@@ -88,8 +88,8 @@ func TestMigrateSchema1To2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.Schema() != 2 {
-		t.Errorf("Schema = %d, want 2", s.Schema())
+	if s.Schema() != SchemaVersion {
+		t.Errorf("Schema = %d, want %d", s.Schema(), SchemaVersion)
 	}
 	if _, err := os.Stat(path + ".schema-1.bak"); err != nil {
 		t.Errorf("no copy of the schema-1 file: %v", err)

@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +13,16 @@ import (
 // the hotel are listed on the overview, read from its state at each view,
 // with what happened, since when and how many notices went out; a
 // resolved one is gone at the next view, and so is the section.
-func TestOverviewListsOpenConditions(t *testing.T) {
+func TestOverviewListsOpenConditions(t *testing.T) { atT0(t, testOverviewListsOpenConditions) }
+
+func testOverviewListsOpenConditions(t *testing.T) {
 	st := fixture(t, 1)
-	h := NewHotel("", st, func() time.Time { return t0 })
-	s, err := New(Options{Hotels: only(h), One: true, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	h := NewHotel("", st)
+	s, err := New(Options{Hotels: only(h), One: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	if body := getOK(t, srv.URL+"/"); strings.Contains(body, "Open conditions") {
+	if body := getOK(t, s, "/"); strings.Contains(body, "Open conditions") {
 		t.Fatal("the section shows with no condition")
 	}
 	j := st.Notices()
@@ -32,7 +31,7 @@ func TestOverviewListsOpenConditions(t *testing.T) {
 	if ok, err := j.Put(t.Context(), ep, 0); !ok || err != nil {
 		t.Fatalf("Put: %t, %v", ok, err)
 	}
-	body := getOK(t, srv.URL+"/")
+	body := getOK(t, s, "/")
 	for _, want := range []string{"Open conditions (1)", "api-key-refused", "the API refused the key (401)", "<td>2</td>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the overview lacks %q", want)
@@ -43,7 +42,7 @@ func TestOverviewListsOpenConditions(t *testing.T) {
 	if ok, err := j.Put(t.Context(), resolved, 1); !ok || err != nil {
 		t.Fatalf("Put: %t, %v", ok, err)
 	}
-	if body := getOK(t, srv.URL+"/"); strings.Contains(body, "Open conditions") {
+	if body := getOK(t, s, "/"); strings.Contains(body, "Open conditions") {
 		t.Error("the section stays once the condition is resolved")
 	}
 }
