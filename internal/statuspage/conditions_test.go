@@ -46,3 +46,21 @@ func testOverviewListsOpenConditions(t *testing.T) {
 		t.Error("the section stays once the condition is resolved")
 	}
 }
+// TestOverviewReadsNoNoticesFromState: a page view reads no notification
+// episode from the state. With the notifications off there are none to
+// show, and a state that does not answer (a database down) must not hold
+// the page; with them on, the notifier's memory is what is shown.
+func TestOverviewReadsNoNoticesFromState(t *testing.T) { atT0(t, testOverviewReadsNoNoticesFromState) }
+
+func testOverviewReadsNoNoticesFromState(t *testing.T) {
+	st := fixture(t, 1)
+	ep := notify.Episode{Key: notify.Key{Hotel: "default", Kind: notify.KeyRefused}, Version: 1, Since: t0.Add(-time.Hour),
+		Cause: "the API refused the key (401)", Fired: true, Count: 1, LastAt: t0}
+	if ok, err := st.Notices().Put(t.Context(), ep, 0); !ok || err != nil {
+		t.Fatalf("Put: %t, %v", ok, err)
+	}
+	h := NewHotel("", st)
+	if got := h.Snapshot().Conditions; len(got) != 0 {
+		t.Errorf("with the notifications off the snapshot read %d conditions from the state, want none read", len(got))
+	}
+}
