@@ -149,9 +149,3 @@ func (j notices) list(ctx context.Context, keep func(notify.Episode) bool) ([]no
 	})
 	return out, err
 }
-
-// OpenNotices returns the store's notification episodes that are not
-// resolved, whichever hotel they name: what the status page lists.
-func (s *Store) OpenNotices(ctx context.Context) ([]notify.Episode, error) {
-	return notices{s}.list(ctx, func(ep notify.Episode) bool { return !ep.Resolved })
-}

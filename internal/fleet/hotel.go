@@ -11,6 +11,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/lease"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/internal/version"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -226,6 +227,9 @@ func (f *Fleet) start(rh *runningHotel) (_ *sync.Scheduler, panicked bool) {
 	var page *bridge.Console
 	if f.tel.Listens() { // the status page lists the hotels
 		page = bridge.NewConsole(w, rh.pageName)
+		if f.notices != nil {
+			page.Hotel.WithConditions(func() []notify.Episode { return f.notices.n.Open(name) })
+		}
 		f.tel.ShowPage(name, page.Hotel)
 		rh.page = page
 	}
@@ -369,6 +373,7 @@ func (f *Fleet) reporter(rh *runningHotel, w *bridge.Bridge) bridge.Reporter {
 func (f *Fleet) forgetNotices(name string, st *state.Store) {
 	if f.notices != nil {
 		f.notices.j.drop(name, st)
+		f.notices.n.Forget(name)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -78,7 +79,10 @@ type Notifier struct {
 	targets map[Target]*worker
 	mu      sync.Mutex
 	flying  map[Key]uint64 // episodes this process is sending, at their version
-	c       counters
+	// open are the hotels' open episodes as last read from or written to
+	// the journal here (see Notifier.Open).
+	open map[string]map[Key]Episode
+	c    counters
 }
 
 // job is one decided notice of one episode.
@@ -113,7 +117,7 @@ func New(o Options) *Notifier {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Notifier{o: o, j: o.Journal, decided: make(chan job, o.QueueSize), targets: map[Target]*worker{}, flying: map[Key]uint64{}}
+	n := &Notifier{o: o, j: o.Journal, decided: make(chan job, o.QueueSize), targets: map[Target]*worker{}, flying: map[Key]uint64{}, open: map[string]map[Key]Episode{}}
 	for _, t := range slices.Concat(o.Operators, o.Support) {
 		if n.targets[t] == nil {
 			n.targets[t] = &worker{t: t, q: make(chan *delivery, o.QueueSize)}
@@ -204,6 +208,7 @@ func (n *Notifier) Reconcile(ctx context.Context, hotel string, kinds []Kind, ho
 	if err != nil {
 		return n.journalErr(Key{Hotel: hotel}, err)
 	}
+	n.remember(hotel, open)
 	var errs []error
 	held := map[Key]bool{}
 	for _, c := range holding {
@@ -231,11 +236,64 @@ func (n *Notifier) write(ctx context.Context, ep Episode, prev uint64) error {
 		n.c.conflicts.Add(1)
 		return nil
 	}
+	n.track(ep)
 	if ep.Pending != "" {
 		n.c.decided.Add(1)
 		n.queue(job{ep: ep, phase: ep.Pending})
 	}
 	return nil
+}
+
+// remember takes open as the hotel's open episodes, as the journal has
+// them now.
+func (n *Notifier) remember(hotel string, open []Episode) {
+	m := make(map[Key]Episode, len(open))
+	for _, ep := range open {
+		m[ep.Key] = ep
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.open[hotel] = m
+}
+
+// track keeps ep, just written, among the open episodes, or drops it
+// when it is resolved.
+func (n *Notifier) track(ep Episode) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := n.open[ep.Hotel]
+	if ep.Resolved {
+		delete(m, ep.Key)
+		return
+	}
+	if m == nil {
+		m = map[Key]Episode{}
+		n.open[ep.Hotel] = m
+	}
+	m[ep.Key] = ep
+}
+
+// Open returns the hotel's open episodes, sorted by key, as this notifier
+// last read or wrote them: what the status page lists, read from memory
+// so that a view costs no read of the journal. The first reconcile of a
+// hotel (see [Notifier.Reconcile]) reads those a previous run left open.
+func (n *Notifier) Open(hotel string) []Episode {
+	n.mu.Lock()
+	out := make([]Episode, 0, len(n.open[hotel]))
+	for _, ep := range n.open[hotel] {
+		out = append(out, ep)
+	}
+	n.mu.Unlock()
+	slices.SortFunc(out, func(a, b Episode) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// Forget drops what the notifier holds in memory of the hotel's open
+// episodes: the hotel no longer runs here.
+func (n *Notifier) Forget(hotel string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.open, hotel)
 }
 
 func (n *Notifier) queue(j job) {

@@ -307,3 +307,33 @@ func TestWebhookSigned(t *testing.T) {
 		}
 	})
 }
+
+// Open lists a hotel's open episodes from memory: those written here, and
+// after a restart those the first Reconcile read; a resolved one leaves.
+func TestOpenFromMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := &notify.MemJournal{}
+		e := start(t, notify.Options{GroupWindow: -1, Journal: j}, "webhook+http://:"+secret+"@127.0.0.1/hook")
+		k := notify.Key{Hotel: "a", Kind: notify.KeyRefused}
+		must(t, e.n.Set(t.Context(), notify.Condition{Key: k, Cause: "401"}))
+		if got := e.n.Open("a"); len(got) != 1 || got[0].Key != k || got[0].Cause != "401" {
+			t.Fatalf("Open = %+v, want the episode set", got)
+		}
+		if got := e.n.Open("b"); len(got) != 0 {
+			t.Fatalf("Open of another hotel = %+v", got)
+		}
+		next := start(t, notify.Options{GroupWindow: -1, Journal: j}, "webhook+http://:"+secret+"@127.0.0.1/hook")
+		if got := next.n.Open("a"); len(got) != 0 {
+			t.Fatalf("a new notifier knows %+v before it reconciled", got)
+		}
+		must(t, next.n.Reconcile(t.Context(), "a", []notify.Kind{notify.CyclesFailing}, nil))
+		if got := next.n.Open("a"); len(got) != 1 || got[0].Key != k {
+			t.Fatalf("Open after a reconcile = %+v, want the episode a previous run left", got)
+		}
+		must(t, next.n.Clear(t.Context(), k))
+		if got := next.n.Open("a"); len(got) != 0 {
+			t.Fatalf("Open after the clear = %+v", got)
+		}
+		synctest.Wait()
+	})
+}

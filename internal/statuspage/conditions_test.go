@@ -10,14 +10,15 @@ import (
 )
 
 // TestOverviewListsOpenConditions: the notifications' open conditions of
-// the hotel are listed on the overview, read from its state at each view,
-// with what happened, since when and how many notices went out; a
-// resolved one is gone at the next view, and so is the section.
+// the hotel are listed on the overview as the notifier holds them, with
+// what happened, since when and how many notices went out; a resolved one
+// is gone at the next view, and so is the section.
 func TestOverviewListsOpenConditions(t *testing.T) { atT0(t, testOverviewListsOpenConditions) }
 
 func testOverviewListsOpenConditions(t *testing.T) {
 	st := fixture(t, 1)
-	h := NewHotel("", st)
+	var open []notify.Episode
+	h := NewHotel("", st).WithConditions(func() []notify.Episode { return open })
 	s, err := New(Options{Hotels: only(h), One: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -25,27 +26,21 @@ func testOverviewListsOpenConditions(t *testing.T) {
 	if body := getOK(t, s, "/"); strings.Contains(body, "Open conditions") {
 		t.Fatal("the section shows with no condition")
 	}
-	j := st.Notices()
 	ep := notify.Episode{Key: notify.Key{Hotel: "default", Kind: notify.KeyRefused}, Version: 1, Since: t0.Add(-time.Hour),
 		Cause: "the API refused the key (401)", Fired: true, Count: 2, LastAt: t0}
-	if ok, err := j.Put(t.Context(), ep, 0); !ok || err != nil {
-		t.Fatalf("Put: %t, %v", ok, err)
-	}
+	open = []notify.Episode{ep}
 	body := getOK(t, s, "/")
 	for _, want := range []string{"Open conditions (1)", "api-key-refused", "the API refused the key (401)", "<td>2</td>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the overview lacks %q", want)
 		}
 	}
-	resolved := ep
-	resolved.Version, resolved.Resolved = 2, true
-	if ok, err := j.Put(t.Context(), resolved, 1); !ok || err != nil {
-		t.Fatalf("Put: %t, %v", ok, err)
-	}
+	open = nil
 	if body := getOK(t, s, "/"); strings.Contains(body, "Open conditions") {
 		t.Error("the section stays once the condition is resolved")
 	}
 }
+
 // TestOverviewReadsNoNoticesFromState: a page view reads no notification
 // episode from the state. With the notifications off there are none to
 // show, and a state that does not answer (a database down) must not hold

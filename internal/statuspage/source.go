@@ -46,7 +46,8 @@ type Snapshot struct {
 	// Cycles are the reports of the recent cycles, oldest first.
 	Cycles []sync.Report
 	// Conditions are the notifications' open episodes of the hotel (see
-	// package notify), read from its state when the snapshot is taken.
+	// package notify), as the notifier holds them in memory; none when
+	// the notifications are off.
 	Conditions []notify.Episode
 }
 
@@ -61,6 +62,9 @@ type Hotel struct {
 	// onDemand keeps no request list in memory between views: see
 	// OnDemand.
 	onDemand bool
+	// conditions returns the notifications' open conditions (see
+	// WithConditions); nil when the notifications are off.
+	conditions func() []notify.Episode
 	// reading is held while a view reads the status on demand, so that
 	// views arriving together wait for one read instead of making their
 	// own.
@@ -87,6 +91,15 @@ type Hotel struct {
 // returns h.
 func (h *Hotel) OnDemand() *Hotel {
 	h.onDemand = true
+	return h
+}
+
+// WithConditions has the overview list the open conditions that open
+// returns at each view: the notifier's, kept in its memory, so that a view
+// reads nothing from the state (a database that does not answer holds no
+// page). Set it before the page is served. It returns h.
+func (h *Hotel) WithConditions(open func() []notify.Episode) *Hotel {
+	h.conditions = open
 	return h
 }
 
@@ -230,10 +243,8 @@ func (h *Hotel) kept(s sync.Status) sync.Status {
 // until the next cycle; when the read fails, it returns what h keeps.
 func (h *Hotel) Snapshot() Snapshot {
 	snap := h.recent()
-	if h.st != nil {
-		// A few records at most: read at each view, so that a condition
-		// resolved since the last cycle is gone at once.
-		snap.Conditions, _ = h.st.OpenNotices(h.ctx())
+	if h.conditions != nil {
+		snap.Conditions = h.conditions()
 	}
 	if !h.onDemand || h.st == nil {
 		return snap
