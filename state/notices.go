@@ -92,13 +92,13 @@ func (j notices) Get(ctx context.Context, k notify.Key) (ep notify.Episode, ok b
 // replica that wrote in between makes it fail (a serialization error), as
 // does one whose lease of the hotel moved on; on bbolt the file's lock
 // keeps other processes out. A resolved episode with no pending notice is
-// deleted.
+// deleted. The write is not one of the store's Commits.
 func (j notices) Put(ctx context.Context, ep notify.Episode, prev uint64) (ok bool, err error) {
 	key, err := noticeKey(ep.Key)
 	if err != nil {
 		return false, err
 	}
-	err = j.s.Update(ctx, func(tx *Tx) error {
+	err = j.s.update(ctx, func(tx *Tx) error {
 		cur, found, err := tx.notice(ep.Key)
 		if err != nil {
 			return err
