@@ -97,3 +97,33 @@ func TestNoticesMigration(t *testing.T) {
 		t.Fatalf("no copy of schema 2 aside: %v", err)
 	}
 }
+
+// TestNoticesFollowTheState: an episode belongs to the state that keeps
+// it, not to the hotel name it was written under: after `hotels adopt`
+// moved the one hotel's state (named default) to a hotel of the
+// directory, the hotel's reconcile finds its open episodes, under its
+// new name, and resolves them.
+func TestNoticesFollowTheState(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	ctx := t.Context()
+	old := notify.Episode{Key: notify.Key{Hotel: "default", Kind: notify.KeyRefused}, Version: 1, Since: t0, Fired: true, Count: 1, LastAt: t0}
+	if ok, err := s.Notices().Put(ctx, old, 0); !ok || err != nil {
+		t.Fatalf("Put: %t, %v", ok, err)
+	}
+	open, err := s.Notices().Open(ctx, "seaside")
+	if err != nil || len(open) != 1 || open[0].Hotel != "seaside" || open[0].Kind != notify.KeyRefused {
+		t.Fatalf("Open under the new name: %+v, %v; want the episode, named seaside", open, err)
+	}
+	renamed := notify.Key{Hotel: "seaside", Kind: notify.KeyRefused}
+	got, ok, err := s.Notices().Get(ctx, renamed)
+	if !ok || err != nil || got.Hotel != "seaside" || got.Version != 1 {
+		t.Fatalf("Get under the new name: %+v, %t, %v", got, ok, err)
+	}
+	got.Version, got.Resolved = 2, true
+	if ok, err := s.Notices().Put(ctx, got, 1); !ok || err != nil {
+		t.Fatalf("resolve under the new name: %t, %v", ok, err)
+	}
+	if open, err := s.Notices().Open(ctx, "seaside"); err != nil || len(open) != 0 {
+		t.Fatalf("Open after the resolve: %+v, %v", open, err)
+	}
+}
