@@ -74,17 +74,25 @@ func (tx *Tx) notice(k notify.Key) (notify.Episode, bool, error) {
 
 // Notices is the hotel's journal of notification episodes; the store's
 // hotel is every episode's (a daemon of many hotels routes each to its
-// hotel's store).
+// hotel's store). An episode is keyed by its kind and subject only, and
+// read back under the name it is asked for: the hotel's name is not part
+// of its identity, so that the episodes follow the state when `hotels
+// adopt` makes the one hotel's state (named default) a hotel of the
+// hotels directory, and the hotel resolves what fired before the move.
+// The name stored in the record says under which name it was written.
 func (s *Store) Notices() notify.Journal { return notices{s} }
 
 type notices struct{ s *Store }
 
-// Get returns the stored episode of k.
+// Get returns the stored episode of k, named k's hotel.
 func (j notices) Get(ctx context.Context, k notify.Key) (ep notify.Episode, ok bool, err error) {
 	err = j.s.View(ctx, func(tx *Tx) error {
 		ep, ok, err = tx.notice(k)
 		return err
 	})
+	if ok {
+		ep.Hotel = k.Hotel
+	}
 	return ep, ok, err
 }
 
@@ -122,9 +130,15 @@ func (j notices) Put(ctx context.Context, ep notify.Episode, prev uint64) (ok bo
 	return ok, nil
 }
 
-// Open returns the hotel's episodes that are not resolved.
+// Open returns the episodes of the store that are not resolved, named
+// hotel: every episode the store keeps is its hotel's, whatever name it
+// was written under (see Notices).
 func (j notices) Open(ctx context.Context, hotel string) ([]notify.Episode, error) {
-	return j.list(ctx, func(ep notify.Episode) bool { return ep.Hotel == hotel && !ep.Resolved })
+	open, err := j.list(ctx, func(ep notify.Episode) bool { return !ep.Resolved })
+	for i := range open {
+		open[i].Hotel = hotel
+	}
+	return open, err
 }
 
 // Unsent returns the episodes with a notice decided before before and not

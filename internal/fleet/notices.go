@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	gosync "sync"
 	"time"
@@ -131,16 +132,17 @@ func (j *journal) Open(ctx context.Context, hotel string) ([]notify.Episode, err
 // Unsent returns the unsent notices of the hotels running here.
 func (j *journal) Unsent(ctx context.Context, before time.Time) ([]notify.Episode, error) {
 	j.mu.Lock()
-	stores := make([]*state.Store, 0, len(j.stores))
-	for _, s := range j.stores {
-		stores = append(stores, s)
-	}
+	stores := make(map[string]*state.Store, len(j.stores))
+	maps.Copy(stores, j.stores)
 	j.mu.Unlock()
 	var out []notify.Episode
 	var errs []error
-	for _, s := range stores {
+	for hotel, s := range stores {
 		eps, err := s.Notices().Unsent(ctx, before)
-		out = append(out, eps...)
+		for _, ep := range eps {
+			ep.Hotel = hotel // the state's hotel, whatever name wrote it
+			out = append(out, ep)
+		}
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
