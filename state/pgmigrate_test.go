@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 )
 
 // Two replicas starting together on an empty database both want to create
@@ -113,3 +116,39 @@ func testConcurrentMigration(t *testing.T, isolation string) {
 }
 
 func itoa(n int64) string { return fmt.Sprint(n) }
+
+// TestPostgresMigratesToNotices: a database of schema 3, written by a
+// ticketbridge without notifications, migrates to the schema of the
+// notices (the bucket of state file schema 3), keeps its rows and takes
+// episodes; the ticketbridge of schema 3, which would not know them,
+// refuses the migrated database instead of running beside them.
+func TestPostgresMigratesToNotices(t *testing.T) {
+	loc := postgresBackend(t).location(t)
+	ctx := t.Context()
+	s, err := openPG(ctx, loc, Options{Hotel: "h1"}, pgMigrations[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t1"}) })
+	_ = s.Close()
+	if s, err = openPG(ctx, loc, Options{Hotel: "h1"}, pgMigrations); err != nil {
+		t.Fatal(err)
+	}
+	if s.Schema() != PostgresSchemaVersion || PostgresSchemaVersion < 4 {
+		t.Errorf("Schema = %d, want %d (past 3)", s.Schema(), PostgresSchemaVersion)
+	}
+	ep := notify.Episode{Key: notify.Key{Hotel: "h1", Kind: notify.KeyRefused}, Version: 1, Since: t0}
+	if ok, err := s.Notices().Put(ctx, ep, 0); !ok || err != nil {
+		t.Errorf("Put a notice after the migration: %t, %v", ok, err)
+	}
+	view(t, s, func(tx *Tx) error {
+		if _, ok, err := tx.Ticket("t1"); !ok || err != nil {
+			t.Errorf("t1 lost by the migration: %t, %v", ok, err)
+		}
+		return nil
+	})
+	_ = s.Close()
+	if _, err := openPG(ctx, loc, Options{Hotel: "h1"}, pgMigrations[:3]); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("the ticketbridge of schema 3 on the migrated database: err = %v, want ErrNewerSchema", err)
+	}
+}
