@@ -87,13 +87,20 @@ var pgMigrations = []pgMigration{
 	{
 		`COMMENT ON TABLE ticketbridge_state IS 'ticketbridge records, a row per key of a bucket (tickets, not_ours, journal, ...), encoded as in a state file'`,
 	},
+	// 4: the notifications' episodes (bucket notices, state file schema
+	// 3), rows of ticketbridge_state too. As for 3, the version keeps a
+	// ticketbridge that does not know them off the database: beside a
+	// newer replica it would neither resolve nor send what they record.
+	{
+		`COMMENT ON TABLE ticketbridge_state IS 'ticketbridge records, a row per key of a bucket (tickets, not_ours, journal, notices, ...), encoded as in a state file'`,
+	},
 }
 
 // PostgresSchemaVersion is the schema version of a database this
 // ticketbridge writes: the records' layout of [SchemaVersion] plus the
 // database's own tables (leases). A test keeps it equal to
 // len(pgMigrations).
-const PostgresSchemaVersion = 3
+const PostgresSchemaVersion = 4
 
 // initSchema checks the database's schema version, creates or migrates it
 // in one transaction (PostgreSQL's DDL is transactional, so a failure
