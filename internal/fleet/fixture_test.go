@@ -26,6 +26,8 @@ type fleetFixture struct {
 	registry adapters.Registry
 	// clock, when set, is the fleet's.
 	clock lease.Clock
+	// notices, when set, are the fleet's notifications.
+	notices *Notices
 }
 
 func newFleetFixture(t testing.TB) *fleetFixture {
@@ -56,7 +58,7 @@ func (fx *fleetFixture) options(ctx context.Context, listen bool) Options {
 	}
 	tel := telemetry.NewFleet(log, hc.ReadyNames(), to)
 	return Options{Source: src, Daemon: cfg, Hotels: hc, Logger: log, Telemetry: tel, Registry: fx.registry, Clock: fx.clock,
-		AfterCycle: fx.AfterCycle}
+		AfterCycle: fx.AfterCycle, Notices: fx.notices}
 }
 
 // start runs the fleet of the fixture's files, its endpoints on a

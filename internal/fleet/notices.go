@@ -15,6 +15,7 @@ import (
 	"maps"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -34,6 +35,8 @@ type Notices struct {
 	hb  *notify.Heartbeat // the process's; nil: none, or one per hotel
 	j   *journal
 	cfg config.Notify
+	// watchers counts the hotels' watchers running (see watch).
+	watchers atomic.Int64
 }
 
 // NewNotices builds the notifications of c, logging to log the notices
@@ -179,7 +182,9 @@ func (ns *Notices) watch(ctx context.Context, hotel string, store *state.Store, 
 		go hb.Run(ctx)
 	}
 	ns.j.add(hotel, store)
+	ns.watchers.Add(1)
 	go func() {
+		defer ns.watchers.Add(-1)
 		defer cancel()
 		for {
 			select {

@@ -3,7 +3,9 @@ package fleet
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
+	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/lease/leasetest"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 )
 
 // panicking is a files helpdesk whose EnsureTicket panics, as a bbolt
@@ -106,4 +110,60 @@ func metricLine(t *testing.T, fx *fleetFixture, series string) string {
 		}
 	}
 	return ""
+}
+
+// TestNoticeWatcherPerRun: each run of a hotel has one watcher of its
+// conditions, which ends with the run: a hotel that panics and starts
+// again three times leaves no watcher of its earlier runs (each one held
+// a goroutine, and a state closed under it), and none is left once the
+// fleet stopped.
+func TestNoticeWatcherPerRun(t *testing.T) {
+	fx := newFleetFixture(t)
+	clock := leasetest.NewClock()
+	fx.clock = clock
+	const panics = 3
+	var left atomic.Int32
+	left.Store(panics)
+	panicked := make(chan struct{}, 1)
+	fx.registry = adapters.Registry{files.Name: func(ctx context.Context, deps adapters.Deps) (adapters.Helpdesk, error) {
+		hd, err := files.Factory(ctx, deps)
+		if err != nil {
+			return nil, err
+		}
+		if dir, _ := deps.Env.Lookup("TICKETBRIDGE_FILES_DIR"); strings.HasSuffix(dir, "/bad") {
+			return panicking{Helpdesk: hd, left: &left, panicked: panicked}, nil
+		}
+		return hd, nil
+	}}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	defer recv.Close()
+	ns, err := NewNotices(config.Notify{Config: notify.Config{URLs: "ntfy+" + recv.URL + "/ops", Repeat: time.Hour,
+		CyclesFailingAfter: 15 * time.Minute, RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "process"}},
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.notices = ns
+	t.Cleanup(func() { // after the fixture's, which stops the fleet
+		if n := ns.watchers.Load(); n != 0 {
+			t.Errorf("%d watchers left after the fleet stopped, want none", n)
+		}
+	})
+	for _, n := range []string{"alpha", "bad", "beta"} {
+		fx.WriteHotel(n, nil)
+		fx.Ticket(n, "towels for "+n)
+	}
+	fx.start()
+	fx.WaitCycles("alpha", "beta")
+	for range panics {
+		<-panicked
+		clock.AwaitTimer() // the hotel waits for its backoff
+		clock.Advance(startBackoff)
+	}
+	if c := fx.WaitCycles("bad")["bad"]; c.Err != nil {
+		t.Errorf("bad's cycle after its restarts: %v", c.Err)
+	}
+	if n := ns.watchers.Load(); n != 3 {
+		t.Errorf("%d watchers for 3 hotels after %d restarts, want 3", n, panics)
+	}
 }
