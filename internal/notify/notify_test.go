@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -335,5 +336,51 @@ func TestOpenFromMemory(t *testing.T) {
 			t.Fatalf("Open after the clear = %+v", got)
 		}
 		synctest.Wait()
+	})
+}
+
+// stall answers no request until release is closed: a target that
+// hangs while the process shuts down.
+type stall struct{ got, release chan struct{} }
+
+func (s stall) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.got <- struct{}{}
+	select {
+	case <-r.Context().Done():
+	case <-s.release:
+	}
+}
+
+// A notice in flight when its process stops stays pending; the next
+// process sends it once, whatever the hotel's cycles report meanwhile:
+// a cause whose words change from cycle to cycle (an error with a
+// number in it) updates the episode without deciding another notice.
+func TestInFlightAtShutdownSentOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := &notify.MemJournal{}
+		hang := stall{got: make(chan struct{}, 1), release: make(chan struct{})}
+		p := &notify.Poster{HTTP: &http.Client{Transport: testutil.PipeServer(t, hang), Timeout: time.Hour}, Retrier: notifyRetrier()}
+		first := notify.New(notify.Options{Journal: j, GroupWindow: -1, Operators: targets(t, p, "webhook+http://:"+secret+"@127.0.0.1/hook")})
+		ctx, stop := context.WithCancel(context.Background())
+		ended := make(chan struct{})
+		go func() { defer close(ended); first.Run(ctx) }()
+		k := notify.Key{Hotel: "a", Kind: notify.KeyRefused}
+		kinds := []notify.Kind{notify.CyclesFailing, notify.KeyRefused}
+		must(t, first.Reconcile(ctx, "a", kinds, []notify.Condition{{Key: k, Cause: "the API answered 401 (try 1)"}}))
+		<-hang.got // the notice is on its way
+		stop()     // the daemon stops
+		<-ended
+		close(hang.release)
+
+		next := start(t, notify.Options{Journal: j}, "webhook+http://:"+secret+"@127.0.0.1/hook")
+		for i := range 4 * int(notify.DefaultClaimTimeout/(30*time.Second)) {
+			cause := fmt.Sprintf("the API answered 401 (try %d)", i+2)
+			must(t, next.n.Reconcile(t.Context(), "a", kinds, []notify.Condition{{Key: k, Cause: cause}}))
+			time.Sleep(30 * time.Second)
+			synctest.Wait()
+		}
+		if got := titles(t, next.rec); len(got) != 1 {
+			t.Fatalf("notices after the restart = %q, want the one left in flight, once", got)
+		}
 	})
 }
