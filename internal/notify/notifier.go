@@ -78,7 +78,9 @@ type Notifier struct {
 	decided chan job
 	targets map[Target]*worker
 	mu      sync.Mutex
-	flying  map[Key]uint64 // episodes this process is sending, at their version
+	// flying are the notices this process is sending: the episodes', by
+	// when they were decided (PendingAt).
+	flying map[Key]time.Time
 	// open are the hotels' open episodes as last read from or written to
 	// the journal here (see Notifier.Open).
 	open map[string]map[Key]Episode
@@ -117,7 +119,7 @@ func New(o Options) *Notifier {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Notifier{o: o, j: o.Journal, decided: make(chan job, o.QueueSize), targets: map[Target]*worker{}, flying: map[Key]uint64{}, open: map[string]map[Key]Episode{}}
+	n := &Notifier{o: o, j: o.Journal, decided: make(chan job, o.QueueSize), targets: map[Target]*worker{}, flying: map[Key]time.Time{}, open: map[string]map[Key]Episode{}}
 	for _, t := range slices.Concat(o.Operators, o.Support) {
 		if n.targets[t] == nil {
 			n.targets[t] = &worker{t: t, q: make(chan *delivery, o.QueueSize)}
@@ -177,7 +179,9 @@ func (n *Notifier) Set(ctx context.Context, c Condition) error {
 		ep.Fired, ep.Count, ep.LastAt = true, ep.Count+1, now
 		ep.Pending, ep.PendingAt = phase, now
 	}
-	return n.write(ctx, ep, prev)
+	// A write that decides no notice leaves the one pending, if any, to
+	// whoever decided it, or to recover.
+	return n.write(ctx, ep, prev, phase != "")
 }
 
 // Clear reports that the condition of k no longer holds: an episode that
@@ -196,7 +200,7 @@ func (n *Notifier) Clear(ctx context.Context, k Key) error {
 		now := n.now()
 		ep.Pending, ep.PendingAt, ep.LastAt, ep.Count = Resolved, now, now, ep.Count+1
 	}
-	return n.write(ctx, ep, prev)
+	return n.write(ctx, ep, prev, ep.Fired)
 }
 
 // Reconcile reports every condition of the kinds that holds for hotel
@@ -224,9 +228,10 @@ func (n *Notifier) Reconcile(ctx context.Context, hotel string, kinds []Kind, ho
 	return errors.Join(errs...)
 }
 
-// write stores ep over prev and queues its pending notice. When another
-// writer got there first, it leaves the episode, and its notice, to it.
-func (n *Notifier) write(ctx context.Context, ep Episode, prev uint64) error {
+// write stores ep over prev and, when decided, queues its pending notice:
+// the write decided it. When another writer got there first, it leaves
+// the episode, and its notice, to it.
+func (n *Notifier) write(ctx context.Context, ep Episode, prev uint64, decided bool) error {
 	ep.Version = prev + 1
 	ok, err := n.j.Put(ctx, ep, prev)
 	if err != nil {
@@ -237,7 +242,7 @@ func (n *Notifier) write(ctx context.Context, ep Episode, prev uint64) error {
 		return nil
 	}
 	n.track(ep)
-	if ep.Pending != "" {
+	if decided && ep.Pending != "" {
 		n.c.decided.Add(1)
 		n.queue(job{ep: ep, phase: ep.Pending})
 	}
@@ -298,7 +303,7 @@ func (n *Notifier) Forget(hotel string) {
 
 func (n *Notifier) queue(j job) {
 	n.mu.Lock()
-	n.flying[j.ep.Key] = j.ep.Version
+	n.flying[j.ep.Key] = j.ep.PendingAt
 	n.mu.Unlock()
 	select {
 	case n.decided <- j:
@@ -317,31 +322,43 @@ func (n *Notifier) journalErr(k Key, err error) error {
 }
 
 // sent marks the notices of the jobs sent: their episodes lose their
-// Pending notice unless they were written since.
+// Pending notice unless another was decided since (a write that decided
+// none, a cause in other words, leaves the notice the job's).
 func (n *Notifier) sent(ctx context.Context, jobs []job) {
 	for _, j := range jobs {
 		n.mu.Lock()
-		if n.flying[j.ep.Key] == j.ep.Version {
+		if n.flying[j.ep.Key].Equal(j.ep.PendingAt) {
 			delete(n.flying, j.ep.Key)
 		}
 		n.mu.Unlock()
-		ep, ok, err := n.j.Get(ctx, j.ep.Key)
-		if err != nil {
+		if err := n.markSent(ctx, j); err != nil {
 			n.o.Logger.LogAttrs(ctx, slog.LevelWarn, "notify: cannot mark a notice sent; it may be sent again",
 				slog.String("condition", j.ep.Key.String()), slog.Any("error", err))
 			n.c.journalErrors.Add(1)
-			continue
 		}
-		if !ok || ep.Version != j.ep.Version {
-			continue // written since: the newer write has its own notice
+	}
+}
+
+// markSent clears the job's pending notice in the journal; a write of
+// another writer in between (a cycle's reconcile) makes it read again, a
+// few times.
+func (n *Notifier) markSent(ctx context.Context, j job) error {
+	for range 3 {
+		ep, ok, err := n.j.Get(ctx, j.ep.Key)
+		if err != nil {
+			return err
+		}
+		if !ok || ep.Pending != j.phase || !ep.PendingAt.Equal(j.ep.PendingAt) {
+			return nil // another notice was decided since, and is its own
 		}
 		prev := ep.Version
 		ep.Version++
 		ep.Pending, ep.PendingAt = "", time.Time{}
-		if _, err := n.j.Put(ctx, ep, prev); err != nil {
-			n.c.journalErrors.Add(1)
+		if ok, err := n.j.Put(ctx, ep, prev); ok || err != nil {
+			return err
 		}
 	}
+	return errors.New("the episode kept changing")
 }
 
 // recover queues again the notices decided more than ClaimTimeout ago
@@ -363,7 +380,7 @@ func (n *Notifier) recover(ctx context.Context) {
 		}
 		prev := ep.Version
 		ep.PendingAt = now
-		if n.write(ctx, ep, prev) == nil {
+		if n.write(ctx, ep, prev, true) == nil {
 			n.c.resent.Add(1)
 		}
 	}

@@ -121,9 +121,16 @@ func (n *Notifier) work(ctx context.Context, w *worker) {
 	}
 }
 
+// markTimeout bounds the marking of a delivery sent, which outlives the
+// notifier's context: a notice sent as the daemon stops is marked, not
+// sent again by the next process.
+const markTimeout = 30 * time.Second
+
 func (n *Notifier) done(ctx context.Context, d *delivery) {
-	if d.left.Add(-1) == 0 && ctx.Err() == nil {
-		n.sent(ctx, d.jobs)
+	if d.left.Add(-1) == 0 {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+		defer cancel()
+		n.sent(mctx, d.jobs)
 	}
 }
 
