@@ -427,8 +427,17 @@ func (f *Fleet) Stop() error {
 	f.mu.Unlock()
 	// Waited for without mu: the keepers renew the leases meanwhile.
 	var first error
+	for _, rh := range hotels {
+		<-rh.done // its watcher ended with it
+	}
+	if f.noticeStop != nil {
+		// The notices stop before the states close: a notice sent by now
+		// is marked sent in its hotel's state; one not sent stays
+		// pending there, for the next process to send.
+		f.noticeStop()
+		f.noticeWG.Wait()
+	}
 	for name, rh := range hotels {
-		<-rh.done
 		if w := rh.bridge(); w != nil {
 			f.forgetNotices(name, w.Store())
 			if err := w.Close(); err != nil && first == nil {
@@ -440,12 +449,6 @@ func (f *Fleet) Stop() error {
 		}
 	}
 	f.closing.Wait()
-	if f.noticeStop != nil {
-		// A notice not sent by now stays in its hotel's state, for the
-		// next process to send.
-		f.noticeStop()
-		f.noticeWG.Wait()
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.hcfg.LeaseTTL)
 	defer cancel()
 	f.keeper.Leave(ctx)

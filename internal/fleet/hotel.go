@@ -66,6 +66,9 @@ type runningHotel struct {
 	// page is the hotel's source of the status page (nil: none); its
 	// goroutine sets it, read it after done.
 	page *bridge.Console
+	// notices watches the conditions of the run's wiring (nil: none);
+	// its goroutine sets and ends it (see endNotices).
+	notices *hotelNotices
 
 	// next is the hotel's next run when this one restarts under its
 	// lease (see restart): it takes this run's state, open.
@@ -136,6 +139,7 @@ func (f *Fleet) run(rh *runningHotel) {
 		if s != nil {
 			panicked = f.serve(rh, s)
 		}
+		f.endNotices(rh)
 		if !panicked {
 			return
 		}
@@ -365,7 +369,18 @@ func (f *Fleet) reporter(rh *runningHotel, w *bridge.Bridge) bridge.Reporter {
 	if err != nil {
 		rh.log.Warn("the hotel's heartbeat is off", slog.Any("error", err), slog.String("op", "notify"))
 	}
-	return noticeReporter{rh.tel, f.notices.watch(f.noticeCtx, rh.conf.Name(), w.Store(), hb, rh.log, rh.done)}
+	f.endNotices(rh) // a start that panicked after its watcher began
+	rh.notices = f.notices.watch(f.noticeCtx, rh.conf.Name(), w.Store(), hb, rh.log)
+	return noticeReporter{rh.tel, rh.notices}
+}
+
+// endNotices ends the watcher of the hotel's run, once it reconciled the
+// run's last cycle, before the run's state closes.
+func (f *Fleet) endNotices(rh *runningHotel) {
+	if rh.notices != nil {
+		rh.notices.end()
+		rh.notices = nil
+	}
 }
 
 // forgetNotices takes the hotel's state out of the notices' journal

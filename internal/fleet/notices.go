@@ -162,6 +162,12 @@ type hotelNotices struct {
 	hb    *notify.Heartbeat // the hotel's own, or the process's; nil: none
 	log   *slog.Logger
 	kick  chan struct{}
+	// stop ends the loop (see end), which closes ended; cancel ends the
+	// hotel's own heartbeat, which wg waits for.
+	stop   chan struct{}
+	ended  chan struct{}
+	cancel context.CancelFunc
+	wg     gosync.WaitGroup
 
 	mu      gosync.Mutex
 	failed  error // the last cycle's failure; nil when it synced
@@ -171,28 +177,30 @@ type hotelNotices struct {
 	errored bool // the last scan found a request with an error
 }
 
-// watch feeds the notifier the conditions of the hotel whose state is
-// store, until done is closed (the hotel's run ended) or ctx ends. hb is
-// the hotel's own heartbeat, run here; nil: the process's, if any.
-func (ns *Notices) watch(ctx context.Context, hotel string, store *state.Store, hb *notify.Heartbeat, log *slog.Logger, done <-chan struct{}) *hotelNotices {
-	hn := &hotelNotices{ns: ns, hotel: hotel, store: store, hb: ns.hb, log: log, kick: make(chan struct{}, 1)}
-	ctx, cancel := context.WithCancel(ctx)
+// watch starts the watcher of one run of the hotel whose state is store:
+// it feeds the notifier the hotel's conditions until end is called (the
+// run ended: a panic's restart starts a watcher of its own) or ctx ends.
+// hb is the hotel's own heartbeat, run here; nil: the process's, if any.
+func (ns *Notices) watch(ctx context.Context, hotel string, store *state.Store, hb *notify.Heartbeat, log *slog.Logger) *hotelNotices {
+	hn := &hotelNotices{ns: ns, hotel: hotel, store: store, hb: ns.hb, log: log, kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), ended: make(chan struct{})}
+	ctx, hn.cancel = context.WithCancel(ctx)
 	if hb != nil {
 		hn.hb = hb
-		go hb.Run(ctx)
+		hn.wg.Go(func() { hb.Run(ctx) })
 	}
 	ns.j.add(hotel, store)
 	ns.watchers.Add(1)
 	go func() {
+		defer close(hn.ended)
 		defer ns.watchers.Add(-1)
-		defer cancel()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hn.kick:
 				hn.reconcile(ctx)
-			case <-done:
+			case <-hn.stop:
 				select {
 				case <-hn.kick: // the last cycle's
 					hn.reconcile(ctx)
@@ -203,6 +211,16 @@ func (ns *Notices) watch(ctx context.Context, hotel string, store *state.Store, 
 		}
 	}()
 	return hn
+}
+
+// end stops the watcher once it reconciled the run's last cycle, and the
+// hotel's own heartbeat, and waits for both: the run's state is still
+// open, and is closed after.
+func (hn *hotelNotices) end() {
+	close(hn.stop)
+	<-hn.ended
+	hn.cancel()
+	hn.wg.Wait()
 }
 
 // cycleDone notes a cycle's outcome and tells the heartbeat; an
@@ -239,7 +257,13 @@ func (hn *hotelNotices) observeHeld(held []adapters.HeldError) {
 // need no read of the state.
 var reconcileKinds = []notify.Kind{notify.CyclesFailing, notify.KeyRefused, notify.Undeliverable, notify.RequestError}
 
+// reconcileMax bounds one reconcile: a state that does not answer (a
+// database down) holds the watcher, never the hotel's run, for no longer.
+const reconcileMax = time.Minute
+
 func (hn *hotelNotices) reconcile(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, reconcileMax)
+	defer cancel()
 	hn.mu.Lock()
 	failed, held, scan := hn.failed, hn.held, !hn.scanned || hn.errored
 	hn.noted = false
