@@ -74,3 +74,26 @@ func TestNotifySettings(t *testing.T) {
 		t.Errorf("hotel secrets %v, want %v", got, want)
 	}
 }
+
+// TestHotelPingIsItsOwn: a hotel file names its own ping URL, or has
+// none: with one ping per hotel (TICKETBRIDGE_NOTIFY_PING_PER=hotel), a
+// hotel that inherited the main configuration's would ping it with its
+// own outcome, and the hotels together would make it flap.
+func TestHotelPingIsItsOwn(t *testing.T) {
+	base := envconfig.MapLookuper(map[string]string{
+		"TICKETBRIDGE_NOTIFY_PING_URL":      "https://hc-ping.example.com/main",
+		"TICKETBRIDGE_NOTIFY_PING_FAIL_URL": "https://hc-ping.example.com/main/fail",
+		"TICKETBRIDGE_NOTIFY_PING_PER":      "hotel",
+	})
+	none := hotelEnv(base, map[string]string{}, "seaside.db")
+	for _, v := range []string{"TICKETBRIDGE_NOTIFY_PING_URL", "TICKETBRIDGE_NOTIFY_PING_URL_FILE",
+		"TICKETBRIDGE_NOTIFY_PING_FAIL_URL", "TICKETBRIDGE_NOTIFY_PING_FAIL_URL_FILE"} {
+		if got, _ := none.Lookup(v); got != "" {
+			t.Errorf("a hotel file that sets no %s inherits the main configuration's %q", v, got)
+		}
+	}
+	own := hotelEnv(base, map[string]string{"TICKETBRIDGE_NOTIFY_PING_URL": "https://hc-ping.example.com/seaside"}, "seaside.db")
+	if got, _ := own.Lookup("TICKETBRIDGE_NOTIFY_PING_URL"); got != "https://hc-ping.example.com/seaside" {
+		t.Errorf("the hotel's own ping URL reads %q", got)
+	}
+}

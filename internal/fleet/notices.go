@@ -33,6 +33,9 @@ import (
 type Notices struct {
 	n   *notify.Notifier
 	hb  *notify.Heartbeat // the process's; nil: none, or one per hotel
+	// process is told the cycles' outcomes for the process's ping: hb,
+	// or nil when there is none.
+	process beater
 	j   *journal
 	cfg config.Notify
 	// watchers counts the hotels' watchers running (see watch).
@@ -48,7 +51,11 @@ func NewNotices(c config.Notify, log *slog.Logger) (*Notices, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Notices{n: n, hb: hb, j: j, cfg: c}, nil
+	ns := &Notices{n: n, hb: hb, j: j, cfg: c}
+	if hb != nil {
+		ns.process = hb
+	}
+	return ns, nil
 }
 
 // Notifier is the notifier, for its counters.
@@ -151,6 +158,9 @@ func (j *journal) Unsent(ctx context.Context, before time.Time) ([]notify.Episod
 	return out, errors.Join(errs...)
 }
 
+// beater is told each cycle's outcome: a notify.Heartbeat.
+type beater interface{ Beat(ok bool) }
+
 // hotelNotices feeds one hotel's conditions to the notifier: the cycle's
 // hooks (noticeReporter) note what they are told and return at once; its
 // loop reads the hotel's state and reconciles, one cycle at a time, the
@@ -159,7 +169,7 @@ type hotelNotices struct {
 	ns    *Notices
 	hotel string
 	store *state.Store
-	hb    *notify.Heartbeat // the hotel's own, or the process's; nil: none
+	own   beater // the hotel's own heartbeat; nil: the process's, if any
 	log   *slog.Logger
 	kick  chan struct{}
 	// stop ends the loop (see end), which closes ended; cancel ends the
@@ -182,11 +192,11 @@ type hotelNotices struct {
 // run ended: a panic's restart starts a watcher of its own) or ctx ends.
 // hb is the hotel's own heartbeat, run here; nil: the process's, if any.
 func (ns *Notices) watch(ctx context.Context, hotel string, store *state.Store, hb *notify.Heartbeat, log *slog.Logger) *hotelNotices {
-	hn := &hotelNotices{ns: ns, hotel: hotel, store: store, hb: ns.hb, log: log, kick: make(chan struct{}, 1),
+	hn := &hotelNotices{ns: ns, hotel: hotel, store: store, log: log, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), ended: make(chan struct{})}
 	ctx, hn.cancel = context.WithCancel(ctx)
 	if hb != nil {
-		hn.hb = hb
+		hn.own = hb
 		hn.wg.Go(func() { hb.Run(ctx) })
 	}
 	ns.j.add(hotel, store)
@@ -232,8 +242,11 @@ func (hn *hotelNotices) cycleDone(err error) {
 	hn.mu.Lock()
 	hn.failed, hn.noted = err, true
 	hn.mu.Unlock()
-	if hn.hb != nil {
-		hn.hb.Beat(err == nil)
+	switch {
+	case hn.own != nil:
+		hn.own.Beat(err == nil)
+	case hn.ns.process != nil:
+		hn.ns.process.Beat(err == nil)
 	}
 }
 

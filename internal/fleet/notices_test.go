@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -189,5 +191,40 @@ func TestWhyFailed(t *testing.T) {
 	}
 	if cause, fix := whyFailed(errors.New("state: disk full")); cause != "the cycle failed: state: disk full" || fix == "" {
 		t.Errorf("another error: cause %q, fix %q", cause, fix)
+	}
+}
+
+// beats records the outcomes a heartbeat is told.
+type beats struct {
+	mu  gosync.Mutex
+	got []bool
+}
+
+func (b *beats) Beat(ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.got = append(b.got, ok)
+}
+
+// TestProcessPingWaitsForEveryHotel: with one ping for the process
+// (TICKETBRIDGE_NOTIFY_PING_PER=process), the ping tells success only
+// while every hotel's last cycle succeeded: one hotel syncing and another
+// failing is a failure at each of their cycles, not a success and a
+// failure in turn, which a monitor would see as a flapping check.
+func TestProcessPingWaitsForEveryHotel(t *testing.T) {
+	rec := &beats{}
+	ns := &Notices{process: rec}
+	a, b := &hotelNotices{ns: ns, hotel: "a"}, &hotelNotices{ns: ns, hotel: "b"}
+	failed := errors.New("the API did not answer")
+	a.cycleDone(nil)
+	for range 3 {
+		b.cycleDone(failed)
+		a.cycleDone(nil)
+	}
+	b.cycleDone(nil)
+	a.cycleDone(nil)
+	want := []bool{true, false, false, false, false, false, false, true, true}
+	if !slices.Equal(rec.got, want) {
+		t.Errorf("the process's ping was told %v, want %v", rec.got, want)
 	}
 }
