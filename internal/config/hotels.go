@@ -172,9 +172,17 @@ type Hotel struct {
 // Name is the hotel's name, its file's without the suffix.
 func (h Hotel) Name() string { return h.File.Name }
 
+// hotelOwnVars are read from a hotel's file only, never inherited from
+// the main configuration: the API key, which decides the hotel, and the
+// ping URLs of TICKETBRIDGE_NOTIFY_PING_PER=hotel, each hotel's monitor
+// (a hotel that names none pings none).
+var hotelOwnVars = []string{"TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE",
+	"TICKETBRIDGE_NOTIFY_PING_URL", "TICKETBRIDGE_NOTIFY_PING_URL_FILE",
+	"TICKETBRIDGE_NOTIFY_PING_FAIL_URL", "TICKETBRIDGE_NOTIFY_PING_FAIL_URL_FILE"}
+
 // hotelEnv returns the lookuper of a hotel whose file sets vars: vars
-// first, then base. A key or a state file that the file does not set is
-// not inherited: the state defaults to defaultState (a file of its own, or
+// first, then base. A key, a ping URL (hotelOwnVars) or a state file that
+// the file does not set is not inherited: the state defaults to defaultState (a file of its own, or
 // the main configuration's database, where each hotel's state is kept
 // under its name), and the key must be the hotel's own.
 func hotelEnv(base envconfig.Lookuper, vars map[string]string, defaultState string) envconfig.Lookuper {
@@ -182,7 +190,7 @@ func hotelEnv(base envconfig.Lookuper, vars map[string]string, defaultState stri
 	for k, v := range vars {
 		own[k] = v
 	}
-	for _, k := range []string{"TICKETBRIDGE_API_KEY", "TICKETBRIDGE_API_KEY_FILE"} {
+	for _, k := range hotelOwnVars {
 		if _, ok := own[k]; !ok {
 			own[k] = ""
 		}

@@ -389,6 +389,7 @@ func (f *Fleet) forgetNotices(name string, st *state.Store) {
 	if f.notices != nil {
 		f.notices.j.drop(name, st)
 		f.notices.n.Forget(name)
+		f.notices.forgetBeat(name)
 	}
 }
 

@@ -34,8 +34,11 @@ type Notices struct {
 	n   *notify.Notifier
 	hb  *notify.Heartbeat // the process's; nil: none, or one per hotel
 	// process is told the cycles' outcomes for the process's ping: hb,
-	// or nil when there is none.
+	// or nil when there is none. It is told success only while every
+	// hotel's last cycle succeeded (see beat).
 	process beater
+	beatMu  gosync.Mutex
+	failing map[string]bool // by hotel: its last cycle failed
 	j   *journal
 	cfg config.Notify
 	// watchers counts the hotels' watchers running (see watch).
@@ -161,6 +164,33 @@ func (j *journal) Unsent(ctx context.Context, before time.Time) ([]notify.Episod
 // beater is told each cycle's outcome: a notify.Heartbeat.
 type beater interface{ Beat(ok bool) }
 
+// beat tells the process's ping the outcome of the hotels' cycles after a
+// cycle of hotel: success while the last cycle of every hotel running
+// here succeeded, failure while any one's failed. Told each hotel's
+// outcome in turn, one syncing and another failing, the ping would flap.
+// The ping says no more (its failure URL names no hotel and no error).
+func (ns *Notices) beat(hotel string, ok bool) {
+	ns.beatMu.Lock()
+	if ns.failing == nil {
+		ns.failing = map[string]bool{}
+	}
+	if ok {
+		delete(ns.failing, hotel)
+	} else {
+		ns.failing[hotel] = true
+	}
+	all := len(ns.failing) == 0
+	ns.beatMu.Unlock()
+	ns.process.Beat(all)
+}
+
+// forgetBeat drops the hotel's last outcome: it no longer runs here.
+func (ns *Notices) forgetBeat(hotel string) {
+	ns.beatMu.Lock()
+	defer ns.beatMu.Unlock()
+	delete(ns.failing, hotel)
+}
+
 // hotelNotices feeds one hotel's conditions to the notifier: the cycle's
 // hooks (noticeReporter) note what they are told and return at once; its
 // loop reads the hotel's state and reconciles, one cycle at a time, the
@@ -246,7 +276,7 @@ func (hn *hotelNotices) cycleDone(err error) {
 	case hn.own != nil:
 		hn.own.Beat(err == nil)
 	case hn.ns.process != nil:
-		hn.ns.process.Beat(err == nil)
+		hn.ns.beat(hn.hotel, err == nil)
 	}
 }
 
