@@ -92,9 +92,7 @@ func runDaemon(ctx context.Context, sh shell, args []string) error {
 	}
 	fo := fleetOptions(src, cfg, sc, hc, log, telemetry.Options{Listen: tc.Listen, CycleMax: tc.CycleMax})
 	if nc.Enabled() {
-		if fo.Notices, err = fleet.NewNotices(nc, log); err != nil {
-			return err
-		}
+		fo.Notices = fleet.NewNotices(nc, log)
 	}
 	return serveFleet(ctx, fleet.New(ctx, fo), fo, hup, usr1)
 }

@@ -36,10 +36,7 @@ func runNotify(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, _, err := nc.Build(nil, nil, nc.StatusURL, nil)
-	if err != nil {
-		return err
-	}
+	n, _ := nc.Build(nil, nc.StatusURL, nil)
 	ctx, cancel := context.WithTimeout(ctx, notifyTestTimeout)
 	defer cancel()
 	results := n.Test(ctx)

@@ -27,6 +27,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -167,6 +168,10 @@ type Hotel struct {
 	// Secrets are the secret files the hotel reads: one that changed
 	// restarts the hotel at a reload.
 	Secrets SecretFiles
+	// Ping is the hotel's own ping URLs, parsed (nil: its file names
+	// none); the daemon pings them when TICKETBRIDGE_NOTIFY_PING_PER is
+	// hotel.
+	Ping *notify.Ping
 }
 
 // Name is the hotel's name, its file's without the suffix.
@@ -239,6 +244,9 @@ func loadHotel(ctx context.Context, src Source, main Daemon, h HotelFile) (Hotel
 		return hc, fmt.Errorf("hotel %s (%s): %w; each hotel names its own key in its file", h.Name, h.Path, err)
 	}
 	hc.Key = Secret(key)
+	if hc.Ping, err = notify.LoadPing(ctx, hc.Env); err != nil {
+		return hc, fmt.Errorf("hotel %s (%s): %w", h.Name, h.Path, err)
+	}
 	hc.Secrets = ReadSecretFiles(hc.Env, hc.Daemon.Adapter)
 	return hc, nil
 }

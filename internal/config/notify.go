@@ -9,11 +9,11 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/notify"
 )
 
-// Notify are the notifications' settings (TICKETBRIDGE_NOTIFY_*, read and
-// checked by notify.Load) and the status page's external address the
-// notices link to.
+// Notify are the notifications' settings (TICKETBRIDGE_NOTIFY_*, read,
+// checked and parsed once by notify.Load) and the status page's external
+// address the notices link to.
 type Notify struct {
-	notify.Config
+	notify.Settings
 	// StatusURL is TICKETBRIDGE_CONSOLE_EXTERNAL_URL; "" when unset.
 	StatusURL string
 }
@@ -26,7 +26,7 @@ func LoadNotify(ctx context.Context, env envconfig.Lookuper) (Notify, error) {
 	if err != nil {
 		return Notify{}, err
 	}
-	n := Notify{Config: c}
+	n := Notify{Settings: c}
 	if v, ok := env.Lookup("TICKETBRIDGE_CONSOLE_EXTERNAL_URL"); ok {
 		n.StatusURL = strings.TrimSpace(v)
 	}

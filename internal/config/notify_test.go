@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 )
 
 // TestNotifySettings: the notifications' variables are known (so a typo is
@@ -95,5 +97,23 @@ func TestHotelPingIsItsOwn(t *testing.T) {
 	own := hotelEnv(base, map[string]string{"TICKETBRIDGE_NOTIFY_PING_URL": "https://hc-ping.example.com/seaside"}, "seaside.db")
 	if got, _ := own.Lookup("TICKETBRIDGE_NOTIFY_PING_URL"); got != "https://hc-ping.example.com/seaside" {
 		t.Errorf("the hotel's own ping URL reads %q", got)
+	}
+}
+
+// TestHotelPingParsedOnce: a hotel's ping URL is parsed where its file is
+// read, into the hotel's configuration; one that does not parse is the
+// hotel's error, naming the variable and not the URL's token.
+func TestHotelPingParsedOnce(t *testing.T) {
+	ctx := context.Background()
+	base := envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_NOTIFY_PING_URL": "https://hc-ping.example.com/main"})
+	if p, err := notify.LoadPing(ctx, hotelEnv(base, map[string]string{}, "seaside.db")); p != nil || err != nil {
+		t.Errorf("a hotel that names no ping: %v, %v; want none", p, err)
+	}
+	if p, err := notify.LoadPing(ctx, hotelEnv(base, map[string]string{"TICKETBRIDGE_NOTIFY_PING_URL": "https://hc-ping.example.com/seaside"}, "seaside.db")); p == nil || err != nil {
+		t.Errorf("a hotel's own ping: %v, %v", p, err)
+	}
+	_, err := notify.LoadPing(ctx, hotelEnv(base, map[string]string{"TICKETBRIDGE_NOTIFY_PING_URL": "ftp://tokenMARKER@hc-ping.example.com/x"}, "seaside.db"))
+	if err == nil || !strings.Contains(err.Error(), "TICKETBRIDGE_NOTIFY_PING_URL") || strings.Contains(err.Error(), "tokenMARKER") {
+		t.Errorf("a ping URL that does not parse: %v; want an error naming the variable, not the token", err)
 	}
 }

@@ -365,10 +365,7 @@ func (f *Fleet) reporter(rh *runningHotel, w *bridge.Bridge) bridge.Reporter {
 	if f.notices == nil {
 		return rh.tel
 	}
-	hb, err := f.notices.hotelHeartbeat(rh.sctx, rh.conf)
-	if err != nil {
-		rh.log.Warn("the hotel's heartbeat is off", slog.Any("error", err), slog.String("op", "notify"))
-	}
+	hb := f.notices.hotelHeartbeat(rh.conf)
 	f.endNotices(rh) // a start that panicked after its watcher began
 	rh.notices = f.notices.watch(f.noticeCtx, rh.conf.Name(), w.Store(), hb, rh.log)
 	return noticeReporter{rh.tel, rh.notices}

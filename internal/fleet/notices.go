@@ -31,16 +31,16 @@ import (
 // of the settings, and the journal that keeps the episodes in each
 // hotel's state (see [state.Store.Notices]).
 type Notices struct {
-	n   *notify.Notifier
-	hb  *notify.Heartbeat // the process's; nil: none, or one per hotel
+	n  *notify.Notifier
+	hb *notify.Heartbeat // the process's; nil: none, or one per hotel
 	// process is told the cycles' outcomes for the process's ping: hb,
 	// or nil when there is none. It is told success only while every
 	// hotel's last cycle succeeded (see beat).
 	process beater
 	beatMu  gosync.Mutex
 	failing map[string]bool // by hotel: its last cycle failed
-	j   *journal
-	cfg config.Notify
+	j       *journal
+	cfg     config.Notify
 	// watchers counts the hotels' watchers running (see watch).
 	watchers atomic.Int64
 }
@@ -48,17 +48,14 @@ type Notices struct {
 // NewNotices builds the notifications of c, logging to log the notices
 // that could not be sent; it sends nothing until a fleet runs it
 // (Options.Notices).
-func NewNotices(c config.Notify, log *slog.Logger) (*Notices, error) {
+func NewNotices(c config.Notify, log *slog.Logger) *Notices {
 	j := &journal{stores: map[string]*state.Store{}}
-	n, hb, err := c.Build(j, nil, c.StatusURL, log)
-	if err != nil {
-		return nil, err
-	}
+	n, hb := c.Build(j, c.StatusURL, log)
 	ns := &Notices{n: n, hb: hb, j: j, cfg: c}
 	if hb != nil {
 		ns.process = hb
 	}
-	return ns, nil
+	return ns
 }
 
 // Notifier is the notifier, for its counters.
@@ -72,17 +69,14 @@ func (ns *Notices) run(ctx context.Context, wg *gosync.WaitGroup) {
 	}
 }
 
-// hotelHeartbeat returns the heartbeat of a hotel that names its own ping
-// URL (TICKETBRIDGE_NOTIFY_PING_PER=hotel); nil when it names none.
-func (ns *Notices) hotelHeartbeat(ctx context.Context, h config.Hotel) (*notify.Heartbeat, error) {
-	if ns.cfg.PingPer != "hotel" {
-		return nil, nil
+// hotelHeartbeat returns the heartbeat of a hotel whose file names its
+// own ping URL (TICKETBRIDGE_NOTIFY_PING_PER=hotel); nil when it names
+// none, or the pings are the process's.
+func (ns *Notices) hotelHeartbeat(h config.Hotel) *notify.Heartbeat {
+	if ns.cfg.PingPer != "hotel" || h.Ping == nil {
+		return nil
 	}
-	c, err := notify.Load(ctx, h.Env)
-	if err != nil || c.PingURL == "" {
-		return nil, err
-	}
-	return ns.cfg.Heartbeat(c.PingURL, c.PingFailURL, nil)
+	return ns.cfg.Heartbeat(h.Ping)
 }
 
 // journal is the notifier's notify.Journal over the states of the hotels

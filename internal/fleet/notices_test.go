@@ -61,12 +61,8 @@ func TestKeyRefusedNotice(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := fx.options(ctx, false)
-	ns, err := NewNotices(config.Notify{Config: notify.Config{URLs: "ntfy+" + recv.URL + "/ops", Repeat: time.Hour,
-		CyclesFailingAfter: 15 * time.Minute, RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "process"}},
-		slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := testNotices(t, notify.Config{URLs: "ntfy+" + recv.URL + "/ops", Repeat: time.Hour,
+		CyclesFailingAfter: 15 * time.Minute, RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "process"})
 	opts.Notices = ns
 	f := New(ctx, opts)
 	stopped := false
@@ -145,11 +141,8 @@ func TestHotelHeartbeat(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := fx.options(ctx, false)
-	ns, err := NewNotices(config.Notify{Config: notify.Config{Repeat: time.Hour, CyclesFailingAfter: 15 * time.Minute,
-		RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "hotel"}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := testNotices(t, notify.Config{Repeat: time.Hour, CyclesFailingAfter: 15 * time.Minute,
+		RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "hotel"})
 	opts.Notices = ns
 	f := New(ctx, opts)
 	if err := f.Reload(); err != nil {
@@ -227,4 +220,15 @@ func TestProcessPingWaitsForEveryHotel(t *testing.T) {
 	if !slices.Equal(rec.got, want) {
 		t.Errorf("the process's ping was told %v, want %v", rec.got, want)
 	}
+}
+
+// testNotices are the notifications of c, checked and parsed as the
+// daemon's are.
+func testNotices(t *testing.T, c notify.Config) *Notices {
+	t.Helper()
+	s, err := c.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewNotices(config.Notify{Settings: s}, slog.New(slog.DiscardHandler))
 }

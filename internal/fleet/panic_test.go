@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/files"
-	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/lease/leasetest"
 	"github.com/ticketbridge/ticketbridge/internal/notify"
 )
@@ -137,12 +135,8 @@ func TestNoticeWatcherPerRun(t *testing.T) {
 	}}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 	defer recv.Close()
-	ns, err := NewNotices(config.Notify{Config: notify.Config{URLs: "ntfy+" + recv.URL + "/ops", Repeat: time.Hour,
-		CyclesFailingAfter: 15 * time.Minute, RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "process"}},
-		slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := testNotices(t, notify.Config{URLs: "ntfy+" + recv.URL + "/ops", Repeat: time.Hour,
+		CyclesFailingAfter: 15 * time.Minute, RequestErrorAfter: time.Hour, PingInterval: time.Minute, PingPer: "process"})
 	fx.notices = ns
 	t.Cleanup(func() { // after the fixture's, which stops the fleet
 		if n := ns.watchers.Load(); n != 0 {

@@ -3,7 +3,7 @@ package notify
 import (
 	"context"
 	"net/http"
-	"net/url"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +22,6 @@ const DefaultPingInterval = time.Minute
 type Heartbeat struct {
 	ok, fail *httpTarget // fail nil: failures are not pinged
 	interval time.Duration
-	now      func() time.Time
 
 	mu      sync.Mutex
 	last    time.Time
@@ -33,58 +32,62 @@ type Heartbeat struct {
 	lastErr atomic.Pointer[string]
 }
 
-// HeartbeatOptions configure a [Heartbeat].
-type HeartbeatOptions struct {
-	// URL is called after a cycle that succeeded.
-	URL string
-	// FailURL is called after a cycle that failed; "" means URL with
-	// "/fail" added to its path (healthchecks.io's form), "off" none.
-	FailURL string
-	// Interval is the least time between two pings of the same outcome;
-	// a change of outcome pings at once. 0 means [DefaultPingInterval].
-	Interval time.Duration
+// Ping is a heartbeat's URLs, parsed once where the settings are read
+// ([ParsePing]): the one called after a cycle that succeeded, and the
+// one called after a failed one (nil: none).
+type Ping struct {
+	ok, fail *httpTarget
+}
+
+// PingOptions are how [ParsePing] makes a ping's targets.
+type PingOptions struct {
 	// HTTP sends the pings; nil means a client of its own.
 	HTTP *Poster
 	// AllowInsecureHTTP accepts plain http to a host that is not loopback.
 	AllowInsecureHTTP bool
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }
 
-// NewHeartbeat checks o and returns its heartbeat; it pings nothing
-// until [Heartbeat.Run]. Errors name the host only.
-func NewHeartbeat(o HeartbeatOptions) (*Heartbeat, error) {
+// ParsePing checks and parses a ping URL and its failure URL: "" means
+// url with "/fail" added to its path (healthchecks.io's form), "off"
+// none. Errors name the setting's kind, never the URL.
+func ParsePing(url, failURL string, o PingOptions) (*Ping, error) {
 	if o.HTTP == nil {
 		o.HTTP = &Poster{}
 	}
-	h := &Heartbeat{interval: o.Interval, now: o.Now, pending: make(chan bool, 1)}
-	if h.interval <= 0 {
-		h.interval = DefaultPingInterval
-	}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	var err error
-	if h.ok, err = pingTarget("ping", o.URL, o); err != nil {
+	u, err := pingURL("ping", url, o)
+	if err != nil {
 		return nil, err
 	}
-	switch o.FailURL {
+	p := &Ping{ok: o.target("ping", u)}
+	switch failURL {
 	case "off":
 	case "":
-		u, _ := url.Parse(h.ok.url)
-		u.Path = strings.TrimRight(u.Path, "/") + "/fail"
-		u.RawPath = ""
-		h.fail, _ = pingTarget("ping-fail", u.String(), o)
+		f := *u
+		f.Path = strings.TrimRight(u.Path, "/") + "/fail"
+		f.RawPath = ""
+		p.fail = o.target("ping-fail", &f)
 	default:
-		if h.fail, err = pingTarget("ping-fail", o.FailURL, o); err != nil {
+		f, err := pingURL("ping-fail", failURL, o)
+		if err != nil {
 			return nil, err
 		}
+		p.fail = o.target("ping-fail", f)
 	}
-	return h, nil
+	return p, nil
 }
 
-func pingTarget(kind, raw string, o HeartbeatOptions) (*httpTarget, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
+// NewHeartbeat returns the heartbeat of p, pinging an outcome at most
+// every interval (0 means [DefaultPingInterval]); it pings nothing until
+// [Heartbeat.Run].
+func NewHeartbeat(p *Ping, interval time.Duration) *Heartbeat {
+	if interval <= 0 {
+		interval = DefaultPingInterval
+	}
+	return &Heartbeat{ok: p.ok, fail: p.fail, interval: interval, pending: make(chan bool, 1)}
+}
+
+func pingURL(kind, raw string, o PingOptions) (*neturl.URL, error) {
+	u, err := neturl.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return nil, errorf("%s URL: want an http(s) URL with a host and no user information", kind)
 	}
@@ -92,7 +95,11 @@ func pingTarget(kind, raw string, o HeartbeatOptions) (*httpTarget, error) {
 		return nil, err
 	}
 	u.Fragment = ""
-	return &httpTarget{kind: kind, host: u.Host, url: u.String(), secrets: secretsOf(u.String(), ""), poster: o.HTTP}, nil
+	return u, nil
+}
+
+func (o PingOptions) target(kind string, u *neturl.URL) *httpTarget {
+	return &httpTarget{kind: kind, host: u.Host, url: u.String(), secrets: secretsOf(u.String(), ""), poster: o.HTTP}
 }
 
 // Beat reports a cycle's outcome. It never waits: the ping is sent by Run,
@@ -100,7 +107,7 @@ func pingTarget(kind, raw string, o HeartbeatOptions) (*httpTarget, error) {
 // dropped, as is one that finds the last still unsent.
 func (h *Heartbeat) Beat(ok bool) {
 	h.mu.Lock()
-	now := h.now()
+	now := time.Now()
 	if !h.last.IsZero() && ok == h.lastOK && now.Sub(h.last) < h.interval {
 		h.mu.Unlock()
 		return

@@ -184,8 +184,9 @@ func TestSecretsNeverShown(t *testing.T) {
 func TestHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &receiver{}
-		hb, err := notify.NewHeartbeat(notify.HeartbeatOptions{URL: "http://127.0.0.1/ping/uuid", HTTP: poster(t, rec)})
+		p, err := notify.ParsePing("http://127.0.0.1/ping/uuid", "", notify.PingOptions{HTTP: poster(t, rec)})
 		must(t, err)
+		hb := notify.NewHeartbeat(p, 0)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		go hb.Run(ctx)
@@ -223,9 +224,12 @@ func TestLoadConfig(t *testing.T) {
 	if c.URLs != "ntfy+https://ntfy.sh/hotel-alerts" || c.Repeat != time.Hour || c.CyclesFailingAfter != 15*time.Minute {
 		t.Fatalf("config %+v", c)
 	}
-	n, hb, err := c.Build(nil, nil, "", nil)
-	if err != nil || n == nil || hb == nil || hb.String() != "heartbeat hc-ping.com" {
-		t.Fatalf("Build: %v, %v, %v", n, hb, err)
+	if len(c.Operators) != 1 || c.Operators[0].String() != "ntfy ntfy.sh" || c.Ping == nil {
+		t.Fatalf("parsed %v, ping %v", c.Operators, c.Ping)
+	}
+	n, hb := c.Build(nil, "", nil)
+	if n == nil || hb == nil || hb.String() != "heartbeat hc-ping.com" {
+		t.Fatalf("Build: %v, %v", n, hb)
 	}
 	for env, want := range map[string]map[string]string{
 		"both set":          {"TICKETBRIDGE_NOTIFY_URLS_FILE": file, "TICKETBRIDGE_NOTIFY_URLS": "ntfy+https://ntfy.sh/x"},
