@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,71 @@ func TestNotifyTest(t *testing.T) {
 	}
 	if _, errOut, code = b.cmd("notify"); code != 2 {
 		t.Fatalf("notify without test: exit %d\n%s", code, errOut)
+	}
+}
+
+// drain returns what got holds now.
+func drain(got <-chan string) []string {
+	var out []string
+	for {
+		select {
+		case s := <-got:
+			out = append(out, s)
+		default:
+			return out
+		}
+	}
+}
+
+// TestOnceNotifies: `ticketbridge once` run from cron tells a person as
+// the daemon does: a run whose key the API refuses pings the failure URL
+// and sends one "API key refused" notice, journaled in the state, before
+// it exits; the next failing run sends none again (within the repeat);
+// the first run that syncs sends "back to normal" and pings success. A
+// dry run sends nothing.
+func TestOnceNotifies(t *testing.T) {
+	url, got := noticeReceiver(t)
+	b := newBridge(t)
+	keyFile := b.vars["TICKETBRIDGE_API_KEY_FILE"]
+	b.vars["TICKETBRIDGE_API_KEY_FILE"] = ""
+	b.vars["TICKETBRIDGE_API_KEY"] = b.ts.Keys.Revoked
+	b.vars["TICKETBRIDGE_NOTIFY_URLS"] = "ntfy+" + url + "/ops"
+	b.vars["TICKETBRIDGE_NOTIFY_PING_URL"] = url + "/ping"
+	if _, errOut, code := b.cmd("once"); code != 1 {
+		t.Fatalf("once with a revoked key: exit %d\n%s", code, errOut)
+	}
+	first := drain(got)
+	want := []string{"GET /ping/fail", "POST /ops API key refused for hotel default"}
+	for _, w := range want {
+		if !slices.Contains(first, w) {
+			t.Errorf("the first run sent %q, lacking %q", first, w)
+		}
+	}
+	for _, s := range first {
+		if strings.Contains(s, b.ts.Keys.Revoked) {
+			t.Fatalf("a request shows the key: %q", s)
+		}
+	}
+	if _, _, code := b.cmd("once"); code != 1 {
+		t.Fatalf("the second run: exit %d", code)
+	}
+	if again := drain(got); !slices.Equal(again, []string{"GET /ping/fail"}) {
+		t.Errorf("the second failing run sent %q, want the failure ping only", again)
+	}
+	if _, _, code := b.cmd("once", "--dry-run"); code != 1 {
+		t.Fatalf("the dry run: exit %d", code)
+	}
+	if dry := drain(got); len(dry) != 0 {
+		t.Errorf("a dry run sent %q, want nothing", dry)
+	}
+	b.vars["TICKETBRIDGE_API_KEY_FILE"], b.vars["TICKETBRIDGE_API_KEY"] = keyFile, ""
+	if out, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once with a valid key: exit %d\n%s\n%s", code, out, errOut)
+	}
+	last := drain(got)
+	for _, w := range []string{"GET /ping", "POST /ops Back to normal: hotel default (API key refused)"} {
+		if !slices.Contains(last, w) {
+			t.Errorf("the run that synced sent %q, lacking %q", last, w)
+		}
 	}
 }
