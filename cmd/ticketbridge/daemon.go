@@ -22,6 +22,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/fleet"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/internal/telemetry"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -127,7 +128,12 @@ upstream, in the helpdesk, in the helpdesk's folders or in the state file
 removed after). A daemon holding the state file must be stopped first.
 
 With the state in PostgreSQL, once holds the hotel's lease while it runs,
-as a daemon does; when a daemon holds it, once refuses and names it.`
+as a daemon does; when a daemon holds it, once refuses and names it.
+
+With notifications set (TICKETBRIDGE_NOTIFY_*), once sends the notices of
+the conditions the cycle finds and pings the heartbeat, as a daemon does
+after each cycle, and waits for them (up to 30s) before it exits; a dry
+run sends nothing.`
 
 func runOnce(ctx context.Context, sh shell, args []string) error {
 	stdout, stderr := sh.stdout, sh.stderr
@@ -158,18 +164,30 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
+	var ns *fleet.Notices
+	if !*dry {
+		nc, err := config.LoadNotify(ctx, src.Env)
+		if err != nil {
+			return err
+		}
+		if nc.Enabled() {
+			ns = fleet.NewOnceNotices(nc, log)
+		}
+	}
 	if secs == nil {
-		return onceHotel(ctx, src, src.Env, cfg, sc, log, *dry, stdout)
+		return onceHotel(ctx, src, src.Env, cfg, sc, log, *dry, stdout, ns, nil)
 	}
 	return eachHotel(stdout, secs, func(h hotelSection, out io.Writer) error {
-		return onceHotel(ctx, src, h.conf.Env, h.conf.Daemon, h.conf.Sync, log.With("hotel", h.name), *dry, out)
+		return onceHotel(ctx, src, h.conf.Env, h.conf.Daemon, h.conf.Sync, log.With("hotel", h.name), *dry, out, ns, h.conf.Ping)
 	})
 }
 
 // onceHotel runs one cycle of a hotel, or a dry run, and prints its report.
 // On PostgreSQL it holds the hotel's lease for the run (a dry run writes
-// nothing and needs none), or refuses when a replica holds it.
-func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer) error {
+// nothing and needs none), or refuses when a replica holds it. With ns
+// (the notifications are set) it then tells them the cycle, as a daemon
+// does after each (see fleet.Notices.Once); ping is the hotel's own.
+func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, cfg config.Daemon, sc sync.Config, log *slog.Logger, dry bool, stdout io.Writer, ns *fleet.Notices, ping *notify.Ping) error {
 	opts := bridge.Options{DryRun: dry}
 	if !dry {
 		var h *hold
@@ -198,6 +216,9 @@ func onceHotel(ctx context.Context, src config.Source, env envconfig.Lookuper, c
 	} else {
 		rep, err = w.Engine().RunCycle(cycleCtx)
 		w.WriteSnapshot(ctx)
+		if ns != nil {
+			ns.Once(ctx, w.Store().Hotel(), w, ping, err, log)
+		}
 		if src.Service {
 			// Run by root in a shell: what the cycle made in the service's
 			// state directory, and in the staff's helpdesk folder, must

@@ -135,25 +135,33 @@ func (h *Heartbeat) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ok := <-h.pending:
-			t := h.ok
-			if !ok {
-				t = h.fail
-			}
-			if t == nil {
-				continue
-			}
-			if err := t.post(ctx, http.MethodGet, nil, http.Header{}, nil); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				h.failed.Add(1)
-				s := err.Error()
-				h.lastErr.Store(&s)
-				continue
-			}
-			h.sent.Add(1)
+			_ = h.Ping(ctx, ok)
 		}
 	}
+}
+
+// Ping sends the ping of an outcome now, and counts it; ok false sends
+// the failure URL, if any. A run of one cycle (ticketbridge once) calls
+// it; a daemon calls [Heartbeat.Beat].
+func (h *Heartbeat) Ping(ctx context.Context, ok bool) error {
+	t := h.ok
+	if !ok {
+		t = h.fail
+	}
+	if t == nil {
+		return nil
+	}
+	if err := t.post(ctx, http.MethodGet, nil, http.Header{}, nil); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		h.failed.Add(1)
+		s := err.Error()
+		h.lastErr.Store(&s)
+		return err
+	}
+	h.sent.Add(1)
+	return nil
 }
 
 // PingCounters are a heartbeat's numbers.

@@ -84,7 +84,11 @@ type Notifier struct {
 	// open are the hotels' open episodes as last read from or written to
 	// the journal here (see Notifier.Open).
 	open map[string]map[Key]Episode
-	c    counters
+	// onWay counts the notices queued here and not yet done with (sent,
+	// failed or dropped); settled is closed while it is 0 (see Settled).
+	onWay   int
+	settled chan struct{}
+	c       counters
 }
 
 // job is one decided notice of one episode.
@@ -119,7 +123,8 @@ func New(o Options) *Notifier {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Notifier{o: o, j: o.Journal, decided: make(chan job, o.QueueSize), targets: map[Target]*worker{}, flying: map[Key]time.Time{}, open: map[string]map[Key]Episode{}}
+	n := &Notifier{o: o, j: o.Journal, decided: make(chan job, o.QueueSize), targets: map[Target]*worker{}, flying: map[Key]time.Time{}, open: map[string]map[Key]Episode{}, settled: make(chan struct{})}
+	close(n.settled)
 	for _, t := range slices.Concat(o.Operators, o.Support) {
 		if n.targets[t] == nil {
 			n.targets[t] = &worker{t: t, q: make(chan *delivery, o.QueueSize)}
@@ -304,6 +309,7 @@ func (n *Notifier) Forget(hotel string) {
 func (n *Notifier) queue(j job) {
 	n.mu.Lock()
 	n.flying[j.ep.Key] = j.ep.PendingAt
+	n.onWayAdd(1)
 	n.mu.Unlock()
 	select {
 	case n.decided <- j:
@@ -312,8 +318,30 @@ func (n *Notifier) queue(j job) {
 		n.c.dropped.Add(1)
 		n.mu.Lock()
 		delete(n.flying, j.ep.Key)
+		n.onWayAdd(-1)
 		n.mu.Unlock()
 	}
+}
+
+// onWayAdd counts d notices more on their way. Hold n.mu.
+func (n *Notifier) onWayAdd(d int) {
+	if n.onWay == 0 && d > 0 {
+		n.settled = make(chan struct{})
+	}
+	n.onWay += d
+	if n.onWay == 0 && d < 0 {
+		close(n.settled)
+	}
+}
+
+// Settled returns a channel closed once every notice queued so far is
+// done with: sent, refused by its targets, or dropped (left pending in
+// the journal). A run of one cycle (ticketbridge once) waits for it
+// before it exits; a daemon never needs to.
+func (n *Notifier) Settled() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.settled
 }
 
 func (n *Notifier) journalErr(k Key, err error) error {
@@ -325,6 +353,11 @@ func (n *Notifier) journalErr(k Key, err error) error {
 // Pending notice unless another was decided since (a write that decided
 // none, a cause in other words, leaves the notice the job's).
 func (n *Notifier) sent(ctx context.Context, jobs []job) {
+	defer func() {
+		n.mu.Lock()
+		n.onWayAdd(-len(jobs))
+		n.mu.Unlock()
+	}()
 	for _, j := range jobs {
 		n.mu.Lock()
 		if n.flying[j.ep.Key].Equal(j.ep.PendingAt) {

@@ -1,0 +1,81 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	gosync "sync"
+	"time"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/internal/bridge"
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/notify"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+// OnceTimeout bounds what Once waits for the notices and the ping to be
+// sent: a target that does not answer delays a cron job no longer.
+const OnceTimeout = 30 * time.Second
+
+// NewOnceNotices builds the notifications of c for runs of one cycle
+// (ticketbridge once): no notice waits for others to be grouped with,
+// since the hotels run one after another.
+func NewOnceNotices(c config.Notify, log *slog.Logger) *Notices {
+	c.GroupWindow = 0
+	return NewNotices(c, log)
+}
+
+// Once tells the notifications of one cycle of the hotel named hotel,
+// wired in w, run outside a daemon (ticketbridge once, from cron): as a
+// daemon does after each cycle, it reconciles the hotel's conditions,
+// journaled in its state before anything is sent, so that a condition
+// fires, repeats and resolves across runs as it does in a daemon; it
+// sends the notices that decides and those a killed run left unsent past
+// their claim, and pings the heartbeat (ping, the hotel's own; nil: the
+// process's) with the cycle's outcome. It waits for them up to
+// OnceTimeout: what is not sent by then stays pending in the state, for
+// the next run. An interrupted cycle tells nothing.
+func (ns *Notices) Once(ctx context.Context, hotel string, w *bridge.Bridge, ping *notify.Ping, cycleErr error, log *slog.Logger) {
+	if errors.Is(cycleErr, sync.ErrInterrupted) || w.Store() == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, OnceTimeout)
+	defer cancel()
+	run, stop := context.WithCancel(ctx)
+	var wg gosync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Go(func() { ns.n.Run(run) })
+	ns.j.add(hotel, w.Store())
+	defer ns.j.drop(hotel, w.Store())
+	hn := &hotelNotices{ns: ns, hotel: hotel, store: w.Store(), log: log}
+	hn.failed, hn.noted = cycleErr, true
+	bridge.ReportHeld(ctx, heldOnly{&hn.held}, w.Helpdesk())
+	hb := ns.hb
+	if ping != nil && ns.cfg.PingPer == "hotel" {
+		hb = ns.cfg.Heartbeat(ping)
+	}
+	if hb != nil {
+		wg.Go(func() {
+			if err := hb.Ping(ctx, cycleErr == nil); err != nil {
+				log.Warn("notifications: the heartbeat's ping was not sent", slog.Any("error", err), slog.String("op", "notify"))
+			}
+		})
+	}
+	hn.reconcile(ctx)
+	select {
+	case <-ns.n.Settled():
+	case <-ctx.Done():
+		log.Warn("notifications: notices still on their way; the next run sends them", slog.String("op", "notify"))
+	}
+}
+
+// heldOnly keeps what the helpdesk holds, the one report Once needs.
+type heldOnly struct{ held *[]adapters.HeldError }
+
+func (heldOnly) CycleStarted()                {}
+func (heldOnly) CycleDone(sync.Report, error) {}
+func (h heldOnly) ObserveHeld(held []adapters.HeldError, _ uint64) {
+	*h.held = held
+}
