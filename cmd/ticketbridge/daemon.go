@@ -135,7 +135,7 @@ the conditions the cycle finds and pings the heartbeat, as a daemon does
 after each cycle, and waits for them (up to 30s) before it exits; a dry
 run sends nothing.`
 
-func runOnce(ctx context.Context, sh shell, args []string) error {
+func runOnce(ctx context.Context, sh shell, args []string) (err error) {
 	stdout, stderr := sh.stdout, sh.stderr
 	fs := newFlagSet("once", onceAbout, stdout)
 	var ef envFlag
@@ -173,6 +173,11 @@ func runOnce(ctx context.Context, sh shell, args []string) error {
 		if nc.Enabled() {
 			ns = fleet.NewOnceNotices(nc, log)
 		}
+	}
+	if ns != nil {
+		// The process's ping, after every hotel: success when each
+		// synced, and the run failed for none.
+		defer func() { ns.PingOnce(ctx, err == nil, log) }()
 	}
 	if secs == nil {
 		return onceHotel(ctx, src, src.Env, cfg, sc, log, *dry, stdout, ns, nil)

@@ -164,7 +164,14 @@ type beater interface{ Beat(ok bool) }
 // outcome in turn, one syncing and another failing, the ping would flap.
 // The ping says no more (its failure URL names no hotel and no error).
 func (ns *Notices) beat(hotel string, ok bool) {
+	ns.process.Beat(ns.note(hotel, ok))
+}
+
+// note keeps the outcome of the hotel's last cycle, and reports whether
+// the last cycle of every hotel succeeded.
+func (ns *Notices) note(hotel string, ok bool) (all bool) {
 	ns.beatMu.Lock()
+	defer ns.beatMu.Unlock()
 	if ns.failing == nil {
 		ns.failing = map[string]bool{}
 	}
@@ -173,9 +180,7 @@ func (ns *Notices) beat(hotel string, ok bool) {
 	} else {
 		ns.failing[hotel] = true
 	}
-	all := len(ns.failing) == 0
-	ns.beatMu.Unlock()
-	ns.process.Beat(all)
+	return len(ns.failing) == 0
 }
 
 // forgetBeat drops the hotel's last outcome: it no longer runs here.

@@ -32,10 +32,11 @@ func NewOnceNotices(c config.Notify, log *slog.Logger) *Notices {
 // journaled in its state before anything is sent, so that a condition
 // fires, repeats and resolves across runs as it does in a daemon; it
 // sends the notices that decides and those a killed run left unsent past
-// their claim, and pings the heartbeat (ping, the hotel's own; nil: the
-// process's) with the cycle's outcome. It waits for them up to
-// OnceTimeout: what is not sent by then stays pending in the state, for
-// the next run. An interrupted cycle tells nothing.
+// their claim, and pings the hotel's own heartbeat (ping, with
+// TICKETBRIDGE_NOTIFY_PING_PER=hotel) with the cycle's outcome; the
+// process's is pinged once, after every hotel, by PingOnce. It waits for
+// them up to OnceTimeout: what is not sent by then stays pending in the
+// state, for the next run. An interrupted cycle tells nothing.
 func (ns *Notices) Once(ctx context.Context, hotel string, w *bridge.Bridge, ping *notify.Ping, cycleErr error, log *slog.Logger) {
 	if errors.Is(cycleErr, sync.ErrInterrupted) || w.Store() == nil {
 		return
@@ -52,22 +53,39 @@ func (ns *Notices) Once(ctx context.Context, hotel string, w *bridge.Bridge, pin
 	hn := &hotelNotices{ns: ns, hotel: hotel, store: w.Store(), log: log}
 	hn.failed, hn.noted = cycleErr, true
 	bridge.ReportHeld(ctx, heldOnly{&hn.held}, w.Helpdesk())
-	hb := ns.hb
-	if ping != nil && ns.cfg.PingPer == "hotel" {
-		hb = ns.cfg.Heartbeat(ping)
-	}
-	if hb != nil {
-		wg.Go(func() {
-			if err := hb.Ping(ctx, cycleErr == nil); err != nil {
-				log.Warn("notifications: the heartbeat's ping was not sent", slog.Any("error", err), slog.String("op", "notify"))
-			}
-		})
+	switch {
+	case ping != nil && ns.cfg.PingPer == "hotel":
+		wg.Go(func() { pingOnce(ctx, ns.cfg.Heartbeat(ping), cycleErr == nil, log) })
+	case ns.process != nil:
+		ns.note(hotel, cycleErr == nil)
 	}
 	hn.reconcile(ctx)
 	select {
 	case <-ns.n.Settled():
 	case <-ctx.Done():
 		log.Warn("notifications: notices still on their way; the next run sends them", slog.String("op", "notify"))
+	}
+}
+
+// PingOnce pings the process's heartbeat, if any, after the runs of one
+// cycle of each hotel: success when ran (the run failed for no hotel,
+// one that could not start included) and every cycle succeeded, as a
+// daemon's ping says (see beat). Pinged after each hotel, it would flap.
+func (ns *Notices) PingOnce(ctx context.Context, ran bool, log *slog.Logger) {
+	if ns.hb == nil {
+		return
+	}
+	ns.beatMu.Lock()
+	ok := ran && len(ns.failing) == 0
+	ns.beatMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, OnceTimeout)
+	defer cancel()
+	pingOnce(ctx, ns.hb, ok, log)
+}
+
+func pingOnce(ctx context.Context, hb *notify.Heartbeat, ok bool, log *slog.Logger) {
+	if err := hb.Ping(ctx, ok); err != nil {
+		log.Warn("notifications: the heartbeat's ping was not sent", slog.Any("error", err), slog.String("op", "notify"))
 	}
 }
 
