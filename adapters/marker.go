@@ -15,14 +15,16 @@ import (
 //	[ticketbridge sent <event> <message>] MarkSent: a helpdesk event delivered upstream
 //	[ticketbridge unsent <event>]         the note naming the files of an event that
 //	                                      the API cannot carry (see [NoteUnsent])
+//	[ticketbridge rating 3f2a…]           the note of a guest's rating (see [RatingNote])
+//	[ticketbridge comment 9c0d…]          the note of a console comment (see [CommentNote])
 //
 // Only the last non-empty line counts, so a marker quoted inside a
 // message (a guest pasting one) never passes for the bridge's own; each
 // adapter also checks that the bridge's own user wrote the text. The
 // format is stored in helpdesks: it never changes.
 type Marker struct {
-	Kind string // MarkerMessage, MarkerTicket, MarkerSent or MarkerUnsent
-	ID   string // upstream message id, upstream ticket id, or helpdesk event id (sent, unsent)
+	Kind string // MarkerMessage, MarkerTicket, MarkerSent, MarkerUnsent, MarkerRating or MarkerComment
+	ID   string // upstream message id, upstream ticket id, helpdesk event id (sent, unsent), or value id (rating, comment)
 	Arg  string // MarkerSent: the upstream message id, "" for a status change
 }
 
@@ -70,7 +72,7 @@ func ParseMarker(body string) (m Marker, ok bool) {
 	}
 	f := strings.Fields(inner)
 	switch {
-	case len(f) == 2 && (f[0] == MarkerMessage || f[0] == MarkerTicket || f[0] == MarkerUnsent):
+	case len(f) == 2 && (f[0] == MarkerMessage || f[0] == MarkerTicket || f[0] == MarkerUnsent || f[0] == MarkerRating || f[0] == MarkerComment):
 		return Marker{Kind: f[0], ID: f[1]}, true
 	case len(f) == 3 && f[0] == MarkerSent:
 		arg := f[2]
