@@ -11,7 +11,8 @@
 // both ways, cursors, own writes never reported, lookup after the bridge's
 // state is lost, errors for unknown tickets and bad input, text kept
 // intact, files an agent attaches noted in the helpdesk as not sent (when
-// the Agent is an [Attacher]), and, where the harness can make the
+// the Agent is an [Attacher]), the platform's fields kept current (for an
+// adapter that is an [adapters.Updater]), and, where the harness can make the
 // backend fail, refused credentials as adapters.ErrAuth, outages and rate
 // limits as temporary
 // errors that a repeat completes once, no credential in any error or log,
@@ -136,6 +137,10 @@ type Harness struct {
 	// tickets closed long ago (closing it first when it must be); the
 	// case ArchivedTicket needs it.
 	Archive func(t testing.TB, ref adapters.Ref)
+	// Fields configures the case FieldsUpdate (adapters that implement
+	// adapters.Updater); an Agent that is a [FieldReader] lets it check
+	// the ticket's own fields too.
+	Fields FieldsHarness
 }
 
 // maxPages bounds how many Changes calls draining a cursor may take.
@@ -224,6 +229,7 @@ func (s *suite) cases() []struct {
 		{"RateLimited", s.testRateLimited},
 		{"ArchivedTicket", s.testArchived},
 		{"AttachmentsNoted", s.testAttachments},
+		{"FieldsUpdate", s.testFieldsUpdate},
 	}
 }
 
