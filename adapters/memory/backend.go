@@ -41,6 +41,8 @@ type ticket struct {
 	statusAt time.Time // when status last changed
 	messages []*message
 	sent     map[string]string // event id -> upstream message id
+	cur      adapters.Fields   // the platform's fields as the ticket holds them now
+	updates  int               // the bridge's updates that changed a field
 }
 
 type message struct {
@@ -55,6 +57,7 @@ const (
 	changeMessage
 	changeStatus
 	changeSent
+	changeFields // fields set by Update or edited by an agent: never reported
 )
 
 // change is one entry of the backend's log, the helpdesk's equivalent of a
@@ -92,6 +95,11 @@ type TicketSnapshot struct {
 	Status   string          // the helpdesk status
 	Messages []MessageSnapshot
 	Sent     map[string]string // what MarkSent recorded: event id -> upstream message id
+	// Fields are the platform's fields as the ticket holds them now (its
+	// department is its queue), and Updates how many of the bridge's
+	// updates changed one: a repeat that writes nothing leaves it.
+	Fields  adapters.Fields
+	Updates int
 }
 
 // MessageSnapshot is a copy of one message of a ticket.
@@ -124,7 +132,8 @@ func (m MessageSnapshot) Text() string {
 }
 
 func (t *ticket) snapshot() TicketSnapshot {
-	s := TicketSnapshot{Ref: t.ref, Ticket: t.fields, Status: t.status, Sent: maps.Clone(t.sent)}
+	s := TicketSnapshot{Ref: t.ref, Ticket: t.fields, Status: t.status, Sent: maps.Clone(t.sent), Fields: t.cur, Updates: t.updates}
+	s.Fields.Rating = clone(t.cur.Rating)
 	if s.Sent == nil {
 		s.Sent = map[string]string{}
 	}
@@ -280,6 +289,8 @@ func (b *Backend) create(fields adapters.Ticket, status string) *ticket {
 		status:   status,
 		statusAt: b.now().UTC(),
 		sent:     map[string]string{},
+		cur: adapters.Fields{Department: fields.Department, Title: fields.TaskDescription, Rating: clone(fields.GuestRating),
+			Comment: fields.Comments, Origin: fields.Origin},
 	}
 	b.tickets = append(b.tickets, t)
 	b.record(change{ref: t.ref, kind: changeCreate, byBridge: true, status: status})
@@ -320,6 +331,7 @@ const (
 	OpChanges      Op = "Changes"
 	OpLookup       Op = "Lookup"
 	OpMarkSent     Op = "MarkSent"
+	OpUpdate       Op = "Update"
 )
 
 // ErrInjected is wrapped by every error a [Fault] causes.
@@ -345,6 +357,10 @@ type Fault struct {
 	// AfterApply makes the call do its work and then fail, as when the
 	// helpdesk applied a write but its answer was lost.
 	AfterApply bool
+	// WaitUntil, when set, makes the call return an
+	// *adapters.WaitError with this Until, as a helpdesk whose rate
+	// budget for the ticket is spent (Update only).
+	WaitUntil time.Time
 }
 
 type fault struct {
@@ -397,6 +413,9 @@ func (b *Backend) enter(op Op) (err error, after bool) {
 			continue
 		}
 		f.failed++
+		if !f.WaitUntil.IsZero() {
+			return fmt.Errorf("memory %s: %w", op, &adapters.WaitError{Until: f.WaitUntil, Why: "injected fault"}), false
+		}
 		if f.Permanent {
 			return fmt.Errorf("memory %s: %w: %w", op, ErrInjected, adapters.ErrInvalid), f.AfterApply
 		}

@@ -9,8 +9,10 @@
 // [Backend.Note], [Backend.SetStatus]) act as the support team, snapshots
 // ([Backend.Tickets], [Backend.Messages], [Backend.Find]) let tests count
 // duplicates, and faults ([Backend.Inject]) make calls fail before or after
-// their work is applied. Several adapters share one Backend the way restarts
-// of the bridge share one helpdesk, so losing an adapter loses nothing.
+// their work is applied. It holds the platform's fields natively
+// ([Adapter.Update]; [Backend.EditFields] edits them as an agent).
+// Several adapters share one Backend the way restarts of the bridge share
+// one helpdesk, so losing an adapter loses nothing.
 //
 // It is what the engine's tests and `ticketbridge demo` run against. It
 // keeps nothing on disk: use the files adapter to keep tickets across runs.

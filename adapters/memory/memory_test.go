@@ -41,6 +41,18 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 	return snap, nil
 }
 
+// ReadFields reads the fields the backend holds: all of them natively,
+// the department as the queue.
+func (a agent) ReadFields(_ context.Context, ref adapters.Ref) (adaptertest.HeldFields, error) {
+	t, ok := a.b.Ticket(ref)
+	if !ok {
+		return adaptertest.HeldFields{}, adapters.ErrNotFound
+	}
+	f := t.Fields
+	return adaptertest.HeldFields{Queue: f.Department, Title: f.Title, Due: f.Due, Rating: f.Rating,
+		Holds: adapters.AllFields}, nil
+}
+
 func TestConformance(t *testing.T) {
 	for _, page := range []int{0, 1} { // the default, and one event per call
 		t.Run(map[int]string{0: "DefaultPage", 1: "PageOfOne"}[page], func(t *testing.T) {
@@ -273,5 +285,33 @@ func TestClockStampsAgentWork(t *testing.T) {
 	evs, _, err := a.Changes(t.Context(), "")
 	if err != nil || len(evs) != 1 || !evs[0].At.Equal(at) {
 		t.Fatalf("Changes = %+v, %v; want one reply at %s", evs, err, at)
+	}
+}
+
+// An update that sets what the ticket holds makes no revision, and a
+// spent budget (a fault) is an *adapters.WaitError.
+func TestUpdateRevisions(t *testing.T) {
+	b := memory.NewBackend()
+	a := memory.New(b, memory.Options{})
+	ctx := t.Context()
+	ref, err := a.EnsureTicket(ctx, ticket("u1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Date(2026, 5, 1, 18, 0, 0, 0, time.UTC)
+	u := adapters.FieldUpdate{UpstreamID: "u1", Changed: adapters.FieldSet(adapters.FieldDue), New: adapters.Fields{Due: due}}
+	for range 2 {
+		if err := a.Update(ctx, ref, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := b.Ticket(ref); got.Updates != 1 || !got.Fields.Due.Equal(due) {
+		t.Errorf("after two equal updates: %d revisions, due %v; want 1, %v", got.Updates, got.Fields.Due, due)
+	}
+	until := due.Add(time.Hour)
+	b.Inject(memory.Fault{Op: memory.OpUpdate, Nth: 1, WaitUntil: until})
+	var w *adapters.WaitError
+	if err := a.Update(ctx, ref, u); !errors.As(err, &w) || !w.Until.Equal(until) {
+		t.Errorf("Update with a spent budget: %v, want a WaitError until %v", err, until)
 	}
 }
