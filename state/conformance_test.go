@@ -53,6 +53,60 @@ func TestConformanceTicketAgreedStatus(t *testing.T) {
 	})
 }
 
+// A ticket keeps the fields last carried to the helpdesk, through the
+// cache and across reopens; a record stored before they existed reads as
+// never carried, and a record with a field this version does not know
+// (what an older ticketbridge sees of "carried") still reads.
+func TestConformanceTicketCarried(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		s, loc := b.openTest(t, Options{})
+		at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.FixedZone("CEST", 2*3600))
+		want := Fields{At: at, Department: "fo", Title: "Kettle, room 12", Due: at.Add(26 * time.Hour),
+			Rated: true, Rating: 0, Comment: "VIP guest", Priority: "high"}
+		rawPut(t, s, bucketTickets, "old", `{"v":1,"id":"old","ref":"r1","upstream_status":"new"}`)
+		rawPut(t, s, bucketTickets, "newer", `{"v":1,"id":"newer","ref":"r2","colour":{"x":1}}`)
+		update(t, s, func(tx *Tx) error { return tx.PutTicket(Ticket{ID: "t1", Ref: "r3", Carried: want}) })
+		check := func(s *Store) {
+			for range 2 { // decoded, then from the cache
+				view(t, s, func(tx *Tx) error {
+					old, _, err := tx.Ticket("old")
+					if err != nil {
+						return err
+					}
+					if old.Carried.Known() || old.Carried != (Fields{}) {
+						t.Errorf("a record without carried fields reads as %+v, want none carried", old.Carried)
+					}
+					if _, ok, err := tx.Ticket("newer"); err != nil || !ok {
+						t.Errorf("a record with an unknown field: ok %v, %v", ok, err)
+					}
+					got, _, err := tx.Ticket("t1")
+					if err != nil {
+						return err
+					}
+					w := want
+					w.At, w.Due = at.UTC(), want.Due.UTC()
+					if got.Carried != w || !got.Carried.Known() {
+						t.Errorf("carried fields read back as %+v, want %+v", got.Carried, w)
+					}
+					return nil
+				})
+			}
+		}
+		check(s)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = openAt(t, loc, Options{})
+		check(s)
+		err := s.Update(t.Context(), func(tx *Tx) error {
+			return tx.PutTicket(Ticket{ID: "t2", Carried: Fields{Title: "no time"}})
+		})
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("carried fields without their time: %v, want ErrInvalid", err)
+		}
+	})
+}
+
 // The journal lists entries in the order they were journaled, across
 // Updates and reopens, and a sequence number is never handed out twice.
 func TestConformanceJournalOrder(t *testing.T) {

@@ -95,6 +95,12 @@ type Ticket struct {
 	LastError string `json:"last_error,omitempty"`
 	Attempts  int    `json:"attempts,omitempty"`
 
+	// Carried is what the bridge last carried of the platform's fields to
+	// the helpdesk ticket (adapters.Updater); its zero value (At zero)
+	// means never: a record older than it, or a lost state. The engine
+	// compares the platform's values with it, never with the helpdesk's.
+	Carried Fields `json:"carried,omitzero"`
+
 	// CreatedAt is set by PutTicket when the record is first stored (unless
 	// given); UpdatedAt is set by PutTicket on every put.
 	CreatedAt time.Time `json:"created_at,omitzero"`
@@ -103,6 +109,27 @@ type Ticket struct {
 	// rev is the record's revision as read (see Revision); not stored.
 	rev uint64
 }
+
+// Fields are the platform's fields of a request as the bridge last
+// carried them to the helpdesk. It is a value, not a pointer, so that a
+// Ticket stays comparable and the ticket cache unpacks it without
+// allocating. Records that predate it decode it as zero; a reader that
+// predates it ignores it (records are decoded field by field, and
+// unknown fields are skipped), so it needs no new record version.
+type Fields struct {
+	// At is when they were last carried; zero: never.
+	At         time.Time `json:"at,omitzero"`
+	Department string    `json:"department,omitempty"`
+	Title      string    `json:"title,omitempty"`
+	Due        time.Time `json:"due,omitzero"` // target_due_at; zero: none
+	Rated      bool      `json:"rated,omitempty"`
+	Rating     float64   `json:"rating,omitempty"` // when Rated
+	Comment    string    `json:"comment,omitempty"`
+	Priority   string    `json:"priority,omitempty"`
+}
+
+// Known reports whether the fields were ever carried.
+func (f Fields) Known() bool { return !f.At.IsZero() }
 
 // Revision identifies the stored bytes the ticket was read from: a hash
 // of them, keyed with a seed the store draws when it opens, so it differs
@@ -125,7 +152,8 @@ func (t Ticket) Same(u Ticket) bool {
 }
 
 func (t *Ticket) normalize() {
-	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt)
+	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt,
+		&t.Carried.At, &t.Carried.Due)
 }
 
 func (t *Ticket) validate() error {
@@ -140,6 +168,9 @@ func (t *Ticket) validate() error {
 	}
 	if t.Missing < 0 {
 		return fmt.Errorf("missing %d is negative", t.Missing)
+	}
+	if c := t.Carried; !c.Known() && c != (Fields{}) {
+		return fmt.Errorf("carried fields without the time they were carried (at)")
 	}
 	return nil
 }

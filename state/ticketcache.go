@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math"
 	gosync "sync"
 	"time"
 )
@@ -90,27 +91,18 @@ func ticketStrings(t *Ticket) [8]*string {
 
 // packTicket packs t (its revision aside) into one string: the id, then
 // each other string as its length and bytes, each time as 0 (zero) or its
-// nanoseconds plus one and its Unix seconds, the three counts, and the two
-// flags. ok is false when a time is not in UTC: state stores UTC, and a
-// time unpacked comes back in UTC, so any other would not come back the
-// same.
+// nanoseconds plus one and its Unix seconds, the three counts, and the
+// flags; then, when the fields were carried (flag 4), their strings, their
+// two times and, when rated (flag 8), the rating's bits. ok is false when
+// a time is not in UTC: state stores UTC, and a time unpacked comes back
+// in UTC, so any other would not come back the same.
 func packTicket(t Ticket) (packed string, ok bool) {
 	b := make([]byte, 0, len(t.ID)+96)
 	b = append(b, t.ID...)
-	for _, s := range ticketStrings(&t) {
-		b = binary.AppendUvarint(b, uint64(len(*s)))
-		b = append(b, *s...)
-	}
-	for _, tm := range ticketTimes(&t) {
-		switch {
-		case *tm == (time.Time{}):
-			b = append(b, 0)
-		case tm.Location() != time.UTC || tm.IsZero():
-			return "", false
-		default:
-			b = binary.AppendUvarint(b, uint64(tm.Nanosecond())+1)
-			b = binary.AppendVarint(b, tm.Unix())
-		}
+	ss, ts := ticketStrings(&t), ticketTimes(&t)
+	b = packStrings(b, ss[:])
+	if b, ok = packTimes(b, ts[:]); !ok {
+		return "", false
 	}
 	b = binary.AppendVarint(b, int64(t.QuietStreak))
 	b = binary.AppendVarint(b, int64(t.Attempts))
@@ -122,7 +114,55 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	if t.Retired {
 		flags |= 2
 	}
-	return string(append(b, flags)), true
+	c := &t.Carried
+	if c.Known() {
+		flags |= 4
+	}
+	if c.Rated {
+		flags |= 8
+	}
+	b = append(b, flags)
+	if !c.Known() {
+		return string(b), true
+	}
+	cs := carriedStrings(c)
+	b = packStrings(b, cs[:])
+	if b, ok = packTimes(b, []*time.Time{&c.At, &c.Due}); !ok {
+		return "", false
+	}
+	if c.Rated {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(c.Rating))
+	}
+	return string(b), true
+}
+
+// carriedStrings returns pointers to the strings of carried fields, in
+// their packed order.
+func carriedStrings(c *Fields) [4]*string {
+	return [4]*string{&c.Department, &c.Title, &c.Comment, &c.Priority}
+}
+
+func packStrings(b []byte, ss []*string) []byte {
+	for _, s := range ss {
+		b = binary.AppendUvarint(b, uint64(len(*s)))
+		b = append(b, *s...)
+	}
+	return b
+}
+
+func packTimes(b []byte, ts []*time.Time) ([]byte, bool) {
+	for _, tm := range ts {
+		switch {
+		case *tm == (time.Time{}):
+			b = append(b, 0)
+		case tm.Location() != time.UTC || tm.IsZero():
+			return nil, false
+		default:
+			b = binary.AppendUvarint(b, uint64(tm.Nanosecond())+1)
+			b = binary.AppendVarint(b, tm.Unix())
+		}
+	}
+	return b, true
 }
 
 // unpackTicket is packTicket's inverse, for a packed string whose id is
@@ -130,22 +170,48 @@ func packTicket(t Ticket) (packed string, ok bool) {
 func unpackTicket(p string, idLen int) Ticket {
 	t := Ticket{ID: p[:idLen]}
 	r := packReader{s: p, i: idLen}
-	for _, s := range ticketStrings(&t) {
-		n := int(r.uvarint())
-		*s = p[r.i : r.i+n]
-		r.i += n
-	}
-	for _, tm := range ticketTimes(&t) {
-		if ns := r.uvarint(); ns != 0 {
-			*tm = time.Unix(r.varint(), int64(ns-1)).UTC()
-		}
-	}
+	ss, ts := ticketStrings(&t), ticketTimes(&t)
+	r.strings(ss[:])
+	r.times(ts[:])
 	t.QuietStreak = int(r.varint())
 	t.Attempts = int(r.varint())
 	t.Missing = int(r.varint())
 	flags := p[r.i]
+	r.i++
 	t.ReconcileSoon, t.Retired = flags&1 != 0, flags&2 != 0
+	if flags&4 == 0 {
+		return t
+	}
+	c := &t.Carried
+	cs := carriedStrings(c)
+	r.strings(cs[:])
+	r.times([]*time.Time{&c.At, &c.Due})
+	if flags&8 != 0 {
+		c.Rated = true
+		var bits uint64
+		for i := range 8 {
+			bits |= uint64(p[r.i+i]) << (8 * i)
+		}
+		c.Rating = math.Float64frombits(bits)
+		r.i += 8
+	}
 	return t
+}
+
+func (r *packReader) strings(ss []*string) {
+	for _, s := range ss {
+		n := int(r.uvarint())
+		*s = r.s[r.i : r.i+n]
+		r.i += n
+	}
+}
+
+func (r *packReader) times(ts []*time.Time) {
+	for _, tm := range ts {
+		if ns := r.uvarint(); ns != 0 {
+			*tm = time.Unix(r.varint(), int64(ns-1)).UTC()
+		}
+	}
 }
 
 // packReader reads the varints of a packed string without copying it.

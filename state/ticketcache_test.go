@@ -94,7 +94,15 @@ func TestTicketPackRoundTrip(t *testing.T) {
 		ReconciledAt: at, LastReconcile: "in_sync", ReconcileSoon: true, NextDue: at.Add(10 * time.Minute),
 		DueReason: "quiet", QuietStreak: 300, LastActivity: at, ClosedAt: at, Retired: true,
 		LastError: strings.Repeat("é", 200), Attempts: 1 << 40, Missing: 3, Deleted: at.Add(time.Second), CreatedAt: at, UpdatedAt: at}
-	for _, in := range []Ticket{full, {ID: "x"}} {
+	carried := full
+	carried.ID = "t-carried"
+	carried.Carried = Fields{At: at, Department: "fo", Title: "Kettle, room 12", Due: at.Add(26 * time.Hour),
+		Rated: true, Rating: 4.5, Comment: "VIP\nguest", Priority: "high"}
+	zeroRated := carried
+	zeroRated.ID, zeroRated.Carried.Rating, zeroRated.Carried.Due = "t-zero", 0, time.Time{}
+	unrated := carried
+	unrated.ID, unrated.Carried.Rated, unrated.Carried.Rating = "t-unrated", false, 0
+	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated} {
 		data, err := encode(ticketVersion, in)
 		if err != nil {
 			t.Fatal(err)
@@ -125,7 +133,8 @@ func TestTicketCacheHitAllocatesNothing(t *testing.T) {
 	c := newTicketCache()
 	at := time.Date(2026, 11, 28, 12, 30, 1, 0, time.UTC)
 	data, err := encode(ticketVersion, Ticket{ID: "t-1", Department: "hk", Ref: "7", UpstreamStatus: "new",
-		NextDue: at, DueReason: "quiet", UpstreamUpdatedAt: at, LastActivity: at, CreatedAt: at, UpdatedAt: at})
+		NextDue: at, DueReason: "quiet", UpstreamUpdatedAt: at, LastActivity: at, CreatedAt: at, UpdatedAt: at,
+		Carried: Fields{At: at, Department: "hk", Title: "Towels", Due: at, Rated: true, Rating: 3, Comment: "c"}})
 	if err != nil {
 		t.Fatal(err)
 	}
