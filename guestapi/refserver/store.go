@@ -283,7 +283,7 @@ type InternalMessage struct {
 // Operation is an entry of a ticket's operations log.
 type Operation struct {
 	At       time.Time
-	Op       string // status or rating
+	Op       string // status, rating, department, task_description, target_due_at or comments
 	From     string
 	To       string
 	Source   string // api, console or seed
@@ -572,34 +572,6 @@ func (s *Server) DeleteTicket(ticketID string) error {
 	o.tickets = slices.DeleteFunc(o.tickets, func(x *ticket) bool { return x == t })
 	s.log.Info("ticket deleted", slog.String("ticket", ticketID))
 	return nil
-}
-
-// RateTicket sets the guest's rating (a number from 0 to 10), or clears it
-// when rating is nil.
-func (s *Server) RateTicket(ticketID string, rating *float64) error {
-	if err := checkRating(rating); err != nil {
-		return fmt.Errorf("rate ticket: %w", err)
-	}
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	t, ok := s.st.tickets[ticketID]
-	if !ok {
-		return fmt.Errorf("rate ticket: ticket %q: %w", ticketID, ErrNotFound)
-	}
-	now := s.nowUTC()
-	t.ops = append(t.ops, Operation{At: now, Op: "rating", From: ratingString(t.rating), To: ratingString(rating), Source: SourceConsole})
-	t.rating = clonePtr(rating)
-	if now.After(t.updated) {
-		t.updated = now
-	}
-	return nil
-}
-
-func ratingString(r *float64) string {
-	if r == nil {
-		return ""
-	}
-	return fmt.Sprint(*r)
 }
 
 // Ticket returns the internal view of a ticket.
