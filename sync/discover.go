@@ -65,6 +65,7 @@ func (c *cycle) discover() {
 		p = e.planDiscover(in)
 	}
 	c.keepLists(in, p)
+	c.dues = p.dues
 	for _, id := range p.refused {
 		c.failure(id, "", "discover", fmt.Errorf("ticket id %q cannot be stored: want a UUID", id))
 	}
@@ -160,6 +161,9 @@ type discoverPlan struct {
 	refused     []string       // listed ids state cannot store
 	importSince time.Time      // to record as MetaImportSince; zero: leave it
 	fullRead    *FullRead      // to record; nil: leave it
+	// dues are the listed due dates the reads of the cycle need (see
+	// fields.go), by ticket id; nil when none.
+	dues map[string]time.Time
 	// agree says that the lists agreed with state: every listed ticket
 	// tracked and as its record has it (or not read yet), or untracked
 	// and too old to import or left out by the rules; no tracked ticket
@@ -226,7 +230,9 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 //     once a list shows it within them.
 //   - A tracked ticket whose listed status or updated_at differs from what
 //     its last read stored is due now (DueUpdated); a retired one comes
-//     back. Absence from the lists means nothing.
+//     back. So is one whose listed fields differ from those last carried
+//     to a helpdesk that keeps them (see fields.go). Absence from the
+//     lists means nothing.
 //   - An open ticket whose next read lies beyond its next full-read slot
 //     (the interval was shortened, or the record predates the slots) is
 //     brought forward to the slot.
@@ -273,10 +279,19 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 			}
 			p.puts = append(p.puts, state.Ticket{ID: id, Department: lt.Department, NextDue: in.now, DueReason: DueNew})
 			p.imports = append(p.imports, id)
+			if e.up != nil {
+				p.due(lt)
+			}
 			continue
 		}
 		if t.UpstreamStatus == "" || (string(lt.Status) == t.UpstreamStatus && lt.UpdatedAt.Equal(t.UpstreamUpdatedAt)) {
-			continue // not read yet (an import), or unchanged
+			// Not read yet (an import), or unchanged: but for its
+			// fields, which only the helpdesk's Updater needs.
+			if !e.planFields(&p, &t, lt, in.now) {
+				continue
+			}
+		} else if e.up != nil {
+			p.due(lt)
 		}
 		p.agree = false
 		before := t

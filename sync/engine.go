@@ -125,6 +125,7 @@ type Engine struct {
 	pol     policy
 	api     *countingAPI
 	hd      adapters.Helpdesk
+	up      adapters.Updater // hd when it keeps the platform's fields; nil otherwise
 	st      *state.Store
 	log     *slog.Logger
 	clock   func() time.Time // Deps.Now as given, nil or not: read it through now
@@ -215,6 +216,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		putOff:    map[string]PutOff{},
 	}
 	_, e.rawLists = deps.API.(rawLister)
+	e.up = updater(deps.Helpdesk)
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -384,6 +386,9 @@ type cycle struct {
 	// reads (see readKnown), by ticket id; set before the reads start,
 	// then only read.
 	known map[string]map[string]bool
+	// dues are the listed due dates discover kept for the reads (see
+	// fields.go); set before the reads start, then only read.
+	dues map[string]time.Time
 
 	storeBroken bool // a batch could not be stored: store no more (refresh's goroutine only)
 	// importRoom gives back the import room discover took for a large

@@ -250,6 +250,9 @@ func (e *env) checkExactlyOnce() {
 		}
 		held := map[string]int{}
 		for _, m := range hdMsgs {
+			if m.ByBridge && m.UpstreamID == "" {
+				continue // the bridge's own note (a rating, a console comment)
+			}
 			if m.UpstreamID != "" {
 				held[m.UpstreamID]++
 				continue

@@ -58,7 +58,8 @@ var keySeed = maphash.MakeSeed()
 
 // listKey hashes what planDiscover compares the lists with: the first
 // cycle's start and, of each tracked ticket (in id order), the fields it
-// reads before it plans a change.
+// reads before it plans a change (for the carried fields, the time they
+// were carried, which every carry changes).
 func listKey(in discoverInput) uint64 {
 	var h maphash.Hash
 	h.SetSeed(keySeed)
@@ -88,6 +89,10 @@ func listKey(in discoverInput) uint64 {
 		}
 		binary.LittleEndian.PutUint64(b[1:], uint64(t.UpstreamUpdatedAt.UnixNano()))
 		_, _ = h.Write(b[:])
+		// When the fields were last carried: planDiscover compares the
+		// listed fields with them (a carry changes the time).
+		binary.LittleEndian.PutUint64(b[1:], uint64(t.Carried.At.UnixNano()))
+		_, _ = h.Write(b[1:])
 	}
 	return h.Sum64()
 }

@@ -43,6 +43,8 @@ type refreshResult struct {
 	limited                                      error // the read was refused with a 429: the ticket is still due
 	notFound                                     error // the read was answered 404: settled once every read is in (settleMissing)
 	notOurs                                      *state.NotOurs
+	fields                                       adapters.FieldSet   // the fields Update carried (see fields.go)
+	wait                                         *adapters.WaitError // the field update waits for the helpdesk's budget
 
 	// What a reconcile did (see reconcile.go): its outcome ("" when the
 	// ticket was not reconciled), whether it carried the status up, the
@@ -143,10 +145,13 @@ func (c *cycle) refresh() {
 			if r.unsignalled {
 				rep.Unsignalled++
 			}
+			if r.fields != 0 {
+				rep.FieldsUpdated++
+			}
 			rep.Mirrored += r.appended
 			rep.countReconcile(r)
 			rep.Skipped += len(r.supersede)
-			if r.created || r.statusDown || r.appended > 0 || r.reconciledTouch {
+			if r.created || r.statusDown || r.appended > 0 || r.reconciledTouch || r.fields != 0 {
 				rep.touch(r.t.ID)
 			}
 		})
@@ -519,6 +524,9 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 		r.t.AgreedStatus, r.t.AgreedAt = string(p.setStatus), e.now() // both sides show it now
 		r.statusDown = true
 	}
+	if !c.carryFields(&r, ref, d) {
+		return r
+	}
 	if merge != nil {
 		r.t.ReconciledAt, r.t.ReconcileSoon, r.t.LastReconcile = c.now, false, r.reconciled
 	}
@@ -526,6 +534,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	r.t.UpstreamUpdatedAt = d.UpdatedAt
 	r.unsignalled = p.unsignalled
 	e.pol.afterRead(&r.t, c.now, p.active)
+	c.afterFields(&r)
 	return r
 }
 
@@ -750,17 +759,6 @@ func (c *cycle) unread(id string) {
 	c.mu.Lock()
 	c.readFail[id] = true
 	c.mu.Unlock()
-}
-
-func toAdapterTicket(d guestapi.TicketDetail) adapters.Ticket {
-	comments := ""
-	if d.Comments != nil {
-		comments = *d.Comments
-	}
-	return adapters.Ticket{
-		UpstreamID: d.ID, Department: d.Department, Status: d.Status, TaskDescription: d.TaskDescription,
-		Origin: d.Origin, Comments: comments, GuestRating: d.GuestRating, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
-	}
 }
 
 // NoTextPlaceholder stands in the helpdesk for an upstream message without

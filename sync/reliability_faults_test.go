@@ -167,6 +167,11 @@ func (h faultyHelpdesk) Lookup(ctx context.Context, id string) (f adapters.Found
 	return f, ok, err
 }
 
+func (h faultyHelpdesk) Update(ctx context.Context, ref adapters.Ref, u adapters.FieldUpdate) error {
+	_, err := h.call("update", func() error { return h.Helpdesk.(adapters.Updater).Update(ctx, ref, u) })
+	return err
+}
+
 func (h faultyHelpdesk) MarkSent(ctx context.Context, ref adapters.Ref, eventID, msgID string) error {
 	_, err := h.call("mark sent", func() error { return h.Helpdesk.MarkSent(ctx, ref, eventID, msgID) })
 	return err

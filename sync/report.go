@@ -51,11 +51,14 @@ type Report struct {
 	Refreshed   int `json:"refreshed"`   // tickets read with GET /tickets/{id}
 	Mirrored    int `json:"mirrored"`    // upstream messages appended to the helpdesk
 	StatusDown  int `json:"status_down"`
-	Events      int `json:"events"`  // helpdesk events journaled (pulled up)
-	Sent        int `json:"sent"`    // journal entries confirmed upstream
-	Skipped     int `json:"skipped"` // events with nothing to send (notes or status not sent upstream, status already set, superseded, a ticket not this hotel's or deleted upstream)
-	Failed      int `json:"failed"`  // entries refused for good
-	Errors      int `json:"errors"`  // failures recorded on tickets and entries
+	// FieldsUpdated counts the helpdesk tickets whose copy of the
+	// platform's fields was updated (adapters.Updater).
+	FieldsUpdated int `json:"fields_updated,omitempty"`
+	Events        int `json:"events"`  // helpdesk events journaled (pulled up)
+	Sent          int `json:"sent"`    // journal entries confirmed upstream
+	Skipped       int `json:"skipped"` // events with nothing to send (notes or status not sent upstream, status already set, superseded, a ticket not this hotel's or deleted upstream)
+	Failed        int `json:"failed"`  // entries refused for good
+	Errors        int `json:"errors"`  // failures recorded on tickets and entries
 	// NotOurs counts the helpdesk tickets found not this hotel's (the API
 	// answered 404 for a request the bridge did not create), Deleted the
 	// requests taken for deleted on the platform (see notours.go).
@@ -239,6 +242,9 @@ func (r Report) String() string {
 		r.Listed, r.Signalled, r.Discovered, r.Created, r.Adopted, r.Refreshed, r.Mirrored, r.StatusDown, r.Events, r.Sent, r.Skipped, r.Failed, r.Errors, r.APIRequests)
 	if r.Unsignalled > 0 {
 		fmt.Fprintf(&b, ", changes no list showed %d", r.Unsignalled)
+	}
+	if r.FieldsUpdated > 0 {
+		fmt.Fprintf(&b, ", fields updated %d", r.FieldsUpdated)
 	}
 	if t := r.touchedText(); t != "" {
 		fmt.Fprintf(&b, "; requests %s", t)

@@ -128,6 +128,14 @@ func (h simHelpdesk) SetStatus(ctx context.Context, ref adapters.Ref, s guestapi
 	return err
 }
 
+// Update forwards to the adapter's Update, under the call's fate.
+func (h simHelpdesk) Update(ctx context.Context, ref adapters.Ref, u adapters.FieldUpdate) error {
+	_, err := h.call("hd Update "+string(ref)+" "+u.Changed.String(), func() error {
+		return h.Helpdesk.(adapters.Updater).Update(ctx, ref, u)
+	})
+	return err
+}
+
 func (h simHelpdesk) Lookup(ctx context.Context, id string) (f adapters.Found, ok bool, err error) {
 	lost, err := h.call("hd Lookup "+id, func() (err error) { f, ok, err = h.Helpdesk.Lookup(ctx, id); return })
 	if lost {
