@@ -309,6 +309,11 @@ func (s *Server) console(r *http.Request, body []byte) response {
 			return consoleError(err)
 		}
 		return s.consoleTicket(segs[1])
+	case "tickets/{id}/fields":
+		if resp, ok := allow(http.MethodPost); !ok {
+			return resp
+		}
+		return s.consoleFields(segs[1], body)
 	case "keys":
 		switch method {
 		case http.MethodGet:

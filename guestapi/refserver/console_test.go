@@ -135,6 +135,13 @@ func TestConsoleErrors(t *testing.T) {
 		{"POST", "/tickets/nope/messages", `{"author_type":"guest","body":"x"}`, 404, "nope"},
 		{"POST", "/tickets/" + f.ticket + "/status", `{"status":"open"}`, 400, "status"},
 		{"POST", "/tickets/" + f.ticket + "/rating", `{"guest_rating":11}`, 400, "guest_rating"},
+		{"POST", "/tickets/" + f.ticket + "/fields", `{}`, 400, "no field"},
+		{"POST", "/tickets/" + f.ticket + "/fields", `{"department":" "}`, 400, "department"},
+		{"POST", "/tickets/" + f.ticket + "/fields", `{"task_description":""}`, 400, "task_description"},
+		{"POST", "/tickets/" + f.ticket + "/fields", `{"target_due_at":"tomorrow"}`, 400, "target_due_at"},
+		{"POST", "/tickets/" + f.ticket + "/fields", `{"comments":4}`, 400, "comments"},
+		{"POST", "/tickets/" + f.ticket + "/fields", `{"priority":"high"}`, 400, "priority"},
+		{"POST", "/tickets/nope/fields", `{"department":"d"}`, 404, "nope"},
 		{"POST", "/keys", `{"organization":"` + f.ts.Org + `","name":"tickets-write"}`, 409, "tickets-write"},
 		{"POST", "/keys", `{"organization":"` + f.ts.Org + `","name":"x","platform":"root"}`, 400, "platform"},
 		{"DELETE", "/keys/nope?organization=" + f.ts.Org, "", 404, "nope"},
@@ -148,6 +155,39 @@ func TestConsoleErrors(t *testing.T) {
 		if a.status != c.status || !strings.Contains(string(a.body), c.mention) {
 			t.Errorf("%s %s %s: got %d %s, want %d mentioning %q", c.method, c.path, c.body, a.status, a.body, c.status, c.mention)
 		}
+	}
+}
+
+// The console sets a request's department, description, due date and
+// comment, each logged, and each moving updated_at to the time of the
+// change; a field not given is left, null clears.
+func TestConsoleFields(t *testing.T) {
+	f := newFixture(t)
+	path := "/tickets/" + f.ticket + "/fields"
+	before := console(t, f, "GET", "/tickets/"+f.ticket, "").json(t)["ticket"].(map[string]any)
+	f.clock.Advance(time.Minute)
+	a := console(t, f, "POST", path, `{"department":"maintenance","task_description":"Lamp and kettle","target_due_at":"2026-03-04T12:00:00Z","comments":"spare in store B"}`)
+	m := a.json(t)
+	if a.status != 200 || m["department"] != "maintenance" || m["task_description"] != "Lamp and kettle" ||
+		m["target_due_at"] != "2026-03-04T12:00:00.000000+00:00" || m["comments"] != "spare in store B" || m["updated_at"] == before["updated_at"] {
+		t.Fatalf("set fields: %d %s (updated_at before %v)", a.status, a.body, before["updated_at"])
+	}
+	f.clock.Advance(time.Minute)
+	a = console(t, f, "POST", path, `{"target_due_at":null,"comments":null}`)
+	m = a.json(t)
+	if a.status != 200 || m["target_due_at"] != nil || m["comments"] != nil || m["department"] != "maintenance" {
+		t.Fatalf("clear fields: %d %s", a.status, a.body)
+	}
+	view, err := f.ts.Server.Ticket(f.ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, o := range view.Operations {
+		ops = append(ops, o.Op)
+	}
+	if want := "department task_description target_due_at comments target_due_at comments"; !strings.HasSuffix(strings.Join(ops, " "), want) {
+		t.Errorf("operations %v, want them to end with %s", ops, want)
 	}
 }
 

@@ -37,6 +37,8 @@
 //	POST   /console/v1/tickets/{id}/messages    {"author_type", "author_name"?, "body", "visible_to_guest"?, "created_at"?} -> 201 message
 //	POST   /console/v1/tickets/{id}/status      {"status"}: any of the seven -> 200 ticket
 //	POST   /console/v1/tickets/{id}/rating      {"guest_rating": number from 0 to 10, or null} -> 200 ticket
+//	POST   /console/v1/tickets/{id}/fields      {"department"?, "task_description"?, "target_due_at"?: timestamp or null,
+//	                                             "comments"?: text or null}: the fields given, checked first -> 200 ticket
 //	POST   /console/v1/keys                     {"organization", "name", "platform", "tickets", "validity_days"} -> 201 with the value, once
 //	GET    /console/v1/keys?organization=ID     the key table: prefix, rights, validity, last use; never values
 //	DELETE /console/v1/keys/{name}?organization=ID  revoke -> 200
@@ -54,8 +56,9 @@
 //   - Transitions: any settable status may follow any status, the same one
 //     included (it answers success and is logged; updated_at moves only on
 //     a change). The console may set all seven, confirmed included.
-//   - updated_at: a new message moves it to the message's time; a status
-//     or rating change moves it to the time of the change. Clients must not
+//   - updated_at: a new message moves it to the message's time; a status,
+//     rating or field change (department, task_description, target_due_at,
+//     comments) moves it to the time of the change. Clients must not
 //     rely on it: with [Options.MessagesKeepUpdatedAt] a new message leaves
 //     it as it is, to test that they do not.
 //   - Idempotency-Key: up to 255 characters; remembered 24 h

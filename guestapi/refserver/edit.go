@@ -1,6 +1,7 @@
 package refserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -104,5 +105,71 @@ func (s *Server) edit(ticketID, what string, change func(t *ticket) (op, from, t
 		t.updated = now
 	}
 	s.log.Info("ticket edited", slog.String("ticket", t.id), slog.String("field", op))
+	return nil
+}
+
+// consoleFields answers the console's POST tickets/{id}/fields: each
+// field given is set, an absent one left; every value is checked before
+// any is set.
+func (s *Server) consoleFields(id string, body []byte) response {
+	var req struct {
+		Department      *string         `json:"department"`
+		TaskDescription *string         `json:"task_description"`
+		TargetDueAt     json.RawMessage `json:"target_due_at"`
+		Comments        json.RawMessage `json:"comments"`
+	}
+	if bad := decodeStrict(body, &req); bad != nil {
+		return *bad
+	}
+	if err := s.editFields(id, req.Department, req.TaskDescription, req.TargetDueAt, req.Comments); err != nil {
+		return consoleError(err)
+	}
+	return s.consoleTicket(id)
+}
+
+func (s *Server) editFields(id string, dept, desc *string, dueRaw, commentsRaw json.RawMessage) error {
+	req := struct {
+		Department, TaskDescription *string
+		TargetDueAt, Comments       json.RawMessage
+	}{dept, desc, dueRaw, commentsRaw}
+	var edits []func() error
+	if req.Department != nil {
+		if strings.TrimSpace(*req.Department) == "" {
+			return fmt.Errorf("set fields: %w: department is empty", ErrInvalid)
+		}
+		edits = append(edits, func() error { return s.SetDepartment(id, *req.Department) })
+	}
+	if req.TaskDescription != nil {
+		if strings.TrimSpace(*req.TaskDescription) == "" {
+			return fmt.Errorf("set fields: %w: task_description is empty", ErrInvalid)
+		}
+		edits = append(edits, func() error { return s.SetDescription(id, *req.TaskDescription) })
+	}
+	if req.TargetDueAt != nil {
+		var v *string
+		if err := json.Unmarshal(req.TargetDueAt, &v); err != nil {
+			return fmt.Errorf("set fields: %w: target_due_at is neither a timestamp nor null", ErrInvalid)
+		}
+		due, err := parseOptTime("target_due_at", v)
+		if err != nil {
+			return fmt.Errorf("set fields: %w", err)
+		}
+		edits = append(edits, func() error { return s.SetDue(id, due) })
+	}
+	if req.Comments != nil {
+		var v *string
+		if err := json.Unmarshal(req.Comments, &v); err != nil {
+			return fmt.Errorf("set fields: %w: comments is neither text nor null", ErrInvalid)
+		}
+		edits = append(edits, func() error { return s.SetComment(id, v) })
+	}
+	if len(edits) == 0 {
+		return fmt.Errorf("set fields: %w: no field given (department, task_description, target_due_at, comments)", ErrInvalid)
+	}
+	for _, edit := range edits {
+		if err := edit(); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -128,7 +128,7 @@ func templ(p string, collections ...string) string {
 		}
 	}
 	for i := range segs {
-		if segs[i] != "{id}" && !slices.Contains([]string{"", "tickets", "keys", "messages", "status", "rating", "stats", "organizations", "faults"}, segs[i]) {
+		if segs[i] != "{id}" && !slices.Contains([]string{"", "tickets", "keys", "messages", "status", "rating", "fields", "stats", "organizations", "faults"}, segs[i]) {
 			segs[i] = "{unknown}"
 		}
 	}
