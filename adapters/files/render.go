@@ -36,8 +36,14 @@ func renderThread(t *ticketFile, from map[string]guestapi.Status) []byte {
 	fmt.Fprintf(&b, "- **Origin:** %s\n", orDash(inline(t.Origin)))
 	fmt.Fprintf(&b, "- **Created:** %s\n", when(t.CreatedAt))
 	fmt.Fprintf(&b, "- **Updated:** %s\n", when(t.UpdatedAt))
+	if t.DueAt != nil {
+		fmt.Fprintf(&b, "- **Due:** %s\n", when(*t.DueAt))
+	}
 	if t.GuestRating != nil {
 		fmt.Fprintf(&b, "- **Guest rating:** %s\n", strconv.FormatFloat(*t.GuestRating, 'f', -1, 64))
+	}
+	if t.Priority != "" {
+		fmt.Fprintf(&b, "- **Priority:** %s\n", inline(t.Priority))
 	}
 	fmt.Fprintf(&b, "- **Upstream id:** %s\n", inline(t.UpstreamID))
 	fmt.Fprintf(&b, "- **Folder:** %s\n", inline(t.Folder))
@@ -91,6 +97,9 @@ func heading(t *ticketFile, e entry) string {
 	who := "agent reply"
 	if e.Kind == kindNote {
 		who = "agent note"
+	}
+	if e.Source == sourceBridge {
+		return fmt.Sprintf("ticketbridge (operations platform) · %s · %s", when(e.At), visibility(e.Public))
 	}
 	s := fmt.Sprintf("%s (%s) · %s · %s", orDash(inline(e.AuthorName)), who, when(e.At), visibility(e.Public))
 	if r, ok := t.sentFor(e.EventID); ok && e.EventID != "" {

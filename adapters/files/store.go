@@ -37,6 +37,8 @@ type ticketFile struct {
 	Origin          string       `json:"origin"`
 	Comments        string       `json:"comments,omitempty"`
 	GuestRating     *float64     `json:"guest_rating"`
+	DueAt           *time.Time   `json:"due_at,omitempty"`   // target_due_at, set by Update
+	Priority        string       `json:"priority,omitempty"` // set by Update (adapters.Priority)
 	CreatedAt       time.Time    `json:"created_at"`
 	UpdatedAt       time.Time    `json:"updated_at"`
 	Thread          []entry      `json:"thread"`
@@ -52,23 +54,27 @@ const (
 
 	sourceUpstream = "upstream" // mirrored from the guest request
 	sourceOutbox   = "outbox"   // dropped into the outbox by a person or script
-	sourceBridge   = "bridge"   // set by the bridge (status only)
+	sourceBridge   = "bridge"   // set by the bridge: a status, or a note of a field (Update)
 )
 
 // entry is one item of a ticket's thread: a message, a reply, a note or a
 // status change.
 type entry struct {
-	ID         string    `json:"id"` // the helpdesk id: 1, 2, ... within the ticket
-	Kind       string    `json:"kind"`
-	Source     string    `json:"source"`
-	UpstreamID string    `json:"upstream_id,omitempty"` // kind message
-	EventID    string    `json:"event_id,omitempty"`    // source outbox: the processed file's name
-	AuthorType string    `json:"author_type,omitempty"` // kind message
-	AuthorName string    `json:"author_name,omitempty"`
-	Public     bool      `json:"public"`
-	Status     string    `json:"status,omitempty"` // kind status: the helpdesk status
-	Body       string    `json:"body,omitempty"`
-	At         time.Time `json:"at"`
+	ID         string `json:"id"` // the helpdesk id: 1, 2, ... within the ticket
+	Kind       string `json:"kind"`
+	Source     string `json:"source"`
+	UpstreamID string `json:"upstream_id,omitempty"` // kind message
+	EventID    string `json:"event_id,omitempty"`    // source outbox: the processed file's name
+	AuthorType string `json:"author_type,omitempty"` // kind message
+	AuthorName string `json:"author_name,omitempty"`
+	Public     bool   `json:"public"`
+	Status     string `json:"status,omitempty"` // kind status: the helpdesk status
+	Body       string `json:"body,omitempty"`
+	// Marker is the marker of a note the bridge wrote for a field (the
+	// rating, the console comment: adapters.Marker.Line), by which Update
+	// finds it again.
+	Marker string    `json:"marker,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // sentRecord is what MarkSent recorded.
