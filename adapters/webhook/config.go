@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +59,12 @@ type Config struct {
 	Tolerance time.Duration `env:"TICKETBRIDGE_WEBHOOK_TOLERANCE, default=5m"`
 	// Timeout bounds one delivery attempt.
 	Timeout time.Duration `env:"TICKETBRIDGE_WEBHOOK_TIMEOUT, default=30s"`
+	// Events lists the event types to send. Empty means [DefaultEvents];
+	// the list must hold those three, and may add ticket.updated. A
+	// receiver sees no type it did not ask for, so one that refuses
+	// unknown types (the adapter retries every answer but 2xx, and never
+	// drops a delivery) is never blocked by a type added later.
+	Events []string `env:"TICKETBRIDGE_WEBHOOK_EVENTS"`
 	// AllowInsecureHTTP accepts a plain http URL to a host that is not
 	// loopback; LoadConfig sets it from TICKETBRIDGE_ALLOW_INSECURE_HTTP
 	// (see adapters.CheckHTTPS).
@@ -176,8 +183,40 @@ func (c *Config) Validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("TICKETBRIDGE_WEBHOOK_TIMEOUT %s: want a positive duration", c.Timeout)
 	}
+	return c.validEvents()
+}
+
+// DefaultEvents are the event types sent when TICKETBRIDGE_WEBHOOK_EVENTS
+// is empty: those every receiver has had since the first release.
+var DefaultEvents = []string{EventTicketCreated, EventMessageAdded, EventStatusChanged}
+
+// validEvents checks Events, filling the default.
+func (c *Config) validEvents() error {
+	var evs []string
+	for _, e := range c.Events {
+		if e = strings.TrimSpace(e); e != "" && !slices.Contains(evs, e) {
+			evs = append(evs, e)
+		}
+	}
+	if len(evs) == 0 {
+		evs = slices.Clone(DefaultEvents)
+	}
+	for _, e := range evs {
+		if !slices.Contains(DefaultEvents, e) && e != EventTicketUpdated {
+			return fmt.Errorf("TICKETBRIDGE_WEBHOOK_EVENTS: unknown event type %q (want %s, and optionally %s)", e, strings.Join(DefaultEvents, ","), EventTicketUpdated)
+		}
+	}
+	for _, e := range DefaultEvents {
+		if !slices.Contains(evs, e) {
+			return fmt.Errorf("TICKETBRIDGE_WEBHOOK_EVENTS: %s is missing: the list must hold %s (the receiver needs them), and may add %s", e, strings.Join(DefaultEvents, ","), EventTicketUpdated)
+		}
+	}
+	c.Events = evs
 	return nil
 }
+
+// sends reports whether the configuration asks for event type typ.
+func (c *Config) sends(typ string) bool { return slices.Contains(c.Events, typ) }
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)

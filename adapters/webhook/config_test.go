@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,28 @@ import (
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpx"
 )
+
+// TICKETBRIDGE_WEBHOOK_EVENTS adds ticket.updated to the three types
+// every receiver has; it cannot leave one of them out or name another.
+func TestConfigEvents(t *testing.T) {
+	ctx := t.Context()
+	env := func(events string) envconfig.Lookuper {
+		return envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_WEBHOOK_URL": "https://helpdesk.example/hooks",
+			"TICKETBRIDGE_WEBHOOK_SECRET": testSecret, "TICKETBRIDGE_WEBHOOK_DIR": "/srv/hotel/webhook", "TICKETBRIDGE_WEBHOOK_EVENTS": events})
+	}
+	c, err := webhook.LoadConfig(ctx, env("ticket.created, message.added,status.changed,ticket.updated"), "")
+	if err != nil || len(c.Events) != 4 || c.Events[3] != webhook.EventTicketUpdated {
+		t.Errorf("with ticket.updated: %v, %v", c.Events, err)
+	}
+	for events, mention := range map[string]string{
+		"ticket.created,message.added":                              "status.changed is missing",
+		"ticket.created,message.added,status.changed,ticket.closed": `unknown event type "ticket.closed"`,
+	} {
+		if _, err := webhook.LoadConfig(ctx, env(events), ""); err == nil || !strings.Contains(err.Error(), mention) || !strings.Contains(err.Error(), "TICKETBRIDGE_WEBHOOK_EVENTS") {
+			t.Errorf("%s: %v, want an error mentioning %q", events, err, mention)
+		}
+	}
+}
 
 func TestLoadConfig(t *testing.T) {
 	ctx := t.Context()
@@ -70,8 +93,8 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := webhook.Config{URL: "https://helpdesk.example/hooks", Secret: testSecret, Listen: webhook.DefaultListen, Dir: filepath.Join(stateDir, webhook.DefaultDir),
-		Tolerance: 5 * time.Minute, Timeout: 30 * time.Second}
-	if c != want {
+		Tolerance: 5 * time.Minute, Timeout: 30 * time.Second, Events: webhook.DefaultEvents}
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults: %+v\nwant %+v", c, want)
 	}
 

@@ -2,8 +2,10 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -54,7 +56,38 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 			Public: m.Public,
 		})
 	}
+	// Each ticket.updated the receiver accepted, as the note a person
+	// would read of it.
+	for _, u := range tk.Updates {
+		b, err := json.Marshal(u)
+		if err != nil {
+			return snap, err
+		}
+		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: string(b)})
+	}
 	return snap, nil
+}
+
+// ReadFields reads the fields of the last ticket.updated accepted.
+func (a agent) ReadFields(_ context.Context, ref adapters.Ref) (adaptertest.HeldFields, error) {
+	tk, ok := a.rc.Ticket(string(ref))
+	if !ok {
+		return adaptertest.HeldFields{}, adapters.ErrNotFound
+	}
+	f := tk.Fields
+	if f == nil {
+		return adaptertest.HeldFields{}, nil // nothing delivered: nothing held
+	}
+	h := adaptertest.HeldFields{Queue: f.Department, Title: f.TaskDescription, Rating: f.GuestRating,
+		Holds: adapters.FieldSet(adapters.FieldTitle | adapters.FieldDue | adapters.FieldRating)}
+	if f.TargetDueAt != nil {
+		due, err := time.Parse(time.RFC3339Nano, *f.TargetDueAt)
+		if err != nil {
+			return h, err
+		}
+		h.Due = due
+	}
+	return h, nil
 }
 
 // TestConformance runs the shared suite: one adapter instance serves the
@@ -72,6 +105,9 @@ func TestConformance(t *testing.T) {
 				Agent:  agent{r.rc},
 				Status: adapters.APIStatusMap(),
 				Caps:   adaptertest.Caps{MarkSent: true, AuthorName: true, NoStatus: true},
+				// The receiver holds the fields as ticket.updated says;
+				// the department too, but it has no queues to route to.
+				Fields: adaptertest.FieldsHarness{AsNote: true},
 			})
 		})
 	}

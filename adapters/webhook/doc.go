@@ -10,6 +10,9 @@
 //	ticket.created   a guest request is mirrored for the first time
 //	message.added    a message of its thread (from the guest, staff, the AI concierge or the platform)
 //	status.changed   its status changed upstream
+//	ticket.updated   its fields changed upstream (department, description, due date,
+//	                 rating, console comment), with their previous values; sent only
+//	                 when TICKETBRIDGE_WEBHOOK_EVENTS lists it
 //	ping             sent by Check (`ticketbridge check`) only
 //
 // with these headers:

@@ -16,6 +16,7 @@ const (
 	EventTicketCreated = "ticket.created" // a guest request is mirrored for the first time
 	EventMessageAdded  = "message.added"  // a message of its thread (guest, staff, AI, system)
 	EventStatusChanged = "status.changed" // its status changed upstream
+	EventTicketUpdated = "ticket.updated" // its fields changed upstream; sent when TICKETBRIDGE_WEBHOOK_EVENTS asks for it
 	EventPing          = "ping"           // sent by Check to prove the URL and the secret
 )
 

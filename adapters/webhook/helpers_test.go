@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,7 +65,8 @@ func newRig(t testing.TB, autoReply bool) *rig {
 		t.Fatal(err)
 	}
 	r.rc = rc
-	r.cfg = webhook.Config{URL: r.srv.URL + "/hooks/ticketbridge", Secret: testSecret, Dir: r.dir, Listen: "127.0.0.1:0"}
+	r.cfg = webhook.Config{URL: r.srv.URL + "/hooks/ticketbridge", Secret: testSecret, Dir: r.dir, Listen: "127.0.0.1:0",
+		Events: append(slices.Clone(webhook.DefaultEvents), webhook.EventTicketUpdated)}
 	r.opts = webhook.Options{Logger: debugLogger(r.logs).With("adapter", "webhook"), Sleep: r.sleep.Sleep, Listener: ln}
 	r.a = r.open(r.opts)
 	return r

@@ -75,6 +75,22 @@ type (
 		ID   string `json:"id"`
 		Type string `json:"type"`
 	}
+	schemaTicketUpdated struct {
+		ID       string         `json:"id"`
+		Type     string         `json:"type"`
+		TicketID string         `json:"ticket_id"`
+		Changed  []string       `json:"changed"`
+		Ticket   map[string]any `json:"ticket"`
+		Previous map[string]any `json:"previous"`
+	}
+	schemaUpdatedFields struct {
+		Department      string   `json:"department"`
+		TaskDescription string   `json:"task_description"`
+		TargetDueAt     *string  `json:"target_due_at"`
+		GuestRating     *float64 `json:"guest_rating"`
+		Comments        *string  `json:"comments"`
+		Priority        *string  `json:"priority"`
+	}
 )
 
 // outbound lists each delivered event type with its schema file and
@@ -88,6 +104,7 @@ var outbound = []struct {
 	{webhook.EventMessageAdded, schemaMessageAdded{}, map[string]any{"message": schemaMessageFields{}}},
 	{webhook.EventStatusChanged, schemaStatusChanged{}, nil},
 	{webhook.EventPing, schemaPing{}, nil},
+	{webhook.EventTicketUpdated, schemaTicketUpdated{}, map[string]any{"ticket": schemaUpdatedFields{}}},
 }
 
 // exampleInputs makes the adapter send one event of each type, on the
@@ -112,6 +129,14 @@ func exampleInputs(t *testing.T) map[string][]byte {
 		t.Fatal(err)
 	}
 	if err := r.a.SetStatus(ctx, ref, guestapi.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	rating := 5.0
+	old := adapters.Fields{Department: tk.Department, Title: tk.TaskDescription, Origin: tk.Origin}
+	nw := old
+	nw.Department, nw.Due, nw.Rating = "front_office", time.Date(2026, 3, 14, 18, 0, 0, 0, time.UTC), &rating
+	if err := r.a.Update(ctx, ref, adapters.FieldUpdate{UpstreamID: ticketID, Old: old, New: nw,
+		Changed: adapters.FieldSet(adapters.FieldDepartment | adapters.FieldDue | adapters.FieldRating)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.a.Check(ctx); err != nil {
@@ -390,7 +415,7 @@ func validate(root, schema map[string]any, v any, path string) []string {
 	for k := range schema {
 		switch k {
 		case "$schema", "$id", "title", "description", "$defs", "$ref", "type", "const", "enum", "required",
-			"properties", "additionalProperties", "minLength", "maxLength", "format", "oneOf":
+			"properties", "additionalProperties", "minLength", "maxLength", "format", "oneOf", "items":
 		default:
 			fail("keyword %q is not supported by this validator", k)
 		}
@@ -458,6 +483,13 @@ func validate(root, schema map[string]any, v any, path string) []string {
 				errs = append(errs, validate(root, sub, x, path+"."+k)...)
 			} else if schema["additionalProperties"] == false {
 				fail("property %q is not allowed", k)
+			}
+		}
+	}
+	if items, ok := schema["items"].(map[string]any); ok {
+		if arr, ok := v.([]any); ok {
+			for i, x := range arr {
+				errs = append(errs, validate(root, items, x, fmt.Sprintf("%s[%d]", path, i))...)
 			}
 		}
 	}

@@ -68,6 +68,9 @@ type ticketRecord struct {
 	// Sent is what MarkSent recorded: inbound event id -> upstream message
 	// id ("" for a status change).
 	Sent map[string]string `json:"sent"`
+	// Fields are the field values of the last acknowledged
+	// ticket.updated delivery; nil before the first.
+	Fields *FieldsInfo `json:"fields,omitempty"`
 }
 
 // storedEvent is one accepted inbound event.

@@ -97,6 +97,10 @@ type Ticket struct {
 	ID       string
 	Status   string // the last status delivered or sent back
 	Messages []Message
+	// Fields are the request's fields as the last ticket.updated said
+	// (nil before one), and Updates how many were accepted.
+	Fields  *webhook.FieldsInfo
+	Updates []webhook.TicketUpdated
 }
 
 // Message is one message of a [Ticket].
@@ -376,6 +380,14 @@ func (r *Receiver) apply(d Delivery) {
 		if json.Unmarshal(d.Body, &ev) == nil {
 			r.ticket(ev.TicketID).Status = ev.Status
 		}
+	case webhook.EventTicketUpdated:
+		var ev webhook.TicketUpdated
+		if json.Unmarshal(d.Body, &ev) == nil {
+			t := r.ticket(ev.TicketID)
+			f := ev.Ticket
+			t.Fields = &f
+			t.Updates = append(t.Updates, ev)
+		}
 	}
 }
 
@@ -417,6 +429,11 @@ func (r *Receiver) Ticket(id string) (t Ticket, ok bool) {
 	}
 	t = *p
 	t.Messages = append([]Message(nil), p.Messages...)
+	t.Updates = append([]webhook.TicketUpdated(nil), p.Updates...)
+	if p.Fields != nil {
+		f := *p.Fields
+		t.Fields = &f
+	}
 	return t, true
 }
 
