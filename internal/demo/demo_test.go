@@ -36,6 +36,7 @@ func TestScript(t *testing.T) {
 		"Maria (front desk): Towels and a second pillow are on their way to 214!",
 		"visible_to_guest false",
 		"thread.md now says: Status: assigned",
+		"thread.md now says: Department: housekeeping, Due: 20",
 		"no writes upstream, none in the helpdesk.",
 	} {
 		if !strings.Contains(out.String(), want) {

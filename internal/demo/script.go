@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -131,7 +132,19 @@ func (d *Demo) Script(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("   helpdesk/tickets/%s/thread.md now says: Status: %s", late, d.statusLine(late))
+	d.say("   helpdesk/tickets/%s/thread.md now says: Status: %s", late, d.headerLine(late, "Status"))
+	d.say("   In the console, the front desk hands it to housekeeping, to be done by 12:00.")
+	if err := d.srv.SetDepartment(lateID, "housekeeping"); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	due := d.now().Truncate(24 * time.Hour).Add(36 * time.Hour) // 12:00 UTC tomorrow
+	if err := d.srv.SetDue(lateID, &due); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if _, err := d.cycle(ctx); err != nil {
+		return err
+	}
+	d.say("   thread.md now says: Department: %s, Due: %s", d.headerLine(late, "Department"), d.headerLine(late, "Due"))
 
 	d.say("")
 	d.say("6. One more cycle: nothing changed, so nothing is written, and nothing echoes.")
@@ -212,15 +225,16 @@ func (d *Demo) drop(name, content string) error {
 	return nil
 }
 
-// statusLine returns the status thread.md shows.
-func (d *Demo) statusLine(folder string) string {
+// headerLine returns the value of a line of thread.md's header, such as
+// Status or Department; "?" when it has none.
+func (d *Demo) headerLine(folder, name string) string {
 	b, err := os.ReadFile(d.threadPath(folder))
 	if err != nil {
 		return "?"
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
-		if s, ok := strings.CutPrefix(sc.Text(), "- **Status:** "); ok {
+		if s, ok := strings.CutPrefix(sc.Text(), "- **"+name+":** "); ok {
 			return s
 		}
 	}
