@@ -71,8 +71,10 @@ func (e *Engine) planFields(p *discoverPlan, t *state.Ticket, lt guestapi.Ticket
 	}
 	if t.UpstreamStatus == "" || t.Ref == "" || !t.Carried.Known() {
 		p.due(lt)
-		if !t.Retired {
-			p.agree = false // read again until the ticket is carried
+		if t.Ref != "" && !t.Carried.Known() && !t.Retired {
+			// In the helpdesk but never carried: the lists are read
+			// again, not replayed, until a read carried it.
+			p.agree = false
 		}
 		return false
 	}
@@ -128,7 +130,7 @@ func toCarried(f adapters.Fields, at time.Time) state.Fields {
 // ticket current, after its read d: Update with the fields that differ
 // from those carried (every field when none were: a lost state), then
 // records them as carried. A ticket just created carries what
-// EnsureTicket wrote, its due date aside. A field update waiting for the
+// EnsureTicket wrote, its due date aside (which Update then sets). A field update waiting for the
 // helpdesk's budget leaves Carried, and the ticket due at the wait's end
 // (see afterFields); any other error is the ticket's, as a failed status
 // change is. It reports false when it recorded an error on r.
@@ -140,11 +142,13 @@ func (c *cycle) carryFields(r *refreshResult, ref adapters.Ref, d guestapi.Ticke
 	known := r.t.Carried.Known()
 	due, listed := c.dues[r.t.ID]
 	switch {
-	case r.created:
+	case r.created && listed:
 		cr := platformFields(d, time.Time{})
 		r.t.Carried, known = toCarried(cr, c.now), true
 	case !listed && !known:
-		return true // carried once a list shows its due date
+		// Carried once a list shows its due date: a ticket created
+		// without one known is carried whole at its next read.
+		return true
 	case !listed:
 		due = r.t.Carried.Due
 	}
