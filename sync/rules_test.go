@@ -478,3 +478,23 @@ func TestRulesQuietCyclesStayQuiet(t *testing.T) {
 		t.Fatal("the request held from before the rule left the helpdesk")
 	}
 }
+
+// TestRulesLeftOutFieldsNotReadEachCycle: a request left out whose fields
+// change on the platform is read once for the change, as any change, and
+// not again at every cycle for fields the bridge will not carry.
+func TestRulesLeftOutFieldsNotReadEachCycle(t *testing.T) {
+	e, _ := rulesEnv(t)
+	id := e.requestIn("maintenance", guestapi.OriginGuest, "dripping tap")
+	e.quiesce()
+	e.cfg.ExcludeDepartments = tbsync.Departments{"maintenance"}
+	e.open()
+	if err := e.ts.Server.SetDescription(id, "dripping tap in room 12"); err != nil {
+		t.Fatal(err)
+	}
+	e.tick() // reads the change
+	for i := range 3 {
+		if r := e.tick(); r.Refreshed != 0 || r.FieldsUpdated != 0 {
+			t.Fatalf("cycle %d after the change: %s, want no read of a request left out", i+1, r)
+		}
+	}
+}
