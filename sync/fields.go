@@ -69,6 +69,9 @@ func (e *Engine) planFields(p *discoverPlan, t *state.Ticket, lt guestapi.Ticket
 	if e.up == nil || !t.Deleted.IsZero() {
 		return false
 	}
+	if _, out := e.cfg.scope.leaves(lt.Department, lt.Origin); out {
+		return false // its fields are not carried (see rules.go)
+	}
 	if t.UpstreamStatus == "" || t.Ref == "" || !t.Carried.Known() {
 		p.due(lt)
 		if t.Ref != "" && !t.Carried.Known() && !t.Retired {
