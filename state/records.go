@@ -101,6 +101,17 @@ type Ticket struct {
 	// compares the platform's values with it, never with the helpdesk's.
 	Carried Fields `json:"carried,omitzero"`
 
+	// GuestWroteAt is when the guest last wrote: the newest of the
+	// guest's messages mirrored, as the API dates it. AnsweredAt is when
+	// staff last answered the guest: the newest reply the bridge carried
+	// upstream (when the API confirmed it), or staff message visible to
+	// the guest mirrored (as the API dates it). Zero: none seen. The
+	// request is unanswered while AnsweredAt is zero or before
+	// GuestWroteAt (see Unanswered). Both are written only with a
+	// message mirrored or a reply sent, never by a quiet read.
+	GuestWroteAt time.Time `json:"guest_wrote_at,omitzero"`
+	AnsweredAt   time.Time `json:"answered_at,omitzero"`
+
 	// CreatedAt is set by PutTicket when the record is first stored (unless
 	// given); UpdatedAt is set by PutTicket on every put.
 	CreatedAt time.Time `json:"created_at,omitzero"`
@@ -153,7 +164,29 @@ func (t Ticket) Same(u Ticket) bool {
 
 func (t *Ticket) normalize() {
 	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt,
-		&t.Carried.At, &t.Carried.Due)
+		&t.Carried.At, &t.Carried.Due, &t.GuestWroteAt, &t.AnsweredAt)
+}
+
+// Unanswered reports whether nobody on the hotel's side answered the
+// guest publicly since the request was made or since the guest last
+// wrote, as far as the bridge saw (GuestWroteAt, AnsweredAt).
+func (t Ticket) Unanswered() bool {
+	return t.AnsweredAt.IsZero() || t.GuestWroteAt.After(t.AnsweredAt)
+}
+
+// NoteGuestWrote and NoteAnswered move GuestWroteAt and AnsweredAt
+// forward to at, never back (messages are mirrored in any order).
+func (t *Ticket) NoteGuestWrote(at time.Time) {
+	if at.After(t.GuestWroteAt) {
+		t.GuestWroteAt = at.UTC()
+	}
+}
+
+// NoteAnswered: see NoteGuestWrote.
+func (t *Ticket) NoteAnswered(at time.Time) {
+	if at.After(t.AnsweredAt) {
+		t.AnsweredAt = at.UTC()
+	}
 }
 
 func (t *Ticket) validate() error {

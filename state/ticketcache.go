@@ -21,7 +21,7 @@ import (
 //
 // An entry holds the ticket packed into one string (packTicket), not the
 // decoded struct: a daemon of thousands of hotels keeps every hotel's
-// tickets here, and the struct with its eleven times is about three times
+// tickets here, and the struct with its thirteen times is about three times
 // the packed size. Unpacking allocates nothing: the ticket's strings are
 // substrings of the packed one, and nothing can write through a string.
 type ticketCache struct {
@@ -77,9 +77,10 @@ func (c *ticketCache) forget(key string) {
 }
 
 // ticketTimes returns pointers to t's times, in their packed order.
-func ticketTimes(t *Ticket) [11]*time.Time {
-	return [11]*time.Time{&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt,
-		&t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt}
+func ticketTimes(t *Ticket) [13]*time.Time {
+	return [13]*time.Time{&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt,
+		&t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt,
+		&t.GuestWroteAt, &t.AnsweredAt}
 }
 
 // ticketStrings returns pointers to t's strings but its id, in their

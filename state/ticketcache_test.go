@@ -93,7 +93,8 @@ func TestTicketPackRoundTrip(t *testing.T) {
 		UpstreamUpdatedAt: at.Add(-time.Hour), AgreedStatus: "open", AgreedAt: time.Date(1969, 7, 20, 20, 17, 40, 1, time.UTC),
 		ReconciledAt: at, LastReconcile: "in_sync", ReconcileSoon: true, NextDue: at.Add(10 * time.Minute),
 		DueReason: "quiet", QuietStreak: 300, LastActivity: at, ClosedAt: at, Retired: true,
-		LastError: strings.Repeat("é", 200), Attempts: 1 << 40, Missing: 3, Deleted: at.Add(time.Second), CreatedAt: at, UpdatedAt: at}
+		LastError: strings.Repeat("é", 200), Attempts: 1 << 40, Missing: 3, Deleted: at.Add(time.Second), CreatedAt: at, UpdatedAt: at,
+		GuestWroteAt: at.Add(-2 * time.Minute), AnsweredAt: at.Add(-time.Minute)}
 	carried := full
 	carried.ID = "t-carried"
 	carried.Carried = Fields{At: at, Department: "fo", Title: "Kettle, room 12", Due: at.Add(26 * time.Hour),
