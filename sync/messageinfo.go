@@ -59,3 +59,22 @@ func firstWords(text string) string {
 	}
 	return s[:cut] + "…"
 }
+
+// noteWriters moves t's GuestWroteAt and AnsweredAt (the deadline
+// warnings' "unanswered") to the newest guest message, and staff message
+// visible to the guest, of msgs that app says the helpdesk now holds.
+func noteWriters(t *state.Ticket, msgs []adapters.Message, app []adapters.Appended) {
+	held := make(map[string]bool, len(app))
+	for _, a := range app {
+		held[a.UpstreamID] = true
+	}
+	for _, m := range msgs {
+		switch {
+		case !held[m.UpstreamID]:
+		case m.AuthorType == guestapi.AuthorGuest:
+			t.NoteGuestWrote(m.CreatedAt)
+		case m.AuthorType == guestapi.AuthorStaff && m.Public:
+			t.NoteAnswered(m.CreatedAt)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -36,5 +38,31 @@ func TestOwnInfo(t *testing.T) {
 	en.Kind, en.Payload = state.KindStatus, state.Payload{Status: "done"}
 	if got := ownInfo(en); got != (state.MessageInfo{}) {
 		t.Errorf("ownInfo of a status change = %+v", got)
+	}
+}
+
+// TestNoteWriters: the guest's messages the helpdesk took move the
+// ticket's GuestWroteAt, staff messages visible to the guest its
+// AnsweredAt; a note, and a message the helpdesk did not take, neither.
+// A guest writing after the answer makes the request unanswered again.
+func TestNoteWriters(t *testing.T) {
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	var tk state.Ticket
+	if !tk.Unanswered() {
+		t.Fatal("a new request is answered")
+	}
+	msgs := []adapters.Message{
+		{UpstreamID: "m1", AuthorType: guestapi.AuthorGuest, Public: true, CreatedAt: at},
+		{UpstreamID: "m2", AuthorType: guestapi.AuthorStaff, Public: false, CreatedAt: at.Add(time.Minute)},
+		{UpstreamID: "m3", AuthorType: guestapi.AuthorStaff, Public: true, CreatedAt: at.Add(2 * time.Minute)},
+		{UpstreamID: "m4", AuthorType: guestapi.AuthorGuest, Public: true, CreatedAt: at.Add(3 * time.Minute)},
+	}
+	noteWriters(&tk, msgs, []adapters.Appended{{UpstreamID: "m1"}, {UpstreamID: "m2"}, {UpstreamID: "m3", Existed: true}})
+	if !tk.GuestWroteAt.Equal(at) || !tk.AnsweredAt.Equal(at.Add(2*time.Minute)) || tk.Unanswered() {
+		t.Fatalf("guest wrote %v, answered %v, unanswered %t; want %v, %v, false", tk.GuestWroteAt, tk.AnsweredAt, tk.Unanswered(), at, at.Add(2*time.Minute))
+	}
+	noteWriters(&tk, msgs[3:], []adapters.Appended{{UpstreamID: "m4"}})
+	if !tk.Unanswered() {
+		t.Fatal("the guest wrote after the answer and the request is answered")
 	}
 }

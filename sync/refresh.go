@@ -495,6 +495,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 		for _, m := range p.append {
 			r.info[m.UpstreamID] = messageInfo(m)
 		}
+		noteWriters(&r.t, p.append, app)
 		for _, a := range app {
 			if validID(a.UpstreamID) {
 				r.mirrored = append(r.mirrored, a)

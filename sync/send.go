@@ -219,6 +219,11 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 						return err
 					}
 				}
+				if o.en.Kind == state.KindReply {
+					if err := noteAnswered(tx, o.en); err != nil {
+						return err
+					}
+				}
 				if o.en.Kind == state.KindStatus {
 					t, ok, err := tx.Ticket(o.en.TicketID)
 					if err != nil {
@@ -270,6 +275,17 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 			}
 		}
 	})
+}
+
+// noteAnswered records on its ticket that reply en, sent, answered the
+// guest (state.Ticket.AnsweredAt, read by the deadline warnings).
+func noteAnswered(tx *state.Tx, en state.Entry) error {
+	t, ok, err := tx.Ticket(en.TicketID)
+	if err != nil || !ok || !en.SentAt.After(t.AnsweredAt) {
+		return err
+	}
+	t.NoteAnswered(en.SentAt)
+	return tx.PutTicket(t)
 }
 
 // reconcileSoon asks for a reconcile of ticket id in the next cycle.
