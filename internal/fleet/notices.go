@@ -214,6 +214,13 @@ type hotelNotices struct {
 	held    []adapters.HeldError
 	scanned bool // the requests were scanned once
 	errored bool // the last scan found a request with an error
+	// changed tells that a cycle changed a request or recorded an error
+	// since the last scan; deadlines are the deadline warnings that scan
+	// found, reported again until the next, and nextDeadline when the
+	// earliest warning it saw ahead begins (zero: none).
+	changed      bool
+	deadlines    []notify.Condition
+	nextDeadline time.Time
 }
 
 // watch starts the watcher of one run of the hotel whose state is store:
@@ -279,6 +286,17 @@ func (hn *hotelNotices) cycleDone(err error) {
 	}
 }
 
+// cycleChanged notes whether a cycle changed a request on either side or
+// recorded an error: the requests are read again after it.
+func (hn *hotelNotices) cycleChanged(rep sync.Report) {
+	if rep.TouchedCount == 0 && rep.Errors == 0 {
+		return
+	}
+	hn.mu.Lock()
+	hn.changed = true
+	hn.mu.Unlock()
+}
+
 // observeHeld notes what the helpdesk holds, the cycle's last hook, and
 // wakes the loop.
 func (hn *hotelNotices) observeHeld(held []adapters.HeldError) {
@@ -297,7 +315,7 @@ func (hn *hotelNotices) observeHeld(held []adapters.HeldError) {
 
 // reconcileKinds are the kinds a cycle reports in full; the first two
 // need no read of the state.
-var reconcileKinds = []notify.Kind{notify.CyclesFailing, notify.KeyRefused, notify.Undeliverable, notify.RequestError}
+var reconcileKinds = []notify.Kind{notify.CyclesFailing, notify.KeyRefused, notify.Undeliverable, notify.RequestError, notify.Deadline}
 
 // reconcileMax bounds one reconcile: a state that does not answer (a
 // database down) holds the watcher, never the hotel's run, for no longer.
@@ -306,9 +324,14 @@ const reconcileMax = time.Minute
 func (hn *hotelNotices) reconcile(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, reconcileMax)
 	defer cancel()
+	now := time.Now()
 	hn.mu.Lock()
-	failed, held, scan := hn.failed, hn.held, !hn.scanned || hn.errored
-	hn.noted = false
+	failed, held := hn.failed, hn.held
+	// The requests are read when the last read found an error, a cycle
+	// changed one since, or a deadline's warning began: a quiet cycle
+	// reads none.
+	scan := !hn.scanned || hn.errored || hn.changed || (!hn.nextDeadline.IsZero() && !now.Before(hn.nextDeadline))
+	hn.noted, hn.changed = false, false
 	hn.mu.Unlock()
 	var holding []notify.Condition
 	if failed != nil {
@@ -329,17 +352,22 @@ func (hn *hotelNotices) reconcile(ctx context.Context) {
 		}
 	}
 	kinds := reconcileKinds
-	// A request's error is read again when the cycle recorded one, or
-	// the last read found one: a cycle that tried nothing changes none.
-	fromState, errored, err := hn.fromState(ctx, scan)
+	fromState, found, err := hn.fromState(ctx, scan, now)
 	if err != nil {
 		// What the state holds is unknown: its episodes stay as they are.
 		kinds = kinds[:2]
+		hn.mu.Lock()
+		hn.changed = hn.changed || scan
+		hn.mu.Unlock()
 		hn.log.Debug("notifications: read the state", slog.Any("error", err), slog.String("op", "notify"))
 	} else {
 		holding = append(holding, fromState...)
 		hn.mu.Lock()
-		hn.scanned, hn.errored = true, errored
+		if scan {
+			hn.scanned, hn.errored = true, found.errored
+			hn.deadlines, hn.nextDeadline = found.deadlines, found.next
+		}
+		holding = append(holding, hn.deadlines...)
 		hn.mu.Unlock()
 	}
 	if err := hn.ns.n.Reconcile(ctx, hn.hotel, kinds, holding); err != nil && ctx.Err() == nil {
@@ -347,10 +375,18 @@ func (hn *hotelNotices) reconcile(ctx context.Context) {
 	}
 }
 
+// scanned is what a read of the requests found beside their errors.
+type scanned struct {
+	errored   bool               // a request's last try failed
+	deadlines []notify.Condition // the deadline warnings that hold
+	next      time.Time          // when the earliest warning ahead begins; zero: none
+}
+
 // fromState returns the conditions the hotel's state holds: the journal
 // entries refused for good and, when scan, the requests whose last try
-// failed (errored tells whether there were any).
-func (hn *hotelNotices) fromState(ctx context.Context, scan bool) (out []notify.Condition, errored bool, err error) {
+// failed; found holds, when scan, the deadline warnings at now.
+func (hn *hotelNotices) fromState(ctx context.Context, scan bool, now time.Time) (out []notify.Condition, found scanned, err error) {
+	warnBefore := hn.ns.cfg.DeadlineWarnBefore
 	err = hn.store.View(ctx, func(tx *state.Tx) error {
 		failed, err := tx.FailedJournal()
 		if err != nil {
@@ -365,15 +401,20 @@ func (hn *hotelNotices) fromState(ctx context.Context, scan bool) (out []notify.
 			return nil
 		}
 		return tx.ForEachTicket(func(t state.Ticket) error {
+			if c, ok, next := deadlineOf(t, now, warnBefore); ok {
+				found.deadlines = append(found.deadlines, c)
+			} else if !next.IsZero() && (found.next.IsZero() || next.Before(found.next)) {
+				found.next = next
+			}
 			if t.LastError != "" && !t.Retired {
-				errored = true
+				found.errored = true
 				out = append(out, notify.Condition{Key: notify.Key{Kind: notify.RequestError, Subject: "request " + t.ID},
 					Cause: t.LastError, Fix: "see the request on the status page; the bridge tries it again at each cycle"})
 			}
 			return nil
 		})
 	})
-	return out, errored, err
+	return out, found, err
 }
 
 // whyFailed says why a cycle failed, in words shared by every hotel it
@@ -417,6 +458,7 @@ type noticeReporter struct {
 
 func (r noticeReporter) CycleDone(rep sync.Report, err error) {
 	r.Telemetry.CycleDone(rep, err)
+	r.hn.cycleChanged(rep)
 	r.hn.cycleDone(err)
 }
 

@@ -39,7 +39,7 @@ type Config struct {
 	CyclesFailingAfter time.Duration `env:"TICKETBRIDGE_NOTIFY_CYCLES_FAILING_AFTER, default=15m"`
 	RequestErrorAfter  time.Duration `env:"TICKETBRIDGE_NOTIFY_REQUEST_ERROR_AFTER, default=1h"`
 	// DeadlineWarnBefore is how long before a deadline the support team
-	// is warned; the daemon's deadline check reads it.
+	// is warned while nobody answered the guest (internal/fleet).
 	DeadlineWarnBefore time.Duration `env:"TICKETBRIDGE_NOTIFY_DEADLINE_WARN_BEFORE, default=1h"`
 	GroupWindow        time.Duration `env:"TICKETBRIDGE_NOTIFY_GROUP_WINDOW, default=1m"`
 
