@@ -78,6 +78,11 @@ type Config struct {
 	ExcludeDepartments Departments `env:"TICKETBRIDGE_EXCLUDE_DEPARTMENTS"`
 	IncludeOrigins     Origins     `env:"TICKETBRIDGE_INCLUDE_ORIGINS"`
 	ExcludeOrigins     Origins     `env:"TICKETBRIDGE_EXCLUDE_ORIGINS"`
+
+	// Priority derives the helpdesk priority from the request's
+	// department and due date (see priority.go); off, the default, leaves
+	// the helpdesk's priority alone.
+	Priority PriorityRule `env:"TICKETBRIDGE_PRIORITY"`
 }
 
 // DefaultConfig returns the configuration with every default applied.

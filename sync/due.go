@@ -46,6 +46,10 @@ func DueReasonText(reason string) string {
 		return "moved: it left the list of its status and department (closed, perhaps); read to see where it went"
 	case DueHeld:
 		return "held: the helpdesk holds a change until the team does what it asks (see the ticket's last error); tried again every few minutes"
+	case DueWait:
+		return "wait: a field update waits for the helpdesk's rate budget"
+	case DuePriority:
+		return "priority: its due date comes within a threshold of TICKETBRIDGE_PRIORITY then, which changes its priority"
 	case DueAsked:
 		return "asked: an operator asked to read it now"
 	case DueDeleted:

@@ -81,7 +81,7 @@ func (e *Engine) planFields(p *discoverPlan, t *state.Ticket, lt guestapi.Ticket
 		}
 		return false
 	}
-	if !listDiffers(lt, t.Carried) {
+	if !listDiffers(lt, t.Carried) && !e.cfg.Priority.listedPriorityDiffers(lt, t.Carried.Priority, now) {
 		return false
 	}
 	p.due(lt)
@@ -156,10 +156,14 @@ func (c *cycle) carryFields(r *refreshResult, ref adapters.Ref, d guestapi.Ticke
 		due = r.t.Carried.Due
 	}
 	nw := platformFields(d, due)
+	nw.Priority = e.cfg.Priority.of(d.Department, due, c.now) // see priority.go
 	var old adapters.Fields
 	changed := adapters.AllFields
 	if known {
 		old = carriedFields(r.t.Carried)
+		if d.Status.Closed() {
+			nw.Priority = old.Priority // a closed request keeps the priority carried
+		}
 		changed = adapters.Diff(old, nw)
 	}
 	if nw.Priority == "" {

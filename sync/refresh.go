@@ -536,6 +536,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	r.unsignalled = p.unsignalled
 	e.pol.afterRead(&r.t, c.now, p.active)
 	c.afterFields(&r)
+	c.afterPriority(&r)
 	return r
 }
 

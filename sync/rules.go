@@ -328,9 +328,10 @@ func joinOrigins(os Origins) string {
 	return strings.Join(names, ", ")
 }
 
-// RulesText says in words what the rules of c leave out and what goes
-// upstream, for check: "leave out requests of origin internal; upstream:
-// replies, notes, status". c must be valid.
+// RulesText says in words what the rules of c leave out, what goes
+// upstream and, when on, the priority rule, for check: "leave out
+// requests of origin internal; upstream: replies, notes, status;
+// priority: default=normal,due<2h=high". c must be valid.
 func RulesText(c Config) string {
 	p, err := c.parse()
 	if err != nil {
@@ -347,7 +348,11 @@ func RulesText(c Config) string {
 	if p.scope.any() {
 		out = "leave out " + p.scope.String()
 	}
-	return out + "; upstream: " + up
+	out += "; upstream: " + up
+	if p.Priority.On() {
+		out += "; priority: " + p.Priority.String()
+	}
+	return out
 }
 
 // LeftOut counts, in a cycle's report, the requests one rule leaves out:
