@@ -9,11 +9,14 @@ type Markers struct {
 	Messages map[string]string // upstream message id -> helpdesk comment id
 	Sent     map[string]string // helpdesk event id -> upstream message id
 	Unsent   map[string]bool   // helpdesk event ids whose files are noted as not sent
+	// Noted holds the markers of the notes of a rating or a console
+	// comment (see [adapters.RatingNote]), with their comment ids.
+	Noted map[adapters.Marker]string
 }
 
 // NewMarkers returns empty Markers.
 func NewMarkers() Markers {
-	return Markers{Messages: map[string]string{}, Sent: map[string]string{}, Unsent: map[string]bool{}}
+	return Markers{Messages: map[string]string{}, Sent: map[string]string{}, Unsent: map[string]bool{}, Noted: map[adapters.Marker]string{}}
 }
 
 // Add records the marker mk of the bridge's comment helpdeskID. Of two
@@ -30,6 +33,10 @@ func (h Markers) Add(mk adapters.Marker, helpdeskID string) {
 		}
 	case adapters.MarkerUnsent:
 		h.Unsent[mk.ID] = true
+	case adapters.MarkerRating, adapters.MarkerComment:
+		if _, dup := h.Noted[mk]; !dup {
+			h.Noted[mk] = helpdeskID
+		}
 	}
 }
 
@@ -55,6 +62,11 @@ func (h Markers) Merge(o Markers) {
 	}
 	for k := range o.Unsent {
 		h.Unsent[k] = true
+	}
+	for k, v := range o.Noted {
+		if _, dup := h.Noted[k]; !dup {
+			h.Noted[k] = v
+		}
 	}
 }
 

@@ -39,6 +39,12 @@
 //     (with [MessageText]), Note (an internal note), Status (with
 //     [Target]) and Events (a cursor framed by [Cursor], and the names of
 //     the files attached to replies and notes).
+//   - [Fielder], the platform's fields in the ticket's own fields (Held,
+//     Want and SetFields), and an Update that calls
+//     [Helpdesk.UpdateFields], which compares, writes the rating and
+//     comment notes once by their markers and returns the rate budget's
+//     [adapters.WaitError] (a [Budget] counts writes per ticket where the
+//     helpdesk limits them).
 //   - T, the vendor's view of what mirrors one upstream ticket: the ticket
 //     itself, or, where the helpdesk closes tickets for good, the ticket
 //     and its follow-ups; a [Preparer] when a ticket must change before
