@@ -48,6 +48,11 @@ type Config struct {
 	// Tag is added to every ticket the bridge creates, for views and
 	// triggers; "none" adds no tag.
 	Tag string `env:"TAG,default=ticketbridge"`
+	// DueField is the id of a custom date field that holds the request's
+	// due date (target_due_at): Zendesk's own due_at is for task tickets
+	// only. 0 carries no due date. A date field holds a day: the due
+	// date's day in UTC.
+	DueField int64 `env:"DUE_FIELD"`
 	// EventsSince is where Changes starts when it has no cursor (the first
 	// start, or after the bridge's state was lost): an RFC 3339 time or a
 	// date. Empty means the account's beginning; set it to the day the
@@ -85,6 +90,9 @@ func (c Config) Validate() error {
 	if c.Group < 0 {
 		return fmt.Errorf("%sGROUP %d is not a group id", EnvPrefix, c.Group)
 	}
+	if c.DueField < 0 {
+		return fmt.Errorf("%sDUE_FIELD %d is not a ticket field id", EnvPrefix, c.DueField)
+	}
 	if strings.ContainsAny(c.Tag, " \t\r\n,") {
 		return fmt.Errorf("%sTAG %q: a Zendesk tag may not contain white space or commas", EnvPrefix, c.Tag)
 	}
@@ -103,8 +111,8 @@ func (c Config) String() string {
 	if c.Token != "" {
 		token = "[redacted]"
 	}
-	return fmt.Sprintf("zendesk.Config{URL:%q Email:%q Token:%s TokenFile:%q Group:%d Groups:%v Tag:%q EventsSince:%q Timeout:%s PageSize:%d}",
-		c.URL, c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.EventsSince, c.Timeout, c.PageSize)
+	return fmt.Sprintf("zendesk.Config{URL:%q Email:%q Token:%s TokenFile:%q Group:%d Groups:%v Tag:%q DueField:%d EventsSince:%q Timeout:%s PageSize:%d}",
+		c.URL, c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.DueField, c.EventsSince, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the token either.
@@ -115,7 +123,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("url", c.URL.String()), slog.String("email", c.Email), slog.Bool("token_set", c.Token != ""),
 		slog.String("token_file", c.TokenFile), slog.Int64("group", c.Group), slog.Any("groups", map[string]int64(c.Groups)),
-		slog.String("tag", c.Tag), slog.String("events_since", c.EventsSince.String()),
+		slog.String("tag", c.Tag), slog.Int64("due_field", c.DueField), slog.String("events_since", c.EventsSince.String()),
 		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
 	)
 }

@@ -3,10 +3,12 @@ package zendesk_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +39,7 @@ type env struct {
 
 	mu     sync.Mutex
 	agents map[string]int64
+	groups zendesk.Groups
 }
 
 // newEnv serves a fake account on loopback, for a test in which no time
@@ -44,6 +47,7 @@ type env struct {
 func newEnv(t testing.TB, opts zendeskfake.Options) *env {
 	t.Helper()
 	opts.Email, opts.Token = testEmail, testToken
+	opts.TicketFields = append(opts.TicketFields, dueField)
 	fake := zendeskfake.New(opts)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
@@ -56,13 +60,26 @@ func newEnv(t testing.TB, opts zendeskfake.Options) *env {
 func newBubbleEnv(t testing.TB, opts zendeskfake.Options) *env {
 	t.Helper()
 	opts.Email, opts.Token = testEmail, testToken
+	opts.TicketFields = append(opts.TicketFields, dueField)
 	fake := zendeskfake.New(opts)
 	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
 	return &env{t: t, fake: fake, url: testutil.PipeURL, hc: hc, bubble: true, logs: &testutil.Buffer{}, agents: map[string]int64{}}
 }
 
+// dueField is the custom date field the tests' accounts hold the due
+// date in.
+var dueField = zendeskfake.Field{ID: 360009001, Title: "Due date", Type: "date"}
+
+// config has the account's address and credentials, its due date field,
+// and a group for each of two departments (made on first use).
 func (e *env) config() zendesk.Config {
-	return zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, Email: testEmail, Token: testToken}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.groups == nil {
+		e.groups = zendesk.Groups{"housekeeping": e.fake.AddGroup("Housekeeping"), "maintenance": e.fake.AddGroup("Maintenance")}
+	}
+	return zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, Email: testEmail, Token: testToken,
+		Groups: e.groups, DueField: dueField.ID}
 }
 
 // options make the adapter wait on the bubble's clock, or not at all on
@@ -161,6 +178,36 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: c.Body, Public: c.Public})
 	}
 	return snap, nil
+}
+
+// ReadFields reads the group, the subject (without the "[department] "
+// prefix it is written with) and the rating tag. The due date field holds
+// a day, which the case cannot compare with the due time; TestUpdate
+// checks it.
+func (a agent) ReadFields(_ context.Context, ref adapters.Ref) (adaptertest.HeldFields, error) {
+	id, err := ticketID(ref)
+	if err != nil {
+		return adaptertest.HeldFields{}, err
+	}
+	t, ok := a.e.fake.Ticket(id)
+	if !ok {
+		return adaptertest.HeldFields{}, adapters.ErrNotFound
+	}
+	h := adaptertest.HeldFields{Queue: strconv.FormatInt(t.GroupID, 10), Title: t.Subject,
+		Holds: adapters.FieldSet(adapters.FieldDepartment | adapters.FieldTitle | adapters.FieldRating)}
+	if _, rest, ok := strings.Cut(t.Subject, "] "); ok && strings.HasPrefix(t.Subject, "[") {
+		h.Title = rest
+	}
+	for _, tag := range t.Tags {
+		if v, ok := strings.CutPrefix(tag, "guest_rating_"); ok {
+			r, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", "."), 64)
+			if err != nil {
+				return h, fmt.Errorf("rating tag %q: %w", tag, err)
+			}
+			h.Rating = &r
+		}
+	}
+	return h, nil
 }
 
 // faults makes the fake fail as Zendesk does, for the suite's fault cases.

@@ -98,8 +98,12 @@
 // 10 export requests a minute. The adapter spends per ticket: one creation
 // (the first comment included, no update), one update per upstream message
 // appended, one per status change that Zendesk does not already show, and
-// one per agent event delivered upstream (the MarkSent note); reads (the
-// ticket, its comments) cost no update. A busy conversation of more than
+// one per agent event delivered upstream (the MarkSent note), one per
+// field update and one per rating or comment note ([Adapter.Update]);
+// reads (the ticket, its comments) cost no update. The adapter counts its
+// updates of each ticket and does not send one over the budget: Update
+// returns an [adapters.WaitError] naming when the next is allowed, the
+// other writes fail temporarily. A busy conversation of more than
 // about 15 guest messages and agent replies in ten minutes meets the limit:
 // Zendesk answers 429 with Retry-After, the call fails temporarily, and the
 // engine tries the ticket again later while the other tickets go on. One

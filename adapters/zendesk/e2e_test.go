@@ -3,6 +3,7 @@ package zendesk_test
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -22,21 +23,24 @@ import (
 // on the clock of the test's testing/synctest bubble.
 type loop struct {
 	*looptest.Loop
-	t    *testing.T
-	fake *zendeskfake.Server
+	t      *testing.T
+	fake   *zendeskfake.Server
+	groups zendesk.Groups
 }
 
 func newLoop(t *testing.T) *loop {
-	fake := zendeskfake.New(zendeskfake.Options{Email: testEmail, Token: testToken})
+	fake := zendeskfake.New(zendeskfake.Options{Email: testEmail, Token: testToken, TicketFields: []zendeskfake.Field{dueField}})
+	groups := zendesk.Groups{"housekeeping": fake.AddGroup("Housekeeping"), "maintenance": fake.AddGroup("Maintenance")}
 	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
 	l := looptest.New(t, looptest.Options{
 		Name: zendesk.Name, Helpdesk: "Zendesk",
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL)}, Email: testEmail, Token: testToken},
+			return zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL)}, Email: testEmail, Token: testToken,
+				Groups: groups, DueField: dueField.ID},
 				adapters.Deps{Logger: logger}, zendesk.Options{HTTP: hc})
 		},
 	})
-	return &loop{Loop: l, t: t, fake: fake}
+	return &loop{Loop: l, t: t, fake: fake, groups: groups}
 }
 
 // zendeskTicket returns the one Zendesk ticket of upstream ticket id.
@@ -149,6 +153,68 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if strings.Contains(l.Logs(), testToken) {
 			t.Errorf("the token is in the log")
+		}
+	})
+}
+
+// TestEndToEndFields changes each field of a request in the hotel's
+// console and sees it in Zendesk after one cycle, once, and never back
+// upstream.
+func TestEndToEndFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoop(t)
+		id := l.Request("housekeeping", "Two towels to room 214")
+		l.Settle()
+		before := len(l.Upstream(id).Messages)
+
+		due := time.Date(2026, 6, 2, 15, 0, 0, 0, time.UTC)
+		rating, comment := 3.0, "VIP guest, handle first."
+		for _, err := range []error{
+			l.Server.SetDepartment(id, "maintenance"),
+			l.Server.SetDescription(id, "Fix the towel rail in room 214"),
+			l.Server.SetDue(id, &due),
+			l.Server.SetComment(id, &comment),
+			l.Server.RateTicket(id, &rating),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := l.Tick(); r.FieldsUpdated != 1 {
+			t.Errorf("the cycle after the edits updated the fields of %d tickets, want 1: %+v", r.FieldsUpdated, r)
+		}
+		check := func(when string) {
+			t.Helper()
+			zt := l.zendeskTicket(id)
+			if zt.GroupID != l.groups["maintenance"] || zt.Subject != "[maintenance] Fix the towel rail in room 214" ||
+				zt.Fields[dueField.ID] != "2026-06-02" || !slices.Contains(zt.Tags, "guest_rating_3") {
+				t.Errorf("%s: Zendesk ticket group %d subject %q due %q tags %q", when, zt.GroupID, zt.Subject, zt.Fields[dueField.ID], zt.Tags)
+			}
+			ratingNote, _ := adapters.RatingNote(rating)
+			commentNote, _ := adapters.CommentNote(comment)
+			for _, note := range []string{ratingNote, commentNote} {
+				n := 0
+				for _, c := range zt.Comments {
+					if strings.Contains(c.Body, note) && !c.Public {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("%s: %d internal notes say %q, want 1", when, n, note)
+				}
+			}
+		}
+		check("after one cycle")
+		l.Settle()
+		check("after the loop settled")
+		if got := len(l.Upstream(id).Messages); got != before {
+			t.Errorf("upstream holds %d messages after the field updates, had %d: the bridge's own writes came back", got, before)
+		}
+		l.LoseState()
+		l.Settle()
+		check("after a lost state")
+		if strings.Contains(l.Logs(), "level=ERROR") {
+			t.Errorf("errors logged:\n%s", l.Logs())
 		}
 	})
 }

@@ -63,7 +63,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		ExternalID: externalPrefix + t.UpstreamID,
 		Status:     a.status.Down(t.Status),
 		GroupID:    saas.Group(a.groups, t.Department, a.cfg.Group),
-		Tags:       a.tags,
+		Tags:       a.createTags(t),
 	}
 	ans, err := a.create(ctx, in, "create ticket")
 	if err != nil {
@@ -102,10 +102,11 @@ func (a *Adapter) create(ctx context.Context, in zdTicketIn, op string) (zdWrite
 	return out, nil
 }
 
-// update sends one ticket update through c.
+// update sends one ticket update through c, spending one of the ticket's
+// budget (see [Adapter.Update]).
 func (a *Adapter) update(ctx context.Context, c *adapters.HTTPClient, id int64, in zdTicketIn, op string) (zdWriteAnswer, error) {
 	var out zdWriteAnswer
-	_, err := c.JSON(ctx, adapters.HTTPRequest{Method: http.MethodPut, URL: a.url(fmt.Sprintf("/tickets/%d", id)), Op: op}, map[string]any{"ticket": in}, &out)
+	_, err := a.putWith(ctx, c, saas.RefOf(id), id, in, op, &out)
 	return out, err
 }
 
@@ -215,11 +216,7 @@ func (v vendor) Status(ctx context.Context, c chain, s guestapi.Status) error {
 		}
 		return nil
 	}
-	var out zdWriteAnswer
-	resp, err := v.http.JSON(ctx, adapters.HTTPRequest{
-		Method: http.MethodPut, URL: v.url(fmt.Sprintf("/tickets/%d", active.ID)), Op: "set status",
-		Accept: []int{http.StatusUnprocessableEntity},
-	}, map[string]any{"ticket": zdTicketIn{Status: target}}, &out)
+	resp, err := v.put(ctx, c.ref, active.ID, zdTicketIn{Status: target}, "set status", http.StatusUnprocessableEntity)
 	if err == nil && resp.StatusCode == http.StatusUnprocessableEntity {
 		if need := requiredOnSolve(resp.Body); need != "" {
 			return v.holdSolve(ctx, c.ref, c, s, need)

@@ -26,15 +26,20 @@ type zdVia struct {
 }
 
 type zdTicket struct {
-	ID          int64     `json:"id"`
-	ExternalID  *string   `json:"external_id"`
-	Subject     string    `json:"subject"`
-	Status      string    `json:"status"`
-	GroupID     *int64    `json:"group_id"`
-	FollowupIDs []int64   `json:"followup_ids"`
-	Via         zdVia     `json:"via"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID         int64    `json:"id"`
+	ExternalID *string  `json:"external_id"`
+	Subject    string   `json:"subject"`
+	Status     string   `json:"status"`
+	GroupID    *int64   `json:"group_id"`
+	Priority   *string  `json:"priority"`
+	Tags       []string `json:"tags"`
+	// CustomFields are the custom fields' values: a date field's is
+	// "YYYY-MM-DD", a number field's a number or its text, none null.
+	CustomFields []zdFieldValue `json:"custom_fields"`
+	FollowupIDs  []int64        `json:"followup_ids"`
+	Via          zdVia          `json:"via"`
+	CreatedAt    time.Time      `json:"created_at"`
+	UpdatedAt    time.Time      `json:"updated_at"`
 }
 
 func (t zdTicket) externalID() string {
@@ -42,6 +47,37 @@ func (t zdTicket) externalID() string {
 		return ""
 	}
 	return *t.ExternalID
+}
+
+// field returns the value of custom field id as text; "" for none.
+func (t zdTicket) field(id int64) string {
+	for _, f := range t.CustomFields {
+		if f.ID == id {
+			return rawString(f.Value)
+		}
+	}
+	return ""
+}
+
+// zdFieldValue is one custom field's value of a ticket, as read and
+// written ("custom_fields": [{"id": 360001, "value": "2026-05-01"}]).
+type zdFieldValue struct {
+	ID    int64           `json:"id"`
+	Value json.RawMessage `json:"value"`
+}
+
+// zdFieldsIn is the update that sets the platform's fields; only the
+// fields set are sent. Tags replace the ticket's tags, so they go with
+// safe_update and the updated_stamp of the ticket they were read from:
+// Zendesk answers 409 if it changed meanwhile.
+type zdFieldsIn struct {
+	Subject      *string        `json:"subject,omitempty"`
+	GroupID      *int64         `json:"group_id,omitempty"`
+	Priority     *string        `json:"priority,omitempty"`
+	Tags         *[]string      `json:"tags,omitempty"`
+	CustomFields []zdFieldValue `json:"custom_fields,omitempty"`
+	SafeUpdate   bool           `json:"safe_update,omitempty"`
+	UpdatedStamp string         `json:"updated_stamp,omitempty"`
 }
 
 func (t zdTicket) followUp() bool {

@@ -91,6 +91,7 @@ type Adapter struct {
 	http     *adapters.HTTPClient // reads, creations with an Idempotency-Key, status changes
 	once     *adapters.HTTPClient // writes that add a comment: sent once, see Append
 	maxPages int
+	budget   saas.Budget // updates per ticket (see Update)
 
 	mu      sync.Mutex
 	me      saas.Memo[zdUser]
@@ -114,6 +115,7 @@ type ticketInfo struct {
 var _ adapters.Helpdesk = (*Adapter)(nil)
 var _ adapters.Checker = (*Adapter)(nil)
 var _ adapters.Holder = (*Adapter)(nil)
+var _ saas.Fielder[chain] = vendor{}
 
 // Factory builds the adapter from the TICKETBRIDGE_ZENDESK_* variables of
 // deps.Env; see [LoadConfig].
@@ -141,6 +143,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		maxPages: opts.EventPages,
 		tickets:  map[int64]ticketInfo{},
 		holds:    map[adapters.Ref]adapters.HeldError{},
+		budget:   saas.Budget{N: ticketUpdates.N, Window: ticketUpdates.Window, Why: ticketUpdates.Why},
 	}
 	if a.maxPages <= 0 {
 		a.maxPages = DefaultEventPages

@@ -28,7 +28,9 @@
 //   - POST /api/v2/tickets (the first comment in "comment", external_id,
 //     group_id, tags, via_followup_source_id for a follow-up of a closed
 //     ticket), GET /api/v2/tickets/{id}, GET /api/v2/tickets/show_many,
-//     PUT /api/v2/tickets/{id} (a comment with "public", a status,
+//     PUT /api/v2/tickets/{id} (a comment with "public", a status, subject,
+//     group_id, priority, tags that replace the ticket's, additional_tags,
+//     custom_fields of the account's [Options.TicketFields] checked by type,
 //     safe_update with updated_stamp answered 409 on a collision), and
 //     GET /api/v2/tickets?external_id= (the external id filter of List
 //     Tickets): https://developer.zendesk.com/api-reference/ticketing/tickets/tickets/

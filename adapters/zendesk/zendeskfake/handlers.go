@@ -28,8 +28,10 @@ type ticketIn struct {
 	ExternalID          *string    `json:"external_id"`
 	Status              *string    `json:"status"`
 	GroupID             *int64     `json:"group_id"`
-	Tags                []string   `json:"tags"`
+	Tags                *[]string  `json:"tags"`
 	AdditionalTags      []string   `json:"additional_tags"`
+	Priority            *string    `json:"priority"`
+	CustomFields        []fieldIn  `json:"custom_fields"`
 	RequesterID         *int64     `json:"requester_id"`
 	ViaFollowupSourceID *int64     `json:"via_followup_source_id"`
 	SafeUpdate          bool       `json:"safe_update"`
@@ -144,7 +146,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, user int64
 		subject = firstLine(cbody)
 	}
 	t := &ticket{Ticket: Ticket{
-		ID: s.nextTicket, Subject: subject, Status: status, GroupID: group, Tags: dedupTags(in.Tags),
+		ID: s.nextTicket, Subject: subject, Status: status, GroupID: group, Tags: dedupTags(derefTags(in.Tags)),
 		RequesterID: requester, SubmitterID: user, CreatedAt: now, UpdatedAt: now,
 	}, updates: map[int64][]time.Time{}}
 	s.nextTicket++
@@ -377,7 +379,12 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, user int64, b
 	if in.GroupID != nil {
 		u.group = in.GroupID
 	}
-	u.tags = append(slices.Clone(in.Tags), in.AdditionalTags...)
+	u.setTags, u.tags = in.Tags, in.AdditionalTags
+	u.subject, u.priority, u.fields = in.Subject, in.Priority, in.CustomFields
+	if bad := s.checkFields(u); len(bad) > 0 {
+		writeInvalidFields(w, bad)
+		return
+	}
 	a, errField, errText := s.apply(t, user, u)
 	if errField != "" {
 		writeInvalid(w, errField, errText)
@@ -395,7 +402,12 @@ type update struct {
 	comment *commentIn
 	files   []string // names of the files attached to the comment, by an agent in the agent interface
 	group   *int64
-	tags    []string
+	tags    []string  // added (additional_tags)
+	setTags *[]string // the whole new list (tags)
+	// subject, priority and custom field values, set by the API
+	subject  *string
+	priority *string
+	fields   []fieldIn
 }
 
 // apply makes one update of t by user as one audit. It returns the audit
@@ -456,6 +468,7 @@ func (s *Server) apply(t *ticket, user int64, u update) (*audit, string, string)
 		a.Events = append(a.Events, auditEvent{ID: s.newID(), Type: "Change", Field: "group_id", Value: strconv.FormatInt(*u.group, 10), Previous: strconv.FormatInt(t.GroupID, 10)})
 		t.GroupID = *u.group
 	}
+	s.applyFields(t, a, u)
 	if added := dedupTags(u.tags); len(added) > 0 {
 		before := strings.Join(t.Tags, " ")
 		t.Tags = dedupTags(append(slices.Clone(t.Tags), added...))

@@ -80,12 +80,18 @@ type Options struct {
 	// an API update to solved (or closed) of a ticket where one is empty
 	// is refused with 422 RecordInvalid. [Server.SetField] fills one in.
 	RequiredOnSolve []Field
+	// TicketFields are the account's other custom ticket fields, which
+	// the API may set ("custom_fields"); see [Field].
+	TicketFields []Field
 }
 
-// Field is a custom ticket field.
+// Field is a custom ticket field. Type is Zendesk's field type: "date"
+// takes "YYYY-MM-DD", "decimal" and "integer" a number; "" (and "text")
+// any text. Null empties any of them.
 type Field struct {
 	ID    int64
 	Title string
+	Type  string
 }
 
 func (o Options) withDefaults() Options {
@@ -163,6 +169,7 @@ type Ticket struct {
 	Subject             string
 	Status              string
 	GroupID             int64
+	Priority            string // low, normal, high, urgent; "" for none
 	Tags                []string
 	RequesterID         int64
 	SubmitterID         int64
@@ -433,7 +440,7 @@ func (s *Server) ticketJSON(t *ticket) map[string]any {
 	return map[string]any{
 		"id": t.ID, "url": fmt.Sprintf("/api/v2/tickets/%d.json", t.ID), "external_id": ext,
 		"subject": t.Subject, "raw_subject": t.Subject, "description": desc, "status": t.Status,
-		"group_id": group, "requester_id": t.RequesterID, "submitter_id": t.SubmitterID, "assignee_id": nil,
+		"group_id": group, "priority": nullable(t.Priority), "custom_fields": s.fieldsJSON(t), "requester_id": t.RequesterID, "submitter_id": t.SubmitterID, "assignee_id": nil,
 		"tags": nonNil(t.Tags), "via": via, "followup_ids": nonNilIDs(t.FollowupIDs), "is_public": anyPublic(t.Comments),
 		"created_at": zdTime(t.CreatedAt), "updated_at": zdTime(t.UpdatedAt),
 	}
