@@ -28,12 +28,15 @@
 //     fields and the custom ones, named cf_..., of type custom_text.
 //   - POST /api/v2/tickets (#create_ticket): subject, description (HTML),
 //     the requester by email (a contact is made for an unknown address) or
-//     requester_id, status, priority, source, group_id, tags and
-//     custom_fields; 201 with the ticket.
+//     requester_id, status, priority, source, group_id, tags, due_by and
+//     fr_due_by, and custom_fields; 201 with the ticket.
 //   - GET /api/v2/tickets/{id} (#view_a_ticket), with description and
 //     description_text; a deleted ticket comes back with "deleted": true.
-//   - PUT /api/v2/tickets/{id} (#update_ticket): status, priority,
-//     group_id, subject, description, tags, custom_fields.
+//   - PUT /api/v2/tickets/{id} (#update_ticket): status, priority (1 to
+//     4, else 400 invalid_value), group_id, subject, description, tags
+//     (which replace the ticket's), due_by and fr_due_by (checked as
+//     Freshdesk checks them, and computed by an SLA policy until set: see
+//     fields.go), custom_fields.
 //   - GET /api/v2/tickets (#list_all_tickets): updated_since, order_by
 //     (created_at, due_by, updated_at, status), order_type (asc, desc;
 //     desc by default), page and per_page; without updated_since only the

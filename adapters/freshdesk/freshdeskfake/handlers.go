@@ -116,7 +116,7 @@ func (s *Server) ticketJSON(t *Ticket, withDescription bool) map[string]any {
 		"type": nil, "tags": tags, "custom_fields": cf, "spam": t.Spam, "is_escalated": false,
 		"fr_escalated": false, "cc_emails": []string{}, "fwd_emails": []string{}, "reply_cc_emails": []string{},
 		"to_emails": nil, "product_id": nil, "email_config_id": nil,
-		"due_by": fdTime(t.CreatedAt.Add(72 * time.Hour)), "fr_due_by": fdTime(t.CreatedAt.Add(24 * time.Hour)),
+		"due_by": fdTime(t.DueBy), "fr_due_by": fdTime(t.FrDueBy),
 		"created_at": fdTime(t.CreatedAt), "updated_at": fdTime(t.UpdatedAt),
 	}
 	if withDescription {
@@ -321,6 +321,7 @@ type ticketInput struct {
 	tagsSet                  bool
 	customFields             map[string]*string
 	customFieldsSet          bool
+	dueBy, frDueBy           *time.Time // see fields.go
 }
 
 // decodeObject reads body as a JSON object, answering 400 when it is not.
@@ -419,6 +420,15 @@ func (s *Server) parseTicketInput(m map[string]json.RawMessage, create bool) (ti
 				if _, ok := s.groups[*in.groupID]; !ok {
 					errs = append(errs, fieldError{Field: k, Message: "There is no group matching the given group_id", Code: "invalid_value"})
 				}
+			}
+		case "due_by", "fr_due_by":
+			d, ferr := parseDue(k, m[k])
+			if ferr != nil {
+				errs = append(errs, *ferr)
+			} else if k == "due_by" {
+				in.dueBy = d
+			} else {
+				in.frDueBy = d
 			}
 		case "tags":
 			if json.Unmarshal(m[k], &in.tags) != nil || isNull(m[k]) {
@@ -520,11 +530,14 @@ func (s *Server) createTicket(w http.ResponseWriter, body []byte) {
 		return
 	}
 	in, errs := s.parseTicketInput(m, true)
+	now := s.now()
+	if len(errs) == 0 {
+		errs = checkDue(nil, in, now)
+	}
 	if len(errs) > 0 {
 		writeValidation(w, errs...)
 		return
 	}
-	now := s.now()
 	t := &Ticket{
 		ID: s.nextTicket, Status: StatusOpen, Priority: 1, Source: 2,
 		CustomFields: map[string]string{}, CreatedAt: now, UpdatedAt: now,
@@ -542,6 +555,7 @@ func (s *Server) createTicket(w http.ResponseWriter, body []byte) {
 		t.RequesterID = id
 	}
 	s.apply(t, in)
+	applyDue(t, in, 0)
 	s.tickets[t.ID] = t
 	w.Header().Set("Location", fmt.Sprintf("/api/v2/tickets/%d", t.ID))
 	saasfake.WriteJSON(w, http.StatusCreated, s.ticketJSON(t, true))
@@ -594,11 +608,16 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, body []byte) 
 		return
 	}
 	in, errs := s.parseTicketInput(m, false)
+	if len(errs) == 0 {
+		errs = checkDue(t, in, s.now())
+	}
 	if len(errs) > 0 {
 		writeValidation(w, errs...)
 		return
 	}
+	before := t.Priority
 	s.apply(t, in)
+	applyDue(t, in, before)
 	t.UpdatedAt = s.now()
 	saasfake.WriteJSON(w, http.StatusOK, s.ticketJSON(t, true))
 }

@@ -171,12 +171,17 @@ type Ticket struct {
 	GroupID         int64 // 0: none
 	Tags            []string
 	CustomFields    map[string]string // set values only
-	Deleted         bool
-	Archived        bool // see [Server.Archive]
-	Spam            bool
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	Conversations   []Conversation
+	// DueBy and FrDueBy are when the resolution and the first response
+	// are due: computed by the SLA policy until DueSet, when one was set
+	// through the API (see fields.go).
+	DueBy, FrDueBy time.Time
+	DueSet         bool
+	Deleted        bool
+	Archived       bool // see [Server.Archive]
+	Spam           bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Conversations  []Conversation
 }
 
 func (t *Ticket) clone() Ticket {

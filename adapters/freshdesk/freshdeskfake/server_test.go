@@ -471,3 +471,64 @@ func TestAgentSide(t *testing.T) {
 		t.Errorf("no default fields")
 	}
 }
+
+// Due times follow Freshdesk's rules: computed from the priority until
+// set, refused before the creation, before fr_due_by, in a status that
+// stops the SLA clock, or null; a bad priority is refused too; every
+// refusal is a 400 whose errors name the field.
+func TestDueTimes(t *testing.T) {
+	f := newFixture(t, freshdeskfake.Options{})
+	tk := f.create("Kettle", nil)
+	got, _ := f.fake.Ticket(tk.ID)
+	if !got.FrDueBy.Equal(got.CreatedAt.Add(24*time.Hour)) || !got.DueBy.Equal(got.CreatedAt.Add(72*time.Hour)) || got.DueSet {
+		t.Fatalf("a low-priority ticket's due times: fr %v due %v set %v (created %v)", got.FrDueBy, got.DueBy, got.DueSet, got.CreatedAt)
+	}
+	path := fmt.Sprintf("/api/v2/tickets/%d", tk.ID)
+	if a := f.do("PUT", path, map[string]any{"priority": 4}); a.status != http.StatusOK {
+		t.Fatalf("priority 4: %d %s", a.status, a.body)
+	}
+	got, _ = f.fake.Ticket(tk.ID)
+	if !got.DueBy.Equal(got.CreatedAt.Add(4 * time.Hour)) {
+		t.Errorf("after priority 4 the SLA's due_by is %v, want 4 hours after creation", got.DueBy)
+	}
+	created := got.CreatedAt
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+		want map[string]string
+	}{
+		{"before creation", map[string]any{"due_by": fdTime(created.Add(-time.Hour))}, map[string]string{"due_by": "invalid_value"}},
+		{"before fr_due_by", map[string]any{"due_by": fdTime(created.Add(30 * time.Minute))}, map[string]string{"due_by": "invalid_value"}},
+		{"fr_due_by after due_by", map[string]any{"fr_due_by": fdTime(created.Add(5 * time.Hour))}, map[string]string{"fr_due_by": "invalid_value"}},
+		{"null", map[string]any{"due_by": nil}, map[string]string{"due_by": "datatype_mismatch"}},
+		{"no date", map[string]any{"due_by": "soon"}, map[string]string{"due_by": "invalid_value"}},
+		{"pending", map[string]any{"status": 3, "due_by": fdTime(created.Add(48 * time.Hour))}, map[string]string{"due_by": "incompatible_field"}},
+		{"bad priority", map[string]any{"priority": 5}, map[string]string{"priority": "invalid_value"}},
+	} {
+		a := f.do("PUT", path, tc.body)
+		if a.status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", tc.name, a.status, a.body)
+			continue
+		}
+		if got := a.errors(t); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: errors %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// A past due time after the creation is taken, and kept when the
+	// priority changes; fr_due_by moves with it in the same update.
+	due := created.Add(30 * time.Minute)
+	if a := f.do("PUT", path, map[string]any{"due_by": fdTime(due), "fr_due_by": fdTime(due)}); a.status != http.StatusOK {
+		t.Fatalf("due_by and fr_due_by: %d %s", a.status, a.body)
+	}
+	if a := f.do("PUT", path, map[string]any{"priority": 2}); a.status != http.StatusOK {
+		t.Fatalf("priority 2: %d %s", a.status, a.body)
+	}
+	var shown map[string]any
+	f.do("GET", path, nil).decode(t, &shown)
+	if shown["due_by"] != fdTime(due) || shown["fr_due_by"] != fdTime(due) {
+		t.Errorf("due_by %v fr_due_by %v after a priority change, want both %s kept", shown["due_by"], shown["fr_due_by"], fdTime(due))
+	}
+}
+
+func fdTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
