@@ -110,7 +110,8 @@ func (a *Adapter) liveFollowUp(ctx context.Context, root fdTicket, upstream stri
 }
 
 // followUp returns the follow-up of archived ticket root, making it
-// (open, in root's group, with both custom fields) when it has none.
+// (open, in root's group, with its priority and tags and both custom
+// fields) when it has none.
 func (a *Adapter) followUp(ctx context.Context, root fdTicket, upstream string) (fdTicket, error) {
 	if f, ok, err := a.liveFollowUp(ctx, root, upstream); err != nil || ok {
 		return f, err
@@ -121,12 +122,15 @@ func (a *Adapter) followUp(ctx context.Context, root fdTicket, upstream string) 
 		Email:       a.cfg.Requester,
 		Name:        requesterName,
 		Status:      statusOpen,
-		Priority:    1,
+		Priority:    root.Priority, // the platform's fields go on with the follow-up: priority, tags, group
 		Tags:        a.tags,
 		CustomFields: map[string]string{
 			a.cfg.IDField:     upstream,
 			a.cfg.StatusField: baseline{}.next(statusOpen),
 		},
+	}
+	if len(root.Tags) > 0 {
+		in.Tags = root.Tags
 	}
 	if root.GroupID != nil {
 		in.GroupID = *root.GroupID

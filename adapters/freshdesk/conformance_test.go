@@ -3,10 +3,12 @@ package freshdesk_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +37,7 @@ type env struct {
 	mu     sync.Mutex
 	agents map[string]int64
 	sleeps []time.Duration
+	groups freshdesk.Groups
 }
 
 // newEnv serves a fake on loopback, for a test in which no time need
@@ -74,6 +77,19 @@ func newBubbleEnv(t testing.TB, opts freshdeskfake.Options, tick time.Duration) 
 
 func (e *env) config() freshdesk.Config {
 	return freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, APIKey: testKey}
+}
+
+// routed is config with a group for each of two departments (made on
+// first use), where a department move lands.
+func (e *env) routed() freshdesk.Config {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.groups == nil {
+		e.groups = freshdesk.Groups{"housekeeping": e.fake.AddGroup("Housekeeping"), "maintenance": e.fake.AddGroup("Maintenance")}
+	}
+	cfg := e.config()
+	cfg.Groups = e.groups
+	return cfg
 }
 
 // options make the adapter record its waits, and sit them out on the
@@ -191,6 +207,34 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 	return snap, nil
 }
 
+// ReadFields reads the group, the subject (without the "[department] "
+// prefix it is written with), due_by and the rating tag.
+func (a agent) ReadFields(_ context.Context, ref adapters.Ref) (adaptertest.HeldFields, error) {
+	id, err := ticketID(ref)
+	if err != nil {
+		return adaptertest.HeldFields{}, err
+	}
+	t, ok := a.e.fake.Ticket(id)
+	if !ok {
+		return adaptertest.HeldFields{}, adapters.ErrNotFound
+	}
+	h := adaptertest.HeldFields{Queue: strconv.FormatInt(t.GroupID, 10), Title: t.Subject, Due: t.DueBy,
+		Holds: adapters.FieldSet(adapters.FieldDepartment | adapters.FieldTitle | adapters.FieldDue | adapters.FieldRating)}
+	if _, rest, ok := strings.Cut(t.Subject, "] "); ok && strings.HasPrefix(t.Subject, "[") {
+		h.Title = rest
+	}
+	for _, tag := range t.Tags {
+		if v, ok := strings.CutPrefix(tag, "guest_rating_"); ok {
+			r, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", "."), 64)
+			if err != nil {
+				return h, fmt.Errorf("rating tag %q: %w", tag, err)
+			}
+			h.Rating = &r
+		}
+	}
+	return h, nil
+}
+
 // faults makes the fake fail as Freshdesk does, for the suite's fault
 // cases.
 type faults struct{ e *env }
@@ -228,7 +272,7 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			adaptertest.RunInBubbles(t, func(t *testing.T) adaptertest.Harness {
 				e := newBubbleEnv(t, tc.opts, tc.tick)
-				cfg := e.config()
+				cfg := e.routed()
 				if tc.cfg != nil {
 					cfg = tc.cfg(cfg)
 				}

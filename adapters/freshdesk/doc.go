@@ -54,6 +54,17 @@
 //     event from writing it again (see [adapters.NoteUnsent]); the
 //     conformance case AttachmentsNoted shows it.
 //
+// # The platform's fields
+//
+// [Adapter.Update] keeps the request's fields current in the ticket's own
+// fields: the department's group, the subject, due_by (within Freshdesk's
+// rules for it: not before the creation nor before fr_due_by, none while
+// the status stops the SLA clock, never cleared), a guest_rating_ tag and
+// the priority, in one ticket update of the fields that differ; a rating
+// and a console comment also become one private note each per distinct
+// value, found again by their markers. The origin is a tag set at
+// creation. A 429 on the update is an [adapters.WaitError].
+//
 // # Archived tickets
 //
 // Freshdesk archives tickets closed and untouched for 120 days; the
@@ -129,8 +140,10 @@
 // Per guest request the adapter spends: one creation, one note per
 // upstream message, one update per status change Freshdesk does not
 // already show, one note per agent reply or note delivered (MarkSent), one
-// update per agent status change delivered; reads of the ticket and its
-// conversations for each Append, SetStatus and MarkSent; and per poll one
+// update per agent status change delivered, one update per field change
+// and one note per rating or comment ([Adapter.Update]); reads of the
+// ticket and its conversations for each Append, SetStatus, MarkSent and
+// Update; and per poll one
 // list request plus one conversations request for each mirrored ticket
 // updated in the last minute or since the previous poll.
 //
@@ -158,8 +171,10 @@
 //     ticket archiving,
 //     https://support.freshdesk.com/support/solutions/articles/212901
 //   - Create, view, update and list tickets (updated_since, order_by,
-//     order_type, the 300-page cap): #create_ticket, #view_a_ticket,
-//     #update_ticket, #list_all_tickets
+//     order_type, the 300-page cap; due_by, fr_due_by, priority, tags):
+//     #create_ticket, #view_a_ticket, #update_ticket, #list_all_tickets,
+//     and the article on changing a ticket's due date,
+//     https://support.freshdesk.com/support/solutions/folders/272943
 //   - Filter tickets (not used, see above): #filter_tickets
 //   - Conversations, notes and replies: #list_all_ticket_notes,
 //     #add_note_to_a_ticket, #reply_ticket

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -23,12 +24,23 @@ import (
 // on the clock of the test's testing/synctest bubble.
 type loop struct {
 	*looptest.Loop
-	t    *testing.T
-	fake *freshdeskfake.Server
+	t      *testing.T
+	fake   *freshdeskfake.Server
+	groups freshdesk.Groups
 }
 
+// newLoop serves a fake with pages of two and a budget of six requests a
+// minute.
 func newLoop(t *testing.T) *loop {
-	fake := freshdeskfake.New(freshdeskfake.Options{APIKey: testKey, MaxPerPage: 2, RateLimit: 6})
+	return newLoopWith(t, freshdeskfake.Options{MaxPerPage: 2, RateLimit: 6})
+}
+
+// newLoopWith serves a fake of opts, with a group for each of two
+// departments.
+func newLoopWith(t *testing.T, opts freshdeskfake.Options) *loop {
+	opts.APIKey = testKey
+	fake := freshdeskfake.New(opts)
+	groups := freshdesk.Groups{"housekeeping": fake.AddGroup("Housekeeping"), "maintenance": fake.AddGroup("Maintenance")}
 	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
 	l := looptest.New(t, looptest.Options{
 		Name: freshdesk.Name, Helpdesk: "Freshdesk",
@@ -36,7 +48,7 @@ func newLoop(t *testing.T) *loop {
 		// of a minute they are sat out within the cycle, not put off.
 		Interval: time.Minute,
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			hd, err := freshdesk.New(freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL), PageSize: 2}, APIKey: testKey},
+			hd, err := freshdesk.New(freshdesk.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL), PageSize: 2}, APIKey: testKey, Groups: groups},
 				adapters.Deps{Logger: logger}, freshdesk.Options{HTTP: hc})
 			if err != nil {
 				return nil, err
@@ -44,7 +56,7 @@ func newLoop(t *testing.T) *loop {
 			return hd, hd.Check(context.Background())
 		},
 	})
-	return &loop{Loop: l, t: t, fake: fake}
+	return &loop{Loop: l, t: t, fake: fake, groups: groups}
 }
 
 // freshdeskTicket returns the one Freshdesk ticket of upstream ticket id.
@@ -171,6 +183,73 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if !strings.Contains(l.Logs(), "status=429") {
 			t.Errorf("the loop never met Freshdesk's request budget, so it did not exercise waiting out a 429")
+		}
+	})
+}
+
+// TestEndToEndFields changes each field of a request in the hotel's
+// console and sees it in Freshdesk after one cycle, once, and never back
+// upstream. The fake has no request budget here: a 429 would put the
+// update off to a later cycle (TestUpdateWaitsOn429 covers that).
+func TestEndToEndFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoopWith(t, freshdeskfake.Options{})
+		id := l.Request("housekeeping", "Two towels to room 214")
+		l.Settle()
+		before := len(l.Upstream(id).Messages)
+		updated := l.freshdeskTicket(id).UpdatedAt
+
+		due := time.Date(2026, 6, 2, 15, 0, 0, 0, time.UTC)
+		rating, comment := 3.0, "VIP guest, handle first."
+		for _, err := range []error{
+			l.Server.SetDepartment(id, "maintenance"),
+			l.Server.SetDescription(id, "Fix the towel rail in room 214"),
+			l.Server.SetDue(id, &due),
+			l.Server.SetComment(id, &comment),
+			l.Server.RateTicket(id, &rating),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := l.Tick(); r.FieldsUpdated != 1 {
+			t.Errorf("the cycle after the edits updated the fields of %d tickets, want 1: %+v", r.FieldsUpdated, r)
+		}
+		check := func(when string) {
+			t.Helper()
+			ft := l.freshdeskTicket(id)
+			if ft.GroupID != l.groups["maintenance"] || ft.Subject != "[maintenance] Fix the towel rail in room 214" ||
+				!ft.DueBy.Equal(due) || !slices.Contains(ft.Tags, "guest_rating_3") {
+				t.Errorf("%s: Freshdesk ticket group %d subject %q due %v tags %q", when, ft.GroupID, ft.Subject, ft.DueBy, ft.Tags)
+			}
+			ratingNote, _ := adapters.RatingNote(rating)
+			commentNote, _ := adapters.CommentNote(comment)
+			for _, note := range []string{ratingNote, commentNote} {
+				n := 0
+				for _, c := range ft.Conversations {
+					if strings.Contains(c.BodyText, note) && c.Private {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("%s: %d private notes say %q, want 1", when, n, note)
+				}
+			}
+		}
+		check("after one cycle")
+		if !l.freshdeskTicket(id).UpdatedAt.After(updated) {
+			t.Errorf("the Freshdesk ticket was not updated")
+		}
+		l.Settle()
+		check("after the loop settled")
+		if got := len(l.Upstream(id).Messages); got != before {
+			t.Errorf("upstream holds %d messages after the field updates, had %d: the bridge's own writes came back", got, before)
+		}
+		l.LoseState()
+		l.Settle()
+		check("after a lost state")
+		if strings.Contains(l.Logs(), "level=ERROR") {
+			t.Errorf("errors logged:\n%s", l.Logs())
 		}
 	})
 }

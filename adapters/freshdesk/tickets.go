@@ -63,8 +63,10 @@ func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool
 }
 
 // Create makes the ticket of t: requested by the configured requester,
-// with the request as its description, the department's group, the tag,
-// the mapped status and both custom fields. Freshdesk has no idempotency
+// with the request as its description, the department's group, the tags
+// (the configured one, the origin's, the rating's), the mapped status and
+// both custom fields. The priority is Freshdesk's default (low) until
+// Update sets the one a priority rule derives. Freshdesk has no idempotency
 // key: a creation is sent once, and when its outcome is unknown the call
 // fails and the engine's next call finds the ticket if it was made.
 func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, error) {
@@ -79,9 +81,8 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		Email:       a.cfg.Requester,
 		Name:        requesterName,
 		Status:      status,
-		Priority:    1,
 		GroupID:     saas.Group(a.groups, t.Department, a.cfg.Group),
-		Tags:        a.tags,
+		Tags:        a.createTags(t),
 		CustomFields: map[string]string{
 			a.cfg.IDField:     t.UpstreamID,
 			a.cfg.StatusField: baseline{}.next(status),

@@ -44,6 +44,10 @@ type fdTicket struct {
 	Subject      string                     `json:"subject"`
 	Status       int                        `json:"status"`
 	GroupID      *int64                     `json:"group_id"`
+	Priority     int                        `json:"priority"`
+	Tags         []string                   `json:"tags"`
+	DueBy        *time.Time                 `json:"due_by"`
+	FrDueBy      *time.Time                 `json:"fr_due_by"`
 	CustomFields map[string]json.RawMessage `json:"custom_fields"`
 	Deleted      bool                       `json:"deleted"`
 	Spam         bool                       `json:"spam"`
@@ -128,6 +132,18 @@ type fdTicketIn struct {
 	GroupID      int64             `json:"group_id,omitempty"`
 	Tags         []string          `json:"tags,omitempty"`
 	CustomFields map[string]string `json:"custom_fields,omitempty"`
+}
+
+// fdFieldsIn is the update that sets the platform's fields; only the
+// fields set are sent. Tags replace the ticket's tags (see
+// [vendor.SetFields]).
+type fdFieldsIn struct {
+	Subject  *string   `json:"subject,omitempty"`
+	GroupID  *int64    `json:"group_id,omitempty"`
+	Priority *int      `json:"priority,omitempty"`
+	DueBy    *string   `json:"due_by,omitempty"`
+	FrDueBy  *string   `json:"fr_due_by,omitempty"`
+	Tags     *[]string `json:"tags,omitempty"`
 }
 
 type fdNoteIn struct {
