@@ -8,7 +8,7 @@
 // It is not Zammad and not a general-purpose Zammad emulator: it keeps one
 // system in memory, knows only the endpoints below, and leaves out what the
 // adapter does not touch (uploads and attachment content, organisations,
-// triggers, overviews, SLAs, e-mail, tags, links, notifications).
+// triggers, overviews, SLAs, e-mail, links, notifications).
 //
 // # Endpoints and the pages they follow
 //
@@ -31,9 +31,15 @@
 //   - GET /api/v1/tickets (ordered by id, page and per_page, at most 100 a
 //     page), GET /api/v1/tickets/{id}, POST /api/v1/tickets (title, group,
 //     customer or customer_id with "guess:{email}", state, pending_time,
-//     custom attributes, and a first "article"), PUT /api/v1/tickets/{id}
-//     (state, pending_time, title, group, custom attributes, an optional new
-//     "article"): https://docs.zammad.org/en/latest/api/ticket/index.html
+//     custom attributes, tags, priority or priority_id, and a first
+//     "article"), PUT /api/v1/tickets/{id} (state, pending_time, title,
+//     group, priority or priority_id, custom attributes, an optional new
+//     "article"): https://docs.zammad.org/en/latest/api/ticket/index.html;
+//     an update that changes something records each change in the history.
+//     Priorities, Date & Time attributes and their past and future
+//     options, and tags (GET /api/v1/tags, POST /api/v1/tags/add, DELETE
+//     /api/v1/tags/remove) are described in fields.go, with the pages and
+//     source they follow.
 //   - GET /api/v1/tickets/search with query (full text, served by the search
 //     index, see Options.SearchLag), or with a condition
 //     (condition[ticket.{attribute}][operator] and [value]) answered from the

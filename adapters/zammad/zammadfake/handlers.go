@@ -32,6 +32,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	q := r.URL.Query()
 	expand := q.Get("expand") == "true"
 	get, post, put := r.Method == http.MethodGet, r.Method == http.MethodPost, r.Method == http.MethodPut
+	del := r.Method == http.MethodDelete
 
 	if get && rest == "users/me" {
 		saasfake.WriteJSON(w, http.StatusOK, s.userJSON(s.users[uid], expand))
@@ -105,6 +106,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 	case post && rest == "ticket_articles":
 		s.createArticle(w, body, uid)
+	case get && rest == "tags":
+		s.tagsList(w, q.Get("object"), q.Get("o_id"), uid)
+	case post && rest == "tags/add":
+		s.tagWrite(w, body, uid, true)
+	case del && rest == "tags/remove":
+		s.tagWrite(w, body, uid, false)
 	case get && len(parts) == 2 && parts[0] == "ticket_history":
 		t, ok := s.readable(w, parts[1], uid)
 		if !ok {

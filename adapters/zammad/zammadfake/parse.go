@@ -50,6 +50,8 @@ type change struct {
 	state       *state
 	pendingTime *time.Time
 	customerID  int64
+	priority    *priority
+	tags        []string // of a creation
 	attrs       map[string]*string
 	article     *Article
 	newCustomer *User
@@ -59,8 +61,7 @@ var emailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
 
 // parseTicket checks a create (t == nil) or update body. The caller holds
 // mu. A non-empty message is the 422 to answer.
-func (s *Server) parseTicket(f fields, t *ticket) (change, string) {
-	var c change
+func (s *Server) parseTicket(f fields, t *ticket) (c change, msg string) {
 	if title, ok, err := f.str("title"); err != nil {
 		return c, err.Error()
 	} else if ok || t == nil {
@@ -195,10 +196,17 @@ func (s *Server) parseTicket(f fields, t *ticket) (change, string) {
 			}
 			continue
 		}
-		if utf8.RuneCountInString(v) > a.MaxLength {
-			return c, fmt.Sprintf("%s is too long (maximum is %d characters)", a.Display, a.MaxLength)
+		v, msg := attrValue(a, v)
+		if msg != "" {
+			return c, msg
 		}
 		c.attrs[name] = &v
+	}
+	if c.priority, msg = parsePriority(f); msg != "" {
+		return c, msg
+	}
+	if t == nil {
+		c.tags, _ = parseTags(f)
 	}
 	if raw, ok := f["article"]; ok && string(raw) != "null" {
 		var af fields

@@ -29,10 +29,16 @@ const (
 
 // Attribute is a custom ticket attribute of the object manager.
 type Attribute struct {
-	Name      string // e.g. guest_request_id
-	Display   string // "" means Name
-	DataType  string // "" means "input" (a text field)
-	MaxLength int    // 0 means 255
+	Name    string // e.g. guest_request_id
+	Display string // "" means Name
+	// DataType is "input" (a text field, the default for ""), or
+	// "datetime" (Date & Time), which takes an ISO 8601 time.
+	DataType  string
+	MaxLength int // 0 means 255 (input only)
+	// RefusePast and RefuseFuture turn a datetime attribute's "Allow
+	// past" and "Allow future" off (Zammad's defaults are on): see
+	// [Server] for what Zammad then refuses.
+	RefusePast, RefuseFuture bool
 	// Pending marks an attribute created in the object manager but not
 	// yet applied with "Update database": it is listed with to_create
 	// true and tickets cannot store it.
@@ -159,6 +165,8 @@ type Ticket struct {
 	State       string
 	CustomerID  int64
 	PendingTime *time.Time
+	Priority    string            // "1 low", "2 normal", "3 high"
+	Tags        []string          // in the order they were added
 	Attributes  map[string]string // custom attributes that hold a value
 	CreatedByID int64
 	UpdatedByID int64
@@ -176,6 +184,8 @@ type ticket struct {
 	customerID  int64
 	ownerID     int64
 	pendingTime *time.Time
+	priorityID  int64
+	tags        []string
 	attrs       map[string]*string
 	createdBy   int64
 	updatedBy   int64
@@ -474,7 +484,7 @@ func (s *Server) userJSON(u *User, expand bool) map[string]any {
 func (s *Server) ticketJSON(t *ticket, expand, withArticles bool) map[string]any {
 	out := map[string]any{
 		"id": t.id, "number": t.number, "title": t.title, "group_id": t.groupID, "state_id": t.stateID,
-		"priority_id": 2, "organization_id": nil, "owner_id": t.ownerID, "customer_id": t.customerID,
+		"priority_id": t.priorityID, "organization_id": nil, "owner_id": t.ownerID, "customer_id": t.customerID,
 		"note": nil, "pending_time": zmTimePtr(t.pendingTime), "article_count": len(t.articles),
 		"created_by_id": t.createdBy, "updated_by_id": t.updatedBy,
 		"created_at": zmTime(t.createdAt), "updated_at": zmTime(t.updatedAt), "preferences": map[string]any{},
@@ -499,7 +509,8 @@ func (s *Server) ticketJSON(t *ticket, expand, withArticles bool) map[string]any
 		st, _ := stateByID(t.stateID)
 		out["group"] = g.name
 		out["state"] = st.Name
-		out["priority"] = "2 normal"
+		p, _ := priorityByID(t.priorityID)
+		out["priority"] = p.name
 		out["owner"] = s.userName(t.ownerID)
 		out["customer"] = s.userName(t.customerID)
 		out["created_by"] = s.userName(t.createdBy)
@@ -596,12 +607,15 @@ func (s *Server) snapshot(t *ticket) Ticket {
 	st, _ := stateByID(t.stateID)
 	out := Ticket{
 		ID: t.id, Number: t.number, Title: t.title, Group: g.name, State: st.Name, CustomerID: t.customerID,
-		Attributes: map[string]string{}, CreatedByID: t.createdBy, UpdatedByID: t.updatedBy,
+		Attributes: map[string]string{}, Tags: slices.Clone(t.tags), CreatedByID: t.createdBy, UpdatedByID: t.updatedBy,
 		CreatedAt: t.createdAt, UpdatedAt: t.updatedAt,
 	}
 	if t.pendingTime != nil {
 		p := *t.pendingTime
 		out.PendingTime = &p
+	}
+	if p, ok := priorityByID(t.priorityID); ok {
+		out.Priority = p.name
 	}
 	for k, v := range t.attrs {
 		if v != nil {

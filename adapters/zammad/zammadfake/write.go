@@ -1,6 +1,7 @@
 package zammadfake
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -22,6 +23,10 @@ func (s *Server) createTicket(w http.ResponseWriter, body []byte, uid int64, exp
 		writeError(w, http.StatusForbidden, "Not authorized")
 		return
 	}
+	if msg := s.checkDates(c.attrs); msg != "" {
+		writeError(w, http.StatusUnprocessableEntity, msg)
+		return
+	}
 	if c.newCustomer != nil {
 		c.customerID = s.addUser(*c.newCustomer)
 	}
@@ -29,7 +34,7 @@ func (s *Server) createTicket(w http.ResponseWriter, body []byte, uid int64, exp
 	s.nextTk++
 	t := &ticket{
 		id: s.nextTk, number: strconv.FormatInt(31000+s.nextTk, 10), title: *c.title, groupID: c.group.id,
-		stateID: 1, customerID: c.customerID, ownerID: 1, attrs: map[string]*string{},
+		stateID: 1, priorityID: defaultPriority, customerID: c.customerID, ownerID: 1, attrs: map[string]*string{}, tags: c.tags,
 		createdBy: uid, updatedBy: uid, createdAt: now, updatedAt: now,
 	}
 	if c.state != nil {
@@ -40,6 +45,9 @@ func (s *Server) createTicket(w http.ResponseWriter, body []byte, uid int64, exp
 	}
 	for k, v := range c.attrs {
 		t.attrs[k] = v
+	}
+	if c.priority != nil {
+		t.priorityID = c.priority.id
 	}
 	s.tickets[t.id] = t
 	s.addHistory(HistoryEntry{Type: "created", Object: "Ticket", OID: t.id, CreatedByID: uid, CreatedAt: now})
@@ -63,22 +71,51 @@ func (s *Server) updateTicket(w http.ResponseWriter, t *ticket, body []byte, uid
 		writeError(w, http.StatusForbidden, "Not authorized")
 		return
 	}
-	changed := false
+	// What the write changes, each as its history entry: attribute,
+	// from, to.
+	var changes [][3]string
 	if c.title != nil && *c.title != t.title {
-		t.title, changed = *c.title, true
+		changes = append(changes, [3]string{"title", t.title, *c.title})
 	}
 	if c.group != nil && c.group.id != t.groupID {
-		t.groupID, changed = c.group.id, true
+		from, _ := s.groupByID(t.groupID)
+		changes = append(changes, [3]string{"group", from.name, c.group.name})
 	}
+	if c.priority != nil && c.priority.id != t.priorityID {
+		from, _ := priorityByID(t.priorityID)
+		changes = append(changes, [3]string{"priority", from.name, c.priority.name})
+	}
+	attrs := maps.Clone(t.attrs)
 	for k, v := range c.attrs {
 		old := t.attrs[k]
 		if (old == nil) != (v == nil) || old != nil && *old != *v {
-			t.attrs[k], changed = v, true
+			changes = append(changes, [3]string{k, deref(old), deref(v)})
+			attrs[k] = v
 		}
 	}
-	if changed {
-		t.updatedAt = s.stamp()
-		t.updatedBy = uid
+	stateChange := c.state != nil && c.state.ID != t.stateID
+	if len(changes) > 0 || stateChange {
+		if msg := s.checkDates(attrs); msg != "" {
+			writeError(w, http.StatusUnprocessableEntity, msg)
+			return
+		}
+	}
+	if len(changes) > 0 {
+		now := s.stamp()
+		if c.title != nil {
+			t.title = *c.title
+		}
+		if c.group != nil {
+			t.groupID = c.group.id
+		}
+		if c.priority != nil {
+			t.priorityID = c.priority.id
+		}
+		t.attrs = attrs
+		t.updatedAt, t.updatedBy = now, uid
+		for _, ch := range changes {
+			s.changed(t, ch[0], ch[1], ch[2], uid, now)
+		}
 	}
 	if c.state != nil {
 		s.setState(t, *c.state, c.pendingTime, uid)
@@ -136,7 +173,7 @@ func (s *Server) attributesJSON() []map[string]any {
 		id++
 		out = append(out, map[string]any{"id": id, "name": a.Name, "display": a.Display, "data_type": a.DataType, "object": "Ticket",
 			"active": !a.Inactive, "editable": true, "to_create": a.Pending, "to_migrate": false,
-			"data_option": map[string]any{"type": "text", "maxlength": a.MaxLength, "null": true}})
+			"data_option": a.dataOption()})
 	}
 	// An attribute of another object with a colliding name must not
 	// pass for a ticket attribute.
@@ -144,4 +181,12 @@ func (s *Server) attributesJSON() []map[string]any {
 	out = append(out, map[string]any{"id": id, "name": "department", "display": "Department", "data_type": "input", "object": "User",
 		"active": true, "editable": false, "to_create": false, "to_migrate": false, "data_option": map[string]any{"maxlength": 200}})
 	return out
+}
+
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
