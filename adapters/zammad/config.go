@@ -46,6 +46,13 @@ type Config struct {
 	// IDField is the name of the custom ticket attribute (a text field
 	// made in the object manager) that holds the upstream ticket id.
 	IDField string `env:"ID_FIELD,default=guest_request_id"`
+	// DueAttribute is the name of a custom ticket attribute of format
+	// Date & Time (datetime) that holds the request's due date
+	// (target_due_at): Zammad has no due date of its own. "" carries no
+	// due date. Create it with "Allow past" on: Zammad refuses every
+	// update of a ticket whose value in an attribute without it has
+	// passed (see [Adapter.Update]).
+	DueAttribute string `env:"DUE_ATTRIBUTE"`
 	// Customer is the customer of every ticket the bridge creates (Zammad
 	// needs one; guests have no Zammad identity): an email address, which
 	// Zammad creates as a customer when it does not know it, or the login
@@ -90,6 +97,12 @@ func (c Config) Validate() error {
 	if !attrName.MatchString(c.IDField) || len(c.IDField) > 64 {
 		return fmt.Errorf("%sID_FIELD %q: the name of a Zammad ticket attribute, lower-case letters, digits and underscores, starting with a letter (e.g. guest_request_id)", EnvPrefix, c.IDField)
 	}
+	if c.DueAttribute != "" && (!attrName.MatchString(c.DueAttribute) || len(c.DueAttribute) > 64) {
+		return fmt.Errorf("%sDUE_ATTRIBUTE %q: the name of a Zammad ticket attribute of format Date & Time, lower-case letters, digits and underscores, starting with a letter (e.g. guest_due_at)", EnvPrefix, c.DueAttribute)
+	}
+	if c.DueAttribute != "" && c.DueAttribute == c.IDField {
+		return fmt.Errorf("%sDUE_ATTRIBUTE %q is %sID_FIELD too: the due date needs a Date & Time attribute of its own", EnvPrefix, c.DueAttribute, EnvPrefix)
+	}
 	cust := strings.TrimSpace(c.Customer)
 	switch {
 	case cust == "":
@@ -115,8 +128,8 @@ func (c Config) String() string {
 	if c.Token != "" {
 		token = "[redacted]"
 	}
-	return fmt.Sprintf("zammad.Config{URL:%q Token:%s TokenFile:%q Group:%q Groups:%v IDField:%q Customer:%q EventsSince:%q PendingFor:%s Timeout:%s PageSize:%d}",
-		c.URL, token, c.TokenFile, c.Group, c.Groups, c.IDField, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
+	return fmt.Sprintf("zammad.Config{URL:%q Token:%s TokenFile:%q Group:%q Groups:%v IDField:%q DueAttribute:%q Customer:%q EventsSince:%q PendingFor:%s Timeout:%s PageSize:%d}",
+		c.URL, token, c.TokenFile, c.Group, c.Groups, c.IDField, c.DueAttribute, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
 }
 
 // GoString is String, so that %#v does not show the token either.
@@ -127,6 +140,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("url", c.URL.String()), slog.Bool("token_set", c.Token != ""), slog.String("token_file", c.TokenFile),
 		slog.String("group", c.Group), slog.Any("groups", map[string]string(c.Groups)), slog.String("id_field", c.IDField),
+		slog.String("due_attribute", c.DueAttribute),
 		slog.String("customer", c.Customer), slog.String("events_since", c.EventsSince.String()),
 		slog.Duration("pending_for", c.PendingFor), slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
 	)

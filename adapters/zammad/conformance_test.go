@@ -2,6 +2,7 @@ package zammad_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +25,12 @@ const (
 	testToken    = "zm-token-5c1d8e0f7a9b42d6b3e1"
 	testCustomer = "guest-requests@hotel.example"
 	testField    = "guest_request_id"
+	testDue      = "guest_due_at"
 )
+
+// dueAttribute is the Date & Time attribute the tests' systems hold the
+// due date in.
+var dueAttribute = zammadfake.Attribute{Name: testDue, Display: "Due", DataType: "datetime"}
 
 // env is a fake Zammad and what a test needs to open adapters on it.
 type env struct {
@@ -64,7 +70,7 @@ func newBubbleEnv(t testing.TB, opts zammadfake.Options) *env {
 func newFake(opts zammadfake.Options) *zammadfake.Server {
 	opts.Token = testToken
 	if opts.Attributes == nil {
-		opts.Attributes = []zammadfake.Attribute{{Name: testField, Display: "Guest request"}}
+		opts.Attributes = []zammadfake.Attribute{{Name: testField, Display: "Guest request"}, dueAttribute}
 	}
 	if opts.Groups == nil {
 		opts.Groups = []string{"Users", "Housekeeping", "Technical Service"}
@@ -73,7 +79,8 @@ func newFake(opts zammadfake.Options) *zammadfake.Server {
 }
 
 func (e *env) config() zammad.Config {
-	return zammad.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer}
+	return zammad.Config{Common: saas.Common{URL: adapters.ParseURL(e.url)}, Token: testToken, Customer: testCustomer, DueAttribute: testDue,
+		Groups: zammad.Groups{"housekeeping": "Housekeeping", "maintenance": "Technical Service"}}
 }
 
 // options make the adapter wait on the bubble's clock, or not at all on
@@ -174,6 +181,39 @@ func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, 
 		snap.Messages = append(snap.Messages, adaptertest.SnapshotMessage{Text: art.Body, Public: !art.Internal})
 	}
 	return snap, nil
+}
+
+// ReadFields reads the group, the title (without the "[department] "
+// prefix it is written with), the due date attribute and the rating tag.
+func (a agent) ReadFields(_ context.Context, ref adapters.Ref) (adaptertest.HeldFields, error) {
+	id, err := ticketID(ref)
+	if err != nil {
+		return adaptertest.HeldFields{}, err
+	}
+	t, ok := a.e.fake.Ticket(id)
+	if !ok {
+		return adaptertest.HeldFields{}, adapters.ErrNotFound
+	}
+	h := adaptertest.HeldFields{Queue: t.Group, Title: t.Title,
+		Holds: adapters.FieldSet(adapters.FieldDepartment | adapters.FieldTitle | adapters.FieldDue | adapters.FieldRating)}
+	if _, rest, ok := strings.Cut(t.Title, "] "); ok && strings.HasPrefix(t.Title, "[") {
+		h.Title = rest
+	}
+	if v := t.Attributes[testDue]; v != "" {
+		if h.Due, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return h, fmt.Errorf("due attribute %q: %w", v, err)
+		}
+	}
+	for _, tag := range t.Tags {
+		if v, ok := strings.CutPrefix(tag, "guest_rating_"); ok {
+			r, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", "."), 64)
+			if err != nil {
+				return h, fmt.Errorf("rating tag %q: %w", tag, err)
+			}
+			h.Rating = &r
+		}
+	}
+	return h, nil
 }
 
 // faults makes the fake fail as Zammad does, for the suite's fault cases.

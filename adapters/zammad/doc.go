@@ -19,8 +19,12 @@
 //     (TICKETBRIDGE_ZAMMAD_GROUPS, else TICKETBRIDGE_ZAMMAD_GROUP), for the
 //     customer TICKETBRIDGE_ZAMMAD_CUSTOMER (guests have no Zammad
 //     identity), with the upstream ticket id in the custom text attribute
-//     TICKETBRIDGE_ZAMMAD_ID_FIELD, and the request as its first article
-//     (public when the guest wrote it).
+//     TICKETBRIDGE_ZAMMAD_ID_FIELD, the tag origin_<origin>, and the
+//     request as its first article (public when the guest wrote it).
+//   - The request's fields are kept current by [Adapter.Update]: group,
+//     title, priority, the due date in the Date & Time attribute
+//     TICKETBRIDGE_ZAMMAD_DUE_ATTRIBUTE, the rating as a tag, and the
+//     rating and console comment as internal notes.
 //   - One article per upstream message: type note, internal when the
 //     message is not visible to the guest, written by the API user as
 //     text/plain. Its first line shows the author, the author type and the
@@ -86,7 +90,10 @@
 // Per ticket the adapter spends: a search and a creation for a new ticket;
 // for Append, a read of the ticket and of its articles, and one creation per
 // new message; for SetStatus, a read and at most one update; for MarkSent,
-// two reads and one note. Each Changes call costs one search per page of
+// two reads and one note; for Update, a read of the ticket (and of its tags
+// when the rating changes), at most one ticket update, one request per
+// rating tag removed or added, and for a new rating or comment a read of
+// the articles and one note each. Each Changes call costs one search per page of
 // changed tickets (TICKETBRIDGE_ZAMMAD_PAGE_SIZE) plus two reads per changed
 // ticket that mirrors a guest request, the bridge's own writes included.
 // The cursor looks two minutes back past its watermark (against writes
@@ -113,6 +120,8 @@
 //   - A ticket attribute (Admin > System > Objects > Ticket > New
 //     Attribute): name guest_request_id (or TICKETBRIDGE_ZAMMAD_ID_FIELD),
 //     format Text field, maximal length 255, applied with Update Database.
+//   - Optionally a Date & Time ticket attribute for the due date, with
+//     Allow past on, named by TICKETBRIDGE_ZAMMAD_DUE_ATTRIBUTE.
 //   - The groups named by TICKETBRIDGE_ZAMMAD_GROUP (default Users, Zammad's
 //     own) and TICKETBRIDGE_ZAMMAD_GROUPS.
 //   - Agents answer the guest with a public article (a note with internal
@@ -136,6 +145,16 @@
 //     index_by_ticket in app/controllers/ticket_articles_controller.rb
 //   - States: https://docs.zammad.org/en/latest/api/ticket/states.html
 //   - Users (me, show): https://docs.zammad.org/en/latest/api/user.html
+//   - Tags: https://docs.zammad.org/en/latest/api/ticket/tags.html; a
+//     creation's "tags" (comma-separated) from create in
+//     app/controllers/tickets_controller.rb
+//   - Priorities (seeded 1 low, 2 normal, 3 high):
+//     https://docs.zammad.org/en/latest/api/ticket/priorities.html
+//   - The past/future validation of date attributes, and that it checks
+//     every custom attribute whenever an update changes any:
+//     app/models/object_manager/attribute/validation.rb and
+//     validation/future_past.rb; unknown parameters dropped by
+//     param_cleanup (app/models/application_model/can_cleanup_param.rb)
 //   - Object manager attributes: https://docs.zammad.org/en/latest/api/object.html
 //     and https://admin-docs.zammad.org/en/latest/system/objects.html
 //   - Token access: https://admin-docs.zammad.org/en/latest/system/api.html

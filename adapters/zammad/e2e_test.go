@@ -3,6 +3,7 @@ package zammad_test
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -28,14 +29,15 @@ type loop struct {
 
 func newLoop(t *testing.T) *loop {
 	fake := zammadfake.New(zammadfake.Options{
-		Token: testToken, Groups: []string{"Users", "Housekeeping"},
-		Attributes: []zammadfake.Attribute{{Name: testField, Display: "Guest request"}},
+		Token: testToken, Groups: []string{"Users", "Housekeeping", "Technical Service"},
+		Attributes: []zammadfake.Attribute{{Name: testField, Display: "Guest request"}, dueAttribute},
 	})
 	hc := &http.Client{Transport: testutil.PipeServer(t, fake)}
 	l := looptest.New(t, looptest.Options{
 		Name: zammad.Name, Helpdesk: "Zammad",
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) {
-			return zammad.New(zammad.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL)}, Groups: zammad.Groups{"housekeeping": "Housekeeping"}, Token: testToken, Customer: testCustomer},
+			return zammad.New(zammad.Config{Common: saas.Common{URL: adapters.ParseURL(testutil.PipeURL)}, Token: testToken, Customer: testCustomer,
+				Groups: zammad.Groups{"housekeeping": "Housekeeping", "maintenance": "Technical Service"}, DueAttribute: testDue},
 				adapters.Deps{Logger: logger}, zammad.Options{HTTP: hc})
 		},
 	})
@@ -159,6 +161,73 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if strings.Contains(l.Logs(), testToken) {
 			t.Errorf("the token is in the log")
+		}
+	})
+}
+
+// TestEndToEndFields changes each field of a request in the hotel's
+// console and sees it in Zammad after one cycle, once, and never back
+// upstream, also after the bridge's state is lost.
+func TestEndToEndFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoop(t)
+		id := l.Request("housekeeping", "Two towels to room 214")
+		l.Settle()
+		before := len(l.Upstream(id).Messages)
+		history := len(l.fake.History(l.zammadTicket(id).ID))
+
+		due := time.Now().Add(30 * time.Hour).Truncate(time.Second)
+		rating, comment := 3.0, "VIP guest, handle first."
+		for _, err := range []error{
+			l.Server.SetDepartment(id, "maintenance"),
+			l.Server.SetDescription(id, "Fix the towel rail in room 214"),
+			l.Server.SetDue(id, &due),
+			l.Server.SetComment(id, &comment),
+			l.Server.RateTicket(id, &rating),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := l.Tick(); r.FieldsUpdated != 1 {
+			t.Errorf("the cycle after the edits updated the fields of %d tickets, want 1: %+v", r.FieldsUpdated, r)
+		}
+		check := func(when string) {
+			t.Helper()
+			zt := l.zammadTicket(id)
+			if zt.Group != "Technical Service" || zt.Title != "[maintenance] Fix the towel rail in room 214" ||
+				zt.Attributes[testDue] != due.UTC().Format("2006-01-02T15:04:05.000Z") || !slices.Contains(zt.Tags, "guest_rating_3") {
+				t.Errorf("%s: Zammad ticket group %q title %q due %q tags %q", when, zt.Group, zt.Title, zt.Attributes[testDue], zt.Tags)
+			}
+			ratingNote, _ := adapters.RatingNote(rating)
+			commentNote, _ := adapters.CommentNote(comment)
+			for _, note := range []string{ratingNote, commentNote} {
+				n := 0
+				for _, a := range zt.Articles {
+					if strings.Contains(a.Body, note) && a.Internal {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("%s: %d internal notes say %q, want 1", when, n, note)
+				}
+			}
+		}
+		check("after one cycle")
+		changes := len(l.fake.History(l.zammadTicket(id).ID)) - history
+		l.Settle()
+		check("after the loop settled")
+		if got := len(l.fake.History(l.zammadTicket(id).ID)) - history; got != changes {
+			t.Errorf("the ticket's history grew by %d entries after the cycle that carried the fields, want none", got-changes)
+		}
+		if got := len(l.Upstream(id).Messages); got != before {
+			t.Errorf("upstream holds %d messages after the field updates, had %d: the bridge's own writes came back", got, before)
+		}
+		l.LoseState()
+		l.Settle()
+		check("after a lost state")
+		if strings.Contains(l.Logs(), "level=ERROR") {
+			t.Errorf("errors logged:\n%s", l.Logs())
 		}
 	})
 }

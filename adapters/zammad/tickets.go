@@ -136,8 +136,9 @@ func (v vendor) Find(ctx context.Context, upstreamID string) (adapters.Ref, bool
 }
 
 // Create makes the ticket of t in the department's group with the
-// configured customer, the mapped state, and the request as its first
-// article (public when the guest wrote it). Zammad offers no idempotency
+// configured customer, the mapped state, the tags of its origin and
+// rating (see [Adapter.Update]), and the request as its first article (public when
+// the guest wrote it). Zammad offers no idempotency
 // key, so the creation is sent once: after a failure whose outcome is
 // unknown the engine calls EnsureTicket again, and the search (answered
 // from the database, without the search index's lag) finds the ticket if
@@ -161,6 +162,9 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 	}
 	if isPending(state) {
 		in["pending_time"] = timeValue(time.Now().Add(a.cfg.PendingFor))
+	}
+	if tags := createTags(t); tags != "" {
+		in["tags"] = tags
 	}
 	a.customer(in)
 	var out zmTicket

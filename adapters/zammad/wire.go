@@ -36,14 +36,17 @@ func (u zmUser) name() string {
 // zmTicket is a ticket as GET /tickets/{id}?expand=true and the expanded
 // search answer it. Custom attributes are read from attrs.
 type zmTicket struct {
-	ID        int64     `json:"id"`
-	Number    string    `json:"number"`
-	Title     string    `json:"title"`
-	StateID   int64     `json:"state_id"`
-	State     string    `json:"state"` // with expand=true
-	Group     string    `json:"group"` // with expand=true
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID      int64  `json:"id"`
+	Number  string `json:"number"`
+	Title   string `json:"title"`
+	StateID int64  `json:"state_id"`
+	State   string `json:"state"` // with expand=true
+	Group   string `json:"group"` // with expand=true
+	// PriorityID is the ticket's priority: 1 low, 2 normal, 3 high in a
+	// Zammad's seeded priorities.
+	PriorityID int64     `json:"priority_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 
 	attrs map[string]json.RawMessage
 }
@@ -135,6 +138,13 @@ type zmAttribute struct {
 	DataOption map[string]any `json:"data_option"`
 }
 
+// allows reports whether a date attribute's option opt ("past",
+// "future") is on; Zammad's default for both is on.
+func (a zmAttribute) allows(opt string) bool {
+	v, ok := a.DataOption[opt].(bool)
+	return !ok || v
+}
+
 func (a zmAttribute) maxLength() int {
 	switch v := a.DataOption["maxlength"].(type) {
 	case float64:
@@ -155,6 +165,13 @@ type articleIn struct {
 	ContentType string `json:"content_type"`
 	Type        string `json:"type"`
 	Internal    bool   `json:"internal"`
+}
+
+// tagIn is the body of POST /tags/add and DELETE /tags/remove.
+type tagIn struct {
+	Item   string `json:"item"`
+	Object string `json:"object"`
+	OID    int64  `json:"o_id"`
 }
 
 func idString(id int64) string { return strconv.FormatInt(id, 10) }

@@ -166,8 +166,12 @@ func (a *Adapter) get(ctx context.Context, path string, query url.Values, op str
 }
 
 // Check asks Zammad who the token belongs to, checks that the user has
-// access to the configured groups, and that the ticket attribute holding
-// the upstream id exists, is a text field and is applied. Each failure
+// access to the configured groups, that the ticket attribute holding
+// the upstream id exists, is a text field and is applied, and that the
+// due date's attribute, when one is configured, exists, is a Date & Time
+// attribute and allows past dates. A token without admin.object, which
+// may not read the object manager, has both attributes checked by their
+// presence in a ticket only (not their format or options). Each failure
 // says what to change in Zammad or in the configuration.
 func (a *Adapter) Check(ctx context.Context) error {
 	if err := a.Open(); err != nil {
@@ -252,6 +256,43 @@ func (a *Adapter) checkAttribute(ctx context.Context) error {
 	case at.maxLength() != 0 && at.maxLength() < 36:
 		return fmt.Errorf("check zammad ticket attribute %s: its Maximal length is %d, but upstream ids have 36 characters: raise it to 255", a.cfg.IDField, at.maxLength())
 	}
+	return a.checkDueAttribute(attrs)
+}
+
+// dueHelp says how to create the due date's attribute.
+func (a *Adapter) dueHelp() string {
+	return fmt.Sprintf("create it in Zammad under Admin > System > Objects > Ticket > New Attribute: Name %q, Format Date & Time, Allow future and Allow past on, then apply it with Update Database (or unset %sDUE_ATTRIBUTE to carry no due date)",
+		a.cfg.DueAttribute, EnvPrefix)
+}
+
+// checkDueAttribute checks the due date's attribute, when one is
+// configured, in the object manager's list: a Date & Time attribute,
+// applied, active, allowing future and past dates. A due date passes
+// while the ticket is open, and Zammad refuses every update of a ticket
+// whose value has passed in an attribute that does not allow past dates.
+func (a *Adapter) checkDueAttribute(attrs []zmAttribute) error {
+	name := a.cfg.DueAttribute
+	if name == "" {
+		return nil
+	}
+	what := fmt.Sprintf("check zammad due date attribute %s (%sDUE_ATTRIBUTE)", name, EnvPrefix)
+	i := slices.IndexFunc(attrs, func(x zmAttribute) bool { return x.Object == "Ticket" && x.Name == name })
+	if i < 0 {
+		return fmt.Errorf("%s: Zammad has no ticket attribute %q: %s", what, name, a.dueHelp())
+	}
+	at := attrs[i]
+	switch {
+	case at.ToCreate:
+		return fmt.Errorf("%s: the attribute is defined but not applied yet: press Update Database in Admin > System > Objects", what)
+	case at.DataType != "datetime":
+		return fmt.Errorf("%s: its format is %q, want Date & Time (datetime): %s", what, at.DataType, a.dueHelp())
+	case !at.Active:
+		return fmt.Errorf("%s: the attribute is inactive: activate it in Admin > System > Objects > Ticket", what)
+	case !at.allows("past"):
+		return fmt.Errorf("%s: Allow past is off: a due date passes while the ticket is open, and Zammad then refuses every update of the ticket: turn Allow past on in Admin > System > Objects > Ticket", what)
+	case !at.allows("future"):
+		return fmt.Errorf("%s: Allow future is off, so Zammad refuses the due dates to come: turn Allow future on in Admin > System > Objects > Ticket", what)
+	}
 	return nil
 }
 
@@ -270,6 +311,9 @@ func (a *Adapter) checkAttributeByTicket(ctx context.Context) error {
 	}
 	if _, ok := ts[0].attr(a.cfg.IDField); !ok {
 		return fmt.Errorf("check zammad ticket attribute %s: Zammad's tickets have no attribute %q, where the bridge keeps the id of the guest request: %s", a.cfg.IDField, a.cfg.IDField, a.attributeHelp())
+	}
+	if _, ok := ts[0].attr(a.cfg.DueAttribute); a.cfg.DueAttribute != "" && !ok {
+		return fmt.Errorf("check zammad due date attribute %s (%sDUE_ATTRIBUTE): Zammad's tickets have no attribute %q: %s", a.cfg.DueAttribute, EnvPrefix, a.cfg.DueAttribute, a.dueHelp())
 	}
 	return nil
 }
