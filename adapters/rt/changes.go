@@ -489,7 +489,7 @@ func (a *Adapter) noteUnsent(ctx context.Context, ev adapters.Event, files []str
 		return fmt.Errorf("note the files of transaction %s: %w", ev.ID, err)
 	}
 	noted := false
-	if _, err := a.eachMarker(ctx, id, 0, func(m adapters.Marker, _ int64) {
+	if _, err := a.eachMarker(ctx, id, 0, func(m adapters.Marker, _ int64, _ string) {
 		noted = noted || m.Kind == adapters.MarkerUnsent && m.ID == ev.ID
 	}); err != nil {
 		return fmt.Errorf("note the files of transaction %s: %w", ev.ID, err)

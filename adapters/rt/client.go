@@ -122,6 +122,10 @@ type rtTicket struct {
 	LastUpdated  string    `json:"LastUpdated"`
 	Queue        queueRef  `json:"Queue"`
 	CustomFields []cfValue `json:"CustomFields"`
+	// Read by Update only.
+	Subject  string `json:"Subject"`
+	Due      string `json:"Due"`
+	Priority flexID `json:"Priority"` // a number, which REST2 writes as a string
 }
 
 type queueRef struct {

@@ -61,6 +61,10 @@ type Config struct {
 	// losing the bridge's state never sends them twice. "none" turns the
 	// record off.
 	SentField string `env:"SENT_FIELD,default=Guest Request Sent"`
+	// RatingField is an optional one-value ticket custom field that holds
+	// the guest's rating (e.g. "Guest Rating"); "" (the default) keeps the
+	// rating in its internal note only. See [Adapter.Update].
+	RatingField string `env:"RATING_FIELD"`
 	// SendComments carries RT comments upstream as internal notes; when
 	// false they stay in RT.
 	SendComments bool `env:"SEND_COMMENTS,default=true"`
@@ -147,13 +151,16 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.Queue, "\r\n") {
 		return fmt.Errorf("%sQUEUE %q contains a line break", EnvPrefix, c.Queue)
 	}
-	for name, v := range map[string]string{"ID_FIELD": c.IDField, "SENT_FIELD": c.SentField} {
+	for name, v := range map[string]string{"ID_FIELD": c.IDField, "SENT_FIELD": c.SentField, "RATING_FIELD": c.RatingField} {
 		if strings.ContainsAny(v, "{}'\"\\\r\n") {
 			return fmt.Errorf("%s%s %q: a custom field name for the bridge may not contain braces, quotes, backslashes or line breaks", EnvPrefix, name, v)
 		}
 	}
 	if strings.EqualFold(c.IDField, c.SentField) {
 		return fmt.Errorf("%sSENT_FIELD %q is the same field as %sID_FIELD: they must be two custom fields", EnvPrefix, c.SentField, EnvPrefix)
+	}
+	if r := strings.TrimSpace(c.RatingField); r != "" && (strings.EqualFold(r, c.IDField) || strings.EqualFold(r, c.SentField)) {
+		return fmt.Errorf("%sRATING_FIELD %q is the same field as %sID_FIELD or %sSENT_FIELD: the rating needs a custom field of its own", EnvPrefix, c.RatingField, EnvPrefix, EnvPrefix)
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("%sTIMEOUT %s is negative", EnvPrefix, c.Timeout)
@@ -238,8 +245,8 @@ func ParseQueues(s string) (map[string]string, error) {
 
 // String describes the configuration without its credentials.
 func (c Config) String() string {
-	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%v IDField:%q SentField:%q SendComments:%v Timeout:%s Overlap:%s}",
-		c.URL, c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.SendComments, c.Timeout, c.Overlap)
+	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%v IDField:%q SentField:%q RatingField:%q SendComments:%v Timeout:%s Overlap:%s}",
+		c.URL, c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.RatingField, c.SendComments, c.Timeout, c.Overlap)
 }
 
 // GoString hides the credentials from %#v as well.
@@ -254,6 +261,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("queues", map[string]string(c.Queues)),
 		slog.String("id_field", c.IDField),
 		slog.String("sent_field", c.SentField),
+		slog.String("rating_field", c.RatingField),
 		slog.Bool("send_comments", c.SendComments),
 		slog.Duration("timeout", c.Timeout),
 		slog.Duration("overlap", c.Overlap),

@@ -21,7 +21,7 @@ func (a *Adapter) sentOn() bool { return !strings.EqualFold(a.cfg.SentField, Sen
 // with its transaction id, and the highest attachment id read.
 func (a *Adapter) markers(ctx context.Context, id, after int64) (map[string]string, int64, error) {
 	out := map[string]string{}
-	maxID, err := a.eachMarker(ctx, id, after, func(m adapters.Marker, txn int64) {
+	maxID, err := a.eachMarker(ctx, id, after, func(m adapters.Marker, txn int64, _ string) {
 		if m.Kind != adapters.MarkerMessage || checkID("marker", m.ID) != nil {
 			return
 		}
@@ -36,9 +36,10 @@ func (a *Adapter) markers(ctx context.Context, id, after int64) (map[string]stri
 }
 
 // eachMarker calls f with the marker of each text/plain part of ticket id
-// with an attachment id above after that ends in one, and its transaction
-// id, oldest first; it returns the highest attachment id read.
-func (a *Adapter) eachMarker(ctx context.Context, id, after int64, f func(m adapters.Marker, txn int64)) (int64, error) {
+// with an attachment id above after that ends in one, its transaction id
+// and the name of the RT user who wrote it, oldest first; it returns the
+// highest attachment id read.
+func (a *Adapter) eachMarker(ctx context.Context, id, after int64, f func(m adapters.Marker, txn int64, creator string)) (int64, error) {
 	maxID := after
 	conds := []searchCond{{Field: "ContentType", Value: "text/plain"}}
 	if after > 0 {
@@ -46,7 +47,7 @@ func (a *Adapter) eachMarker(ctx context.Context, id, after int64, f func(m adap
 	}
 	for pg := 1; ; pg++ {
 		q := url.Values{
-			"fields":   {"TransactionId,Content"},
+			"fields":   {"TransactionId,Content,Creator"},
 			"orderby":  {"id"},
 			"order":    {"ASC"},
 			"per_page": {strconv.Itoa(perPage)},
@@ -59,7 +60,7 @@ func (a *Adapter) eachMarker(ctx context.Context, id, after int64, f func(m adap
 		for _, at := range p.Items {
 			maxID = max(maxID, int64(at.ID))
 			if m, ok := adapters.ParseMarker(at.Content); ok {
-				f(m, int64(at.TransactionID))
+				f(m, int64(at.TransactionID), at.Creator.name())
 			}
 		}
 		if !p.more() || len(p.Items) == 0 {

@@ -55,13 +55,14 @@ func parseMarker(body string) (string, bool) {
 }
 
 // ownText reports whether body is one the bridge writes: a mirrored
-// message, or the comment naming the files of an event not sent.
+// message, the comment naming the files of an event not sent, or the
+// note of a rating or a console comment (see [Adapter.Update]).
 func ownText(body string) bool {
 	if _, ok := parseMarker(body); ok {
 		return true
 	}
 	m, ok := adapters.ParseMarker(body)
-	return ok && m.Kind == adapters.MarkerUnsent
+	return ok && (m.Kind == adapters.MarkerUnsent || m.Kind == adapters.MarkerRating || m.Kind == adapters.MarkerComment)
 }
 
 // TimeFormat is how the adapter writes times into RT: the date first, so
@@ -143,6 +144,9 @@ func renderTicket(t adapters.Ticket) string {
 	}
 	b.WriteString(desc)
 	b.WriteString("\n")
+	if t.GuestRating != nil {
+		fmt.Fprintf(&b, "\nGuest rating: %s\n", adapters.FormatRating(*t.GuestRating))
+	}
 	if c := strings.TrimSpace(normalizeNewlines(t.Comments)); c != "" {
 		b.WriteString("\nComment on the console card:\n")
 		b.WriteString(c)

@@ -163,6 +163,7 @@ type setup struct {
 	queueIDs map[string]int64 // queue name -> id
 	idCF     int64
 	sentCF   int64 // 0 when the delivery record is off
+	ratingCF int64 // 0 when no rating field is configured
 }
 
 // Options are the adapter's hooks for tests and benchmarks.

@@ -127,6 +127,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 type agent struct {
 	base, user, pass string
 	hc               *http.Client
+	ratingField      string // the rating custom field ReadFields reads; "" for none
 }
 
 func (r realRT) agent() *agent {
@@ -275,18 +276,89 @@ func (g *agent) Read(ctx context.Context, ref adapters.Ref) (adaptertest.Snapsho
 	return snap, nil
 }
 
+// ratingField is the rating custom field of the tests, made (once, for
+// all queues) as RT's administrator; "" without administrator
+// credentials.
+const ratingField = "Guest Rating"
+
+func (r realRT) ratingField(t testing.TB) string {
+	t.Helper()
+	if r.adminUser == "" {
+		return ""
+	}
+	admin := &agent{base: r.agent().base, user: r.adminUser, pass: r.adminPass, hc: &http.Client{Timeout: time.Minute}}
+	var found struct{ Count int }
+	q := url.Values{"query": {fmt.Sprintf(`[{"field":"Name","value":%q}]`, ratingField)}}
+	if err := admin.do(t.Context(), http.MethodGet, "/customfields", q, nil, &found); err != nil {
+		t.Fatalf("find custom field %s: %v", ratingField, err)
+	}
+	if found.Count == 0 {
+		// Queue 0 applies it to every queue (RT::CustomField::Create).
+		cf := map[string]any{"Name": ratingField, "Type": "Freeform", "MaxValues": 1, "LookupType": "RT::Queue-RT::Ticket", "Queue": 0,
+			"Description": "The guest's rating (set by ticketbridge)"}
+		if err := admin.do(t.Context(), http.MethodPost, "/customfield", nil, cf, nil); err != nil {
+			t.Fatalf("make custom field %s: %v", ratingField, err)
+		}
+	}
+	return ratingField
+}
+
+// ReadFields reads what the RT ticket holds of the platform's fields: its
+// queue, Subject, Due and, with a rating field, the rating.
+func (g *agent) ReadFields(ctx context.Context, ref adapters.Ref) (adaptertest.HeldFields, error) {
+	var tk struct {
+		Queue        struct{ ID string `json:"id"` }
+		Subject, Due string
+		CustomFields []struct {
+			Name   string   `json:"name"`
+			Values []string `json:"values"`
+		}
+	}
+	if err := g.do(ctx, http.MethodGet, "/ticket/"+string(ref), nil, nil, &tk); err != nil {
+		return adaptertest.HeldFields{}, err
+	}
+	var q struct{ Name string }
+	if err := g.do(ctx, http.MethodGet, "/queue/"+tk.Queue.ID, nil, nil, &q); err != nil {
+		return adaptertest.HeldFields{}, err
+	}
+	h := adaptertest.HeldFields{Queue: q.Name, Title: tk.Subject,
+		Holds: adapters.FieldSet(adapters.FieldDepartment | adapters.FieldTitle | adapters.FieldDue)}
+	if due, err := time.Parse(time.RFC3339, tk.Due); err == nil && due.Unix() > 0 {
+		h.Due = due.UTC()
+	}
+	if g.ratingField != "" {
+		h.Holds = h.Holds.With(adapters.FieldRating)
+		for _, cf := range tk.CustomFields {
+			if cf.Name == g.ratingField && len(cf.Values) > 0 {
+				v, err := strconv.ParseFloat(cf.Values[0], 64)
+				if err != nil {
+					return h, fmt.Errorf("rating field holds %q: %w", cf.Values[0], err)
+				}
+				h.Rating = &v
+			}
+		}
+	}
+	return h, nil
+}
+
 func TestConformance(t *testing.T) {
 	r := needRT(t)
 	queue := r.queue(t, "conformance")
+	// The case FieldsUpdate moves a ticket between two departments' queues.
+	moveTo := r.queue(t, "conformance-maintenance")
+	rating := r.ratingField(t)
+	g := r.agent()
+	g.ratingField = rating
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t testing.TB) adapters.Helpdesk {
-			a := r.open(t, map[string]string{"TICKETBRIDGE_RT_QUEUE": queue, "TICKETBRIDGE_RT_QUEUES": ""})
+			a := r.open(t, map[string]string{"TICKETBRIDGE_RT_QUEUE": queue, "TICKETBRIDGE_RT_QUEUES": "maintenance=" + moveTo,
+				"TICKETBRIDGE_RT_RATING_FIELD": rating})
 			if err := a.Check(t.Context()); err != nil {
 				t.Fatalf("Check: %v", err)
 			}
 			return a
 		},
-		Agent:        r.agent(),
+		Agent:        g,
 		Status:       rt.DefaultStatusMap(),
 		UnknownRef:   adapters.Ref(strconv.Itoa(999999999)),
 		Unsearchable: []string{"deleted"},

@@ -52,9 +52,17 @@ func (a *Adapter) learn(ctx context.Context) (*setup, error) {
 		return nil, err
 	}
 	var problems []error
-	cfNames := []string{a.cfg.IDField}
+	// The custom fields the bridge uses: each must apply to every queue.
+	type cfNeed struct {
+		name, variable, kind string
+		dst                  *int64
+	}
+	cfs := []cfNeed{{a.cfg.IDField, "ID_FIELD", "Enter one value", &s.idCF}}
 	if a.sentOn() {
-		cfNames = append(cfNames, a.cfg.SentField)
+		cfs = append(cfs, cfNeed{a.cfg.SentField, "SENT_FIELD", "Enter multiple values", &s.sentCF})
+	}
+	if r := strings.TrimSpace(a.cfg.RatingField); r != "" {
+		cfs = append(cfs, cfNeed{r, "RATING_FIELD", "Enter one value", &s.ratingCF})
 	}
 	missing := map[string][]string{} // custom field -> queues lacking it
 	for _, name := range a.queueNames() {
@@ -91,35 +99,28 @@ func (a *Adapter) learn(ctx context.Context) (*setup, error) {
 		if !canCreate {
 			problems = append(problems, fmt.Errorf("queue %q: the user %s lacks the right CreateTicket on it; grant it %s (Admin → Queues → %s → User Rights)", name, s.me.name(), bridgeRights, name))
 		}
-		for i, cf := range cfNames {
+		for _, cf := range cfs {
 			found := int64(0)
 			for _, have := range q.TicketCustomFields {
-				if strings.EqualFold(have.Name, cf) {
+				if strings.EqualFold(have.Name, cf.name) {
 					found = int64(have.ID)
 				}
 			}
 			if found == 0 {
-				missing[cf] = append(missing[cf], name)
+				missing[cf.name] = append(missing[cf.name], name)
 				continue
 			}
-			dst := &s.idCF
-			if i == 1 {
-				dst = &s.sentCF
+			if *cf.dst != 0 && *cf.dst != found {
+				problems = append(problems, fmt.Errorf("custom field %q: queues use two different custom fields of that name (ids %d and %d); apply one field to every queue the bridge uses", cf.name, *cf.dst, found))
 			}
-			if *dst != 0 && *dst != found {
-				problems = append(problems, fmt.Errorf("custom field %q: queues use two different custom fields of that name (ids %d and %d); apply one field to every queue the bridge uses", cf, *dst, found))
-			}
-			*dst = found
+			*cf.dst = found
 		}
 	}
-	for i, cf := range cfNames {
+	for _, need := range cfs {
+		cf, kind, variable := need.name, need.kind, need.variable
 		qs := missing[cf]
 		if len(qs) == 0 {
 			continue
-		}
-		kind, variable := "Enter one value", "ID_FIELD"
-		if i == 1 {
-			kind, variable = "Enter multiple values", "SENT_FIELD"
 		}
 		problems = append(problems, fmt.Errorf("custom field %q (%s%s) does not apply to the queue(s) %s, or the user %s may not see it. "+
 			"In RT as an administrator: Admin → Custom Fields → Create: Name %q, Type %q, Applies to \"Tickets\" (skip when it exists); "+

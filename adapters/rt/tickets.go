@@ -157,7 +157,7 @@ func (a *Adapter) create(ctx context.Context, s *setup, t adapters.Ticket, queue
 		"Subject":      subject(t),
 		"Content":      renderTicket(t),
 		"ContentType":  "text/plain",
-		"CustomFields": map[string]any{strconv.FormatInt(s.idCF, 10): t.UpstreamID},
+		"CustomFields": a.createFields(s, t),
 	}
 	if status != "" {
 		body["Status"] = status
@@ -184,6 +184,16 @@ func (a *Adapter) create(ctx context.Context, s *setup, t adapters.Ticket, queue
 		return 0, fmt.Errorf("create RT ticket for %s in queue %q: RT answered without a ticket id", t.UpstreamID, queue)
 	}
 	return int64(created.ID), nil
+}
+
+// createFields are the custom fields a new ticket gets: the upstream id,
+// and the guest's rating where a rating field is configured.
+func (a *Adapter) createFields(s *setup, t adapters.Ticket) map[string]any {
+	cf := map[string]any{strconv.FormatInt(s.idCF, 10): t.UpstreamID}
+	if s.ratingCF != 0 && t.GuestRating != nil {
+		cf[strconv.FormatInt(s.ratingCF, 10)] = adapters.FormatRating(*t.GuestRating)
+	}
+	return cf
 }
 
 // upstreamOf returns the upstream id of an RT ticket the adapter has seen,
