@@ -1,14 +1,18 @@
 package rt_test
 
 import (
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/adapters/adaptertest"
 	"github.com/ticketbridge/ticketbridge/adapters/rt"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -25,10 +29,16 @@ type rtLoop struct {
 	t     *testing.T
 	r     realRT
 	queue string
+	env   map[string]string // further settings of the adapter
 }
 
 func newRTLoop(t *testing.T, r realRT, queue string) *rtLoop {
-	l := &rtLoop{t: t, r: r, queue: queue}
+	return newRTLoopEnv(t, r, queue, nil)
+}
+
+// newRTLoopEnv is newRTLoop with further TICKETBRIDGE_RT_* settings.
+func newRTLoopEnv(t *testing.T, r realRT, queue string, env map[string]string) *rtLoop {
+	l := &rtLoop{t: t, r: r, queue: queue, env: env}
 	l.Loop = looptest.New(t, looptest.Options{
 		Name: rt.Name, Helpdesk: "RT", Clock: refservertest.NewClock(time.Now().UTC()),
 		Open: func(logger *slog.Logger) (adapters.Helpdesk, error) { return l.adapter(logger) },
@@ -37,7 +47,9 @@ func newRTLoop(t *testing.T, r realRT, queue string) *rtLoop {
 }
 
 func (l *rtLoop) adapter(logger *slog.Logger) (*rt.Adapter, error) {
-	return rt.New(l.t.Context(), l.r.config(l.t, map[string]string{"TICKETBRIDGE_RT_QUEUE": l.queue, "TICKETBRIDGE_RT_QUEUES": ""}), adapters.Deps{Logger: logger})
+	env := map[string]string{"TICKETBRIDGE_RT_QUEUE": l.queue, "TICKETBRIDGE_RT_QUEUES": ""}
+	maps.Copy(env, l.env)
+	return rt.New(l.t.Context(), l.r.config(l.t, env), adapters.Deps{Logger: logger})
 }
 
 // ref returns the RT ticket of upstream ticket id.
@@ -200,4 +212,99 @@ func TestEndToEnd(t *testing.T) {
 	if t.Failed() {
 		t.Logf("the bridge's log:\n%s", logs)
 	}
+}
+
+// TestEndToEndFields: the hotel changes each field of a request in its
+// console, one at a time; each lands in RT within one cycle, its note
+// once, and nothing comes back upstream.
+func TestEndToEndFields(t *testing.T) {
+	r := needRT(t)
+	def, mt := r.queue(t, "e2e-fields"), r.queue(t, "e2e-fields-maintenance")
+	rating := r.ratingField(t)
+	l := newRTLoopEnv(t, r, def, map[string]string{"TICKETBRIDGE_RT_QUEUES": "maintenance=" + mt, "TICKETBRIDGE_RT_RATING_FIELD": rating})
+	g := r.agent()
+	g.ratingField = rating
+	id := l.Request("housekeeping", "Two towels to room 214")
+	l.Guest(id, "Could they be blue?")
+	l.Settle()
+	ref := l.ref(id)
+	upstream := len(l.Upstream(id).Messages)
+
+	held := func() adaptertest.HeldFields {
+		t.Helper()
+		h, err := g.ReadFields(t.Context(), ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	count := func(text string) int {
+		n := 0
+		for _, m := range g.thread(t, ref) {
+			n += strings.Count(m.text, text)
+		}
+		return n
+	}
+	due := time.Now().UTC().Add(26 * time.Hour).Truncate(time.Second)
+	comment := "The guest is allergic to wool."
+	four := 4.0
+	steps := []struct {
+		what  string
+		edit  func() error
+		check func(h adaptertest.HeldFields) string
+	}{
+		{"department", func() error { return l.Server.SetDepartment(id, "maintenance") }, func(h adaptertest.HeldFields) string {
+			return cmpField("queue", h.Queue, mt)
+		}},
+		{"description", func() error { return l.Server.SetDescription(id, "Two blue towels to room 214") }, func(h adaptertest.HeldFields) string {
+			return cmpField("subject", h.Title, "Two blue towels to room 214")
+		}},
+		{"due date", func() error { return l.Server.SetDue(id, &due) }, func(h adaptertest.HeldFields) string {
+			return cmpField("due", h.Due.String(), due.String())
+		}},
+		{"comment", func() error { return l.Server.SetComment(id, &comment) }, func(adaptertest.HeldFields) string {
+			return cmpField("comment notes", strconv.Itoa(count(comment)), "1")
+		}},
+		{"rating", func() error { return l.Server.RateTicket(id, &four) }, func(h adaptertest.HeldFields) string {
+			if rating != "" && (h.Rating == nil || *h.Rating != 4) {
+				return fmt.Sprintf("rating field %v, want 4", h.Rating)
+			}
+			return cmpField("rating notes", strconv.Itoa(count("Guest rated 4.")), "1")
+		}},
+		{"due date cleared", func() error { return l.Server.SetDue(id, nil) }, func(h adaptertest.HeldFields) string {
+			return cmpField("due", h.Due.String(), time.Time{}.String())
+		}},
+	}
+	for _, s := range steps {
+		if err := s.edit(); err != nil {
+			t.Fatalf("%s: %v", s.what, err)
+		}
+		l.Tick()
+		if msg := s.check(held()); msg != "" {
+			t.Errorf("one cycle after the %s changed upstream, RT holds %s", s.what, msg)
+		}
+	}
+	before, _ := g.history(t, ref)
+	l.Settle()
+	if after, _ := g.history(t, ref); after != before {
+		t.Errorf("cycles after the changes made %d more RT transactions, want none", after-before)
+	}
+	for _, text := range []string{comment, "Guest rated 4."} {
+		if n := count(text); n != 1 {
+			t.Errorf("RT holds %d notes saying %q, want 1", n, text)
+		}
+	}
+	if got := len(l.Upstream(id).Messages); got != upstream {
+		t.Errorf("upstream holds %d messages after the field changes, had %d: the bridge's notes came back", got, upstream)
+	}
+	if logs := l.Logs(); strings.Contains(logs, "level=ERROR") || t.Failed() {
+		t.Errorf("the bridge's log:\n%s", logs)
+	}
+}
+
+func cmpField(name, got, want string) string {
+	if got == want {
+		return ""
+	}
+	return fmt.Sprintf("%s %q, want %q", name, got, want)
 }

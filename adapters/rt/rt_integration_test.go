@@ -307,7 +307,9 @@ func (r realRT) ratingField(t testing.TB) string {
 // queue, Subject, Due and, with a rating field, the rating.
 func (g *agent) ReadFields(ctx context.Context, ref adapters.Ref) (adaptertest.HeldFields, error) {
 	var tk struct {
-		Queue        struct{ ID string `json:"id"` }
+		Queue struct {
+			ID string `json:"id"`
+		}
 		Subject, Due string
 		CustomFields []struct {
 			Name   string   `json:"name"`
