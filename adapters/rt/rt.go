@@ -70,6 +70,11 @@
 //     messages.
 //   - Tickets are followed in the queues the adapter is configured with; a
 //     ticket an agent moves to another queue is no longer synced.
+//   - Update keeps the platform's fields current (queue, Subject, Due,
+//     Priority, an optional rating field, and a comment per rating and
+//     per console comment, by marker); it writes only what the ticket
+//     does not hold, and nothing it writes is a transaction Changes
+//     reports. See [Adapter.Update].
 //   - RT leaves deleted tickets out of every search. An agent deleting a
 //     ticket is reported (as cancelled, by default), but should the bridge
 //     lose its state afterwards, Lookup cannot find that ticket and the
