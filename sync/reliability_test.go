@@ -67,6 +67,9 @@ type activity struct {
 	guest int                 // messages written upstream through the console
 	// note, when set, is told each act (the simulator's trace).
 	note func(format string, args ...any)
+	// fields, when set, has each round change fields on both sides too
+	// (the simulator's, simfields_test.go).
+	fields *simFields
 }
 
 func (a *activity) noted(format string, args ...any) {
@@ -145,6 +148,9 @@ func (a *activity) step() {
 			e.t.Fatal(err)
 		}
 		a.noted("  console sets %s to %s", id, st)
+	}
+	if a.fields != nil {
+		a.fields.step()
 	}
 }
 

@@ -142,6 +142,9 @@ func (a *simAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.lists[req.URL.RequestURI()] = an
 		a.mu.Unlock()
 	}
+	if fs := a.s.act.fields; fs != nil && req.Method == http.MethodGet && an.status == http.StatusOK && isSingleRead(req.URL.Path) {
+		fs.read(an.body)
+	}
 	switch kind {
 	case "crash_after":
 		return fail(errSimCrashed)
@@ -153,6 +156,17 @@ func (a *simAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 		return answer(jsonAnswer(502, `{"error":"bad_gateway","message":"simulated"}`))
 	}
 	return answer(an)
+}
+
+// isSingleRead reports whether path is a single read of a request
+// (GET .../tickets/{id}).
+func isSingleRead(path string) bool {
+	i := strings.LastIndex(path, "/tickets/")
+	if i < 0 {
+		return false
+	}
+	rest := path[i+len("/tickets/"):]
+	return rest != "" && !strings.Contains(rest, "/")
 }
 
 // serve has the reference server answer the request.
