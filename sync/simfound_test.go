@@ -117,7 +117,6 @@ func TestSimulationStaleHelpdeskAtTheNewStatusIsAgreed(t *testing.T) {
 // platform then goes back to that value, the engine sees nothing to
 // carry and the helpdesk keeps the value the platform left.
 func TestFieldUpdateWithLostAnswerThenRevertedIsCarried(t *testing.T) {
-	t.Skip("known bug: state has no record of a field whose update's outcome is unknown (see the report of seeds 1179, 1857, 1929)")
 	e := newEnv(t)
 	id := e.newTicket("Lost answer")
 	e.quiesce()
