@@ -137,6 +137,13 @@ type Fields struct {
 	Rating     float64   `json:"rating,omitempty"` // when Rated
 	Comment    string    `json:"comment,omitempty"`
 	Priority   string    `json:"priority,omitempty"`
+	// Unsure holds the fields (the bits of adapters.Field) whose last
+	// update's outcome is unknown: an update that failed after the
+	// helpdesk may have applied it, or one a crash may have cut between
+	// the helpdesk's write and the record's. The values above stay those
+	// known to be carried; the next update sets the Unsure fields too,
+	// even where the platform's value is back to the one above.
+	Unsure uint8 `json:"unsure,omitempty"`
 }
 
 // Known reports whether the fields were ever carried.

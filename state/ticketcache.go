@@ -134,6 +134,7 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	if c.Rated {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(c.Rating))
 	}
+	b = append(b, c.Unsure)
 	return string(b), true
 }
 
@@ -196,6 +197,7 @@ func unpackTicket(p string, idLen int) Ticket {
 		c.Rating = math.Float64frombits(bits)
 		r.i += 8
 	}
+	c.Unsure = p[r.i]
 	return t
 }
 

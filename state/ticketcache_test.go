@@ -98,7 +98,7 @@ func TestTicketPackRoundTrip(t *testing.T) {
 	carried := full
 	carried.ID = "t-carried"
 	carried.Carried = Fields{At: at, Department: "fo", Title: "Kettle, room 12", Due: at.Add(26 * time.Hour),
-		Rated: true, Rating: 4.5, Comment: "VIP\nguest", Priority: "high"}
+		Rated: true, Rating: 4.5, Comment: "VIP\nguest", Priority: "high", Unsure: 0b101}
 	zeroRated := carried
 	zeroRated.ID, zeroRated.Carried.Rating, zeroRated.Carried.Due = "t-zero", 0, time.Time{}
 	unrated := carried

@@ -284,6 +284,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 			}
 			continue
 		}
+		unsure := t.Carried.Unsure
 		if t.UpstreamStatus == "" || (string(lt.Status) == t.UpstreamStatus && lt.UpdatedAt.Equal(t.UpstreamUpdatedAt)) {
 			// Not read yet (an import), or unchanged: but for its
 			// fields, which only the helpdesk's Updater needs.
@@ -292,11 +293,14 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 			}
 		} else if e.up != nil {
 			p.due(lt)
+			if _, out := e.cfg.scope.leaves(lt.Department, lt.Origin); !out {
+				markUnsure(&t, lt)
+			}
 		}
 		p.agree = false
 		before := t
 		e.pol.wake(&t, in.now, DueUpdated)
-		if !t.NextDue.Equal(before.NextDue) || t.DueReason != before.DueReason || t.Retired != before.Retired {
+		if !t.NextDue.Equal(before.NextDue) || t.DueReason != before.DueReason || t.Retired != before.Retired || t.Carried.Unsure != unsure {
 			p.puts = append(p.puts, t)
 			p.woken = append(p.woken, id)
 		}

@@ -55,9 +55,35 @@ func listedDue(lt guestapi.Ticket) time.Time {
 
 // listDiffers reports whether the fields the list shows of lt differ
 // from those carried.
-func listDiffers(lt guestapi.Ticket, c state.Fields) bool {
-	return lt.Department != c.Department || lt.TaskDescription != c.Title || !listedDue(lt).Equal(c.Due) ||
-		(lt.GuestRating != nil) != c.Rated || (lt.GuestRating != nil && *lt.GuestRating != c.Rating)
+func listDiffers(lt guestapi.Ticket, c state.Fields) bool { return listDiff(lt, c) != 0 }
+
+// listDiff returns the fields the list item lt shows otherwise than those
+// carried, c.
+func listDiff(lt guestapi.Ticket, c state.Fields) adapters.FieldSet {
+	var s adapters.FieldSet
+	if lt.Department != c.Department {
+		s = s.With(adapters.FieldDepartment)
+	}
+	if lt.TaskDescription != c.Title {
+		s = s.With(adapters.FieldTitle)
+	}
+	if !listedDue(lt).Equal(c.Due) {
+		s = s.With(adapters.FieldDue)
+	}
+	if (lt.GuestRating != nil) != c.Rated || (lt.GuestRating != nil && *lt.GuestRating != c.Rating) {
+		s = s.With(adapters.FieldRating)
+	}
+	return s
+}
+
+// markUnsure records, in the record discover wakes t with, the fields the
+// lists show changed: the read it wakes t for updates them, and a crash
+// between the helpdesk's write and the record's would otherwise leave
+// state believing the old values carried (see state.Fields.Unsure).
+func markUnsure(t *state.Ticket, lt guestapi.Ticket) {
+	if t.Carried.Known() {
+		t.Carried.Unsure |= uint8(listDiff(lt, t.Carried))
+	}
 }
 
 // planFields is planDiscover's part for fields: for tracked ticket t,
@@ -86,6 +112,7 @@ func (e *Engine) planFields(p *discoverPlan, t *state.Ticket, lt guestapi.Ticket
 	}
 	p.due(lt)
 	p.agree = false
+	markUnsure(t, lt)
 	return t.DueReason != DueWait || !t.NextDue.After(now)
 }
 
@@ -164,7 +191,9 @@ func (c *cycle) carryFields(r *refreshResult, ref adapters.Ref, d guestapi.Ticke
 		if d.Status.Closed() {
 			nw.Priority = old.Priority // a closed request keeps the priority carried
 		}
-		changed = adapters.Diff(old, nw)
+		// The fields whose last update's outcome is unknown are set
+		// again, even where the platform is back to the value carried.
+		changed = adapters.Diff(old, nw) | adapters.FieldSet(r.t.Carried.Unsure)
 	}
 	if nw.Priority == "" {
 		changed &^= adapters.FieldSet(adapters.FieldPriority) // no rule: leave the helpdesk's alone
@@ -181,6 +210,10 @@ func (c *cycle) carryFields(r *refreshResult, ref adapters.Ref, d guestapi.Ticke
 			slog.String("ticket", r.t.ID), slog.String("fields", changed.String()), slog.Time("until", wait.Until))
 		return true
 	case err != nil:
+		if known && !errors.Is(err, adapters.ErrInvalid) {
+			// The helpdesk may have applied it: set them again next time.
+			r.t.Carried.Unsure |= uint8(changed)
+		}
 		*r = c.ticketError(unknownOutcome(*r, err), "update helpdesk fields", err)
 		return false
 	}
