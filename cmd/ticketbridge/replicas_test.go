@@ -60,6 +60,8 @@ type replicaWorld struct {
 
 	lines chan replicaLine // every replica's log, as read
 	reps  []*replica
+	// env are settings every replica starts with beside the world's.
+	env []string
 	// observe, when set, sees every line next returns.
 	observe func(replicaLine)
 }
@@ -295,6 +297,7 @@ func (w *replicaWorld) start(i int) {
 		"TICKETBRIDGE_LOG_FORMAT=json",
 		"TICKETBRIDGE_LOG_LEVEL=debug",
 	}
+	env = append(env, w.env...)
 	cmd := exec.Command(w.bin, "run")
 	cmd.Env, cmd.Dir = env, w.dir
 	stderr, err := cmd.StderrPipe()
