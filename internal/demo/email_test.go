@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ticketbridge/ticketbridge/internal/mailtest"
 )
 
 // TestEmailDemoWithoutAMailServer: with no local mail server in the
@@ -32,9 +34,7 @@ func TestEmailDemoWithoutAMailServer(t *testing.T) {
 // TestEmailScript plays the email demo against the local Postfix and
 // Dovecot; it skips without them.
 func TestEmailScript(t *testing.T) {
-	if os.Getenv(envMailSMTP) == "" {
-		t.Skip("no local mail server: start one with deploy/dev/mail.sh start, then source its lines")
-	}
+	mailtest.FromEnv(t) // skips without the servers; waits while another package's tests use them
 	var out, logs bytes.Buffer
 	d, err := Start(t.Context(), Options{Dir: filepath.Join(t.TempDir(), "demo"), Helpdesk: "email",
 		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})), Out: &out})

@@ -10,6 +10,13 @@
 // sub-addresses, bridge+token@) only. Mailboxes live as long as the
 // servers, so a test finds its own mail by a Message-ID of its own
 // ([Servers.MessageID]), never by counting.
+//
+// The bridge's mailbox is one for every test process, and a bridge
+// carries or sets aside whatever it finds there: [FromEnv] therefore holds
+// a lock beside the servers' password file for the life of the test
+// process, so that the packages whose tests use the servers (the email
+// helpdesk's, the demo's, the notifications') run one at a time under
+// `go test ./...`, never one consuming another's mail.
 package mailtest
 
 import (
@@ -23,7 +30,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/emersion/go-imap/v2"
@@ -99,6 +109,9 @@ func FromEnv(t testing.TB) *Servers {
 		}
 	}
 	s.Passwords = pws
+	if err := holdServers(filepath.Dir(vals[EnvPasswordFile])); err != nil {
+		t.Fatalf("mailtest: %v", err)
+	}
 	pem, err := os.ReadFile(vals[EnvCA])
 	if err != nil {
 		t.Fatalf("mailtest: %s: %v", EnvCA, err)
@@ -111,6 +124,31 @@ func FromEnv(t testing.TB) *Servers {
 }
 
 // readPasswords reads "user=password" lines.
+// held is the lock holdServers takes, once a process.
+var held struct {
+	once sync.Once
+	err  error
+}
+
+// holdServers takes the lock of the servers' tests in dir, waiting while
+// another test process holds it, and keeps it until this process ends:
+// its file is never closed, so the kernel lets it go at the exit, a
+// crash's included.
+func holdServers(dir string) error {
+	held.once.Do(func() {
+		name := filepath.Join(dir, "tests.lock")
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			held.err = fmt.Errorf("the lock of the mail servers' tests: %w", err)
+			return
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			held.err = fmt.Errorf("the lock of the mail servers' tests: lock %s: %w", name, err)
+		}
+	})
+	return held.err
+}
+
 func readPasswords(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
