@@ -26,9 +26,10 @@ import (
 //
 // Once means one Message-ID. A kill between the submission server's 250
 // and the copy in the sent folder has the bridge send that mail again
-// after its restart, with the same Message-ID: the test counts distinct
-// Message-IDs, allows each at most two copies, and logs how many came
-// twice.
+// after its restart, with the same Message-ID, and a kill in that window
+// of the resend sends it once more again: the test counts distinct
+// Message-IDs, allows one mail at most one copy more than there were
+// kills, and logs how many copies were resent.
 
 const (
 	mailCrashTickets = 16
@@ -48,6 +49,10 @@ type mailCrash struct {
 	roots map[string]bool   // upstream ids whose first mail an agent saw
 	wrote []string          // the agents' texts, as upstream should hold them
 	seq   int
+	// killed is how many cycles were killed: each kill that falls between
+	// the server's 250 and the sent folder's copy may send the mail in
+	// flight once more, under the same Message-ID.
+	killed int
 }
 
 func TestCrashLoop(t *testing.T) {
@@ -81,7 +86,7 @@ func TestCrashLoop(t *testing.T) {
 		c.depts[tv.ID] = dept // frontdesk is TO, the others are routed
 		c.guest(tv.ID, fmt.Sprintf("First message of request %d.", i))
 	}
-	c.kit.Run(mailCrashCycles, c.activity)
+	c.killed = c.kit.Run(mailCrashCycles, c.activity)
 	c.kit.Finish(20, c.check)
 }
 
@@ -181,14 +186,13 @@ func (c *mailCrash) check(final bool) int {
 			}
 		}
 	}
-	resent := 0
+	resent, most := 0, 1
 	for id, n := range copies {
-		switch {
-		case n > 2:
-			t.Fatalf("mail <%s> was delivered %d times; a resend after a kill may deliver it twice, never more", id, n)
-		case n == 2:
-			resent++
+		if n > 1+c.killed {
+			t.Fatalf("mail <%s> was delivered %d times after %d kills; each kill may resend the mail in flight once, no more", id, n, c.killed)
 		}
+		resent += n - 1
+		most = max(most, n)
 	}
 	upBodies := map[string]int{}
 	guestMsgs := 0
@@ -228,8 +232,8 @@ func (c *mailCrash) check(final bool) int {
 		}
 	}
 	if final {
-		t.Logf("checked %d requests: %d guest messages mailed once each (by distinct Message-ID; %d mails delivered twice with the same Message-ID after a kill between the 250 and the copy), %d agent mails upstream once each",
-			len(c.ids), guestMsgs, resent, len(c.wrote))
+		t.Logf("checked %d requests: %d guest messages mailed once each (by distinct Message-ID; %d copies resent with the same Message-ID after kills between the 250 and the copy, at most %d of one mail, over %d kills), %d agent mails upstream once each",
+			len(c.ids), guestMsgs, resent, most, c.killed, len(c.wrote))
 	}
 	return missing
 }
