@@ -20,13 +20,14 @@ import (
 // sent folder are found by them, so their names never change.
 const (
 	hTicket     = "X-Ticketbridge-Ticket"     // the upstream ticket id
-	hKind       = "X-Ticketbridge-Kind"       // kindTicket, kindMessage, kindStatus, kindUnsent
+	hKind       = "X-Ticketbridge-Kind"       // kindTicket, kindMessage, kindStatus, kindUnsent, kindFields
 	hMessage    = "X-Ticketbridge-Message"    // the upstream message id (kindMessage)
 	hStatus     = "X-Ticketbridge-Status"     // the helpdesk status set (kindTicket, kindStatus)
 	hToken      = "X-Ticketbridge-Token"      // the reply token
 	hVisibility = "X-Ticketbridge-Visibility" // "public" or "internal" (kindMessage, kindUnsent)
 	hEvent      = "X-Ticketbridge-Event"      // a helpdesk event delivered upstream (kindSent)
 	hUpstream   = "X-Ticketbridge-Upstream"   // the upstream message it became, "-" for none (kindSent)
+	hFields     = "X-Ticketbridge-Fields"     // hashes of the field values carried (kindTicket, kindFields)
 )
 
 // Kinds of the bridge's mails.
@@ -35,6 +36,7 @@ const (
 	kindMessage = "message"
 	kindStatus  = "status"
 	kindUnsent  = "unsent"
+	kindFields  = "fields" // a follow-up naming the fields that changed
 	// kindSent is no mail but a record the bridge keeps in its sent folder
 	// (never sent): which event of the team was delivered upstream.
 	kindSent = "sent"
@@ -101,6 +103,7 @@ type outMail struct {
 	event      string   // kindSent: the event delivered
 	status     string   // helpdesk status (kindTicket, kindStatus)
 	public     bool     // kindMessage: visible to the guest
+	fields     string   // kindTicket, kindFields: the hFields header (see fieldsHeader)
 	date       time.Time
 	body       string
 }
@@ -134,6 +137,9 @@ func build(m outMail, name, address, replyTo, tok string) ([]byte, error) {
 	}
 	if m.status != "" {
 		h.Set(hStatus, m.status)
+	}
+	if m.fields != "" {
+		h.Set(hFields, m.fields)
 	}
 	if m.kind == kindMessage || m.kind == kindUnsent {
 		vis := "internal"

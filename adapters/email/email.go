@@ -22,6 +22,11 @@
 // with their reason, and listed where set-aside changes are shown
 // (adapters.Holder). The cursor is the inbox's UIDVALIDITY and the last
 // UID read.
+//
+// The platform's fields (department, description, deadline, rating,
+// console comment) have no place in a mail: a change of them is carried
+// as a short follow-up in the thread naming what changed (see
+// Adapter.Update).
 package email
 
 import (
@@ -76,6 +81,7 @@ var (
 	_ adapters.Checker         = (*Adapter)(nil)
 	_ adapters.Peeker          = (*Adapter)(nil)
 	_ adapters.SetAsideCounter = (*Adapter)(nil)
+	_ adapters.Updater         = (*Adapter)(nil)
 )
 
 // Factory builds the adapter from its TICKETBRIDGE_EMAIL_* variables.
@@ -188,7 +194,7 @@ func (a *Adapter) EnsureTicket(ctx context.Context, t adapters.Ticket) (adapters
 	}
 	th := &thread{ticket: t.UpstreamID, to: a.addressOf(t.Department), subject: subjectOf(t), root: a.ids.root(t.UpstreamID), sent: map[string]bool{}}
 	m := outMail{kind: kindTicket, ticket: t.UpstreamID, to: th.to, subject: th.subject, id: th.root,
-		status: a.status.Down(t.Status), date: time.Now(), body: ticketBody(t)}
+		status: a.status.Down(t.Status), fields: createdFields(t), date: time.Now(), body: ticketBody(t)}
 	if err := a.send(ctx, th, m); err != nil {
 		return "", err
 	}

@@ -164,9 +164,9 @@ func (g *agent) sentOrder(ref adapters.Ref) []pendingMail {
 	if err != nil || !ok {
 		return nil
 	}
-	user, _, _ := strings.Cut(th.to, "@")
 	var out []pendingMail
 	for _, id := range th.order {
+		user, _, _ := strings.Cut(th.tos[id], "@")
 		out = append(out, pendingMail{user, id})
 	}
 	return out
@@ -309,10 +309,11 @@ func (g *agent) Attach(_ context.Context, ref adapters.Ref, author, body string,
 	return g.write(ref, author, body, files)
 }
 
-// Read shows the thread as the department's mailbox holds it: the
-// bridge's mails after the first in the order it sent them (a server may
-// deliver two mails sent a moment apart the other way round), then the
-// team's; and the status the newest status line set.
+// Read shows the thread as the departments' mailboxes hold it (more than
+// one after a department move): the bridge's mails after the first in the
+// order it sent them (a server may deliver two mails sent a moment apart
+// the other way round), then the team's; and the status the newest status
+// line set.
 func (g *agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
 	rootID, _, _, dept := g.root(ref)
 	if dept == "" {
@@ -320,9 +321,17 @@ func (g *agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot,
 	}
 	g.settle(g.t)
 	user, _, _ := strings.Cut(dept, "@")
+	users := []string{user}
 	order := map[string]int{}
 	for i, d := range g.sentOrder(ref) {
 		order[d.id] = i
+		if !slices.Contains(users, d.user) {
+			users = append(users, d.user)
+		}
+	}
+	var inbox []readMail
+	for _, u := range users {
+		inbox = append(inbox, g.mails(u)...)
 	}
 	type shown struct {
 		msg adaptertest.SnapshotMessage
@@ -333,7 +342,7 @@ func (g *agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot,
 	bridgeSeq, bridgeAt := -2, time.Time{}
 	teamAt := time.Time{}
 	teamStatus := ""
-	for i, m := range g.mails(user) {
+	for i, m := range inbox {
 		h := mail.Header{Header: m.Header}
 		id, _ := h.MessageID()
 		refs, _ := h.MsgIDList("References")
@@ -385,6 +394,9 @@ func harness(t *testing.T, b *backend, mod func(*Config)) adaptertest.Harness {
 		Status:  adapters.APIStatusMap(),
 		Caps:    adaptertest.Caps{AuthorName: true, Events: true, MarkSent: true},
 		Secrets: []string{b.password("bridge"), testKey},
+		// The fields travel as a follow-up in the thread naming what
+		// changed: mail has no fields.
+		Fields: adaptertest.FieldsHarness{AsNote: true},
 	}
 }
 

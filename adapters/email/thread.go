@@ -35,6 +35,14 @@ type thread struct {
 	statusCount int
 	lastStatus  string
 	lastAt      time.Time
+	// held maps each field to the hash of the newest value a mail of the
+	// thread carried; noted holds every value of the noted fields a mail
+	// carried; fieldsCount counts the follow-ups of fields.
+	held        map[adapters.Field]string
+	noted       map[adapters.Field]map[string]bool
+	fieldsCount int
+	// tos maps each Message-ID sent to the address it went to.
+	tos map[string]string
 }
 
 func (th *thread) references() []string {
@@ -61,7 +69,17 @@ func (th *thread) add(m outMail) {
 		return // a record, not part of the thread
 	}
 	th.order = append(th.order, m.id)
+	if th.tos == nil {
+		th.tos = map[string]string{}
+	}
+	th.tos[m.id] = m.to
+	th.addFields(m)
 	switch m.kind {
+	case kindFields:
+		th.fieldsCount++
+		if m.to != "" {
+			th.to = m.to // a department move: the thread goes on there
+		}
 	case kindMessage:
 		th.messages[m.message] = m.id
 	case kindStatus:
@@ -73,7 +91,26 @@ func (th *thread) add(m outMail) {
 }
 
 // headerFields are the header fields of the sent copies the adapter reads.
-var headerFields = []string{"Message-ID", "To", "Subject", "Date", hTicket, hKind, hMessage, hStatus, hToken, hEvent, hUpstream}
+var headerFields = []string{"Message-ID", "To", "Subject", "Date", hTicket, hKind, hMessage, hStatus, hToken, hEvent, hUpstream, hFields}
+
+// addFields records the field values m carried.
+func (th *thread) addFields(m outMail) {
+	if m.fields == "" {
+		return
+	}
+	if th.held == nil {
+		th.held, th.noted = map[adapters.Field]string{}, map[adapters.Field]map[string]bool{}
+	}
+	for f, id := range parseFieldsHeader(m.fields) {
+		th.held[f] = id
+		if noted.Has(f) {
+			if th.noted[f] == nil {
+				th.noted[f] = map[string]bool{}
+			}
+			th.noted[f][id] = true
+		}
+	}
+}
 
 // loadThread reads ticket's thread from the sent folder; ok is false when
 // the folder holds no first mail of it.
@@ -107,7 +144,10 @@ func (a *Adapter) loadThread(ctx context.Context, ticket string) (th *thread, ok
 		mh := mail.Header{Header: message.Header{Header: h}}
 		id, _ := mh.MessageID()
 		date, _ := mh.Date()
-		m := outMail{kind: h.Get(hKind), id: id, message: h.Get(hMessage), status: h.Get(hStatus), date: date}
+		m := outMail{kind: h.Get(hKind), id: id, message: h.Get(hMessage), status: h.Get(hStatus), fields: h.Get(hFields), date: date}
+		if to, err := mh.AddressList("To"); err == nil && len(to) > 0 {
+			m.to = to[0].Address
+		}
 		if m.kind == kindSent {
 			m.event, m.message = h.Get(hEvent), h.Get(hUpstream)
 			if m.message == adapters.MarkerNoMessage {
@@ -115,10 +155,7 @@ func (a *Adapter) loadThread(ctx context.Context, ticket string) (th *thread, ok
 			}
 		}
 		if m.kind == kindTicket {
-			th.root = id
-			if to, err := mh.AddressList("To"); err == nil && len(to) > 0 {
-				th.to = to[0].Address
-			}
+			th.root, th.to = id, m.to
 			th.subject, _ = mh.Subject()
 		}
 		th.add(m)
