@@ -2,6 +2,7 @@ package looptest
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -144,5 +145,19 @@ func (c *Crash) Finish(rounds int, check func(final bool) int) {
 		}
 	}
 	check(true)
+	c.t.Logf("the last cycle, with its warnings:\n%s", c.run("once", "TICKETBRIDGE_LOG_LEVEL=info"))
+	c.t.Logf("status:\n%s", c.run("status"))
 	c.t.Fatal("the bridge did not catch up after the crashes")
+}
+
+// run runs the bridge's command name to its end and returns what it
+// printed: what a failed test shows of why the bridge did not catch up.
+func (c *Crash) run(name string, env ...string) string {
+	cmd := exec.CommandContext(c.t.Context(), c.bin, name)
+	cmd.Env = append(append(append(os.Environ(), "TICKETBRIDGE_LOG_FORMAT=text"), c.opts.Env...), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("%s(%s: %v)", out, name, err)
+	}
+	return string(out)
 }
