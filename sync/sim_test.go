@@ -71,6 +71,11 @@ var simDefaults = simConfig{tickets: 5, cycles: 24, crashRate: 0.01, actRate: 0.
 // seeds it found regressions with replay their runs exactly under it.
 var simNoFields = simConfig{tickets: 5, cycles: 24, crashRate: 0.01, actRate: 0.03}
 
+// simWithFields is the run with field changes and nothing more: the seeds
+// found with it replay under it when the activity gains new kinds, which
+// must each come with a setting of their own.
+var simWithFields = simConfig{tickets: 5, cycles: 24, crashRate: 0.01, actRate: 0.03, fields: true}
+
 // sim is one run.
 type sim struct {
 	t   testing.TB

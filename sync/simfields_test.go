@@ -51,7 +51,8 @@ type simEdit struct {
 	changes int
 	// settled: when the agent edited, the platform's value, the
 	// helpdesk's value and the value state records as carried were one,
-	// carried: nothing of the field was on its way to the helpdesk.
+	// and no update of the field was in doubt: nothing of the field was
+	// on its way to the helpdesk.
 	settled bool
 	carried adapters.Fields // that one value, when settled
 }
@@ -175,7 +176,10 @@ func (f *simFields) agentEdit(id string, fld adapters.Field) {
 	if err := e.backend.EditFields(refs[0], "Agent", set, v); err != nil {
 		e.t.Fatal(err)
 	}
-	settled := rec.Carried.Known() && adapters.Diff(p, snap.Fields)&set == 0 && adapters.Diff(p, c)&set == 0
+	// An update of the field whose outcome the bridge does not know is on
+	// its way still: the bridge sets the field again (state.Fields.Unsure).
+	inDoubt := adapters.FieldSet(rec.Carried.Unsure)&set != 0
+	settled := rec.Carried.Known() && !inDoubt && adapters.Diff(p, snap.Fields)&set == 0 && adapters.Diff(p, c)&set == 0
 	byField := f.edits[id]
 	if byField == nil {
 		byField = map[adapters.Field]simEdit{}

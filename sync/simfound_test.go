@@ -102,6 +102,16 @@ func TestSimulationCrossedStatusWritesAreReconciled(t *testing.T) {
 	}
 }
 
+// TestSimulationAgentEditWhileUpdateInDoubt (seed 5575): an agent edited
+// the due date while the bridge's update of it had an unknown outcome
+// (it applied, then erred); the bridge set it again, as state.Fields.Unsure
+// says, over the agent's edit. The simulator took that edit for one made
+// when nothing of the field was on its way; such an edit is now judged as
+// one that crossed the bridge's write, which either may win.
+func TestSimulationAgentEditWhileUpdateInDoubt(t *testing.T) {
+	runSim(t, 5575, simWithFields)
+}
+
 // TestSimulationStaleHelpdeskAtTheNewStatusIsAgreed (seed 4667): the
 // helpdesk held a status older than the last agreement, and the guest
 // side then moved to that very status. Reconcile set it again in every
