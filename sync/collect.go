@@ -323,6 +323,15 @@ func (e *Engine) planCollect(in collectInput) collectPlan {
 			// A change seen after a newer one (a helpdesk that commits
 			// out of order) is not the helpdesk's status: send skips it.
 			if !ev.At.Before(t.HelpdeskEventAt) {
+				// The bridge set the helpdesk's status since the last
+				// change it read (the times differ only then), and the
+				// change read now says another: the two writes' order is
+				// unknown, the helpdesk's clock being no measure of the
+				// bridge's. The next cycle's reconcile reads which the
+				// ticket holds, rather than the full-read slot.
+				if !t.HelpdeskStatusAt.Equal(t.HelpdeskEventAt) && t.HelpdeskStatus != string(ev.Status) {
+					t.ReconcileSoon = true
+				}
 				t.HelpdeskStatus, t.HelpdeskStatusAt, t.HelpdeskEventAt = string(ev.Status), ev.At, ev.At
 			}
 		}

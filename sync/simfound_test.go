@@ -102,6 +102,17 @@ func TestSimulationCrossedStatusWritesAreReconciled(t *testing.T) {
 	}
 }
 
+// TestSimulationCrossedStatusReadLateIsReconciledNextCycle (seed 6033):
+// the bridge set the helpdesk to the guest side's status, and an agent's
+// earlier change, read only in the next cycle (a late event), went
+// upstream; the record then took the helpdesk for the agent's status
+// while it held the bridge's. The sides differed until the ticket's
+// reconcile slot; a status change read after a status the bridge set, and
+// other than it, now asks for a reconcile in the next cycle.
+func TestSimulationCrossedStatusReadLateIsReconciledNextCycle(t *testing.T) {
+	runSim(t, 6033, simWithFields)
+}
+
 // TestSimulationAgentEditWhileUpdateInDoubt (seed 5575): an agent edited
 // the due date while the bridge's update of it had an unknown outcome
 // (it applied, then erred); the bridge set it again, as state.Fields.Unsure
