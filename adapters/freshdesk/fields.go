@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,51 +19,18 @@ var (
 	_ saas.Fielder[thread] = vendor{}
 )
 
-// Tags the bridge keeps on its tickets besides TICKETBRIDGE_FRESHDESK_TAG:
-// the request's origin, set at creation ("origin_guest"), and the guest's
-// rating ("guest_rating_4", "guest_rating_4_5" for 4.5), one at a time.
-// Freshdesk's tags hold at most 32 characters and no commas.
-const (
-	originTagPrefix = "origin_"
-	ratingTagPrefix = "guest_rating_"
-	maxTag          = 32
-)
+// maxTag is the most characters a Freshdesk tag holds; no comma can be
+// in one either.
+const maxTag = 32
 
-// originTag is the tag of origin o; "" for none, or for one Freshdesk
-// would refuse.
+// originTag is the tag of origin o (see [saas.OriginTagPrefix]); "" for
+// none, or for one Freshdesk would refuse.
 func originTag(o guestapi.Origin) string {
-	tag := originTagPrefix + string(o)
+	tag := saas.OriginTagPrefix + string(o)
 	if o == "" || strings.ContainsAny(string(o), ",\r\n") || len([]rune(tag)) > maxTag {
 		return ""
 	}
 	return tag
-}
-
-// createTags are the tags of a new ticket of t: the configured one, its
-// origin's, and its rating's when it is rated already.
-func (a *Adapter) createTags(t adapters.Ticket) []string {
-	tags := slices.Clone(a.tags)
-	if tag := originTag(t.Origin); tag != "" {
-		tags = append(tags, tag)
-	}
-	if t.GuestRating != nil {
-		tags = append(tags, ratingTagPrefix+ratingText(*t.GuestRating))
-	}
-	return tags
-}
-
-// ratingText is a rating as its tag holds it: 4, 4_5.
-func ratingText(r float64) string { return strings.ReplaceAll(adapters.FormatRating(r), ".", "_") }
-
-// ratingOf returns the rating the tags hold, as Want writes it; "" for
-// none.
-func ratingOf(tags []string) string {
-	for _, t := range tags {
-		if r, ok := strings.CutPrefix(t, ratingTagPrefix); ok {
-			return r
-		}
-	}
-	return ""
 }
 
 // priorities are Freshdesk's priorities by the bridge's names: 1 Low,
@@ -163,7 +129,7 @@ func (v vendor) Held(th thread) (saas.Values, bool) {
 	if !ok {
 		return saas.Values{}, false
 	}
-	h := saas.Values{Title: t.Subject, Due: dueOf(t.DueBy), Rating: ratingOf(t.Tags), Priority: priorityName(t.Priority)}
+	h := saas.Values{Title: t.Subject, Due: dueOf(t.DueBy), Rating: saas.RatingOf(t.Tags), Priority: priorityName(t.Priority)}
 	if t.GroupID != nil {
 		h.Group = idString(*t.GroupID)
 	}
@@ -186,7 +152,7 @@ func (v vendor) Want(held saas.Values, f adapters.Fields) saas.Values {
 		w.Due = f.Due.UTC().Truncate(time.Second).Format(dueForm)
 	}
 	if f.Rating != nil {
-		w.Rating = ratingText(*f.Rating)
+		w.Rating = saas.RatingText(*f.Rating)
 	}
 	return w
 }
@@ -234,13 +200,7 @@ func (v vendor) SetFields(ctx context.Context, th thread, which adapters.FieldSe
 		}
 	}
 	if which.Has(adapters.FieldRating) {
-		tags := slices.DeleteFunc(slices.Clone(t.Tags), func(s string) bool { return strings.HasPrefix(s, ratingTagPrefix) })
-		if val.Rating != "" {
-			tags = append(tags, ratingTagPrefix+val.Rating)
-		}
-		if tags == nil {
-			tags = []string{}
-		}
+		tags := saas.WithRating(t.Tags, val.Rating)
 		in.Tags, send = &tags, true
 	}
 	if !send {

@@ -82,7 +82,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		Name:        requesterName,
 		Status:      status,
 		GroupID:     saas.Group(a.groups, t.Department, a.cfg.Group),
-		Tags:        a.createTags(t),
+		Tags:        saas.CreateTags(a.tags, originTag(t.Origin), t.GuestRating),
 		CustomFields: map[string]string{
 			a.cfg.IDField:     t.UpstreamID,
 			a.cfg.StatusField: baseline{}.next(status),

@@ -8,9 +8,9 @@
 // leaving the adapter's own user out of Changes, and the note naming the
 // files an agent attached that the API cannot carry. Beside it: loading an
 // env-tagged configuration with its defaults declared once, in the tags;
-// the texts of the bridge's comments; the start time and the framing of a
-// change cursor; the HTTP client, the API user asked for once, and user
-// names. Each vendor's package keeps what is really its own: its wire
+// the texts of the bridge's comments; the rating and origin tags; the
+// start time and the framing of a change cursor; the HTTP client, the API
+// user asked for once, and user names. Each vendor's package keeps what is really its own: its wire
 // format, how it finds a ticket by its upstream id, how it pages, its
 // change stream and cursor, its rate limits, archives and follow-ups.
 //

@@ -22,39 +22,14 @@ var (
 	_ saas.Fielder[zmTicket] = vendor{}
 )
 
-// Tags the bridge keeps on its tickets: the request's origin, set at
-// creation ("origin_guest"), and the guest's rating ("guest_rating_4",
-// "guest_rating_4_5" for 4.5), one at a time; the same forms as in
-// Zendesk.
-const (
-	originTagPrefix = "origin_"
-	ratingTagPrefix = "guest_rating_"
-)
-
-// originTag is the tag of origin o; "" for none. Zammad's ticket creation
-// takes its tags as one comma-separated text, so a comma cannot be in one.
+// originTag is the tag of origin o (see [saas.OriginTagPrefix]); "" for
+// none. Zammad's ticket creation takes its tags as one comma-separated
+// text, so a comma cannot be in one.
 func originTag(o guestapi.Origin) string {
 	if o == "" || strings.ContainsAny(string(o), ",\r\n") {
 		return ""
 	}
-	return originTagPrefix + string(o)
-}
-
-// ratingText is a rating as its tag holds it: 4, 4_5.
-func ratingText(r float64) string { return strings.ReplaceAll(adapters.FormatRating(r), ".", "_") }
-
-// createTags are the tags of a new ticket of t, as Zammad's creation
-// takes them ("tags": "origin_guest,guest_rating_4"): its origin's, and
-// its rating's when it is rated already; "" for none.
-func createTags(t adapters.Ticket) string {
-	var tags []string
-	if tag := originTag(t.Origin); tag != "" {
-		tags = append(tags, tag)
-	}
-	if t.GuestRating != nil {
-		tags = append(tags, ratingTagPrefix+ratingText(*t.GuestRating))
-	}
-	return strings.Join(tags, ",")
+	return saas.OriginTagPrefix + string(o)
 }
 
 // Priority ids of Zammad's seeded priorities ("1 low", "2 normal", "3
@@ -165,7 +140,7 @@ func (v vendor) Want(held saas.Values, f adapters.Fields) saas.Values {
 		w.Due = timeValue(f.Due)
 	}
 	if f.Rating != nil {
-		w.Rating = ratingText(*f.Rating)
+		w.Rating = saas.RatingText(*f.Rating)
 	}
 	return w
 }
@@ -208,10 +183,10 @@ func (v vendor) SetFields(ctx context.Context, t zmTicket, which adapters.FieldS
 	}
 	want := ""
 	if val.Rating != "" {
-		want = ratingTagPrefix + val.Rating
+		want = saas.RatingTagPrefix + val.Rating
 	}
 	for _, tag := range tags {
-		if strings.HasPrefix(tag, ratingTagPrefix) && tag != want {
+		if strings.HasPrefix(tag, saas.RatingTagPrefix) && tag != want {
 			if err := v.tag(ctx, http.MethodDelete, "/tags/remove", t.ID, tag); err != nil {
 				return err
 			}

@@ -163,7 +163,8 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 	if isPending(state) {
 		in["pending_time"] = timeValue(time.Now().Add(a.cfg.PendingFor))
 	}
-	if tags := createTags(t); tags != "" {
+	// Zammad's creation takes the tags as one text: "origin_guest,guest_rating_4".
+	if tags := strings.Join(saas.CreateTags(nil, originTag(t.Origin), t.GuestRating), ","); tags != "" {
 		in["tags"] = tags
 	}
 	a.customer(in)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,37 +16,14 @@ import (
 
 var _ adapters.Updater = (*Adapter)(nil)
 
-// Tags the bridge keeps on its tickets besides TICKETBRIDGE_ZENDESK_TAG:
-// the request's origin, set at creation ("origin_guest"), and the guest's
-// rating ("guest_rating_4", "guest_rating_4_5" for 4.5), one at a time.
-const (
-	originTagPrefix = "origin_"
-	ratingTagPrefix = "guest_rating_"
-)
-
-// originTag is the tag of origin o; "" for none.
+// originTag is the tag of origin o (see [saas.OriginTagPrefix]); "" for
+// none.
 func originTag(o guestapi.Origin) string {
 	if o == "" || strings.ContainsAny(string(o), " \t\r\n,") {
 		return ""
 	}
-	return originTagPrefix + string(o)
+	return saas.OriginTagPrefix + string(o)
 }
-
-// createTags are the tags of a new ticket of t: the configured one, its
-// origin's, and its rating's when it is rated already.
-func (a *Adapter) createTags(t adapters.Ticket) []string {
-	tags := slices.Clone(a.tags)
-	if tag := originTag(t.Origin); tag != "" {
-		tags = append(tags, tag)
-	}
-	if t.GuestRating != nil {
-		tags = append(tags, ratingTagPrefix+ratingText(*t.GuestRating))
-	}
-	return tags
-}
-
-// ratingText is a rating as its tag holds it: 4, 4_5.
-func ratingText(r float64) string { return strings.ReplaceAll(adapters.FormatRating(r), ".", "_") }
 
 // ticketUpdates is Zendesk's budget of updates of one ticket by one user
 // (the Update Ticket row of the rate limits page).
@@ -91,7 +67,7 @@ func (v vendor) Held(c chain) (saas.Values, bool) {
 	if t.Status == statusClosed {
 		return saas.Values{}, false
 	}
-	h := saas.Values{Title: t.Subject, Rating: ratingOf(t.Tags)}
+	h := saas.Values{Title: t.Subject, Rating: saas.RatingOf(t.Tags)}
 	if t.GroupID != nil {
 		h.Group = idString(*t.GroupID)
 	}
@@ -118,20 +94,9 @@ func (v vendor) Want(held saas.Values, f adapters.Fields) saas.Values {
 		w.Due = f.Due.UTC().Format(time.DateOnly)
 	}
 	if f.Rating != nil {
-		w.Rating = ratingText(*f.Rating)
+		w.Rating = saas.RatingText(*f.Rating)
 	}
 	return w
-}
-
-// ratingOf returns the rating the tags hold, as Want writes it; "" for
-// none.
-func ratingOf(tags []string) string {
-	for _, t := range tags {
-		if r, ok := strings.CutPrefix(t, ratingTagPrefix); ok {
-			return r
-		}
-	}
-	return ""
 }
 
 // SetFields writes the fields in which in one update of the chain's
@@ -160,13 +125,7 @@ func (v vendor) SetFields(ctx context.Context, c chain, which adapters.FieldSet,
 		in.CustomFields = []zdFieldValue{{ID: v.cfg.DueField, Value: due}}
 	}
 	if which.Has(adapters.FieldRating) {
-		tags := slices.DeleteFunc(slices.Clone(t.Tags), func(s string) bool { return strings.HasPrefix(s, ratingTagPrefix) })
-		if val.Rating != "" {
-			tags = append(tags, ratingTagPrefix+val.Rating)
-		}
-		if tags == nil {
-			tags = []string{}
-		}
+		tags := saas.WithRating(t.Tags, val.Rating)
 		in.Tags = &tags
 		in.SafeUpdate, in.UpdatedStamp = true, t.UpdatedAt.UTC().Format(time.RFC3339)
 	}

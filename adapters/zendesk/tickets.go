@@ -63,7 +63,7 @@ func (v vendor) Create(ctx context.Context, t adapters.Ticket) (adapters.Ref, er
 		ExternalID: externalPrefix + t.UpstreamID,
 		Status:     a.status.Down(t.Status),
 		GroupID:    saas.Group(a.groups, t.Department, a.cfg.Group),
-		Tags:       a.createTags(t),
+		Tags:       saas.CreateTags(a.tags, originTag(t.Origin), t.GuestRating),
 	}
 	ans, err := a.create(ctx, in, "create ticket")
 	if err != nil {
