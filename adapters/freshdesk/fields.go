@@ -11,7 +11,6 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 var (
@@ -212,13 +211,8 @@ func (v vendor) SetFields(ctx context.Context, th thread, which adapters.FieldSe
 	if err != nil {
 		return fmt.Errorf("freshdesk ticket %d: %w", t.ID, err)
 	}
-	if resp.StatusCode == http.StatusTooManyRequests {
-		now := time.Now()
-		wait, ok := httpretry.RetryAfter(resp.Header, now)
-		if !ok {
-			wait = time.Minute // the length of Freshdesk's window, as rateLimitWait
-		}
-		return &adapters.WaitError{Until: now.Add(wait), Why: "Freshdesk answered 429 Too Many Requests (its per-minute budget)"}
+	if w, ok := saas.TooMany(resp, "Freshdesk answered 429 Too Many Requests (its per-minute budget)"); ok {
+		return w
 	}
 	return nil
 }

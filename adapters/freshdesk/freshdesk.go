@@ -188,7 +188,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)), Transport: a.rate.Transport,
 		Authorize: func(r *http.Request) { r.SetBasicAuth(key, "X") },
 		Secrets:   []string{key},
-		Wait:      rateLimitWait,
+		Wait:      saas.Wait429,
 		Backoff:   opts.Backoff, Sleep: opts.Sleep, Log: log,
 	}.New()
 	return a, nil

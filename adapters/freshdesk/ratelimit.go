@@ -3,10 +3,8 @@ package freshdesk
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
-	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 // Freshdesk counts API requests per minute and per account, whoever sends
@@ -18,7 +16,7 @@ import (
 // Retry-After, the seconds to wait. The adapter
 //
 //   - waits out Retry-After before repeating a request that got 429 (the
-//     shared [adapters.HTTPClient] does, through [rateLimitWait]; a 429
+//     shared [adapters.HTTPClient] does, through [saas.Wait429]; a 429
 //     without the header waits a minute, the length of Freshdesk's window);
 //   - holds back, through [adapters.Budgets], the other requests that would
 //     spend the refused budget: only those of the same endpoint while the
@@ -65,15 +63,3 @@ func (a *Adapter) RateLimit() RateLimit { return a.rate.Account() }
 // EndpointLimits returns the endpoint budgets a 429 has blocked, by the
 // names EndpointTicketsList, EndpointTicketCreate, EndpointTicketUpdate.
 func (a *Adapter) EndpointLimits() map[string]RateLimit { return a.rate.Endpoints() }
-
-// rateLimitWait is the adapter's [adapters.HTTPClient.Wait] hook: a 429
-// waits Retry-After, or a minute without it.
-func rateLimitWait(resp *adapters.HTTPResponse, now time.Time) (time.Duration, bool) {
-	if resp.StatusCode != http.StatusTooManyRequests {
-		return 0, false
-	}
-	if d, ok := httpretry.RetryAfter(resp.Header, now); ok {
-		return d, true
-	}
-	return time.Minute, true
-}

@@ -165,6 +165,31 @@ func waitOf(ref adapters.Ref, err error) error {
 	return &adapters.WaitError{Ref: ref, Until: until, Why: "the helpdesk answered 429 Too Many Requests"}
 }
 
+// Wait429 is how long a 429 answer asks to wait: its Retry-After, or a
+// minute without one (the window of the helpdesks' per-minute budgets);
+// ok is false for any other answer. It fits [adapters.HTTPClient.Wait].
+func Wait429(resp *adapters.HTTPResponse, now time.Time) (wait time.Duration, ok bool) {
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		return 0, false
+	}
+	if d, ok := httpretry.RetryAfter(resp.Header, now); ok {
+		return d, true
+	}
+	return time.Minute, true
+}
+
+// TooMany returns a 429 answer, one the client did not wait out (an
+// update's, which the engine puts off), as an [*adapters.WaitError] at
+// [Wait429] that says why; ok is false for any other answer.
+func TooMany(resp *adapters.HTTPResponse, why string) (w *adapters.WaitError, ok bool) {
+	now := time.Now()
+	wait, ok := Wait429(resp, now)
+	if !ok {
+		return nil, false
+	}
+	return &adapters.WaitError{Until: now.Add(wait), Why: why}, true
+}
+
 // Budget counts a helpdesk's writes per ticket in a sliding window, for a
 // helpdesk that limits them (Zendesk: 30 updates of a ticket by one user
 // in 10 minutes), so that an adapter waits rather than sends a write the

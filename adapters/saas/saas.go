@@ -10,9 +10,10 @@
 // env-tagged configuration with its defaults declared once, in the tags;
 // the texts of the bridge's comments; the rating and origin tags; the
 // start time and the framing of a change cursor; the HTTP client, the API
-// user asked for once, and user names. Each vendor's package keeps what is really its own: its wire
-// format, how it finds a ticket by its upstream id, how it pages, its
-// change stream and cursor, its rate limits, archives and follow-ups.
+// user asked for once, user names, and the reading of a 429. Each
+// vendor's package keeps what is really its own: its wire format, how it
+// finds a ticket by its upstream id, how it pages, its change stream and
+// cursor, its rate limits, archives and follow-ups.
 //
 // It is not an adapter and talks to no helpdesk; it imports adapters and
 // nothing of the engine.

@@ -14,7 +14,6 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
-	"github.com/ticketbridge/ticketbridge/internal/httpretry"
 )
 
 var (
@@ -206,8 +205,8 @@ func (v vendor) putFields(ctx context.Context, id int64, in map[string]any, due 
 		Method: http.MethodPut, URL: v.url("/tickets/"+idString(id), url.Values{"expand": {"true"}}), Op: "update fields",
 		Accept: []int{http.StatusTooManyRequests},
 	}, in, &out)
-	if err == nil {
-		err = wait429(resp)
+	if w, ok := saas.TooMany(resp, "Zammad answered 429 Too Many Requests"); err == nil && ok {
+		err = w
 	}
 	if err != nil {
 		if errors.Is(err, adapters.ErrInvalid) && v.cfg.DueAttribute != "" && in[v.cfg.DueAttribute] != nil {
@@ -230,25 +229,11 @@ func (v vendor) tag(ctx context.Context, method, path string, id int64, tag stri
 		Method: method, URL: v.url(path, nil), Op: "set rating tag", Idempotent: true,
 		Accept: []int{http.StatusTooManyRequests},
 	}, tagIn{Item: tag, Object: "Ticket", OID: id}, nil)
-	if err == nil {
-		err = wait429(resp)
+	if w, ok := saas.TooMany(resp, "Zammad answered 429 Too Many Requests"); err == nil && ok {
+		err = w
 	}
 	if err != nil {
 		return fmt.Errorf("%s tag %q of zammad ticket %d: %w", strings.TrimPrefix(path, "/tags/"), tag, id, err)
 	}
 	return nil
-}
-
-// wait429 returns a 429 answer as an [*adapters.WaitError] at its
-// Retry-After (a minute without one); nil for any other answer.
-func wait429(resp *adapters.HTTPResponse) error {
-	if resp == nil || resp.StatusCode != http.StatusTooManyRequests {
-		return nil
-	}
-	now := time.Now()
-	wait, ok := httpretry.RetryAfter(resp.Header, now)
-	if !ok {
-		wait = time.Minute
-	}
-	return &adapters.WaitError{Until: now.Add(wait), Why: "Zammad answered 429 Too Many Requests"}
 }

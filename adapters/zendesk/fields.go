@@ -154,14 +154,10 @@ func (a *Adapter) putWith(ctx context.Context, c *adapters.HTTPClient, ref adapt
 	resp, err := c.JSON(ctx, adapters.HTTPRequest{
 		Method: http.MethodPut, URL: a.url(fmt.Sprintf("/tickets/%d", id)), Op: op, Accept: accept,
 	}, map[string]any{"ticket": in}, out)
-	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		wait := time.Minute // Zendesk sends Retry-After; without it, a minute
-		if s, perr := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); perr == nil && s >= 0 {
-			wait = time.Duration(s) * time.Second
-		}
-		until := time.Now().Add(wait)
-		a.budget.Block(id, until)
-		return resp, &adapters.WaitError{Ref: ref, Until: until, Why: "Zendesk answered 429 Too Many Requests"}
+	if w, ok := saas.TooMany(resp, "Zendesk answered 429 Too Many Requests"); err == nil && ok {
+		w.Ref = ref
+		a.budget.Block(id, w.Until)
+		return resp, w
 	}
 	return resp, err
 }
