@@ -200,26 +200,31 @@ func dedupTags(tags []string) []string {
 	return out
 }
 
-func (s *Server) showTicket(w http.ResponseWriter, idStr string) {
+// show answers the record of m (a ticket, a user) whose id is idStr, as
+// js writes it, under key; 404 when m holds none.
+func show[V any](w http.ResponseWriter, m map[int64]*V, idStr, key string, js func(*V) map[string]any) {
 	id, ok := parseID(idStr)
-	t := s.tickets[id]
-	if !ok || t == nil {
+	v := m[id]
+	if !ok || v == nil {
 		writeError(w, http.StatusNotFound, "RecordNotFound", "Not found", nil)
 		return
 	}
-	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"ticket": s.ticketJSON(t)})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{key: js(v)})
 }
 
-func (s *Server) showManyTickets(w http.ResponseWriter, r *http.Request) {
+// showMany answers show_many: the records of m among the ids of the query
+// (ids=1,2,3), as js writes them, under key, leaving out the ids m does
+// not hold.
+func showMany[V any](w http.ResponseWriter, r *http.Request, m map[int64]*V, key string, js func(*V) map[string]any) {
 	out := []map[string]any{}
 	for _, part := range strings.Split(r.URL.Query().Get("ids"), ",") {
 		if id, ok := parseID(strings.TrimSpace(part)); ok {
-			if t := s.tickets[id]; t != nil {
-				out = append(out, s.ticketJSON(t))
+			if v := m[id]; v != nil {
+				out = append(out, js(v))
 			}
 		}
 	}
-	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"tickets": out, "next_page": nil, "previous_page": nil, "count": len(out)})
+	saasfake.WriteJSON(w, http.StatusOK, map[string]any{key: out, "next_page": nil, "previous_page": nil, "count": len(out)})
 }
 
 func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) {
@@ -482,28 +487,6 @@ func (s *Server) apply(t *ticket, user int64, u update) (*audit, string, string)
 	t.UpdatedAt = now
 	s.audits = append(s.audits, a)
 	return a, "", ""
-}
-
-func (s *Server) showUser(w http.ResponseWriter, idStr string) {
-	id, ok := parseID(idStr)
-	u := s.users[id]
-	if !ok || u == nil {
-		writeError(w, http.StatusNotFound, "RecordNotFound", "Not found", nil)
-		return
-	}
-	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"user": s.userJSON(u)})
-}
-
-func (s *Server) showManyUsers(w http.ResponseWriter, r *http.Request) {
-	out := []map[string]any{}
-	for _, part := range strings.Split(r.URL.Query().Get("ids"), ",") {
-		if id, ok := parseID(strings.TrimSpace(part)); ok {
-			if u := s.users[id]; u != nil {
-				out = append(out, s.userJSON(u))
-			}
-		}
-	}
-	saasfake.WriteJSON(w, http.StatusOK, map[string]any{"users": out, "next_page": nil, "previous_page": nil, "count": len(out)})
 }
 
 func (s *Server) showGroup(w http.ResponseWriter, idStr string) {

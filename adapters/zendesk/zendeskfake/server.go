@@ -306,9 +306,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, body
 	case r.Method == http.MethodGet && len(segs) == 2 && segs[0] == "users" && segs[1] == "me":
 		saasfake.WriteJSON(w, http.StatusOK, map[string]any{"user": s.userJSON(s.users[user])})
 	case r.Method == http.MethodGet && len(segs) == 2 && segs[0] == "users" && segs[1] == "show_many":
-		s.showManyUsers(w, r)
+		showMany(w, r, s.users, "users", s.userJSON)
 	case r.Method == http.MethodGet && len(segs) == 2 && segs[0] == "users":
-		s.showUser(w, segs[1])
+		show(w, s.users, segs[1], "user", s.userJSON)
 	case r.Method == http.MethodGet && len(segs) == 2 && segs[0] == "groups":
 		s.showGroup(w, segs[1])
 	case len(segs) == 1 && segs[0] == "tickets" && r.Method == http.MethodGet:
@@ -318,9 +318,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, body
 	case len(segs) == 1 && segs[0] == "tickets" && r.Method == http.MethodPost:
 		s.createTicket(w, r, user, body)
 	case len(segs) == 2 && segs[0] == "tickets" && segs[1] == "show_many" && r.Method == http.MethodGet:
-		s.showManyTickets(w, r)
+		showMany(w, r, s.tickets, "tickets", s.ticketJSON)
 	case len(segs) == 2 && segs[0] == "tickets" && r.Method == http.MethodGet:
-		s.showTicket(w, segs[1])
+		show(w, s.tickets, segs[1], "ticket", s.ticketJSON)
 	case len(segs) == 2 && segs[0] == "tickets" && r.Method == http.MethodPut:
 		s.updateTicket(w, segs[1], user, body)
 	case len(segs) == 3 && segs[0] == "tickets" && segs[2] == "comments" && r.Method == http.MethodGet:
