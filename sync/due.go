@@ -23,6 +23,20 @@ const (
 	DueMoved   = "moved"   // missing from a whole list of its status and department: read to see where it went
 )
 
+// DueText says when ticket t is read next, relative to now, for `status`
+// and the status page.
+func (t TicketStatus) DueText(now time.Time) string {
+	switch {
+	case !t.Deleted.IsZero():
+		return "never (deleted on the platform)"
+	case t.Retired:
+		return "never (retired)"
+	case t.NextDue.IsZero() || !t.NextDue.After(now):
+		return "next cycle"
+	}
+	return "in " + t.NextDue.Sub(now).Round(time.Second).String()
+}
+
 // DueReasonText says in words why a ticket is read next, for `status`.
 func DueReasonText(reason string) string {
 	switch reason {

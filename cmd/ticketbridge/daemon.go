@@ -431,19 +431,6 @@ func when(t time.Time) string {
 	return t.Local().Format(time.DateTime)
 }
 
-// dueText says when a ticket is read next, relative to now.
-func dueText(t sync.TicketStatus, now time.Time) string {
-	switch {
-	case !t.Deleted.IsZero():
-		return "never (deleted on the platform)"
-	case t.Retired:
-		return "never (retired)"
-	case t.NextDue.IsZero() || !t.NextDue.After(now):
-		return "next cycle"
-	}
-	return "in " + t.NextDue.Sub(now).Round(time.Second).String()
-}
-
 func printStatus(out io.Writer, path string, s *sync.Status) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "State file\t%s (adapter %s)\n", path, orDash(s.Adapter))
@@ -506,7 +493,7 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 				errText = fmt.Sprintf("%s (%d tries)", t.LastError, t.Attempts)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", short(t.ID), orDash(t.Ref), orDash(t.Department),
-				orDash(t.UpstreamStatus), orDash(t.HelpdeskStatus), dueText(t, s.At), orDash(t.DueReason), t.Mirrored+t.Own, errText)
+				orDash(t.UpstreamStatus), orDash(t.HelpdeskStatus), t.DueText(s.At), orDash(t.DueReason), t.Mirrored+t.Own, errText)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -557,7 +544,7 @@ func printTicket(out io.Writer, d sync.TicketDetail, full bool) error {
 	fmt.Fprintf(tw, "Helpdesk\t%s\n", orDash(d.Ref))
 	fmt.Fprintf(tw, "Department\t%s\n", orDash(d.Department))
 	fmt.Fprintf(tw, "Status\tupstream %s, helpdesk %s\n", orDash(d.UpstreamStatus), orDash(d.HelpdeskStatus))
-	fmt.Fprintf(tw, "Next read\t%s (%s)\n", dueText(d.TicketStatus, now), sync.DueReasonText(d.DueReason))
+	fmt.Fprintf(tw, "Next read\t%s (%s)\n", d.DueText(now), sync.DueReasonText(d.DueReason))
 	fmt.Fprintf(tw, "Last activity\t%s\n", when(d.LastActivity))
 	fmt.Fprintf(tw, "Reconciled\t%s (%s); agreed status %s\n", when(d.ReconciledAt), orDash(d.LastReconcile), orDash(d.AgreedStatus))
 	if d.LastError != "" {

@@ -222,7 +222,7 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
 		return
 	}
 	v := s.view(r, p, "Request "+short(d.ID))
-	td := &ticketData{D: d, Due: dueText(d.TicketStatus, v.Now), Why: sync.DueReasonText(d.DueReason)}
+	td := &ticketData{D: d, Due: d.DueText(v.Now), Why: sync.DueReasonText(d.DueReason)}
 	var info map[string]state.MessageInfo
 	if v.SignedIn {
 		info = d.Messages // the guest's words: personal data, for staff only

@@ -398,19 +398,6 @@ func short(id string) string {
 	return id
 }
 
-// dueText says when a ticket is read next, relative to now.
-func dueText(t sync.TicketStatus, now time.Time) string {
-	switch {
-	case !t.Deleted.IsZero():
-		return "never (deleted on the platform)"
-	case t.Retired:
-		return "never (retired)"
-	case t.NextDue.IsZero() || !t.NextDue.After(now):
-		return "next cycle"
-	}
-	return "in " + t.NextDue.Sub(now).Round(time.Second).String()
-}
-
 // funcs are the templates' functions; "ago", "due" and "future" read the
 // runtime's clock (time.Now), which a test moves in a testing/synctest
 // bubble.
@@ -433,7 +420,7 @@ var funcs = template.FuncMap{
 		return d.Round(time.Second).String() + " ago"
 	},
 	"dur": roundDur,
-	"due": func(t sync.TicketStatus) string { return dueText(t, time.Now()) },
+	"due": func(t sync.TicketStatus) string { return t.DueText(time.Now()) },
 	"dash": func(s string) string {
 		if s == "" {
 			return "–"
