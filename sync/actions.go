@@ -45,23 +45,9 @@ var (
 // Idempotency-Key, payload and attempts; the next cycle sends it. A sent
 // entry is refused with ErrNotActionable.
 func RetryEntry(ctx context.Context, st *state.Store, eventID string, now time.Time) (state.Entry, error) {
-	var out state.Entry
-	err := st.Update(ctx, func(tx *state.Tx) error {
-		en, err := actionEntry(tx, eventID)
-		if err != nil {
-			return err
-		}
-		if en.State == state.Sent {
-			return fmt.Errorf("%w: it was sent at %s", ErrNotActionable, en.SentAt.Format(time.RFC3339))
-		}
+	return changeEntry(ctx, st, "retry", eventID, func(en *state.Entry) {
 		en.State, en.NextAttempt = state.Pending, now
-		out, err = tx.PutJournal(en)
-		return err
 	})
-	if err != nil {
-		return state.Entry{}, fmt.Errorf("retry journal entry %q: %w", eventID, err)
-	}
-	return out, nil
 }
 
 // SkipEntry marks the journal entry of helpdesk event eventID abandoned:
@@ -80,24 +66,10 @@ func SkipEntry(ctx context.Context, st *state.Store, eventID, who, reason string
 	if who == "" {
 		who = "an operator"
 	}
-	var out state.Entry
-	err := st.Update(ctx, func(tx *state.Tx) error {
-		en, err := actionEntry(tx, eventID)
-		if err != nil {
-			return err
-		}
-		if en.State == state.Sent {
-			return fmt.Errorf("%w: it was sent at %s", ErrNotActionable, en.SentAt.Format(time.RFC3339))
-		}
+	return changeEntry(ctx, st, "skip", eventID, func(en *state.Entry) {
 		en.State, en.NextAttempt = state.Abandoned, time.Time{}
 		en.LastError = fmt.Sprintf("abandoned by %s: %s", who, reason)
-		out, err = tx.PutJournal(en)
-		return err
 	})
-	if err != nil {
-		return state.Entry{}, fmt.Errorf("skip journal entry %q: %w", eventID, err)
-	}
-	return out, nil
 }
 
 // ReadNow makes tracked ticket ticketID due at now, also when it backs off
@@ -126,6 +98,29 @@ func ReadNow(ctx context.Context, st *state.Store, ticketID string, now time.Tim
 	})
 	if err != nil {
 		return state.Ticket{}, fmt.Errorf("read ticket %q now: %w", ticketID, err)
+	}
+	return out, nil
+}
+
+// changeEntry applies change to the journal entry of helpdesk event
+// eventID, unless it was sent (ErrNotActionable), in one transaction; op
+// ("retry", "skip") names the action in errors.
+func changeEntry(ctx context.Context, st *state.Store, op, eventID string, change func(*state.Entry)) (state.Entry, error) {
+	var out state.Entry
+	err := st.Update(ctx, func(tx *state.Tx) error {
+		en, err := actionEntry(tx, eventID)
+		if err != nil {
+			return err
+		}
+		if en.State == state.Sent {
+			return fmt.Errorf("%w: it was sent at %s", ErrNotActionable, en.SentAt.Format(time.RFC3339))
+		}
+		change(&en)
+		out, err = tx.PutJournal(en)
+		return err
+	})
+	if err != nil {
+		return state.Entry{}, fmt.Errorf("%s journal entry %q: %w", op, eventID, err)
 	}
 	return out, nil
 }
