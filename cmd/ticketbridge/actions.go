@@ -23,6 +23,20 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
+// actionAbout is how retry and skip reach the state, in the help of both;
+// it ends with the daemon's path short of the command's name, which each
+// help adds.
+const actionAbout = `While the daemon runs it holds the state file: the command then asks the
+daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
+/etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
+Otherwise it changes the state file itself. With the state in PostgreSQL,
+a daemon's lease of the hotel says whether one runs: the command asks it
+when it runs on this host, refuses naming it when elsewhere, and otherwise
+holds the lease while it changes the state itself.
+
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
+is; the daemon is then asked at /hotels/NAME/`
+
 const retryAbout = `Put a stuck journal entry back to pending: a reply, note or status change
 refused for good, set aside with skip, or backing off after errors. ID is
 the entry's helpdesk event id (the EVENT column of ticketbridge status). The
@@ -30,32 +44,14 @@ next cycle sends it with its own Idempotency-Key, so the guest never gets it
 twice. With a ticket's upstream id instead, the ticket is read on the next
 cycle, also while it backs off after errors.
 
-While the daemon runs it holds the state file: the command then asks the
-daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
-/etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
-Otherwise it changes the state file itself. With the state in PostgreSQL,
-a daemon's lease of the hotel says whether one runs: the command asks it
-when it runs on this host, refuses naming it when elsewhere, and otherwise
-holds the lease while it changes the state itself.
-
-With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
-is; the daemon is then asked at /hotels/NAME/retry.`
+` + actionAbout + `retry.`
 
 const skipAbout = `Set a journal entry aside: mark it abandoned, so that it is never sent. The
 entry stays in the journal with your name and --reason (required). ID is the
 entry's helpdesk event id (the EVENT column of ticketbridge status). A sent
 entry cannot be skipped; ticketbridge retry ID undoes a skip.
 
-While the daemon runs it holds the state file: the command then asks the
-daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
-/etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
-Otherwise it changes the state file itself. With the state in PostgreSQL,
-a daemon's lease of the hotel says whether one runs: the command asks it
-when it runs on this host, refuses naming it when elsewhere, and otherwise
-holds the lease while it changes the state itself.
-
-With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
-is; the daemon is then asked at /hotels/NAME/skip.`
+` + actionAbout + `skip.`
 
 func runRetry(ctx context.Context, sh shell, args []string) error {
 	return runAction(ctx, sh, "retry", retryAbout, args)
