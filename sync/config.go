@@ -104,11 +104,8 @@ func DefaultConfig() Config {
 // and validates the result. Errors name the variable and its value.
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	var c Config
-	if env == nil {
-		env = envconfig.MapLookuper(nil)
-	}
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read sync configuration: %w", envvar.Explain(err, &c, env, ""))
+	if err := envvar.Load(ctx, env, "", "sync configuration", &c); err != nil {
+		return c, err
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("read sync configuration: %w", err)

@@ -90,15 +90,9 @@ type Config struct {
 // LoadConfig reads the TICKETBRIDGE_EMAIL_* variables from env and checks
 // them (see [Config.Validate]); the secrets named by *_FILE are read.
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	if env == nil {
-		env = envconfig.MapLookuper(nil)
-	}
 	var c Config
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   &c,
-		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
-	}); err != nil {
-		return Config{}, fmt.Errorf("read email configuration: %w", envvar.Explain(err, &c, env, EnvPrefix))
+	if err := envvar.Load(ctx, env, EnvPrefix, "email configuration", &c); err != nil {
+		return Config{}, err
 	}
 	var err error
 	if c.Password, err = adapters.SecretOrFile(EnvPrefix+"PASSWORD", c.Password, c.PasswordFile); err != nil {

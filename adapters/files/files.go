@@ -144,8 +144,8 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	if env == nil {
 		env = envconfig.MapLookuper(nil)
 	}
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read files adapter configuration: %w", envvar.Explain(err, &c, env, ""))
+	if err := envvar.Load(ctx, env, "", "files adapter configuration", &c); err != nil {
+		return c, err
 	}
 	if c.Dir == "" {
 		c.Dir = DefaultDir

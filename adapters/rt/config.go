@@ -84,15 +84,9 @@ type Config struct {
 // LoadConfig reads the TICKETBRIDGE_RT_* variables from env, filling
 // defaults, and checks them (see [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	if env == nil {
-		env = envconfig.MapLookuper(nil)
-	}
 	var c Config
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   &c,
-		Lookuper: envconfig.PrefixLookuper(EnvPrefix, env),
-	}); err != nil {
-		return Config{}, fmt.Errorf("read rt configuration: %w", envvar.Explain(err, &c, env, EnvPrefix))
+	if err := envvar.Load(ctx, env, EnvPrefix, "rt configuration", &c); err != nil {
+		return Config{}, err
 	}
 	allow, err := adapters.LoadInsecureHTTP(ctx, env)
 	if err != nil {

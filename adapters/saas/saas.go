@@ -73,26 +73,9 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
 )
 
-// LoadConfig fills target, a pointer to an env-tagged struct, from the
-// variables prefix+NAME that env holds (nil: none), and its other fields
-// from the tags' defaults. what names the configuration in errors, e.g.
-// "zendesk"; an error names the variable at fault.
-func LoadConfig(ctx context.Context, env envconfig.Lookuper, prefix, what string, target any) error {
-	if env == nil {
-		env = envconfig.MapLookuper(nil)
-	}
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   target,
-		Lookuper: envconfig.PrefixLookuper(prefix, env),
-	}); err != nil {
-		return fmt.Errorf("read %s configuration: %w", what, envvar.Explain(err, target, env, prefix))
-	}
-	return nil
-}
-
 // Defaults fills the zero fields of target, a pointer to an env-tagged
 // struct, with the defaults its tags declare; fields already set stay.
-// It is how a configuration built in code gets the defaults LoadConfig
+// It is how a configuration built in code gets the defaults [envvar.Load]
 // gives one read from the environment.
 func Defaults(target any) {
 	// With no variables, only defaults apply, and go-envconfig leaves
@@ -210,7 +193,7 @@ func (c Common) CheckTimeout(prefix string) error {
 	return nil
 }
 
-// Load reads a configuration C, which embeds [Common], with [LoadConfig],
+// Load reads a configuration C, which embeds [Common], with [envvar.Load],
 // replaces its secret by the content of the secret's file when one is
 // named (see [adapters.SecretOrFile]; secretVar is the secret's variable,
 // without prefix), sets AllowInsecureHTTP from
@@ -222,7 +205,7 @@ func Load[C any, PC interface {
 	Validate() error
 }](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(PC) (value *string, file string)) (C, error) {
 	var c C
-	if err := LoadConfig(ctx, env, prefix, what, &c); err != nil {
+	if err := envvar.Load(ctx, env, prefix, what+" configuration", &c); err != nil {
 		return c, err
 	}
 	allow, err := adapters.LoadInsecureHTTP(ctx, env)

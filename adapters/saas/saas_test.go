@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
+	"github.com/ticketbridge/ticketbridge/internal/envvar"
 )
 
 type config struct {
@@ -21,13 +22,13 @@ type config struct {
 
 func TestLoadConfigAndDefaults(t *testing.T) {
 	var c config
-	if err := saas.LoadConfig(t.Context(), envconfig.MapLookuper(map[string]string{"X_PAGES": "3"}), "X_", "test", &c); err != nil {
+	if err := envvar.Load(t.Context(), envconfig.MapLookuper(map[string]string{"X_PAGES": "3"}), "X_", "test configuration", &c); err != nil {
 		t.Fatal(err)
 	}
 	if c != (config{Tag: "ticketbridge", Timeout: 30 * time.Second, Pages: 3}) {
 		t.Errorf("loaded %+v", c)
 	}
-	err := saas.LoadConfig(t.Context(), envconfig.MapLookuper(map[string]string{"X_TIMEOUT": "soon"}), "X_", "test", &config{})
+	err := envvar.Load(t.Context(), envconfig.MapLookuper(map[string]string{"X_TIMEOUT": "soon"}), "X_", "test configuration", &config{})
 	if err == nil || !strings.Contains(err.Error(), "X_TIMEOUT") {
 		t.Errorf("a bad duration: %v, want an error naming X_TIMEOUT", err)
 	}
@@ -45,7 +46,7 @@ func TestSinceIsReadOnce(t *testing.T) {
 	load := func(v string) (config, error) {
 		var c config
 		env := envconfig.MapLookuper(map[string]string{"SINCE": v})
-		err := saas.LoadConfig(t.Context(), env, "", "x", &c)
+		err := envvar.Load(t.Context(), env, "", "x configuration", &c)
 		return c, err
 	}
 	for in, want := range map[string]time.Time{

@@ -99,8 +99,8 @@ func (s Secret) Reveal() string { return string(s) }
 // error contains the secret.
 func LoadConfig(ctx context.Context, env envconfig.Lookuper, stateDir string) (Config, error) {
 	var c Config
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return c, fmt.Errorf("read webhook configuration: %w", envvar.Explain(err, &c, env, ""))
+	if err := envvar.Load(ctx, env, "", "webhook configuration", &c); err != nil {
+		return c, err
 	}
 	allow, err := adapters.LoadInsecureHTTP(ctx, env)
 	if err != nil {

@@ -5,11 +5,14 @@
 // engine, each adapter) explains its errors through it, so that they all
 // read the same way.
 //
-// It owns no configuration and reads no variable of its own; it imports
-// go-envconfig and the standard library only.
+// [Load] reads a configuration with go-envconfig and explains its errors,
+// for the packages whose reading needs nothing more. The package owns no
+// configuration and reads no variable of its own; it imports go-envconfig
+// and the standard library only.
 package envvar
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -17,6 +20,25 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 )
+
+// Load fills target, a pointer to an env-tagged struct, from the
+// variables prefix+NAME ("" for none) that env holds (nil: none), and its
+// other fields from the tags' defaults. Its error reads "read <what>: "
+// and names the variable at fault (see [Explain]); what names the
+// configuration, e.g. "sync configuration".
+func Load(ctx context.Context, env envconfig.Lookuper, prefix, what string, target any) error {
+	if env == nil {
+		env = envconfig.MapLookuper(nil)
+	}
+	l := env
+	if prefix != "" {
+		l = envconfig.PrefixLookuper(prefix, env)
+	}
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: target, Lookuper: l}); err != nil {
+		return fmt.Errorf("read %s: %w", what, Explain(err, target, env, prefix))
+	}
+	return nil
+}
 
 // Explain rewrites err, returned by go-envconfig for target (a struct or
 // a pointer to one) read through env under prefix ("" for none), so that it

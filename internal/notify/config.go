@@ -78,8 +78,8 @@ type Settings struct {
 // Errors name the variable, never a URL.
 func Load(ctx context.Context, env envconfig.Lookuper) (Settings, error) {
 	var c Config
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return Settings{Config: c}, fmt.Errorf("read notification settings: %w", envvar.Explain(err, &c, env, ""))
+	if err := envvar.Load(ctx, env, "", "notification settings", &c); err != nil {
+		return Settings{Config: c}, err
 	}
 	if err := readSecretFiles([]secretVar{
 		{"TICKETBRIDGE_NOTIFY_URLS", &c.URLs, &c.URLsFile},
@@ -135,8 +135,8 @@ type hotelPing struct {
 // variable, never the URL.
 func LoadPing(ctx context.Context, env envconfig.Lookuper) (*Ping, error) {
 	var c hotelPing
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &c, Lookuper: env}); err != nil {
-		return nil, fmt.Errorf("read notification settings: %w", envvar.Explain(err, &c, env, ""))
+	if err := envvar.Load(ctx, env, "", "notification settings", &c); err != nil {
+		return nil, err
 	}
 	if err := readSecretFiles([]secretVar{
 		{"TICKETBRIDGE_NOTIFY_PING_URL", &c.PingURL, &c.PingURLFile},
