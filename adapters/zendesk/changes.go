@@ -3,7 +3,6 @@ package zendesk
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -149,41 +148,25 @@ func (v vendor) Events(ctx context.Context, cur adapters.Cursor, me int64) ([]ad
 // since.
 func (a *Adapter) secondEvents(ctx context.Context, sec int64, seen []int64) ([]zdTicketEvent, error) {
 	var ids []int64
-	err := a.pages(ctx, "/tickets", []string{"sort", "-updated_at"}, "read tickets updated in a second", func(raw json.RawMessage) error {
-		var page struct {
-			Tickets []zdTicket `json:"tickets"`
+	err := pages(ctx, a, "/tickets", []string{"sort", "-updated_at"}, "tickets", "read tickets updated in a second", func(t zdTicket) bool {
+		if t.UpdatedAt.Unix() < sec {
+			return false
 		}
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return err
+		if strings.HasPrefix(t.externalID(), externalPrefix) {
+			ids = append(ids, t.ID)
 		}
-		for _, t := range page.Tickets {
-			if t.UpdatedAt.Unix() < sec {
-				return errLastPage
-			}
-			if strings.HasPrefix(t.externalID(), externalPrefix) {
-				ids = append(ids, t.ID)
-			}
-		}
-		return nil
+		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read zendesk ticket events of %s: %w", time.Unix(sec, 0).UTC().Format(time.RFC3339), err)
 	}
 	var out []zdTicketEvent
 	for _, id := range ids {
-		err := a.pages(ctx, "/tickets/"+idString(id)+"/audits", nil, "read ticket audits", func(raw json.RawMessage) error {
-			var page struct {
-				Audits []zdAudit `json:"audits"`
+		err := pages(ctx, a, "/tickets/"+idString(id)+"/audits", nil, "audits", "read ticket audits", func(au zdAudit) bool {
+			if au.CreatedAt.Unix() == sec && !slices.Contains(seen, au.ID) {
+				out = append(out, au.ticketEvent())
 			}
-			if err := json.Unmarshal(raw, &page); err != nil {
-				return err
-			}
-			for _, au := range page.Audits {
-				if au.CreatedAt.Unix() == sec && !slices.Contains(seen, au.ID) {
-					out = append(out, au.ticketEvent())
-				}
-			}
-			return nil
+			return true
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read zendesk ticket events of %s: %w", time.Unix(sec, 0).UTC().Format(time.RFC3339), err)

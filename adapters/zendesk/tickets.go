@@ -391,19 +391,11 @@ func (v vendor) Resolve(ctx context.Context, ref adapters.Ref) (chain, error) {
 func (a *Adapter) byExternalID(ctx context.Context, upstreamID string) ([]zdTicket, error) {
 	ext := externalPrefix + upstreamID
 	var out []zdTicket
-	err := a.pages(ctx, "/tickets", []string{"external_id", ext}, "list tickets by external id", func(raw json.RawMessage) error {
-		var page struct {
-			Tickets []zdTicket `json:"tickets"`
+	err := pages(ctx, a, "/tickets", []string{"external_id", ext}, "tickets", "list tickets by external id", func(t zdTicket) bool {
+		if t.externalID() == ext {
+			out = append(out, t)
 		}
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return err
-		}
-		for _, t := range page.Tickets {
-			if t.externalID() == ext {
-				out = append(out, t)
-			}
-		}
-		return nil
+		return true
 	})
 	if err != nil {
 		return nil, err
@@ -468,15 +460,9 @@ func (a *Adapter) chainTickets(ctx context.Context, upstreamID string) ([]zdTick
 // comments lists a ticket's comments, oldest first.
 func (a *Adapter) comments(ctx context.Context, id int64) ([]zdComment, error) {
 	var out []zdComment
-	err := a.pages(ctx, fmt.Sprintf("/tickets/%d/comments", id), nil, "list comments", func(raw json.RawMessage) error {
-		var page struct {
-			Comments []zdComment `json:"comments"`
-		}
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return err
-		}
-		out = append(out, page.Comments...)
-		return nil
+	err := pages(ctx, a, fmt.Sprintf("/tickets/%d/comments", id), nil, "comments", "list comments", func(c zdComment) bool {
+		out = append(out, c)
+		return true
 	})
 	return out, err
 }
@@ -485,44 +471,47 @@ func (a *Adapter) comments(ctx context.Context, id int64) ([]zdComment, error) {
 // says it is done.
 const maxListPages = 1000
 
-// errLastPage, returned by the f of [Adapter.pages], ends the listing
-// without an error.
-var errLastPage = errors.New("last page wanted")
-
 // pages reads every page of a cursor-paginated list (page[size] and
-// page[after]), handing each answer to f, until f returns errLastPage. The next page is asked for with
-// the after_cursor on the adapter's own address, never by following the
-// links.next the answer holds, so credentials go to the configured host
-// only.
-func (a *Adapter) pages(ctx context.Context, path string, query []string, op string, f func(json.RawMessage) error) error {
+// page[after]), handing each item of the page's array key to each, until
+// the last page or until each returns false. The next page is asked for
+// with the after_cursor on the adapter's own address, never by following
+// the links.next the answer holds, so credentials go to the configured
+// host only.
+func pages[T any](ctx context.Context, a *Adapter, path string, query []string, key, op string, each func(T) bool) error {
 	after := ""
 	for range maxListPages {
 		q := append(slices.Clone(query), "page[size]", idString(int64(a.cfg.PageSize)))
 		if after != "" {
 			q = append(q, "page[after]", after)
 		}
-		var raw json.RawMessage
-		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(path, q...), Op: op}, nil, &raw); err != nil {
+		var page map[string]json.RawMessage
+		if _, err := a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url(path, q...), Op: op}, nil, &page); err != nil {
 			return err
 		}
-		if err := f(raw); errors.Is(err, errLastPage) {
+		var items []T
+		var meta zdMeta
+		for _, f := range []struct {
+			key  string
+			into any
+		}{{key, &items}, {"meta", &meta}} {
+			if raw, ok := page[f.key]; ok {
+				if err := json.Unmarshal(raw, f.into); err != nil {
+					return fmt.Errorf("decode %s: %w", op, err)
+				}
+			}
+		}
+		for _, it := range items {
+			if !each(it) {
+				return nil
+			}
+		}
+		if !meta.HasMore {
 			return nil
-		} else if err != nil {
-			return fmt.Errorf("decode %s: %w", op, err)
 		}
-		var meta struct {
-			Meta zdMeta `json:"meta"`
-		}
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return fmt.Errorf("decode %s: %w", op, err)
-		}
-		if !meta.Meta.HasMore {
-			return nil
-		}
-		if meta.Meta.AfterCursor == "" || meta.Meta.AfterCursor == after {
+		if meta.AfterCursor == "" || meta.AfterCursor == after {
 			return fmt.Errorf("%s: Zendesk said there is more but gave no new cursor", op)
 		}
-		after = meta.Meta.AfterCursor
+		after = meta.AfterCursor
 	}
 	return fmt.Errorf("%s: more than %d pages", op, maxListPages)
 }
