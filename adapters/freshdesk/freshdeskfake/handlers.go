@@ -130,26 +130,15 @@ func (s *Server) ticketJSON(t *Ticket, withDescription bool) map[string]any {
 	return m
 }
 
-// ticket returns the ticket idStr names, nil for an unknown or archived
-// one: the ticket endpoints do not see archived tickets.
-func (s *Server) ticket(idStr string) *Ticket {
+// ticket returns the ticket idStr names, archived or not as archived
+// says, or nil: the ticket endpoints do not see archived tickets, and
+// those of the archive see only them.
+func (s *Server) ticket(idStr string, archived bool) *Ticket {
 	id, err := strconv.ParseInt(idStr, 10, 64)
 	if err != nil {
 		return nil
 	}
-	if t := s.tickets[id]; t != nil && !t.Archived {
-		return t
-	}
-	return nil
-}
-
-// archived returns the archived ticket idStr names, or nil.
-func (s *Server) archived(idStr string) *Ticket {
-	id, err := strconv.ParseInt(idStr, 10, 64)
-	if err != nil {
-		return nil
-	}
-	if t := s.tickets[id]; t != nil && t.Archived {
+	if t := s.tickets[id]; t != nil && t.Archived == archived {
 		return t
 	}
 	return nil
@@ -157,7 +146,7 @@ func (s *Server) archived(idStr string) *Ticket {
 
 // showArchived serves GET /tickets/archived/{id}.
 func (s *Server) showArchived(w http.ResponseWriter, idStr string) {
-	t := s.archived(idStr)
+	t := s.ticket(idStr, true)
 	if t == nil {
 		writeNotFound(w)
 		return
@@ -172,7 +161,7 @@ func (s *Server) showTicket(w http.ResponseWriter, r *http.Request, idStr string
 		writeValidation(w, fieldError{Field: "include", Message: "include is not implemented by this fake", Code: "invalid_field"})
 		return
 	}
-	t := s.ticket(idStr)
+	t := s.ticket(idStr, false)
 	if t == nil {
 		writeNotFound(w)
 		return
@@ -598,7 +587,7 @@ func (s *Server) apply(t *Ticket, in ticketInput) {
 }
 
 func (s *Server) updateTicket(w http.ResponseWriter, idStr string, body []byte) {
-	t := s.ticket(idStr)
+	t := s.ticket(idStr, false)
 	if t == nil || t.Deleted {
 		writeNotFound(w)
 		return
@@ -678,7 +667,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, t *Ti
 // addConversation serves POST /tickets/{id}/notes (source SourceNote) and
 // /reply (SourceReply).
 func (s *Server) addConversation(w http.ResponseWriter, idStr string, body []byte, source int) {
-	t := s.ticket(idStr)
+	t := s.ticket(idStr, false)
 	if t == nil || t.Deleted {
 		writeNotFound(w)
 		return

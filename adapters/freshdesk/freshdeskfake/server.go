@@ -323,11 +323,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	case route(http.MethodPut, 2, "tickets", "*"):
 		s.updateTicket(w, segs[1], body)
 	case route(http.MethodGet, 3, "tickets", "*", "conversations"):
-		s.listConversations(w, r, s.ticket(segs[1]))
+		s.listConversations(w, r, s.ticket(segs[1], false))
 	case route(http.MethodGet, 3, "tickets", "archived", "*"):
 		s.showArchived(w, segs[2])
 	case route(http.MethodGet, 4, "tickets", "archived", "*", "conversations"):
-		s.listConversations(w, r, s.archived(segs[2]))
+		s.listConversations(w, r, s.ticket(segs[2], true))
 	case route(http.MethodPost, 3, "tickets", "*", "notes"):
 		s.addConversation(w, segs[1], body, SourceNote)
 	case route(http.MethodPost, 3, "tickets", "*", "reply"):
