@@ -32,6 +32,8 @@
 //	cycles            last                        [Cycle]: the last cycle
 //	                  last_success                [Cycle]: the last cycle that succeeded
 //	notices           <kind>/<subject>            a notification's episode (package notify's Episode)
+//	audit             <ticket id>/<day>/<stamp>/<hash>  [Audit]: a request's audit trail, oldest first (see audit.go)
+//	audit_days        <day>/<ticket id>           the tickets with entries of a day, for [Tx.PruneAudit]
 //
 // <seq> is the journal sequence number, 16 lower-case hex digits, so that the
 // byte order of the index keys is the order in which entries were journaled.

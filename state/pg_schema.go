@@ -94,13 +94,22 @@ var pgMigrations = []pgMigration{
 	{
 		`COMMENT ON TABLE ticketbridge_state IS 'ticketbridge records, a row per key of a bucket (tickets, not_ours, journal, notices, ...), encoded as in a state file'`,
 	},
+	// 5: the requests' audit trails (buckets audit and audit_days, state
+	// file schema 4), rows of ticketbridge_state as well: the table's
+	// primary key orders a ticket's entries and a day's tickets, so that
+	// a trail is read, and a day pruned, by a range of keys. As for 3
+	// and 4, the version keeps an older ticketbridge off the database,
+	// which would cross requests without recording them.
+	{
+		`COMMENT ON TABLE ticketbridge_state IS 'ticketbridge records, a row per key of a bucket (tickets, not_ours, journal, notices, audit, ...), encoded as in a state file'`,
+	},
 }
 
 // PostgresSchemaVersion is the schema version of a database this
 // ticketbridge writes: the records' layout of [SchemaVersion] plus the
 // database's own tables (leases). A test keeps it equal to
 // len(pgMigrations).
-const PostgresSchemaVersion = 4
+const PostgresSchemaVersion = 5
 
 // initSchema checks the database's schema version, creates or migrates it
 // in one transaction (PostgreSQL's DDL is transactional, so a failure

@@ -13,7 +13,7 @@ import (
 
 // SchemaVersion is the layout version this ticketbridge writes. A file of a
 // lower version is migrated at Open; a file of a higher one is refused.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Bucket names.
 const (
@@ -30,6 +30,8 @@ const (
 	bucketCycles          = "cycles"
 	bucketNotOurs         = "not_ours"
 	bucketNotices         = "notices"
+	bucketAudit           = "audit"
+	bucketAuditDays       = "audit_days"
 )
 
 // allBuckets is every bucket of the current schema.
@@ -37,6 +39,7 @@ var allBuckets = []string{
 	bucketMeta, bucketTickets, bucketMirrored, bucketOwn,
 	bucketJournal, bucketJournalPending, bucketJournalUnmarked, bucketJournalFailed, bucketJournalTicket,
 	bucketCursors, bucketCycles, bucketNotOurs, bucketNotices,
+	bucketAudit, bucketAuditDays,
 }
 
 // Reserved meta keys: SetMeta refuses them.
@@ -66,6 +69,15 @@ var migrations = []migration{
 	func(btx *bolt.Tx) error {
 		_, err := btx.CreateBucketIfNotExists([]byte(bucketNotices))
 		return err
+	},
+	// 3 -> 4: the requests' audit trails (audit.go).
+	func(btx *bolt.Tx) error {
+		for _, name := range []string{bucketAudit, bucketAuditDays} {
+			if _, err := btx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return nil
 	},
 }
 

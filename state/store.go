@@ -161,6 +161,9 @@ type Store struct {
 	tickets  *ticketCache // decoded ticket records, by key (see ticketCache)
 	commits  atomic.Int64 // Updates committed (see Commits)
 	stats    statsCache   // the last Stats (see StatsOnCommit)
+	// auditStamp is the stamp of the last audit entry appended (see
+	// AppendAudit), in Unix nanoseconds.
+	auditStamp atomic.Int64
 }
 
 // Open opens the state file at path, creating it (mode 0600, and its
