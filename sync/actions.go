@@ -19,6 +19,8 @@ import (
 // storeSent), and an entry an operator abandoned stays abandoned. None of
 // them makes a request: the next cycle does the work, with the entry's own
 // Idempotency-Key, so no action can make the guest see a message twice.
+// Each appends to the request's audit trail, in its transaction, what it
+// did and who asked (state.Tx.AppendCommand).
 
 // DueAsked is the due reason of a ticket an operator asked to read now.
 const DueAsked = "asked"
@@ -43,10 +45,14 @@ var (
 // pending, due at now: a failed entry (refused for good), an abandoned one
 // (a skip undone), or a pending one backing off. It keeps the entry's
 // Idempotency-Key, payload and attempts; the next cycle sends it. A sent
-// entry is refused with ErrNotActionable.
-func RetryEntry(ctx context.Context, st *state.Store, eventID string, now time.Time) (state.Entry, error) {
-	return changeEntry(ctx, st, "retry", eventID, func(en *state.Entry) {
+// entry is refused with ErrNotActionable. who names the operator.
+func RetryEntry(ctx context.Context, st *state.Store, eventID, who string, now time.Time) (state.Entry, error) {
+	return changeEntry(ctx, st, "retry", eventID, who, func(en *state.Entry) state.Audit {
+		was := en.State
 		en.State, en.NextAttempt = state.Pending, now
+		return state.Audit{TicketID: en.TicketID, At: now, Direction: state.AuditToPlatform, Kind: "retry",
+			Ref: en.Ref, EventID: en.EventID, IdempotencyKey: en.IdempotencyKey, Status: en.Payload.Status, Outcome: state.AuditOK,
+			Detail: fmt.Sprintf("%s %s put back to pending: sent by the next cycle", was, en.Kind)}
 	})
 }
 
@@ -66,15 +72,19 @@ func SkipEntry(ctx context.Context, st *state.Store, eventID, who, reason string
 	if who == "" {
 		who = "an operator"
 	}
-	return changeEntry(ctx, st, "skip", eventID, func(en *state.Entry) {
+	return changeEntry(ctx, st, "skip", eventID, who, func(en *state.Entry) state.Audit {
 		en.State, en.NextAttempt = state.Abandoned, time.Time{}
 		en.LastError = fmt.Sprintf("abandoned by %s: %s", who, reason)
+		return state.Audit{TicketID: en.TicketID, Direction: state.AuditToPlatform, Kind: "skip",
+			Ref: en.Ref, EventID: en.EventID, IdempotencyKey: en.IdempotencyKey, Status: en.Payload.Status, Outcome: state.AuditAbandoned,
+			Detail: reason}
 	})
 }
 
 // ReadNow makes tracked ticket ticketID due at now, also when it backs off
-// after errors or is retired: the next cycle reads it.
-func ReadNow(ctx context.Context, st *state.Store, ticketID string, now time.Time) (state.Ticket, error) {
+// after errors or is retired: the next cycle reads it. who names the
+// operator.
+func ReadNow(ctx context.Context, st *state.Store, ticketID, who string, now time.Time) (state.Ticket, error) {
 	var out state.Ticket
 	err := st.Update(ctx, func(tx *state.Tx) error {
 		if err := state.CheckID(ticketID); err != nil {
@@ -94,7 +104,8 @@ func ReadNow(ctx context.Context, st *state.Store, ticketID string, now time.Tim
 			return err
 		}
 		out = t
-		return nil
+		return tx.AppendCommand(who, state.Audit{TicketID: t.ID, At: now, Kind: "read now", Ref: t.Ref, Outcome: state.AuditOK,
+			Detail: "due now: the next cycle reads it"})
 	})
 	if err != nil {
 		return state.Ticket{}, fmt.Errorf("read ticket %q now: %w", ticketID, err)
@@ -103,9 +114,10 @@ func ReadNow(ctx context.Context, st *state.Store, ticketID string, now time.Tim
 }
 
 // changeEntry applies change to the journal entry of helpdesk event
-// eventID, unless it was sent (ErrNotActionable), in one transaction; op
-// ("retry", "skip") names the action in errors.
-func changeEntry(ctx context.Context, st *state.Store, op, eventID string, change func(*state.Entry)) (state.Entry, error) {
+// eventID, unless it was sent (ErrNotActionable), and appends the audit
+// entry change returns as who's command, in one transaction; op ("retry",
+// "skip") names the action in errors.
+func changeEntry(ctx context.Context, st *state.Store, op, eventID, who string, change func(*state.Entry) state.Audit) (state.Entry, error) {
 	var out state.Entry
 	err := st.Update(ctx, func(tx *state.Tx) error {
 		en, err := actionEntry(tx, eventID)
@@ -115,9 +127,11 @@ func changeEntry(ctx context.Context, st *state.Store, op, eventID string, chang
 		if en.State == state.Sent {
 			return fmt.Errorf("%w: it was sent at %s", ErrNotActionable, en.SentAt.Format(time.RFC3339))
 		}
-		change(&en)
-		out, err = tx.PutJournal(en)
-		return err
+		audit := change(&en)
+		if out, err = tx.PutJournal(en); err != nil {
+			return err
+		}
+		return tx.AppendCommand(who, audit)
 	})
 	if err != nil {
 		return state.Entry{}, fmt.Errorf("%s journal entry %q: %w", op, eventID, err)

@@ -56,7 +56,7 @@ func TestRetryRefusedEntrySentOnce(t *testing.T) {
 		t.Fatalf("a refused entry was sent %d times without a retry", n)
 	}
 
-	got, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, e.clock.Now())
+	got, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, "ops", e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRetryRefusedEntrySentOnce(t *testing.T) {
 	if en := entry(t, e.store, id, body); en.State != state.Sent {
 		t.Fatalf("entry after the retry: %+v", en)
 	}
-	if _, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, e.clock.Now()); !errors.Is(err, tbsync.ErrNotActionable) {
+	if _, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, "ops", e.clock.Now()); !errors.Is(err, tbsync.ErrNotActionable) {
 		t.Errorf("retry of a sent entry: %v, want ErrNotActionable", err)
 	}
 	e.checkExactlyOnce()
@@ -98,7 +98,7 @@ func TestRetryAfterLostAnswerSentOnce(t *testing.T) {
 	if n := e.upstreamCount(id, body); n != 1 {
 		t.Fatalf("the server holds the reply %d times before the retry", n)
 	}
-	if _, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, e.clock.Now()); err != nil {
+	if _, err := tbsync.RetryEntry(t.Context(), e.store, en.EventID, "ops", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.cycle() // no clock advance: the retry makes it due now
@@ -220,7 +220,7 @@ func TestReadNow(t *testing.T) {
 	if r := e.tick(); r.Refreshed != 0 {
 		t.Fatalf("a quiet ticket was read: %s", r)
 	}
-	tk, err := tbsync.ReadNow(t.Context(), e.store, id, e.clock.Now())
+	tk, err := tbsync.ReadNow(t.Context(), e.store, id, "ops", e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestReadNow(t *testing.T) {
 	if r := e.tick(); r.Refreshed != 1 {
 		t.Fatalf("the asked ticket was not read: %s", r)
 	}
-	if _, err := tbsync.ReadNow(t.Context(), e.store, "nope", e.clock.Now()); !errors.Is(err, tbsync.ErrNoSuchTicket) || !strings.Contains(err.Error(), "nope") {
+	if _, err := tbsync.ReadNow(t.Context(), e.store, "nope", "ops", e.clock.Now()); !errors.Is(err, tbsync.ErrNoSuchTicket) || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("read now of an unknown ticket: %v", err)
 	}
 }

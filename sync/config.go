@@ -83,6 +83,10 @@ type Config struct {
 	// department and due date (see priority.go); off, the default, leaves
 	// the helpdesk's priority alone.
 	Priority PriorityRule `env:"TICKETBRIDGE_PRIORITY"`
+
+	// AuditDays is how many days each request's audit trail keeps its
+	// entries (state.Audit; `ticketbridge log`). 0 keeps them forever.
+	AuditDays int `env:"TICKETBRIDGE_AUDIT_DAYS, default=90"`
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -97,6 +101,7 @@ func DefaultConfig() Config {
 		ClosedGrace:       72 * time.Hour,
 		RetiredInterval:   24 * time.Hour,
 		AuthorName:        "Support team",
+		AuditDays:         DefaultAuditDays,
 	}
 }
 
@@ -112,6 +117,14 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	}
 	return c, nil
 }
+
+// DefaultAuditDays is how long the audit trails are kept by default, and
+// MaxAuditDays the longest TICKETBRIDGE_AUDIT_DAYS accepted (ten years;
+// 0 keeps them forever).
+const (
+	DefaultAuditDays = 90
+	MaxAuditDays     = 3650
+)
 
 // MaxConcurrency bounds TICKETBRIDGE_CONCURRENCY.
 const MaxConcurrency = 64
@@ -271,6 +284,8 @@ func (c Config) parse() (parsed, error) {
 		return p, fmt.Errorf("TICKETBRIDGE_CLOSED_GRACE=%s: want a duration of zero or more such as 72h", c.ClosedGrace)
 	case c.RetiredInterval <= 0:
 		return p, fmt.Errorf("TICKETBRIDGE_RETIRED_INTERVAL=%s: want a positive duration such as 24h", c.RetiredInterval)
+	case c.AuditDays < 0 || c.AuditDays > MaxAuditDays:
+		return p, fmt.Errorf("TICKETBRIDGE_AUDIT_DAYS=%d: want 0 (keep forever) to %d days", c.AuditDays, MaxAuditDays)
 	case strings.TrimSpace(c.AuthorName) == "":
 		return p, fmt.Errorf("TICKETBRIDGE_AUTHOR_NAME is empty: want the name shown on replies whose agent is unknown")
 	case strings.ContainsAny(c.AuthorName, "\r\n"):

@@ -87,7 +87,7 @@ func quietRead(r refreshResult) bool {
 	inSync := r.reconciled == "" || (r.reconciled == ReconcileInSync && !r.recUp && r.recAppended == 0)
 	if !r.read || r.created || r.adopted || r.statusDown || r.unsignalled || r.limited != nil ||
 		r.seed != nil || len(r.mirrored) > 0 || len(r.supersede) > 0 || len(r.journal) > 0 ||
-		len(r.conflictNote) > 0 || !inSync || r.reconciledTouch || r.orig.Revision() == 0 {
+		len(r.conflictNote) > 0 || len(r.audit) > 0 || !inSync || r.reconciledTouch || r.orig.Revision() == 0 {
 		return false
 	}
 	t := r.t

@@ -166,6 +166,10 @@ type Engine struct {
 	// deferred holds the schedules of quiet reads not yet stored, by
 	// ticket id (see deferred.go).
 	deferred map[string]deferredRead
+	// auditPruned is when the audit trails were last pruned, auditMore
+	// whether that prune left days for the next (see pruneAudit).
+	auditPruned time.Time
+	auditMore   bool
 	// rawLists says that the API's list answers can be compared before
 	// they are decoded; lists is what the last cycle whose lists agreed
 	// with state kept of them, nil when none did (see listmemo.go).
@@ -632,8 +636,13 @@ func (c *cycle) finish() (Report, error) {
 			if end.Before(rep.Start) {
 				end = rep.Start
 			}
+			pruned := func() {}
 			err = c.e.st.Update(c.keep(), func(tx *state.Tx) error {
 				if err := c.e.storeDeferred(tx); err != nil {
+					return err
+				}
+				var err error
+				if pruned, err = c.e.pruneAudit(tx, c.now); err != nil {
 					return err
 				}
 				return tx.PutCycle(state.Cycle{Start: rep.Start, End: end, Outcome: rep.Outcome,
@@ -641,6 +650,7 @@ func (c *cycle) finish() (Report, error) {
 			})
 			if err == nil {
 				c.e.deferred = nil
+				pruned()
 			}
 		}
 		c.e.recorded, c.e.recordedQuiet = c.now, quiet && err == nil

@@ -214,11 +214,13 @@ func (c *cycle) carryFields(r *refreshResult, ref adapters.Ref, d guestapi.Ticke
 			// The helpdesk may have applied it: set them again next time.
 			r.t.Carried.Unsure |= uint8(changed)
 		}
+		c.audit(r, state.Audit{Kind: "fields", Fields: fieldNames(changed), Outcome: state.AuditRetrying, Detail: err.Error()})
 		*r = c.ticketError(unknownOutcome(*r, err), "update helpdesk fields", err)
 		return false
 	}
 	r.t.Carried = toCarried(nw, c.now)
 	r.fields = changed
+	c.audit(r, state.Audit{Kind: "fields", Fields: fieldNames(changed), Outcome: state.AuditOK})
 	e.log.LogAttrs(c.ctx, slog.LevelDebug, "updated helpdesk fields", slog.String("op", "update"),
 		slog.String("ticket", r.t.ID), slog.String("fields", changed.String()))
 	return true

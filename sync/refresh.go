@@ -56,6 +56,12 @@ type refreshResult struct {
 	journal         []state.Entry
 	conflictNote    []adapters.Message
 	reconciledTouch bool
+
+	// cause is why the ticket was read, audit what its read carried to
+	// the helpdesk: the trail's entries, stored with the result (see
+	// audit.go).
+	cause string
+	audit []state.Audit
 }
 
 // refresh reads every due ticket, a pool at a time (see readAll), and
@@ -418,6 +424,14 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 		if _, err := tx.PutJournal(en); err != nil {
 			return err
 		}
+		if err := tx.AppendAudit(abandonAudit(en, c.e.now(), r.cause)); err != nil {
+			return err
+		}
+	}
+	for _, a := range r.audit {
+		if err := tx.AppendAudit(a); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -427,7 +441,7 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 // pend holds the ticket's pending journal entries, oldest first.
 func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool) refreshResult {
 	e := c.e
-	r := refreshResult{orig: t, t: t}
+	r := refreshResult{orig: t, t: t, cause: readCause(t, reconcile)}
 	th, err := e.api.GetTicket(c.ctx, t.ID)
 	if err != nil {
 		// A 429 whose wait puts the API off ended the cycle itself: it is
@@ -491,6 +505,7 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	if len(p.append) > 0 {
 		app, err := e.hd.Append(c.ctx, ref, p.append)
 		c.observeToHelpdesk(t, p.append, app)
+		c.auditAppended(&r, app, err)
 		r.info = make(map[string]state.MessageInfo, len(p.append))
 		for _, m := range p.append {
 			r.info[m.UpstreamID] = messageInfo(m)
@@ -513,14 +528,18 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	}
 	if len(r.conflictNote) > 0 {
 		if _, err := e.hd.Append(c.ctx, ref, r.conflictNote); err != nil {
+			c.auditFailed(&r, "conflict note", err)
 			return c.ticketError(unknownOutcome(r, err), "note a status conflict", err)
 		}
+		c.audit(&r, state.Audit{Kind: "conflict note", Outcome: state.AuditOK})
 	}
 	r.supersede, r.supersBy = p.supersede, d.Status
 	if p.setStatus != "" {
 		if err := e.hd.SetStatus(c.ctx, ref, p.setStatus); err != nil {
+			c.audit(&r, state.Audit{Kind: "status", Status: string(p.setStatus), Outcome: state.AuditRetrying, Detail: err.Error()})
 			return c.ticketError(unknownOutcome(r, err), "set helpdesk status", err)
 		}
+		c.audit(&r, state.Audit{Kind: "status", Status: string(p.setStatus), Outcome: state.AuditOK})
 		r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(p.setStatus), c.now
 		r.t.AgreedStatus, r.t.AgreedAt = string(p.setStatus), e.now() // both sides show it now
 		r.statusDown = true
@@ -580,6 +599,8 @@ func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapt
 		ref = f.Ref
 		r.seed = &adoption{found: true, ref: f.Ref, f: f}
 		r.adopted = true
+		r.t.Ref = string(f.Ref)
+		c.audit(r, state.Audit{Kind: "ticket", Outcome: state.AuditNothing, Detail: "the helpdesk had it already: found by its upstream id"})
 		for id := range f.Messages {
 			known[id] = true
 		}
@@ -592,10 +613,13 @@ func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapt
 			err = errors.New("the adapter returned an empty reference")
 		}
 		if err != nil {
+			c.auditFailed(r, "ticket", err)
 			*r = c.ticketError(unknownOutcome(*r, err), "create helpdesk ticket", err)
 			return "", nil, err
 		}
 		r.created = true
+		r.t.Ref = string(ref)
+		c.audit(r, state.Audit{Kind: "ticket", Outcome: state.AuditOK})
 		r.t.HelpdeskStatus, r.t.HelpdeskStatusAt = string(d.Status), c.now
 		e.log.LogAttrs(c.ctx, slog.LevelInfo, "created helpdesk ticket",
 			slog.String("op", "import"), slog.String("ticket", r.t.ID), slog.String("ref", string(ref)))

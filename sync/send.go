@@ -197,6 +197,9 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 				if _, err := tx.PutJournal(o.en); err != nil {
 					return err
 				}
+				if err := tx.AppendAudit(sendAudit(o, e.now())); err != nil {
+					return err
+				}
 				if o.unknown {
 					if err := reconcileSoon(tx, o.en.TicketID); err != nil {
 						return err

@@ -149,9 +149,9 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	now := time.Now()
 	switch name {
 	case "retry":
-		e, err := sync.RetryEntry(ctx, st, id, now)
+		e, err := sync.RetryEntry(ctx, st, id, who, now)
 		if errors.Is(err, sync.ErrNoSuchEntry) {
-			t, terr := sync.ReadNow(ctx, st, id, now)
+			t, terr := sync.ReadNow(ctx, st, id, who, now)
 			if terr == nil {
 				fmt.Fprintf(stdout, "read now: ticket %s is due: the next cycle reads it.\n", t.ID)
 				return nil

@@ -95,8 +95,8 @@ func (b *blockingSource) Snapshot() Snapshot {
 }
 func (b *blockingSource) Ticket(string) (sync.TicketDetail, error)          { return sync.TicketDetail{}, nil }
 func (b *blockingSource) Payloads(string) (map[string]state.Payload, error) { return nil, nil }
-func (b *blockingSource) ReadNow(string) (state.Ticket, error)              { return state.Ticket{}, nil }
-func (b *blockingSource) Retry(string) (state.Entry, error)                 { return state.Entry{}, nil }
+func (b *blockingSource) ReadNow(string, string) (state.Ticket, error)      { return state.Ticket{}, nil }
+func (b *blockingSource) Retry(string, string) (state.Entry, error)         { return state.Entry{}, nil }
 func (b *blockingSource) Skip(string, string, string) (state.Entry, error)  { return state.Entry{}, nil }
 
 // TestViewsAreBounded: views beyond Renders wait, and views beyond Waiting

@@ -26,7 +26,7 @@ type actingSource struct {
 	retries atomic.Int32
 }
 
-func (a *actingSource) Retry(id string) (state.Entry, error) {
+func (a *actingSource) Retry(id, _ string) (state.Entry, error) {
 	a.retries.Add(1)
 	return state.Entry{EventID: id, TicketID: "t-1"}, nil
 }

@@ -451,7 +451,7 @@ func testHotelKeepsAnHourOfCycles(t *testing.T) {
 		t.Errorf("after a restart: cycles %+v, want the stored one", cs)
 	}
 	before := h.Snapshot()
-	if _, err := h.Retry("ev-refused"); err != nil {
+	if _, err := h.Retry("ev-refused", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	after := h.Snapshot().Status

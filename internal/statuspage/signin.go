@@ -177,16 +177,16 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 		switch name {
 		case "read now":
 			var t state.Ticket
-			if t, err = p.src.ReadNow(id); err == nil {
+			if t, err = p.src.ReadNow(id, who); err == nil {
 				ticket = t.ID
 			}
 		case "retry":
 			var e state.Entry
-			if e, err = p.src.Retry(id); err == nil {
+			if e, err = p.src.Retry(id, who); err == nil {
 				ticket, event = e.TicketID, e.EventID
 			} else if errors.Is(err, sync.ErrNoSuchEntry) {
 				var t state.Ticket
-				if t, err = p.src.ReadNow(id); err == nil {
+				if t, err = p.src.ReadNow(id, who); err == nil {
 					ticket, done = t.ID, "read now"
 				} else if errors.Is(err, sync.ErrNoSuchTicket) {
 					err = fmt.Errorf("%w: no journal entry and no tracked ticket has the id %q", sync.ErrNoSuchTicket, id)

@@ -31,10 +31,11 @@ type Source interface {
 	// event id: message text, shown to signed-in users only.
 	Payloads(id string) (map[string]state.Payload, error)
 
-	// ReadNow makes the ticket due now (sync.ReadNow).
-	ReadNow(ticketID string) (state.Ticket, error)
+	// ReadNow makes the ticket due now (sync.ReadNow); who names the
+	// signed-in operator, for the request's audit trail.
+	ReadNow(ticketID, who string) (state.Ticket, error)
 	// Retry puts a journal entry back to pending (sync.RetryEntry).
-	Retry(eventID string) (state.Entry, error)
+	Retry(eventID, who string) (state.Entry, error)
 	// Skip marks a journal entry abandoned (sync.SkipEntry).
 	Skip(eventID, who, reason string) (state.Entry, error)
 }
@@ -343,8 +344,8 @@ func (h *Hotel) Payloads(id string) (map[string]state.Payload, error) {
 }
 
 // ReadNow implements Source.
-func (h *Hotel) ReadNow(ticketID string) (state.Ticket, error) {
-	t, err := sync.ReadNow(h.ctx(), h.st, ticketID, time.Now())
+func (h *Hotel) ReadNow(ticketID, who string) (state.Ticket, error) {
+	t, err := sync.ReadNow(h.ctx(), h.st, ticketID, who, time.Now())
 	if err == nil {
 		h.patchTicket(t)
 	}
@@ -352,8 +353,8 @@ func (h *Hotel) ReadNow(ticketID string) (state.Ticket, error) {
 }
 
 // Retry implements Source.
-func (h *Hotel) Retry(eventID string) (state.Entry, error) {
-	e, err := sync.RetryEntry(h.ctx(), h.st, eventID, time.Now())
+func (h *Hotel) Retry(eventID, who string) (state.Entry, error) {
+	e, err := sync.RetryEntry(h.ctx(), h.st, eventID, who, time.Now())
 	if err == nil {
 		h.patchEntry(e)
 	}
