@@ -282,6 +282,9 @@ type TicketDetail struct {
 	// keeps them. The guest's words are personal data: the status page
 	// shows them to signed-in users only, and the JSON leaves them out.
 	Messages map[string]state.MessageInfo `json:"-"`
+	// Audit is the request's audit trail, oldest first: what crossed
+	// for it and why (ids, kinds and outcomes; no message text).
+	Audit []state.Audit `json:"audit"`
 }
 
 // ReadTicket returns what st holds of the ticket whose upstream id or
@@ -366,6 +369,10 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 		}
 		for _, e := range js {
 			d.Journal = append(d.Journal, entryStatus(e))
+		}
+		d.Audit, err = tx.AuditTrail(t.ID)
+		if err != nil && !errors.Is(err, state.ErrCorrupt) {
+			return err
 		}
 		return nil
 	})

@@ -198,7 +198,15 @@ type ticketData struct {
 	Mirrored []messageRow
 	Own      []messageRow
 	Journal  []journalRow
+	// Audit is the newest part of the request's audit trail, oldest
+	// first; AuditOlder counts the older entries left out (the whole
+	// trail: ticketbridge log ID).
+	Audit      []state.Audit
+	AuditOlder int
 }
+
+// auditShown bounds the audit entries a request's page shows.
+const auditShown = 100
 
 // messageRow is a message of a request's page: its upstream id, its
 // helpdesk id (or the helpdesk event it was posted for), and, to a
@@ -241,6 +249,10 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
 			row.Payload = &p
 		}
 		td.Journal = append(td.Journal, row)
+	}
+	td.Audit = d.Audit
+	if n := len(td.Audit); n > auditShown {
+		td.Audit, td.AuditOlder = td.Audit[n-auditShown:], n-auditShown
 	}
 	v.Ticket = td
 	s.render(w, http.StatusOK, "ticket", v)

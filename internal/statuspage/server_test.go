@@ -305,6 +305,16 @@ func testSignInAndActions(t *testing.T) {
 	if resp, _ := p.do("POST", "/read-now?id="+first, url.Values{"csrf": {csrf}}, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("read now: %d", resp.StatusCode)
 	}
+	// The request's audit trail names each action and the signed-in
+	// user who took it.
+	_, body = p.do("GET", "/tickets/"+first, nil, nil)
+	trail := body[strings.Index(body, `id="audit"`):]
+	for _, want := range []string{"<td>retry</td><td>ok</td><td>operator command (Ines)</td>", "<td>skip</td><td>abandoned</td><td>operator command (Ines)</td>",
+		"<td>read now</td><td>ok</td><td>operator command (Ines)</td>", "key key-ev-refused", "answered by phone"} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("the request's trail lacks %s:\n%s", want, trail)
+		}
+	}
 	// The snapshot shows the actions before the next cycle.
 	_, body = p.do("GET", "/", nil, nil)
 	if strings.Contains(body, "ev-pending") || !strings.Contains(body, "ev-refused") {
