@@ -249,6 +249,17 @@ func TestRetryAndSkipCommandsWhileRunning(t *testing.T) {
 	d.until(t, 5, "sending the retried reply", func(r sync.Report) bool { return r.Sent == 1 })
 	d.next(t)
 	d.next(t)
+	// log asks the running daemon too: the trail names the refusals, who
+	// retried and skipped, and the retried reply sent.
+	out, errOut, code = b.cmd("log", a)
+	if code != 0 {
+		t.Fatalf("log while running: exit %d\n%s%s", code, out, errOut)
+	}
+	mustContain(t, "log while running", out, "to platform reply refused helpdesk change", "to platform retry ok operator command (cli:",
+		"to platform reply ok helpdesk change")
+	if out, _, _ = b.cmd("log", c, "--json"); !strings.Contains(out, `"kind":"skip","ref"`) || !strings.Contains(out, `"detail":"told the guest in person"`) {
+		t.Errorf("log --json while running lacks the skip:\n%s", out)
+	}
 	if n := countUpstream(t, b, a, replyA); n != 1 {
 		t.Errorf("the retried reply reached the guest %d times, want 1", n)
 	}

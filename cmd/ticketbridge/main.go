@@ -94,6 +94,7 @@ func commands() []command {
 		{"run", "run the daemon: a sync cycle on every tick of the schedule", runDaemon},
 		{"once", "run one sync cycle and print its report (--dry-run writes nothing)", runOnce},
 		{"status", "show tracked tickets, the last cycle and errors; status TICKET shows one", runStatus},
+		{"log", "print a request's audit trail, what crossed and why: log ID [--json]", runLog},
 		{"retry", "retry a stuck journal entry (or read a ticket now): retry ID", runRetry},
 		{"skip", "set a journal entry aside, never to be sent: skip ID --reason TEXT", runSkip},
 		{"check", "check the configuration, the API, the helpdesk and the state file", runCheck},

@@ -49,6 +49,13 @@ func TestPostgresState(t *testing.T) {
 	noPassword("status", out+errOut)
 	mustContain(t, "status", out, "1 tracked", a[:8], "adapter files", "xxxxx@")
 
+	out, errOut, code = b.cmd("log", a[:8])
+	if code != 0 {
+		t.Fatalf("log: exit %d\n%s\n%s", code, out, errOut)
+	}
+	noPassword("log", out+errOut)
+	mustContain(t, "log", out, "to helpdesk ticket ok list change", "to helpdesk message ok list change")
+
 	b.drop("reply.txt", "ticket: "+b.folder(a)+"\nkind: reply\nauthor: Maria\n\nOn their way.\n")
 	out, errOut, code = b.cmd("once", "--dry-run")
 	if code != 0 {

@@ -4,6 +4,7 @@ package statuspage
 // request's page.
 
 import (
+	"encoding/json"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -256,6 +257,24 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, p scope) {
 	}
 	v.Ticket = td
 	s.render(w, http.StatusOK, "ticket", v)
+}
+
+// auditLines answers a request's whole audit trail as JSON lines, oldest
+// first: what `ticketbridge log` reads while the daemon holds the state
+// file. It shows what the request's page shows, no more.
+func (s *Server) auditLines(w http.ResponseWriter, r *http.Request, p scope) {
+	d, err := p.src.Ticket(r.PathValue("id"))
+	if err != nil {
+		s.messageIn(w, r, p, http.StatusNotFound, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	for _, a := range d.Audit {
+		if err := enc.Encode(a); err != nil {
+			return // the client went away
+		}
+	}
 }
 
 // messageRows returns the rows of m (upstream id to the other side's),

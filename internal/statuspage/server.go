@@ -158,6 +158,7 @@ func New(opts Options) (*Server, error) {
 	m.HandleFunc("GET "+prefix+"/{$}", s.in(s.overview))
 	m.HandleFunc("GET "+prefix+"/tickets", s.in(s.tickets))
 	m.HandleFunc("GET "+prefix+"/tickets/{id}", s.in(s.ticket))
+	m.HandleFunc("GET "+prefix+"/tickets/{id}/audit", s.in(s.auditLines))
 	for _, a := range actions {
 		m.HandleFunc("POST "+prefix+"/"+a.path, s.in(s.action(a.name)))
 	}

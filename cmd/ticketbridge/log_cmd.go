@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
+	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
+)
+
+const logAbout = `Print a request's audit trail, oldest first: what crossed between the
+platform and the helpdesk for it, and why. One line per entry: when, the
+direction, what crossed (ticket, message, status, fields; reply, note,
+status; an operator's retry, skip or read now), the outcome (ok, nothing to
+send, refused, retrying, abandoned), the cause (list change, full read,
+reconcile, helpdesk change, operator command, with the operator's name),
+the ids on both sides and the Idempotency-Key of what went up, and the
+error or reason. No message text is kept. ID is the request's upstream id,
+the first 8 or more characters of it, or its helpdesk reference.
+
+--json prints one JSON object per line instead, for export.
+
+Entries are kept TICKETBRIDGE_AUDIT_DAYS days (default 90; 0 keeps them).
+
+While the daemon runs it holds the state file: the command then asks the
+daemon, on TICKETBRIDGE_LISTEN. With the state in PostgreSQL it reads the
+database, daemon or not.
+
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose request it
+is.`
+
+func runLog(ctx context.Context, sh shell, args []string) error {
+	stdout, stderr := sh.stdout, sh.stderr
+	fs := newFlagSet("log ID", logAbout, stdout)
+	var ef envFlag
+	ef.register(fs, sh.layout)
+	asJSON := fs.Bool("json", false, "print JSON lines (one entry each) instead of a table")
+	var hf hotelFlag
+	fs.StringVar(&hf.name, "hotel", "", "with TICKETBRIDGE_HOTELS_DIR, the hotel `NAME` whose request it is (required there)")
+	// Flags may come before and after ID.
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var id string
+	if fs.NArg() > 0 {
+		id = fs.Arg(0)
+		if err := parseFlags(fs, fs.Args()[1:]); err != nil {
+			return err
+		}
+	}
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: log: want the ID of a request (see ticketbridge status)", errUsage)
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: log: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	src, cfg, err := loadPlain(ctx, &ef, stderr)
+	if err != nil {
+		return err
+	}
+	path := "/tickets/" + url.PathEscape(id) + "/audit"
+	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	if err != nil {
+		return err
+	}
+	if secs != nil {
+		if hf.name == "" {
+			names := make([]string, 0, len(secs))
+			for _, s := range secs {
+				names = append(names, s.name)
+			}
+			return fmt.Errorf("%w: log: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say whose request it is with --hotel NAME (hotels: %s)", errUsage, strings.Join(names, ", "))
+		}
+		if secs[0].err != nil {
+			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
+		}
+		cfg = secs[0].conf.Daemon
+		path = "/hotels/" + url.PathEscape(secs[0].name) + path
+	}
+	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
+	}
+	log := newLogger(stderr, cfg.LogFormat, "error")
+	var trail []state.Audit
+	st, err := state.OpenAt(ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log, Hotel: cfg.Hotel})
+	switch {
+	case errors.Is(err, state.ErrLocked):
+		if trail, err = trailFromDaemon(ctx, src.Env, path); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		defer st.Close()
+		d, err := sync.ReadTicket(ctx, st, id)
+		if err != nil {
+			return err
+		}
+		trail = d.Audit
+	}
+	if *asJSON {
+		return printTrailJSON(stdout, trail)
+	}
+	return printTrail(stdout, id, trail)
+}
+
+// trailFromDaemon reads a request's trail from the running daemon's
+// page, on its listener at path, with the console token when there is
+// one.
+func trailFromDaemon(ctx context.Context, env envconfig.Lookuper, path string) ([]state.Audit, error) {
+	tc, err := config.LoadTelemetry(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if tc.Listen == "" {
+		return nil, errors.New("the daemon holds the state file, and log while it runs reads the daemon's page on TICKETBRIDGE_LISTEN, which is not set; or stop the daemon and run this again")
+	}
+	cs, err := config.LoadConsole(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(tc.Listen)
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: path}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if cs.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+string(cs.Token))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, redact.Error(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("the daemon answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	var out []state.Audit
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		var a state.Audit
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			return nil, fmt.Errorf("read the daemon's answer: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read the daemon's answer: %w", err)
+	}
+	return out, nil
+}
+
+// printTrailJSON prints trail as JSON lines, one entry each.
+func printTrailJSON(w io.Writer, trail []state.Audit) error {
+	enc := json.NewEncoder(w)
+	for _, a := range trail {
+		if err := enc.Encode(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printTrail prints trail as a table, a line per entry.
+func printTrail(w io.Writer, id string, trail []state.Audit) error {
+	if len(trail) == 0 {
+		_, err := fmt.Fprintf(w, "Nothing in the audit trail of request %s: nothing crossed for it yet, or its entries are older than TICKETBRIDGE_AUDIT_DAYS.\n", id)
+		return err
+	}
+	fmt.Fprintf(w, "Audit trail of request %s (helpdesk %s), oldest first:\n\n", trail[0].TicketID, orDash(trail[len(trail)-1].Ref))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WHEN\tDIRECTION\tWHAT\tOUTCOME\tCAUSE\tIDS\tDETAIL")
+	for _, a := range trail {
+		what := a.Kind
+		if a.Status != "" {
+			what += " → " + a.Status
+		}
+		if len(a.Fields) > 0 {
+			what += " (" + strings.Join(a.Fields, ", ") + ")"
+		}
+		cause := a.Cause
+		if a.Operator != "" {
+			cause += " (" + a.Operator + ")"
+		}
+		var ids []string
+		if a.MessageID != "" {
+			ids = append(ids, "message "+a.MessageID)
+		}
+		if a.EventID != "" {
+			ids = append(ids, "event "+a.EventID)
+		}
+		if a.IdempotencyKey != "" {
+			ids = append(ids, "key "+a.IdempotencyKey)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(a.At), orDash(a.Direction), what, a.Outcome, cause,
+			orDash(strings.Join(ids, " ")), orDash(oneLine(a.Detail)))
+	}
+	return tw.Flush()
+}
+
+// oneLine puts s on one line, for a table.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
