@@ -3,10 +3,12 @@ package sync_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters/memory"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -226,5 +228,69 @@ func TestAuditPrunedAfterItsDays(t *testing.T) {
 	}
 	if commitsOf[2] != commitsOf[0] {
 		t.Errorf("the cycle that pruned committed %d times, %d with nothing to prune", commitsOf[2], commitsOf[0])
+	}
+}
+
+// TestAuditHelpdeskFailuresAndAdoption: a write the helpdesk fails is in
+// the trail as retrying, with the error, and then as ok when it went
+// through; a ticket the helpdesk had already (a lost state file) is
+// found, not made again, and says so.
+func TestAuditHelpdeskFailuresAndAdoption(t *testing.T) {
+	e := newEnv(t)
+	e.backend.Inject(memory.Fault{Op: memory.OpEnsureTicket, Nth: 1})
+	id := e.newTicket("kettle")
+	e.cycle()
+	e.quiesce()
+	got := lines(e.trail(id), 0)
+	want := []string{"to helpdesk ticket: retrying (list change)", "to helpdesk ticket: ok ("}
+	if len(got) < 3 || got[0] != want[0] || !strings.HasPrefix(got[1], want[1]) {
+		t.Fatalf("a failed create, then the create: %v", got)
+	}
+	if d := e.trail(id)[0].Detail; !strings.Contains(d, memory.ErrInjected.Error()) {
+		t.Errorf("the failure's detail %q lacks the error", d)
+	}
+
+	// A lost state file: the ticket is found by Lookup.
+	e.store.Close()
+	e.store = nil
+	if err := os.Remove(e.path); err != nil {
+		t.Fatal(err)
+	}
+	e.open()
+	e.cycle()
+	// What state no longer says was carried is carried again.
+	wantLines(t, "after a lost state", lines(e.trail(id), 0),
+		"to helpdesk ticket: nothing to send (list change)",
+		"to helpdesk status=new: ok (list change)",
+		"to helpdesk fields=department,title,due,rating,comment: ok (list change)")
+}
+
+// TestAuditSupersededStatus: a helpdesk status change that a newer one
+// upstream overrides is in the trail as abandoned, with why, beside the
+// upstream status set in the helpdesk.
+func TestAuditSupersededStatus(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("helpdesk first")
+	e.cycle()
+	n := len(e.trail(id))
+	e.clock.Advance(time.Minute)
+	e.backend.SetStatus(e.ref(id), "Agent", "working")
+	e.clock.Advance(time.Second)
+	if err := e.ts.Server.SetStatus(id, guestapi.StatusCancelled); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	e.quiesce()
+	tr := e.trail(id)
+	got := lines(tr, n)
+	var abandoned *state.Audit
+	for i, a := range tr[n:] {
+		if a.Outcome == state.AuditAbandoned {
+			abandoned = &tr[n+i]
+		}
+	}
+	if abandoned == nil || abandoned.Kind != state.KindStatus || abandoned.Status != "in_progress" || abandoned.IdempotencyKey == "" ||
+		!strings.HasPrefix(abandoned.Detail, "superseded") || !strings.Contains(strings.Join(got, "\n"), "to helpdesk status=cancelled: ok") {
+		t.Errorf("the trail of a superseded change: %v", got)
 	}
 }
