@@ -43,6 +43,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{func(c *Config) { c.ClosedGrace = -time.Hour }, "TICKETBRIDGE_CLOSED_GRACE"},
 		{func(c *Config) { c.RetiredInterval = 0 }, "TICKETBRIDGE_RETIRED_INTERVAL"},
 		{func(c *Config) { c.AuthorName = " " }, "TICKETBRIDGE_AUTHOR_NAME is empty"},
+		{func(c *Config) { c.AuditDays = -1 }, "TICKETBRIDGE_AUDIT_DAYS=-1: want 0 (keep forever) to 3650 days"},
+		{func(c *Config) { c.AuditDays = MaxAuditDays + 1 }, "TICKETBRIDGE_AUDIT_DAYS=3651"},
 	}
 	for _, tc := range cases {
 		c := DefaultConfig()
