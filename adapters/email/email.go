@@ -123,6 +123,12 @@ func New(cfg Config, deps adapters.Deps) (*Adapter, error) {
 // Name returns "email".
 func (a *Adapter) Name() string { return Name }
 
+// Location returns the bridge's mailbox: its address, and the IMAP
+// server, user and folder it is read from (see adapters.Locator).
+func (a *Adapter) Location() string {
+	return fmt.Sprintf("%s imap %s user %s folder %s", a.cfg.Address, strings.ToLower(a.cfg.IMAPURL.Addr()), a.cfg.User, a.cfg.Inbox)
+}
+
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
 

@@ -457,6 +457,14 @@ func (a *Adapter) do(ctx context.Context, f func() error) error {
 // Name returns "files".
 func (a *Adapter) Name() string { return Name }
 
+// Location returns the helpdesk folder, absolute (see adapters.Locator).
+func (a *Adapter) Location() string {
+	if abs, err := filepath.Abs(a.dir); err == nil {
+		return abs
+	}
+	return filepath.Clean(a.dir)
+}
+
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
 

@@ -98,6 +98,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Name is the adapter's registry name.
@@ -219,6 +220,16 @@ func NewWithOptions(_ context.Context, cfg Config, deps adapters.Deps, opts Opti
 
 // Name returns "rt".
 func (a *Adapter) Name() string { return Name }
+
+// Location returns where RT answers and the default queue (see
+// adapters.Locator).
+func (a *Adapter) Location() string {
+	at := ""
+	if u := a.cfg.URL.Parsed(); u != nil {
+		at = redact.Place(u.String())
+	}
+	return at + " queue " + a.cfg.Queue
+}
 
 // StatusMap returns the adapter's effective status mapping.
 func (a *Adapter) StatusMap() adapters.StatusMap { return a.status }

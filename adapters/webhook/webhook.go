@@ -219,6 +219,9 @@ func (a *Adapter) Start(ctx context.Context) error {
 // Name returns "webhook".
 func (a *Adapter) Name() string { return Name }
 
+// Location returns where the deliveries go (see adapters.Locator).
+func (a *Adapter) Location() string { return redact.Place(a.cfg.URL) }
+
 // InboundURL returns the URL of the inbound endpoint as served, "" when
 // there is none (before Start, or with TICKETBRIDGE_WEBHOOK_LISTEN=off).
 func (a *Adapter) InboundURL() string {

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/internal/httpretry"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Name is the adapter's registry name.
@@ -142,6 +143,9 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 
 // Status returns the adapter's status mapping.
 func (a *Adapter) Status() adapters.StatusMap { return a.status }
+
+// Location returns the helpdesk's address (see adapters.Locator).
+func (a *Adapter) Location() string { return redact.Place(a.base) }
 
 // String describes the adapter without its token.
 func (a *Adapter) String() string {
