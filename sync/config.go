@@ -87,6 +87,12 @@ type Config struct {
 	// AuditDays is how many days each request's audit trail keeps its
 	// entries (state.Audit; `ticketbridge log`). 0 keeps them forever.
 	AuditDays int `env:"TICKETBRIDGE_AUDIT_DAYS, default=90"`
+
+	// AllowMove lets a start take another API, helpdesk or key's
+	// organisation than the state was synced with, without
+	// `ticketbridge confirm-move` (see serves.go): for a deliberate move,
+	// set for one start. Not set: each such start is held.
+	AllowMove Moves `env:"TICKETBRIDGE_ALLOW_MOVE"`
 }
 
 // DefaultConfig returns the configuration with every default applied.

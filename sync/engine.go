@@ -62,6 +62,10 @@ type Deps struct {
 	// workers) on goroutines kept between cycles, shared by the engines of
 	// a fleet (see package internal/gopool); nil starts new ones.
 	Workers *gopool.Pool
+	// Serves, when set, is what the configuration serves, compared with
+	// what the state was synced with before the first cycle ([ErrMoved]);
+	// nil checks nothing (tests, the demo).
+	Serves *Serves
 }
 
 // Meta keys the engine keeps in state.
@@ -133,6 +137,7 @@ type Engine struct {
 	advise  func(error) error
 	imports *Imports
 	workers *gopool.Pool
+	serves  *Serves
 
 	mu      gosync.Mutex // one cycle at a time; guards what follows and pol's changes
 	checked bool
@@ -212,6 +217,7 @@ func New(cfg Config, deps Deps) (*Engine, error) {
 		log:     deps.Logger,
 		imports: deps.Imports,
 		workers: deps.Workers,
+		serves:  deps.Serves,
 		clock:   deps.Now,
 		sleep:   deps.Sleep,
 		advise:  deps.Advise,
@@ -245,9 +251,11 @@ func (e *Engine) Schedule() cron.Schedule { return e.cfg.Schedule.Schedule }
 func (e *Engine) Interval() time.Duration { return e.cfg.interval }
 
 // Check verifies that the state file belongs to the configured adapter
-// (recording the adapter in a new state file) and, when the adapter
-// implements adapters.Checker, that the helpdesk is reachable and
-// configured. RunCycle calls it before the first cycle.
+// (recording the adapter in a new state file), that the state serves the
+// API and helpdesk the engine was given (Deps.Serves; a *[MovedError]
+// when it does not) and, when the adapter implements adapters.Checker,
+// that the helpdesk is reachable and configured. RunCycle calls it before
+// the first cycle, and before every cycle until it succeeds.
 func (e *Engine) Check(ctx context.Context) error {
 	name := e.hd.Name()
 	var stored string
@@ -267,6 +275,9 @@ func (e *Engine) Check(ctx context.Context) error {
 		if err := e.st.Update(ctx, func(tx *state.Tx) error { return tx.SetMeta(MetaAdapter, name) }); err != nil {
 			return fmt.Errorf("record state adapter: %w", err)
 		}
+	}
+	if err := e.checkServes(ctx); err != nil {
+		return err
 	}
 	if c, ok := e.hd.(adapters.Checker); ok {
 		if err := c.Check(ctx); err != nil {
@@ -295,7 +306,7 @@ func (e *Engine) RunCycle(ctx context.Context) (Report, error) {
 
 	if !e.checked && !c.skips("collect") {
 		if err := e.Check(c.ctx); err != nil {
-			if !c.putOffBy(SideHelpdesk, err) {
+			if !c.apiFatal(err) && !c.putOffBy(SideHelpdesk, err) {
 				c.stop(err)
 			}
 			return c.finish()

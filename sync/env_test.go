@@ -50,6 +50,8 @@ type env struct {
 	wrapRT  func(http.RoundTripper) http.RoundTripper
 	// imports, when set, is the engines' Deps.Imports.
 	imports *tbsync.Imports
+	// serves, when set, is the engines' Deps.Serves.
+	serves *tbsync.Serves
 }
 
 func testConfig() tbsync.Config {
@@ -132,7 +134,7 @@ func (e *env) open() *tbsync.Engine {
 		logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("adapter", hd.Name())
 	}
 	eng, err := tbsync.New(e.cfg, tbsync.Deps{API: api, Helpdesk: hd, Store: st, Logger: logger, Now: e.clock.Now,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, Imports: e.imports, Advise: e.advise})
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }, Imports: e.imports, Advise: e.advise, Serves: e.serves})
 	if err != nil {
 		e.t.Fatal(err)
 	}
