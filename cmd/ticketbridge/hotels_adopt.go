@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/safefile"
 	"github.com/ticketbridge/ticketbridge/state"
+	"github.com/ticketbridge/ticketbridge/sync"
 )
 
 const hotelsAbout = `Tools for the hotels of TICKETBRIDGE_HOTELS_DIR.
@@ -134,6 +136,9 @@ func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name
 		}
 		fmt.Fprintf(out, "moved %s of %s into %s\n", strings.Join(m.entries, ", "), m.from, m.to)
 	}
+	if err := adoptServes(ctx, h, to); err != nil {
+		fmt.Fprintf(out, "warning: the state still names the one hotel's helpdesk (%v): the hotel's first start is held until ticketbridge confirm-move --hotel %s names its helpdesk\n", err, name)
+	}
 	if src.Service {
 		// Run by root: the folders made stay the service's.
 		_ = safefile.HandOver(src.Layout.StateDir)
@@ -143,6 +148,25 @@ func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name
 	}
 	fmt.Fprintf(out, "hotel %s goes on where the one hotel stopped; start the daemon (systemctl start ticketbridge)\n", name)
 	return nil
+}
+
+// adoptServes records in the state adopted, at path, that it serves the
+// helpdesk of hotel h: adopt moved it there, so the hotel's start is not
+// held as a copy (sync.ErrMoved). The API and key are left for the
+// daemon to check as it does at every start.
+func adoptServes(ctx context.Context, h config.Hotel, path string) error {
+	w, err := bridge.New(ctx, h.Env, h.Daemon, h.Sync, slog.New(slog.DiscardHandler), bridge.Options{DryRun: true})
+	if err != nil {
+		return err
+	}
+	now := w.Serves()
+	_ = w.Close()
+	st, err := state.Open(ctx, path, state.Options{LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	_, err = sync.RecordMove(ctx, st, now, sync.Moves{Helpdesk: true})
+	return errors.Join(err, st.Close())
 }
 
 // folderMove is the content of one helpdesk folder to move.

@@ -286,6 +286,10 @@ func (w *replicaWorld) start(i int) {
 	r := w.reps[i]
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.dir, "TMPDIR=" + w.dir,
 		"TICKETBRIDGE_API_URL=" + r.url,
+		// Each replica reaches the API through a proxy of its own, to
+		// count its requests, so their API addresses differ where real
+		// replicas' are one: each takes the hotels' state as moved there.
+		"TICKETBRIDGE_ALLOW_MOVE=api",
 		"TICKETBRIDGE_STATE=" + w.db,
 		"TICKETBRIDGE_HOTELS_DIR=" + filepath.Join(w.dir, "hotels.d"),
 		"TICKETBRIDGE_ADAPTER=files",

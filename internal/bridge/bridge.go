@@ -58,6 +58,9 @@ type Bridge struct {
 	store   *state.Store // nil for a dry run
 	engine  *sync.Engine // nil for a dry run
 	deps    sync.Deps
+	// keyPrint is the API key's fingerprint (sync.KeyFingerprint), for
+	// what the hotel serves (sync.Deps.Serves).
+	keyPrint string
 
 	afterCycle  func(sync.Report, error)
 	afterBackup func(path string, err error)
@@ -156,6 +159,7 @@ func (w *Bridge) newClient() (*guestapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.keyPrint = sync.KeyFingerprint(key)
 	api := w.opts.HTTPClient
 	if api == nil {
 		api = NewAPIClient(4)
@@ -198,8 +202,16 @@ func (w *Bridge) openHelpdesk(ctx context.Context) (adapters.Helpdesk, error) {
 
 // depsOf returns the engine's dependencies with client and hd.
 func (w *Bridge) depsOf(client *guestapi.Client, hd adapters.Helpdesk) sync.Deps {
+	serves := sync.ServesOf(w.cfg.APIURL, w.keyPrint, hd)
 	return sync.Deps{API: client, Helpdesk: hd, Store: w.store, Logger: w.log.With("adapter", w.cfg.Adapter), Imports: w.opts.Imports, Workers: w.opts.Workers,
-		Advise: func(err error) error { return config.WithFix(err, w.cfg, w.env, config.CurrentAccount()) }}
+		Advise: func(err error) error { return config.WithFix(err, w.cfg, w.env, config.CurrentAccount()) }, Serves: &serves}
+}
+
+// Serves returns what the hotel serves: the API, the key's fingerprint,
+// the helpdesk. The engine holds a state synced with another
+// (sync.ErrMoved); confirm-move and hotels adopt record it.
+func (w *Bridge) Serves() sync.Serves {
+	return sync.ServesOf(w.cfg.APIURL, w.keyPrint, w.hd)
 }
 
 // openState opens the state file for writing, explaining a lock held by a
@@ -286,7 +298,10 @@ const (
 // Start starts the adapter's listeners and goroutines (only the daemon
 // does; the adapter's Close, in w.Close, stops them) and checks the
 // helpdesk: a state file of another adapter is an error, a helpdesk that
-// does not answer is logged and tried again by the first cycle.
+// does not answer is logged and tried again by the first cycle, and a
+// state synced with another API or helpdesk (sync.ErrMoved) is logged:
+// the hotel is held, each cycle failing with what changed, until the
+// move is confirmed.
 func (w *Bridge) Start(ctx context.Context) error {
 	if st, ok := w.Helpdesk().(adapters.Starter); ok {
 		if err := st.Start(ctx); err != nil {
@@ -295,6 +310,10 @@ func (w *Bridge) Start(ctx context.Context) error {
 	}
 	if err := w.Engine().Check(ctx); errors.Is(err, sync.ErrAdapterMismatch) {
 		return err
+	} else if errors.Is(err, sync.ErrMoved) {
+		// Held, not stopped: every cycle says so (status, the page, the
+		// log) until the move is confirmed.
+		w.log.Error("the hotel is held: it writes nothing upstream nor to the helpdesk until the move is confirmed", slog.String("op", "start"), slog.Any("error", err))
 	} else if err != nil {
 		w.log.Warn("the helpdesk check failed; the first cycle tries again", slog.String("op", "start"), slog.Any("error", err))
 	}

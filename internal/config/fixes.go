@@ -62,6 +62,10 @@ const (
 	// NoHotels: a command names a hotel (--hotel) where the configuration
 	// serves one (ErrNoHotels).
 	NoHotels
+	// Moved: the state was synced with another API, helpdesk or
+	// organisation than the configuration names (sync.ErrMoved; its
+	// error names the command that confirms the move).
+	Moved
 )
 
 // Where is what a fix names.
@@ -119,6 +123,10 @@ var fixes = map[Problem]func(w Where) string{
 	NoHotels: func(w Where) string {
 		return "--hotel needs TICKETBRIDGE_HOTELS_DIR, a folder of <name>.env files: leave --hotel out to act on the one hotel"
 	},
+	Moved: func(w Where) string {
+		return "if this is a copy (a restored backup or a cloned machine started elsewhere), stop it, or give it a state of its own (TICKETBRIDGE_STATE); " +
+			"if the move is meant, stop the daemon and run the confirm-move command the error names, or set TICKETBRIDGE_ALLOW_MOVE for one start (docs/security.md)"
+	},
 }
 
 func orKeyFile(path string) string {
@@ -138,6 +146,7 @@ var byError = []struct {
 	{sync.ErrHelpdeskRefused, HelpdeskRefused},
 	{safefile.ErrLink, LinkedFolder},
 	{ErrNoHotels, NoHotels},
+	{sync.ErrMoved, Moved},
 }
 
 func orVar(v string) string {

@@ -59,6 +59,7 @@ func TestWithFixKnowsErrorsByTheirSentinel(t *testing.T) {
 		{fmt.Errorf("run cycle: %w: 401", sync.ErrHelpdeskRefused), "check the token or password in the TICKETBRIDGE_ZENDESK_* settings"},
 		{fmt.Errorf("outbox: processed: %w", safefile.ErrLink), "a link there is not followed"},
 		{ErrNoHotels, "--hotel needs TICKETBRIDGE_HOTELS_DIR"},
+		{&sync.MovedError{Moved: sync.Moves{Helpdesk: true}}, "run the confirm-move command the error names, or set TICKETBRIDGE_ALLOW_MOVE"},
 	} {
 		got := WithFix(tc.err, d, env, Account{}).Error()
 		if !strings.HasPrefix(got, tc.err.Error()+"; fix: ") || !strings.Contains(got, tc.want) {
@@ -68,7 +69,7 @@ func TestWithFixKnowsErrorsByTheirSentinel(t *testing.T) {
 	if got := WithFix(ErrNoHotels, Daemon{}, nil, Account{}); !strings.Contains(got.Error(), "leave --hotel out") {
 		t.Errorf("without a configuration read: %v", got)
 	}
-	for _, sentinel := range []error{sync.ErrKeyRefused, sync.ErrMissingRight, sync.ErrHelpdeskRefused, safefile.ErrLink, ErrNoHotels} {
+	for _, sentinel := range []error{sync.ErrKeyRefused, sync.ErrMissingRight, sync.ErrHelpdeskRefused, safefile.ErrLink, ErrNoHotels, sync.ErrMoved} {
 		if msg := sentinel.Error(); len(msg) > 70 || strings.Contains(msg, "check ") || strings.Contains(msg, "TICKETBRIDGE_") {
 			t.Errorf("%q: a sentinel says what is wrong, briefly; what to do is the table's", msg)
 		}
