@@ -204,6 +204,9 @@ func (c *checker) checkOne() {
 	}
 	c.checkHelpdesk(cfg, cfgOK)
 	c.checkState(cfg)
+	if cfgOK && keyOK {
+		c.checkServes(cfg, key)
+	}
 	if cfgOK {
 		c.checkAsService(cfg)
 		c.checkFullReads(cfg)

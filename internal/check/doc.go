@@ -3,14 +3,16 @@
 // failure, its fix: the configuration (every variable's form, names that
 // are no variable), the API key, the API (reachable, key accepted,
 // tickets readable), the right to write, the helpdesk, the state file or
-// database, the full reads, the lists the API answered full and the
+// database, whether the state serves this API, key and helpdesk (a copy
+// the daemon would hold, serves.go), the full reads, the lists the API answered full and the
 // changes the helpdesk holds, for one hotel or for each hotel of the
 // hotels directory. The fixes of files the service could not use come
 // from the one table of fixes in internal/config (Problem), which the
 // daemon's start errors share.
 //
 // It changes nothing it checks: the state and the helpdesk's adapter
-// open read-only, a folder's write right is proven with a file removed
+// open read-only (a new key is proven the organisation's by reading a
+// request the state knows, as the daemon does), a folder's write right is proven with a file removed
 // at once, and the API's with POST /tickets/<random id>/status and an
 // empty status, which an API that knows the key's rights answers 403
 // (tickets:write missing) or 404 (the right is there; no such ticket).
