@@ -118,5 +118,8 @@ func (e *leaseHeldError) Error() string {
 	if e.command == "once" {
 		return fmt.Sprintf("%s; once does not run beside it, as both would write the same helpdesk tickets. That daemon's next cycle does what once would; to run once by hand, stop that daemon (on %s) and run once again, %s", head, where, lapse)
 	}
+	if e.command == "confirm-move" {
+		return fmt.Sprintf("%s; stop that daemon (on %s) and run confirm-move again, %s", head, where, lapse)
+	}
 	return fmt.Sprintf("%s: run %s on %s, where it asks that daemon through its console (TICKETBRIDGE_LISTEN and the console token), or stop that daemon and run it again, %s", head, e.command, where, lapse)
 }

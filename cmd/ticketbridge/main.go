@@ -97,6 +97,7 @@ func commands() []command {
 		{"log", "print a request's audit trail, what crossed and why: log ID [--json]", runLog},
 		{"retry", "retry a stuck journal entry (or read a ticket now): retry ID", runRetry},
 		{"skip", "set a journal entry aside, never to be sent: skip ID --reason TEXT", runSkip},
+		{"confirm-move", "confirm that a held hotel moved: confirm-move --helpdesk PLACE (or --api, --key)", runConfirmMove},
 		{"check", "check the configuration, the API, the helpdesk and the state file", runCheck},
 		{"demo", "play the whole loop locally: reference server, engine, files adapter", runDemo},
 		{"refserver", "serve the reference Guest Requests API v1 (tests, local runs)", runRefserver},
@@ -115,7 +116,7 @@ Usage: ticketbridge <command> [flags]
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Configuration comes from TICKETBRIDGE_* environment variables (see
