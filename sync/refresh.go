@@ -56,6 +56,11 @@ type refreshResult struct {
 	journal         []state.Entry
 	conflictNote    []adapters.Message
 	reconciledTouch bool
+	// recDeferred: the reconcile left the status to a helpdesk status
+	// change waiting in the journal (see applyMerge); a reconcile asked
+	// for the next cycle (ReconcileSoon) is then asked for again, to
+	// compare the sides once that change has crossed.
+	recDeferred bool
 
 	// cause is why the ticket was read, audit what its read carried to
 	// the helpdesk: the trail's entries, stored with the result (see
@@ -548,7 +553,8 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 		return r
 	}
 	if merge != nil {
-		r.t.ReconciledAt, r.t.ReconcileSoon, r.t.LastReconcile = c.now, false, r.reconciled
+		r.t.ReconciledAt, r.t.LastReconcile = c.now, r.reconciled
+		r.t.ReconcileSoon = r.t.ReconcileSoon && r.recDeferred
 	}
 	r.t.UpstreamStatus = string(d.Status)
 	r.t.UpstreamUpdatedAt = d.UpdatedAt
@@ -670,7 +676,7 @@ func unknownOutcome(r refreshResult, err error) refreshResult {
 func (c *cycle) applyMerge(r *refreshResult, p *threadPlan, m statusMerge, pend []state.Entry) {
 	for _, en := range pend {
 		if en.Kind == state.KindStatus {
-			r.reconciled = ReconcileInSync
+			r.reconciled, r.recDeferred = ReconcileInSync, true
 			r.journal = slices.DeleteFunc(r.journal, func(en state.Entry) bool { return en.Kind == state.KindStatus })
 			r.conflictNote = nil
 			return

@@ -113,6 +113,16 @@ func TestSimulationCrossedStatusReadLateIsReconciledNextCycle(t *testing.T) {
 	runSim(t, 6033, simWithFields)
 }
 
+// TestSimulationReconcileAskedWhileAStatusWaitsIsKept (seed 1122, with
+// the fix of seed 6033): the reconcile asked for after a status change
+// read late found that change still waiting in the journal, left the
+// status to it, and was not asked again; once the change had crossed,
+// the sides differed until the reconcile slot. It is now asked again
+// until no status change of the request waits.
+func TestSimulationReconcileAskedWhileAStatusWaitsIsKept(t *testing.T) {
+	runSim(t, 1122, simWithFields)
+}
+
 // TestSimulationAgentEditWhileUpdateInDoubt (seed 5575): an agent edited
 // the due date while the bridge's update of it had an unknown outcome
 // (it applied, then erred); the bridge set it again, as state.Fields.Unsure
