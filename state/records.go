@@ -89,6 +89,12 @@ type Ticket struct {
 	// platform (Missing reached its threshold): it is no longer read,
 	// and the helpdesk's events on it are ignored. Zero while it is not.
 	Deleted time.Time `json:"deleted,omitzero"`
+	// Paused is when an operator paused the request and PausedBy who
+	// (see sync.Pause): nothing of it crosses in either direction until
+	// it is resumed. The helpdesk's events on it are still journaled,
+	// and wait. Zero while it is not paused.
+	Paused   time.Time `json:"paused,omitzero"`
+	PausedBy string    `json:"paused_by,omitempty"`
 
 	// LastError is the last failure syncing this ticket ("" after a success)
 	// and Attempts the number of consecutive failures.
@@ -171,7 +177,7 @@ func (t Ticket) Same(u Ticket) bool {
 
 func (t *Ticket) normalize() {
 	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt,
-		&t.Carried.At, &t.Carried.Due, &t.GuestWroteAt, &t.AnsweredAt)
+		&t.Paused, &t.Carried.At, &t.Carried.Due, &t.GuestWroteAt, &t.AnsweredAt)
 }
 
 // Unanswered reports whether nobody on the hotel's side answered the

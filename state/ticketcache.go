@@ -122,7 +122,17 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	if c.Rated {
 		flags |= 8
 	}
+	paused := t.Paused != (time.Time{}) || t.PausedBy != ""
+	if paused {
+		flags |= 16
+	}
 	b = append(b, flags)
+	if paused {
+		b = packStrings(b, []*string{&t.PausedBy})
+		if b, ok = packTimes(b, []*time.Time{&t.Paused}); !ok {
+			return "", false
+		}
+	}
 	if !c.Known() {
 		return string(b), true
 	}
@@ -181,6 +191,10 @@ func unpackTicket(p string, idLen int) Ticket {
 	flags := p[r.i]
 	r.i++
 	t.ReconcileSoon, t.Retired = flags&1 != 0, flags&2 != 0
+	if flags&16 != 0 {
+		r.strings([]*string{&t.PausedBy})
+		r.times([]*time.Time{&t.Paused})
+	}
 	if flags&4 == 0 {
 		return t
 	}

@@ -103,7 +103,10 @@ func TestTicketPackRoundTrip(t *testing.T) {
 	zeroRated.ID, zeroRated.Carried.Rating, zeroRated.Carried.Due = "t-zero", 0, time.Time{}
 	unrated := carried
 	unrated.ID, unrated.Carried.Rated, unrated.Carried.Rating = "t-unrated", false, 0
-	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated} {
+	paused := carried
+	paused.ID, paused.Paused, paused.PausedBy = "t-paused", at.Add(-3*time.Hour), "cli:mara"
+	pausedBare := Ticket{ID: "t-paused-bare", Paused: at}
+	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated, paused, pausedBare} {
 		data, err := encode(ticketVersion, in)
 		if err != nil {
 			t.Fatal(err)

@@ -236,6 +236,7 @@ func (c *cycle) readDiscoverState() (discoverInput, error) {
 //   - An open ticket whose next read lies beyond its next full-read slot
 //     (the interval was shortened, or the record predates the slots) is
 //     brought forward to the slot.
+//   - A paused ticket is left as it is (see commands.go).
 func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	p := discoverPlan{agree: true}
 	importSince := in.importSince
@@ -267,6 +268,9 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 			if left.count(e.cfg.scope, lt.Department, lt.Origin, ok && t.Ref != "") && !ok {
 				continue
 			}
+		}
+		if ok && !t.Paused.IsZero() {
+			continue // left as it is until resumed (see commands.go)
 		}
 		if !ok {
 			if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
@@ -312,7 +316,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	for _, t := range in.tracked {
 		id := t.ID
 		st := guestapi.Status(t.UpstreamStatus)
-		if _, ok := findListed(in.listed, id); ok || t.Ref == "" || t.Retired || st.Closed() || !in.cover.whole(st, t.Department) {
+		if _, ok := findListed(in.listed, id); ok || t.Ref == "" || t.Retired || !t.Paused.IsZero() || st.Closed() || !in.cover.whole(st, t.Department) {
 			continue
 		}
 		p.agree = false
@@ -331,7 +335,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	}
 	var capped []state.Ticket
 	for _, t := range in.tracked {
-		if !woken[t.ID] && e.pol.capFull(&t, in.now) {
+		if !woken[t.ID] && t.Paused.IsZero() && e.pol.capFull(&t, in.now) {
 			capped = append(capped, t)
 		}
 	}

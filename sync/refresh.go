@@ -267,10 +267,11 @@ func (c *cycle) readKnown(due []state.Ticket) error {
 // (waiting) is read every cycle it is not backing off: send lets the
 // change go only after a read of the ticket in the same cycle, so that the
 // newer of the two changes wins. A ticket to reconcile (recon) is read
-// too. A ticket deleted on the platform is never read. It does no I/O.
+// too. A ticket deleted on the platform is never read, nor one paused
+// (see commands.go). It does no I/O.
 func planReads(tracked []state.Ticket, waiting, recon map[string]bool, pol policy, now time.Time) []state.Ticket {
 	picked := pickTickets(tracked, func(t *state.Ticket) bool {
-		return t.Deleted.IsZero() && (pol.due(t, now) || (waiting[t.ID] && t.Attempts == 0) || recon[t.ID])
+		return t.Deleted.IsZero() && t.Paused.IsZero() && (pol.due(t, now) || (waiting[t.ID] && t.Attempts == 0) || recon[t.ID])
 	})
 	slices.SortFunc(picked, func(a, b *state.Ticket) int {
 		if (a.Ref == "") != (b.Ref == "") {

@@ -81,9 +81,13 @@ func (c *cycle) send() {
 
 // sendTicket sends the pending entries of one ticket in order. It stops at
 // the first entry that must wait (a backoff, a temporary failure), so later
-// entries never overtake it.
+// entries never overtake it. A paused ticket's entries wait, untouched,
+// until it is resumed (see commands.go).
 func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome {
 	e := c.e
+	if !t.Paused.IsZero() {
+		return nil
+	}
 	var out []sendOutcome
 	upstream := guestapi.Status(t.UpstreamStatus)
 	c.mu.Lock()
@@ -309,6 +313,25 @@ func abandonedMeanwhile(tx *state.Tx, eventID string) bool {
 	return err == nil && ok && cur.State == state.Abandoned
 }
 
+// pausedOf returns the paused tickets of entries (nil when none), read
+// with ticket.
+func pausedOf(entries []state.Entry, ticket func(id string) (state.Ticket, bool, error)) (map[string]bool, error) {
+	var paused map[string]bool
+	for _, en := range entries {
+		t, ok, err := ticket(en.TicketID)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !t.Paused.IsZero() {
+			if paused == nil {
+				paused = map[string]bool{}
+			}
+			paused[en.TicketID] = true
+		}
+	}
+	return paused, nil
+}
+
 // markSent tells the helpdesk which events were delivered, so that a
 // lookup after a lost state file finds them. A failure never fails the
 // cycle: one the adapter calls permanent (ErrNotFound, ErrInvalid) is
@@ -319,20 +342,26 @@ func (c *cycle) markSent() {
 	}
 	e := c.e
 	var unmarked []state.Entry
+	var paused map[string]bool // nothing is written in the helpdesk for them
 	if ws, ok := c.fresh(); ok {
 		unmarked = slices.Clone(ws.unmarked)
+		paused, _ = pausedOf(unmarked, ws.ticket)
 	} else if err := e.st.View(c.ctx, func(tx *state.Tx) error {
 		var err error
 		unmarked, err = tx.UnmarkedJournal()
 		if errors.Is(err, state.ErrCorrupt) {
 			err = nil
 		}
+		if err != nil {
+			return err
+		}
+		paused, err = pausedOf(unmarked, tx.Ticket)
 		return err
 	}); err != nil {
 		c.stop(fmt.Errorf("read journal: %w", err))
 		return
 	}
-	unmarked = slices.DeleteFunc(unmarked, func(en state.Entry) bool { return en.NextAttempt.After(c.now) })
+	unmarked = slices.DeleteFunc(unmarked, func(en state.Entry) bool { return en.NextAttempt.After(c.now) || paused[en.TicketID] })
 	if len(unmarked) == 0 {
 		return
 	}

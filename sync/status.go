@@ -73,8 +73,11 @@ type StatusCounts struct {
 	// platform, not read any more (not counted as retired); NotOurs the
 	// helpdesk tickets not this hotel's, whose events are ignored (not
 	// tracked, so not in Tickets). See docs/when-a-request-looks-wrong.md.
-	Deleted  int `json:"deleted"`
-	NotOurs  int `json:"not_ours"`
+	Deleted int `json:"deleted"`
+	NotOurs int `json:"not_ours"`
+	// Paused counts the tickets an operator paused (see Apply), counted
+	// in no other row of tickets.
+	Paused   int `json:"paused,omitempty"`
 	Mirrored int `json:"mirrored"`
 	Own      int `json:"own"`
 }
@@ -90,7 +93,11 @@ type TicketStatus struct {
 	DueReason      string    `json:"due_reason,omitempty"`
 	Retired        bool      `json:"retired,omitempty"`
 	// Deleted is when the ticket was taken for deleted on the platform.
-	Deleted      time.Time `json:"deleted,omitzero"`
+	Deleted time.Time `json:"deleted,omitzero"`
+	// Paused is when an operator paused the ticket and PausedBy who
+	// (see Apply); zero while it is not paused.
+	Paused       time.Time `json:"paused,omitzero"`
+	PausedBy     string    `json:"paused_by,omitempty"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	Attempts     int       `json:"attempts,omitempty"`
 	LastError    string    `json:"last_error,omitempty"`
@@ -172,7 +179,7 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 		err = tx.ForEachTicket(func(t state.Ticket) error {
 			ts := TicketStatus{
 				ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, LastActivity: t.LastActivity,
+				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, LastActivity: t.LastActivity,
 				Attempts: t.Attempts, LastError: t.LastError,
 				AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 				Mirrored: mirrored[t.ID], Own: own[t.ID],
@@ -251,6 +258,8 @@ func countTickets(s Status) StatusCounts {
 		c.Mirrored += t.Mirrored
 		c.Own += t.Own
 		switch {
+		case !t.Paused.IsZero():
+			c.Paused++
 		case !t.Deleted.IsZero():
 			c.Deleted++
 		case t.Retired:
@@ -335,7 +344,7 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 		}
 		d.TicketStatus = TicketStatus{
 			ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, LastActivity: t.LastActivity,
+			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, LastActivity: t.LastActivity,
 			Attempts: t.Attempts, LastError: t.LastError,
 			AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 		}
