@@ -27,6 +27,8 @@ const (
 // and the status page.
 func (t TicketStatus) DueText(now time.Time) string {
 	switch {
+	case !t.Paused.IsZero():
+		return "when resumed (paused by " + t.PausedBy + ")"
 	case !t.Deleted.IsZero():
 		return "never (deleted on the platform)"
 	case t.Retired:

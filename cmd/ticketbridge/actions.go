@@ -53,6 +53,53 @@ entry cannot be skipped; ticketbridge retry ID undoes a skip.
 
 ` + actionAbout + `skip.`
 
+// commandAbout is the help of pause, resume and resync (what, then the
+// common part).
+const commandAbout = `
+
+ID is the request's upstream id (the TICKET column of ticketbridge status).
+The command is recorded with your name; the next cycle does the work.
+
+While the daemon runs it holds the state file: the command then asks the
+daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
+/etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
+Otherwise it changes the state file itself. With the state in PostgreSQL,
+a daemon's lease of the hotel says whether one runs: the command asks it
+when it runs on this host, refuses naming it when elsewhere, and otherwise
+holds the lease while it changes the state itself.
+
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose request
+it is; the daemon is then asked at /hotels/NAME/` // + the command's name
+
+const pauseAbout = `Pause a request: nothing of it crosses in either direction until it is
+resumed. The bridge neither reads it on the platform nor writes its
+helpdesk ticket, and sends nothing upstream for it. The helpdesk's replies,
+notes and status changes on it are journaled as usual and wait, unsent.` + commandAbout + "pause."
+
+const resumeAbout = `Resume a paused request: the next cycle reads it on the platform and
+reconciles both sides (a status changed on both sides while it was paused:
+the later change wins), mirrors what the guest wrote, and sends the
+helpdesk's replies and changes that waited, each once.` + commandAbout + "resume."
+
+const resyncAbout = `Read both sides of a request now and reconcile everything: the next cycle
+reads it on the platform, looks its ticket up in the helpdesk, and brings
+status, messages both ways and fields together. Its journal entries backing
+off, and its replies and notes refused, are pending again (as retry does for
+one); an entry set aside with skip stays so. The answer to "it looks wrong,
+fix it". A paused request is not resynced: resume it.` + commandAbout + "resync."
+
+func runPause(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, sync.CommandPause, pauseAbout, args)
+}
+
+func runResume(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, sync.CommandResume, resumeAbout, args)
+}
+
+func runResync(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, sync.CommandResync, resyncAbout, args)
+}
+
 func runRetry(ctx context.Context, sh shell, args []string) error {
 	return runAction(ctx, sh, "retry", retryAbout, args)
 }
@@ -83,9 +130,12 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 			return err
 		}
 	}
+	onEntry := name == "retry" || name == "skip"
 	switch {
-	case id == "":
+	case id == "" && onEntry:
 		return fmt.Errorf("%w: %s: want the ID of a journal entry (see ticketbridge status)", errUsage, name)
+	case id == "":
+		return fmt.Errorf("%w: %s: want the upstream id of a request (the TICKET column of ticketbridge status)", errUsage, name)
 	case fs.NArg() > 0:
 		return fmt.Errorf("%w: %s: unexpected argument %q", errUsage, name, fs.Arg(0))
 	case name == "skip" && strings.TrimSpace(reason) == "":
@@ -116,7 +166,11 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 			for _, s := range secs {
 				names = append(names, s.name)
 			}
-			return fmt.Errorf("%w: %s: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say whose entry it is with --hotel NAME (hotels: %s)", errUsage, name, strings.Join(names, ", "))
+			whose := "entry"
+			if !onEntry {
+				whose = "request"
+			}
+			return fmt.Errorf("%w: %s: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say whose %s it is with --hotel NAME (hotels: %s)", errUsage, name, whose, strings.Join(names, ", "))
 		}
 		if secs[0].err != nil {
 			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
@@ -170,8 +224,26 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 			return err
 		}
 		fmt.Fprintf(stdout, "skip: entry %s of ticket %s is abandoned: it will not be sent (%s).\n", e.EventID, e.TicketID, e.LastError)
+	default:
+		d, err := sync.Apply(ctx, st, sync.Command{Name: name, Ticket: id, Who: "cli:" + who}, now)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: ticket %s. %s\n", name, d.Ticket.ID, commandDone(name, len(d.Requeued)))
 	}
 	return nil
+}
+
+// commandDone says what a command on a request did, as the daemon's
+// console says it.
+func commandDone(name string, requeued int) string {
+	switch name {
+	case sync.CommandPause:
+		return "The request is paused: nothing of it crosses either way until it is resumed. The helpdesk's replies and changes wait in the journal."
+	case sync.CommandResume:
+		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
+	}
+	return fmt.Sprintf("The request is due now: the next cycle reads both sides and reconciles them; %d of its entries backing off or refused are pending again.", requeued)
 }
 
 // actThroughDaemon asks the running daemon to act, on its listener at

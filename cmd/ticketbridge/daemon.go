@@ -475,6 +475,9 @@ func printStatus(out io.Writer, path string, s *sync.Status) error {
 	c := s.Counts
 	fmt.Fprintf(tw, "Tickets\t%d tracked: %d active, %d quiet, %d closed, %d retired, %d failing\n",
 		c.Tickets, c.Active, c.Quiet, c.Closed, c.Retired, c.Failing)
+	if c.Paused > 0 {
+		fmt.Fprintf(tw, "Paused\t%d paused by an operator: nothing of them crosses until ticketbridge resume ID\n", c.Paused)
+	}
 	if c.Deleted+c.NotOurs > 0 {
 		fmt.Fprintf(tw, "Not synced\t%d deleted on the platform, %d helpdesk tickets of another hotel (see docs/when-a-request-looks-wrong.md)\n", c.Deleted, c.NotOurs)
 	}

@@ -28,9 +28,10 @@ func otherReplica(t *testing.T, db, id string) *state.Leases {
 	return l
 }
 
-// TestOnceBesideTheLeaseHolder: on PostgreSQL, once, retry and skip
-// refuse to act for a hotel whose lease another replica holds, name that
-// replica, and write nothing; once the lease is free, once syncs.
+// TestOnceBesideTheLeaseHolder: on PostgreSQL, once, retry, skip, pause
+// and resync refuse to act for a hotel whose lease another replica holds,
+// name that replica, and write nothing; once the lease is free, once
+// syncs.
 func TestOnceBesideTheLeaseHolder(t *testing.T) {
 	db := statetest.PostgresURL(t) // before newBridge clears the environment
 	b := newBridge(t)
@@ -53,7 +54,7 @@ func TestOnceBesideTheLeaseHolder(t *testing.T) {
 	if n := b.posts(); n != 0 {
 		t.Errorf("once beside the holder made %d POSTs upstream, want none", n)
 	}
-	for _, args := range [][]string{{"retry", a}, {"skip", a, "--reason", "test"}} {
+	for _, args := range [][]string{{"retry", a}, {"skip", a, "--reason", "test"}, {"pause", a}, {"resync", a}} {
 		out, errOut, code := b.cmd(args[0], args[1:]...)
 		if code != 1 {
 			t.Errorf("%s beside the holder: exit %d, want 1\n%s\n%s", args[0], code, out, errOut)
@@ -74,9 +75,9 @@ func TestOnceBesideTheLeaseHolder(t *testing.T) {
 	mustContain(t, "once", out, "helpdesk tickets created 1")
 }
 
-// TestOnceTakesAndReleasesTheLease: on PostgreSQL, once and retry take the
-// hotel's lease (raising its fence) and give it back when done, so that
-// another replica takes it at once.
+// TestOnceTakesAndReleasesTheLease: on PostgreSQL, once, retry and the
+// commands on a request take the hotel's lease (raising its fence) and
+// give it back when done, so that another replica takes it at once.
 func TestOnceTakesAndReleasesTheLease(t *testing.T) {
 	db := statetest.PostgresURL(t) // before newBridge clears the environment
 	b := newBridge(t)
@@ -85,7 +86,7 @@ func TestOnceTakesAndReleasesTheLease(t *testing.T) {
 	web1 := otherReplica(t, db, "web1-0a1b2c3d")
 
 	fence := int64(0)
-	for _, args := range [][]string{{"once"}, {"retry", a}} {
+	for _, args := range [][]string{{"once"}, {"retry", a}, {"pause", a}, {"resume", a}, {"resync", a}} {
 		out, errOut, code := b.cmd(args[0], args[1:]...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", args[0], code, out, errOut)

@@ -3,6 +3,7 @@
 // replies and status changes back to the guest.
 //
 // Subcommands: run (the daemon), once (one cycle), status, retry, skip,
+// pause, resume, resync,
 // check, demo, refserver (the reference server), state backup, hotels
 // adopt, notify test, version.
 // Each takes --help. main only maps the error of run to an exit code;
@@ -98,6 +99,9 @@ func commands() []command {
 		{"retry", "retry a stuck journal entry (or read a ticket now): retry ID", runRetry},
 		{"skip", "set a journal entry aside, never to be sent: skip ID --reason TEXT", runSkip},
 		{"confirm-move", "confirm that a held hotel moved: confirm-move --helpdesk PLACE (or --api, --key)", runConfirmMove},
+		{"pause", "stop syncing one request either way, its helpdesk changes kept: pause ID", runPause},
+		{"resume", "sync a paused request again, reconciling both sides: resume ID", runResume},
+		{"resync", "read both sides of a request now and reconcile everything: resync ID", runResync},
 		{"check", "check the configuration, the API, the helpdesk and the state file", runCheck},
 		{"demo", "play the whole loop locally: reference server, engine, files adapter", runDemo},
 		{"refserver", "serve the reference Guest Requests API v1 (tests, local runs)", runRefserver},

@@ -98,6 +98,7 @@ func (b *blockingSource) Payloads(string) (map[string]state.Payload, error) { re
 func (b *blockingSource) ReadNow(string, string) (state.Ticket, error)      { return state.Ticket{}, nil }
 func (b *blockingSource) Retry(string, string) (state.Entry, error)         { return state.Entry{}, nil }
 func (b *blockingSource) Skip(string, string, string) (state.Entry, error)  { return state.Entry{}, nil }
+func (b *blockingSource) Command(sync.Command) (sync.Done, error)           { return sync.Done{}, nil }
 
 // TestViewsAreBounded: views beyond Renders wait, and views beyond Waiting
 // more are answered 503 after their Retry-After, without reaching the

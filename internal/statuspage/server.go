@@ -171,6 +171,9 @@ var actions = []struct{ path, name string }{
 	{"read-now", "read now"},
 	{"retry", "retry"},
 	{"skip", "skip"},
+	{"pause", "pause"},
+	{"resume", "resume"},
+	{"resync", "resync"},
 }
 
 // in runs h on the hotel of r: the one hotel (One), or the one of many
@@ -354,6 +357,12 @@ func flashText(done string) string {
 		return "The entry is pending again: the next cycle sends it, with its own Idempotency-Key."
 	case "skip":
 		return "The entry is abandoned: it will not be sent. It stays in the journal with your reason."
+	case "pause":
+		return "The request is paused: nothing of it crosses either way until it is resumed. The helpdesk's replies and changes wait in the journal."
+	case "resume":
+		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
+	case "resync":
+		return "The request is due now: the next cycle reads both sides and reconciles them; its entries backing off or refused are pending again."
 	case "login":
 		return "Signed in."
 	case "logout":

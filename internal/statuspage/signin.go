@@ -156,8 +156,9 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request) (who string, ok b
 }
 
 // action handles the POST of one action on ?id=: read now (a ticket),
-// retry (an entry; a ticket id reads the ticket now) or skip (an entry,
-// with the form's reason).
+// retry (an entry; a ticket id reads the ticket now), skip (an entry,
+// with the form's reason), or a command on a request (pause, resume,
+// resync: sync.Apply, with who).
 func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, scope) {
 	return func(w http.ResponseWriter, r *http.Request, p scope) {
 		who, ok := s.actor(w, r)
@@ -198,6 +199,11 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 			if e, err = p.src.Skip(id, who, reason); err == nil {
 				ticket, event = e.TicketID, e.EventID
 			}
+		default:
+			var d sync.Done
+			if d, err = p.src.Command(sync.Command{Name: name, Ticket: id, Who: who}); err == nil {
+				ticket = d.Ticket.ID
+			}
 		}
 		attrs := []any{"op", "console", "action", done, "who", who, "remote", r.RemoteAddr}
 		if h := p.src.Name(); h != "" {
@@ -220,7 +226,7 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 				code = http.StatusNotFound
 			case errors.Is(err, sync.ErrNotActionable):
 				code = http.StatusConflict
-			case errors.Is(err, sync.ErrBadReason), errors.Is(err, state.ErrInvalid):
+			case errors.Is(err, sync.ErrBadReason), errors.Is(err, state.ErrInvalid), errors.Is(err, sync.ErrUnknownCommand):
 			default:
 				code = http.StatusInternalServerError
 			}

@@ -38,6 +38,9 @@ type Source interface {
 	Retry(eventID, who string) (state.Entry, error)
 	// Skip marks a journal entry abandoned (sync.SkipEntry).
 	Skip(eventID, who, reason string) (state.Entry, error)
+	// Command applies an operator's command on one request (pause,
+	// resume, resync: sync.Apply).
+	Command(c sync.Command) (sync.Done, error)
 }
 
 // Snapshot is what the overview and the table show.
@@ -370,6 +373,18 @@ func (h *Hotel) Skip(eventID, who, reason string) (state.Entry, error) {
 	return e, err
 }
 
+// Command implements Source.
+func (h *Hotel) Command(c sync.Command) (sync.Done, error) {
+	d, err := sync.Apply(h.ctx(), h.st, c, time.Now())
+	if err == nil {
+		h.patchTicket(d.Ticket)
+		for _, e := range d.Requeued {
+			h.patchEntry(e)
+		}
+	}
+	return d, err
+}
+
 // patchTicket shows an action's effect on a ticket before the next cycle.
 func (h *Hotel) patchTicket(t state.Ticket) {
 	h.mu.Lock()
@@ -380,6 +395,7 @@ func (h *Hotel) patchTicket(t state.Ticket) {
 		if ts[i].ID == t.ID {
 			c := ts[i]
 			c.NextDue, c.DueReason, c.Retired, c.Deleted = t.NextDue, t.DueReason, t.Retired, t.Deleted
+			c.Paused, c.PausedBy = t.Paused, t.PausedBy
 			h.status.Tickets = replaced(ts, i, c)
 			return
 		}
