@@ -313,23 +313,29 @@ func abandonedMeanwhile(tx *state.Tx, eventID string) bool {
 	return err == nil && ok && cur.State == state.Abandoned
 }
 
-// pausedOf returns the paused tickets of entries (nil when none), read
-// with ticket.
-func pausedOf(entries []state.Entry, ticket func(id string) (state.Ticket, bool, error)) (map[string]bool, error) {
+// pausedOf returns the paused tickets of entries (nil when none).
+func (c *cycle) pausedOf(entries []state.Entry) (map[string]bool, error) {
 	var paused map[string]bool
-	for _, en := range entries {
-		t, ok, err := ticket(en.TicketID)
-		if err != nil {
-			return nil, err
-		}
-		if ok && !t.Paused.IsZero() {
-			if paused == nil {
-				paused = map[string]bool{}
+	note := func(ticket func(id string) (state.Ticket, bool, error)) error {
+		for _, en := range entries {
+			t, ok, err := ticket(en.TicketID)
+			if err != nil {
+				return err
 			}
-			paused[en.TicketID] = true
+			if ok && !t.Paused.IsZero() {
+				if paused == nil {
+					paused = map[string]bool{}
+				}
+				paused[en.TicketID] = true
+			}
 		}
+		return nil
 	}
-	return paused, nil
+	if ws, ok := c.fresh(); ok {
+		return paused, note(ws.ticket)
+	}
+	err := c.e.st.View(c.ctx, func(tx *state.Tx) error { return note(tx.Ticket) })
+	return paused, err
 }
 
 // markSent tells the helpdesk which events were delivered, so that a
@@ -342,26 +348,30 @@ func (c *cycle) markSent() {
 	}
 	e := c.e
 	var unmarked []state.Entry
-	var paused map[string]bool // nothing is written in the helpdesk for them
 	if ws, ok := c.fresh(); ok {
 		unmarked = slices.Clone(ws.unmarked)
-		paused, _ = pausedOf(unmarked, ws.ticket)
 	} else if err := e.st.View(c.ctx, func(tx *state.Tx) error {
 		var err error
 		unmarked, err = tx.UnmarkedJournal()
 		if errors.Is(err, state.ErrCorrupt) {
 			err = nil
 		}
-		if err != nil {
-			return err
-		}
-		paused, err = pausedOf(unmarked, tx.Ticket)
 		return err
 	}); err != nil {
 		c.stop(fmt.Errorf("read journal: %w", err))
 		return
 	}
-	unmarked = slices.DeleteFunc(unmarked, func(en state.Entry) bool { return en.NextAttempt.After(c.now) || paused[en.TicketID] })
+	unmarked = slices.DeleteFunc(unmarked, func(en state.Entry) bool { return en.NextAttempt.After(c.now) })
+	if len(unmarked) == 0 {
+		return
+	}
+	paused, err := c.pausedOf(unmarked)
+	if err != nil {
+		c.stop(fmt.Errorf("read state: %w", err))
+		return
+	}
+	// Nothing is written in the helpdesk for a paused ticket.
+	unmarked = slices.DeleteFunc(unmarked, func(en state.Entry) bool { return paused[en.TicketID] })
 	if len(unmarked) == 0 {
 		return
 	}
@@ -383,7 +393,7 @@ func (c *cycle) markSent() {
 		return
 	}
 	now := e.now()
-	err := e.st.Update(c.keep(), func(tx *state.Tx) error {
+	err = e.st.Update(c.keep(), func(tx *state.Tx) error {
 		for i, en := range unmarked {
 			if !done[i] {
 				continue
