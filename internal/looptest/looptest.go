@@ -15,6 +15,7 @@
 // on its backend, then plays its story: [Loop.Request] and [Loop.Guest]
 // write as the hotel and the guest through the reference server's console,
 // [Loop.Tick] runs one cycle, [Loop.Advance] lets time pass,
+// [Loop.Command] pauses, resumes or resyncs a request,
 // [Loop.Settle] runs cycles until the loop is quiet, [Loop.LoseState]
 // deletes the state file and restarts the engine, and
 // [Loop.CheckExactlyOnce] checks that nothing was written twice on either
@@ -199,6 +200,21 @@ func (l *Loop) Tick() tbsync.Report {
 		l.t.Fatalf("cycle: %v\n%+v", err, rep)
 	}
 	return rep
+}
+
+// Command applies an operator's command (tbsync.Apply: pause, resume,
+// resync) on request id, as the command line does, starting the engine
+// if it is not running. A refusal fails the test.
+func (l *Loop) Command(name, id string) tbsync.Done {
+	l.t.Helper()
+	if l.engine == nil {
+		l.open()
+	}
+	d, err := tbsync.Apply(context.Background(), l.store, tbsync.Command{Name: name, Ticket: id, Who: "cli:looptest"}, l.now()())
+	if err != nil {
+		l.t.Fatalf("looptest: %v", err)
+	}
+	return d
 }
 
 // Settle runs cycles until three in a row do nothing, and fails the test
