@@ -1,11 +1,13 @@
 package sync_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
 	"github.com/ticketbridge/ticketbridge/state"
@@ -235,5 +237,57 @@ func TestCommandErrors(t *testing.T) {
 		if _, err := tbsync.Apply(t.Context(), e.store, c.cmd, e.clock.Now()); !errors.Is(err, c.want) {
 			t.Errorf("%+v: %v, want %v", c.cmd, err, c.want)
 		}
+	}
+}
+
+// appendHook runs hook before each Append.
+type appendHook struct {
+	adapters.Helpdesk
+	hook func()
+}
+
+func (h appendHook) Append(ctx context.Context, ref adapters.Ref, msgs []adapters.Message) ([]adapters.Appended, error) {
+	h.hook()
+	return h.Helpdesk.Append(ctx, ref, msgs)
+}
+
+// TestPauseDuringACycleHolds: a pause applied while a cycle is reading
+// the request (the daemon runs cycles while an operator acts) is kept:
+// what the cycle then stores of the request leaves the pause as it is,
+// and the next cycles cross nothing; a resume during a cycle holds too.
+func TestPauseDuringACycleHolds(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("paused mid-cycle")
+	e.quiesce()
+	var cmd string
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk {
+		return appendHook{Helpdesk: h, hook: func() {
+			if cmd != "" {
+				e.command(cmd, id)
+				cmd = ""
+			}
+		}}
+	}
+	e.open()
+	cmd = tbsync.CommandPause
+	e.guest(id, "first, while the pause comes")
+	e.tick()
+	if cmd != "" {
+		t.Fatal("the cycle appended nothing: the pause was not applied during it")
+	}
+	if tk := e.stateTicket(id); tk.Paused.IsZero() {
+		t.Fatalf("a pause applied during a cycle was lost: %+v", tk)
+	}
+	const later = "second, while paused"
+	e.guest(id, later)
+	e.tick()
+	e.tick()
+	if e.helpdeskHas(id, later) {
+		t.Error("a message crossed after the pause")
+	}
+	e.command(tbsync.CommandResume, id)
+	e.quiesce()
+	if !e.helpdeskHas(id, later) {
+		t.Error("the message written while paused did not cross after the resume")
 	}
 }
