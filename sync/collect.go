@@ -79,7 +79,7 @@ func (c *cycle) collect() {
 			}
 		}
 		for _, t := range p.puts {
-			if err := tx.PutTicket(t); err != nil {
+			if err := putTicket(tx, t); err != nil {
 				return err
 			}
 			if a, ok := in.adoptions[t.ID]; ok && a.found {

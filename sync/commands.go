@@ -149,6 +149,24 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 	return done, nil
 }
 
+// putTicket stores t as the engine does. Whether the request is paused
+// is the operator's, not the engine's: the stored record's is kept, as a
+// command may have written it since the cycle read t. When a resume came
+// in between, the read and reconcile it asked for are kept too.
+func putTicket(tx *state.Tx, t state.Ticket) error {
+	cur, ok, err := tx.Ticket(t.ID)
+	if err != nil && !errors.Is(err, state.ErrCorrupt) {
+		return err
+	}
+	if ok && (!cur.Paused.Equal(t.Paused) || cur.PausedBy != t.PausedBy) {
+		if cur.Paused.IsZero() {
+			t.NextDue, t.DueReason, t.ReconcileSoon = cur.NextDue, cur.DueReason, cur.ReconcileSoon || t.ReconcileSoon
+		}
+		t.Paused, t.PausedBy = cur.Paused, cur.PausedBy
+	}
+	return tx.PutTicket(t)
+}
+
 // ErrUnknownCommand: Command.Name is none of the commands.
 var ErrUnknownCommand = errors.New("unknown command")
 

@@ -141,7 +141,7 @@ func (e *Engine) storeDeferred(tx *state.Tx) error {
 		t, ok := cur[id]
 		if d := e.deferred[id]; ok && t.Revision() == d.rev {
 			d.apply(&t)
-			if err := tx.PutTicket(t); err != nil {
+			if err := putTicket(tx, t); err != nil {
 				return err
 			}
 		}

@@ -72,7 +72,7 @@ func (c *cycle) discover() {
 	if len(p.puts) > 0 || !p.importSince.IsZero() || p.fullRead != nil {
 		err = e.st.Update(c.keep(), func(tx *state.Tx) error {
 			for _, t := range p.puts {
-				if err := tx.PutTicket(t); err != nil {
+				if err := putTicket(tx, t); err != nil {
 					return err
 				}
 			}

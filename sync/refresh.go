@@ -391,7 +391,7 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 	if r.notOurs != nil {
 		return putNotOurs(tx, *r.notOurs)
 	}
-	if err := tx.PutTicket(r.t); err != nil {
+	if err := putTicket(tx, r.t); err != nil {
 		return err
 	}
 	if r.adopted {

@@ -244,7 +244,7 @@ func (c *cycle) storeSent(out [][]sendOutcome) {
 						// own crossed it), so the next cycle's reconcile
 						// checks it.
 						t.AgreedStatus, t.AgreedAt, t.ReconcileSoon = o.en.Payload.Status, e.now(), true
-						if err := tx.PutTicket(t); err != nil {
+						if err := putTicket(tx, t); err != nil {
 							return err
 						}
 					}
@@ -292,7 +292,7 @@ func noteAnswered(tx *state.Tx, en state.Entry) error {
 		return err
 	}
 	t.NoteAnswered(en.SentAt)
-	return tx.PutTicket(t)
+	return putTicket(tx, t)
 }
 
 // reconcileSoon asks for a reconcile of ticket id in the next cycle.
@@ -302,7 +302,7 @@ func reconcileSoon(tx *state.Tx, id string) error {
 		return err
 	}
 	t.ReconcileSoon = true
-	return tx.PutTicket(t)
+	return putTicket(tx, t)
 }
 
 // abandonedMeanwhile reports whether the stored entry of eventID was
