@@ -70,6 +70,9 @@ type activity struct {
 	// fields, when set, has each round change fields on both sides too
 	// (the simulator's, simfields_test.go).
 	fields *simFields
+	// commands, when set, has operators pause, resume and resync
+	// requests in each round (the simulator's, simcommands_test.go).
+	commands *simCommands
 }
 
 func (a *activity) noted(format string, args ...any) {
@@ -151,6 +154,9 @@ func (a *activity) step() {
 	}
 	if a.fields != nil {
 		a.fields.step()
+	}
+	if a.commands != nil {
+		a.commands.step()
 	}
 }
 

@@ -34,7 +34,8 @@ import (
 // and guests, console staff and agents act between cycles and at any
 // call, on the requests' fields too: the console moves, rewords, dates,
 // comments and rates them, agents retitle, requeue and date the tickets
-// (simfields_test.go). Each call's fate is a pure function of the seed,
+// (simfields_test.go); operators pause, resume and resync requests
+// (simcommands_test.go). Each call's fate is a pure function of the seed,
 // the call's identity and how many times it was seen (simfault_test.go),
 // so a seed replays bit for bit, and its trace's digest says so.
 //
@@ -63,9 +64,10 @@ type simConfig struct {
 	crashRate float64 // share of calls at which the process crashes
 	actRate   float64 // share of calls at which the hotel's people act
 	fields    bool    // the activity changes fields on both sides (simfields_test.go)
+	commands  bool    // operators pause, resume and resync requests (simcommands_test.go)
 }
 
-var simDefaults = simConfig{tickets: 5, cycles: 24, crashRate: 0.01, actRate: 0.03, fields: true}
+var simDefaults = simConfig{tickets: 5, cycles: 24, crashRate: 0.01, actRate: 0.03, fields: true, commands: true}
 
 // simNoFields is the run of the simulator before it changed fields: the
 // seeds it found regressions with replay their runs exactly under it.
@@ -146,6 +148,9 @@ func newSim(t testing.TB, seed uint64, cfg simConfig) *sim {
 	if cfg.fields {
 		s.act.fields = newSimFields(s.act)
 	}
+	if cfg.commands {
+		s.act.commands = newSimCommands(s.act, seed)
+	}
 	api := &simAPI{s: s, srv: e.ts.Server, lists: map[string]simAnswer{}}
 	e.wrapAPI = func(tbsync.API) tbsync.API {
 		c, err := guestapi.New(guestapi.Config{
@@ -210,6 +215,9 @@ func (s *sim) run() string {
 			eng = nil
 			s.dead.Store(false)
 		}
+		if s.act.commands != nil {
+			s.act.commands.cycleEnded()
+		}
 		s.tr.log("act")
 		s.act.step()
 		e.clock.Advance(30 * time.Second)
@@ -218,6 +226,10 @@ func (s *sim) run() string {
 	if eng == nil {
 		s.open()
 		s.tr.log("start")
+	}
+	if s.act.commands != nil {
+		s.act.commands.cycleEnded()
+		s.act.commands.resumeAll()
 	}
 	settle(e)
 	s.act.checkAllDelivered()
@@ -245,6 +257,9 @@ func runSim(t *testing.T, seed uint64, cfg simConfig) (s *sim, digest string) {
 		t.Logf("seed %d: %d calls, %d crashes; trace digest %s", seed, s.tr.calls(), s.crashes, digest)
 		if s.act.fields != nil {
 			t.Logf("seed %d: %s", seed, s.act.fields)
+		}
+		if s.act.commands != nil {
+			t.Logf("seed %d: %s", seed, s.act.commands)
 		}
 	}
 	return s, digest
