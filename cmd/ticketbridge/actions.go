@@ -57,7 +57,8 @@ entry cannot be skipped; ticketbridge retry ID undoes a skip.
 // common part).
 const commandAbout = `
 
-ID is the request's upstream id (the TICKET column of ticketbridge status).
+ID is the request's whole upstream id (ticketbridge status ID shows it, from
+the short one of the TICKET column, and so does the status page).
 The command is recorded with your name; the next cycle does the work.
 
 While the daemon runs it holds the state file: the command then asks the
@@ -135,7 +136,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	case id == "" && onEntry:
 		return fmt.Errorf("%w: %s: want the ID of a journal entry (see ticketbridge status)", errUsage, name)
 	case id == "":
-		return fmt.Errorf("%w: %s: want the upstream id of a request (the TICKET column of ticketbridge status)", errUsage, name)
+		return fmt.Errorf("%w: %s: want the upstream id of a request (ticketbridge status ID shows it whole)", errUsage, name)
 	case fs.NArg() > 0:
 		return fmt.Errorf("%w: %s: unexpected argument %q", errUsage, name, fs.Arg(0))
 	case name == "skip" && strings.TrimSpace(reason) == "":
