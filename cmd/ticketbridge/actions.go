@@ -23,7 +23,8 @@ import (
 	"github.com/ticketbridge/ticketbridge/sync"
 )
 
-// actionAbout is how retry and skip reach the state, in the help of both;
+// actionAbout is how retry, skip and the commands on a request reach the
+// state, in the help of each;
 // it ends with the daemon's path short of the command's name, which each
 // help adds.
 const actionAbout = `While the daemon runs it holds the state file: the command then asks the
@@ -34,7 +35,7 @@ a daemon's lease of the hotel says whether one runs: the command asks it
 when it runs on this host, refuses naming it when elsewhere, and otherwise
 holds the lease while it changes the state itself.
 
-With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose entry it
+With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says which hotel's it
 is; the daemon is then asked at /hotels/NAME/`
 
 const retryAbout = `Put a stuck journal entry back to pending: a reply, note or status change
@@ -53,41 +54,32 @@ entry cannot be skipped; ticketbridge retry ID undoes a skip.
 
 ` + actionAbout + `skip.`
 
-// commandAbout is the help of pause, resume and resync (what, then the
-// common part).
+// commandAbout is what pause, resume and resync share in their help,
+// before actionAbout.
 const commandAbout = `
 
 ID is the request's whole upstream id (ticketbridge status ID shows it, from
-the short one of the TICKET column, and so does the status page).
-The command is recorded with your name; the next cycle does the work.
+the short one of the TICKET column, and so does the status page). The
+command is recorded with your name; the next cycle does the work.
 
-While the daemon runs it holds the state file: the command then asks the
-daemon, on TICKETBRIDGE_LISTEN, with the console token (the service's
-/etc/ticketbridge/console-token, or TICKETBRIDGE_CONSOLE_TOKEN_FILE).
-Otherwise it changes the state file itself. With the state in PostgreSQL,
-a daemon's lease of the hotel says whether one runs: the command asks it
-when it runs on this host, refuses naming it when elsewhere, and otherwise
-holds the lease while it changes the state itself.
-
-With TICKETBRIDGE_HOTELS_DIR, --hotel NAME (required) says whose request
-it is; the daemon is then asked at /hotels/NAME/` // + the command's name
+`
 
 const pauseAbout = `Pause a request: nothing of it crosses in either direction until it is
 resumed. The bridge neither reads it on the platform nor writes its
 helpdesk ticket, and sends nothing upstream for it. The helpdesk's replies,
-notes and status changes on it are journaled as usual and wait, unsent.` + commandAbout + "pause."
+notes and status changes on it are journaled as usual and wait, unsent.` + commandAbout + actionAbout + "pause."
 
 const resumeAbout = `Resume a paused request: the next cycle reads it on the platform and
 reconciles both sides (a status changed on both sides while it was paused:
 the later change wins), mirrors what the guest wrote, and sends the
-helpdesk's replies and changes that waited, each once.` + commandAbout + "resume."
+helpdesk's replies and changes that waited, each once.` + commandAbout + actionAbout + "resume."
 
 const resyncAbout = `Read both sides of a request now and reconcile everything: the next cycle
 reads it on the platform, looks its ticket up in the helpdesk, and brings
 status, messages both ways and fields together. Its journal entries backing
 off, and its replies and notes refused, are pending again (as retry does for
 one); an entry set aside with skip stays so. The answer to "it looks wrong,
-fix it". A paused request is not resynced: resume it.` + commandAbout + "resync."
+fix it". A paused request is not resynced: resume it.` + commandAbout + actionAbout + "resync."
 
 func runPause(ctx context.Context, sh shell, args []string) error {
 	return runAction(ctx, sh, sync.CommandPause, pauseAbout, args)
@@ -115,7 +107,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	var ef envFlag
 	ef.register(fs, sh.layout)
 	var hf hotelFlag
-	fs.StringVar(&hf.name, "hotel", "", "with TICKETBRIDGE_HOTELS_DIR, the hotel `NAME` whose entry it is (required there)")
+	fs.StringVar(&hf.name, "hotel", "", "with TICKETBRIDGE_HOTELS_DIR, the hotel `NAME` it acts for (required there)")
 	var reason string
 	if name == "skip" {
 		fs.StringVar(&reason, "reason", "", "why the entry is set aside (required; one line, at most 300 characters)")
