@@ -49,11 +49,17 @@ var (
 func RetryEntry(ctx context.Context, st *state.Store, eventID, who string, now time.Time) (state.Entry, error) {
 	return changeEntry(ctx, st, "retry", eventID, who, func(en *state.Entry) state.Audit {
 		was := en.State
-		en.State, en.NextAttempt = state.Pending, now
+		requeue(en, now)
 		return state.Audit{TicketID: en.TicketID, At: now, Direction: state.AuditToPlatform, Kind: "retry",
 			Ref: en.Ref, EventID: en.EventID, IdempotencyKey: en.IdempotencyKey, Status: en.Payload.Status, Outcome: state.AuditOK,
 			Detail: fmt.Sprintf("%s %s put back to pending: sent by the next cycle", was, en.Kind)}
 	})
+}
+
+// requeue puts en back to pending, due at now (retry, and resync for each
+// entry it puts back).
+func requeue(en *state.Entry, now time.Time) {
+	en.State, en.NextAttempt = state.Pending, now
 }
 
 // SkipEntry marks the journal entry of helpdesk event eventID abandoned:
@@ -97,9 +103,7 @@ func ReadNow(ctx context.Context, st *state.Store, ticketID, who string, now tim
 		if !ok {
 			return ErrNoSuchTicket
 		}
-		// A request taken for deleted on the platform is read again too:
-		// a 404 retires it again at once, a 200 brings it back.
-		t.NextDue, t.DueReason, t.Retired, t.Deleted = now, DueAsked, false, time.Time{}
+		askRead(&t, now)
 		if err := tx.PutTicket(t); err != nil {
 			return err
 		}
@@ -111,6 +115,14 @@ func ReadNow(ctx context.Context, st *state.Store, ticketID, who string, now tim
 		return state.Ticket{}, fmt.Errorf("read ticket %q now: %w", ticketID, err)
 	}
 	return out, nil
+}
+
+// askRead makes t due at now, also when it backs off after errors or is
+// retired (ReadNow, and the commands that read a request now). A request
+// taken for deleted on the platform is read again too: a 404 retires it
+// again at once, a 200 brings it back.
+func askRead(t *state.Ticket, now time.Time) {
+	t.NextDue, t.DueReason, t.Retired, t.Deleted = now, DueAsked, false, time.Time{}
 }
 
 // changeEntry applies change to the journal entry of helpdesk event

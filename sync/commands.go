@@ -110,7 +110,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 				// helpdesk's status as it is now, if the sides differ.
 				refused := en.State == state.Failed && en.Kind != state.KindStatus
 				if refused || (en.State == state.Pending && en.NextAttempt.After(now)) {
-					en.State, en.NextAttempt = state.Pending, now
+					requeue(&en, now)
 					if en, err = tx.PutJournal(en); err != nil {
 						return err
 					}
@@ -170,10 +170,9 @@ func putTicket(tx *state.Tx, t state.Ticket) error {
 // ErrUnknownCommand: Command.Name is none of the commands.
 var ErrUnknownCommand = errors.New("unknown command")
 
-// askReconcile makes t read and reconciled at the next cycle, also when
-// it backs off after errors or is retired, as ReadNow does.
+// askReconcile makes t read (askRead) and reconciled at the next cycle.
 func askReconcile(t *state.Ticket, now time.Time) {
-	t.NextDue, t.DueReason, t.Retired, t.Deleted = now, DueAsked, false, time.Time{}
+	askRead(t, now)
 	t.ReconcileSoon = true
 }
 
