@@ -91,7 +91,8 @@ type Audit struct {
 	Direction string `json:"direction,omitempty"`
 	// Kind says what crossed: "ticket", "message", "status", "fields",
 	// "conflict note" into the helpdesk; "reply", "note", "status" up;
-	// "retry", "skip", "read now" for an operator's command. Required.
+	// "retry", "skip", "read now", "pause", "resume", "resync" for an
+	// operator's command. Required.
 	Kind string `json:"kind"`
 	// Ref is the helpdesk ticket, MessageID the upstream message and
 	// EventID the helpdesk's id of what crossed (a message appended, the
@@ -205,7 +206,7 @@ func (tx *Tx) AppendAudit(a Audit) error {
 // a with the cause AuditOperator and who as its operator ("an operator"
 // when who is blank), in the transaction that carries the command out.
 // Every command on a request records itself so: retry, skip, read now,
-// and those to come.
+// pause, resume, resync.
 func (tx *Tx) AppendCommand(who string, a Audit) error {
 	a.Cause, a.Operator = AuditOperator, strings.TrimSpace(who)
 	if a.Operator == "" {

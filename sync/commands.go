@@ -16,7 +16,8 @@ import (
 // command line, the status page or the daemon's console API. Each is one
 // write transaction on the store, applied in one place (Apply) with the
 // operator's name, like the actions of actions.go: none makes a request
-// itself, the next cycle does the work.
+// itself, the next cycle does the work. Each appends to the request's
+// audit trail, in its transaction, what it did and who asked.
 //
 //   - pause: nothing of the request crosses in either direction. The
 //     engine does not read it upstream (discover leaves it as it is,
@@ -141,7 +142,8 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			return err
 		}
 		done.Ticket = t
-		return nil
+		return tx.AppendCommand(who, state.Audit{TicketID: t.ID, At: now, Kind: cmd.Name, Ref: t.Ref, Outcome: state.AuditOK,
+			Detail: commandDetail(cmd.Name, len(done.Requeued))})
 	})
 	if err != nil {
 		return Done{}, fmt.Errorf("%s request %q: %w", cmd.Name, cmd.Ticket, err)
@@ -165,6 +167,17 @@ func putTicket(tx *state.Tx, t state.Ticket) error {
 		t.Paused, t.PausedBy = cur.Paused, cur.PausedBy
 	}
 	return tx.PutTicket(t)
+}
+
+// commandDetail is what the audit trail says a command did.
+func commandDetail(name string, requeued int) string {
+	switch name {
+	case CommandPause:
+		return "paused: nothing of it crosses until it is resumed"
+	case CommandResume:
+		return "resumed: the next cycle reads and reconciles it"
+	}
+	return fmt.Sprintf("due now with a reconcile; %d journal entries pending again", requeued)
 }
 
 // ErrUnknownCommand: Command.Name is none of the commands.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -289,5 +290,36 @@ func TestPauseDuringACycleHolds(t *testing.T) {
 	e.quiesce()
 	if !e.helpdeskHas(id, later) {
 		t.Error("the message written while paused did not cross after the resume")
+	}
+}
+
+// TestCommandsAreAudited: each command appends one entry to the request's
+// audit trail, with the operator's name, in its own transaction; a
+// refused one appends nothing.
+func TestCommandsAreAudited(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("audited")
+	e.quiesce()
+	for _, name := range []string{tbsync.CommandPause, tbsync.CommandResume, tbsync.CommandResync} {
+		e.command(name, id)
+	}
+	if _, err := tbsync.Apply(t.Context(), e.store, tbsync.Command{Name: tbsync.CommandResume, Ticket: id, Who: "cli:mara"}, e.clock.Now()); !errors.Is(err, tbsync.ErrNotActionable) {
+		t.Fatalf("resume of a request not paused: %v", err)
+	}
+	var got []string
+	if err := e.store.View(t.Context(), func(tx *state.Tx) error {
+		trail, err := tx.AuditTrail(id)
+		for _, a := range trail {
+			if a.Cause == state.AuditOperator {
+				got = append(got, a.Kind+" by "+a.Operator)
+			}
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"pause by cli:mara", "resume by cli:mara", "resync by cli:mara"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the trail's commands: %q, want %q", got, want)
 	}
 }

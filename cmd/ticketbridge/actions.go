@@ -218,7 +218,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		}
 		fmt.Fprintf(stdout, "skip: entry %s of ticket %s is abandoned: it will not be sent (%s).\n", e.EventID, e.TicketID, e.LastError)
 	default:
-		d, err := sync.Apply(ctx, st, sync.Command{Name: name, Ticket: id, Who: "cli:" + who}, now)
+		d, err := sync.Apply(ctx, st, sync.Command{Name: name, Ticket: id, Who: who}, now)
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ func TestPauseResumeResyncCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "pause: ticket "+a+". The request is paused") {
 		t.Fatalf("pause: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, errOut, code := b.cmd("pause", a); code != 1 || !strings.Contains(errOut, "it was paused by cli:") {
+	if _, errOut, code := b.cmd("pause", a); code != 1 || !strings.Contains(errOut, "it was paused by ") {
 		t.Errorf("pause of a paused request: exit %d %s", code, errOut)
 	}
 	const reply, guest = "Fresh towels are on the way.", "Two more, please."
