@@ -103,13 +103,19 @@ func sendAudit(o sendOutcome, at time.Time) state.Audit {
 }
 
 // abandonAudit is the trail's entry of a journal entry set aside, for
-// cause, with the reason in its LastError.
+// cause, with the reason in its LastError. Set aside by a read an
+// operator asked for, it names "an operator", as audit does: the
+// command's own entry names who.
 func abandonAudit(en state.Entry, at time.Time, cause string) state.Audit {
-	return state.Audit{
+	a := state.Audit{
 		TicketID: en.TicketID, At: at, Direction: state.AuditToPlatform, Kind: en.Kind, Ref: en.Ref,
 		EventID: en.EventID, IdempotencyKey: en.IdempotencyKey, Status: en.Payload.Status,
 		Outcome: state.AuditAbandoned, Cause: cause, Detail: en.LastError,
 	}
+	if cause == state.AuditOperator {
+		a.Operator = "an operator"
+	}
+	return a
 }
 
 // entryCause says why a journal entry goes up: a change the helpdesk
