@@ -242,17 +242,36 @@ func commandDone(name string, requeued int) string {
 // actThroughDaemon asks the running daemon to act, on its listener at
 // path (/retry, or /hotels/NAME/retry with many hotels).
 func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, id, reason, who string, stdout io.Writer) error {
-	tc, err := config.LoadTelemetry(ctx, env)
+	form := url.Values{}
+	if reason != "" {
+		form.Set("reason", reason)
+	}
+	body, err := askDaemon(ctx, env, name, http.MethodPost, path, url.Values{"id": {id}}, form, who)
 	if err != nil {
 		return err
+	}
+	fmt.Fprintln(stdout, strings.TrimSpace(string(body)))
+	return nil
+}
+
+// askDaemon sends one request to the running daemon's console, on its
+// listener at TICKETBRIDGE_LISTEN (a wildcard address asked on loopback)
+// with the console token (required to change anything: a form), and
+// returns the body of its 200 answer. name is the command, for the error
+// when the daemon cannot be asked; form, when not nil, is the request's
+// body and who the operator.
+func askDaemon(ctx context.Context, env envconfig.Lookuper, name, method, path string, query, form url.Values, who string) ([]byte, error) {
+	tc, err := config.LoadTelemetry(ctx, env)
+	if err != nil {
+		return nil, err
 	}
 	cs, err := config.LoadConsole(ctx, env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tok := string(cs.Token)
-	if tc.Listen == "" || tok == "" {
-		return fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
+	if tc.Listen == "" || (tok == "" && form != nil) {
+		return nil, fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
 	}
 	host, port, _ := net.SplitHostPort(tc.Listen)
 	switch host {
@@ -261,32 +280,34 @@ func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, i
 	case "::":
 		host = "::1"
 	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: path, RawQuery: url.Values{"id": {id}}.Encode()}
-	form := url.Values{}
-	if reason != "" {
-		form.Set("reason", reason)
-	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: path, RawQuery: query.Encode()}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
-	if err != nil {
-		return err
+	var rd io.Reader
+	if form != nil {
+		rd = strings.NewReader(form.Encode())
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Ticketbridge-Operator", who)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Ticketbridge-Operator", who)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, redact.Error(err))
+		return nil, fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, redact.Error(err))
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	text := strings.TrimSpace(string(body))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the daemon refused (%s): %s", resp.Status, text)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("the daemon refused (%s): %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	fmt.Fprintln(stdout, text)
-	return nil
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }
 
 // operator names the user running the command, for the journal and log.

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,8 +17,6 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/ticketbridge/ticketbridge/internal/config"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -124,55 +121,18 @@ func runLog(ctx context.Context, sh shell, args []string) error {
 // page, on its listener at path, with the console token when there is
 // one.
 func trailFromDaemon(ctx context.Context, env envconfig.Lookuper, path string) ([]state.Audit, error) {
-	tc, err := config.LoadTelemetry(ctx, env)
+	body, err := askDaemon(ctx, env, "log", http.MethodGet, path, nil, nil, "")
 	if err != nil {
 		return nil, err
-	}
-	if tc.Listen == "" {
-		return nil, errors.New("the daemon holds the state file, and log while it runs reads the daemon's page on TICKETBRIDGE_LISTEN, which is not set; or stop the daemon and run this again")
-	}
-	cs, err := config.LoadConsole(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	host, port, _ := net.SplitHostPort(tc.Listen)
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: path}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	if cs.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+string(cs.Token))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, redact.Error(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, fmt.Errorf("the daemon answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	var out []state.Audit
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for dec.More() {
 		var a state.Audit
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+		if err := dec.Decode(&a); err != nil {
 			return nil, fmt.Errorf("read the daemon's answer: %w", err)
 		}
 		out = append(out, a)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read the daemon's answer: %w", err)
 	}
 	return out, nil
 }
