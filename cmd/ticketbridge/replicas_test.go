@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/adapters/webhook/receiver"
@@ -64,6 +66,8 @@ type replicaWorld struct {
 	env []string
 	// observe, when set, sees every line next returns.
 	observe func(replicaLine)
+	// recent are the last lines next returned, for a hang's report.
+	recent []string
 }
 
 // memoryDesk is a hotel's helpdesk held in the test's memory: a webhook
@@ -344,6 +348,55 @@ func (w *replicaWorld) signal(i int, sig syscall.Signal) {
 	}
 }
 
+// pauseOutsideFolders stops replica i (SIGSTOP) just after an answer of
+// the API reaches it, at a moment it holds no hotel's helpdesk folder. A
+// process stopped while it holds a files helpdesk's lock keeps every other
+// process out of that folder until it runs again, as the lock intends, and
+// no lease takes a lock over; stopped holding one, the replica runs on to
+// its next answer and is stopped there.
+func (w *replicaWorld) pauseOutsideFolders(i int) {
+	w.t.Helper()
+	for {
+		w.waitFor(fmt.Sprintf("an API answer to replica %d", i), func(l replicaLine) bool { return l.replica == i && l.Msg == "api request" })
+		w.signal(i, syscall.SIGSTOP)
+		// Waits until the replica has stopped, and leaves that news for
+		// its other waiter.
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_PID, w.reps[i].cmd.Process.Pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil); err != nil {
+			w.t.Fatalf("replica %d: wait for its stop: %v", i, err)
+		}
+		held := ""
+		for _, h := range w.hotels {
+			if w.hooks[h] == nil && w.folderLocked(h) {
+				held = h
+			}
+		}
+		if held == "" {
+			return
+		}
+		w.t.Logf("replica %d stopped holding hotel %s's helpdesk folder; stopping it at its next API answer", i, held)
+		w.signal(i, syscall.SIGCONT)
+	}
+}
+
+// folderLocked says whether a process holds hotel's files helpdesk lock.
+func (w *replicaWorld) folderLocked(hotel string) bool {
+	f, err := os.Open(filepath.Join(w.files(hotel), ".lock"))
+	if err != nil {
+		return false // not made yet: nobody holds it
+	}
+	defer f.Close()
+	switch err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
+	case err == nil:
+		return false // closing f releases it
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return true
+	default:
+		w.t.Fatalf("lock hotel %s's helpdesk folder: %v", hotel, err)
+		return false
+	}
+}
+
 // kill ends replica i with SIGKILL and waits for it.
 func (w *replicaWorld) kill(i int) {
 	w.t.Helper()
@@ -357,6 +410,10 @@ func (w *replicaWorld) next() replicaLine {
 	w.t.Helper()
 	select {
 	case l := <-w.lines:
+		if len(w.recent) == 80 {
+			w.recent = w.recent[1:]
+		}
+		w.recent = append(w.recent, fmt.Sprintf("replica %d: %s", l.replica, l.raw))
 		if w.observe != nil {
 			w.observe(l)
 		}
@@ -382,7 +439,7 @@ func (w *replicaWorld) waitFor(what string, cond func(replicaLine) bool) replica
 			return l
 		}
 	}
-	w.t.Fatalf("no %s within %s", what, patience)
+	w.t.Fatalf("no %s within %s; the last lines read:\n%s", what, patience, strings.Join(w.recent, "\n"))
 	return replicaLine{}
 }
 
@@ -610,8 +667,7 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	for _, h := range w.hotels {
 		w.guestWrites(h, w.ids[h][1])
 	}
-	w.waitFor("an API answer to replica 0", func(l replicaLine) bool { return l.replica == 0 && l.Msg == "api request" })
-	w.signal(0, syscall.SIGSTOP)
+	w.pauseOutsideFolders(0)
 	paused := time.Now() // for the log only
 	for _, h := range w.hotels {
 		w.guestWrites(h, w.ids[h][0])
