@@ -411,6 +411,10 @@ func (a *Adapter) cleanStale() {
 	}
 }
 
+// lockPatience is how long do waits for the folder's lock before it says
+// so in the log: another process's writes hold it for milliseconds.
+const lockPatience = 10 * time.Second
+
 // do runs f holding the adapter's mutex and the directory's lock, unless
 // the adapter's guard refuses (see [Options.Guard]) once the lock is held.
 func (a *Adapter) do(ctx context.Context, f func() error) error {
@@ -419,13 +423,24 @@ func (a *Adapter) do(ctx context.Context, f func() error) error {
 	if a.closed {
 		return errors.New("files helpdesk closed")
 	}
-	for a.lock != nil {
+	var waiting time.Time
+	for said := false; a.lock != nil; {
 		ok, err := tryLock(a.lock)
 		if err != nil {
 			return fmt.Errorf("lock %s: %w", filepath.Join(a.dir, lockFile), err)
 		}
 		if ok {
 			break
+		}
+		switch {
+		case waiting.IsZero():
+			waiting = time.Now()
+		case !said && time.Since(waiting) > lockPatience:
+			// A process that holds the folder and does not run (stopped,
+			// or hung) keeps the hotel waiting here: the log says where.
+			a.log.Warn("waiting for the helpdesk folder: another process holds its lock",
+				slog.String("lock", filepath.Join(a.dir, lockFile)), slog.Duration("waited", time.Since(waiting).Round(time.Second)))
+			said = true
 		}
 		t := time.NewTimer(20 * time.Millisecond)
 		select {
