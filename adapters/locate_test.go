@@ -30,3 +30,21 @@ func TestHelpdeskIdentity(t *testing.T) {
 		t.Errorf("memory: %q", got)
 	}
 }
+
+// TestWebURL: a helpdesk page is built from the configured address as
+// redact.Place gives it, never with its credentials, query or fragment;
+// a helpdesk without a web UI links nothing.
+func TestWebURL(t *testing.T) {
+	for base, want := range map[string]string{
+		"https://bridge:s3cret@RT.example.com/rt/?token=s3cret#x": "https://rt.example.com/rt/Ticket/Display.html?id=1",
+		"http://127.0.0.1:8080":                                   "http://127.0.0.1:8080/Ticket/Display.html?id=1",
+		"not a url":                                               "",
+	} {
+		if got := adapters.WebURL(base, "/Ticket/Display.html?id=1"); got != want {
+			t.Errorf("WebURL(%q) = %q, want %q", base, got, want)
+		}
+	}
+	if got := adapters.TicketURL(memory.New(memory.NewBackend(), memory.Options{}), "1"); got != "" {
+		t.Errorf("memory has no web UI, yet TicketURL = %q", got)
+	}
+}

@@ -204,6 +204,15 @@ func (a *Adapter) Status() adapters.StatusMap { return a.status }
 // Location returns the helpdesk's address (see adapters.Locator).
 func (a *Adapter) Location() string { return redact.Place(a.base) }
 
+// TicketURL implements [adapters.TicketLinker]: the ticket's page in
+// Freshdesk's agent portal.
+func (a *Adapter) TicketURL(ref adapters.Ref) string {
+	if _, err := saas.ParseRef(Name, ref); err != nil {
+		return "" // ParseRef holds ref to a ticket number's one spelling
+	}
+	return adapters.WebURL(a.base, "/a/tickets/"+string(ref))
+}
+
 // String describes the adapter without its API key.
 func (a *Adapter) String() string { return "freshdesk adapter for " + a.base }
 

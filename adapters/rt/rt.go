@@ -91,6 +91,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -229,6 +230,16 @@ func (a *Adapter) Location() string {
 		at = redact.Place(u.String())
 	}
 	return at + " queue " + a.cfg.Queue
+}
+
+// TicketURL implements [adapters.TicketLinker]: RT's Display page of the
+// ticket number, below the address RT answers on.
+func (a *Adapter) TicketURL(ref adapters.Ref) string {
+	n, err := parseRef(ref)
+	if err != nil {
+		return ""
+	}
+	return adapters.WebURL(a.cfg.URL.Trimmed(apiSuffix), "/Ticket/Display.html?id="+strconv.FormatInt(n, 10))
 }
 
 // StatusMap returns the adapter's effective status mapping.

@@ -552,3 +552,28 @@ func TestDefaultStatusMap(t *testing.T) {
 		t.Errorf("an override of stalled gave %q", got)
 	}
 }
+
+// TestTicketURL: RT's Display page of the ticket number, below the
+// configured address without /REST/2.0 and without credentials; nothing
+// for a ref that is no ticket number.
+func TestTicketURL(t *testing.T) {
+	for base, want := range map[string]string{
+		"http://127.0.0.1:8080/":             "http://127.0.0.1:8080/Ticket/Display.html?id=17",
+		"https://RT.example.com/rt/REST/2.0": "https://rt.example.com/rt/Ticket/Display.html?id=17",
+	} {
+		c, err := LoadConfig(t.Context(), envconfig.MapLookuper(map[string]string{"TICKETBRIDGE_RT_URL": base, "TICKETBRIDGE_RT_TOKEN": testToken}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := New(t.Context(), c, adapters.Deps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := adapters.TicketURL(a, "17"); got != want {
+			t.Errorf("%s: TicketURL = %q, want %q", base, got, want)
+		}
+		if got := adapters.TicketURL(a, "seventeen"); got != "" {
+			t.Errorf("%s: TicketURL of no ticket number = %q", base, got)
+		}
+	}
+}

@@ -147,6 +147,15 @@ func (a *Adapter) Status() adapters.StatusMap { return a.status }
 // Location returns the helpdesk's address (see adapters.Locator).
 func (a *Adapter) Location() string { return redact.Place(a.base) }
 
+// TicketURL implements [adapters.TicketLinker]: the ticket's zoom view in
+// Zammad's agent interface, by the ticket's id (the ref), not its number.
+func (a *Adapter) TicketURL(ref adapters.Ref) string {
+	if _, err := saas.ParseRef(Name, ref); err != nil {
+		return "" // ParseRef holds ref to a ticket number's one spelling
+	}
+	return adapters.WebURL(a.base, "/#ticket/zoom/"+string(ref))
+}
+
 // String describes the adapter without its token.
 func (a *Adapter) String() string {
 	return fmt.Sprintf("zammad adapter for %s (attribute %s, customer %s)", a.base, a.cfg.IDField, a.cfg.Customer)

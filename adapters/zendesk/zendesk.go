@@ -172,6 +172,16 @@ func (a *Adapter) Status() adapters.StatusMap { return a.status }
 // Location returns the helpdesk's address (see adapters.Locator).
 func (a *Adapter) Location() string { return redact.Place(a.base) }
 
+// TicketURL implements [adapters.TicketLinker]: the ticket's page in
+// Zendesk's agent workspace. A ticket followed up after it closed is
+// linked from there.
+func (a *Adapter) TicketURL(ref adapters.Ref) string {
+	if _, err := saas.ParseRef(Name, ref); err != nil {
+		return "" // ParseRef holds ref to a ticket number's one spelling
+	}
+	return adapters.WebURL(a.base, "/agent/tickets/"+string(ref))
+}
+
 // String describes the adapter without its token.
 func (a *Adapter) String() string {
 	return fmt.Sprintf("zendesk adapter for %s as %s", a.base, a.cfg.Email)
