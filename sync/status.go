@@ -294,6 +294,59 @@ type TicketDetail struct {
 	// Audit is the request's audit trail, oldest first: what crossed
 	// for it and why (ids, kinds and outcomes; no message text).
 	Audit []state.Audit `json:"audit"`
+	// Carried is what the bridge last carried of the platform's fields
+	// to the helpdesk ticket; nil when the state records none.
+	Carried *CarriedFields `json:"carried,omitempty"`
+	// HelpdeskURL is the ticket's address in the helpdesk's web UI
+	// (adapters.TicketLinker); "" when the helpdesk has none, or the
+	// reader does not know the helpdesk (the state alone does not say).
+	HelpdeskURL string `json:"helpdesk_url,omitempty"`
+}
+
+// CarriedFields is state.Ticket.Carried as status and the request's page
+// show it: the platform's fields as the helpdesk was last given them.
+// The origin is not among them: it is given once, at creation, and the
+// state does not keep it.
+type CarriedFields struct {
+	// At is when they were last carried.
+	At         time.Time `json:"at"`
+	Department string    `json:"department,omitempty"`
+	// Due is the request's target_due_at; zero when none.
+	Due time.Time `json:"due,omitzero"`
+	// Rating is the guest's rating when Rated.
+	Rated  bool    `json:"rated,omitempty"`
+	Rating float64 `json:"rating,omitempty"`
+	// Priority is what the priority rule derived; "" when no rule set
+	// one (the helpdesk's own is left alone).
+	Priority string `json:"priority,omitempty"`
+	// Unsure names the fields whose last update's outcome is unknown
+	// ("department", "due", ...): the values above are the last known
+	// carried, and the next update sets these again.
+	Unsure []string `json:"unsure,omitempty"`
+	// Title (the request's task description) and Comment (the console
+	// card's internal comment) are request text: the page shows them to
+	// signed-in users only, and the JSON leaves them out, as it does the
+	// messages' words.
+	Title   string `json:"-"`
+	Comment string `json:"-"`
+}
+
+// IsUnsure reports whether the last update of the field named name
+// ("department", "title", "due", "rating", "comment", "priority") has an
+// unknown outcome.
+func (c CarriedFields) IsUnsure(name string) bool { return slices.Contains(c.Unsure, name) }
+
+// carriedStatus returns f as CarriedFields; nil when it was never carried.
+func carriedStatus(f state.Fields) *CarriedFields {
+	if !f.Known() {
+		return nil
+	}
+	c := &CarriedFields{At: f.At, Department: f.Department, Due: f.Due, Rated: f.Rated, Rating: f.Rating,
+		Priority: f.Priority, Title: f.Title, Comment: f.Comment}
+	for _, x := range adapters.FieldSet(f.Unsure).Fields() {
+		c.Unsure = append(c.Unsure, x.String())
+	}
+	return c
 }
 
 // ReadTicket returns what st holds of the ticket whose upstream id or
@@ -372,6 +425,7 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 			}
 		}
 		d.Mirrored, d.Own = len(m), len(o)
+		d.Carried = carriedStatus(t.Carried)
 		js, err := tx.JournalForTicket(t.ID)
 		if err != nil && !errors.Is(err, state.ErrCorrupt) {
 			return err
