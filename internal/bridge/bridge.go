@@ -612,6 +612,11 @@ type Console struct {
 // list when its pages are viewed (statuspage.Hotel.OnDemand).
 func NewConsole(w *Bridge, name string) *Console {
 	h := statuspage.NewHotel(name, w.store)
+	if l, ok := w.Helpdesk().(adapters.TicketLinker); ok {
+		// The adapter as opened: TicketURL reads its settings only, so
+		// that a view after the bridge closed still links.
+		h.WithTicketURL(func(ref string) string { return l.TicketURL(adapters.Ref(ref)) })
+	}
 	if name != "" {
 		h.OnDemand()
 	}

@@ -69,6 +69,9 @@ type Hotel struct {
 	// conditions returns the notifications' open conditions (see
 	// WithConditions); nil when the notifications are off.
 	conditions func() []notify.Episode
+	// ticketURL returns a helpdesk ticket's address in the helpdesk's
+	// web UI (see WithTicketURL); nil when the helpdesk has none.
+	ticketURL func(ref string) string
 	// reading is held while a view reads the status on demand, so that
 	// views arriving together wait for one read instead of making their
 	// own.
@@ -104,6 +107,16 @@ func (h *Hotel) OnDemand() *Hotel {
 // page). Set it before the page is served. It returns h.
 func (h *Hotel) WithConditions(open func() []notify.Episode) *Hotel {
 	h.conditions = open
+	return h
+}
+
+// WithTicketURL has a request's page link the helpdesk ticket: url
+// returns the address of the ticket whose reference is ref in the
+// helpdesk's web UI, "" when there is none (the bridge gives the
+// adapter's, adapters.TicketLinker). It must do no I/O. Set it before the
+// page is served. It returns h.
+func (h *Hotel) WithTicketURL(url func(ref string) string) *Hotel {
+	h.ticketURL = url
 	return h
 }
 
@@ -302,7 +315,11 @@ func (h *Hotel) Ticket(id string) (sync.TicketDetail, error) {
 	if err != nil {
 		return sync.TicketDetail{}, err
 	}
-	return sync.ReadTicketByID(h.ctx(), h.st, full)
+	d, err := sync.ReadTicketByID(h.ctx(), h.st, full)
+	if err == nil && h.ticketURL != nil && d.Ref != "" {
+		d.HelpdeskURL = h.ticketURL(d.Ref)
+	}
+	return d, err
 }
 
 // resolve finds the upstream id of the ticket whose upstream id or
