@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -544,12 +545,27 @@ func printTicket(out io.Writer, d sync.TicketDetail, full bool) error {
 	now := time.Now()
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Ticket\t%s\n", d.ID)
-	fmt.Fprintf(tw, "Helpdesk\t%s\n", orDash(d.Ref))
+	fmt.Fprintf(tw, "Helpdesk\t%s\n", strings.TrimSpace(orDash(d.Ref)+" "+d.HelpdeskURL))
 	fmt.Fprintf(tw, "Department\t%s\n", orDash(d.Department))
 	fmt.Fprintf(tw, "Status\tupstream %s, helpdesk %s\n", orDash(d.UpstreamStatus), orDash(d.HelpdeskStatus))
 	fmt.Fprintf(tw, "Next read\t%s (%s)\n", d.DueText(now), sync.DueReasonText(d.DueReason))
 	fmt.Fprintf(tw, "Last activity\t%s\n", when(d.LastActivity))
 	fmt.Fprintf(tw, "Reconciled\t%s (%s); agreed status %s\n", when(d.ReconciledAt), orDash(d.LastReconcile), orDash(d.AgreedStatus))
+	if c := d.Carried; c != nil {
+		due, rating := "none", "not rated"
+		if !c.Due.IsZero() {
+			due = when(c.Due)
+		}
+		if c.Rated {
+			rating = strconv.FormatFloat(c.Rating, 'f', -1, 64)
+		}
+		// The description and comment are request text: the page shows
+		// them to signed-in users, status not at all, as message text.
+		fmt.Fprintf(tw, "Fields carried\t%s: department %s, due %s, rating %s, priority %s\n", when(c.At), orDash(c.Department), due, rating, orDash(c.Priority))
+		if len(c.Unsure) > 0 {
+			fmt.Fprintf(tw, "Outcome unknown\t%s: the next update sets them again\n", strings.Join(c.Unsure, ", "))
+		}
+	}
 	if d.LastError != "" {
 		fmt.Fprintf(tw, "Error\t%s (%d tries in a row)\n", d.LastError, d.Attempts)
 	}

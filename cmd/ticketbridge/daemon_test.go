@@ -165,7 +165,7 @@ func TestOnceStatusDryRunBackup(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status TICKET: exit %d\n%s", code, out)
 	}
-	mustContain(t, "status TICKET", out, "Ticket         "+a, "Mirrored:", b.folder(a), "agreed status new")
+	mustContain(t, "status TICKET", out, "Ticket         "+a, "Mirrored:", b.folder(a), "agreed status new", "Fields carried", "department ")
 
 	// A dry run with a reply waiting: printed, not sent, the outbox file
 	// stays, the state file is unchanged.
