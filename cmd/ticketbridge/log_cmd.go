@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -112,9 +109,9 @@ func runLog(ctx context.Context, sh shell, args []string) error {
 		trail = d.Audit
 	}
 	if *asJSON {
-		return printTrailJSON(stdout, trail)
+		return sync.WriteTrailJSON(stdout, trail)
 	}
-	return printTrail(stdout, id, trail)
+	return sync.WriteTrail(stdout, id, trail)
 }
 
 // trailFromDaemon reads a request's trail from the running daemon's
@@ -125,67 +122,9 @@ func trailFromDaemon(ctx context.Context, env envconfig.Lookuper, path string) (
 	if err != nil {
 		return nil, err
 	}
-	var out []state.Audit
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for dec.More() {
-		var a state.Audit
-		if err := dec.Decode(&a); err != nil {
-			return nil, fmt.Errorf("read the daemon's answer: %w", err)
-		}
-		out = append(out, a)
+	out, err := sync.ReadTrailJSON(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("read the daemon's answer: %w", err)
 	}
 	return out, nil
-}
-
-// printTrailJSON prints trail as JSON lines, one entry each.
-func printTrailJSON(w io.Writer, trail []state.Audit) error {
-	enc := json.NewEncoder(w)
-	for _, a := range trail {
-		if err := enc.Encode(a); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// printTrail prints trail as a table, a line per entry.
-func printTrail(w io.Writer, id string, trail []state.Audit) error {
-	if len(trail) == 0 {
-		_, err := fmt.Fprintf(w, "Nothing in the audit trail of request %s: nothing crossed for it yet, or its entries are older than TICKETBRIDGE_AUDIT_DAYS.\n", id)
-		return err
-	}
-	fmt.Fprintf(w, "Audit trail of request %s (helpdesk %s), oldest first:\n\n", trail[0].TicketID, orDash(trail[len(trail)-1].Ref))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WHEN\tDIRECTION\tWHAT\tOUTCOME\tCAUSE\tIDS\tDETAIL")
-	for _, a := range trail {
-		what := a.Kind
-		if a.Status != "" {
-			what += " → " + a.Status
-		}
-		if len(a.Fields) > 0 {
-			what += " (" + strings.Join(a.Fields, ", ") + ")"
-		}
-		cause := a.Cause
-		if a.Operator != "" {
-			cause += " (" + a.Operator + ")"
-		}
-		var ids []string
-		if a.MessageID != "" {
-			ids = append(ids, "message "+a.MessageID)
-		}
-		if a.EventID != "" {
-			ids = append(ids, "event "+a.EventID)
-		}
-		if a.IdempotencyKey != "" {
-			ids = append(ids, "key "+a.IdempotencyKey)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(a.At), orDash(a.Direction), what, a.Outcome, cause,
-			orDash(strings.Join(ids, " ")), orDash(oneLine(a.Detail)))
-	}
-	return tw.Flush()
-}
-
-// oneLine puts s on one line, for a table.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -4,7 +4,6 @@ package statuspage
 // request's page.
 
 import (
-	"encoding/json"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -269,12 +268,7 @@ func (s *Server) auditLines(w http.ResponseWriter, r *http.Request, p scope) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
-	for _, a := range d.Audit {
-		if err := enc.Encode(a); err != nil {
-			return // the client went away
-		}
-	}
+	_ = sync.WriteTrailJSON(w, d.Audit) // an error: the client went away
 }
 
 // messageRows returns the rows of m (upstream id to the other side's),
