@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/user"
 	"strings"
@@ -18,7 +15,6 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/internal/config"
 	"github.com/ticketbridge/ticketbridge/internal/lease"
-	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -148,7 +144,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	}
 	// With a hotels directory the entry is one hotel's: its state, and
 	// its actions under /hotels/NAME/ on the daemon's listener.
-	path := "/" + name
+	hotel := ""
 	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
 	if err != nil {
 		return err
@@ -168,8 +164,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		if secs[0].err != nil {
 			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
 		}
-		cfg = secs[0].conf.Daemon
-		path = "/hotels/" + url.PathEscape(secs[0].name) + "/" + name
+		cfg, hotel = secs[0].conf.Daemon, secs[0].name
 	}
 	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s: the bridge has not run yet; TICKETBRIDGE_STATE names the file", cfg.State)
@@ -179,7 +174,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	// one on this host is asked, as a daemon holding a state file is.
 	ctx, h, err := holdHotel(ctx, name, env, cfg, newLogger(stderr, cfg.LogFormat, "error"))
 	if held := (*leaseHeldError)(nil); errors.As(err, &held) && lease.MadeHere(held.holder.Replica) {
-		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
+		return actThroughDaemon(ctx, env, name, hotel, id, reason, who, stdout)
 	}
 	if err != nil {
 		return err
@@ -187,7 +182,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	defer h.release()
 	st, err := state.OpenAt(ctx, cfg.State, state.Options{LockTimeout: 300 * time.Millisecond, Hotel: cfg.Hotel, Fence: h.fence()})
 	if errors.Is(err, state.ErrLocked) {
-		return actThroughDaemon(ctx, env, name, path, id, reason, who, stdout)
+		return actThroughDaemon(ctx, env, name, hotel, id, reason, who, stdout)
 	}
 	if err != nil {
 		return err
@@ -239,75 +234,19 @@ func commandDone(name string, requeued int) string {
 	return fmt.Sprintf("The request is due now: the next cycle reads both sides and reconciles them; %d of its entries backing off or refused are pending again.", requeued)
 }
 
-// actThroughDaemon asks the running daemon to act, on its listener at
-// path (/retry, or /hotels/NAME/retry with many hotels).
-func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, path, id, reason, who string, stdout io.Writer) error {
-	form := url.Values{}
-	if reason != "" {
-		form.Set("reason", reason)
-	}
-	body, err := askDaemon(ctx, env, name, http.MethodPost, path, url.Values{"id": {id}}, form, who)
+// actThroughDaemon asks the running daemon to act, through its console
+// (for the hotel hotel of a daemon of many).
+func actThroughDaemon(ctx context.Context, env envconfig.Lookuper, name, hotel, id, reason, who string, stdout io.Writer) error {
+	c, err := consoleClient(ctx, env, name, hotel, true)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, strings.TrimSpace(string(body)))
+	answer, err := c.Act(ctx, name, id, reason, who)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, answer)
 	return nil
-}
-
-// askDaemon sends one request to the running daemon's console, on its
-// listener at TICKETBRIDGE_LISTEN (a wildcard address asked on loopback)
-// with the console token (required to change anything: a form), and
-// returns the body of its 200 answer. name is the command, for the error
-// when the daemon cannot be asked; form, when not nil, is the request's
-// body and who the operator.
-func askDaemon(ctx context.Context, env envconfig.Lookuper, name, method, path string, query, form url.Values, who string) ([]byte, error) {
-	tc, err := config.LoadTelemetry(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := config.LoadConsole(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	tok := string(cs.Token)
-	if tc.Listen == "" || (tok == "" && form != nil) {
-		return nil, fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
-	}
-	host, port, _ := net.SplitHostPort(tc.Listen)
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: path, RawQuery: query.Encode()}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	var rd io.Reader
-	if form != nil {
-		rd = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
-	if err != nil {
-		return nil, err
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Ticketbridge-Operator", who)
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("the daemon holds the state file and does not answer on %s: %w", u.Host, redact.Error(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, fmt.Errorf("the daemon refused (%s): %s", resp.Status, strings.TrimSpace(string(body)))
-	}
-	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }
 
 // operator names the user running the command, for the journal and log.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/sethvargo/go-envconfig"
@@ -13,7 +14,9 @@ import (
 
 // This file puts the status page (package statuspage) on the daemon's
 // telemetry listener: the page of a fleet of one's hotel, or the list of
-// a fleet's hotels (fleet.go), each hotel's page fed by its own scheduler.
+// a fleet's hotels (fleet.go), each hotel's page fed by its own scheduler;
+// and gives the commands that ask the running daemon its console's
+// client, with the same listener and token.
 
 // setupPage makes the status page of opts (the Hotels of a fleet, or of a
 // fleet of one), with the console token of env, for tel to serve at
@@ -37,4 +40,23 @@ func setupPage(ctx context.Context, env envconfig.Lookuper, tel *telemetry.Telem
 		log.Info("status page is read-only: put a console token in /etc/ticketbridge/console-token (the service's credential console-token) or set TICKETBRIDGE_CONSOLE_TOKEN_FILE to sign in and act", slog.String("op", "console"))
 	}
 	return srv, nil
+}
+
+// consoleClient returns the client of the running daemon's console for
+// the command name, on the listener and with the console token of env,
+// for the hotel hotel of a daemon of many ("" for a daemon of one). act
+// says the command changes something, which needs the token.
+func consoleClient(ctx context.Context, env envconfig.Lookuper, name, hotel string, act bool) (*statuspage.Client, error) {
+	tc, err := config.LoadTelemetry(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := config.LoadConsole(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if tc.Listen == "" || (cs.Token == "" && act) {
+		return nil, fmt.Errorf("the daemon holds the state file, and %s while it runs needs TICKETBRIDGE_LISTEN and a console token (/etc/ticketbridge/console-token for the service, or TICKETBRIDGE_CONSOLE_TOKEN_FILE) as the daemon has them; or stop the daemon and run this again", name)
+	}
+	return statuspage.NewClient(tc.Listen, string(cs.Token), hotel), nil
 }

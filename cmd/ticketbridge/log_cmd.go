@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
-
-	"github.com/sethvargo/go-envconfig"
 
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
@@ -68,7 +63,7 @@ func runLog(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := "/tickets/" + url.PathEscape(id) + "/audit"
+	hotel := ""
 	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
 	if err != nil {
 		return err
@@ -84,8 +79,7 @@ func runLog(ctx context.Context, sh shell, args []string) error {
 		if secs[0].err != nil {
 			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
 		}
-		cfg = secs[0].conf.Daemon
-		path = "/hotels/" + url.PathEscape(secs[0].name) + path
+		cfg, hotel = secs[0].conf.Daemon, secs[0].name
 	}
 	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)
@@ -95,7 +89,11 @@ func runLog(ctx context.Context, sh shell, args []string) error {
 	st, err := state.OpenAt(ctx, cfg.State, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond, Logger: log, Hotel: cfg.Hotel})
 	switch {
 	case errors.Is(err, state.ErrLocked):
-		if trail, err = trailFromDaemon(ctx, src.Env, path); err != nil {
+		c, err := consoleClient(ctx, src.Env, "log", hotel, false)
+		if err != nil {
+			return err
+		}
+		if trail, err = c.Trail(ctx, id); err != nil {
 			return err
 		}
 	case err != nil:
@@ -112,19 +110,4 @@ func runLog(ctx context.Context, sh shell, args []string) error {
 		return sync.WriteTrailJSON(stdout, trail)
 	}
 	return sync.WriteTrail(stdout, id, trail)
-}
-
-// trailFromDaemon reads a request's trail from the running daemon's
-// page, on its listener at path, with the console token when there is
-// one.
-func trailFromDaemon(ctx context.Context, env envconfig.Lookuper, path string) ([]state.Audit, error) {
-	body, err := askDaemon(ctx, env, "log", http.MethodGet, path, nil, nil, "")
-	if err != nil {
-		return nil, err
-	}
-	out, err := sync.ReadTrailJSON(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("read the daemon's answer: %w", err)
-	}
-	return out, nil
 }

@@ -61,8 +61,12 @@
 // other than the console token.
 //
 // It owns the page's templates and stylesheet, its sessions, the sign-in
-// throttle, the bounds on views, and [Hotel], the in-memory source. It
+// throttle, the bounds on views, [Hotel], the in-memory source, and
+// [Client], the console's other side: what a command asks a running
+// daemon that holds the state (a request's audit trail, an action). It
 // imports state and sync, to read a hotel's state and its recent cycles,
-// and nothing else of the module: the daemon's other parts (its
-// configuration, telemetry and fleet) use it, never the reverse.
+// notify for the conditions it lists, and plumbing; nothing else of the
+// module: the daemon's other parts (its configuration, telemetry and
+// fleet) use it, never the reverse, and give it the listener and token
+// it serves or asks on.
 package statuspage
