@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,6 +57,21 @@ func TestNewClientAsksWildcardsOnLoopback(t *testing.T) {
 		"[::]:9464": "[::1]:9464", "192.0.2.7:9464": "192.0.2.7:9464"} {
 		if got := NewClient(listen, "", "").addr; got != want {
 			t.Errorf("NewClient(%q) asks %s, want %s", listen, got, want)
+		}
+	}
+}
+
+// TestClientEscapesOnce: an id the path must escape reaches the console
+// as written, once escaped: the daemon's answer names it as the operator
+// gave it.
+func TestClientEscapesOnce(t *testing.T) {
+	p := newTestPage(t, testToken)
+	c := NewClient(":9464", testToken, "")
+	c.HTTP = &http.Client{Transport: p.tr}
+	for _, id := range []string{"RT #12", "a/b?c", "50%"} {
+		_, err := c.Trail(t.Context(), id)
+		if want := fmt.Sprintf("no tracked ticket has the id or helpdesk reference %q", id); err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("Trail(%q): %v, want the daemon to name the id as given", id, err)
 		}
 	}
 }
