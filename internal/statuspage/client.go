@@ -88,11 +88,18 @@ func (c *Client) Act(ctx context.Context, action, id, reason, who string) (strin
 	return strings.TrimSpace(string(body)), err
 }
 
-// do sends one request to the console at path under the hotel's pages,
-// with form as its body when not nil and who as the operator, and
-// returns the body of its 200 answer.
+// do sends one request to the console at path (escaped) under the
+// hotel's pages, with form as its body when not nil and who as the
+// operator, and returns the body of its 200 answer.
 func (c *Client) do(ctx context.Context, method, path string, query, form url.Values, who string) ([]byte, error) {
-	u := url.URL{Scheme: "http", Host: c.addr, Path: c.base + path, RawQuery: query.Encode()}
+	raw := c.base + path
+	plain, err := url.PathUnescape(raw)
+	if err != nil {
+		return nil, err
+	}
+	// Path is the path unescaped; RawPath keeps its escaped slashes and
+	// is sent as it is, escaped once.
+	u := url.URL{Scheme: "http", Host: c.addr, Path: plain, RawPath: raw, RawQuery: query.Encode()}
 	ctx, cancel := context.WithTimeout(ctx, clientTimeout)
 	defer cancel()
 	var rd io.Reader
