@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
@@ -357,6 +358,41 @@ func ReadTicket(ctx context.Context, st *state.Store, id string) (TicketDetail, 
 	return readTicket(ctx, st, id, true)
 }
 
+// Ticket returns the ticket of s that id names, as [ReadTicket] finds it
+// in the state: its upstream id or helpdesk reference, or the start of
+// its upstream id (at least 8 characters, and only one ticket may match).
+func (s Status) Ticket(id string) (TicketStatus, error) {
+	var found []TicketStatus
+	for _, t := range s.Tickets {
+		if t.ID == id {
+			return t, nil
+		}
+		if namesTicket(id, t.ID, t.Ref) {
+			found = append(found, t)
+		}
+	}
+	return theOne(id, found)
+}
+
+// namesTicket reports whether id names the ticket of upstream id tid and
+// helpdesk reference ref, other than by its whole id: its reference, or
+// the start of its id (at least 8 characters).
+func namesTicket(id, tid, ref string) bool {
+	return ref == id || (len(id) >= 8 && len(tid) > len(id) && strings.HasPrefix(tid, id))
+}
+
+// theOne is the one ticket of found that id names, or why there is none.
+func theOne[T any](id string, found []T) (T, error) {
+	var none T
+	switch len(found) {
+	case 0:
+		return none, fmt.Errorf("no tracked ticket has the id or helpdesk reference %q", id)
+	case 1:
+		return found[0], nil
+	}
+	return none, fmt.Errorf("%d tracked tickets start with %q; give more of the id", len(found), id)
+}
+
 // ReadTicketByID returns what st holds of the ticket whose upstream id is
 // id, by key: it never reads other tickets' records, so its cost does not
 // grow with the state (the status page's reads, which anyone who reaches
@@ -378,7 +414,7 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 		if !ok {
 			var matches []state.Ticket
 			err := tx.ForEachTicket(func(c state.Ticket) error {
-				if c.Ref == id || (len(id) >= 8 && len(c.ID) > len(id) && c.ID[:len(id)] == id) {
+				if namesTicket(id, c.ID, c.Ref) {
 					matches = append(matches, c)
 				}
 				return nil
@@ -386,13 +422,8 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 			if err != nil && !errors.Is(err, state.ErrCorrupt) {
 				return err
 			}
-			switch len(matches) {
-			case 0:
-				return fmt.Errorf("no tracked ticket has the id or helpdesk reference %q", id)
-			case 1:
-				t = matches[0]
-			default:
-				return fmt.Errorf("%d tracked tickets start with %q; give more of the id", len(matches), id)
+			if t, err = theOne(id, matches); err != nil {
+				return err
 			}
 		}
 		d.TicketStatus = TicketStatus{

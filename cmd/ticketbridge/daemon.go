@@ -11,11 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
@@ -360,10 +357,10 @@ func statusHotel(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon,
 		if snap != nil {
 			fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s.\n\n", snap.At.Local().Format(time.DateTime))
 		}
-		return printStatus(stdout, cfg.State.String(), s)
+		return sync.WriteStatus(stdout, cfg.State.String(), s)
 	}
 	if snap != nil {
-		t, err := findSnapshotTicket(snap, ticket)
+		t, err := snap.Ticket(ticket)
 		if err != nil {
 			return err
 		}
@@ -371,7 +368,7 @@ func statusHotel(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon,
 			return printJSON(stdout, t)
 		}
 		fmt.Fprintf(stdout, "The daemon is running; this is its snapshot of %s (newest journal entries only).\n\n", snap.At.Local().Format(time.DateTime))
-		return printTicket(stdout, sync.TicketDetail{TicketStatus: t}, false)
+		return sync.WriteTicket(stdout, sync.TicketDetail{TicketStatus: t}, false, time.Now())
 	}
 	d, err := sync.ReadTicket(ctx, st, ticket)
 	if err != nil {
@@ -380,26 +377,7 @@ func statusHotel(ctx context.Context, env envconfig.Lookuper, cfg config.Daemon,
 	if asJSON {
 		return printJSON(stdout, d)
 	}
-	return printTicket(stdout, d, true)
-}
-
-func findSnapshotTicket(s *sync.Status, id string) (sync.TicketStatus, error) {
-	var found []sync.TicketStatus
-	for _, t := range s.Tickets {
-		if t.ID == id {
-			return t, nil
-		}
-		if t.Ref == id || (len(id) >= 8 && strings.HasPrefix(t.ID, id)) {
-			found = append(found, t)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return sync.TicketStatus{}, fmt.Errorf("no tracked ticket has the id or helpdesk reference %q", id)
-	case 1:
-		return found[0], nil
-	}
-	return sync.TicketStatus{}, fmt.Errorf("%d tracked tickets start with %q; give more of the id", len(found), id)
+	return sync.WriteTicket(stdout, d, true, time.Now())
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -409,199 +387,6 @@ func printJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
-}
-
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func when(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format(time.DateTime)
-}
-
-func printStatus(out io.Writer, path string, s *sync.Status) error {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "State file\t%s (adapter %s)\n", path, orDash(s.Adapter))
-	if c := s.LastCycle; c != nil {
-		line := fmt.Sprintf("%s at %s, %s: discovered %d, created %d, mirrored %d, sent %d, errors %d",
-			c.Outcome, when(c.Start), c.Duration.Round(time.Millisecond), c.Discovered, c.Created, c.Mirrored, c.Sent, c.Errors)
-		if c.Fatal != "" {
-			line += "; stopped: " + c.Fatal
-		}
-		fmt.Fprintf(tw, "Last cycle\t%s\n", line)
-		for _, p := range c.PutOff {
-			fmt.Fprintf(tw, "Put off\tno calls to the %s before %s: %s\n", p.Side, when(p.Until), p.Reason)
-		}
-	} else {
-		fmt.Fprintf(tw, "Last cycle\tnone yet\n")
-	}
-	fmt.Fprintf(tw, "Last success\t%s\n", when(s.LastSuccess))
-	if s.FullRead != nil {
-		fmt.Fprintf(tw, "Full reads\t%s\n", s.FullRead)
-	}
-	if !s.HeldAt.IsZero() && len(s.Held) > 0 {
-		fmt.Fprintf(tw, "Held changes\tas the snapshot of %s has them (%s ago): the adapter knows them only while it runs\n",
-			when(s.HeldAt), s.At.Sub(s.HeldAt).Round(time.Second))
-	}
-	if c := s.LastCycle; c != nil && len(c.FullLists) > 0 {
-		fmt.Fprintf(tw, "Full lists\t%s: %s\n", sync.FullListsText(c.FullLists), sync.FullListsHint)
-	}
-	if c := s.LastCycle; c != nil && len(c.LeftOut) > 0 {
-		fmt.Fprintf(tw, "Left out\t%s: %s\n", sync.LeftOutText(c.LeftOut), sync.LeftOutHint)
-	}
-	for _, h := range s.Held {
-		if h.SetAside() && h.Mail {
-			fmt.Fprintf(tw, "Mail set aside\t%s in %s, %s: %s\n", h.Op, h.File, when(h.Since), h.Need)
-			continue
-		}
-		if h.SetAside() {
-			fmt.Fprintf(tw, "Staff file set aside\t%s, %s: %s\n", h.File, when(h.Since), h.Need)
-			continue
-		}
-		fmt.Fprintf(tw, "Held by the helpdesk\t%s\n", h.Error())
-	}
-	c := s.Counts
-	fmt.Fprintf(tw, "Tickets\t%d tracked: %d active, %d quiet, %d closed, %d retired, %d failing\n",
-		c.Tickets, c.Active, c.Quiet, c.Closed, c.Retired, c.Failing)
-	if c.Paused > 0 {
-		fmt.Fprintf(tw, "Paused\t%d paused by an operator: nothing of them crosses until ticketbridge resume ID\n", c.Paused)
-	}
-	if c.Deleted+c.NotOurs > 0 {
-		fmt.Fprintf(tw, "Not synced\t%d deleted on the platform, %d helpdesk tickets of another hotel (see docs/when-a-request-looks-wrong.md)\n", c.Deleted, c.NotOurs)
-	}
-	fmt.Fprintf(tw, "Messages\t%d mirrored into the helpdesk, %d posted upstream by the bridge\n", c.Mirrored, c.Own)
-	fmt.Fprintf(tw, "Outbound\t%d waiting to be sent, %d refused\n", c.Pending, c.Failed)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(s.Tickets) > 0 {
-		fmt.Fprintln(out)
-		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TICKET\tHELPDESK\tDEPARTMENT\tUPSTREAM\tHELPDESK STATUS\tNEXT READ\tWHY\tMSGS\tERROR")
-		for _, t := range s.Tickets {
-			errText := "-"
-			if t.LastError != "" {
-				errText = fmt.Sprintf("%s (%d tries)", t.LastError, t.Attempts)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", short(t.ID), orDash(t.Ref), orDash(t.Department),
-				orDash(t.UpstreamStatus), orDash(t.HelpdeskStatus), t.DueText(s.At), orDash(t.DueReason), t.Mirrored+t.Own, errText)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	for _, list := range []struct {
-		title   string
-		entries []sync.EntryStatus
-	}{{"Waiting to be sent", s.Pending}, {"Refused (not retried)", s.Failed}} {
-		if len(list.entries) == 0 {
-			continue
-		}
-		fmt.Fprintf(out, "\n%s:\n", list.title)
-		if err := printEntries(out, list.entries, true); err != nil {
-			return err
-		}
-	}
-	if len(s.Failed) > 0 {
-		fmt.Fprintln(out, "\nticketbridge retry EVENT sends a refused entry again; ticketbridge skip EVENT --reason TEXT sets it aside.")
-	}
-	return nil
-}
-
-func printEntries(out io.Writer, es []sync.EntryStatus, withTicket bool) error {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if withTicket {
-		fmt.Fprint(tw, "TICKET\t")
-	}
-	fmt.Fprintln(tw, "EVENT\tKIND\tSTATE\tTRIES\tJOURNALED\tSENT\tUPSTREAM MESSAGE\tNOTE")
-	for _, e := range es {
-		if withTicket {
-			fmt.Fprintf(tw, "%s\t", short(e.Ticket))
-		}
-		note := e.LastError
-		if e.State == string(state.Pending) && !e.NextAttempt.IsZero() {
-			note = strings.TrimSpace("next try " + when(e.NextAttempt) + "; " + note)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.EventID, e.Kind, e.State, e.Attempts,
-			when(e.CreatedAt), when(e.SentAt), orDash(e.UpstreamMessageID), orDash(note))
-	}
-	return tw.Flush()
-}
-
-func printTicket(out io.Writer, d sync.TicketDetail, full bool) error {
-	now := time.Now()
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "Ticket\t%s\n", d.ID)
-	fmt.Fprintf(tw, "Helpdesk\t%s\n", strings.TrimSpace(orDash(d.Ref)+" "+d.HelpdeskURL))
-	fmt.Fprintf(tw, "Department\t%s\n", orDash(d.Department))
-	fmt.Fprintf(tw, "Status\tupstream %s, helpdesk %s\n", orDash(d.UpstreamStatus), orDash(d.HelpdeskStatus))
-	fmt.Fprintf(tw, "Next read\t%s (%s)\n", d.DueText(now), sync.DueReasonText(d.DueReason))
-	fmt.Fprintf(tw, "Last activity\t%s\n", when(d.LastActivity))
-	fmt.Fprintf(tw, "Reconciled\t%s (%s); agreed status %s\n", when(d.ReconciledAt), orDash(d.LastReconcile), orDash(d.AgreedStatus))
-	if c := d.Carried; c != nil {
-		due, rating := "none", "not rated"
-		if !c.Due.IsZero() {
-			due = when(c.Due)
-		}
-		if c.Rated {
-			rating = strconv.FormatFloat(c.Rating, 'f', -1, 64)
-		}
-		// The description and comment are request text: the page shows
-		// them to signed-in users, status not at all, as message text.
-		fmt.Fprintf(tw, "Fields carried\t%s: department %s, due %s, rating %s, priority %s\n", when(c.At), orDash(c.Department), due, rating, orDash(c.Priority))
-		if len(c.Unsure) > 0 {
-			fmt.Fprintf(tw, "Outcome unknown\t%s: the next update sets them again\n", strings.Join(c.Unsure, ", "))
-		}
-	}
-	if d.LastError != "" {
-		fmt.Fprintf(tw, "Error\t%s (%d tries in a row)\n", d.LastError, d.Attempts)
-	}
-	fmt.Fprintf(tw, "Messages\t%d mirrored into the helpdesk, %d posted upstream by the bridge\n", d.Mirrored, d.Own)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if full {
-		for _, list := range []struct {
-			title, from, to string
-			m               map[string]string
-		}{{"Mirrored", "UPSTREAM MESSAGE", "HELPDESK ID", d.MirroredMessages}, {"Posted by the bridge", "UPSTREAM MESSAGE", "HELPDESK EVENT", d.OwnMessages}} {
-			if len(list.m) == 0 {
-				continue
-			}
-			fmt.Fprintf(out, "\n%s:\n", list.title)
-			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "%s\t%s\n", list.from, list.to)
-			keys := make([]string, 0, len(list.m))
-			for k := range list.m {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				fmt.Fprintf(tw, "%s\t%s\n", k, orDash(list.m[k]))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if len(d.Journal) > 0 {
-		fmt.Fprintf(out, "\nJournal (helpdesk events carried upstream):\n")
-		return printEntries(out, d.Journal, false)
-	}
-	return nil
 }
 
 const stateAbout = `State file tools.

@@ -53,7 +53,7 @@ func TestStaffFileSetAsideIsShown(t *testing.T) {
 
 	snap := &sync.Status{At: time.Now(), Adapter: files.Name, Tickets: []sync.TicketStatus{}, Held: hd.Held(t.Context())}
 	var b strings.Builder
-	if err := printStatus(&b, "state.db", snap); err != nil {
+	if err := sync.WriteStatus(&b, "state.db", snap); err != nil {
 		t.Fatal(err)
 	}
 	if out := b.String(); !strings.Contains(out, "Staff file set aside  outbox/failed/reply.txt") ||
