@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -122,19 +121,19 @@ func adoptHotel(ctx context.Context, src config.Source, main config.Daemon, name
 		return fmt.Errorf("hotels adopt: %w", err)
 	}
 
-	moves, err := folderMoves(ctx, main, src, h, good)
+	moves, err := config.FolderMoves(ctx, main, src.Env, h, good)
 	if err != nil {
-		return err
+		return fmt.Errorf("hotels adopt: %w", err)
 	}
 	if err := safefile.MoveInto(filepath.Dir(from), filepath.Dir(to), []string{filepath.Base(from), filepath.Base(from) + bridge.StatusSuffix}, []string{filepath.Base(to), filepath.Base(to) + bridge.StatusSuffix}); err != nil {
 		return fmt.Errorf("hotels adopt: move state: %w", err)
 	}
 	fmt.Fprintf(out, "moved the state %s to %s\n", from, to)
 	for _, m := range moves {
-		if err := safefile.MoveInto(m.from, m.to, m.entries, m.entries); err != nil {
+		if err := safefile.MoveInto(m.From, m.To, m.Entries, m.Entries); err != nil {
 			return fmt.Errorf("hotels adopt: move helpdesk folder: %w", err)
 		}
-		fmt.Fprintf(out, "moved %s of %s into %s\n", strings.Join(m.entries, ", "), m.from, m.to)
+		fmt.Fprintf(out, "moved %s of %s into %s\n", strings.Join(m.Entries, ", "), m.From, m.To)
 	}
 	if err := adoptServes(ctx, h, to); err != nil {
 		fmt.Fprintf(out, "warning: the state still names the one hotel's helpdesk (%v): the hotel's first start is held until ticketbridge confirm-move --hotel %s names its helpdesk\n", err, name)
@@ -167,79 +166,4 @@ func adoptServes(ctx context.Context, h config.Hotel, path string) error {
 	}
 	_, err = sync.RecordMove(ctx, st, now, sync.Moves{Helpdesk: true})
 	return errors.Join(err, st.Close())
-}
-
-// folderMove is the content of one helpdesk folder to move.
-type folderMove struct {
-	from, to string
-	entries  []string
-}
-
-// folderMoves finds what of the one hotel's helpdesk folders moves into
-// hotel h's: every entry but those holding another hotel's folder (or
-// h's). An entry that would overwrite one is an error.
-func folderMoves(ctx context.Context, main config.Daemon, src config.Source, h config.Hotel, all []config.Hotel) ([]folderMove, error) {
-	olds := config.HelpdeskFolders(ctx, main, src.Env)
-	news := config.HelpdeskFolders(ctx, h.Daemon, h.Env)
-	var keep []string
-	for _, o := range all {
-		for _, f := range config.HelpdeskFolders(ctx, o.Daemon, o.Env) {
-			keep = append(keep, f.Path)
-		}
-	}
-	var out []folderMove
-	for _, o := range olds {
-		j := slices.IndexFunc(news, func(n config.Folder) bool { return n.Var == o.Var })
-		if j < 0 || news[j].Path == o.Path {
-			continue
-		}
-		old, err := safefile.OpenDir(o.Path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("hotels adopt: %w", err)
-		}
-		des, err := old.ReadDir()
-		old.Close()
-		if err != nil {
-			return nil, fmt.Errorf("hotels adopt: %w", err)
-		}
-		m := folderMove{from: o.Path, to: news[j].Path}
-		// The new folder often lies in the staff's folder (2770), where
-		// anyone of the group could have made it a link: it is opened
-		// as adopt will move into it, following no such link.
-		to, err := safefile.OpenDir(m.to)
-		switch {
-		case errors.Is(err, safefile.ErrLink):
-			return nil, fmt.Errorf("hotels adopt: %w: remove it and run adopt again (adopt makes the folder), or name another folder in %s", err, o.Var)
-		case errors.Is(err, fs.ErrNotExist):
-			to = nil
-		case err != nil:
-			return nil, fmt.Errorf("hotels adopt: %w", err)
-		}
-		for _, de := range des {
-			p := filepath.Join(o.Path, de.Name())
-			if slices.ContainsFunc(keep, func(k string) bool { return config.Within(k, p) }) {
-				continue
-			}
-			if to != nil {
-				if there, err := to.Exists(de.Name()); err != nil || there {
-					to.Close()
-					if err != nil {
-						return nil, fmt.Errorf("hotels adopt: %w", err)
-					}
-					return nil, fmt.Errorf("hotels adopt: %s holds %s already: adopt would overwrite it; empty %s or name another folder in %s", m.to, de.Name(), m.to, o.Var)
-				}
-			}
-			m.entries = append(m.entries, de.Name())
-		}
-		if to != nil {
-			to.Close()
-		}
-		if len(m.entries) > 0 {
-			out = append(out, m)
-		}
-	}
-	return out, nil
 }
