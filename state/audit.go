@@ -90,9 +90,9 @@ type Audit struct {
 	// operator's command that carries nothing itself.
 	Direction string `json:"direction,omitempty"`
 	// Kind says what crossed: "ticket", "message", "status", "fields",
-	// "conflict note" into the helpdesk; "reply", "note", "status" up;
-	// "retry", "skip", "read now", "pause", "resume", "resync" for an
-	// operator's command. Required.
+	// "conflict note", "unlink note" into the helpdesk; "reply", "note",
+	// "status" up; "retry", "skip", "read now", "pause", "resume",
+	// "resync", "unlink" for an operator's command. Required.
 	Kind string `json:"kind"`
 	// Ref is the helpdesk ticket, MessageID the upstream message and
 	// EventID the helpdesk's id of what crossed (a message appended, the

@@ -95,6 +95,15 @@ type Ticket struct {
 	// and wait. Zero while it is not paused.
 	Paused   time.Time `json:"paused,omitzero"`
 	PausedBy string    `json:"paused_by,omitempty"`
+	// Unlinked is when an operator unlinked the request from its
+	// helpdesk ticket and UnlinkedBy who (see sync.Apply): it is no
+	// longer mirrored either way, its helpdesk ticket stays as it is,
+	// and the helpdesk's events on it are ignored, until an operator
+	// connects it again. UnlinkNoted says the helpdesk ticket got the
+	// note saying so. Zero while it is linked.
+	Unlinked    time.Time `json:"unlinked,omitzero"`
+	UnlinkedBy  string    `json:"unlinked_by,omitempty"`
+	UnlinkNoted bool      `json:"unlink_noted,omitempty"`
 
 	// LastError is the last failure syncing this ticket ("" after a success)
 	// and Attempts the number of consecutive failures.
@@ -177,8 +186,13 @@ func (t Ticket) Same(u Ticket) bool {
 
 func (t *Ticket) normalize() {
 	utc(&t.UpstreamUpdatedAt, &t.HelpdeskStatusAt, &t.HelpdeskEventAt, &t.AgreedAt, &t.ReconciledAt, &t.NextDue, &t.LastActivity, &t.ClosedAt, &t.Deleted, &t.CreatedAt, &t.UpdatedAt,
-		&t.Paused, &t.Carried.At, &t.Carried.Due, &t.GuestWroteAt, &t.AnsweredAt)
+		&t.Paused, &t.Unlinked, &t.Carried.At, &t.Carried.Due, &t.GuestWroteAt, &t.AnsweredAt)
 }
+
+// Halted reports whether an operator stopped the request crossing:
+// paused, or unlinked. The engine neither reads a halted request nor
+// writes its helpdesk ticket (but for the unlink's one note).
+func (t Ticket) Halted() bool { return !t.Paused.IsZero() || !t.Unlinked.IsZero() }
 
 // Unanswered reports whether nobody on the hotel's side answered the
 // guest publicly since the request was made or since the guest last

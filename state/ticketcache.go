@@ -126,10 +126,23 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	if paused {
 		flags |= 16
 	}
+	unlinked := t.Unlinked != (time.Time{}) || t.UnlinkedBy != ""
+	if unlinked {
+		flags |= 32
+	}
+	if t.UnlinkNoted {
+		flags |= 64
+	}
 	b = append(b, flags)
 	if paused {
 		b = packStrings(b, []*string{&t.PausedBy})
 		if b, ok = packTimes(b, []*time.Time{&t.Paused}); !ok {
+			return "", false
+		}
+	}
+	if unlinked {
+		b = packStrings(b, []*string{&t.UnlinkedBy})
+		if b, ok = packTimes(b, []*time.Time{&t.Unlinked}); !ok {
 			return "", false
 		}
 	}
@@ -195,6 +208,11 @@ func unpackTicket(p string, idLen int) Ticket {
 		r.strings([]*string{&t.PausedBy})
 		r.times([]*time.Time{&t.Paused})
 	}
+	if flags&32 != 0 {
+		r.strings([]*string{&t.UnlinkedBy})
+		r.times([]*time.Time{&t.Unlinked})
+	}
+	t.UnlinkNoted = flags&64 != 0
 	if flags&4 == 0 {
 		return t
 	}

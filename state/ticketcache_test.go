@@ -106,7 +106,10 @@ func TestTicketPackRoundTrip(t *testing.T) {
 	paused := carried
 	paused.ID, paused.Paused, paused.PausedBy = "t-paused", at.Add(-3*time.Hour), "cli:mara"
 	pausedBare := Ticket{ID: "t-paused-bare", Paused: at}
-	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated, paused, pausedBare} {
+	unlinked := paused
+	unlinked.ID, unlinked.Unlinked, unlinked.UnlinkedBy, unlinked.UnlinkNoted = "t-unlinked", at.Add(-time.Hour), "page:ines", true
+	unlinkedBare := Ticket{ID: "t-unlinked-bare", Unlinked: at}
+	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated, paused, pausedBare, unlinked, unlinkedBare} {
 		data, err := encode(ticketVersion, in)
 		if err != nil {
 			t.Fatal(err)
