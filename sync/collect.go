@@ -124,7 +124,8 @@ type collectInput struct {
 	journaled map[string]bool          // events already journaled
 	adoptions map[string]adoption      // what Lookup found; a failed lookup is absent
 	// ignored are the tickets whose events are ignored: not this hotel's
-	// (state.NotOurs) or deleted on the platform (see notours.go).
+	// (state.NotOurs), deleted on the platform (see notours.go) or
+	// unlinked (see commands.go).
 	ignored map[string]bool
 }
 
@@ -148,7 +149,7 @@ func (in *collectInput) read(tx *state.Tx) error {
 		}
 		if ok {
 			in.tickets[t.ID] = &t
-			if !t.Deleted.IsZero() {
+			if !t.Deleted.IsZero() || !t.Unlinked.IsZero() {
 				in.ignored[t.ID] = true
 			}
 			continue
@@ -220,8 +221,8 @@ type collectPlan struct {
 //     leaves it out; a status change left out does not record the
 //     helpdesk's status either, so the next upstream change is set there
 //     (see rules.go).
-//   - The events of a ticket not this hotel's, or deleted on the
-//     platform, are ignored (see notours.go).
+//   - The events of a ticket not this hotel's, deleted on the platform
+//     (see notours.go) or unlinked (see commands.go) are ignored.
 func (e *Engine) planCollect(in collectInput) collectPlan {
 	p := collectPlan{complete: true}
 	tickets := make(map[string]*state.Ticket, len(in.tickets))

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -37,12 +40,23 @@ import (
 //     is not (it may have been superseded: the reconcile carries the
 //     helpdesk's status as it is now), nor an entry an operator set
 //     aside (skip). A paused request stays paused: resume it first.
+//   - unlink: the request is no longer mirrored, in either direction,
+//     and its helpdesk ticket stays as it is. The next cycle leaves one
+//     internal note on the ticket saying so (written once, by its id);
+//     nothing else is written there for it, the platform's changes to it
+//     are not read, and the helpdesk's events on it are ignored. What
+//     the helpdesk's replies and notes had journaled before still goes
+//     up: nothing agents wrote while it was linked is lost. A status
+//     change waiting is set aside: the sides no longer agree on one.
+//     The record stays, so that a later platform change never makes a
+//     second ticket.
 
 // The commands, as Command.Name says them.
 const (
 	CommandPause  = "pause"
 	CommandResume = "resume"
 	CommandResync = "resync"
+	CommandUnlink = "unlink"
 )
 
 // MaxOperator bounds an operator's name, in characters.
@@ -64,13 +78,16 @@ type Done struct {
 	Ticket state.Ticket
 	// Requeued are the journal entries resync put back to pending.
 	Requeued []state.Entry
+	// Abandoned are the status changes unlink set aside.
+	Abandoned []state.Entry
 }
 
 // Apply applies cmd at now, in one write transaction: the one place
 // where a command changes state, so that whatever records commands
 // records each here. Errors wrap ErrNoSuchTicket (no tracked request has
 // the id), ErrNotActionable (pausing a paused request, resuming one that
-// is not, resyncing a paused one) or ErrUnknownCommand.
+// is not, resyncing a paused one, unlinking an unlinked one) or
+// ErrUnknownCommand.
 func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Done, error) {
 	who := operatorName(cmd.Who)
 	var (
@@ -120,11 +137,43 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			}
 			return nil
 		}
+	case CommandUnlink:
+		apply = func(tx *state.Tx, t *state.Ticket) error {
+			if !t.Unlinked.IsZero() {
+				return fmt.Errorf("%w: it was unlinked by %s at %s", ErrNotActionable, t.UnlinkedBy, t.Unlinked.Format(time.RFC3339))
+			}
+			t.Unlinked, t.UnlinkedBy, t.UnlinkNoted = now.UTC(), who, t.Ref == ""
+			t.ReconcileSoon, t.LastError, t.Attempts = false, "", 0
+			if !t.UnlinkNoted {
+				t.NextDue, t.DueReason = now, DueUnlinked
+			} else {
+				t.NextDue, t.DueReason = time.Time{}, DueUnlinked
+			}
+			es, err := tx.JournalForTicket(t.ID)
+			if err != nil {
+				return err
+			}
+			for _, en := range es {
+				if en.State != state.Pending || en.Kind != state.KindStatus {
+					continue
+				}
+				en.State = state.Failed
+				en.LastError = "set aside: the request was unlinked by " + who + ", and its helpdesk status no longer crosses"
+				if en, err = tx.PutJournal(en); err != nil {
+					return err
+				}
+				done.Abandoned = append(done.Abandoned, en)
+				if err := tx.AppendAudit(abandonAudit(en, now, state.AuditOperator)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 	default:
-		return Done{}, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownCommand, cmd.Name, CommandPause, CommandResume, CommandResync)
+		return Done{}, fmt.Errorf("%w %q (want %s, %s, %s or %s)", ErrUnknownCommand, cmd.Name, CommandPause, CommandResume, CommandResync, CommandUnlink)
 	}
 	err := st.Update(ctx, func(tx *state.Tx) error {
-		done.Requeued = nil
+		done.Requeued, done.Abandoned = nil, nil
 		if err := state.CheckID(cmd.Ticket); err != nil {
 			return fmt.Errorf("%w: %w", ErrNoSuchTicket, err)
 		}
@@ -152,7 +201,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 }
 
 // putTicket stores t as the engine does. Whether the request is paused
-// is the operator's, not the engine's: the stored record's is kept, as a
+// or unlinked is the operator's, not the engine's: the stored record's is kept, as a
 // command may have written it since the cycle read t. When a resume came
 // in between, the read and reconcile it asked for are kept too.
 func putTicket(tx *state.Tx, t state.Ticket) error {
@@ -166,6 +215,12 @@ func putTicket(tx *state.Tx, t state.Ticket) error {
 		}
 		t.Paused, t.PausedBy = cur.Paused, cur.PausedBy
 	}
+	if ok && (!cur.Unlinked.Equal(t.Unlinked) || cur.UnlinkedBy != t.UnlinkedBy) {
+		// Unlinked since the cycle read t: the note and the due-ness
+		// the command set are kept.
+		t.Unlinked, t.UnlinkedBy, t.UnlinkNoted = cur.Unlinked, cur.UnlinkedBy, cur.UnlinkNoted
+		t.NextDue, t.DueReason, t.ReconcileSoon = cur.NextDue, cur.DueReason, false
+	}
 	return tx.PutTicket(t)
 }
 
@@ -176,6 +231,8 @@ func commandDetail(name string, requeued int) string {
 		return "paused: nothing of it crosses until it is resumed"
 	case CommandResume:
 		return "resumed: the next cycle reads and reconciles it"
+	case CommandUnlink:
+		return "unlinked: no longer mirrored either way; its helpdesk ticket stays as it is, with a note"
 	}
 	return fmt.Sprintf("due now with a reconcile; %d journal entries pending again", requeued)
 }
@@ -208,4 +265,38 @@ func operatorName(who string) string {
 		return "an operator"
 	}
 	return who
+}
+
+// noteUnlinked leaves on the helpdesk ticket of r's unlinked request the
+// internal note saying so, and reads nothing. The note's id names the
+// unlink, and Append is idempotent by it: a repeat after a crash does not
+// write it twice, and a request connected and unlinked again gets a note
+// of its own.
+func (c *cycle) noteUnlinked(r refreshResult) refreshResult {
+	r.cause = state.AuditOperator
+	app, err := c.e.hd.Append(c.ctx, adapters.Ref(r.t.Ref), []adapters.Message{unlinkedNote(r.t)})
+	if err != nil {
+		c.auditFailed(&r, "unlink note", err)
+		return c.ticketError(r, "note the request unlinked", err)
+	}
+	a := state.Audit{Kind: "unlink note", Outcome: state.AuditOK}
+	if len(app) == 1 {
+		a.EventID = app[0].HelpdeskID
+	}
+	c.audit(&r, a)
+	r.t.UnlinkNoted, r.t.NextDue, r.t.LastError, r.t.Attempts = true, time.Time{}, "", 0
+	c.e.log.LogAttrs(c.ctx, slog.LevelInfo, "request unlinked: its helpdesk ticket has the note saying so, and nothing of it crosses until it is connected again",
+		slog.String("op", "refresh"), slog.String("ticket", r.t.ID), slog.String("ref", r.t.Ref), slog.String("operator", r.t.UnlinkedBy))
+	return r
+}
+
+// unlinkedNote is the internal note left on the helpdesk ticket of a
+// request t an operator unlinked.
+func unlinkedNote(t state.Ticket) adapters.Message {
+	return adapters.Message{
+		UpstreamID: fmt.Sprintf("unlinked-%s-%d", t.ID, t.Unlinked.UnixNano()), AuthorType: guestapi.AuthorSystem, AuthorName: "ticketbridge",
+		Body: fmt.Sprintf("%s unlinked this ticket from guest request %s at %s. ticketbridge no longer syncs it: replies and changes written here do not reach the guest, and the guest's new messages do not come here. An operator can link it again with: ticketbridge connect %s %s",
+			t.UnlinkedBy, t.ID, t.Unlinked.UTC().Format(time.RFC3339), t.ID, t.Ref),
+		Public: false, CreatedAt: t.Unlinked,
+	}
 }

@@ -269,8 +269,8 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 				continue
 			}
 		}
-		if ok && !t.Paused.IsZero() {
-			continue // left as it is until resumed (see commands.go)
+		if ok && t.Halted() {
+			continue // left as it is until resumed or connected (see commands.go)
 		}
 		if !ok {
 			if !importable[lt.Status] && lt.CreatedAt.Before(horizon) {
@@ -316,7 +316,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	for _, t := range in.tracked {
 		id := t.ID
 		st := guestapi.Status(t.UpstreamStatus)
-		if _, ok := findListed(in.listed, id); ok || t.Ref == "" || t.Retired || !t.Paused.IsZero() || st.Closed() || !in.cover.whole(st, t.Department) {
+		if _, ok := findListed(in.listed, id); ok || t.Ref == "" || t.Retired || t.Halted() || st.Closed() || !in.cover.whole(st, t.Department) {
 			continue
 		}
 		p.agree = false
@@ -335,7 +335,7 @@ func (e *Engine) planDiscover(in discoverInput) discoverPlan {
 	}
 	var capped []state.Ticket
 	for _, t := range in.tracked {
-		if !woken[t.ID] && t.Paused.IsZero() && e.pol.capFull(&t, in.now) {
+		if !woken[t.ID] && !t.Halted() && e.pol.capFull(&t, in.now) {
 			capped = append(capped, t)
 		}
 	}

@@ -10,23 +10,26 @@ import (
 // Reasons a ticket is due, stored in state.Ticket.DueReason and shown by
 // `ticketbridge status`.
 const (
-	DueNew     = "new"     // discovered, not yet read
-	DueActive  = "active"  // something changed lately: read every cycle
-	DueQuiet   = "quiet"   // nothing changed: read less and less often
-	DueClosed  = "closed"  // closed upstream: read at the closed interval
-	DueRetry   = "retry"   // the last try failed: read again after a backoff
-	DueUpdated = "updated" // a list showed another status or updated_at
-	DueFull    = "full"    // the full-read safety net: read at least every full-read interval
-	DueEvent   = "event"   // the helpdesk reported an event on it
-	DueRetired = "retired" // closed for longer than the grace: read at the retired interval
-	DueHeld    = "held"    // the helpdesk holds a change until the team acts: tried again every few minutes
-	DueMoved   = "moved"   // missing from a whole list of its status and department: read to see where it went
+	DueNew      = "new"      // discovered, not yet read
+	DueActive   = "active"   // something changed lately: read every cycle
+	DueQuiet    = "quiet"    // nothing changed: read less and less often
+	DueClosed   = "closed"   // closed upstream: read at the closed interval
+	DueRetry    = "retry"    // the last try failed: read again after a backoff
+	DueUpdated  = "updated"  // a list showed another status or updated_at
+	DueFull     = "full"     // the full-read safety net: read at least every full-read interval
+	DueEvent    = "event"    // the helpdesk reported an event on it
+	DueRetired  = "retired"  // closed for longer than the grace: read at the retired interval
+	DueHeld     = "held"     // the helpdesk holds a change until the team acts: tried again every few minutes
+	DueMoved    = "moved"    // missing from a whole list of its status and department: read to see where it went
+	DueUnlinked = "unlinked" // an operator unlinked it: its helpdesk ticket gets one note, and nothing more
 )
 
 // DueText says when ticket t is read next, relative to now, for `status`
 // and the status page.
 func (t TicketStatus) DueText(now time.Time) string {
 	switch {
+	case !t.Unlinked.IsZero():
+		return "never (unlinked by " + t.UnlinkedBy + "; connect links it again)"
 	case !t.Paused.IsZero():
 		return "when resumed (paused by " + t.PausedBy + ")"
 	case !t.Deleted.IsZero():
@@ -68,6 +71,8 @@ func DueReasonText(reason string) string {
 		return "priority: its due date comes within a threshold of TICKETBRIDGE_PRIORITY then, which changes its priority"
 	case DueAsked:
 		return "asked: an operator asked to read it now"
+	case DueUnlinked:
+		return "unlinked: an operator unlinked it from its helpdesk ticket; the ticket gets one note saying so, and nothing of the request crosses until it is connected again"
 	case DueDeleted:
 		return "deleted: the request was deleted on the platform (the API answered 404 for it while the hotel's other requests read fine); not read any more"
 	case DueRetired:

@@ -90,6 +90,9 @@ func listKey(in discoverInput) uint64 {
 		if !t.Paused.IsZero() {
 			b[0] |= 8
 		}
+		if !t.Unlinked.IsZero() {
+			b[0] |= 16
+		}
 		binary.LittleEndian.PutUint64(b[1:], uint64(t.UpstreamUpdatedAt.UnixNano()))
 		_, _ = h.Write(b[:])
 		// When the fields were last carried: planDiscover compares the

@@ -77,9 +77,9 @@ func (p policy) reconcileSlotAfter(id string, after time.Time) time.Time {
 // a call on it had an unknown outcome (after its backoff, if any) or its
 // slot has come since its last reconcile (or since it was stored). A closed
 // ticket is reconciled only until a reconcile after the agreement on its
-// status confirmed it. A paused ticket is not reconciled.
+// status confirmed it. A paused or unlinked ticket is not reconciled.
 func (p policy) reconcileDue(t *state.Ticket, now time.Time) bool {
-	if t.Ref == "" || t.UpstreamStatus == "" || p.reconcile <= 0 || !t.Paused.IsZero() {
+	if t.Ref == "" || t.UpstreamStatus == "" || p.reconcile <= 0 || t.Halted() {
 		return false
 	}
 	if t.ReconcileSoon {

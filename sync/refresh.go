@@ -267,10 +267,14 @@ func (c *cycle) readKnown(due []state.Ticket) error {
 // (waiting) is read every cycle it is not backing off: send lets the
 // change go only after a read of the ticket in the same cycle, so that the
 // newer of the two changes wins. A ticket to reconcile (recon) is read
-// too. A ticket deleted on the platform is never read, nor one paused
-// (see commands.go). It does no I/O.
+// too. A ticket deleted on the platform is never read, nor one paused or
+// unlinked (see commands.go); an unlinked one is picked once, for its
+// note (see noteUnlinked). It does no I/O.
 func planReads(tracked []state.Ticket, waiting, recon map[string]bool, pol policy, now time.Time) []state.Ticket {
 	picked := pickTickets(tracked, func(t *state.Ticket) bool {
+		if !t.Unlinked.IsZero() {
+			return t.Paused.IsZero() && !t.UnlinkNoted && t.Ref != "" && (t.Attempts == 0 || pol.due(t, now))
+		}
 		return t.Deleted.IsZero() && t.Paused.IsZero() && (pol.due(t, now) || (waiting[t.ID] && t.Attempts == 0) || recon[t.ID])
 	})
 	slices.SortFunc(picked, func(a, b *state.Ticket) int {
@@ -448,6 +452,9 @@ func (c *cycle) put(tx *state.Tx, r refreshResult) error {
 func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool) refreshResult {
 	e := c.e
 	r := refreshResult{orig: t, t: t, cause: readCause(t, reconcile)}
+	if !t.Unlinked.IsZero() {
+		return c.noteUnlinked(r)
+	}
 	th, err := e.api.GetTicket(c.ctx, t.ID)
 	if err != nil {
 		// A 429 whose wait puts the API off ended the cycle itself: it is

@@ -78,7 +78,10 @@ type StatusCounts struct {
 	NotOurs int `json:"not_ours"`
 	// Paused counts the tickets an operator paused (see Apply), counted
 	// in no other row of tickets.
-	Paused   int `json:"paused,omitempty"`
+	Paused int `json:"paused,omitempty"`
+	// Unlinked counts the tickets an operator unlinked, counted in no
+	// other row of tickets.
+	Unlinked int `json:"unlinked,omitempty"`
 	Mirrored int `json:"mirrored"`
 	Own      int `json:"own"`
 }
@@ -97,8 +100,12 @@ type TicketStatus struct {
 	Deleted time.Time `json:"deleted,omitzero"`
 	// Paused is when an operator paused the ticket and PausedBy who
 	// (see Apply); zero while it is not paused.
-	Paused       time.Time `json:"paused,omitzero"`
-	PausedBy     string    `json:"paused_by,omitempty"`
+	Paused   time.Time `json:"paused,omitzero"`
+	PausedBy string    `json:"paused_by,omitempty"`
+	// Unlinked is when an operator unlinked the ticket from its
+	// helpdesk ticket and UnlinkedBy who; zero while it is linked.
+	Unlinked     time.Time `json:"unlinked,omitzero"`
+	UnlinkedBy   string    `json:"unlinked_by,omitempty"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	Attempts     int       `json:"attempts,omitempty"`
 	LastError    string    `json:"last_error,omitempty"`
@@ -180,7 +187,7 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 		err = tx.ForEachTicket(func(t state.Ticket) error {
 			ts := TicketStatus{
 				ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, LastActivity: t.LastActivity,
+				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, Unlinked: t.Unlinked, UnlinkedBy: t.UnlinkedBy, LastActivity: t.LastActivity,
 				Attempts: t.Attempts, LastError: t.LastError,
 				AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 				Mirrored: mirrored[t.ID], Own: own[t.ID],
@@ -259,6 +266,8 @@ func countTickets(s Status) StatusCounts {
 		c.Mirrored += t.Mirrored
 		c.Own += t.Own
 		switch {
+		case !t.Unlinked.IsZero():
+			c.Unlinked++
 		case !t.Paused.IsZero():
 			c.Paused++
 		case !t.Deleted.IsZero():
@@ -428,7 +437,7 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 		}
 		d.TicketStatus = TicketStatus{
 			ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, LastActivity: t.LastActivity,
+			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, Unlinked: t.Unlinked, UnlinkedBy: t.UnlinkedBy, LastActivity: t.LastActivity,
 			Attempts: t.Attempts, LastError: t.LastError,
 			AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 		}
