@@ -74,6 +74,9 @@ func WriteStatus(out io.Writer, path string, s *Status) error {
 	if c.Paused > 0 {
 		fmt.Fprintf(tw, "Paused\t%d paused by an operator: nothing of them crosses until ticketbridge resume ID\n", c.Paused)
 	}
+	if c.Unlinked > 0 {
+		fmt.Fprintf(tw, "Unlinked\t%d unlinked by an operator: no longer mirrored, their helpdesk tickets left as they are\n", c.Unlinked)
+	}
 	if c.Deleted+c.NotOurs > 0 {
 		fmt.Fprintf(tw, "Not synced\t%d deleted on the platform, %d helpdesk tickets of another hotel (see docs/when-a-request-looks-wrong.md)\n", c.Deleted, c.NotOurs)
 	}

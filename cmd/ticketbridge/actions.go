@@ -77,6 +77,18 @@ off, and its replies and notes refused, are pending again (as retry does for
 one); an entry set aside with skip stays so. The answer to "it looks wrong,
 fix it". A paused request is not resynced: resume it.` + commandAbout + actionAbout + "resync."
 
+const unlinkAbout = `Unlink a request from its helpdesk ticket: it is no longer mirrored, in
+either direction, and the ticket stays as it is. The next cycle leaves one
+internal note on the ticket saying so; after it, nothing of the request is
+written there, the platform's changes to it are not read, and the team's
+replies and changes on the ticket are ignored. Replies and notes the bridge
+had already taken from the ticket are still sent; a status change waiting
+is set aside. A later change on the platform never makes a second ticket.` + commandAbout + actionAbout + "unlink."
+
+func runUnlink(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, sync.CommandUnlink, unlinkAbout, args)
+}
+
 func runPause(ctx context.Context, sh shell, args []string) error {
 	return runAction(ctx, sh, sync.CommandPause, pauseAbout, args)
 }
@@ -230,6 +242,8 @@ func commandDone(name string, requeued int) string {
 		return "The request is paused: nothing of it crosses either way until it is resumed. The helpdesk's replies and changes wait in the journal."
 	case sync.CommandResume:
 		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
+	case sync.CommandUnlink:
+		return "The request is unlinked: nothing of it crosses either way any more. Its helpdesk ticket stays as it is, and the next cycle leaves a note on it."
 	}
 	return fmt.Sprintf("The request is due now: the next cycle reads both sides and reconciles them; %d of its entries backing off or refused are pending again.", requeued)
 }

@@ -108,7 +108,7 @@ func TestPauseResumeResyncCommands(t *testing.T) {
 }
 
 func TestPauseResumeResyncUsage(t *testing.T) {
-	for _, name := range []string{"pause", "resume", "resync"} {
+	for _, name := range []string{"pause", "resume", "resync", "unlink"} {
 		var out, errb bytes.Buffer
 		err := run(context.Background(), []string{name, "--help"}, &out, &errb)
 		if exitCode(err, &errb) != 0 || !strings.Contains(out.String(), "Usage: ticketbridge "+name+" ID") || !strings.Contains(out.String(), "/hotels/NAME/"+name) {
@@ -119,4 +119,44 @@ func TestPauseResumeResyncUsage(t *testing.T) {
 			t.Errorf("%s without ID: exit %d %s", name, code, errb.String())
 		}
 	}
+}
+
+// TestUnlinkCommand: on the files helpdesk, `unlink` leaves the request's
+// thread with one note saying so, and then nothing of the request
+// crosses: the guest's next message stays upstream, and a reply the team
+// drops for it does not go up. status counts it.
+func TestUnlinkCommand(t *testing.T) {
+	b := newBridge(t)
+	a := b.ticket("towels")
+	if _, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once: %s", errOut)
+	}
+	out, errOut, code := b.cmd("unlink", a)
+	if code != 0 || !strings.Contains(out, "unlink: ticket "+a+". The request is unlinked") {
+		t.Fatalf("unlink: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := b.cmd("unlink", a); code != 1 || !strings.Contains(errOut, "it was unlinked by ") {
+		t.Errorf("unlink of an unlinked request: exit %d %s", code, errOut)
+	}
+	const reply, guest = "Fresh towels are on the way.", "Two more, please."
+	if _, err := b.ts.Server.AddMessage(a, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: guest}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, errOut, code := b.cmd("once"); code != 0 {
+			t.Fatalf("once after the unlink: %s", errOut)
+		}
+	}
+	if !threadHas(t, b, a, "unlinked this ticket from guest request "+a) {
+		t.Error("the thread has no note of the unlink")
+	}
+	b.drop("a.txt", "ticket: "+a+"\nkind: reply\nauthor: Ana\n\n"+reply+"\n")
+	if _, errOut, code := b.cmd("once"); code != 0 {
+		t.Fatalf("once: %s", errOut)
+	}
+	if n := countUpstream(t, b, a, reply); n != 0 || threadHas(t, b, a, guest) {
+		t.Errorf("after the unlink: the reply went up %d times, the guest's message mirrored %v", n, threadHas(t, b, a, guest))
+	}
+	out, _, _ = b.cmd("status")
+	mustContain(t, "status after the unlink", out, "Unlinked", "1 unlinked by an operator")
 }

@@ -87,3 +87,40 @@ func testPauseResumeResyncFromThePage(t *testing.T) {
 		}
 	}
 }
+
+func TestUnlinkFromThePage(t *testing.T) { atT0(t, testUnlinkFromThePage) }
+
+// testUnlinkFromThePage: signed in, the request's page has Unlink; an
+// unlink records who, the page then says so and has no Unlink; a second
+// one, through the console API, is refused as a conflict.
+func testUnlinkFromThePage(t *testing.T) {
+	p := newTestPage(t, testToken)
+	first := fmt.Sprintf("%08d-0000-4000-8000-%012d", 0, 0)
+	if resp, _ := p.do("POST", "/unlink?id="+first, url.Values{}, nil); resp.StatusCode != 403 {
+		t.Fatalf("unlink before sign-in: %d", resp.StatusCode)
+	}
+	p.login("Ines", testToken)
+	_, body := p.do("GET", "/tickets/"+first, nil, nil)
+	if !strings.Contains(body, "/unlink?id="+first) {
+		t.Fatalf("signed in, the request's page lacks Unlink:\n%s", body)
+	}
+	csrf := csrfRE.FindStringSubmatch(body)[1]
+	resp, _ := p.do("POST", "/unlink?id="+first, url.Values{"csrf": {csrf}}, map[string]string{"Origin": testutil.PipeURL})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("unlink: %d", resp.StatusCode)
+	}
+	if tk := p.record(t, first); tk.Unlinked.IsZero() || tk.UnlinkedBy != "Ines" {
+		t.Fatalf("unlinked record %+v", tk)
+	}
+	_, body = p.do("GET", "/tickets/"+first+"?done=unlink", nil, nil)
+	if !strings.Contains(body, "<th>Unlinked</th><td>by Ines at") || strings.Contains(body, "/unlink?id=") || !strings.Contains(body, "The request is unlinked") {
+		t.Errorf("the unlinked request's page does not say so, or still offers Unlink:\n%s", body)
+	}
+	cli := map[string]string{"Authorization": "Bearer " + testToken, "Ticketbridge-Operator": "root"}
+	if resp, body := p.do("POST", "/unlink?id="+first, url.Values{}, cli); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "unlinked by Ines") {
+		t.Errorf("unlink of an unlinked request: %d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(p.logs.String(), "action=unlink who=Ines") {
+		t.Errorf("log lacks the unlink:\n%s", p.logs.String())
+	}
+}

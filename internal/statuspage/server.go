@@ -174,6 +174,7 @@ var actions = []struct{ path, name string }{
 	{"pause", "pause"},
 	{"resume", "resume"},
 	{"resync", "resync"},
+	{"unlink", "unlink"},
 }
 
 // in runs h on the hotel of r: the one hotel (One), or the one of many
@@ -363,6 +364,8 @@ func flashText(done string) string {
 		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
 	case "resync":
 		return "The request is due now: the next cycle reads both sides and reconciles them; its entries backing off or refused are pending again."
+	case "unlink":
+		return "The request is unlinked: nothing of it crosses either way any more. Its helpdesk ticket stays as it is, and the next cycle leaves a note on it."
 	case "login":
 		return "Signed in."
 	case "logout":
