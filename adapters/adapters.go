@@ -246,6 +246,22 @@ type Flusher interface {
 	Flush(ctx context.Context) error
 }
 
+// Connector is implemented by adapters that can link an upstream ticket
+// to a helpdesk ticket someone made by hand (an operator's `connect ID
+// REF`). Connect stores t.UpstreamID in ticket ref the way EnsureTicket
+// stores it in the tickets it creates, so that Lookup finds ref by it
+// and Changes reports the team's events on ref from then on. It writes
+// nothing else there: the engine then appends the messages the ticket
+// lacks. Connecting a ticket that holds t.UpstreamID already writes
+// nothing and succeeds. Errors:
+//   - wrapping ErrNotFound when the helpdesk has no ticket ref;
+//   - wrapping ErrInvalid when ref mirrors another upstream ticket, or
+//     another ticket of the helpdesk holds t.UpstreamID (a second
+//     mirror of one request): each message says which.
+type Connector interface {
+	Connect(ctx context.Context, ref Ref, t Ticket) error
+}
+
 // ErrInvalid marks an error caused by the input itself (a body the helpdesk
 // refuses, an unknown status): repeating the same call cannot succeed.
 var ErrInvalid = errors.New("invalid input")

@@ -16,7 +16,8 @@
 // backend fail, refused credentials as adapters.ErrAuth, outages and rate
 // limits as temporary
 // errors that a repeat completes once, no credential in any error or log,
-// and archived tickets found again.
+// archived tickets found again, and a ticket made by hand connected to
+// an upstream ticket (for an adapter that is an [adapters.Connector]).
 //
 // It is not a unit test of any one adapter (each adapter tests its own
 // details, such as its wire format, next to this suite), and it is not a
@@ -230,6 +231,7 @@ func (s *suite) cases() []struct {
 		{"ArchivedTicket", s.testArchived},
 		{"AttachmentsNoted", s.testAttachments},
 		{"FieldsUpdate", s.testFieldsUpdate},
+		{"Connect", s.testConnect},
 	}
 }
 

@@ -29,6 +29,10 @@ func (a agent) Note(_ context.Context, ref adapters.Ref, author, body string) er
 	return err
 }
 
+func (a agent) MakeTicket(_ context.Context, subject, body string) (adapters.Ref, error) {
+	return a.b.MakeTicket("Anna", subject, body), nil
+}
+
 func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status string) error {
 	return a.b.SetStatus(ref, author, status)
 }
@@ -70,6 +74,7 @@ var flaws = map[string]string{
 	"leaks-secret":      "OutageTemporary",
 	"drops-on-429":      "RateLimited",
 	"forgets-archived":  "ArchivedTicket",
+	"connect-writes":    "Connect",
 }
 
 // secret stands for the credential of the memory harness.
@@ -162,6 +167,22 @@ func (h faulty) Lookup(ctx context.Context, upstreamID string) (adapters.Found, 
 		return adapters.Found{}, false, err
 	}
 	return h.Helpdesk.Lookup(ctx, upstreamID)
+}
+
+func (h faulty) Connect(ctx context.Context, ref adapters.Ref, t adapters.Ticket) error {
+	if err := h.f.fail(); err != nil {
+		return err
+	}
+	return h.Helpdesk.(adapters.Connector).Connect(ctx, ref, t)
+}
+
+// Connect, with the flaw connect-writes, leaves a note of its own.
+func (h broken) Connect(ctx context.Context, ref adapters.Ref, t adapters.Ticket) error {
+	if err := h.Helpdesk.(adapters.Connector).Connect(ctx, ref, t); err != nil || h.flaw != "connect-writes" {
+		return err
+	}
+	_, err := h.Helpdesk.Append(ctx, ref, []adapters.Message{{UpstreamID: "connected-" + t.UpstreamID, AuthorName: "bridge", Body: "Connected."}})
+	return err
 }
 
 func (h faulty) MarkSent(ctx context.Context, ref adapters.Ref, eventID, upstreamMessageID string) error {

@@ -443,3 +443,26 @@ func (b *Backend) changesAfter(seq int) []change {
 	}
 	return slices.Clone(b.log[seq:])
 }
+
+// MakeTicket makes a ticket by hand, as a member of the team would: it
+// mirrors no upstream ticket until the bridge connects it (see
+// Adapter.Connect). body, when not empty, is its first message, by the
+// agent author.
+func (b *Backend) MakeTicket(author, subject, body string) adapters.Ref {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := &ticket{
+		ref:      adapters.Ref(refPrefix + strconv.Itoa(len(b.tickets)+1)),
+		fields:   adapters.Ticket{TaskDescription: subject},
+		status:   "new",
+		statusAt: b.now().UTC(),
+		sent:     map[string]string{},
+		cur:      adapters.Fields{Title: subject},
+	}
+	b.tickets = append(b.tickets, t)
+	b.record(change{ref: t.ref, kind: changeCreate, status: t.status, author: author})
+	if body != "" {
+		b.addMessage(t, MessageSnapshot{AuthorName: author, Body: body, Public: true})
+	}
+	return t.ref
+}

@@ -306,6 +306,9 @@ func (a *Adapter) Changes(ctx context.Context, cursor adapters.Cursor) ([]adapte
 // none the bridge carries. b.mu must be held.
 func (a *Adapter) event(b *Backend, c change) (adapters.Event, bool) {
 	tk := b.ticket(c.ref)
+	if tk.fields.UpstreamID == "" {
+		return adapters.Event{}, false // made by hand, not connected (yet)
+	}
 	ev := adapters.Event{ID: strconv.Itoa(c.seq), Ref: c.ref, UpstreamTicketID: tk.fields.UpstreamID, AuthorName: c.author, At: c.at}
 	switch c.kind {
 	case changeMessage:
@@ -362,6 +365,36 @@ func (a *Adapter) Lookup(ctx context.Context, upstreamID string) (adapters.Found
 		}
 	}
 	return f, true, nil
+}
+
+// Connect stores t's upstream id in ticket ref, one made by hand (see
+// adapters.Connector).
+func (a *Adapter) Connect(ctx context.Context, ref adapters.Ref, t adapters.Ticket) error {
+	if err := a.check("connect"); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("connect ticket %s: %w", ref, err)
+	}
+	if strings.TrimSpace(t.UpstreamID) == "" {
+		return fmt.Errorf("connect ticket %s: upstream id is empty: %w", ref, adapters.ErrInvalid)
+	}
+	b := a.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tk := b.ticket(ref)
+	switch other := b.byUpstream(t.UpstreamID); {
+	case tk == nil:
+		return fmt.Errorf("connect ticket %s: %w", ref, adapters.ErrNotFound)
+	case tk.fields.UpstreamID == t.UpstreamID:
+		return nil
+	case tk.fields.UpstreamID != "":
+		return fmt.Errorf("connect ticket %s to request %s: it mirrors request %s: %w", ref, t.UpstreamID, tk.fields.UpstreamID, adapters.ErrInvalid)
+	case other != nil:
+		return fmt.Errorf("connect ticket %s to request %s: ticket %s mirrors that request: %w", ref, t.UpstreamID, other.ref, adapters.ErrInvalid)
+	}
+	tk.fields.UpstreamID = t.UpstreamID
+	return nil
 }
 
 // MarkSent records that event eventID of ticket ref became the upstream

@@ -25,6 +25,10 @@ func (a agent) Note(_ context.Context, ref adapters.Ref, author, body string) er
 	return err
 }
 
+func (a agent) MakeTicket(_ context.Context, subject, body string) (adapters.Ref, error) {
+	return a.b.MakeTicket("Anna", subject, body), nil
+}
+
 func (a agent) SetStatus(_ context.Context, ref adapters.Ref, author, status string) error {
 	return a.b.SetStatus(ref, author, status)
 }
