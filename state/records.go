@@ -104,6 +104,10 @@ type Ticket struct {
 	Unlinked    time.Time `json:"unlinked,omitzero"`
 	UnlinkedBy  string    `json:"unlinked_by,omitempty"`
 	UnlinkNoted bool      `json:"unlink_noted,omitempty"`
+	// ConnectRef is the helpdesk ticket an operator connected the
+	// request to (see sync.Apply), until a cycle has stored the request's
+	// id in it and adopted it: Ref is empty meanwhile.
+	ConnectRef string `json:"connect_ref,omitempty"`
 
 	// LastError is the last failure syncing this ticket ("" after a success)
 	// and Attempts the number of consecutive failures.

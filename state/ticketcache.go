@@ -133,6 +133,9 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	if t.UnlinkNoted {
 		flags |= 64
 	}
+	if t.ConnectRef != "" {
+		flags |= 128
+	}
 	b = append(b, flags)
 	if paused {
 		b = packStrings(b, []*string{&t.PausedBy})
@@ -145,6 +148,9 @@ func packTicket(t Ticket) (packed string, ok bool) {
 		if b, ok = packTimes(b, []*time.Time{&t.Unlinked}); !ok {
 			return "", false
 		}
+	}
+	if t.ConnectRef != "" {
+		b = packStrings(b, []*string{&t.ConnectRef})
 	}
 	if !c.Known() {
 		return string(b), true
@@ -213,6 +219,9 @@ func unpackTicket(p string, idLen int) Ticket {
 		r.times([]*time.Time{&t.Unlinked})
 	}
 	t.UnlinkNoted = flags&64 != 0
+	if flags&128 != 0 {
+		r.strings([]*string{&t.ConnectRef})
+	}
 	if flags&4 == 0 {
 		return t
 	}

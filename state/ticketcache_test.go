@@ -109,7 +109,10 @@ func TestTicketPackRoundTrip(t *testing.T) {
 	unlinked := paused
 	unlinked.ID, unlinked.Unlinked, unlinked.UnlinkedBy, unlinked.UnlinkNoted = "t-unlinked", at.Add(-time.Hour), "page:ines", true
 	unlinkedBare := Ticket{ID: "t-unlinked-bare", Unlinked: at}
-	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated, paused, pausedBare, unlinked, unlinkedBare} {
+	connecting := unlinked
+	connecting.ID, connecting.ConnectRef = "t-connecting", "RT#77"
+	connectingBare := Ticket{ID: "t-connecting-bare", ConnectRef: "folder é"}
+	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated, paused, pausedBare, unlinked, unlinkedBare, connecting, connectingBare} {
 		data, err := encode(ticketVersion, in)
 		if err != nil {
 			t.Fatal(err)

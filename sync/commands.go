@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,14 +51,32 @@ import (
 //     change waiting is set aside: the sides no longer agree on one.
 //     The record stays, so that a later platform change never makes a
 //     second ticket.
+//   - connect REF: the request is mirrored into helpdesk ticket REF,
+//     one someone made by hand. The next cycle reads the request, stores
+//     its id in REF (adapters.Connector) and adopts REF as a ticket found
+//     after a state loss: the messages REF lacks are appended, those it
+//     holds are not doubled, and the team's replies and notes already on
+//     REF are journaled set aside, not sent (retry sends one). A request
+//     linked to a ticket is refused (unlink it first); an unlinked one
+//     connected to its own ticket again keeps what state knows of it,
+//     and the replies and notes written there while it was unlinked are
+//     set aside the same way. A
+//     request the bridge does not track yet is tracked. A refusal of the
+//     helpdesk (no ticket REF; REF mirrors another request; another
+//     ticket holds the request already) fails the request, with why,
+//     until an operator connects it to another ticket or unlinks it.
 
 // The commands, as Command.Name says them.
 const (
-	CommandPause  = "pause"
-	CommandResume = "resume"
-	CommandResync = "resync"
-	CommandUnlink = "unlink"
+	CommandPause   = "pause"
+	CommandResume  = "resume"
+	CommandResync  = "resync"
+	CommandUnlink  = "unlink"
+	CommandConnect = "connect"
 )
+
+// MaxConnectRef bounds the helpdesk reference connect takes, in bytes.
+const MaxConnectRef = 200
 
 // MaxOperator bounds an operator's name, in characters.
 const MaxOperator = 100
@@ -70,6 +89,8 @@ type Command struct {
 	Ticket string
 	// Who names the operator ("" records "an operator").
 	Who string
+	// Ref is the helpdesk ticket connect links the request to.
+	Ref string
 }
 
 // Done is what a command did.
@@ -137,12 +158,37 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			}
 			return nil
 		}
+	case CommandConnect:
+		ref, err := connectRef(cmd.Ref)
+		if err != nil {
+			return Done{}, fmt.Errorf("connect request %q: %w", cmd.Ticket, err)
+		}
+		apply = func(tx *state.Tx, t *state.Ticket) error {
+			if t.Unlinked.IsZero() && t.Ref != "" {
+				if t.Ref == ref {
+					return fmt.Errorf("%w: it is linked to helpdesk ticket %s already", ErrNotActionable, t.Ref)
+				}
+				return fmt.Errorf("%w: it is linked to helpdesk ticket %s: unlink it first", ErrNotActionable, t.Ref)
+			}
+			relink := t.Ref == ref
+			t.Unlinked, t.UnlinkedBy, t.UnlinkNoted = time.Time{}, "", false
+			t.LastError, t.Attempts, t.ConnectRef = "", 0, ref
+			askReconcile(t, now)
+			if relink {
+				return nil // what state keeps of the ticket stays
+			}
+			// Another ticket, or none yet: what state kept of the
+			// messages was of another ticket; the adoption seeds it
+			// again from REF.
+			t.Ref, t.AgreedStatus, t.AgreedAt = "", "", time.Time{}
+			return tx.DeleteMessages(t.ID)
+		}
 	case CommandUnlink:
 		apply = func(tx *state.Tx, t *state.Ticket) error {
 			if !t.Unlinked.IsZero() {
 				return fmt.Errorf("%w: it was unlinked by %s at %s", ErrNotActionable, t.UnlinkedBy, t.Unlinked.Format(time.RFC3339))
 			}
-			t.Unlinked, t.UnlinkedBy, t.UnlinkNoted = now.UTC(), who, t.Ref == ""
+			t.Unlinked, t.UnlinkedBy, t.UnlinkNoted, t.ConnectRef = now.UTC(), who, t.Ref == "", ""
 			t.ReconcileSoon, t.LastError, t.Attempts = false, "", 0
 			if !t.UnlinkNoted {
 				t.NextDue, t.DueReason = now, DueUnlinked
@@ -170,7 +216,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			return nil
 		}
 	default:
-		return Done{}, fmt.Errorf("%w %q (want %s, %s, %s or %s)", ErrUnknownCommand, cmd.Name, CommandPause, CommandResume, CommandResync, CommandUnlink)
+		return Done{}, fmt.Errorf("%w %q (want %s, %s, %s, %s or %s)", ErrUnknownCommand, cmd.Name, CommandPause, CommandResume, CommandResync, CommandUnlink, CommandConnect)
 	}
 	err := st.Update(ctx, func(tx *state.Tx) error {
 		done.Requeued, done.Abandoned = nil, nil
@@ -180,6 +226,11 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 		t, ok, err := tx.Ticket(cmd.Ticket)
 		if err != nil {
 			return err
+		}
+		if !ok && cmd.Name == CommandConnect {
+			// Not tracked yet (left out by its age, say): tracked now,
+			// read at the next cycle as an import.
+			t, ok = state.Ticket{ID: cmd.Ticket}, true
 		}
 		if !ok {
 			return ErrNoSuchTicket
@@ -191,7 +242,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			return err
 		}
 		done.Ticket = t
-		return tx.AppendCommand(who, state.Audit{TicketID: t.ID, At: now, Kind: cmd.Name, Ref: t.Ref, Outcome: state.AuditOK,
+		return tx.AppendCommand(who, state.Audit{TicketID: t.ID, At: now, Kind: cmd.Name, Ref: cmp.Or(t.ConnectRef, t.Ref), Outcome: state.AuditOK,
 			Detail: commandDetail(cmd.Name, len(done.Requeued))})
 	})
 	if err != nil {
@@ -233,9 +284,14 @@ func commandDetail(name string, requeued int) string {
 		return "resumed: the next cycle reads and reconciles it"
 	case CommandUnlink:
 		return "unlinked: no longer mirrored either way; its helpdesk ticket stays as it is, with a note"
+	case CommandConnect:
+		return "connected: the next cycle reads it and mirrors it into the helpdesk ticket"
 	}
 	return fmt.Sprintf("due now with a reconcile; %d journal entries pending again", requeued)
 }
+
+// ErrBadRef: connect's helpdesk reference is missing or unfit.
+var ErrBadRef = errors.New("helpdesk reference refused")
 
 // ErrUnknownCommand: Command.Name is none of the commands.
 var ErrUnknownCommand = errors.New("unknown command")
@@ -299,4 +355,19 @@ func unlinkedNote(t state.Ticket) adapters.Message {
 			t.UnlinkedBy, t.ID, t.Unlinked.UTC().Format(time.RFC3339), t.ID, t.Ref),
 		Public: false, CreatedAt: t.Unlinked,
 	}
+}
+
+// connectRef checks the helpdesk reference connect was given: one line
+// of text, not empty, at most MaxConnectRef bytes.
+func connectRef(ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	switch {
+	case ref == "":
+		return "", fmt.Errorf("%w: no helpdesk ticket named: say which ticket to connect the request to", ErrBadRef)
+	case len(ref) > MaxConnectRef:
+		return "", fmt.Errorf("%w: the helpdesk ticket's reference is %d bytes, more than %d", ErrBadRef, len(ref), MaxConnectRef)
+	case !utf8.ValidString(ref) || strings.ContainsFunc(ref, unicode.IsControl):
+		return "", fmt.Errorf("%w: the helpdesk ticket's reference is not one line of text", ErrBadRef)
+	}
+	return ref, nil
 }

@@ -493,7 +493,9 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	}
 	var merge *statusMerge
 	believed := known // what state says the helpdesk holds
-	if reconcile && !r.created && !r.adopted {
+	// Connected in this read (see connect.go): reconciled at the next
+	// cycle, once what was set aside is stored.
+	if reconcile && !r.created && !r.adopted && t.ConnectRef == "" {
 		believed = maps.Clone(known) // reconcileFound makes known what the helpdesk holds
 		f, ok, err := e.hd.Lookup(c.ctx, t.ID)
 		if err != nil {
@@ -580,6 +582,11 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapters.Ref, map[string]bool, error) {
 	e := c.e
 	ref := adapters.Ref(r.t.Ref)
+	if r.t.ConnectRef != "" && ref != "" {
+		if err := c.relink(r); err != nil { // see connect.go
+			return "", nil, err
+		}
+	}
 	if k, ok := c.known[r.t.ID]; ok && ref != "" {
 		return ref, k, nil // read with the others' (readKnown); this read's own
 	}
@@ -604,7 +611,16 @@ func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapt
 		}
 		return ref, known, err
 	}
+	connecting := r.t.ConnectRef != "" // an operator's connect: see connect.go
+	if connecting {
+		if err := c.connect(r, d); err != nil {
+			return "", nil, err
+		}
+	}
 	f, ok, err := e.hd.Lookup(c.ctx, r.t.ID)
+	if err == nil && connecting {
+		err = c.connected(r, f, ok)
+	}
 	if err != nil {
 		*r = c.ticketError(*r, "look up helpdesk ticket", err)
 		return "", nil, err
@@ -614,7 +630,9 @@ func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapt
 		r.seed = &adoption{found: true, ref: f.Ref, f: f}
 		r.adopted = true
 		r.t.Ref = string(f.Ref)
-		c.audit(r, state.Audit{Kind: "ticket", Outcome: state.AuditNothing, Detail: "the helpdesk had it already: found by its upstream id"})
+		if !connecting { // found after a state loss
+			c.audit(r, state.Audit{Kind: "ticket", Outcome: state.AuditNothing, Detail: "the helpdesk had it already: found by its upstream id"})
+		}
 		for id := range f.Messages {
 			known[id] = true
 		}

@@ -1,0 +1,157 @@
+package sync_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/state"
+	tbsync "github.com/ticketbridge/ticketbridge/sync"
+)
+
+// connect applies an operator's connect of request id to ticket ref.
+func (e *env) connect(id string, ref adapters.Ref) (tbsync.Done, error) {
+	e.t.Helper()
+	return tbsync.Apply(e.t.Context(), e.store, tbsync.Command{Name: tbsync.CommandConnect, Ticket: id, Ref: string(ref), Who: "cli:mara"}, e.clock.Now())
+}
+
+// countIn counts the messages of ticket ref that hold text.
+func (e *env) countIn(ref adapters.Ref, text string) int {
+	n := 0
+	for _, m := range e.backend.Messages(ref) {
+		if strings.Contains(m.Body, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestConnectToATicketMadeByHand: a request the bridge does not track
+// yet, connected to a ticket the team made by hand, is mirrored into it
+// and nowhere else: the guest's message the ticket lacks is appended once,
+// what the ticket held stays once, the team's reply written there before
+// the connect is set aside (not sent), and one written after goes up once.
+func TestConnectToATicketMadeByHand(t *testing.T) {
+	e := newEnv(t)
+	e.open()
+	id := e.newTicket("towels by phone")
+	const byHand, before, after = "The guest called for towels.", "Called the guest back.", "Towels are on their way."
+	ref := e.backend.MakeTicket("Anna", "Towels, room 12", byHand)
+	if _, err := e.backend.Reply(ref, "Anna", before); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.connect(id, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Ticket.ConnectRef != string(ref) || d.Ticket.Ref != "" {
+		t.Fatalf("connected record: %+v", d.Ticket)
+	}
+	e.quiesce()
+	if refs := e.backend.Find(id); len(refs) != 1 || refs[0] != ref {
+		t.Fatalf("the request's helpdesk tickets: %v, want %s alone", refs, ref)
+	}
+	if tk := e.stateTicket(id); tk.Ref != string(ref) || tk.ConnectRef != "" {
+		t.Errorf("record after the connect: ref %q, connecting %q", tk.Ref, tk.ConnectRef)
+	}
+	if n := e.countIn(ref, "first message of towels by phone"); n != 1 {
+		t.Errorf("the guest's message is in the ticket %d times, want 1", n)
+	}
+	if n := e.countIn(ref, byHand); n != 1 {
+		t.Errorf("the ticket's own first message is there %d times, want 1", n)
+	}
+	if e.upstreamHas(id, before) {
+		t.Error("a reply written before the connect was sent to the guest")
+	}
+	if en := entry(t, e.store, id, before); en.State != state.Abandoned || !strings.Contains(en.LastError, "before it was connected") {
+		t.Errorf("the reply before the connect: %+v, want set aside", en)
+	}
+	if _, err := e.backend.Reply(ref, "Anna", after); err != nil {
+		t.Fatal(err)
+	}
+	e.guest(id, "Thank you!")
+	e.quiesce()
+	if n := e.upstreamCount(id, after); n != 1 {
+		t.Errorf("the reply after the connect went up %d times, want 1", n)
+	}
+	if n := e.countIn(ref, "Thank you!"); n != 1 {
+		t.Errorf("the guest's later message is in the ticket %d times, want 1", n)
+	}
+}
+
+// TestConnectRefusals: a linked request is refused (unlink it first), as
+// a reference that is no line of text; a ticket the helpdesk does not
+// have fails the request, with why, and creates nothing, until it is
+// connected to one it has.
+func TestConnectRefusals(t *testing.T) {
+	e := newEnv(t)
+	linked := e.newTicket("linked")
+	e.quiesce()
+	if _, err := e.connect(linked, e.ref(linked)); !errors.Is(err, tbsync.ErrNotActionable) || !strings.Contains(err.Error(), "already") {
+		t.Errorf("connect of a linked request to its ticket: %v", err)
+	}
+	if _, err := e.connect(linked, "mem-77"); !errors.Is(err, tbsync.ErrNotActionable) || !strings.Contains(err.Error(), "unlink it first") {
+		t.Errorf("connect of a linked request to another ticket: %v", err)
+	}
+	id := e.newTicket("wrong ticket")
+	for _, bad := range []adapters.Ref{"", " ", "a\nb", adapters.Ref(strings.Repeat("x", tbsync.MaxConnectRef+1))} {
+		if _, err := e.connect(id, bad); !errors.Is(err, tbsync.ErrBadRef) {
+			t.Errorf("connect to %q: %v, want ErrBadRef", bad, err)
+		}
+	}
+	if _, err := e.connect(id, "mem-999"); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	e.tick()
+	if refs := e.backend.Find(id); len(refs) != 0 {
+		t.Fatalf("a refused connect made helpdesk tickets %v", refs)
+	}
+	if tk := e.stateTicket(id); tk.Attempts == 0 || !strings.Contains(tk.LastError, "connect helpdesk ticket mem-999") || !strings.Contains(tk.LastError, "unlink it") {
+		t.Errorf("the request after a refused connect: %+v", tk)
+	}
+	ref := e.backend.MakeTicket("Anna", "The right one", "")
+	if _, err := e.connect(id, ref); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	if refs := e.backend.Find(id); len(refs) != 1 || refs[0] != ref {
+		t.Errorf("after the second connect: tickets %v, want %s", refs, ref)
+	}
+}
+
+// TestUnlinkThenConnectBack: an unlinked request connected to its own
+// ticket again keeps what state knew of it: nothing is mirrored twice,
+// the guest's message written while unlinked is appended once, and the
+// team's reply written there while unlinked is set aside, not sent.
+func TestUnlinkThenConnectBack(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("back again")
+	e.quiesce()
+	ref := e.ref(id)
+	e.command(tbsync.CommandUnlink, id)
+	e.tick()
+	const guest, meanwhile = "Is anyone there?", "Written while unlinked."
+	e.guest(id, guest)
+	if _, err := e.backend.Reply(ref, "Anna", meanwhile); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if _, err := e.connect(id, ref); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	if n := e.countIn(ref, guest); n != 1 {
+		t.Errorf("the guest's message written while unlinked: %d times in the ticket, want 1", n)
+	}
+	if n := e.countIn(ref, "first message of back again"); n != 1 {
+		t.Errorf("the first message: %d times, want 1", n)
+	}
+	if e.upstreamHas(id, meanwhile) {
+		t.Error("a reply written while unlinked went up")
+	}
+	if tk := e.stateTicket(id); !tk.Unlinked.IsZero() || tk.ConnectRef != "" || tk.Ref != string(ref) {
+		t.Errorf("record after connecting back: %+v", tk)
+	}
+}
