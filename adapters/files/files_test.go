@@ -53,6 +53,25 @@ func (a *agent) Note(_ context.Context, ref adapters.Ref, author, body string) e
 	return a.drop("note.json", string(b))
 }
 
+// MakeTicket makes a folder by hand, as a person would: a ticket.json of
+// no request, with the subject and body as its description.
+func (a *agent) MakeTicket(_ context.Context, subject, body string) (adapters.Ref, error) {
+	name := fmt.Sprintf("by-hand-%04d", a.n.Add(1))
+	b, err := json.Marshal(map[string]any{"format": 1, "folder": name, "status": "new", "task_description": subject + "\n\n" + body,
+		"created_at": time.Now().UTC(), "updated_at": time.Now().UTC(), "thread": []any{}, "sent": []any{}})
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(a.dir, "tickets", name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "thread.md"), []byte("# "+subject+"\n\n**Status:** new\n\n"+body+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return adapters.Ref(name), os.WriteFile(filepath.Join(dir, "ticket.json"), b, 0o600)
+}
+
 func (a *agent) SetStatus(_ context.Context, ref adapters.Ref, author, status string) error {
 	return a.drop("status.txt", fmt.Sprintf("ticket: %s\nkind: status\nauthor: %s\nstatus: %s\n", ref, author, status))
 }
