@@ -104,8 +104,11 @@ type TicketStatus struct {
 	PausedBy string    `json:"paused_by,omitempty"`
 	// Unlinked is when an operator unlinked the ticket from its
 	// helpdesk ticket and UnlinkedBy who; zero while it is linked.
-	Unlinked     time.Time `json:"unlinked,omitzero"`
-	UnlinkedBy   string    `json:"unlinked_by,omitempty"`
+	Unlinked   time.Time `json:"unlinked,omitzero"`
+	UnlinkedBy string    `json:"unlinked_by,omitempty"`
+	// Connecting is the helpdesk ticket an operator connected the
+	// request to, until a cycle has done it.
+	Connecting   string    `json:"connecting,omitempty"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	Attempts     int       `json:"attempts,omitempty"`
 	LastError    string    `json:"last_error,omitempty"`
@@ -187,7 +190,7 @@ func ReadStatus(ctx context.Context, st *state.Store, now time.Time) (Status, er
 		err = tx.ForEachTicket(func(t state.Ticket) error {
 			ts := TicketStatus{
 				ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, Unlinked: t.Unlinked, UnlinkedBy: t.UnlinkedBy, LastActivity: t.LastActivity,
+				NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, Unlinked: t.Unlinked, UnlinkedBy: t.UnlinkedBy, Connecting: t.ConnectRef, LastActivity: t.LastActivity,
 				Attempts: t.Attempts, LastError: t.LastError,
 				AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 				Mirrored: mirrored[t.ID], Own: own[t.ID],
@@ -437,7 +440,7 @@ func readTicket(ctx context.Context, st *state.Store, id string, search bool) (T
 		}
 		d.TicketStatus = TicketStatus{
 			ID: t.ID, Ref: t.Ref, Department: t.Department, UpstreamStatus: t.UpstreamStatus, HelpdeskStatus: t.HelpdeskStatus,
-			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, Unlinked: t.Unlinked, UnlinkedBy: t.UnlinkedBy, LastActivity: t.LastActivity,
+			NextDue: t.NextDue, DueReason: t.DueReason, Retired: t.Retired, Deleted: t.Deleted, Paused: t.Paused, PausedBy: t.PausedBy, Unlinked: t.Unlinked, UnlinkedBy: t.UnlinkedBy, Connecting: t.ConnectRef, LastActivity: t.LastActivity,
 			Attempts: t.Attempts, LastError: t.LastError,
 			AgreedStatus: t.AgreedStatus, ReconciledAt: t.ReconciledAt, LastReconcile: t.LastReconcile,
 		}

@@ -85,6 +85,26 @@ replies and changes on the ticket are ignored. Replies and notes the bridge
 had already taken from the ticket are still sent; a status change waiting
 is set aside. A later change on the platform never makes a second ticket.` + commandAbout + actionAbout + "unlink."
 
+const connectAbout = `Connect a request to a helpdesk ticket someone made by hand (REF: the
+helpdesk's own reference, as ticketbridge status shows refs: an RT ticket
+number, a Zendesk or Freshdesk ticket id, a Zammad ticket id, a files
+helpdesk folder). The next cycle reads the request, stores its id in the
+ticket and mirrors into it the messages it lacks; what the ticket holds is
+not doubled. The team's replies and notes already on the ticket are not
+sent to the guest: they are journaled set aside (retry sends one). A
+request linked to a ticket is refused: unlink it first. An unlinked request
+can be connected to its own ticket again. A request the bridge does not
+track yet (older than the import, say) is tracked from then on.
+
+ID is the request's whole upstream id. The command is recorded with your
+name; the next cycle does the work.
+
+` + actionAbout + "connect."
+
+func runConnect(ctx context.Context, sh shell, args []string) error {
+	return runAction(ctx, sh, sync.CommandConnect, connectAbout, args)
+}
+
 func runUnlink(ctx context.Context, sh shell, args []string) error {
 	return runAction(ctx, sh, sync.CommandUnlink, unlinkAbout, args)
 }
@@ -111,7 +131,11 @@ func runSkip(ctx context.Context, sh shell, args []string) error {
 
 func runAction(ctx context.Context, sh shell, name, about string, args []string) error {
 	stdout, stderr := sh.stdout, sh.stderr
-	fs := newFlagSet(name+" ID", about, stdout)
+	usage := name + " ID"
+	if name == sync.CommandConnect {
+		usage += " REF"
+	}
+	fs := newFlagSet(usage, about, stdout)
 	var ef envFlag
 	ef.register(fs, sh.layout)
 	var hf hotelFlag
@@ -131,6 +155,12 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 			return err
 		}
 	}
+	if name == sync.CommandConnect && id != "" && fs.NArg() > 0 {
+		reason = fs.Arg(0) // the helpdesk ticket, connect's argument
+		if err := parseFlags(fs, fs.Args()[1:]); err != nil {
+			return err
+		}
+	}
 	onEntry := name == "retry" || name == "skip"
 	switch {
 	case id == "" && onEntry:
@@ -139,6 +169,8 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		return fmt.Errorf("%w: %s: want the upstream id of a request (ticketbridge status ID shows it whole)", errUsage, name)
 	case fs.NArg() > 0:
 		return fmt.Errorf("%w: %s: unexpected argument %q", errUsage, name, fs.Arg(0))
+	case name == sync.CommandConnect && reason == "":
+		return fmt.Errorf("%w: connect: want the helpdesk ticket after the request's id: connect ID REF", errUsage)
 	case name == "skip" && strings.TrimSpace(reason) == "":
 		return fmt.Errorf("%w: skip: --reason is required: say why the entry is set aside", errUsage)
 	}
@@ -225,7 +257,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		}
 		fmt.Fprintf(stdout, "skip: entry %s of ticket %s is abandoned: it will not be sent (%s).\n", e.EventID, e.TicketID, e.LastError)
 	default:
-		d, err := sync.Apply(ctx, st, sync.Command{Name: name, Ticket: id, Who: who}, now)
+		d, err := sync.Apply(ctx, st, sync.Command{Name: name, Ticket: id, Who: who, Ref: reason}, now)
 		if err != nil {
 			return err
 		}
@@ -244,6 +276,8 @@ func commandDone(name string, requeued int) string {
 		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
 	case sync.CommandUnlink:
 		return "The request is unlinked: nothing of it crosses either way any more. Its helpdesk ticket stays as it is, and the next cycle leaves a note on it."
+	case sync.CommandConnect:
+		return "The request is connected: the next cycle stores its id in the helpdesk ticket and mirrors into it what it lacks."
 	}
 	return fmt.Sprintf("The request is due now: the next cycle reads both sides and reconciles them; %d of its entries backing off or refused are pending again.", requeued)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/guestapi/refserver"
@@ -159,4 +160,60 @@ func TestUnlinkCommand(t *testing.T) {
 	}
 	out, _, _ = b.cmd("status")
 	mustContain(t, "status after the unlink", out, "Unlinked", "1 unlinked by an operator")
+}
+
+// TestConnectCommand: on the files helpdesk, a request the bridge has not
+// mirrored yet is connected to a folder someone made by hand, through
+// the running daemon's console: the next cycle stores the request's id
+// in it and mirrors the guest's message there, and no other folder is
+// made. A connect without the ticket is a usage error.
+func TestConnectCommand(t *testing.T) {
+	b := newBridge(t)
+	folder := "by-hand-towels"
+	dir := filepath.Join(b.vars["TICKETBRIDGE_FILES_DIR"], "tickets", folder)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ticket.json"), []byte(`{"format":1,"folder":"`+folder+`","status":"new","task_description":"Towels (phoned in)","thread":[],"sent":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Older than the bridge and under way: not imported, the bridge
+	// leaves it alone until it is connected.
+	tv, err := b.ts.Server.CreateTicket(b.ts.Org, refserver.NewTicket{Department: "housekeeping", TaskDescription: "towels",
+		Status: guestapi.StatusInProgress, CreatedAt: time.Now().Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := tv.ID
+	if _, err := b.ts.Server.AddMessage(a, refserver.ConsoleMessage{AuthorType: guestapi.AuthorGuest, Body: "first message, by phone"}); err != nil {
+		t.Fatal(err)
+	}
+	d := startConsoleDaemon(t, b, nil)
+	d.next(t)
+	if n := countFolders(b.vars["TICKETBRIDGE_FILES_DIR"], a); n != 0 {
+		t.Fatalf("a request older than the bridge has %d folders before the connect", n)
+	}
+	d.drain()
+	out, errOut, code := b.cmd("connect", a, folder)
+	if code != 0 || !strings.Contains(out, "connect: ticket "+a) {
+		t.Fatalf("connect while running: exit %d\n%s%s", code, out, errOut)
+	}
+	d.until(t, 5, "the connect", func(r sync.Report) bool { return r.Adopted == 1 })
+	d.next(t)
+	if des, _ := os.ReadDir(filepath.Join(b.vars["TICKETBRIDGE_FILES_DIR"], "tickets")); len(des) != 1 {
+		t.Fatalf("%d folders after the connect, want the one made by hand", len(des))
+	}
+	tj := readTicketJSON(t, filepath.Join(dir, "ticket.json"))
+	if tj.UpstreamID != a {
+		t.Errorf("the folder made by hand mirrors %q, want %s", tj.UpstreamID, a)
+	}
+	if md, err := os.ReadFile(filepath.Join(dir, "thread.md")); err != nil || !strings.Contains(string(md), "first message, by phone") {
+		t.Errorf("the guest's message is not in the folder made by hand: %v\n%s", err, md)
+	}
+	if !strings.Contains(d.logs.String(), "action=connect who=cli:") {
+		t.Error("the daemon's log lacks the connect")
+	}
+	if _, errOut, code := b.cmd("connect", a); code != 2 || !strings.Contains(errOut, "connect ID REF") {
+		t.Errorf("connect without a ticket: exit %d %s", code, errOut)
+	}
 }

@@ -103,6 +103,7 @@ func commands() []command {
 		{"resume", "sync a paused request again, reconciling both sides: resume ID", runResume},
 		{"resync", "read both sides of a request now and reconcile everything: resync ID", runResync},
 		{"unlink", "stop mirroring a request for good, its helpdesk ticket left as it is: unlink ID", runUnlink},
+		{"connect", "mirror a request into a helpdesk ticket made by hand: connect ID REF", runConnect},
 		{"check", "check the configuration, the API, the helpdesk and the state file", runCheck},
 		{"demo", "play the whole loop locally: reference server, engine, files adapter", runDemo},
 		{"refserver", "serve the reference Guest Requests API v1 (tests, local runs)", runRefserver},

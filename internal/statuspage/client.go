@@ -73,16 +73,17 @@ func (c *Client) Trail(ctx context.Context, id string) ([]state.Audit, error) {
 }
 
 // Act asks the daemon to take the action (retry, skip, read-now, pause,
-// resume or resync: its path under the hotel's pages) on id, for the
-// operator who, with reason for a skip; it needs the token. It returns
-// the daemon's answer, the line that says what was done.
-func (c *Client) Act(ctx context.Context, action, id, reason, who string) (string, error) {
+// resume, resync, unlink or connect: its path under the hotel's pages)
+// on id, for the operator who, with arg: a skip's reason, the helpdesk
+// ticket a connect names. It needs the token. It returns the daemon's
+// answer, the line that says what was done.
+func (c *Client) Act(ctx context.Context, action, id, arg, who string) (string, error) {
 	if !slices.ContainsFunc(actions, func(a struct{ path, name string }) bool { return a.path == action }) {
 		return "", fmt.Errorf("the console has no action %q", action)
 	}
 	form := url.Values{}
-	if reason != "" {
-		form.Set("reason", reason)
+	if arg != "" {
+		form.Set(argField(action), arg)
 	}
 	body, err := c.do(ctx, http.MethodPost, "/"+action, url.Values{"id": {id}}, form, who)
 	return strings.TrimSpace(string(body)), err
@@ -131,4 +132,13 @@ func (c *Client) do(ctx context.Context, method, path string, query, form url.Va
 		return nil, fmt.Errorf("the daemon refused (%s): %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}
+
+// argField is the form field of an action's argument: the helpdesk
+// ticket of a connect, the reason of a skip.
+func argField(action string) string {
+	if action == "connect" {
+		return "ref"
+	}
+	return "reason"
 }

@@ -123,4 +123,23 @@ func testUnlinkFromThePage(t *testing.T) {
 	if !strings.Contains(p.logs.String(), "action=unlink who=Ines") {
 		t.Errorf("log lacks the unlink:\n%s", p.logs.String())
 	}
+
+	// Unlinked, the page offers Connect; connected back through the
+	// console API, as the CLI asks, with the ticket in the form.
+	if !strings.Contains(body, "/connect?id="+first) || !strings.Contains(body, `name="ref"`) {
+		t.Errorf("the unlinked request's page lacks Connect:\n%s", body)
+	}
+	ref := p.record(t, first).Ref
+	if resp, body := p.do("POST", "/connect?id="+first, url.Values{"ref": {" "}}, cli); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "no helpdesk ticket named") {
+		t.Errorf("connect without a ticket: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := p.do("POST", "/connect?id="+first, url.Values{"ref": {ref}}, cli); resp.StatusCode != 200 || !strings.HasPrefix(body, "connect: ticket "+first) {
+		t.Errorf("connect: %d %s", resp.StatusCode, body)
+	}
+	if tk := p.record(t, first); !tk.Unlinked.IsZero() || tk.ConnectRef != ref || tk.Ref != ref {
+		t.Errorf("connected record %+v, want linked back to %q", tk, ref)
+	}
+	if !strings.Contains(p.logs.String(), "action=connect who=cli:root") || !strings.Contains(p.logs.String(), "ref="+ref) {
+		t.Errorf("log lacks the connect:\n%s", p.logs.String())
+	}
 }

@@ -175,6 +175,7 @@ var actions = []struct{ path, name string }{
 	{"resume", "resume"},
 	{"resync", "resync"},
 	{"unlink", "unlink"},
+	{"connect", "connect"},
 }
 
 // in runs h on the hotel of r: the one hotel (One), or the one of many
@@ -366,6 +367,8 @@ func flashText(done string) string {
 		return "The request is due now: the next cycle reads both sides and reconciles them; its entries backing off or refused are pending again."
 	case "unlink":
 		return "The request is unlinked: nothing of it crosses either way any more. Its helpdesk ticket stays as it is, and the next cycle leaves a note on it."
+	case "connect":
+		return "The request is connected: the next cycle stores its id in the helpdesk ticket and mirrors into it what it lacks."
 	case "login":
 		return "Signed in."
 	case "logout":

@@ -171,9 +171,9 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 			return
 		}
 		var (
-			ticket, event, reason string
-			err                   error
-			done                  = name
+			ticket, event, reason, ref string
+			err                        error
+			done                       = name
 		)
 		switch name {
 		case "read now":
@@ -201,7 +201,12 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 			}
 		default:
 			var d sync.Done
-			if d, err = p.src.Command(sync.Command{Name: name, Ticket: id, Who: who}); err == nil {
+			c := sync.Command{Name: name, Ticket: id, Who: who}
+			if name == sync.CommandConnect {
+				c.Ref = r.PostForm.Get(argField(name))
+				ref = c.Ref
+			}
+			if d, err = p.src.Command(c); err == nil {
 				ticket = d.Ticket.ID
 			}
 		}
@@ -218,6 +223,9 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 		if reason != "" {
 			attrs = append(attrs, "reason", reason)
 		}
+		if ref != "" {
+			attrs = append(attrs, "ref", ref)
+		}
 		if err != nil {
 			s.log.Warn("console action failed", append(attrs, "id", id, slog.Any("error", err))...)
 			code := http.StatusBadRequest
@@ -226,7 +234,7 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 				code = http.StatusNotFound
 			case errors.Is(err, sync.ErrNotActionable):
 				code = http.StatusConflict
-			case errors.Is(err, sync.ErrBadReason), errors.Is(err, state.ErrInvalid), errors.Is(err, sync.ErrUnknownCommand):
+			case errors.Is(err, sync.ErrBadReason), errors.Is(err, sync.ErrBadRef), errors.Is(err, state.ErrInvalid), errors.Is(err, sync.ErrUnknownCommand):
 			default:
 				code = http.StatusInternalServerError
 			}

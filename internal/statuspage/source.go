@@ -412,7 +412,8 @@ func (h *Hotel) patchTicket(t state.Ticket) {
 		if ts[i].ID == t.ID {
 			c := ts[i]
 			c.NextDue, c.DueReason, c.Retired, c.Deleted = t.NextDue, t.DueReason, t.Retired, t.Deleted
-			c.Paused, c.PausedBy, c.Unlinked, c.UnlinkedBy = t.Paused, t.PausedBy, t.Unlinked, t.UnlinkedBy
+			c.Paused, c.PausedBy, c.Unlinked, c.UnlinkedBy, c.Connecting = t.Paused, t.PausedBy, t.Unlinked, t.UnlinkedBy, t.ConnectRef
+			c.Ref = t.Ref
 			h.status.Tickets = replaced(ts, i, c)
 			return
 		}
