@@ -46,6 +46,9 @@
 //     comment notes once by their markers and returns the rate budget's
 //     [adapters.WaitError] (a [Budget] counts writes per ticket where the
 //     helpdesk limits them).
+//   - [Connecter], reading a ticket made by hand and stamping the
+//     upstream id into it where Create stores it, and a Connect that calls
+//     [Helpdesk.ConnectTicket] ([adapters.Connector]).
 //   - T, the vendor's view of what mirrors one upstream ticket: the ticket
 //     itself, or, where the helpdesk closes tickets for good, the ticket
 //     and its follow-ups; a [Preparer] when a ticket must change before
