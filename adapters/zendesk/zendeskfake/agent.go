@@ -69,7 +69,7 @@ func (s *Server) CreateTicket(agent int64, subject, body, externalID string) int
 	t := &ticket{Ticket: Ticket{
 		ID: s.nextTicket, ExternalID: externalID, Subject: subject, Status: "new",
 		RequesterID: agent, SubmitterID: agent, CreatedAt: now, UpdatedAt: now,
-	}, updates: map[int64][]time.Time{}}
+	}, externalAt: now, updates: map[int64][]time.Time{}}
 	s.nextTicket++
 	a := &audit{ID: s.newID(), TicketID: t.ID, AuthorID: agent, CreatedAt: now, Via: "web"}
 	b := normalizeBody(body)

@@ -29,7 +29,7 @@
 //     group_id, tags, via_followup_source_id for a follow-up of a closed
 //     ticket), GET /api/v2/tickets/{id}, GET /api/v2/tickets/show_many,
 //     PUT /api/v2/tickets/{id} (a comment with "public", a status, subject,
-//     group_id, priority, tags that replace the ticket's, additional_tags,
+//     external_id, group_id, priority, tags that replace the ticket's, additional_tags,
 //     custom_fields of the account's [Options.TicketFields] checked by type,
 //     safe_update with updated_stamp answered 409 on a collision), and
 //     GET /api/v2/tickets?external_id= (the external id filter of List
@@ -40,8 +40,9 @@
 //     https://support.zendesk.com/hc/en-us/articles/4408887617050
 //   - GET /api/v2/search?query=type:ticket external_id:"..." with offset
 //     pages of "results" (result_type "ticket"), archived tickets
-//     included; [Options.SearchLag] delays new tickets as Zendesk's index
-//     does ("up to a few minutes"); any other query is a 400:
+//     included; [Options.SearchLag] delays new tickets and new external
+//     ids as Zendesk's index does ("up to a few minutes"); any other
+//     query is a 400:
 //     https://developer.zendesk.com/api-reference/ticketing/ticket-management/search/
 //   - GET /api/v2/tickets/{id}/audits, oldest first, in the form of the
 //     audits API (child events under "events", a change as field_name and
@@ -96,7 +97,9 @@
 // Where the pages leave a detail open the fake picks one and says so: the
 // body of a 429 (Zendesk documents only the status and Retry-After), the
 // code of a reused Idempotency-Key with another payload (400
-// IdempotentRequestError), the end_time of an empty export page (the
+// IdempotentRequestError), no audit event for a changed external_id (the
+// audit events reference lists none for it; the ticket's updated_at
+// moves), the end_time of an empty export page (the
 // start_time asked for), the order of the events within a second (by
 // id), and the html_body rendering (escaped
 // text in paragraphs). The "body" of a comment is returned as it was written, with

@@ -151,7 +151,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, user int64
 	}, updates: map[int64][]time.Time{}}
 	s.nextTicket++
 	if in.ExternalID != nil {
-		t.ExternalID = *in.ExternalID
+		t.ExternalID, t.externalAt = *in.ExternalID, now
 	}
 	if source != nil {
 		t.ViaFollowupSourceID = source.ID
@@ -300,7 +300,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	cutoff := s.Now().Add(-s.opts.SearchLag)
 	var ids []int64
 	for id, t := range s.tickets {
-		if t.ExternalID == ext && !t.CreatedAt.After(cutoff) {
+		if t.ExternalID == ext && !t.externalAt.After(cutoff) {
 			ids = append(ids, id)
 		}
 	}
@@ -386,6 +386,7 @@ func (s *Server) updateTicket(w http.ResponseWriter, idStr string, user int64, b
 	}
 	u.setTags, u.tags = in.Tags, in.AdditionalTags
 	u.subject, u.priority, u.fields = in.Subject, in.Priority, in.CustomFields
+	u.externalID = in.ExternalID
 	if bad := s.checkFields(u); len(bad) > 0 {
 		writeInvalidFields(w, bad)
 		return
@@ -413,6 +414,8 @@ type update struct {
 	subject  *string
 	priority *string
 	fields   []fieldIn
+	// externalID replaces the ticket's external_id, set by the API
+	externalID *string
 }
 
 // apply makes one update of t by user as one audit. It returns the audit
@@ -481,7 +484,16 @@ func (s *Server) apply(t *ticket, user int64, u update) (*audit, string, string)
 			a.Events = append(a.Events, auditEvent{ID: s.newID(), Type: "Change", Field: "tags", Value: after, Previous: before})
 		}
 	}
+	// The fake records no audit event of a new external_id (Zendesk's
+	// audit events reference names none for it), but the ticket changed.
+	extChanged := u.externalID != nil && *u.externalID != t.ExternalID
+	if extChanged {
+		t.ExternalID, t.externalAt = *u.externalID, now
+	}
 	if len(a.Events) == 0 {
+		if extChanged {
+			t.UpdatedAt = now
+		}
 		return nil, "", ""
 	}
 	t.UpdatedAt = now

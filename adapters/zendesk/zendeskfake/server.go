@@ -73,8 +73,9 @@ type Options struct {
 	// AccountRequests limits every API request; the zero value means none
 	// (the account-wide limit depends on the plan).
 	AccountRequests RateLimit
-	// SearchLag is how long a new ticket takes to reach the Search API's
-	// index; zero means none (Zendesk says up to a few minutes).
+	// SearchLag is how long a new ticket, or a ticket's new external_id,
+	// takes to reach the Search API's index; zero means none (Zendesk
+	// says up to a few minutes).
 	SearchLag time.Duration
 	// RequiredOnSolve are ticket fields an admin made required on solve:
 	// an API update to solved (or closed) of a ticket where one is empty
@@ -183,8 +184,11 @@ type Ticket struct {
 
 type ticket struct {
 	Ticket
-	archived bool                  // closed long ago: left out of List Tickets, still shown and searched
-	updates  map[int64][]time.Time // updater -> times of API updates, for the rate limit
+	archived bool // closed long ago: left out of List Tickets, still shown and searched
+	// externalAt is when external_id was last set, from which the
+	// Search API finds the ticket by it after [Options.SearchLag]
+	externalAt time.Time
+	updates    map[int64][]time.Time // updater -> times of API updates, for the rate limit
 }
 
 // auditEvent is one child event of an audit.

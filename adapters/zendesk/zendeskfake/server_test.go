@@ -371,3 +371,45 @@ func TestBodyKeptVerbatim(t *testing.T) {
 		t.Errorf("html_body %q does not escape the text", got.HTMLBody)
 	}
 }
+
+// An API update sets the external_id of a ticket an agent made by hand:
+// List Tickets filters by it at once, the Search API after its lag; the
+// ticket's updated_at moves, and no audit event records it.
+func TestExternalIDUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newPipeClient(t, zendeskfake.Options{SearchLag: time.Minute})
+		id := c.fk.CreateTicket(c.fk.AddAgent("Anna"), "Towels", "The guest called.", "")
+		made, _ := c.fk.Ticket(id)
+		audits := func() int {
+			a := c.do("GET", fmt.Sprintf("/api/v2/tickets/%d/audits.json", id), nil, nil)
+			return len(a.body["audits"].([]any))
+		}
+		before := audits()
+		time.Sleep(time.Hour) // past the search lag of the ticket's creation
+		a := c.do("PUT", fmt.Sprintf("/api/v2/tickets/%d.json", id), map[string]any{"ticket": map[string]any{"external_id": "ticketbridge:r1"}}, nil)
+		if a.status != 200 || a.body["ticket"].(map[string]any)["external_id"] != "ticketbridge:r1" {
+			t.Fatalf("set external_id: %d %s", a.status, a.raw)
+		}
+		if got, _ := c.fk.Ticket(id); got.ExternalID != "ticketbridge:r1" || !got.UpdatedAt.After(made.UpdatedAt) {
+			t.Errorf("ticket after the update: external_id %q, updated_at %v (was %v)", got.ExternalID, got.UpdatedAt, made.UpdatedAt)
+		}
+		if n := audits(); n != before {
+			t.Errorf("%d audits after the update, %d before: want no new one", n, before)
+		}
+		list := c.do("GET", "/api/v2/tickets.json?external_id=ticketbridge:r1", nil, nil)
+		if ts := list.body["tickets"].([]any); len(ts) != 1 {
+			t.Errorf("List Tickets by the new external_id: %s", list.raw)
+		}
+		search := func() int {
+			a := c.do("GET", "/api/v2/search.json?query="+url.QueryEscape(`type:ticket external_id:"ticketbridge:r1"`), nil, nil)
+			return len(a.body["results"].([]any))
+		}
+		if n := search(); n != 0 {
+			t.Errorf("the Search API found the new external_id at once (%d results), want after its lag", n)
+		}
+		time.Sleep(time.Minute)
+		if n := search(); n != 1 {
+			t.Errorf("the Search API found %d tickets by the new external_id after its lag, want 1", n)
+		}
+	})
+}
