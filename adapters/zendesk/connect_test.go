@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
@@ -79,4 +80,36 @@ func TestConnectRefusals(t *testing.T) {
 	if tk, _ := e.fake.Ticket(hand); tk.ExternalID != "ticketbridge:up-3" || len(tk.Tags) != 0 || tk.GroupID != 0 {
 		t.Errorf("connected ticket: %+v, want the external_id set and nothing else", tk)
 	}
+}
+
+// An instance that met a ticket made by hand in the event export before
+// another instance connected it (it mirrored nothing then) reports the
+// team's work on it from then on.
+func TestConnectSeenByAnotherInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, zendeskfake.Options{})
+		anna := e.agent("Anna")
+		id := e.fake.CreateTicket(anna, "Towels", "The guest called.", "")
+		if _, err := e.fake.Reply(id, anna, "We are on it."); err != nil {
+			t.Fatal(err)
+		}
+		a := e.open(t, e.config())
+		e.settle(t)
+		c := drain(t, a, "")
+		b := e.open(t, e.config())
+		if err := b.Connect(t.Context(), saas.RefOf(id), upstreamTicket("up-1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.fake.Reply(id, anna, "Two towels on their way."); err != nil {
+			t.Fatal(err)
+		}
+		e.settle(t)
+		evs, _, err := a.Changes(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].UpstreamTicketID != "up-1" || evs[0].Body != "Two towels on their way." || evs[0].Ref != saas.RefOf(id) {
+			t.Errorf("Changes of the first instance after the second connected the ticket: %+v, want the reply, for up-1", evs)
+		}
+	})
 }
