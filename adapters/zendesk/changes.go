@@ -219,12 +219,13 @@ func (a *Adapter) events(ctx context.Context, page []zdTicketEvent, c cursor, me
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	var ticketIDs, userIDs []int64
+	var userIDs []int64
+	latest := map[int64]int64{} // ticket -> second of its latest event here
 	for _, cd := range cands {
-		ticketIDs = append(ticketIDs, cd.te.TicketID)
+		latest[cd.te.TicketID] = max(latest[cd.te.TicketID], cd.te.Timestamp)
 		userIDs = append(userIDs, cd.author)
 	}
-	infos, err := a.ticketInfos(ctx, ticketIDs)
+	infos, err := a.ticketInfos(ctx, latest)
 	if err != nil {
 		return nil, err
 	}
@@ -298,22 +299,27 @@ func commentEvent(cm zdComment, root int64, upstream, name string, at time.Time)
 // showManyLimit is how many ids one show_many request takes.
 const showManyLimit = 100
 
-// ticketInfos returns what each ticket mirrors, asking Zendesk about the
+// ticketInfos returns what each ticket of latest (ticket id -> the second
+// of its latest event to report) mirrors, asking Zendesk about the
 // tickets the adapter has not met: show_many for their external ids, and
 // the external_id list for the first ticket of each chain. A ticket
-// Zendesk no longer has (deleted) is left out.
-func (a *Adapter) ticketInfos(ctx context.Context, ids []int64) (map[int64]ticketInfo, error) {
+// that mirrored nothing when it was read is asked about again for an
+// event at or after the second it had last changed then: an operator may
+// have connected it since (see [Adapter.Connect]), through another
+// instance. A ticket Zendesk no longer has (deleted) is left out.
+func (a *Adapter) ticketInfos(ctx context.Context, latest map[int64]int64) (map[int64]ticketInfo, error) {
 	out := map[int64]ticketInfo{}
 	var unknown []int64
 	a.mu.Lock()
-	for _, id := range ids {
-		if info, ok := a.tickets[id]; ok {
+	for id, at := range latest {
+		if info, ok := a.tickets[id]; ok && (info.upstream != "" || at < info.read) {
 			out[id] = info
-		} else if !slices.Contains(unknown, id) {
+		} else {
 			unknown = append(unknown, id)
 		}
 	}
 	a.mu.Unlock()
+	slices.Sort(unknown)
 	for chunk := range slices.Chunk(unknown, showManyLimit) {
 		var page struct {
 			Tickets []zdTicket `json:"tickets"`
@@ -329,7 +335,9 @@ func (a *Adapter) ticketInfos(ctx context.Context, ids []int64) (map[int64]ticke
 			upstream, ok := strings.CutPrefix(t.externalID(), externalPrefix)
 			if !ok || upstream == "" {
 				out[t.ID] = ticketInfo{}
-				a.remember(t.ID, "", t.ID)
+				a.mu.Lock()
+				a.tickets[t.ID] = ticketInfo{root: t.ID, read: t.UpdatedAt.Unix()}
+				a.mu.Unlock()
 				continue
 			}
 			root := t.ID

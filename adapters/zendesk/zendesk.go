@@ -107,10 +107,13 @@ type vendor struct{ *Adapter }
 
 // ticketInfo is what the adapter remembers of a ticket it met in the event
 // export: the upstream id it mirrors ("" for a ticket that mirrors none)
-// and the first ticket of its follow-up chain.
+// and the first ticket of its follow-up chain. For one that mirrored none,
+// read is the Unix second of its updated_at when it was read: a change
+// from then on may have connected it (see [Adapter.ticketInfos]).
 type ticketInfo struct {
 	upstream string
 	root     int64
+	read     int64
 }
 
 var _ adapters.Helpdesk = (*Adapter)(nil)
