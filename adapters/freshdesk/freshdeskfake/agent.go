@@ -45,6 +45,29 @@ func (s *Server) AddGroup(name string) int64 {
 	return id
 }
 
+// CreateTicket makes a ticket as agent would in the agent interface (a
+// new ticket for a phone call): requested by the agent, status open,
+// priority low, no group and no custom field, with text typed into the
+// editor as its description; it returns the ticket's id.
+func (s *Server) CreateTicket(agent int64, subject, text string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agents[agent] == nil {
+		return 0, fmt.Errorf("create ticket: agent %d: %w", agent, ErrNoAgent)
+	}
+	now := s.now()
+	t := &Ticket{
+		ID: s.nextTicket, Subject: subject, Status: StatusOpen, Priority: 1, Source: TicketSourcePhone,
+		RequesterID: agent, CustomFields: map[string]string{}, CreatedAt: now, UpdatedAt: now,
+	}
+	s.nextTicket++
+	t.Description = textHTML(text)
+	t.DescriptionText = htmlText(t.Description)
+	slaDue(t)
+	s.tickets[t.ID] = t
+	return t.ID, nil
+}
+
 // Reply adds a public reply by agent to ticket id, with text typed into
 // the editor; it returns the conversation's id.
 func (s *Server) Reply(id, agent int64, text string) (int64, error) {

@@ -1,9 +1,9 @@
 // Package freshdeskfake is an in-process fake of the part of the Freshdesk
 // API v2 that the freshdesk adapter uses: an [http.Handler] that tests serve
 // on loopback with net/http/httptest, plus methods that play the support
-// team (an agent replies, adds a note, changes a status) and let a test
-// inspect and disturb the helpdesk (fault injection, a per-minute request
-// budget, a request log).
+// team (an agent makes a ticket, replies, adds a note, changes a status)
+// and let a test inspect and disturb the helpdesk (fault injection, a
+// per-minute request budget, a request log).
 //
 // It is not Freshdesk and not a general-purpose Freshdesk emulator: it
 // keeps one helpdesk in memory, knows only the endpoints below, and leaves

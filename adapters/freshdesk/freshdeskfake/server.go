@@ -28,6 +28,11 @@ const (
 	SourceNote  = 2
 )
 
+// TicketSourcePhone is the source of a ticket an agent made for a phone
+// call (Freshdesk's ticket sources: 1 email, 2 portal, 3 phone, 7 chat,
+// 9 feedback widget, 10 outbound email).
+const TicketSourcePhone = 3
+
 // Ticket scopes of an agent.
 const (
 	ScopeGlobal     = 1

@@ -532,3 +532,32 @@ func TestDueTimes(t *testing.T) {
 }
 
 func fdTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// An agent makes a ticket by hand: requested by the agent, a phone
+// ticket, open, in no group, no custom field set; the API shows it, and
+// an update sets its custom fields.
+func TestAgentCreatesTicket(t *testing.T) {
+	f := newFixture(t, freshdeskfake.Options{})
+	anna := f.fake.AddAgent("Anna Smith")
+	id, err := f.fake.CreateTicket(anna, "Towels", "The guest called.\nRoom 12.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.fake.Ticket(id)
+	if got.RequesterID != anna || got.Source != freshdeskfake.TicketSourcePhone || got.Status != freshdeskfake.StatusOpen ||
+		got.GroupID != 0 || len(got.CustomFields) != 0 || got.DescriptionText != "The guest called.\nRoom 12." || len(got.Conversations) != 0 {
+		t.Errorf("ticket made by hand: %+v", got)
+	}
+	var shown ticket
+	f.do("GET", fmt.Sprintf("/api/v2/tickets/%d", id), nil).decode(t, &shown)
+	if shown.ID != id || shown.Subject != "Towels" || shown.GroupID != nil || shown.CustomFields["cf_guest_request_id"] != nil {
+		t.Errorf("the API shows %+v", shown)
+	}
+	a := f.do("PUT", fmt.Sprintf("/api/v2/tickets/%d", id), map[string]any{"custom_fields": map[string]any{"cf_guest_request_id": "r1"}})
+	if got, _ := f.fake.Ticket(id); a.status != http.StatusOK || got.CustomFields["cf_guest_request_id"] != "r1" {
+		t.Errorf("set the id field: %d %s", a.status, a.body)
+	}
+	if _, err := f.fake.CreateTicket(12345, "x", "y"); err == nil {
+		t.Errorf("a ticket by an unknown agent was made")
+	}
+}
