@@ -359,9 +359,23 @@ func (v vendor) AuthorName(ctx context.Context, c saas.Comment) (string, error) 
 // resolve reads the ticket ref names and the upstream id it mirrors. A
 // deleted ticket, or one that mirrors nothing, is not found.
 func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (fdTicket, string, error) {
-	id, err := saas.ParseRef(Name, ref)
+	t, err := a.read(ctx, ref)
 	if err != nil {
 		return fdTicket{}, "", err
+	}
+	upstream := t.field(a.cfg.IDField)
+	if upstream == "" {
+		return fdTicket{}, "", fmt.Errorf("ticket %d mirrors no guest request (its field %s is empty): %w", t.ID, a.cfg.IDField, adapters.ErrNotFound)
+	}
+	return t, upstream, nil
+}
+
+// read reads the ticket ref names, from the archive when the ticket
+// endpoints no longer see it. A deleted ticket is not found.
+func (a *Adapter) read(ctx context.Context, ref adapters.Ref) (fdTicket, error) {
+	id, err := saas.ParseRef(Name, ref)
+	if err != nil {
+		return fdTicket{}, err
 	}
 	var t fdTicket
 	_, err = a.http.JSON(ctx, adapters.HTTPRequest{Method: http.MethodGet, URL: a.url("/tickets/" + idString(id)), Op: "read ticket"}, nil, &t)
@@ -375,19 +389,15 @@ func (a *Adapter) resolve(ctx context.Context, ref adapters.Ref) (fdTicket, stri
 		}
 	}
 	if err != nil {
-		return fdTicket{}, "", err
+		return fdTicket{}, err
 	}
 	if t.ID != id {
-		return fdTicket{}, "", fmt.Errorf("read ticket %d: the answer names ticket %d", id, t.ID)
+		return fdTicket{}, fmt.Errorf("read ticket %d: the answer names ticket %d", id, t.ID)
 	}
 	if t.Deleted {
-		return fdTicket{}, "", fmt.Errorf("ticket %d is deleted: %w", id, adapters.ErrNotFound)
+		return fdTicket{}, fmt.Errorf("ticket %d is deleted: %w", id, adapters.ErrNotFound)
 	}
-	upstream := t.field(a.cfg.IDField)
-	if upstream == "" {
-		return fdTicket{}, "", fmt.Errorf("ticket %d mirrors no guest request (its field %s is empty): %w", id, a.cfg.IDField, adapters.ErrNotFound)
-	}
-	return t, upstream, nil
+	return t, nil
 }
 
 // maxListPages bounds a paged listing, against a server that never says
