@@ -23,7 +23,9 @@
 //     department's group (TICKETBRIDGE_FRESHDESK_GROUPS, else
 //     TICKETBRIDGE_FRESHDESK_GROUP), the tag TICKETBRIDGE_FRESHDESK_TAG,
 //     and the upstream ticket id in the custom field
-//     TICKETBRIDGE_FRESHDESK_ID_FIELD.
+//     TICKETBRIDGE_FRESHDESK_ID_FIELD. A ticket an agent made by hand
+//     takes the id there when an operator connects it (Connect), with its
+//     present status recorded as the bridge's, and nothing else.
 //   - One note per upstream message, by the API agent: public (private
 //     false) when the guest sees the message, private otherwise. Never a
 //     reply: Freshdesk e-mails a reply to the requester, and the guest must

@@ -27,7 +27,9 @@
 //     message for an archived ticket goes to a follow-up, as for any
 //     closed ticket. The creation carries an
 //     Idempotency-Key derived from its payload, so a retry within Zendesk's
-//     two hours gets the first ticket back.
+//     two hours gets the first ticket back. A ticket an agent made by hand
+//     takes the same external_id when an operator connects it (Connect),
+//     and nothing else.
 //   - One comment per upstream message, written by the API user, public
 //     after visible_to_guest. Its first line shows the author, the author
 //     type and the time ("Ada Guest (guest), 2026-03-14 09:33 UTC"); its
