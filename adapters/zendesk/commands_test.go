@@ -1,6 +1,7 @@
 package zendesk_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -92,5 +93,63 @@ func TestEndToEndPauseResumeResync(t *testing.T) {
 			t.Errorf("resync of agreeing sides changed Zendesk: %d comments (had %d), status %s", len(after.Comments), len(before.Comments), after.Status)
 		}
 		l.checkExactlyOnce(id)
+	})
+}
+
+// TestEndToEndUnlinkConnect: an unlinked request's Zendesk ticket gets
+// the note and then nothing: the guest's message stays upstream, the
+// agent's reply stays in Zendesk. Connected back, the guest's message is
+// appended once and the reply written while unlinked is set aside, not
+// sent. A request connected, before the bridge made a ticket of its own,
+// to a ticket an agent made by hand is mirrored there and nowhere else.
+func TestEndToEndUnlinkConnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoop(t)
+		id := l.Request("housekeeping", "Two towels to room 214")
+		l.Settle()
+		zt := l.zendeskTicket(id)
+
+		l.Command(tbsync.CommandUnlink, id)
+		l.Tick()
+		if !l.zendeskHas(id, "unlinked this ticket from guest request "+id) {
+			t.Fatal("the unlinked ticket has no note saying so")
+		}
+		const guest, reply = "Could they be blue?", "Blue towels are on the way."
+		l.Guest(id, guest)
+		maria := l.fake.AddAgent("Maria")
+		if _, err := l.fake.Update(zt.ID, maria, zendeskfake.AgentUpdate{Body: reply, Public: true}); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			l.Tick()
+		}
+		if l.upstreamHas(id, reply) || l.zendeskHas(id, guest) {
+			t.Fatalf("while unlinked: reply upstream %v, guest's message in Zendesk %v", l.upstreamHas(id, reply), l.zendeskHas(id, guest))
+		}
+
+		l.Connect(id, strconv.FormatInt(zt.ID, 10))
+		l.Settle()
+		if !l.zendeskHas(id, guest) || l.upstreamHas(id, reply) {
+			t.Errorf("connected back: guest's message in Zendesk %v, the reply written while unlinked upstream %v", l.zendeskHas(id, guest), l.upstreamHas(id, reply))
+		}
+
+		byHand := l.fake.CreateTicket(maria, "Late checkout, room 9", "The guest phoned: checkout at 14:00?", "")
+		other := l.Request("front_desk", "Late checkout")
+		l.Connect(other, strconv.FormatInt(byHand, 10))
+		l.Settle()
+		if got := l.zendeskTicket(other); got.ID != byHand {
+			t.Fatalf("request %s mirrored in Zendesk ticket %d, want %d, the one made by hand", other, got.ID, byHand)
+		}
+		if !l.zendeskHas(other, "The guest phoned") {
+			t.Error("the ticket made by hand lost its first comment")
+		}
+		// Its own comment, and each message of the request once; the
+		// agent's comment, written before the connect, is not sent.
+		if got, want := len(l.zendeskTicket(other).Comments), 1+len(l.Upstream(other).Messages); got != want {
+			t.Errorf("the connected ticket has %d comments, want %d", got, want)
+		}
+		if l.upstreamHas(other, "The guest phoned: checkout at 14:00?") {
+			t.Error("the comment made before the connect was sent to the guest")
+		}
 	})
 }

@@ -203,14 +203,27 @@ func (l *Loop) Tick() tbsync.Report {
 }
 
 // Command applies an operator's command (tbsync.Apply: pause, resume,
-// resync) on request id, as the command line does, starting the engine
+// resync, unlink) on request id, as the command line does, starting the engine
 // if it is not running. A refusal fails the test.
 func (l *Loop) Command(name, id string) tbsync.Done {
+	l.t.Helper()
+	return l.apply(tbsync.Command{Name: name, Ticket: id})
+}
+
+// Connect applies an operator's connect of request id to helpdesk ticket
+// ref, as Command does.
+func (l *Loop) Connect(id, ref string) tbsync.Done {
+	l.t.Helper()
+	return l.apply(tbsync.Command{Name: tbsync.CommandConnect, Ticket: id, Ref: ref})
+}
+
+func (l *Loop) apply(cmd tbsync.Command) tbsync.Done {
 	l.t.Helper()
 	if l.engine == nil {
 		l.open()
 	}
-	d, err := tbsync.Apply(context.Background(), l.store, tbsync.Command{Name: name, Ticket: id, Who: "cli:looptest"}, l.now()())
+	cmd.Who = "cli:looptest"
+	d, err := tbsync.Apply(context.Background(), l.store, cmd, l.now()())
 	if err != nil {
 		l.t.Fatalf("looptest: %v", err)
 	}
