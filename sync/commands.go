@@ -60,11 +60,11 @@ import (
 //     linked to a ticket is refused (unlink it first); an unlinked one
 //     connected to its own ticket again keeps what state knows of it,
 //     and the replies and notes written there while it was unlinked are
-//     set aside the same way. A
-//     request the bridge does not track yet is tracked. A refusal of the
-//     helpdesk (no ticket REF; REF mirrors another request; another
-//     ticket holds the request already) fails the request, with why,
-//     until an operator connects it to another ticket or unlinks it.
+//     set aside the same way. A request the bridge does not track yet is
+//     tracked. A refusal of the helpdesk (no ticket REF; REF mirrors
+//     another request; another ticket holds the request already) fails
+//     the request, with why, until an operator connects it to another
+//     ticket or unlinks it.
 
 // The commands, as Command.Name says them.
 const (
@@ -107,7 +107,8 @@ type Done struct {
 // where a command changes state, so that whatever records commands
 // records each here. Errors wrap ErrNoSuchTicket (no tracked request has
 // the id), ErrNotActionable (pausing a paused request, resuming one that
-// is not, resyncing a paused one, unlinking an unlinked one) or
+// is not, resyncing a paused one, unlinking an unlinked one, connecting
+// a linked one), ErrBadRef (connect's ticket missing or unfit) or
 // ErrUnknownCommand.
 func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Done, error) {
 	who := operatorName(cmd.Who)
@@ -190,11 +191,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			}
 			t.Unlinked, t.UnlinkedBy, t.UnlinkNoted, t.ConnectRef = now.UTC(), who, t.Ref == "", ""
 			t.ReconcileSoon, t.LastError, t.Attempts = false, "", 0
-			if !t.UnlinkNoted {
-				t.NextDue, t.DueReason = now, DueUnlinked
-			} else {
-				t.NextDue, t.DueReason = time.Time{}, DueUnlinked
-			}
+			t.NextDue, t.DueReason = now, DueUnlinked // the note's (see planReads)
 			es, err := tx.JournalForTicket(t.ID)
 			if err != nil {
 				return err
@@ -203,7 +200,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 				if en.State != state.Pending || en.Kind != state.KindStatus {
 					continue
 				}
-				en.State = state.Failed
+				en.State = state.Abandoned
 				en.LastError = "set aside: the request was unlinked by " + who + ", and its helpdesk status no longer crosses"
 				if en, err = tx.PutJournal(en); err != nil {
 					return err
