@@ -85,19 +85,14 @@ replies and changes on the ticket are ignored. Replies and notes the bridge
 had already taken from the ticket are still sent; a status change waiting
 is set aside. A later change on the platform never makes a second ticket.` + commandAbout + actionAbout + "unlink."
 
-const connectAbout = `Connect a request to a helpdesk ticket someone made by hand (REF: the
-helpdesk's own reference, as ticketbridge status shows refs: an RT ticket
-number, a Zendesk or Freshdesk ticket id, a Zammad ticket id, a files
-helpdesk folder). The next cycle reads the request, stores its id in the
-ticket and mirrors into it the messages it lacks; what the ticket holds is
-not doubled. The team's replies and notes already on the ticket are not
-sent to the guest: they are journaled set aside (retry sends one). A
-request linked to a ticket is refused: unlink it first. An unlinked request
-can be connected to its own ticket again. A request the bridge does not
-track yet (older than the import, say) is tracked from then on.
-
-ID is the request's whole upstream id. The command is recorded with your
-name; the next cycle does the work.
+const connectAbout = `Connect a request to helpdesk ticket REF, one someone made by hand (REF as
+ticketbridge status shows refs: an RT ticket number, a Zendesk, Freshdesk or
+Zammad ticket id, a files helpdesk folder), or to its own ticket again
+after an unlink. The next cycle stores the request's id in the ticket and
+mirrors the messages it lacks, none twice; the team's replies and notes
+already there are set aside, not sent (retry sends one). A request linked
+to a ticket is refused: unlink it first. ID is the request's whole
+upstream id, tracked or not yet; the command is recorded with your name.
 
 ` + actionAbout + "connect."
 
