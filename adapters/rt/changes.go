@@ -304,16 +304,21 @@ func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction, yo
 		return nil, nil, err
 	}
 	later = map[int64]bool{}
+	unmirrored := map[int64]bool{} // read in this call, mirroring none
 	for _, t := range txns {
 		if strings.EqualFold(t.Creator.name(), s.me.name()) {
 			continue
 		}
 		ticket := int64(t.ObjectID)
+		if unmirrored[ticket] {
+			continue
+		}
 		up, err := a.upstreamID(ctx, s, ticket)
 		if err != nil {
 			return nil, nil, err
 		}
 		if up == "" {
+			unmirrored[ticket] = true
 			continue // not a mirrored ticket
 		}
 		at, err := rtTime(t.Created)
@@ -369,8 +374,11 @@ func (a *Adapter) events(ctx context.Context, s *setup, txns []rtTransaction, yo
 	return out, later, nil
 }
 
-// upstreamID returns the upstream id ticket mirrors, "" for a ticket the
-// bridge did not make. It is read once per ticket and remembered.
+// upstreamID returns the upstream id ticket mirrors, "" for a ticket that
+// mirrors none. A mirrored ticket's id is read once and remembered; a
+// ticket that mirrors none is read again by each call, since a
+// Connect, by this replica or another, may make it mirror one: events
+// reads it once per page of transactions.
 func (a *Adapter) upstreamID(ctx context.Context, s *setup, ticket int64) (string, error) {
 	a.mu.Lock()
 	up, ok := a.tickets[ticket]
@@ -380,16 +388,15 @@ func (a *Adapter) upstreamID(ctx context.Context, s *setup, ticket int64) (strin
 	}
 	tk, err := a.getTicket(ctx, "changes", ticket)
 	if isNotFound(err) {
-		a.remember(ticket, "")
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("read the guest request of RT ticket %d: %w", ticket, err)
 	}
-	if vs := tk.values(s.idCF); len(vs) > 0 {
-		up = vs[0]
+	up = heldID(tk, s)
+	if up != "" {
+		a.remember(ticket, up)
 	}
-	a.remember(ticket, up)
 	return up, nil
 }
 

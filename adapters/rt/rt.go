@@ -155,7 +155,7 @@ type Adapter struct {
 	setup   *setup
 
 	mu      sync.Mutex
-	tickets map[int64]string // RT ticket id -> upstream ticket id, "" for other tickets
+	tickets map[int64]string // RT ticket id -> upstream ticket id, of mirrored tickets only
 
 	// sentLocks serialise MarkSent per ticket: REST2 sets a multi-value
 	// custom field to the whole list it is given, so two concurrent
