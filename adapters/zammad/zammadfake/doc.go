@@ -20,7 +20,11 @@
 //     header; a token without the permission an endpoint needs gets 403:
 //     https://docs.zammad.org/en/latest/api/intro.html#authentication,
 //     https://admin-docs.zammad.org/en/latest/system/api.html and
-//     https://github.com/zammad/zammad/blob/develop/app/controllers/application_controller/handles_errors.rb
+//     https://github.com/zammad/zammad/blob/develop/app/controllers/application_controller/handles_errors.rb.
+//     Every user may make tokens of its own (Profile > Token Access):
+//     [Server.Token] gives an agent one, with ticket.agent, and a request
+//     with it acts as that agent, e.g. a ticket made by hand through POST
+//     /api/v1/tickets, as Zammad's web app makes it.
 //   - Errors as {"error": "...", "error_human": "..."}; 404 for an unknown
 //     record, 422 for invalid input (an unknown group, state or customer, a
 //     blank article body, an unknown search attribute): same source.
@@ -100,7 +104,8 @@
 // and follows Zammad's defaults. Tests shrink MaxPerPage to exercise paging,
 // set SearchLag to show what the full-text index misses, inject faults with
 // [Server.Inject], and act as agents with [Server.AddAgent], [Server.Reply],
-// [Server.Note] and [Server.SetState]. The fake keeps the runtime's time: a
+// [Server.Note] and [Server.SetState], or through the API with an agent's
+// [Server.Token]. The fake keeps the runtime's time: a
 // test that needs it to pass (the index's lag, a pending time) runs in a
 // testing/synctest bubble and serves the fake on in-memory connections
 // (testutil.PipeServer); CommitLate ([saasfake.Base.CommitLate]) stamps

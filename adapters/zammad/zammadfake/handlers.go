@@ -39,14 +39,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	if rest == "object_manager_attributes" && get {
-		if !s.permitted(PermAdminObject) {
+		if !s.permitted(uid, PermAdminObject) {
 			writeError(w, http.StatusForbidden, "Not authorized")
 			return
 		}
 		saasfake.WriteJSON(w, http.StatusOK, s.attributesJSON())
 		return
 	}
-	if !s.permitted(PermTicketAgent) {
+	if !s.permitted(uid, PermTicketAgent) {
 		writeError(w, http.StatusForbidden, "Not authorized")
 		return
 	}

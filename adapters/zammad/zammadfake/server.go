@@ -236,6 +236,7 @@ type Server struct {
 	noAccess  map[string]bool
 	attrs     map[string]Attribute
 	tickets   map[int64]*ticket
+	tokens    map[string]int64 // agents' own tokens (Token) -> user id
 	articles  map[int64]*Article
 	history   []HistoryEntry
 	nextUser  int64
@@ -262,6 +263,7 @@ func New(opts Options) *Server {
 		noAccess: map[string]bool{},
 		attrs:    map[string]Attribute{},
 		tickets:  map[int64]*ticket{},
+		tokens:   map[string]int64{},
 		articles: map[int64]*Article{},
 		nextUser: 1, nextTk: 0, nextArt: 0, nextHist: 0,
 	}
@@ -379,13 +381,44 @@ func (s *Server) authenticate(r *http.Request) (int64, bool) {
 	tok := strings.TrimSpace(rest)
 	tok = strings.TrimPrefix(tok, "token=")
 	tok = strings.Trim(tok, `"`)
-	if s.opts.Token == "" || tok != s.opts.Token {
-		return 0, false
+	if s.opts.Token != "" && tok == s.opts.Token {
+		return s.apiUser, true
 	}
-	return s.apiUser, true
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uid, ok := s.tokens[tok]
+	return uid, ok && tok != ""
 }
 
-func (s *Server) permitted(perm string) bool { return slices.Contains(s.perms, perm) }
+// permitted reports whether user uid's token has perm: the API token
+// those of Options.Permissions, an agent's token ticket.agent.
+func (s *Server) permitted(uid int64, perm string) bool {
+	if uid != s.apiUser {
+		return perm == PermTicketAgent
+	}
+	return slices.Contains(s.perms, perm)
+}
+
+// Token gives agent a token of its own, as an agent makes one under
+// avatar > Profile > Token Access, with the permission ticket.agent, and
+// returns it: requests with it act as that agent (a ticket it creates is
+// created by it, with its article's sender Agent).
+func (s *Server) Token(agent int64) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[agent]
+	if !ok || !slices.Contains(u.Roles, "Agent") {
+		return "", fmt.Errorf("token for user %d: no such agent", agent)
+	}
+	for tok, uid := range s.tokens {
+		if uid == agent {
+			return tok, nil
+		}
+	}
+	tok := fmt.Sprintf("agent-token-%d-%s", agent, strings.Repeat("f", 16))
+	s.tokens[tok] = agent
+	return tok, nil
+}
 
 // writeError writes Zammad's error form: the message as both error and
 // error_human.

@@ -157,6 +157,43 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
+// TestAgentToken: an agent's own token acts as the agent: a ticket it
+// creates through the API is the agent's, its article's sender Agent;
+// it has ticket.agent and not admin.object.
+func TestAgentToken(t *testing.T) {
+	c := start(t, zammadfake.Options{})
+	anna := c.fake.AddAgent("Anna Lopez")
+	tok, err := c.fake.Token(anna)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := c.fake.Token(anna); again != tok {
+		t.Errorf("a second Token for the agent is %q, want the first, %q", again, tok)
+	}
+	if _, err := c.fake.Token(c.fake.APIUserID() + 100); err == nil {
+		t.Error("Token for no such user: no error")
+	}
+	auth := "Token token=" + tok
+	status, _, out := c.doAuth("GET", "/api/v1/users/me", nil, auth)
+	if status != http.StatusOK || obj(t, out)["id"] != float64(anna) {
+		t.Fatalf("users/me with the agent's token: %d %v, want agent %d", status, out, anna)
+	}
+	status, _, out = c.doAuth("POST", "/api/v1/tickets", map[string]any{
+		"title": "Towels", "group": "Users", "customer_id": "guess:caller@guest.example",
+		"article": map[string]any{"body": "The guest called for towels.", "type": "phone", "internal": false},
+	}, auth)
+	if status != http.StatusCreated {
+		t.Fatalf("create a ticket with the agent's token: %d %v", status, out)
+	}
+	tk, _ := c.fake.Ticket(int64(obj(t, out)["id"].(float64)))
+	if tk.CreatedByID != anna || len(tk.Articles) != 1 || tk.Articles[0].CreatedByID != anna || tk.Articles[0].Sender != zammadfake.SenderAgent {
+		t.Errorf("the agent's ticket: %+v; want it and its article by the agent %d, sender Agent", tk, anna)
+	}
+	if status, _, _ := c.doAuth("GET", "/api/v1/object_manager_attributes", nil, auth); status != http.StatusForbidden {
+		t.Errorf("the object manager with an agent's token: %d, want 403", status)
+	}
+}
+
 func TestPermissions(t *testing.T) {
 	c := start(t, zammadfake.Options{Permissions: []string{}})
 	if status, _, _ := c.do("GET", "/api/v1/users/me", nil); status != http.StatusOK {
