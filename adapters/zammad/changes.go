@@ -234,18 +234,19 @@ func (a *Adapter) scan(ctx context.Context, from time.Time) ([]zmTicket, time.Ti
 // ticketEvents reads ticket t's articles and history and returns the
 // events created after from that the bridge carries up, recording in
 // files the names of the files of each article. Every article and
-// state change after from is recorded in examined with its time.
+// state change after from is recorded in examined with its time. On a
+// ticket made by hand and then connected ([Adapter.Connect]), what was
+// written before the connect is the team's own and is not carried up.
 func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string, from time.Time, me int64, examined map[string]time.Time, files map[string][]string) ([]candidate, error) {
 	arts, err := a.articles(ctx, t.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read articles of zammad ticket %d: %w", t.ID, err)
 	}
-	var hist struct {
-		History []zmHistory `json:"history"`
+	hist, err := a.history(ctx, t.ID)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := a.get(ctx, "/ticket_history/"+idString(t.ID), nil, "read ticket history", &hist); err != nil {
-		return nil, fmt.Errorf("read history of zammad ticket %d: %w", t.ID, err)
-	}
+	connected := a.connectedAt(hist, upstream)
 	base := adapters.Event{Ref: saas.RefOf(t.ID), UpstreamTicketID: upstream}
 	var out []candidate
 	for _, art := range arts {
@@ -254,8 +255,8 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 		}
 		id := articlePrefix + idString(art.ID)
 		examined[id] = art.CreatedAt
-		if art.CreatedByID == me {
-			continue
+		if art.CreatedByID == me || !art.CreatedAt.After(connected) {
+			continue // the bridge's own, or written before the ticket was connected
 		}
 		ev, ok := articleEvent(art, base.Ref, upstream)
 		if !ok {
@@ -270,13 +271,13 @@ func (a *Adapter) ticketEvents(ctx context.Context, t zmTicket, upstream string,
 		}
 		out = append(out, candidate{ev: ev, rank: 0, num: art.ID, author: art.CreatedByID, from: art.From})
 	}
-	for _, h := range hist.History {
+	for _, h := range hist {
 		if h.Object != "Ticket" || h.Type != "updated" || h.Attribute != "state" || !h.CreatedAt.After(from) {
 			continue
 		}
 		id := statePrefix + idString(h.ID)
 		examined[id] = h.CreatedAt
-		if h.CreatedByID == me {
+		if h.CreatedByID == me || !h.CreatedAt.After(connected) {
 			continue
 		}
 		up, ok := a.status.Up(h.ValueTo)

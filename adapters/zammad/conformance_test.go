@@ -1,7 +1,9 @@
 package zammad_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -162,6 +164,40 @@ func (a agent) Attach(_ context.Context, ref adapters.Ref, author, body string, 
 	}
 	_, err = a.e.fake.Update(id, a.e.agent(author), zammadfake.AgentUpdate{Body: body, Internal: !public, HTML: true, Attachments: files})
 	return err
+}
+
+// MakeTicket makes a ticket as the agent Anna through the API, with her
+// own token, as Zammad's web app does: in the default group, for a
+// guest who called, its first article a public note by her; the
+// attribute stays empty.
+func (a agent) MakeTicket(ctx context.Context, subject, body string) (adapters.Ref, error) {
+	tok, err := a.e.fake.Token(a.e.agent("Anna"))
+	if err != nil {
+		return "", err
+	}
+	in, err := json.Marshal(map[string]any{"title": subject, "group": "Users", "customer_id": "guess:caller@guest.example",
+		"article": map[string]any{"body": body, "type": "note", "internal": false}})
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.e.url+"/api/v1/tickets", bytes.NewReader(in))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Token token="+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.e.hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated || out.ID == 0 {
+		return "", fmt.Errorf("agent make ticket: HTTP %d, id %d, %v", resp.StatusCode, out.ID, err)
+	}
+	return adapters.Ref(strconv.FormatInt(out.ID, 10)), nil
 }
 
 func (a agent) Read(_ context.Context, ref adapters.Ref) (adaptertest.Snapshot, error) {
