@@ -171,11 +171,16 @@ func (a agent) Attach(_ context.Context, ref adapters.Ref, author, body string, 
 // guest who called, its first article a public note by her; the
 // attribute stays empty.
 func (a agent) MakeTicket(ctx context.Context, subject, body string) (adapters.Ref, error) {
+	return a.makeIn(ctx, "Users", subject, body)
+}
+
+// makeIn is MakeTicket in group.
+func (a agent) makeIn(ctx context.Context, group, subject, body string) (adapters.Ref, error) {
 	tok, err := a.e.fake.Token(a.e.agent("Anna"))
 	if err != nil {
 		return "", err
 	}
-	in, err := json.Marshal(map[string]any{"title": subject, "group": "Users", "customer_id": "guess:caller@guest.example",
+	in, err := json.Marshal(map[string]any{"title": subject, "group": group, "customer_id": "guess:caller@guest.example",
 		"article": map[string]any{"body": body, "type": "note", "internal": false}})
 	if err != nil {
 		return "", err
