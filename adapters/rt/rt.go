@@ -70,6 +70,10 @@
 //     messages.
 //   - Tickets are followed in the queues the adapter is configured with; a
 //     ticket an agent moves to another queue is no longer synced.
+//   - A ticket made by hand in one of those queues is linked to a guest
+//     request by [Adapter.Connect], which sets the ID field and nothing
+//     else; Changes then reports the team's work on it from its cursor
+//     on, as for any mirrored ticket.
 //   - Update keeps the platform's fields current (queue, Subject, Due,
 //     Priority, an optional rating field, and a comment per rating and
 //     per console comment, by marker); it writes only what the ticket
