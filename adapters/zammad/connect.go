@@ -21,11 +21,12 @@ var _ adapters.Connector = (*Adapter)(nil)
 // with one ticket update, and nothing else: no article, tag or state. A
 // ticket whose attribute holds t.UpstreamID already is not written.
 //
-// Zammad records the update in the ticket's history; Changes and Lookup
-// read that entry as the time of the connect and leave out the articles
-// and state changes made before it (the ticket's first article, written
-// by the agent who made it, is no reply to the guest). They then report
-// the team's work on the ticket as on any other.
+// Zammad records the update in the ticket's history; Changes reads that
+// entry as the time of the connect and reports only the articles and
+// state changes made after it, even within its overlap (the ticket's
+// first article, written by the agent who made it, is no reply to the
+// guest). Lookup lists the agents' articles from before as well, as it
+// does for any ticket: the engine sets those aside when it connects.
 //
 // Connect refuses, with [adapters.ErrInvalid], a ticket whose attribute
 // holds another upstream id, and a second ticket for t.UpstreamID; each

@@ -59,10 +59,10 @@
 //     id>" and "state-<history id>".
 //   - A ticket an agent made by hand is linked to a guest request by
 //     [Adapter.Connect], which writes the attribute and nothing else.
-//     Zammad's history records that update; Changes and Lookup report
-//     only the articles and state changes after it, so the ticket's
-//     first article and what agents wrote before the connect do not go
-//     to the guest.
+//     Zammad's history records that update; Changes reports only the
+//     articles and state changes after it, so the ticket's first article
+//     and what agents wrote before the connect do not come back as new
+//     work (Lookup lists them, and the engine sets them aside).
 //   - MarkSent writes an internal note ending in "[ticketbridge sent <event
 //     id> <upstream message id>]", which Lookup reads back after a state
 //     loss.
@@ -100,8 +100,7 @@
 // when the rating changes), at most one ticket update, one request per
 // rating tag removed or added, and for a new rating or comment a read of
 // the articles and one note each; for Connect, a read, a search and one
-// update; for Lookup of a ticket made by hand, a read of its history
-// besides. Each Changes call costs one search per page of
+// update. Each Changes call costs one search per page of
 // changed tickets (TICKETBRIDGE_ZAMMAD_PAGE_SIZE) plus two reads per changed
 // ticket that mirrors a guest request, the bridge's own writes included.
 // The cursor looks two minutes back past its watermark (against writes

@@ -264,9 +264,7 @@ func (v vendor) Note(ctx context.Context, t zmTicket, op, text string) error {
 }
 
 // Thread finds the ticket whose attribute holds upstreamID, the oldest
-// should there be several. For a ticket someone else made (by hand, then
-// connected), it reads the history for when it was connected, so that
-// Lookup, as Changes, leaves out the articles written before.
+// should there be several.
 func (v vendor) Thread(ctx context.Context, upstreamID string) (zmTicket, adapters.Ref, bool, error) {
 	ts, err := v.byUpstream(ctx, upstreamID)
 	if err != nil || len(ts) == 0 {
@@ -276,23 +274,10 @@ func (v vendor) Thread(ctx context.Context, upstreamID string) (zmTicket, adapte
 		v.log.LogAttrs(ctx, slog.LevelWarn, "several zammad tickets hold the same upstream id; the oldest is used",
 			slog.String("ticket", upstreamID), slog.String("op", "look up"), slog.Int("zammad_tickets", len(ts)))
 	}
-	t := ts[0]
-	me, err := v.Self(ctx)
-	if err != nil {
-		return zmTicket{}, "", false, err
-	}
-	if t.CreatedByID != me {
-		hist, err := v.history(ctx, t.ID)
-		if err != nil {
-			return zmTicket{}, "", false, err
-		}
-		t.connected = v.connectedAt(hist, upstreamID)
-	}
-	return t, saas.RefOf(t.ID), true, nil
+	return ts[0], saas.RefOf(ts[0].ID), true, nil
 }
 
-// Comments lists the ticket's articles; those written before the ticket
-// was connected (see Thread) carry no event.
+// Comments lists the ticket's articles.
 func (v vendor) Comments(ctx context.Context, t zmTicket) ([]saas.Comment, error) {
 	arts, err := v.articles(ctx, t.ID)
 	if err != nil {
@@ -302,7 +287,7 @@ func (v vendor) Comments(ctx context.Context, t zmTicket) ([]saas.Comment, error
 	out := make([]saas.Comment, len(arts))
 	for i, art := range arts {
 		out[i] = saas.Comment{ID: idString(art.ID), Author: art.CreatedByID, Text: articleText(art)}
-		if ev, ok := articleEvent(art, saas.RefOf(t.ID), upstream); ok && art.CreatedAt.After(t.connected) {
+		if ev, ok := articleEvent(art, saas.RefOf(t.ID), upstream); ok {
 			ev.AuthorName = displayFrom(art.From) // Changes' fallback
 			out[i].Event, out[i].Files = &ev, art.files()
 		}

@@ -47,15 +47,8 @@ type zmTicket struct {
 	PriorityID int64     `json:"priority_id"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
-	// CreatedByID is the user who made the ticket: the API user for a
-	// ticket the bridge made.
-	CreatedByID int64 `json:"created_by_id"`
 
 	attrs map[string]json.RawMessage
-	// connected is, for a ticket made by hand that Lookup found, when
-	// Connect gave it its upstream id (see Adapter.connectedAt); zero
-	// otherwise.
-	connected time.Time
 }
 
 func (t *zmTicket) UnmarshalJSON(b []byte) error {
