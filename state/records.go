@@ -108,6 +108,10 @@ type Ticket struct {
 	// request to (see sync.Apply), until a cycle has stored the request's
 	// id in it and adopted it: Ref is empty meanwhile.
 	ConnectRef string `json:"connect_ref,omitempty"`
+	// Commands counts the operators' commands applied to the record (see
+	// sync.Apply): a cycle that read the record before a command stores
+	// what it did with the command's own fields kept.
+	Commands int `json:"commands,omitempty"`
 
 	// LastError is the last failure syncing this ticket ("" after a success)
 	// and Attempts the number of consecutive failures.
@@ -232,6 +236,9 @@ func (t *Ticket) validate() error {
 	}
 	if t.Missing < 0 {
 		return fmt.Errorf("missing %d is negative", t.Missing)
+	}
+	if t.Commands < 0 {
+		return fmt.Errorf("commands %d is negative", t.Commands)
 	}
 	if c := t.Carried; !c.Known() && c != (Fields{}) {
 		return fmt.Errorf("carried fields without the time they were carried (at)")

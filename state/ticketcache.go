@@ -122,35 +122,23 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	if c.Rated {
 		flags |= 8
 	}
-	paused := t.Paused != (time.Time{}) || t.PausedBy != ""
-	if paused {
+	// What operators' commands wrote, in one block: most records have
+	// none of it.
+	operated := t.Commands != 0 || t.Paused != (time.Time{}) || t.PausedBy != "" || t.Unlinked != (time.Time{}) || t.UnlinkedBy != "" || t.ConnectRef != ""
+	if operated {
 		flags |= 16
 	}
-	unlinked := t.Unlinked != (time.Time{}) || t.UnlinkedBy != ""
-	if unlinked {
+	if t.UnlinkNoted {
 		flags |= 32
 	}
-	if t.UnlinkNoted {
-		flags |= 64
-	}
-	if t.ConnectRef != "" {
-		flags |= 128
-	}
 	b = append(b, flags)
-	if paused {
-		b = packStrings(b, []*string{&t.PausedBy})
-		if b, ok = packTimes(b, []*time.Time{&t.Paused}); !ok {
+	if operated {
+		os := operatorStrings(&t)
+		b = packStrings(b, os[:])
+		if b, ok = packTimes(b, []*time.Time{&t.Paused, &t.Unlinked}); !ok {
 			return "", false
 		}
-	}
-	if unlinked {
-		b = packStrings(b, []*string{&t.UnlinkedBy})
-		if b, ok = packTimes(b, []*time.Time{&t.Unlinked}); !ok {
-			return "", false
-		}
-	}
-	if t.ConnectRef != "" {
-		b = packStrings(b, []*string{&t.ConnectRef})
+		b = binary.AppendVarint(b, int64(t.Commands))
 	}
 	if !c.Known() {
 		return string(b), true
@@ -165,6 +153,12 @@ func packTicket(t Ticket) (packed string, ok bool) {
 	}
 	b = append(b, c.Unsure)
 	return string(b), true
+}
+
+// operatorStrings returns pointers to the strings operators' commands
+// write, in their packed order.
+func operatorStrings(t *Ticket) [3]*string {
+	return [3]*string{&t.PausedBy, &t.UnlinkedBy, &t.ConnectRef}
 }
 
 // carriedStrings returns pointers to the strings of carried fields, in
@@ -211,17 +205,12 @@ func unpackTicket(p string, idLen int) Ticket {
 	r.i++
 	t.ReconcileSoon, t.Retired = flags&1 != 0, flags&2 != 0
 	if flags&16 != 0 {
-		r.strings([]*string{&t.PausedBy})
-		r.times([]*time.Time{&t.Paused})
+		os := operatorStrings(&t)
+		r.strings(os[:])
+		r.times([]*time.Time{&t.Paused, &t.Unlinked})
+		t.Commands = int(r.varint())
 	}
-	if flags&32 != 0 {
-		r.strings([]*string{&t.UnlinkedBy})
-		r.times([]*time.Time{&t.Unlinked})
-	}
-	t.UnlinkNoted = flags&64 != 0
-	if flags&128 != 0 {
-		r.strings([]*string{&t.ConnectRef})
-	}
+	t.UnlinkNoted = flags&32 != 0
 	if flags&4 == 0 {
 		return t
 	}

@@ -111,7 +111,7 @@ func TestTicketPackRoundTrip(t *testing.T) {
 	unlinkedBare := Ticket{ID: "t-unlinked-bare", Unlinked: at}
 	connecting := unlinked
 	connecting.ID, connecting.ConnectRef = "t-connecting", "RT#77"
-	connectingBare := Ticket{ID: "t-connecting-bare", ConnectRef: "folder é"}
+	connectingBare := Ticket{ID: "t-connecting-bare", ConnectRef: "folder é", Commands: 3}
 	for _, in := range []Ticket{full, {ID: "x"}, carried, zeroRated, unrated, paused, pausedBare, unlinked, unlinkedBare, connecting, connectingBare} {
 		data, err := encode(ticketVersion, in)
 		if err != nil {
