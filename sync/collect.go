@@ -124,8 +124,10 @@ type collectInput struct {
 	journaled map[string]bool          // events already journaled
 	adoptions map[string]adoption      // what Lookup found; a failed lookup is absent
 	// ignored are the tickets whose events are ignored: not this hotel's
-	// (state.NotOurs), deleted on the platform (see notours.go) or
-	// unlinked (see commands.go).
+	// (state.NotOurs), deleted on the platform (see notours.go),
+	// unlinked, or waiting for a connect (see connect.go: the ticket it
+	// names is adopted there, and what was written on it set aside; an
+	// older ticket that still holds the request's id is not adopted).
 	ignored map[string]bool
 }
 
@@ -149,7 +151,7 @@ func (in *collectInput) read(tx *state.Tx) error {
 		}
 		if ok {
 			in.tickets[t.ID] = &t
-			if !t.Deleted.IsZero() || !t.Unlinked.IsZero() {
+			if !t.Deleted.IsZero() || !t.Unlinked.IsZero() || t.ConnectRef != "" {
 				in.ignored[t.ID] = true
 			}
 			continue

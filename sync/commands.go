@@ -139,6 +139,9 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			if !t.Paused.IsZero() {
 				return fmt.Errorf("%w: it is paused (by %s at %s): resume it, which reads and reconciles it too", ErrNotActionable, t.PausedBy, t.Paused.Format(time.RFC3339))
 			}
+			if !t.Unlinked.IsZero() {
+				return fmt.Errorf("%w: it is unlinked (by %s at %s): connect it, which reads and reconciles it too", ErrNotActionable, t.UnlinkedBy, t.Unlinked.Format(time.RFC3339))
+			}
 			askReconcile(t, now)
 			es, err := tx.JournalForTicket(t.ID)
 			if err != nil {
@@ -176,12 +179,18 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 			t.LastError, t.Attempts, t.ConnectRef = "", 0, ref
 			askReconcile(t, now)
 			if relink {
-				return nil // what state keeps of the ticket stays
+				// What state keeps of the ticket stays. A status the
+				// team set while it was unlinked is older than the
+				// agreement now: the reconcile carries the platform's
+				// down, as it sets their replies aside.
+				t.AgreedAt = now
+				return nil
 			}
 			// Another ticket, or none yet: what state kept of the
-			// messages was of another ticket; the adoption seeds it
-			// again from REF.
-			t.Ref, t.AgreedStatus, t.AgreedAt = "", "", time.Time{}
+			// messages, the status and the fields was of another
+			// ticket; the adoption seeds it again from REF.
+			t.Ref, t.AgreedStatus, t.AgreedAt, t.Carried = "", "", time.Time{}, state.Fields{}
+			t.HelpdeskStatus, t.HelpdeskStatusAt, t.HelpdeskEventAt = "", time.Time{}, time.Time{}
 			return tx.DeleteMessages(t.ID)
 		}
 	case CommandUnlink:
@@ -235,6 +244,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 		if err := apply(tx, &t); err != nil {
 			return err
 		}
+		t.Commands++ // a cycle that read the record before keeps what follows
 		if err := tx.PutTicket(t); err != nil {
 			return err
 		}
@@ -248,28 +258,38 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 	return done, nil
 }
 
-// putTicket stores t as the engine does. Whether the request is paused
-// or unlinked is the operator's, not the engine's: the stored record's is kept, as a
-// command may have written it since the cycle read t. When a resume came
-// in between, the read and reconcile it asked for are kept too.
+// putTicket stores t as the engine does. What an operator's command
+// writes is the operator's, not the engine's: when a command was applied
+// since the cycle read t (Ticket.Commands moved), the command's fields
+// are kept as it wrote them (see keepCommanded).
 func putTicket(tx *state.Tx, t state.Ticket) error {
 	cur, ok, err := tx.Ticket(t.ID)
 	if err != nil && !errors.Is(err, state.ErrCorrupt) {
 		return err
 	}
-	if ok && (!cur.Paused.Equal(t.Paused) || cur.PausedBy != t.PausedBy) {
-		if cur.Paused.IsZero() {
-			t.NextDue, t.DueReason, t.ReconcileSoon = cur.NextDue, cur.DueReason, cur.ReconcileSoon || t.ReconcileSoon
-		}
-		t.Paused, t.PausedBy = cur.Paused, cur.PausedBy
-	}
-	if ok && (!cur.Unlinked.Equal(t.Unlinked) || cur.UnlinkedBy != t.UnlinkedBy) {
-		// Unlinked since the cycle read t: the note and the due-ness
-		// the command set are kept.
-		t.Unlinked, t.UnlinkedBy, t.UnlinkNoted = cur.Unlinked, cur.UnlinkedBy, cur.UnlinkNoted
-		t.NextDue, t.DueReason, t.ReconcileSoon = cur.NextDue, cur.DueReason, false
+	if ok && cur.Commands != t.Commands {
+		keepCommanded(&t, cur)
 	}
 	return tx.PutTicket(t)
+}
+
+// keepCommanded carries into t, what a cycle made of a record it read
+// before an operator's command, what the command wrote in cur: the pause,
+// the unlink, the connect (and the link a connect reset), and the read
+// and reconcile a command asked for.
+func keepCommanded(t *state.Ticket, cur state.Ticket) {
+	// A ticket made or found meanwhile has not had the unlink's note.
+	noted := cur.UnlinkNoted && cur.Ref == t.Ref
+	t.Paused, t.PausedBy, t.Unlinked, t.UnlinkedBy, t.UnlinkNoted = cur.Paused, cur.PausedBy, cur.Unlinked, cur.UnlinkedBy, noted
+	t.Commands, t.ConnectRef = cur.Commands, cur.ConnectRef
+	if cur.ConnectRef != "" {
+		t.Ref, t.AgreedStatus, t.AgreedAt, t.Carried = cur.Ref, cur.AgreedStatus, cur.AgreedAt, cur.Carried
+		t.HelpdeskStatus, t.HelpdeskStatusAt, t.HelpdeskEventAt = cur.HelpdeskStatus, cur.HelpdeskStatusAt, cur.HelpdeskEventAt
+	}
+	if cur.NextDue.Before(t.NextDue) {
+		t.NextDue, t.DueReason = cur.NextDue, cur.DueReason
+	}
+	t.ReconcileSoon = (cur.ReconcileSoon || t.ReconcileSoon) && cur.Unlinked.IsZero()
 }
 
 // commandDetail is what the audit trail says a command did.
@@ -328,6 +348,13 @@ func operatorName(who string) string {
 func (c *cycle) noteUnlinked(r refreshResult) refreshResult {
 	r.cause = state.AuditOperator
 	app, err := c.e.hd.Append(c.ctx, adapters.Ref(r.t.Ref), []adapters.Message{unlinkedNote(r.t)})
+	if errors.Is(err, adapters.ErrNotFound) || errors.Is(err, adapters.ErrInvalid) {
+		// The ticket is gone, or refuses the note: nothing more is
+		// written there anyway.
+		c.audit(&r, state.Audit{Kind: "unlink note", Outcome: state.AuditRefused, Detail: err.Error()})
+		r.t.UnlinkNoted, r.t.NextDue = true, time.Time{}
+		return r
+	}
 	if err != nil {
 		c.auditFailed(&r, "unlink note", err)
 		return c.ticketError(r, "note the request unlinked", err)

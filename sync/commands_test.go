@@ -252,6 +252,11 @@ func (h appendHook) Append(ctx context.Context, ref adapters.Ref, msgs []adapter
 	return h.Helpdesk.Append(ctx, ref, msgs)
 }
 
+// Connect passes a connect through to the wrapped helpdesk.
+func (h appendHook) Connect(ctx context.Context, ref adapters.Ref, t adapters.Ticket) error {
+	return h.Helpdesk.(adapters.Connector).Connect(ctx, ref, t)
+}
+
 // TestPauseDuringACycleHolds: a pause applied while a cycle is reading
 // the request (the daemon runs cycles while an operator acts) is kept:
 // what the cycle then stores of the request leaves the pause as it is,

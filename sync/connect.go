@@ -80,10 +80,14 @@ func (c *cycle) connected(r *refreshResult, f adapters.Found, ok bool) error {
 }
 
 // relink completes the connect of an unlinked request to its own ticket
-// again: what state keeps of the ticket stays, and the team's replies
-// and notes written on it while it was unlinked are set aside, as those
-// on a ticket made by hand are.
-func (c *cycle) relink(r *refreshResult) error {
+// again: the ticket is given the request's id again (an agent may have
+// cleared it; Connect writes nothing when it holds it), what state keeps
+// of it stays, and the team's replies and notes written on it while it
+// was unlinked are set aside, as those on a ticket made by hand are.
+func (c *cycle) relink(r *refreshResult, d guestapi.TicketDetail) error {
+	if err := c.connect(r, d); err != nil {
+		return err
+	}
 	f, ok, err := c.e.hd.Lookup(c.ctx, r.t.ID)
 	if err == nil {
 		err = c.connected(r, f, ok)

@@ -137,11 +137,20 @@ func TestUnlinkThenConnectBack(t *testing.T) {
 	if _, err := e.backend.Reply(ref, "Anna", meanwhile); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.backend.SetStatus(ref, "Anna", "working"); err != nil {
+		t.Fatal(err)
+	}
 	e.tick()
 	if _, err := e.connect(id, ref); err != nil {
 		t.Fatal(err)
 	}
 	e.quiesce()
+	if got := e.upstream(id).Ticket.Status; got != "new" {
+		t.Errorf("the status set while unlinked went up: upstream %s, want new", got)
+	}
+	if got := e.hdStatus(id); got == "working" {
+		t.Errorf("the helpdesk keeps the status set while unlinked, want the platform's")
+	}
 	if n := e.countIn(ref, guest); n != 1 {
 		t.Errorf("the guest's message written while unlinked: %d times in the ticket, want 1", n)
 	}
@@ -153,5 +162,80 @@ func TestUnlinkThenConnectBack(t *testing.T) {
 	}
 	if tk := e.stateTicket(id); !tk.Unlinked.IsZero() || tk.ConnectRef != "" || tk.Ref != string(ref) {
 		t.Errorf("record after connecting back: %+v", tk)
+	}
+}
+
+// TestConnectElsewhereWhileTheOldTicketHoldsTheRequest: a request
+// unlinked from one ticket and connected to another, while the first
+// still holds its id, is refused by the helpdesk; meanwhile the first
+// ticket is not adopted again, and a reply written there does not reach
+// the guest.
+func TestConnectElsewhereWhileTheOldTicketHoldsTheRequest(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("moved")
+	e.quiesce()
+	old := e.ref(id)
+	e.command(tbsync.CommandUnlink, id)
+	e.tick()
+	other := e.backend.MakeTicket("Anna", "Made by hand", "")
+	if _, err := e.connect(id, other); err != nil {
+		t.Fatal(err)
+	}
+	const reply = "Written on the old ticket."
+	if _, err := e.backend.Reply(old, "Anna", reply); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		e.tick()
+	}
+	if e.upstreamHas(id, reply) {
+		t.Error("a reply on the old ticket reached the guest while a connect waited")
+	}
+	tk := e.stateTicket(id)
+	if tk.Ref != "" || tk.ConnectRef != string(other) || !strings.Contains(tk.LastError, "mirrors that request") {
+		t.Errorf("the request after a refused connect: ref %q, connecting %q, error %q", tk.Ref, tk.ConnectRef, tk.LastError)
+	}
+}
+
+// TestConnectDuringACycleHolds: a connect back given while a cycle
+// writes the unlink's note is kept by what the cycle stores: the next
+// cycle links the request back, and the reply written while it was
+// unlinked is set aside.
+func TestConnectDuringACycleHolds(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("back mid-cycle")
+	e.quiesce()
+	ref := e.ref(id)
+	const meanwhile = "Written while unlinked."
+	armed := false
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk {
+		return appendHook{Helpdesk: h, hook: func() {
+			if armed {
+				armed = false
+				if _, err := e.backend.Reply(ref, "Anna", meanwhile); err != nil {
+					t.Error(err)
+				}
+				if _, err := e.connect(id, ref); err != nil {
+					t.Error(err)
+				}
+			}
+		}}
+	}
+	e.open()
+	e.command(tbsync.CommandUnlink, id)
+	armed = true
+	e.tick() // writes the note, and the connect comes meanwhile
+	if armed {
+		t.Fatal("the cycle appended nothing: the connect was not given during it")
+	}
+	if tk := e.stateTicket(id); !tk.Unlinked.IsZero() || tk.ConnectRef != string(ref) {
+		t.Fatalf("a connect given during a cycle was lost: unlinked %v, connecting %q", tk.Unlinked, tk.ConnectRef)
+	}
+	e.quiesce()
+	if e.upstreamHas(id, meanwhile) {
+		t.Error("the reply written while unlinked went up")
+	}
+	if tk := e.stateTicket(id); tk.ConnectRef != "" || tk.Ref != string(ref) {
+		t.Errorf("not linked back: ref %q, connecting %q: %+v", tk.Ref, tk.ConnectRef, tk)
 	}
 }

@@ -583,7 +583,9 @@ func (c *cycle) helpdeskTicket(r *refreshResult, d guestapi.TicketDetail) (adapt
 	e := c.e
 	ref := adapters.Ref(r.t.Ref)
 	if r.t.ConnectRef != "" && ref != "" {
-		if err := c.relink(r); err != nil { // see connect.go
+		if ref != adapters.Ref(r.t.ConnectRef) {
+			r.t.Ref, ref = "", "" // connected to another ticket: adopted below
+		} else if err := c.relink(r, d); err != nil { // see connect.go
 			return "", nil, err
 		}
 	}

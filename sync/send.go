@@ -114,6 +114,10 @@ func (c *cycle) sendTicket(t state.Ticket, entries []state.Entry) []sendOutcome 
 		switch {
 		case !t.Deleted.IsZero():
 			perm = errors.New("the request was deleted on the platform: nothing can be sent to it")
+		case en.Kind == state.KindStatus && !t.Unlinked.IsZero():
+			// Journaled by a cycle that read the helpdesk before the
+			// unlink: the sides no longer agree on a status.
+			skip = "set aside: the request was unlinked, and its helpdesk status no longer crosses"
 		case !e.cfg.up.sends(en.Kind):
 			// Journaled before TICKETBRIDGE_UPSTREAM left it out.
 			perm = e.cfg.up.refusal(en.Kind)
