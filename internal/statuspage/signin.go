@@ -223,7 +223,7 @@ func (s *Server) action(name string) func(http.ResponseWriter, *http.Request, sc
 		if reason != "" {
 			attrs = append(attrs, "reason", reason)
 		}
-		if ref != "" {
+		if ref != "" && err == nil { // checked by Command: one line, bounded
 			attrs = append(attrs, "ref", ref)
 		}
 		if err != nil {

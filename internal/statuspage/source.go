@@ -398,6 +398,9 @@ func (h *Hotel) Command(c sync.Command) (sync.Done, error) {
 		for _, e := range d.Requeued {
 			h.patchEntry(e)
 		}
+		for _, e := range d.Abandoned {
+			h.patchEntry(e)
+		}
 	}
 	return d, err
 }
