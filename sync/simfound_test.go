@@ -2,6 +2,9 @@ package sync_test
 
 import (
 	"context"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -166,5 +169,69 @@ func TestFieldUpdateWithLostAnswerThenRevertedIsCarried(t *testing.T) {
 	settle(e)
 	if got := e.held(id).Fields.Department; got != "housekeeping" {
 		t.Errorf("the helpdesk's department is %q after the platform moved the request back, want housekeeping", got)
+	}
+}
+
+// TestStaleListDoesNotUndoATeamEdit: a list older than the request's last
+// read (a lagging replica of the API) showed its old department, which
+// marked the department as of unknown outcome; the next update then set
+// the platform's department again over the one the team had set in the
+// helpdesk meanwhile, with no platform change (seed 14310; titles, seeds
+// 17839, 17902, 41733).
+func TestStaleListDoesNotUndoATeamEdit(t *testing.T) {
+	e := newEnv(t)
+	id := e.newTicket("Kettle broken")
+	// The lists pass through; the last one read before the move is kept,
+	// and served again (stale) once the team has edited the department.
+	const (
+		keep = iota
+		pass
+		replay
+	)
+	mode, stale := keep, []byte(nil)
+	e.ts.Server.SetHook(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method != http.MethodGet || r.URL.Path != "/ops-public-api/v1/tickets" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if mode == replay {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(stale)
+			return
+		}
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		if mode == keep && rec.Code == http.StatusOK {
+			stale = rec.Body.Bytes()
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	})
+	e.quiesce()
+	mode = pass
+	e.clock.Advance(time.Second)
+	if err := e.ts.Server.SetDepartment(id, "concierge"); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	ref := e.ref(id)
+	if got := e.held(id).Fields.Department; got != "concierge" {
+		t.Fatalf("the move did not reach the helpdesk: %q", got)
+	}
+	mine := adapters.Fields{Department: "maintenance"}
+	if err := e.backend.EditFields(ref, "Anna", adapters.FieldSet(adapters.FieldDepartment), mine); err != nil {
+		t.Fatal(err)
+	}
+	mode = replay
+	for range 3 {
+		e.tick()
+	}
+	mode = pass
+	for range 3 {
+		e.tick()
+	}
+	if got := e.held(id).Fields.Department; got != mine.Department {
+		t.Errorf("the team's department became %q after a stale list, want it left as %q", got, mine.Department)
 	}
 }
