@@ -79,9 +79,12 @@ func listDiff(lt guestapi.Ticket, c state.Fields) adapters.FieldSet {
 // markUnsure records, in the record discover wakes t with, the fields the
 // lists show changed: the read it wakes t for updates them, and a crash
 // between the helpdesk's write and the record's would otherwise leave
-// state believing the old values carried (see state.Fields.Unsure).
+// state believing the old values carried (see state.Fields.Unsure). A
+// list older than the record's last read (a lagging replica of the API)
+// shows old values, not changes: it marks nothing, or a field a team
+// member edited since would be overwritten with no platform change.
 func markUnsure(t *state.Ticket, lt guestapi.Ticket) {
-	if t.Carried.Known() {
+	if t.Carried.Known() && !lt.UpdatedAt.Before(t.UpstreamUpdatedAt) {
 		t.Carried.Unsure |= uint8(listDiff(lt, t.Carried))
 	}
 }
