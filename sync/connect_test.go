@@ -239,3 +239,49 @@ func TestConnectDuringACycleHolds(t *testing.T) {
 		t.Errorf("not linked back: ref %q, connecting %q: %+v", tk.Ref, tk.ConnectRef, tk)
 	}
 }
+
+// noConnect is a helpdesk that cannot connect (as the webhook and email
+// helpdesks, whose tickets are named by the request's id).
+type noConnect struct{ adapters.Helpdesk }
+
+// TestConnectBackWithoutConnector: on a helpdesk that cannot connect a
+// ticket made by hand, an unlinked request is still connected back to
+// its own ticket: the guest's message written meanwhile crosses once,
+// the reply written meanwhile is set aside. A connect to another ticket
+// fails the request with why, and creates nothing.
+func TestConnectBackWithoutConnector(t *testing.T) {
+	e := newEnv(t)
+	e.wrapHD = func(h adapters.Helpdesk) adapters.Helpdesk { return noConnect{h} }
+	id := e.newTicket("no connector")
+	e.quiesce()
+	ref := e.ref(id)
+	e.command(tbsync.CommandUnlink, id)
+	e.tick()
+	const guest, meanwhile = "Still there?", "Written while unlinked."
+	e.guest(id, guest)
+	if _, err := e.backend.Reply(ref, "Anna", meanwhile); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if _, err := e.connect(id, ref); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	if n := e.countIn(ref, guest); n != 1 || e.upstreamHas(id, meanwhile) {
+		t.Errorf("connected back: guest's message %d times in the ticket (want 1), reply written meanwhile upstream %v", n, e.upstreamHas(id, meanwhile))
+	}
+	if tk := e.stateTicket(id); tk.ConnectRef != "" || tk.Ref != string(ref) || tk.LastError != "" {
+		t.Errorf("record after connecting back: ref %q, connecting %q, error %q", tk.Ref, tk.ConnectRef, tk.LastError)
+	}
+
+	other := e.newTicket("by hand elsewhere")
+	byHand := e.backend.MakeTicket("Anna", "By hand", "")
+	if _, err := e.connect(other, byHand); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	e.tick()
+	if tk := e.stateTicket(other); !strings.Contains(tk.LastError, "cannot connect a ticket made by hand") || len(e.backend.Find(other)) != 0 {
+		t.Errorf("a connect on a helpdesk without Connect: error %q, tickets %v", tk.LastError, e.backend.Find(other))
+	}
+}
