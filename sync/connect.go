@@ -81,12 +81,17 @@ func (c *cycle) connected(r *refreshResult, f adapters.Found, ok bool) error {
 
 // relink completes the connect of an unlinked request to its own ticket
 // again: the ticket is given the request's id again (an agent may have
-// cleared it; Connect writes nothing when it holds it), what state keeps
+// cleared it; Connect writes nothing when it holds it; a helpdesk without
+// Connect keeps it in its tickets' names), what state keeps
 // of it stays, and the team's replies and notes written on it while it
 // was unlinked are set aside, as those on a ticket made by hand are.
 func (c *cycle) relink(r *refreshResult, d guestapi.TicketDetail) error {
-	if err := c.connect(r, d); err != nil {
-		return err
+	// A helpdesk that cannot connect names its tickets by the request's
+	// id (the webhook's, email's): its ticket holds the id for good.
+	if _, ok := c.e.hd.(adapters.Connector); ok {
+		if err := c.connect(r, d); err != nil {
+			return err
+		}
 	}
 	f, ok, err := c.e.hd.Lookup(c.ctx, r.t.ID)
 	if err == nil {
