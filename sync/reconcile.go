@@ -149,7 +149,11 @@ type statusMerge struct {
 // status changed no later than the agreement was recorded did not move
 // since: the agreement was wrong about it (the bridge's own write crossed
 // an agent's change it had not read yet, or a write whose answer was lost
-// landed after it), and the agreed status is set there again.
+// landed after it), and the agreed status is set there again. Only a
+// change stamped a whole second or more before the agreement is judged so:
+// helpdesks stamp changes in whole seconds, and within the second of the
+// agreement the order is unknown, so an agent's change made just after it
+// is carried, never overwritten.
 func mergeStatus(agreed guestapi.Status, agreedAt time.Time, upstream guestapi.Status, upAt time.Time, hd adapters.FoundStatus) statusMerge {
 	switch {
 	case !hd.Known:
@@ -164,7 +168,7 @@ func mergeStatus(agreed guestapi.Status, agreedAt time.Time, upstream guestapi.S
 	}
 	upMoved := upstream != agreed
 	differs := !hd.Agrees(agreed)
-	stale := differs && !hd.At.IsZero() && !agreedAt.IsZero() && !hd.At.After(agreedAt)
+	stale := differs && !hd.At.IsZero() && !agreedAt.IsZero() && !hd.At.Add(stampResolution).After(agreedAt)
 	// A helpdesk status that maps to no upstream status cannot be carried.
 	hdMoved := differs && !stale && hd.Up != ""
 	switch {
@@ -188,6 +192,11 @@ func mergeStatus(agreed guestapi.Status, agreedAt time.Time, upstream guestapi.S
 		return statusMerge{outcome: ReconcileConflict, down: upstream, conflict: true}
 	}
 }
+
+// stampResolution is the coarsest resolution of a helpdesk's change times
+// (Zendesk, Freshdesk and Request Tracker stamp whole seconds): a change
+// stamped less than this before the agreement may have come after it.
+const stampResolution = time.Second
 
 // reconcileEventID is the event id of a status carried up by reconcile: the
 // same change found again (a crash before it was stored) gets the same id,

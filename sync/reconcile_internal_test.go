@@ -104,22 +104,29 @@ func TestMergeStatus(t *testing.T) {
 		}
 	}
 	// An agreement recorded at t1 (the agent's change carried upstream):
-	// a helpdesk status from before it is the bridge's own write that
-	// crossed the change, and the agreed status goes back there; one from
-	// after it is a move.
+	// a helpdesk status stamped a second or more before it is the
+	// bridge's own write that crossed the change, and the agreed status
+	// goes back there; one stamped in the agreement's second, or after
+	// it, is a move: helpdesks stamp whole seconds, so an agent's change
+	// made just after the agreement may carry its second.
 	for _, c := range []struct {
 		name string
 		hd   adapters.FoundStatus
 		want statusMerge
 	}{
 		{"helpdesk older than the agreement", hd("open", t0), statusMerge{outcome: ReconcileCarriedDown, down: "done"}},
-		{"helpdesk as old as the agreement", hd("open", t1), statusMerge{outcome: ReconcileCarriedDown, down: "done"}},
+		{"helpdesk a second older than the agreement", hd("open", t1.Add(-time.Second)), statusMerge{outcome: ReconcileCarriedDown, down: "done"}},
+		{"helpdesk stamped in the agreement's second", hd("open", t1), statusMerge{outcome: ReconcileCarriedUp, up: "assigned"}},
 		{"helpdesk moved after the agreement", hd("open", t1.Add(time.Second)), statusMerge{outcome: ReconcileCarriedUp, up: "assigned"}},
 		{"helpdesk agrees", hd("solved", t0), statusMerge{outcome: ReconcileInSync}},
 	} {
 		if got := mergeStatus("done", t1, "done", t1, c.hd); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
+	}
+	// An agreement recorded within the second the helpdesk stamped.
+	if got, want := mergeStatus("done", t1.Add(900*time.Millisecond), "done", t1, hd("open", t1)), (statusMerge{outcome: ReconcileCarriedUp, up: "assigned"}); got != want {
+		t.Errorf("helpdesk stamped in the second of the agreement, recorded late in it: %+v, want %+v", got, want)
 	}
 	// Upstream moved to where the helpdesk, older than the agreement,
 	// already is: agreed, nothing to write.

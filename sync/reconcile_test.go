@@ -98,6 +98,28 @@ func TestReconcileCarriesMissedHelpdeskStatusUp(t *testing.T) {
 	}
 }
 
+// TestReconcileKeepsAChangeOfTheImportsSecond: an agent's status change
+// stamped in the second the bridge recorded the agreement (the ticket's
+// import) may have come after it, and is carried up, never overwritten
+// with the agreed status. Before, a tie was taken for the bridge's own
+// crossed write, and the agent's change was lost.
+func TestReconcileKeepsAChangeOfTheImportsSecond(t *testing.T) {
+	e := newReconcileEnv(t)
+	id := e.newTicket("towels")
+	e.cycle()
+	if err := e.backend.SetStatusUnreported(e.ref(id), "working"); err != nil { // the same instant as the import
+		t.Fatal(err)
+	}
+	e.toSlot()
+	r := e.cycle()
+	if got := e.hdStatus(id); got != "working" {
+		t.Errorf("the reconcile overwrote the agent's working with %s: %v", got, r.Reconcile)
+	}
+	if got := e.upstream(id).Ticket.Status; got != guestapi.StatusInProgress {
+		t.Errorf("after a reconcile the guest request is %s, want in_progress: %v", got, r.Reconcile)
+	}
+}
+
 // TestReconcileCarriesMissedAPIStatusDown: an upstream status change the
 // engine took for carried (its record says both sides show it) reaches
 // the helpdesk at the next reconcile.
