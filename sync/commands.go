@@ -250,7 +250,7 @@ func Apply(ctx context.Context, st *state.Store, cmd Command, now time.Time) (Do
 		}
 		done.Ticket = t
 		return tx.AppendCommand(who, state.Audit{TicketID: t.ID, At: now, Kind: cmd.Name, Ref: cmp.Or(t.ConnectRef, t.Ref), Outcome: state.AuditOK,
-			Detail: commandDetail(cmd.Name, len(done.Requeued))})
+			Detail: Answer(cmd.Name, len(done.Requeued))})
 	})
 	if err != nil {
 		return Done{}, fmt.Errorf("%s request %q: %w", cmd.Name, cmd.Ticket, err)
@@ -292,19 +292,37 @@ func keepCommanded(t *state.Ticket, cur state.Ticket) {
 	t.ReconcileSoon = (cur.ReconcileSoon || t.ReconcileSoon) && cur.Unlinked.IsZero()
 }
 
-// commandDetail is what the audit trail says a command did.
-func commandDetail(name string, requeued int) string {
-	switch name {
+// Answer is the sentence an operator is answered with after an action
+// on a request or a journal entry, on the command line, on the console and
+// on the status page, and what the audit trail records of a command:
+// action is a command's name, "retry", "skip" or "read now"; requeued is
+// how many entries a resync made pending again (negative: not counted).
+// It is "" for an action it does not know, so that a link cannot put text
+// on a page.
+func Answer(action string, requeued int) string {
+	switch action {
+	case "read now":
+		return "The request is due now: the next cycle reads it."
+	case "retry":
+		return "The entry is pending again: the next cycle sends it, with its own Idempotency-Key."
+	case "skip":
+		return "The entry is abandoned: it will not be sent. It stays in the journal with the reason given."
 	case CommandPause:
-		return "paused: nothing of it crosses until it is resumed"
+		return "The request is paused: nothing of it crosses either way until it is resumed. The helpdesk's replies and changes wait in the journal."
 	case CommandResume:
-		return "resumed: the next cycle reads and reconciles it"
+		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
 	case CommandUnlink:
-		return "unlinked: no longer mirrored either way; its helpdesk ticket stays as it is, with a note"
+		return "The request is unlinked: nothing of it crosses either way any more. Its helpdesk ticket stays as it is, and the next cycle leaves a note on it."
 	case CommandConnect:
-		return "connected: the next cycle reads it and mirrors it into the helpdesk ticket"
+		return "The request is connected: the next cycle stores its id in the helpdesk ticket and mirrors into it what it lacks."
+	case CommandResync:
+		entries := "its entries"
+		if requeued >= 0 {
+			entries = fmt.Sprintf("%d of its entries", requeued)
+		}
+		return "The request is due now: the next cycle reads both sides and reconciles them; " + entries + " backing off or refused are pending again."
 	}
-	return fmt.Sprintf("due now with a reconcile; %d journal entries pending again", requeued)
+	return ""
 }
 
 // ErrBadRef: connect's helpdesk reference is missing or unfit.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,5 +335,25 @@ func TestCommandsAreAudited(t *testing.T) {
 	want := []string{"pause by cli:mara", "resume by cli:mara", "resync by cli:mara"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the trail's commands: %q, want %q", got, want)
+	}
+}
+
+// TestAnswerForEveryAction: each action has its sentence, one a resync
+// counts or not, and an unknown word none (a link cannot put text on the
+// status page through it).
+func TestAnswerForEveryAction(t *testing.T) {
+	for _, a := range []string{"read now", "retry", "skip", tbsync.CommandPause, tbsync.CommandResume, tbsync.CommandResync, tbsync.CommandUnlink, tbsync.CommandConnect} {
+		if tbsync.Answer(a, 0) == "" {
+			t.Errorf("no answer for %q", a)
+		}
+	}
+	if got := tbsync.Answer(tbsync.CommandResync, 3); !strings.Contains(got, "3 of its entries") {
+		t.Errorf("resync of 3 entries: %q", got)
+	}
+	if got := tbsync.Answer(tbsync.CommandResync, -1); strings.Contains(got, "-1") || !strings.Contains(got, "its entries") {
+		t.Errorf("resync not counted: %q", got)
+	}
+	if got := tbsync.Answer("<b>hello</b>", 0); got != "" {
+		t.Errorf("an unknown action answered %q", got)
 	}
 }

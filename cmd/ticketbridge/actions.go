@@ -234,7 +234,7 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		if errors.Is(err, sync.ErrNoSuchEntry) {
 			t, terr := sync.ReadNow(ctx, st, id, who, now)
 			if terr == nil {
-				fmt.Fprintf(stdout, "read now: ticket %s is due: the next cycle reads it.\n", t.ID)
+				fmt.Fprintf(stdout, "read now: ticket %s. %s\n", t.ID, sync.Answer("read now", 0))
 				return nil
 			}
 			if !errors.Is(terr, sync.ErrNoSuchTicket) {
@@ -244,37 +244,21 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "retry: entry %s of ticket %s is pending again: the next cycle sends it, with its own Idempotency-Key.\n", e.EventID, e.TicketID)
+		fmt.Fprintf(stdout, "retry: entry %s of ticket %s. %s\n", e.EventID, e.TicketID, sync.Answer(name, 0))
 	case "skip":
 		e, err := sync.SkipEntry(ctx, st, id, who, reason)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "skip: entry %s of ticket %s is abandoned: it will not be sent (%s).\n", e.EventID, e.TicketID, e.LastError)
+		fmt.Fprintf(stdout, "skip: entry %s of ticket %s. %s\n", e.EventID, e.TicketID, sync.Answer(name, 0))
 	default:
 		d, err := sync.Apply(ctx, st, sync.Command{Name: name, Ticket: id, Who: who, Ref: reason}, now)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: ticket %s. %s\n", name, d.Ticket.ID, commandDone(name, len(d.Requeued)))
+		fmt.Fprintf(stdout, "%s: ticket %s. %s\n", name, d.Ticket.ID, sync.Answer(name, len(d.Requeued)))
 	}
 	return nil
-}
-
-// commandDone says what a command on a request did, as the daemon's
-// console says it.
-func commandDone(name string, requeued int) string {
-	switch name {
-	case sync.CommandPause:
-		return "The request is paused: nothing of it crosses either way until it is resumed. The helpdesk's replies and changes wait in the journal."
-	case sync.CommandResume:
-		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
-	case sync.CommandUnlink:
-		return "The request is unlinked: nothing of it crosses either way any more. Its helpdesk ticket stays as it is, and the next cycle leaves a note on it."
-	case sync.CommandConnect:
-		return "The request is connected: the next cycle stores its id in the helpdesk ticket and mirrors into it what it lacks."
-	}
-	return fmt.Sprintf("The request is due now: the next cycle reads both sides and reconciles them; %d of its entries backing off or refused are pending again.", requeued)
 }
 
 // actThroughDaemon asks the running daemon to act, through its console

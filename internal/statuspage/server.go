@@ -349,32 +349,17 @@ func (s *Server) view(r *http.Request, p scope, title string) view {
 	return v
 }
 
-// flashText is the line shown after an action; only known words are shown,
-// so that a link cannot put text on the page.
+// flashText is the line shown after an action (see [sync.Answer]) or a
+// sign-in; only known words are shown, so that a link cannot put text on
+// the page.
 func flashText(done string) string {
 	switch done {
-	case "read now":
-		return "The request is due now: the next cycle reads it."
-	case "retry":
-		return "The entry is pending again: the next cycle sends it, with its own Idempotency-Key."
-	case "skip":
-		return "The entry is abandoned: it will not be sent. It stays in the journal with your reason."
-	case "pause":
-		return "The request is paused: nothing of it crosses either way until it is resumed. The helpdesk's replies and changes wait in the journal."
-	case "resume":
-		return "The request is resumed: the next cycle reads and reconciles it, and sends what waited."
-	case "resync":
-		return "The request is due now: the next cycle reads both sides and reconciles them; its entries backing off or refused are pending again."
-	case "unlink":
-		return "The request is unlinked: nothing of it crosses either way any more. Its helpdesk ticket stays as it is, and the next cycle leaves a note on it."
-	case "connect":
-		return "The request is connected: the next cycle stores its id in the helpdesk ticket and mirrors into it what it lacks."
 	case "login":
 		return "Signed in."
 	case "logout":
 		return "Signed out."
 	}
-	return ""
+	return sync.Answer(done, -1)
 }
 
 func (s *Server) render(w http.ResponseWriter, code int, name string, v view) {
