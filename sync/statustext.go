@@ -153,6 +153,15 @@ func WriteTicket(out io.Writer, d TicketDetail, full bool, now time.Time) error 
 	fmt.Fprintf(tw, "Next read\t%s (%s)\n", d.DueText(now), DueReasonText(d.DueReason))
 	fmt.Fprintf(tw, "Last activity\t%s\n", when(d.LastActivity))
 	fmt.Fprintf(tw, "Reconciled\t%s (%s); agreed status %s\n", when(d.ReconciledAt), orDash(d.LastReconcile), orDash(d.AgreedStatus))
+	if !d.Paused.IsZero() {
+		fmt.Fprintf(tw, "Paused\tby %s since %s: nothing of it crosses either way until ticketbridge resume %s\n", d.PausedBy, when(d.Paused), d.ID)
+	}
+	if !d.Unlinked.IsZero() {
+		fmt.Fprintf(tw, "Unlinked\tby %s at %s: no longer mirrored either way; its helpdesk ticket stays as it is\n", d.UnlinkedBy, when(d.Unlinked))
+	}
+	if d.Connecting != "" {
+		fmt.Fprintf(tw, "Connecting\tto helpdesk ticket %s: the next cycle stores the request's id in it and mirrors what it lacks\n", d.Connecting)
+	}
 	if c := d.Carried; c != nil {
 		due, rating := "none", "not rated"
 		if !c.Due.IsZero() {

@@ -69,3 +69,25 @@ func TestStatusTicket(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTicketSaysCommands: `status ID` says that a request is
+// paused, unlinked or waiting for a connect, as its page does.
+func TestStatusTicketSaysCommands(t *testing.T) {
+	at := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		ts   tbsync.TicketStatus
+		want string
+	}{
+		{tbsync.TicketStatus{ID: "a", Paused: at, PausedBy: "cli:mara"}, "Paused         by cli:mara since"},
+		{tbsync.TicketStatus{ID: "a", Unlinked: at, UnlinkedBy: "cli:mara"}, "Unlinked       by cli:mara at"},
+		{tbsync.TicketStatus{ID: "a", Connecting: "hd-9"}, "Connecting     to helpdesk ticket hd-9"},
+	} {
+		var out strings.Builder
+		if err := tbsync.WriteTicket(&out, tbsync.TicketDetail{TicketStatus: c.ts}, false, at); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("status of %+v lacks %q:\n%s", c.ts, c.want, out.String())
+		}
+	}
+}
