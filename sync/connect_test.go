@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ticketbridge/ticketbridge/adapters"
+	"github.com/ticketbridge/ticketbridge/guestapi"
 	"github.com/ticketbridge/ticketbridge/state"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
@@ -283,5 +284,33 @@ func TestConnectBackWithoutConnector(t *testing.T) {
 	e.tick()
 	if tk := e.stateTicket(other); !strings.Contains(tk.LastError, "cannot connect a ticket made by hand") || len(e.backend.Find(other)) != 0 {
 		t.Errorf("a connect on a helpdesk without Connect: error %q, tickets %v", tk.LastError, e.backend.Find(other))
+	}
+}
+
+// TestConnectOfALeftOutRequestSaysWhy: a connect of a request the rules
+// leave out cannot be carried out; the request is listed as failing,
+// naming the rule, and nothing is written to the ticket. Once the rules
+// take it in, the connect is carried out.
+func TestConnectOfALeftOutRequestSaysWhy(t *testing.T) {
+	e, _ := rulesEnv(t)
+	e.cfg.ExcludeDepartments = tbsync.Departments{"maintenance"}
+	id := e.requestIn("maintenance", guestapi.OriginGuest, "dripping tap")
+	e.cycle()
+	ref := e.backend.MakeTicket("Anna", "Tap, room 12", "The guest called about the tap.")
+	if _, err := e.connect(id, ref); err != nil {
+		t.Fatal(err)
+	}
+	e.cycle()
+	if tk := e.stateTicket(id); !strings.Contains(tk.LastError, "TICKETBRIDGE_EXCLUDE_DEPARTMENTS") || !strings.Contains(tk.LastError, "department maintenance") || tk.ConnectRef != string(ref) {
+		t.Errorf("record of the waiting connect: error %q, connecting %q", tk.LastError, tk.ConnectRef)
+	}
+	if n := e.countIn(ref, "dripping tap"); n != 0 {
+		t.Errorf("the left-out request's message is in the ticket %d times", n)
+	}
+	e.cfg.ExcludeDepartments = nil
+	e.open()
+	e.quiesce()
+	if tk := e.stateTicket(id); tk.Ref != string(ref) || tk.LastError != "" {
+		t.Errorf("after the rules took it in: ref %q, error %q", tk.Ref, tk.LastError)
 	}
 }

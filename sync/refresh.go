@@ -477,8 +477,8 @@ func (c *cycle) refreshTicket(t state.Ticket, pend []state.Entry, reconcile bool
 	}
 	c.read200.Store(true)
 	r.t.Missing = 0
-	if _, out := e.cfg.scope.leaves(d.Department, d.Origin); out {
-		return c.leftOut(r, th, pend, reconcile) // see rules.go
+	if lo, out := e.cfg.scope.leaves(d.Department, d.Origin); out {
+		return c.leftOut(r, th, pend, reconcile, lo) // see rules.go
 	}
 	ref, known, err := c.helpdeskTicket(&r, d)
 	if err != nil {

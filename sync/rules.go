@@ -453,7 +453,10 @@ func (lc leftOutCounter) list() []LeftOut {
 // changes that a newer upstream change overrides are superseded, as on
 // any ticket; the others go up in send, like the agents' replies and
 // notes. A reconcile due is taken as done: there is nothing to compare.
-func (c *cycle) leftOut(r refreshResult, th *guestapi.Thread, pend []state.Entry, reconcile bool) refreshResult {
+// An operator's connect waits while rule lo leaves the request out, and
+// the request is listed as failing with why, so that it does not wait
+// unseen.
+func (c *cycle) leftOut(r refreshResult, th *guestapi.Thread, pend []state.Entry, reconcile bool, lo LeftOut) refreshResult {
 	d := th.Ticket
 	p := planThread(r.t, th, nil, pend)
 	r.supersede, r.supersBy = p.supersede, d.Status
@@ -465,5 +468,18 @@ func (c *cycle) leftOut(r refreshResult, th *guestapi.Thread, pend []state.Entry
 	// Active only while the helpdesk side moves: upstream changes are
 	// not carried.
 	c.e.pol.afterRead(&r.t, c.now, len(pend) > 0 || r.orig.DueReason == DueEvent)
+	if r.t.ConnectRef != "" {
+		what := "department " + lo.Department
+		if lo.Department == "" {
+			what = "origin " + string(lo.Origin)
+		}
+		err := fmt.Errorf("%w: %s leaves the request out (%s); the connect to %s waits until the rules take it in", ErrLeftOut, lo.Variable, what, r.t.ConnectRef)
+		c.failure(r.t.ID, "", "connect", err)
+		c.e.pol.afterError(&r.t, c.now, "connect: "+err.Error())
+	}
 	return r
 }
+
+// ErrLeftOut: the rules leave a request out, and an operator's connect of
+// it waits.
+var ErrLeftOut = errors.New("left out by the rules")
