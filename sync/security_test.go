@@ -17,6 +17,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk"
 	"github.com/ticketbridge/ticketbridge/adapters/zendesk/zendeskfake"
 	"github.com/ticketbridge/ticketbridge/guestapi"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	tbsync "github.com/ticketbridge/ticketbridge/sync"
 )
 
@@ -50,7 +51,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	t.Cleanup(srv.Close)
 	zdToken := token
 	e.wrapHD = func(adapters.Helpdesk) adapters.Helpdesk {
-		hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(srv.URL)}, Email: email, Token: zdToken},
+		hd, err := zendesk.New(zendesk.Config{Common: saas.Common{URL: adapters.ParseURL(srv.URL)}, Email: email, Token: redact.Secret(zdToken)},
 			adapters.Deps{Logger: debug().With("adapter", zendesk.Name)},
 			zendesk.Options{HTTP: srv.Client(), Sleep: e.clock.Sleep})
 		if err != nil {

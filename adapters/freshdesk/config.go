@@ -3,7 +3,6 @@ package freshdesk
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -23,8 +23,8 @@ const EnvPrefix = "TICKETBRIDGE_FRESHDESK_"
 const DefaultRequester = "guest-requests@ticketbridge.invalid"
 
 // Config is the adapter's configuration, read from the
-// TICKETBRIDGE_FRESHDESK_* variables by [LoadConfig]. Its String, GoString
-// and LogValue never show the API key.
+// TICKETBRIDGE_FRESHDESK_* variables by [LoadConfig]. Printed or logged,
+// it never shows the API key (a [redact.Secret]).
 type Config struct {
 	// Common holds URL (the helpdesk's address, e.g.
 	// https://hotel.freshdesk.com, without /api/v2), Timeout, PageSize (the per_page of the lists the adapter reads; at
@@ -32,7 +32,7 @@ type Config struct {
 	saas.Common
 	// APIKey is the API key of the agent the bridge acts as, sent as basic
 	// auth with the password "X".
-	APIKey string `env:"API_KEY"`
+	APIKey redact.Secret `env:"API_KEY"`
 	// APIKeyFile names a file holding the API key instead (a systemd
 	// credential, a mounted secret); surrounding white space is ignored.
 	APIKeyFile string `env:"API_KEY_FILE"`
@@ -69,7 +69,7 @@ type Config struct {
 // defaults, reads APIKeyFile into APIKey and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*string, string) { return &c.APIKey, c.APIKeyFile })
+	return saas.Load(ctx, env, EnvPrefix, Name, "API_KEY", func(c *Config) (*redact.Secret, string) { return &c.APIKey, c.APIKeyFile })
 }
 
 // Validate checks the configuration and returns an error naming the
@@ -82,7 +82,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.APIKey == "":
 		return fmt.Errorf("%sAPI_KEY is not set: give the API key of the Freshdesk agent the bridge acts as (Profile settings > View API key), or a file holding it in %sAPI_KEY_FILE", EnvPrefix, EnvPrefix)
-	case strings.ContainsAny(c.APIKey, " \t\r\n:"):
+	case strings.ContainsAny(c.APIKey.Reveal(), " \t\r\n:"):
 		return fmt.Errorf("%sAPI_KEY contains white space or a colon: paste the API key Freshdesk shows, alone", EnvPrefix)
 	}
 	if err := checkField("ID_FIELD", c.IDField); err != nil {
@@ -126,30 +126,6 @@ func validEmail(s string) bool {
 	local, domain, ok := strings.Cut(s, "@")
 	return ok && local != "" && !strings.ContainsAny(s, " \t\r\n,;<>") && !strings.Contains(domain, "@") &&
 		strings.Contains(domain, ".") && !strings.HasPrefix(domain, ".") && !strings.HasSuffix(domain, ".")
-}
-
-// String shows the configuration without the API key.
-func (c Config) String() string {
-	key := "unset"
-	if c.APIKey != "" {
-		key = "[redacted]"
-	}
-	return fmt.Sprintf("freshdesk.Config{URL:%q APIKey:%s APIKeyFile:%q IDField:%q StatusField:%q Requester:%q Group:%d Groups:%v Tag:%q Since:%q Timeout:%s PageSize:%d}",
-		c.URL, key, c.APIKeyFile, c.IDField, c.StatusField, c.Requester, c.Group, c.Groups, c.Tag, c.Since, c.Timeout, c.PageSize)
-}
-
-// GoString is String, so that %#v does not show the API key either.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue logs the configuration without the API key.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("url", c.URL.String()), slog.Bool("api_key_set", c.APIKey != ""), slog.String("api_key_file", c.APIKeyFile),
-		slog.String("id_field", c.IDField), slog.String("status_field", c.StatusField),
-		slog.String("requester", c.Requester), slog.Int64("group", c.Group), slog.Any("groups", map[string]int64(c.Groups)),
-		slog.String("tag", c.Tag), slog.String("since", c.Since.String()),
-		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
-	)
 }
 
 // urlOf is the address setting's check (see [adapters.BaseURL]).

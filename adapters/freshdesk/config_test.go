@@ -142,13 +142,13 @@ func TestSecretsNeverShown(t *testing.T) {
 	var logs bytes.Buffer
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "cfg", cfg)
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "cfg", cfg)
-	for _, s := range []string{cfg.String(), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg), logs.String()} {
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg), logs.String()} {
 		if strings.Contains(s, testKey) {
 			t.Errorf("the API key shows in %q", s)
 		}
 	}
-	if !strings.Contains(cfg.String(), "[redacted]") || !strings.Contains(logs.String(), "api_key_set=true") {
-		t.Errorf("the printed forms should say a key is set: %q, %q", cfg.String(), logs.String())
+	if !strings.Contains(fmt.Sprint(cfg), "[redacted]") || strings.Count(logs.String(), "[redacted]") != 2 {
+		t.Errorf("the printed forms should say a key is set: %q, %q", fmt.Sprint(cfg), logs.String())
 	}
 }
 

@@ -184,7 +184,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		a.tags = []string{cfg.Tag}
 	}
 	a.Helpdesk = saas.NewHelpdesk[thread](Name, vendor{a}, validToken, false, a.log)
-	key := cfg.APIKey
+	key := cfg.APIKey.Reveal()
 	a.http = saas.Client{
 		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)), Transport: a.rate.Transport,
 		Authorize: func(r *http.Request) { r.SetBasicAuth(key, "X") },

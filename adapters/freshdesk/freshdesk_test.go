@@ -581,7 +581,7 @@ func TestCheck(t *testing.T) {
 	wrong := e.config()
 	wrong.APIKey = "not-the-key-0123456789"
 	err := e.open(t, wrong).Check(ctx)
-	if !errors.Is(err, adapters.ErrAuth) || !strings.Contains(err.Error(), "TICKETBRIDGE_FRESHDESK_API_KEY") || strings.Contains(err.Error(), wrong.APIKey) {
+	if !errors.Is(err, adapters.ErrAuth) || !strings.Contains(err.Error(), "TICKETBRIDGE_FRESHDESK_API_KEY") || strings.Contains(err.Error(), wrong.APIKey.Reveal()) {
 		t.Errorf("Check with a wrong key: %v", err)
 	}
 

@@ -29,7 +29,7 @@ type client struct {
 const perPage = 100
 
 func newClient(base string, c Config, hc *adapters.HTTPClient) *client {
-	token, user, pass := c.Token, c.User, c.Password
+	token, user, pass := c.Token.Reveal(), c.User, c.Password.Reveal()
 	hc.Authorize = func(r *http.Request) {
 		if token != "" {
 			r.Header.Set("Authorization", "token "+token)

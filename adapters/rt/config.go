@@ -3,7 +3,6 @@ package rt
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -30,8 +29,8 @@ const (
 const SentFieldOff = "none"
 
 // Config is the adapter's configuration, read from the TICKETBRIDGE_RT_*
-// variables by [LoadConfig]. Its String, GoString and LogValue never show
-// the token or the password.
+// variables by [LoadConfig]. Printed or logged, it never shows the token or
+// the password (each a [redact.Secret]).
 //
 // [New] takes a Config as it is, except that empty Queue, IDField,
 // SentField and a zero Timeout or Overlap get their defaults; SendComments has no
@@ -42,13 +41,13 @@ type Config struct {
 	URL adapters.URL `env:"URL"`
 	// Token is an RT auth token of the bridge's own RT user (sent as
 	// "Authorization: token …"). Either Token, or User and Password.
-	Token string `env:"TOKEN"`
+	Token redact.Secret `env:"TOKEN"`
 	// User is the bridge's RT user name for basic authentication. With a
 	// Token it only names the token's user, which is needed when the token
 	// is not in RT's usual "1-<user id>-<secret>" form.
 	User string `env:"USER"`
 	// Password is User's RT password.
-	Password string `env:"PASSWORD"`
+	Password redact.Secret `env:"PASSWORD"`
 	// Queue receives the tickets of departments Queues does not map.
 	Queue string `env:"QUEUE,default=General"`
 	// Queues maps department codes to queues: "housekeeping=Housekeeping,
@@ -136,7 +135,7 @@ func (c Config) Validate() error {
 	case c.Token == "" && c.Password == "":
 		return fmt.Errorf("%sUSER is set without %sPASSWORD (or give %sTOKEN instead)", EnvPrefix, EnvPrefix, EnvPrefix)
 	}
-	if strings.ContainsAny(c.Token, " \t\r\n") {
+	if strings.ContainsAny(c.Token.Reveal(), " \t\r\n") {
 		return fmt.Errorf("%sTOKEN contains white space: paste the token RT showed, alone", EnvPrefix)
 	}
 	if strings.ContainsAny(c.User, ":\r\n") {
@@ -235,43 +234,4 @@ func ParseQueues(s string) (map[string]string, error) {
 		out[dept] = queue
 	}
 	return out, nil
-}
-
-// String describes the configuration without its credentials.
-func (c Config) String() string {
-	return fmt.Sprintf("rt.Config{URL:%s Auth:%s Queue:%q Queues:%v IDField:%q SentField:%q RatingField:%q SendComments:%v Timeout:%s Overlap:%s}",
-		c.URL, c.authKind(), c.Queue, c.Queues, c.IDField, c.SentField, c.RatingField, c.SendComments, c.Timeout, c.Overlap)
-}
-
-// GoString hides the credentials from %#v as well.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue logs the configuration without its credentials.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("url", c.URL.String()),
-		slog.String("auth", c.authKind()),
-		slog.String("queue", c.Queue),
-		slog.Any("queues", map[string]string(c.Queues)),
-		slog.String("id_field", c.IDField),
-		slog.String("sent_field", c.SentField),
-		slog.String("rating_field", c.RatingField),
-		slog.Bool("send_comments", c.SendComments),
-		slog.Duration("timeout", c.Timeout),
-		slog.Duration("overlap", c.Overlap),
-	)
-}
-
-// authKind says how the adapter authenticates, naming the user but never
-// the secret.
-func (c Config) authKind() string {
-	switch {
-	case c.Token != "" && c.User != "":
-		return fmt.Sprintf("token of %s [redacted]", c.User)
-	case c.Token != "":
-		return "token [redacted]"
-	case c.User != "":
-		return fmt.Sprintf("user %s, password [redacted]", c.User)
-	}
-	return "none"
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -135,7 +136,7 @@ func TestCredentialsRefusedAndNeverShown(t *testing.T) {
 			if !errors.Is(err, adapters.ErrAuth) || !strings.Contains(err.Error(), "refused") {
 				t.Fatalf("Check with wrong credentials: %v; want ErrAuth saying RT refused them", err)
 			}
-			for _, secret := range []string{cfg.Token, cfg.Password} {
+			for _, secret := range []string{cfg.Token.Reveal(), cfg.Password.Reveal()} {
 				if secret == "" {
 					continue
 				}
@@ -168,13 +169,13 @@ func TestCredentialsRefusedAndNeverShown(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, secret := range []string{cfg.Token, cfg.Password} {
+	for _, secret := range []string{cfg.Token.Reveal(), cfg.Password.Reveal()} {
 		if secret != "" && strings.Contains(logs.String(), secret) {
 			t.Errorf("the log shows the credential")
 		}
 	}
-	for _, s := range []string{cfg.String(), slog.AnyValue(cfg).String()} {
-		if cfg.Token != "" && strings.Contains(s, cfg.Token) {
+	for _, s := range []string{fmt.Sprint(cfg), slog.AnyValue(cfg).String()} {
+		if cfg.Token != "" && strings.Contains(s, cfg.Token.Reveal()) {
 			t.Errorf("the configuration's text shows the token: %s", s)
 		}
 	}

@@ -151,7 +151,7 @@ func (a *Adapter) learnUser(ctx context.Context, s *setup) error {
 	switch {
 	case a.cfg.Token != "":
 		how = EnvPrefix + "TOKEN"
-		if m := tokenUserRE.FindStringSubmatch(a.cfg.Token); m != nil {
+		if m := tokenUserRE.FindStringSubmatch(a.cfg.Token.Reveal()); m != nil {
 			who = m[1]
 		} else if a.cfg.User != "" {
 			who = a.cfg.User
@@ -177,7 +177,7 @@ func (a *Adapter) learnUser(ctx context.Context, s *setup) error {
 	}
 	s.me = userRef{ID: u.Name, Name: u.Name, RealName: u.RealName}
 	s.meID = int64(u.ID)
-	if a.cfg.Token != "" && a.cfg.User != "" && !strings.EqualFold(a.cfg.User, u.Name) && tokenUserRE.MatchString(a.cfg.Token) {
+	if a.cfg.Token != "" && a.cfg.User != "" && !strings.EqualFold(a.cfg.User, u.Name) && tokenUserRE.MatchString(a.cfg.Token.Reveal()) {
 		return fmt.Errorf("log in to RT at %s: the token belongs to the RT user %q, but %sUSER says %q", a.c.base, u.Name, EnvPrefix, a.cfg.User)
 	}
 	if strings.EqualFold(u.Name, "root") || strings.EqualFold(u.Name, "RT_System") {

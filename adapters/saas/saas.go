@@ -74,6 +74,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // Defaults fills the zero fields of target, a pointer to an env-tagged
@@ -206,7 +207,7 @@ func Load[C any, PC interface {
 	*C
 	embedsCommon
 	Validate() error
-}](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(PC) (value *string, file string)) (C, error) {
+}](ctx context.Context, env envconfig.Lookuper, prefix, what, secretVar string, secret func(PC) (value *redact.Secret, file string)) (C, error) {
 	var c C
 	if err := envvar.Load(ctx, env, prefix, what+" configuration", &c); err != nil {
 		return c, err
@@ -218,12 +219,12 @@ func Load[C any, PC interface {
 	}
 	PC(&c).common().AllowInsecureHTTP = allow
 	value, file := secret(&c)
-	s, err := adapters.SecretOrFile(prefix+secretVar, *value, file)
+	s, err := adapters.SecretOrFile(prefix+secretVar, value.Reveal(), file)
 	if err != nil {
 		var zero C
 		return zero, err
 	}
-	*value = s
+	*value = redact.Secret(s)
 	if err := PC(&c).Validate(); err != nil {
 		var zero C
 		return zero, err

@@ -42,7 +42,7 @@ type Config struct {
 	URL string `env:"TICKETBRIDGE_WEBHOOK_URL"`
 	// Secret is the shared HMAC secret of both directions, at least
 	// MinSecretLen bytes. Give it or SecretFile, not both.
-	Secret Secret `env:"TICKETBRIDGE_WEBHOOK_SECRET"`
+	Secret redact.Secret `env:"TICKETBRIDGE_WEBHOOK_SECRET"`
 	// SecretFile names a file holding the secret (mode 600 or stricter).
 	// Without either, $CREDENTIALS_DIRECTORY/webhook-secret is read when
 	// systemd provides it.
@@ -70,26 +70,6 @@ type Config struct {
 	// (see adapters.CheckHTTPS).
 	AllowInsecureHTTP bool
 }
-
-// Secret is a string that never prints itself: its String, GoString and
-// MarshalText give "[redacted]" (or "" when it is empty).
-type Secret string
-
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-// GoString hides the value from %#v.
-func (s Secret) GoString() string { return s.String() }
-
-// MarshalText hides the value from encoders.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// Reveal returns the secret itself, for signing.
-func (s Secret) Reveal() string { return string(s) }
 
 // LoadConfig reads the configuration from env and resolves the secret and
 // the defaults that depend on the environment: Dir defaults to
@@ -129,9 +109,9 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper, stateDir string) (C
 		if err != nil {
 			return c, fmt.Errorf("read webhook configuration: TICKETBRIDGE_WEBHOOK_SECRET_FILE: %w", err)
 		}
-		c.Secret = Secret(s)
+		c.Secret = redact.Secret(s)
 	default:
-		c.Secret = Secret(strings.TrimSpace(string(c.Secret)))
+		c.Secret = redact.Secret(strings.TrimSpace(string(c.Secret)))
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("read webhook configuration: %w", err)

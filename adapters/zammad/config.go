@@ -3,7 +3,6 @@ package zammad
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -24,8 +24,8 @@ const (
 )
 
 // Config is the adapter's configuration, read from the
-// TICKETBRIDGE_ZAMMAD_* variables by [LoadConfig]. Its String, GoString and
-// LogValue never show the token.
+// TICKETBRIDGE_ZAMMAD_* variables by [LoadConfig]. Printed or logged, it
+// never shows the token (a [redact.Secret]).
 type Config struct {
 	// Common holds URL (the Zammad system's address, e.g.
 	// https://helpdesk.hotel.example, without /api/v1), Timeout, PageSize (the per_page of the ticket searches; at
@@ -33,7 +33,7 @@ type Config struct {
 	saas.Common
 	// Token is an access token of the Zammad user the bridge acts as,
 	// sent as "Authorization: Token token={Token}".
-	Token string `env:"TOKEN"`
+	Token redact.Secret `env:"TOKEN"`
 	// TokenFile names a file holding the token instead (a systemd
 	// credential, a mounted secret); surrounding white space is ignored.
 	TokenFile string `env:"TOKEN_FILE"`
@@ -72,7 +72,7 @@ type Config struct {
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*redact.Secret, string) { return &c.Token, c.TokenFile })
 }
 
 // attrName is what Zammad's object manager accepts as an attribute name.
@@ -88,7 +88,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.Token == "":
 		return fmt.Errorf("%sTOKEN is not set: create an access token in Zammad (avatar > Profile > Token Access, with the permission ticket.agent) and give it here or in a file named by %sTOKEN_FILE", EnvPrefix, EnvPrefix)
-	case strings.ContainsAny(c.Token, " \t\r\n\"'"):
+	case strings.ContainsAny(c.Token.Reveal(), " \t\r\n\"'"):
 		return fmt.Errorf("%sTOKEN contains white space or quotes: paste the token Zammad showed, alone", EnvPrefix)
 	}
 	if strings.TrimSpace(c.Group) != c.Group || strings.ContainsAny(c.Group, ",=\r\n") {
@@ -120,30 +120,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%sPAGE_SIZE %d: Zammad's search pages hold 1 to %d tickets", EnvPrefix, c.PageSize, MaxPageSize)
 	}
 	return nil
-}
-
-// String shows the configuration without the token.
-func (c Config) String() string {
-	token := "unset"
-	if c.Token != "" {
-		token = "[redacted]"
-	}
-	return fmt.Sprintf("zammad.Config{URL:%q Token:%s TokenFile:%q Group:%q Groups:%v IDField:%q DueAttribute:%q Customer:%q EventsSince:%q PendingFor:%s Timeout:%s PageSize:%d}",
-		c.URL, token, c.TokenFile, c.Group, c.Groups, c.IDField, c.DueAttribute, c.Customer, c.EventsSince, c.PendingFor, c.Timeout, c.PageSize)
-}
-
-// GoString is String, so that %#v does not show the token either.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue logs the configuration without the token.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("url", c.URL.String()), slog.Bool("token_set", c.Token != ""), slog.String("token_file", c.TokenFile),
-		slog.String("group", c.Group), slog.Any("groups", map[string]string(c.Groups)), slog.String("id_field", c.IDField),
-		slog.String("due_attribute", c.DueAttribute),
-		slog.String("customer", c.Customer), slog.String("events_since", c.EventsSince.String()),
-		slog.Duration("pending_for", c.PendingFor), slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
-	)
 }
 
 // urlOf is the address setting's check (see [adapters.BaseURL]).

@@ -131,7 +131,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 		a.maxEvents = DefaultMaxEvents
 	}
 	a.Helpdesk = saas.NewHelpdesk[zmTicket](Name, vendor{a}, nil, true, a.log)
-	token := cfg.Token
+	token := cfg.Token.Reveal()
 	a.http = saas.Client{
 		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Authorize: func(r *http.Request) { r.Header.Set("Authorization", "Token token="+token) },

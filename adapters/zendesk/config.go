@@ -3,7 +3,6 @@ package zendesk
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/adapters/saas"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 )
 
 // EnvPrefix is the prefix of every variable the adapter reads.
@@ -23,8 +23,7 @@ const EnvPrefix = "TICKETBRIDGE_ZENDESK_"
 const DefaultEventPages = 3
 
 // Config is the adapter's configuration, read from the TICKETBRIDGE_ZENDESK_*
-// variables by [LoadConfig]. Its String, GoString and LogValue never show
-// the token.
+// variables by [LoadConfig]. Printed or logged, it never shows the token (a [redact.Secret]).
 type Config struct {
 	// Common holds URL (the Zendesk account's address, e.g.
 	// https://hotel.zendesk.com, without /api/v2), Timeout, PageSize (the page[size] of the lists the adapter reads:
@@ -35,7 +34,7 @@ type Config struct {
 	Email string `env:"EMAIL"`
 	// Token is a Zendesk API token, sent as basic auth
 	// "{Email}/token:{Token}".
-	Token string `env:"TOKEN"`
+	Token redact.Secret `env:"TOKEN"`
 	// TokenFile names a file holding the token instead (a systemd
 	// credential, a mounted secret); surrounding white space is ignored.
 	TokenFile string `env:"TOKEN_FILE"`
@@ -64,7 +63,7 @@ type Config struct {
 // defaults, reads TokenFile into Token and checks the result (see
 // [Config.Validate]).
 func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
-	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*string, string) { return &c.Token, c.TokenFile })
+	return saas.Load(ctx, env, EnvPrefix, Name, "TOKEN", func(c *Config) (*redact.Secret, string) { return &c.Token, c.TokenFile })
 }
 
 // Validate checks the configuration and returns an error naming the
@@ -84,7 +83,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.Token == "":
 		return fmt.Errorf("%sTOKEN is not set: create an API token in Zendesk (Admin Center > Apps and integrations > APIs > Zendesk API) and give it here or in a file named by %sTOKEN_FILE", EnvPrefix, EnvPrefix)
-	case strings.ContainsAny(c.Token, " \t\r\n:"):
+	case strings.ContainsAny(c.Token.Reveal(), " \t\r\n:"):
 		return fmt.Errorf("%sTOKEN contains white space or a colon: paste the token Zendesk showed, alone", EnvPrefix)
 	}
 	if c.Group < 0 {
@@ -103,29 +102,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%sPAGE_SIZE %d: Zendesk pages hold 1 to 100 items", EnvPrefix, c.PageSize)
 	}
 	return nil
-}
-
-// String shows the configuration without the token.
-func (c Config) String() string {
-	token := "unset"
-	if c.Token != "" {
-		token = "[redacted]"
-	}
-	return fmt.Sprintf("zendesk.Config{URL:%q Email:%q Token:%s TokenFile:%q Group:%d Groups:%v Tag:%q DueField:%d EventsSince:%q Timeout:%s PageSize:%d}",
-		c.URL, c.Email, token, c.TokenFile, c.Group, c.Groups, c.Tag, c.DueField, c.EventsSince, c.Timeout, c.PageSize)
-}
-
-// GoString is String, so that %#v does not show the token either.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue logs the configuration without the token.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("url", c.URL.String()), slog.String("email", c.Email), slog.Bool("token_set", c.Token != ""),
-		slog.String("token_file", c.TokenFile), slog.Int64("group", c.Group), slog.Any("groups", map[string]int64(c.Groups)),
-		slog.String("tag", c.Tag), slog.Int64("due_field", c.DueField), slog.String("events_since", c.EventsSince.String()),
-		slog.Duration("timeout", c.Timeout), slog.Int("page_size", c.PageSize),
-	)
 }
 
 // urlOf is the address setting's check (see [adapters.BaseURL]).

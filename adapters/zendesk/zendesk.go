@@ -155,7 +155,7 @@ func New(cfg Config, deps adapters.Deps, opts Options) (*Adapter, error) {
 	if cfg.Tag != "none" {
 		a.tags = []string{cfg.Tag}
 	}
-	user, token := cfg.Email+"/token", cfg.Token
+	user, token := cfg.Email+"/token", cfg.Token.Reveal()
 	client := saas.Client{
 		Vendor: Name, HTTP: cmp.Or(opts.HTTP, deps.HTTP(cfg.Timeout)),
 		Authorize: func(r *http.Request) { r.SetBasicAuth(user, token) },

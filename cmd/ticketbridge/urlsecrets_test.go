@@ -19,6 +19,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
 	"github.com/ticketbridge/ticketbridge/internal/check"
 	"github.com/ticketbridge/ticketbridge/internal/config"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/state"
 )
 
@@ -48,7 +49,7 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 	// A webhook receiver may take a token in its URL: such a URL passes,
 	// and the adapter's description hides it.
 	webhookURL := func(v string) error {
-		c := webhook.Config{URL: v, Secret: webhook.Secret(strings.Repeat("s", 64)), Dir: t.TempDir(), Listen: webhook.ListenOff}
+		c := webhook.Config{URL: v, Secret: redact.Secret(strings.Repeat("s", 64)), Dir: t.TempDir(), Listen: webhook.ListenOff}
 		if err := c.Validate(); err != nil {
 			return err
 		}

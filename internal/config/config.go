@@ -27,9 +27,9 @@ import (
 // the metrics server declare theirs in their packages and process them
 // against the same lookuper. Every variable is listed in config.example.env.
 type Daemon struct {
-	APIURL     string `env:"TICKETBRIDGE_API_URL"`
-	APIKey     Secret `env:"TICKETBRIDGE_API_KEY"`
-	APIKeyFile string `env:"TICKETBRIDGE_API_KEY_FILE"`
+	APIURL     string        `env:"TICKETBRIDGE_API_URL"`
+	APIKey     redact.Secret `env:"TICKETBRIDGE_API_KEY"`
+	APIKeyFile string        `env:"TICKETBRIDGE_API_KEY_FILE"`
 	// State is where the hotel's state is kept, a file or a PostgreSQL
 	// database, its kind judged once when read.
 	State state.Location `env:"TICKETBRIDGE_STATE"`
@@ -53,25 +53,6 @@ type Daemon struct {
 	// read the same variable.
 	AllowInsecureHTTP bool `env:"TICKETBRIDGE_ALLOW_INSECURE_HTTP, default=false"`
 }
-
-// Secret is a string that never prints itself.
-type Secret string
-
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-// GoString hides the value from %#v too.
-func (s Secret) GoString() string { return s.String() }
-
-// LogValue hides the value from log/slog handlers, which do not call String.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// MarshalText hides the value from encoders.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // The service's layout, as deploy/ticketbridge.service sets it up.
 const (

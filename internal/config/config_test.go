@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -187,20 +186,6 @@ func TestAPIKeySources(t *testing.T) {
 				t.Fatalf("error %q contains the key", err)
 			}
 		})
-	}
-}
-
-func TestSecretNeverPrints(t *testing.T) {
-	c := Daemon{APIKey: "rta_secretvalue"}
-	for _, s := range []string{c.APIKey.String(), c.APIKey.GoString()} {
-		if strings.Contains(s, "secretvalue") {
-			t.Fatalf("secret printed: %q", s)
-		}
-	}
-	var buf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "key", c.APIKey)
-	if strings.Contains(buf.String(), "secretvalue") {
-		t.Fatalf("secret logged: %s", buf.String())
 	}
 }
 

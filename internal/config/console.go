@@ -48,7 +48,7 @@ const ConsoleCredential = "console-token"
 
 // Console are the status page's settings, read and checked.
 type Console struct {
-	Token          Secret // "" keeps the page read-only; never printed
+	Token          redact.Secret // "" keeps the page read-only; never printed
 	SecureCookie   bool
 	TrustedProxies []netip.Prefix
 	ExternalHost   string   // TICKETBRIDGE_CONSOLE_EXTERNAL_URL's host; "" when unset
@@ -107,6 +107,6 @@ func LoadConsole(ctx context.Context, env envconfig.Lookuper) (Console, error) {
 	if err := statuspage.CheckToken(tok); err != nil {
 		return s, fmt.Errorf("read configuration: %s: %s: %w", what, path, err)
 	}
-	s.Token = Secret(tok)
+	s.Token = redact.Secret(tok)
 	return s, nil
 }

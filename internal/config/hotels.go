@@ -28,6 +28,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters/webhook"
 	"github.com/ticketbridge/ticketbridge/internal/notify"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/state"
 	"github.com/ticketbridge/ticketbridge/sync"
 )
@@ -164,7 +165,7 @@ type Hotel struct {
 	Daemon Daemon
 	Sync   sync.Config
 	// Key is the hotel's API key, read to check it is there and its own.
-	Key Secret
+	Key redact.Secret
 	// Secrets are the secret files the hotel reads: one that changed
 	// restarts the hotel at a reload.
 	Secrets SecretFiles
@@ -243,7 +244,7 @@ func loadHotel(ctx context.Context, src Source, main Daemon, h HotelFile) (Hotel
 	if err != nil {
 		return hc, fmt.Errorf("hotel %s (%s): %w; each hotel names its own key in its file", h.Name, h.Path, err)
 	}
-	hc.Key = Secret(key)
+	hc.Key = redact.Secret(key)
 	if hc.Ping, err = notify.LoadPing(ctx, hc.Env); err != nil {
 		return hc, fmt.Errorf("hotel %s (%s): %w", h.Name, h.Path, err)
 	}

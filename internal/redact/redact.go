@@ -14,6 +14,10 @@
 // is printed by [DSN] on the same terms: its host, port, database and user
 // name are kept, every other value (the password first) is replaced.
 //
+// A credential a configuration holds (an API key, a token, a password)
+// is a [Secret], which prints and logs as "[redacted]", so that the
+// configuration needs no printing of its own.
+//
 // It is not a scrubber of arbitrary text: callers that know a secret's
 // value (a key, a token) must keep it out of their texts themselves.
 package redact
