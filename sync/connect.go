@@ -57,13 +57,29 @@ func (c *cycle) connected(r *refreshResult, f adapters.Found, ok bool) error {
 		// yet (or shows another ticket): tried again, never created.
 		return fmt.Errorf("connect helpdesk ticket %s: the helpdesk does not find it by the request's id yet (found %q)", to, f.Ref)
 	}
-	for _, ev := range f.Events {
-		if ev.Kind != adapters.EventReply && ev.Kind != adapters.EventNote {
-			continue
+	var fresh []adapters.Event // neither sent nor journaled before (a relink meets its own)
+	err := c.e.st.View(c.ctx, func(tx *state.Tx) error {
+		for _, ev := range f.Events {
+			if ev.Kind != adapters.EventReply && ev.Kind != adapters.EventNote {
+				continue
+			}
+			if _, sent := f.Sent[ev.ID]; sent || checkEvent(ev) != nil {
+				continue
+			}
+			_, journaled, err := tx.JournalEntry(ev.ID)
+			if err != nil {
+				return err
+			}
+			if !journaled {
+				fresh = append(fresh, ev)
+			}
 		}
-		if _, sent := f.Sent[ev.ID]; sent || checkEvent(ev) != nil {
-			continue
-		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, ev := range fresh {
 		r.journal = append(r.journal, state.Entry{
 			EventID: ev.ID, TicketID: r.t.ID, Ref: to, IdempotencyKey: IdempotencyKey(c.e.hd.Name(), f.Ref, ev.ID),
 			Kind: string(ev.Kind), State: state.Abandoned, CreatedAt: ev.At,

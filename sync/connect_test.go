@@ -2,6 +2,7 @@ package sync_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -312,5 +313,57 @@ func TestConnectOfALeftOutRequestSaysWhy(t *testing.T) {
 	e.quiesce()
 	if tk := e.stateTicket(id); tk.Ref != string(ref) || tk.LastError != "" {
 		t.Errorf("after the rules took it in: ref %q, error %q", tk.Ref, tk.LastError)
+	}
+}
+
+// TestRelinkSetsAsideOnlyWhatIsNew: a request connected to a ticket made
+// by hand, unlinked, then connected back, sets aside the team's earlier
+// messages once: the relink's trail counts only what it set aside itself.
+func TestRelinkSetsAsideOnlyWhatIsNew(t *testing.T) {
+	e := newEnv(t)
+	e.open()
+	id := e.newTicket("towels by phone")
+	const before = "Called the guest back."
+	ref := e.backend.MakeTicket("Anna", "Towels, room 12", "The guest called for towels.")
+	if _, err := e.backend.Reply(ref, "Anna", before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.connect(id, ref); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	e.command(tbsync.CommandUnlink, id)
+	e.quiesce()
+	if _, err := e.connect(id, ref); err != nil {
+		t.Fatal(err)
+	}
+	e.quiesce()
+	if tk := e.stateTicket(id); tk.Ref != string(ref) || tk.ConnectRef != "" {
+		t.Fatalf("record after the relink: ref %q, connecting %q", tk.Ref, tk.ConnectRef)
+	}
+	var connects []string
+	setAside := 0
+	if err := e.store.View(t.Context(), func(tx *state.Tx) error {
+		as, err := tx.AuditTrail(id)
+		for _, a := range as {
+			switch {
+			case a.Kind == tbsync.CommandConnect && strings.HasPrefix(a.Detail, "connected;"):
+				connects = append(connects, a.Detail)
+			case a.Outcome == state.AuditAbandoned && a.Kind == string(adapters.EventReply):
+				setAside++
+			}
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"connected; 2 replies and notes already on it set aside", "connected; 0 replies and notes already on it set aside"}; !slices.Equal(connects, want) {
+		t.Errorf("the connects' trail: %q, want %q", connects, want)
+	}
+	if setAside != 2 { // the ticket's first message and the reply
+		t.Errorf("the team's earlier messages were set aside %d times in the trail, want 2", setAside)
+	}
+	if e.upstreamHas(id, before) {
+		t.Error("the reply written before the first connect was sent to the guest")
 	}
 }
