@@ -183,27 +183,17 @@ func runAction(ctx context.Context, sh shell, name, about string, args []string)
 	}
 	// With a hotels directory the entry is one hotel's: its state, and
 	// its actions under /hotels/NAME/ on the daemon's listener.
+	whose := "whose entry it is"
+	if !onEntry {
+		whose = "whose request it is"
+	}
 	hotel := ""
-	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	sec, err := hf.one(ctx, src, cfg, warnStderr(stderr), name, whose)
 	if err != nil {
 		return err
 	}
-	if secs != nil {
-		if hf.name == "" {
-			names := make([]string, 0, len(secs))
-			for _, s := range secs {
-				names = append(names, s.name)
-			}
-			whose := "entry"
-			if !onEntry {
-				whose = "request"
-			}
-			return fmt.Errorf("%w: %s: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say whose %s it is with --hotel NAME (hotels: %s)", errUsage, name, whose, strings.Join(names, ", "))
-		}
-		if secs[0].err != nil {
-			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
-		}
-		cfg, hotel = secs[0].conf.Daemon, secs[0].name
+	if sec != nil {
+		cfg, hotel = sec.conf.Daemon, sec.name
 	}
 	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s: the bridge has not run yet; TICKETBRIDGE_STATE names the file", cfg.State)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/internal/bridge"
@@ -61,22 +60,12 @@ func runConfirmMove(ctx context.Context, sh shell, args []string) error {
 		return err
 	}
 	env := src.Env
-	secs, err := hf.sections(ctx, src, cfg, warnTo(log))
+	sec, err := hf.one(ctx, src, cfg, warnTo(log), name, "which moved")
 	if err != nil {
 		return err
 	}
-	if secs != nil {
-		if hf.name == "" {
-			names := make([]string, 0, len(secs))
-			for _, s := range secs {
-				names = append(names, s.name)
-			}
-			return fmt.Errorf("%w: %s: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say which moved with --hotel NAME (hotels: %s)", errUsage, name, strings.Join(names, ", "))
-		}
-		if secs[0].err != nil {
-			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
-		}
-		cfg, sc, env = secs[0].conf.Daemon, secs[0].conf.Sync, secs[0].conf.Env
+	if sec != nil {
+		cfg, sc, env = sec.conf.Daemon, sec.conf.Sync, sec.conf.Env
 	}
 	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("%s: no state file at %s: the bridge has not run yet, and its first start needs no confirmation", name, cfg.State)

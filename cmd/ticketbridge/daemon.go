@@ -300,7 +300,7 @@ func runStatus(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	secs, err := hf.sections(ctx, src, cfg, warnStderr(stderr))
 	if err != nil {
 		return err
 	}
@@ -432,7 +432,7 @@ func runState(ctx context.Context, sh shell, args []string) error {
 	if err != nil {
 		return err
 	}
-	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	secs, err := hf.sections(ctx, src, cfg, warnStderr(stderr))
 	if err != nil {
 		return err
 	}

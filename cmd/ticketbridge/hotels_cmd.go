@@ -51,6 +51,28 @@ func (f hotelFlag) sections(ctx context.Context, src config.Source, main config.
 	return out, nil
 }
 
+// one returns the hotel a command on one hotel's state acts on: nil when
+// the configuration serves one hotel; with a hotels directory, the one
+// --hotel names, which is then required (whose says what --hotel tells
+// command: "whose request it is").
+func (f hotelFlag) one(ctx context.Context, src config.Source, main config.Daemon, warn func(string), command, whose string) (*hotelSection, error) {
+	secs, err := f.sections(ctx, src, main, warn)
+	if err != nil || secs == nil {
+		return nil, err
+	}
+	if f.name == "" {
+		names := make([]string, 0, len(secs))
+		for _, s := range secs {
+			names = append(names, s.name)
+		}
+		return nil, fmt.Errorf("%w: %s: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say %s with --hotel NAME (hotels: %s)", errUsage, command, whose, strings.Join(names, ", "))
+	}
+	if secs[0].err != nil {
+		return nil, fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
+	}
+	return &secs[0], nil
+}
+
 // hotelUsage marks the errors of --hotel (config.ErrNoHotels,
 // config.ErrNoSuchHotel) as errors of the command line.
 func hotelUsage(err error) error {

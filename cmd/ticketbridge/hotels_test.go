@@ -375,6 +375,20 @@ func TestHotelCommands(t *testing.T) {
 	if _, errOut, code := fx.cmd("status", "--hotel", "gamma"); code != 2 || !strings.Contains(errOut, "no such hotel") || !strings.Contains(errOut, "alpha, beta") {
 		t.Errorf("status --hotel gamma: %d %s", code, errOut)
 	}
+	// The commands on one hotel's state need --hotel, and name the hotels.
+	for _, c := range []struct {
+		args  []string
+		whose string
+	}{
+		{[]string{"log", "some-id"}, "log: this configuration serves many hotels"},
+		{[]string{"pause", "some-id"}, "say whose request it is with --hotel NAME (hotels: alpha, beta)"},
+		{[]string{"skip", "--reason", "x", "some-id"}, "say whose entry it is with --hotel NAME"},
+		{[]string{"confirm-move", "--api", "https://x"}, "say which moved with --hotel NAME"},
+	} {
+		if _, errOut, code := fx.cmd(c.args...); code != 2 || !strings.Contains(errOut, c.whose) {
+			t.Errorf("%v without --hotel: %d %s", c.args, code, errOut)
+		}
+	}
 	delete(fx.MainVars, "TICKETBRIDGE_HOTELS_DIR")
 	for _, args := range [][]string{{"once", "--hotel", "alpha"}, {"status", "--hotel", "alpha"}, {"check", "--hotel", "alpha"}, {"state", "backup", "--hotel", "alpha", backups + "/x"}} {
 		if _, errOut, code := fx.cmd(args...); code != 2 || !strings.Contains(errOut, "--hotel needs TICKETBRIDGE_HOTELS_DIR") {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/ticketbridge/ticketbridge/state"
@@ -64,22 +63,12 @@ func runLog(ctx context.Context, sh shell, args []string) error {
 		return err
 	}
 	hotel := ""
-	secs, err := hf.sections(ctx, src, cfg, func(w string) { fmt.Fprintln(stderr, "ticketbridge: warning:", w) })
+	sec, err := hf.one(ctx, src, cfg, warnStderr(stderr), "log", "whose request it is")
 	if err != nil {
 		return err
 	}
-	if secs != nil {
-		if hf.name == "" {
-			names := make([]string, 0, len(secs))
-			for _, s := range secs {
-				names = append(names, s.name)
-			}
-			return fmt.Errorf("%w: log: this configuration serves many hotels (TICKETBRIDGE_HOTELS_DIR): say whose request it is with --hotel NAME (hotels: %s)", errUsage, strings.Join(names, ", "))
-		}
-		if secs[0].err != nil {
-			return fmt.Errorf("hotel %s: %w", secs[0].name, secs[0].err)
-		}
-		cfg, hotel = secs[0].conf.Daemon, secs[0].name
+	if sec != nil {
+		cfg, hotel = sec.conf.Daemon, sec.name
 	}
 	if _, err := os.Stat(cfg.State.Value()); !cfg.State.IsDB() && errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("no state file at %s yet: the bridge has not run (ticketbridge once, or ticketbridge run); TICKETBRIDGE_STATE names the file", cfg.State)

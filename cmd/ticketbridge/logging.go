@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -64,4 +65,10 @@ func isTerminal(w io.Writer) bool {
 // warnTo returns a warn function that logs to log.
 func warnTo(log *slog.Logger) func(string) {
 	return func(s string) { log.Warn(s, slog.String("op", "config")) }
+}
+
+// warnStderr returns a warn function that prints to stderr, for the
+// commands that keep their log for errors.
+func warnStderr(stderr io.Writer) func(string) {
+	return func(s string) { fmt.Fprintln(stderr, "ticketbridge: warning:", s) }
 }
