@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"log/slog"
 	"net/mail"
 	"os"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
+	"github.com/ticketbridge/ticketbridge/internal/redact"
 	"github.com/ticketbridge/ticketbridge/internal/smtpsend"
 )
 
@@ -56,16 +56,16 @@ type Config struct {
 	User string `env:"USER"`
 	// Password is User's password (or PasswordFile names a file holding
 	// it).
-	Password     string `env:"PASSWORD"`
-	PasswordFile string `env:"PASSWORD_FILE"`
+	Password     redact.Secret `env:"PASSWORD"`
+	PasswordFile string        `env:"PASSWORD_FILE"`
 	// CAFile, when set, is a PEM file of the CA the servers' certificates
 	// are checked against (a private CA); otherwise the system's.
 	CAFile string `env:"CA_FILE"`
 	// TokenKey signs the reply addresses (at least 16 bytes; or
 	// TokenKeyFile). Changing it makes the reply addresses of every
 	// request mailed before unusable.
-	TokenKey     string `env:"TOKEN_KEY"`
-	TokenKeyFile string `env:"TOKEN_KEY_FILE"`
+	TokenKey     redact.Secret `env:"TOKEN_KEY"`
+	TokenKeyFile string        `env:"TOKEN_KEY_FILE"`
 	// Allow lists who may write to the guests: addresses
 	// (anna@hotel.example) and domains (hotel.example or @hotel.example),
 	// comma-separated. Mail from anybody else is set aside.
@@ -94,12 +94,16 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 	if err := envvar.Load(ctx, env, EnvPrefix, "email configuration", &c); err != nil {
 		return Config{}, err
 	}
-	var err error
-	if c.Password, err = adapters.SecretOrFile(EnvPrefix+"PASSWORD", c.Password, c.PasswordFile); err != nil {
-		return Config{}, err
-	}
-	if c.TokenKey, err = adapters.SecretOrFile(EnvPrefix+"TOKEN_KEY", c.TokenKey, c.TokenKeyFile); err != nil {
-		return Config{}, err
+	for _, s := range []struct {
+		name  string
+		value *redact.Secret
+		file  string
+	}{{"PASSWORD", &c.Password, c.PasswordFile}, {"TOKEN_KEY", &c.TokenKey, c.TokenKeyFile}} {
+		v, err := adapters.SecretOrFile(EnvPrefix+s.name, s.value.Reveal(), s.file)
+		if err != nil {
+			return Config{}, err
+		}
+		*s.value = redact.Secret(v)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -175,17 +179,6 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 	tc.RootCAs = pool
 	return tc, nil
 }
-
-// String shows the configuration without its secrets.
-func (c Config) String() string {
-	return fmt.Sprintf("email{address=%s smtp=%s imap=%s user=%s}", c.Address, c.SMTPURL, c.IMAPURL, c.user())
-}
-
-// GoString is String.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue logs the configuration without its secrets.
-func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // Address is a bare mail address in lower case, parsed once when read
 // (go-envconfig's Decoder).

@@ -1,6 +1,8 @@
 package email
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,8 +53,12 @@ func TestLoadConfigNamesWhatIsWrongAndNoSecret(t *testing.T) {
 		}
 	}
 	cfg, _ := LoadConfig(t.Context(), envconfig.MapLookuper(validEnv()))
-	if s := cfg.String(); strings.Contains(s, "not-to-show") {
-		t.Errorf("String shows a secret: %s", s)
+	var logs strings.Builder
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "email", cfg)
+	for _, s := range []string{fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg), logs.String()} {
+		if strings.Contains(s, "not-to-show") || !strings.Contains(s, "[redacted]") {
+			t.Errorf("the configuration shows a secret, or not that it is set: %s", s)
+		}
 	}
 }
 

@@ -103,7 +103,7 @@ func New(cfg Config, deps adapters.Deps) (*Adapter, error) {
 		return nil, err
 	}
 	sc := cfg.SMTPURL.Config()
-	sc.Username, sc.Password, sc.TLS, sc.Timeout = cfg.user(), cfg.Password, tc, cfg.Timeout
+	sc.Username, sc.Password, sc.TLS, sc.Timeout = cfg.user(), cfg.Password.Reveal(), tc, cfg.Timeout
 	domain := cfg.Address.Domain()
 	log := deps.Logger
 	if log == nil {
@@ -111,10 +111,10 @@ func New(cfg Config, deps adapters.Deps) (*Adapter, error) {
 	}
 	a := &Adapter{
 		cfg: cfg, log: log, status: adapters.APIStatusMap().Override(deps),
-		depts: cfg.Departments, allow: cfg.Allow, key: []byte(cfg.TokenKey), domain: domain, ids: ids{domain: domain},
+		depts: cfg.Departments, allow: cfg.Allow, key: []byte(cfg.TokenKey.Reveal()), domain: domain, ids: ids{domain: domain},
 		readOnly: deps.ReadOnly,
 		smtp:     smtpsend.New(sc),
-		box:      &mailbox{srv: cfg.IMAPURL.Server, user: cfg.user(), password: cfg.Password, tls: tc, timeout: cfg.Timeout},
+		box:      &mailbox{srv: cfg.IMAPURL.Server, user: cfg.user(), password: cfg.Password.Reveal(), tls: tc, timeout: cfg.Timeout},
 		tokens:   map[string]string{},
 	}
 	return a, nil
