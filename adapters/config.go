@@ -10,7 +10,6 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
-	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
 
 // InsecureHTTPVar is the one variable that lets the daemon speak plain
@@ -185,24 +184,6 @@ func Loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// SecretOrFile returns the secret of the variable v: value when file is
-// empty, else the content of file without surrounding white space (a
-// systemd credential, a mounted secret), file being the value of v_FILE.
-// Both set is an error, and so are an empty file and a file that users
-// other than the service may read (package secretfile). The errors name v
-// and v_FILE and never show the secret.
-func SecretOrFile(v, value, file string) (string, error) {
-	if file == "" {
-		return value, nil
-	}
-	if value != "" {
-		return "", fmt.Errorf("%s and %s_FILE are both set: use one", v, v)
-	}
-	// The path is configuration, not a secret; the errors hold only the
-	// path and the reason.
-	return secretfile.Read(file, v+"_FILE")
 }
 
 // ParseDepartments parses s, the value of the variable v, a

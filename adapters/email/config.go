@@ -15,6 +15,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
+	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 	"github.com/ticketbridge/ticketbridge/internal/smtpsend"
 )
 
@@ -99,7 +100,7 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper) (Config, error) {
 		value *redact.Secret
 		file  string
 	}{{"PASSWORD", &c.Password, c.PasswordFile}, {"TOKEN_KEY", &c.TokenKey, c.TokenKeyFile}} {
-		v, err := adapters.SecretOrFile(EnvPrefix+s.name, s.value.Reveal(), s.file)
+		v, err := secretfile.Resolve(EnvPrefix+s.name, s.value.Reveal(), s.file)
 		if err != nil {
 			return Config{}, err
 		}

@@ -75,6 +75,7 @@ import (
 	"github.com/ticketbridge/ticketbridge/adapters"
 	"github.com/ticketbridge/ticketbridge/internal/envvar"
 	"github.com/ticketbridge/ticketbridge/internal/redact"
+	"github.com/ticketbridge/ticketbridge/internal/secretfile"
 )
 
 // Defaults fills the zero fields of target, a pointer to an env-tagged
@@ -199,7 +200,7 @@ func (c Common) CheckTimeout(prefix string) error {
 
 // Load reads a configuration C, which embeds [Common], with [envvar.Load],
 // replaces its secret by the content of the secret's file when one is
-// named (see [adapters.SecretOrFile]; secretVar is the secret's variable,
+// named (see [secretfile.Resolve]; secretVar is the secret's variable,
 // without prefix), sets AllowInsecureHTTP from
 // TICKETBRIDGE_ALLOW_INSECURE_HTTP (see [adapters.CheckHTTPS]), and
 // validates it.
@@ -219,7 +220,7 @@ func Load[C any, PC interface {
 	}
 	PC(&c).common().AllowInsecureHTTP = allow
 	value, file := secret(&c)
-	s, err := adapters.SecretOrFile(prefix+secretVar, value.Reveal(), file)
+	s, err := secretfile.Resolve(prefix+secretVar, value.Reveal(), file)
 	if err != nil {
 		var zero C
 		return zero, err

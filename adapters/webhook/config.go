@@ -101,18 +101,11 @@ func LoadConfig(ctx context.Context, env envconfig.Lookuper, stateDir string) (C
 			}
 		}
 	}
-	switch {
-	case c.Secret != "" && c.SecretFile != "":
-		return c, errors.New("read webhook configuration: set TICKETBRIDGE_WEBHOOK_SECRET or TICKETBRIDGE_WEBHOOK_SECRET_FILE, not both")
-	case c.SecretFile != "":
-		s, err := secretfile.Read(c.SecretFile, "TICKETBRIDGE_WEBHOOK_SECRET_FILE")
-		if err != nil {
-			return c, fmt.Errorf("read webhook configuration: TICKETBRIDGE_WEBHOOK_SECRET_FILE: %w", err)
-		}
-		c.Secret = redact.Secret(s)
-	default:
-		c.Secret = redact.Secret(strings.TrimSpace(string(c.Secret)))
+	s, err := secretfile.Resolve("TICKETBRIDGE_WEBHOOK_SECRET", strings.TrimSpace(c.Secret.Reveal()), c.SecretFile)
+	if err != nil {
+		return c, fmt.Errorf("read webhook configuration: %w", err)
 	}
+	c.Secret = redact.Secret(s)
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("read webhook configuration: %w", err)
 	}

@@ -127,7 +127,7 @@ func TestLoadConfig(t *testing.T) {
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "short"), "TICKETBRIDGE_WEBHOOK_SECRET is 5 bytes long; want at least 32"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", testSecret[:31]), "TICKETBRIDGE_WEBHOOK_SECRET is 31 bytes long; want at least 32"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", shortFile), "TICKETBRIDGE_WEBHOOK_SECRET_FILE: the secret in " + shortFile + " is 31 bytes long; want at least 32"},
-		{with("TICKETBRIDGE_WEBHOOK_SECRET_FILE", secretFile), "not both"},
+		{with("TICKETBRIDGE_WEBHOOK_SECRET_FILE", secretFile), "both set"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", loose), "chmod 600"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", empty), "empty"},
 		{with("TICKETBRIDGE_WEBHOOK_SECRET", "<unset>", "TICKETBRIDGE_WEBHOOK_SECRET_FILE", filepath.Join(dir, "missing")), "no such file"},

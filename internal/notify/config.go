@@ -106,13 +106,7 @@ type secretVar struct {
 // readSecretFiles resolves the _FILE forms of vars: one or the other.
 func readSecretFiles(vars []secretVar) error {
 	for _, s := range vars {
-		if *s.file == "" {
-			continue
-		}
-		if *s.val != "" {
-			return fmt.Errorf("read notification settings: %s and %s_FILE are both set: use one", s.v, s.v)
-		}
-		v, err := secretfile.Read(*s.file, s.v+"_FILE")
+		v, err := secretfile.Resolve(s.v, *s.val, *s.file)
 		if err != nil {
 			return fmt.Errorf("read notification settings: %w", err)
 		}

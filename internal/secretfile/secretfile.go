@@ -51,6 +51,22 @@ var (
 	passwdFile = "/etc/passwd"
 )
 
+// Resolve returns the secret of the setting v: value when file is empty,
+// else what [Read] reads from file, the value of v_FILE (a systemd
+// credential, a mounted secret). Both set is an error. The errors name v
+// or v_FILE and never show the secret.
+func Resolve(v, value, file string) (string, error) {
+	if file == "" {
+		return value, nil
+	}
+	if value != "" {
+		return "", fmt.Errorf("%s and %s_FILE are both set: use one", v, v)
+	}
+	// The path is configuration, not a secret; the errors hold only the
+	// path and the reason.
+	return Read(file, v+"_FILE")
+}
+
 // Read returns the content of path without surrounding white space; what
 // names the file in errors ("API key file", "TICKETBRIDGE_ZENDESK_TOKEN_FILE").
 // It refuses an empty file, and a file others may read (see the package
