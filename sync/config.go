@@ -179,13 +179,9 @@ func Every(d time.Duration) Schedule {
 }
 
 // EnvDecode parses s with [ParseSchedule]; its errors name the variable.
-func (s *Schedule) EnvDecode(v string) error {
-	p, err := NewSchedule(v)
-	if err != nil {
-		return err
-	}
-	*s = p
-	return nil
+func (s *Schedule) EnvDecode(v string) (err error) {
+	*s, err = NewSchedule(v)
+	return err
 }
 
 // String is the schedule as it was written.
@@ -199,13 +195,9 @@ func (s Schedule) LogValue() slog.Value { return slog.StringValue(s.text) }
 type Backfill []guestapi.Status
 
 // EnvDecode parses s with [ParseBackfill]; its errors name the variable.
-func (b *Backfill) EnvDecode(s string) error {
-	v, err := ParseBackfill(s)
-	if err != nil {
-		return err
-	}
-	*b = v
-	return nil
+func (b *Backfill) EnvDecode(s string) (err error) {
+	*b, err = ParseBackfill(s)
+	return err
 }
 
 // interval estimates the time between two activations of sched: exact for

@@ -43,13 +43,9 @@ type Departments []string
 
 // EnvDecode parses s with [ParseDepartments]; go-envconfig names the
 // variable.
-func (d *Departments) EnvDecode(s string) error {
-	v, err := ParseDepartments(s)
-	if err != nil {
-		return err
-	}
-	*d = v
-	return nil
+func (d *Departments) EnvDecode(s string) (err error) {
+	*d, err = ParseDepartments(s)
+	return err
 }
 
 // ParseDepartments parses a comma-separated list of department codes, as
@@ -80,13 +76,9 @@ type Origins []guestapi.Origin
 
 // EnvDecode parses s with [ParseOrigins]; go-envconfig names the
 // variable.
-func (o *Origins) EnvDecode(s string) error {
-	v, err := ParseOrigins(s)
-	if err != nil {
-		return err
-	}
-	*o = v
-	return nil
+func (o *Origins) EnvDecode(s string) (err error) {
+	*o, err = ParseOrigins(s)
+	return err
 }
 
 // knownOrigins are the origins the API names.

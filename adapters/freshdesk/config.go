@@ -145,13 +145,9 @@ func urlOf(allowInsecure bool) adapters.BaseURL {
 type Groups map[string]int64
 
 // EnvDecode parses s with [ParseGroups].
-func (g *Groups) EnvDecode(s string) error {
-	v, err := ParseGroups(s)
-	if err != nil {
-		return err
-	}
-	*g = v
-	return nil
+func (g *Groups) EnvDecode(s string) (err error) {
+	*g, err = ParseGroups(s)
+	return err
 }
 
 // ParseGroups parses "department=groupid,…" (TICKETBRIDGE_FRESHDESK_GROUPS).

@@ -197,13 +197,9 @@ const apiSuffix = "/REST/2.0"
 type Queues map[string]string
 
 // EnvDecode parses s with [ParseQueues].
-func (q *Queues) EnvDecode(s string) error {
-	v, err := ParseQueues(s)
-	if err != nil {
-		return err
-	}
-	*q = v
-	return nil
+func (q *Queues) EnvDecode(s string) (err error) {
+	*q, err = ParseQueues(s)
+	return err
 }
 
 // ParseQueues parses "department=Queue,…" (TICKETBRIDGE_RT_QUEUES). An
