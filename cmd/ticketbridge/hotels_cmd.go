@@ -53,8 +53,8 @@ func (f hotelFlag) sections(ctx context.Context, src config.Source, main config.
 
 // one returns the hotel a command on one hotel's state acts on: nil when
 // the configuration serves one hotel; with a hotels directory, the one
-// --hotel names, which is then required (whose says what --hotel tells
-// command: "whose request it is").
+// --hotel names, which is then required. whose ends the error's request
+// for it: "say whose request it is with --hotel NAME".
 func (f hotelFlag) one(ctx context.Context, src config.Source, main config.Daemon, warn func(string), command, whose string) (*hotelSection, error) {
 	secs, err := f.sections(ctx, src, main, warn)
 	if err != nil || secs == nil {
